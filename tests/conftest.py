@@ -1,0 +1,1 @@
+"""Shared fixtures. The real-host fixture (`testhost`) lives in tests/testhost/."""
