@@ -30,10 +30,69 @@ def _run_demo(args) -> int:
     return demo.main(outputs=args.outputs)
 
 
+def _args_unit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base", default="local", metavar="NAME_OR_FILE",
+                   help="base config: a name in params/base/ or a YAML file (default: local)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V",
+                   help="override, e.g. --set speculative_ddtree_budget=32 (repeatable)")
+
+
+def _run_unit(args) -> int:
+    import sys
+
+    from ddlab import params, units
+
+    variant = params.make_variant(params.load_base(args.base), args.overrides)
+    # python: null in a base means the host's interpreter; here, the local host's (ours).
+    print(units.render_unit(variant, python=sys.executable), end="")
+    return 0
+
+
+def _args_diagnose(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logfile", metavar="LOGFILE",
+                   help="a saved server log or journal (journalctl -u UNIT > FILE); - reads stdin")
+    p.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
+                   help="also quote lines matching REGEX as evidence (repeatable)")
+
+
+def _run_diagnose(args) -> int:
+    import json
+
+    from ddlab import diagnose
+    from ddlab.errors import ConfigError
+
+    try:  # a missing file or a bad --pattern is a usage error: exit 2
+        result = diagnose.diagnose(diagnose.read_log(args.logfile), patterns=args.patterns)
+    except ConfigError as err:
+        raise UsageError(err.message, fix=err.fix) from err
+    print(json.dumps(result.to_dict()) if args.json else result.render())
+    return 0
+
+
+def _args_target(p: argparse.ArgumentParser) -> None:
+    # Every argument, --help included, goes to the target's own SGLang-named parser:
+    # with no '-' prefix here, argparse treats them all as the one REMAINDER positional.
+    p.prefix_chars = "+"
+    p.add_argument("target_args", nargs=argparse.REMAINDER, metavar="SGLANG_FLAGS",
+                   help="flags of python -m ddlab.target (see ddlab target --help)")
+
+
+def _run_target(args) -> int:
+    from ddlab import target
+
+    return target.main(args.target_args, prog="ddlab target")
+
+
 VERBS = {
     # verb: (help, add_arguments, run)
     "demo": ("run the main job on the embedded default and print the report's path",
              _args_demo, _run_demo),
+    "unit": ("print the systemd unit of a config variant", _args_unit, _run_unit),
+    "diagnose": ("read a server log: crashed or not, why, what to try next",
+                 _args_diagnose, _run_diagnose),
+    "target": ("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
+               _args_target, _run_target),
 }
 
 
@@ -49,7 +108,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ddlab", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="ddlab", description="ddlab: deploy, watch, sweep and report on speculative-decoding servers.")
     from ddlab import __version__
 
     parser.add_argument("--version", action="version", version=f"ddlab {__version__}")
@@ -75,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"ddlab {args.verb}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `ddlab ... | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":

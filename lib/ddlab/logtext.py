@@ -1,0 +1,291 @@
+"""Reading an SGLang server log as text: prefixes, startup phases, decode lines.
+
+Contract: :func:`split_lines` turns any of the forms ddlab meets -- journal
+``short``/``short-precise``/``short-iso``/``short-iso-precise``/``short-full``/
+``short-unix``/``short-monotonic``, ``-o cat``, or a plain process log -- into
+:class:`Line` records with the journal prefix and ANSI colour codes removed and
+SGLang's own ``[2026-11-29 09:53:16 TP0] `` prefix split off into ``time`` and
+``rank``. Everything downstream (tracebacks, signatures, phases, decode lines)
+reads ``Line.msg``, so no recogniser is anchored to one layout.
+
+Why here and not in :mod:`ddlab.diagnose`: the watch heartbeat needs
+:func:`phase_of` and the bench needs :func:`parse_decode_lines` without the
+crash machinery; :mod:`ddlab.diagnose` re-exports all of them (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import asdict, dataclass
+
+__all__ = [
+    "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
+    "DecodeRecord", "parse_decode_lines", "summarize_decode", "parse_facts",
+]
+
+_ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_JOURNAL_TS = (
+    r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?"
+    rf"(?:{_MONTH} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{2,5})?"
+    r"|\d{9,}\.\d+"
+    r"|\[\s*\d+\.\d+\])"
+)
+_JOURNAL_RE = re.compile(
+    rf"^{_JOURNAL_TS} (?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?")
+_JOURNAL_MARK_RE = re.compile(r"^-- .* --$")  # "-- Boot ... --", "-- No entries --"
+_SGLANG_RE = re.compile(
+    r"^\[(?P<time>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+    r"(?P<tags>(?: [A-Z]{1,4}\d+)*)\] ?")
+# Other writers' prefixes: "(EngineCore pid=42) ", torch's C++ log
+# "[rank1]:[E1208 02:24:01.413201 ProcessGroupNCCL.cpp:632] ".
+_PID_TAG_RE = re.compile(
+    r"^(?:\((?:[\w-]+ )?pid=\d+\) |(?:\[rank\d+\]:)?\[[IWEF]\d{4} [\d:.]+ (?:\d+ )?[\w.]+:\d+\] )")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One log line. ``text`` keeps SGLang's prefix; ``msg`` drops it too."""
+
+    no: int
+    text: str
+    msg: str
+    ident: str | None = None
+    pid: str | None = None
+    time: str | None = None
+    rank: str | None = None
+
+    @property
+    def stamped(self) -> bool:
+        """True when SGLang's logger stamped it: the first line of a log record."""
+        return self.time is not None
+
+
+def strip_prefix(line: str) -> str:
+    """Remove a journal ``short``/``short-iso`` (or other journalctl) prefix."""
+    match = _JOURNAL_RE.match(line)
+    return line[match.end():] if match else line
+
+
+def _clean(raw: str) -> str:
+    return _CONTROL_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
+
+
+def split_lines(text: str) -> list[Line]:
+    """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled)."""
+    lines = []
+    for no, raw in enumerate(text.splitlines(), start=1):
+        cleaned = _clean(raw)
+        if _JOURNAL_MARK_RE.match(cleaned):
+            continue
+        ident = pid = time = rank = None
+        journal = _JOURNAL_RE.match(cleaned)
+        if journal:
+            ident, pid = journal["ident"], journal["pid"]
+            cleaned = cleaned[journal.end():]
+        msg = _PID_TAG_RE.sub("", cleaned, count=1)
+        stamp = _SGLANG_RE.match(msg)
+        if stamp:
+            time, rank = stamp["time"], stamp["tags"].strip() or None
+            msg = msg[stamp.end():]
+        lines.append(Line(no, cleaned, msg, ident, pid, time, rank))
+    return lines
+
+
+# --- startup phases -----------------------------------------------------------
+
+PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "serving")
+_PHASE_MARKERS = (
+    ("load_weights", re.compile(r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards", re.I)),
+    ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
+    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph begin|Capturing batches", re.I)),
+    ("ready", re.compile(r"The server is fired up and ready to roll")),
+    ("serving", re.compile(r"Decode batch\b")),
+)
+_AFTER_READY = re.compile(r"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
+
+
+def _phase_index(msg: str, ready: bool) -> int:
+    for name, regex in reversed(_PHASE_MARKERS):
+        if regex.search(msg):
+            return PHASES.index(name)
+    if ready and _AFTER_READY.search(msg):
+        return PHASES.index("serving")
+    return 0
+
+
+def phase_marker(msg: str) -> str | None:
+    """The phase a line announces (``load_weights`` ... ``serving``), or None."""
+    index = _phase_index(msg, ready=False)
+    return PHASES[index] if index else None
+
+
+def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
+    """The last startup phase reached, and the line that first reached it."""
+    best, at = 0, None
+    ready = PHASES.index("ready")
+    for line in lines:
+        index = _phase_index(line.msg, best >= ready)
+        if index > best:
+            best, at = index, line
+    return PHASES[best], at
+
+
+def phase_of(text: str) -> str:
+    """The last startup phase the log reached (``launch`` ... ``serving``)."""
+    return phase_reached(split_lines(text))[0]
+
+
+# --- decode lines ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DecodeRecord:
+    """One ``Decode batch`` line; fields the line lacks stay None."""
+
+    line_no: int
+    time: str | None = None
+    rank: str | None = None
+    running_req: int | None = None
+    token: int | None = None
+    token_usage: float | None = None
+    full_token: int | None = None
+    full_token_usage: float | None = None
+    mamba_num: int | None = None
+    mamba_usage: float | None = None
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    cuda_graph: bool | None = None
+    gen_throughput_tok_s: float | None = None
+    queue_req: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _to_bool(value: str) -> bool:
+    return value.strip().lower() in ("true", "1", "yes", "on")
+
+
+_DECODE_RE = re.compile(r"Decode batch\b[.,:]?\s*(?P<body>.*)$")
+_PAIR_RE = re.compile(r"(?P<key>#?[A-Za-z][^:,]*?):\s*(?P<value>[^,]+)")
+_DECODE_FIELDS = (  # (key regex, field, converter); first match wins
+    (r"#running-req", "running_req", int),
+    (r"#full token", "full_token", int),
+    (r"#token", "token", int),
+    (r"full token usage", "full_token_usage", float),
+    (r"token usage", "token_usage", float),
+    (r"mamba num", "mamba_num", int),
+    (r"mamba usage", "mamba_usage", float),
+    (r"accept len", "accept_len", float),
+    (r"accept rate", "accept_rate", float),
+    (r"cuda graph", "cuda_graph", _to_bool),
+    (r"gen throughput", "gen_throughput_tok_s", float),
+    (r"#queue-req", "queue_req", int),
+)
+
+
+def _decode_field(key: str):
+    key = key.strip().lower()
+    for pattern, name, convert in _DECODE_FIELDS:
+        if re.fullmatch(pattern + r"(?:\s*\(.*\))?", key):
+            return name, convert
+    return None, None
+
+
+def _decode_record(line: Line) -> DecodeRecord | None:
+    match = _DECODE_RE.search(line.msg)
+    if not match:
+        return None
+    values = {}
+    for pair in _PAIR_RE.finditer(match["body"]):
+        name, convert = _decode_field(pair["key"])
+        if name and name not in values:
+            try:
+                values[name] = convert(pair["value"].strip())
+            except ValueError:
+                values[name] = None
+    return DecodeRecord(line_no=line.no, time=line.time, rank=line.rank, **values)
+
+
+def parse_decode_lines(text_or_lines) -> list[DecodeRecord]:
+    """Every ``Decode batch`` line of a log (text or :class:`Line` list), in order."""
+    lines = split_lines(text_or_lines) if isinstance(text_or_lines, str) else text_or_lines
+    return [record for line in lines if (record := _decode_record(line))]
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def summarize_decode(records: list[DecodeRecord]) -> dict:
+    """Summary figures: count, accept length mean/last, throughput mean/max, graphs."""
+    if not records:
+        return {"count": 0}
+
+    def column(name):
+        return [getattr(r, name) for r in records if getattr(r, name) is not None]
+
+    accept, rate, speed = column("accept_len"), column("accept_rate"), column("gen_throughput_tok_s")
+    usage = column("token_usage") or column("full_token_usage")
+    graphs = set(column("cuda_graph"))
+    return {
+        "count": len(records),
+        "accept_len_mean": _mean(accept),
+        "accept_len_last": accept[-1] if accept else None,
+        "accept_rate_mean": _mean(rate),
+        "gen_throughput_tok_s_mean": _mean(speed),
+        "gen_throughput_tok_s_max": max(speed) if speed else None,
+        "gen_throughput_tok_s_last": speed[-1] if speed else None,
+        "running_req_max": max(column("running_req"), default=None),
+        "queue_req_max": max(column("queue_req"), default=None),
+        "token_usage_max": max(usage, default=None),
+        "cuda_graph": graphs.pop() if len(graphs) == 1 else None,
+    }
+
+
+# --- facts: DDTree worker, memory budget, server args ------------------------------
+
+_DDTREE_RE = re.compile(r"Initialized DDTree worker\.?\s*(?P<body>.*)$")
+_BUDGET_RE = re.compile(r"\bmax_total_num_tokens=\d")
+_ARGS_RE = re.compile(r"\bServerArgs\(|\bserver_args=")
+_KV_RE = re.compile(r"\b(?P<key>[a-z_][a-z0-9_]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^,()\s]+(?: GB)?)")
+_SERVER_ARG_KEYS = (
+    "model_path", "speculative_algorithm", "speculative_draft_model_path",
+    "speculative_num_draft_tokens", "speculative_dflash_block_size",
+    "speculative_ddtree_budget", "mem_fraction_static", "context_length",
+    "max_running_requests", "cuda_graph_max_bs", "disable_cuda_graph", "tp_size", "port",
+)
+
+
+def _literal(value: str):
+    value = value.removesuffix(" GB")
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
+
+
+def _pairs(text: str, keys=None) -> dict:
+    found = {}
+    for match in _KV_RE.finditer(text):
+        if keys is None or match["key"] in keys:
+            found.setdefault(match["key"], _literal(match["value"]))
+    return found
+
+
+def parse_facts(lines: list[Line]) -> dict:
+    """Facts the log states: DDTree worker sizes, token budget, chosen server args."""
+    facts: dict = {}
+    for line in lines:
+        ddtree = _DDTREE_RE.search(line.msg)
+        if ddtree:
+            facts.update(_pairs(ddtree["body"]))
+        elif _BUDGET_RE.search(line.msg):
+            facts.update(_pairs(line.msg))
+        elif _ARGS_RE.search(line.msg):
+            for key, value in _pairs(line.msg, _SERVER_ARG_KEYS).items():
+                facts.setdefault(key, value)
+    return {key: value for key, value in facts.items() if value is not None}
