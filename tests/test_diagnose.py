@@ -35,7 +35,7 @@ CASES = [
     ("capture_error.cat.log", True, "cuda_graph_capture", "graph_capture", "capture_error"),
     ("two_ranks.journal-iso.log", True, "cuda_graph_capture", "graph_capture", "capture_failed"),
     ("replay_none.journal.log", True, "cuda_graph_replay", "serving", "replay_none"),
-    ("replay_none_warmup.cat.log", True, "cuda_graph_replay", "serving", "replay_none"),
+    ("replay_none_warmup.cat.log", True, "cuda_graph_replay", "graph_capture", "replay_none"),
     ("replay_size.journal-iso.log", True, "cuda_graph_replay", "serving", "replay_size"),
     ("replay_cuda_error.plain.log", True, "cuda_graph_replay", "serving", "replay_cuda_error"),
     ("argparse.journal.log", True, "bad_argument", "launch", "argparse"),

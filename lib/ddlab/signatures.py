@@ -235,7 +235,8 @@ SIGNATURES: list[Signature] = [
                   r"'[^']*(?:config\.json|\.safetensors|tokenizer[^']*|model[^']*)'",
                   r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)",
                   r"couldn't connect to 'https://huggingface\.co'",
-                  r"Unrecognized model in "),
+                  r"Unrecognized model in ",
+                  r"Incorrect path_or_model_id"),
         priority=85, phase="launch"),
     Signature(
         "capture_failed", "cuda_graph_capture", "CUDA graph capture failed",
@@ -255,7 +256,7 @@ SIGNATURES: list[Signature] = [
         "buffers), then find which forward-batch field is None when replay_prepare copies it: "
         "the DDTree verify path must fill it before the graph replays.",
         types=r"(?:\w+\.)*(?:TypeError|AttributeError)", patterns=(r"NoneType",),
-        context=(_REPLAY_FRAMES,), priority=76, phase="serving", detail=_replay_none_detail),
+        context=(_REPLAY_FRAMES,), priority=76, phase="graph_capture", detail=_replay_none_detail),
     Signature(
         "replay_size", "cuda_graph_replay", "CUDA graph replay got a batch of the wrong size",
         "The verify graph was captured for fewer tokens per request than DDTree sends: size "
@@ -267,14 +268,14 @@ SIGNATURES: list[Signature] = [
                   r"Tensor lists must have the same number",
                   r"shape '\[[^\]]*\]' is invalid for input of size",
                   r"out of bounds for dimension"),
-        context=(_REPLAY_FRAMES,), priority=75, phase="serving", detail=_replay_size_detail),
+        context=(_REPLAY_FRAMES,), priority=75, phase="graph_capture", detail=_replay_size_detail),
     Signature(
         "replay_cuda_error", "cuda_graph_replay", "CUDA graph replay hit a CUDA error",
         f"A CUDA error surfaced in graph replay: {_NO_GRAPH} check that the captured buffers "
         "are as large as the verify batch (budget+1 tokens per request for DDTree); "
         "CUDA_LAUNCH_BLOCKING=1 locates the kernel.",
         patterns=(r"CUDA error: (?!out of memory)", r"illegal memory access", r"device-side assert"),
-        context=(_REPLAY_FRAMES,), priority=72, phase="serving"),
+        context=(_REPLAY_FRAMES,), priority=72, phase="graph_capture"),
     Signature(
         "kv_pool_oom", "kv_pool_oom", "the KV cache pool does not fit",
         "The KV cache pool does not fit next to the weights: raise --mem-fraction-static, "
