@@ -4,7 +4,8 @@
 need=""
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"
 command -v systemd-analyze >/dev/null 2>&1 && [ -x /lib/systemd/systemd ] || need="$need systemd"
-command -v nsenter >/dev/null 2>&1 || need="$need util-linux"
+for tool in nsenter unshare setpriv; do command -v $tool >/dev/null 2>&1 || { need="$need util-linux"; break; }; done
+command -v ssh-keygen >/dev/null 2>&1 || need="$need openssh-client"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "hostdeps: missing$need; not root or no apt-get, so the real-host tests will skip" >&2

@@ -1,0 +1,271 @@
+"""Service managers: start, stop, observe and read the logs of one server on a host.
+
+One interface (:class:`ServiceManager`), two ways a host runs a server:
+
+- :class:`SystemdManager`: a unit file in ``unit_dir``, ``systemctl``, the
+  journal. State comes from one ``systemctl show``; logs of *this* start only
+  come from ``journalctl`` matched on the start's invocation id, so an earlier
+  crash never pollutes a later diagnosis.
+- :class:`ProcessManager` (:mod:`ddlab.procman`): for hosts without systemd
+  (most GPU containers): a detached process group with pid, status and log
+  files under the profile's ``state_dir``.
+
+Both answer ``state()`` with one command over the transport's persistent
+connection (a few ms), because a watcher polls it every ~0.2 s to see a crash
+within a second. ``read_logs(name, cursor=...)`` returns only what is new
+since the cursor, for the same watcher. Names are validated (no ``/``, no
+``..``) before anything touches the host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+
+from ddlab.errors import ConfigError, ServiceError
+from ddlab.hosts import Transport
+
+__all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "SystemdManager", "ProcessManager",
+           "manager_for", "unit_name", "parse_show", "plain_unit"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]*")
+_SHOW = ("LoadState", "ActiveState", "SubState", "Result", "ExecMainStatus", "ExecMainCode",
+         "NRestarts", "InvocationID", "MainPID")
+_EXIT_KINDS = {"1": "exited", "2": "killed", "3": "dumped"}  # ExecMainCode: CLD_* codes
+
+
+def unit_name(name: str) -> str:
+    """``name`` as a systemd unit name (``.service`` added); ConfigError for unsafe names."""
+    stem = name[:-len(".service")] if name.endswith(".service") else name
+    if not isinstance(name, str) or not _NAME.fullmatch(stem) or ".." in stem:
+        raise ConfigError(f"service name {name!r}: must be letters, digits and : _ . @ - "
+                          "(no '/', no '..')", fix="e.g. ddlab-ddtree-b32.service", value=name)
+    return f"{stem}.service"
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """What to run: ``argv`` with ``env`` in ``workdir``; ``unit_text`` is the rendered
+    systemd unit (``ddlab.units.render_unit``); when absent a plain one is made from argv."""
+
+    name: str
+    argv: list
+    env: dict = field(default_factory=dict)
+    workdir: str | None = None
+    unit_text: str | None = None
+
+    def __post_init__(self):
+        unit_name(self.name)
+        if not self.argv or not all(isinstance(a, str) for a in self.argv):
+            raise ConfigError(f"argv={self.argv!r}: must be a non-empty list of strings",
+                              fix="e.g. ['/usr/bin/python3', '-m', 'sglang.launch_server']")
+        if self.workdir is not None and any(c in str(self.workdir) for c in "\n\r\0"):
+            raise ConfigError(f"workdir={self.workdir!r}: must not contain line breaks or NUL",
+                              fix="use a plain directory path", value=self.workdir)
+        for key in self.env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
+                raise ConfigError(f"env name {key!r}: must match [A-Za-z_][A-Za-z0-9_]*",
+                                  fix="rename the variable", key=key)
+
+    @property
+    def unit(self) -> str:
+        return unit_name(self.name)
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """A service's state in systemd's words (the process manager maps onto them).
+
+    ``active_state``: active | activating | deactivating | inactive | failed;
+    ``sub_state``: running | exited | dead | auto-restart | failed ...;
+    ``result``: success | exit-code | signal | core-dump | ...;
+    ``exit_status``: the main process's exit code (or signal number when
+    ``exit_kind`` is killed/dumped), None before it ended; ``n_restarts``:
+    automatic restarts since the last manual start.
+    """
+
+    active_state: str
+    sub_state: str
+    result: str = ""
+    exit_status: int | None = None
+    exit_kind: str | None = None
+    n_restarts: int = 0
+    invocation_id: str = ""
+    main_pid: int = 0
+    load_state: str = "loaded"
+
+    @property
+    def running(self) -> bool:
+        return self.active_state == "active" and self.sub_state == "running"
+
+    @property
+    def failed(self) -> bool:
+        """It crashed: failed, restarting after a crash, or ended with a non-success result."""
+        return (self.active_state == "failed" or self.sub_state == "auto-restart"
+                or (self.active_state == "inactive" and self.result not in ("", "success")))
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "running": self.running, "failed": self.failed}
+
+
+class ServiceManager:
+    """install -> start -> state/logs ... -> stop -> remove, for one host's transport."""
+
+    def __init__(self, transport: Transport):
+        self.transport = transport
+
+    def install(self, spec: ServiceSpec) -> None:
+        raise NotImplementedError
+
+    def start(self, name: str) -> str:
+        """Start it; returns the invocation id of this start."""
+        raise NotImplementedError
+
+    def stop(self, name: str) -> None:
+        raise NotImplementedError
+
+    def remove(self, name: str) -> None:
+        """Stop it and remove every trace of the installation (idempotent)."""
+        raise NotImplementedError
+
+    def state(self, name: str) -> ServiceState:
+        raise NotImplementedError
+
+    def logs(self, name: str, invocation: str | None = None) -> str:
+        """The log of one start (the current one by default)."""
+        return self.read_logs(name, invocation=invocation)[0]
+
+    def read_logs(self, name: str, *, invocation: str | None = None,
+                  cursor: str | None = None) -> tuple[str, str | None]:
+        """(text, cursor): log lines after ``cursor`` (all when None), and where to resume."""
+        raise NotImplementedError
+
+
+def manager_for(transport: Transport) -> ServiceManager:
+    """The manager the transport's host profile names (``service_manager``)."""
+    profile = transport.profile
+    if profile.service_manager == "systemd":
+        return SystemdManager(transport, profile.unit_dir)
+    return ProcessManager(transport, f"{profile.state_dir.rstrip('/')}/services")
+
+
+class SystemdManager(ServiceManager):
+    """Units in ``unit_dir`` driven with systemctl; logs from the journal by invocation id."""
+
+    def __init__(self, transport: Transport, unit_dir: str = "/etc/systemd/system"):
+        super().__init__(transport)
+        self.unit_dir = unit_dir.rstrip("/") or "/"
+
+    def _path(self, name: str) -> str:
+        return f"{self.unit_dir}/{unit_name(name)}"
+
+    def install(self, spec):
+        text = spec.unit_text if spec.unit_text is not None else plain_unit(spec)
+        self.transport.write_file(self._path(spec.name), text.encode(), mode=0o644)
+        self.transport.run(["systemctl", "daemon-reload"])
+
+    def start(self, name):
+        """Start the unit; its invocation id from systemd, or from the journal when the
+        unit already ended and was unloaded (a clean quick exit is garbage-collected)."""
+        unit = unit_name(name)
+        mark = self._journal_cursor()
+        self.transport.run(["systemctl", "reset-failed", unit], check=False)
+        self.transport.run(["systemctl", "start", unit])
+        invocation = self.state(unit).invocation_id
+        deadline = time.monotonic() + 5
+        while not invocation and time.monotonic() < deadline:
+            invocation = self._journal_invocation(unit, after=mark)
+            time.sleep(0.05)
+        if not invocation:
+            raise ServiceError(f"{unit}: started, but neither systemd nor the journal has its "
+                               "invocation id", fix=f"look at: journalctl -u {unit}")
+        return invocation
+
+    def _journal_cursor(self) -> str | None:
+        text = self.transport.run(["journalctl", "-n", "0", "--show-cursor", "-q", "--no-pager"],
+                                  check=False).stdout
+        return text.rpartition("-- cursor: ")[2].strip() or None
+
+    def _journal_invocation(self, unit: str, *, after: str | None = None) -> str:
+        """The first invocation of ``unit`` logged after the cursor (the last one without)."""
+        argv = ["journalctl", f"UNIT={unit}", "+", f"_SYSTEMD_UNIT={unit}", "-o", "json",
+                "--output-fields=INVOCATION_ID,_SYSTEMD_INVOCATION_ID", "-q", "--no-pager"]
+        argv += [f"--after-cursor={after}"] if after else ["-n", "20"]
+        ids = []
+        for line in self.transport.run(argv, check=False).stdout.splitlines():
+            entry = json.loads(line) if line.startswith("{") else {}
+            ids.append(entry.get("INVOCATION_ID") or entry.get("_SYSTEMD_INVOCATION_ID") or "")
+        ids = [i for i in ids if i]
+        return (ids[0] if after else ids[-1]) if ids else ""
+
+    def stop(self, name):
+        self.transport.run(["systemctl", "stop", unit_name(name)],
+                           timeout_s=max(self.transport.profile.command_timeout_s, 120))
+
+    def remove(self, name):
+        unit = unit_name(name)
+        self.transport.run(["systemctl", "stop", unit], check=False,
+                           timeout_s=max(self.transport.profile.command_timeout_s, 120))
+        self.transport.run(["rm", "-f", "--", self._path(unit)])
+        self.transport.run(["systemctl", "daemon-reload"])
+        self.transport.run(["systemctl", "reset-failed", unit], check=False)
+
+    def state(self, name):
+        unit = unit_name(name)
+        done = self.transport.run(["systemctl", "show", "-p", ",".join(_SHOW), "--", unit])
+        return parse_show(done.stdout)
+
+    def read_logs(self, name, *, invocation=None, cursor=None):
+        unit = unit_name(name)
+        invocation = (invocation or self.state(unit).invocation_id
+                      or self._journal_invocation(unit))
+        if not invocation:
+            return "", cursor
+        if not re.fullmatch(r"[0-9a-f]{32}", invocation):
+            raise ConfigError(f"invocation={invocation!r}: must be 32 hex digits",
+                              fix="use the id start() returned", value=invocation)
+        argv = ["journalctl", f"_SYSTEMD_INVOCATION_ID={invocation}", "+",
+                f"INVOCATION_ID={invocation}", "-o", "short-iso", "--no-pager", "-q",
+                "--show-cursor"]
+        if cursor:
+            argv.append(f"--after-cursor={cursor}")
+        text = self.transport.run(argv).stdout
+        body, marker, rest = text.rpartition("-- cursor: ")
+        if not marker:
+            return text, cursor
+        return body, rest.strip() or cursor
+
+
+def parse_show(text: str) -> ServiceState:
+    """A ServiceState from ``systemctl show -p ...`` output (``Key=Value`` lines)."""
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    code = values.get("ExecMainCode", "0")
+    if values.get("LoadState") in (None, "not-found") and values.get("ActiveState") is None:
+        raise ServiceError(f"systemctl show gave no state: {text.strip()[:200]!r}",
+                           fix="check that systemd runs on the host")
+    return ServiceState(
+        active_state=values.get("ActiveState", ""), sub_state=values.get("SubState", ""),
+        result=values.get("Result", ""),
+        exit_status=int(values["ExecMainStatus"]) if code in _EXIT_KINDS else None,
+        exit_kind=_EXIT_KINDS.get(code), n_restarts=int(values.get("NRestarts") or 0),
+        invocation_id=values.get("InvocationID", ""), main_pid=int(values.get("MainPID") or 0),
+        load_state=values.get("LoadState", ""))
+
+
+def plain_unit(spec: ServiceSpec) -> str:
+    """A minimal unit for ``spec`` (Type=simple, Restart=no), quoted by ddlab.units' rules."""
+    from ddlab.units import env_assignment, exec_quote
+
+    lines = ["[Unit]", f"Description=ddlab service {unit_name(spec.name)}", "", "[Service]",
+             "Type=simple"]
+    if spec.workdir:
+        lines.append(f"WorkingDirectory={spec.workdir}")
+    lines += [f"Environment={env_assignment(k, v)}" for k, v in spec.env.items()]
+    lines += ["ExecStart=" + " ".join(exec_quote(a) for a in spec.argv), "Restart=no",
+              "KillMode=control-group", ""]
+    return "\n".join(lines)
+
+
+from ddlab.procman import ProcessManager  # noqa: E402  (it builds on the classes above)

@@ -1,0 +1,1 @@
+"""The real test host: a private systemd + sshd on loopback (see host.py)."""
