@@ -84,6 +84,80 @@ def _run_target(args) -> int:
     return target.main(args.target_args, prog="ddlab target")
 
 
+def _host_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="local",
+                   help="host profile: params/hosts/NAME.yaml, or 'local' (built in, the default)")
+    p.add_argument("--force", action="store_true",
+                   help="take the host's lock even if another ddlab run holds it")
+
+
+def _args_deploy(p: argparse.ArgumentParser) -> None:
+    _host_args(p)
+    p.add_argument("--base", default=None, metavar="NAME_OR_FILE",
+                   help="base config (default: the host's, 'local' for the local host)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V",
+                   help="override, e.g. --set speculative_ddtree_budget=32 (repeatable)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="validate and print the unit; touch no host")
+
+
+def _run_deploy(args) -> int:
+    from ddlab import actions
+
+    plan = actions.plan_deploy(args.host, args.base, args.overrides)
+    print(plan.render() if args.dry_run else plan.headline)
+    if args.dry_run:
+        return 0
+    deployed = actions.deploy_variant(plan, force=args.force)
+    print(f"deployed {deployed.name} as {deployed.service} (invocation {deployed.invocation or '-'})"
+          f"; evidence in {deployed.run_dir}")
+    print(f"next: ddlab watch --host {args.host} --probe   (ddlab restore --host {args.host} "
+          "puts the baseline back)")
+    return 0
+
+
+def _args_watch(p: argparse.ArgumentParser) -> None:
+    _host_args(p)
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="give up after S seconds (default 600)")
+    p.add_argument("--probe", action="store_true",
+                   help="once ready, send requests that drive the speculative verify path")
+    p.add_argument("--grace", type=float, default=5.0, metavar="S",
+                   help="after the probes, keep watching S seconds (default 5)")
+    p.add_argument("--restore", choices=("auto", "always", "never"), default="auto",
+                   help="put the baseline back afterwards: auto (unless ready), always, never")
+    p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
+                   help="also quote log lines matching REGEX as evidence (repeatable)")
+
+
+# Exit codes of `ddlab watch` by verdict: scripts can branch on them.
+WATCH_EXIT = {"ready": 0, "crashed": 3, "timeout": 4}
+
+
+def _run_watch(args) -> int:
+    import json
+
+    from ddlab import actions
+
+    verdict = actions.watch_deployed(args.host, timeout_s=args.timeout, probe=args.probe,
+                                     grace_s=args.grace, restore=args.restore,
+                                     patterns=args.patterns, force=args.force)
+    print(verdict.render())
+    print(json.dumps(verdict.to_dict(), default=str))
+    return WATCH_EXIT.get(verdict.state, 1)
+
+
+def _args_restore(p: argparse.ArgumentParser) -> None:
+    _host_args(p)
+
+
+def _run_restore(args) -> int:
+    from ddlab import actions
+
+    print(actions.restore_host(args.host, force=args.force))
+    return 0
+
+
 VERBS = {
     # verb: (help, add_arguments, run)
     "demo": ("run the main job on the embedded default and print the report's path",
@@ -91,6 +165,12 @@ VERBS = {
     "unit": ("print the systemd unit of a config variant", _args_unit, _run_unit),
     "diagnose": ("read a server log: crashed or not, why, what to try next",
                  _args_diagnose, _run_diagnose),
+    "deploy": ("deploy a config variant on a host (the baseline is stopped meanwhile)",
+               _args_deploy, _run_deploy),
+    "watch": ("watch the deployed variant until ready, crashed or timeout; last line is JSON",
+              _args_watch, _run_watch),
+    "restore": ("remove the variant and put the host's baseline back", _args_restore,
+                _run_restore),
     "target": ("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
                _args_target, _run_target),
 }

@@ -90,13 +90,15 @@ class HostProfile:
     command_timeout_s: float = 60.0
     http: str = ""
     description: str = ""
+    base: str = ""
 
     def __post_init__(self):
         local = self.transport == "local"
         defaults = {"service_manager": "process" if local else "systemd",
                     "python": sys.executable if local else "python3",
                     "workdir": str(project_root()) if local else "~",
-                    "http": "direct" if local else "tunnel"}
+                    "http": "direct" if local else "tunnel",
+                    "base": "local" if local else "ddtree"}
         for key, value in defaults.items():
             if not getattr(self, key):
                 object.__setattr__(self, key, value)

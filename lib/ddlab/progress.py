@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["Heartbeat", "in_kernel"]
+__all__ = ["Heartbeat", "Slot", "in_kernel"]
 
 
 def in_kernel() -> bool:
@@ -101,3 +101,25 @@ class Heartbeat:
             self._handle = display({"text/plain": text}, raw=True, display_id=True)
         else:
             self._handle.update({"text/plain": text}, raw=True)
+
+
+class Slot:
+    """A place in a notebook's output, shown now and filled later (the verdict
+    goes first even though it is known last). Outside a kernel it does nothing:
+    terminals print the verdict when it comes."""
+
+    def __init__(self, placeholder: str):
+        self._handle = None
+        if in_kernel():
+            from IPython.display import display
+
+            self._handle = display({"text/plain": placeholder}, raw=True, display_id=True)
+
+    def update(self, obj) -> None:
+        """Fill the slot with ``obj`` (rich display) or a plain string."""
+        if self._handle is None:
+            return
+        if isinstance(obj, str):
+            self._handle.update({"text/plain": obj}, raw=True)
+        else:
+            self._handle.update(obj)

@@ -1,0 +1,249 @@
+"""Deploy a config variant on a host, and always put the baseline back.
+
+:class:`Lab` is one ddlab job's hold on one host: the transport (one
+persistent connection), the service manager the profile names, and the host
+lock (:mod:`ddlab.lock`), whose file also records what ddlab changed there.
+Deploying stops the host's baseline service (the production server, if the
+profile names one) and starts the variant; :meth:`Lab.restore` stops the
+variant, starts the baseline again if it was active, waits until it is, and
+releases the lock.
+
+:func:`deployed` is the guarantee as a context manager: the baseline comes back
+on success, crash, timeout, exception and KeyboardInterrupt; a second Ctrl-C
+during the restore is held until the restore is done. The CLI spreads the
+same steps over ``ddlab deploy`` / ``watch`` / ``restore``, which find each
+other through the lock file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ddlab.errors import ServiceError
+from ddlab.hosts import HostProfile, connect, load_host
+from ddlab.lock import HostLock, LockFile
+from ddlab.params import Variant
+from ddlab.progress import Heartbeat
+from ddlab.runs import new_run_dir, write_json, write_text
+from ddlab.services import ServiceSpec, manager_for
+from ddlab.units import render_unit
+
+__all__ = ["Lab", "Deployed", "deployed", "held_interrupts"]
+
+DEFAULT_PORT = 30000  # SGLang's
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """The variant running on a host now, as the lock file records it."""
+
+    name: str
+    hash: str
+    service: str
+    port: int
+    run_dir: Path
+    invocation: str = ""
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Deployed":
+        return cls(name=record["name"], hash=record["hash"], service=record["service"],
+                   port=int(record["port"]), run_dir=Path(record["run_dir"]),
+                   invocation=record.get("invocation", ""))
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(f"DEPLOYED: {self.name} as {self.service} (port {self.port}); "
+                     f"evidence in {self.run_dir}")
+
+    def to_record(self) -> dict:
+        return {"name": self.name, "hash": self.hash, "service": self.service,
+                "port": self.port, "run_dir": str(self.run_dir), "invocation": self.invocation}
+
+
+class Lab:
+    """An open host for one ddlab job; use as a context manager (see module docstring)."""
+
+    def __init__(self, host: str | HostProfile = "local", *, what: str = "ddlab",
+                 persistent: bool = False, force: bool = False, say=None):
+        self.profile = host if isinstance(host, HostProfile) else load_host(host)
+        self.what = what
+        self.persistent = persistent
+        self.force = force
+        self.say = say or (lambda text: print(text, file=sys.stderr))
+        self.transport = None
+        self.manager = None
+        self.lockfile: LockFile | None = None
+        self.lock: HostLock | None = None
+
+    # --- open / close ----------------------------------------------------
+
+    def __enter__(self) -> "Lab":
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def open(self) -> "Lab":
+        self.transport = connect(self.profile)
+        try:
+            self.manager = manager_for(self.transport)
+            self.lockfile = LockFile(self.transport, self.profile.state_dir)
+            self.lock = self.lockfile.acquire(self.what, persistent=self.persistent,
+                                              force=self.force, say=self.say)
+        except BaseException:
+            self.transport.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Close the connection; the lock stays if something is still deployed."""
+        if self.transport is not None:
+            self.transport.close()
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @property
+    def current(self) -> Deployed | None:
+        return Deployed.from_record(self.lock.variant) if self.lock and self.lock.variant else None
+
+    # --- baseline --------------------------------------------------------
+
+    def stop_baseline(self) -> None:
+        """Stop the profile's baseline service, remembering (in the lock) whether it ran."""
+        service = self.profile.baseline_service
+        if not service or self.lock.baseline.get("service") == service:
+            return  # none, or already stopped by this job (or one we took over)
+        state = self.manager.state(service)
+        was_active = state.active_state in ("active", "activating", "reloading")
+        self.lock.baseline = {"service": service, "was_active": was_active,
+                              "state_found": f"{state.active_state}/{state.sub_state}"}
+        self.lockfile.write(self.lock)  # recorded before we touch it
+        if was_active:
+            self.say(f"{self.name}: stopping baseline {service}")
+            self.manager.stop(service)
+
+    def restore_baseline(self, *, timeout_s: float = 300.0) -> None:
+        """Start the baseline again if it was active, and wait until it is."""
+        baseline = self.lock.baseline if self.lock else {}
+        if not baseline.get("was_active"):
+            return
+        service = baseline["service"]
+        self.say(f"{self.name}: starting baseline {service} again")
+        self.manager.start(service)
+        self.wait_active(service, timeout_s=timeout_s)
+
+    def wait_active(self, service: str, *, timeout_s: float) -> None:
+        with Heartbeat(f"{self.name}: {service}", timeout_s, interval_s=5) as beat:
+            while True:
+                state = self.manager.state(service)
+                if state.running or state.active_state == "active":
+                    beat.close(f"{service} is active")
+                    return
+                if state.failed:
+                    tail = self.manager.logs(service)[-2000:]
+                    raise ServiceError(f"baseline {service} on {self.name} failed to start again: "
+                                       f"{state.active_state}/{state.sub_state} ({state.result})",
+                                       fix=f"look at its journal (journalctl -u {service}) and "
+                                           "start it by hand", service=service, journal_tail=tail)
+                if beat.elapsed_s > timeout_s:
+                    raise ServiceError(f"baseline {service} on {self.name} not active after "
+                                       f"{timeout_s:.0f} s ({state.active_state}/{state.sub_state})",
+                                       fix=f"check `systemctl status {service}` on the host",
+                                       service=service)
+                beat.beat(f"waiting for {service}: {state.active_state}/{state.sub_state}")
+                time.sleep(0.5)
+
+    # --- variant ---------------------------------------------------------
+
+    def start_variant(self, variant: Variant, *, run_dir: Path | None = None) -> Deployed:
+        """Stop whatever variant ddlab runs here, then install and start this one."""
+        self.stop_variant()
+        run_dir = Path(run_dir) if run_dir else new_run_dir(variant.name)
+        unit = render_unit(variant, python=self.profile.python)
+        config = variant.config
+        spec = ServiceSpec(name=variant.unit_name, argv=config.argv(python=self.profile.python),
+                           env=dict(config.env), unit_text=unit,
+                           workdir=str(config.unit.get("working_directory") or self.profile.workdir))
+        write_text(run_dir / "unit.service", unit)
+        write_json(run_dir / "config.json", {"host": self.name, **variant.to_dict()})
+        port = int(config.flags.get("port") or DEFAULT_PORT)
+        record = Deployed(name=variant.name, hash=variant.hash, service=variant.unit_name,
+                          port=port, run_dir=run_dir)
+        self.lock.variant = record.to_record()
+        self.lockfile.write(self.lock)  # recorded before it exists, so restore finds it
+        self.manager.install(spec)
+        invocation = self.manager.start(spec.name)
+        record = Deployed(**{**record.__dict__, "invocation": invocation})
+        self.lock.variant = record.to_record()
+        self.lockfile.write(self.lock)
+        self.say(f"{self.name}: started {variant.unit_name} (variant {variant.name}, "
+                 f"hash {variant.hash}); evidence in {run_dir}")
+        return record
+
+    def stop_variant(self) -> None:
+        """Stop and remove the variant ddlab runs here, if any (idempotent)."""
+        current = self.current
+        if current is None:
+            return
+        self.manager.remove(current.service)
+        self.say(f"{self.name}: stopped and removed {current.service}")
+        self.lock.variant = {}
+        self.lockfile.write(self.lock)
+
+    # --- restore ---------------------------------------------------------
+
+    def restore(self, *, timeout_s: float = 300.0) -> None:
+        """Variant gone, baseline back and active, lock released; Ctrl-C waits for it."""
+        with held_interrupts(f"{self.name}: restoring the baseline first"):
+            try:
+                self.stop_variant()
+                self.restore_baseline(timeout_s=timeout_s)
+            finally:
+                if not self.lock.variant:
+                    self.lockfile.release()
+
+
+@contextlib.contextmanager
+def deployed(host: str | HostProfile, variant: Variant, *, what: str | None = None,
+             run_dir: Path | None = None, force: bool = False) -> Iterator[tuple[Lab, Deployed]]:
+    """Deploy ``variant`` on ``host`` for the ``with`` block; restore afterwards, always."""
+    with Lab(host, what=what or f"variant {variant.name}", force=force) as lab:
+        try:
+            lab.stop_baseline()
+            yield lab, lab.start_variant(variant, run_dir=run_dir)
+        finally:
+            lab.restore()
+
+
+@contextlib.contextmanager
+def held_interrupts(message: str) -> Iterator[None]:
+    """Hold SIGINT (and SIGTERM) for the block, then raise KeyboardInterrupt if one came.
+
+    Only the main thread can handle signals; elsewhere the block just runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def hold(signum, frame):
+        received.append(signum)
+        print(f"{message} (interrupt held until it is done)", file=sys.stderr)
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        raise KeyboardInterrupt

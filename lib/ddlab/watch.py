@@ -1,0 +1,375 @@
+"""Watch a deployed variant until it is ready, crashed or timed out.
+
+The loop polls the service's state over the host's open connection every
+``poll_s`` (0.2 s: a death is seen well within a second), follows its log
+(this start's only) for the startup phase, and shows a heartbeat every
+``heartbeat_s`` with elapsed time, phase and the last log line. A background
+thread asks ``/v1/models`` (then ``/health``) whether the server answers.
+
+- *ready*: the service runs AND the server answers. "Ready" is not "works":
+  with ``probe=True`` it then sends requests that drive the speculative
+  verify path (one alone, then two at once) and keeps watching for
+  ``grace_s``; in the field the replay crash only happens then.
+- *crashed*: the unit failed, the process is gone, or its restart count rose
+  (a crash loop under ``Restart=always`` is never "ready").
+- *timeout*: ``timeout_s`` passed; the log tail says where it hung.
+- *interrupted*: Ctrl-C; recorded, then re-raised so the caller restores.
+
+Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnose`)
+and the verdict are written to the run folder (``journal.log``,
+``verdict.json``) before :func:`watch` returns or raises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+from ddlab import diagnose as dx
+from ddlab.bench import PROMPTS
+from ddlab.deploy import Deployed, Lab
+from ddlab.progress import Heartbeat
+from ddlab.runs import write_json, write_text
+from ddlab.services import ServiceState
+
+__all__ = ["Verdict", "ProbeResult", "watch", "probe_server", "PHASE_LABELS"]
+
+PHASE_LABELS = {"launch": "launching", "load_weights": "loading weights",
+                "memory_pool": "allocating the KV cache", "graph_capture": "capturing cuda graphs",
+                "ready": "ready", "serving": "serving"}
+
+
+@dataclass
+class ProbeResult:
+    """One probe request: did the verify path run, and what did it report."""
+
+    ok: bool
+    batch: int
+    status: int | None = None
+    error: str | None = None
+    completion_tokens: int = 0
+    spec_verify_ct: int | None = None
+    spec_accept_length: float | None = None
+    e2e_s: float = 0.0
+
+
+@dataclass
+class Verdict:
+    """How a watch ended; ``to_dict()`` is the one JSON object the CLI prints last."""
+
+    state: str                      # ready | crashed | timeout | interrupted
+    variant: str
+    host: str
+    service: str
+    elapsed_s: float
+    diagnosis: dx.Diagnosis
+    service_state: dict = field(default_factory=dict)
+    restarts: int = 0
+    probes: list[ProbeResult] = field(default_factory=list)
+    log_tail: list[str] = field(default_factory=list)
+    run_dir: str = ""
+
+    @property
+    def headline(self) -> str:
+        d = self.diagnosis
+        where = f"{self.variant} on {self.host}"
+        if self.state == "ready":
+            probed = [p for p in self.probes if p.ok]
+            if self.probes and len(probed) < len(self.probes):
+                bad = next(p for p in self.probes if not p.ok)
+                return f"READY but a probe failed: {where}: {bad.error}"
+            extra = ""
+            if probed and probed[-1].spec_accept_length:
+                extra = f", verify path ran (accept length {probed[-1].spec_accept_length:.2f})"
+            return f"READY: {where} after {self.elapsed_s:.1f} s{extra}"
+        if self.state == "crashed":
+            restarts = f", {self.restarts} restarts" if self.restarts else ""
+            return (f"CRASHED: {where}: {d.kind} in phase {d.phase}{restarts}: "
+                    f"{d.cause or 'no cause in the log'}")
+        if self.state == "timeout":
+            return f"TIMEOUT: {where} not ready after {self.elapsed_s:.0f} s, stuck in phase {d.phase}"
+        return f"INTERRUPTED: {where} after {self.elapsed_s:.1f} s, in phase {d.phase}"
+
+    @property
+    def next_step(self) -> str:
+        if self.state == "crashed":
+            return self.diagnosis.suggestion or "read journal.log in the run folder"
+        if self.state == "timeout":
+            return ("raise the timeout if the phase was still progressing; otherwise read the "
+                    "log tail for where it hangs")
+        if self.state == "interrupted":
+            return "run the watch again, or restore the baseline"
+        if any(not p.ok for p in self.probes):
+            return "the server answers but a generation failed: read journal.log"
+        return "benchmark it (ddlab.bench.run_bench) or sweep around it"
+
+    def to_dict(self) -> dict:
+        d = self.diagnosis.to_dict()
+        return {"state": self.state, "variant": self.variant, "elapsed_s": round(self.elapsed_s, 3),
+                "headline": self.headline, "next_step": self.next_step, **d,
+                "host": self.host, "service": self.service, "restarts": self.restarts,
+                "service_state": self.service_state, "probes": [asdict(p) for p in self.probes],
+                "log_tail": self.log_tail, "run_dir": self.run_dir}
+
+    def render(self) -> str:
+        """Verdict first, then the details a person reads next."""
+        rows = [self.headline, f"next step:  {self.next_step}", f"service:    {self.service}"
+                f" ({self.service_state.get('active_state')}/{self.service_state.get('sub_state')})"]
+        rows.append(self.diagnosis.render())
+        if self.probes:
+            rows.append("probes:     " + "; ".join(
+                f"bs {p.batch}: " + (f"{p.completion_tokens} tokens, accept length "
+                                     f"{p.spec_accept_length}" if p.ok else f"FAILED {p.error}")
+                for p in self.probes))
+        if self.run_dir:
+            rows.append(f"evidence:   {self.run_dir}")
+        return "\n".join(rows)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(self.render())
+
+    def journal_excerpt(self, lines: int = 60) -> str:
+        """The last ``lines`` of this start's log, from the run folder's journal.log."""
+        path = Path(self.run_dir) / "journal.log"
+        text = path.read_text(encoding="utf-8") if path.is_file() else "\n".join(self.log_tail)
+        tail = text.rstrip().splitlines()[-lines:]
+        return f"--- last {len(tail)} lines of {path} ---\n" + "\n".join(tail)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        colour = {"ready": "#1a7f37", "crashed": "#cf222e"}.get(self.state, "#9a6700")
+        return (f"<div style='border-left:6px solid {colour};padding:4px 10px'>"
+                f"<b style='color:{colour}'>{escape(self.headline)}</b><br>"
+                f"<b>next step:</b> {escape(self.next_step)}"
+                f"<pre style='font-size:90%'>{escape(self.render())}</pre></div>")
+
+
+def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 60.0) -> list[ProbeResult]:
+    """Drive the verify path: one request alone, then two at once (batch 2)."""
+    with httpx.Client(timeout=timeout_s) as client:
+        results = [_probe_one(client, base_url, PROMPTS[0], max_new_tokens, batch=1)]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results += list(pool.map(lambda p: _probe_one(client, base_url, p, max_new_tokens,
+                                                          batch=2), PROMPTS[1:3]))
+    return results
+
+
+def _probe_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens: int,
+               *, batch: int) -> ProbeResult:
+    start = time.perf_counter()
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
+    try:
+        resp = client.post(f"{base_url}/generate", json=body)
+    except httpx.HTTPError as err:
+        return ProbeResult(ok=False, batch=batch, error=f"{type(err).__name__}: {err}",
+                           e2e_s=time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    if resp.status_code != 200:
+        return ProbeResult(ok=False, batch=batch, status=resp.status_code,
+                           error=f"HTTP {resp.status_code}: {resp.text[:200]}", e2e_s=elapsed)
+    meta = resp.json().get("meta_info", {})
+    return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed,
+                       completion_tokens=int(meta.get("completion_tokens", 0)),
+                       spec_verify_ct=meta.get("spec_verify_ct"),
+                       spec_accept_length=meta.get("spec_accept_length"))
+
+
+class _ReadyChecker(threading.Thread):
+    """Asks the server, off the main loop, whether it answers (a slow HTTP call
+    must not delay seeing a crash)."""
+
+    def __init__(self, base_url: str, interval_s: float = 0.5):
+        super().__init__(daemon=True, name="ddlab-ready-check")
+        self.base_url = base_url
+        self.interval_s = interval_s
+        self.ready = threading.Event()
+        self.stopped = threading.Event()
+        self.model = None
+
+    def run(self) -> None:
+        with httpx.Client(timeout=2.0) as client:
+            while not self.stopped.is_set() and not self.ready.is_set():
+                self._check(client)
+                self.stopped.wait(self.interval_s)
+
+    def _check(self, client: httpx.Client) -> None:
+        """/health 200 is ready and 503 is starting (SGLang's meaning); a server
+        without /health is ready once /v1/models lists a model."""
+        try:
+            health = client.get(f"{self.base_url}/health").status_code
+            if health == 503:
+                return
+            resp = client.get(f"{self.base_url}/v1/models")
+            data = resp.json().get("data") if resp.status_code == 200 else None
+            if data:
+                self.model = data[0].get("id")
+            if health == 200 or data:
+                self.ready.set()
+        except (httpx.HTTPError, ValueError):
+            pass
+
+
+class _Follower:
+    """This start's log, fetched incrementally; phase and last line for the heartbeat."""
+
+    def __init__(self, lab: Lab, deployed: Deployed):
+        self.lab, self.deployed = lab, deployed
+        self.text, self.cursor = "", None
+
+    def poll(self) -> None:
+        more, self.cursor = self.lab.manager.read_logs(
+            self.deployed.service, invocation=self.deployed.invocation or None, cursor=self.cursor)
+        self.text += more
+
+    def settle(self, budget_s: float = 0.8) -> str:
+        """Read until the log stops growing (a dying process's last lines can lag)."""
+        deadline = time.monotonic() + budget_s
+        while True:
+            before = len(self.text)
+            self.poll()
+            if (len(self.text) == before and before) or time.monotonic() > deadline:
+                return self.text
+            time.sleep(0.1)
+
+    @property
+    def status(self) -> str:
+        phase = PHASE_LABELS.get(dx.phase_of(self.text), "launching")
+        lines = [dx.strip_prefix(l) for l in self.text.strip().splitlines()[-1:]]
+        last = lines[0][:100] if lines else "(no log yet)"
+        return f"{phase} | {last}"
+
+
+def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: float = 5.0,
+          poll_s: float = 0.2, heartbeat_s: float = 5.0, patterns=()) -> Verdict:
+    """Watch the variant deployed on ``lab`` (see the module docstring)."""
+    deployed = lab.current
+    if deployed is None:
+        from ddlab.errors import ServiceError
+        raise ServiceError(f"host {lab.name!r}: no ddlab variant is deployed there",
+                           fix=f"deploy one first: ddlab deploy --host {lab.name}")
+    run_dir = Path(deployed.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    follower = _Follower(lab, deployed)
+    checker = _ReadyChecker(lab.transport.http_base(deployed.port))
+    loop = _Loop(lab, deployed, follower, checker, timeout_s=timeout_s, probe=probe,
+                 grace_s=grace_s, poll_s=poll_s)
+    beat = Heartbeat(f"watch {deployed.name}", timeout_s, interval_s=heartbeat_s,
+                     record=run_dir / "heartbeat.log")
+    checker.start()
+    try:
+        state = loop.run(beat)
+    except KeyboardInterrupt:
+        _finish(loop, "interrupted", beat, patterns)
+        raise
+    finally:
+        checker.stopped.set()
+    return _finish(loop, state, beat, patterns)
+
+
+class _Loop:
+    def __init__(self, lab, deployed, follower, checker, *, timeout_s, probe, grace_s, poll_s):
+        self.lab, self.deployed, self.follower, self.checker = lab, deployed, follower, checker
+        self.timeout_s, self.probe, self.grace_s, self.poll_s = timeout_s, probe, grace_s, poll_s
+        self.started = time.monotonic()
+        self.state: ServiceState | None = None
+        self.restarts0: int | None = None
+        self.probes: list[ProbeResult] = []
+        self._probe_thread: threading.Thread | None = None
+        self._probe_done_at: float | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def run(self, beat: Heartbeat) -> str:
+        last_log = float("-inf")
+        while True:
+            self.state = self.lab.manager.state(self.deployed.service)
+            if self.restarts0 is None:
+                self.restarts0 = self.state.n_restarts
+            if self._crashed():
+                return "crashed"
+            if time.monotonic() - last_log >= 1.0:
+                self.follower.poll()
+                last_log = time.monotonic()
+            if self.checker.ready.is_set() and self.state.running and self._probed():
+                return "ready"
+            if self.elapsed_s > self.timeout_s:
+                return "timeout"
+            beat.beat(self._status())
+            time.sleep(self.poll_s)
+
+    def _crashed(self) -> bool:
+        s = self.state
+        gone = s.active_state in ("inactive", "failed") and s.sub_state in ("dead", "failed")
+        return s.failed or gone or s.n_restarts > (self.restarts0 or 0)
+
+    def _probed(self) -> bool:
+        """True once probes (if asked) are done and the grace period passed alive."""
+        if not self.probe:
+            return True
+        if self._probe_thread is None:
+            self._probe_thread = threading.Thread(target=self._run_probes, daemon=True,
+                                                  name="ddlab-probe")
+            self._probe_thread.start()
+            return False
+        if self._probe_done_at is None:
+            return False
+        return time.monotonic() - self._probe_done_at >= self.grace_s
+
+    def _run_probes(self) -> None:
+        try:
+            self.probes = probe_server(self.lab.transport.http_base(self.deployed.port))
+        finally:
+            self._probe_done_at = time.monotonic()
+
+    def _status(self) -> str:
+        s = self.state
+        text = f"{self.follower.status} | {s.active_state}/{s.sub_state}"
+        if self._probe_thread is not None:
+            text += " | probing" if self._probe_done_at is None else " | probed, grace period"
+        return text
+
+
+def _unexplained_death(diagnosis: dx.Diagnosis, s: ServiceState, text: str) -> dx.Diagnosis:
+    """The service died but its log shows no known failure: say what is known."""
+    how = (f"killed by signal {s.exit_status}" if s.exit_kind == "killed"
+           else f"exited with status {s.exit_status}" if s.exit_status is not None
+           else f"{s.active_state}/{s.sub_state} ({s.result})")
+    lines = [dx.strip_prefix(l) for l in text.strip().splitlines() if l.strip()]
+    last = lines[-1] if lines else "the log is empty"
+    return dataclasses.replace(
+        diagnosis, crashed=True, kind="unknown", cause=f"the process {how}; last log line: {last}",
+        evidence=diagnosis.evidence or lines[-10:], exit_status=diagnosis.exit_status or how,
+        suggestion="no known crash signature: read journal.log; run the command by hand to see it fail")
+
+
+def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns) -> Verdict:
+    """Diagnose this start's log and write the evidence, before anything returns or raises."""
+    if state == "crashed":
+        text = loop.follower.settle()
+    else:
+        loop.follower.poll()
+        text = loop.follower.text
+    s = loop.state
+    diagnosis = dx.diagnose(text, patterns=patterns)
+    if state == "crashed" and not diagnosis.crashed:
+        diagnosis = _unexplained_death(diagnosis, s, text)
+    restarts = (s.n_restarts - (loop.restarts0 or 0)) if s else 0
+    verdict = Verdict(state=state, variant=loop.deployed.name, host=loop.lab.name,
+                      service=loop.deployed.service, elapsed_s=loop.elapsed_s, diagnosis=diagnosis,
+                      service_state=s.to_dict() if s else {}, restarts=restarts,
+                      probes=list(loop.probes), log_tail=text.strip().splitlines()[-30:],
+                      run_dir=str(loop.deployed.run_dir))
+    run_dir = Path(loop.deployed.run_dir)
+    write_text(run_dir / "journal.log", text)
+    write_json(run_dir / "verdict.json", verdict.to_dict())
+    beat.close(verdict.headline)
+    return verdict
