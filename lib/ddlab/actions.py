@@ -93,7 +93,7 @@ def plan_deploy(host: str | HostProfile = "local", base: str | None = None, over
                 *, read_baseline: bool = False) -> Plan:
     """Validate everything first; with ``read_baseline`` also fetch the baseline's unit."""
     profile = _profile(host)
-    variant = make_variant(base or default_base(profile), list(overrides or ()))
+    variant = make_variant(base or default_base(profile), overrides)
     plan = Plan(host=profile, variant=variant,
                 unit=render_unit(variant, python=profile.python),
                 base_unit=render_unit(make_variant(variant.base, []), python=profile.python))
@@ -147,17 +147,30 @@ def watch_deployed(host: str | HostProfile = "local", *, timeout_s: float = 600.
             try:
                 verdict = watch(lab, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
                                 heartbeat_s=heartbeat_s, patterns=patterns)
-            except BaseException:
+            except BaseException as err:
                 if restore != "never":
                     lab.restore()
+                if isinstance(err, KeyboardInterrupt):
+                    lab.say(_interrupted_hint(lab, getattr(err, "verdict", None), restore))
                 raise
             if restore == "always" or (restore == "auto" and verdict.state != "ready"):
                 lab.restore()
     except BaseException as err:
-        slot.update(f"NO VERDICT: {type(err).__name__}: {err}")
+        verdict = getattr(err, "verdict", None)  # an interrupted watch still has one
+        slot.update(verdict if verdict is not None else f"NO VERDICT: {type(err).__name__}: {err}")
         raise
     slot.update(verdict)
     return verdict
+
+
+def _interrupted_hint(lab: Lab, verdict: Verdict | None, restore: str) -> str:
+    """What an interrupted watch left, and how to go on."""
+    record = f"the record is in {verdict.run_dir}; " if verdict is not None else ""
+    if restore == "never":
+        return (f"{lab.name}: watch interrupted; {record}the variant still runs: resume with "
+                f"`ddlab watch --host {lab.name}`, or `ddlab restore --host {lab.name}`")
+    return (f"{lab.name}: watch interrupted; {record}variant removed, baseline back; "
+            f"to try again, deploy it again (`ddlab deploy --host {lab.name} ...`)")
 
 
 def restore_host(host: str | HostProfile = "local", *, force: bool = False, say=None) -> str:

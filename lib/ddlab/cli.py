@@ -21,13 +21,13 @@ __all__ = ["main", "build_parser"]
 
 
 def _args_demo(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--outputs", help="where to write the demo's run (default: outputs/)")
+    """No arguments: DDLAB_OUTPUTS moves where it writes."""
 
 
 def _run_demo(args) -> int:
     from ddlab import demo
 
-    return demo.main(outputs=args.outputs)
+    return demo.main()
 
 
 def _args_unit(p: argparse.ArgumentParser) -> None:
@@ -139,9 +139,15 @@ def _run_watch(args) -> int:
 
     from ddlab import actions
 
-    verdict = actions.watch_deployed(args.host, timeout_s=args.timeout, probe=args.probe,
-                                     grace_s=args.grace, restore=args.restore,
-                                     patterns=args.patterns, force=args.force)
+    try:
+        verdict = actions.watch_deployed(args.host, timeout_s=args.timeout, probe=args.probe,
+                                         grace_s=args.grace, restore=args.restore,
+                                         patterns=args.patterns, force=args.force)
+    except KeyboardInterrupt as interrupt:  # the interrupted verdict is still the last line
+        if getattr(interrupt, "verdict", None) is not None:
+            print(interrupt.verdict.render())
+            print(json.dumps(interrupt.verdict.to_dict(), default=str), flush=True)
+        raise
     print(verdict.render())
     print(json.dumps(verdict.to_dict(), default=str))
     return WATCH_EXIT.get(verdict.state, 1)
@@ -158,6 +164,32 @@ def _run_restore(args) -> int:
     return 0
 
 
+def _args_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("notebook", metavar="NOTEBOOK",
+                   help="a notebook in notebooks/ (sweep, plot, deploy, poll) or a path")
+    p.add_argument("-p", "--parameter", dest="pairs", nargs=2, action="append", default=[],
+                   metavar=("NAME", "VALUE"), help="a parameter; VALUE is read as YAML (32, "
+                   "[4, 16], true) (repeatable)")
+    p.add_argument("-f", "--parameters-file", dest="files", action="append", default=[],
+                   metavar="FILE.yaml", help="parameters from a YAML file (repeatable; -p wins)")
+    p.add_argument("--name", help="words for the run folder's name (default: from the parameters)")
+
+
+RUN_EXIT = {"ok": 0, "failed": 1, "interrupted": 130}
+
+
+def _run_run(args) -> int:
+    from ddlab import runner
+
+    params = runner.parse_parameters(args.pairs, args.files)
+    result = runner.run_notebook(args.notebook, params, name=args.name)
+    print(f"{result.status.upper()}: {result.headline or result.notebook.name}")
+    if result.status == "interrupted":
+        print("interrupted: finished cells are kept; the verdict above says how to resume")
+    print(result.report)
+    return RUN_EXIT.get(result.status, 1)
+
+
 VERBS = {
     # verb: (help, add_arguments, run)
     "demo": ("run the main job on the embedded default and print the report's path",
@@ -171,6 +203,8 @@ VERBS = {
               _args_watch, _run_watch),
     "restore": ("remove the variant and put the host's baseline back", _args_restore,
                 _run_restore),
+    "run": ("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an HTML "
+            "report; the last line is the report's path", _args_run, _run_run),
     "target": ("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
                _args_target, _run_target),
 }

@@ -18,6 +18,7 @@ other through the lock file.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import threading
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ddlab.errors import ServiceError
+from ddlab.errors import DdlabError, ServiceError
 from ddlab.hosts import HostProfile, connect, load_host
 from ddlab.lock import HostLock, LockFile
 from ddlab.params import Variant
@@ -67,7 +68,13 @@ class Deployed:
 
 
 class Lab:
-    """An open host for one ddlab job; use as a context manager (see module docstring)."""
+    """An open host for one ddlab job; use as a context manager (see module docstring).
+
+    While the job runs, the lock names its process, so no other ddlab run
+    (not even the same user's) can take the host. ``persistent``: when the job
+    ends with something still deployed, the lock outlives the process (no pid:
+    held until ``ddlab restore``), for the user's next ddlab run to continue.
+    """
 
     def __init__(self, host: str | HostProfile = "local", *, what: str = "ddlab",
                  persistent: bool = False, force: bool = False, say=None):
@@ -95,16 +102,28 @@ class Lab:
         try:
             self.manager = manager_for(self.transport)
             self.lockfile = LockFile(self.transport, self.profile.state_dir)
-            self.lock = self.lockfile.acquire(self.what, persistent=self.persistent,
-                                              force=self.force, say=self.say)
+            self.lock = self.lockfile.acquire(self.what, force=self.force, say=self.say)
         except BaseException:
             self.transport.close()
             raise
         return self
 
     def close(self) -> None:
-        """Close the connection; the lock stays if something is still deployed."""
-        if self.transport is not None:
+        """Close the connection. The lock is released unless ddlab left something here
+        to put back (a variant runs, or the baseline is stopped): then it keeps the
+        record, and a ``persistent`` job hands it on (see the class docstring)."""
+        if self.transport is None:
+            return
+        try:
+            if self.lockfile is not None and self.lockfile.held:
+                if not self.lock.variant and not self.lock.baseline.get("was_active"):
+                    self.lockfile.release()
+                elif self.persistent:
+                    self.lock.holder = dataclasses.replace(self.lock.holder, pid=None)
+                    self.lockfile.write(self.lock)
+        except DdlabError as err:  # never mask the error that may have brought us here
+            self.say(f"{self.name}: could not release the lock {self.lockfile.path}: {err}")
+        finally:
             self.transport.close()
 
     @property
@@ -202,14 +221,15 @@ class Lab:
     # --- restore ---------------------------------------------------------
 
     def restore(self, *, timeout_s: float = 300.0) -> None:
-        """Variant gone, baseline back and active, lock released; Ctrl-C waits for it."""
+        """Variant gone, baseline back and active, lock released; Ctrl-C waits for it.
+
+        If the baseline does not come back, the lock keeps its record, so that
+        ``ddlab restore`` (or the next run, taking the lock over) tries again."""
         with held_interrupts(f"{self.name}: restoring the baseline first"):
-            try:
-                self.stop_variant()
-                self.restore_baseline(timeout_s=timeout_s)
-            finally:
-                if not self.lock.variant:
-                    self.lockfile.release()
+            self.stop_variant()
+            self.restore_baseline(timeout_s=timeout_s)
+            self.lock.baseline = {}
+            self.lockfile.release()
 
 
 @contextlib.contextmanager

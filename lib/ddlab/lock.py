@@ -10,7 +10,8 @@ Who may take a held lock:
 
 - its holder (same controller machine, same user) — a CLI ``ddlab deploy``
   leaves a *persistent* lock (pid null) that ``ddlab watch`` and
-  ``ddlab restore`` continue;
+  ``ddlab restore`` continue; while one of them runs, the lock names its
+  pid, so a second run is refused (:class:`ddlab.deploy.Lab`);
 - anyone, when the lock is *stale*: its pid is gone on this same controller.
   Taking a stale lock over says so (a message, never silently) and keeps the
   record, so the baseline state found by the dead run is not forgotten;
@@ -101,6 +102,7 @@ class LockFile:
         self.transport = transport
         self.dir = transport.expand_path(state_dir)
         self.path = f"{self.dir.rstrip('/')}/lock.json"
+        self.held = False
 
     def read(self) -> HostLock | None:
         try:
@@ -119,6 +121,7 @@ class LockFile:
         self.transport.run(["mkdir", "-p", "-m", "700", "--", self.dir])
         for _ in range(3):
             if self._create(mine):
+                self.held = True
                 return mine
             held = self.read()
             if held is None:
@@ -148,6 +151,7 @@ class LockFile:
         """Keep the held record (baseline, variant) under our name."""
         lock = HostLock(holder=mine.holder, baseline=held.baseline, variant=held.variant)
         self.write(lock)
+        self.held = True
         return lock
 
     def write(self, lock: HostLock) -> None:
@@ -155,6 +159,7 @@ class LockFile:
 
     def release(self) -> None:
         self.transport.run(["rm", "-f", "--", self.path])
+        self.held = False
 
 
 def _warn(message: str) -> None:

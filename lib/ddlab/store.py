@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS cells (
     position INTEGER NOT NULL,
     role TEXT NOT NULL DEFAULT 'grid',
     point TEXT NOT NULL,
+    config TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'pending',
     run_id INTEGER REFERENCES runs(id),
     PRIMARY KEY (sweep_id, config_hash)
@@ -141,11 +142,11 @@ class Store:
     # --- cells -----------------------------------------------------------
 
     def plan_cell(self, sweep_id: str, *, config_hash: str, name: str, position: int,
-                  point: dict, role: str = "grid") -> None:
-        """Register a grid point; a point already planned keeps its status."""
+                  point: dict, config: dict, role: str = "grid") -> None:
+        """Register a grid point with its full config; a point already planned keeps its status."""
         self._write("INSERT OR IGNORE INTO cells (sweep_id, config_hash, name, position, role,"
-                    " point) VALUES (?, ?, ?, ?, ?, ?)",
-                    (sweep_id, config_hash, name, position, role, _dumps(point)))
+                    " point, config) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (sweep_id, config_hash, name, position, role, _dumps(point), _dumps(config)))
 
     def finish_cell(self, sweep_id: str, config_hash: str, *, status: str, run_id: int) -> None:
         self._write("UPDATE cells SET status = ?, run_id = ? WHERE sweep_id = ? AND config_hash = ?",
@@ -179,8 +180,8 @@ class Store:
     def cells(self, sweep_id: str) -> list[dict]:
         """A sweep's cells in plan order, each with its run (config, verdict, metrics)."""
         rows = self.db.execute(
-            "SELECT c.name, c.config_hash, c.position, c.role, c.point, c.status, c.run_id,"
-            " r.config, r.verdict, r.metrics, r.run_dir, r.state"
+            "SELECT c.name, c.config_hash, c.position, c.role, c.point, c.config, c.status,"
+            " c.run_id, r.verdict, r.metrics, r.run_dir, r.state"
             " FROM cells c LEFT JOIN runs r ON r.id = c.run_id"
             " WHERE c.sweep_id = ? ORDER BY c.position", (sweep_id,))
         return [_decode(r, ("point", "config", "verdict", "metrics")) for r in rows]

@@ -13,7 +13,8 @@ thread asks ``/v1/models`` (then ``/health``) whether the server answers.
 - *crashed*: the unit failed, the process is gone, or its restart count rose
   (a crash loop under ``Restart=always`` is never "ready").
 - *timeout*: ``timeout_s`` passed; the log tail says where it hung.
-- *interrupted*: Ctrl-C; recorded, then re-raised so the caller restores.
+- *interrupted*: Ctrl-C; recorded, then re-raised so the caller restores
+  (the verdict rides on the KeyboardInterrupt as ``.verdict``).
 
 Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnose`)
 and the verdict are written to the run folder (``journal.log``,
@@ -265,8 +266,8 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
     checker.start()
     try:
         state = loop.run(beat)
-    except KeyboardInterrupt:
-        _finish(loop, "interrupted", beat, patterns)
+    except KeyboardInterrupt as interrupt:
+        interrupt.verdict = _finish(loop, "interrupted", beat, patterns)
         raise
     finally:
         checker.stopped.set()
@@ -289,7 +290,7 @@ class _Loop:
         return time.monotonic() - self.started
 
     def run(self, beat: Heartbeat) -> str:
-        last_log = float("-inf")
+        last_log = next_beat = float("-inf")
         while True:
             self.state = self.lab.manager.state(self.deployed.service)
             if self.restarts0 is None:
@@ -303,7 +304,9 @@ class _Loop:
                 return "ready"
             if self.elapsed_s > self.timeout_s:
                 return "timeout"
-            beat.beat(self._status())
+            if time.monotonic() >= next_beat:  # the status reads the whole log: not every poll
+                beat.beat(self._status(), force=True)
+                next_beat = time.monotonic() + beat.interval_s
             time.sleep(self.poll_s)
 
     def _crashed(self) -> bool:

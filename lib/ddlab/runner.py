@@ -1,0 +1,227 @@
+"""``ddlab run NOTEBOOK``: a notebook executed headless, kept with its report.
+
+Each run gets ``outputs/<UTC time>-<notebook>-<name>/`` holding the executed
+notebook, ``report.html`` (inputs hidden, status banner first), ``run.json``
+(parameters with secrets masked, status, timings, the verdict's headline)
+and whatever the notebook's library calls write there (they find the folder
+in ``$DDLAB_RUN_DIR``). A failed or interrupted run still writes all of it,
+marked so; ``outputs/index.html`` is rewritten after every run.
+
+Ctrl-C (SIGINT) is forwarded to the kernel, which raises KeyboardInterrupt
+inside the running cell, so the library's own clean-up (putting the
+baseline back) runs there; the run then ends as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from ddlab.errors import ConfigError
+from ddlab.paths import outputs_dir, project_root
+from ddlab.redact import redact
+from ddlab.report import render_html, write_index
+from ddlab.runs import new_run_dir, utc_stamp, write_json
+
+__all__ = ["RunResult", "run_notebook", "find_notebook", "parse_parameters"]
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    status: str          # ok | failed | interrupted
+    report: Path
+    notebook: Path
+    error: str = ""
+    headline: str = ""
+
+
+def find_notebook(name: str) -> Path:
+    """``sweep`` -> notebooks/sweep.ipynb; a path works too."""
+    path = Path(name)
+    if path.suffix == ".ipynb" and path.is_file():
+        return path.resolve()
+    candidate = project_root() / "notebooks" / f"{path.stem}.ipynb"
+    if candidate.is_file():
+        return candidate
+    known = sorted(p.stem for p in (project_root() / "notebooks").glob("*.ipynb"))
+    raise ConfigError(f"notebook {name!r}: not found", fix=f"choose one of: {', '.join(known)}",
+                      value=name)
+
+
+def parse_parameters(pairs=(), files=()) -> dict:
+    """``-p K V`` pairs (values parsed as YAML, like papermill) over ``-f`` YAML files."""
+    params: dict = {}
+    for file in files:
+        try:
+            data = yaml.safe_load(Path(file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"parameter file {str(file)!r}: {err}".replace("\n", " "),
+                              fix="give a readable YAML mapping", value=str(file)) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"parameter file {str(file)!r}: must hold a mapping",
+                              fix="write `name: value` lines", value=str(file))
+        params.update(data)
+    for key, value in pairs:
+        try:
+            params[key] = yaml.safe_load(value) if value != "" else ""
+        except yaml.YAMLError:
+            params[key] = value
+    return params
+
+
+def _check_parameters(notebook: Path, params: dict) -> None:
+    """Unknown parameter names are refused before the kernel starts."""
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    unknown = sorted(set(params) - set(declared))
+    if unknown:
+        raise ConfigError(f"parameter(s) {', '.join(unknown)}: not declared by {notebook.name}",
+                          fix=f"its parameters are: {', '.join(declared)}", value=unknown)
+
+
+def _run_name(params: dict, name: str | None) -> str:
+    if name:
+        return name
+    words = [f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict))]
+    text = "-".join(words)[:60] or "default"
+    return "".join(c if c.isalnum() or c in "=-_." else "-" for c in text)
+
+
+def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: str | None = None,
+                 outputs: Path | None = None, progress: bool = True) -> RunResult:
+    """Execute ``notebook`` with ``parameters`` into a new run folder; see the module docstring."""
+    import papermill
+
+    source = find_notebook(str(notebook))
+    params = dict(parameters or {})
+    _check_parameters(source, params)
+    root = Path(outputs) if outputs else outputs_dir()
+    run_dir = new_run_dir(f"{source.stem}-{_run_name(params, name)}"[:120], parent=root)
+    executed = run_dir / source.name
+    record = {"notebook": source.name, "parameters": redact(params), "status": "running",
+              "started_utc": utc_stamp(), "run_dir": str(run_dir)}
+    write_json(run_dir / "run.json", record)
+    started = time.monotonic()
+    status, error = "ok", ""
+    with _env(DDLAB_RUN_DIR=str(run_dir)), _forward_interrupts() as interrupted:
+        try:
+            papermill.execute_notebook(str(source), str(executed), parameters=params,
+                                       cwd=str(project_root()), progress_bar=progress,
+                                       kernel_name="python3")
+        except papermill.PapermillExecutionError as err:
+            status = "interrupted" if interrupted or err.ename == "KeyboardInterrupt" else "failed"
+            error = f"{err.ename}: {err.evalue}"
+        except KeyboardInterrupt:
+            status, error = "interrupted", "KeyboardInterrupt"
+    return _finish(run_dir, source, executed, record, status, error, time.monotonic() - started)
+
+
+def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: str, error: str,
+            duration_s: float) -> RunResult:
+    verdict = _read_json(run_dir / "verdict.json")
+    record.update(status=status, error=error, duration_s=round(duration_s, 1),
+                  headline=verdict.get("headline") or error or "", ended_utc=utc_stamp())
+    write_json(run_dir / "run.json", record)
+    report = run_dir / "report.html"
+    if executed.is_file():
+        render_html(executed, report, banner={
+            "status": status, "headline": record["headline"], "notebook": source.name,
+            "parameters": json.dumps(record["parameters"]), "started (UTC)": record["started_utc"],
+            "duration": f"{duration_s:.1f} s", "error": error, "folder": str(run_dir)})
+    else:  # the kernel never started: still leave a report that says so
+        from ddlab.report import _banner_html
+        report.write_text(_banner_html({"status": status, "headline": error or "no output"}))
+    write_index(run_dir.parent)
+    return RunResult(run_dir=run_dir, status=status, report=report, notebook=executed,
+                     error=error, headline=record["headline"])
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+@contextlib.contextmanager
+def _env(**values):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+INTERRUPT_GRACE_S = 180.0  # after a Ctrl-C, how long the kernel may take to clean up
+
+
+@contextlib.contextmanager
+def _forward_interrupts(grace_s: float = INTERRUPT_GRACE_S):
+    """SIGINT/SIGTERM to us -> SIGINT to our child processes (the kernel, which
+    jupyter_client starts in its own session, out of the terminal's reach).
+    The kernel then cleans up and the run ends; if it has not within
+    ``grace_s``, we stop waiting (a wait is never unbounded)."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # only the main thread may handle signals
+        return
+
+    def give_up():
+        print(f"ddlab run: the kernel did not finish within {grace_s:.0f} s of the interrupt; "
+              "stopping it", file=sys.stderr)
+        _thread.interrupt_main()
+
+    watchdog = threading.Timer(grace_s, give_up)
+    watchdog.daemon = True
+
+    def forward(signum, frame):
+        received.append(signum)
+        children = _children()
+        print(f"ddlab run: interrupt: asking the kernel ({', '.join(map(str, children)) or 'none'}) "
+              "to stop; finished work is kept and the baseline is put back first",
+              file=sys.stderr)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+        if not children:
+            raise KeyboardInterrupt
+        if len(received) == 1:
+            watchdog.start()
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        watchdog.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:
+            found.append(int(stat.parent.name))
+    return found
