@@ -199,8 +199,8 @@ VERBS = {
                  _args_diagnose, _run_diagnose),
     "deploy": ("deploy a config variant on a host (the baseline is stopped meanwhile)",
                _args_deploy, _run_deploy),
-    "watch": ("watch the deployed variant until ready, crashed or timeout; last line is JSON",
-              _args_watch, _run_watch),
+    "watch": ("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
+              "exit 0 ready, 3 crashed, 4 timeout, 130 interrupted", _args_watch, _run_watch),
     "restore": ("remove the variant and put the host's baseline back", _args_restore,
                 _run_restore),
     "run": ("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an HTML "

@@ -175,7 +175,11 @@ def _probe_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens:
     if resp.status_code != 200:
         return ProbeResult(ok=False, batch=batch, status=resp.status_code,
                            error=f"HTTP {resp.status_code}: {resp.text[:200]}", e2e_s=elapsed)
-    meta = resp.json().get("meta_info", {})
+    try:
+        meta = resp.json().get("meta_info", {})
+    except (ValueError, AttributeError):
+        return ProbeResult(ok=False, batch=batch, status=200, e2e_s=elapsed,
+                           error=f"not a /generate answer: {resp.text[:200]!r}")
     return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed,
                        completion_tokens=int(meta.get("completion_tokens", 0)),
                        spec_verify_ct=meta.get("spec_verify_ct"),
@@ -330,6 +334,8 @@ class _Loop:
     def _run_probes(self) -> None:
         try:
             self.probes = probe_server(self.lab.transport.http_base(self.deployed.port))
+        except Exception as err:  # a probe that could not run is a failed probe, not a pass
+            self.probes = [ProbeResult(ok=False, batch=1, error=f"{type(err).__name__}: {err}")]
         finally:
             self._probe_done_at = time.monotonic()
 
