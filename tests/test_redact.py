@@ -65,3 +65,12 @@ def test_redact_text_keeps_innocent_pairs():
 def test_any_secret_value_in_an_env_line_is_masked(value):
     out = redact_text(f'Environment="HF_TOKEN={value}"')
     assert out == f'Environment="HF_TOKEN={MASK}"'
+
+
+def test_sglang_counters_are_not_secrets():
+    """'#new-token: 4' looks like a secret-named pair but is SGLang's counter."""
+    line = ("Prefill batch, #new-seq: 1, #new-token: 64, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0")
+    assert redact_text(line) == line
+    decode = "Decode batch, #running-req: 1, #token: 812, token usage: 0.00, accept len: 6.41"
+    assert redact_text(decode) == decode

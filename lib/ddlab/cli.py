@@ -233,10 +233,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum, frame):
+    """SIGTERM (systemd, timeout, kill) ends a verb the way Ctrl-C does, so every
+    clean-up (putting the baseline back) runs."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _, _, run = VERBS[args.verb]
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return run(args) or 0
     except UsageError as err:

@@ -161,11 +161,16 @@ class Lab:
         self.wait_active(service, timeout_s=timeout_s)
 
     def wait_active(self, service: str, *, timeout_s: float) -> None:
+        """Until ``service`` is active and, when the profile names ``baseline_port``,
+        answers ``/health`` there: "active" alone proves little for a server."""
+        port = self.profile.baseline_port
+        url = self.transport.http_base(port) + "/health" if port else None
         with Heartbeat(f"{self.name}: {service}", timeout_s, interval_s=5) as beat:
             while True:
                 state = self.manager.state(service)
-                if state.running or state.active_state == "active":
-                    beat.close(f"{service} is active")
+                active = state.running or state.active_state == "active"
+                if active and (url is None or _answers(url)):
+                    beat.close(f"{service} is active" + (f" and answers {url}" if url else ""))
                     return
                 if state.failed:
                     tail = self.manager.logs(service)[-2000:]
@@ -178,7 +183,8 @@ class Lab:
                                        f"{timeout_s:.0f} s ({state.active_state}/{state.sub_state})",
                                        fix=f"check `systemctl status {service}` on the host",
                                        service=service)
-                beat.beat(f"waiting for {service}: {state.active_state}/{state.sub_state}")
+                waiting = "/health" if active else f"{state.active_state}/{state.sub_state}"
+                beat.beat(f"waiting for {service}: {waiting}")
                 time.sleep(0.5)
 
     # --- variant ---------------------------------------------------------
@@ -230,6 +236,15 @@ class Lab:
             self.restore_baseline(timeout_s=timeout_s)
             self.lock.baseline = {}
             self.lockfile.release()
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 @contextlib.contextmanager

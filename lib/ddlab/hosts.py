@@ -55,7 +55,7 @@ log = logging.getLogger("ddlab.hosts")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _CHOICES = {"transport": ("local", "ssh"), "service_manager": ("systemd", "process"),
             "http": ("tunnel", "direct")}
-_POSITIVE = ("port", "connect_timeout_s", "command_timeout_s")
+_POSITIVE = ("port", "baseline_port", "connect_timeout_s", "command_timeout_s")
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,7 @@ class HostProfile:
     service_manager: str = ""
     unit_dir: str = "/etc/systemd/system"
     baseline_service: str = ""
+    baseline_port: int | None = None
     python: str = ""
     workdir: str = ""
     state_dir: str = "~/.cache/ddlab"
@@ -157,7 +158,7 @@ def _check(key: str, value, where: str):
         ok, want = False, " or ".join(_CHOICES[key])
     if ok and key in _POSITIVE and not value > 0:
         ok, want = False, "a number > 0"
-    if ok and key == "port" and value > 65535:
+    if ok and key in ("port", "baseline_port") and value > 65535:
         ok, want = False, "a port number 1-65535"
     if not ok:
         raise ConfigError(f"{where}: {key}={value!r}: must be {want}",

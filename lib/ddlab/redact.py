@@ -25,7 +25,7 @@ _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _VALUE = r"(?P<value>\"[^\"]*\"|'[^']*'|[^\s\"',;}]+)"
 # NAME=value, "name": "value", name: value, and --name value.
 _PAIR = re.compile(
-    r"(?P<name>--[A-Za-z0-9][A-Za-z0-9_\-]*|\b[A-Za-z_][A-Za-z0-9_.\-]*)"
+    r"(?P<name>--[A-Za-z0-9][A-Za-z0-9_\-]*|(?<![#\w-])[A-Za-z_][A-Za-z0-9_.\-]*)"
     r"(?P<sep>=|[\"']?[ \t]*:[ \t]*|(?<=[A-Za-z0-9])[ \t]+(?=[^\s-]))" + _VALUE)
 
 

@@ -51,6 +51,10 @@ from ddlab.tunnel import Forwarder
 __all__ = ["SSHTransport"]
 
 log = logging.getLogger("ddlab.ssh")
+# paramiko reports every refused tunnel channel ("Secsh channel N open FAILED") at
+# ERROR; a ready check against a starting server is refused by design, so keep
+# paramiko's own chatter to critical problems. ddlab raises its own errors.
+logging.getLogger("paramiko.transport").setLevel(logging.CRITICAL)
 _KILL_GRACE_S = 2
 _CLIENT_GRACE_S = 5
 _NETWORK_ERRORS = (paramiko.SSHException, EOFError, OSError)

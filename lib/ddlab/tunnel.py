@@ -64,7 +64,8 @@ class Forwarder:
         try:
             chan = self._open_channel(self.port, peer)
         except Exception as exc:  # any failure: refuse this connection, keep listening
-            log.warning("tunnel to port %d: cannot open a channel: %s", self.port, exc)
+            # debug, not warning: while a server starts, every ready check is refused
+            log.debug("tunnel to port %d: cannot open a channel: %s", self.port, exc)
             conn.close()
             return
         with self._lock:
