@@ -77,14 +77,15 @@ class RunResult:
     def summary(self) -> dict:
         ok = [r for r in self.requests if r.ok]
         tokens = sum(r.completion_tokens for r in ok)
-        verify = [r.spec_verify_ct for r in ok if r.spec_verify_ct]
+        verify = [r.spec_verify_ct for r in ok]
+        verify_total = sum(verify) if ok and None not in verify else 0
         out = {
             "n_requests": len(self.requests),
             "n_ok": len(ok),
             "n_failed": len(self.requests) - len(ok),
             "completion_tokens": tokens,
             "wall_s": self.wall_s,
-            "accept_length": tokens / sum(verify) if verify and len(verify) == len(ok) else None,
+            "accept_length": tokens / verify_total if verify_total else None,
             "output_tok_s": tokens / self.wall_s if self.wall_s > 0 else None,
             "requests_s": len(ok) / self.wall_s if self.wall_s > 0 else None,
         }
@@ -126,24 +127,38 @@ class BenchResult:
 
 
 def load_prompts(path: str | Path) -> list[str]:
-    """Prompts from a file: JSON lines with "text" or "prompt", else one prompt per line."""
+    """Prompts from a file: JSON lines with "text" or "prompt", else one prompt per
+    line (a literal backslash-n in a line is a newline)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"prompt file {str(path)!r}: not found",
                           fix="give an existing file, one prompt per line or JSON lines", value=str(path))
     prompts = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         if line.lstrip().startswith("{"):
-            item = json.loads(line)
-            prompts.append(item.get("text") or item.get("prompt") or "")
+            prompts.append(_json_prompt(path, number, line))
         else:
             prompts.append(line.replace("\\n", "\n"))
     if not prompts:
         raise ConfigError(f"prompt file {str(path)!r}: holds no prompt",
                           fix="put one prompt per line", value=str(path))
     return prompts
+
+
+def _json_prompt(path: Path, number: int, line: str) -> str:
+    where = f"prompt file {str(path)!r}, line {number}"
+    try:
+        item = json.loads(line)
+    except ValueError as err:
+        raise ConfigError(f"{where}: not valid JSON ({err})", fix="write one JSON object per line, "
+                          'such as {"text": "def main():"}', value=line[:80]) from None
+    text = (item.get("text") or item.get("prompt")) if isinstance(item, dict) else None
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f'{where}: needs a non-empty "text" or "prompt" string',
+                          fix='such as {"text": "def main():"}', value=line[:80])
+    return text
 
 
 def generate(client: httpx.Client, base_url: str, text: str, *, max_new_tokens: int,
@@ -162,6 +177,9 @@ def generate(client: httpx.Client, base_url: str, text: str, *, max_new_tokens: 
                 return result
             for chunk in _sse_events(resp):
                 now = time.perf_counter()
+                if "error" in chunk:  # SGLang streams a failure this way, status still 200
+                    result.error = f"server error: {str(chunk['error'])[:200]}"
+                    return result
                 meta = chunk.get("meta_info", {})
                 tokens = int(meta.get("completion_tokens", seen_tokens))
                 new = tokens - seen_tokens
@@ -207,14 +225,18 @@ def _sse_events(resp: httpx.Response):
 
 def run_bench(base_url: str, *, requests: int = 16, concurrency: int = 1,
               max_new_tokens: int = 128, warmup: int = 2, repeats: int = 1,
-              prompts: list[str] | None = None, timeout_s: float = 120.0,
+              prompts: list[str] | str | Path | None = None, timeout_s: float = 120.0,
               label: str = "bench", record: Path | None = None) -> BenchResult:
-    """Benchmark the server at ``base_url``; see the module docstring for the figures."""
+    """Benchmark the server at ``base_url``; see the module docstring for the figures.
+
+    ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
+    :data:`PROMPTS`. Every parameter is checked before the first request."""
     _check_positive(requests=requests, concurrency=concurrency, max_new_tokens=max_new_tokens,
                     repeats=repeats)
-    if warmup < 0:
-        raise ConfigError(f"warmup={warmup}: must be >= 0", fix="try warmup=2", value=warmup)
-    prompts = prompts or PROMPTS
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ConfigError(f"warmup={warmup!r}: must be an integer >= 0", fix="try warmup=2",
+                          key="warmup", value=warmup)
+    prompts = _check_prompts(prompts)
     config = {"base_url": base_url, "requests": requests, "concurrency": concurrency,
               "max_new_tokens": max_new_tokens, "warmup": warmup, "repeats": repeats,
               "n_prompts": len(prompts)}
@@ -250,6 +272,20 @@ def _one_run(client, base_url, prompts, requests, concurrency, max_new_tokens, t
     wall = time.perf_counter() - start
     results.sort(key=lambda r: r.prompt_index)
     return RunResult(requests=results, wall_s=wall, concurrency=concurrency)
+
+
+def _check_prompts(prompts) -> list[str]:
+    if prompts is None:
+        return PROMPTS
+    if isinstance(prompts, (str, Path)):
+        return load_prompts(prompts)
+    prompts = list(prompts)
+    bad = [p for p in prompts if not isinstance(p, str) or not p]
+    if not prompts or bad:
+        raise ConfigError(f"prompts={(bad or prompts)[:3]!r}: must be non-empty strings, at least one",
+                          fix="give a list of prompts, a prompt file, or None for the built-in set",
+                          key="prompts", value=bad or prompts)
+    return prompts
 
 
 def _check_positive(**values) -> None:

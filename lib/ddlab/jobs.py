@@ -11,15 +11,15 @@ notebook).
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 import pandas as pd
+import yaml
 
 from ddlab.errors import ConfigError
 from ddlab.progress import Slot
 from ddlab.report import SweepVerdict, record_verdict, run_dir_from_env, sweep_verdict
-from ddlab.results import METRICS, load_cells, resolve_sweep
+from ddlab.results import METRICS, load_cells, plan_frame, resolve_sweep
 from ddlab.store import Store
 from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
 
@@ -53,10 +53,27 @@ class SweepReport:
 
 def _grid(budget, topk_cap, cuda_graph, more: dict | None) -> dict:
     grid = {"budget": budget, "topk_cap": topk_cap, "cuda_graph": cuda_graph}
-    grid = {k: v for k, v in grid.items() if v is not None and v != []}
-    for key, values in (more or {}).items():
-        grid[key] = values
-    return grid
+    more = _yaml("grid", more) or {}
+    if not isinstance(more, dict):
+        raise ConfigError(f"grid={more!r}: must map override keys to values",
+                          fix="e.g. {'speculative_num_draft_tokens': [8, 16]}", value=more)
+    grid.update(more)
+    grid = {k: _yaml(k, v) for k, v in grid.items()}
+    return {k: v for k, v in grid.items() if v is not None and v != []}
+
+
+def _yaml(name: str, value):
+    """A string read as YAML, the way ``ddlab run -p`` reads values: plain
+    ``papermill -p cuda_graph true`` passes the string 'true', and ``-p budget
+    [4,16]`` the string '[4,16]'."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return yaml.safe_load(value) if value.strip() else value
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{name}={value!r}: not a value or a list ({err.problem})",
+                          fix=f"e.g. -p {name} 16, or -p {name} '[4, 16]'", key=name,
+                          value=value) from None
 
 
 def sweep_job(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
@@ -80,7 +97,9 @@ def sweep_job(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_c
                            timeout_s=timeout_s, probe=probe)
     plan = None if resume else plan_sweep(base or profile.base,
                                           _grid(budget, topk_cap, cuda_graph, grid),
-                                          fixed=fixed, extra=_extras(extra), baseline=baseline)
+                                          fixed=_collection("fixed", fixed),
+                                          extra=_extras(_collection("extra", extra)),
+                                          baseline=baseline)
     store = store or Store()
     slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
     try:
@@ -89,9 +108,18 @@ def sweep_job(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_c
     except BaseException as err:
         _report_failure(store, slot, err)
         raise
-    report = _report(store, sweep.sweep_id, sweep.status, sweep.resume_command())
+    planned = plan_frame(sweep) if sweep.status == "dry-run" and not resume else None
+    report = _report(store, sweep.sweep_id, sweep.status, sweep.resume_command(), frame=planned)
     slot.update(report.verdict)
     return report
+
+
+def _collection(name: str, value):
+    """``fixed`` / ``extra`` given as YAML text (``-p extra '[{budget: 8}]'``);
+    a plain ``KEY=VALUE`` string stays one override."""
+    if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
+        return _yaml(name, value)
+    return value
 
 
 def _extras(extra) -> list:
@@ -103,8 +131,9 @@ def _extras(extra) -> list:
     return out
 
 
-def _report(store: Store, sweep_id: str, status: str, resume: str) -> SweepReport:
-    frame = load_cells(sweep_id, store=store)
+def _report(store: Store, sweep_id: str, status: str, resume: str,
+            frame: pd.DataFrame | None = None) -> SweepReport:
+    frame = load_cells(sweep_id, store=store) if frame is None else frame
     verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume)
     record_verdict(verdict.to_dict())
     run_dir = run_dir_from_env()
@@ -134,6 +163,4 @@ def load_report(sweep: str = "latest", *, metric: str = "output_tok_s",
     store = store or Store()
     sweep_id = resolve_sweep(store, sweep)
     record = store.sweep(sweep_id)
-    report = _report(store, sweep_id, record["status"], record["resume_command"])
-    print(f"sweep {sweep_id}: {len(report.frame)} cells", file=sys.stderr)
-    return report
+    return _report(store, sweep_id, record["status"], record["resume_command"])

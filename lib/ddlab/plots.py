@@ -134,7 +134,8 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
     modes = _graph_modes(grid if not grid.empty else frame)
     budgets = sorted(set(grid["budget"]))
     caps = sorted(set(grid["topk_cap"].dropna()))
-    fig = SweepFigure(figsize=(1.2 * max(len(budgets), 1) * len(modes) + 3, 3.5))
+    fig = SweepFigure(figsize=(1.2 * max(len(budgets), 1) * len(modes) + 3, 3.5),
+                      layout="constrained")  # room for the suptitle and the colorbar
     axes = fig.subplots(1, len(modes), squeeze=False)
     values = grid[grid["status"] == "measured"][metric].astype(float)
     vmin, vmax = (values.min(), values.max()) if not values.empty else (0, 1)
@@ -145,8 +146,10 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
             i, j = caps.index(row["topk_cap"]), budgets.index(row["budget"])
             if row["status"] == "measured":
                 data[i, j] = row[metric]
+            value = row[metric] if row["status"] == "measured" else None
+            dark = pd.notna(value) and value - vmin < 0.5 * (vmax - vmin)  # white text on it
             ax.text(j, i, _cell_text(row, metric), ha="center", va="center", fontsize=8,
-                    color="red" if row["status"] in CRASHED else "black")
+                    color="red" if row["status"] in CRASHED else "white" if dark else "black")
         image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", alpha=0.85)
         ax.set_xticks(range(len(budgets)), [f"{b:g}" for b in budgets])
         ax.set_yticks(range(len(caps)), [f"{c:g}" for c in caps])
@@ -160,10 +163,15 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
 
 def _cell_text(row, metric: str) -> str:
     if row["status"] == "measured":
-        return f"{row[metric]:.3g}" if pd.notna(row[metric]) else "n/a"
+        return _number(row[metric]) if pd.notna(row[metric]) else "n/a"
     if row["status"] in CRASHED:
         return f"x {row['kind']}"
     return row["status"]
+
+
+def _number(value: float) -> str:
+    """Three significant digits, never in e-notation (1234.5 -> 1234, 3.456 -> 3.46)."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def overview(frame: pd.DataFrame) -> list[Figure]:

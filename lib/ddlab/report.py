@@ -57,6 +57,9 @@ class SweepVerdict:
     @property
     def headline(self) -> str:
         s = self.summary
+        if self.status == "dry-run":
+            to_run = s.get("cells", 0) - s.get("measured", 0) - s.get("crashed", 0)
+            return f"DRY RUN: {s.get('cells', 0)} cells planned, {to_run} to run; nothing touched the host"
         head = (f"SWEEP {self.status.upper()}: {s.get('cells', 0)} cells, {s.get('measured', 0)} "
                 f"measured, {s.get('crashed', 0)} crashed")
         if s.get("crash_kinds"):
@@ -65,11 +68,14 @@ class SweepVerdict:
         if best:
             speed = f", {best['speedup']:.2f}x over no speculation" if _num(best.get("speedup")) else ""
             accept = f", accept length {best['accept_length']:.2f}" if _num(best.get("accept_length")) else ""
-            head += (f". Best: {best['name']} at {best['output_tok_s']:.1f} tok/s{speed}{accept}")
+            head += (f". Best: {best['name']}{_point(best)} at {best['output_tok_s']:.1f} tok/s"
+                     f"{speed}{accept}")
         return head
 
     @property
     def next_step(self) -> str:
+        if self.status == "dry-run":
+            return "run it: the same parameters without dry_run"
         if self.status != "done":
             return f"resume it: {self.resume}" if self.resume else "run it again"
         if self.crashes:
@@ -98,6 +104,15 @@ class SweepVerdict:
         return (f"<div style='border-left:6px solid {colour};padding:4px 10px'>"
                 f"<b style='color:{colour}'>{escape(self.headline)}</b><br>"
                 f"<b>next step:</b> {escape(self.next_step)}<ul>{crashes}</ul></div>")
+
+
+def _point(best: dict) -> str:
+    """`` (budget 16, cap 4, graphs off)``: a variant's name omits what equals its base."""
+    words = [f"{label} {best[key]:g}" for key, label in (("budget", "budget"), ("topk_cap", "cap"))
+             if _num(best.get(key))]
+    if best.get("cuda_graph") is not None:
+        words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
+    return f" ({', '.join(words)})" if words else ""
 
 
 def _num(value) -> bool:

@@ -18,7 +18,7 @@ import pandas as pd
 from ddlab.errors import ConfigError
 from ddlab.store import Store
 
-__all__ = ["load_cells", "resolve_sweep", "summarize", "METRICS"]
+__all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "METRICS"]
 
 # Benchmark figures a plot may ask for, with their axis labels.
 METRICS = {
@@ -52,6 +52,18 @@ def load_cells(sweep: str = "latest", *, store: Store | str | Path | None = None
     if frame.empty:
         return frame
     frame["speedup"] = _speedups(frame)
+    return frame
+
+
+def plan_frame(sweep) -> pd.DataFrame:
+    """A planned :class:`ddlab.sweep.Sweep` (a dry run: nothing stored) as
+    :func:`load_cells` would give it, every cell ``pending``."""
+    rows = [_row(sweep.sweep_id, {"position": c.position, "name": c.variant.name, "role": c.role,
+                                  "status": "pending", "config_hash": c.hash, "point": c.point,
+                                  "config": c.variant.to_dict()}) for c in sweep.cells]
+    frame = pd.DataFrame(rows)
+    if not frame.empty:
+        frame["speedup"] = _speedups(frame)
     return frame
 
 

@@ -5,7 +5,10 @@ notebook, ``report.html`` (inputs hidden, status banner first), ``run.json``
 (parameters with secrets masked, status, timings, the verdict's headline)
 and whatever the notebook's library calls write there (they find the folder
 in ``$DDLAB_RUN_DIR``). A failed or interrupted run still writes all of it,
-marked so; ``outputs/index.html`` is rewritten after every run.
+marked so; ``outputs/index.html`` is rewritten after every run. With
+``progress``, the terminal shows papermill's bar over the notebook's cells
+and, as they come, the lines the kernel writes to stderr (a sweep's cell by
+cell progress), since one notebook cell may run for many minutes.
 
 Ctrl-C (SIGINT) is forwarded to the kernel, which raises KeyboardInterrupt
 inside the running cell, so the library's own clean-up (putting the
@@ -14,10 +17,11 @@ baseline back) runs there; the run then ends as ``interrupted``.
 
 from __future__ import annotations
 
-import _thread
 import contextlib
+import difflib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -87,8 +91,10 @@ def _check_parameters(notebook: Path, params: dict) -> None:
     declared = papermill.inspect_notebook(str(notebook))
     unknown = sorted(set(params) - set(declared))
     if unknown:
+        near = [m for name in unknown for m in difflib.get_close_matches(name, declared, n=1)]
+        hint = f"did you mean {', '.join(near)}? " if near else ""
         raise ConfigError(f"parameter(s) {', '.join(unknown)}: not declared by {notebook.name}",
-                          fix=f"its parameters are: {', '.join(declared)}", value=unknown)
+                          fix=f"{hint}its parameters are: {', '.join(declared)}", value=unknown)
 
 
 def _run_name(params: dict, name: str | None) -> str:
@@ -96,7 +102,8 @@ def _run_name(params: dict, name: str | None) -> str:
         return name
     words = [f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict))]
     text = "-".join(words)[:60] or "default"
-    return "".join(c if c.isalnum() or c in "=-_." else "-" for c in text)
+    text = "".join(c if c.isalnum() or c in "=-_." else "-" for c in text)
+    return re.sub(r"\.{2,}", ".", text)  # a folder name never holds '..'
 
 
 def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: str | None = None,
@@ -119,6 +126,7 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
         try:
             papermill.execute_notebook(str(source), str(executed), parameters=params,
                                        cwd=str(project_root()), progress_bar=progress,
+                                       stderr_file=_AboveTheBar() if progress else None,
                                        kernel_name="python3")
         except papermill.PapermillExecutionError as err:
             status = "interrupted" if interrupted or err.ename == "KeyboardInterrupt" else "failed"
@@ -126,6 +134,18 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
         except KeyboardInterrupt:
             status, error = "interrupted", "KeyboardInterrupt"
     return _finish(run_dir, source, executed, record, status, error, time.monotonic() - started)
+
+
+class _AboveTheBar:
+    """The kernel's stderr in our terminal, written above papermill's cell bar."""
+
+    def write(self, text: str) -> None:
+        from tqdm.auto import tqdm
+
+        tqdm.write(text, file=sys.stderr, end="")
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: str, error: str,
@@ -173,25 +193,34 @@ INTERRUPT_GRACE_S = 180.0  # after a Ctrl-C, how long the kernel may take to cle
 
 
 @contextlib.contextmanager
-def _forward_interrupts(grace_s: float = INTERRUPT_GRACE_S):
+def _forward_interrupts(grace_s: float | None = None):
     """SIGINT/SIGTERM to us -> SIGINT to our child processes (the kernel, which
     jupyter_client starts in its own session, out of the terminal's reach).
     The kernel then cleans up and the run ends; if it has not within
-    ``grace_s``, we stop waiting (a wait is never unbounded)."""
+    ``grace_s`` (default ``INTERRUPT_GRACE_S``), we stop waiting: a
+    KeyboardInterrupt here, and papermill shuts the kernel down."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
         yield received  # only the main thread may handle signals
         return
+    grace_s = INTERRUPT_GRACE_S if grace_s is None else grace_s
+    gave_up = threading.Event()
+    main = threading.main_thread().ident
 
     def give_up():
         print(f"ddlab run: the kernel did not finish within {grace_s:.0f} s of the interrupt; "
               "stopping it", file=sys.stderr)
-        _thread.interrupt_main()
+        gave_up.set()
+        # A real signal, so that a blocking wait in the main thread wakes up; the
+        # handler below then raises instead of forwarding once more.
+        signal.pthread_kill(main, signal.SIGINT)
 
     watchdog = threading.Timer(grace_s, give_up)
     watchdog.daemon = True
 
     def forward(signum, frame):
+        if gave_up.is_set():
+            raise KeyboardInterrupt
         received.append(signum)
         children = _children()
         print(f"ddlab run: interrupt: asking the kernel ({', '.join(map(str, children)) or 'none'}) "

@@ -28,7 +28,7 @@ from ddlab.errors import StoreError
 from ddlab.paths import outputs_dir
 from ddlab.redact import redact
 
-__all__ = ["Store", "default_path", "DONE_STATES"]
+__all__ = ["Store", "connect", "default_path", "integrity_ok", "DONE_STATES"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sweeps (
@@ -124,8 +124,9 @@ class Store:
                     (sweep_id, _now(), host, base, _dumps(grid), _dumps(options), resume_command))
 
     def set_sweep_status(self, sweep_id: str, status: str) -> None:
+        """A sweep that runs (again) has no end time; any other status ends it now."""
         self._write("UPDATE sweeps SET status = ?, ended_utc = ? WHERE id = ?",
-                    (status, _now(), sweep_id))
+                    (status, None if status == "running" else _now(), sweep_id))
 
     def sweep(self, sweep_id: str) -> dict | None:
         row = self.db.execute("SELECT * FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
@@ -172,6 +173,13 @@ class Store:
         self._write("UPDATE runs SET state = ?, verdict = ?, metrics = ?, ended_utc = ? WHERE id = ?",
                     (state, _dumps(verdict) if verdict is not None else None,
                      _dumps(metrics) if metrics is not None else None, _now(), run_id))
+
+    def abandon_runs(self, sweep_id: str) -> int:
+        """Mark the sweep's runs still 'running' as 'lost' (their process was killed);
+        call it holding the host's lock, so none of them can still be running."""
+        cur = self._write("UPDATE runs SET state = 'lost', ended_utc = ? WHERE sweep_id = ?"
+                          " AND state = 'running'", (_now(), sweep_id))
+        return cur.rowcount
 
     def run(self, run_id: int) -> dict | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -5,7 +5,8 @@ A grid maps override keys (anything ``--set`` takes: flags, ``env.X``,
 ``algorithm``) to lists of values; the cells are their product, plus a
 no-speculation baseline cell per CUDA-graph setting (for speedup) and any
 extra variants (e.g. one carrying a known fault). Every cell is validated
-before anything touches the host; ``dry_run`` prints the plan and stops.
+before anything touches the host; ``dry_run`` prints the plan and stops,
+writing nothing (not even the store, whose ``latest`` sweep it must not become).
 
 Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
 record with its diagnosis; a server that dies during the bench is a crash
@@ -222,15 +223,20 @@ def run_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "local
     the stored plan, host and options are used), or with ``dry_run`` only print it."""
     say = say or (lambda text: print(text, file=sys.stderr))
     store = store or Store()
-    sweep = _open_sweep(store, plan, host, options or SweepOptions(), resume)
+    sweep = _open_sweep(store, plan, host, options or SweepOptions(), resume,
+                        register=not dry_run)
     print(sweep.render_plan())
-    if dry_run:
+    if dry_run:  # nothing written: a dry run must not become the `latest` sweep
         sweep.status = "dry-run"
         return sweep
     todo = [c for c in sweep.cells if c.hash not in sweep.skipped]
     store.set_sweep_status(sweep.sweep_id, "running")
     try:
         with Lab(sweep.profile, what=f"sweep {sweep.sweep_id}", say=say) as lab:
+            lost = store.abandon_runs(sweep.sweep_id)  # a killed run's; we hold the lock now
+            if lost:
+                say(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
+                    "process marked lost; their cells run again")
             try:
                 lab.stop_baseline()
                 _run_cells(lab, store, sweep, todo, say)
@@ -255,7 +261,8 @@ def _stop(store: Store, sweep: Sweep, status: str, say) -> None:
 
 
 def _open_sweep(store: Store, plan: SweepPlan | None, host, options: SweepOptions,
-                resume: str) -> Sweep:
+                resume: str, *, register: bool = True) -> Sweep:
+    """The sweep to run: a new one or a stored one; ``register`` writes it to the store."""
     if resume:
         sweep_id = store.latest_sweep_id() if resume == "latest" else resume
         if not sweep_id or store.sweep(sweep_id) is None:
@@ -274,10 +281,10 @@ def _open_sweep(store: Store, plan: SweepPlan | None, host, options: SweepOption
         sweep_id = safe_name(f"{utc_stamp()}-{profile.name}-{Path(plan.base).stem}")
     sweep = Sweep(sweep_id=sweep_id, host=profile.name, base=plan.base, cells=plan.cells,
                   store_path=store.path, profile=profile, options=options)
-    if not resume:
+    if register and not resume:
         store.add_sweep(sweep_id, host=profile.name, base=plan.base, grid=plan.inputs(),
                         options=options.__dict__, resume_command=sweep.resume_command())
-    for cell in plan.cells:
+    for cell in plan.cells if register else ():
         store.plan_cell(sweep_id, config_hash=cell.hash, name=cell.variant.name,
                         position=cell.position, point=cell.point, role=cell.role,
                         config=cell.variant.to_dict())
