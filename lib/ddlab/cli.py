@@ -79,8 +79,13 @@ def _args_target(p: argparse.ArgumentParser) -> None:
 
 
 def _run_target(args) -> int:
+    import signal
+
     from ddlab import target
 
+    # A server, not a verb with a baseline to restore: SIGTERM stops it as it stops
+    # `python -m ddlab.target` (and SGLang), not as an interrupt (exit 130).
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return target.main(args.target_args, prog="ddlab target")
 
 
@@ -186,6 +191,9 @@ def _run_run(args) -> int:
     print(f"{result.status.upper()}: {result.headline or result.notebook.name}")
     if result.status == "interrupted":
         print("interrupted: finished cells are kept; the verdict above says how to resume")
+    elif result.error.startswith("DeadKernelError"):
+        print("the kernel died: finished cells are kept; a sweep resumes with "
+              "`ddlab run sweep -p resume latest`, which takes over the lock it left")
     print(result.report)
     return RUN_EXIT.get(result.status, 1)
 

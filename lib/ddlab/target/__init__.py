@@ -1,0 +1,36 @@
+"""ddlab's own target: a small PyTorch tree-speculative inference server that speaks SGLang.
+
+ddlab's deploy / poll / crash-capture / sweep / plot loop must run on a
+machine with no GPU host, and its tests must drive a real server, so ddlab
+ships one: a 3.2 M-parameter byte-level transformer and a DFlash-like block
+drafter (trained by ``python -m ddlab.target.train``, shipped as fp16
+safetensors in ``weights/``), decoded greedily and losslessly with no
+speculation, a DFlash chain, or a DDTree best-first tree verified in one
+batched forward pass, behind SGLang's flag names, HTTP API and log lines.
+Every figure it reports comes from decoding it did.
+
+Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
+
+    args.py               SGLang-named flags -> ServerArgs
+    model.py              Target and Drafter networks
+    checkpoint.py         built-in weights / weight directories
+    tree.py               DDTree heap, DFlash chain, tree mask, verify walk
+    spec.py               one batched draft + verify + accept step
+    memory.py             device memory budget, KV pool
+    cuda_graph_runner.py  static verify buffers, CUDA graph capture / replay
+    runner.py             startup phases, forward passes
+    engine.py             requests, batching scheduler, serving log lines
+    metrics.py            Prometheus text under SGLang's metric names
+    server.py             FastAPI app, startup, warmup, crash exit
+    openai_api.py         /v1/models, /v1/completions, /v1/chat/completions
+    train.py              training of both networks
+"""
+
+__all__ = ["main"]
+
+
+def main(argv=None, prog="python -m ddlab.target") -> int:
+    """Run the server (blocks); see ``ddlab.target.args`` for the flags."""
+    from ddlab.target.server import main as serve
+
+    return serve(argv, prog)

@@ -1,0 +1,248 @@
+"""The engine: requests, the batching scheduler, and SGLang's serving log lines.
+
+Contract:
+
+- ``Engine(args)`` builds the model runner (startup phases logged as SGLang
+  logs them) and owns the requests. ``submit(req)`` queues a ``Req`` from any
+  thread; the scheduler admits queued requests while KV slots are free
+  (``--max-running-requests``), prefills them (``Prefill batch, ...``), then
+  runs one decode step over *all* running requests at once: their draft
+  trees are verified in one batched target forward. Every
+  ``--decode-log-interval`` steps it logs ``Decode batch, ...`` with the
+  figures of that interval.
+- ``run_forever(on_crash)`` is the scheduler loop for the server's thread; an
+  exception logs ``Scheduler hit an exception: <traceback>`` and calls
+  ``on_crash`` (the server then exits non-zero, as SGLang's does).
+- ``generate(prompts, max_new_tokens)`` runs requests to completion in the
+  calling thread: the benchmark and the tests use it.
+- ``validate(req)`` raises ``ValueError`` with a user-facing message when a
+  request cannot be served (too long for the context).
+
+Request state is plain Python (slot, seq_len = tokens in the KV cache,
+bonus = the pending token); tensors are built per step in ``spec``.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import threading
+import time
+import traceback
+
+from ddlab.target.metrics import Metrics
+from ddlab.target.runner import ModelRunner
+from ddlab.target.spec import SpecConfig, decode_step
+
+__all__ = ["Engine", "Req"]
+
+logger = logging.getLogger("ddlab.target")
+_ids = itertools.count()
+
+
+class Req:
+    def __init__(self, input_ids, max_new_tokens=128, stop=(), stop_token_ids=(), rid=None,
+                 on_event=None):
+        self.rid = rid or f"{next(_ids):x}{time.time_ns() & 0xffffffff:08x}"
+        self.input_ids, self.max_new_tokens = list(input_ids), max_new_tokens
+        self.stop = [s.encode() if isinstance(s, str) else s for s in stop]
+        self.stop_token_ids = set(stop_token_ids)
+        self.on_event = on_event  # called (req, new_ids) from the scheduler; finished when req.finish_reason
+        self.output_ids, self.finish_reason, self.aborted = [], None, False
+        self.slot = self.seq_len = self.bonus = None
+        self.verify_ct = self.correct_drafts = 0
+        self.created, self.first_token_at, self.finished_at = time.perf_counter(), None, None
+        self.token_times = []
+
+    def meta_info(self, block_size=None) -> dict:
+        done = self.finished_at or time.perf_counter()
+        meta = {"id": self.rid, "finish_reason": self.finish_reason,
+                "prompt_tokens": len(self.input_ids), "completion_tokens": len(self.output_ids),
+                "cached_tokens": 0, "e2e_latency": round(done - self.created, 6)}
+        if block_size and self.finish_reason is not None:
+            proposed = self.verify_ct * (block_size - 1)
+            meta.update(spec_verify_ct=self.verify_ct,
+                        spec_accept_length=len(self.output_ids) / max(1, self.verify_ct),
+                        spec_accept_rate=self.correct_drafts / proposed if proposed else 0.0,
+                        spec_num_correct_drafts=self.correct_drafts, spec_num_proposed_drafts=proposed)
+        return meta
+
+
+class Engine:
+    def __init__(self, args):
+        self.args = args
+        self.spec = SpecConfig(args)
+        self.runner = ModelRunner(args, self.spec)
+        self.pool = self.runner.pool
+        self.max_running_requests = self.runner.max_running_requests
+        self.context_len = self.runner.context_len
+        if self.spec.algorithm:
+            logger.info(self.spec.describe())
+        logger.info(f"max_total_num_tokens={self.pool.capacity_tokens}, "
+                    f"chunked_prefill_size={args.chunked_prefill_size}, "
+                    f"max_prefill_tokens={args.max_prefill_tokens}, "
+                    f"max_running_requests={self.max_running_requests}, context_len={self.context_len}, "
+                    f"available_gpu_mem={self.runner.memory.avail_gb():.2f} GB")
+        self.waiting, self.running = collections.deque(), []
+        self.cond = threading.Condition()
+        self.metrics = Metrics()
+        self.forward_ct = 0
+        self._interval = {"steps": 0, "tokens": 0, "verifies": 0, "accepted": 0, "t0": time.perf_counter()}
+
+    # --- requests -----------------------------------------------------------
+
+    def validate(self, req: Req) -> None:
+        n_in, total = len(req.input_ids), len(req.input_ids) + req.max_new_tokens
+        if n_in == 0:
+            raise ValueError("The input is empty: give a non-empty text or input_ids")
+        if total > self.context_len:
+            raise ValueError(f"Requested token count exceeds the model's maximum context length of "
+                             f"{self.context_len} tokens. You requested a total of {total} tokens: "
+                             f"{n_in} tokens from the input and {req.max_new_tokens} tokens for the "
+                             "completion. Please reduce the number of tokens in the input or the "
+                             "completion.")
+
+    def submit(self, req: Req) -> None:
+        with self.cond:
+            self.waiting.append(req)
+            self.cond.notify()
+
+    def abort(self, req: Req) -> None:
+        req.aborted = True
+
+    # --- the scheduler ------------------------------------------------------
+
+    def step(self) -> bool:
+        """One scheduler iteration: admit + prefill, then one decode step. -> did any work."""
+        with self.cond:
+            n_new = min(len(self.waiting), len(self.pool.free))
+            new = [self.waiting.popleft() for _ in range(n_new)]
+        if new:
+            self._prefill(new)
+        self.running = [r for r in self.running if not self._reap(r)]
+        if self.running:
+            self._decode()
+            self.running = [r for r in self.running if not self._reap(r)]
+        return bool(new or self.running)
+
+    def _prefill(self, reqs):
+        for req in reqs:
+            req.slot = self.pool.alloc()
+            req.bonus = self.runner.forward_extend(req.slot, req.input_ids)
+            req.seq_len = len(req.input_ids)
+            self.metrics.prompt_tokens += len(req.input_ids)
+            self.running.append(req)
+            self._emit(req, [req.bonus])
+        logger.info(f"Prefill batch, #new-seq: {len(reqs)}, "
+                    f"#new-token: {sum(len(r.input_ids) for r in reqs)}, #cached-token: 0, "
+                    f"token usage: {self._token_usage():.2f}, #running-req: {len(self.running) - len(reqs)}, "
+                    f"#queue-req: {len(self.waiting)}")
+
+    def _decode(self):
+        results = decode_step(self.runner, self.spec, self.running)
+        iv = self._interval
+        for req, (tokens, accept_len) in zip(self.running, results):
+            req.seq_len += accept_len
+            req.bonus = tokens[-1]
+            req.verify_ct += 1
+            req.correct_drafts += accept_len - 1
+            n = self._emit(req, tokens)
+            iv["tokens"] += n
+            iv["accepted"] += accept_len
+        iv["verifies"] += len(results)
+        iv["steps"] += 1
+        self.metrics.verify_calls += len(results) if self.spec.algorithm else 0
+        self.forward_ct += 1
+        if self.forward_ct % self.args.decode_log_interval == 0:
+            self._log_decode()
+
+    def _emit(self, req, tokens) -> int:
+        """Append tokens up to the request's limits; set finish_reason; notify. -> tokens kept."""
+        room = req.max_new_tokens - len(req.output_ids)
+        kept = tokens[:room]
+        for i, t in enumerate(kept):
+            if t in req.stop_token_ids:
+                kept = kept[:i + 1]
+                req.finish_reason = {"type": "stop", "matched": t}
+                break
+        req.output_ids.extend(kept)
+        now = time.perf_counter()
+        req.first_token_at = req.first_token_at or now
+        req.token_times.append((now, len(kept)))
+        if req.finish_reason is None:
+            self._check_stop_strings(req)
+        if req.finish_reason is None and len(req.output_ids) >= req.max_new_tokens:
+            req.finish_reason = {"type": "length", "length": req.max_new_tokens}
+        if req.aborted and req.finish_reason is None:
+            req.finish_reason = {"type": "abort", "message": "aborted by the client"}
+        self.metrics.generation_tokens += len(kept)
+        if req.on_event:
+            req.on_event(req, kept)
+        return len(kept)
+
+    def _check_stop_strings(self, req):
+        if not req.stop:
+            return
+        tail = bytes(req.output_ids[-(max(map(len, req.stop)) + 64):])
+        for s in req.stop:
+            if s in tail:
+                full = bytes(req.output_ids)
+                req.output_ids = req.output_ids[:full.find(s) + len(s)]
+                req.finish_reason = {"type": "stop", "matched": s.decode(errors="replace")}
+                return
+
+    def _reap(self, req) -> bool:
+        if req.finish_reason is None:
+            return False
+        req.finished_at = time.perf_counter()
+        self.pool.release(req.slot)
+        self.metrics.observe_finished(req)
+        return True
+
+    def _token_usage(self) -> float:
+        return sum(r.seq_len for r in self.running) / self.pool.capacity_tokens
+
+    def _log_decode(self):
+        iv, now = self._interval, time.perf_counter()
+        throughput = iv["tokens"] / max(now - iv["t0"], 1e-9)
+        m = self.metrics
+        m.gen_throughput = throughput
+        text = (f"Decode batch, #running-req: {len(self.running)}, "
+                f"#token: {sum(r.seq_len for r in self.running)}, token usage: {self._token_usage():.2f}, ")
+        if self.spec.algorithm:
+            accept = iv["accepted"] / max(1, iv["verifies"])
+            m.spec_accept_length, m.spec_accept_rate = accept, (accept - 1) / (self.spec.block_size - 1)
+            m.accepted_total += iv["accepted"]
+            m.verifies_total += iv["verifies"]
+            text += f"accept len: {accept:.2f}, accept rate: {m.spec_accept_rate:.2f}, "
+        text += (f"cuda graph: {self.runner.last_used_graph}, gen throughput (token/s): {throughput:.2f}, "
+                 f"#queue-req: {len(self.waiting)}")
+        logger.info(text)
+        self._interval = {"steps": 0, "tokens": 0, "verifies": 0, "accepted": 0, "t0": now}
+
+    def run_forever(self, on_crash) -> None:
+        """The scheduler thread's loop; never returns unless it crashes."""
+        try:
+            while True:
+                with self.cond:
+                    if not self.waiting and not self.running:
+                        while not self.waiting:
+                            self.cond.wait()
+                        self._interval["t0"] = time.perf_counter()  # idle time is no decode time
+                self.step()
+                self.metrics.num_running, self.metrics.num_queue = len(self.running), len(self.waiting)
+                self.metrics.token_usage = self._token_usage()
+        except BaseException:
+            logger.error(f"Scheduler hit an exception: {traceback.format_exc()}")
+            on_crash()
+
+    def generate(self, prompts, max_new_tokens=128, **kw) -> list[Req]:
+        """Serve ``prompts`` (lists of ids) to completion in this thread."""
+        reqs = [Req(p, max_new_tokens, **kw) for p in prompts]
+        for r in reqs:
+            self.validate(r)
+            self.submit(r)
+        while self.step():
+            pass
+        return reqs

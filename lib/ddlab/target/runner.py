@@ -1,0 +1,182 @@
+"""The model runner: weights, memory pool, graphs, and the forward passes.
+
+Contract: ``ModelRunner(args)`` does SGLang's startup phases in SGLang's order
+and words (load weights, allocate the KV pool from the memory budget,
+capture the verify graphs), raising SGLang's errors when they fail. Then:
+
+- ``forward_extend(slot, ids)``: a prefill of one prompt into ``slot``;
+  returns the first generated token.
+- ``forward_verify(fb)``: one step for a whole batch, every request with the
+  same number of tokens (its draft tree, padded): writes their keys, values
+  and hidden states at ``fb.out_cache_loc`` and returns the target's argmax
+  at every token, (R, T). Through the static graph buffers when graphs are
+  on and the batch fits, else eagerly over just the keys it needs.
+- ``propose(slots, seq_lens, bonus)``: the drafter's proposal for the next
+  block_size-1 positions of every request (argmax, or per-depth top-k),
+  through a captured draft graph on CUDA.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+import torch.nn.functional as F
+
+from ddlab.target.checkpoint import load_model
+from ddlab.target.cuda_graph_runner import CudaGraphRunner, DraftGraphRunner
+from ddlab.target.memory import GB, DeviceMemory, KVPool, plan_kv_pool
+from ddlab.target.model import KVView
+
+__all__ = ["ModelRunner", "attention_mask"]
+
+logger = logging.getLogger("ddlab.target")
+
+
+def attention_mask(seq_lens, custom_mask, n_keys):
+    """(R, 1, T, n_keys) bool: every past token, plus the new tokens ``custom_mask`` allows."""
+    R, T, _ = custom_mask.shape
+    rel = torch.arange(n_keys, device=seq_lens.device) - seq_lens[:, None]
+    idx = rel.clamp(0, T).unsqueeze(1).expand(R, T, n_keys)
+    mask = F.pad(custom_mask, (0, 1)).gather(2, idx) | (rel < 0).unsqueeze(1)
+    return mask.unsqueeze(1)
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    return torch.device(name)
+
+
+class ModelRunner:
+    def __init__(self, args, spec):
+        self.args, self.spec = args, spec
+        self.device = pick_device(args.device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(args.cpu_threads or 1)  # tiny ops: a 2nd thread mostly waits
+        torch.manual_seed(args.random_seed)
+        self.memory = DeviceMemory(self.device, args.device_memory_gb)
+        self.target = self._load(args.model_path)
+        self.drafter = self._load(spec.draft_path) if spec.algorithm else None
+        spec.resolve(self.drafter)
+        self.context_len = args.context_length or self.target.cfg.context_length
+        if self.context_len > self.target.cfg.context_length:
+            raise ValueError(f"User-specified context_length ({self.context_len}) is greater than the "
+                             f"derived context_length ({self.target.cfg.context_length}) of the model.")
+        self._init_memory_pool()
+        self.graph_runner, self.draft_graph, self.graph_mem_gb = None, None, 0.0
+        if not args.disable_cuda_graph:
+            self._init_graphs()
+        self.last_used_graph = False
+
+    def _load(self, path):
+        logger.info(f"Load weight begin. avail mem={self.memory.avail_gb():.2f} GB")
+        t0, before = time.perf_counter(), self.memory.avail_bytes()
+        model = load_model(path, self.device)
+        self.memory.charge(sum(p.numel() * p.element_size() for p in model.parameters()))
+        used = (before - self.memory.avail_bytes()) / GB
+        logger.info(f"Load weight end. elapsed={time.perf_counter() - t0:.2f} s, "
+                    f"type={model.cfg.architecture}, avail mem={self.memory.avail_gb():.2f} GB, "
+                    f"mem usage={used:.2f} GB.")
+        self.weight_gb = getattr(self, "weight_gb", 0.0) + used
+        return model
+
+    def _init_memory_pool(self):
+        cfg, spec = self.target.cfg, self.spec
+        self.slot_tokens = self.context_len + spec.tokens_per_req
+        with_drafter = self.drafter is not None
+        slot_bytes = KVPool.slot_bytes(cfg.n_layer, cfg.d_model, self.slot_tokens, with_drafter)
+        want = self.args.max_running_requests or 48
+        slots = plan_kv_pool(self.memory, self.args.mem_fraction_static, slot_bytes, want)
+        self.pool = KVPool(cfg.n_layer, cfg.n_head, cfg.d_model // cfg.n_head, cfg.d_model, slots,
+                           self.slot_tokens, self.device, with_drafter)
+        self.memory.charge(self.pool.nbytes())
+        self.max_running_requests = slots
+        k_bytes, v_bytes = self.pool.kv_bytes()
+        logger.info(f"KV Cache is allocated. #tokens: {self.pool.capacity_tokens}, "
+                    f"K size: {k_bytes / GB:.2f} GB, V size: {v_bytes / GB:.2f} GB")
+        logger.info(f"Memory pool end. avail mem={self.memory.avail_gb():.2f} GB")
+        self.kv_gb = self.pool.nbytes() / GB
+
+    def _init_graphs(self):
+        a = self.args
+        max_bs = min(a.cuda_graph_max_bs, self.max_running_requests)
+        bs_list = a.cuda_graph_bs or [b for b in (1, 2, 4, 8, 12, 16, 24, 32) if b < max_bs] + [max_bs]
+        bs_list = sorted({b for b in bs_list if b <= self.max_running_requests})
+        tokens = a.debug_graph_tokens_per_req or self.spec.tokens_per_req
+        self.graph_runner = CudaGraphRunner(self, bs_list, tokens, padding=not a.disable_cuda_graph_padding)
+        self.graph_mem_gb = self.graph_runner.capture(self.memory)
+        if self.drafter is not None and self.device.type == "cuda":  # on CPU a graph saves nothing
+            self.draft_graph = DraftGraphRunner(self, bs_list)
+            self.graph_mem_gb += self.draft_graph.capture(self.memory)
+
+    @torch.inference_mode()
+    def forward_tokens(self, ids, positions, seq_lens, custom_mask, loc, slots, n_keys):
+        """The one forward every path runs: -> the target's argmax at every token (R, T).
+
+        ``custom_mask`` None: every token sees all ``n_keys`` keys (one new token, eagerly).
+        """
+        mask = None if custom_mask is None else attention_mask(seq_lens, custom_mask, n_keys)
+        kv = KVView(self.pool.k, self.pool.v, loc, slots, n_keys, mask)
+        h = self.target.step(ids, positions, kv)
+        if self.drafter is not None:  # the drafter's keys/values of these states, cached as DFlash does
+            dk, dv = self.drafter.ctx_kv(h, positions)
+            pool = self.pool
+            pool.dk.view(-1, *dk.shape[2:]).index_copy_(0, loc, dk.reshape(-1, *dk.shape[2:]))
+            pool.dv.view(-1, *dv.shape[2:]).index_copy_(0, loc, dv.reshape(-1, *dv.shape[2:]))
+        return self.target.logits(h).argmax(-1)
+
+    def forward_extend(self, slot: int, ids: list[int]) -> int:
+        P, dev = len(ids), self.device
+        pos = torch.arange(P, device=dev)
+        causal = torch.ones(P, P, dtype=torch.bool, device=dev).tril()[None]
+        out = self.forward_tokens(torch.tensor([ids], device=dev), pos[None],
+                                  torch.zeros(1, dtype=torch.long, device=dev), causal,
+                                  slot * self.slot_tokens + pos, slice(slot, slot + 1), P)
+        return int(out[0, -1])
+
+    def forward_verify(self, fb, max_seq_len: int, slots: list[int]):
+        gr = self.graph_runner
+        self.last_used_graph = gr is not None and gr.can_run(fb)
+        if self.last_used_graph:
+            return gr.replay(fb)
+        R, T = fb.batch_size, fb.tokens_per_req
+        index = slice(slots[0], slots[0] + 1) if R == 1 else fb.req_pool_indices  # a view for one
+        mask = None if T == 1 and R == 1 else fb.custom_mask  # one token sees every key: no mask
+        return self.forward_tokens(fb.input_ids.view(R, T), fb.positions.view(R, T), fb.seq_lens,
+                                   mask, fb.out_cache_loc, index, max_seq_len + T)
+
+    def propose(self, slots, seq_lens, bonus):
+        """The drafter's proposal as lists: argmax ids (DFLASH) or top-k (log-probs, ids) (DDTREE)."""
+        dg = self.draft_graph
+        out = dg.run(slots, seq_lens, bonus) if dg is not None and dg.can_run(len(slots)) else \
+            self.proposal(slots, seq_lens, bonus)
+        if len(out) == 1:
+            return out[0].tolist()
+        k = out[0].shape[-1]  # one device-to-host copy for both: ids < 256 are exact as floats
+        both = torch.cat([out[0], out[1].to(out[0].dtype)], dim=-1).tolist()
+        return ([[r[:k] for r in row] for row in both],
+                [[[int(i) for i in r[k:]] for r in row] for row in both])
+
+    @torch.inference_mode()
+    def proposal(self, slots, seq_lens, bonus):
+        logits = self.draft(slots, seq_lens, bonus)
+        if self.spec.algorithm == "DFLASH":
+            return (logits.argmax(-1),)
+        k = min(self.spec.topk_cap, self.spec.budget, logits.shape[-1])
+        return tuple(logits.log_softmax(-1).topk(k, dim=-1))
+
+    @torch.inference_mode()
+    def draft(self, slots, seq_lens, bonus):
+        """Drafter logits (R, L, V) over each request's last ctx_window cached states."""
+        cfg, dev = self.drafter.cfg, self.device
+        idx = seq_lens[:, None] + torch.arange(-cfg.ctx_window, 0, device=dev)
+        flat = slots[:, None] * self.slot_tokens + idx.clamp(min=0)
+        pool = self.pool
+        ctx_k = pool.dk.view(-1, *pool.dk.shape[2:])[flat]
+        ctx_v = pool.dv.view(-1, *pool.dv.shape[2:])[flat]
+        positions = seq_lens[:, None] + torch.arange(cfg.block_size, device=dev)  # as trained
+        logits = self.drafter.draft(ctx_k, ctx_v, idx >= 0, bonus, positions, self.target.wte.weight,
+                                    self.target.logits)
+        return logits[:, :self.spec.block_size - 1]

@@ -1,0 +1,127 @@
+"""One decode step for a batch: draft, build trees, verify in one forward, accept.
+
+Contract: ``SpecConfig`` resolves the speculative flags against the drafter
+(SGLang's defaults: block size from the drafter's config, DDTree budget
+block_size-1, top-k cap ``$SGLANG_DDTREE_MAX_TOPK`` or 6) and says how many
+tokens each request sends to verify: 1 without speculation, the block size
+for DFLASH, budget+1 for DDTREE.
+
+``decode_step(runner, spec, reqs)`` advances every running request by one
+verify: the drafter proposes (a chain for DFLASH, a best-first tree for
+DDTREE, nothing without speculation), the target scores every request's
+tree in one batched forward under the tree attention mask, each request
+keeps the path its own argmax follows plus the next bonus token, and the
+KV pool keeps only the root and the accepted path, moved into path order.
+Returns, per request, the tokens it gained and its accept length (root +
+accepted drafts = tokens gained). Greedy, so lossless by construction:
+every emitted token is the target's argmax after the emitted prefix.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ddlab.target.checkpoint import DEFAULT_DRAFTER
+from ddlab.target.cuda_graph_runner import ForwardBatch
+from ddlab.target.tree import ancestor_mask, chain, ddtree, pad_tree, walk
+
+__all__ = ["SpecConfig", "decode_step"]
+
+
+class SpecConfig:
+    def __init__(self, args):
+        self.algorithm = args.speculative_algorithm  # None, "DFLASH" or "DDTREE"
+        self.draft_path = args.speculative_draft_model_path or DEFAULT_DRAFTER.get(args.model_path)
+        if self.algorithm and not self.draft_path:
+            raise ValueError("DFLASH speculative decoding requires setting "
+                             "--speculative-draft-model-path.")  # SGLang's text, DDTREE too
+        self.block_size = args.speculative_dflash_block_size or args.speculative_num_draft_tokens
+        self.budget, self.topk_cap = args.speculative_ddtree_budget, args.speculative_ddtree_topk_cap
+        self.drop_field = args.debug_drop_verify_field
+        self.tokens_per_req = 1
+
+    def resolve(self, drafter):
+        """Fill defaults from the drafter's config and check the flags against it."""
+        if drafter is None:
+            self.block_size = self.budget = None
+            return
+        most = drafter.cfg.block_size
+        self.block_size = self.block_size or most
+        if not 2 <= self.block_size <= most:
+            raise ValueError(f"speculative_dflash_block_size={self.block_size}: the drafter "
+                             f"{self.draft_path} supports 2..{most}")
+        if self.algorithm == "DDTREE":
+            self.budget = self.budget or self.block_size - 1
+            self.topk_cap = self.topk_cap or 6
+            self.tokens_per_req = self.budget + 1
+        else:
+            self.tokens_per_req = self.block_size
+
+    def describe(self) -> str:
+        if self.algorithm == "DDTREE":
+            return (f"Initialized DDTree worker. block_size={self.block_size}, "
+                    f"tree_budget={self.budget}, max_tree_nodes={self.budget + 1}, topk_cap={self.topk_cap}")
+        return f"Initialized DFLASH worker. block_size={self.block_size}, num_draft_tokens={self.block_size}"
+
+
+def _trees(runner, spec, dev_in, bonus):
+    """Each request's draft tree as (tokens, parent, depth) lists, padded to T nodes."""
+    T = spec.tokens_per_req
+    if spec.algorithm is None:
+        return [([b], [0], [0]) for b in bonus]
+    proposal = runner.propose(dev_in[0], dev_in[1], dev_in[2])
+    if spec.algorithm == "DFLASH":
+        return [chain(ids, b) for ids, b in zip(proposal, bonus)]
+    vals, ids = proposal
+    return [pad_tree(*ddtree(v, i, spec.budget, b), T) for v, i, b in zip(vals, ids, bonus)]
+
+
+def _tree_mask(parent, trees):
+    R, T = parent.shape
+    if T == 1:
+        return torch.ones(R, 1, 1, dtype=torch.bool)
+    return ancestor_mask(parent, max(max(tr[2]) for tr in trees))
+
+
+def build_batch(runner, spec, trees, slots, seqs):
+    """The verify ForwardBatch of R trees of T nodes (fields as SGLang names them).
+
+    Built on the host, then moved in two copies (one integer tensor, one mask).
+    """
+    R, T = len(trees), spec.tokens_per_req
+    tree = torch.tensor([tr[0] + tr[1] + tr[2] for tr in trees]).view(R, 3, T)
+    tokens, parent, depth = tree.unbind(1)
+    start, slot_t = torch.tensor(seqs)[:, None], torch.tensor(slots)
+    ints = torch.cat([tokens.reshape(-1), (start + depth).reshape(-1),
+                      (slot_t[:, None] * runner.slot_tokens + start + torch.arange(T)).reshape(-1),
+                      slot_t, start[:, 0], torch.tensor([R * T])]).to(runner.device)
+    n = R * T
+    fb = ForwardBatch(batch_size=R, tokens_per_req=T, input_ids=ints[:n], positions=ints[n:2 * n],
+                      out_cache_loc=ints[2 * n:3 * n], req_pool_indices=ints[3 * n:3 * n + R],
+                      seq_lens=ints[3 * n + R:3 * n + 2 * R], num_token_non_padded=ints[-1],
+                      custom_mask=_tree_mask(parent, trees).to(runner.device))
+    if spec.drop_field:
+        setattr(fb, spec.drop_field, None)
+    return fb
+
+
+def decode_step(runner, spec, reqs):
+    """Advance each request by one verify: -> [(new tokens, accept length)], one per request."""
+    S = runner.slot_tokens
+    slots, seqs, bonus = [r.slot for r in reqs], [r.seq_len for r in reqs], [r.bonus for r in reqs]
+    dev_in = torch.tensor([slots, seqs, bonus]).to(runner.device) if spec.algorithm else None
+    trees = _trees(runner, spec, dev_in, bonus)
+    fb = build_batch(runner, spec, trees, slots, seqs)
+    target_ids = runner.forward_verify(fb, max(seqs), slots).tolist()
+    out, src, dst = [], [], []
+    for (tokens, parent, _), tgt, slot, seq in zip(trees, target_ids, slots, seqs):
+        path, nxt = walk(tokens, parent, tgt)
+        out.append(([tokens[i] for i in path[1:]] + [nxt], len(path)))
+        base = slot * S + seq
+        for j, node in enumerate(path):
+            if node != j:
+                src.append(base + node)
+                dst.append(base + j)
+    if src:
+        runner.pool.move(*torch.tensor([src, dst]).to(runner.device))
+    return out
