@@ -84,6 +84,7 @@ def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
     assert done.stdout.splitlines()[-1] == str(run_dir / "report.html"), "the last line: the report"
     assert done.stdout.startswith("OK: SWEEP DONE: 2 cells, 2 measured")
     assert "[sweep] cell 2/2: measured" in done.stderr, "the sweep's progress, in the terminal"
+    assert "[IPKernelApp]" not in done.stderr, "the kernel's own log reads as an error: kept quiet"
     assert {p.name for p in run_dir.iterdir()} >= {"sweep.ipynb", "report.html", "run.json",
                                                    "cells.csv", "verdict.json"}
     record = json.loads((run_dir / "run.json").read_text())
@@ -121,7 +122,7 @@ def test_unknown_parameter_names_are_refused_before_the_kernel_starts(project):
     assert str(info.value).startswith("parameter(s) budgett: not declared by sweep.ipynb; "
                                       "did you mean budget? its parameters are: host, base, budget")
     done = _run("plot", "-p", "metrik", "accept_length", project=project)
-    assert done.returncode == 1 and "did you mean metric?" in done.stderr
+    assert done.returncode == 2 and "did you mean metric?" in done.stderr
     assert not project.outputs.exists(), "no run folder: nothing started"
 
 

@@ -11,7 +11,8 @@
   (``ddlab restore``).
 
 In a notebook the verdict is displayed first, in a slot that the watch fills
-when it ends, with the live heartbeat below it.
+when it ends, with the live heartbeat below it; inside a ``ddlab run`` it is
+also left in the run folder (``verdict.json``: the report's headline).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.deploy import Deployed, Lab
-from ddlab.errors import ConfigError
+from ddlab.errors import ConfigError, HostError, HostKeyError, LockError, ServiceError
 from ddlab.hosts import HostProfile, load_host
 from ddlab.params import Variant, make_variant
 from ddlab.progress import Slot
+from ddlab.report import record_verdict
 from ddlab.redact import redact_text
 from ddlab.units import render_unit
 from ddlab.watch import Verdict, watch
@@ -46,7 +48,10 @@ def default_base(profile: HostProfile) -> str:
 
 @dataclass
 class Plan:
-    """A validated variant for a host, before anything touched the host."""
+    """A validated variant for a host, before anything touched the host.
+
+    The unit texts are for reading (printed, displayed, diffed): their secret
+    values are masked. What is installed is rendered again by the deploy."""
 
     host: HostProfile
     variant: Variant
@@ -95,10 +100,12 @@ def plan_deploy(host: str | HostProfile = "local", base: str | None = None, over
     profile = _profile(host)
     variant = make_variant(base or default_base(profile), overrides)
     plan = Plan(host=profile, variant=variant,
-                unit=render_unit(variant, python=profile.python),
-                base_unit=render_unit(make_variant(variant.base, []), python=profile.python))
+                unit=redact_text(render_unit(variant, python=profile.python)),
+                base_unit=redact_text(render_unit(make_variant(variant.base, []),
+                                                  python=profile.python)))
     if read_baseline and profile.baseline_service:
-        plan.baseline_unit = _read_baseline_unit(profile)
+        baseline_unit = _read_baseline_unit(profile)
+        plan.baseline_unit = redact_text(baseline_unit) if baseline_unit is not None else None
     return plan
 
 
@@ -148,19 +155,41 @@ def watch_deployed(host: str | HostProfile = "local", *, timeout_s: float = 600.
                 verdict = watch(lab, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
                                 heartbeat_s=heartbeat_s, patterns=patterns)
             except BaseException as err:
-                if restore != "never":
-                    lab.restore()
-                if isinstance(err, KeyboardInterrupt):
-                    lab.say(_interrupted_hint(lab, getattr(err, "verdict", None), restore))
+                _restore_after(lab, getattr(err, "verdict", None), restore,
+                               interrupted=isinstance(err, KeyboardInterrupt))
                 raise
             if restore == "always" or (restore == "auto" and verdict.state != "ready"):
-                lab.restore()
+                _restore_after(lab, verdict, restore, interrupted=False)
     except BaseException as err:
+        if (isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError, LockError))
+                and "ddlab restore" not in (err.fix or "")):
+            # wherever it failed (taking the lock, watching, restoring), the variant may
+            # still run and the baseline be down: the lock keeps what restore needs
+            err.fix = (f"{err.fix}; then " if err.fix else "") + (
+                f"`ddlab restore --host {profile.name}` finishes putting the host back "
+                "(its lock keeps what to restore)")
         verdict = getattr(err, "verdict", None)  # an interrupted watch still has one
         slot.update(verdict if verdict is not None else f"NO VERDICT: {type(err).__name__}: {err}")
+        record_verdict(verdict.to_dict() if verdict is not None else
+                       {"state": "failed", "headline": f"{type(err).__name__}: {err}"})
         raise
     slot.update(verdict)
+    record_verdict(verdict.to_dict())  # the ddlab run folder's verdict, when in one
     return verdict
+
+
+def _restore_after(lab: Lab, verdict: Verdict | None, restore: str, *, interrupted: bool) -> None:
+    """Restore (unless ``never``) after a watch; an interrupt, before or during the
+    restore (which holds it until done), says what was left and keeps the verdict."""
+    try:
+        if restore != "never":
+            lab.restore()
+    except KeyboardInterrupt as again:
+        again.verdict = verdict  # the watch had ended: its verdict still stands
+        lab.say(_interrupted_hint(lab, verdict, restore))
+        raise
+    if interrupted:
+        lab.say(_interrupted_hint(lab, verdict, restore))
 
 
 def _interrupted_hint(lab: Lab, verdict: Verdict | None, restore: str) -> str:

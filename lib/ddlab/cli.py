@@ -42,9 +42,15 @@ def _run_unit(args) -> int:
 
     from ddlab import params, units
 
+    from ddlab.redact import redact_text
+
     variant = params.make_variant(params.load_base(args.base), args.overrides)
     # python: null in a base means the host's interpreter; here, the local host's (ours).
-    print(units.render_unit(variant, python=sys.executable), end="")
+    text = units.render_unit(variant, python=sys.executable)
+    shown = redact_text(text)  # printed output never holds a secret
+    if shown != text:
+        print("# Secret values are masked (***): ddlab deploy installs the real ones.")
+    print(shown, end="")
     return 0
 
 
@@ -185,9 +191,13 @@ RUN_EXIT = {"ok": 0, "failed": 1, "interrupted": 130}
 
 def _run_run(args) -> int:
     from ddlab import runner
+    from ddlab.errors import ConfigError
 
-    params = runner.parse_parameters(args.pairs, args.files)
-    result = runner.run_notebook(args.notebook, params, name=args.name)
+    try:  # an unknown notebook, parameter or run name, a bad -f file: usage errors, exit 2
+        params = runner.parse_parameters(args.pairs, args.files)
+        result = runner.run_notebook(args.notebook, params, name=args.name)
+    except ConfigError as err:
+        raise UsageError(err.message, fix=err.fix) from err
     print(f"{result.status.upper()}: {result.headline or result.notebook.name}")
     if result.status == "interrupted":
         print("interrupted: finished cells are kept; the verdict above says how to resume")

@@ -193,7 +193,8 @@ class Lab:
         """Stop whatever variant ddlab runs here, then install and start this one."""
         self.stop_variant()
         run_dir = Path(run_dir) if run_dir else new_run_dir(variant.name)
-        unit = render_unit(variant, python=self.profile.python)
+        unit = render_unit(variant, python=self.profile.python,
+                           env_file=self.manager.env_file(variant.unit_name))
         config = variant.config
         spec = ServiceSpec(name=variant.unit_name, argv=config.argv(python=self.profile.python),
                            env=dict(config.env), unit_text=unit,
@@ -232,10 +233,16 @@ class Lab:
         If the baseline does not come back, the lock keeps its record, so that
         ``ddlab restore`` (or the next run, taking the lock over) tries again."""
         with held_interrupts(f"{self.name}: restoring the baseline first"):
-            self.stop_variant()
-            self.restore_baseline(timeout_s=timeout_s)
-            self.lock.baseline = {}
-            self.lockfile.release()
+            try:
+                self.stop_variant()
+                self.restore_baseline(timeout_s=timeout_s)
+                self.lock.baseline = {}
+                self.lockfile.release()
+            except DdlabError as err:  # the error says how to finish the job later
+                err.fix = (f"{err.fix}; then " if err.fix else "") + (
+                    f"`ddlab restore --host {self.name}` finishes putting the host back "
+                    "(its lock keeps what to restore)")
+                raise
 
 
 def _answers(url: str) -> bool:

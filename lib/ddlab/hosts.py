@@ -274,6 +274,12 @@ class Transport:
     def close(self) -> None:
         """Release connections and tunnels; the transport reconnects if used again."""
 
+    @property
+    def link(self) -> tuple:
+        """The connection's identity now; a different value later means it dropped in
+        between (requests through it may have been lost, not refused by the server)."""
+        return ()
+
     def __enter__(self) -> "Transport":
         return self
 

@@ -132,9 +132,9 @@ def _extras(extra) -> list:
 
 
 def _report(store: Store, sweep_id: str, status: str, resume: str,
-            frame: pd.DataFrame | None = None) -> SweepReport:
+            frame: pd.DataFrame | None = None, error: str = "") -> SweepReport:
     frame = load_cells(sweep_id, store=store) if frame is None else frame
-    verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume)
+    verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume, error=error)
     record_verdict(verdict.to_dict())
     run_dir = run_dir_from_env()
     if run_dir and not frame.empty:
@@ -147,7 +147,8 @@ def _report_failure(store: Store, slot: Slot, err: BaseException) -> None:
     sweep_id = getattr(err, "sweep_id", None)
     record = store.sweep(sweep_id) if sweep_id else None
     if record:
-        report = _report(store, sweep_id, record["status"], record["resume_command"])
+        error = "" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
+        report = _report(store, sweep_id, record["status"], record["resume_command"], error=error)
         slot.update(report.verdict)
     else:
         slot.update(f"NO VERDICT: {type(err).__name__}: {err}")

@@ -14,8 +14,9 @@ wrapper leads its own session and process group and survives the command
 channel; it returns once the wrapper wrote its pid (from inside the new
 session, so ``state`` can tell it from a reused pid by its session id). The
 wrapper runs ``env -- K=V... argv`` in the workdir, waits for
-it and writes ``$?`` to ``status``. ``stop`` sends TERM to the whole group,
-waits (bounded), then KILL. The environment is the login environment plus
+it and writes ``$?`` to ``status``. ``stop`` sends TERM to the whole group
+(then CONT, as systemd does, so that a stopped process gets it), waits
+(bounded), then KILL. The environment is the login environment plus
 ``env`` (unlike systemd's clean one: containers keep CUDA paths there). A
 background job of a non-interactive shell ignores SIGINT; stop uses TERM.
 """
@@ -116,6 +117,8 @@ class ProcessManager(ServiceManager):
         self.transport.run(["touch", "--", f"{folder}/stopped"])
         for sig, wait_s in (("TERM", self.stop_timeout_s), ("KILL", 5.0)):
             self.transport.run(["kill", f"-{sig}", "--", f"-{group}"], check=False)
+            if sig == "TERM":  # as systemd does: a stopped (hung) process gets the TERM now
+                self.transport.run(["kill", "-CONT", "--", f"-{group}"], check=False)
             deadline = time.monotonic() + wait_s
             while time.monotonic() < deadline:
                 if not _alive(self._files(name)):

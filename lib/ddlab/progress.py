@@ -10,6 +10,7 @@ a status such as the server's startup phase) at least every ``interval_s``:
 
 Every beat is also appended to ``record`` (a file) when given, and
 :meth:`close` writes the final line, so a wait leaves a trace however it ends.
+Lines are masked (:mod:`ddlab.redact`) first: a status may quote a log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 from typing import TextIO
+
+from ddlab.redact import redact_text
 
 __all__ = ["Heartbeat", "Slot", "in_kernel"]
 
@@ -81,6 +84,7 @@ class Heartbeat:
         self._last_text = ""
 
     def _show(self, text: str) -> None:
+        text = redact_text(text)  # a status quotes the server's log, which may hold secrets
         self._last_text = text
         if self.record:
             with self.record.open("a", encoding="utf-8") as f:

@@ -65,18 +65,24 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 
 def redact_text(text: str) -> str:
-    """Mask values of secret-named pairs in free text (logs, units, commands)."""
+    """Mask values of secret-named pairs in free text (logs, units, commands).
 
-    def mask(match: re.Match) -> str:
+    A pair whose name is not secret is stepped into, not over: its value may hold
+    one (``server_args=ServerArgs(api_key='...')``, SGLang's own log line)."""
+    out, pos = [], 0
+    while (match := _PAIR.search(text, pos)) is not None:
         name, sep, value = match.group("name", "sep", "value")
-        if sep.strip() == "" and not name.startswith("--"):
-            return name + sep + redact_text(value)  # "word value" is prose, not a pair
+        out.append(text[pos:match.start()])
+        pos = match.end()
         quote = value[0] if value[:1] in "\"'" else ""
-        if looks_secret(name):
-            return f"{name}{sep}{quote}{MASK}{quote}"
+        prose = sep.strip() == "" and not name.startswith("--")  # "word value": not a pair
         inner = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", value[1:]) if quote else None
-        if inner and looks_secret(inner.group(1)):  # Environment="HF_TOKEN=a b"
-            return f"{name}{sep}{quote}{inner.group(1)}={MASK}{quote}"
-        return name + sep + redact_text(value)
-
-    return _PAIR.sub(mask, text)
+        if not prose and looks_secret(name):
+            out.append(f"{name}{sep}{quote}{MASK}{quote}")
+        elif not prose and inner and looks_secret(inner.group(1)):  # Environment="HF_TOKEN=a b"
+            out.append(f"{name}{sep}{quote}{inner.group(1)}={MASK}{quote}")
+        else:
+            out.append(text[match.start():match.end("sep")])
+            pos = match.end("sep")
+    out.append(text[pos:])
+    return "".join(out)

@@ -53,6 +53,7 @@ class SweepVerdict:
     summary: dict
     resume: str = ""
     crashes: list[dict] = field(default_factory=list)
+    error: str = ""     # what stopped a failed sweep (the exception, one line)
 
     @property
     def headline(self) -> str:
@@ -70,6 +71,8 @@ class SweepVerdict:
             accept = f", accept length {best['accept_length']:.2f}" if _num(best.get("accept_length")) else ""
             head += (f". Best: {best['name']}{_point(best)} at {best['output_tok_s']:.1f} tok/s"
                      f"{speed}{accept}")
+        if self.error:
+            head += f"; stopped by {self.error}"
         return head
 
     @property
@@ -119,7 +122,8 @@ def _num(value) -> bool:
     return value is not None and not (isinstance(value, float) and value != value)
 
 
-def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "") -> SweepVerdict:
+def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
+                  error: str = "") -> SweepVerdict:
     from ddlab.results import summarize
 
     crashed = frame[frame["status"].isin(["crashed", "timeout"])] if not frame.empty else frame
@@ -127,7 +131,7 @@ def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: st
                 ("name", "kind", "phase", "cause", "suggestion", "run_dir")}
                for _, row in crashed.iterrows()]
     return SweepVerdict(sweep_id=sweep_id, status=status, summary=summarize(frame),
-                        resume=resume, crashes=crashes)
+                        resume=resume, crashes=crashes, error=" ".join(error.split()))
 
 
 def render_html(notebook: Path, html: Path, *, banner: dict) -> Path:

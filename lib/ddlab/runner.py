@@ -1,11 +1,13 @@
 """``ddlab run NOTEBOOK``: a notebook executed headless, kept with its report.
 
 Each run gets ``outputs/<UTC time>-<notebook>-<name>/`` holding the executed
-notebook, ``report.html`` (inputs hidden, status banner first), ``run.json``
-(parameters with secrets masked, status, timings, the verdict's headline)
+notebook (secrets masked: its injected parameters and outputs), ``report.html``
+(inputs hidden, status banner first), ``run.json`` (parameters with secrets
+masked, status, timings, the verdict's headline)
 and whatever the notebook's library calls write there (they find the folder
 in ``$DDLAB_RUN_DIR``). A failed or interrupted run still writes all of it,
-marked so; ``outputs/index.html`` is rewritten after every run. With
+marked so, and so does a run whose kernel died (killed, out of memory);
+``outputs/index.html`` is rewritten after every run. With
 ``progress``, the terminal shows papermill's bar over the notebook's cells
 and, as they come, the lines the kernel writes to stderr (a sweep's cell by
 cell progress), since one notebook cell may run for many minutes.
@@ -33,7 +35,7 @@ import yaml
 
 from ddlab.errors import ConfigError
 from ddlab.paths import outputs_dir, project_root
-from ddlab.redact import redact
+from ddlab.redact import redact, redact_text
 from ddlab.report import render_html, write_index
 from ddlab.runs import new_run_dir, utc_stamp, write_json
 
@@ -102,7 +104,7 @@ def _run_name(params: dict, name: str | None) -> str:
         return name
     words = [f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict))]
     text = "-".join(words)[:60] or "default"
-    text = "".join(c if c.isalnum() or c in "=-_." else "-" for c in text)
+    text = "".join(c if (c.isascii() and c.isalnum()) or c in "=-_." else "-" for c in text)
     return re.sub(r"\.{2,}", ".", text)  # a folder name never holds '..'
 
 
@@ -127,13 +129,21 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
             papermill.execute_notebook(str(source), str(executed), parameters=params,
                                        cwd=str(project_root()), progress_bar=progress,
                                        stderr_file=_AboveTheBar() if progress else None,
-                                       kernel_name="python3")
+                                       kernel_name="python3", extra_arguments=_KERNEL_QUIET)
         except papermill.PapermillExecutionError as err:
             status = "interrupted" if interrupted or err.ename == "KeyboardInterrupt" else "failed"
             error = f"{err.ename}: {err.evalue}"
         except KeyboardInterrupt:
             status, error = "interrupted", "KeyboardInterrupt"
+        except Exception as err:  # the kernel died (DeadKernelError), a timeout...: still report
+            status, error = "failed", f"{type(err).__name__}: {err}"
     return _finish(run_dir, source, executed, record, status, error, time.monotonic() - started)
+
+
+# The kernel's own log (not the notebook's output, nor its errors, which papermill
+# reports): its start-up warning about TCP on loopback and a KeyboardInterrupt
+# line at shutdown read as failures at the end of every good run.
+_KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
 
 
 class _AboveTheBar:
@@ -156,6 +166,7 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
     write_json(run_dir / "run.json", record)
     report = run_dir / "report.html"
     if executed.is_file():
+        _mask_notebook(executed)
         render_html(executed, report, banner={
             "status": status, "headline": record["headline"], "notebook": source.name,
             "parameters": json.dumps(record["parameters"]), "started (UTC)": record["started_utc"],
@@ -166,6 +177,30 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
     write_index(run_dir.parent)
     return RunResult(run_dir=run_dir, status=status, report=report, notebook=executed,
                      error=error, headline=record["headline"])
+
+
+def _mask_notebook(path: Path) -> None:
+    """Secrets out of the executed notebook: papermill wrote the parameters into it
+    (a cell and the metadata), and outputs may quote them."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    if "parameters" in meta:
+        meta["parameters"] = redact(meta["parameters"])
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.source = redact_text(cell.source)
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output["text"] = redact_text(output["text"])
+            for mime, value in output.get("data", {}).items():
+                if isinstance(value, str) and not mime.startswith("image/"):
+                    output["data"][mime] = redact_text(value)
+            if "evalue" in output:
+                output["evalue"] = redact_text(output["evalue"])
+                output["traceback"] = [redact_text(line) for line in output.get("traceback", [])]
+    nbformat.write(nb, path)
 
 
 def _read_json(path: Path) -> dict:

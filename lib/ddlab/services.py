@@ -2,7 +2,8 @@
 
 One interface (:class:`ServiceManager`), two ways a host runs a server:
 
-- :class:`SystemdManager`: a unit file in ``unit_dir``, ``systemctl``, the
+- :class:`SystemdManager`: a unit file in ``unit_dir`` (secret-named
+  variables apart, in a 0600 ``EnvironmentFile``), ``systemctl``, the
   journal. State comes from one ``systemctl show``; logs of *this* start only
   come from ``journalctl`` matched on the start's invocation id, so an earlier
   crash never pollutes a later diagnosis.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 
 from ddlab.errors import ConfigError, ServiceError
 from ddlab.hosts import Transport
+from ddlab.redact import looks_secret
 
 __all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "SystemdManager", "ProcessManager",
            "manager_for", "unit_name", "parse_show", "plain_unit"]
@@ -133,6 +135,11 @@ class ServiceManager:
     def state(self, name: str) -> ServiceState:
         raise NotImplementedError
 
+    def env_file(self, name: str) -> str | None:
+        """Where the host keeps the service's secret-named variables, apart from its
+        world-readable definition (None: the definition is private already)."""
+        return None
+
     def logs(self, name: str, invocation: str | None = None) -> str:
         """The log of one start (the current one by default)."""
         return self.read_logs(name, invocation=invocation)[0]
@@ -147,22 +154,42 @@ def manager_for(transport: Transport) -> ServiceManager:
     """The manager the transport's host profile names (``service_manager``)."""
     profile = transport.profile
     if profile.service_manager == "systemd":
-        return SystemdManager(transport, profile.unit_dir)
+        return SystemdManager(transport, profile.unit_dir, profile.state_dir)
     return ProcessManager(transport, f"{profile.state_dir.rstrip('/')}/services")
 
 
 class SystemdManager(ServiceManager):
-    """Units in ``unit_dir`` driven with systemctl; logs from the journal by invocation id."""
+    """Units in ``unit_dir`` driven with systemctl; logs from the journal by invocation id.
 
-    def __init__(self, transport: Transport, unit_dir: str = "/etc/systemd/system"):
+    A unit file is world-readable and ``systemctl show`` prints its ``Environment=``
+    to any user, so secret-named variables (:func:`ddlab.redact.looks_secret`) go to
+    ``<state_dir>/secrets/<unit>.env`` (0600, folder 0700), which the unit names
+    in ``EnvironmentFile=`` (``render_unit(..., env_file=manager.env_file(name))``).
+    """
+
+    def __init__(self, transport: Transport, unit_dir: str = "/etc/systemd/system",
+                 state_dir: str | None = None):
         super().__init__(transport)
         self.unit_dir = unit_dir.rstrip("/") or "/"
+        self.state_dir = state_dir or transport.profile.state_dir
 
     def _path(self, name: str) -> str:
         return f"{self.unit_dir}/{unit_name(name)}"
 
+    def env_file(self, name):
+        folder = self.transport.expand_path(self.state_dir).rstrip("/")
+        return f"{folder}/secrets/{unit_name(name)}.env"
+
     def install(self, spec):
-        text = spec.unit_text if spec.unit_text is not None else plain_unit(spec)
+        from ddlab.units import env_file_text
+
+        secret = {k: v for k, v in spec.env.items() if looks_secret(k)}
+        env_file = self.env_file(spec.name) if secret else None
+        text = spec.unit_text if spec.unit_text is not None else plain_unit(spec, env_file)
+        if env_file and f"EnvironmentFile={env_file}" in text:
+            folder = env_file.rsplit("/", 1)[0]
+            self.transport.run(["sh", "-c", 'umask 077 && mkdir -p -- "$1"', "sh", folder])
+            self.transport.write_file(env_file, env_file_text(secret).encode(), mode=0o600)
         self.transport.write_file(self._path(spec.name), text.encode(), mode=0o644)
         self.transport.run(["systemctl", "daemon-reload"])
 
@@ -208,7 +235,7 @@ class SystemdManager(ServiceManager):
         unit = unit_name(name)
         self.transport.run(["systemctl", "stop", unit], check=False,
                            timeout_s=max(self.transport.profile.command_timeout_s, 120))
-        self.transport.run(["rm", "-f", "--", self._path(unit)])
+        self.transport.run(["rm", "-f", "--", self._path(unit), self.env_file(unit)])
         self.transport.run(["systemctl", "daemon-reload"])
         self.transport.run(["systemctl", "reset-failed", unit], check=False)
 
@@ -254,15 +281,16 @@ def parse_show(text: str) -> ServiceState:
         load_state=values.get("LoadState", ""))
 
 
-def plain_unit(spec: ServiceSpec) -> str:
-    """A minimal unit for ``spec`` (Type=simple, Restart=no), quoted by ddlab.units' rules."""
-    from ddlab.units import env_assignment, exec_quote
+def plain_unit(spec: ServiceSpec, env_file: str | None = None) -> str:
+    """A minimal unit for ``spec`` (Type=simple, Restart=no), quoted by ddlab.units' rules;
+    with ``env_file``, secret-named variables are read from there."""
+    from ddlab.units import environment_lines, exec_quote
 
     lines = ["[Unit]", f"Description=ddlab service {unit_name(spec.name)}", "", "[Service]",
              "Type=simple"]
     if spec.workdir:
         lines.append(f"WorkingDirectory={spec.workdir}")
-    lines += [f"Environment={env_assignment(k, v)}" for k, v in spec.env.items()]
+    lines += environment_lines(spec.env, env_file)
     lines += ["ExecStart=" + " ".join(exec_quote(a) for a in spec.argv), "Restart=no",
               "KillMode=control-group", ""]
     return "\n".join(lines)

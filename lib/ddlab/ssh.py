@@ -27,6 +27,10 @@ Contract (on top of :class:`ddlab.hosts.Transport`'s):
 - A connection found dropped is reopened; a command whose connection drops is
   run once more on a new connection, then :class:`HostError`. Commands should
   therefore be safe to repeat (ddlab's are: state queries, idempotent starts).
+  Reopening keeps trying for ``connect_timeout_s`` while the host refuses or
+  does not answer (sshd restarting, a network blip: it was there a moment
+  ago); the first connection fails at once, and a refused key or login
+  never retries.
 """
 
 from __future__ import annotations
@@ -96,11 +100,18 @@ class SSHTransport(Transport):
                 log.info("%s: connection dropped; reconnecting", self.profile.label)
             self._drop()
             start = time.monotonic()
-            self._clients = self._open_chain()
+            self._clients = self._reopen() if self.connects else self._open_chain()
             self.connects += 1
             log.info("%s: connected via %s in %.0f ms", self.profile.label,
                      " -> ".join(map(str, self.hops)), 1000 * (time.monotonic() - start))
             return self._clients[-1].get_transport()
+
+    @property
+    def link(self) -> tuple:
+        """(connections opened, whether the current one is up): see Transport.link."""
+        with self._lock:
+            current = self._clients[-1].get_transport() if self._clients else None
+            return self.connects, bool(current is not None and current.is_active())
 
     def close(self) -> None:
         with self._lock:
@@ -119,6 +130,20 @@ class SSHTransport(Transport):
             for client in reversed(self._clients):
                 client.close()
             self._clients = []
+
+    def _reopen(self) -> list[paramiko.SSHClient]:
+        """The chain again after a drop, retried while the host is unreachable (bounded)."""
+        deadline = time.monotonic() + self.profile.connect_timeout_s
+        pause = 0.2
+        while True:
+            try:
+                return self._open_chain()
+            except HostError as exc:
+                if not getattr(exc, "transient", False) or time.monotonic() + pause > deadline:
+                    raise
+                log.info("%s: reconnecting failed (%s); trying again", self.profile.label, exc)
+                time.sleep(pause)
+                pause = min(2 * pause, 2.0)
 
     def _open_chain(self) -> list[paramiko.SSHClient]:
         clients: list[paramiko.SSHClient] = []
@@ -143,10 +168,10 @@ class SSHTransport(Transport):
             return via.get_transport().open_channel("direct-tcpip", (hop.hostname, hop.port),
                                                     ("127.0.0.1", 0), timeout=timeout)
         except _NETWORK_ERRORS as exc:
-            raise HostError(f"{hop}: cannot connect ({exc or type(exc).__name__})",
+            raise HostError(f"{hop}: cannot connect ({str(exc) or type(exc).__name__})",
                             fix=f"check that the host is up and sshd listens there: "
                                 f"ssh -p {hop.port} {hop.user}@{hop.hostname} true",
-                            host=self.profile.name) from None
+                            host=self.profile.name, transient=True) from None
 
     def _handshake(self, hop: Hop, sock) -> paramiko.SSHClient:
         known = known_hosts_path(self.profile, self._config)
@@ -163,19 +188,22 @@ class SSHTransport(Transport):
                            channel_timeout=timeout)
             return client
         except BaseException as exc:
+            link = client.get_transport()
+            dropped = link is None or not link.is_active()  # paramiko says "auth failed" then too
             client.close()
             sock.close()
             if isinstance(exc, paramiko.BadHostKeyException):
                 raise changed_key_error(self.profile, hop, known, exc) from None
-            if isinstance(exc, paramiko.AuthenticationException):
+            if isinstance(exc, paramiko.AuthenticationException) and not dropped:
                 raise HostError(f"{hop}: authentication refused ({exc})",
                                 fix=f"check user and identity_file (tried: "
                                     f"{', '.join(hop.identity_files) or 'agent and default keys'}); "
                                     "an encrypted key must be loaded with ssh-add",
                                 host=self.profile.name) from None
             if isinstance(exc, _NETWORK_ERRORS) and not isinstance(exc, HostError):
-                raise HostError(f"{hop}: SSH handshake failed ({exc or type(exc).__name__})",
-                                fix="check that an sshd answers there", host=self.profile.name) from None
+                raise HostError(f"{hop}: SSH handshake failed ({str(exc) or type(exc).__name__})",
+                                fix="check that an sshd answers there", host=self.profile.name,
+                                transient=True) from None
             raise
 
     def _retrying(self, what: str, operation):
@@ -193,9 +221,12 @@ class SSHTransport(Transport):
                         host=self.profile.name)
 
     def _lost_or_raise(self, exc: BaseException):
-        """Turn a network error into _Lost when the connection is gone; else re-raise it."""
+        """Turn a network error into _Lost when the connection is gone; else re-raise it.
+
+        An EOFError is a channel closed under us: lost too, even while paramiko's
+        transport thread has not yet noticed that the socket is gone."""
         transport = self._clients[-1].get_transport() if self._clients else None
-        if transport is None or not transport.is_active():
+        if isinstance(exc, EOFError) or transport is None or not transport.is_active():
             raise _Lost(str(exc) or type(exc).__name__) from exc
         raise exc
 

@@ -11,8 +11,10 @@ Three tables:
 
 Every write is its own transaction, committed before the call returns, in
 WAL mode: a process killed with SIGKILL loses at most the cell it was in, and
-the file opens cleanly afterwards. Loaders return pandas DataFrames for
-notebooks and plots.
+the file opens cleanly afterwards. Several processes may use it at once (a
+sweep and a plot notebook, sweeps on two hosts): a write waits up to
+``BUSY_TIMEOUT_S`` for another's, and so does opening a new store. Loaders
+return pandas DataFrames for notebooks and plots.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ CREATE TABLE IF NOT EXISTS cells (
 );
 """
 
+BUSY_TIMEOUT_S = 30.0  # how long a write (or opening a new store) waits for another process
+
 # A cell in one of these states is finished: resume skips it.
 DONE_STATES = ("measured", "crashed", "timeout")
 
@@ -92,15 +96,32 @@ class Store:
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            self.db.row_factory = sqlite3.Row
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA foreign_keys=ON")
-            self.db.executescript(SCHEMA)
-        except sqlite3.DatabaseError as err:
-            raise StoreError(f"store {str(self.path)!r}: {err}",
-                             fix="move the file aside and run again", path=str(self.path)) from err
+        self.db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        self.db.row_factory = sqlite3.Row
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._set_up()
+                return
+            except sqlite3.OperationalError as err:
+                # Two processes opening a new store at once: switching it to WAL is refused
+                # at once ("database is locked"), without SQLite's busy wait. Wait here.
+                if "locked" in str(err) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                self._refuse(err)
+            except sqlite3.DatabaseError as err:
+                self._refuse(err)
+
+    def _set_up(self) -> None:
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+
+    def _refuse(self, err: sqlite3.DatabaseError):
+        self.db.close()
+        raise StoreError(f"store {str(self.path)!r}: {err}", fix="move the file aside and run again",
+                         path=str(self.path)) from err
 
     def close(self) -> None:
         self.db.close()

@@ -10,7 +10,8 @@ writing nothing (not even the store, whose ``latest`` sweep it must not become).
 
 Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
 record with its diagnosis; a server that dies during the bench is a crash
-too. The host's baseline service is stopped once for the sweep and put back
+too; requests lost with a dropped SSH connection are benched again. The
+host's baseline service is stopped once for the sweep and put back
 at its end, on an error, and on Ctrl-C. Each cell is committed to the store
 (:mod:`ddlab.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
@@ -19,7 +20,9 @@ finished (matched by config hash) and redoes an interrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -27,12 +30,14 @@ from pathlib import Path
 
 from ddlab.bench import run_bench
 from ddlab.deploy import Lab
-from ddlab.errors import ConfigError, DdlabError
+from ddlab.errors import ConfigError, DdlabError, HostError
 from ddlab.hosts import HostProfile, load_host
 from ddlab.params import Variant, load_base, make_variant
 from ddlab.paths import outputs_dir
+from ddlab.redact import looks_secret
 from ddlab.runs import new_run_dir, safe_name, utc_stamp, write_json
 from ddlab.store import DONE_STATES, Store
+from ddlab.units import render_unit
 from ddlab.watch import watch
 
 __all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan", "Sweep",
@@ -61,11 +66,18 @@ class Cell:
 
     @property
     def label(self) -> str:
-        """Folder-safe words for the change: ``budget=32-topk_cap=8-cuda_graph=off``."""
-        words = [f"{k}={_word(v)}" for k, v in self.point.items()]
+        """Folder-safe words for the change: ``budget=32-topk_cap=8-cuda_graph=off``;
+        a secret-named key's value is ``masked`` (folder names are printed and stored)."""
+        words = [f"{k}={'masked' if looks_secret(k) else _word(v)}" for k, v in self.point.items()]
         text = "-".join(words) if self.role == "grid" else "-".join([self.role, *words])
-        text = "".join(c if c.isalnum() or c in "=-_." else "-" for c in text)[:100]
+        text = "".join(c if _plain_char(c) else "-" for c in text)
+        text = re.sub(r"\.{2,}", ".", text).lstrip("-_.=")[:100]  # never '..', starts plain
         return safe_name(text or self.role)
+
+
+def _plain_char(c: str) -> bool:
+    """ASCII letters, digits and ``=-_.``: what a folder name keeps (``safe_name``)."""
+    return (c.isascii() and c.isalnum()) or c in "=-_."
 
 
 def _word(value) -> str:
@@ -279,6 +291,8 @@ def _open_sweep(store: Store, plan: SweepPlan | None, host, options: SweepOption
                               fix="plan it with plan_sweep(...) or pass resume='latest'")
         profile = host if isinstance(host, HostProfile) else load_host(host)
         sweep_id = safe_name(f"{utc_stamp()}-{profile.name}-{Path(plan.base).stem}")
+    for cell in plan.cells:  # values a unit cannot hold, the host's python: before the host
+        render_unit(cell.variant, python=profile.python)
     sweep = Sweep(sweep_id=sweep_id, host=profile.name, base=plan.base, cells=plan.cells,
                   store_path=store.path, profile=profile, options=options)
     if register and not resume:
@@ -303,7 +317,7 @@ def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell], say) -> N
     for n, cell in enumerate(todo, 1):
         say(f"[sweep] cell {n}/{len(todo)}: {cell.variant.name} ({cell.label})")
         try:
-            status = _run_cell(lab, store, sweep, cell, sweep.options)
+            status = _run_cell(lab, store, sweep, cell, sweep.options, say)
         except DdlabError as err:
             errors += 1
             say(f"[sweep] cell {n}/{len(todo)}: error: {err}")
@@ -315,7 +329,8 @@ def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell], say) -> N
         say(f"[sweep] cell {n}/{len(todo)}: {status}")
 
 
-def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOptions) -> str:
+def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOptions,
+              say) -> str:
     """Deploy, watch, bench one cell; commit it to the store; return its status."""
     run_dir = new_run_dir(cell.label, parent=sweep.folder)
     run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
@@ -327,7 +342,7 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
                         grace_s=options.grace_s)
         metrics = None
         if verdict.state == "ready":
-            metrics, verdict = _bench_cell(lab, deployed, run_dir, options)
+            metrics, verdict = _bench_cell(lab, deployed, run_dir, options, say)
         status = "measured" if verdict.state == "ready" else verdict.state
         lab.stop_variant()
     except KeyboardInterrupt:
@@ -336,20 +351,35 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
     except DdlabError as err:
         store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
         store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
-        lab.stop_variant()
+        with contextlib.suppress(DdlabError):  # the next cell, or the restore, tries again
+            lab.stop_variant()
         raise
     store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
     store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
     return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
 
 
-def _bench_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
-    """Benchmark a ready cell; a server that died meanwhile makes it a crash."""
-    result = run_bench(lab.transport.http_base(deployed.port), requests=options.requests,
-                       concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
-                       warmup=options.warmup, repeats=options.repeats,
-                       label=f"bench {deployed.name}", record=run_dir / "heartbeat.log")
-    write_json(run_dir / "bench.json", result.to_dict())
-    after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
-    metrics = result.summary()
-    return (metrics if after.state == "ready" else None), after
+def _bench_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions, say):
+    """Benchmark a ready cell; a server that died meanwhile makes it a crash.
+
+    Requests lost with a dropped SSH connection (it dropped meanwhile and the server
+    is still ready) measured the connection, not the server: bench again, once;
+    lost twice is an error (the cell is redone on resume)."""
+    for attempt in (1, 2):
+        link = lab.transport.link
+        result = run_bench(lab.transport.http_base(deployed.port), requests=options.requests,
+                           concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
+                           warmup=options.warmup, repeats=options.repeats,
+                           label=f"bench {deployed.name}", record=run_dir / "heartbeat.log")
+        write_json(run_dir / "bench.json", result.to_dict())
+        after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
+        metrics = result.summary()
+        if after.state != "ready" or not (metrics["n_failed"] and lab.transport.link != link):
+            return (metrics if after.state == "ready" else None), after
+        lost = (f"{metrics['n_failed']} of {metrics['n_requests']} requests lost with the "
+                "SSH connection")
+        if attempt == 2:
+            raise HostError(f"bench {deployed.name} on {lab.name}: {lost}, twice",
+                            fix="check the connection to the host; resume redoes this cell",
+                            host=lab.name)
+        say(f"[sweep] {deployed.name}: {lost}; benchmarking again")

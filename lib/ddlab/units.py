@@ -13,8 +13,11 @@ shell. Per systemd.syntax(7) and systemd.service(5), each word is unquoted
 ``$VAR``/``${VAR}`` are expanded (``$$`` is a literal ``$``); a lone ``;``
 separates commands; a line ending in a backslash continues on the next line.
 ``Environment=`` is unquoted and specifier-expanded too, but ``$`` is literal
-there. ``WorkingDirectory=`` and ``Description=`` are not unquoted at all. A
-newline, CR or NUL cannot be written into a unit value: :class:`UnitError`.
+there. Secret-named variables can go to an ``EnvironmentFile=`` instead
+(``render_unit(..., env_file=PATH)``, :func:`env_file_text`): a unit file is
+world-readable, and ``systemctl show`` prints its ``Environment=`` to any user.
+``WorkingDirectory=`` and ``Description=`` are not unquoted at all. A newline,
+CR or NUL cannot be written into a unit value: :class:`UnitError`.
 
 ``UNIT_FIELDS`` is the registry of unit fields a config may set (``unit:`` in a
 base file, ``--set unit.FIELD=...``), each with its section, systemd key and
@@ -37,7 +40,8 @@ if TYPE_CHECKING:
     from ddlab.params import Variant
 
 __all__ = ["UnitField", "UNIT_FIELDS", "RESTART_VALUES", "render_unit", "exec_quote",
-           "env_assignment", "check_unit_fields", "unit_field_name", "describe_changes"]
+           "env_assignment", "environment_lines", "env_file_text", "check_unit_fields",
+           "unit_field_name", "describe_changes"]
 
 RESTART_VALUES = ("no", "always", "on-success", "on-failure", "on-abnormal", "on-abort",
                   "on-watchdog")
@@ -282,11 +286,14 @@ def _plain(text: str) -> str:
 
 
 def render_unit(variant: "Variant", *, python: str | None = None,
-                description: str | None = None) -> str:
+                description: str | None = None, env_file: str | None = None) -> str:
     """The unit file text for ``variant``.
 
     ``python``: the interpreter when the config leaves it null (the host
     profile's). ``description``: replaces the generated Description.
+    ``env_file``: where the host keeps this unit's secret-named variables
+    (:func:`env_file_text`); they are then left out of ``Environment=`` and
+    read from there (``EnvironmentFile=``).
     """
     config = variant.config
     unit = {**_DEFAULTS, **config.unit}
@@ -297,11 +304,48 @@ def render_unit(variant: "Variant", *, python: str | None = None,
     lines += _fields(unit, "Unit")
     lines += ["", "[Service]", "Type=simple"]
     lines += _fields(unit, "Service", only=("working_directory", "user", "group"))
-    lines += [f"Environment={env_assignment(k, v)}" for k, v in config.env.items()]
+    lines += environment_lines(config.env, env_file)
     lines.append("ExecStart=" + _exec_lines(config.argv(python=python)[0], config))
     lines += _fields(unit, "Service", skip=("working_directory", "user", "group"))
     lines += ["", "[Install]"]
     lines += _fields(unit, "Install")
+    return "\n".join(lines) + "\n"
+
+
+def environment_lines(env: dict, env_file: str | None = None) -> list[str]:
+    """``Environment=`` lines; with ``env_file``, secret-named variables are left out
+    and one ``EnvironmentFile=`` line reads them (only when there are some)."""
+    secret = {k for k in env if looks_secret(k)} if env_file else set()
+    assignments = {k: env_assignment(k, v) for k, v in env.items()}  # every value checked
+    lines = [f"Environment={text}" for k, text in assignments.items() if k not in secret]
+    if secret:
+        if not env_file.startswith("/") or re.search(r"[\s\\\"']|[\x00-\x1f\x7f]", env_file):
+            raise UnitError(f"env_file={env_file!r}: must be an absolute path without spaces, "
+                            "quotes, backslashes or control characters",
+                            fix="set the host profile's state_dir to a plain path", value=env_file)
+        lines.append(f"EnvironmentFile={env_file.replace('%', '%%')}")
+    return lines
+
+
+def env_file_text(env: dict) -> str:
+    """An ``EnvironmentFile=`` body: ``KEY="value"`` lines that systemd reads back exactly.
+
+    Inside double quotes systemd drops a backslash before a backslash, a double
+    quote, a dollar sign or a backtick, and expands nothing (no variables, no
+    ``%`` specifiers: a file is not a unit setting), so those four characters are
+    escaped and the rest is written as is. A line break or NUL cannot be written
+    (:class:`UnitError`).
+    """
+    lines = []
+    for key, value in env.items():
+        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise UnitError(f"env name {key!r}: must match [A-Za-z_][A-Za-z0-9_]*",
+                            fix="rename the variable", key=key)
+        if not isinstance(value, str):
+            raise UnitError(f"env.{key}: must be a string", fix="quote the value", key=key)
+        _refuse_unwritable(f"env.{key}", value)
+        escaped = "".join("\\" + c if c in '\\"$`' else c for c in value)
+        lines.append(f'{key}="{escaped}"')
     return "\n".join(lines) + "\n"
 
 

@@ -9,16 +9,20 @@ thread asks ``/v1/models`` (then ``/health``) whether the server answers.
 - *ready*: the service runs AND the server answers. "Ready" is not "works":
   with ``probe=True`` it then sends requests that drive the speculative
   verify path (one alone, then two at once) and keeps watching for
-  ``grace_s``; in the field the replay crash only happens then.
-- *crashed*: the unit failed, the process is gone, or its restart count rose
-  (a crash loop under ``Restart=always`` is never "ready").
+  ``grace_s``; in the field the replay crash only happens then. Probes lost
+  with a dropped SSH connection are sent again (twice at most).
+- *crashed*: the unit failed, the process is gone, or systemd restarted it
+  since ddlab started it (``NRestarts``: a crash loop under ``Restart=always``
+  is never "ready"; the verdict says how many restarts).
 - *timeout*: ``timeout_s`` passed; the log tail says where it hung.
 - *interrupted*: Ctrl-C; recorded, then re-raised so the caller restores
   (the verdict rides on the KeyboardInterrupt as ``.verdict``).
 
 Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnose`)
 and the verdict are written to the run folder (``journal.log``,
-``verdict.json``) before :func:`watch` returns or raises.
+``verdict.json``) before :func:`watch` returns or raises. The log is masked
+(:mod:`ddlab.redact`) before anything reads it: the verdict quotes it, and
+it is printed, displayed and stored.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from ddlab import diagnose as dx
 from ddlab.bench import PROMPTS
 from ddlab.deploy import Deployed, Lab
 from ddlab.progress import Heartbeat
+from ddlab.redact import redact_text
 from ddlab.runs import write_json, write_text
 from ddlab.services import ServiceState
 
@@ -284,7 +289,6 @@ class _Loop:
         self.timeout_s, self.probe, self.grace_s, self.poll_s = timeout_s, probe, grace_s, poll_s
         self.started = time.monotonic()
         self.state: ServiceState | None = None
-        self.restarts0: int | None = None
         self.probes: list[ProbeResult] = []
         self._probe_thread: threading.Thread | None = None
         self._probe_done_at: float | None = None
@@ -297,8 +301,6 @@ class _Loop:
         last_log = next_beat = float("-inf")
         while True:
             self.state = self.lab.manager.state(self.deployed.service)
-            if self.restarts0 is None:
-                self.restarts0 = self.state.n_restarts
             if self._crashed():
                 return "crashed"
             if time.monotonic() - last_log >= 1.0:
@@ -316,7 +318,7 @@ class _Loop:
     def _crashed(self) -> bool:
         s = self.state
         gone = s.active_state in ("inactive", "failed") and s.sub_state in ("dead", "failed")
-        return s.failed or gone or s.n_restarts > (self.restarts0 or 0)
+        return s.failed or gone or s.n_restarts > 0
 
     def _probed(self) -> bool:
         """True once probes (if asked) are done and the grace period passed alive."""
@@ -332,8 +334,15 @@ class _Loop:
         return time.monotonic() - self._probe_done_at >= self.grace_s
 
     def _run_probes(self) -> None:
+        """Probe; probes lost with a dropped SSH connection (no HTTP status, and the
+        connection dropped meanwhile) say nothing of the server: probe again (twice at most)."""
         try:
-            self.probes = probe_server(self.lab.transport.http_base(self.deployed.port))
+            for _attempt in range(3):
+                link = self.lab.transport.link
+                self.probes = probe_server(self.lab.transport.http_base(self.deployed.port))
+                lost = any(not p.ok and p.status is None for p in self.probes)
+                if not (lost and self.lab.transport.link != link):
+                    break
         except Exception as err:  # a probe that could not run is a failed probe, not a pass
             self.probes = [ProbeResult(ok=False, batch=1, error=f"{type(err).__name__}: {err}")]
         finally:
@@ -367,11 +376,12 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns) -> Verdict:
     else:
         loop.follower.poll()
         text = loop.follower.text
+    text = redact_text(text)  # a server logs its own secrets (SGLang: server_args=...api_key=)
     s = loop.state
     diagnosis = dx.diagnose(text, patterns=patterns)
     if state == "crashed" and not diagnosis.crashed:
         diagnosis = _unexplained_death(diagnosis, s, text)
-    restarts = (s.n_restarts - (loop.restarts0 or 0)) if s else 0
+    restarts = s.n_restarts if s else 0  # since the start ddlab made (a manual start resets it)
     verdict = Verdict(state=state, variant=loop.deployed.name, host=loop.lab.name,
                       service=loop.deployed.service, elapsed_s=loop.elapsed_s, diagnosis=diagnosis,
                       service_state=s.to_dict() if s else {}, restarts=restarts,

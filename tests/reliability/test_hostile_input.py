@@ -1,0 +1,350 @@
+"""Hostile and bad input (issue 6, item 5).
+
+- Values with ``;``, ``&&``, ``$()``, backticks, quotes, ``%``, backslashes,
+  unicode and very long strings reach the server's real argv (and environment)
+  byte for byte, or are refused with a clear one-line error; never run by a
+  shell (a canary file that must never appear). The server is ``shims/argv_dump``
+  (``module: argv_dump``), which records ``/proc/self/cmdline`` and
+  ``/proc/self/environ`` as the kernel holds them: after systemd's unit
+  parsing, or the process manager's launcher and ``env``. Property-based
+  (hypothesis) on the test host (systemd, and the process manager over SSH)
+  and on this machine.
+- Names with ``../`` or ``/`` cannot leave their folder.
+- Malformed YAML, unknown host or base, wrong types, out-of-range values and
+  typo'd flags or options: one-line errors naming the value, what is allowed and
+  what to do, before any host is touched — the test host's sshd accepted no
+  login and ddlab's state folder was never made.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import strategies as st
+
+import faultkit as fk
+from labkit import wait_for
+from ddlab.deploy import Lab
+from ddlab.errors import ConfigError, UnitError
+from ddlab.params import make_variant, parse_overrides
+from ddlab.runs import new_run_dir, safe_name
+from ddlab.sweep import plan_sweep
+from ddlab.units import render_unit
+
+pytestmark = [pytest.mark.timeout(600)]
+
+PIECES = [";", "&&", "||", "|", "$(touch {canary})", "`touch {canary}`", "; touch {canary}",
+          "'", '"', "\\", "\\\\", "\\n", "%", "%n", "%%", "%h", "$HOME", "${PATH}", "$$", "$",
+          "*", "~", "#", "!", " ", "\t", "\x01", "\x7f", "-", "--", "=", "ünïcødé", "漢字", "🚀",
+          "\u200b", "\ufeff"]
+UNWRITABLE = ["\n", "\r", "\0"]  # no systemd unit value can hold them: refused
+
+
+def value_text(canary: Path, *, unwritable: bool = True):
+    pieces = [p.replace("{canary}", str(canary)) for p in PIECES] + (UNWRITABLE if unwritable else [])
+    piece = st.sampled_from(pieces) | st.text(st.characters(blacklist_categories=("Cs",)),
+                                              max_size=6)
+    return st.lists(piece, max_size=8).map("".join)
+
+
+def dump_base(bench: fk.Bench, folder: Path) -> str:
+    """A base config whose server is shims/argv_dump, writing into ``folder``."""
+    return fk.shim_base(bench, "argv_dump", name=f"{bench.base}-dump", flags={},
+                        env={"ARGV_DUMP_DIR": str(folder)})
+
+
+def recorded(folder: Path, pid: int, what: str) -> bytes | None:
+    path = folder / f"{pid}.{what}"
+    return path.read_bytes() if path.exists() else None
+
+
+@pytest.fixture(scope="module")
+def th(testhost, tmp_path_factory):
+    with fk.bench_for(tmp_path_factory.mktemp("hostile-th"), testhost) as bench:
+        yield bench
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    with fk.bench_for(tmp_path_factory.mktemp("hostile-local")) as bench:
+        yield bench
+
+
+@pytest.fixture(scope="module")
+def th_process(testhost, tmp_path_factory):
+    with fk.bench_for(tmp_path_factory.mktemp("hostile-thp"), testhost, manager="process") as bench:
+        yield bench
+
+
+@pytest.fixture(params=["systemd-ssh", "process-ssh", "process-local"])
+def site(request):
+    return request.getfixturevalue({"systemd-ssh": "th", "process-ssh": "th_process",
+                                    "process-local": "local"}[request.param])
+
+
+def _dump_folder(bench: fk.Bench) -> Path:
+    """A folder the host's processes and this test both see, at the same path."""
+    root = bench.testhost.shared_dir if bench.testhost else bench.project.root.parent
+    folder = Path(root) / f"dump-{uuid.uuid4().hex[:6]}"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    return folder
+
+
+def _deploy_and_read(lab: Lab, bench: fk.Bench, folder: Path, variant, run_dir: Path):
+    """Deploy ``variant``; the real argv and environment of its process (bytes)."""
+    dep = lab.start_variant(variant, run_dir=new_run_dir("hostile", parent=run_dir))
+    pid = wait_for(lambda: lab.manager.state(dep.service).main_pid, timeout_s=30,
+                   what="the dumper's pid")
+    environ = wait_for(lambda: recorded(folder, pid, "environ"), timeout_s=30,  # written last
+                       what=f"the dumper (pid {pid}) to record its argv and environment")
+    cmdline = recorded(folder, pid, "cmdline")
+    return cmdline, dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)
+
+
+def _expected(variant, bench: fk.Bench) -> bytes:
+    argv = variant.config.argv(python=bench.profile.python)
+    return b"".join(a.encode() + b"\0" for a in argv)
+
+
+def test_hostile_values_reach_the_real_argv_byte_for_byte_or_are_refused(site, tmp_path):
+    """Property-based: any text in a flag value and an env value, on systemd over SSH
+    and on the process manager over SSH and here."""
+    bench = site
+    folder = _dump_folder(bench)
+    canary = folder / "CANARY"
+    seen = {"deployed": 0, "refused": 0}
+    with bench.using():
+        base = dump_base(bench, folder)
+        with Lab(bench.profile, what="hostile values") as lab:
+            lab.stop_baseline()
+            try:
+                @settings(max_examples=25, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                 HealthCheck.too_slow])
+                @given(flag=value_text(canary), env=value_text(canary))
+                def check(flag, env):
+                    overrides = {"flags.x-payload": flag, "env.PAYLOAD": env,
+                                 "env.PAYLOAD_TOKEN": env}  # secret-named: an EnvironmentFile
+                    try:
+                        variant = make_variant(base, overrides)
+                        render_unit(variant, python=bench.profile.python)  # what plan_deploy checks
+                    except ConfigError as err:
+                        assert any(c in flag + env for c in UNWRITABLE), err
+                        assert "\n" not in str(err) and "remove it from the value" in str(err)
+                        seen["refused"] += 1
+                        return
+                    cmdline, environ = _deploy_and_read(
+                        lab, bench, folder, variant, tmp_path)
+                    assert cmdline == _expected(variant, bench)
+                    assert environ[b"PAYLOAD"] == environ[b"PAYLOAD_TOKEN"] == env.encode()
+                    assert not canary.exists(), "a shell ran part of a value"
+                    seen["deployed"] += 1
+
+                check()
+            finally:
+                lab.restore()
+    print(f"hostile values on {bench.host}: {seen}")
+    assert seen["deployed"] >= 5, seen
+    assert not canary.exists()
+    bench.assert_put_back()
+
+
+@pytest.mark.slow
+def test_the_fixed_hostile_list_and_a_100_kib_value_via_the_cli(th, tmp_path):
+    """``ddlab deploy --set`` as a person types it, on systemd over SSH: each value
+    arrives as written (YAML-stable values) or as the documented YAML reading."""
+    bench = th
+    folder = _dump_folder(bench)
+    canary = folder / "CANARY"
+    values = [p.replace("{canary}", str(canary)) for p in PIECES] + ["x" * 100_000, "a; rm -rf / #",
+              "--port 1", "$(id)", "'single' \"double\" `back`"]
+    sets = []
+    for i, value in enumerate(values):
+        sets += ["--set", f"flags.x-v{i}={value}"]
+    sets += ["--set", f"env.HOSTILE_ENV=$(touch {canary}); `touch {canary}` %n $HOME \\"]
+    base = dump_base(bench, folder)
+    with bench.using():
+        variant = make_variant(base, [s for s in sets if s != "--set"])
+    deployed = fk.ddlab_in(bench, "deploy", "--host", "th", "--base", base, *sets)
+    assert deployed.returncode == 0, deployed.stderr[-2000:]
+    try:
+        service = bench.current_service()
+        assert service == variant.unit_name
+        pid = wait_for(lambda: bench.main_pid(service), timeout_s=30, what="the dumper")
+        wait_for(lambda: recorded(folder, pid, "environ"), timeout_s=30, what="the dumper's record")
+        cmdline = recorded(folder, pid, "cmdline")
+        assert cmdline == _expected(variant, bench)
+        argv = [a.decode() for a in cmdline.split(b"\0")[:-1]]
+        stable = [v for v in values if parse_overrides([f"k={v}"])["k"] == v]
+        for value in stable:
+            assert value in argv, f"{value[:40]!r} arrived changed"
+        assert len(stable) >= 25 and "x" * 100_000 in stable
+        environ = recorded(folder, pid, "environ")
+        assert f"HOSTILE_ENV=$(touch {canary}); `touch {canary}` %n $HOME \\".encode() in environ
+        assert not canary.exists()
+    finally:
+        assert fk.ddlab_in(bench, "restore", "--host", "th").returncode == 0
+    bench.assert_put_back()
+
+
+# --- names cannot escape their folder --------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.text(max_size=40) | st.sampled_from(["..", "../x", "a/../../b", "/etc", "x/..",
+                                                     ".hidden", "a\0b", "~root"]))
+def test_a_run_folder_name_is_one_plain_component_or_refused(name, tmp_path_factory):
+    parent = tmp_path_factory.mktemp("names")
+    try:
+        folder = new_run_dir(name, parent=parent)
+    except ConfigError as err:
+        assert "\n" not in str(err) and "pick a plain name" in str(err)
+        return
+    assert folder.parent == parent and folder.resolve().parent == parent.resolve()
+    assert ".." not in folder.name and "/" not in folder.name
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=st.text(max_size=30))
+@example(value="..")  # found by hypothesis: the label read 'flags.x-name=..'
+@example(value="../../etc")
+def test_variant_names_and_cell_folders_are_safe_for_any_value(value):
+    assume(value.strip() and not any(c in value for c in UNWRITABLE))
+    variant = make_variant("local", {"flags.x-name": value})
+    assert re.fullmatch(r"[a-z0-9-]{1,64}", variant.name), variant.name
+    assert variant.unit_name == f"ddlab-{variant.name}.service"
+    plan = plan_sweep("local", {"flags.x-name": [value]}, baseline=False)
+    label = plan.cells[0].label
+    assert safe_name(label) == label and "/" not in label and ".." not in label
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["run", "sweep", "--name", "../../escaped"], "name 'sweep-../../escaped'"),
+    (["run", "sweep", "--name", "a/b"], "name 'sweep-a/b'"),
+    (["deploy", "--host", "../../etc/passwd"], "host='../../etc/passwd': must be a profile name"),
+    (["watch", "--host", "a/b"], "host='a/b': must be a profile name"),
+], ids=["run-name-dotdot", "run-name-slash", "host-dotdot", "host-slash"])
+def test_names_with_dotdot_or_slash_are_refused_at_the_command_line(local, tmp_path, argv, words):
+    bench = local
+    bench.project.outputs = tmp_path / "outputs"
+    done = fk.ddlab_in(bench, *argv)
+    assert done.returncode in (1, 2), done.stderr
+    line = fk.one_line(done.stderr)
+    assert words in line, line
+    assert not (tmp_path / "escaped").exists() and not (tmp_path.parent / "escaped").exists()
+    assert not bench.outputs.exists() or not list(bench.outputs.rglob("*.ipynb"))
+
+
+# --- bad input: one line, before the host ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def untouched(testhost, tmp_path_factory):
+    """A test-host bench that no test ever deploys on: its state folder must never appear."""
+    with fk.bench_for(tmp_path_factory.mktemp("badinput-th"), testhost) as bench:
+        root = bench.root
+        (root / "bad.yaml").write_text("flags: [unclosed\n")
+        (root / "badtypes.yaml").write_text(yaml.safe_dump({"command": {"module": "ddlab.target"},
+                                                            "flags": {"speculative-ddtree-budget": "lots"}}))
+        profile = {**bench.profile.to_dict()}
+        profile.pop("name")
+        fk.write_yaml(root / "params" / "hosts" / "badport.yaml", {**profile, "port": "22"})
+        (root / "params" / "hosts" / "broken.yaml").write_text("transport: [ssh\n")
+        fk.write_yaml(root / "params" / "hosts" / "typo.yaml", {**profile, "hostnme": "x"})
+        yield bench
+
+
+BAD_INPUT = [
+    # id, argv, exit code, words the one line must hold (value, allowed, fix)
+    ("malformed-base-yaml", ["deploy", "--host", "th", "--base", "{root}/bad.yaml"], 1,
+     ["bad.yaml: not valid YAML", "fix the YAML syntax"]),
+    ("base-wrong-type", ["deploy", "--host", "th", "--base", "{root}/badtypes.yaml"], 1,
+     ["speculative-ddtree-budget=lots", "must be an integer >= 1", "try --set"]),
+    ("malformed-host-yaml", ["deploy", "--host", "broken"], 1, ["broken.yaml: not valid YAML",
+                                                                "fix the file's syntax"]),
+    ("host-wrong-type", ["deploy", "--host", "badport"], 1, ["port='22'", "must be an integer",
+                                                             "set `port:`"]),
+    ("host-unknown-key", ["watch", "--host", "typo"], 1, ["unknown key 'hostnme'",
+                                                          "did you mean 'hostname'?"]),
+    ("unknown-host", ["deploy", "--host", "nosuch"], 1, ["host='nosuch': no such profile",
+                                                         "available: ", "th"]),
+    ("unknown-base", ["deploy", "--host", "th", "--base", "nosuchbase"], 1,
+     ["base 'nosuchbase': not found", "available: "]),
+    ("wrong-type", ["deploy", "--host", "th", "--set", "budget=abc"], 1,
+     ["speculative-ddtree-budget=abc", "must be an integer >= 1", "try --set"]),
+    ("out-of-range", ["deploy", "--host", "th", "--set", "mem_fraction_static=1.5"], 1,
+     ["mem-fraction-static=1.5", "in (0, 1]", "try --set mem_fraction_static="]),
+    ("typo-flag", ["deploy", "--host", "th", "--set", "speculative_ddtree_budgt=8"], 1,
+     ["speculative_ddtree_budgt", "did you mean --speculative-ddtree-budget?"]),
+    ("bad-unit-field", ["deploy", "--host", "th", "--set", "unit.restart=sometimes"], 1,
+     ["unit.restart='sometimes'", "must be one of no, always", "try --set unit.restart="]),
+    ("line-break", ["deploy", "--host", "th", "--set", 'flags.x-y="a\\nb"'], 1,
+     ["'a\\nb'", "line break", "remove it from the value"]),
+    ("typo-option", ["deploy", "--host", "th", "--sett", "budget=8"], 2,
+     ["unrecognized arguments: --sett"]),
+    ("watch-timeout", ["watch", "--host", "th", "--timeout", "-1"], 1,
+     ["timeout_s=-1.0: must be a number > 0", "e.g. -p timeout_s 600"]),
+    ("watch-timeout-type", ["watch", "--host", "th", "--timeout", "soon"], 2,
+     ["invalid float value: 'soon'"]),
+    ("run-typo-parameter", ["run", "sweep", "-p", "budgett", "4"], 2,
+     ["parameter(s) budgett: not declared by sweep.ipynb", "did you mean budget?"]),
+    ("run-unknown-notebook", ["run", "sweeep"], 2, ["notebook 'sweeep': not found",
+                                                    "choose one of: "]),
+]
+
+
+@pytest.mark.parametrize("case", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
+def test_bad_input_is_one_line_before_the_host(untouched, tmp_path, case):
+    _, argv, code, words = case
+    bench = untouched
+    bench.project.outputs = tmp_path / "outputs"
+    logins = fk.sshd_logins(bench.testhost)
+    argv = [a.format(root=bench.root) for a in argv]
+    started = time.monotonic()
+    done = fk.ddlab_in(bench, *argv)
+    assert done.returncode == code, (done.stdout, done.stderr)
+    line = done.stderr.strip().splitlines()[-1] if code == 2 else fk.one_line(done.stderr)
+    for word in words:
+        assert word in line, f"{word!r} not in {line!r}"
+    assert line.startswith("ddlab") and ("error: " in line or code == 1), line
+    assert time.monotonic() - started < 30
+    assert fk.sshd_logins(bench.testhost) == logins, "the host saw a login"
+    assert not Path(bench.state_dir).exists(), "ddlab's state folder on the host was made"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("params, words", [
+    (["-p", "budget", "0"], ["speculative-ddtree-budget=0", "must be an integer >= 1",
+                             "try --set speculative_ddtree_budget="]),
+    (["-p", "host", "nosuch"], ["host='nosuch': no such profile", "available: "]),
+    (["-p", "fixed", "{flags.x-y: \"a\\nb\"}"], ["'a\\nb'", "line break", "remove it"]),
+    (["-p", "cuda_graph", "maybe"], ["cuda_graph='maybe': must be true or false"]),
+], ids=["budget-zero", "unknown-host", "line-break-in-fixed", "cuda-graph"])
+def test_bad_sweep_parameters_fail_the_run_in_one_line_before_the_host(untouched, tmp_path,
+                                                                        params, words):
+    bench = untouched
+    bench.project.outputs = tmp_path / "outputs"
+    logins = fk.sshd_logins(bench.testhost)
+    done = fk.ddlab_in(bench, "run", "sweep", "-p", "host", "th", *params)
+    assert done.returncode == 1, done.stderr[-2000:]
+    headline = done.stdout.splitlines()[0]
+    assert re.match(r"FAILED: (Config|Unit)Error: ", headline), done.stdout
+    for word in words:
+        assert word in headline, headline
+    assert fk.sshd_logins(bench.testhost) == logins, "the host saw a login"
+    assert not Path(bench.state_dir).exists()
+
+
+def test_the_canary_folder_is_still_clean():
+    """Every canary lives in a dump folder; none may exist anywhere we wrote one."""
+    for root in ("/var/lib/ddlab-testhost",):
+        if os.path.isdir(root):
+            assert not list(Path(root).glob("*/dump-*/CANARY"))
