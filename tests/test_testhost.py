@@ -42,6 +42,25 @@ def test_systemd_is_running_in_its_own_namespaces(testhost):
     assert testhost.boot_s < 30
 
 
+def test_a_folder_under_tmp_it_must_run_is_bound_in_and_the_rest_of_tmp_stays_private(tmp_path):
+    # a fresh clone (and its .venv) in /tmp: the host's units must find them there
+    _skip_unless_possible()
+    kept, hidden = tmp_path / "clone", tmp_path / "other"
+    kept.mkdir(), hidden.mkdir()
+    (kept / "file").write_text("seen")
+    (hidden / "file").write_text("private")
+    host = TestHost(keep=[kept]).start()
+    try:
+        assert host.run(["cat", str(kept / "file")]).stdout == "seen"
+        assert host.run(["test", "-e", str(hidden / "file")], check=False).returncode == 1
+        assert host.run(["findmnt", "-n", "-o", "FSTYPE", "/tmp"]).stdout.split() == ["tmpfs"]
+        host.run(["sh", "-c", f"echo written > {kept}/back"])  # the same folder, not a copy
+        assert (kept / "back").read_text() == "written\n"
+    finally:
+        host.shutdown()
+    assert sorted(p.name for p in kept.iterdir()) == ["back", "file"]
+
+
 def test_a_crashing_unit_is_seen_failed_with_its_status(testhost):
     unit = "ddlab-test-crashy-fixture"
     testhost.run(["systemd-run", f"--unit={unit}", sys.executable, "-c", "import sys; sys.exit(3)"])

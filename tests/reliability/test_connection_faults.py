@@ -30,12 +30,6 @@ from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def th(testhost, tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("conn-th"), testhost) as bench:
-        yield bench
-
-
 @pytest.fixture
 def bench(th, tmp_path):
     """The test host as a test must find it; anything left is put back afterwards."""

@@ -66,18 +66,6 @@ def recorded(folder: Path, pid: int, what: str) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def th(testhost, tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("hostile-th"), testhost) as bench:
-        yield bench
-
-
-@pytest.fixture(scope="module")
-def local(tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("hostile-local")) as bench:
-        yield bench
-
-
-@pytest.fixture(scope="module")
 def th_process(testhost, tmp_path_factory):
     with fk.bench_for(tmp_path_factory.mktemp("hostile-thp"), testhost, manager="process") as bench:
         yield bench

@@ -30,12 +30,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 GRID = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}  # + 1 baseline cell
 
 
-@pytest.fixture(scope="module")
-def th(testhost, tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("kill9-th"), testhost) as bench:
-        yield bench
-
-
 def _sweep_script(bench: fk.Bench) -> list[str]:
     code = textwrap.dedent(f"""
         from ddlab.store import Store

@@ -39,18 +39,6 @@ API_KEY = "sk-PLANTEDkeyC3d4"
 EXTRA = "tok-PLANTED-extra"
 
 
-@pytest.fixture(scope="module")
-def th(testhost, tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("secrets-th"), testhost) as bench:
-        yield bench
-
-
-@pytest.fixture(scope="module")
-def local(tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("secrets-local")) as bench:
-        yield bench
-
-
 def _leaks(*roots: Path, texts: tuple = ()) -> list[str]:
     """Every file under ``roots`` (and every text) that holds a planted secret."""
     found = [f"printed: ...{t[max(0, t.find('PLANTED') - 80):t.find('PLANTED') + 40]!r}"

@@ -33,18 +33,6 @@ from ddlab.watch import watch
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-@pytest.fixture(scope="module")
-def th(testhost, tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("server-th"), testhost) as bench:
-        yield bench
-
-
-@pytest.fixture(scope="module")
-def local(tmp_path_factory):
-    with fk.bench_for(tmp_path_factory.mktemp("server-local")) as bench:
-        yield bench
-
-
 @pytest.fixture(params=["systemd-ssh", "process-local"])
 def bench(request, tmp_path):
     bench = request.getfixturevalue("th" if request.param == "systemd-ssh" else "local")

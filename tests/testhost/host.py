@@ -11,7 +11,8 @@ Why each choice:
 - The namespace's /tmp is a private tmpfs, so everything the host must see
   (sshd config, host key, authorized_keys, test files) lives in
   ``shared_dir`` under ``/var/lib/ddlab-testhost/<random>/``: the same path
-  inside and outside. It is removed at shutdown; a dir left by a killed run
+  inside and outside. A checkout or venv under /tmp (a fresh clone there) is
+  bound back into the namespace at its own path, so its units can run it. It is removed at shutdown; a dir left by a killed run
   is removed by the next start once its owner pid is gone.
 - /var/log/journal gets a private tmpfs too: several test hosts may run at
   once on one machine and must not write the machine's journal files.
@@ -52,9 +53,32 @@ _REPO = Path(__file__).resolve().parents[2]
 _MASKED = ("systemd-sysctl.service", "systemd-modules-load.service", "systemd-binfmt.service",
            "proc-sys-fs-binfmt_misc.automount", "systemd-sysusers.service",
            "systemd-remount-fs.service", "systemd-update-utmp.service")
+_PRIVATE = ("/tmp", "/var/tmp")  # a fresh tmpfs inside the host
 _BOOT = ("mount -t proc proc /proc && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp"
          " && { [ ! -d /var/log/journal ] || mount -t tmpfs tmpfs /var/log/journal; }"
+         "{keep}"
          f' && exec {SYSTEMD} --system --unit=basic.target "$@"')
+
+
+def _kept_paths(extra=()) -> list[Path]:
+    """What the host's services must run that lives under its private /tmp: this
+    checkout and the Python running the tests (a clone in /tmp, a venv there)."""
+    wanted = sorted({_REPO, Path(sys.prefix).resolve(), *(Path(p).resolve() for p in extra)})
+    private = [p for p in wanted if any(p.is_relative_to(t) for t in _PRIVATE)]
+    return [p for p in private if not any(p != q and p.is_relative_to(q) for q in private)]
+
+
+def _boot_script(stage: Path, keep=()) -> str:
+    """``_BOOT`` with each kept path bound to a folder in ``stage`` (both sides see it)
+    before the tmpfs hides it, and bound back after; the mounts stay in the namespace."""
+    import shlex
+
+    before, after = [], []
+    for n, path in enumerate(_kept_paths(keep)):
+        hold, where = shlex.quote(str(stage / str(n))), shlex.quote(str(path))
+        before.append(f"mkdir -p {hold} && mount --bind {where} {hold} && ")
+        after.append(f" && mkdir -p {where} && mount --bind {hold} {where} && umount {hold}")
+    return "".join(before) + _BOOT.replace("{keep}", "".join(after))
 _TOOLS = ("unshare", "nsenter", "setpriv", "ssh-keygen")
 
 
@@ -86,9 +110,12 @@ class TestHost:
     hostname = "127.0.0.1"
     user = "root"
 
-    def __init__(self, base_dir: Path = BASE_DIR):
+    def __init__(self, base_dir: Path = BASE_DIR, keep=()):
+        """``keep``: more folders under /tmp or /var/tmp the host must see (this
+        checkout and the running Python always are)."""
         self.base_dir = Path(base_dir).resolve()
-        if any(self.base_dir.is_relative_to(private) for private in ("/tmp", "/var/tmp")):
+        self.keep = tuple(keep)
+        if any(self.base_dir.is_relative_to(private) for private in _PRIVATE):
             raise ValueError(f"base_dir={self.base_dir}: the host's /tmp and /var/tmp are private; "
                              f"use a dir both sides see, e.g. {BASE_DIR}")
         self.shared_dir: Path | None = None
@@ -233,7 +260,8 @@ class TestHost:
             self._unshare = subprocess.Popen(
                 ["setpriv", "--pdeathsig", "KILL", "unshare", "--pid", "--fork", "--mount",
                  "--propagation", "private", "--", "setpriv", "--pdeathsig", "KILL",
-                 "env", "container=ddlab", "/bin/sh", "-c", _BOOT, "sh", *masks],
+                 "env", "container=ddlab", "/bin/sh", "-c", _boot_script(self.shared_dir / "kept", self.keep),
+                 "sh", *masks],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd="/")
         while not self.systemd_pid:
