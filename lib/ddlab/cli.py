@@ -199,8 +199,10 @@ def _run_run(args) -> int:
     except ConfigError as err:
         raise UsageError(err.message, fix=err.fix) from err
     print(f"{result.status.upper()}: {result.headline or result.notebook.name}")
+    if result.next_step:
+        print(f"next: {result.next_step}")
     if result.status == "interrupted":
-        print("interrupted: finished cells are kept; the verdict above says how to resume")
+        print("interrupted: finished cells are kept; the next step above says how to go on")
     elif result.error.startswith("DeadKernelError"):
         print("the kernel died: finished cells are kept; a sweep resumes with "
               "`ddlab run sweep -p resume latest`, which takes over the lock it left")

@@ -87,7 +87,9 @@ def sweep_job(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_c
     ``budget``, ``topk_cap``, ``cuda_graph``: a value or a list each (None
     leaves the dimension out); ``grid``: more dimensions (any override key);
     ``fixed``: overrides for every cell; ``extra``: extra cells (a list of
-    override lists); ``resume``: a sweep id or ``latest`` to finish one.
+    override lists); ``resume``: a sweep id or ``latest`` to finish one (the
+    store keeps no secrets: pass a sweep's secret-named overrides again in
+    ``fixed``; the rest of the plan comes from the store).
     """
     from ddlab.hosts import load_host
 
@@ -104,7 +106,7 @@ def sweep_job(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_c
     slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
     try:
         sweep = run_sweep(plan, host=profile, options=options, resume=resume, dry_run=dry_run,
-                          store=store)
+                          store=store, secrets=_collection("fixed", fixed) if resume else ())
     except BaseException as err:
         _report_failure(store, slot, err)
         raise

@@ -114,8 +114,15 @@ class Config:
 
     @property
     def hash(self) -> str:
-        payload = {"python": self.python, "module": self.module, "flags": self.flags,
-                   "env": self.env, "unit": self.unit}
+        """12 hex digits of the config's content. Secret-named values (a token, an API
+        key) count as present, not by value: they do not change what the server does,
+        the store never keeps them, and a resumed sweep must find its cells again."""
+        def blind(mapping: dict) -> dict:
+            return {k: ("<secret>" if looks_secret(k) and isinstance(v, (str, int, float))
+                        and not isinstance(v, bool) else v) for k, v in mapping.items()}
+
+        payload = {"python": self.python, "module": self.module, "flags": blind(self.flags),
+                   "env": blind(self.env), "unit": self.unit}
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 

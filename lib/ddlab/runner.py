@@ -50,6 +50,7 @@ class RunResult:
     notebook: Path
     error: str = ""
     headline: str = ""
+    next_step: str = ""  # the verdict's: what to try next (how to resume, ...)
 
 
 def find_notebook(name: str) -> Path:
@@ -176,7 +177,8 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
         report.write_text(_banner_html({"status": status, "headline": error or "no output"}))
     write_index(run_dir.parent)
     return RunResult(run_dir=run_dir, status=status, report=report, notebook=executed,
-                     error=error, headline=record["headline"])
+                     error=error, headline=record["headline"],
+                     next_step=redact_text(verdict.get("next_step") or ""))
 
 
 def _mask_notebook(path: Path) -> None:

@@ -34,7 +34,7 @@ from ddlab.errors import ConfigError, DdlabError, HostError
 from ddlab.hosts import HostProfile, load_host
 from ddlab.params import Variant, load_base, make_variant
 from ddlab.paths import outputs_dir
-from ddlab.redact import looks_secret
+from ddlab.redact import MASK, looks_secret
 from ddlab.runs import new_run_dir, safe_name, utc_stamp, write_json
 from ddlab.store import DONE_STATES, Store
 from ddlab.units import render_unit
@@ -176,10 +176,14 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
                      baseline=baseline, cells=cells)
 
 
-def plan_from_store(store: Store, sweep_id: str) -> SweepPlan:
-    """The stored sweep's plan, rebuilt and checked against the cells it registered."""
+def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
+    """The stored sweep's plan, rebuilt and checked against the cells it registered.
+
+    The store keeps secret-named values masked (:mod:`ddlab.redact`); ``secrets``
+    (overrides, as ``fixed`` takes them) gives them back. A masked value without
+    one is a ConfigError naming the keys, before anything touches the host."""
     record = store.sweep(sweep_id)
-    inputs = record["grid"]
+    inputs = _unmask(record["grid"], _mapping(secrets), sweep_id)
     plan = plan_sweep(inputs["base"], inputs["grid"], fixed=inputs["fixed"],
                       baseline=inputs["baseline"], extra=inputs["extra"])
     stored = set(store.cell_status(sweep_id))
@@ -189,6 +193,44 @@ def plan_from_store(store: Store, sweep_id: str) -> SweepPlan:
                           fix="start a new sweep (resume='') or put the base back as it was",
                           value=sweep_id)
     return plan
+
+
+def _unmask(inputs: dict, secrets: dict, sweep_id: str) -> dict:
+    """``inputs`` with each masked secret value replaced by ``secrets[key]``."""
+    missing: list[str] = []
+
+    def fill(key: str, value):
+        if not (looks_secret(key) and value == MASK):
+            return value
+        if secrets.get(key, MASK) == MASK:  # not given, or the mask pasted back
+            missing.append(key)
+            return value
+        return secrets[key]
+
+    grid = {k: ([fill(k, MASK)] if v == MASK else v) for k, v in inputs["grid"].items()}
+    fixed = {k: fill(k, v) for k, v in inputs["fixed"].items()}
+    extra = [{k: fill(k, v) for k, v in cell.items()} for cell in inputs["extra"]]
+    if missing:
+        keys = sorted(set(missing))
+        raise ConfigError(f"resume={sweep_id!r}: the store keeps no secrets, and this sweep had "
+                          f"{', '.join(keys)}", fix="pass their real values again: "
+                          + _resume_command(sweep_id, keys), value=sweep_id)
+    return {**inputs, "grid": grid, "fixed": fixed, "extra": extra}
+
+
+def _resume_command(sweep_id: str, secret_keys=()) -> str:
+    command = f"ddlab run sweep -p resume {shlex.quote(sweep_id)}"
+    if secret_keys:  # never the values: the user has them, the store does not
+        pairs = ", ".join(f'"{key}": "***"' for key in secret_keys)
+        command += f" -p fixed '{{{pairs}}}' (*** = each secret's real value)"
+    return command
+
+
+def _secret_keys(plan: SweepPlan) -> list[str]:
+    """The secret-named override keys of ``plan`` (their values are not stored)."""
+    keys = {k for k in plan.grid if looks_secret(k)} | {k for k in plan.fixed if looks_secret(k)}
+    keys |= {k for cell in plan.extra for k in cell if looks_secret(k)}
+    return sorted(keys)
 
 
 def _mapping(overrides) -> dict:
@@ -211,13 +253,14 @@ class Sweep:
     status: str = "planned"
     skipped: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
+    secret_keys: list[str] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:
         return outputs_dir() / "sweeps" / self.sweep_id
 
     def resume_command(self) -> str:
-        return f"ddlab run sweep -p resume {shlex.quote(self.sweep_id)}"
+        return _resume_command(self.sweep_id, self.secret_keys)
 
     def render_plan(self) -> str:
         rows = [f"sweep {self.sweep_id} on {self.host}: {len(self.cells)} cells from base {self.base}"]
@@ -230,13 +273,14 @@ class Sweep:
 
 def run_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "local",
               options: SweepOptions | None = None, resume: str = "", dry_run: bool = False,
-              store: Store | None = None, say=None) -> Sweep:
+              store: Store | None = None, say=None, secrets=()) -> Sweep:
     """Run a planned sweep, or resume a stored one (``resume``: its id or ``latest``;
-    the stored plan, host and options are used), or with ``dry_run`` only print it."""
+    the stored plan, host and options are used; ``secrets``: the secret-named
+    overrides it had, which the store does not keep), or with ``dry_run`` only print it."""
     say = say or (lambda text: print(text, file=sys.stderr))
     store = store or Store()
     sweep = _open_sweep(store, plan, host, options or SweepOptions(), resume,
-                        register=not dry_run)
+                        register=not dry_run, secrets=secrets)
     print(sweep.render_plan())
     if dry_run:  # nothing written: a dry run must not become the `latest` sweep
         sweep.status = "dry-run"
@@ -273,7 +317,7 @@ def _stop(store: Store, sweep: Sweep, status: str, say) -> None:
 
 
 def _open_sweep(store: Store, plan: SweepPlan | None, host, options: SweepOptions,
-                resume: str, *, register: bool = True) -> Sweep:
+                resume: str, *, register: bool = True, secrets=()) -> Sweep:
     """The sweep to run: a new one or a stored one; ``register`` writes it to the store."""
     if resume:
         sweep_id = store.latest_sweep_id() if resume == "latest" else resume
@@ -282,7 +326,7 @@ def _open_sweep(store: Store, plan: SweepPlan | None, host, options: SweepOption
             raise ConfigError(f"resume={resume!r}: no such sweep in {store.path}",
                               fix=f"use 'latest' or one of: {known}", value=resume)
         record = store.sweep(sweep_id)
-        plan = plan_from_store(store, sweep_id)
+        plan = plan_from_store(store, sweep_id, secrets)
         profile = load_host(record["host"])
         options = SweepOptions(**record["options"])
     else:
@@ -294,7 +338,8 @@ def _open_sweep(store: Store, plan: SweepPlan | None, host, options: SweepOption
     for cell in plan.cells:  # values a unit cannot hold, the host's python: before the host
         render_unit(cell.variant, python=profile.python)
     sweep = Sweep(sweep_id=sweep_id, host=profile.name, base=plan.base, cells=plan.cells,
-                  store_path=store.path, profile=profile, options=options)
+                  store_path=store.path, profile=profile, options=options,
+                  secret_keys=_secret_keys(plan))
     if register and not resume:
         store.add_sweep(sweep_id, host=profile.name, base=plan.base, grid=plan.inputs(),
                         options=options.__dict__, resume_command=sweep.resume_command())

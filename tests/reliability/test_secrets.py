@@ -28,6 +28,8 @@ import pytest
 import yaml
 
 import faultkit as fk
+import sweepkit
+from ddlab.store import DONE_STATES, Store
 from labkit import last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -152,6 +154,65 @@ def test_secrets_in_a_sweep_run_never_leak(local, tmp_path):
     store = [p for p in bench.outputs.glob("ddlab.sqlite*")]
     assert store, "the store (and its WAL) is searched too"
     assert _leaks(bench.outputs, texts=(run.stdout, run.stderr)) == []
+    bench.assert_put_back()
+
+
+def _runs(bench: fk.Bench, sweep_id: str) -> int:
+    return sum(sum(states.values()) for states in
+               sweepkit.run_counts(bench.store_path, sweep_id).values())
+
+
+def test_a_sweep_with_secrets_resumes_once_they_are_given_again(local, tmp_path):
+    """The store keeps no secrets, so a resume asks for them (one line, before the
+    host) and, given them again, runs the unfinished cells with the real values."""
+    bench = local
+    bench.project.outputs = tmp_path / "outputs"
+    base = _secret_base(bench)  # 2 s before each server starts: the interrupt lands in a cell
+    record = tmp_path / "server.json"  # outside outputs: it holds the secrets in clear
+    secrets = {"env.HF_TOKEN": HF_TOKEN, "flags.api-key": API_KEY}
+    fixed = json.dumps({**secrets, "env.SHIM_RECORD": str(record)})
+    small = ["-p", "requests", "1", "-p", "max_new_tokens", "8"]
+    proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "[4, 8]",
+                          "-p", "topk_cap", "4", "-p", "cuda_graph", "false", "-p", "fixed", fixed,
+                          *small)
+    wait_for(lambda: fk.cells_done(bench) >= 1 or proc.poll() is not None, timeout_s=120,
+             what="a first finished cell")
+    fk.interrupt(proc.pid)
+    out, err = fk.finish(proc)
+    printed = [out, err]
+    assert proc.returncode == 130, (out, err[-3000:])
+    next_step = next(line for line in out.splitlines() if line.startswith("next: "))
+    assert "-p resume" in next_step and "-p fixed" in next_step and "env.HF_TOKEN" in next_step, \
+        "the resume line asks for the secrets"
+    with Store(bench.store_path) as store:
+        sweep_id = store.latest_sweep_id()
+        runs_before = _runs(bench, sweep_id)
+        assert 1 <= sum(s in DONE_STATES for s in store.cell_status(sweep_id).values()) < 3
+    record.unlink(missing_ok=True)
+
+    bare = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", timeout_s=300)
+    printed += [bare.stdout, bare.stderr]
+    assert bare.returncode == 1, bare.stdout
+    headline = bare.stdout.splitlines()[0]
+    assert headline.startswith("FAILED: ConfigError: resume=") and "keeps no secrets" in headline
+    assert "env.HF_TOKEN" in headline and "api-key" in headline and "pass their real values again" in headline
+    assert not record.exists(), "no server was started without its secrets"
+    assert _runs(bench, sweep_id) == runs_before
+    assert bench.baseline_active() and bench.lock() is None, "the host was not touched"
+    pasted = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", "-p", "fixed",
+                         json.dumps({key: "***" for key in secrets}), timeout_s=300)
+    assert pasted.returncode == 1 and "keeps no secrets" in pasted.stdout, "the mask is no secret"
+    assert not record.exists()
+
+    again = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", "-p", "fixed",
+                        json.dumps(secrets), timeout_s=300)
+    printed += [again.stdout, again.stderr]
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.startswith("OK: SWEEP DONE: 3 cells, 3 measured"), again.stdout
+    server = json.loads(record.read_text())  # the last cell the resume ran
+    assert server["env"]["HF_TOKEN"] == HF_TOKEN
+    assert server["argv"][server["argv"].index("--api-key") + 1] == API_KEY
+    assert _leaks(bench.outputs, texts=tuple(printed)) == []
     bench.assert_put_back()
 
 

@@ -4,12 +4,19 @@
 ``server_args=ServerArgs(api_key='KEY', ...)`` first, as SGLang's
 launch_server does (the key in clear, in the server's own log), waits
 ``$SHIM_DELAY_S`` seconds (SGLang takes a while before its next line), then
-runs ``ddlab.target`` with the other flags.
+runs ``ddlab.target`` with the other flags. With ``$SHIM_RECORD`` set, it
+first writes its real argv and environment there (JSON), for a test to check
+what the server was given.
 """
 
+import json
 import os
 import sys
 import time
+
+if os.environ.get("SHIM_RECORD"):
+    with open(os.environ["SHIM_RECORD"], "w") as record:
+        json.dump({"argv": sys.argv, "env": dict(os.environ)}, record)
 
 argv = sys.argv[1:]
 key = None
