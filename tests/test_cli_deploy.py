@@ -76,6 +76,37 @@ def test_watch_prints_the_crash_verdict_last_exits_3_and_restores(clean):
 
 
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_ready_with_a_failed_probe_exits_5_and_restores(clean):
+    # "ready" is not "works": this server answers /health, but every probe request
+    # is longer than its 16-token context and gets a 400 (its warmup is skipped)
+    site = clean
+    deployed = _deploy(site, "context_length=16", "skip_server_warmup=true")
+    watched = ddlab("watch", "--host", str(site.yaml), "--probe", "--grace", "0.5",
+                    "--timeout", "90")
+    assert watched.returncode == 5, (watched.stdout, watched.stderr[-2000:])
+    verdict = last_json(watched.stdout)
+    assert verdict["state"] == "ready" and verdict["probes"], verdict
+    assert all(not p["ok"] and p["status"] == 400 for p in verdict["probes"]), verdict["probes"]
+    assert watched.stdout.startswith(f"READY but a probe failed: {deployed['name']}")
+    assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_a_reader_that_left_does_not_change_the_exit_status(clean):
+    # `ddlab watch | head` under `set -o pipefail`: the crash must still exit 3
+    site = clean
+    _deploy(site, KV_OOM)
+    with subprocess.Popen([DDLAB, "watch", "--host", str(site.yaml), "--timeout", "90"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        proc.stdout.close()  # the reader is gone before the verdict is printed
+        err = proc.stderr.read()
+        proc.wait(timeout=120)
+    assert proc.returncode == 3, err[-2000:]
+    assert "Traceback" not in err and "BrokenPipe" not in err, err[-2000:]
+    assert site.baseline_active() and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_watch_timeout_exits_4_and_restores(clean):
     site = clean
     deployed = _deploy(site)

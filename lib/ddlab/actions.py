@@ -141,10 +141,10 @@ def watch_deployed(host: str | HostProfile = "local", *, timeout_s: float = 600.
                    probe: bool = True, grace_s: float = 5.0, restore: str = "auto",
                    heartbeat_s: float = 5.0, patterns=(), force: bool = False,
                    say=None) -> Verdict:
-    """Watch the deployed variant; restore per ``restore`` (auto: unless ready)."""
+    """Watch the deployed variant; restore per ``restore`` (auto: unless ready with every probe passed)."""
     if restore not in RESTORE_CHOICES:
         raise ConfigError(f"restore={restore!r}: must be one of {', '.join(RESTORE_CHOICES)}",
-                          fix="auto puts the baseline back unless the variant is ready",
+                          fix="auto puts the baseline back unless the variant is ready and its probes passed",
                           value=restore)
     _check_positive(timeout_s=timeout_s, grace_s=grace_s, heartbeat_s=heartbeat_s)
     profile = _profile(host)
@@ -158,7 +158,8 @@ def watch_deployed(host: str | HostProfile = "local", *, timeout_s: float = 600.
                 _restore_after(lab, getattr(err, "verdict", None), restore,
                                interrupted=isinstance(err, KeyboardInterrupt))
                 raise
-            if restore == "always" or (restore == "auto" and verdict.state != "ready"):
+            works = verdict.state == "ready" and not verdict.probe_failed
+            if restore == "always" or (restore == "auto" and not works):
                 _restore_after(lab, verdict, restore, interrupted=False)
     except BaseException as err:
         if (isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError, LockError))

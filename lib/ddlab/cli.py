@@ -136,13 +136,15 @@ def _args_watch(p: argparse.ArgumentParser) -> None:
     p.add_argument("--grace", type=float, default=5.0, metavar="S",
                    help="after the probes, keep watching S seconds (default 5)")
     p.add_argument("--restore", choices=("auto", "always", "never"), default="auto",
-                   help="put the baseline back afterwards: auto (unless ready), always, never")
+                   help="put the baseline back afterwards: auto (unless ready and every probe passed), "
+                        "always, never")
     p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
                    help="also quote log lines matching REGEX as evidence (repeatable)")
 
 
 # Exit codes of `ddlab watch` by verdict: scripts can branch on them.
 WATCH_EXIT = {"ready": 0, "crashed": 3, "timeout": 4}
+PROBE_FAILED_EXIT = 5  # ready, but a probe request failed: "ready" is not "works"
 
 
 def _run_watch(args) -> int:
@@ -159,9 +161,13 @@ def _run_watch(args) -> int:
             print(interrupt.verdict.render())
             print(json.dumps(interrupt.verdict.to_dict(), default=str), flush=True)
         raise
-    print(verdict.render())
-    print(json.dumps(verdict.to_dict(), default=str))
-    return WATCH_EXIT.get(verdict.state, 1)
+    code = PROBE_FAILED_EXIT if verdict.probe_failed else WATCH_EXIT.get(verdict.state, 1)
+    try:
+        print(verdict.render())
+        print(json.dumps(verdict.to_dict(), default=str), flush=True)
+    except BrokenPipeError:  # `ddlab watch | head`: the reader left, the verdict stands
+        _drop_stdout()
+    return code
 
 
 def _args_restore(p: argparse.ArgumentParser) -> None:
@@ -220,7 +226,7 @@ VERBS = {
     "deploy": ("deploy a config variant on a host (the baseline is stopped meanwhile)",
                _args_deploy, _run_deploy),
     "watch": ("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
-              "exit 0 ready, 3 crashed, 4 timeout, 130 interrupted", _args_watch, _run_watch),
+              "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, 130 interrupted", _args_watch, _run_watch),
     "restore": ("remove the variant and put the host's baseline back", _args_restore,
                 _run_restore),
     "run": ("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an HTML "
@@ -280,8 +286,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ddlab {args.verb}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `ddlab ... | head`: the reader left; not an error of ours
-        sys.stderr.close()
+        _drop_stdout()
         return 0
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: its reader is gone, and the final flush must not fail."""
+    import os
+
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,11 @@ class Verdict:
     run_dir: str = ""
 
     @property
+    def probe_failed(self) -> bool:
+        """Ready, but a probe request failed: the server answers, yet does not work."""
+        return self.state == "ready" and any(not p.ok for p in self.probes)
+
+    @property
     def headline(self) -> str:
         d = self.diagnosis
         where = f"{self.variant} on {self.host}"
