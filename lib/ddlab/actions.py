@@ -21,7 +21,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddlab.deploy import Deployed, Lab
+from ddlab.deploy import Deployed, Lab, add_restore_hint
 from ddlab.errors import ConfigError, HostError, HostKeyError, LockError, ServiceError
 from ddlab.hosts import HostProfile, load_host
 from ddlab.params import Variant, make_variant
@@ -162,13 +162,10 @@ def watch_deployed(host: str | HostProfile = "local", *, timeout_s: float = 600.
             if restore == "always" or (restore == "auto" and not works):
                 _restore_after(lab, verdict, restore, interrupted=False)
     except BaseException as err:
-        if (isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError, LockError))
-                and "ddlab restore" not in (err.fix or "")):
+        if isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError, LockError)):
             # wherever it failed (taking the lock, watching, restoring), the variant may
             # still run and the baseline be down: the lock keeps what restore needs
-            err.fix = (f"{err.fix}; then " if err.fix else "") + (
-                f"`ddlab restore --host {profile.name}` finishes putting the host back "
-                "(its lock keeps what to restore)")
+            add_restore_hint(err, profile.name)
         verdict = getattr(err, "verdict", None)  # an interrupted watch still has one
         slot.update(verdict if verdict is not None else f"NO VERDICT: {type(err).__name__}: {err}")
         record_verdict(verdict.to_dict() if verdict is not None else

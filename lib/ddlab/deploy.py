@@ -36,7 +36,7 @@ from ddlab.runs import new_run_dir, write_json, write_text
 from ddlab.services import ServiceSpec, manager_for
 from ddlab.units import render_unit
 
-__all__ = ["Lab", "Deployed", "deployed", "held_interrupts"]
+__all__ = ["Lab", "Deployed", "deployed", "held_interrupts", "add_restore_hint"]
 
 DEFAULT_PORT = 30000  # SGLang's
 
@@ -239,10 +239,16 @@ class Lab:
                 self.lock.baseline = {}
                 self.lockfile.release()
             except DdlabError as err:  # the error says how to finish the job later
-                err.fix = (f"{err.fix}; then " if err.fix else "") + (
-                    f"`ddlab restore --host {self.name}` finishes putting the host back "
-                    "(its lock keeps what to restore)")
+                add_restore_hint(err, self.name)
                 raise
+
+
+def add_restore_hint(err: DdlabError, host: str) -> None:
+    """Append to ``err``'s fix how to finish putting ``host`` back (once)."""
+    if "ddlab restore" not in (err.fix or ""):
+        err.fix = (f"{err.fix}; then " if err.fix else "") + (
+            f"`ddlab restore --host {host}` finishes putting the host back "
+            "(its lock keeps what to restore)")
 
 
 def _answers(url: str) -> bool:

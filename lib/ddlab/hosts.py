@@ -271,6 +271,11 @@ class Transport:
         """A host-side path with a leading ``~`` replaced by the user's home there."""
         raise NotImplementedError
 
+    def make_private_dir(self, path: str) -> None:
+        """``mkdir -p`` on the host under umask 077: the folder, and any parent it
+        makes, are 0700 (state, secrets and service folders are nobody else's)."""
+        self.run(["sh", "-c", 'umask 077 && mkdir -p -- "$1"', "sh", path])
+
     def close(self) -> None:
         """Release connections and tunnels; the transport reconnects if used again."""
 

@@ -118,7 +118,7 @@ class LockFile:
                 say=None) -> HostLock:
         """Take the lock, or continue/take over one we may (module docstring)."""
         mine = HostLock(holder=Holder.me(what, persistent=persistent))
-        self.transport.run(["sh", "-c", 'umask 077 && mkdir -p -- "$1"', "sh", self.dir])
+        self.transport.make_private_dir(self.dir)
         for _ in range(3):
             if self._create(mine):
                 self.held = True

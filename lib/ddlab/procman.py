@@ -91,7 +91,7 @@ class ProcessManager(ServiceManager):
             raise ConfigError(f"argv[0]={spec.argv[0]!r}: must not contain '='",
                               fix="use the program's path", value=spec.argv[0])
         folder = self._dir(spec.name)
-        self.transport.run(["sh", "-c", 'umask 077 && mkdir -p -- "$1"', "sh", folder])
+        self.transport.make_private_dir(folder)
         data = {"argv": list(spec.argv), "env": dict(spec.env), "workdir": spec.workdir}
         self.transport.write_file(f"{folder}/spec.json", json.dumps(data).encode(), mode=0o600)
 

@@ -187,8 +187,7 @@ class SystemdManager(ServiceManager):
         env_file = self.env_file(spec.name) if secret else None
         text = spec.unit_text if spec.unit_text is not None else plain_unit(spec, env_file)
         if env_file and f"EnvironmentFile={env_file}" in text:
-            folder = env_file.rsplit("/", 1)[0]
-            self.transport.run(["sh", "-c", 'umask 077 && mkdir -p -- "$1"', "sh", folder])
+            self.transport.make_private_dir(env_file.rsplit("/", 1)[0])
             self.transport.write_file(env_file, env_file_text(secret).encode(), mode=0o600)
         self.transport.write_file(self._path(spec.name), text.encode(), mode=0o644)
         self.transport.run(["systemctl", "daemon-reload"])
