@@ -35,6 +35,22 @@ __all__ = ["CudaGraphRunner", "DraftGraphRunner", "ForwardBatch", "CAPTURE_FAILE
 
 logger = logging.getLogger("ddlab.target")
 
+
+def capture_graph(forward, pool=None):
+    """``forward()`` run twice on a side stream (warm-up, as SGLang does), then
+    captured into a ``torch.cuda.CUDAGraph`` sharing memory ``pool``; returns
+    (the graph, the output tensors it replays into)."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            forward()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool):
+        output = forward()
+    return graph, output
+
 CAPTURE_FAILED_MSG = (
     "Possible solutions:\n"
     "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
@@ -132,17 +148,8 @@ class CudaGraphRunner:
         if not self.cuda:
             self.outputs[bs] = self._forward(bs)  # a dry run: shapes and memory checked
             return
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._forward(bs)
-        torch.cuda.current_stream().wait_stream(stream)
-        graph = torch.cuda.CUDAGraph()
         pool = next(iter(self.graphs.values())).pool() if self.graphs else None
-        with torch.cuda.graph(graph, pool=pool):
-            self.outputs[bs] = self._forward(bs)
-        self.graphs[bs] = graph
+        self.graphs[bs], self.outputs[bs] = capture_graph(lambda: self._forward(bs), pool)
 
     def can_run(self, fb) -> bool:
         if fb.batch_size > self.max_bs:
@@ -198,15 +205,7 @@ class DraftGraphRunner:
             self.inputs[0].fill_(self.runner.pool.pad_slot)
             pool = None
             for bs in reversed(self.bs_list):
-                stream = torch.cuda.Stream()
-                stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
-                    for _ in range(2):
-                        self._forward(bs)
-                torch.cuda.current_stream().wait_stream(stream)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph, pool=pool):
-                    self.outputs[bs] = self._forward(bs)
+                graph, self.outputs[bs] = capture_graph(lambda: self._forward(bs), pool)
                 pool, self.graphs[bs] = graph.pool(), graph
         except Exception as e:
             raise Exception(f"Capture cuda graph failed: {e}\n{CAPTURE_FAILED_MSG}") from e
