@@ -57,6 +57,7 @@ from ddlab.deploy import Lab  # noqa: E402
 from ddlab.hosts import HostProfile, connect  # noqa: E402
 from ddlab.params import make_variant  # noqa: E402
 from ddlab.watch import watch  # noqa: E402
+from labkit import died_at  # noqa: E402  (death time on this machine's clock; tests share it)
 from testhost.host import TestHost, unavailable_reason  # noqa: E402
 
 FAULTS = {"kv_pool_oom": ["mem_fraction_static=0.001"],
@@ -109,20 +110,6 @@ def profile_for(kind: str, host: TestHost, state: Path) -> HostProfile:
     return HostProfile.from_dict(host.profile(service_manager=manager,
                                               state_dir=str(host.shared_dir / f"bench-{kind}")),
                                  name=kind)
-
-
-def died_at(lab: Lab, kind: str, service: str) -> tuple[float, float]:
-    """(death, now) on one clock: see the module docstring."""
-    if kind == "systemd-ssh":
-        now = time.monotonic()
-        show = lab.transport.run(["systemctl", "show", "-p", "ExecMainExitTimestampMonotonic",
-                                  "--value", service]).stdout.strip()
-        return int(show) / 1e6, now
-    now = time.time()
-    status = f"{lab.manager._dir(service)}/status"
-    done = lab.transport.run([lab.profile.python, "-c",
-                              "import os, sys; print(os.stat(sys.argv[1]).st_mtime)", status])
-    return float(done.stdout), now
 
 
 def crash_row(kind: str, fault: str, n: int, host: TestHost, base: Path, state: Path,

@@ -154,22 +154,27 @@ class Site:
             return None
 
     def died_at(self, service: str) -> tuple[float, float]:
-        """(when the service's main process died, now), on one clock of this machine.
+        return died_at(self, self.kind, service)
 
-        systemd: ``ExecMainExitTimestampMonotonic`` against ``time.monotonic()``
-        (the test host shares this kernel's CLOCK_MONOTONIC: no time namespace).
-        process: the mtime of the ``status`` file its wrapper writes when the
-        server ends, against ``time.time()``."""
-        if self.kind == "systemd-ssh":
-            now = time.monotonic()
-            show = self.transport.run(["systemctl", "show", "-p", "ExecMainExitTimestampMonotonic",
-                                       "--value", service]).stdout.strip()
-            return int(show) / 1e6, now
-        now = time.time()
-        status = f"{self.manager._dir(service)}/status"
-        stat = self.transport.run([self.profile.python, "-c",
-                                   "import os, sys; print(os.stat(sys.argv[1]).st_mtime)", status])
-        return float(stat.stdout), now
+
+def died_at(where, kind: str, service: str) -> tuple[float, float]:
+    """(when the service's main process died, now), on one clock of this machine;
+    ``where``: a Site or a Lab (its transport, manager and profile).
+
+    systemd: ``ExecMainExitTimestampMonotonic`` against ``time.monotonic()``
+    (the test host shares this kernel's CLOCK_MONOTONIC: no time namespace).
+    process: the mtime of the ``status`` file its wrapper writes when the
+    server ends, against ``time.time()``."""
+    if kind == "systemd-ssh":
+        now = time.monotonic()
+        show = where.transport.run(["systemctl", "show", "-p", "ExecMainExitTimestampMonotonic",
+                                    "--value", service]).stdout.strip()
+        return int(show) / 1e6, now
+    now = time.time()
+    status = f"{where.manager._dir(service)}/status"
+    stat = where.transport.run([where.profile.python, "-c",
+                                "import os, sys; print(os.stat(sys.argv[1]).st_mtime)", status])
+    return float(stat.stdout), now
 
 
 @contextlib.contextmanager

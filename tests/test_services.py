@@ -3,6 +3,7 @@ processes on this machine and over SSH."""
 
 from __future__ import annotations
 
+import functools
 import json
 import stat
 import sys
@@ -17,6 +18,7 @@ from ddlab.errors import ConfigError, ServiceError
 from ddlab.hosts import HostProfile, LocalTransport, connect
 from ddlab.services import (ProcessManager, ServiceSpec, ServiceState, SystemdManager,
                             manager_for, parse_show, plain_unit)
+from labkit import wait_for
 
 PY = sys.executable
 
@@ -32,14 +34,7 @@ def _script(testhost, code: str, *args: str) -> list[str]:
     return [PY, "-u", str(path), *args]
 
 
-def _wait_for(predicate, timeout_s: float = 15, what: str = "condition"):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+_wait_for = functools.partial(wait_for, timeout_s=15)
 
 
 def _name(kind: str) -> str:
