@@ -23,7 +23,6 @@ import contextlib
 import difflib
 import json
 import os
-import re
 import signal
 import sys
 import threading
@@ -37,7 +36,7 @@ from ddlab.errors import ConfigError
 from ddlab.paths import outputs_dir, project_root
 from ddlab.redact import redact, redact_text
 from ddlab.report import render_html, write_index
-from ddlab.runs import new_run_dir, utc_stamp, write_json
+from ddlab.runs import new_run_dir, plain_text, utc_stamp, write_json
 
 __all__ = ["RunResult", "run_notebook", "find_notebook", "parse_parameters"]
 
@@ -104,9 +103,7 @@ def _run_name(params: dict, name: str | None) -> str:
     if name:
         return name
     words = [f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict))]
-    text = "-".join(words)[:60] or "default"
-    text = "".join(c if (c.isascii() and c.isalnum()) or c in "=-_." else "-" for c in text)
-    return re.sub(r"\.{2,}", ".", text)  # a folder name never holds '..'
+    return plain_text("-".join(words)[:60] or "default")
 
 
 def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: str | None = None,

@@ -20,7 +20,7 @@ from ddlab.errors import ConfigError
 from ddlab.paths import outputs_dir
 from ddlab.redact import redact, redact_text
 
-__all__ = ["safe_name", "utc_stamp", "new_run_dir", "write_json", "write_text"]
+__all__ = ["safe_name", "plain_text", "utc_stamp", "new_run_dir", "write_json", "write_text"]
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=-]{0,127}")
 
@@ -33,6 +33,13 @@ def safe_name(name: str) -> str:
             "starting with a letter or digit, without '..' or '/'",
             fix="pick a plain name such as 'ddtree-b32'", value=name)
     return name
+
+
+def plain_text(text: str) -> str:
+    """``text`` with what a folder name cannot hold made ``-`` (anything but ASCII
+    letters, digits and ``=-_.``) and runs of dots made one: never ``..``."""
+    text = "".join(c if (c.isascii() and c.isalnum()) or c in "=-_." else "-" for c in text)
+    return re.sub(r"\.{2,}", ".", text)
 
 
 def utc_stamp(when: float | None = None) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from ddlab.hosts import HostProfile, load_host
 from ddlab.params import Variant, load_base, make_variant
 from ddlab.paths import outputs_dir
 from ddlab.redact import MASK, looks_secret
-from ddlab.runs import new_run_dir, safe_name, utc_stamp, write_json
+from ddlab.runs import new_run_dir, plain_text, safe_name, utc_stamp, write_json
 from ddlab.store import DONE_STATES, Store
 from ddlab.units import render_unit
 from ddlab.watch import watch
@@ -70,14 +69,8 @@ class Cell:
         a secret-named key's value is ``masked`` (folder names are printed and stored)."""
         words = [f"{k}={'masked' if looks_secret(k) else _word(v)}" for k, v in self.point.items()]
         text = "-".join(words) if self.role == "grid" else "-".join([self.role, *words])
-        text = "".join(c if _plain_char(c) else "-" for c in text)
-        text = re.sub(r"\.{2,}", ".", text).lstrip("-_.=")[:100]  # never '..', starts plain
+        text = plain_text(text).lstrip("-_.=")[:100]  # a folder name starts plain
         return safe_name(text or self.role)
-
-
-def _plain_char(c: str) -> bool:
-    """ASCII letters, digits and ``=-_.``: what a folder name keeps (``safe_name``)."""
-    return (c.isascii() and c.isalnum()) or c in "=-_."
 
 
 def _word(value) -> str:
