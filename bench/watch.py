@@ -53,10 +53,11 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from ddlab import __version__  # noqa: E402
-from ddlab.deploy import Lab  # noqa: E402
-from ddlab.hosts import HostProfile, connect  # noqa: E402
-from ddlab.params import make_variant  # noqa: E402
-from ddlab.watch import watch  # noqa: E402
+from ddlab.lab.deploy import Lab  # noqa: E402
+from ddlab.hosts.profiles import HostProfile  # noqa: E402
+from ddlab.hosts import connect  # noqa: E402
+from ddlab.config.variants import make_variant  # noqa: E402
+from ddlab.lab.watch import watch  # noqa: E402
 from labkit import died_at  # noqa: E402  (death time on this machine's clock; tests share it)
 from testhost.host import TestHost, unavailable_reason  # noqa: E402
 
@@ -117,7 +118,7 @@ def crash_row(kind: str, fault: str, n: int, host: TestHost, base: Path, state: 
     """Deploy the faulty variant n times; per crash: death -> verdict, and the kind found."""
     variant = make_variant(base, [f"port={port}", *FAULTS[fault]])
     latencies, kinds, watched = [], [], []
-    with Lab(profile_for(kind, host, state), what="bench/watch.py", say=lambda text: None) as lab:
+    with Lab(profile_for(kind, host, state), what="bench/watch.py") as lab:
         try:
             for i in range(n):
                 lab.start_variant(variant)

@@ -3,15 +3,24 @@
 ``testhost`` boots one private systemd + sshd on loopback per test session
 (about 0.3 s) and shuts it down at the end, also on Ctrl-C (pytest runs
 session teardown) and at interpreter exit (atexit). Tests that use it are
-marked ``testhost`` automatically, so ``-m "not testhost"`` leaves them out.
+marked ``testhost`` automatically, so ``-m "not testhost"`` leaves them out. Under
+pytest-xdist each worker boots its own test host: their systemds run in cgroups of
+their own and keep units in their own /run (tests/testhost/host.py), so they do
+not meet. Tests under ``tests/reliability/`` are marked ``reliability``.
 It skips, saying why, only where the machine cannot boot it.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from testhost.host import TestHost, unavailable_reason
+
+# The suite runs several target servers at once (pytest-xdist workers) on a few cores:
+# one compute thread each keeps them from fighting over the cores (they inherit this).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
@@ -29,5 +38,7 @@ def testhost():
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "testhost" in getattr(item, "fixturenames", ()):
+        if "testhost" in getattr(item, "fixturenames", ()) or item.get_closest_marker("testhost"):
             item.add_marker(pytest.mark.testhost)
+        if "reliability" in item.path.parts:
+            item.add_marker(pytest.mark.reliability)

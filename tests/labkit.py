@@ -11,9 +11,9 @@ every site has its own ``state_dir`` (lock, pid and log files) under a test
 temp dir, run folders go to a temp ``DDLAB_OUTPUTS``, every variant gets a
 free port, and every name created on the test host starts with ``ddlab-test-``
 (the base config is a copy of ``params/base/local.yaml`` named ``test``, so
-variant units are ``ddlab-test-<changes>.service``). The test host shares
-/etc/systemd/system with this machine: :meth:`Site.sweep` removes whatever a
-test left there, and the site's teardown removes its baseline.
+variant units are ``ddlab-test-<changes>.service``). On the test host units go
+to its own /run/systemd/system (``testhost.host.UNIT_DIR``): :meth:`Site.sweep`
+removes whatever a test left there, and the site's teardown removes its baseline.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ddlab.hosts import HostProfile, connect
-from ddlab.params import Variant, make_variant
-from ddlab.services import ServiceSpec, manager_for
+from ddlab.hosts.profiles import HostProfile
+from ddlab.hosts import connect
+from ddlab.config.variants import Variant, make_variant
+from ddlab.hosts.services import ServiceSpec
+from ddlab.hosts import manager_for
 
 REPO = Path(__file__).resolve().parents[1]
 DDLAB = str(Path(sys.executable).with_name("ddlab"))  # the installed console script
@@ -48,6 +50,29 @@ def kinds(*only: str) -> list:
     """``parametrize`` values for site kinds; the SSH ones need (and are marked) testhost."""
     return [pytest.param(kind, marks=pytest.mark.testhost) if kind.endswith("-ssh") else kind
             for kind in (only or KINDS)]
+
+
+@contextlib.contextmanager
+def said(callback=None):
+    """The messages ddlab logs (``ddlab.*`` loggers) during the block, as a list of
+    strings; ``callback(message)`` is also called with each, as it comes."""
+    import logging
+
+    messages: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+            if callback is not None:
+                callback(record.getMessage())
+
+    handler = Collect(level=logging.DEBUG)
+    logger = logging.getLogger("ddlab")
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
 
 
 def free_port() -> int:
@@ -132,8 +157,9 @@ class Site:
 
     def installed(self, service: str) -> bool:
         """True while the service exists on the host (unit file, or process folder)."""
-        if self.kind == "systemd-ssh":
-            return Path(self.manager._path(service)).exists()
+        if self.kind == "systemd-ssh":  # the unit file, in the test host's own /run
+            return self.transport.run(["test", "-e", self.manager._path(service)],
+                                      check=False).exit_code == 0
         return self.manager.state(service).load_state != "not-found"
 
     def assert_put_back(self, service: str) -> None:
@@ -248,8 +274,8 @@ def holder_script(profile_yaml: Path, *, deploy: str = "") -> list[str]:
     a base YAML, deploys it with ``deployed()``), says so on stdout and waits."""
     code = textwrap.dedent(f"""
         import sys, time
-        from ddlab.deploy import Lab, deployed
-        from ddlab.params import make_variant
+        from ddlab.lab.deploy import Lab, deployed
+        from ddlab.config.variants import make_variant
         if {deploy!r}:
             context = deployed({str(profile_yaml)!r}, make_variant({deploy!r}, sys.argv[1:]),
                                what="a test's other run")

@@ -12,9 +12,11 @@ free port (so even a notebook run with no ``fixed`` port never meets another
 server), and whose ``notebooks`` are the repo's; ``DDLAB_OUTPUTS`` points at a
 temp folder too.
 
-:func:`shared_sweep` runs one small finished sweep per test session
+:func:`shared_sweep` runs one small finished sweep per test run
 (2 baselines + budget {4, 16} x cap {4} x graphs {on, off} + the replay-fault
-cell: 7 cells, about 20 s) for the tests that only read a finished sweep.
+cell: 7 cells, about 20 s) for the tests that only read a finished sweep. Under
+pytest-xdist the first worker to ask builds it (the others wait on a file lock)
+and each worker works on its own copy of the project, store included.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labkit import REPLAY_FAULT, REPO, free_port, wait_for
+from labkit import REPLAY_FAULT, REPO, free_port, said, wait_for
 
 PYTHON = sys.executable
 FAST_OPTIONS = {"requests": 2, "max_new_tokens": 32, "warmup": 1, "grace_s": 0.5,
@@ -129,8 +131,9 @@ def run_counts(store_path: Path, sweep_id: str) -> dict[str, dict[str, int]]:
 def sweep_script(project: Project, grid: dict, *, baseline: bool = True, extra=()) -> list[str]:
     """argv of a separate process that plans and runs a sweep in ``project`` (fast options)."""
     code = textwrap.dedent(f"""
-        from ddlab.store import Store
-        from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
+        from ddlab.lab.store import Store
+        from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
+        from ddlab.lab.sweep_run import run_sweep
         plan = plan_sweep("local", {grid!r}, baseline={baseline!r}, extra={list(extra)!r})
         run_sweep(plan, host="local", options=SweepOptions(**{FAST_OPTIONS!r}),
                   store=Store({str(project.store_path)!r}))
@@ -150,29 +153,71 @@ _SHARED: dict = {}
 
 
 def shared_sweep(tmp_path_factory) -> SharedSweep:
-    """The session's small finished sweep (module docstring); built on first use."""
+    """This worker's copy of the run's small finished sweep (module docstring)."""
     if "error" in _SHARED:
         pytest.fail(f"the shared sweep failed earlier: {_SHARED['error']}")
     if "sweep" not in _SHARED:
         try:
-            _SHARED["sweep"] = _run_shared(tmp_path_factory.mktemp("shared-sweep"))
+            built = _built_once(tmp_path_factory)
+            _SHARED["sweep"] = _copy_of(built, tmp_path_factory.mktemp("shared-sweep"))
         except BaseException as err:
             _SHARED["error"] = repr(err)
             raise
     return _SHARED["sweep"]
 
 
+def _built_once(tmp_path_factory) -> SharedSweep:
+    """The sweep, built by whichever worker of this run asks first."""
+    import fcntl
+    import json
+
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their parent is this run's
+        run_dir = run_dir.parent
+    folder, record = run_dir / "shared-sweep", run_dir / "shared-sweep.json"
+    with open(run_dir / "shared-sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.is_file():
+            folder.mkdir()
+            built = _run_shared(folder)
+            record.write_text(json.dumps({"folder": str(folder), "port": built.project.port,
+                                          "sweep_id": built.sweep_id, "hashes": built.hashes,
+                                          "messages": built.messages}))
+    data = json.loads(record.read_text())
+    project = Project(root=folder / "project", state=folder / "state", outputs=folder / "outputs",
+                      port=data["port"])
+    return SharedSweep(project=project, sweep_id=data["sweep_id"], messages=data["messages"],
+                       hashes=data["hashes"])
+
+
+def _copy_of(shared: SharedSweep, folder: Path) -> SharedSweep:
+    """A copy of the finished project to change at will: its params, state and store (the
+    cells' run folders stay where the sweep wrote them, and are only read)."""
+    original = shared.project
+    shutil.copytree(original.root, folder / "project", symlinks=True)
+    if original.state.exists():
+        shutil.copytree(original.state, folder / "state")
+    (folder / "outputs").mkdir()
+    for path in original.outputs.glob("ddlab.sqlite*"):  # with its WAL, if any
+        shutil.copy2(path, folder / "outputs" / path.name)
+    hosts = folder / "project" / "params" / "hosts" / "local.yaml"
+    hosts.write_text(yaml.safe_dump({"state_dir": str(folder / "state")}))
+    project = Project(root=folder / "project", state=folder / "state", outputs=folder / "outputs",
+                      port=original.port)
+    return dataclasses.replace(shared, project=project, messages=list(shared.messages))
+
+
 def _run_shared(folder: Path) -> SharedSweep:
-    from ddlab.store import Store
-    from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
+    from ddlab.lab.store import Store
+    from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
+    from ddlab.lab.sweep_run import run_sweep
 
     project = make_project(folder)
-    messages: list[str] = []
-    with using(project):
+    with using(project), said() as messages:
         plan = plan_sweep("local", SHARED_GRID, extra=[[REPLAY_FAULT]])
         with Store(project.store_path) as store:
             sweep = run_sweep(plan, host="local", options=SweepOptions(**FAST_OPTIONS),
-                              store=store, say=messages.append)
+                              store=store)
     assert sweep.status == "done", messages[-5:]
     return SharedSweep(project=project, sweep_id=sweep.sweep_id, messages=messages,
                        hashes=[c.hash for c in plan.cells])
@@ -184,8 +229,8 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
     (real configs and hashes), each cell's outcome is given, in plan order, as
     ``("measured", {metrics})``, ``("crashed", kind)``, ``("timeout", None)`` or
     ``("pending", None)``. Returns the plan's cells."""
-    from ddlab.sweep import plan_sweep
-    from ddlab.store import Store
+    from ddlab.lab.sweep_plan import plan_sweep
+    from ddlab.lab.store import Store
 
     plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra))
     assert len(plan.cells) == len(outcomes), [c.label for c in plan.cells]

@@ -4,9 +4,32 @@ Deploy a config variant of an SGLang (DDTree / DFlash) server as a systemd
 unit or a plain process, watch it until ready or crashed, capture and classify
 the crash, sweep budget x top-k cap x CUDA graphs, plot and report. The
 library does the work; notebooks in ``notebooks/`` hold parameters and display.
+
+``import ddlab`` is the API: the names in ``__all__`` come from
+:mod:`ddlab.api` (the front door; docs/DESIGN.md lists them), loaded on first
+use, so that ``python -m ddlab.target`` (the embedded server) does not pay for
+pandas, matplotlib and paramiko at start-up.
 """
 
-from ddlab.errors import DdlabError
+from __future__ import annotations
 
-__version__ = "0.1.0"
-__all__ = ["DdlabError", "__version__"]
+from ddlab.core.errors import DdlabError
+from ddlab.core.version import __version__
+
+__all__ = ["DdlabError", "__version__",
+           "plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
+           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "demo", "serve_target",
+           "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
+           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from ddlab import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ddlab' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,22 +1,70 @@
-"""The ``ddlab`` command: a thin layer over the library.
+"""The ``ddlab`` command: each verb is one call of a :mod:`ddlab.api` function.
 
-Each verb is a pair of functions here: ``_args_<verb>(parser)`` declares its
-arguments, ``_run_<verb>(args)`` calls into the library and prints. Errors
-from the library (:class:`ddlab.errors.DdlabError`) are printed as one message
-and exit 1; usage errors exit 2 (argparse's convention, and click's).
+A verb is a pair of functions here: ``_args_<verb>(parser)`` declares its
+arguments, ``_run_<verb>(args)`` calls the API and shows the result. The run
+functions hold no logic of their own (no branches, no loops: a test checks),
+so the CLI and the notebooks can never disagree. Results know how to show
+themselves (``render()``, ``to_dict()``) and which exit code they mean
+(``exit_code``). Errors from the library (:class:`ddlab.core.errors.DdlabError`)
+are printed as one message and exit 1; usage errors exit 2 (argparse's
+convention, and click's); an interrupt exits 130, after the verdict it had.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
-from ddlab.errors import DdlabError, UsageError
+from ddlab import api
+from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
+from ddlab.core.version import __version__
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "VERBS"]
 
 
-# --- verbs -------------------------------------------------------------------
+# --- plumbing shared by the verbs ------------------------------------------------------
+
+
+def _show(result, *, json_line: bool = False, json_only: bool = False) -> int:
+    """Print a result (then its JSON, with ``json_line``; only its JSON, with
+    ``json_only``); return its exit code. A reader that left (``ddlab watch | head``)
+    does not change the exit code."""
+    try:
+        if not json_only:
+            print(result.render() if hasattr(result, "render") else result)
+        if json_line or json_only:
+            print(json.dumps(result.to_dict(), default=str), flush=True)
+    except BrokenPipeError:
+        _drop_stdout()
+    return getattr(result, "exit_code", 0)
+
+
+def _host_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="local",
+                   help="host profile: params/hosts/NAME.yaml, or 'local' (built in, the default)")
+    p.add_argument("--force", action="store_true",
+                   help="take the host's lock even if another ddlab run holds it")
+
+
+def _override_args(p: argparse.ArgumentParser, base_default: str | None) -> None:
+    default = f" (default: {base_default})" if base_default else \
+        " (default: the host's, 'local' for the local host)"
+    p.add_argument("--base", default=base_default, metavar="NAME_OR_FILE",
+                   help=f"base config: a name in params/base/ or a YAML file{default}")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V",
+                   help="override, e.g. --set speculative_ddtree_budget=32 (repeatable)")
+
+
+def _values(text: str):
+    """A -p / list value read as YAML (32, [4, 16], true), the way ddlab run reads them."""
+    return api.notebook_parameters([("v", text)])["v"]
+
+
+# --- verbs -----------------------------------------------------------------------------
 # Keep each verb's two functions together; register it in VERBS below.
 
 
@@ -25,37 +73,22 @@ def _args_demo(p: argparse.ArgumentParser) -> None:
 
 
 def _run_demo(args) -> int:
-    from ddlab import demo
-
-    return demo.main()
+    return _show(api.demo())
 
 
 def _args_unit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--base", default="local", metavar="NAME_OR_FILE",
-                   help="base config: a name in params/base/ or a YAML file (default: local)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V",
-                   help="override, e.g. --set speculative_ddtree_budget=32 (repeatable)")
+    _override_args(p, "local")
+    p.add_argument("--host", default="local",
+                   help="the host profile whose python runs it (default: local)")
 
 
 def _run_unit(args) -> int:
-    import sys
-
-    from ddlab import params, units
-
-    from ddlab.redact import redact_text
-
-    variant = params.make_variant(params.load_base(args.base), args.overrides)
-    # python: null in a base means the host's interpreter; here, the local host's (ours).
-    text = units.render_unit(variant, python=sys.executable)
-    shown = redact_text(text)  # printed output never holds a secret
-    if shown != text:
-        print("# Secret values are masked (***): ddlab deploy installs the real ones.")
-    print(shown, end="")
+    print(api.render_unit(args.base, args.overrides, host=args.host), end="")
     return 0
 
 
 def _args_diagnose(p: argparse.ArgumentParser) -> None:
-    p.add_argument("logfile", metavar="LOGFILE",
+    p.add_argument("logfile", metavar="LOGFILE", type=Path,
                    help="a saved server log or journal (journalctl -u UNIT > FILE); - reads stdin")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
@@ -63,16 +96,7 @@ def _args_diagnose(p: argparse.ArgumentParser) -> None:
 
 
 def _run_diagnose(args) -> int:
-    import json
-
-    from ddlab import diagnose
-    from ddlab.errors import ConfigError
-
-    try:  # a missing file or a bad --pattern is a usage error: exit 2
-        result = diagnose.diagnose(diagnose.read_log(args.logfile), patterns=args.patterns)
-    except ConfigError as err:
-        raise UsageError(err.message, fix=err.fix) from err
-    print(json.dumps(result.to_dict()) if args.json else result.render())
+    _show(api.diagnose(args.logfile, patterns=args.patterns), json_only=args.json)
     return 0
 
 
@@ -85,46 +109,20 @@ def _args_target(p: argparse.ArgumentParser) -> None:
 
 
 def _run_target(args) -> int:
-    import signal
-
-    from ddlab import target
-
-    # A server, not a verb with a baseline to restore: SIGTERM stops it as it stops
-    # `python -m ddlab.target` (and SGLang), not as an interrupt (exit 130).
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return target.main(args.target_args, prog="ddlab target")
-
-
-def _host_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default="local",
-                   help="host profile: params/hosts/NAME.yaml, or 'local' (built in, the default)")
-    p.add_argument("--force", action="store_true",
-                   help="take the host's lock even if another ddlab run holds it")
+    return api.serve_target(args.target_args, prog="ddlab target")
 
 
 def _args_deploy(p: argparse.ArgumentParser) -> None:
     _host_args(p)
-    p.add_argument("--base", default=None, metavar="NAME_OR_FILE",
-                   help="base config (default: the host's, 'local' for the local host)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="K=V",
-                   help="override, e.g. --set speculative_ddtree_budget=32 (repeatable)")
+    _override_args(p, None)
     p.add_argument("--dry-run", action="store_true",
                    help="validate and print the unit; touch no host")
 
 
 def _run_deploy(args) -> int:
-    from ddlab import actions
-
-    plan = actions.plan_deploy(args.host, args.base, args.overrides)
-    print(plan.render() if args.dry_run else plan.headline)
-    if args.dry_run:
-        return 0
-    deployed = actions.deploy_variant(plan, force=args.force)
-    print(f"deployed {deployed.name} as {deployed.service} (invocation {deployed.invocation or '-'})"
-          f"; evidence in {deployed.run_dir}")
-    print(f"next: ddlab watch --host {args.host} --probe   (ddlab restore --host {args.host} "
-          "puts the baseline back)")
-    return 0
+    plan = api.plan_deploy(args.host, args.base, args.overrides)
+    print(plan.headline, flush=True)  # what is about to happen, before it happens
+    return _show(api.deploy(plan, force=args.force, dry_run=args.dry_run))
 
 
 def _args_watch(p: argparse.ArgumentParser) -> None:
@@ -135,39 +133,17 @@ def _args_watch(p: argparse.ArgumentParser) -> None:
                    help="once ready, send requests that drive the speculative verify path")
     p.add_argument("--grace", type=float, default=5.0, metavar="S",
                    help="after the probes, keep watching S seconds (default 5)")
-    p.add_argument("--restore", choices=("auto", "always", "never"), default="auto",
-                   help="put the baseline back afterwards: auto (unless ready and every probe passed), "
-                        "always, never")
+    p.add_argument("--restore", choices=api.RESTORE_CHOICES, default="auto",
+                   help="put the baseline back afterwards: auto (unless ready and every probe "
+                        "passed), always, never")
     p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
                    help="also quote log lines matching REGEX as evidence (repeatable)")
 
 
-# Exit codes of `ddlab watch` by verdict: scripts can branch on them.
-WATCH_EXIT = {"ready": 0, "crashed": 3, "timeout": 4}
-PROBE_FAILED_EXIT = 5  # ready, but a probe request failed: "ready" is not "works"
-
-
 def _run_watch(args) -> int:
-    import json
-
-    from ddlab import actions
-
-    try:
-        verdict = actions.watch_deployed(args.host, timeout_s=args.timeout, probe=args.probe,
-                                         grace_s=args.grace, restore=args.restore,
-                                         patterns=args.patterns, force=args.force)
-    except KeyboardInterrupt as interrupt:  # the interrupted verdict is still the last line
-        if getattr(interrupt, "verdict", None) is not None:
-            print(interrupt.verdict.render())
-            print(json.dumps(interrupt.verdict.to_dict(), default=str), flush=True)
-        raise
-    code = PROBE_FAILED_EXIT if verdict.probe_failed else WATCH_EXIT.get(verdict.state, 1)
-    try:
-        print(verdict.render())
-        print(json.dumps(verdict.to_dict(), default=str), flush=True)
-    except BrokenPipeError:  # `ddlab watch | head`: the reader left, the verdict stands
-        _drop_stdout()
-    return code
+    verdict = api.watch(args.host, timeout_s=args.timeout, probe=args.probe, grace_s=args.grace,
+                        restore=args.restore, patterns=args.patterns, force=args.force)
+    return _show(verdict, json_line=True)
 
 
 def _args_restore(p: argparse.ArgumentParser) -> None:
@@ -175,9 +151,53 @@ def _args_restore(p: argparse.ArgumentParser) -> None:
 
 
 def _run_restore(args) -> int:
-    from ddlab import actions
+    return _show(api.restore(args.host, force=args.force))
 
-    print(actions.restore_host(args.host, force=args.force))
+
+def _args_sweep(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="local", help="host profile (default: local)")
+    p.add_argument("--base", default="", metavar="NAME_OR_FILE",
+                   help="base config (default: the host's)")
+    for name, default, what in (("budget", "[4, 16, 32]", "DDTree budget(s)"),
+                                ("topk-cap", "[1, 4]", "DDTree top-k cap(s)"),
+                                ("cuda-graph", "[true, false]", "CUDA graphs on/off")):
+        p.add_argument(f"--{name}", type=_values, default=default, metavar="VALUES",
+                       help=f"{what}: a value or a YAML list (default {default}); null drops it")
+    p.add_argument("--grid", type=_values, default=None, metavar="YAML",
+                   help="more dimensions, e.g. '{mem_fraction_static: [0.8, 0.9]}'")
+    p.add_argument("--set", dest="fixed", action="append", default=[], metavar="K=V",
+                   help="an override for every cell (repeatable)")
+    p.add_argument("--extra", type=_values, default=(), metavar="YAML",
+                   help="extra cells: a list of override mappings")
+    for name, kind, default, what in (("requests", int, 8, "measured requests per cell"),
+                                      ("concurrency", int, 1, "requests in flight at once"),
+                                      ("max-new-tokens", int, 128, "tokens per request"),
+                                      ("timeout", float, 600.0, "per cell: seconds until ready")):
+        p.add_argument(f"--{name}", type=kind, default=default, help=f"{what} (default {default})")
+    p.add_argument("--resume", default="", metavar="SWEEP_ID",
+                   help="finish a stopped sweep: its id, or 'latest'")
+    p.add_argument("--dry-run", action="store_true", help="print the plan only")
+
+
+def _run_sweep(args) -> int:
+    report = api.sweep(host=args.host, base=args.base, budget=args.budget,
+                       topk_cap=args.topk_cap, cuda_graph=args.cuda_graph, grid=args.grid,
+                       fixed=args.fixed, extra=args.extra, requests=args.requests,
+                       concurrency=args.concurrency, max_new_tokens=args.max_new_tokens,
+                       timeout_s=args.timeout, resume=args.resume, dry_run=args.dry_run)
+    return _show(report.verdict)
+
+
+def _args_plot(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sweep", default="latest", help="sweep id, or 'latest' (the default)")
+    p.add_argument("--metric", default="output_tok_s",
+                   help="the heatmap's figure (default output_tok_s)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="where the PNG files go (default: a new folder under outputs/)")
+
+
+def _run_plot(args) -> int:
+    print(*api.plot(args.sweep, metric=args.metric, out_dir=args.out), sep="\n")
     return 0
 
 
@@ -192,51 +212,43 @@ def _args_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="words for the run folder's name (default: from the parameters)")
 
 
-RUN_EXIT = {"ok": 0, "failed": 1, "interrupted": 130}
-
-
 def _run_run(args) -> int:
-    from ddlab import runner
-    from ddlab.errors import ConfigError
+    parameters = api.notebook_parameters(args.pairs, args.files)
+    return _show(api.run_notebook(args.notebook, parameters, name=args.name))
 
-    try:  # an unknown notebook, parameter or run name, a bad -f file: usage errors, exit 2
-        params = runner.parse_parameters(args.pairs, args.files)
-        result = runner.run_notebook(args.notebook, params, name=args.name)
-    except ConfigError as err:
-        raise UsageError(err.message, fix=err.fix) from err
-    print(f"{result.status.upper()}: {result.headline or result.notebook.name}")
-    if result.next_step:
-        print(f"next: {result.next_step}")
-    if result.status == "interrupted":
-        print("interrupted: finished cells are kept; the next step above says how to go on")
-    elif result.error.startswith("DeadKernelError"):
-        print("the kernel died: finished cells are kept; a sweep resumes with "
-              "`ddlab run sweep -p resume latest`, which takes over the lock it left")
-    print(result.report)
-    return RUN_EXIT.get(result.status, 1)
+
+@dataclass(frozen=True)
+class Verb:
+    help: str
+    add_arguments: Callable
+    run: Callable
+    usage_errors: bool = False      # a ConfigError here is about the command line: exit 2
+    sigterm_interrupts: bool = True  # SIGTERM runs the clean-up, as Ctrl-C does
 
 
 VERBS = {
-    # verb: (help, add_arguments, run)
-    "demo": ("run the main job on the embedded default and print the report's path",
-             _args_demo, _run_demo),
-    "unit": ("print the systemd unit of a config variant", _args_unit, _run_unit),
-    "diagnose": ("read a server log: crashed or not, why, what to try next",
-                 _args_diagnose, _run_diagnose),
-    "deploy": ("deploy a config variant on a host (the baseline is stopped meanwhile)",
-               _args_deploy, _run_deploy),
-    "watch": ("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
-              "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, 130 interrupted", _args_watch, _run_watch),
-    "restore": ("remove the variant and put the host's baseline back", _args_restore,
-                _run_restore),
-    "run": ("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an HTML "
-            "report; the last line is the report's path", _args_run, _run_run),
-    "target": ("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
-               _args_target, _run_target),
+    "demo": Verb("run the main job on the embedded default and print the report's path",
+                 _args_demo, _run_demo),
+    "unit": Verb("print the systemd unit of a config variant", _args_unit, _run_unit),
+    "diagnose": Verb("read a server log: crashed or not, why, what to try next",
+                     _args_diagnose, _run_diagnose, usage_errors=True),
+    "deploy": Verb("deploy a config variant on a host (the baseline is stopped meanwhile)",
+                   _args_deploy, _run_deploy),
+    "watch": Verb("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
+                  "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, "
+                  "130 interrupted", _args_watch, _run_watch),
+    "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
+                    _run_restore),
+    "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict",
+                  _args_sweep, _run_sweep),
+    "plot": Verb("save a stored sweep's figures as PNG files; print their paths",
+                 _args_plot, _run_plot),
+    "run": Verb("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an "
+                "HTML report; the last line is the report's path", _args_run, _run_run,
+                usage_errors=True),
+    "target": Verb("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
+                   _args_target, _run_target, sigterm_interrupts=False),
 }
-
-
-# --- plumbing ----------------------------------------------------------------
 
 
 class _Parser(argparse.ArgumentParser):
@@ -248,14 +260,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ddlab", description="ddlab: deploy, watch, sweep and report on speculative-decoding servers.")
-    from ddlab import __version__
-
+    parser = _Parser(prog="ddlab", description="ddlab: deploy, watch, sweep and report on "
+                     "speculative-decoding servers.")
     parser.add_argument("--version", action="version", version=f"ddlab {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
-    for verb, (help_text, add_arguments, _) in VERBS.items():
-        add_arguments(sub.add_parser(verb, help=help_text, description=help_text))
+    for name, verb in VERBS.items():
+        verb.add_arguments(sub.add_parser(name, help=verb.help, description=verb.help))
     return parser
 
 
@@ -269,20 +280,27 @@ def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    _, _, run = VERBS[args.verb]
-    if threading.current_thread() is threading.main_thread():
+    args = build_parser().parse_args(argv)
+    verb = VERBS[args.verb]
+    if verb.sigterm_interrupts and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
-        return run(args) or 0
+        return verb.run(args) or 0
+    except ConfigError as err:
+        if not verb.usage_errors:
+            print(f"ddlab {args.verb}: {err}", file=sys.stderr)
+            return err.exit_code
+        print(f"ddlab {args.verb}: error: {err}", file=sys.stderr)
+        return UsageError.exit_code
     except UsageError as err:
         print(f"ddlab {args.verb}: error: {err}", file=sys.stderr)
         return err.exit_code
     except DdlabError as err:
         print(f"ddlab {args.verb}: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        if isinstance(err, Interrupted) and err.verdict is not None:
+            _show(err.verdict, json_line=True)  # the interrupted verdict is still the last line
         print(f"ddlab {args.verb}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `ddlab ... | head`: the reader left; not an error of ours

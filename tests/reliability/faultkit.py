@@ -12,7 +12,7 @@ Builds on ``tests/labkit.py`` (sites, ``ddlab`` runner, waits) and
   so that a restore waits for ``/health`` the way a real SGLang restore does,
   long enough to be interrupted in. Its base config is ``test-<tag>``, so every
   unit it makes is ``ddlab-test-<tag>-...`` (the test host shares
-  /etc/systemd/system with this machine, and other suites run at once).
+  the machine's cgroups, and other suites run at once).
 - resource counts of this process and the host (fds, threads, child
   processes, listening sockets, target servers, sshd sessions) for the
   leak checks, and the count of SSH logins the test host accepted, for
@@ -41,8 +41,10 @@ import yaml
 
 import sweepkit
 from labkit import DDLAB, REPO, free_port, wait_for
-from ddlab.hosts import HostProfile, connect
-from ddlab.services import ServiceSpec, manager_for
+from ddlab.hosts.profiles import HostProfile
+from ddlab.hosts import connect
+from ddlab.hosts.services import ServiceSpec
+from ddlab.hosts import manager_for
 from testhost.host import SSHD_UNIT
 
 HERE = Path(__file__).resolve().parent
@@ -123,7 +125,8 @@ class Bench:
     def variants(self) -> list[str]:
         """This bench's variant services still installed on the host."""
         if self.profile.service_manager == "systemd":
-            return sorted(p.name for p in Path(self.profile.unit_dir).glob(f"{self.prefix}-*.service"))
+            listed = self.transport.run(["ls", "-1", "--", self.profile.unit_dir]).stdout.split()
+            return sorted(n for n in listed if n.startswith(f"{self.prefix}-") and n.endswith(".service"))
         folder = Path(self.state_dir) / "services"
         return sorted(p.name for p in folder.glob(f"{self.prefix}-*")) if folder.is_dir() else []
 
@@ -279,7 +282,7 @@ def in_phase(bench: Bench, marker: str) -> Path | None:
 
 
 def cells_done(bench: Bench) -> int:
-    from ddlab.store import DONE_STATES, Store
+    from ddlab.lab.store import DONE_STATES, Store
 
     if not bench.store_path.exists():
         return 0

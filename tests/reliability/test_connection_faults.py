@@ -21,11 +21,12 @@ import time
 import pytest
 
 import faultkit as fk
-from labkit import last_json, wait_for
-from ddlab import actions
-from ddlab.ssh import SSHTransport
-from ddlab.store import Store
-from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
+import ddlab
+from labkit import last_json, said, wait_for
+from ddlab.hosts.ssh import SSHTransport
+from ddlab.lab.store import Store
+from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
+from ddlab.lab.sweep_run import run_sweep
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -59,8 +60,8 @@ def test_ssh_killed_mid_deploy_reconnects_and_deploys(bench, monkeypatch, nth):
     monkeypatch.setattr(SSHTransport, "_exec", exec_with_a_cut)
     started = time.monotonic()
     with bench.using():
-        plan = actions.plan_deploy(bench.profile, bench.base, [])
-        deployed = actions.deploy_variant(plan, say=lambda text: None)
+        plan = ddlab.plan_deploy(bench.profile, bench.base, [])
+        deployed = ddlab.deploy(plan)
     took_s = time.monotonic() - started
     monkeypatch.undo()
     assert len(calls) > nth, "the deploy went on after the cut"
@@ -69,7 +70,7 @@ def test_ssh_killed_mid_deploy_reconnects_and_deploys(bench, monkeypatch, nth):
     assert lock["variant"]["service"] == deployed.service and lock["holder"]["pid"] is None
     assert lock["baseline"]["was_active"] is True and not bench.baseline_active()
     assert bench.manager.state(deployed.service).active_state == "active"
-    said = actions.restore_host(bench.profile, say=lambda text: None)
+    said = ddlab.restore(bench.profile)
     assert said.endswith("active again; lock released")
     bench.assert_put_back()
 
@@ -161,7 +162,9 @@ def _sweep(bench: fk.Bench, fault, messages: list) -> tuple:
     worker.start()
     with bench.using(), Store(bench.store_path) as store:
         plan = plan_sweep(bench.base, {"budget": [4, 8]}, baseline=False)
-        sweep = run_sweep(plan, host="th", options=options, store=store, say=messages.append)
+        with said() as heard:
+            sweep = run_sweep(plan, host="th", options=options, store=store)
+        messages.extend(heard)
         cells = store.cells(sweep.sweep_id)
     worker.join(timeout=60)
     return sweep, cells

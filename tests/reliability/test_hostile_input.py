@@ -31,12 +31,13 @@ from hypothesis import strategies as st
 
 import faultkit as fk
 from labkit import wait_for
-from ddlab.deploy import Lab
-from ddlab.errors import ConfigError, UnitError
-from ddlab.params import make_variant, parse_overrides
-from ddlab.runs import new_run_dir, safe_name
-from ddlab.sweep import plan_sweep
-from ddlab.units import render_unit
+from ddlab.lab.deploy import Lab
+from ddlab.core.errors import ConfigError, UnitError
+from ddlab.config.variants import make_variant
+from ddlab.config.overrides import parse_overrides
+from ddlab.core.run_folders import new_run_dir, safe_name
+from ddlab.lab.sweep_plan import plan_sweep
+from ddlab.config.units import render_unit
 
 pytestmark = [pytest.mark.timeout(600)]
 

@@ -28,7 +28,7 @@ import pytest
 import faultkit as fk
 import sweepkit
 from labkit import KV_OOM, REPO, last_json, wait_for
-from ddlab.store import DONE_STATES, Store, integrity_ok
+from ddlab.lab.store import DONE_STATES, Store, integrity_ok
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

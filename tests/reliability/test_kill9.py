@@ -21,9 +21,9 @@ import pytest
 
 import faultkit as fk
 import sweepkit
-from labkit import wait_for
-from ddlab.store import DONE_STATES, Store, integrity_ok
-from ddlab.sweep import run_sweep
+from labkit import said, wait_for
+from ddlab.lab.store import DONE_STATES, Store, integrity_ok
+from ddlab.lab.sweep_run import run_sweep
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -32,8 +32,9 @@ GRID = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}  # + 1 bas
 
 def _sweep_script(bench: fk.Bench) -> list[str]:
     code = textwrap.dedent(f"""
-        from ddlab.store import Store
-        from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
+        from ddlab.lab.store import Store
+        from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
+        from ddlab.lab.sweep_run import run_sweep
         plan = plan_sweep({bench.base!r}, {GRID!r})
         run_sweep(plan, host="th", options=SweepOptions(**{fk.SMALL!r}),
                   store=Store({str(bench.store_path)!r}))
@@ -78,9 +79,8 @@ def test_kill_9_mid_cell_on_the_test_host_then_resume(th, tmp_path):
     assert bench.variants() == [service], "what kill -9 leaves: the cell's server still runs"
     assert not bench.baseline_active()
 
-    messages: list[str] = []
-    with bench.using(), Store(bench.store_path) as store:
-        sweep = run_sweep(resume=sweep_id, store=store, say=messages.append)
+    with bench.using(), Store(bench.store_path) as store, said() as messages:
+        sweep = run_sweep(resume=sweep_id, store=store)
         status = store.cell_status(sweep_id)
     assert sweep.status == "done"
     print("OUTCOME: " + " | ".join(m for m in messages if "lock" in m or "lost" in m
@@ -145,7 +145,7 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
 
 RACE = """
 import multiprocessing, sys, traceback
-from ddlab.store import Store
+from ddlab.lab.store import Store
 
 def open_store(path, barrier, errors):
     barrier.wait()

@@ -29,7 +29,7 @@ import yaml
 
 import faultkit as fk
 import sweepkit
-from ddlab.store import DONE_STATES, Store
+from ddlab.lab.store import DONE_STATES, Store
 from labkit import last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -88,7 +88,7 @@ def test_secrets_in_a_deploy_and_watch_on_systemd_never_leak(th, tmp_path):
         argv = bench.testhost.run(["cat", f"/proc/{pid}/cmdline"]).stdout.split("\0")
         assert argv[argv.index("--api-key") + 1] == API_KEY
         # The unit (world-readable, and systemctl show prints Environment= to anyone) has none.
-        unit = Path(unit_path).read_text()
+        unit = bench.transport.read_file(unit_path).decode()
         assert "PLANTED" not in unit.replace(API_KEY, ""), unit
         assert _mode(unit_path, bench) == "644"
         shown = bench.transport.run(["systemctl", "show", "-p", "Environment", "--", service]).stdout
@@ -110,7 +110,8 @@ def test_secrets_in_a_deploy_and_watch_on_systemd_never_leak(th, tmp_path):
         restore = fk.ddlab_in(bench, "restore", "--host", "th")
         printed += [restore.stdout, restore.stderr]
     assert restore.returncode == 0, restore.stderr
-    assert not Path(unit_path).exists() and not Path(env_file).exists(), "removed with the unit"
+    gone = bench.transport.run(["ls", "--", unit_path, env_file], check=False)
+    assert gone.exit_code == 2 and not gone.stdout, "removed with the unit"
     assert _leaks(bench.outputs, texts=tuple(printed)) == []
     bench.assert_put_back()
 

@@ -23,12 +23,13 @@ import pytest
 
 import faultkit as fk
 from labkit import KV_OOM, REPLAY_FAULT, last_json, wait_for
-from ddlab.deploy import deployed
-from ddlab.diagnose import phase_of
-from ddlab.params import make_variant
-from ddlab.store import Store
-from ddlab.sweep import SweepOptions, plan_sweep, run_sweep
-from ddlab.watch import watch
+from ddlab.lab.deploy import deployed
+from ddlab.diagnosis.diagnosis import phase_of
+from ddlab.config.variants import make_variant
+from ddlab.lab.store import Store
+from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
+from ddlab.lab.sweep_run import run_sweep
+from ddlab.lab.watch import watch
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -74,8 +75,7 @@ def test_a_crash_loop_in_a_sweep_is_recorded_as_crashed(th, tmp_path):
     with bench.using(), Store(bench.store_path) as store:
         plan = plan_sweep(bench.base, {"budget": [4]}, baseline=False,
                           extra=[[KV_OOM, "unit.restart=always", "unit.restart_sec=0.2"]])
-        sweep = run_sweep(plan, host="th", options=SweepOptions(**fk.CHEAP), store=store,
-                          say=lambda text: None)
+        sweep = run_sweep(plan, host="th", options=SweepOptions(**fk.CHEAP), store=store)
         cells = store.cells(sweep.sweep_id)
     assert [c["status"] for c in cells] == ["measured", "crashed"]
     assert cells[1]["verdict"]["kind"] == "kv_pool_oom" and cells[1]["metrics"] is None
@@ -132,8 +132,7 @@ def test_servers_that_die_mid_bench_are_crashed_cells_with_their_diagnosis(bench
                            timeout_s=60)
     with bench.using(), Store(bench.store_path) as store:
         plan = plan_sweep(bench.base, {"budget": [4, 8]}, baseline=False, extra=[[REPLAY_FAULT]])
-        sweep = run_sweep(plan, host=bench.host, options=options, store=store,
-                          say=lambda text: None)
+        sweep = run_sweep(plan, host=bench.host, options=options, store=store)
         cells = store.cells(sweep.sweep_id)
     killer.join(timeout=10)
     assert killed, "the second cell was killed during its bench"

@@ -22,14 +22,19 @@ Why each choice:
   test process dies without teardown (kill -9), the whole namespace dies.
 - Every process is found from the ``unshare`` we started, by pid, never by name.
 
-The file system is otherwise shared: a unit written to /etc/systemd/system
-inside is a real file on the machine. Tests name units ``ddlab-test-*`` and
-remove them.
+The file system is otherwise shared, but for /run, where systemd mounts its
+own tmpfs: test profiles put their units in ``UNIT_DIR`` (/run/systemd/system),
+so a unit never lands on the machine. Each host's systemd runs in cgroups of its
+own (``ddlab-testhost-<id>`` in every hierarchy but cpuset), removed at
+shutdown: several test hosts may run at once (pytest-xdist workers), and on
+cgroup v1 two systemds started from one cgroup would otherwise share
+``/system.slice/<unit>`` for units of the same name.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import secrets
 import shutil
@@ -42,10 +47,13 @@ from pathlib import Path
 
 import paramiko
 
-__all__ = ["TestHost", "unavailable_reason", "BASE_DIR", "SSHD_UNIT"]
+__all__ = ["TestHost", "unavailable_reason", "BASE_DIR", "SSHD_UNIT", "UNIT_DIR"]
 
 BASE_DIR = Path(os.environ.get("DDLAB_TESTHOST_DIR", "/var/lib/ddlab-testhost"))
 SSHD_UNIT = "ddlab-test-sshd.service"
+# Where units go: the host's own /run (systemd mounts a private tmpfs there), so two test
+# hosts on one machine never see each other's unit files, nor leave any on the machine.
+UNIT_DIR = "/run/systemd/system"
 SYSTEMD = "/lib/systemd/systemd"
 SSHD = "/usr/sbin/sshd"
 _SYSTEMD_EXE, _SSHD_EXE = os.path.realpath(SYSTEMD), os.path.realpath(SSHD)
@@ -56,8 +64,41 @@ _MASKED = ("systemd-sysctl.service", "systemd-modules-load.service", "systemd-bi
 _PRIVATE = ("/tmp", "/var/tmp")  # a fresh tmpfs inside the host
 _BOOT = ("mount -t proc proc /proc && mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp"
          " && { [ ! -d /var/log/journal ] || mount -t tmpfs tmpfs /var/log/journal; }"
-         "{keep}"
+         "{keep}{cgroup}"
          f' && exec {SYSTEMD} --system --unit=basic.target "$@"')
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def _cgroup_dirs(name: str) -> list[Path]:
+    """The host's own cgroup in each mounted hierarchy, under this process's cgroup there
+    (not cpuset: a new cpuset cgroup takes no task until its cpus and mems are set)."""
+    mounts = {}
+    for line in Path("/proc/mounts").read_text().splitlines():
+        _, where, kind, options, *_ = line.split()
+        if kind == "cgroup2":
+            mounts[""] = Path(where)
+        elif kind == "cgroup" and "cpuset" not in options.split(","):
+            for option in options.split(","):
+                if option not in ("rw", "relatime", "nosuid", "nodev", "noexec"):
+                    mounts[option] = Path(where)
+    dirs: dict[Path, Path] = {}  # mount point -> the host's cgroup there
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        where = next((mounts[c] for c in controllers.split(",") if c in mounts), None)
+        if where is not None:
+            dirs.setdefault(where, where / path.lstrip("/") / name)
+    return list(dirs.values())
+
+
+def _cgroup_script(dirs: list[Path]) -> str:
+    """Move the booting shell (and so its systemd) into its own cgroups. A systemd in a
+    container takes the cgroup it starts in as its root, so two test hosts never share
+    a unit's cgroup (on cgroup v1 both would be /system.slice/<unit>, and stopping a unit
+    in one would kill the other's processes of that name)."""
+    import shlex
+
+    return "".join(f" && mkdir -p {shlex.quote(str(d))} && echo $$ > {shlex.quote(str(d))}/cgroup.procs"
+                   for d in dirs)
 
 
 def _kept_paths(extra=()) -> list[Path]:
@@ -68,9 +109,10 @@ def _kept_paths(extra=()) -> list[Path]:
     return [p for p in private if not any(p != q and p.is_relative_to(q) for q in private)]
 
 
-def _boot_script(stage: Path, keep=()) -> str:
+def _boot_script(stage: Path, keep=(), cgroups=()) -> str:
     """``_BOOT`` with each kept path bound to a folder in ``stage`` (both sides see it)
-    before the tmpfs hides it, and bound back after; the mounts stay in the namespace."""
+    before the tmpfs hides it, and bound back after (the mounts stay in the namespace);
+    then the shell moves into the host's own ``cgroups``."""
     import shlex
 
     before, after = [], []
@@ -78,7 +120,8 @@ def _boot_script(stage: Path, keep=()) -> str:
         hold, where = shlex.quote(str(stage / str(n))), shlex.quote(str(path))
         before.append(f"mkdir -p {hold} && mount --bind {where} {hold} && ")
         after.append(f" && mkdir -p {where} && mount --bind {hold} {where} && umount {hold}")
-    return "".join(before) + _BOOT.replace("{keep}", "".join(after))
+    return "".join(before) + _BOOT.replace("{keep}", "".join(after)).replace(
+        "{cgroup}", _cgroup_script(list(cgroups)))
 _TOOLS = ("unshare", "nsenter", "setpriv", "ssh-keygen")
 
 
@@ -123,6 +166,7 @@ class TestHost:
         self.systemd_pid = 0
         self.boot_s = self.sshd_s = float("nan")
         self._unshare: subprocess.Popen | None = None
+        self.cgroups: list[Path] = []
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -162,6 +206,12 @@ class TestHost:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=5)
+        for top in self.cgroups:  # empty now that its processes are gone: remove, leaves first
+            for folder in sorted((p for p in top.rglob("*") if p.is_dir()), reverse=True):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            with contextlib.suppress(OSError):
+                top.rmdir()
         if self.shared_dir is not None:
             shutil.rmtree(self.shared_dir, ignore_errors=True)
             self.shared_dir = None
@@ -191,7 +241,7 @@ class TestHost:
             "transport": "ssh", "hostname": self.hostname, "port": self.ssh_port,
             "user": self.user, "identity_file": str(self.client_key),
             "known_hosts": str(self.known_hosts), "service_manager": "systemd",
-            "unit_dir": "/etc/systemd/system", "baseline_service": "",
+            "unit_dir": UNIT_DIR, "baseline_service": "",
             "python": sys.executable, "workdir": str(_REPO),
             "state_dir": str(self.shared_dir / "state"),
             "connect_timeout_s": 10, "command_timeout_s": 60,
@@ -242,6 +292,7 @@ class TestHost:
         self.shared_dir.mkdir(mode=0o700)
         (self.shared_dir / "owner.pid").write_text(f"{os.getpid()}\n")
         (self.shared_dir / "state").mkdir(mode=0o700)
+        self.cgroups = _cgroup_dirs(f"ddlab-testhost-{self.shared_dir.name}")
 
     def _make_keys(self) -> None:
         self.client_key = self.shared_dir / "client_ed25519"
@@ -260,7 +311,8 @@ class TestHost:
             self._unshare = subprocess.Popen(
                 ["setpriv", "--pdeathsig", "KILL", "unshare", "--pid", "--fork", "--mount",
                  "--propagation", "private", "--", "setpriv", "--pdeathsig", "KILL",
-                 "env", "container=ddlab", "/bin/sh", "-c", _boot_script(self.shared_dir / "kept", self.keep),
+                 "env", "container=ddlab", "/bin/sh", "-c",
+                 _boot_script(self.shared_dir / "kept", self.keep, self.cgroups),
                  "sh", *masks],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd="/")

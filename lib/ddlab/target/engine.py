@@ -32,7 +32,7 @@ import time
 import traceback
 
 from ddlab.target.metrics import Metrics
-from ddlab.target.runner import ModelRunner
+from ddlab.target.model_runner import ModelRunner
 from ddlab.target.spec import SpecConfig, decode_step
 
 __all__ = ["Engine", "Req"]

@@ -14,7 +14,7 @@ import time
 
 from fastapi.responses import JSONResponse, StreamingResponse
 
-from ddlab.target.server import BadRequest, decode_text, make_req
+from ddlab.target.requests import BadRequest, decode_text, make_req
 
 __all__ = ["models", "completions"]
 

@@ -23,7 +23,6 @@ at once: no half-alive server answering 500s.
 from __future__ import annotations
 
 import asyncio
-import codecs
 import json
 import logging
 import os
@@ -38,24 +37,15 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
+from ddlab.target import openai_api
 from ddlab.target.args import parse_args
 from ddlab.target.engine import Engine, Req
+from ddlab.target.requests import BadRequest, decode_text, make_req
 
-__all__ = ["main", "build_app", "ServerState", "BadRequest", "decode_text"]
+__all__ = ["main", "build_app", "ServerState"]
 
 logger = logging.getLogger("ddlab.target")
 READY_LINE = "The server is fired up and ready to roll!"
-SAMPLING_KEYS = {"max_new_tokens", "temperature", "top_p", "top_k", "min_p", "stop", "stop_token_ids",
-                 "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim",
-                 "n", "repetition_penalty", "frequency_penalty", "presence_penalty", "min_new_tokens"}
-
-
-class BadRequest(Exception):
-    """A request the server refuses with a 4xx; the message says what to change."""
-
-    def __init__(self, message, status=400):
-        super().__init__(message)
-        self.status = status
 
 
 class ServerState:
@@ -81,46 +71,6 @@ class ServerState:
             yield req
             if done:
                 return
-
-
-def decode_text(ids, final=True) -> str:
-    """Bytes to text; an incomplete UTF-8 tail is held back until ``final``."""
-    return codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(ids), final=final)
-
-
-def make_req(engine, prompt, sp: dict) -> Req:
-    """A validated Req from a prompt (text or ids) and SGLang sampling params."""
-    unknown = set(sp) - SAMPLING_KEYS
-    if unknown:
-        raise BadRequest(f"unknown sampling_params {sorted(unknown)}; known: {sorted(SAMPLING_KEYS)}")
-    temperature = sp.get("temperature") or 0
-    if not isinstance(temperature, (int, float)):
-        raise BadRequest(f"temperature={temperature!r}: must be a number; send 0")
-    if temperature > 0 and sp.get("top_k") != 1:
-        raise BadRequest(f"temperature={temperature}: ddlab's target decodes greedily only; "
-                         "send temperature 0")
-    max_new = sp.get("max_new_tokens", 128)
-    if not isinstance(max_new, int) or max_new < 1:
-        raise BadRequest(f"max_new_tokens={max_new!r}: must be an integer >= 1")
-    if isinstance(prompt, str):
-        ids = list(prompt.encode("utf-8"))
-    elif isinstance(prompt, list) and all(isinstance(t, int) and 0 <= t < 256 for t in prompt):
-        ids = prompt
-    else:
-        raise BadRequest("the prompt must be a string or a list of byte ids (0..255)")
-    stop = sp.get("stop") or []
-    stop = [stop] if isinstance(stop, str) else stop
-    stop_ids = sp.get("stop_token_ids") or []
-    if not (isinstance(stop, list) and all(isinstance(s, str) and s for s in stop)):
-        raise BadRequest(f"stop={stop!r}: must be a string or a list of non-empty strings")
-    if not (isinstance(stop_ids, list) and all(isinstance(t, int) for t in stop_ids)):
-        raise BadRequest(f"stop_token_ids={stop_ids!r}: must be a list of integers")
-    req = Req(ids, max_new, stop=stop, stop_token_ids=stop_ids)
-    try:
-        engine.validate(req)
-    except ValueError as e:
-        raise BadRequest(str(e)) from None
-    return req
 
 
 def _result(state, req) -> dict:
@@ -185,13 +135,12 @@ def _server_info(state: ServerState) -> dict:
                                      "graph": round(r.graph_mem_gb, 4)}}
         if eng.spec.algorithm and m.avg_spec_accept_length is not None:
             internal["avg_spec_accept_length"] = m.avg_spec_accept_length
-    from ddlab import __version__
+    from ddlab.core.version import __version__
     return {**state.args.to_dict(), "version": f"ddlab-target {__version__}",
             "status": "ready" if state.ready else "starting", "internal_states": [internal]}
 
 
 def build_app(state: ServerState) -> FastAPI:
-    from ddlab.target import openai_api
 
     app = FastAPI(title="ddlab target", docs_url=None, redoc_url=None)
 

@@ -1,0 +1,387 @@
+"""ddlab's front door: every job a person runs, for notebooks and the CLI alike.
+
+``import ddlab`` gives these functions (``ddlab/__init__.py`` re-exports
+``__all__``); each notebook calls them and nothing deeper, and each ``ddlab``
+CLI verb is one call of the same function (docs/DESIGN.md has the table).
+
+- :func:`plan_deploy` validates a variant for a host (nothing touches it);
+  :func:`deploy` stops the baseline and starts the variant, leaving it running
+  under a persistent host lock; :func:`watch` follows it until ready, crashed or
+  timed out, drives the verify path, and puts the baseline back unless the
+  variant works and the caller keeps it; :func:`restore` puts the host back.
+- :func:`sweep` plans, runs (or resumes) and reports a grid of variants;
+  :func:`load_report` reports a stored one; :func:`plot` saves its figures.
+- :func:`diagnose` reads a server log; :func:`render_unit` shows a variant's
+  unit; :func:`run_notebook` is ``ddlab run``; :func:`demo` is ``make demo``.
+- The plot functions take a sweep's frame and return a Figure.
+
+In a notebook the verdict is displayed first, in a slot that fills when the job
+ends, with the live heartbeat below it. Given ``run_dir`` (papermill injects it
+under ``ddlab run``), a job leaves its verdict (``verdict.json``) and, for a
+sweep, ``cells.csv`` there: the report's headline and the index's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ddlab.config.units import render_unit as _render_unit
+from ddlab.config.variants import make_variant
+from ddlab.core.errors import ConfigError, HostError, HostKeyError, Interrupted, LockError, ServiceError
+from ddlab.core.log import get_logger
+from ddlab.core.paths import outputs_dir
+from ddlab.core.progress import Slot
+from ddlab.core.redact import redact_text
+from ddlab.core.run_folders import new_run_dir, record_verdict
+from ddlab.diagnosis.diagnosis import Diagnosis, read_log
+from ddlab.diagnosis.diagnosis import diagnose as _diagnose
+from ddlab.hosts.profiles import HostProfile, load_host
+from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
+from ddlab.lab.plans import DeployPlan, DryRun, make_plan
+from ddlab.lab.store import Store
+from ddlab.lab.sweep_plan import SweepOptions, parameter_extras, parameter_grid, parameter_value, plan_sweep
+from ddlab.lab.sweep_run import Sweep, execute_sweep, open_sweep
+from ddlab.lab.watch import Verdict
+from ddlab.lab.watch import watch as _watch
+from ddlab.report.notebooks import NotebookRun, NotebookRuns, parse_parameters
+from ddlab.report.notebooks import run_notebook as _run_notebook
+
+if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on import
+    from ddlab.report.verdicts import SweepReport
+
+__all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
+           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "demo", "serve_target",
+           "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
+           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS"]
+
+log = get_logger(__name__)
+
+# Figures of a sweep's frame (ddlab.report.plots): loaded on first use, with matplotlib.
+PLOTS = ("accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
+         "explorer")
+RESTORE_CHOICES = ("auto", "always", "never")
+
+
+def _profile(host: str | HostProfile) -> HostProfile:
+    return host if isinstance(host, HostProfile) else load_host(host)
+
+
+# --- deploy, watch, restore ---------------------------------------------------------
+
+
+def plan_deploy(host: str | HostProfile = "local", base: str | None = None, overrides=(),
+                *, read_baseline: bool = False) -> DeployPlan:
+    """Validate a variant for a host (base + overrides); nothing touches the host,
+    except that ``read_baseline`` reads the baseline's unit for a diff."""
+    return make_plan(_profile(host), base, overrides, read_baseline=read_baseline)
+
+
+def deploy(plan: DeployPlan, *, force: bool = False,
+           dry_run: bool = False) -> Deployed | DryRun:
+    """Stop the baseline and start the planned variant; it runs until :func:`restore`
+    (or a :func:`watch` that restores). With ``dry_run`` nothing touches the host:
+    the answer says so, with the unit that would run."""
+    if dry_run:
+        return DryRun(plan)
+    with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force) as lab:
+        try:
+            lab.stop_baseline()
+            return lab.start_variant(plan.variant)
+        except BaseException:
+            lab.restore()  # nothing half-deployed stays behind
+            raise
+
+
+def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,
+          grace_s: float = 5.0, restore: str = "auto", heartbeat_s: float = 5.0, patterns=(),
+          force: bool = False, run_dir: str | Path | None = None) -> Verdict:
+    """Watch the deployed variant until ready, crashed or timed out (probing the verify
+    path once ready); then put the baseline back per ``restore``: ``auto`` unless
+    ready with every probe passed, ``always``, or ``never``."""
+    if restore not in RESTORE_CHOICES:
+        raise ConfigError(f"restore={restore!r}: must be one of {', '.join(RESTORE_CHOICES)}",
+                          fix="auto puts the baseline back unless the variant is ready and its "
+                              "probes passed", value=restore)
+    _check_positive(timeout_s=timeout_s, grace_s=grace_s, heartbeat_s=heartbeat_s)
+    profile = _profile(host)
+    slot = Slot(f"watching the variant on {profile.name}: live status below")
+    try:
+        verdict = _watch_and_restore(profile, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
+                                     restore=restore, heartbeat_s=heartbeat_s,
+                                     patterns=patterns, force=force)
+    except BaseException as err:
+        if isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError,
+                                                                               LockError)):
+            # wherever it failed (the lock, the watch, the restore), the variant may still
+            # run and the baseline be down: the lock keeps what restore needs
+            add_restore_hint(err, profile.name)
+        verdict = err.verdict if isinstance(err, Interrupted) else None
+        slot.update(verdict if verdict is not None else f"NO VERDICT: {type(err).__name__}: {err}")
+        record_verdict(verdict.to_dict() if verdict is not None else
+                       {"state": "failed", "headline": f"{type(err).__name__}: {err}"}, run_dir)
+        raise
+    slot.update(verdict)
+    record_verdict(verdict.to_dict(), run_dir)
+    return verdict
+
+
+def _watch_and_restore(profile: HostProfile, *, restore: str, force: bool, **how) -> Verdict:
+    with Lab(profile, what="watch", persistent=True, force=force) as lab:
+        try:
+            verdict = _watch(lab, **how)
+        except BaseException as err:
+            _restore_after(lab, err.verdict if isinstance(err, Interrupted) else None, restore,
+                           interrupted=isinstance(err, KeyboardInterrupt))
+            raise
+        works = verdict.state == "ready" and not verdict.probe_failed
+        if restore == "always" or (restore == "auto" and not works):
+            _restore_after(lab, verdict, restore, interrupted=False)
+        return verdict
+
+
+def _restore_after(lab: Lab, verdict: Verdict | None, restore: str, *, interrupted: bool) -> None:
+    """Restore (unless ``never``) after a watch; an interrupt, before or during the
+    restore (which holds it until done), says what was left and keeps the verdict."""
+    try:
+        if restore != "never":
+            lab.restore()
+    except KeyboardInterrupt as again:
+        log.warning(_interrupted_hint(lab, verdict, restore))
+        raise Interrupted(verdict=verdict) from again  # the watch had ended: its verdict stands
+    if interrupted:
+        log.warning(_interrupted_hint(lab, verdict, restore))
+
+
+def _interrupted_hint(lab: Lab, verdict: Verdict | None, restore: str) -> str:
+    """What an interrupted watch left, and how to go on."""
+    record = f"the record is in {verdict.run_dir}; " if verdict is not None else ""
+    if restore == "never":
+        return (f"{lab.name}: watch interrupted; {record}the variant still runs: resume with "
+                f"`ddlab watch --host {lab.name}`, or `ddlab restore --host {lab.name}`")
+    return (f"{lab.name}: watch interrupted; {record}variant removed, baseline back; "
+            f"to try again, deploy it again (`ddlab deploy --host {lab.name} ...`)")
+
+
+def restore(host: str | HostProfile = "local", *, force: bool = False) -> str:
+    """Put the host back as ddlab found it (variant gone, baseline back, lock released);
+    returns what it did, in one line."""
+    profile = _profile(host)
+    with Lab(profile, what="restore", persistent=True, force=force) as lab:
+        current, baseline = lab.current, dict(lab.lock.baseline)
+        lab.restore()
+    done = [f"removed {current.service}" if current else "no variant was deployed"]
+    if baseline.get("was_active"):
+        done.append(f"baseline {baseline['service']} active again")
+    elif baseline.get("service"):
+        done.append(f"baseline {baseline['service']} left as found ({baseline.get('state_found')})")
+    return f"{profile.name}: " + "; ".join(done) + "; lock released"
+
+
+def _check_positive(**values) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ConfigError(f"{name}={value!r}: must be a number > 0",
+                              fix=f"e.g. -p {name} 600" if name == "timeout_s" else f"e.g. {name}=5",
+                              key=name, value=value)
+
+
+# --- sweeps ----------------------------------------------------------------------------
+
+
+def sweep(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
+          cuda_graph=(True, False), grid: dict | None = None, fixed=(), extra=(),
+          baseline: bool = True, requests: int = 8, concurrency: int = 1,
+          max_new_tokens: int = 128, warmup: int = 1, repeats: int = 1,
+          timeout_s: float = 600.0, probe: bool = True, resume: str = "",
+          dry_run: bool = False, store: Store | None = None,
+          run_dir: str | Path | None = None) -> SweepReport:
+    """Plan, run (or resume) and report one sweep.
+
+    Every parameter and every cell is validated before anything touches the host.
+    ``budget``, ``topk_cap``, ``cuda_graph``: a value or a list each (None leaves
+    the dimension out); ``grid``: more dimensions (any override key); ``fixed``:
+    overrides for every cell; ``extra``: extra cells (a list of override lists or
+    mappings); ``resume``: a sweep id or ``latest`` to finish one (the store keeps
+    no secrets: pass a sweep's secret-named overrides again in ``fixed``; the rest
+    of the plan comes from the store); ``dry_run``: the plan only.
+    """
+    profile = load_host(host)
+    options = SweepOptions(requests=requests, concurrency=concurrency,
+                           max_new_tokens=max_new_tokens, warmup=warmup, repeats=repeats,
+                           timeout_s=timeout_s, probe=probe)
+    plan = None if resume else plan_sweep(base or profile.base,
+                                          parameter_grid(budget, topk_cap, cuda_graph, grid),
+                                          fixed=parameter_value("fixed", fixed),
+                                          extra=parameter_extras(extra), baseline=baseline)
+    store = store or Store()
+    slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
+    opened = None
+    try:
+        opened = open_sweep(plan, host=profile, options=options, resume=resume, store=store,
+                            register=not dry_run,
+                            secrets=parameter_value("fixed", fixed) if resume else ())
+        if dry_run:
+            opened.status = "dry-run"
+        else:
+            execute_sweep(opened, store)
+    except BaseException as err:
+        _report_failure(store, slot, opened, err, run_dir)
+        raise
+    from ddlab.lab.results import plan_frame
+
+    planned = plan_frame(opened) if opened.status == "dry-run" and not resume else None
+    report = _report(store, opened.sweep_id, opened.status, opened.resume_command(), run_dir,
+                     frame=planned)
+    slot.update(report.verdict)
+    return report
+
+
+def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
+            frame=None, error: str = "") -> SweepReport:
+    """The report of a sweep; in ``run_dir`` its verdict and ``cells.csv`` too."""
+    from ddlab.lab.results import load_cells
+    from ddlab.report.verdicts import SweepReport, sweep_verdict
+
+    frame = load_cells(sweep_id, store=store) if frame is None else frame
+    verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume, error=error)
+    record_verdict(verdict.to_dict(), run_dir)
+    if run_dir and Path(run_dir).is_dir() and not frame.empty:
+        frame.to_csv(Path(run_dir) / "cells.csv", index=False)
+    return SweepReport(sweep_id=sweep_id, frame=frame, verdict=verdict)
+
+
+def _report_failure(store: Store, slot: Slot, opened: Sweep | None, err: BaseException,
+                    run_dir) -> None:
+    """The slot and the run folder say how it ended, and how to resume, before it raises."""
+    record = store.sweep(opened.sweep_id) if opened is not None else None
+    if record:
+        error = "" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
+        report = _report(store, opened.sweep_id, record["status"], record["resume_command"],
+                         run_dir, error=error)
+        slot.update(report.verdict)
+    else:
+        slot.update(f"NO VERDICT: {type(err).__name__}: {err}")
+        record_verdict({"state": "failed", "headline": f"{type(err).__name__}: {err}"}, run_dir)
+
+
+def load_report(sweep: str = "latest", *, metric: str = "output_tok_s",
+                store: Store | None = None, run_dir: str | Path | None = None) -> SweepReport:
+    """A finished (or stopped) sweep's report, for the plot notebook."""
+    from ddlab.lab.results import METRICS, resolve_sweep
+
+    if metric not in METRICS:
+        raise ConfigError(f"metric={metric!r}: not a known figure",
+                          fix=f"choose one of: {', '.join(METRICS)}", value=metric)
+    store = store or Store()
+    sweep_id = resolve_sweep(store, sweep)
+    record = store.sweep(sweep_id)
+    return _report(store, sweep_id, record["status"], record["resume_command"], run_dir)
+
+
+def plot(sweep: str = "latest", *, metric: str = "output_tok_s", out_dir: str | Path | None = None,
+         store: Store | None = None) -> list[Path]:
+    """Save a sweep's figures as PNG files (``out_dir``, default a new run folder
+    ``outputs/<time>-plot-<sweep>/``); returns their paths, the folder's last."""
+    from ddlab.report import plots
+
+    report = load_report(sweep, metric=metric, store=store)
+    folder = Path(out_dir) if out_dir else new_run_dir(f"plot-{report.sweep_id}",
+                                                       parent=outputs_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    figures = {"accept_length": plots.accept_length_vs_budget(report.frame),
+               "throughput": plots.throughput_vs_budget(report.frame),
+               "speedup": plots.speedup_vs_budget(report.frame),
+               f"heatmap-{metric}": plots.heatmap(report.frame, metric)}
+    paths = []
+    for name, figure in figures.items():
+        path = folder / f"{name}.png"
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+        paths.append(path)
+    record_verdict(report.verdict.to_dict(), folder)
+    return paths
+
+
+# --- logs, units, notebooks ------------------------------------------------------------
+
+
+def diagnose(log_text: str | os.PathLike, *, patterns=()) -> Diagnosis:
+    """Crashed or not, the kind, the phase, the cause and the next step, from a server
+    log: its text, or a path to a saved log (``Path("-")`` reads stdin)."""
+    text = read_log(os.fspath(log_text)) if isinstance(log_text, os.PathLike) else log_text
+    return _diagnose(text, patterns=patterns)
+
+
+def render_unit(base: str = "local", overrides=(), *, host: str | HostProfile = "local") -> str:
+    """The systemd unit ``deploy`` would install for base + overrides on ``host``
+    (validated; nothing touches a host). Secret values are masked, and then a first
+    comment line says so."""
+    text = _render_unit(make_variant(base, overrides), python=_profile(host).python)
+    shown = redact_text(text)
+    if shown != text:
+        shown = "# Secret values are masked (***): ddlab deploy installs the real ones.\n" + shown
+    return shown
+
+
+def run_notebook(notebook: str | Path, parameters: dict | None = None, *,
+                 name: str | None = None) -> NotebookRun:
+    """Execute a notebook headless into ``outputs/<time>-<notebook>-<name>/`` with its
+    HTML report (``ddlab run``); unknown parameters are refused first."""
+    return _run_notebook(notebook, parameters, name=name)
+
+
+def notebook_parameters(pairs=(), files=()) -> dict:
+    """``-p NAME VALUE`` pairs (values read as YAML) over ``-f`` YAML files: ddlab run's."""
+    return parse_parameters(pairs, files)
+
+
+def serve_target(argv: list[str], *, prog: str = "python -m ddlab.target") -> int:
+    """Run ddlab's own tree-speculative server (SGLang's flags) in this process."""
+    from ddlab import target  # torch, only when serving
+
+    return target.main(argv, prog=prog)
+
+
+# --- the demo --------------------------------------------------------------------------
+
+DEMO_PARAMETERS = {
+    "host": "local",
+    "budget": [4, 16, 32],
+    "topk_cap": [1, 4],
+    "cuda_graph": [True, False],
+    "extra": [{"debug_drop_verify_field": "num_token_non_padded"}],
+    "requests": 4,
+    "max_new_tokens": 64,
+    "timeout_s": 180,
+}
+
+
+def demo() -> NotebookRuns:
+    """``make demo``: the main job on the embedded default. A sweep of the local target
+    over budget {4, 16, 32} x top-k cap {1, 4} x CUDA graphs {on, off}, the
+    no-speculation baseline and one variant carrying the field's replay fault, then
+    the plot notebook over it; both through ``ddlab run``. Returns the runs (the
+    plot's is missing when the sweep failed)."""
+    params = {**DEMO_PARAMETERS, "fixed": {"port": _free_port()}}
+    swept = run_notebook("sweep", params, name="demo")
+    if swept.status != "ok":
+        return NotebookRuns([swept])
+    sweep_id = swept.verdict.get("sweep_id") or "latest"
+    return NotebookRuns([swept, run_notebook("plot", {"sweep": sweep_id}, name="demo")])
+
+
+def _free_port() -> int:
+    """A TCP port free on loopback now (the demo must not collide with a real server)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def __getattr__(name: str):
+    if name in PLOTS:
+        from ddlab.report import plots
+
+        return getattr(plots, name)
+    raise AttributeError(f"module 'ddlab.api' has no attribute {name!r}")

@@ -1,0 +1,231 @@
+"""Base configs and the variants made from them by overrides.
+
+A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md):
+the command (python + module), server flags, environment, unit fields.
+A variant is a base plus overrides (``KEY=VALUE`` strings from ``--set`` or
+papermill, or a mapping): ``make_variant("ddtree", ["budget=32"])``.
+
+- Everything is validated when a :class:`Config` is made, before anything
+  touches a host: flags (``ddlab.flags``), env names, unit fields, the module.
+- Override keys: a flag (snake or kebab; ``flags.X`` passes X verbatim even
+  when it looks like a typo), ``env.NAME``, ``unit.FIELD``, ``python``,
+  ``module``, and the notebook aliases in ``ALIASES`` (``budget``,
+  ``topk_cap``, ``algorithm``, ``cuda_graph``). Values are parsed as YAML
+  scalars (``32``, ``0.85``, ``true``, ``null``; ``[1,2,4]`` for a list); text
+  that is no YAML scalar is taken as is. ``null``/``false`` remove a flag.
+- A variant's ``name`` derives from what changed, in canonical order (flag
+  registry order, then unknown flags, env, unit, python, module, each sorted),
+  so the same overrides in any order give the same name and hash. Names are
+  ``[a-z0-9-]``, at most 64 characters, safe as a unit and a folder name.
+  When a token cannot say its value exactly (free text, unknown flags, env,
+  unit fields) or the name is too long, it ends in ``-`` + 8 hex of the hash,
+  so two different configs never share a name.
+- ``Config.hash``: 12 hex of sha256 over the canonical JSON of what runs
+  (python, module, flags, env, unit); the base name and description are not
+  part of it, and neither is flag order (argparse does not care).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+
+import yaml
+
+from ddlab.config import flags as flagreg
+from ddlab.config.overrides import ALIASES
+from ddlab.config.unit_fields import check_unit_fields
+from ddlab.core.errors import ConfigError
+from ddlab.core.paths import params_dir
+from ddlab.core.redact import looks_secret
+
+__all__ = ["Config", "load_base", "list_bases"]
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_TOP_KEYS = ("base", "description", "command", "flags", "env", "unit")
+
+
+@dataclass(frozen=True)
+class Config:
+    """One server configuration; validated and normalised on construction."""
+
+    base: str
+    description: str
+    python: str | None
+    module: str
+    flags: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    unit: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        put("description", " ".join(str(self.description or "").split()))
+        if self.python is not None and (not isinstance(self.python, str) or not self.python):
+            raise ConfigError(f"python={self.python!r}: must be a path or null (the host's)",
+                              fix="try --set python=/opt/sglang/.venv/bin/python", key="python")
+        if not isinstance(self.module, str) or not _MODULE.fullmatch(self.module):
+            raise ConfigError(f"module={self.module!r}: must be a dotted module name",
+                              fix="try --set module=sglang.launch_server", key="module")
+        put("flags", _checked_flags(self.flags))
+        put("env", _checked_env(self.env))
+        put("unit", check_unit_fields(_mapping(self.unit, "unit")))
+
+    @classmethod
+    def from_dict(cls, d: Mapping, *, base: str | None = None) -> "Config":
+        """A config from the base-file shape; flag names get the near-miss check."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"config {type(d).__name__}: must be a mapping",
+                              fix="see docs/DESIGN.md for the shape")
+        _refuse_unknown_keys(d, _TOP_KEYS, "config")
+        command = d.get("command") or {}
+        if not isinstance(command, Mapping):
+            raise ConfigError(f"command={command!r}: must be a mapping with python and module",
+                              fix="write command: {python: null, module: sglang.launch_server}")
+        _refuse_unknown_keys(command, ("python", "module"), "command")
+        flags = _mapping(d.get("flags"), "flags")
+        for raw in flags:
+            if raw in ALIASES:  # a notebook alias here would pass through as --budget
+                raise ConfigError(f"flags key {raw!r}: is a notebook alias, not a flag",
+                                  fix=f"write {ALIASES[raw]}: (or \"--{raw}\": for a "
+                                      "flag of that very name)", key=raw)
+            flagreg.resolve_name(raw)
+        return cls(base=str(base or d.get("base") or "config"),
+                   description=d.get("description") or "",
+                   python=command.get("python"), module=command.get("module"), flags=flags,
+                   env=_mapping(d.get("env"), "env"), unit=_mapping(d.get("unit"), "unit"))
+
+    def to_dict(self) -> dict:
+        """The base-file shape; unknown flags written ``--name`` (verbatim on reload)."""
+        return {"base": self.base, "description": self.description,
+                "command": {"python": self.python, "module": self.module},
+                "flags": {(n if n in flagreg.FLAGS else f"--{n}"): copy_value(v)
+                          for n, v in self.flags.items()},
+                "env": dict(self.env), "unit": {k: copy_value(v) for k, v in self.unit.items()}}
+
+    @property
+    def hash(self) -> str:
+        """12 hex digits of the config's content. Secret-named values (a token, an API
+        key) count as present, not by value: they do not change what the server does,
+        the store never keeps them, and a resumed sweep must find its cells again."""
+        def blind(mapping: dict) -> dict:
+            return {k: ("<secret>" if looks_secret(k) and isinstance(v, (str, int, float))
+                        and not isinstance(v, bool) else v) for k, v in mapping.items()}
+
+        payload = {"python": self.python, "module": self.module, "flags": blind(self.flags),
+                   "env": blind(self.env), "unit": self.unit}
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+    def argv(self, python: str | None = None) -> list[str]:
+        """``[python, "-m", module, "--flag", "value", ...]``; ``python`` is used when
+        the config leaves it null (the host profile's interpreter)."""
+        exe = self.python or python
+        if not exe:
+            raise ConfigError(f"python: not set by base {self.base!r} and none given",
+                              fix="pass the host's interpreter (python=...) or "
+                                  "--set python=/path/to/python", key="python")
+        words = chain.from_iterable(flagreg.render_flag(n, v) for n, v in self.flags.items())
+        return [exe, "-m", self.module, *words]
+
+
+def copy_value(value):
+    return list(value) if isinstance(value, list) else value
+
+
+def _mapping(value, what: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{what}={value!r}: must be a mapping",
+                          fix=f"write {what}: as KEY: VALUE lines")
+    return dict(value)
+
+
+def _refuse_unknown_keys(d: Mapping, known: tuple, where: str) -> None:
+    for key in d:
+        if key not in known:
+            guess = flagreg.closest(str(key), known)
+            hint = f"did you mean {guess}? " if guess else ""
+            raise ConfigError(f"{where} key {key!r}: must be one of {', '.join(known)}",
+                              fix=f"{hint}flags go under flags:", key=key)
+
+
+def _checked_flags(given) -> dict:
+    out = {}
+    for raw, value in _mapping(given, "flags").items():
+        name, _ = flagreg.normalize_name(raw)
+        if name in out:
+            raise ConfigError(f"flag {name}: given twice (as snake and kebab case?)",
+                              fix="keep one spelling", key=name)
+        checked = flagreg.check_value(name, value)
+        if checked is not None:
+            out[name] = checked
+    return out
+
+
+def _checked_env(given) -> dict:
+    out = {}
+    for name, value in _mapping(given, "env").items():
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ConfigError(f"env name {name!r}: must match [A-Za-z_][A-Za-z0-9_]*",
+                              fix="rename it, e.g. SGLANG_DDTREE_MAX_TOPK", key=f"env.{name}")
+        if value is None:
+            continue
+        if not isinstance(value, (str, int, float, bool)):
+            raise ConfigError(f"env.{name}={value!r}: must be a string or number",
+                              fix=f"try --set env.{name}=VALUE", key=f"env.{name}", value=value)
+        out[name] = flagreg.render_value(value)
+    return out
+
+
+# --- bases --------------------------------------------------------------------------
+
+
+def list_bases() -> list[str]:
+    """Names of the shipped base configs (``params/base/*.yaml``)."""
+    return sorted(p.stem for p in (params_dir() / "base").glob("*.yaml"))
+
+
+def load_base(name_or_path: str | Path) -> Config:
+    """A base config by name (``params/base/NAME.yaml``) or by path to a YAML file."""
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or "/" in text or text.endswith((".yaml", ".yml")):
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"base file {text}: does not exist",
+                              fix="give a path to a YAML file or a base name", value=text)
+    else:
+        path = params_dir() / "base" / f"{text}.yaml"
+        if not path.is_file():
+            names = list_bases()
+            guess = flagreg.closest(text, names)
+            raise ConfigError(f"base {text!r}: not found; available: {', '.join(names) or 'none'}",
+                              fix=f"did you mean {guess}?" if guess else
+                              "pass a name above or a path to a YAML file", value=text)
+    try:
+        data = yaml.safe_load(path.read_text())
+        return Config.from_dict(data or {}, base=path.stem)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err})".replace("\n", " "),
+                          fix="fix the YAML syntax", path=str(path)) from None
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err.message}",
+                          fix=f"edit the file ({err.fix})" if err.fix else "edit the file",
+                          **{**err.facts, "path": str(path)}) from None
+
+
+# --- overrides ----------------------------------------------------------------------
+
+
+# --- variants -----------------------------------------------------------------------
+
+
+# --- names and descriptions ---------------------------------------------------------
+
+

@@ -1,0 +1,145 @@
+"""Base configs and the variants made from them by overrides.
+
+A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md):
+the command (python + module), server flags, environment, unit fields.
+A variant is a base plus overrides (``KEY=VALUE`` strings from ``--set`` or
+papermill, or a mapping): ``make_variant("ddtree", ["budget=32"])``.
+
+- Everything is validated when a :class:`Config` is made, before anything
+  touches a host: flags (``ddlab.flags``), env names, unit fields, the module.
+- Override keys: a flag (snake or kebab; ``flags.X`` passes X verbatim even
+  when it looks like a typo), ``env.NAME``, ``unit.FIELD``, ``python``,
+  ``module``, and the notebook aliases in ``ALIASES`` (``budget``,
+  ``topk_cap``, ``algorithm``, ``cuda_graph``). Values are parsed as YAML
+  scalars (``32``, ``0.85``, ``true``, ``null``; ``[1,2,4]`` for a list); text
+  that is no YAML scalar is taken as is. ``null``/``false`` remove a flag.
+- A variant's ``name`` derives from what changed, in canonical order (flag
+  registry order, then unknown flags, env, unit, python, module, each sorted),
+  so the same overrides in any order give the same name and hash. Names are
+  ``[a-z0-9-]``, at most 64 characters, safe as a unit and a folder name.
+  When a token cannot say its value exactly (free text, unknown flags, env,
+  unit fields) or the name is too long, it ends in ``-`` + 8 hex of the hash,
+  so two different configs never share a name.
+- ``Config.hash``: 12 hex of sha256 over the canonical JSON of what runs
+  (python, module, flags, env, unit); the base name and description are not
+  part of it, and neither is flag order (argparse does not care).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import yaml
+
+from ddlab.config import flags as flagreg
+from ddlab.config.unit_fields import UNIT_FIELDS, unit_field_name
+from ddlab.core.errors import ConfigError
+
+__all__ = ["ALIASES", "parse_overrides"]
+
+ALIASES = {"budget": "speculative-ddtree-budget", "topk_cap": "speculative-ddtree-topk-cap",
+           "algorithm": "speculative-algorithm", "cuda_graph": "disable-cuda-graph"}
+
+
+# --- bases --------------------------------------------------------------------------
+
+
+# --- overrides ----------------------------------------------------------------------
+
+
+def parse_overrides(items) -> dict:
+    """``["k=v", ...]``, one ``"k=v"``, a mapping or None -> ``{key: value}``.
+
+    String values are parsed as YAML scalars (or a flow list); a mapping's values
+    are kept as given (papermill passes typed values).
+    """
+    if items is None:
+        return {}
+    if isinstance(items, Mapping):
+        out = {}
+        for key, value in items.items():
+            if not isinstance(key, str) or not key.strip():
+                raise ConfigError(f"override key {key!r}: must be a non-empty string",
+                                  fix="e.g. {'budget': 32}", key=key)
+            out[key.strip()] = value
+        return out
+    out = {}
+    for item in [items] if isinstance(items, str) else items:
+        key, sep, text = item.partition("=") if isinstance(item, str) else ("", "", "")
+        if not sep or not key.strip():
+            raise ConfigError(f"override {item!r}: must be KEY=VALUE",
+                              fix="e.g. --set speculative_ddtree_budget=32", value=item)
+        key, value = key.strip(), _scalar(text)
+        if key in out and out[key] != value:
+            raise ConfigError(f"override {key}: given twice ({out[key]!r} and {value!r})",
+                              fix=f"keep one --set {key}=...", key=key)
+        out[key] = value
+    return out
+
+
+def _scalar(text: str):
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text.strip()
+    plain = (str, int, float, bool, type(None))
+    if isinstance(value, plain) or (isinstance(value, list) and all(
+            isinstance(v, plain) and v is not None for v in value)):
+        return value
+    return text.strip()
+
+
+def _target(key: str) -> tuple[str, str]:
+    """Where an override key goes: ``("flags"|"env"|"unit"|"python"|"module", name)``."""
+    if key in ("python", "module"):
+        return key, key
+    if key in ALIASES:
+        return "flags", ALIASES[key]
+    if "." in key:
+        space, _, rest = key.partition(".")
+        if space == "env":  # the name is checked with the rest of the config
+            return "env", rest
+        if space == "unit":
+            return "unit", unit_field_name(rest)
+        if space == "flags":
+            return "flags", flagreg.resolve_name(rest, explicit=True)[0]
+        guess = flagreg.closest(space, ("env", "unit", "flags")) or "flags"
+        raise ConfigError(f"{key}: {space!r} is not a namespace; use env., unit. or flags.",
+                          fix=f"did you mean {guess}.{rest}?", key=key)
+    name, _ = flagreg.resolve_name(key, extra=(*ALIASES, "python", "module"))
+    return "flags", name
+
+
+def change_order(kind: str, name: str) -> tuple:
+    """Canonical position of a change: registry order first, then sorted names."""
+    if kind == "flags":
+        known = list(flagreg.FLAGS)
+        return (0, known.index(name), "") if name in known else (1, 0, name)
+    if kind == "unit":
+        return (3, list(UNIT_FIELDS).index(name), "")
+    return ({"env": 2, "python": 4, "module": 5}[kind], 0, name)
+
+
+def resolve_overrides(overrides: dict) -> dict:
+    """``{(kind, name): value}`` in canonical order, aliases translated."""
+    targets: dict = {}
+    for key, value in overrides.items():
+        target = _target(key)
+        if key == "cuda_graph":
+            if not isinstance(value, bool):
+                raise ConfigError(f"cuda_graph={value!r}: must be true or false",
+                                  fix="try --set cuda_graph=false", key=key, value=value)
+            value = None if value else True
+        if target in targets and targets[target][1] != value:
+            raise ConfigError(f"override {key}: sets the same thing as {targets[target][0]} "
+                              "with another value", fix="keep one of them", key=key)
+        targets[target] = (key, value)
+    return {t: targets[t][1] for t in sorted(targets, key=lambda t: change_order(*t))}
+
+
+# --- variants -----------------------------------------------------------------------
+
+
+# --- names and descriptions ---------------------------------------------------------
+
+

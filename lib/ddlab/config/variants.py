@@ -1,0 +1,193 @@
+"""Base configs and the variants made from them by overrides.
+
+A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md):
+the command (python + module), server flags, environment, unit fields.
+A variant is a base plus overrides (``KEY=VALUE`` strings from ``--set`` or
+papermill, or a mapping): ``make_variant("ddtree", ["budget=32"])``.
+
+- Everything is validated when a :class:`Config` is made, before anything
+  touches a host: flags (``ddlab.flags``), env names, unit fields, the module.
+- Override keys: a flag (snake or kebab; ``flags.X`` passes X verbatim even
+  when it looks like a typo), ``env.NAME``, ``unit.FIELD``, ``python``,
+  ``module``, and the notebook aliases in ``ALIASES`` (``budget``,
+  ``topk_cap``, ``algorithm``, ``cuda_graph``). Values are parsed as YAML
+  scalars (``32``, ``0.85``, ``true``, ``null``; ``[1,2,4]`` for a list); text
+  that is no YAML scalar is taken as is. ``null``/``false`` remove a flag.
+- A variant's ``name`` derives from what changed, in canonical order (flag
+  registry order, then unknown flags, env, unit, python, module, each sorted),
+  so the same overrides in any order give the same name and hash. Names are
+  ``[a-z0-9-]``, at most 64 characters, safe as a unit and a folder name.
+  When a token cannot say its value exactly (free text, unknown flags, env,
+  unit fields) or the name is too long, it ends in ``-`` + 8 hex of the hash,
+  so two different configs never share a name.
+- ``Config.hash``: 12 hex of sha256 over the canonical JSON of what runs
+  (python, module, flags, env, unit); the base name and description are not
+  part of it, and neither is flag order (argparse does not care).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddlab.config import flags as flagreg
+from ddlab.config.bases import Config, copy_value, load_base
+from ddlab.config.overrides import change_order, parse_overrides, resolve_overrides
+from ddlab.core.redact import MASK, looks_secret
+
+__all__ = ["Variant", "make_variant", "describe_changes"]
+
+_MAX_NAME = 64
+
+
+# --- bases --------------------------------------------------------------------------
+
+
+# --- overrides ----------------------------------------------------------------------
+
+
+# --- variants -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A base config plus overrides: what changed, the name, the hash."""
+
+    base: Config
+    config: Config
+    changes: dict          # key -> (old, new); None means absent
+    name: str
+
+    @property
+    def hash(self) -> str:
+        return self.config.hash
+
+    @property
+    def unit_name(self) -> str:
+        return f"ddlab-{self.name}.service"
+
+    def describe_changes(self) -> str:
+        """``speculative-ddtree-budget 16 -> 32, disable-cuda-graph -> on`` (secrets masked)."""
+        return describe_changes(self.changes)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "hash": self.hash, "unit_name": self.unit_name,
+                "base": self.base.base,
+                "changes": {k: [copy_value(o), copy_value(n)] for k, (o, n) in self.changes.items()},
+                "config": self.config.to_dict()}
+
+
+def make_variant(base: Config | str | Path, overrides=None) -> Variant:
+    """Apply overrides to a base (a Config, a base name or a YAML path); validated."""
+    if not isinstance(base, Config):
+        base = load_base(base)
+    parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit)}
+    scalars = {"python": base.python, "module": base.module}
+    for (kind, name), value in resolve_overrides(parse_overrides(overrides)).items():
+        if kind in scalars:
+            scalars[kind] = value
+        elif value is None or (kind == "flags" and value is False):
+            parts[kind].pop(name, None)
+        else:
+            parts[kind][name] = value
+    config = dataclasses.replace(base, **parts, **scalars)
+    changes = _changes(base, config)
+    return Variant(base=base, config=config, changes=changes,
+                   name=_variant_name(base.base, changes, config.hash))
+
+
+def _changes(old: Config, new: Config) -> dict:
+    keys = [("flags", n) for n in {**old.flags, **new.flags}]
+    keys += [("env", n) for n in {**old.env, **new.env}]
+    keys += [("unit", n) for n in {**old.unit, **new.unit}]
+    keys += [("python", "python"), ("module", "module")]
+    out = {}
+    for kind, name in sorted(keys, key=lambda t: change_order(*t)):
+        if kind in ("python", "module"):
+            before, after = getattr(old, kind), getattr(new, kind)
+            label = kind
+        else:
+            before, after = getattr(old, kind).get(name), getattr(new, kind).get(name)
+            plain = kind == "flags" and name not in ("python", "module")
+            label = name if plain else f"{kind}.{name}"
+        if before != after:
+            out[label] = (before, after)
+    return out
+
+
+# --- names and descriptions ---------------------------------------------------------
+
+
+def _variant_name(base_name: str, changes: dict, digest: str) -> str:
+    """``ddtree-b32-k8-nograph``; ends in ``-`` + 8 hex of the hash when inexact or long."""
+    tokens = [_token(key, new) for key, (_, new) in changes.items()]
+    name = "-".join([_slug(base_name), *(text for text, _ in tokens)])
+    if len(name) > _MAX_NAME or not all(exact for _, exact in tokens):
+        name = name[:_MAX_NAME - 9].rstrip("-") + "-" + digest[:8]
+    return name
+
+
+def _token(key: str, new) -> tuple[str, bool]:
+    """A change's part of the name, and whether it says the new value exactly."""
+    flag = flagreg.FLAGS.get(key)
+    if flag is None:  # an unknown flag, env.X, unit.X, python, module
+        head = _slug(key)
+        if key == "python":
+            return "py", False
+        if new is None:
+            return f"no-{head}", False
+        if new is True or looks_secret(key.rpartition(".")[2]):
+            return head, False
+        return f"{head}-{_slug(flagreg.render_value(new))}", False
+    if new is None:
+        return flag.off_token, True
+    if flag.kind == "switch":
+        return flag.short, True
+    if flag.kind in ("int", "float"):
+        return flag.short + _number(new), True
+    if flag.kind == "int_list":
+        return flag.short + "-".join(map(_number, new)), True
+    if flag.kind == "choice":  # choices differ by more than case and punctuation
+        return "-".join(filter(None, (flag.short, _slug(new)))), True
+    return f"{flag.short}-{_slug(new)}", False  # free text: `x-draft-y` could be two tokens
+
+
+def _slug(text) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-") or "x"
+
+
+def _number(x) -> str:
+    """``32`` -> ``32``, ``0.85`` -> ``0p85``, ``-1`` -> ``m1``, ``1e-05`` -> ``1em05``."""
+    return repr(x).replace("-", "m").replace(".", "p").replace("+", "")
+
+
+# --- describing changes ---------------------------------------------------------------
+
+
+def describe_changes(changes: dict) -> str:
+    """``speculative-ddtree-budget 16 -> 32, disable-cuda-graph -> on``; secrets masked,
+    odd text JSON-quoted (so it never ends in a backslash)."""
+    return ", ".join(_describe_change(k, old, new) for k, (old, new) in changes.items())
+
+
+def _describe_change(key: str, old, new) -> str:
+    before = "" if old is None else f"{_shown(key, old)} "
+    after = _shown(key, new) if new is not None else ("off" if old is True else "unset")
+    return f"{key} {before}-> {after}"
+
+
+def _shown(key: str, value) -> str:
+    if value is not None and looks_secret(key.rpartition(".")[2]):
+        return MASK
+    if value is True:
+        return "on"
+    if isinstance(value, list):
+        return ",".join(_shown(key, v) for v in value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, str) and re.fullmatch(r"[\w.,:/+@=-]+", value):
+        return value
+    return json.dumps(value, ensure_ascii=False)

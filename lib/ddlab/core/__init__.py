@@ -1,0 +1,6 @@
+"""The bottom layer: what every other layer uses and nothing of theirs.
+
+Errors (:mod:`.errors`), paths (:mod:`.paths`), secret masking
+(:mod:`.redact`), run folders (:mod:`.run_folders`), the logger tree
+(:mod:`.log`), progress for waits (:mod:`.progress`) and the version.
+"""

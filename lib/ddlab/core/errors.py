@@ -1,0 +1,129 @@
+"""One base exception for everything ddlab refuses or fails at.
+
+Every error keeps its facts as attributes (the value given, the host, the unit,
+the exit code, the journal tail...) and renders them in one grammar: what was
+given, what is allowed, what to do. The CLI prints ``str(err)`` and exits 1
+(2 for a :class:`UsageError`); notebooks show the same text.
+
+    DdlabError
+    ├── ConfigError          a base config, override, parameter or host profile is wrong
+    │   └── UnitError        a value cannot be written into a systemd unit
+    ├── HostError            a host could not be reached or refused us
+    │   ├── HostKeyError     its key is unknown or changed
+    │   ├── CommandError     a command on it failed (argv, exit code, output tail)
+    │   └── LockError        another ddlab run holds it
+    ├── ServiceError         a service could not be installed, started or stopped
+    ├── StoreError           the results store is unusable
+    └── UsageError           the command line itself is wrong (exit code 2)
+
+    KeyboardInterrupt
+    └── Interrupted          Ctrl-C (or SIGTERM) ended a job that had a result by then
+
+:class:`Interrupted` is a KeyboardInterrupt, so every clean-up that an interrupt
+runs still runs; it carries what the job knew when it stopped as declared
+fields, never as attributes pinned on afterwards.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DdlabError",
+    "ConfigError",
+    "UnitError",
+    "HostError",
+    "HostKeyError",
+    "CommandError",
+    "LockError",
+    "ServiceError",
+    "StoreError",
+    "UsageError",
+    "Interrupted",
+]
+
+
+class DdlabError(Exception):
+    """Base of every ddlab error.
+
+    ``message`` says what was given and what is allowed; ``fix`` says what to
+    do. Any other keyword becomes an attribute (``err.host``, ``err.value``)
+    so callers and tests can read the facts without parsing text.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, fix: str | None = None, **facts):
+        self.message = message
+        self.fix = fix
+        self.facts = facts
+        for key, value in facts.items():
+            setattr(self, key, value)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.fix:
+            text = f"{text}; {self.fix}"
+        return text
+
+
+class ConfigError(DdlabError):
+    """A base config, an override, a notebook parameter or a host profile is wrong."""
+
+
+class UnitError(ConfigError):
+    """A value cannot be written into a systemd unit (newline, NUL...)."""
+
+
+class HostError(DdlabError):
+    """A host could not be reached, or refused the connection."""
+
+
+class HostKeyError(HostError):
+    """The host's key is not in known_hosts, or differs from the recorded one."""
+
+
+class CommandError(HostError):
+    """A command on a host failed; keeps the argv, the exit code and the output tail."""
+
+    def __init__(self, message: str, *, argv=(), exit_code=None, stdout: str = "",
+                 stderr: str = "", fix: str | None = None, **facts):
+        super().__init__(message, fix=fix, argv=list(argv), exit_code=exit_code,
+                         stdout=stdout, stderr=stderr, **facts)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        tail = _tail(self.stderr or self.stdout)
+        if tail:
+            text = f"{text}\n  last output:\n" + "\n".join(f"    {line}" for line in tail)
+        return text
+
+
+class LockError(HostError):
+    """Another ddlab run holds the host's lock; the message names the holder."""
+
+
+class ServiceError(DdlabError):
+    """A service could not be installed, started or stopped."""
+
+
+class StoreError(DdlabError):
+    """The results store cannot be opened or written."""
+
+
+class UsageError(DdlabError):
+    """The command line is wrong; the CLI exits 2."""
+
+    exit_code = 2
+
+
+class Interrupted(KeyboardInterrupt):
+    """A job was interrupted after it had a result: ``verdict`` (a watch's
+    :class:`ddlab.lab.watch.Verdict`, already written to its run folder)."""
+
+    def __init__(self, message: str = "interrupted", *, verdict=None):
+        super().__init__(message)
+        self.verdict = verdict
+
+
+def _tail(text: str, lines: int = 8) -> list[str]:
+    return [line for line in (text or "").strip().splitlines()][-lines:]

@@ -1,0 +1,129 @@
+"""Heartbeats for bounded waits: never a silent wait.
+
+A :class:`Heartbeat` shows where a wait stands (label, elapsed of its bound,
+a status such as the server's startup phase) at least every ``interval_s``:
+
+- in a Jupyter kernel (JupyterLab, or papermill headless) as one status line
+  updated in place (``display_id``), so the executed notebook keeps the last;
+- in a terminal as one line rewritten in place;
+- anywhere else (CI logs, pipes) as one printed line per interval.
+
+Every beat is also appended to ``record`` (a file) when given, and
+:meth:`close` writes the final line, so a wait leaves a trace however it ends.
+Lines are masked (:mod:`ddlab.redact`) first: a status may quote a log.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from ddlab.core.redact import redact_text
+
+__all__ = ["Heartbeat", "Slot", "in_kernel"]
+
+
+def in_kernel() -> bool:
+    """True inside a Jupyter kernel (live or under papermill)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+class Heartbeat:
+    """One wait's visible status line; use as a context manager or call close()."""
+
+    def __init__(self, label: str, total_s: float | None = None, *, interval_s: float = 5.0,
+                 stream: TextIO | None = None, record: Path | None = None):
+        self.label = label
+        self.total_s = total_s
+        self.interval_s = interval_s
+        self.stream = stream or sys.stderr
+        self.record = Path(record) if record else None
+        self.started = time.monotonic()
+        self._last_beat = float("-inf")
+        self._last_text = ""
+        self._handle = None
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._kernel = stream is None and in_kernel()
+
+    def __enter__(self) -> "Heartbeat":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def line(self, status: str) -> str:
+        bound = f"/{self.total_s:.0f}s" if self.total_s else "s"
+        return f"[{self.label}] {self.elapsed_s:6.1f}{bound}  {status}"
+
+    def beat(self, status: str, *, force: bool = False) -> None:
+        """Show ``status`` if an interval has passed (or ``force``); cheap to call often."""
+        now = time.monotonic()
+        if not force and now - self._last_beat < self.interval_s:
+            return
+        self._last_beat = now
+        self._show(self.line(status))
+
+    def close(self, final: str | None = None) -> None:
+        """Write the final line (default: the last status) and end the in-place line."""
+        if final is not None:
+            self._show(self.line(final))
+        if self._tty and self._last_text:
+            self.stream.write("\n")
+            self.stream.flush()
+        self._last_text = ""
+
+    def _show(self, text: str) -> None:
+        text = redact_text(text)  # a status quotes the server's log, which may hold secrets
+        self._last_text = text
+        if self.record:
+            with self.record.open("a", encoding="utf-8") as f:
+                f.write(text + "\n")
+        if self._kernel:
+            self._show_in_kernel(text)
+        elif self._tty:
+            self.stream.write("\r\033[K" + text)
+            self.stream.flush()
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+    def _show_in_kernel(self, text: str) -> None:
+        from IPython.display import display
+
+        if self._handle is None:
+            self._handle = display({"text/plain": text}, raw=True, display_id=True)
+        else:
+            self._handle.update({"text/plain": text}, raw=True)
+
+
+class Slot:
+    """A place in a notebook's output, shown now and filled later (the verdict
+    goes first even though it is known last). Outside a kernel it does nothing:
+    terminals print the verdict when it comes."""
+
+    def __init__(self, placeholder: str):
+        self._handle = None
+        if in_kernel():
+            from IPython.display import display
+
+            self._handle = display({"text/plain": placeholder}, raw=True, display_id=True)
+
+    def update(self, obj) -> None:
+        """Fill the slot with ``obj`` (rich display) or a plain string."""
+        if self._handle is None:
+            return
+        if isinstance(obj, str):
+            self._handle.update({"text/plain": obj}, raw=True)
+        else:
+            self._handle.update(obj)

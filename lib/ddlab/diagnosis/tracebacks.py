@@ -1,0 +1,236 @@
+"""Python tracebacks in a server log, grouped into exception chains.
+
+Contract: :func:`find_chains` reads :class:`ddlab.logtext.Line` records and
+returns every :class:`Chain` it finds, in log order. A chain is what one
+``traceback.print_exc`` prints: one or more :class:`Raised` blocks joined by
+"During handling of the above exception, another exception occurred:" or "The
+above exception was the direct cause of the following exception:"; the last
+block printed is the outermost exception. An exception line with no traceback
+before it (a log cut short, or an ``logger.error(f"...{e}")`` echo of one) is
+an *orphan*: a one-block chain with no frames.
+
+Why a state machine and not one regex: SGLang prints tracebacks from several
+processes (TP ranks, scheduler, tokenizer manager, launcher) into one stream.
+A traceback's own lines are unstamped; lines stamped by SGLang's logger, or
+written by another journal identifier (systemd), that arrive while a
+traceback's frames are open are treated as interleaved and skipped, not as the
+end of the traceback. A message continues onto unstamped lines ("Possible
+solutions: ..." after a capture failure, torch's CUDA error hints) until a
+blank line, a stamped line or another record starts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ddlab.diagnosis.logtext import Line
+
+__all__ = ["Frame", "Raised", "Chain", "find_chains"]
+
+_TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):\s*$")
+_FRAME_RE = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::(?:[ \t]+(?P<msg>.*))?)?$")
+_CHAIN_RE = re.compile(
+    r"^\s*(?:During handling of the above exception, another exception occurred"
+    r"|The above exception was the direct cause of the following exception):\s*$")
+_RECORD_START_RE = re.compile(
+    r"^(?:Killed\b|Aborted\b|Segmentation fault\b|Fatal Python error|usage: "
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|\S+\.service: |\S+: line \d+: )")
+_ORPHAN_SUFFIXES = ("Error", "Exception", "Failed", "Failure")
+_MAX_FOREIGN = 60
+_MAX_CONTINUATION = 40
+_LINK_GAP = 6
+
+
+@dataclass
+class Frame:
+    """``File "path", line N, in func`` and the code line under it."""
+
+    file: str
+    line: int
+    func: str
+    code: str = ""
+    at: Line | None = None
+    code_at: Line | None = None
+
+
+@dataclass
+class Raised:
+    """One printed exception: its traceback header, frames and message."""
+
+    header: str
+    frames: list[Frame] = field(default_factory=list)
+    type: str = ""
+    message: str = ""
+    start: Line | None = None
+    exc_lines: list[Line] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """``Type: message`` with every continuation line."""
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+    @property
+    def first_line(self) -> str:
+        return self.text.splitlines()[0] if self.text else ""
+
+
+@dataclass
+class Chain:
+    """Exceptions printed together; ``raised[-1]`` is the outermost."""
+
+    raised: list[Raised]
+    orphan: bool = False
+
+    @property
+    def outermost(self) -> Raised:
+        return self.raised[-1]
+
+    @property
+    def header(self) -> str:
+        return self.raised[0].header
+
+    @property
+    def lines(self) -> list[Line]:
+        """Every log line that belongs to the chain, in order."""
+        seen = []
+        for raised in self.raised:
+            seen += [raised.start] if raised.start else []
+            for frame in raised.frames:
+                seen += [ln for ln in (frame.at, frame.code_at) if ln]
+            seen += raised.exc_lines
+        return seen
+
+    @property
+    def first_no(self) -> int:
+        return self.lines[0].no
+
+    @property
+    def last_no(self) -> int:
+        return self.lines[-1].no
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.msg for line in self.lines)
+
+
+def _is_exception_line(msg: str, strict: bool) -> re.Match | None:
+    match = _EXC_RE.match(msg)
+    if not match:
+        return None
+    last = match["type"].rsplit(".", 1)[-1]
+    if strict:
+        return match if match["msg"] and last.endswith(_ORPHAN_SUFFIXES) else None
+    camel = any(c.islower() for c in last)
+    return match if camel and (match["msg"] is not None or last.endswith(_ORPHAN_SUFFIXES)
+                               or "." in match["type"] or last.endswith(("Interrupt", "Exit"))) else None
+
+
+class _Parser:
+    """Walks the lines once; see the module docstring for the states."""
+
+    def __init__(self):
+        self.chains: list[Chain] = []
+        self.block: Raised | None = None   # a traceback whose frames are open
+        self.message: Raised | None = None  # an exception whose message may continue
+        self.owner: Line | None = None       # the line that opened the block
+        self.link_at: int | None = None      # line no of a chain separator
+        self.last_no = 0                     # last line taken into the open block
+        self.foreign = 0
+
+    def feed(self, line: Line) -> None:
+        if self.message is not None and self._continues(line):
+            return
+        if self.block is not None:
+            self._in_frames(line)
+        else:
+            self._idle(line)
+
+    def _continues(self, line: Line) -> bool:
+        msg = line.msg
+        ended = (not msg.strip() or _CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg)
+                 or self._foreign(line) or _RECORD_START_RE.match(msg)
+                 or len(self.message.exc_lines) > _MAX_CONTINUATION)
+        if ended:
+            self.message = None
+            return False
+        self.message.message += "\n" + msg.strip()
+        self.message.exc_lines.append(line)
+        return True
+
+    def _foreign(self, line: Line) -> bool:
+        owner = self.owner
+        return line.stamped or (owner is not None and line.ident is not None
+                                and owner.ident is not None and line.ident != owner.ident)
+
+    def _own(self, line: Line) -> bool:
+        """A line of the open traceback; a stamped line counts when it follows on."""
+        if not self._foreign(line):
+            return True
+        owner = self.owner
+        return (line.stamped and owner is not None and line.rank == owner.rank
+                and line.no == self.last_no + 1)
+
+    def _idle(self, line: Line) -> None:
+        msg = line.msg
+        if _CHAIN_RE.match(msg):
+            self.link_at = line.no
+        elif _TRACEBACK_RE.search(msg):
+            self._open(line)
+        elif (match := _is_exception_line(msg.strip(), strict=True)) and not line.msg.startswith(" "):
+            raised = Raised(header="", type=match["type"], message=match["msg"] or "",
+                            start=None, exc_lines=[line])
+            self.chains.append(Chain([raised], orphan=True))
+            self.message, self.owner = raised, line
+
+    def _open(self, line: Line) -> None:
+        header = _TRACEBACK_RE.split(line.msg)[0].strip()
+        self.block = Raised(header=header, start=line)
+        self.owner, self.foreign, self.last_no = line, 0, line.no
+        linked = self.link_at is not None and line.no - self.link_at <= _LINK_GAP
+        if linked and self.chains and not self.chains[-1].orphan:
+            self.chains[-1].raised.append(self.block)
+        else:
+            self.chains.append(Chain([self.block]))
+        self.link_at = None
+
+    def _in_frames(self, line: Line) -> None:
+        msg, block = line.msg, self.block
+        if _TRACEBACK_RE.search(msg):
+            self._drop_open_block()
+            self._open(line)
+        elif frame := _FRAME_RE.match(msg):
+            block.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or "", at=line))
+            self.last_no = line.no
+        elif msg[:1].isspace() and msg.strip() and self._own(line):
+            last = block.frames[-1] if block.frames else None
+            if last and not last.code and not set(msg.strip()) <= set("^~ "):
+                last.code, last.code_at = msg.strip(), line
+            self.last_no = line.no
+        elif self._own(line) and (match := _is_exception_line(msg, strict=False)):
+            block.type, block.message = match["type"], match["msg"] or ""
+            block.exc_lines = [line]
+            self.block, self.message = None, block
+        else:
+            self.foreign += 1
+            if self.foreign > _MAX_FOREIGN:
+                self._drop_open_block()
+
+    def _drop_open_block(self) -> None:
+        """A traceback that never reached its exception line is not a candidate."""
+        chain = self.chains[-1]
+        chain.raised.remove(self.block)
+        if not chain.raised:
+            self.chains.pop()
+        self.block = None
+
+
+def find_chains(lines: list[Line]) -> list[Chain]:
+    """Every exception chain (and orphan exception line) in ``lines``, in log order."""
+    parser = _Parser()
+    for line in lines:
+        parser.feed(line)
+    if parser.block is not None:
+        parser._drop_open_block()
+    return parser.chains

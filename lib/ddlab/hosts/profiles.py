@@ -1,0 +1,213 @@
+"""Host profiles and the transports that run commands on a host.
+
+A host profile (``params/hosts/NAME.yaml``, or the built-in ``local``) says how
+to reach a machine and how it runs services. ``connect(profile)`` gives a
+:class:`Transport`: the one object every other module uses to touch a host.
+
+Contract, for every transport:
+
+- ``run(argv)`` takes an argv list, never a shell string; the SSH transport
+  quotes it with ``shlex.join`` and nothing else builds command lines.
+- Every command has a timeout (``command_timeout_s`` unless given); a command
+  that outlives it is killed (its process group) and raises
+  :class:`CommandError` with ``timed_out=True``. With ``check=True`` (the
+  default) a non-zero exit raises :class:`CommandError` with the argv, exit
+  code and output tail; argv values with secret-looking names are masked.
+- ``write_file`` is atomic (temp file + rename) and the file never exists with
+  looser permissions than ``mode``; ``read_file`` raises FileNotFoundError.
+- ``http_base(port)`` is a URL on *this* machine that reaches the host's
+  ``127.0.0.1:port`` (through the SSH connection by default, so the server
+  never has to listen on a public address).
+
+Why profiles are strict (unknown keys, wrong types and unknown names raise
+:class:`ConfigError` naming the choices): a typo in a profile would otherwise
+send a command to the wrong machine, or quietly disable host-key checking.
+Validation happens before anything touches a host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ddlab.core.errors import ConfigError
+from ddlab.core.paths import params_dir, project_root
+
+__all__ = ["HostProfile", "load_host", "available_hosts"]
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CHOICES = {"transport": ("local", "ssh"), "service_manager": ("systemd", "process"),
+            "http": ("tunnel", "direct")}
+_POSITIVE = ("port", "baseline_port", "connect_timeout_s", "command_timeout_s")
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    """How to reach one host and run services on it (see ``params/hosts/example-gpu.yaml``).
+
+    Defaults depend on ``transport``: ``local`` runs services as processes
+    with this interpreter from the project root; ``ssh`` expects systemd,
+    ``python3`` and the remote user's home. ``state_dir`` holds ddlab's lock,
+    pid and log files on the host; its default ``~/.cache/ddlab`` is per
+    machine and user, not per checkout, so two checkouts see one lock.
+    ``~`` in host-side paths means the remote user's home.
+    """
+
+    name: str = "local"
+    transport: str = "local"
+    hostname: str = ""
+    port: int | None = None
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    proxy_jump: str | None = None
+    ssh_config: str | None = None
+    service_manager: str = ""
+    unit_dir: str = "/etc/systemd/system"
+    baseline_service: str = ""
+    baseline_port: int | None = None
+    python: str = ""
+    workdir: str = ""
+    state_dir: str = "~/.cache/ddlab"
+    trust_on_first_use: bool = False
+    connect_timeout_s: float = 10.0
+    command_timeout_s: float = 60.0
+    http: str = ""
+    description: str = ""
+    base: str = ""
+    source: str = field(default="", compare=False)  # the YAML file it came from, if any
+
+    def __post_init__(self):
+        local = self.transport == "local"
+        defaults = {"service_manager": "process" if local else "systemd",
+                    "python": sys.executable if local else "python3",
+                    "workdir": str(project_root()) if local else "~",
+                    "http": "direct" if local else "tunnel",
+                    "base": "local" if local else "ddtree"}
+        for key, value in defaults.items():
+            if not getattr(self, key):
+                object.__setattr__(self, key, value)
+
+    @classmethod
+    def from_dict(cls, data: dict, *, name: str = "custom", source: str = "") -> "HostProfile":
+        """Validate a mapping (YAML keys) into a profile; ConfigError names key, value, choices."""
+        where = source or f"host profile {name!r}"
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where}: {type(data).__name__}: must be a mapping of keys",
+                              fix="write `key: value` lines, see params/hosts/example-gpu.yaml",
+                              value=data)
+        values = {key: _check(key, value, where) for key, value in data.items()}
+        profile = cls(name=name, source=source, **values)
+        if profile.transport == "ssh" and not profile.hostname:
+            raise ConfigError(f"{where}: transport=ssh without hostname: hostname is required",
+                              fix="add `hostname: HOST` (an alias from ~/.ssh/config works)",
+                              key="hostname", value=None)
+        return profile
+
+    def to_dict(self) -> dict:
+        """The profile's keys and values (JSON-ready); ``name`` included."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
+
+    @property
+    def handle(self) -> str:
+        """What ``--host`` takes to find this profile again: its name when that
+        resolves to the same file (or to the built-in ``local``), else its path."""
+        own = params_dir() / "hosts" / f"{self.name}.yaml"
+        if (self.source and Path(self.source) == own) or (self.name == "local" and not own.is_file()):
+            return self.name
+        return self.source or self.name
+
+    @property
+    def label(self) -> str:
+        """``name (user@host:port)`` for messages."""
+        if self.transport == "local":
+            return self.name
+        where = f"{self.user + '@' if self.user else ''}{self.hostname}"
+        return f"{self.name} ({where}{':' + str(self.port) if self.port else ''})"
+
+
+_KEYS = {f.name: f for f in dataclasses.fields(HostProfile) if f.name not in ("name", "source")}
+
+
+def _check(key: str, value, where: str):
+    """One profile key's value, validated; the error says what is allowed."""
+    if key not in _KEYS:
+        close = difflib.get_close_matches(str(key), _KEYS, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_KEYS)}"
+        raise ConfigError(f"{where}: unknown key {key!r}: not a host profile key",
+                          fix=hint, key=key, value=value)
+    kind = _KEYS[key].type
+    if value is None and "None" in kind:
+        return None
+    if "bool" in kind:
+        ok, want = isinstance(value, bool), "true or false"
+    elif "int" in kind:
+        ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif "float" in kind:
+        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    else:
+        ok, want = isinstance(value, str), "a string"
+    if ok and key in _CHOICES and value not in _CHOICES[key]:
+        ok, want = False, " or ".join(_CHOICES[key])
+    if ok and key in _POSITIVE and not value > 0:
+        ok, want = False, "a number > 0"
+    if ok and key in ("port", "baseline_port") and value > 65535:
+        ok, want = False, "a port number 1-65535"
+    if not ok:
+        raise ConfigError(f"{where}: {key}={value!r}: must be {want}",
+                          fix=f"set `{key}:` to {want}", key=key, value=value)
+    return float(value) if "float" in kind else value
+
+
+def available_hosts() -> list[str]:
+    """Profile names: ``local`` and every ``params/hosts/*.yaml``."""
+    names = {path.stem for path in (params_dir() / "hosts").glob("*.yaml")}
+    return sorted(names | {"local"})
+
+
+def load_host(name: str = "local", **overrides) -> HostProfile:
+    """The profile ``params/hosts/NAME.yaml`` (or a path to a YAML file).
+
+    ``local`` is built in; a ``params/hosts/local.yaml``, if present, replaces it.
+
+    ``overrides`` replace keys (validated the same way), e.g.
+    ``load_host("local", state_dir=tmp)``.
+    """
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        name = path.stem
+    elif not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigError(f"host={name!r}: must be a profile name (letters, digits, . _ -)",
+                          fix=f"choose one of: {', '.join(available_hosts())}", value=name)
+    else:
+        path = params_dir() / "hosts" / f"{name}.yaml"
+    if path.is_file():
+        data = _read_yaml(path)
+    elif name == "local":
+        data = {}
+    else:
+        choices = available_hosts()
+        close = difflib.get_close_matches(name, choices, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"host={name!r}: no such profile; available: {', '.join(choices)}",
+                          fix=f"{hint}or add {path}", value=name, available=choices)
+    return HostProfile.from_dict({**data, **overrides}, name=name,
+                                 source=str(path) if path.is_file() else "")
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " "),
+                          fix="fix the file's syntax", value=str(path)) from None
+    return {} if data is None else data
+
+

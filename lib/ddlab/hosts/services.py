@@ -1,0 +1,145 @@
+"""Service managers: start, stop, observe and read the logs of one server on a host.
+
+One interface (:class:`ServiceManager`), two ways a host runs a server:
+
+- :class:`SystemdManager`: a unit file in ``unit_dir`` (secret-named
+  variables apart, in a 0600 ``EnvironmentFile``), ``systemctl``, the
+  journal. State comes from one ``systemctl show``; logs of *this* start only
+  come from ``journalctl`` matched on the start's invocation id, so an earlier
+  crash never pollutes a later diagnosis.
+- :class:`ProcessManager` (:mod:`ddlab.procman`): for hosts without systemd
+  (most GPU containers): a detached process group with pid, status and log
+  files under the profile's ``state_dir``.
+
+Both answer ``state()`` with one command over the transport's persistent
+connection (a few ms), because a watcher polls it every ~0.2 s to see a crash
+within a second. ``read_logs(name, cursor=...)`` returns only what is new
+since the cursor, for the same watcher. Names are validated (no ``/``, no
+``..``) before anything touches the host.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ddlab.core.errors import ConfigError
+from ddlab.hosts.transport import Transport
+
+__all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "unit_name"]
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]*")
+
+
+def unit_name(name: str) -> str:
+    """``name`` as a systemd unit name (``.service`` added); ConfigError for unsafe names."""
+    stem = name[:-len(".service")] if name.endswith(".service") else name
+    if not isinstance(name, str) or not _NAME.fullmatch(stem) or ".." in stem:
+        raise ConfigError(f"service name {name!r}: must be letters, digits and : _ . @ - "
+                          "(no '/', no '..')", fix="e.g. ddlab-ddtree-b32.service", value=name)
+    return f"{stem}.service"
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """What to run: ``argv`` with ``env`` in ``workdir``; ``unit_text`` is the rendered
+    systemd unit (``ddlab.units.render_unit``); when absent a plain one is made from argv."""
+
+    name: str
+    argv: list
+    env: dict = field(default_factory=dict)
+    workdir: str | None = None
+    unit_text: str | None = None
+
+    def __post_init__(self):
+        unit_name(self.name)
+        if not self.argv or not all(isinstance(a, str) for a in self.argv):
+            raise ConfigError(f"argv={self.argv!r}: must be a non-empty list of strings",
+                              fix="e.g. ['/usr/bin/python3', '-m', 'sglang.launch_server']")
+        if self.workdir is not None and any(c in str(self.workdir) for c in "\n\r\0"):
+            raise ConfigError(f"workdir={self.workdir!r}: must not contain line breaks or NUL",
+                              fix="use a plain directory path", value=self.workdir)
+        for key in self.env:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
+                raise ConfigError(f"env name {key!r}: must match [A-Za-z_][A-Za-z0-9_]*",
+                                  fix="rename the variable", key=key)
+
+    @property
+    def unit(self) -> str:
+        return unit_name(self.name)
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """A service's state in systemd's words (the process manager maps onto them).
+
+    ``active_state``: active | activating | deactivating | inactive | failed;
+    ``sub_state``: running | exited | dead | auto-restart | failed ...;
+    ``result``: success | exit-code | signal | core-dump | ...;
+    ``exit_status``: the main process's exit code (or signal number when
+    ``exit_kind`` is killed/dumped), None before it ended; ``n_restarts``:
+    automatic restarts since the last manual start.
+    """
+
+    active_state: str
+    sub_state: str
+    result: str = ""
+    exit_status: int | None = None
+    exit_kind: str | None = None
+    n_restarts: int = 0
+    invocation_id: str = ""
+    main_pid: int = 0
+    load_state: str = "loaded"
+
+    @property
+    def running(self) -> bool:
+        return self.active_state == "active" and self.sub_state == "running"
+
+    @property
+    def failed(self) -> bool:
+        """It crashed: failed, restarting after a crash, or ended with a non-success result."""
+        return (self.active_state == "failed" or self.sub_state == "auto-restart"
+                or (self.active_state == "inactive" and self.result not in ("", "success")))
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "running": self.running, "failed": self.failed}
+
+
+class ServiceManager:
+    """install -> start -> state/logs ... -> stop -> remove, for one host's transport."""
+
+    def __init__(self, transport: Transport):
+        self.transport = transport
+
+    def install(self, spec: ServiceSpec) -> None:
+        raise NotImplementedError
+
+    def start(self, name: str) -> str:
+        """Start it; returns the invocation id of this start."""
+        raise NotImplementedError
+
+    def stop(self, name: str) -> None:
+        raise NotImplementedError
+
+    def remove(self, name: str) -> None:
+        """Stop it and remove every trace of the installation (idempotent)."""
+        raise NotImplementedError
+
+    def state(self, name: str) -> ServiceState:
+        raise NotImplementedError
+
+    def env_file(self, name: str) -> str | None:
+        """Where the host keeps the service's secret-named variables, apart from its
+        world-readable definition (None: the definition is private already)."""
+        return None
+
+    def logs(self, name: str, invocation: str | None = None) -> str:
+        """The log of one start (the current one by default)."""
+        return self.read_logs(name, invocation=invocation)[0]
+
+    def read_logs(self, name: str, *, invocation: str | None = None,
+                  cursor: str | None = None) -> tuple[str, str | None]:
+        """(text, cursor): log lines after ``cursor`` (all when None), and where to resume."""
+        raise NotImplementedError
+
+

@@ -1,0 +1,418 @@
+"""The SSH transport: one persistent, verified paramiko connection per host.
+
+Why not a fresh ``ssh`` per command: that costs a TCP + key exchange + auth
++ login shell every time (about 0.3-0.6 s on loopback), which is what made the
+old bash polling loop slow and blind. Here one connection carries every
+command (about 1-10 ms each through the agent below), SFTP and the HTTP
+tunnel, so a watcher can poll a service every 0.2 s.
+
+Contract (on top of :class:`ddlab.hosts.Transport`'s):
+
+- ``~/.ssh/config`` (or the profile's ``ssh_config``) is honoured for
+  HostName, User, Port, IdentityFile, UserKnownHostsFile and ProxyJump; the
+  profile's own keys win. ProxyJump hops are reached through ``direct-tcpip``
+  channels of the previous hop, each verified like the target.
+- Host keys are checked against ``known_hosts`` (the profile's, else the ssh
+  config's, else ``~/.ssh/known_hosts``). An unknown key is refused with
+  :class:`HostKeyError` saying how to trust it; ``trust_on_first_use: true``
+  records it instead. A changed key is always refused, loudly.
+- Commands go to a small agent (:mod:`ddlab.agent`) started once per
+  connection with the profile's ``python``: sshd would otherwise start the
+  login shell (and its ``~/.bashrc``) for every command. The agent runs argv
+  lists with ``subprocess`` — no shell — and kills a command's process group
+  at its timeout. Where the agent cannot start, each command runs on its own
+  channel as ``shlex.join(["timeout", "-k", "2", T, *argv])``, so a hung
+  command is still killed on the host. Either way this side gives up a few
+  seconds after the timeout.
+- A connection found dropped is reopened; a command whose connection drops is
+  run once more on a new connection, then :class:`HostError`. Commands should
+  therefore be safe to repeat (ddlab's are: state queries, idempotent starts).
+  Reopening keeps trying for ``connect_timeout_s`` while the host refuses or
+  does not answer (sshd restarting, a network blip: it was there a moment
+  ago); the first connection fails at once, and a refused key or login
+  never retries.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import shlex
+import socket
+import threading
+import time
+
+import paramiko
+
+from ddlab.core.errors import HostError
+from ddlab.hosts.profiles import HostProfile
+from ddlab.hosts.remote_exec import AgentClient, AgentLost, AgentUnavailable
+from ddlab.hosts.remote_exec import source as agent_source
+from ddlab.hosts.ssh_trust import (
+    Hop,
+    UnknownKeyPolicy,
+    changed_key_error,
+    known_hosts_path,
+    load_ssh_config,
+    resolve_hops,
+)
+from ddlab.hosts.transport import Completed, Transport, command_error
+from ddlab.hosts.tunnels import Forwarder
+
+__all__ = ["SSHTransport"]
+
+log = logging.getLogger("ddlab.ssh")
+# paramiko reports every refused tunnel channel ("Secsh channel N open FAILED") at
+# ERROR; a ready check against a starting server is refused by design, so keep
+# paramiko's own chatter to critical problems. ddlab raises its own errors.
+logging.getLogger("paramiko.transport").setLevel(logging.CRITICAL)
+_KILL_GRACE_S = 2
+_CLIENT_GRACE_S = 5
+_NETWORK_ERRORS = (paramiko.SSHException, EOFError, OSError)
+
+
+class _Lost(Exception):
+    """The connection dropped under an operation (retried once by the caller)."""
+
+
+class SSHTransport(Transport):
+    """A host over SSH; connects on first use, reconnects when the connection drops.
+
+    ``connects`` counts connections opened (1 for a healthy session).
+    """
+
+    def __init__(self, profile: HostProfile, *, agent: bool = True):
+        super().__init__(profile)
+        self.use_agent = agent
+        self._agent: AgentClient | None = None
+        self._agent_transport = None
+        self._config = load_ssh_config(profile.ssh_config)
+        self.hops = resolve_hops(profile, self._config)
+        self._lock = threading.RLock()
+        self._clients: list[paramiko.SSHClient] = []
+        self._sftp: paramiko.SFTPClient | None = None
+        self._home: str | None = None
+        self._tunnels: dict[int, Forwarder] = {}
+        self.connects = 0
+
+    # -- the connection ----------------------------------------------------------------
+
+    def open(self) -> paramiko.Transport:
+        """The live paramiko transport to the target, (re)connecting when needed."""
+        with self._lock:
+            if self._clients:
+                current = self._clients[-1].get_transport()
+                if current is not None and current.is_active():
+                    return current
+                log.info("%s: connection dropped; reconnecting", self.profile.label)
+            self._drop()
+            start = time.monotonic()
+            self._clients = self._reopen() if self.connects else self._open_chain()
+            self.connects += 1
+            log.info("%s: connected via %s in %.0f ms", self.profile.label,
+                     " -> ".join(map(str, self.hops)), 1000 * (time.monotonic() - start))
+            return self._clients[-1].get_transport()
+
+    @property
+    def link(self) -> tuple:
+        """(connections opened, whether the current one is up): see Transport.link."""
+        with self._lock:
+            current = self._clients[-1].get_transport() if self._clients else None
+            return self.connects, bool(current is not None and current.is_active())
+
+    def close(self) -> None:
+        with self._lock:
+            for tunnel in self._tunnels.values():
+                tunnel.close()
+            self._tunnels.clear()
+            self._drop()
+
+    def _drop(self) -> None:
+        with self._lock:
+            if self._agent is not None:
+                self._agent.close()
+            if self._sftp is not None:
+                self._sftp.close()
+            self._sftp = self._agent = None
+            for client in reversed(self._clients):
+                client.close()
+            self._clients = []
+
+    def _reopen(self) -> list[paramiko.SSHClient]:
+        """The chain again after a drop, retried while the host is unreachable (bounded)."""
+        deadline = time.monotonic() + self.profile.connect_timeout_s
+        pause = 0.2
+        while True:
+            try:
+                return self._open_chain()
+            except HostError as exc:
+                if not getattr(exc, "transient", False) or time.monotonic() + pause > deadline:
+                    raise
+                log.info("%s: reconnecting failed (%s); trying again", self.profile.label, exc)
+                time.sleep(pause)
+                pause = min(2 * pause, 2.0)
+
+    def _open_chain(self) -> list[paramiko.SSHClient]:
+        clients: list[paramiko.SSHClient] = []
+        try:
+            for hop in self.hops:
+                sock = self._socket_to(hop, clients[-1] if clients else None)
+                clients.append(self._handshake(hop, sock))
+        except BaseException:
+            for client in reversed(clients):
+                client.close()
+            raise
+        clients[-1].get_transport().set_keepalive(15)
+        return clients
+
+    def _socket_to(self, hop: Hop, via: paramiko.SSHClient | None):
+        timeout = self.profile.connect_timeout_s
+        try:
+            if via is None:
+                sock = socket.create_connection((hop.hostname, hop.port), timeout=timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small request/reply
+                return sock
+            return via.get_transport().open_channel("direct-tcpip", (hop.hostname, hop.port),
+                                                    ("127.0.0.1", 0), timeout=timeout)
+        except _NETWORK_ERRORS as exc:
+            raise HostError(f"{hop}: cannot connect ({str(exc) or type(exc).__name__})",
+                            fix=f"check that the host is up and sshd listens there: "
+                                f"ssh -p {hop.port} {hop.user}@{hop.hostname} true",
+                            host=self.profile.name, transient=True) from None
+
+    def _handshake(self, hop: Hop, sock) -> paramiko.SSHClient:
+        known = known_hosts_path(self.profile, self._config)
+        client = paramiko.SSHClient()
+        if known.is_file():
+            client.get_host_keys().load(str(known))
+        client.set_missing_host_key_policy(UnknownKeyPolicy(self.profile, hop, known))
+        timeout = self.profile.connect_timeout_s
+        try:
+            client.connect(hop.hostname, port=hop.port, username=hop.user, sock=sock,
+                           key_filename=list(hop.identity_files) or None,
+                           look_for_keys=not hop.identity_files, allow_agent=True,
+                           timeout=timeout, banner_timeout=timeout, auth_timeout=timeout,
+                           channel_timeout=timeout)
+            return client
+        except BaseException as exc:
+            link = client.get_transport()
+            dropped = link is None or not link.is_active()  # paramiko says "auth failed" then too
+            client.close()
+            sock.close()
+            if isinstance(exc, paramiko.BadHostKeyException):
+                raise changed_key_error(self.profile, hop, known, exc) from None
+            if isinstance(exc, paramiko.AuthenticationException) and not dropped:
+                raise HostError(f"{hop}: authentication refused ({exc})",
+                                fix=f"check user and identity_file (tried: "
+                                    f"{', '.join(hop.identity_files) or 'agent and default keys'}); "
+                                    "an encrypted key must be loaded with ssh-add",
+                                host=self.profile.name) from None
+            if isinstance(exc, _NETWORK_ERRORS) and not isinstance(exc, HostError):
+                raise HostError(f"{hop}: SSH handshake failed ({str(exc) or type(exc).__name__})",
+                                fix="check that an sshd answers there", host=self.profile.name,
+                                transient=True) from None
+            raise
+
+    def _retrying(self, what: str, operation):
+        """Run operation(); on a dropped connection reconnect and run it once more."""
+        for attempt in (1, 2):
+            try:
+                return operation()
+            except _Lost as exc:
+                log.warning("%s: connection lost during %s (%s)%s", self.profile.label, what,
+                            exc, "; retrying on a new connection" if attempt == 1 else "")
+                self._drop()
+                reason = exc
+        raise HostError(f"{self.profile.label}: connection lost twice during {what} ({reason})",
+                        fix="check the host and its sshd; the command may have run partly",
+                        host=self.profile.name)
+
+    def _lost_or_raise(self, exc: BaseException):
+        """Turn a network error into _Lost when the connection is gone; else re-raise it.
+
+        An EOFError is a channel closed under us: lost too, even while paramiko's
+        transport thread has not yet noticed that the socket is gone."""
+        transport = self._clients[-1].get_transport() if self._clients else None
+        if isinstance(exc, EOFError) or transport is None or not transport.is_active():
+            raise _Lost(str(exc) or type(exc).__name__) from exc
+        raise exc
+
+    # -- commands --------------------------------------------------------------------
+
+    def _run(self, argv, data, timeout_s):
+        return self._retrying(shlex.join(argv[:3]), lambda: self._exec(argv, data, timeout_s))
+
+    def _exec(self, argv: list[str], data: bytes | None, timeout_s: float) -> Completed:
+        transport = self.open()
+        agent = self._agent_on(transport)
+        if agent is None:
+            return self._exec_channel(transport, argv, data, timeout_s)
+        start = time.monotonic()
+        try:
+            code, out, err, timed_out = agent.call(argv, data, timeout_s,
+                                                   timeout_s + _KILL_GRACE_S + 2 * _CLIENT_GRACE_S)
+        except AgentLost as exc:
+            raise _Lost(f"command agent gone: {exc}") from None
+        except TimeoutError:
+            agent.close()  # unresponsive: the next command starts a fresh one
+            code, out, err, timed_out = 128 + 9, b"", b"", True
+        done = Completed(argv, code, _text(out), _text(err), time.monotonic() - start)
+        if timed_out:
+            raise command_error(self.profile, done, timed_out=True, timeout_s=timeout_s)
+        return done
+
+    def _agent_on(self, transport: paramiko.Transport) -> AgentClient | None:
+        """The running agent on this connection, started on first use; None: use exec."""
+        with self._lock:
+            if not self.use_agent:
+                return None
+            if self._agent is not None and not self._agent.dead and self._agent_transport is transport:
+                return self._agent
+            try:
+                chan = transport.open_session(timeout=self.profile.connect_timeout_s)
+                chan.set_combine_stderr(True)
+                chan.exec_command(shlex.join([self.profile.python, "-u", "-c", agent_source()]))
+                self._agent = AgentClient(chan, hello_timeout_s=max(15.0, self.profile.connect_timeout_s))
+                self._agent_transport = transport
+                return self._agent
+            except AgentUnavailable as exc:
+                if not transport.is_active():
+                    raise _Lost(str(exc)) from None
+                log.warning("%s: the command agent did not start with python=%s (%s); running "
+                            "each command through the login shell instead (slower)",
+                            self.profile.label, self.profile.python, exc)
+                self.use_agent = False
+                return None
+            except _NETWORK_ERRORS as exc:
+                self._lost_or_raise(exc)
+
+    def _exec_channel(self, transport, argv: list[str], data: bytes | None,
+                      timeout_s: float) -> Completed:
+        command = shlex.join(["timeout", "-k", str(_KILL_GRACE_S), f"{timeout_s:g}", *argv])
+        start = time.monotonic()
+        try:
+            chan = transport.open_session(timeout=self.profile.connect_timeout_s)
+            chan.exec_command(command)
+        except _NETWORK_ERRORS as exc:
+            self._lost_or_raise(exc)
+        with chan:
+            if data:
+                threading.Thread(target=_feed, args=(chan, data), daemon=True).start()
+            else:
+                chan.shutdown_write()
+            out, err, finished = _collect(chan, start + timeout_s + _KILL_GRACE_S + _CLIENT_GRACE_S)
+            code = chan.exit_status
+        done = Completed(argv, code, _text(out), _text(err), time.monotonic() - start)
+        if finished and code == -1 and not transport.is_active():
+            raise _Lost("connection closed before the command's exit status")
+        if not finished or (code in (124, 137) and done.elapsed_s >= timeout_s):
+            raise command_error(self.profile, done, timed_out=True, timeout_s=timeout_s)
+        return done
+
+    # -- files and ports -------------------------------------------------------------
+
+    def _sftp_client(self) -> paramiko.SFTPClient:
+        with self._lock:
+            transport = self.open()
+            channel = self._sftp.get_channel() if self._sftp else None
+            if channel is None or channel.closed or channel.get_transport() is not transport:
+                try:
+                    self._sftp = paramiko.SFTPClient.from_transport(transport)
+                except _NETWORK_ERRORS as exc:
+                    self._lost_or_raise(exc)
+            return self._sftp
+
+    def _sftp_op(self, what: str, operation):
+        def attempt():
+            sftp = self._sftp_client()
+            try:
+                return operation(sftp)
+            except (paramiko.SSHException, EOFError, socket.error) as exc:
+                self._lost_or_raise(exc)
+        return self._retrying(what, attempt)
+
+    def write_file(self, path, data, mode=0o600):
+        path = self.expand_path(str(path))
+        tmp = f"{path}.ddlab-tmp-{threading.get_ident():x}-{time.monotonic_ns():x}"
+
+        def write(sftp: paramiko.SFTPClient):
+            try:
+                with sftp.open(tmp, "wb") as fh:
+                    fh.chmod(mode)  # before any data lands in it
+                    fh.set_pipelined(True)
+                    fh.write(data)
+                sftp.posix_rename(tmp, path)
+            except OSError:
+                try:
+                    sftp.remove(tmp)
+                except OSError:
+                    pass
+                raise
+        self._sftp_op(f"write {path}", write)
+
+    def read_file(self, path):
+        path = self.expand_path(str(path))
+
+        def read(sftp: paramiko.SFTPClient) -> bytes:
+            with sftp.open(path, "rb") as fh:
+                fh.prefetch()
+                return fh.read()
+        return self._sftp_op(f"read {path}", read)
+
+    def expand_path(self, path):
+        if not (path == "~" or path.startswith("~/")):
+            return path
+        if self._home is None:
+            self._home = self._sftp_op("find home", lambda sftp: sftp.normalize("."))
+        return self._home + path[1:]
+
+    def http_base(self, port):
+        port = int(port)
+        if self.profile.http == "direct":
+            host = self.hops[-1].hostname
+            return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        with self._lock:
+            tunnel = self._tunnels.get(port)
+            if tunnel is None or tunnel.closed:
+                tunnel = self._tunnels[port] = Forwarder(self._open_tunnel_channel, port,
+                                                         name=self.profile.name)
+            return f"http://127.0.0.1:{tunnel.local_port}"
+
+    def _open_tunnel_channel(self, port: int, peer) -> paramiko.Channel:
+        return self.open().open_channel("direct-tcpip", ("127.0.0.1", port), peer,
+                                        timeout=self.profile.connect_timeout_s)
+
+
+def _feed(chan: paramiko.Channel, data: bytes) -> None:
+    try:
+        chan.sendall(data)
+        chan.shutdown_write()
+    except _NETWORK_ERRORS:
+        pass  # the reader sees the channel close
+
+
+def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytes, bytes, bool]:
+    """Read stdout and stderr until EOF and the exit status; False if the deadline passed."""
+    out, err = bytearray(), bytearray()
+    fd = chan.fileno()
+    while True:
+        while chan.recv_ready():
+            out += chan.recv(1 << 16)
+        while chan.recv_stderr_ready():
+            err += chan.recv_stderr(1 << 16)
+        if chan.eof_received or chan.closed:
+            break
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return bytes(out), bytes(err), False
+        select.select([fd], [], [], min(remaining, 1.0))
+    while chan.recv_ready():
+        out += chan.recv(1 << 16)
+    while chan.recv_stderr_ready():
+        err += chan.recv_stderr(1 << 16)
+    finished = chan.status_event.wait(max(0.0, deadline - time.monotonic()))
+    return bytes(out), bytes(err), finished
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,153 @@
+"""Who an SSH host is and whether to trust it: ssh config resolution and host keys.
+
+``resolve_hops(profile, config)`` turns a profile into the hops ssh would use:
+the ProxyJump chain (the first hop's own ProxyJump applies too, as in
+OpenSSH) and then the target, each with HostName, User, Port and IdentityFile
+from ``~/.ssh/config`` unless the profile sets them.
+
+Host keys follow paramiko's default, not fabric's auto-add: an unknown key is
+refused (:class:`UnknownKeyPolicy`) with the exact line that would trust it,
+unless the profile opts into trust on first use, which appends the key to
+known_hosts. A changed key is refused by paramiko before any policy runs;
+:func:`changed_key_error` makes that loud.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from ddlab.core.errors import ConfigError, HostKeyError
+from ddlab.hosts.profiles import HostProfile
+
+__all__ = ["Hop", "load_ssh_config", "resolve_hops", "known_hosts_path", "UnknownKeyPolicy",
+           "changed_key_error"]
+
+log = logging.getLogger("ddlab.ssh")
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One SSH endpoint after ssh-config resolution (a jump host or the target)."""
+
+    alias: str
+    hostname: str
+    port: int
+    user: str
+    identity_files: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.user}@{self.hostname}:{self.port}"
+
+
+def load_ssh_config(path: str | None) -> paramiko.SSHConfig:
+    """The parsed ssh config (``~/.ssh/config`` by default); an absent file is empty."""
+    file = Path(path or "~/.ssh/config").expanduser()
+    if not file.is_file():
+        if path:
+            raise ConfigError(f"ssh_config={path!r}: no such file", fix="fix or remove `ssh_config:`",
+                              key="ssh_config", value=path)
+        return paramiko.SSHConfig()
+    try:
+        return paramiko.SSHConfig.from_path(str(file))
+    except Exception as exc:  # paramiko raises bare ConfigParseError/ValueError subclasses
+        raise ConfigError(f"{file}: cannot be parsed: {exc}", fix="fix the ssh config",
+                          value=str(file)) from None
+
+
+def resolve_hops(profile: HostProfile, config: paramiko.SSHConfig) -> list[Hop]:
+    """The jump hosts (in order) and then the target, as ssh would resolve them."""
+    options = config.lookup(profile.hostname)
+    target = _hop(profile.hostname, config, user=profile.user, port=profile.port,
+                  identity=profile.identity_file)
+    jump = profile.proxy_jump if profile.proxy_jump is not None else options.get("proxyjump")
+    return _jumps(jump, config, {profile.hostname}, profile) + [target]
+
+
+def _jumps(spec: str | None, config, seen: set, profile: HostProfile) -> list[Hop]:
+    if not spec or spec.strip().lower() == "none":
+        return []
+    hops: list[Hop] = []
+    for index, part in enumerate(p.strip() for p in spec.split(",")):
+        user, host, port = _parse_jump(part)
+        if host in seen or len(seen) > 8:
+            raise ConfigError(f"proxy_jump={spec!r}: {host} loops back or nests too deep",
+                              fix="check ProxyJump in the profile and ~/.ssh/config", value=spec)
+        if index == 0:  # like ssh: only the first hop's own ProxyJump applies
+            hops += _jumps(config.lookup(host).get("proxyjump"), config, seen | {host}, profile)
+        hops.append(_hop(host, config, user=user, port=port,
+                         identity=None if config.lookup(host).get("identityfile")
+                         else profile.identity_file))
+    return hops
+
+
+def _parse_jump(part: str) -> tuple[str | None, str, int | None]:
+    """``[user@]host[:port]`` (``[v6]:port`` too) -> (user, host, port)."""
+    user, _, hostport = part.rpartition("@")
+    if hostport.startswith("["):
+        host, _, rest = hostport[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port = hostport.partition(":")
+    if not host or (port and not port.isdigit()):
+        raise ConfigError(f"proxy_jump hop {part!r}: must be [user@]host[:port]",
+                          fix="e.g. proxy_jump: admin@bastion:22", value=part)
+    return user or None, host, int(port) if port else None
+
+
+def _hop(alias: str, config, *, user=None, port=None, identity=None) -> Hop:
+    options = config.lookup(alias)
+    files = [identity] if identity else options.get("identityfile", [])
+    return Hop(alias=alias, hostname=options.get("hostname", alias),
+               port=int(port or options.get("port", 22)),
+               user=user or options.get("user") or getpass.getuser(),
+               identity_files=tuple(str(Path(f).expanduser()) for f in files))
+
+
+def known_hosts_path(profile: HostProfile, config: paramiko.SSHConfig) -> Path:
+    """The profile's known_hosts, else the ssh config's UserKnownHostsFile, else ~/.ssh/known_hosts."""
+    if profile.known_hosts:
+        return Path(profile.known_hosts).expanduser()
+    configured = config.lookup(profile.hostname).get("userknownhostsfile")
+    return Path((configured or "~/.ssh/known_hosts").split()[0]).expanduser()
+
+
+class UnknownKeyPolicy(paramiko.MissingHostKeyPolicy):
+    """Refuse an unknown host key with how-to-trust, or record it when the profile opts in."""
+
+    def __init__(self, profile: HostProfile, hop: Hop, known: Path):
+        self.profile, self.hop, self.known = profile, hop, known
+
+    def missing_host_key(self, client, hostname, key):
+        fingerprint = key.fingerprint
+        if not self.profile.trust_on_first_use:
+            raise HostKeyError(
+                f"{self.hop}: host key {key.get_name()} {fingerprint} is not in {self.known}: "
+                "unknown hosts are refused",
+                fix=f"check the fingerprint, then trust it: ssh-keyscan -p {self.hop.port} "
+                    f"-t {key.get_name()} {self.hop.hostname} >> {self.known}  "
+                    f"(or set `trust_on_first_use: true` in the {self.profile.name!r} profile)",
+                host=self.profile.name, hostname=hostname, fingerprint=fingerprint)
+        self.known.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(self.known, "a", opener=lambda p, f: os.open(p, f, 0o600)) as fh:
+            fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        client.get_host_keys().add(hostname, key.get_name(), key)
+        log.warning("%s: trusted on first use: recorded %s %s in %s", self.hop, key.get_name(),
+                    fingerprint, self.known)
+
+
+def changed_key_error(profile: HostProfile, hop: Hop, known: Path, exc) -> HostKeyError:
+    name = f"[{hop.hostname}]:{hop.port}" if hop.port != 22 else hop.hostname
+    return HostKeyError(
+        f"WARNING: the host key of {hop} HAS CHANGED: {known} has "
+        f"{exc.expected_key.get_name()} {exc.expected_key.fingerprint}, the host now offers "
+        f"{exc.key.get_name()} {exc.key.fingerprint}. Someone may be intercepting the "
+        "connection, or the host was reinstalled; refused",
+        fix=f"if you know why it changed, remove the old key (ssh-keygen -R '{name}' -f {known}) "
+            "and trust the new one",
+        host=profile.name, changed=True, hostname=name)

@@ -1,0 +1,207 @@
+"""Host profiles and the transports that run commands on a host.
+
+A host profile (``params/hosts/NAME.yaml``, or the built-in ``local``) says how
+to reach a machine and how it runs services. ``connect(profile)`` gives a
+:class:`Transport`: the one object every other module uses to touch a host.
+
+Contract, for every transport:
+
+- ``run(argv)`` takes an argv list, never a shell string; the SSH transport
+  quotes it with ``shlex.join`` and nothing else builds command lines.
+- Every command has a timeout (``command_timeout_s`` unless given); a command
+  that outlives it is killed (its process group) and raises
+  :class:`CommandError` with ``timed_out=True``. With ``check=True`` (the
+  default) a non-zero exit raises :class:`CommandError` with the argv, exit
+  code and output tail; argv values with secret-looking names are masked.
+- ``write_file`` is atomic (temp file + rename) and the file never exists with
+  looser permissions than ``mode``; ``read_file`` raises FileNotFoundError.
+- ``http_base(port)`` is a URL on *this* machine that reaches the host's
+  ``127.0.0.1:port`` (through the SSH connection by default, so the server
+  never has to listen on a public address).
+
+Why profiles are strict (unknown keys, wrong types and unknown names raise
+:class:`ConfigError` naming the choices): a typo in a profile would otherwise
+send a command to the wrong machine, or quietly disable host-key checking.
+Validation happens before anything touches a host.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddlab.core.errors import CommandError, ConfigError
+from ddlab.core.redact import redact_argv
+from ddlab.hosts.profiles import HostProfile
+
+__all__ = ["Transport", "LocalTransport", "Completed"]
+
+log = logging.getLogger("ddlab.hosts")
+
+
+@dataclass(frozen=True)
+class Completed:
+    """What a finished command left: its argv, exit code (128+N for signal N
+    locally, -1 when a remote reports only a signal), output and duration."""
+
+    argv: list
+    exit_code: int
+    stdout: str
+    stderr: str
+    elapsed_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class Transport:
+    """Runs commands and moves files on one host; a context manager that closes itself."""
+
+    def __init__(self, profile: HostProfile):
+        self.profile = profile
+
+    def run(self, argv, *, input: str | bytes | None = None, timeout_s: float | None = None,
+            check: bool = True) -> Completed:
+        """Run argv on the host; see the module docstring for the contract."""
+        argv = _argv(argv)
+        timeout_s = float(timeout_s or self.profile.command_timeout_s)
+        data = input.encode() if isinstance(input, str) else input
+        log.debug("%s: run %s", self.profile.name, redact_argv(argv))
+        done = self._run(argv, data, timeout_s)
+        if check and done.exit_code != 0:
+            raise command_error(self.profile, done)
+        return done
+
+    def _run(self, argv: list[str], data: bytes | None, timeout_s: float) -> Completed:
+        raise NotImplementedError
+
+    def write_file(self, path: str, data: bytes, mode: int = 0o600) -> None:
+        raise NotImplementedError
+
+    def read_file(self, path: str) -> bytes:
+        raise NotImplementedError
+
+    def http_base(self, port: int) -> str:
+        raise NotImplementedError
+
+    def expand_path(self, path: str) -> str:
+        """A host-side path with a leading ``~`` replaced by the user's home there."""
+        raise NotImplementedError
+
+    def make_private_dir(self, path: str) -> None:
+        """``mkdir -p`` on the host under umask 077: the folder, and any parent it
+        makes, are 0700 (state, secrets and service folders are nobody else's)."""
+        self.run(["sh", "-c", 'umask 077 && mkdir -p -- "$1"', "sh", path])
+
+    def close(self) -> None:
+        """Release connections and tunnels; the transport reconnects if used again."""
+
+    @property
+    def link(self) -> tuple:
+        """The connection's identity now; a different value later means it dropped in
+        between (requests through it may have been lost, not refused by the server)."""
+        return ()
+
+    def __enter__(self) -> "Transport":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def command_error(profile: HostProfile, done: Completed, *, timed_out: bool = False,
+                  timeout_s: float | None = None) -> CommandError:
+    """The CommandError for a failed or timed-out command (argv masked for secrets)."""
+    shown = shlex.join(redact_argv(done.argv))
+    shown = shown if len(shown) <= 300 else shown[:300] + "..."
+    if timed_out:
+        message = f"{shown}: still running after {timeout_s:g} s on {profile.label}, killed"
+        fix = "raise timeout_s (or command_timeout_s in the host profile) if it needs longer"
+    else:
+        message = f"{shown}: exited {done.exit_code} on {profile.label}"
+        fix = None
+    return CommandError(message, fix=fix, argv=redact_argv(done.argv), exit_code=done.exit_code,
+                        stdout=done.stdout, stderr=done.stderr, host=profile.name,
+                        timed_out=timed_out, elapsed_s=done.elapsed_s)
+
+
+def _argv(argv) -> list[str]:
+    if isinstance(argv, (str, bytes)) or not argv:
+        raise ConfigError(f"argv={argv!r}: must be a non-empty list of arguments",
+                          fix="pass a list such as ['systemctl', 'status', NAME]", value=argv)
+    out = [os.fspath(a) if isinstance(a, os.PathLike) else a for a in argv]
+    for arg in out:
+        if isinstance(arg, int) and not isinstance(arg, bool):
+            continue
+        if not isinstance(arg, str) or "\0" in arg:
+            raise ConfigError(f"argument {arg!r}: must be a string without NUL",
+                              fix="pass text arguments", value=arg)
+    return [str(a) for a in out]
+
+
+class LocalTransport(Transport):
+    """This machine: subprocess with argv lists, no shell; each command in its own session."""
+
+    def _run(self, argv, data, timeout_s):
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    start_new_session=True)
+        except OSError as exc:  # like a shell: 127 not found, 126 not executable
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            return Completed(argv, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - start)
+        try:
+            out, err = proc.communicate(data, timeout=timeout_s)
+        except BaseException as exc:
+            _kill_group(proc)
+            try:
+                out, err = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:
+                out, err = b"", b""
+            if not isinstance(exc, subprocess.TimeoutExpired):
+                raise
+            done = Completed(argv, 128 + signal.SIGKILL, _text(out), _text(err), time.monotonic() - start)
+            raise command_error(self.profile, done, timed_out=True, timeout_s=timeout_s) from None
+        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
+        return Completed(argv, code, _text(out), _text(err), time.monotonic() - start)
+
+    def write_file(self, path, data, mode=0o600):
+        path = Path(self.expand_path(str(path)))
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.ddlab-tmp-")
+        try:
+            os.fchmod(fd, mode)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def read_file(self, path):
+        return Path(self.expand_path(str(path))).read_bytes()
+
+    def http_base(self, port):
+        return f"http://127.0.0.1:{int(port)}"
+
+    def expand_path(self, path):
+        return os.path.expanduser(path)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _text(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", errors="replace")

@@ -1,0 +1,311 @@
+"""Deploy a config variant on a host, and always put the baseline back.
+
+:class:`Lab` is one ddlab job's hold on one host: the transport (one
+persistent connection), the service manager the profile names, and the host
+lock (:mod:`ddlab.lock`), whose file also records what ddlab changed there.
+Deploying stops the host's baseline service (the production server, if the
+profile names one) and starts the variant; :meth:`Lab.restore` stops the
+variant, starts the baseline again if it was active, waits until it is, and
+releases the lock.
+
+:func:`deployed` is the guarantee as a context manager: the baseline comes back
+on success, crash, timeout, exception and KeyboardInterrupt; a second Ctrl-C
+during the restore is held until the restore is done. The CLI spreads the
+same steps over ``ddlab deploy`` / ``watch`` / ``restore``, which find each
+other through the lock file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shlex
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ddlab.config.units import render_unit
+from ddlab.config.variants import Variant
+from ddlab.core.errors import DdlabError, ServiceError
+from ddlab.core.log import get_logger
+from ddlab.core.progress import Heartbeat
+from ddlab.core.run_folders import new_run_dir, write_json, write_text
+from ddlab.hosts import connect, manager_for
+from ddlab.hosts.lock import HostLock, LockFile
+from ddlab.hosts.profiles import HostProfile, load_host
+from ddlab.hosts.services import ServiceSpec
+
+__all__ = ["Lab", "Deployed", "deployed", "held_interrupts", "add_restore_hint"]
+
+log = get_logger(__name__)
+
+DEFAULT_PORT = 30000  # SGLang's
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """The variant running on a host now, as the lock file records it."""
+
+    name: str
+    hash: str
+    service: str
+    port: int
+    run_dir: Path
+    invocation: str = ""
+    host: str = ""  # what --host takes to reach it again (HostProfile.handle)
+
+    @classmethod
+    def from_record(cls, record: dict) -> "Deployed":
+        return cls(name=record["name"], hash=record["hash"], service=record["service"],
+                   port=int(record["port"]), run_dir=Path(record["run_dir"]),
+                   invocation=record.get("invocation", ""), host=record.get("host", ""))
+
+    exit_code = 0
+
+    def render(self) -> str:
+        """What runs where, then the next command (``ddlab deploy`` prints it)."""
+        host = shlex.quote(self.host or "local")
+        return (f"deployed {self.name} as {self.service} (invocation {self.invocation or '-'}); "
+                f"evidence in {self.run_dir}\n"
+                f"next: ddlab watch --host {host} --probe   (ddlab restore --host {host} "
+                "puts the baseline back)")
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(f"DEPLOYED: {self.name} as {self.service} (port {self.port}); "
+                     f"evidence in {self.run_dir}")
+
+    def to_record(self) -> dict:
+        return {"name": self.name, "hash": self.hash, "service": self.service, "port": self.port,
+                "run_dir": str(self.run_dir), "invocation": self.invocation, "host": self.host}
+
+
+class Lab:
+    """An open host for one ddlab job; use as a context manager (see module docstring).
+
+    While the job runs, the lock names its process, so no other ddlab run
+    (not even the same user's) can take the host. ``persistent``: when the job
+    ends with something still deployed, the lock outlives the process (no pid:
+    held until ``ddlab restore``), for the user's next ddlab run to continue.
+    """
+
+    def __init__(self, host: str | HostProfile = "local", *, what: str = "ddlab",
+                 persistent: bool = False, force: bool = False):
+        self.profile = host if isinstance(host, HostProfile) else load_host(host)
+        self.what = what
+        self.persistent = persistent
+        self.force = force
+        self.transport = None
+        self.manager = None
+        self.lockfile: LockFile | None = None
+        self.lock: HostLock | None = None
+
+    # --- open / close ----------------------------------------------------
+
+    def __enter__(self) -> "Lab":
+        self.open()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def open(self) -> "Lab":
+        self.transport = connect(self.profile)
+        try:
+            self.manager = manager_for(self.transport)
+            self.lockfile = LockFile(self.transport, self.profile.state_dir)
+            self.lock = self.lockfile.acquire(self.what, force=self.force)
+        except BaseException:
+            self.transport.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        """Close the connection. The lock is released unless ddlab left something here
+        to put back (a variant runs, or the baseline is stopped): then it keeps the
+        record, and a ``persistent`` job hands it on (see the class docstring)."""
+        if self.transport is None:
+            return
+        try:
+            if self.lockfile is not None and self.lockfile.held:
+                if not self.lock.variant and not self.lock.baseline.get("was_active"):
+                    self.lockfile.release()
+                elif self.persistent:
+                    self.lock.holder = dataclasses.replace(self.lock.holder, pid=None)
+                    self.lockfile.write(self.lock)
+        except DdlabError as err:  # never mask the error that may have brought us here
+            log.warning(f"{self.name}: could not release the lock {self.lockfile.path}: {err}")
+        finally:
+            self.transport.close()
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+    @property
+    def current(self) -> Deployed | None:
+        return Deployed.from_record(self.lock.variant) if self.lock and self.lock.variant else None
+
+    # --- baseline --------------------------------------------------------
+
+    def stop_baseline(self) -> None:
+        """Stop the profile's baseline service, remembering (in the lock) whether it ran."""
+        service = self.profile.baseline_service
+        if not service or self.lock.baseline.get("service") == service:
+            return  # none, or already stopped by this job (or one we took over)
+        state = self.manager.state(service)
+        was_active = state.active_state in ("active", "activating", "reloading")
+        self.lock.baseline = {"service": service, "was_active": was_active,
+                              "state_found": f"{state.active_state}/{state.sub_state}"}
+        self.lockfile.write(self.lock)  # recorded before we touch it
+        if was_active:
+            log.info(f"{self.name}: stopping baseline {service}")
+            self.manager.stop(service)
+
+    def restore_baseline(self, *, timeout_s: float = 300.0) -> None:
+        """Start the baseline again if it was active, and wait until it is."""
+        baseline = self.lock.baseline if self.lock else {}
+        if not baseline.get("was_active"):
+            return
+        service = baseline["service"]
+        log.info(f"{self.name}: starting baseline {service} again")
+        self.manager.start(service)
+        self.wait_active(service, timeout_s=timeout_s)
+
+    def wait_active(self, service: str, *, timeout_s: float) -> None:
+        """Until ``service`` is active and, when the profile names ``baseline_port``,
+        answers ``/health`` there: "active" alone proves little for a server."""
+        port = self.profile.baseline_port
+        url = self.transport.http_base(port) + "/health" if port else None
+        with Heartbeat(f"{self.name}: {service}", timeout_s, interval_s=5) as beat:
+            while True:
+                state = self.manager.state(service)
+                active = state.running or state.active_state == "active"
+                if active and (url is None or _answers(url)):
+                    beat.close(f"{service} is active" + (f" and answers {url}" if url else ""))
+                    return
+                if state.failed:
+                    tail = self.manager.logs(service)[-2000:]
+                    raise ServiceError(f"baseline {service} on {self.name} failed to start again: "
+                                       f"{state.active_state}/{state.sub_state} ({state.result})",
+                                       fix=f"look at its journal (journalctl -u {service}) and "
+                                           "start it by hand", service=service, journal_tail=tail)
+                if beat.elapsed_s > timeout_s:
+                    raise ServiceError(f"baseline {service} on {self.name} not active after "
+                                       f"{timeout_s:.0f} s ({state.active_state}/{state.sub_state})",
+                                       fix=f"check `systemctl status {service}` on the host",
+                                       service=service)
+                waiting = "/health" if active else f"{state.active_state}/{state.sub_state}"
+                beat.beat(f"waiting for {service}: {waiting}")
+                time.sleep(0.5)
+
+    # --- variant ---------------------------------------------------------
+
+    def start_variant(self, variant: Variant, *, run_dir: Path | None = None) -> Deployed:
+        """Stop whatever variant ddlab runs here, then install and start this one."""
+        self.stop_variant()
+        run_dir = Path(run_dir) if run_dir else new_run_dir(variant.name)
+        unit = render_unit(variant, python=self.profile.python,
+                           env_file=self.manager.env_file(variant.unit_name))
+        config = variant.config
+        spec = ServiceSpec(name=variant.unit_name, argv=config.argv(python=self.profile.python),
+                           env=dict(config.env), unit_text=unit,
+                           workdir=str(config.unit.get("working_directory") or self.profile.workdir))
+        write_text(run_dir / "unit.service", unit)
+        write_json(run_dir / "config.json", {"host": self.name, **variant.to_dict()})
+        port = int(config.flags.get("port") or DEFAULT_PORT)
+        record = Deployed(name=variant.name, hash=variant.hash, service=variant.unit_name,
+                          port=port, run_dir=run_dir, host=self.profile.handle)
+        self.lock.variant = record.to_record()
+        self.lockfile.write(self.lock)  # recorded before it exists, so restore finds it
+        self.manager.install(spec)
+        invocation = self.manager.start(spec.name)
+        record = Deployed(**{**record.__dict__, "invocation": invocation})
+        self.lock.variant = record.to_record()
+        self.lockfile.write(self.lock)
+        log.info(f"{self.name}: started {variant.unit_name} (variant {variant.name}, "
+                 f"hash {variant.hash}); evidence in {run_dir}")
+        return record
+
+    def stop_variant(self) -> None:
+        """Stop and remove the variant ddlab runs here, if any (idempotent)."""
+        current = self.current
+        if current is None:
+            return
+        self.manager.remove(current.service)
+        log.info(f"{self.name}: stopped and removed {current.service}")
+        self.lock.variant = {}
+        self.lockfile.write(self.lock)
+
+    # --- restore ---------------------------------------------------------
+
+    def restore(self, *, timeout_s: float = 300.0) -> None:
+        """Variant gone, baseline back and active, lock released; Ctrl-C waits for it.
+
+        If the baseline does not come back, the lock keeps its record, so that
+        ``ddlab restore`` (or the next run, taking the lock over) tries again."""
+        with held_interrupts(f"{self.name}: restoring the baseline first"):
+            try:
+                self.stop_variant()
+                self.restore_baseline(timeout_s=timeout_s)
+                self.lock.baseline = {}
+                self.lockfile.release()
+            except DdlabError as err:  # the error says how to finish the job later
+                add_restore_hint(err, self.name)
+                raise
+
+
+def add_restore_hint(err: DdlabError, host: str) -> None:
+    """Append to ``err``'s fix how to finish putting ``host`` back (once)."""
+    if "ddlab restore" not in (err.fix or ""):
+        err.fix = (f"{err.fix}; then " if err.fix else "") + (
+            f"`ddlab restore --host {host}` finishes putting the host back "
+            "(its lock keeps what to restore)")
+
+
+def _answers(url: str) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(url, timeout=2.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextlib.contextmanager
+def deployed(host: str | HostProfile, variant: Variant, *, what: str | None = None,
+             run_dir: Path | None = None, force: bool = False) -> Iterator[tuple[Lab, Deployed]]:
+    """Deploy ``variant`` on ``host`` for the ``with`` block; restore afterwards, always."""
+    with Lab(host, what=what or f"variant {variant.name}", force=force) as lab:
+        try:
+            lab.stop_baseline()
+            yield lab, lab.start_variant(variant, run_dir=run_dir)
+        finally:
+            lab.restore()
+
+
+@contextlib.contextmanager
+def held_interrupts(message: str) -> Iterator[None]:
+    """Hold SIGINT (and SIGTERM) for the block, then raise KeyboardInterrupt if one came.
+
+    Only the main thread can handle signals; elsewhere the block just runs.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def hold(signum, frame):
+        received.append(signum)
+        log.warning(f"{message} (interrupt held until it is done)")
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        raise KeyboardInterrupt

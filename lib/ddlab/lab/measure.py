@@ -1,0 +1,309 @@
+"""Benchmark client for a ready SGLang-compatible server (``/generate``, streamed).
+
+One run: ``warmup`` requests first (excluded from every figure), then
+``requests`` requests at ``concurrency`` from a prompt set, each streamed so
+TTFT and inter-token latency are seen. Figures per run:
+
+- accept length = sum of completion tokens / sum of ``spec_verify_ct`` over
+  *this run's* requests. Never the server's lifetime ``avg_spec_accept_length``,
+  which includes warmup and earlier runs. None without speculation.
+- output tok/s = sum of completion tokens / wall time; requests/s likewise.
+- TTFT, ITL (per token: a chunk carrying k tokens after a gap g counts k
+  gaps of g/k, since one speculative step emits several tokens at once) and
+  TPOT = (e2e - TTFT) / (completion tokens - 1), at p50/p90/p99.
+
+``repeats`` runs give each figure's median and spread (max - min). Threads,
+not asyncio, so it runs unchanged inside a Jupyter kernel's event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+from ddlab.core.errors import ConfigError
+from ddlab.core.progress import Heartbeat
+
+__all__ = ["PROMPTS", "RequestResult", "Repetition", "Measurement", "load_prompts",
+           "generate", "measure"]
+
+# Deterministic built-in prompts: Python source openings, which both a code
+# model on a GPU host and the embedded byte-level target continue sensibly.
+PROMPTS = [
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "import os\nimport sys\n\n\ndef main(argv):\n",
+    "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
+    "    def __repr__(self):\n        return ",
+    "def read_config(path):\n    with open(path) as f:\n",
+    "        if not isinstance(value, str):\n            raise TypeError(",
+    "for key, value in sorted(mapping.items()):\n",
+    "    try:\n        import threading\n    except ImportError:\n",
+    "def parse_args(args=None):\n    parser = argparse.ArgumentParser(",
+    "    @property\n    def name(self):\n",
+    "# Copyright (C) 2001 Python Software Foundation\n\"\"\"Utilities for ",
+    "        for line in lines:\n            line = line.strip()\n",
+]
+
+
+@dataclass
+class RequestResult:
+    prompt_index: int
+    ok: bool
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    spec_verify_ct: int | None = None
+    e2e_s: float = 0.0
+    ttft_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    finish_reason: str | None = None
+    text: str = ""
+
+
+@dataclass
+class Repetition:
+    """One measured run (warmup excluded)."""
+
+    requests: list[RequestResult]
+    wall_s: float
+    concurrency: int
+
+    def summary(self) -> dict:
+        ok = [r for r in self.requests if r.ok]
+        tokens = sum(r.completion_tokens for r in ok)
+        verify = [r.spec_verify_ct for r in ok]
+        verify_total = sum(verify) if ok and None not in verify else 0
+        out = {
+            "n_requests": len(self.requests),
+            "n_ok": len(ok),
+            "n_failed": len(self.requests) - len(ok),
+            "completion_tokens": tokens,
+            "wall_s": self.wall_s,
+            "accept_length": tokens / verify_total if verify_total else None,
+            "output_tok_s": tokens / self.wall_s if self.wall_s > 0 else None,
+            "requests_s": len(ok) / self.wall_s if self.wall_s > 0 else None,
+        }
+        ttft = [r.ttft_s * 1e3 for r in ok if r.ttft_s is not None]
+        itl = [x * 1e3 for r in ok for x in r.itl_s]
+        tpot = [(r.e2e_s - r.ttft_s) * 1e3 / (r.completion_tokens - 1)
+                for r in ok if r.ttft_s is not None and r.completion_tokens > 1]
+        e2e = [r.e2e_s * 1e3 for r in ok]
+        for name, values in (("ttft_ms", ttft), ("itl_ms", itl), ("tpot_ms", tpot), ("e2e_ms", e2e)):
+            for q in (50, 90, 99):
+                out[f"{name}_p{q}"] = _percentile(values, q)
+        return out
+
+
+@dataclass
+class Measurement:
+    """All repeats of one benchmark, with each figure's median and spread."""
+
+    runs: list[Repetition]
+    config: dict
+
+    def summary(self) -> dict:
+        per_run = [run.summary() for run in self.runs]
+        out: dict = {"repeats": len(per_run)}
+        for key in per_run[0]:
+            values = [s[key] for s in per_run if s[key] is not None]
+            if not values:
+                out[key] = None
+                continue
+            out[key] = statistics.median(values)
+            if len(per_run) > 1 and isinstance(values[0], float):
+                out[f"{key}_spread"] = max(values) - min(values)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"config": self.config, "summary": self.summary(),
+                "runs": [{"wall_s": r.wall_s, "concurrency": r.concurrency,
+                          "requests": [asdict(q) for q in r.requests]} for r in self.runs]}
+
+
+def load_prompts(path: str | Path) -> list[str]:
+    """Prompts from a file: JSON lines with "text" or "prompt", else one prompt per
+    line (a literal backslash-n in a line is a newline)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"prompt file {str(path)!r}: not found",
+                          fix="give an existing file, one prompt per line or JSON lines", value=str(path))
+    prompts = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            prompts.append(_json_prompt(path, number, line))
+        else:
+            prompts.append(line.replace("\\n", "\n"))
+    if not prompts:
+        raise ConfigError(f"prompt file {str(path)!r}: holds no prompt",
+                          fix="put one prompt per line", value=str(path))
+    return prompts
+
+
+def _json_prompt(path: Path, number: int, line: str) -> str:
+    where = f"prompt file {str(path)!r}, line {number}"
+    try:
+        item = json.loads(line)
+    except ValueError as err:
+        raise ConfigError(f"{where}: not valid JSON ({err})", fix="write one JSON object per line, "
+                          'such as {"text": "def main():"}', value=line[:80]) from None
+    text = (item.get("text") or item.get("prompt")) if isinstance(item, dict) else None
+    if not isinstance(text, str) or not text:
+        raise ConfigError(f'{where}: needs a non-empty "text" or "prompt" string',
+                          fix='such as {"text": "def main():"}', value=line[:80])
+    return text
+
+
+def generate(client: httpx.Client, base_url: str, text: str, *, max_new_tokens: int,
+             prompt_index: int = 0, timeout_s: float = 120.0) -> RequestResult:
+    """One streamed ``/generate`` at temperature 0, timed chunk by chunk."""
+    body = {"text": text, "stream": True,
+            "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
+    result = RequestResult(prompt_index=prompt_index, ok=False)
+    start = last = time.perf_counter()
+    seen_tokens = 0
+    try:
+        with client.stream("POST", f"{base_url}/generate", json=body, timeout=timeout_s) as resp:
+            if resp.status_code != 200:
+                resp.read()
+                result.error = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                return result
+            for chunk in _sse_events(resp):
+                now = time.perf_counter()
+                if "error" in chunk:  # SGLang streams a failure this way, status still 200
+                    result.error = f"server error: {str(chunk['error'])[:200]}"
+                    return result
+                meta = chunk.get("meta_info", {})
+                tokens = int(meta.get("completion_tokens", seen_tokens))
+                new = tokens - seen_tokens
+                if new > 0:
+                    if result.ttft_s is None:  # tokens beyond the first came with it
+                        result.ttft_s = now - start
+                        result.itl_s.extend([0.0] * (new - 1))
+                    else:
+                        result.itl_s.extend([(now - last) / new] * new)
+                    seen_tokens = tokens
+                    last = now
+                _absorb_meta(result, chunk, meta)
+        result.ok = True
+    except (httpx.HTTPError, json.JSONDecodeError) as err:
+        result.error = f"{type(err).__name__}: {err}"
+    finally:
+        result.e2e_s = time.perf_counter() - start
+    return result
+
+
+def _absorb_meta(result: RequestResult, chunk: dict, meta: dict) -> None:
+    result.text = chunk.get("text", result.text)
+    result.prompt_tokens = int(meta.get("prompt_tokens", result.prompt_tokens))
+    result.completion_tokens = int(meta.get("completion_tokens", result.completion_tokens))
+    if meta.get("spec_verify_ct") is not None:
+        result.spec_verify_ct = int(meta["spec_verify_ct"])
+    finish = meta.get("finish_reason")
+    if isinstance(finish, dict):
+        result.finish_reason = finish.get("type")
+    elif finish:
+        result.finish_reason = str(finish)
+
+
+def _sse_events(resp: httpx.Response):
+    for line in resp.iter_lines():
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        yield json.loads(data)
+
+
+def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
+              max_new_tokens: int = 128, warmup: int = 2, repeats: int = 1,
+              prompts: list[str] | str | Path | None = None, timeout_s: float = 120.0,
+              label: str = "bench", record: Path | None = None) -> Measurement:
+    """Benchmark the server at ``base_url``; see the module docstring for the figures.
+
+    ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
+    :data:`PROMPTS`. Every parameter is checked before the first request."""
+    _check_positive(requests=requests, concurrency=concurrency, max_new_tokens=max_new_tokens,
+                    repeats=repeats)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ConfigError(f"warmup={warmup!r}: must be an integer >= 0", fix="try warmup=2",
+                          key="warmup", value=warmup)
+    prompts = _check_prompts(prompts)
+    config = {"base_url": base_url, "requests": requests, "concurrency": concurrency,
+              "max_new_tokens": max_new_tokens, "warmup": warmup, "repeats": repeats,
+              "n_prompts": len(prompts)}
+    limits = httpx.Limits(max_connections=concurrency + 1)
+    with httpx.Client(limits=limits) as client, \
+            Heartbeat(label, interval_s=5.0, record=record) as beat:
+        for i in range(warmup):
+            generate(client, base_url, prompts[i % len(prompts)], max_new_tokens=max_new_tokens,
+                     prompt_index=i % len(prompts), timeout_s=timeout_s)
+            beat.beat(f"warmup {i + 1}/{warmup}")
+        runs = [_one_repetition(client, base_url, prompts, requests, concurrency, max_new_tokens,
+                         timeout_s, beat, repeat) for repeat in range(repeats)]
+        result = Measurement(runs=runs, config=config)
+        s = result.summary()
+        beat.close(f"done: {s['n_ok']}/{s['n_requests']} ok, "
+                   f"{_fmt(s['output_tok_s'])} tok/s, accept length {_fmt(s['accept_length'])}")
+    return result
+
+
+def _one_repetition(client, base_url, prompts, requests, concurrency, max_new_tokens, timeout_s,
+             beat: Heartbeat, repeat: int) -> Repetition:
+    results: list[RequestResult] = []
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(generate, client, base_url, prompts[i % len(prompts)],
+                               max_new_tokens=max_new_tokens, prompt_index=i % len(prompts),
+                               timeout_s=timeout_s) for i in range(requests)]
+        for future in as_completed(futures):
+            results.append(future.result())
+            failed = sum(not r.ok for r in results)
+            beat.beat(f"repeat {repeat + 1}: {len(results)}/{requests} requests"
+                      + (f", {failed} failed" if failed else ""))
+    wall = time.perf_counter() - start
+    results.sort(key=lambda r: r.prompt_index)
+    return Repetition(requests=results, wall_s=wall, concurrency=concurrency)
+
+
+def _check_prompts(prompts) -> list[str]:
+    if prompts is None:
+        return PROMPTS
+    if isinstance(prompts, (str, Path)):
+        return load_prompts(prompts)
+    prompts = list(prompts)
+    bad = [p for p in prompts if not isinstance(p, str) or not p]
+    if not prompts or bad:
+        raise ConfigError(f"prompts={(bad or prompts)[:3]!r}: must be non-empty strings, at least one",
+                          fix="give a list of prompts, a prompt file, or None for the built-in set",
+                          key="prompts", value=bad or prompts)
+    return prompts
+
+
+def _check_positive(**values) -> None:
+    for name, value in values.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{name}={value!r}: must be an integer >= 1",
+                              fix=f"try {name}=4", key=name, value=value)
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q / 100
+    lo = int(k)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}"

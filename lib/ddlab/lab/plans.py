@@ -1,0 +1,104 @@
+"""A deploy plan: a validated variant for a host, before anything touches the host.
+
+:func:`make_plan` validates the host profile, the base and the overrides and
+renders the variant's unit (and the base's, for a diff). Only with
+``read_baseline`` does it connect, to read the baseline service's unit for a
+second diff; nothing is changed on the host. The unit texts are for reading
+(printed, displayed, diffed): their secret values are masked. What is
+installed is rendered again by the deploy, with the real values.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from html import escape
+
+from ddlab.config.units import render_unit
+from ddlab.config.variants import Variant, make_variant
+from ddlab.core.redact import redact_text
+from ddlab.hosts import connect
+from ddlab.hosts.profiles import HostProfile
+
+__all__ = ["DeployPlan", "DryRun", "make_plan"]
+
+
+@dataclass
+class DeployPlan:
+    """A validated variant for a host; see the module docstring."""
+
+    host: HostProfile
+    variant: Variant
+    unit: str
+    base_unit: str
+    baseline_unit: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def headline(self) -> str:
+        what = self.variant.describe_changes() or "no change: the base as it is"
+        baseline = self.host.baseline_service or "none"
+        return (f"PLAN: deploy {self.variant.name} ({self.variant.unit_name}) on "
+                f"{self.host.name}; baseline {baseline} stopped meanwhile; change: {what}")
+
+    def diff_to_base(self) -> str:
+        return _diff(self.base_unit, self.unit, "base", self.variant.name)
+
+    def diff_to_baseline(self) -> str:
+        if self.baseline_unit is None:
+            return "(no baseline unit to compare: the host profile names none, or it was not read)"
+        return _diff(self.baseline_unit, self.unit, self.host.baseline_service, self.variant.name)
+
+    def render(self) -> str:
+        """The headline, then the unit."""
+        return "\n".join([self.headline, *self.notes, "", self.unit])
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(self.headline)
+
+    def _repr_html_(self) -> str:
+        return (f"<div style='border-left:6px solid #0969da;padding:4px 10px'>"
+                f"<b>{escape(self.headline)}</b><pre>{escape(self.unit)}</pre></div>")
+
+
+@dataclass
+class DryRun:
+    """What a dry-run deploy answers: nothing touched the host, and the unit that would run."""
+
+    plan: DeployPlan
+    exit_code = 0
+
+    def render(self) -> str:
+        return "\n".join([f"DRY RUN: nothing deployed on {self.plan.host.name}; this unit would "
+                          "run", *self.plan.notes, "", self.plan.unit])
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
+        printer.text(self.render())
+
+
+def _diff(old: str, new: str, old_name: str, new_name: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name,
+                                 lineterm="", n=1)
+    return "\n".join(lines) or "(identical)"
+
+
+def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
+              read_baseline: bool = False) -> DeployPlan:
+    """Validate everything first; with ``read_baseline`` also fetch the baseline's unit."""
+    variant = make_variant(base or profile.base, overrides)
+    plan = DeployPlan(host=profile, variant=variant,
+                      unit=redact_text(render_unit(variant, python=profile.python)),
+                      base_unit=redact_text(render_unit(make_variant(variant.base, []),
+                                                        python=profile.python)))
+    if read_baseline and profile.baseline_service:
+        baseline_unit = _read_baseline_unit(profile)
+        plan.baseline_unit = redact_text(baseline_unit) if baseline_unit is not None else None
+    return plan
+
+
+def _read_baseline_unit(profile: HostProfile) -> str | None:
+    if profile.service_manager != "systemd":
+        return None
+    with connect(profile) as transport:
+        done = transport.run(["systemctl", "cat", "--", profile.baseline_service], check=False)
+        return done.stdout if done.exit_code == 0 else None

@@ -1,0 +1,273 @@
+"""Sweeps: a grid of config variants, each deployed, watched, probed and benchmarked.
+
+A grid maps override keys (anything ``--set`` takes: flags, ``env.X``,
+``unit.X``, or the aliases ``budget``, ``topk_cap``, ``cuda_graph``,
+``algorithm``) to lists of values; the cells are their product, plus a
+no-speculation baseline cell per CUDA-graph setting (for speedup) and any
+extra variants (e.g. one carrying a known fault). Every cell is validated
+before anything touches the host; ``dry_run`` prints the plan and stops,
+writing nothing (not even the store, whose ``latest`` sweep it must not become).
+
+Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
+record with its diagnosis; a server that dies during the bench is a crash
+too; requests lost with a dropped SSH connection are benched again. The
+host's baseline service is stopped once for the sweep and put back
+at its end, on an error, and on Ctrl-C. Each cell is committed to the store
+(:mod:`ddlab.store`) the moment it ends, with its evidence in
+``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
+finished (matched by config hash) and redoes an interrupted one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shlex
+from dataclasses import dataclass
+
+import yaml
+
+from ddlab.config.bases import load_base
+from ddlab.config.variants import Variant, make_variant
+from ddlab.core.errors import ConfigError
+from ddlab.core.redact import MASK, looks_secret
+from ddlab.core.run_folders import plain_text, safe_name
+from ddlab.lab.store import Store
+
+__all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
+           "plan_sweep", "plan_from_store",
+           "parameter_grid", "parameter_value", "parameter_extras"]
+
+DEFAULT_GRID = {"budget": [4, 16, 32], "topk_cap": [1, 4], "cuda_graph": [True, False]}
+# The no-speculation baseline: every speculative flag removed.
+BASELINE_OVERRIDES = {"speculative_algorithm": None, "speculative_draft_model_path": None,
+                      "speculative_ddtree_budget": None, "speculative_ddtree_topk_cap": None,
+                      "speculative_dflash_block_size": None, "speculative_num_draft_tokens": None}
+GRAPH_KEYS = ("cuda_graph",)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid point: its position in the plan, its role and its variant."""
+
+    position: int
+    role: str            # baseline | grid | extra
+    point: dict          # the grid values (or extra overrides) that define it
+    variant: Variant
+
+    @property
+    def hash(self) -> str:
+        return self.variant.hash
+
+    @property
+    def label(self) -> str:
+        """Folder-safe words for the change: ``budget=32-topk_cap=8-cuda_graph=off``;
+        a secret-named key's value is ``masked`` (folder names are printed and stored)."""
+        words = [f"{k}={'masked' if looks_secret(k) else _word(v)}" for k, v in self.point.items()]
+        text = "-".join(words) if self.role == "grid" else "-".join([self.role, *words])
+        text = plain_text(text).lstrip("-_.=")[:100]  # a folder name starts plain
+        return safe_name(text or self.role)
+
+
+def _word(value) -> str:
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    return "none" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How each ready cell is measured (see :func:`ddlab.bench.measure`) and watched."""
+
+    requests: int = 8
+    concurrency: int = 1
+    max_new_tokens: int = 128
+    warmup: int = 1
+    repeats: int = 1
+    timeout_s: float = 600.0
+    probe: bool = True
+    grace_s: float = 2.0
+
+    def __post_init__(self):
+        for name in ("requests", "concurrency", "max_new_tokens", "repeats"):
+            _check_int(name, getattr(self, name), minimum=1)
+        _check_int("warmup", self.warmup, minimum=0)
+        for name in ("timeout_s", "grace_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ConfigError(f"{name}={value!r}: must be a number >= 0",
+                                  fix=f"e.g. -p {name} 600", key=name, value=value)
+
+
+def _check_int(name: str, value, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}",
+                          fix=f"e.g. -p {name} {max(minimum, 4)}", key=name, value=value)
+
+
+def _as_list(key: str, values) -> list:
+    values = list(values) if isinstance(values, (list, tuple)) else [values]
+    if not values:
+        raise ConfigError(f"{key}=[]: a grid dimension needs at least one value",
+                          fix=f"e.g. -p {key} 16, or a list such as [4, 16, 32]", key=key)
+    return values
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep runs: its inputs (kept in the store, for resume) and its cells."""
+
+    base: str
+    grid: dict
+    fixed: dict
+    extra: list
+    baseline: bool
+    cells: list[Cell]
+
+    def inputs(self) -> dict:
+        return {"base": self.base, "grid": self.grid, "fixed": self.fixed, "extra": self.extra,
+                "baseline": self.baseline}
+
+
+def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
+               baseline: bool = True, extra=()) -> SweepPlan:
+    """Every cell of the sweep, validated; nothing touches a host.
+
+    ``fixed``: overrides applied to every cell; ``extra``: a list of override
+    mappings (or KEY=VALUE lists), one extra cell each, on top of ``fixed``.
+    """
+    base_config = load_base(base)
+    grid = dict(DEFAULT_GRID if grid is None else grid)
+    dims = {key: _as_list(key, values) for key, values in grid.items()}
+    fixed_overrides = _mapping(fixed)
+    extras = [_mapping(overrides) for overrides in extra]
+    cells: list[Cell] = []
+
+    def add(role: str, point: dict, overrides: dict) -> None:
+        variant = make_variant(base_config, {**fixed_overrides, **overrides})
+        if any(c.hash == variant.hash for c in cells):
+            return  # two points that configure the same server are one cell
+        cells.append(Cell(len(cells), role, point, variant))
+
+    if baseline:
+        graph_values = next((dims[k] for k in GRAPH_KEYS if k in dims), [None])
+        for value in graph_values:
+            point = {} if value is None else {"cuda_graph": value}
+            add("baseline", point, {**BASELINE_OVERRIDES, **point})
+    for values in itertools.product(*dims.values()):
+        point = dict(zip(dims, values))
+        add("grid", point, point)
+    for overrides in extras:
+        add("extra", overrides, overrides)
+    return SweepPlan(base=str(base), grid=dims, fixed=fixed_overrides, extra=extras,
+                     baseline=baseline, cells=cells)
+
+
+def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
+    """The stored sweep's plan, rebuilt and checked against the cells it registered.
+
+    The store keeps secret-named values masked (:mod:`ddlab.redact`); ``secrets``
+    (overrides, as ``fixed`` takes them) gives them back. A masked value without
+    one is a ConfigError naming the keys, before anything touches the host."""
+    record = store.sweep(sweep_id)
+    inputs = _unmask(record["grid"], _mapping(secrets), sweep_id)
+    plan = plan_sweep(inputs["base"], inputs["grid"], fixed=inputs["fixed"],
+                      baseline=inputs["baseline"], extra=inputs["extra"])
+    stored = set(store.cell_status(sweep_id))
+    if {c.hash for c in plan.cells} != stored:
+        raise ConfigError(f"resume={sweep_id!r}: the base config {inputs['base']!r} changed since "
+                          "the sweep began, so its cells no longer match",
+                          fix="start a new sweep (resume='') or put the base back as it was",
+                          value=sweep_id)
+    return plan
+
+
+def _unmask(inputs: dict, secrets: dict, sweep_id: str) -> dict:
+    """``inputs`` with each masked secret value replaced by ``secrets[key]``."""
+    missing: list[str] = []
+
+    def fill(key: str, value):
+        if not (looks_secret(key) and value == MASK):
+            return value
+        if secrets.get(key, MASK) == MASK:  # not given, or the mask pasted back
+            missing.append(key)
+            return value
+        return secrets[key]
+
+    grid = {k: ([fill(k, MASK)] if v == MASK else v) for k, v in inputs["grid"].items()}
+    fixed = {k: fill(k, v) for k, v in inputs["fixed"].items()}
+    extra = [{k: fill(k, v) for k, v in cell.items()} for cell in inputs["extra"]]
+    if missing:
+        keys = sorted(set(missing))
+        raise ConfigError(f"resume={sweep_id!r}: the store keeps no secrets, and this sweep had "
+                          f"{', '.join(keys)}", fix="pass their real values again: "
+                          + resume_command_for(sweep_id, keys), value=sweep_id)
+    return {**inputs, "grid": grid, "fixed": fixed, "extra": extra}
+
+
+def resume_command_for(sweep_id: str, secret_keys=()) -> str:
+    command = f"ddlab run sweep -p resume {shlex.quote(sweep_id)}"
+    if secret_keys:  # never the values: the user has them, the store does not
+        pairs = ", ".join(f'"{key}": "***"' for key in secret_keys)
+        command += f" -p fixed '{{{pairs}}}' (*** = each secret's real value)"
+    return command
+
+
+def secret_keys_of(plan: SweepPlan) -> list[str]:
+    """The secret-named override keys of ``plan`` (their values are not stored)."""
+    keys = {k for k in plan.grid if looks_secret(k)} | {k for k in plan.fixed if looks_secret(k)}
+    keys |= {k for cell in plan.extra for k in cell if looks_secret(k)}
+    return sorted(keys)
+
+
+def _mapping(overrides) -> dict:
+    from ddlab.config.overrides import parse_overrides
+
+    return parse_overrides(overrides or {})
+
+
+# --- the sweep notebook's parameters -----------------------------------------------
+
+
+def parameter_grid(budget, topk_cap, cuda_graph, more: dict | None) -> dict:
+    """The grid from the sweep notebook's parameters: the three built-in dimensions
+    (None or [] leaves one out) and ``more``; values may be YAML text (papermill's)."""
+    grid = {"budget": budget, "topk_cap": topk_cap, "cuda_graph": cuda_graph}
+    more = _read_yaml("grid", more) or {}
+    if not isinstance(more, dict):
+        raise ConfigError(f"grid={more!r}: must map override keys to values",
+                          fix="e.g. {'speculative_num_draft_tokens': [8, 16]}", value=more)
+    grid.update(more)
+    grid = {k: _read_yaml(k, v) for k, v in grid.items()}
+    return {k: v for k, v in grid.items() if v is not None and v != []}
+
+
+def _read_yaml(name: str, value):
+    """A string read as YAML, the way ``ddlab run -p`` reads values: plain
+    ``papermill -p cuda_graph true`` passes the string 'true', and ``-p budget
+    [4,16]`` the string '[4,16]'."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return yaml.safe_load(value) if value.strip() else value
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{name}={value!r}: not a value or a list ({err.problem})",
+                          fix=f"e.g. -p {name} 16, or -p {name} '[4, 16]'", key=name,
+                          value=value) from None
+
+
+def parameter_value(name: str, value):
+    """``fixed`` / ``extra`` given as YAML text (``-p extra '[{budget: 8}]'``);
+    a plain ``KEY=VALUE`` string stays one override."""
+    if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
+        return _read_yaml(name, value)
+    return value
+
+
+def parameter_extras(extra) -> list:
+    """``extra`` as a list of override lists or mappings (one string or mapping: one cell)."""
+    extra = parameter_value("extra", extra)
+    if isinstance(extra, (str, dict)):
+        extra = [extra]
+    return [[item] if isinstance(item, str) else item for item in extra or ()]

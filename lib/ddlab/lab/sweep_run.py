@@ -1,0 +1,249 @@
+"""Sweeps: a grid of config variants, each deployed, watched, probed and benchmarked.
+
+A grid maps override keys (anything ``--set`` takes: flags, ``env.X``,
+``unit.X``, or the aliases ``budget``, ``topk_cap``, ``cuda_graph``,
+``algorithm``) to lists of values; the cells are their product, plus a
+no-speculation baseline cell per CUDA-graph setting (for speedup) and any
+extra variants (e.g. one carrying a known fault). Every cell is validated
+before anything touches the host; ``dry_run`` prints the plan and stops,
+writing nothing (not even the store, whose ``latest`` sweep it must not become).
+
+Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
+record with its diagnosis; a server that dies during the bench is a crash
+too; requests lost with a dropped SSH connection are benched again. The
+host's baseline service is stopped once for the sweep and put back
+at its end, on an error, and on Ctrl-C. Each cell is committed to the store
+(:mod:`ddlab.store`) the moment it ends, with its evidence in
+``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
+finished (matched by config hash) and redoes an interrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddlab.config.units import render_unit
+from ddlab.core.errors import ConfigError, DdlabError, HostError
+from ddlab.core.log import get_logger
+from ddlab.core.paths import outputs_dir
+from ddlab.core.run_folders import new_run_dir, safe_name, utc_stamp, write_json
+from ddlab.hosts.profiles import HostProfile, load_host
+from ddlab.lab.deploy import Lab
+from ddlab.lab.measure import measure
+from ddlab.lab.store import DONE_STATES, Store
+from ddlab.lab.sweep_plan import (
+    Cell,
+    SweepOptions,
+    SweepPlan,
+    plan_from_store,
+    resume_command_for,
+    secret_keys_of,
+)
+from ddlab.lab.watch import watch
+
+__all__ = ["Sweep", "open_sweep", "execute_sweep", "run_sweep"]
+
+log = get_logger(__name__)
+
+
+@dataclass
+class Sweep:
+    """A sweep's identity and outcome; the cells themselves live in the store."""
+
+    sweep_id: str
+    host: str
+    base: str
+    cells: list[Cell]
+    store_path: Path
+    profile: HostProfile | None = None
+    options: SweepOptions = field(default_factory=lambda: SweepOptions())
+    status: str = "planned"
+    skipped: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+    secret_keys: list[str] = field(default_factory=list)
+
+    @property
+    def folder(self) -> Path:
+        return outputs_dir() / "sweeps" / self.sweep_id
+
+    def resume_command(self) -> str:
+        return resume_command_for(self.sweep_id, self.secret_keys)
+
+    def render_plan(self) -> str:
+        rows = [f"sweep {self.sweep_id} on {self.host}: {len(self.cells)} cells from base {self.base}"]
+        for cell in self.cells:
+            mark = "done, skipped" if cell.hash in self.skipped else "to run"
+            rows.append(f"  {cell.position:3d}  {cell.role:8s}  {cell.variant.name:40s} "
+                        f"{cell.hash}  {cell.label}  [{mark}]")
+        return "\n".join(rows)
+
+
+def run_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "local",
+              options: SweepOptions | None = None, resume: str = "", dry_run: bool = False,
+              store: Store | None = None, secrets=()) -> Sweep:
+    """Run a planned sweep, or resume a stored one (``resume``: its id or ``latest``;
+    the stored plan, host and options are used; ``secrets``: the secret-named
+    overrides it had, which the store does not keep), or with ``dry_run`` only
+    log its plan. :func:`open_sweep` then :func:`execute_sweep`."""
+    store = store or Store()
+    sweep = open_sweep(plan, host=host, options=options, resume=resume, store=store,
+                       register=not dry_run, secrets=secrets)
+    if dry_run:  # nothing written: a dry run must not become the `latest` sweep
+        sweep.status = "dry-run"
+        return sweep
+    return execute_sweep(sweep, store)
+
+
+def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
+    """Run the cells of an open sweep that are not finished yet (see the module
+    docstring); the store says how it ended, also when this raises."""
+    todo = [c for c in sweep.cells if c.hash not in sweep.skipped]
+    store.set_sweep_status(sweep.sweep_id, "running")
+    try:
+        with Lab(sweep.profile, what=f"sweep {sweep.sweep_id}") as lab:
+            lost = store.abandon_runs(sweep.sweep_id)  # a killed run's; we hold the lock now
+            if lost:
+                log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
+                         "process marked lost; their cells run again")
+            try:
+                lab.stop_baseline()
+                _run_cells(lab, store, sweep, todo)
+            finally:
+                lab.restore()
+    except BaseException as err:
+        _stop(store, sweep, "interrupted" if isinstance(err, KeyboardInterrupt) else "failed")
+        raise
+    _stop(store, sweep, "done")
+    return sweep
+
+
+def _stop(store: Store, sweep: Sweep, status: str) -> None:
+    sweep.status = status
+    store.set_sweep_status(sweep.sweep_id, status)
+    done = len(sweep.skipped) + len(sweep.finished)
+    log.info(f"[sweep] {sweep.sweep_id}: {status}; {done} of {len(sweep.cells)} cells finished "
+             f"and stored in {store.path}")
+    if status != "done":
+        log.info(f"[sweep] resume with: {sweep.resume_command()}")
+
+
+def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "local",
+               options: SweepOptions | None = None, resume: str = "",
+               store: Store | None = None, register: bool = True, secrets=()) -> Sweep:
+    """The sweep to run, a new one (``plan``) or a stored one (``resume``), every
+    cell checked against the host profile; ``register`` writes it to the store.
+    Its plan is logged. Nothing touches the host."""
+    store = store or Store()
+    options = options or SweepOptions()
+    if resume:
+        sweep_id = store.latest_sweep_id() if resume == "latest" else resume
+        if not sweep_id or store.sweep(sweep_id) is None:
+            known = ", ".join(store.sweep_ids()[-5:]) or "none yet"
+            raise ConfigError(f"resume={resume!r}: no such sweep in {store.path}",
+                              fix=f"use 'latest' or one of: {known}", value=resume)
+        record = store.sweep(sweep_id)
+        plan = plan_from_store(store, sweep_id, secrets)
+        profile = load_host(record["host"])
+        options = SweepOptions(**record["options"])
+    else:
+        if plan is None:
+            raise ConfigError("run_sweep: neither a plan nor resume given",
+                              fix="plan it with plan_sweep(...) or pass resume='latest'")
+        profile = host if isinstance(host, HostProfile) else load_host(host)
+        sweep_id = safe_name(f"{utc_stamp()}-{profile.name}-{Path(plan.base).stem}")
+    for cell in plan.cells:  # values a unit cannot hold, the host's python: before the host
+        render_unit(cell.variant, python=profile.python)
+    sweep = Sweep(sweep_id=sweep_id, host=profile.name, base=plan.base, cells=plan.cells,
+                  store_path=store.path, profile=profile, options=options,
+                  secret_keys=secret_keys_of(plan))
+    if register and not resume:
+        store.add_sweep(sweep_id, host=profile.name, base=plan.base, grid=plan.inputs(),
+                        options=options.__dict__, resume_command=sweep.resume_command())
+    for cell in plan.cells if register else ():
+        store.plan_cell(sweep_id, config_hash=cell.hash, name=cell.variant.name,
+                        position=cell.position, point=cell.point, role=cell.role,
+                        config=cell.variant.to_dict())
+    status = store.cell_status(sweep_id)
+    sweep.skipped = [c.hash for c in plan.cells if status.get(c.hash) in DONE_STATES]
+    log.info(sweep.render_plan())
+    return sweep
+
+
+MAX_ERRORS_IN_A_ROW = 3
+
+
+def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell]) -> None:
+    """Run cells in order; a cell that errors is recorded and skipped (redone on
+    resume), but errors in a row mean the host itself is in trouble: stop."""
+    errors = 0
+    for n, cell in enumerate(todo, 1):
+        log.info(f"[sweep] cell {n}/{len(todo)}: {cell.variant.name} ({cell.label})")
+        try:
+            status = _run_cell(lab, store, sweep, cell, sweep.options)
+        except DdlabError as err:
+            errors += 1
+            log.info(f"[sweep] cell {n}/{len(todo)}: error: {err}")
+            if errors >= MAX_ERRORS_IN_A_ROW:
+                raise
+            continue
+        errors = 0
+        sweep.finished.append(cell.hash)
+        log.info(f"[sweep] cell {n}/{len(todo)}: {status}")
+
+
+def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOptions,
+) -> str:
+    """Deploy, watch, bench one cell; commit it to the store; return its status."""
+    run_dir = new_run_dir(cell.label, parent=sweep.folder)
+    run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
+                           config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
+                           run_dir=str(run_dir))
+    try:
+        deployed = lab.start_variant(cell.variant, run_dir=run_dir)
+        verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
+                        grace_s=options.grace_s)
+        metrics = None
+        if verdict.state == "ready":
+            metrics, verdict = _measure_cell(lab, deployed, run_dir, options)
+        status = "measured" if verdict.state == "ready" else verdict.state
+        lab.stop_variant()
+    except KeyboardInterrupt:
+        store.finish_run(run_id, state="interrupted")
+        raise
+    except DdlabError as err:
+        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
+        store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
+        with contextlib.suppress(DdlabError):  # the next cell, or the restore, tries again
+            lab.stop_variant()
+        raise
+    store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
+    store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
+    return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
+
+
+def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
+    """Benchmark a ready cell; a server that died meanwhile makes it a crash.
+
+    Requests lost with a dropped SSH connection (it dropped meanwhile and the server
+    is still ready) measured the connection, not the server: bench again, once;
+    lost twice is an error (the cell is redone on resume)."""
+    for attempt in (1, 2):
+        link = lab.transport.link
+        result = measure(lab.transport.http_base(deployed.port), requests=options.requests,
+                           concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
+                           warmup=options.warmup, repeats=options.repeats,
+                           label=f"bench {deployed.name}", record=run_dir / "heartbeat.log")
+        write_json(run_dir / "bench.json", result.to_dict())
+        after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
+        metrics = result.summary()
+        if after.state != "ready" or not (metrics["n_failed"] and lab.transport.link != link):
+            return (metrics if after.state == "ready" else None), after
+        lost = (f"{metrics['n_failed']} of {metrics['n_requests']} requests lost with the "
+                "SSH connection")
+        if attempt == 2:
+            raise HostError(f"bench {deployed.name} on {lab.name}: {lost}, twice",
+                            fix="check the connection to the host; resume redoes this cell",
+                            host=lab.name)
+        log.info(f"[sweep] {deployed.name}: {lost}; benchmarking again")

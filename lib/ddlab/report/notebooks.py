@@ -1,0 +1,320 @@
+"""``ddlab run NOTEBOOK``: a notebook executed headless, kept with its report.
+
+Each run gets ``outputs/<UTC time>-<notebook>-<name>/`` holding the executed
+notebook (secrets masked: its injected parameters and outputs), ``report.html``
+(inputs hidden, status banner first), ``run.json`` (parameters with secrets
+masked, status, timings, the verdict's headline)
+and whatever the notebook's library calls write there: a notebook that
+declares a ``run_dir`` parameter gets the folder's path injected by papermill,
+and passes it on to ``ddlab.sweep(..., run_dir=run_dir)`` and the like. A failed or interrupted run still writes all of it,
+marked so, and so does a run whose kernel died (killed, out of memory);
+``outputs/index.html`` is rewritten after every run. With
+``progress``, the terminal shows papermill's bar over the notebook's cells
+and, as they come, the lines the kernel writes to stderr (a sweep's cell by
+cell progress), since one notebook cell may run for many minutes.
+
+Ctrl-C (SIGINT) is forwarded to the kernel, which raises KeyboardInterrupt
+inside the running cell, so the library's own clean-up (putting the
+baseline back) runs there; the run then ends as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ddlab.core.errors import ConfigError
+from ddlab.core.log import get_logger
+from ddlab.core.paths import outputs_dir, project_root
+from ddlab.core.redact import redact, redact_text
+from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json
+from ddlab.report.html import banner_html, render_html, write_index
+
+__all__ = ["NotebookRun", "NotebookRuns", "run_notebook", "find_notebook", "parse_parameters", "EXIT_CODES"]
+
+log = get_logger(__name__)
+
+
+EXIT_CODES = {"ok": 0, "failed": 1, "interrupted": 130}
+RUN_DIR_PARAMETER = "run_dir"  # a notebook that declares it is told its run folder
+
+
+@dataclass
+class NotebookRun:
+    run_dir: Path
+    status: str          # ok | failed | interrupted
+    report: Path
+    notebook: Path
+    error: str = ""
+    headline: str = ""
+    next_step: str = ""  # the verdict's: what to try next (how to resume, ...)
+    verdict: dict = field(default_factory=dict)  # the run folder's verdict.json
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES.get(self.status, 1)
+
+    def render(self) -> str:
+        """Status and verdict first, what to do next, then the report's path (last line)."""
+        rows = [f"{self.status.upper()}: {self.headline or self.notebook.name}"]
+        if self.next_step:
+            rows.append(f"next: {self.next_step}")
+        if self.status == "interrupted":
+            rows.append("interrupted: finished cells are kept; the next step above says how to go on")
+        elif self.error.startswith("DeadKernelError"):
+            rows.append("the kernel died: finished cells are kept; a sweep resumes with "
+                        "`ddlab run sweep -p resume latest`, which takes over the lock it left")
+        rows.append(str(self.report))
+        return "\n".join(rows)
+
+
+class NotebookRuns(list):
+    """Runs made one after the other (``make demo``: the sweep, then its plot)."""
+
+    @property
+    def exit_code(self) -> int:
+        return max((run.exit_code for run in self), default=0)
+
+    def render(self) -> str:
+        """One block per run, the last report's path as the last line."""
+        return "\n".join(f"{run.notebook.stem}: {run.render()}" for run in self)
+
+
+def find_notebook(name: str) -> Path:
+    """``sweep`` -> notebooks/sweep.ipynb; a path works too."""
+    path = Path(name)
+    if path.suffix == ".ipynb" and path.is_file():
+        return path.resolve()
+    candidate = project_root() / "notebooks" / f"{path.stem}.ipynb"
+    if candidate.is_file():
+        return candidate
+    known = sorted(p.stem for p in (project_root() / "notebooks").glob("*.ipynb"))
+    raise ConfigError(f"notebook {name!r}: not found", fix=f"choose one of: {', '.join(known)}",
+                      value=name)
+
+
+def parse_parameters(pairs=(), files=()) -> dict:
+    """``-p K V`` pairs (values parsed as YAML, like papermill) over ``-f`` YAML files."""
+    params: dict = {}
+    for file in files:
+        try:
+            data = yaml.safe_load(Path(file).read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise ConfigError(f"parameter file {str(file)!r}: {err}".replace("\n", " "),
+                              fix="give a readable YAML mapping", value=str(file)) from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"parameter file {str(file)!r}: must hold a mapping",
+                              fix="write `name: value` lines", value=str(file))
+        params.update(data)
+    for key, value in pairs:
+        try:
+            params[key] = yaml.safe_load(value) if value != "" else ""
+        except yaml.YAMLError:
+            params[key] = value
+    return params
+
+
+def _check_parameters(notebook: Path, params: dict) -> dict:
+    """Unknown parameter names are refused before the kernel starts; ``run_dir``
+    is ddlab's to set. Returns the notebook's declared parameters."""
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    if RUN_DIR_PARAMETER in params:
+        raise ConfigError(f"parameter {RUN_DIR_PARAMETER}: set by ddlab run (the run folder)",
+                          fix=f"leave -p {RUN_DIR_PARAMETER} out", value=params[RUN_DIR_PARAMETER])
+    unknown = sorted(set(params) - set(declared))
+    if unknown:
+        near = [m for name in unknown for m in difflib.get_close_matches(name, declared, n=1)]
+        hint = f"did you mean {', '.join(near)}? " if near else ""
+        raise ConfigError(f"parameter(s) {', '.join(unknown)}: not declared by {notebook.name}",
+                          fix=f"{hint}its parameters are: {', '.join(declared)}", value=unknown)
+    return declared
+
+
+def _run_name(params: dict, name: str | None) -> str:
+    if name:
+        return name
+    words = [f"{k}={v}" for k, v in params.items() if not isinstance(v, (list, dict))]
+    return plain_text("-".join(words)[:60] or "default")
+
+
+def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: str | None = None,
+                 outputs: Path | None = None, progress: bool = True) -> NotebookRun:
+    """Execute ``notebook`` with ``parameters`` into a new run folder; see the module docstring."""
+    import papermill
+
+    source = find_notebook(str(notebook))
+    params = dict(parameters or {})
+    declared = _check_parameters(source, params)
+    root = Path(outputs) if outputs else outputs_dir()
+    run_dir = new_run_dir(f"{source.stem}-{_run_name(params, name)}"[:120], parent=root)
+    executed = run_dir / source.name
+    record = {"notebook": source.name, "parameters": redact(params), "status": "running",
+              "started_utc": utc_stamp(), "run_dir": str(run_dir)}
+    write_json(run_dir / "run.json", record)
+    started = time.monotonic()
+    status, error = "ok", ""
+    if RUN_DIR_PARAMETER in declared:  # where the notebook's calls leave the verdict, CSV...
+        params[RUN_DIR_PARAMETER] = str(run_dir)
+    with _forward_interrupts() as interrupted:
+        try:
+            papermill.execute_notebook(str(source), str(executed), parameters=params,
+                                       cwd=str(project_root()), progress_bar=progress,
+                                       stderr_file=_AboveTheBar() if progress else None,
+                                       kernel_name="python3", extra_arguments=_KERNEL_QUIET)
+        except papermill.PapermillExecutionError as err:
+            status = "interrupted" if interrupted or err.ename == "KeyboardInterrupt" else "failed"
+            error = f"{err.ename}: {err.evalue}"
+        except KeyboardInterrupt:
+            status, error = "interrupted", "KeyboardInterrupt"
+        except Exception as err:  # the kernel died (DeadKernelError), a timeout...: still report
+            status, error = "failed", f"{type(err).__name__}: {err}"
+    return _finish(run_dir, source, executed, record, status, error, time.monotonic() - started)
+
+
+# The kernel's own log (not the notebook's output, nor its errors, which papermill
+# reports): its start-up warning about TCP on loopback and a KeyboardInterrupt
+# line at shutdown read as failures at the end of every good run.
+_KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
+
+
+class _AboveTheBar:
+    """The kernel's stderr in our terminal, written above papermill's cell bar."""
+
+    def write(self, text: str) -> None:
+        from tqdm.auto import tqdm
+
+        tqdm.write(text, file=sys.stderr, end="")
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: str, error: str,
+            duration_s: float) -> NotebookRun:
+    verdict = _read_json(run_dir / "verdict.json")
+    record.update(status=status, error=error, duration_s=round(duration_s, 1),
+                  headline=verdict.get("headline") or error or "", ended_utc=utc_stamp())
+    write_json(run_dir / "run.json", record)
+    report = run_dir / "report.html"
+    if executed.is_file():
+        _mask_notebook(executed)
+        render_html(executed, report, banner={
+            "status": status, "headline": record["headline"], "notebook": source.name,
+            "parameters": json.dumps(record["parameters"]), "started (UTC)": record["started_utc"],
+            "duration": f"{duration_s:.1f} s", "error": error, "folder": str(run_dir)})
+    else:  # the kernel never started: still leave a report that says so
+        report.write_text(banner_html({"status": status, "headline": error or "no output"}))
+    write_index(run_dir.parent)
+    return NotebookRun(run_dir=run_dir, status=status, report=report, notebook=executed,
+                     error=error, headline=record["headline"],
+                     next_step=redact_text(verdict.get("next_step") or ""), verdict=verdict)
+
+
+def _mask_notebook(path: Path) -> None:
+    """Secrets out of the executed notebook: papermill wrote the parameters into it
+    (a cell and the metadata), and outputs may quote them."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    meta = nb.metadata.get("papermill", {})
+    if "parameters" in meta:
+        meta["parameters"] = redact(meta["parameters"])
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.source = redact_text(cell.source)
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                output["text"] = redact_text(output["text"])
+            for mime, value in output.get("data", {}).items():
+                if isinstance(value, str) and not mime.startswith("image/"):
+                    output["data"][mime] = redact_text(value)
+            if "evalue" in output:
+                output["evalue"] = redact_text(output["evalue"])
+                output["traceback"] = [redact_text(line) for line in output.get("traceback", [])]
+    nbformat.write(nb, path)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+INTERRUPT_GRACE_S = 180.0  # after a Ctrl-C, how long the kernel may take to clean up
+
+
+@contextlib.contextmanager
+def _forward_interrupts(grace_s: float | None = None):
+    """SIGINT/SIGTERM to us -> SIGINT to our child processes (the kernel, which
+    jupyter_client starts in its own session, out of the terminal's reach).
+    The kernel then cleans up and the run ends; if it has not within
+    ``grace_s`` (default ``INTERRUPT_GRACE_S``), we stop waiting: a
+    KeyboardInterrupt here, and papermill shuts the kernel down."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received  # only the main thread may handle signals
+        return
+    grace_s = INTERRUPT_GRACE_S if grace_s is None else grace_s
+    gave_up = threading.Event()
+    main = threading.main_thread().ident
+
+    def give_up():
+        log.warning(f"ddlab run: the kernel did not finish within {grace_s:.0f} s of the "
+                    "interrupt; stopping it")
+        gave_up.set()
+        # A real signal, so that a blocking wait in the main thread wakes up; the
+        # handler below then raises instead of forwarding once more.
+        signal.pthread_kill(main, signal.SIGINT)
+
+    watchdog = threading.Timer(grace_s, give_up)
+    watchdog.daemon = True
+
+    def forward(signum, frame):
+        if gave_up.is_set():
+            raise KeyboardInterrupt
+        received.append(signum)
+        children = _children()
+        log.warning(f"ddlab run: interrupt: asking the kernel "
+                    f"({', '.join(map(str, children)) or 'none'}) to stop; finished work is "
+                    "kept and the baseline is put back first")
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
+        if not children:
+            raise KeyboardInterrupt
+        if len(received) == 1:
+            watchdog.start()
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        watchdog.cancel()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _children() -> list[int]:
+    me = os.getpid()
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:
+            found.append(int(stat.parent.name))
+    return found

@@ -1,0 +1,230 @@
+"""Plots of sweep results: functions take a DataFrame and return a Figure.
+
+The frame is :func:`ddlab.results.load_cells`'s (one row per cell). Crashed
+cells are never dropped: they are drawn where they would have been, as a red
+x labelled with their crash kind, so a plot shows which corner of the grid
+fails and why. The caller saves or displays the figure. Figures are made
+without pyplot, so nothing is shown twice in a notebook and no global state
+leaks between calls.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ddlab.core.errors import ConfigError
+from ddlab.lab.results import METRICS
+
+__all__ = ["metric_vs_budget", "accept_length_vs_budget", "throughput_vs_budget",
+           "speedup_vs_budget", "heatmap", "overview", "Explorer", "explorer"]
+
+CRASHED = ("crashed", "timeout")
+
+
+class SweepFigure(Figure):
+    """A Figure that shows itself in a notebook (as PNG) without pyplot."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        return buffer.getvalue()
+
+
+def _need(frame: pd.DataFrame, *columns: str) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"column(s) {', '.join(map(repr, missing))}: not in the frame",
+                          fix=f"available columns: {', '.join(map(str, frame.columns))}",
+                          value=missing)
+
+
+def _graph_modes(frame: pd.DataFrame) -> list[bool]:
+    modes = sorted(set(frame["cuda_graph"].dropna().astype(bool)), reverse=True)
+    return modes or [True]
+
+
+def _title(mode: bool) -> str:
+    return "CUDA graphs on" if mode else "CUDA graphs off"
+
+
+def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figure:
+    """``metric`` against DDTree budget, one line per top-k cap, graphs on | off side by side.
+
+    The no-speculation baseline is a dashed line; crashed cells are red x's
+    at the axis bottom, labelled with their kind.
+    """
+    _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
+    modes = _graph_modes(frame)
+    fig = SweepFigure(figsize=(5.5 * len(modes), 4))
+    axes = fig.subplots(1, len(modes), sharey=True, squeeze=False)
+    grid = frame[frame["role"] != "baseline"]
+    for ax, mode in zip(axes[0], modes):
+        part = grid[grid["cuda_graph"] == mode]
+        for cap, rows in part.groupby("topk_cap", dropna=False):
+            ok = rows[rows["status"] == "measured"].sort_values("budget")
+            ax.plot(ok["budget"], ok[metric], marker="o", label=f"top-k cap {_fmt(cap)}")
+        _baseline(ax, frame, mode, metric)
+        _crashes(ax, part)
+        ax.set_title(_title(mode))
+        ax.set_xlabel("DDTree budget (nodes)")
+        ax.set_xscale("log", base=2)
+        _budget_ticks(ax, grid)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel(METRICS.get(metric, metric))
+    fig.suptitle(f"{METRICS.get(metric, metric)} vs budget")
+    fig.tight_layout()
+    return fig
+
+
+def accept_length_vs_budget(frame: pd.DataFrame) -> Figure:
+    return metric_vs_budget(frame, "accept_length")
+
+
+def throughput_vs_budget(frame: pd.DataFrame) -> Figure:
+    return metric_vs_budget(frame, "output_tok_s")
+
+
+def speedup_vs_budget(frame: pd.DataFrame) -> Figure:
+    return metric_vs_budget(frame, "speedup")
+
+
+def _fmt(value) -> str:
+    return "none" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:g}"
+
+
+def _baseline(ax, frame: pd.DataFrame, mode: bool, metric: str) -> None:
+    base = frame[(frame["role"] == "baseline") & (frame["status"] == "measured")]
+    same = base[base["cuda_graph"] == mode]
+    value = (same if not same.empty else base)[metric].dropna()
+    if not value.empty:
+        ax.axhline(value.iloc[0], color="grey", linestyle="--", linewidth=1,
+                   label=f"no speculation ({value.iloc[0]:.3g})")
+
+
+def _crashes(ax, part: pd.DataFrame) -> None:
+    crashed = part[part["status"].isin(CRASHED)]
+    if crashed.empty:
+        return
+    transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
+    for i, (_, row) in enumerate(crashed.iterrows()):
+        x = row["budget"] if pd.notna(row["budget"]) else 1
+        ax.plot([x], [0.04], marker="x", color="red", markersize=10, mew=2.5,
+                transform=transform, label="crashed" if i == 0 else None, clip_on=False)
+        ax.annotate(f"{row['kind']} (k={_fmt(row['topk_cap'])})", (x, 0.04), xycoords=transform,
+                    xytext=(4, 6 + 10 * (i % 3)), textcoords="offset points", color="red",
+                    fontsize=7)
+
+
+def _budget_ticks(ax, grid: pd.DataFrame) -> None:
+    budgets = sorted(set(grid["budget"].dropna()))
+    if budgets:
+        ax.set_xticks(budgets)
+        ax.set_xticklabels([f"{b:g}" for b in budgets])
+
+
+def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
+    """Budget x top-k cap heatmap of ``metric``, graphs on | off; crashed cells say their kind."""
+    _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
+    grid = frame[(frame["role"] == "grid") & frame["budget"].notna()]
+    modes = _graph_modes(grid if not grid.empty else frame)
+    budgets = sorted(set(grid["budget"]))
+    caps = sorted(set(grid["topk_cap"].dropna()))
+    fig = SweepFigure(figsize=(1.2 * max(len(budgets), 1) * len(modes) + 3, 3.5),
+                      layout="constrained")  # room for the suptitle and the colorbar
+    axes = fig.subplots(1, len(modes), squeeze=False)
+    values = grid[grid["status"] == "measured"][metric].astype(float)
+    vmin, vmax = (values.min(), values.max()) if not values.empty else (0, 1)
+    for ax, mode in zip(axes[0], modes):
+        part = grid[grid["cuda_graph"] == mode]
+        data = np.full((len(caps), len(budgets)), np.nan)
+        for _, row in part.iterrows():
+            i, j = caps.index(row["topk_cap"]), budgets.index(row["budget"])
+            if row["status"] == "measured":
+                data[i, j] = row[metric]
+            value = row[metric] if row["status"] == "measured" else None
+            dark = pd.notna(value) and value - vmin < 0.5 * (vmax - vmin)  # white text on it
+            ax.text(j, i, _cell_text(row, metric), ha="center", va="center", fontsize=8,
+                    color="red" if row["status"] in CRASHED else "white" if dark else "black")
+        image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", alpha=0.85)
+        ax.set_xticks(range(len(budgets)), [f"{b:g}" for b in budgets])
+        ax.set_yticks(range(len(caps)), [f"{c:g}" for c in caps])
+        ax.set_xlabel("DDTree budget")
+        ax.set_ylabel("top-k cap")
+        ax.set_title(_title(mode))
+    fig.colorbar(image, ax=axes[0].tolist(), label=METRICS.get(metric, metric))
+    fig.suptitle(f"{METRICS.get(metric, metric)}: budget x top-k cap")
+    return fig
+
+
+def _cell_text(row, metric: str) -> str:
+    if row["status"] == "measured":
+        return _number(row[metric]) if pd.notna(row[metric]) else "n/a"
+    if row["status"] in CRASHED:
+        return f"x {row['kind']}"
+    return row["status"]
+
+
+def _number(value: float) -> str:
+    """Three significant digits, never in e-notation (1234.5 -> 1234, 3.456 -> 3.46)."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def overview(frame: pd.DataFrame) -> list[Figure]:
+    """The report's figures: accept length, throughput, speedup, and a heatmap."""
+    figures = [accept_length_vs_budget(frame), throughput_vs_budget(frame)]
+    if frame["speedup"].notna().any():
+        figures.append(speedup_vs_budget(frame))
+    figures.append(heatmap(frame, "output_tok_s"))
+    return figures
+
+
+class Explorer:
+    """ipywidgets controls over a sweep's frame: pick the metric, the graph
+    modes and the top-k caps; the figure (an Image widget) redraws. Live in
+    JupyterLab; a headless run (papermill, HTML) keeps a one-line note, since
+    the static figures above already hold the data. No Output widget: its
+    display capture intermittently stalled headless kernels."""
+
+    NOTE = "(interactive controls: open this notebook in JupyterLab to filter and switch metrics)"
+
+    def __init__(self, frame: pd.DataFrame, metric: str = "output_tok_s"):
+        import ipywidgets as w
+
+        _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
+        self.frame = frame
+        caps = sorted(set(frame["topk_cap"].dropna()))
+        self.metric = w.Dropdown(options=[m for m in METRICS if m in frame.columns],
+                                 value=metric, description="metric")
+        self.graphs = w.SelectMultiple(options=[("on", True), ("off", False)], value=(True, False),
+                                       description="cuda graph")
+        self.caps = w.SelectMultiple(options=[(f"{c:g}", c) for c in caps], value=tuple(caps),
+                                     description="top-k cap")
+        self.image = w.Image(format="png")
+        for control in (self.metric, self.graphs, self.caps):
+            control.observe(lambda change: self.redraw(), names="value")
+        self.box = w.VBox([w.HBox([self.metric, self.graphs, self.caps]), self.image])
+        self.redraw()
+
+    def filtered(self) -> pd.DataFrame:
+        f = self.frame
+        keep = f["cuda_graph"].isin(self.graphs.value) & (
+            f["topk_cap"].isin(self.caps.value) | (f["role"] == "baseline"))
+        return f[keep]
+
+    def redraw(self) -> None:
+        part = self.filtered()
+        self.image.value = b"" if part.empty else metric_vs_budget(part, self.metric.value)._repr_png_()
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.box._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = self.NOTE
+        return bundle
+
+
+def explorer(frame: pd.DataFrame, metric: str = "output_tok_s") -> Explorer:
+    return Explorer(frame, metric)

@@ -1,0 +1,133 @@
+"""Sweep verdicts: answer first, details after.
+
+- :class:`SweepVerdict`: a sweep's answer in one line (cells measured and
+  crashed, the crash kinds, the best cell and its speedup) and what to try
+  next; it displays itself in notebooks (the sweep notebook's first output).
+- :class:`SweepReport`: the verdict with the cells as a DataFrame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+
+import pandas as pd
+
+__all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS"]
+
+TABLE_COLUMNS = ["name", "role", "status", "kind", "budget", "topk_cap", "cuda_graph",
+                 "accept_length", "output_tok_s", "speedup", "ttft_ms_p50", "tpot_ms_p50"]
+
+
+@dataclass
+class SweepVerdict:
+    """A sweep's answer first: counts, crash kinds, best cell, next step."""
+
+    sweep_id: str
+    status: str
+    summary: dict
+    resume: str = ""
+    crashes: list[dict] = field(default_factory=list)
+    error: str = ""     # what stopped a failed sweep (the exception, one line)
+
+    @property
+    def headline(self) -> str:
+        s = self.summary
+        if self.status == "dry-run":
+            to_run = s.get("cells", 0) - s.get("measured", 0) - s.get("crashed", 0)
+            return f"DRY RUN: {s.get('cells', 0)} cells planned, {to_run} to run; nothing touched the host"
+        head = (f"SWEEP {self.status.upper()}: {s.get('cells', 0)} cells, {s.get('measured', 0)} "
+                f"measured, {s.get('crashed', 0)} crashed")
+        if s.get("crash_kinds"):
+            head += f" ({', '.join(s['crash_kinds'])})"
+        best = s.get("best")
+        if best:
+            speed = f", {best['speedup']:.2f}x over no speculation" if _num(best.get("speedup")) else ""
+            accept = f", accept length {best['accept_length']:.2f}" if _num(best.get("accept_length")) else ""
+            head += (f". Best: {best['name']}{_point(best)} at {best['output_tok_s']:.1f} tok/s"
+                     f"{speed}{accept}")
+        if self.error:
+            head += f"; stopped by {self.error}"
+        return head
+
+    @property
+    def next_step(self) -> str:
+        if self.status == "dry-run":
+            return "run it: the same parameters without dry_run"
+        if self.status != "done":
+            return f"resume it: {self.resume}" if self.resume else "run it again"
+        if self.crashes:
+            first = self.crashes[0]
+            return f"{first['name']} crashed ({first['kind']}): {first.get('suggestion') or 'see its journal.log'}"
+        return "narrow the grid around the best cell, or raise requests for tighter figures"
+
+    def to_dict(self) -> dict:
+        return {"state": self.status, "headline": self.headline, "next_step": self.next_step,
+                "sweep_id": self.sweep_id, "summary": self.summary, "crashes": self.crashes}
+
+    def render(self) -> str:
+        rows = [self.headline, f"next step: {self.next_step}"]
+        rows += [f"  crashed: {c['name']}: {c['kind']} in {c.get('phase')}: {c.get('cause')}"
+                 for c in self.crashes]
+        return "\n".join(rows)
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(self.render())
+
+    def _repr_html_(self) -> str:
+        colour = "#cf222e" if self.crashes or self.status != "done" else "#1a7f37"
+        crashes = "".join(f"<li><b>{escape(c['name'])}</b>: {escape(str(c['kind']))} in "
+                          f"{escape(str(c.get('phase')))}: {escape(str(c.get('cause')))}</li>"
+                          for c in self.crashes)
+        return (f"<div style='border-left:6px solid {colour};padding:4px 10px'>"
+                f"<b style='color:{colour}'>{escape(self.headline)}</b><br>"
+                f"<b>next step:</b> {escape(self.next_step)}<ul>{crashes}</ul></div>")
+
+
+def _point(best: dict) -> str:
+    """`` (budget 16, cap 4, graphs off)``: a variant's name omits what equals its base."""
+    words = [f"{label} {best[key]:g}" for key, label in (("budget", "budget"), ("topk_cap", "cap"))
+             if _num(best.get(key))]
+    if best.get("cuda_graph") is not None:
+        words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
+    return f" ({', '.join(words)})" if words else ""
+
+
+def _num(value) -> bool:
+    return value is not None and not (isinstance(value, float) and value != value)
+
+
+def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
+                  error: str = "") -> SweepVerdict:
+    from ddlab.lab.results import summarize
+
+    crashed = frame[frame["status"].isin(["crashed", "timeout"])] if not frame.empty else frame
+    crashes = [{k: (None if pd.isna(row[k]) else row[k]) for k in
+                ("name", "kind", "phase", "cause", "suggestion", "run_dir")}
+               for _, row in crashed.iterrows()]
+    return SweepVerdict(sweep_id=sweep_id, status=status, summary=summarize(frame),
+                        resume=resume, crashes=crashes, error=" ".join(error.split()))
+
+
+
+
+@dataclass
+class SweepReport:
+    """A sweep's cells and verdict, for display."""
+
+    sweep_id: str
+    frame: pd.DataFrame
+    verdict: SweepVerdict
+
+    def table(self) -> pd.DataFrame:
+        """The cells with the columns a reader wants first."""
+        if self.frame.empty:
+            return self.frame
+        cols = [c for c in TABLE_COLUMNS if c in self.frame.columns]
+        return self.frame[cols].round(3)
+
+    def _repr_html_(self) -> str:
+        return self.verdict._repr_html_()
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        printer.text(self.verdict.render())

@@ -1,0 +1,277 @@
+"""The folder tree is the architecture, and the front door is the API.
+
+- Layers import downward only, and no module imports itself back through others
+  (an import graph built with ``ast``, every import counted, even one inside a
+  function);
+- ``ddlab.__all__`` is the API table in docs/DESIGN.md, and every name in it resolves;
+- notebooks import ``ddlab`` and nothing deeper, and call only its API;
+- the CLI's verbs hold no logic, and call the same functions as the notebooks;
+- the library prints nothing itself: it logs (``ddlab.*``) or beats the heartbeat.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import ddlab
+
+ROOT = Path(__file__).resolve().parents[2]
+LIB = ROOT / "lib"
+
+# Layer of each top-level part of the package: a module may import its own part, or a
+# part of a lower layer. Parts of one layer are siblings and import each other never.
+# The package itself (ddlab/__init__.py) belongs to the front door: it re-exports ddlab.api.
+LAYERS = {"core": 0, "config": 1, "target": 1, "diagnosis": 2, "hosts": 2, "lab": 3,
+          "report": 4, "api": 5, "cli": 6}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in (LIB / "ddlab").rglob("*.py"):
+        name = ".".join(path.relative_to(LIB).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _part(module: str) -> str:
+    """``ddlab.lab.watch`` -> ``lab``; ``ddlab`` (the package itself) -> ``api``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "api"
+
+
+def _resolve(name: str) -> str | None:
+    """The ddlab module an imported name lives in (``ddlab.hosts.connect`` -> ``ddlab.hosts``)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package upwards
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            target = _resolve(name) if name.startswith("ddlab") else None
+            if target and target != module and not module.startswith(target + "."):
+                found.add(target)
+    return found
+
+
+GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {_part(m) for m in MODULES}
+    assert parts <= set(LAYERS), f"give these a layer in LAYERS: {sorted(parts - set(LAYERS))}"
+
+
+def test_imports_point_down_the_layers():
+    upward = sorted(f"{a} imports {b} ({_part(a)} -> {_part(b)})"
+                    for a, targets in GRAPH.items() for b in targets
+                    if _part(a) != _part(b) and LAYERS[_part(b)] >= LAYERS[_part(a)])
+    assert not upward, "imports that do not point down:\n" + "\n".join(upward)
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles():
+    assert _cycles() == []
+
+
+def test_the_checker_sees_a_cycle_and_an_upward_import(monkeypatch):
+    """The two tests above can fail: a made-up graph with both faults is caught."""
+    fake = {**GRAPH, "ddlab.core.paths": {"ddlab.lab.store"},
+            "ddlab.lab.store": GRAPH["ddlab.lab.store"] | {"ddlab.core.paths"}}
+    monkeypatch.setitem(globals(), "GRAPH", fake)
+    assert ["ddlab.core.paths", "ddlab.lab.store"] in _cycles()
+    with pytest.raises(AssertionError, match="ddlab.core.paths imports ddlab.lab.store"):
+        test_imports_point_down_the_layers()
+
+
+# --- the front door ------------------------------------------------------------------
+
+
+def _documented_api() -> list[str]:
+    """The names in docs/DESIGN.md's API table (first column, in backquotes)."""
+    design = (ROOT / "docs" / "DESIGN.md").read_text()
+    section = re.search(r"## The front door.*?\n(\|.*?)\n\n", design, re.S)
+    assert section, "docs/DESIGN.md lacks the front door's table"
+    rows = [line for line in section.group(1).splitlines()[2:] if line.startswith("|")]
+    return [re.search(r"`([\w.]+)", row.split("|")[1]).group(1) for row in rows]
+
+
+def test_all_is_the_documented_api():
+    assert sorted(ddlab.__all__) == sorted(_documented_api())
+
+
+@pytest.mark.parametrize("name", ddlab.__all__)
+def test_every_api_name_resolves(name):
+    assert getattr(ddlab, name) is not None
+
+
+def test_importing_ddlab_loads_no_heavy_library():
+    """The embedded server imports the ddlab package: it must stay light."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ddlab, ddlab.target.args; "
+            "print(sorted(m for m in ('pandas', 'matplotlib', 'paramiko', 'ddlab.api') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+# --- notebooks -----------------------------------------------------------------------
+
+
+def _notebooks() -> list[Path]:
+    return sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _notebook_tree(path: Path) -> ast.Module:
+    nb = json.loads(path.read_text())
+    source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    return ast.parse(source)
+
+
+def _api_calls(tree: ast.AST, owner: str) -> set[str]:
+    """Names ``F`` in calls ``owner.F(...)``."""
+    return {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+            and n.func.value.id == owner}
+
+
+@pytest.mark.parametrize("path", _notebooks(), ids=lambda p: p.name)
+def test_notebooks_import_only_ddlab_and_call_its_api(path):
+    tree = _notebook_tree(path)
+    imports = [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert imports == ["import ddlab"], f"{path.name}: import ddlab, nothing deeper: {imports}"
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == "ddlab"}
+    assert used and used <= set(ddlab.__all__), f"{path.name}: not in the API: {used - set(ddlab.__all__)}"
+
+
+# --- the CLI -------------------------------------------------------------------------
+
+CLI = ast.parse((LIB / "ddlab" / "cli.py").read_text())
+RUNS = {n.name.removeprefix("_run_"): n for n in CLI.body
+        if isinstance(n, ast.FunctionDef) and n.name.startswith("_run_")}
+LOGIC = (ast.If, ast.For, ast.While, ast.Try, ast.With, ast.IfExp, ast.BoolOp, ast.ListComp,
+         ast.DictComp, ast.SetComp, ast.GeneratorExp, ast.Lambda, ast.Match, ast.Compare)
+SHOWING = {"print", "_show"}
+
+
+@pytest.mark.parametrize("verb", sorted(RUNS))
+def test_each_cli_verb_is_one_call_of_the_api(verb):
+    body = RUNS[verb]
+    logic = [type(n).__name__ for n in ast.walk(body) if isinstance(n, LOGIC)]
+    assert not logic, f"_run_{verb} holds logic ({', '.join(logic)}): move it into ddlab.api"
+    called = set()
+    for node in ast.walk(body):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                assert func.id in SHOWING, f"_run_{verb} calls {func.id}(): only the API, and showing"
+            elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                    and func.value.id == "api":
+                called.add(func.attr)
+    assert called and called <= set(ddlab.__all__), f"_run_{verb}: {called - set(ddlab.__all__)}"
+
+
+def test_the_logic_check_can_fail():
+    bad = ast.parse("def _run_x(args):\n    return api.sweep() if args.y else 0\n").body[0]
+    assert any(isinstance(n, LOGIC) for n in ast.walk(bad))
+
+
+def _api_closure(names: set[str]) -> set[str]:
+    """``names`` and every ddlab.api function they call, transitively."""
+    tree = ast.parse((LIB / "ddlab" / "api.py").read_text())
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    seen, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in ast.walk(functions.get(name, ast.Module(body=[], type_ignores=[]))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                todo.append(node.func.id)
+    return seen
+
+
+NOTEBOOK_VERBS = {"deploy.ipynb": "deploy", "poll.ipynb": "watch", "sweep.ipynb": "sweep",
+                  "plot.ipynb": "plot"}
+
+
+@pytest.mark.parametrize("notebook, verb", sorted(NOTEBOOK_VERBS.items()))
+def test_the_cli_verb_and_its_notebook_call_the_same_functions(notebook, verb):
+    from ddlab.api import PLOTS  # figures: a notebook shows them, `ddlab plot` saves them
+
+    in_notebook = _api_calls(_notebook_tree(ROOT / "notebooks" / notebook), "ddlab") - set(PLOTS)
+    by_verb = _api_calls(RUNS[verb], "api")
+    assert in_notebook and in_notebook <= _api_closure(by_verb), (notebook, in_notebook, by_verb)
+
+
+def test_every_notebook_has_its_verb():
+    assert {p.name for p in _notebooks()} == set(NOTEBOOK_VERBS)
+
+
+# --- one way to speak ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _part(m) not in ("cli", "target")))
+def test_the_library_prints_nothing(module):
+    """Messages go to the ``ddlab.*`` loggers, waits to the heartbeat (docs/DESIGN.md)."""
+    tree = ast.parse(MODULES[module].read_text())
+    prints = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call)
+              and isinstance(n.func, ast.Name) and n.func.id == "print"]
+    assert not prints, f"{module}: print() at lines {prints}; log it (ddlab.core.log)"

@@ -1,0 +1,183 @@
+"""``ddlab deploy | watch | restore`` as a person runs them: real processes, real sites.
+
+The verbs find each other through the host's lock file: ``ddlab deploy``
+leaves a persistent lock that ``ddlab watch`` and ``ddlab restore`` continue.
+``ddlab watch`` ends with one JSON line (the verdict) and exits 0 ready,
+3 crashed, 4 timeout, 1 for a ddlab error, 2 for a usage error, 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import subprocess
+import time
+
+import httpx
+import pytest
+
+from labkit import (DDLAB, KV_OOM, clean, ddlab, kinds, last_json,  # noqa: F401
+                    site_fixture, wait_for)
+from ddlab.diagnosis.diagnosis import Diagnosis
+
+
+site = site_fixture("systemd-ssh", "process-local")
+
+
+DIAGNOSIS_KEYS = {f.name for f in dataclasses.fields(Diagnosis)}
+
+
+def _deploy(site, *overrides: str) -> dict:
+    variant = site.variant(*overrides)
+    done = ddlab("deploy", "--host", str(site.yaml), *site.set_args(variant))
+    assert done.returncode == 0, done.stderr
+    assert f"deployed {variant.name} as {variant.unit_name}" in done.stdout
+    return site.lock()["variant"]
+
+
+@pytest.mark.parametrize("site", kinds("systemd-ssh"), indirect=True, ids=str)
+def test_deploy_watch_restore_continue_one_persistent_lock(clean):
+    site = clean
+    deployed = _deploy(site)
+    lock = site.lock()
+    assert lock["holder"]["pid"] is None and lock["baseline"]["was_active"] is True
+    assert not site.baseline_active() and site.installed(deployed["service"])
+
+    watched = ddlab("watch", "--host", str(site.yaml), "--probe", "--grace", "1", "--timeout", "90")
+    assert watched.returncode == 0, watched.stderr
+    verdict = last_json(watched.stdout)
+    assert (verdict["state"], verdict["variant"]) == ("ready", deployed["name"])
+    assert all(p["ok"] for p in verdict["probes"]) and len(verdict["probes"]) == 3
+    lock = site.lock()
+    assert (lock["holder"]["what"], lock["holder"]["pid"]) == ("watch", None), \
+        "ready: the variant stays, under a lock that `ddlab restore` continues"
+    assert site.installed(deployed["service"]) and not site.baseline_active()
+
+    restored = ddlab("restore", "--host", str(site.yaml))
+    assert restored.returncode == 0, restored.stderr
+    assert restored.stdout.strip() == (f"{site.name}: removed {deployed['service']}; baseline "
+                                       f"{site.baseline} active again; lock released")
+    assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
+
+
+def test_watch_prints_the_crash_verdict_last_exits_3_and_restores(clean):
+    site = clean
+    deployed = _deploy(site, KV_OOM)
+    watched = ddlab("watch", "--host", str(site.yaml), "--probe", "--timeout", "90")
+    assert watched.returncode == 3, watched.stderr
+    verdict = last_json(watched.stdout)
+    assert {"state", "variant", "elapsed_s"} | DIAGNOSIS_KEYS <= set(verdict)
+    assert (verdict["state"], verdict["variant"], verdict["kind"], verdict["phase"]) == (
+        "crashed", deployed["name"], "kv_pool_oom", "memory_pool")
+    assert 0 < verdict["elapsed_s"] < 90 and verdict["crashed"] is True
+    assert watched.stdout.startswith(f"CRASHED: {deployed['name']} on {site.name}: kv_pool_oom")
+    assert "[watch " in watched.stderr, "the heartbeat went to stderr"
+    assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_ready_with_a_failed_probe_exits_5_and_restores(clean):
+    # "ready" is not "works": this server answers /health, but every probe request
+    # is longer than its 16-token context and gets a 400 (its warmup is skipped)
+    site = clean
+    deployed = _deploy(site, "context_length=16", "skip_server_warmup=true")
+    watched = ddlab("watch", "--host", str(site.yaml), "--probe", "--grace", "0.5",
+                    "--timeout", "90")
+    assert watched.returncode == 5, (watched.stdout, watched.stderr[-2000:])
+    verdict = last_json(watched.stdout)
+    assert verdict["state"] == "ready" and verdict["probes"], verdict
+    assert all(not p["ok"] and p["status"] == 400 for p in verdict["probes"]), verdict["probes"]
+    assert watched.stdout.startswith(f"READY but a probe failed: {deployed['name']}")
+    assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_a_reader_that_left_does_not_change_the_exit_status(clean):
+    # `ddlab watch | head` under `set -o pipefail`: the crash must still exit 3
+    site = clean
+    _deploy(site, KV_OOM)
+    with subprocess.Popen([DDLAB, "watch", "--host", str(site.yaml), "--timeout", "90"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        proc.stdout.close()  # the reader is gone before the verdict is printed
+        err = proc.stderr.read()
+        proc.wait(timeout=120)
+    assert proc.returncode == 3, err[-2000:]
+    assert "Traceback" not in err and "BrokenPipe" not in err, err[-2000:]
+    assert site.baseline_active() and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_watch_timeout_exits_4_and_restores(clean):
+    site = clean
+    deployed = _deploy(site)
+    watched = ddlab("watch", "--host", str(site.yaml), "--timeout", "0.3")
+    assert watched.returncode == 4, watched.stderr
+    assert last_json(watched.stdout)["state"] == "timeout"
+    assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
+
+
+def test_sigint_to_ddlab_watch_restores_the_baseline(clean):
+    site = clean
+    deployed = _deploy(site)
+    watch = subprocess.Popen([DDLAB, "watch", "--host", str(site.yaml), "--probe", "--grace", "60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        health = f"http://127.0.0.1:{deployed['port']}/health"
+        wait_for(lambda: _answers(health), timeout_s=60, what="the variant to answer")
+        # a running watch holds the lock itself (the CLI may still be starting up under load)
+        wait_for(lambda: site.lock()["holder"]["pid"] == watch.pid, timeout_s=30,
+                 what="the watch to hold the lock")
+        time.sleep(0.5)  # the watch is probing or in its grace period now
+        second = ddlab("deploy", "--host", str(site.yaml), *site.set_args(site.variant()))
+        assert second.returncode == 1 and f"(pid {watch.pid})" in second.stderr, second.stderr
+        assert watch.poll() is None
+        watch.send_signal(signal.SIGINT)
+        out, err = watch.communicate(timeout=60)
+    finally:
+        if watch.poll() is None:
+            watch.kill()
+            watch.communicate()
+    assert watch.returncode == 130, err
+    assert last_json(out)["state"] == "interrupted"
+    assert "watch interrupted; the record is in" in err and "baseline back" in err
+    assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_watch_with_nothing_deployed_exits_1_saying_what_to_do(clean):
+    site = clean
+    watched = ddlab("watch", "--host", str(site.yaml), "--timeout", "5")
+    assert watched.returncode == 1 and watched.stdout == ""
+    assert f"no ddlab variant is deployed there; deploy one first: ddlab deploy --host {site.name}" \
+        in watched.stderr
+    assert site.lock() is None
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["watch", "--restore", "sometimes"], "invalid choice: 'sometimes'"),
+    (["watch", "--timeout", "soon"], "invalid float value: 'soon'"),
+    (["deploy", "--sett", "port=1"], "unrecognized arguments: --sett"),
+], ids=["restore-choice", "timeout-type", "unknown-option"])
+def test_usage_errors_exit_2(argv, words):
+    done = ddlab(*argv)
+    assert done.returncode == 2 and words in done.stderr
+
+
+@pytest.mark.parametrize("site", kinds("systemd-ssh"), indirect=True, ids=str)
+def test_deploy_validates_before_touching_the_host(clean):
+    site = clean
+    bad = ddlab("deploy", "--host", str(site.yaml), "--base", str(site.base),
+                "--set", "speculative_ddtree_budgt=8")
+    assert bad.returncode == 1 and "did you mean" in bad.stderr
+    dry = ddlab("deploy", "--host", str(site.yaml), "--base", str(site.base), "--set", "port=1",
+                "--dry-run")
+    assert dry.returncode == 0 and "ExecStart=" in dry.stdout and "--port 1" in dry.stdout
+    assert site.lock() is None and site.baseline_active()
+    assert not site.installed("ddlab-test-port1.service")
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -1,0 +1,178 @@
+"""The benchmark client against ddlab's real target server on loopback.
+
+One speculative server (DDTree, budget 16, cap 4) for the module, started with
+``--enable-metrics`` (its request counter shows what reached it) and
+``--decode-log-interval 1`` (its lifetime accept length then covers every
+decode step, so it is a figure the bench must *not* report).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from labkit import free_port, wait_for
+from ddlab.lab.measure import PROMPTS, load_prompts, measure
+from ddlab.core.errors import ConfigError
+
+# 'kjh34 ...' is accepted poorly by the drafter (about 1.8 tokens per verify), the
+# code openings well (5-8): a warmup on it would pull a run's accept length down.
+LOW_ACCEPT = "kjh34 nm,./ 9(*&"
+MIXED = [LOW_ACCEPT, *PROMPTS[1:4]]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    argv = [sys.executable, "-m", "ddlab.target", "--port", str(port),
+            "--speculative-algorithm", "DDTREE", "--speculative-draft-model-path",
+            "ddlab-tiny-drafter", "--speculative-ddtree-budget", "16",
+            "--speculative-ddtree-topk-cap", "4", "--enable-metrics", "--decode-log-interval", "1"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: proc.poll() is not None or _answers(url), timeout_s=60,
+                 what="the target to be ready")
+        assert proc.poll() is None, "the target exited at startup"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _requests_served(url: str) -> int:
+    text = httpx.get(f"{url}/metrics").text
+    return int(float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", text, re.M).group(1)))
+
+
+def _replay(url: str, prompt: str, max_new_tokens: int) -> tuple[int, int]:
+    """(completion tokens, verify count) of one plain, non-streamed request."""
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
+    meta = httpx.post(f"{url}/generate", json=body, timeout=60).json()["meta_info"]
+    return meta["completion_tokens"], meta["spec_verify_ct"]
+
+
+def test_warmup_requests_reach_the_server_but_not_the_figures(server):
+    served = _requests_served(server)
+    result = measure(server, prompts=MIXED, requests=4, warmup=1, max_new_tokens=48)
+    lifetime = httpx.get(f"{server}/server_info").json()["internal_states"][0]["avg_spec_accept_length"]
+    summary = result.summary()
+    assert _requests_served(server) - served == 5, "1 warmup + 4 measured requests were served"
+    assert summary["n_requests"] == summary["n_ok"] == 4
+    assert [q["prompt_index"] for q in result.to_dict()["runs"][0]["requests"]] == [0, 1, 2, 3]
+
+    # The same figure, computed independently: each measured prompt replayed alone.
+    measured = [_replay(server, prompt, 48) for prompt in MIXED]
+    expected = sum(t for t, _ in measured) / sum(v for _, v in measured)
+    warm_t, warm_v = measured[0]  # the warmup request was MIXED[0] again
+    with_warmup = (sum(t for t, _ in measured) + warm_t) / (sum(v for _, v in measured) + warm_v)
+    assert abs(with_warmup - expected) > 0.2, "the test's premise: counting warmup would show"
+    assert summary["accept_length"] == pytest.approx(expected)
+    assert summary["completion_tokens"] == sum(t for t, _ in measured)
+    assert lifetime is not None and abs(lifetime - summary["accept_length"]) > 1e-3, (
+        "the server's lifetime average is another figure, not the run's")
+
+
+def test_streamed_latencies_are_present_and_consistent(server):
+    result = measure(server, requests=3, warmup=0, max_new_tokens=48)
+    run = result.runs[0]
+    for q in run.requests:
+        assert q.ok and q.error is None and q.completion_tokens == 48
+        assert 0 < q.ttft_s <= q.e2e_s
+        assert len(q.itl_s) == q.completion_tokens - 1, "one inter-token gap per token after the first"
+        assert min(q.itl_s) >= 0 and q.ttft_s + sum(q.itl_s) <= q.e2e_s + 1e-6
+        assert q.spec_verify_ct and q.finish_reason == "length"
+    assert any(len(set(q.itl_s)) < len(q.itl_s) for q in run.requests), (
+        "a speculative step emits several tokens in one chunk: they share its gap")
+    s = result.summary()
+    for name in ("ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"):
+        assert 0 <= s[f"{name}_p50"] <= s[f"{name}_p90"] <= s[f"{name}_p99"], name
+    assert s["ttft_ms_p50"] < s["e2e_ms_p50"]
+    tpot = [(q.e2e_s - q.ttft_s) * 1e3 / (q.completion_tokens - 1) for q in run.requests]
+    assert s["tpot_ms_p50"] == pytest.approx(statistics.median(tpot))
+    assert s["output_tok_s"] == pytest.approx(s["completion_tokens"] / run.wall_s)
+    assert s["requests_s"] == pytest.approx(3 / run.wall_s)
+
+
+def test_concurrency_really_overlaps_requests(server):
+    serial = measure(server, requests=4, concurrency=1, warmup=0, max_new_tokens=64).runs[0]
+    overlapped = measure(server, requests=4, concurrency=4, warmup=0, max_new_tokens=64).runs[0]
+    assert serial.wall_s >= 0.95 * sum(q.e2e_s for q in serial.requests)
+    assert overlapped.wall_s < 0.7 * sum(q.e2e_s for q in overlapped.requests), (
+        "four requests in flight at once: the run takes less than their sum")
+    assert overlapped.concurrency == 4 and all(q.ok for q in overlapped.requests)
+
+
+def test_repeats_give_the_median_and_spread_of_each_figure(server):
+    result = measure(server, requests=2, warmup=0, repeats=3, max_new_tokens=32)
+    per_run = [run.summary() for run in result.runs]
+    s = result.summary()
+    assert s["repeats"] == 3 and len(result.runs) == 3
+    assert all(r["n_requests"] == 2 for r in per_run)
+    for key in ("output_tok_s", "ttft_ms_p50", "e2e_ms_p90", "accept_length"):
+        values = [r[key] for r in per_run]
+        assert s[key] == pytest.approx(statistics.median(values)), key
+        assert s[f"{key}_spread"] == pytest.approx(max(values) - min(values)), key
+    assert s["accept_length_spread"] == pytest.approx(0), "greedy decoding: the same tokens each time"
+    assert s["output_tok_s_spread"] > 0
+    json.dumps(result.to_dict())  # the record a sweep writes as bench.json
+
+
+def test_a_prompt_file_is_what_gets_sent(server, tmp_path):
+    path = tmp_path / "prompts.txt"
+    path.write_text('def add(a, b):\\n    return\n\n{"text": "import json\\n"}\n'
+                    '{"prompt": "class A:"}\n')
+    prompts = load_prompts(path)
+    assert prompts == ["def add(a, b):\n    return", "import json\n", "class A:"]
+    result = measure(server, prompts=str(path), requests=4, warmup=0, max_new_tokens=8)
+    sent = [(q.prompt_index, q.prompt_tokens) for q in result.runs[0].requests]
+    expected = sorted((i % 3, len(prompts[i % 3].encode())) for i in range(4))
+    assert sent == expected, "cycled through the file in order (byte-level: bytes = tokens)"
+    assert result.config["n_prompts"] == 3
+
+
+@pytest.mark.parametrize("text, words", [
+    (None, "not found"),
+    ("\n\n", "holds no prompt"),
+    ('ok\n{"text": "a", oops}\n', "line 2: not valid JSON"),
+    ('{"other": 1}\n', 'line 1: needs a non-empty "text" or "prompt" string'),
+], ids=["missing", "empty", "bad-json", "json-without-text"])
+def test_a_bad_prompt_file_is_a_config_error(text, words, tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_prompts(path)
+    assert words in str(info.value) and str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"requests": 0}, "requests=0: must be an integer >= 1"),
+    ({"concurrency": "2"}, "concurrency='2': must be an integer >= 1"),
+    ({"max_new_tokens": -1}, "max_new_tokens=-1: must be an integer >= 1"),
+    ({"repeats": True}, "repeats=True: must be an integer >= 1"),
+    ({"warmup": -1}, "warmup=-1: must be an integer >= 0"),
+    ({"warmup": 1.5}, "warmup=1.5: must be an integer >= 0"),
+    ({"prompts": []}, "prompts=[]: must be non-empty strings"),
+    ({"prompts": ["ok", ""]}, "prompts=['']: must be non-empty strings"),
+], ids=["requests", "concurrency-type", "max-new-tokens", "repeats-bool", "warmup",
+        "warmup-type", "no-prompts", "empty-prompt"])
+def test_bad_parameters_are_refused_before_any_request(server, kwargs, words):
+    served = _requests_served(server)
+    with pytest.raises(ConfigError) as info:
+        measure(server, **{"requests": 2, "warmup": 1, **kwargs})
+    assert words in str(info.value)
+    assert _requests_served(server) == served, "no request was sent"

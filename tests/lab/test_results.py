@@ -1,0 +1,118 @@
+"""Sweep results as DataFrames: columns read from each cell's config, speedup over
+the baseline with the same CUDA-graph setting, summaries. A synthetic sweep in a
+real store (real plans and configs, given outcomes) pins the arithmetic; the
+session's real sweep checks it holds on measured data."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import sweepkit
+from labkit import REPLAY_FAULT
+from ddlab.core.errors import ConfigError
+from ddlab.lab.results import load_cells, resolve_sweep, summarize
+from ddlab.lab.store import Store
+
+
+def _m(tok_s: float, accept: float | None = None) -> dict:
+    return {"output_tok_s": tok_s, "accept_length": accept, "ttft_ms_p50": 5.0}
+
+
+# Plan order: baseline on, baseline off, b4 on, b4 off, b16 on, b16 off, the fault cell.
+OUTCOMES = [("measured", _m(100)), ("measured", _m(200)), ("measured", _m(150, 3.0)),
+            ("measured", _m(300, 3.0)), ("measured", _m(250, 5.0)), ("measured", _m(500, 5.0)),
+            ("crashed", "cuda_graph_replay")]
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    sweepkit.synthetic_sweep(path, OUTCOMES, extra=[[REPLAY_FAULT]])
+    return path
+
+
+def test_each_row_describes_its_cell_from_its_config(synthetic):
+    frame = load_cells("synthetic", store=synthetic)
+    assert list(frame["role"]) == ["baseline"] * 2 + ["grid"] * 4 + ["extra"]
+    assert list(frame["algorithm"]) == ["NONE"] * 2 + ["DDTREE"] * 5
+    assert list(frame["cuda_graph"]) == [True, False, True, False, True, False, True]
+    assert frame["budget"].isna().tolist()[:2] == [True, True]
+    assert list(frame["budget"][2:]) == [4, 4, 16, 16, 16], "the fault cell has the base's budget"
+    assert set(frame["topk_cap"][2:]) == {4}
+    fault = frame.iloc[6]
+    assert (fault["status"], fault["kind"], fault["phase"]) == ("crashed", "cuda_graph_replay", "serving")
+    assert fault["point.debug_drop_verify_field"] == "num_token_non_padded"
+    assert frame["kind"][:6].isna().all()
+
+
+def test_speedup_is_over_the_baseline_with_the_same_cuda_graph(synthetic):
+    frame = load_cells("synthetic", store=synthetic)
+    speedups = frame["speedup"].tolist()
+    assert speedups[:6] == pytest.approx([1.0, 1.0, 1.5, 1.5, 2.5, 2.5])
+    assert math.isnan(speedups[6]), "a crashed cell has no speedup"
+
+
+def test_speedup_falls_back_to_any_baseline(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    outcomes = [("measured", _m(100)), ("crashed", "cuda_oom"), *OUTCOMES[2:6],
+                ("crashed", "cuda_graph_replay")]
+    sweepkit.synthetic_sweep(path, outcomes, extra=[[REPLAY_FAULT]])
+    frame = load_cells(store=path)
+    assert frame["speedup"].tolist()[2:6] == pytest.approx([1.5, 3.0, 2.5, 5.0])
+
+
+def test_the_real_sweeps_speedups_follow_its_own_throughputs(tmp_path_factory):
+    shared = sweepkit.shared_sweep(tmp_path_factory)
+    frame = load_cells(shared.sweep_id, store=shared.project.store_path)
+    base = frame[frame["role"] == "baseline"].set_index("cuda_graph")["output_tok_s"]
+    measured = frame[frame["status"] == "measured"]
+    assert len(measured) == 6 and set(base.index) == {True, False}
+    for _, row in measured.iterrows():
+        assert row["speedup"] == pytest.approx(row["output_tok_s"] / base[row["cuda_graph"]])
+    spec = measured[measured["role"] == "grid"]
+    assert spec["accept_length"].notna().all() and measured["ttft_ms_p50"].notna().all()
+
+
+def test_summary_counts_kinds_and_the_best_cell(synthetic):
+    s = summarize(load_cells(store=synthetic))
+    assert (s["cells"], s["measured"], s["crashed"], s["pending"], s["errors"]) == (7, 6, 1, 0, 0)
+    assert s["crash_kinds"] == ["cuda_graph_replay"]
+    assert s["best"]["output_tok_s"] == 500 and s["best"]["budget"] == 16
+    assert s["best"]["cuda_graph"] == False and s["best"]["speedup"] == pytest.approx(2.5)  # noqa: E712
+
+
+def test_a_stopped_sweep_shows_pending_and_timeout_cells(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    outcomes = [*OUTCOMES[:4], ("timeout", None), ("pending", None), ("pending", None)]
+    sweepkit.synthetic_sweep(path, outcomes, extra=[[REPLAY_FAULT]], status="interrupted")
+    frame = load_cells(store=path)
+    assert list(frame["status"][4:]) == ["timeout", "pending", "pending"]
+    assert frame["kind"][4] == "timeout"
+    s = summarize(frame)
+    assert (s["measured"], s["crashed"], s["pending"]) == (4, 1, 2) and s["crash_kinds"] == ["timeout"]
+
+
+def test_latest_is_the_newest_sweep_and_an_unknown_one_lists_the_known(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    sweepkit.synthetic_sweep(path, OUTCOMES, extra=[[REPLAY_FAULT]], sweep_id="older")
+    sweepkit.synthetic_sweep(path, OUTCOMES, extra=[[REPLAY_FAULT]], sweep_id="newer")
+    with Store(path) as store:
+        assert resolve_sweep(store, "latest") == resolve_sweep(store, "") == "newer"
+        with pytest.raises(ConfigError) as info:
+            resolve_sweep(store, "nope")
+    assert "sweep='nope': no such sweep" in str(info.value) and "older, newer" in str(info.value)
+
+
+def test_an_empty_store_says_how_to_make_a_sweep(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_cells(store=tmp_path / "ddlab.sqlite")
+    assert "none yet: run notebooks/sweep.ipynb" in str(info.value)
+
+
+def test_the_frame_is_plain_pandas(synthetic):
+    frame = load_cells(store=synthetic)
+    assert isinstance(frame, pd.DataFrame) and frame["speedup"].dtype == "float64"
+    assert frame["position"].tolist() == list(range(7))

@@ -1,0 +1,244 @@
+"""Notebooks headless: papermill and ``ddlab run``, with real kernels, real sweeps on
+``local`` (in a temp project, see ``sweepkit``) and the reports they leave.
+
+Requests are few and short (``-p requests 2 -p max_new_tokens 32``) and the
+grids small, so each sweep here is two or three cells.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import sweepkit
+from labkit import DDLAB, REPO, wait_for
+from ddlab.report import notebooks as runner
+from ddlab.core.errors import ConfigError
+from ddlab.lab.store import DONE_STATES, Store
+
+SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32"]
+
+
+@pytest.fixture
+def project(tmp_path):
+    project = sweepkit.make_project(tmp_path)
+    with sweepkit.using(project):
+        yield project
+
+
+def _outputs(nb: dict) -> list[dict]:
+    return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
+
+
+def _text(output: dict) -> str:
+    data = output.get("data", {}).get("text/plain", output.get("text", ""))
+    return "".join(data) if isinstance(data, list) else data
+
+
+def _run(*args: str, project, timeout_s: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([DDLAB, "run", *args], capture_output=True, text=True, cwd=REPO,
+                          env=project.env(), timeout=timeout_s)
+
+
+def _banner(html: str) -> str:
+    """The text of the first element inside <body>: the status banner."""
+    body = html[html.index("<body"):]
+    return re.sub(r"<[^>]+>", " ", re.search(r"<body[^>]*>\s*(<div.*?</h2>)", body, re.S).group(1))
+
+
+def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_path):
+    """The issue's command, `papermill notebooks/sweep.ipynb out.ipynb -p budget 32`,
+    with only size-reducing extras (fewer, shorter requests; one cap, graphs on)."""
+    out = tmp_path / "out.ipynb"
+    done = subprocess.run([str(Path(sys.executable).with_name("papermill")), "notebooks/sweep.ipynb",
+                           str(out), "-p", "budget", "32", *SMALL, "-p", "topk_cap", "4",
+                           "-p", "cuda_graph", "true"],
+                          capture_output=True, text=True, cwd=REPO, env=project.env(), timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = _outputs(json.loads(out.read_text()))[0]
+    assert _text(first).startswith("SWEEP DONE: 2 cells, 2 measured, 0 crashed. Best: "), _text(first)
+    with Store(project.store_path) as store:
+        cells = store.cells(store.latest_sweep_id())
+    assert [c["status"] for c in cells] == ["measured", "measured"]
+    spec = cells[1]
+    assert spec["config"]["config"]["flags"]["speculative-ddtree-budget"] == 32
+    assert spec["metrics"]["accept_length"] > 1 and spec["metrics"]["output_tok_s"] > 0
+    sweepkit.assert_host_put_back(project)
+
+
+def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
+    done = _run("sweep", "-p", "budget", "32", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
+                *SMALL, project=project)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_dir = project.runs()[-1]
+    assert done.stdout.splitlines()[-1] == str(run_dir / "report.html"), "the last line: the report"
+    assert done.stdout.startswith("OK: SWEEP DONE: 2 cells, 2 measured")
+    assert "[sweep] cell 2/2: measured" in done.stderr, "the sweep's progress, in the terminal"
+    assert "[IPKernelApp]" not in done.stderr, "the kernel's own log reads as an error: kept quiet"
+    assert {p.name for p in run_dir.iterdir()} >= {"sweep.ipynb", "report.html", "run.json",
+                                                   "cells.csv", "verdict.json"}
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["parameters"]["budget"] == 32
+    assert record["headline"].startswith("SWEEP DONE")
+    assert len((run_dir / "cells.csv").read_text().strip().splitlines()) == 3, "header + 2 cells"
+
+    nb = json.loads((run_dir / "sweep.ipynb").read_text())
+    assert _text(_outputs(nb)[0]).startswith("SWEEP DONE"), "the verdict is the first output"
+    html = (run_dir / "report.html").read_text()
+    assert _banner(html).split()[:3] == ["OK:", "SWEEP", "DONE:"], "the status banner comes first"
+    assert "ddlab.sweep(" not in html and "import ddlab" not in html, "inputs hidden"
+    assert html.count("<img") >= 3, "the figures"
+    index = (project.outputs / "index.html").read_text()
+    assert f"href='{run_dir.name}/report.html'" in index and record["headline"][:40] in index
+    sweepkit.assert_host_put_back(project)
+
+
+def test_a_failed_run_still_writes_its_report_marked_failed(project):
+    done = _run("sweep", "-p", "budget", "0", project=project)
+    assert done.returncode == 1
+    assert done.stdout.startswith("FAILED: ConfigError: speculative-ddtree-budget=0")
+    run_dir = project.runs()[-1]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "failed" and "budget=0" in record["error"]
+    assert _banner((run_dir / "report.html").read_text()).split()[0] == "FAILED:"
+    assert (run_dir / "sweep.ipynb").is_file(), "the executed notebook, with its traceback"
+    assert ">failed</td>" in (project.outputs / "index.html").read_text()
+    assert not project.state.exists(), "validation stopped it before the host"
+
+
+def test_unknown_parameter_names_are_refused_before_the_kernel_starts(project):
+    with pytest.raises(ConfigError) as info:
+        runner.run_notebook("sweep", {"budgett": 32, "topk_cap": 4})
+    assert str(info.value).startswith("parameter(s) budgett: not declared by sweep.ipynb; "
+                                      "did you mean budget? its parameters are: host, base, budget")
+    done = _run("plot", "-p", "metrik", "accept_length", project=project)
+    assert done.returncode == 2 and "did you mean metric?" in done.stderr
+    assert not project.outputs.exists(), "no run folder: nothing started"
+
+
+def test_parameters_from_pairs_and_files(tmp_path):
+    path = tmp_path / "grid.yaml"
+    path.write_text("budget: [4, 16]\nrequests: 4\n")
+    params = runner.parse_parameters([("requests", "2"), ("cuda_graph", "false"), ("resume", "")],
+                                     [path])
+    assert params == {"budget": [4, 16], "requests": 2, "cuda_graph": False, "resume": ""}
+    path.write_text("- not a mapping\n")
+    with pytest.raises(ConfigError, match="must hold a mapping"):
+        runner.parse_parameters([], [path])
+
+
+def test_the_plot_notebook_runs_headless_on_a_finished_sweep(tmp_path_factory):
+    shared = sweepkit.shared_sweep(tmp_path_factory)
+    started = time.monotonic()
+    done = _run("plot", "-p", "sweep", shared.sweep_id, "-p", "metric", "accept_length",
+                project=shared.project, timeout_s=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 60
+    run_dir = Path(done.stdout.splitlines()[-1]).parent
+    nb = json.loads((run_dir / "plot.ipynb").read_text())
+    outputs = _outputs(nb)
+    assert _text(outputs[0]).startswith("SWEEP DONE: 7 cells, 6 measured, 1 crashed (cuda_graph_replay)")
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4, "static figures"
+    assert _text(outputs[-1]) == "(interactive controls: open this notebook in JupyterLab to " \
+                                 "filter and switch metrics)"
+    html = (run_dir / "report.html").read_text()
+    assert html.count("<img") >= 4 and "cuda_graph_replay" in html
+
+
+def test_ctrl_c_interrupts_a_sweep_run_which_then_resumes_from_the_notebook(project):
+    args = ["sweep", "-p", "budget", "[4, 16]", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
+            *SMALL]
+    with subprocess.Popen([DDLAB, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, cwd=REPO, env=project.env()) as proc:
+        try:
+            wait_for(lambda: _cells_done(project) >= 1, timeout_s=120, what="a first finished cell")
+            os.kill(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted: finished cells are kept" in out
+    run_dir = project.runs()[-1]
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "interrupted"
+    assert record["headline"].startswith("SWEEP INTERRUPTED: 3 cells")
+    assert _banner((run_dir / "report.html").read_text()).split()[0] == "INTERRUPTED:"
+    with Store(project.store_path) as store:
+        sweep_id = store.latest_sweep_id()
+        assert store.sweep(sweep_id)["status"] == "interrupted"
+        done_before = {h for h, s in store.cell_status(sweep_id).items() if s in DONE_STATES}
+    assert 1 <= len(done_before) < 3
+    sweepkit.assert_host_put_back(project)
+
+    resumed = _run("sweep", "-p", "resume", "latest", project=project)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stdout.startswith("OK: SWEEP DONE: 3 cells, 3 measured")
+    counts = sweepkit.run_counts(project.store_path, sweep_id)
+    assert all(sum(counts[h].values()) == 1 for h in done_before), counts
+    assert all(n.get("measured") == 1 for n in counts.values()), counts
+    sweepkit.assert_host_put_back(project)
+
+
+def _cells_done(project) -> int:
+    if not project.store_path.exists():
+        return 0
+    with Store(project.store_path) as store:
+        sweep_id = store.latest_sweep_id()
+        return sum(s in DONE_STATES for s in store.cell_status(sweep_id).values()) if sweep_id else 0
+
+
+STUCK = """import os, signal, time
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+open({pidfile!r}, "w").write(str(os.getpid()))
+time.sleep(600)"""
+
+
+def test_the_runner_gives_up_on_a_kernel_that_ignores_the_interrupt(tmp_path):
+    pidfile = tmp_path / "kernel.pid"
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell("seconds = 1  # a parameter", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(STUCK.format(pidfile=str(pidfile)))]
+    nbformat.write(nb, tmp_path / "stuck.ipynb")
+    code = textwrap.dedent(f"""
+        import ddlab.report.notebooks as runner
+        runner.INTERRUPT_GRACE_S = 2
+        result = runner.run_notebook({str(tmp_path / "stuck.ipynb")!r}, progress=False)
+        print(result.status, result.report.is_file())
+    """)
+    env = {**os.environ, "DDLAB_OUTPUTS": str(tmp_path / "outputs")}
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            wait_for(lambda: pidfile.is_file() and pidfile.read_text(), timeout_s=60,
+                     what="the kernel to be in its stuck cell")
+            os.kill(proc.pid, signal.SIGINT)
+            started = time.monotonic()
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert out.split() == ["interrupted", "True"], err[-2000:]
+    assert "did not finish within 2 s of the interrupt; stopping it" in err
+    assert time.monotonic() - started < 30
+    kernel = int(pidfile.read_text())
+    wait_for(lambda: not Path(f"/proc/{kernel}").exists() or _zombie(kernel), timeout_s=10,
+             what="the stuck kernel to be gone")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
