@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tests" / "reliability"))
 
 import faultkit as fk  # noqa: E402
+
 from ddlab import __version__  # noqa: E402
 from ddlab.lab.store import Store  # noqa: E402
 from ddlab.lab.sweep_plan import SweepOptions, plan_sweep  # noqa: E402

@@ -5,7 +5,7 @@ Usage: ``python bench/watch.py [--crashes N] [--round-trips N] [--json-out FILE]
 sshd on 127.0.0.1).
 
 (a) Crash to verdict. The real target is deployed again and again with a
-fault that kills it by itself, and :func:`ddlab.watch.watch` watches it;
+fault that kills it by itself, and :func:`ddlab.lab.watch.watch` watches it;
 the latency of one crash is from the server's death to the moment ``watch()``
 returned its verdict (log settled, diagnosed, verdict.json written):
 
@@ -53,10 +53,10 @@ sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from ddlab import __version__  # noqa: E402
-from ddlab.lab.deploy import Lab  # noqa: E402
-from ddlab.hosts.profiles import HostProfile  # noqa: E402
-from ddlab.hosts import connect  # noqa: E402
 from ddlab.config.variants import make_variant  # noqa: E402
+from ddlab.hosts import connect  # noqa: E402
+from ddlab.hosts.profiles import HostProfile  # noqa: E402
+from ddlab.lab.deploy import Lab  # noqa: E402
 from ddlab.lab.watch import watch  # noqa: E402
 from labkit import died_at  # noqa: E402  (death time on this machine's clock; tests share it)
 from testhost.host import TestHost, unavailable_reason  # noqa: E402

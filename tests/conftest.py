@@ -42,3 +42,5 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.testhost)
         if "reliability" in item.path.parts:
             item.add_marker(pytest.mark.reliability)
+
+

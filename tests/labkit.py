@@ -33,11 +33,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ddlab.hosts.profiles import HostProfile
-from ddlab.hosts import connect
 from ddlab.config.variants import Variant, make_variant
+from ddlab.hosts import connect, manager_for
+from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
-from ddlab.hosts import manager_for
 
 REPO = Path(__file__).resolve().parents[1]
 DDLAB = str(Path(sys.executable).with_name("ddlab"))  # the installed console script

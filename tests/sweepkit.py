@@ -229,8 +229,8 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
     (real configs and hashes), each cell's outcome is given, in plan order, as
     ``("measured", {metrics})``, ``("crashed", kind)``, ``("timeout", None)`` or
     ``("pending", None)``. Returns the plan's cells."""
-    from ddlab.lab.sweep_plan import plan_sweep
     from ddlab.lab.store import Store
+    from ddlab.lab.sweep_plan import plan_sweep
 
     plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra))
     assert len(plan.cells) == len(outcomes), [c.label for c in plan.cells]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from labkit import REPO, free_port, open_site, outputs_in
 import ddlab
 from ddlab.core.errors import ConfigError
+from labkit import REPO, free_port, open_site, outputs_in
 
 
 @pytest.fixture
@@ -54,6 +54,7 @@ def _text(output: dict) -> str:
     return "".join(data) if isinstance(data, list) else data
 
 
+@pytest.mark.slow
 def test_deploy_then_poll_notebooks_headless_the_verdict_first(project, tmp_path):
     port = free_port()
     deployed = _papermill("deploy.ipynb", tmp_path / "deploy.ipynb", "-p", "host", "local",

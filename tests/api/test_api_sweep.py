@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-import sweepkit
 import ddlab
-from ddlab.report.verdicts import TABLE_COLUMNS
+import sweepkit
 from ddlab.core.errors import ConfigError
+from ddlab.report.verdicts import TABLE_COLUMNS
 
 
 @pytest.fixture
@@ -52,6 +52,7 @@ def test_load_report_refuses_an_unknown_metric_listing_the_known(project):
         info.value)
 
 
+@pytest.mark.slow
 def test_the_table_puts_the_readers_columns_first(tmp_path_factory):
     shared = sweepkit.shared_sweep(tmp_path_factory)
     with sweepkit.using(shared.project):

@@ -16,10 +16,8 @@ import time
 import httpx
 import pytest
 
-from labkit import (DDLAB, KV_OOM, clean, ddlab, kinds, last_json,  # noqa: F401
-                    site_fixture, wait_for)
 from ddlab.diagnosis.diagnosis import Diagnosis
-
+from labkit import DDLAB, KV_OOM, clean, ddlab, kinds, last_json, site_fixture, wait_for  # noqa: F401
 
 site = site_fixture("systemd-ssh", "process-local")
 
@@ -35,6 +33,7 @@ def _deploy(site, *overrides: str) -> dict:
     return site.lock()["variant"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", kinds("systemd-ssh"), indirect=True, ids=str)
 def test_deploy_watch_restore_continue_one_persistent_lock(clean):
     site = clean
@@ -60,6 +59,7 @@ def test_deploy_watch_restore_continue_one_persistent_lock(clean):
     assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
 
 
+@pytest.mark.slow
 def test_watch_prints_the_crash_verdict_last_exits_3_and_restores(clean):
     site = clean
     deployed = _deploy(site, KV_OOM)
@@ -75,6 +75,7 @@ def test_watch_prints_the_crash_verdict_last_exits_3_and_restores(clean):
     assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_ready_with_a_failed_probe_exits_5_and_restores(clean):
     # "ready" is not "works": this server answers /health, but every probe request
@@ -91,6 +92,7 @@ def test_ready_with_a_failed_probe_exits_5_and_restores(clean):
     assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_a_reader_that_left_does_not_change_the_exit_status(clean):
     # `ddlab watch | head` under `set -o pipefail`: the crash must still exit 3
@@ -106,6 +108,7 @@ def test_a_reader_that_left_does_not_change_the_exit_status(clean):
     assert site.baseline_active() and site.lock() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_watch_timeout_exits_4_and_restores(clean):
     site = clean
@@ -116,6 +119,7 @@ def test_watch_timeout_exits_4_and_restores(clean):
     assert site.baseline_active() and not site.installed(deployed["service"]) and site.lock() is None
 
 
+@pytest.mark.slow
 def test_sigint_to_ddlab_watch_restores_the_baseline(clean):
     site = clean
     deployed = _deploy(site)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import sweepkit
 from ddlab import api, cli
 
@@ -19,6 +21,7 @@ def test_the_demo_sweeps_the_issues_grid_with_the_replay_fault():
     assert p["extra"] == [{"debug_drop_verify_field": "num_token_non_padded"}]
 
 
+@pytest.mark.slow
 def test_the_demo_job_on_a_reduced_grid(tmp_path, monkeypatch, capsys):
     project = sweepkit.make_project(tmp_path)
     reduced = {**api.DEMO_PARAMETERS, "budget": [4], "topk_cap": [4], "cuda_graph": [True],

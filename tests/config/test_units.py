@@ -21,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlab import cli
-from ddlab.core.errors import ConfigError, UnitError
 from ddlab.config.bases import Config
-from ddlab.config.variants import make_variant
 from ddlab.config.units import env_assignment, exec_quote, render_unit
+from ddlab.config.variants import make_variant
+from ddlab.core.errors import ConfigError, UnitError
 from testhost.host import UNIT_DIR
 
 GOLDEN = Path(__file__).parent.parent / "golden"

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlab.core.errors import ConfigError
-from ddlab.config.flags import FLAGS, closest
 from ddlab.config.bases import Config, list_bases, load_base
-from ddlab.config.variants import make_variant
+from ddlab.config.flags import FLAGS, closest
 from ddlab.config.overrides import parse_overrides
+from ddlab.config.variants import make_variant
+from ddlab.core.errors import ConfigError
 
 SAFE_NAME = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from ddlab import cli
-from ddlab.diagnosis import diagnosis as dg
 from ddlab.core.errors import ConfigError
+from ddlab.diagnosis import diagnosis as dg
 from ddlab.diagnosis.logtext import split_lines
 from ddlab.diagnosis.signatures import KINDS, SIGNATURES
 from ddlab.diagnosis.tracebacks import find_chains

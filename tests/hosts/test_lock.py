@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 
 import ddlab
-from labkit import clean, free_port, holder_script, site_fixture  # noqa: F401 (clean: a fixture)
-from labkit import said as labkit_said
-from ddlab.lab.deploy import Lab
 from ddlab.core.errors import LockError
 from ddlab.hosts.lock import Holder, HostLock
-
+from ddlab.lab.deploy import Lab
+from labkit import clean, free_port, holder_script, site_fixture  # noqa: F401 (clean: a fixture)
+from labkit import said as labkit_said
 
 site = site_fixture("systemd-ssh", "process-local")
 
@@ -75,6 +74,7 @@ def test_a_second_run_is_refused_naming_the_holder(clean, other_run):
     assert site.lock() is None
 
 
+@pytest.mark.slow
 def test_a_stale_lock_is_taken_over_with_a_message_and_its_record_restored(clean, other_run):
     site = clean
     holder = other_run(f"port={free_port()}", deploy=True)  # baseline stopped, variant running

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ddlab.core.errors import CommandError, ConfigError, HostError, HostKeyError
-from ddlab.hosts.profiles import HostProfile, available_hosts, load_host
-from ddlab.hosts.transport import LocalTransport
 from ddlab.hosts import connect
+from ddlab.hosts.profiles import HostProfile, available_hosts, load_host
 from ddlab.hosts.ssh import SSHTransport
 from ddlab.hosts.ssh_trust import load_ssh_config, resolve_hops
+from ddlab.hosts.transport import LocalTransport
 
 # --- profiles ---------------------------------------------------------------------
 
@@ -167,6 +167,7 @@ def test_hostile_arguments_arrive_byte_for_byte_and_never_run(transport, scratch
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(args=st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\0"),
                              max_size=40), max_size=6))
+@pytest.mark.slow
 def test_any_text_argument_round_trips(transport, args):
     assert json.loads(transport.run(_echo_argv(args)).stdout) == args
 
@@ -189,6 +190,7 @@ def test_secrets_in_argv_are_masked_in_errors(transport):
     assert "hf_sup3rs3cret" not in str(info.value) and "hf_sup3rs3cret" not in str(info.value.argv)
 
 
+@pytest.mark.slow
 def test_a_hung_command_is_killed_at_its_timeout(transport, scratch):
     pidfile = scratch / "hung.pid"
     start = time.monotonic()
@@ -292,6 +294,7 @@ def test_a_changed_host_key_is_refused_loudly_even_with_tofu(profile, testhost, 
     assert other.get_base64() in known.read_text() and len(known.read_text().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_an_unreachable_host_fails_fast_and_clearly(profile):
     start = time.monotonic()
     with pytest.raises(HostError, match="cannot connect"), \
@@ -319,6 +322,7 @@ def test_a_connection_dropped_mid_command_reruns_it_once(profile, testhost):
         assert ssh.connects == 2
 
 
+@pytest.mark.slow
 def test_a_connection_that_keeps_dropping_gives_a_clear_error(profile, testhost):
     stop = threading.Event()
 
@@ -331,7 +335,7 @@ def test_a_connection_that_keeps_dropping_gives_a_clear_error(profile, testhost)
         killer = threading.Thread(target=keep_killing)
         killer.start()
         try:
-            with pytest.raises(HostError, match="connection lost twice"):
+            with pytest.raises(HostError, match=r"connection lost \d+ times in \d+ s during sleep 5"):
                 ssh.run(["sleep", "5"])
         finally:
             stop.set()
@@ -345,11 +349,12 @@ def test_ssh_config_alias_and_proxy_jump_through_the_same_sshd(profile, testhost
     config.write_text(f"Host th-jump\n{entry}Host th-target\n{entry}  ProxyJump th-jump\n")
     jumped = profile(hostname="th-target", port=None, user=None, identity_file=None,
                      ssh_config=str(config))
-    before = len(testhost.sshd_session_pids())
+    before = set(testhost.sshd_session_pids())  # an earlier test's may still be closing
     with connect(jumped) as ssh:
         assert [h.alias for h in ssh.hops] == ["th-jump", "th-target"]
         assert ssh.run(["echo", "via jump"]).stdout == "via jump\n"
-        assert len(testhost.sshd_session_pids()) >= before + 2, "two connections: jump and target"
+        new = set(testhost.sshd_session_pids()) - before
+        assert len(new) >= 2, f"two connections, jump and target; new sshd sessions: {new}"
 
 
 def test_without_the_agent_python_commands_still_run(profile, caplog):
@@ -367,6 +372,7 @@ def test_tunnels_close_with_the_transport(profile):
         httpx.get(base, timeout=2)
 
 
+@pytest.mark.slow
 def test_persistent_round_trip_beats_a_fresh_ssh_process(profile, testhost):
     fresh_argv = ["ssh", "-F", "/dev/null", "-i", str(testhost.client_key), "-p", str(testhost.ssh_port),
                   "-o", f"UserKnownHostsFile={testhost.known_hosts}", "-o", "BatchMode=yes",

@@ -17,11 +17,10 @@ import threading
 import pytest
 
 import ddlab
-from labkit import clean, kinds, said, site_fixture, wait_for  # noqa: F401 (clean: a fixture)
-from ddlab.lab.deploy import Lab, deployed, held_interrupts
 from ddlab.core.errors import CommandError
 from ddlab.hosts.services import ServiceSpec
-
+from ddlab.lab.deploy import Lab, deployed, held_interrupts
+from labkit import clean, kinds, said, site_fixture, wait_for  # noqa: F401 (clean: a fixture)
 
 site = site_fixture("systemd-ssh", "process-local")
 
@@ -80,6 +79,7 @@ def _in_held_block() -> str:
         return "ran"
 
 
+@pytest.mark.slow
 def test_a_new_variant_replaces_the_one_running(clean):
     site = clean
     first, second = site.variant(), site.variant()
@@ -109,6 +109,7 @@ def test_a_lab_that_deployed_nothing_releases_the_lock(clean):
     assert site.lock() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", kinds("systemd-ssh"), indirect=True, ids=str)
 def test_a_baseline_that_does_not_come_back_keeps_the_lock_for_a_later_restore(clean):
     site = clean

@@ -17,9 +17,9 @@ import sys
 import httpx
 import pytest
 
-from labkit import free_port, wait_for
-from ddlab.lab.measure import PROMPTS, load_prompts, measure
 from ddlab.core.errors import ConfigError
+from ddlab.lab.measure import PROMPTS, load_prompts, measure
+from labkit import free_port, wait_for
 
 # 'kjh34 ...' is accepted poorly by the drafter (about 1.8 tokens per verify), the
 # code openings well (5-8): a warmup on it would pull a run's accept length down.

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 import sweepkit
-from labkit import REPLAY_FAULT
 from ddlab.core.errors import ConfigError
 from ddlab.lab.results import load_cells, resolve_sweep, summarize
 from ddlab.lab.store import Store
+from labkit import REPLAY_FAULT
 
 
 def _m(tok_s: float, accept: float | None = None) -> dict:
@@ -64,6 +64,7 @@ def test_speedup_falls_back_to_any_baseline(tmp_path):
     assert frame["speedup"].tolist()[2:6] == pytest.approx([1.5, 3.0, 2.5, 5.0])
 
 
+@pytest.mark.slow
 def test_the_real_sweeps_speedups_follow_its_own_throughputs(tmp_path_factory):
     shared = sweepkit.shared_sweep(tmp_path_factory)
     frame = load_cells(shared.sweep_id, store=shared.project.store_path)

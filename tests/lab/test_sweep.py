@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-import sweepkit
 import ddlab
-from labkit import REPLAY_FAULT, said, wait_for
+import sweepkit
 from ddlab.core.errors import ConfigError
 from ddlab.lab.store import DONE_STATES, Store
 from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
 from ddlab.lab.sweep_run import run_sweep
+from labkit import REPLAY_FAULT, said, wait_for
 
 
 @pytest.fixture
@@ -131,6 +131,7 @@ def test_dry_run_through_the_job_reports_the_plan(project):
     assert not project.state.exists() and Store(project.store_path).sweep_ids() == []
 
 
+@pytest.mark.slow
 def test_dry_run_of_a_resume_marks_the_finished_cells(shared, capsys):
     with sweepkit.using(shared.project), Store(shared.project.store_path) as store:
         before = store.sweep(shared.sweep_id)
@@ -144,6 +145,7 @@ def test_dry_run_of_a_resume_marks_the_finished_cells(shared, capsys):
 # --- real sweeps on local ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_on_local_measures_the_grid_and_records_the_replay_crash(shared):
     with Store(shared.project.store_path) as store:
         cells = store.cells(shared.sweep_id)
@@ -166,6 +168,7 @@ def test_sweep_on_local_measures_the_grid_and_records_the_replay_crash(shared):
     sweepkit.assert_host_put_back(shared.project)
 
 
+@pytest.mark.slow
 def test_resume_of_a_finished_sweep_runs_nothing_again(shared):
     before = sweepkit.run_counts(shared.project.store_path, shared.sweep_id)
     with sweepkit.using(shared.project), Store(shared.project.store_path) as store, \
@@ -177,6 +180,7 @@ def test_resume_of_a_finished_sweep_runs_nothing_again(shared):
     assert not any("started" in m for m in messages), messages
 
 
+@pytest.mark.slow
 def test_resume_of_an_unknown_sweep_lists_the_known_ones(shared):
     with Store(shared.project.store_path) as store, pytest.raises(ConfigError) as info:
         run_sweep(resume="no-such-sweep", store=store)
@@ -184,6 +188,7 @@ def test_resume_of_an_unknown_sweep_lists_the_known_ones(shared):
     assert shared.sweep_id in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_sweep_killed_with_kill_9_and_resumed_runs_no_finished_cell_twice(project):
     """The issue's Must-show: kill -9 midway, resume, the full grid, nothing twice."""
     grid = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}

@@ -1,6 +1,6 @@
 """Watching a deployed target until ready, crashed or timed out — for real.
 
-Each test deploys the real target server with :func:`ddlab.deploy.deployed`
+Each test deploys the real target server with :func:`ddlab.lab.deploy.deployed`
 on a site (tests/labkit.py): systemd units on the test host over SSH, detached
 processes there, and detached processes on this machine. Every site has a
 running baseline service that must be stopped during the test and be active
@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from labkit import KV_OOM, REPLAY_FAULT, clean, kinds, site_fixture  # noqa: F401 (clean: a fixture)
-from ddlab.lab.deploy import Lab, deployed
 from ddlab.core.errors import HostKeyError, ServiceError
+from ddlab.lab.deploy import Lab, deployed
 from ddlab.lab.watch import watch
-
+from labkit import KV_OOM, REPLAY_FAULT, clean, kinds, site_fixture  # noqa: F401 (clean: a fixture)
 
 site = site_fixture()
 
@@ -32,6 +31,7 @@ def _evidence(verdict) -> dict:
     return json.loads((run_dir / "verdict.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_variant_becomes_ready_and_the_probe_drives_the_verify_path(clean):
     site = clean
     variant = site.variant()
@@ -64,6 +64,7 @@ def test_kv_pool_oom_is_caught_and_diagnosed_from_this_start(clean):
     site.assert_put_back(dep.service)
 
 
+@pytest.mark.slow
 def test_the_replay_fault_is_ready_without_the_probe_and_crashes_with_it(clean):
     """The point of the probe: 'ready' is not 'works'. One server, watched twice."""
     site = clean
@@ -78,6 +79,7 @@ def test_the_replay_fault_is_ready_without_the_probe_and_crashes_with_it(clean):
     site.assert_put_back(dep.service)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", kinds("systemd-ssh", "process-ssh"), indirect=True, ids=str)
 def test_a_killed_ssh_connection_mid_watch_is_recovered(clean):
     site = clean

@@ -1,9 +1,8 @@
 """The benches most reliability modules share: one per module, so that a module's
 leftovers (a lock, a unit) can never meet another module's tests."""
 
-import pytest
-
 import faultkit as fk
+import pytest
 
 
 @pytest.fixture(scope="module")

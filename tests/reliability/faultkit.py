@@ -40,11 +40,10 @@ from pathlib import Path
 import yaml
 
 import sweepkit
-from labkit import DDLAB, REPO, free_port, wait_for
+from ddlab.hosts import connect, manager_for
 from ddlab.hosts.profiles import HostProfile
-from ddlab.hosts import connect
 from ddlab.hosts.services import ServiceSpec
-from ddlab.hosts import manager_for
+from labkit import DDLAB, REPO, free_port, wait_for
 from testhost.host import SSHD_UNIT
 
 HERE = Path(__file__).resolve().parent
@@ -279,6 +278,17 @@ def in_phase(bench: Bench, marker: str) -> Path | None:
         if beat.is_file() and marker in beat.read_text(errors="replace"):
             return folder
     return None
+
+
+def requests_served(bench: Bench) -> int:
+    """Prefill batches the current variant logged so far (its own start-up warmup is one):
+    how far a bench against it has got."""
+    service = bench.current_service()
+    if not service:
+        return 0
+    text = bench.transport.run(["journalctl", "-u", service, "-o", "cat", "--no-pager", "-q"],
+                               check=False).stdout
+    return text.count("Prefill batch")
 
 
 def cells_done(bench: Bench) -> int:

@@ -18,15 +18,15 @@ import socket
 import threading
 import time
 
+import faultkit as fk
 import pytest
 
-import faultkit as fk
 import ddlab
-from labkit import last_json, said, wait_for
 from ddlab.hosts.ssh import SSHTransport
 from ddlab.lab.store import Store
 from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
 from ddlab.lab.sweep_run import run_sweep
+from labkit import last_json, said, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -90,7 +90,7 @@ def test_a_connection_that_keeps_dropping_fails_deploy_clearly_and_restore_finis
         assert done.returncode == 1, done.stderr  # (after the warnings about each cut)
         line = done.stderr.strip().splitlines()[-1]
         assert line.startswith("ddlab deploy: ") and "; check " in line, line
-        assert any(words in line for words in ("connection lost twice", "cannot connect",
+        assert any(words in line for words in ("connection lost", "cannot connect",
                                                "handshake failed")), line
     restored = fk.ddlab_in(bench, "restore", "--host", "th")
     assert restored.returncode == 0, restored.stderr
@@ -127,10 +127,11 @@ def test_a_watch_whose_connection_keeps_dropping_fails_clearly_then_restore_work
     assert watched.returncode == 1, (watched.stdout, watched.stderr[-3000:])
     error = watched.stderr.strip().splitlines()[-1]
     print(f"OUTCOME: watch under cuts every 50 ms: exit 1 after {took_s:.1f} s: {error[:400]}")
-    assert error.startswith("ddlab watch: ") and ("connection lost twice" in error
-                                                  or "cannot connect" in error), watched.stderr
+    assert error.startswith("ddlab watch: ") and any(  # the first handshake may be cut too
+        words in error for words in ("connection lost", "cannot connect", "handshake failed")), \
+        watched.stderr
     assert "then `ddlab restore --host th` finishes putting the host back" in error
-    assert took_s < 60, f"the watch took {took_s:.1f} s to give up"
+    assert took_s < 60, f"the watch took {took_s:.1f} s to give up"  # a 10 s reconnect window
     lock = bench.lock()
     assert lock is not None and lock["baseline"]["was_active"], "the record is kept for restore"
     restored = fk.ddlab_in(bench, "restore", "--host", "th")
@@ -173,9 +174,9 @@ def _sweep(bench: fk.Bench, fault, messages: list) -> tuple:
 def test_ssh_killed_mid_bench_benches_the_cell_again(bench):
     cut = []
 
-    def fault():
-        wait_for(lambda: fk.in_phase(bench, "READY:"), timeout_s=60, what="the first bench")
-        time.sleep(0.3)
+    def fault():  # cut once the first cell's bench is under way: its warmup and 2 requests in
+        wait_for(lambda: fk.in_phase(bench, "READY:") and fk.requests_served(bench) >= 4,
+                 timeout_s=60, what="the first bench")
         cut.append(bench.testhost.kill_ssh_sessions())
 
     messages: list[str] = []

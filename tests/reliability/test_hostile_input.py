@@ -24,20 +24,20 @@ import time
 import uuid
 from pathlib import Path
 
+import faultkit as fk
 import pytest
 import yaml
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-import faultkit as fk
-from labkit import wait_for
-from ddlab.lab.deploy import Lab
-from ddlab.core.errors import ConfigError, UnitError
-from ddlab.config.variants import make_variant
 from ddlab.config.overrides import parse_overrides
-from ddlab.core.run_folders import new_run_dir, safe_name
-from ddlab.lab.sweep_plan import plan_sweep
 from ddlab.config.units import render_unit
+from ddlab.config.variants import make_variant
+from ddlab.core.errors import ConfigError
+from ddlab.core.run_folders import new_run_dir, safe_name
+from ddlab.lab.deploy import Lab
+from ddlab.lab.sweep_plan import plan_sweep
+from labkit import wait_for
 
 pytestmark = [pytest.mark.timeout(600)]
 

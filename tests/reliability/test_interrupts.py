@@ -23,12 +23,12 @@ import sys
 import time
 from pathlib import Path
 
+import faultkit as fk
 import pytest
 
-import faultkit as fk
 import sweepkit
-from labkit import KV_OOM, REPO, last_json, wait_for
 from ddlab.lab.store import DONE_STATES, Store, integrity_ok
+from labkit import KV_OOM, REPO, last_json, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

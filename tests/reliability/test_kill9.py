@@ -17,13 +17,13 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import faultkit as fk
 import pytest
 
-import faultkit as fk
 import sweepkit
-from labkit import said, wait_for
 from ddlab.lab.store import DONE_STATES, Store, integrity_ok
 from ddlab.lab.sweep_run import run_sweep
+from labkit import said, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import threading
 import time
 
+import faultkit as fk
 import pytest
 
-import faultkit as fk
 from ddlab.lab.store import Store
 from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
 from ddlab.lab.sweep_run import run_sweep

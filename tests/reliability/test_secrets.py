@@ -23,11 +23,11 @@ import json
 import stat
 from pathlib import Path
 
+import faultkit as fk
 import paramiko
 import pytest
 import yaml
 
-import faultkit as fk
 import sweepkit
 from ddlab.lab.store import DONE_STATES, Store
 from labkit import last_json, wait_for

@@ -19,17 +19,17 @@ import threading
 import time
 from pathlib import Path
 
+import faultkit as fk
 import pytest
 
-import faultkit as fk
-from labkit import KV_OOM, REPLAY_FAULT, last_json, wait_for
-from ddlab.lab.deploy import deployed
-from ddlab.diagnosis.diagnosis import phase_of
 from ddlab.config.variants import make_variant
+from ddlab.diagnosis.diagnosis import phase_of
+from ddlab.lab.deploy import deployed
 from ddlab.lab.store import Store
 from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
 from ddlab.lab.sweep_run import run_sweep
 from ddlab.lab.watch import watch
+from labkit import KV_OOM, REPLAY_FAULT, last_json, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

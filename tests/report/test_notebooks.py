@@ -21,10 +21,10 @@ import nbformat
 import pytest
 
 import sweepkit
-from labkit import DDLAB, REPO, wait_for
-from ddlab.report import notebooks as runner
 from ddlab.core.errors import ConfigError
 from ddlab.lab.store import DONE_STATES, Store
+from ddlab.report import notebooks as runner
+from labkit import DDLAB, REPO, wait_for
 
 SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32"]
 
@@ -56,6 +56,7 @@ def _banner(html: str) -> str:
     return re.sub(r"<[^>]+>", " ", re.search(r"<body[^>]*>\s*(<div.*?</h2>)", body, re.S).group(1))
 
 
+@pytest.mark.slow
 def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_path):
     """The issue's command, `papermill notebooks/sweep.ipynb out.ipynb -p budget 32`,
     with only size-reducing extras (fewer, shorter requests; one cap, graphs on)."""
@@ -76,6 +77,7 @@ def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_pa
     sweepkit.assert_host_put_back(project)
 
 
+@pytest.mark.slow
 def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
     done = _run("sweep", "-p", "budget", "32", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
                 *SMALL, project=project)
@@ -103,6 +105,7 @@ def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
     sweepkit.assert_host_put_back(project)
 
 
+@pytest.mark.slow
 def test_a_failed_run_still_writes_its_report_marked_failed(project):
     done = _run("sweep", "-p", "budget", "0", project=project)
     assert done.returncode == 1
@@ -137,6 +140,7 @@ def test_parameters_from_pairs_and_files(tmp_path):
         runner.parse_parameters([], [path])
 
 
+@pytest.mark.slow
 def test_the_plot_notebook_runs_headless_on_a_finished_sweep(tmp_path_factory):
     shared = sweepkit.shared_sweep(tmp_path_factory)
     started = time.monotonic()
@@ -155,6 +159,7 @@ def test_the_plot_notebook_runs_headless_on_a_finished_sweep(tmp_path_factory):
     assert html.count("<img") >= 4 and "cuda_graph_replay" in html
 
 
+@pytest.mark.slow
 def test_ctrl_c_interrupts_a_sweep_run_which_then_resumes_from_the_notebook(project):
     args = ["sweep", "-p", "budget", "[4, 16]", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
             *SMALL]
@@ -204,6 +209,7 @@ open({pidfile!r}, "w").write(str(os.getpid()))
 time.sleep(600)"""
 
 
+@pytest.mark.slow
 def test_the_runner_gives_up_on_a_kernel_that_ignores_the_interrupt(tmp_path):
     pidfile = tmp_path / "kernel.pid"
     nb = nbformat.v4.new_notebook()

@@ -11,9 +11,9 @@ import pytest
 from matplotlib.figure import Figure
 
 import sweepkit
-from ddlab.report import plots
 from ddlab.core.errors import ConfigError
 from ddlab.lab.results import load_cells
+from ddlab.report import plots
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,7 @@ def _line(ax, label: str):
     return next(line for line in ax.get_lines() if line.get_label() == label)
 
 
+@pytest.mark.slow
 def test_accept_length_vs_budget_has_graphs_on_and_off_and_the_crash(frame):
     fig = plots.accept_length_vs_budget(frame)
     assert isinstance(fig, Figure)
@@ -45,6 +46,7 @@ def test_accept_length_vs_budget_has_graphs_on_and_off_and_the_crash(frame):
     assert on.get_ylabel() == "accept length (tokens per verify)"
 
 
+@pytest.mark.slow
 def test_throughput_and_speedup_show_the_baseline(frame):
     fig = plots.throughput_vs_budget(frame)
     labels = [line.get_label() for line in fig.axes[0].get_lines()]
@@ -55,6 +57,7 @@ def test_throughput_and_speedup_show_the_baseline(frame):
     assert list(reference.get_ydata()) == [1.0, 1.0], "speedup 1 is the baseline itself"
 
 
+@pytest.mark.slow
 def test_heatmap_holds_the_grid_only(frame):
     """An extra cell is no grid point (the fault cell shares budget 16, cap 4 with
     one): the line plots mark it; the heatmap's squares are the grid's."""
@@ -65,6 +68,7 @@ def test_heatmap_holds_the_grid_only(frame):
         assert len(_texts(ax)) == 2 and all(float(t) > 0 for t in _texts(ax))
 
 
+@pytest.mark.slow
 def test_overview_gives_the_reports_figures_and_they_render(frame):
     figures = plots.overview(frame)
     assert len(figures) == 4
@@ -80,6 +84,7 @@ def test_overview_gives_the_reports_figures_and_they_render(frame):
     lambda f: plots.heatmap(f, "bogus_tok_s"),
     lambda f: plots.accept_length_vs_budget(f.drop(columns=["budget"])),
 ], ids=["metric", "heatmap", "missing-budget"])
+@pytest.mark.slow
 def test_an_unknown_column_lists_the_available_ones(frame, call):
     with pytest.raises(ConfigError) as info:
         call(frame)
@@ -105,6 +110,7 @@ def test_one_graph_mode_is_one_subplot(tmp_path):
         "2", "4", "x cuda_oom", "x timeout"]
 
 
+@pytest.mark.slow
 def test_explorer_switches_metric_and_filters(frame):
     explorer = plots.explorer(frame, "accept_length")
     first = bytes(explorer.image.value)

@@ -11,11 +11,11 @@ import nbformat
 import pytest
 
 import sweepkit
-from labkit import REPLAY_FAULT
 from ddlab.core.run_folders import record_verdict
+from ddlab.lab.results import load_cells
 from ddlab.report import html as report_html
 from ddlab.report.verdicts import sweep_verdict
-from ddlab.lab.results import load_cells
+from labkit import REPLAY_FAULT
 
 OUTCOMES = [("measured", {"output_tok_s": 100.0}), ("measured", {"output_tok_s": 200.0}),
             ("measured", {"output_tok_s": 150.0, "accept_length": 3.0}),

@@ -58,6 +58,7 @@ CONFIGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags", CONFIGS.values(), ids=CONFIGS.keys())
 @pytest.mark.parametrize("together", [False, True], ids=["bs1", "batched"])
 def test_lossless(reference, flags, together):
@@ -94,6 +95,7 @@ def plain_engine():
     return engine("--disable-cuda-graph")
 
 
+@pytest.mark.slow
 @given(st.binary(min_size=1, max_size=80), st.integers(1, 40))
 @settings(max_examples=25, deadline=None)
 def test_lossless_on_any_bytes(ddtree_engine, plain_engine, prompt, new):

@@ -113,6 +113,7 @@ def plain(tmp_module):
     s.stop()
 
 
+@pytest.mark.slow
 def test_ready_within_60s_and_503_while_starting(ddtree):
     assert ddtree.ready_s < 60
     assert 503 in ddtree.statuses
@@ -120,6 +121,7 @@ def test_ready_within_60s_and_503_while_starting(ddtree):
     assert ddtree.get("/health").status_code == 200 and ddtree.get("/health_generate").status_code == 200
 
 
+@pytest.mark.slow
 def test_startup_logs_sglang_phases_in_order(ddtree):
     log = ddtree.log()
     phases = ["server_args=ServerArgs(", "Load weight begin. avail mem=", "Load weight end. elapsed=",
@@ -143,6 +145,7 @@ def test_ddtree_128_tokens_match_a_non_speculative_server(ddtree, plain):
     assert "spec_verify_ct" not in base["meta_info"]
 
 
+@pytest.mark.slow
 def test_concurrent_requests_are_batched_and_lossless(ddtree, plain):
     texts = [PROMPT, "import os\nimport sys\n", "class Foo:\n    def ", "# Copyright (c) "]
     want = [generate(plain, t, 64)["text"] for t in texts]
@@ -160,6 +163,7 @@ def test_concurrent_requests_are_batched_and_lossless(ddtree, plain):
     assert "Decode batch, #running-req: 4," in ddtree.log()  # one verify forward for all four
 
 
+@pytest.mark.slow
 def test_streaming_sends_sse_chunks_then_done(ddtree):
     whole = generate(ddtree, n=40)
     with httpx.stream("POST", ddtree.url + "/generate", timeout=60,
@@ -171,6 +175,7 @@ def test_streaming_sends_sse_chunks_then_done(ddtree):
     assert chunks[-1]["meta_info"]["finish_reason"] == {"type": "length", "length": 40}
 
 
+@pytest.mark.slow
 def test_openai_endpoints(ddtree):
     models = ddtree.get("/v1/models").json()
     assert models["data"][0] | {"created": 0} == {"id": "ddlab-tiny", "object": "model", "created": 0,
@@ -184,6 +189,7 @@ def test_openai_endpoints(ddtree):
     assert chat["object"] == "chat.completion" and chat["choices"][0]["message"]["role"] == "assistant"
 
 
+@pytest.mark.slow
 def test_server_info_and_metrics_report_real_decoding(ddtree):
     generate(ddtree, n=64)
     for path in ("/server_info", "/get_server_info"):
@@ -223,6 +229,7 @@ def test_bad_requests_get_400_and_the_server_stays_up(ddtree, body, message):
     assert ddtree.get("/health").status_code == 200
 
 
+@pytest.mark.slow
 def test_metrics_need_enable_metrics(plain):
     assert plain.get("/metrics").status_code == 404
 
@@ -230,6 +237,7 @@ def test_metrics_need_enable_metrics(plain):
 # --- crashes: each its own process ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_kv_pool_too_small_dies_with_sglang_text(tmp_path):
     s = Server(tmp_path, "--mem-fraction-static", "0.001")
     assert s.exit_code() != 0
@@ -239,6 +247,7 @@ def test_kv_pool_too_small_dies_with_sglang_text(tmp_path):
     assert diagnose(log).kind == "kv_pool_oom"
 
 
+@pytest.mark.slow
 def test_dropped_verify_field_dies_at_first_generate(tmp_path):
     s = Server(tmp_path, *DDTREE, "--debug-drop-verify-field", "num_token_non_padded")
     try:
@@ -256,6 +265,7 @@ def test_dropped_verify_field_dies_at_first_generate(tmp_path):
     assert d.kind == "cuda_graph_replay" and d.crashed
 
 
+@pytest.mark.slow
 def test_dropped_verify_field_without_graphs_serves(tmp_path):
     s = Server(tmp_path, *DDTREE, "--debug-drop-verify-field", "num_token_non_padded", "--disable-cuda-graph")
     try:
@@ -266,6 +276,7 @@ def test_dropped_verify_field_without_graphs_serves(tmp_path):
         s.stop()
 
 
+@pytest.mark.slow
 def test_graph_sized_by_block_size_dies_with_size_mismatch(tmp_path):
     s = Server(tmp_path, "--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "32",
                "--debug-graph-tokens-per-req", "16")
@@ -291,6 +302,7 @@ STARTUP_FAILURES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flags,text,kind", STARTUP_FAILURES.values(), ids=STARTUP_FAILURES.keys())
 def test_startup_failures_exit_nonzero_with_sglang_texts(tmp_path, flags, text, kind):
     s = Server(tmp_path, *flags)
@@ -299,6 +311,7 @@ def test_startup_failures_exit_nonzero_with_sglang_texts(tmp_path, flags, text, 
     assert diagnose(s.log()).kind == kind
 
 
+@pytest.mark.slow
 def test_busy_port_fails_fast(tmp_path, plain):
     s = Server(tmp_path, port=plain.port)
     assert s.exit_code(timeout_s=20) == 1

@@ -141,6 +141,7 @@ def test_shutdown_ends_everything_and_removes_its_dir():
     host.base_dir.rmdir()
 
 
+@pytest.mark.slow
 def test_a_killed_test_process_takes_its_host_down():
     _skip_unless_possible()
     base = BASE_DIR / f"orphan-{os.getpid()}"

@@ -1,28 +1,14 @@
-"""Base configs and the variants made from them by overrides.
+"""Base configs: what a server runs, validated and hashed.
 
-A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md):
-the command (python + module), server flags, environment, unit fields.
-A variant is a base plus overrides (``KEY=VALUE`` strings from ``--set`` or
-papermill, or a mapping): ``make_variant("ddtree", ["budget=32"])``.
+A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md): the
+command (python + module), server flags, environment, unit fields.
+:class:`Config` validates everything when it is made, before anything touches
+a host: flags (:mod:`ddlab.config.flags`), env names, unit fields
+(:mod:`ddlab.config.unit_fields`), the module.
 
-- Everything is validated when a :class:`Config` is made, before anything
-  touches a host: flags (``ddlab.flags``), env names, unit fields, the module.
-- Override keys: a flag (snake or kebab; ``flags.X`` passes X verbatim even
-  when it looks like a typo), ``env.NAME``, ``unit.FIELD``, ``python``,
-  ``module``, and the notebook aliases in ``ALIASES`` (``budget``,
-  ``topk_cap``, ``algorithm``, ``cuda_graph``). Values are parsed as YAML
-  scalars (``32``, ``0.85``, ``true``, ``null``; ``[1,2,4]`` for a list); text
-  that is no YAML scalar is taken as is. ``null``/``false`` remove a flag.
-- A variant's ``name`` derives from what changed, in canonical order (flag
-  registry order, then unknown flags, env, unit, python, module, each sorted),
-  so the same overrides in any order give the same name and hash. Names are
-  ``[a-z0-9-]``, at most 64 characters, safe as a unit and a folder name.
-  When a token cannot say its value exactly (free text, unknown flags, env,
-  unit fields) or the name is too long, it ends in ``-`` + 8 hex of the hash,
-  so two different configs never share a name.
-- ``Config.hash``: 12 hex of sha256 over the canonical JSON of what runs
-  (python, module, flags, env, unit); the base name and description are not
-  part of it, and neither is flag order (argparse does not care).
+``Config.hash``: 12 hex of sha256 over the canonical JSON of what runs
+(python, module, flags, env, unit); the base name and description are not part
+of it, and neither is flag order (argparse does not care).
 """
 
 from __future__ import annotations

@@ -1,27 +1,10 @@
-"""A config variant as a systemd service unit, with systemd's quoting rules.
+"""The unit fields a config may set, each with its section, systemd key and check.
 
-``render_unit(variant)`` writes the unit a host installs: a Description that
-says what changed against the base, ``Type=simple``, ``ExecStart=`` with every
-argument quoted for systemd, ``Environment=`` lines, ``WorkingDirectory=``,
-``Restart=no`` unless asked (a crash must be seen, not hidden by a restart),
-``KillMode=control-group`` and an ``[Install]`` section.
-
-Why the quoting is its own code: systemd does not parse ``ExecStart=`` like a
-shell. Per systemd.syntax(7) and systemd.service(5), each word is unquoted
-(``"..."``/``'...'``, C escapes, so every backslash must be doubled), then
-``%`` specifiers are expanded (``%%`` is a literal ``%``), and at exec time
-``$VAR``/``${VAR}`` are expanded (``$$`` is a literal ``$``); a lone ``;``
-separates commands; a line ending in a backslash continues on the next line.
-``Environment=`` is unquoted and specifier-expanded too, but ``$`` is literal
-there. Secret-named variables can go to an ``EnvironmentFile=`` instead
-(``render_unit(..., env_file=PATH)``, :func:`env_file_text`): a unit file is
-world-readable, and ``systemctl show`` prints its ``Environment=`` to any user.
-``WorkingDirectory=`` and ``Description=`` are not unquoted at all. A newline,
-CR or NUL cannot be written into a unit value: :class:`UnitError`.
-
-``UNIT_FIELDS`` is the registry of unit fields a config may set (``unit:`` in a
-base file, ``--set unit.FIELD=...``), each with its section, systemd key and
-check. Adding one is one entry.
+``UNIT_FIELDS`` is the registry (``unit:`` in a base file, ``--set
+unit.FIELD=...``): the field's ``[Section]``, systemd's key, a check that
+normalises the value and refuses what systemd would misread, a help line and an
+example for error messages. Names are accepted in snake, kebab or systemd's own
+spelling (``WorkingDirectory``). Adding a field is one entry.
 """
 
 from __future__ import annotations
@@ -176,7 +159,7 @@ def unit_field_name(raw: str) -> str:
         (f for f in UNIT_FIELDS if snake and f.startswith(snake)), None)
     hint = f"did you mean unit.{guess}? " if guess else ""
     raise ConfigError(f"unit.{raw}: not a unit field ddlab sets; known: "
-                      + ", ".join(UNIT_FIELDS), fix=f"{hint}see ddlab.units.UNIT_FIELDS",
+                      + ", ".join(UNIT_FIELDS), fix=f"{hint}see ddlab.config.unit_fields.UNIT_FIELDS",
                       key=f"unit.{raw}", suggestion=guess)
 
 

@@ -4,7 +4,8 @@
 says what changed against the base, ``Type=simple``, ``ExecStart=`` with every
 argument quoted for systemd, ``Environment=`` lines, ``WorkingDirectory=``,
 ``Restart=no`` unless asked (a crash must be seen, not hidden by a restart),
-``KillMode=control-group`` and an ``[Install]`` section.
+``KillMode=control-group`` and an ``[Install]`` section; the fields come from
+:mod:`ddlab.config.unit_fields`.
 
 Why the quoting is its own code: systemd does not parse ``ExecStart=`` like a
 shell. Per systemd.syntax(7) and systemd.service(5), each word is unquoted
@@ -18,10 +19,6 @@ there. Secret-named variables can go to an ``EnvironmentFile=`` instead
 world-readable, and ``systemctl show`` prints its ``Environment=`` to any user.
 ``WorkingDirectory=`` and ``Description=`` are not unquoted at all. A newline,
 CR or NUL cannot be written into a unit value: :class:`UnitError`.
-
-``UNIT_FIELDS`` is the registry of unit fields a config may set (``unit:`` in a
-base file, ``--set unit.FIELD=...``), each with its section, systemd key and
-check. Adding one is one entry.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ a status such as the server's startup phase) at least every ``interval_s``:
 
 Every beat is also appended to ``record`` (a file) when given, and
 :meth:`close` writes the final line, so a wait leaves a trace however it ends.
-Lines are masked (:mod:`ddlab.redact`) first: a status may quote a log.
+Lines are masked (:mod:`ddlab.core.redact`) first: a status may quote a log.
 """
 
 from __future__ import annotations

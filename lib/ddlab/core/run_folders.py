@@ -4,7 +4,7 @@
 ``heartbeat.log``, ``journal.log`` and ``verdict.json``. A folder is never
 reused: a second run in the same second gets a ``-2`` suffix. Names are
 checked, so nothing can climb out of ``outputs/`` (``../``, ``/``).
-Everything written here goes through :mod:`ddlab.redact` first.
+Everything written here goes through :mod:`ddlab.core.redact` first.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ Root cause, when the log holds several errors (TP ranks, scheduler, launcher):
 1. Within one chain the outermost exception decides; a capture failure that
    wraps a CUDA OOM is a capture failure. Only when the outermost matches no
    signature are the inner ones asked, outermost first.
-2. Generic echoes (:data:`ddlab.signatures.WRAPPERS`: "Rank 0 scheduler is
+2. Generic echoes (:data:`ddlab.diagnosis.signatures.WRAPPERS`: "Rank 0 scheduler is
    dead", the launcher's ``EOFError``, "Initialization failed. warmup error")
    never win over anything else.
 3. Among recognised errors the highest signature priority wins (specific over
@@ -37,7 +37,7 @@ Root cause, when the log holds several errors (TP ranks, scheduler, launcher):
 
 Why: a crash report is only useful if it names the first real failure and the
 next thing to try; the launcher's "scheduler is dead" tells neither. The
-registry of texts lives in :mod:`ddlab.signatures` so adding one is data.
+registry of texts lives in :mod:`ddlab.diagnosis.signatures` so adding one is data.
 """
 
 from __future__ import annotations
@@ -349,7 +349,7 @@ def _unknown_advice(best: _Candidate | None, exit_seen: _Exit, lines: list[Line]
         return ("A child died by SIGKILL without a traceback: check `journalctl -k` / dmesg for "
                 "the kernel OOM killer (host RAM).")
     return ("Not a known signature: read the traceback tail below; if it recurs, add a "
-            "Signature to ddlab.signatures.SIGNATURES with a fixture log.")
+            "Signature to ddlab.diagnosis.signatures.SIGNATURES with a fixture log.")
 
 
 def _cause(best: _Candidate | None, exit_seen: _Exit) -> str | None:

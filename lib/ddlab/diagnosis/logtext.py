@@ -8,9 +8,9 @@ SGLang's own ``[2026-11-29 09:53:16 TP0] `` prefix split off into ``time`` and
 ``rank``. Everything downstream (tracebacks, signatures, phases, decode lines)
 reads ``Line.msg``, so no recogniser is anchored to one layout.
 
-Why here and not in :mod:`ddlab.diagnose`: the watch heartbeat needs
+Why here and not in :mod:`ddlab.diagnosis.diagnosis`: the watch heartbeat needs
 :func:`phase_of` and the bench needs :func:`parse_decode_lines` without the
-crash machinery; :mod:`ddlab.diagnose` re-exports all of them (DESIGN.md).
+crash machinery; :mod:`ddlab.diagnosis.diagnosis` re-exports all of them (DESIGN.md).
 """
 
 from __future__ import annotations

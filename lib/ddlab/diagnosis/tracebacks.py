@@ -1,6 +1,6 @@
 """Python tracebacks in a server log, grouped into exception chains.
 
-Contract: :func:`find_chains` reads :class:`ddlab.logtext.Line` records and
+Contract: :func:`find_chains` reads :class:`ddlab.diagnosis.logtext.Line` records and
 returns every :class:`Chain` it finds, in log order. A chain is what one
 ``traceback.print_exc`` prints: one or more :class:`Raised` blocks joined by
 "During handling of the above exception, another exception occurred:" or "The

@@ -1,7 +1,9 @@
 """The host lock: one ddlab run per host, and the record of what it deployed.
 
 The lock is a JSON file, ``<state_dir>/lock.json`` on the host, created
-atomically (``set -C``: O_EXCL) so two ddlab runs cannot both take it. It
+atomically, whole: written to a private temp file, then hard-linked to its name,
+which fails if the name exists (like O_EXCL), so two ddlab runs cannot both
+take it and nobody ever reads a lock half written. It
 says who holds the host (user, controller machine, pid, since, what for) and
 what ddlab changed there (the baseline service and whether it was active, the
 variant deployed), so any later ddlab run can put the baseline back.
@@ -11,7 +13,7 @@ Who may take a held lock:
 - its holder (same controller machine, same user) — a CLI ``ddlab deploy``
   leaves a *persistent* lock (pid null) that ``ddlab watch`` and
   ``ddlab restore`` continue; while one of them runs, the lock names its
-  pid, so a second run is refused (:class:`ddlab.deploy.Lab`);
+  pid, so a second run is refused (:class:`ddlab.lab.deploy.Lab`);
 - anyone, when the lock is *stale*: its pid is gone on this same controller.
   Taking a stale lock over says so (a message, never silently) and keeps the
   record, so the baseline state found by the dead run is not forgotten;
@@ -143,7 +145,9 @@ class LockFile:
                         fix="another ddlab run is racing for this host; retry in a moment")
 
     def _create(self, lock: HostLock) -> bool:
-        done = self.transport.run(["sh", "-c", 'umask 077; set -C; cat > "$1"', "sh", self.path],
+        script = ('umask 077; tmp=$(mktemp "$1.XXXXXX") || exit 2; '
+                  'cat > "$tmp" && ln "$tmp" "$1"; code=$?; rm -f "$tmp"; exit $code')
+        done = self.transport.run(["sh", "-c", script, "sh", self.path],
                                   input=lock.to_json(), check=False)
         return done.exit_code == 0
 

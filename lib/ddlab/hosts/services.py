@@ -7,7 +7,7 @@ One interface (:class:`ServiceManager`), two ways a host runs a server:
   journal. State comes from one ``systemctl show``; logs of *this* start only
   come from ``journalctl`` matched on the start's invocation id, so an earlier
   crash never pollutes a later diagnosis.
-- :class:`ProcessManager` (:mod:`ddlab.procman`): for hosts without systemd
+- :class:`ProcessManager` (:mod:`ddlab.hosts.processes`): for hosts without systemd
   (most GPU containers): a detached process group with pid, status and log
   files under the profile's ``state_dir``.
 
@@ -43,7 +43,7 @@ def unit_name(name: str) -> str:
 @dataclass(frozen=True)
 class ServiceSpec:
     """What to run: ``argv`` with ``env`` in ``workdir``; ``unit_text`` is the rendered
-    systemd unit (``ddlab.units.render_unit``); when absent a plain one is made from argv."""
+    systemd unit (``ddlab.config.units.render_unit``); when absent a plain one is made from argv."""
 
     name: str
     argv: list

@@ -6,7 +6,7 @@ old bash polling loop slow and blind. Here one connection carries every
 command (about 1-10 ms each through the agent below), SFTP and the HTTP
 tunnel, so a watcher can poll a service every 0.2 s.
 
-Contract (on top of :class:`ddlab.hosts.Transport`'s):
+Contract (on top of :class:`ddlab.hosts.transport.Transport`'s):
 
 - ``~/.ssh/config`` (or the profile's ``ssh_config``) is honoured for
   HostName, User, Port, IdentityFile, UserKnownHostsFile and ProxyJump; the
@@ -16,7 +16,7 @@ Contract (on top of :class:`ddlab.hosts.Transport`'s):
   config's, else ``~/.ssh/known_hosts``). An unknown key is refused with
   :class:`HostKeyError` saying how to trust it; ``trust_on_first_use: true``
   records it instead. A changed key is always refused, loudly.
-- Commands go to a small agent (:mod:`ddlab.agent`) started once per
+- Commands go to a small agent (:mod:`ddlab.hosts.remote_exec`) started once per
   connection with the profile's ``python``: sshd would otherwise start the
   login shell (and its ``~/.bashrc``) for every command. The agent runs argv
   lists with ``subprocess`` — no shell — and kills a command's process group
@@ -72,7 +72,7 @@ _NETWORK_ERRORS = (paramiko.SSHException, EOFError, OSError)
 
 
 class _Lost(Exception):
-    """The connection dropped under an operation (retried once by the caller)."""
+    """The connection dropped under an operation (retried by the caller, bounded)."""
 
 
 class SSHTransport(Transport):
@@ -214,18 +214,31 @@ class SSHTransport(Transport):
             raise
 
     def _retrying(self, what: str, operation):
-        """Run operation(); on a dropped connection reconnect and run it once more."""
-        for attempt in (1, 2):
+        """Run operation(); while the connection drops under it, reconnect and run it again,
+        for at most ``connect_timeout_s`` from the first drop (a reconnect that fails on
+        the way counts as a drop too): a flaky link is ridden out, a dead one is not. A
+        host never reached fails at once: there was no connection to lose."""
+        first_loss, losses = None, 0
+        while True:
             try:
                 return operation()
-            except _Lost as exc:
-                log.warning("%s: connection lost during %s (%s)%s", self.profile.label, what,
-                            exc, "; retrying on a new connection" if attempt == 1 else "")
+            except (_Lost, HostError) as exc:
+                if isinstance(exc, HostError) and not (getattr(exc, "transient", False)
+                                                       and self.connects > 0):
+                    raise
+                losses += 1
+                first_loss = first_loss or time.monotonic()
+                waited_s = time.monotonic() - first_loss
                 self._drop()
-                reason = exc
-        raise HostError(f"{self.profile.label}: connection lost twice during {what} ({reason})",
+                if waited_s >= self.profile.connect_timeout_s:
+                    raise HostError(
+                        f"{self.profile.label}: connection lost {losses} times in {waited_s:.0f} s "
+                        f"during {what} (last: {exc})",
                         fix="check the host and its sshd; the command may have run partly",
-                        host=self.profile.name)
+                        host=self.profile.name, transient=True) from None
+                log.warning("%s: connection lost during %s (%s); retrying on a new connection",
+                            self.profile.label, what, exc)
+                time.sleep(min(0.1 * losses, 1.0))
 
     def _lost_or_raise(self, exc: BaseException):
         """Turn a network error into _Lost when the connection is gone; else re-raise it.

@@ -7,7 +7,7 @@ One interface (:class:`ServiceManager`), two ways a host runs a server:
   journal. State comes from one ``systemctl show``; logs of *this* start only
   come from ``journalctl`` matched on the start's invocation id, so an earlier
   crash never pollutes a later diagnosis.
-- :class:`ProcessManager` (:mod:`ddlab.procman`): for hosts without systemd
+- :class:`ProcessManager` (:mod:`ddlab.hosts.processes`): for hosts without systemd
   (most GPU containers): a detached process group with pid, status and log
   files under the profile's ``state_dir``.
 
@@ -40,7 +40,7 @@ class SystemdManager(ServiceManager):
     """Units in ``unit_dir`` driven with systemctl; logs from the journal by invocation id.
 
     A unit file is world-readable and ``systemctl show`` prints its ``Environment=``
-    to any user, so secret-named variables (:func:`ddlab.redact.looks_secret`) go to
+    to any user, so secret-named variables (:func:`ddlab.core.redact.looks_secret`) go to
     ``<state_dir>/secrets/<unit>.env`` (0600, folder 0700), which the unit names
     in ``EnvironmentFile=`` (``render_unit(..., env_file=manager.env_file(name))``).
     """

@@ -2,7 +2,7 @@
 
 :class:`Lab` is one ddlab job's hold on one host: the transport (one
 persistent connection), the service manager the profile names, and the host
-lock (:mod:`ddlab.lock`), whose file also records what ddlab changed there.
+lock (:mod:`ddlab.hosts.lock`), whose file also records what ddlab changed there.
 Deploying stops the host's baseline service (the production server, if the
 profile names one) and starts the variant; :meth:`Lab.restore` stops the
 variant, starts the baseline again if it was active, waits until it is, and

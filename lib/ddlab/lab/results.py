@@ -56,7 +56,7 @@ def load_cells(sweep: str = "latest", *, store: Store | str | Path | None = None
 
 
 def plan_frame(sweep) -> pd.DataFrame:
-    """A planned :class:`ddlab.sweep.Sweep` (a dry run: nothing stored) as
+    """A planned :class:`ddlab.lab.sweep_run.Sweep` (a dry run: nothing stored) as
     :func:`load_cells` would give it, every cell ``pending``."""
     rows = [_row(sweep.sweep_id, {"position": c.position, "name": c.variant.name, "role": c.role,
                                   "status": "pending", "config_hash": c.hash, "point": c.point,

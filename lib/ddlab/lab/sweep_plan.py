@@ -13,7 +13,7 @@ record with its diagnosis; a server that dies during the bench is a crash
 too; requests lost with a dropped SSH connection are benched again. The
 host's baseline service is stopped once for the sweep and put back
 at its end, on an error, and on Ctrl-C. Each cell is committed to the store
-(:mod:`ddlab.store`) the moment it ends, with its evidence in
+(:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
 """
@@ -78,7 +78,7 @@ def _word(value) -> str:
 
 @dataclass(frozen=True)
 class SweepOptions:
-    """How each ready cell is measured (see :func:`ddlab.bench.measure`) and watched."""
+    """How each ready cell is measured (see :func:`ddlab.lab.measure.measure`) and watched."""
 
     requests: int = 8
     concurrency: int = 1
@@ -167,7 +167,7 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
 def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     """The stored sweep's plan, rebuilt and checked against the cells it registered.
 
-    The store keeps secret-named values masked (:mod:`ddlab.redact`); ``secrets``
+    The store keeps secret-named values masked (:mod:`ddlab.core.redact`); ``secrets``
     (overrides, as ``fixed`` takes them) gives them back. A masked value without
     one is a ConfigError naming the keys, before anything touches the host."""
     record = store.sweep(sweep_id)

@@ -13,7 +13,7 @@ record with its diagnosis; a server that dies during the bench is a crash
 too; requests lost with a dropped SSH connection are benched again. The
 host's baseline service is stopped once for the sweep and put back
 at its end, on an error, and on Ctrl-C. Each cell is committed to the store
-(:mod:`ddlab.store`) the moment it ends, with its evidence in
+(:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
 """

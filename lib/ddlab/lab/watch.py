@@ -18,10 +18,10 @@ thread asks ``/v1/models`` (then ``/health``) whether the server answers.
 - *interrupted*: Ctrl-C; recorded, then :class:`ddlab.core.errors.Interrupted`
   (a KeyboardInterrupt carrying the verdict) is raised so the caller restores.
 
-Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnose`)
+Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnosis.diagnosis`)
 and the verdict are written to the run folder (``journal.log``,
 ``verdict.json``) before :func:`watch` returns or raises. The log is masked
-(:mod:`ddlab.redact`) before anything reads it: the verdict quotes it, and
+(:mod:`ddlab.core.redact`) before anything reads it: the verdict quotes it, and
 it is printed, displayed and stored.
 """
 

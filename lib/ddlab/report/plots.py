@@ -1,6 +1,6 @@
 """Plots of sweep results: functions take a DataFrame and return a Figure.
 
-The frame is :func:`ddlab.results.load_cells`'s (one row per cell). Crashed
+The frame is :func:`ddlab.lab.results.load_cells`'s (one row per cell). Crashed
 cells are never dropped: they are drawn where they would have been, as a red
 x labelled with their crash kind, so a plot shows which corner of the grid
 fails and why. The caller saves or displays the figure. Figures are made
