@@ -28,7 +28,7 @@ check: venv
 
 # Everything; the real-host tests need sshd and systemd tools, which hostdeps installs.
 test: venv hostdeps
-	$(PYTEST) -n $(WORKERS) --dist worksteal
+	$(PYTEST) -n $(WORKERS) --dist worksteal --durations=15
 
 hostdeps:
 	@sh tests/testhost/install-deps.sh

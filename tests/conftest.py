@@ -13,6 +13,7 @@ It skips, saying why, only where the machine cannot boot it.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -21,6 +22,11 @@ from testhost.host import TestHost, unavailable_reason
 # The suite runs several target servers at once (pytest-xdist workers) on a few cores:
 # one compute thread each keeps them from fighting over the cores (they inherit this).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Started in the background by a non-interactive shell (`make test &`), a process
+# inherits SIGINT ignored, and so would every ddlab the tests interrupt: the interrupt
+# tests need Ctrl-C to mean Ctrl-C.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

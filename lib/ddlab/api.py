@@ -39,6 +39,7 @@ from ddlab.core.run_folders import new_run_dir, record_verdict
 from ddlab.diagnosis.diagnosis import Diagnosis, read_log
 from ddlab.diagnosis.diagnosis import diagnose as _diagnose
 from ddlab.hosts.profiles import HostProfile, load_host
+from ddlab.lab.commands import check_command
 from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
 from ddlab.lab.plans import DeployPlan, DryRun, make_plan
 from ddlab.lab.store import Store
@@ -87,6 +88,7 @@ def deploy(plan: DeployPlan, *, force: bool = False,
     if dry_run:
         return DryRun(plan)
     with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force) as lab:
+        lab.check_variants([plan.variant])  # with the host's own SGLang, before anything changes
         try:
             lab.stop_baseline()
             return lab.start_variant(plan.variant)
@@ -318,11 +320,17 @@ def render_unit(base: str = "local", overrides=(), *, host: str | HostProfile = 
     """The systemd unit ``deploy`` would install for base + overrides on ``host``
     (validated; nothing touches a host). Secret values are masked, and then a first
     comment line says so."""
-    text = _render_unit(make_variant(base, overrides), python=_profile(host).python)
+    profile = _profile(host)
+    variant = make_variant(base, overrides)
+    check = check_command(variant.config, version=profile.sglang_version or None,
+                          version_source="named by the host profile")
+    check.raise_errors(variant.name)
+    text = _render_unit(variant, python=profile.python)
     shown = redact_text(text)
+    notes = check.notes()
     if shown != text:
-        shown = "# Secret values are masked (***): ddlab deploy installs the real ones.\n" + shown
-    return shown
+        notes.append("secret values are masked (***): ddlab deploy installs the real ones")
+    return "".join(f"# {note}\n" for note in notes) + shown
 
 
 def run_notebook(notebook: str | Path, parameters: dict | None = None, *,

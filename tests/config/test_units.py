@@ -1,9 +1,9 @@
-"""ddlab.units: rendered units match the goldens, pass `systemd-analyze verify`, and
+"""ddlab.config.units: rendered units match the goldens, pass `systemd-analyze verify`, and
 make systemd run exactly the intended argv (checked under a real systemd and
 against a reference parser written from systemd.syntax(7)/systemd.service(5)).
 
 Regenerate the goldens after an intended change:
-    DDLAB_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_units.py -k golden
+    DDLAB_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/config/test_units.py -k golden
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def test_near_miss_of_a_known_flag_is_an_error(typo, meant):
 @pytest.mark.parametrize("flag", [  # the fork's flag, and real SGLang flags ddlab does not register
     "speculative-ddtree-shadow-linear", "speculative-ddtree-tree-mode", "cuda-graph-bs-prefill",
     "cuda-graph-max-bs-prefill", "enable-dp-attention", "nnodes", "speculative-token-map",
-    "load-format", "dist-init-addr", "tokenizer-path", "page-size", "max-prefill-tokens",
+    "load-format", "dist-init-addr", "tokenizer-path", "page-size", "max-lora-rank",
     "schedule-policy", "enable-mixed-chunk", "disable-overlap-schedule", "watchdog-timeout",
     "speculative-accept-threshold-single", "mm-attention-backend", "log-requests",
 ], ids=lambda f: f)
@@ -128,8 +128,7 @@ def test_flags_namespace_passes_a_near_miss_on_purpose():
     ("mem_fraction_static", 1.5, r"must be a number in \(0, 1\]"),
     ("port", 0, r"must be an integer in 1\.\.65535"),
     ("port", 65536, r"must be an integer in 1\.\.65535"),
-    ("speculative_algorithm", "DTREE", "must be one of NONE, EAGLE, EAGLE3, NEXTN, STANDALONE, "
-                                       "NGRAM, DFLASH, DDTREE"),
+    ("speculative_algorithm", "bad name!", r"must be a name \(letters, digits, _ \. \+ -\)"),
     ("disable_cuda_graph", "yes", "must be true"),
     ("cuda_graph_bs", [1, 0], "must be a non-empty list of integers >= 1 each"),
     ("model_path", "", "must be a non-empty string"),
@@ -150,9 +149,40 @@ def test_error_message_grammar():
     assert info.value.key == "speculative-ddtree-budget" and info.value.value == 0
 
 
-def test_choice_near_miss_suggests_the_right_spelling():
-    with pytest.raises(ConfigError, match="did you mean DDTREE"):
-        make_variant("ddtree", ["algorithm=ddtree"])
+def test_algorithm_names_are_taken_in_any_case_as_sglang_upper_cases_them():
+    """SGLang upper-cases --speculative-algorithm before it resolves it (0.5.23
+    speculative/spec_info.py:65): `dflash` and `nextn` are real spellings."""
+    for name in ("dflash", "nextn", "DSPARK", "DFLASH"):
+        variant = make_variant("dflash", [f"algorithm={name}"])
+        assert variant.config.flags["speculative-algorithm"] == name
+
+
+def test_real_flags_near_a_registered_one_are_no_typos():
+    """dcp-size and dwdp-size are real 0.5.23 flags, one edit from dp-size."""
+    for flag in ("dcp-size", "dwdp-size"):
+        assert closest(flag, FLAGS) == "dp-size"
+        assert make_variant("dflash", {flag: 2}).config.flags[flag] == 2
+    with pytest.raises(ConfigError, match="did you mean --dp-size"):
+        make_variant("dflash", {"dpp-size": 2})  # in no release: a typo
+
+
+@pytest.mark.parametrize("key, value", [("context_length", "32k"), ("context_length", "32Ki"),
+                                        ("max_total_tokens", "64k"),
+                                        ("max_prefill_tokens", "16Ki")],
+                         ids=["ctx-32k", "ctx-32Ki", "tokens-64k", "prefill-16Ki"])
+def test_human_readable_ints_are_taken_as_sglang_takes_them(key, value):
+    config = make_variant("dflash", {key: value}).config
+    assert config.flags[key.replace("_", "-")] == value
+    with pytest.raises(ConfigError, match=r"must be an integer \(or 32k, 32Ki\)"):
+        make_variant("dflash", {key: "32K"})  # SGLang's suffixes are case-sensitive
+
+
+def test_yaml_1_1_words_stay_strings():
+    """`--set x=off` must not silently remove a flag (YAML 1.1 reads off as false)."""
+    config = make_variant("dflash", ["kv_cache_dtype=off", "unit.restart=no"]).config
+    assert config.flags["kv-cache-dtype"] == "off" and config.unit["restart"] == "no"
+    with pytest.raises(ConfigError, match="disable-cuda-graph=off: must be true"):
+        make_variant("dflash", ["disable_cuda_graph=off"])
 
 
 def test_numbers_given_as_text_are_accepted():

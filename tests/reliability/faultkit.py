@@ -7,9 +7,9 @@ Builds on ``tests/labkit.py`` (sites, ``ddlab`` runner, waits) and
   host profile reaches either this machine (``local``, process manager) or the
   real test host (``th``, systemd or process manager over SSH), with a
   baseline service ddlab must stop and put back. The baseline is either a
-  process that just runs (``quick``) or ddlab's own target behind 2 s of
-  start-up delay with ``baseline_port`` set (``slow``: about 4 s to answer),
-  so that a restore waits for ``/health`` the way a real SGLang restore does,
+  process that just runs (``quick``) or an HTTP server that answers ``/health``
+  2 s after it starts, with ``baseline_port`` set (``slow``), so that a
+  restore waits for ``/health`` the way a real SGLang restore does,
   long enough to be interrupted in. Its base config is ``test-<tag>``, so every
   unit it makes is ``ddlab-test-<tag>-...`` (the test host shares
   the machine's cgroups, and other suites run at once).
@@ -171,8 +171,8 @@ def make_bench(folder: Path, testhost=None, *, manager: str = "systemd", baselin
                connect_timeout_s: float = 10, **profile_overrides) -> Bench:
     """A :class:`Bench` in ``folder``: on the test host when given (profile ``th``), else local.
 
-    ``baseline``: ``quick`` (a process that runs), ``slow`` (the target after a
-    2 s delay, with ``baseline_port``), or ``none``."""
+    ``baseline``: ``quick`` (a process that runs), ``slow`` (an HTTP server that
+    answers ``/health`` after 2 s, with ``baseline_port``), or ``none``."""
     folder = Path(folder)
     project = sweepkit.make_project(folder)
     tag = uuid.uuid4().hex[:6]
@@ -202,10 +202,27 @@ def make_bench(folder: Path, testhost=None, *, manager: str = "systemd", baselin
     return bench
 
 
+# A production server stand-in that takes 2 s to answer /health, as SGLang takes minutes
+# (stdlib only: a restore that waits for it costs no torch start-up).
+SLOW_SERVER = """
+import http.server, sys, time
+time.sleep(2)
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Health).serve_forever()
+"""
+
+
 def _start_baseline(bench: Bench) -> None:
     if bench.baseline_port:  # a server that takes a while to answer /health, like SGLang
-        argv = ["/bin/sh", "-c", 'sleep 2; exec "$0" -m ddlab.target --host 127.0.0.1 --port "$1"',
-                PYTHON, str(bench.baseline_port)]
+        folder = bench.testhost.shared_dir if bench.testhost else bench.project.root
+        script = folder / f"slow-baseline-{bench.baseline}.py"  # a folder the host sees
+        script.write_text(SLOW_SERVER)
+        argv = [PYTHON, str(script), str(bench.baseline_port)]
     else:
         argv = [PYTHON, "-c", "import time; time.sleep(3600)"]
     bench.manager.install(ServiceSpec(bench.baseline, argv, workdir="/"))

@@ -6,10 +6,10 @@ Whatever the moment: the baseline ends active (and answering ``/health``), the
 variant is gone, the lock is released, finished cells are in the store once,
 the output says how to resume, and resuming completes the grid.
 
-For the restore moment the baseline is ddlab's target behind a 2 s start-up
-delay with ``baseline_port`` set (``faultkit``'s ``slow`` baseline), so a restore
-waits for ``/health`` for seconds, as a real SGLang restore does for minutes;
-elsewhere a process that just runs (cheaper).
+For the restore moment the baseline is a server that answers ``/health`` only
+2 s after it starts, with ``baseline_port`` set (``faultkit``'s ``slow``
+baseline), so a restore waits for ``/health`` for seconds, as a real SGLang
+restore does for minutes; elsewhere a process that just runs.
 "During start-up" uses a server frozen with SIGSTOP right after it was
 started (a start-up hang), so the moment cannot slip past.
 """

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 
-import yaml
-
 from ddlab.config import flags as flagreg
 from ddlab.config.overrides import ALIASES
+from ddlab.config.sglang import OVERLAYS
 from ddlab.config.unit_fields import check_unit_fields
+from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir
 from ddlab.core.redact import looks_secret
@@ -34,7 +34,12 @@ __all__ = ["Config", "load_base", "list_bases"]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_TOP_KEYS = ("base", "description", "command", "flags", "env", "unit")
+_TOP_KEYS = ("base", "description", "command", "sglang", "flags", "env", "unit")
+# What the base says of the SGLang it runs on (not what runs: outside the hash).
+SGLANG_KEYS = {"version": "the SGLang release on the host, e.g. 0.5.23 (else deploy asks the host)",
+               "since": "the oldest SGLang release the base is written for",
+               "fork": f"a fork whose flags the release lacks: {', '.join(OVERLAYS)}",
+               "extra_flags": "flags of a private build, as a list (taken as they are)"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class Config:
     flags: dict = field(default_factory=dict)
     env: dict = field(default_factory=dict)
     unit: dict = field(default_factory=dict)
+    sglang: dict = field(default_factory=dict)
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -61,6 +67,7 @@ class Config:
         put("flags", _checked_flags(self.flags))
         put("env", _checked_env(self.env))
         put("unit", check_unit_fields(_mapping(self.unit, "unit")))
+        put("sglang", _checked_sglang(self.sglang))
 
     @classmethod
     def from_dict(cls, d: Mapping, *, base: str | None = None) -> "Config":
@@ -84,7 +91,8 @@ class Config:
         return cls(base=str(base or d.get("base") or "config"),
                    description=d.get("description") or "",
                    python=command.get("python"), module=command.get("module"), flags=flags,
-                   env=_mapping(d.get("env"), "env"), unit=_mapping(d.get("unit"), "unit"))
+                   env=_mapping(d.get("env"), "env"), unit=_mapping(d.get("unit"), "unit"),
+                   sglang=_mapping(d.get("sglang"), "sglang"))
 
     def to_dict(self) -> dict:
         """The base-file shape; unknown flags written ``--name`` (verbatim on reload)."""
@@ -92,7 +100,8 @@ class Config:
                 "command": {"python": self.python, "module": self.module},
                 "flags": {(n if n in flagreg.FLAGS else f"--{n}"): copy_value(v)
                           for n, v in self.flags.items()},
-                "env": dict(self.env), "unit": {k: copy_value(v) for k, v in self.unit.items()}}
+                "env": dict(self.env), "unit": {k: copy_value(v) for k, v in self.unit.items()},
+                "sglang": {k: copy_value(v) for k, v in self.sglang.items()}}
 
     @property
     def hash(self) -> str:
@@ -155,6 +164,36 @@ def _checked_flags(given) -> dict:
     return out
 
 
+def _checked_sglang(given) -> dict:
+    out = {}
+    for key, value in _mapping(given, "sglang").items():
+        if key not in SGLANG_KEYS:
+            raise ConfigError(f"sglang.{key}: not a key ddlab knows; known: "
+                              + ", ".join(SGLANG_KEYS), fix="; ".join(
+                                  f"{k}: {v}" for k, v in SGLANG_KEYS.items()), key=f"sglang.{key}")
+        if value is None:
+            continue
+        if key in ("version", "since") and not re.fullmatch(r"\d+(\.\d+){1,3}([.-]?(post|dev|rc)\d*)?",
+                                                 str(value)):
+            raise ConfigError(f"sglang.{key}={value!r}: must be a release number",
+                              fix=f"e.g. --set sglang.{key}=0.5.23", key=f"sglang.{key}",
+                              value=value)
+        if key == "fork" and value not in OVERLAYS:
+            raise ConfigError(f"sglang.fork={value!r}: ddlab has no table of that fork",
+                              fix=f"one of {', '.join(OVERLAYS)}; for a private build's flags "
+                                  "use sglang.extra_flags", key="sglang.fork", value=value)
+        if key == "extra_flags":
+            value = [value] if isinstance(value, str) else value
+            if not isinstance(value, list) or not all(
+                    isinstance(v, str) and flagreg.NAME.fullmatch(v.lstrip("-")) for v in value):
+                raise ConfigError(f"sglang.extra_flags={value!r}: must be a list of flag names",
+                                  fix="e.g. [speculative-ddtree-shadow-linear]",
+                                  key="sglang.extra_flags", value=value)
+            value = [v.lstrip("-") for v in value]
+        out[key] = str(value) if key in ("version", "since") else value
+    return out
+
+
 def _checked_env(given) -> dict:
     out = {}
     for name, value in _mapping(given, "env").items():
@@ -195,10 +234,10 @@ def load_base(name_or_path: str | Path) -> Config:
                               fix=f"did you mean {guess}?" if guess else
                               "pass a name above or a path to a YAML file", value=text)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yamlio.load(path.read_text())
         return Config.from_dict(data or {}, base=path.stem)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML ({err})".replace("\n", " "),
+    except ValueError as err:
+        raise ConfigError(f"{path}: not valid YAML ({err})",
                           fix="fix the YAML syntax", path=str(path)) from None
     except ConfigError as err:
         raise ConfigError(f"{path}: {err.message}",

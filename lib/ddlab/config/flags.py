@@ -25,13 +25,17 @@ import math
 import re
 from dataclasses import dataclass
 
+from ddlab.config.sglang import human_readable_int, known_option_names
 from ddlab.core.errors import ConfigError
 
 __all__ = ["Flag", "FLAGS", "normalize_name", "resolve_name", "check_value",
            "render_flag", "render_value", "closest"]
 
-_KINDS = ("int", "float", "str", "choice", "switch", "int_list")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
+# word: a name that the release's table checks (its choices change between releases);
+# human_int: an integer, or SGLang's human-readable form (32k, 32Ki) where a release takes it.
+_KINDS = ("int", "float", "str", "choice", "word", "human_int", "switch", "int_list")
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]*")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Flag:
     choices: tuple[str, ...] = ()
     example: object = None
     off: str | None = None
+    upper: bool = False             # a word whose canonical spelling is upper case (DFLASH)
 
     @property
     def snake(self) -> str:
@@ -64,10 +69,12 @@ class Flag:
             return "must be true (present) or false/null (absent)"
         if self.kind == "choice":
             return "must be one of " + ", ".join(self.choices)
+        if self.kind == "word":
+            return "must be a name (letters, digits, _ . + -)"
         if self.kind == "str":
             return "must be a non-empty string"
-        noun = {"int": "an integer", "float": "a number",
-                "int_list": "a non-empty list of integers"}[self.kind]
+        noun = {"int": "an integer", "float": "a number", "int_list": "a non-empty list of integers",
+                "human_int": "an integer (or 32k, 32Ki)"}[self.kind]
         return f"must be {noun}{self._range()}"
 
     def _range(self) -> str:
@@ -91,12 +98,11 @@ def _f(name, kind, short, help, **kw) -> Flag:
     return Flag(name, kind, short, help, **kw)
 
 
-_ALGORITHMS = ("NONE", "EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DDTREE")
 _POS = {"min": 1}
 
 _REGISTRY = (
-    _f("speculative-algorithm", "choice", "", "speculative decoding algorithm",
-       choices=_ALGORITHMS, example="DDTREE", off="nospec"),
+    _f("speculative-algorithm", "word", "", "speculative decoding algorithm (the release's "
+       "table says which it has)", example="DFLASH", off="nospec", upper=True),
     _f("speculative-ddtree-budget", "int", "b", "DDTree non-root tree nodes B (verify uses B+1)",
        example=32, **_POS),
     _f("speculative-ddtree-topk-cap", "int", "k", "DDTree per-depth top-k cap (private fork)",
@@ -104,7 +110,7 @@ _REGISTRY = (
     _f("disable-cuda-graph", "switch", "nograph", "run without CUDA graphs", off="graph"),
     _f("mem-fraction-static", "float", "mem", "fraction of GPU memory for weights + KV pool",
        min=0, max=1, min_open=True, example=0.85),
-    _f("context-length", "int", "ctx", "maximum context length", example=32768, **_POS),
+    _f("context-length", "human_int", "ctx", "maximum context length", example=32768, **_POS),
     _f("cuda-graph-max-bs", "int", "gbs", "largest batch size captured in a CUDA graph",
        example=16, **_POS),
     _f("cuda-graph-bs", "int_list", "gbsl", "batch sizes captured in CUDA graphs",
@@ -121,27 +127,32 @@ _REGISTRY = (
        example=16, **_POS),
     _f("cuda-graph-bs-decode", "int_list", "gbsld", "newest upstream name of cuda-graph-bs",
        example="[1,2,4]", **_POS),
-    _f("cuda-graph-backend-decode", "str", "gbackend", "newest upstream graph switch",
+    _f("cuda-graph-backend-decode", "word", "gbackend", "decode graphs: full, breakable, disabled",
        example="disabled"),
+    _f("cuda-graph-backend-prefill", "word", "gbackendp", "prefill graphs: full, breakable, "
+       "disabled", example="disabled"),
     _f("disable-cuda-graph-padding", "switch", "nopad", "no padding to captured batch sizes"),
     _f("disable-piecewise-cuda-graph", "switch", "nopiece", "no piecewise CUDA graphs"),
     _f("enable-torch-compile", "switch", "compile", "torch.compile the model"),
     _f("disable-radix-cache", "switch", "noradix", "no prefix cache"),
     _f("chunked-prefill-size", "int", "chunk", "prefill chunk size (-1 disables)",
        min=-1, example=8192),
-    _f("max-total-tokens", "int", "maxtok", "KV pool size in tokens", example=65536, **_POS),
+    _f("max-total-tokens", "human_int", "maxtok", "KV pool size in tokens", example=65536, **_POS),
+    _f("max-prefill-tokens", "human_int", "maxpre", "tokens in one prefill batch", example=16384,
+       **_POS),
     _f("tp-size", "int", "tp", "tensor parallel size", example=1, **_POS),
     _f("dp-size", "int", "dp", "data parallel size", example=1, **_POS),
     _f("pp-size", "int", "pp", "pipeline parallel size", example=1, **_POS),
     _f("ep-size", "int", "ep", "expert parallel size", example=1, **_POS),
     _f("mamba-full-memory-ratio", "float", "mamba", "hybrid Mamba memory ratio",
        min=0, min_open=True, example=0.9),
-    _f("mamba-scheduler-strategy", "choice", "msched", "hybrid Mamba scheduler",
-       choices=("auto", "no_buffer", "extra_buffer"), example="auto"),
-    _f("dtype", "choice", "dtype", "weight dtype",
-       choices=("auto", "half", "float16", "bfloat16", "float", "float32"), example="bfloat16"),
-    _f("kv-cache-dtype", "str", "kvdtype", "KV cache dtype", example="auto"),
-    _f("attention-backend", "str", "attn", "attention kernel backend", example="fa3"),
+    _f("mamba-scheduler-strategy", "word", "msched", "hybrid Mamba scheduler (before 0.5.20)",
+       example="auto"),
+    _f("mamba-radix-cache-strategy", "word", "mradix", "hybrid Mamba radix cache strategy",
+       example="extra_buffer"),
+    _f("dtype", "word", "dtype", "weight dtype", example="bfloat16"),
+    _f("kv-cache-dtype", "word", "kvdtype", "KV cache dtype", example="auto"),
+    _f("attention-backend", "word", "attn", "attention kernel backend", example="fa3"),
     _f("trust-remote-code", "switch", "trc", "allow model code from the hub"),
     _f("enable-metrics", "switch", "metrics", "serve Prometheus /metrics"),
     _f("decode-log-interval", "int", "logint", "decode steps between Decode batch lines",
@@ -172,7 +183,7 @@ def normalize_name(raw: str) -> tuple[str, bool]:
     explicit = raw.startswith("--")
     name = raw[2:] if explicit else raw
     name = name.strip().replace("_", "-")
-    if not _NAME.fullmatch(name):
+    if not NAME.fullmatch(name):
         raise ConfigError(f"flag name {raw!r}: must be letters, digits and dashes "
                           "(snake or kebab case, no leading dash)",
                           fix="write it like speculative-ddtree-budget", key=raw)
@@ -189,7 +200,7 @@ def resolve_name(raw: str, *, explicit: bool = False,
     name, marked = normalize_name(raw)
     if name in FLAGS:
         return name, FLAGS[name]
-    if not (explicit or marked):
+    if not (explicit or marked or name in known_option_names()):  # a real flag is no typo
         guess = closest(name, (*FLAGS, *extra))
         if guess is not None:
             shown = f"--{guess}" if guess in FLAGS else guess
@@ -313,6 +324,20 @@ def _check_str(flag: Flag, value):
     return text if text.strip() else _BAD
 
 
+def _check_word(flag: Flag, value):
+    return value if isinstance(value, str) and _WORD.fullmatch(value) else _BAD
+
+
+def _check_human_int(flag: Flag, value):
+    if isinstance(value, str) and not re.fullmatch(r"\s*[-+]?\d+\s*", value):
+        try:
+            x = human_readable_int(value)
+        except (ValueError, ArithmeticError):
+            return _BAD
+        return value.strip() if _in_range(flag, x) else _BAD
+    return _check_int(flag, value)
+
+
 def _check_choice(flag: Flag, value):
     return value if isinstance(value, str) and value in flag.choices else _BAD
 
@@ -327,8 +352,9 @@ def _check_int_list(flag: Flag, value):
     return out if out and _BAD not in out else _BAD
 
 
-_CHECKS = {"int": _check_int, "float": _check_float, "str": _check_str,
-           "choice": _check_choice, "switch": _check_switch, "int_list": _check_int_list}
+_CHECKS = {"int": _check_int, "float": _check_float, "str": _check_str, "word": _check_word,
+           "human_int": _check_human_int, "choice": _check_choice, "switch": _check_switch,
+           "int_list": _check_int_list}
 
 
 def _check_unknown(name: str, value):

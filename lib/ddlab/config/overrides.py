@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import yaml
-
 from ddlab.config import flags as flagreg
 from ddlab.config.unit_fields import UNIT_FIELDS, unit_field_name
+from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 
 __all__ = ["ALIASES", "parse_overrides"]
@@ -64,8 +63,8 @@ def parse_overrides(items) -> dict:
 
 def _scalar(text: str):
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
+        value = yamlio.load(text)
+    except ValueError:
         return text.strip()
     plain = (str, int, float, bool, type(None))
     if isinstance(value, plain) or (isinstance(value, list) and all(
@@ -88,8 +87,11 @@ def _target(key: str) -> tuple[str, str]:
             return "unit", unit_field_name(rest)
         if space == "flags":
             return "flags", flagreg.resolve_name(rest, explicit=True)[0]
-        guess = flagreg.closest(space, ("env", "unit", "flags")) or "flags"
-        raise ConfigError(f"{key}: {space!r} is not a namespace; use env., unit. or flags.",
+        if space == "sglang":  # checked with the rest of the config
+            return "sglang", rest
+        guess = flagreg.closest(space, ("env", "unit", "flags", "sglang")) or "flags"
+        raise ConfigError(f"{key}: {space!r} is not a namespace; use env., unit., flags. "
+                          "or sglang.",
                           fix=f"did you mean {guess}.{rest}?", key=key)
     name, _ = flagreg.resolve_name(key, extra=(*ALIASES, "python", "module"))
     return "flags", name
@@ -102,7 +104,7 @@ def change_order(kind: str, name: str) -> tuple:
         return (0, known.index(name), "") if name in known else (1, 0, name)
     if kind == "unit":
         return (3, list(UNIT_FIELDS).index(name), "")
-    return ({"env": 2, "python": 4, "module": 5}[kind], 0, name)
+    return ({"env": 2, "python": 4, "module": 5, "sglang": 6}[kind], 0, name)
 
 
 def resolve_overrides(overrides: dict) -> dict:

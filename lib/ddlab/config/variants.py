@@ -69,7 +69,8 @@ def make_variant(base: Config | str | Path, overrides=None) -> Variant:
     """Apply overrides to a base (a Config, a base name or a YAML path); validated."""
     if not isinstance(base, Config):
         base = load_base(base)
-    parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit)}
+    parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit),
+             "sglang": dict(base.sglang)}
     scalars = {"python": base.python, "module": base.module}
     for (kind, name), value in resolve_overrides(parse_overrides(overrides)).items():
         if kind in scalars:
@@ -137,6 +138,10 @@ def _token(key: str, new) -> tuple[str, bool]:
         return flag.short + "-".join(map(_number, new)), True
     if flag.kind == "choice":  # choices differ by more than case and punctuation
         return "-".join(filter(None, (flag.short, _slug(new)))), True
+    if flag.kind in ("word", "human_int"):  # exact only in its canonical spelling
+        slug = _slug(new)
+        canonical = slug.upper() if flag.upper else slug
+        return "-".join(filter(None, (flag.short, slug))), str(new) == canonical
     return f"{flag.short}-{_slug(new)}", False  # free text: `x-draft-y` could be two tokens
 
 

@@ -34,8 +34,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir, project_root
 
@@ -82,6 +81,7 @@ class HostProfile:
     http: str = ""
     description: str = ""
     base: str = ""
+    sglang_version: str = ""  # the release the host runs; "" means deploy asks the host
     source: str = field(default="", compare=False)  # the YAML file it came from, if any
 
     def __post_init__(self):
@@ -204,9 +204,9 @@ def load_host(name: str = "local", **overrides) -> HostProfile:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}".replace("\n", " "),
+        data = yamlio.load(path.read_text())
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}",
                           fix="fix the file's syntax", value=str(path)) from None
     return {} if data is None else data
 

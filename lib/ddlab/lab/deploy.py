@@ -37,6 +37,7 @@ from ddlab.hosts import connect, manager_for
 from ddlab.hosts.lock import HostLock, LockFile
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceSpec
+from ddlab.lab.commands import check_command, installed_sglang
 
 __all__ = ["Lab", "Deployed", "deployed", "held_interrupts", "add_restore_hint"]
 
@@ -147,6 +148,28 @@ class Lab:
     @property
     def current(self) -> Deployed | None:
         return Deployed.from_record(self.lock.variant) if self.lock and self.lock.variant else None
+
+    # --- the server's parser -------------------------------------------
+
+    def check_variants(self, variants) -> None:
+        """Each variant's command against the parser of the SGLang this host runs (the
+        release the config or the profile names, else the one installed there): a
+        ConfigError before anything changes; warnings logged once each."""
+        said = set()
+        for variant in variants:
+            config = variant.config
+            version, source = config.sglang.get("version"), "declared by the config"
+            if not version and config.module.split(".")[0] == "sglang":
+                version, source = self.profile.sglang_version, "named by the host profile"
+                if not version:
+                    python = config.python or self.profile.python
+                    version, source = installed_sglang(self.transport, python), f"{python} on the host"
+            check = check_command(config, version=version or None, version_source=source)
+            check.raise_errors(variant.name)
+            for note in check.notes():
+                if note not in said:
+                    said.add(note)
+                    log.info(f"{self.name}: {note}")
 
     # --- baseline --------------------------------------------------------
 

@@ -19,6 +19,7 @@ from ddlab.config.variants import Variant, make_variant
 from ddlab.core.redact import redact_text
 from ddlab.hosts import connect
 from ddlab.hosts.profiles import HostProfile
+from ddlab.lab.commands import check_command
 
 __all__ = ["DeployPlan", "DryRun", "make_plan"]
 
@@ -84,9 +85,15 @@ def _diff(old: str, new: str, old_name: str, new_name: str) -> str:
 
 def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
               read_baseline: bool = False) -> DeployPlan:
-    """Validate everything first; with ``read_baseline`` also fetch the baseline's unit."""
+    """Validate everything first, the command against the server's parser table
+    (:mod:`ddlab.lab.commands`: the release the config or the profile names, else the
+    newest; the deploy checks again with the host's own); with ``read_baseline`` also
+    fetch the baseline's unit."""
     variant = make_variant(base or profile.base, overrides)
-    plan = DeployPlan(host=profile, variant=variant,
+    check = check_command(variant.config, version=profile.sglang_version or None,
+                          version_source="named by the host profile")
+    check.raise_errors(variant.name)
+    plan = DeployPlan(host=profile, variant=variant, notes=check.notes(),
                       unit=redact_text(render_unit(variant, python=profile.python)),
                       base_unit=redact_text(render_unit(make_variant(variant.base, []),
                                                         python=profile.python)))

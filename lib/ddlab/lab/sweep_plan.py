@@ -24,10 +24,9 @@ import itertools
 import shlex
 from dataclasses import dataclass
 
-import yaml
-
 from ddlab.config.bases import load_base
 from ddlab.config.variants import Variant, make_variant
+from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
 from ddlab.core.run_folders import plain_text, safe_name
@@ -250,9 +249,9 @@ def _read_yaml(name: str, value):
     if not isinstance(value, str):
         return value
     try:
-        return yaml.safe_load(value) if value.strip() else value
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{name}={value!r}: not a value or a list ({err.problem})",
+        return yamlio.load(value) if value.strip() else value
+    except ValueError as err:
+        raise ConfigError(f"{name}={value!r}: not a value or a list ({err})",
                           fix=f"e.g. -p {name} 16, or -p {name} '[4, 16]'", key=name,
                           value=value) from None
 

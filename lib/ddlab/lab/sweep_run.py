@@ -107,6 +107,7 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
             if lost:
                 log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
                          "process marked lost; their cells run again")
+            lab.check_variants([c.variant for c in todo])  # before the baseline is stopped
             try:
                 lab.stop_baseline()
                 _run_cells(lab, store, sweep, todo)

@@ -31,8 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
@@ -108,8 +107,8 @@ def parse_parameters(pairs=(), files=()) -> dict:
     params: dict = {}
     for file in files:
         try:
-            data = yaml.safe_load(Path(file).read_text()) or {}
-        except (OSError, yaml.YAMLError) as err:
+            data = yamlio.load(Path(file).read_text()) or {}
+        except (OSError, ValueError) as err:
             raise ConfigError(f"parameter file {str(file)!r}: {err}".replace("\n", " "),
                               fix="give a readable YAML mapping", value=str(file)) from None
         if not isinstance(data, dict):
@@ -118,8 +117,8 @@ def parse_parameters(pairs=(), files=()) -> dict:
         params.update(data)
     for key, value in pairs:
         try:
-            params[key] = yaml.safe_load(value) if value != "" else ""
-        except yaml.YAMLError:
+            params[key] = yamlio.load(value) if value != "" else ""
+        except ValueError:
             params[key] = value
     return params
 

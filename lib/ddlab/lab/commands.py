@@ -1,0 +1,124 @@
+"""What the server's own parser would make of a variant's command, before it runs.
+
+A variant that SGLang refuses at argparse (a removed flag, an ambiguous
+abbreviation, a value outside its choices) costs a deploy, a baseline stopped
+and a crash to read; ddlab says it first. :func:`check_command` reads the
+command with the parser table of the release the host runs
+(:mod:`ddlab.config.sglang`): for ``sglang.*`` modules the release's table
+(plus the fork overlay and private flags the base declares), for the embedded
+target its own argparse parser, for anything else nothing (the flags pass as
+they are, and the check says so).
+
+Which release: the one the config declares (``sglang.version``), else the host
+profile's ``sglang_version``, else what the host has installed (asked once per
+host and interpreter, :func:`installed_sglang`), else the newest release ddlab
+has a table of, and the check's notes say which it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddlab.config.bases import Config
+from ddlab.config.sglang import Finding, FlagTable, flag_table, parse_version, table_of_parser
+from ddlab.core.errors import ConfigError
+from ddlab.core.log import get_logger
+
+__all__ = ["CommandCheck", "check_command", "installed_sglang", "TARGET_MODULE"]
+
+log = get_logger(__name__)
+
+TARGET_MODULE = "ddlab.target"
+_ASKED: dict[tuple, str | None] = {}  # (host, python) -> the version it said, per process
+_VERSION_PROBE = "import importlib.metadata as m; print(m.version('sglang'))"
+
+
+@dataclass
+class CommandCheck:
+    """The findings of one command against one parser table (or none)."""
+
+    table: FlagTable | None
+    findings: list[Finding] = field(default_factory=list)
+    version_source: str = ""   # where the release came from: declared, profile, host, newest
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.level == "warning"]
+
+    @property
+    def against(self) -> str:
+        """``flags checked against SGLang 0.5.23 (asked the host)``, in one line."""
+        if self.table is None:
+            return "flags not checked: ddlab has no parser table for this module"
+        return f"flags checked against {self.table.label} ({self.version_source})"
+
+    def notes(self) -> list[str]:
+        return [self.against, *(f"warning: {w}" for w in self.warnings)]
+
+    def raise_errors(self, name: str) -> None:
+        """A ConfigError naming every error (the first one's fix), when there are any."""
+        if not self.errors:
+            return
+        first = self.errors[0]
+        listed = "; ".join(f.message for f in self.errors)
+        raise ConfigError(f"variant {name}: {self.table.label} would refuse its command: {listed}",
+                          fix=first.fix, key=first.option, findings=[str(f) for f in self.errors])
+
+
+def check_command(config: Config, *, version: str | None = None,
+                  version_source: str = "") -> CommandCheck:
+    """Check ``config``'s command; ``version`` (with where it came from) wins over the
+    config's own ``sglang.version``. Nothing touches a host."""
+    declared = config.sglang.get("version")
+    source = version_source if version else ("declared by the config" if declared
+                                            else "the newest with a table: the host's own "
+                                                 "version was not asked")
+    table = _table_for(config, version or declared)
+    if table is None:
+        return CommandCheck(None, version_source=source)
+    findings = table.check(config.argv(python="python")[3:])
+    findings += _since(config, table)
+    return CommandCheck(table, findings, version_source=source if table.product == "SGLang"
+                        else "its own parser")
+
+
+def _table_for(config: Config, version: str | None) -> FlagTable | None:
+    extra = config.sglang.get("extra_flags", ())
+    if config.module == TARGET_MODULE:
+        from ddlab.target.args import build_parser  # the target's argparse, no torch
+
+        return table_of_parser(build_parser(), name=f"ddlab's target (python -m {TARGET_MODULE})",
+                               extra_flags=extra)
+    if config.module.split(".")[0] != "sglang":
+        return None
+    fork = config.sglang.get("fork")
+    return flag_table(version, overlays=[fork] if fork else (), extra_flags=extra)
+
+
+def _since(config: Config, table: FlagTable) -> list[Finding]:
+    since = config.sglang.get("since")
+    if not since or table.product != "SGLang" or not table.asked:
+        return []
+    if parse_version(table.asked) >= parse_version(since):
+        return []
+    return [Finding("error", "sglang.since", f"base {config.base} is for SGLang {since} or newer, "
+                    f"and the host runs {table.asked}", "use a base written for that release")]
+
+
+def installed_sglang(transport, python: str) -> str | None:
+    """The SGLang version ``python`` on the host has installed (one command, asked once per
+    host and interpreter in this process); None, with a warning, when it cannot say."""
+    key = (transport.profile.name, transport.profile.hostname, python)
+    if key not in _ASKED:
+        done = transport.run([python, "-c", _VERSION_PROBE], check=False, timeout_s=30)
+        version = done.stdout.strip() if done.exit_code == 0 else None
+        if version is None:
+            said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            log.warning(f"{transport.profile.name}: could not read the SGLang version of {python} "
+                        f"(exit {done.exit_code}: {said}); the newest table ddlab has is used")
+        _ASKED[key] = version
+    return _ASKED[key]

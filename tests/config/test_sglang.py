@@ -1,0 +1,154 @@
+"""ddlab.config.sglang and ddlab.lab.commands: commands checked with the real releases'
+parser tables before anything touches a host.
+
+What the issue asked: every command that ``ddlab unit`` renders from the shipped bases
+is accepted by the real parser of every release the base is for; the false rejections
+are gone; a removed flag is an error that names its replacement; a deprecated one a
+warning; a value real SGLang accepts is never refused.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ddlab.config.bases import list_bases, load_base
+from ddlab.config.sglang import (flag_table, known_option_names, nearest_release, parse_version,
+                                 releases, spelled)
+from ddlab.config.variants import make_variant
+from ddlab.core.errors import ConfigError
+from ddlab.lab.commands import check_command
+
+# What people vary on the shipped bases (the demo's and the issue's axes).
+OVERRIDES = [[], ["budget=32"], ["topk_cap=8"], ["cuda_graph=false"],
+             ["budget=64", "topk_cap=1", "cuda_graph=false"], ["context_length=32k"],
+             ["mem_fraction_static=0.8", "max_running_requests=16"]]
+
+
+def _for(base: str) -> list[str]:
+    """The committed releases a base is written for (``sglang.since``)."""
+    since = load_base(base).sglang.get("since", "0")
+    return [r for r in releases() if parse_version(r) >= parse_version(since)]
+
+
+CASES = [(base, release, overrides) for base in list_bases() if base != "local"
+         for release in _for(base) for overrides in OVERRIDES
+         if base == "ddtree" or not any(o.split("=")[0] in ("budget", "topk_cap") for o in overrides)]
+
+
+@pytest.mark.parametrize("base, release, overrides", CASES,
+                         ids=[f"{b}-{r}-{'+'.join(o) or 'as-is'}" for b, r, o in CASES])
+def test_every_rendered_base_command_is_accepted_by_its_releases(base, release, overrides):
+    variant = make_variant(base, overrides)
+    check = check_command(variant.config, version=release, version_source="the test")
+    assert check.table is not None and check.errors == [], [str(f) for f in check.errors]
+
+
+def test_the_bases_say_which_releases_they_are_for():
+    for base in ("ddtree", "dflash"):
+        assert load_base(base).sglang["since"] == "0.5.14"
+    variant = make_variant("dflash", [])
+    too_old = check_command(variant.config, version="0.5.10", version_source="the test")
+    assert any("base dflash is for SGLang 0.5.14 or newer, and the host runs 0.5.10" in str(f)
+               for f in too_old.errors)
+
+
+def test_the_embedded_target_is_checked_with_its_own_parser():
+    check = check_command(make_variant("local", ["budget=8", "cuda_graph=false"]).config)
+    assert check.table.product.startswith("ddlab's target") and check.findings == []
+    bad = check_command(make_variant("local", ["flags.no-such-flag=1"]).config)
+    assert [f.option for f in bad.errors] == ["--no-such-flag"]
+
+
+@pytest.mark.parametrize("override", ["algorithm=dflash", "algorithm=nextn", "algorithm=DSPARK",
+                                      "context_length=32k", "max_total_tokens=64k",
+                                      "dcp_size=2", "dwdp_size=2"],
+                         ids=lambda o: o)
+def test_what_real_sglang_takes_is_never_refused(override):
+    """The issue's false rejections: each passes ddlab and the 0.5.23 table, silently."""
+    config = make_variant("dflash", [override]).config
+    check = check_command(config, version="0.5.23", version_source="the test")
+    assert check.findings == [], [str(f) for f in check.findings]
+
+
+@pytest.mark.parametrize("override, replacement", [
+    ("cuda_graph_max_bs=16", "--cuda-graph-max-bs-decode"),
+    ("flags.cuda-graph-bs=[1,2,4]", "--cuda-graph-bs-decode"),
+    ("flags.disable-piecewise-cuda-graph=true", "--cuda-graph-backend-prefill=disabled"),
+    ("mamba_scheduler_strategy=auto", "--mamba-radix-cache-strategy"),
+], ids=["cuda-graph-max-bs", "cuda-graph-bs", "disable-piecewise", "mamba-scheduler"])
+def test_a_removed_flag_is_an_error_naming_its_replacement(override, replacement):
+    variant = make_variant("dflash", [override])
+    check = check_command(variant.config, version="0.5.23", version_source="the test")
+    (error,) = check.errors
+    assert "removed in SGLang 0.5.20" in error.message and error.fix.startswith(f"use {replacement}")
+    with pytest.raises(ConfigError, match="removed in SGLang 0.5.20") as info:
+        check.raise_errors(variant.name)
+    assert f"use {replacement}" in str(info.value)
+    older = check_command(variant.config, version="0.5.18", version_source="the test")
+    assert older.errors == [] and "deprecated" in str(older.warnings[0])
+
+
+def test_graphs_off_is_a_deprecation_warning_on_0_5_23_not_an_error():
+    check = check_command(make_variant("dflash", ["cuda_graph=false"]).config, version="0.5.23",
+                          version_source="the test")
+    assert check.errors == []
+    assert [w.option for w in check.warnings] == ["--disable-cuda-graph"]
+    assert "--cuda-graph-backend-{decode,prefill}=disabled" in check.warnings[0].fix
+
+
+def test_an_unknown_algorithm_is_a_warning_it_may_be_a_plugin():
+    check = check_command(make_variant("dflash", ["algorithm=MYSPEC"]).config, version="0.5.23",
+                          version_source="the test")
+    assert check.errors == [] and "no builtin of SGLang 0.5.23" in str(check.warnings[0])
+    assert "Unknown speculative algorithm name: MYSPEC" in str(check.warnings[0])
+
+
+def test_ddtree_needs_its_fork_declared():
+    config = make_variant("ddtree", []).config
+    assert check_command(config, version="0.5.23", version_source="t").findings == []
+    bare = make_variant("ddtree", ["sglang.fork=null"]).config
+    options = {f.option for f in check_command(bare, version="0.5.23", version_source="t").errors}
+    assert options == {"--speculative-ddtree-budget", "--speculative-ddtree-topk-cap"}
+
+
+def test_a_private_builds_flags_are_declared_not_guessed():
+    config = make_variant("dflash", ["flags.my-private-knob=3"]).config
+    assert [f.option for f in check_command(config, version="0.5.23",
+                                            version_source="t").errors] == ["--my-private-knob"]
+    declared = make_variant("dflash", ["flags.my-private-knob=3",
+                                       "sglang.extra_flags=[my-private-knob]"]).config
+    assert check_command(declared, version="0.5.23", version_source="t").findings == []
+
+
+def test_sglang_keys_are_validated_before_anything():
+    with pytest.raises(ConfigError, match="sglang.fork='vllm': ddlab has no table of that fork"):
+        make_variant("dflash", ["sglang.fork=vllm"])
+    with pytest.raises(ConfigError, match="sglang.version='latest': must be a release number"):
+        make_variant("dflash", ["sglang.version=latest"])
+
+
+@pytest.mark.parametrize("asked, used", [("0.5.23", "0.5.23"), ("0.5.25", "0.5.23"),
+                                         ("0.5.19", "0.5.18"), ("0.5.10.post1", "0.5.10"),
+                                         ("0.3.0", "0.4.10.post2"), (None, "0.5.23")],
+                         ids=lambda v: str(v))
+def test_the_nearest_release_stands_for_a_version(asked, used):
+    assert nearest_release(asked) == used
+    table = flag_table(asked)
+    assert table.version == used
+    assert ("nearest release" in table.label) == bool(asked and asked != used)
+
+
+@pytest.mark.parametrize("option, version, spelling", [
+    ("--cuda-graph-max-bs-decode", "0.5.10", "--cuda-graph-max-bs"),
+    ("--cuda-graph-max-bs-decode", "0.5.23", "--cuda-graph-max-bs-decode"),
+    ("--cuda-graph-max-bs", "0.5.23", "--cuda-graph-max-bs-decode"),
+    ("--mamba-radix-cache-strategy", "0.5.10", "--mamba-scheduler-strategy"),
+], ids=lambda v: str(v))
+def test_advice_uses_the_spelling_of_the_users_release(option, version, spelling):
+    assert spelled(option, version) == spelling
+
+
+def test_known_option_names_include_every_release_and_the_fork():
+    names = known_option_names()
+    assert {"dcp-size", "cuda-graph-max-bs", "speculative-ddtree-budget",
+            "mamba-radix-cache-strategy"} <= names

@@ -1,0 +1,183 @@
+"""The SGLang flag tables in lib/ddlab/config/sglang_flags/ agree with the real wheels.
+
+Each committed ``sglang-VERSION.json`` is regenerated from its PyPI wheel by
+tools/sglang_flags.py (downloaded into ~/.cache/ddlab/sglang when absent; a
+wheel that cannot be fetched skips its test, saying why) and must be identical.
+Then the facts ddlab relies on are read from the tables, and argv lists are
+checked the way each release's argparse would.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ddlab.config.sglang import flag_table
+
+ROOT = Path(__file__).resolve().parents[2]
+TABLES = ROOT / "lib" / "ddlab" / "config" / "sglang_flags"
+_spec = importlib.util.spec_from_file_location("sglang_flags", ROOT / "tools" / "sglang_flags.py")
+sglang_flags = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sglang_flags)
+
+COMMITTED = sglang_flags.load_tables(TABLES)
+VERSIONS = list(COMMITTED)
+INDEX = json.loads((TABLES / "index.json").read_text())
+OVERLAY = json.loads((TABLES / "ddtree-fork.json").read_text())
+
+
+def option(version: str, name: str) -> dict | None:
+    return next((a for a in COMMITTED[version]["options"] if name in a["options"]), None)
+
+
+# --- the tables are what the wheels give --------------------------------------------
+
+
+def test_all_six_releases_are_committed():
+    assert VERSIONS == ["0.4.10.post2", "0.5.10", "0.5.14", "0.5.18", "0.5.20", "0.5.23"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS, ids=VERSIONS)
+def test_committed_table_is_what_the_wheel_gives(version):
+    try:
+        table = sglang_flags.build_table(version, sglang_flags.DEFAULT_CACHE)
+    except FileNotFoundError as error:
+        pytest.skip(f"sglang {version}: no wheel to check against: {error}")
+    committed = (TABLES / f"sglang-{version}.json").read_text()
+    fresh = sglang_flags.render(table)
+    diff = list(difflib.unified_diff(committed.splitlines(), fresh.splitlines(), lineterm="", n=0))
+    assert not diff, (f"sglang-{version}.json is stale; run: python tools/sglang_flags.py "
+                      f"{version}\n" + "\n".join(line[:200] for line in diff[:12]))
+
+
+def test_index_is_built_from_the_committed_tables():
+    rebuilt = sglang_flags.render(sglang_flags.build_index(list(COMMITTED.values())))
+    assert rebuilt == (TABLES / "index.json").read_text(), \
+        f"index.json is stale; run: python tools/sglang_flags.py {' '.join(VERSIONS)}"
+
+
+@pytest.mark.parametrize("version", VERSIONS, ids=VERSIONS)
+def test_every_option_records_where_it_is_declared(version):
+    unplaced = [a["options"] for a in COMMITTED[version]["options"]
+                if a["options"] != ["-h", "--help"] and not a["where"]]
+    assert not unplaced
+
+
+# --- graph, mamba, memory and speculative flags across releases -----------------------
+
+
+RETIRED = [  # option, deprecated in, removed in, replacement
+    ("--cuda-graph-max-bs", "0.5.14", "0.5.20", "--cuda-graph-max-bs-decode"),
+    ("--cuda-graph-bs", "0.5.14", "0.5.20", "--cuda-graph-bs-decode"),
+    ("--disable-piecewise-cuda-graph", "0.5.14", "0.5.20", "--cuda-graph-backend-prefill=disabled"),
+    ("--mamba-scheduler-strategy", "0.5.14", "0.5.20", "--mamba-radix-cache-strategy"),
+]
+
+
+@pytest.mark.parametrize("name, deprecated_in, removed_in, replacement", RETIRED,
+                         ids=[r[0] for r in RETIRED])
+def test_retired_flag_history(name, deprecated_in, removed_in, replacement):
+    entry = INDEX["flags"][name]
+    assert (entry["deprecated_in"], entry["removed_in"], entry["replacement"]) == (
+        deprecated_in, removed_in, replacement)
+    assert option("0.5.18", name)["deprecated"]["on_use"] == "stores"
+    assert option("0.5.20", name) is None and option("0.5.23", name) is None
+
+
+@pytest.mark.parametrize("name", ["--cuda-graph-max-bs", "--cuda-graph-bs"])
+def test_an_old_graph_flag_is_an_ambiguous_prefix_since_0_5_20(name):
+    said = sglang_flags.match_option(COMMITTED["0.5.20"], name)
+    assert said == (f"error: ambiguous option: {name} could match "
+                    f"{name}-decode, {name}-prefill")
+    assert INDEX["flags"][name]["in_newest"]["0.5.23"] == said
+
+
+def test_disable_cuda_graph_still_parses_on_0_5_23_but_is_deprecated():
+    flag = option("0.5.23", "--disable-cuda-graph")
+    assert flag["deprecated"] == {"by": "DeprecatedStoreTrueAction", "on_use": "stores",
+                                  "replacement": "--cuda-graph-backend-{decode,prefill}=disabled"}
+
+
+def test_mamba_radix_cache_strategy_adds_extra_buffer_lazy():
+    assert option("0.5.23", "--mamba-radix-cache-strategy")["choices"] == [
+        "auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"]
+
+
+@pytest.mark.parametrize("name", ["--context-length", "--max-total-tokens", "--max-prefill-tokens"])
+def test_token_counts_are_human_readable_on_0_5_23(name):
+    assert option("0.5.23", name)["type"] == "human_readable_int"
+
+
+@pytest.mark.parametrize("name", ["--kv-cache-dtype", "--attention-backend",
+                                  "--cuda-graph-backend-decode"])
+def test_backend_flags_have_choice_lists_on_0_5_23(name):
+    assert option("0.5.23", name)["choices"]
+
+
+def test_speculative_algorithm_is_a_free_string_with_a_registry_on_0_5_23():
+    assert option("0.5.23", "--speculative-algorithm")["choices"] is None
+    registry = COMMITTED["0.5.23"]["speculative_algorithms"]
+    assert set(registry["builtins"]) == {"DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3",
+                                         "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NONE"}
+    assert registry["aliases"]["NEXTN"]["to"] == "EAGLE"
+    assert registry["case_insensitive"]
+
+
+def test_speculative_algorithm_was_a_choice_list_before_0_5_14():
+    choices = INDEX["speculative_algorithms"]["argparse_choices"]
+    assert choices["0.5.10"] == ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+    assert choices["0.5.14"] is None
+
+
+def test_no_release_has_ddtree():
+    assert not [name for name in INDEX["flags"] if "ddtree" in name]
+    assert "DDTREE" not in INDEX["speculative_algorithms"]["names"]
+
+
+def test_the_ddtree_overlay_says_where_each_fact_comes_from():
+    names = {tuple(a["options"]): a["known_from"] for a in OVERLAY["options"]}
+    assert names[("--speculative-ddtree-budget",)][0] == "pr"
+    assert names[("--speculative-ddtree-topk-cap",)] == ["notes"]
+    assert names[("--speculative-ddtree-shadow-linear",)] == ["notes"]
+    assert {e["name"] for e in OVERLAY["env"]} >= {"SGLANG_DDTREE_MAX_TOPK"}
+
+
+# --- checking an argv list as a release's argparse would ------------------------------
+
+
+ARGV = [  # version, argv, what argparse says (None: accepted)
+    ("0.5.23", ["--context-length", "32k", "--tp-size", "1"], None),
+    ("0.5.23", ["--context-len=32Ki"], None),  # a unique prefix: taken (ddlab warns)
+    ("0.5.23", ["--cuda-graph-bs-decode", "1", "2", "4", "--disable-cuda-graph"], None),
+    ("0.5.23", ["--cuda-graph-max-bs", "16"], "ambiguous option: --cuda-graph-max-bs could match"),
+    ("0.5.23", ["--speculative-ddtree-budget", "32"], "not an option of SGLang 0.5.23"),
+    ("0.5.23", ["--kv-cache-dtype", "fp9"], "--kv-cache-dtype='fp9': not one of auto"),
+    ("0.5.23", ["--context-length", "32K"], r"not an integer \(32768, 32k, 32Ki\)"),
+    ("0.5.23", ["--tp-size"], "argument --tp-size: expected one argument"),
+    ("0.5.18", ["--cuda-graph-max-bs", "16"], None),
+    ("0.5.10", ["--speculative-algorithm", "DFLASH"], "not one of EAGLE, EAGLE3, NEXTN"),
+]
+
+
+@pytest.mark.parametrize("version, argv, error", ARGV,
+                         ids=[f"{v}:{' '.join(a)}" for v, a, _ in ARGV])
+def test_a_table_reads_argv_as_the_release_would(version, argv, error):
+    errors = [str(f) for f in flag_table(version).check(argv) if f.level == "error"]
+    if error is None:
+        assert errors == []
+    else:
+        assert len(errors) == 1 and re.search(error, errors[0]), errors
+
+
+def test_the_tool_and_the_library_read_options_alike():
+    """tools/sglang_flags.py records what the newest release makes of a removed option
+    with the library's own emulation: the two never disagree."""
+    for name in ("--cuda-graph-max-bs", "--mamba-scheduler-strategy", "--cuda-graph-bs"):
+        said = INDEX["flags"][name]["in_newest"]["0.5.23"]
+        assert said == sglang_flags.match_option(COMMITTED["0.5.23"], name)
