@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 
 import pytest
 
@@ -22,6 +23,9 @@ from testhost.host import TestHost, unavailable_reason
 # The suite runs several target servers at once (pytest-xdist workers) on a few cores:
 # one compute thread each keeps them from fighting over the cores (they inherit this).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Run folders of tests that set no outputs of their own go to a temp folder, never
+# into the checkout's outputs/ (a test's lock naming a foreign run folder made one there).
+os.environ.setdefault("DDLAB_OUTPUTS", tempfile.mkdtemp(prefix="ddlab-test-outputs-"))
 # Started in the background by a non-interactive shell (`make test &`), a process
 # inherits SIGINT ignored, and so would every ddlab the tests interrupt: the interrupt
 # tests need Ctrl-C to mean Ctrl-C.

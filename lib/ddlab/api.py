@@ -23,14 +23,24 @@ sweep, ``cells.csv`` there: the report's headline and the index's.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ddlab.config.overrides import parse_overrides
 from ddlab.config.units import render_unit as _render_unit
 from ddlab.config.variants import make_variant
-from ddlab.core.errors import ConfigError, HostError, HostKeyError, Interrupted, LockError, ServiceError
+from ddlab.core.errors import (
+    ConfigError,
+    DdlabError,
+    HostError,
+    HostKeyError,
+    Interrupted,
+    LockError,
+    ServiceError,
+)
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.progress import Slot
@@ -43,8 +53,16 @@ from ddlab.lab.commands import check_command
 from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
 from ddlab.lab.plans import DeployPlan, DryRun, make_plan
 from ddlab.lab.store import Store
-from ddlab.lab.sweep_plan import SweepOptions, parameter_extras, parameter_grid, parameter_value, plan_sweep
+from ddlab.lab.sweep_plan import (
+    MAX_CELLS,
+    SweepOptions,
+    parameter_extras,
+    parameter_grid,
+    parameter_value,
+    plan_sweep,
+)
 from ddlab.lab.sweep_run import Sweep, execute_sweep, open_sweep
+from ddlab.lab.lossless import check_tolerance
 from ddlab.lab.watch import Verdict
 from ddlab.lab.watch import watch as _watch
 from ddlab.report.notebooks import NotebookRun, NotebookRuns, parse_parameters
@@ -56,7 +74,7 @@ if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on
 __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
            "diagnose", "render_unit", "run_notebook", "notebook_parameters", "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS"]
+           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
 log = get_logger(__name__)
 
@@ -74,9 +92,14 @@ def _profile(host: str | HostProfile) -> HostProfile:
 
 
 def plan_deploy(host: str | HostProfile = "local", base: str | None = None, overrides=(),
-                *, read_baseline: bool = False) -> DeployPlan:
+                *, read_baseline: bool = False, probes=()) -> DeployPlan:
     """Validate a variant for a host (base + overrides); nothing touches the host,
-    except that ``read_baseline`` reads the baseline's unit for a diff."""
+    except that ``read_baseline`` reads the baseline's unit for a diff. ``probes``
+    (``DOTTED.PATH[:MODE]`` texts, :mod:`ddlab.probes`) wrap server functions in the
+    variant only; the same as an override ``probes=[...]``."""
+    if probes:
+        overrides = {**parse_overrides(overrides), "probes": [probes] if isinstance(probes, str)
+                     else list(probes)}
     return make_plan(_profile(host), base, overrides, read_baseline=read_baseline)
 
 
@@ -99,21 +122,26 @@ def deploy(plan: DeployPlan, *, force: bool = False,
 
 def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,
           grace_s: float = 5.0, restore: str = "auto", heartbeat_s: float = 5.0, patterns=(),
-          force: bool = False, run_dir: str | Path | None = None) -> Verdict:
+          force: bool = False, run_dir: str | Path | None = None, lossless: bool = True,
+          lossless_tolerance: float = 1.0) -> Verdict:
     """Watch the deployed variant until ready, crashed or timed out (probing the verify
-    path once ready); then put the baseline back per ``restore``: ``auto`` unless
-    ready with every probe passed, ``always``, or ``never``."""
+    path once ready, then the lossless check: greedy tokens against the model's own,
+    ``lossless_tolerance`` the token match rate that passes); then put the baseline back
+    per ``restore``: ``auto`` unless ready with every probe passed, ``always``, or
+    ``never``. A variant that serves other tokens is ``wrong_output``, never ready."""
     if restore not in RESTORE_CHOICES:
         raise ConfigError(f"restore={restore!r}: must be one of {', '.join(RESTORE_CHOICES)}",
                           fix="auto puts the baseline back unless the variant is ready and its "
                               "probes passed", value=restore)
     _check_positive(timeout_s=timeout_s, grace_s=grace_s, heartbeat_s=heartbeat_s)
+    check_tolerance(lossless_tolerance)
     profile = _profile(host)
     slot = Slot(f"watching the variant on {profile.name}: live status below")
     try:
         verdict = _watch_and_restore(profile, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
                                      restore=restore, heartbeat_s=heartbeat_s,
-                                     patterns=patterns, force=force)
+                                     patterns=patterns, force=force, lossless=lossless,
+                                     lossless_tolerance=lossless_tolerance)
     except BaseException as err:
         if isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError,
                                                                                LockError)):
@@ -139,8 +167,17 @@ def _watch_and_restore(profile: HostProfile, *, restore: str, force: bool, **how
                            interrupted=isinstance(err, KeyboardInterrupt))
             raise
         works = verdict.state == "ready" and not verdict.probe_failed
-        if restore == "always" or (restore == "auto" and not works):
-            _restore_after(lab, verdict, restore, interrupted=False)
+        if verdict.state == "connection_lost":
+            log.warning(f"{lab.name}: the host does not answer, so the baseline cannot be put "
+                        f"back now: {verdict.next_step}")
+        elif restore == "always" or (restore == "auto" and not works):
+            try:
+                _restore_after(lab, verdict, restore, interrupted=False)
+            except DdlabError as failed:  # the verdict stands, and says the host is not back
+                add_restore_hint(failed, profile.name)
+                log.error(f"{lab.name}: putting the baseline back failed: {failed}")
+                verdict.restore_error = redact_text(failed.message)
+            verdict.notes = [n for n in verdict.notes if "is stopped while" not in n]
         return verdict
 
 
@@ -184,8 +221,9 @@ def restore(host: str | HostProfile = "local", *, force: bool = False) -> str:
 
 def _check_positive(**values) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise ConfigError(f"{name}={value!r}: must be a number > 0",
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not math.isfinite(value) or value <= 0:  # nan would never time out
+            raise ConfigError(f"{name}={value!r}: must be a finite number > 0",
                               fix=f"e.g. -p {name} 600" if name == "timeout_s" else f"e.g. {name}=5",
                               key=name, value=value)
 
@@ -193,12 +231,12 @@ def _check_positive(**values) -> None:
 # --- sweeps ----------------------------------------------------------------------------
 
 
-def sweep(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
+def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
           cuda_graph=(True, False), grid: dict | None = None, fixed=(), extra=(),
           baseline: bool = True, requests: int = 8, concurrency: int = 1,
           max_new_tokens: int = 128, warmup: int = 1, repeats: int = 1,
           timeout_s: float = 600.0, probe: bool = True, resume: str = "",
-          dry_run: bool = False, store: Store | None = None,
+          dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
           run_dir: str | Path | None = None) -> SweepReport:
     """Plan, run (or resume) and report one sweep.
 
@@ -208,21 +246,26 @@ def sweep(*, host: str = "local", base: str = "", budget=(4, 16, 32), topk_cap=(
     overrides for every cell; ``extra``: extra cells (a list of override lists or
     mappings); ``resume``: a sweep id or ``latest`` to finish one (the store keeps
     no secrets: pass a sweep's secret-named overrides again in ``fixed``; the rest
-    of the plan comes from the store); ``dry_run``: the plan only.
+    of the plan comes from the store, and ``host`` may only repeat its host);
+    ``dry_run``: the plan only; ``max_cells``: a grid larger than this is refused
+    until it is raised (each cell is a server start). ``host``: "" is ``local`` for a
+    new sweep, the sweep's own host for a resumed one.
     """
-    profile = load_host(host)
+    profile = load_host(host or "local")
     options = SweepOptions(requests=requests, concurrency=concurrency,
                            max_new_tokens=max_new_tokens, warmup=warmup, repeats=repeats,
                            timeout_s=timeout_s, probe=probe)
     plan = None if resume else plan_sweep(base or profile.base,
                                           parameter_grid(budget, topk_cap, cuda_graph, grid),
                                           fixed=parameter_value("fixed", fixed),
-                                          extra=parameter_extras(extra), baseline=baseline)
+                                          extra=parameter_extras(extra), baseline=baseline,
+                                          max_cells=max_cells)
     store = store or Store()
     slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
     opened = None
     try:
-        opened = open_sweep(plan, host=profile, options=options, resume=resume, store=store,
+        opened = open_sweep(plan, host=(host or None) if resume else profile, options=options,
+                            resume=resume, store=store,
                             register=not dry_run,
                             secrets=parameter_value("fixed", fixed) if resume else ())
         if dry_run:
@@ -309,11 +352,15 @@ def plot(sweep: str = "latest", *, metric: str = "output_tok_s", out_dir: str | 
 # --- logs, units, notebooks ------------------------------------------------------------
 
 
-def diagnose(log_text: str | os.PathLike, *, patterns=()) -> Diagnosis:
+def diagnose(log_text: str | os.PathLike, *, patterns=(), sglang_version: str | None = None,
+             algorithm: str | None = None) -> Diagnosis:
     """Crashed or not, the kind, the phase, the cause and the next step, from a server
-    log: its text, or a path to a saved log (``Path("-")`` reads stdin)."""
+    log: its text, or a path to a saved log (``Path("-")`` reads stdin). The advice is
+    written for ``sglang_version`` and ``algorithm`` (None: what the log says, else
+    neutral)."""
     text = read_log(os.fspath(log_text)) if isinstance(log_text, os.PathLike) else log_text
-    return _diagnose(text, patterns=patterns)
+    return _diagnose(text, patterns=patterns, version=sglang_version or None,
+                     algorithm=algorithm or None)
 
 
 def render_unit(base: str = "local", overrides=(), *, host: str | HostProfile = "local") -> str:
@@ -322,10 +369,10 @@ def render_unit(base: str = "local", overrides=(), *, host: str | HostProfile = 
     comment line says so."""
     profile = _profile(host)
     variant = make_variant(base, overrides)
+    text = _render_unit(variant, python=profile.python)  # a value no unit can hold, first
     check = check_command(variant.config, version=profile.sglang_version or None,
                           version_source="named by the host profile")
     check.raise_errors(variant.name)
-    text = _render_unit(variant, python=profile.python)
     shown = redact_text(text)
     notes = check.notes()
     if shown != text:

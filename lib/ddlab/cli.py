@@ -93,10 +93,15 @@ def _args_diagnose(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print exactly one JSON object")
     p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
                    help="also quote lines matching REGEX as evidence (repeatable)")
+    p.add_argument("--sglang-version", metavar="X.Y.Z", default=None,
+                   help="write the advice for this SGLang release (default: what the log says)")
+    p.add_argument("--algorithm", metavar="NAME", default=None,
+                   help="the speculative algorithm (DDTREE, DFLASH, EAGLE...; default: the log's)")
 
 
 def _run_diagnose(args) -> int:
-    _show(api.diagnose(args.logfile, patterns=args.patterns), json_only=args.json)
+    _show(api.diagnose(args.logfile, patterns=args.patterns, sglang_version=args.sglang_version,
+                       algorithm=args.algorithm), json_only=args.json)
     return 0
 
 
@@ -117,10 +122,14 @@ def _args_deploy(p: argparse.ArgumentParser) -> None:
     _override_args(p, None)
     p.add_argument("--dry-run", action="store_true",
                    help="validate and print the unit; touch no host")
+    p.add_argument("--probe", dest="probes", action="append", default=[],
+                   metavar="DOTTED.PATH[:MODE]",
+                   help="wrap a server function in this variant only (repeatable); MODE: error "
+                        "(default: its arguments when it raises), first=N, time")
 
 
 def _run_deploy(args) -> int:
-    plan = api.plan_deploy(args.host, args.base, args.overrides)
+    plan = api.plan_deploy(args.host, args.base, args.overrides, probes=args.probes)
     print(plan.headline, flush=True)  # what is about to happen, before it happens
     return _show(api.deploy(plan, force=args.force, dry_run=args.dry_run))
 
@@ -138,11 +147,16 @@ def _args_watch(p: argparse.ArgumentParser) -> None:
                         "passed), always, never")
     p.add_argument("--pattern", dest="patterns", action="append", default=[], metavar="REGEX",
                    help="also quote log lines matching REGEX as evidence (repeatable)")
+    p.add_argument("--no-lossless", dest="lossless", action="store_false",
+                   help="with --probe, skip the check of greedy tokens against the model's own")
+    p.add_argument("--lossless-tolerance", type=float, default=1.0, metavar="RATE",
+                   help="token match rate that still passes (default 1.0: every token equal)")
 
 
 def _run_watch(args) -> int:
     verdict = api.watch(args.host, timeout_s=args.timeout, probe=args.probe, grace_s=args.grace,
-                        restore=args.restore, patterns=args.patterns, force=args.force)
+                        restore=args.restore, patterns=args.patterns, force=args.force,
+                        lossless=args.lossless, lossless_tolerance=args.lossless_tolerance)
     return _show(verdict, json_line=True)
 
 
@@ -155,7 +169,8 @@ def _run_restore(args) -> int:
 
 
 def _args_sweep(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--host", default="local", help="host profile (default: local)")
+    p.add_argument("--host", default="", help="host profile (default: local; a resumed "
+                   "sweep: its own)")
     p.add_argument("--base", default="", metavar="NAME_OR_FILE",
                    help="base config (default: the host's)")
     for name, default, what in (("budget", "[4, 16, 32]", "DDTree budget(s)"),
@@ -177,6 +192,8 @@ def _args_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", default="", metavar="SWEEP_ID",
                    help="finish a stopped sweep: its id, or 'latest'")
     p.add_argument("--dry-run", action="store_true", help="print the plan only")
+    p.add_argument("--max-cells", type=int, default=api.MAX_CELLS, metavar="N",
+                   help=f"refuse a larger grid (default {api.MAX_CELLS}): each cell is a server start")
 
 
 def _run_sweep(args) -> int:
@@ -184,7 +201,8 @@ def _run_sweep(args) -> int:
                        topk_cap=args.topk_cap, cuda_graph=args.cuda_graph, grid=args.grid,
                        fixed=args.fixed, extra=args.extra, requests=args.requests,
                        concurrency=args.concurrency, max_new_tokens=args.max_new_tokens,
-                       timeout_s=args.timeout, resume=args.resume, dry_run=args.dry_run)
+                       timeout_s=args.timeout, resume=args.resume, dry_run=args.dry_run,
+                       max_cells=args.max_cells)
     return _show(report.verdict)
 
 
@@ -236,7 +254,8 @@ VERBS = {
                    _args_deploy, _run_deploy),
     "watch": Verb("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
                   "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, "
-                  "130 interrupted", _args_watch, _run_watch),
+                  "6 connection lost, 7 wrong output (not lossless), 130 interrupted",
+                  _args_watch, _run_watch),
     "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
                     _run_restore),
     "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict",

@@ -26,7 +26,7 @@ LIB = ROOT / "lib"
 # Layer of each top-level part of the package: a module may import its own part, or a
 # part of a lower layer. Parts of one layer are siblings and import each other never.
 # The package itself (ddlab/__init__.py) belongs to the front door: it re-exports ddlab.api.
-LAYERS = {"core": 0, "config": 1, "target": 1, "diagnosis": 2, "hosts": 2, "lab": 3,
+LAYERS = {"core": 0, "config": 1, "target": 1, "probes": 0.5, "diagnosis": 2, "hosts": 2, "lab": 3,
           "report": 4, "api": 5, "cli": 6}
 
 

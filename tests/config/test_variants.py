@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ddlab.config.bases import Config, list_bases, load_base
 from ddlab.config.flags import FLAGS, closest
 from ddlab.config.overrides import parse_overrides
+from ddlab.config.sglang import known_option_names
 from ddlab.config.variants import make_variant
 from ddlab.core.errors import ConfigError
 
@@ -109,7 +110,8 @@ def test_near_miss_of_a_known_flag_is_an_error(typo, meant):
     "speculative-accept-threshold-single", "mm-attention-backend", "log-requests",
 ], ids=lambda f: f)
 def test_legitimately_different_unknown_flags_pass(flag):
-    assert closest(flag, FLAGS) is None
+    # near a registered name (load-format ~ log-format) is no typo when SGLang has it
+    assert closest(flag, FLAGS) is None or flag in known_option_names()
     assert make_variant("ddtree", {flag: True}).config.flags[flag] is True
 
 

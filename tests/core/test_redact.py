@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddlab.core.redact import MASK, looks_secret, redact, redact_argv, redact_text
+from ddlab.core.redact import MASK, looks_secret, redact, redact_argv, redact_text, remember_secret
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "api-key", "--api-key", "OPENAI_API_KEY",
@@ -43,16 +43,42 @@ def test_redact_argv_masks_the_value_after_a_secret_flag():
 
 @pytest.mark.parametrize("text", [
     'Environment="HF_TOKEN=hf_planted"',
-    'Environment="DB_PASSWORD=planted with spaces"',
     "ExecStart=/x/python -m sglang.launch_server --api-key planted --port 1",
     '{"api_key": "planted", "max_new_tokens": 3}',
-    "password: planted",
+    "server_args={'model_path': 'x', 'api_key': 'planted', 'port': 30000}",
     "export GITHUB_TOKEN=planted",
-], ids=["env-line", "env-quoted-spaces", "exec-flag", "json", "yaml", "shell"])
-def test_redact_text_masks_planted_secret(text):
+], ids=["env-line", "exec-flag", "json", "server-args-dict", "shell"])
+def test_well_known_secret_names_are_masked_in_any_text(text):
     out = redact_text(text)
     assert "planted" not in out
     assert MASK in out
+
+
+@pytest.mark.parametrize("name, text", [
+    ("DB_PASSWORD", 'Environment="DB_PASSWORD=given with spaces"'),
+    ("password", "password: given-yaml"),
+    ("MY_CLOUD_KEY", "connecting with given-elsewhere-key to the bucket"),
+], ids=["env-quoted-spaces", "yaml", "the-bare-value-anywhere"])
+def test_a_secret_ddlab_was_given_is_masked_by_value_and_name(name, text):
+    value = {"DB_PASSWORD": "given with spaces", "password": "given-yaml",
+             "MY_CLOUD_KEY": "given-elsewhere-key"}[name]
+    assert value in redact_text(text), "not known yet: nothing to mask by"
+    remember_secret(name, value)
+    out = redact_text(text)
+    assert value not in out and MASK in out
+
+
+@pytest.mark.parametrize("line", [
+    "ddlab-local-drop-num-token-non-padded-f4ee.service: Main process exited, code=killed, "
+    "status=9/KILL",
+    "KeyError: 'model.layers.0.self_attn.token_key_norm.weight'",
+    "Decode batch, #running-req: 2, #full token: 512, full token usage: 0.01, "
+    "#mamba num: 2, accept len: 3.10",
+    "--speculative-ddtree-budget 32 --max-total-tokens 64k",
+], ids=["unit-named-token", "keyerror-weight-name", "mamba-full-token", "flags"])
+def test_evidence_whose_words_look_secret_stays_whole(line):
+    """Issue 12, finding 4: words are not secrets; only values ddlab was given are."""
+    assert redact_text(line) == line
 
 
 def test_redact_text_keeps_innocent_pairs():

@@ -179,7 +179,8 @@ def test_exit_status_output_and_stdin(transport):
     with pytest.raises(CommandError) as info:
         transport.run(["sh", "-c", "echo the-tail >&2; exit 4"])
     err = info.value
-    assert err.exit_code == 4 and err.argv[0] == "sh" and "exited 4" in str(err)
+    assert err.command_exit == 4 and err.argv[0] == "sh" and "exited 4" in str(err)
+    assert err.exit_code == 1, "ddlab's own exit code, never the remote command's"
     assert "the-tail" in str(err) and not err.timed_out
     assert transport.run(["no-such-command-ddlab"], check=False).exit_code == 127
 

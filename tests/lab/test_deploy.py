@@ -32,8 +32,12 @@ def test_deploy_stops_the_baseline_records_it_and_an_exception_puts_it_back(clea
             deployed(site.profile, variant) as (lab, dep):
         assert not site.baseline_active() and site.installed(dep.service)
         lock = site.lock()
-        assert lock["baseline"] == {"service": site.baseline, "was_active": True,
-                                    "state_found": "active/running"}
+        baseline = dict(lock["baseline"])
+        backup = {k: baseline.pop(k) for k in ("definition", "backup", "sha256")}
+        assert baseline == {"service": site.baseline, "was_active": True,
+                            "state_found": "active/running"}
+        assert site.transport.read_file(backup["backup"]) == \
+            site.transport.read_file(backup["definition"]), "a copy of it, before it was stopped"
         assert lock["variant"]["name"] == variant.name and lock["variant"]["invocation"]
         assert lock["holder"]["pid"] == os.getpid()
         assert (dep.run_dir / "unit.service").read_text().count("ExecStart=") == 1

@@ -21,8 +21,9 @@ def _m(tok_s: float, accept: float | None = None) -> dict:
     return {"output_tok_s": tok_s, "accept_length": accept, "ttft_ms_p50": 5.0}
 
 
-# Plan order: baseline on, baseline off, b4 on, b4 off, b16 on, b16 off, the fault cell.
-OUTCOMES = [("measured", _m(100)), ("measured", _m(200)), ("measured", _m(150, 3.0)),
+# Plan order: baseline off (eager first: the lossless reference), baseline on, b4 on,
+# b4 off, b16 on, b16 off, the fault cell.
+OUTCOMES = [("measured", _m(200)), ("measured", _m(100)), ("measured", _m(150, 3.0)),
             ("measured", _m(300, 3.0)), ("measured", _m(250, 5.0)), ("measured", _m(500, 5.0)),
             ("crashed", "cuda_graph_replay")]
 
@@ -38,7 +39,7 @@ def test_each_row_describes_its_cell_from_its_config(synthetic):
     frame = load_cells("synthetic", store=synthetic)
     assert list(frame["role"]) == ["baseline"] * 2 + ["grid"] * 4 + ["extra"]
     assert list(frame["algorithm"]) == ["NONE"] * 2 + ["DDTREE"] * 5
-    assert list(frame["cuda_graph"]) == [True, False, True, False, True, False, True]
+    assert list(frame["cuda_graph"]) == [False, True, True, False, True, False, True]
     assert frame["budget"].isna().tolist()[:2] == [True, True]
     assert list(frame["budget"][2:]) == [4, 4, 16, 16, 16], "the fault cell has the base's budget"
     assert set(frame["topk_cap"][2:]) == {4}
@@ -57,7 +58,7 @@ def test_speedup_is_over_the_baseline_with_the_same_cuda_graph(synthetic):
 
 def test_speedup_falls_back_to_any_baseline(tmp_path):
     path = tmp_path / "ddlab.sqlite"
-    outcomes = [("measured", _m(100)), ("crashed", "cuda_oom"), *OUTCOMES[2:6],
+    outcomes = [("crashed", "cuda_oom"), ("measured", _m(100)), *OUTCOMES[2:6],
                 ("crashed", "cuda_graph_replay")]
     sweepkit.synthetic_sweep(path, outcomes, extra=[[REPLAY_FAULT]])
     frame = load_cells(store=path)

@@ -45,12 +45,12 @@ def test_plan_has_one_baseline_per_cuda_graph_value_then_the_grid_then_extras():
                       fixed=["mem_fraction_static=0.8"], extra=[[REPLAY_FAULT]])
     roles = [(c.role, c.label) for c in plan.cells]
     assert roles == [
-        ("baseline", "baseline-cuda_graph=on"), ("baseline", "baseline-cuda_graph=off"),
+        ("baseline", "baseline-cuda_graph=off"), ("baseline", "baseline-cuda_graph=on"),
         ("grid", "budget=4-topk_cap=8-cuda_graph=on"), ("grid", "budget=4-topk_cap=8-cuda_graph=off"),
         ("grid", "budget=32-topk_cap=8-cuda_graph=on"), ("grid", "budget=32-topk_cap=8-cuda_graph=off"),
         ("extra", "extra-debug_drop_verify_field=num_token_non_padded")]
     assert [c.position for c in plan.cells] == list(range(7))
-    on, off = (c.variant.config.flags for c in plan.cells[:2])
+    off, on = (c.variant.config.flags for c in plan.cells[:2])  # eager first: the reference
     assert "speculative-algorithm" not in on and "speculative-ddtree-budget" not in on
     assert "disable-cuda-graph" not in on and off["disable-cuda-graph"] is True
     grid_flags = plan.cells[5].variant.config.flags
@@ -80,6 +80,16 @@ def test_identical_configs_are_one_cell():
         ("grid", {"budget": 4, "speculative_ddtree_topk_cap": 4}),
         ("extra", {"budget": 8})], "the repeated 16 and the extra equal to a grid cell are dropped"
     assert len({c.hash for c in plan.cells}) == 3
+
+
+def test_ddtree_knobs_on_a_base_that_runs_another_algorithm_are_refused():
+    """0.5.23's own parser refuses --speculative-ddtree-* (tools/sglang_parse.py): a DFLASH
+    base swept over budget would be a grid of commands no upstream server takes."""
+    with pytest.raises(ConfigError, match="base dflash: runs DFLASH, but the grid varies "
+                                          "budget, topk_cap, DDTree's knobs"):
+        plan_sweep("dflash")
+    assert len(plan_sweep("dflash", {"cuda_graph": [True, False]}).cells) == 4
+    assert plan_sweep("dflash", {"budget": [4]}, fixed={"algorithm": "DDTREE"}).cells
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -239,4 +249,4 @@ def _first_done(project) -> str | None:
 def test_sweep_options_are_checked_before_the_host():
     with pytest.raises(ConfigError) as info:
         SweepOptions(grace_s=-1)
-    assert "grace_s=-1: must be a number >= 0" in str(info.value)
+    assert "grace_s=-1: must be a finite number >= 0" in str(info.value)

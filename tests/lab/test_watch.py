@@ -47,6 +47,22 @@ def test_a_variant_becomes_ready_and_the_probe_drives_the_verify_path(clean):
     site.assert_put_back(dep.service)
 
 
+def test_a_server_with_an_api_key_is_watched_and_probed_with_it(clean):
+    """A production server runs with --api-key: without it every request but /health
+    is refused (401), and a watch would never see the verify path. ddlab reads the key
+    from the definition it installed and sends it; outputs never hold it."""
+    site = clean
+    key = "sk-watch-test-7f3a9c"
+    variant = site.variant(f"api-key={key}")
+    with deployed(site.profile, variant) as (lab, dep):
+        verdict = watch(lab, timeout_s=90, probe=True, grace_s=1)
+    assert verdict.state == "ready", verdict.render()
+    assert all(p.ok and p.completion_tokens > 0 for p in verdict.probes), verdict.probes
+    for path in Path(verdict.run_dir).iterdir():
+        assert key not in path.read_text(errors="replace"), path.name
+    site.assert_put_back(dep.service)
+
+
 def test_kv_pool_oom_is_caught_and_diagnosed_from_this_start(clean):
     site = clean
     with deployed(site.profile, site.variant(KV_OOM)) as (lab, dep):

@@ -1,5 +1,8 @@
 """ddlab.target on CUDA: captured graphs replay losslessly, and the field bugs fail the same way there.
 
+A skipped field (``--debug-drop-verify-mode skip``) leaves the captured
+graph reading a stale buffer, as on CPU: the same wrong tokens, every run.
+
 Skipped, with the reason, on machines without a CUDA device (CI has none);
 the H200 results are recorded in docs/target.md.
 """
@@ -48,14 +51,36 @@ def test_cuda_graphs_are_captured_and_lossless(reference, flags):
     assert e.runner.last_used_graph
 
 
-def test_dropped_field_fails_the_cuda_graph_replay():
-    e = engine(*CONFIGS["ddtree-b16-k4"], "--debug-drop-verify-field", "num_token_non_padded")
-    with pytest.raises(TypeError, match="NoneType"):
+RAISES = {"0.5.23": AttributeError, "0.4": TypeError}
+
+
+@pytest.mark.parametrize("fmt", RAISES, ids=RAISES.keys())
+def test_dropped_field_fails_the_cuda_graph_replay(fmt):
+    e = engine(*CONFIGS["ddtree-b16-k4"], "--debug-drop-verify-field", "num_token_non_padded",
+               "--log-format", fmt)
+    with pytest.raises(RAISES[fmt], match="NoneType"):
         e.generate([PROMPTS[0]], 8)
 
 
-def test_block_sized_graph_fails_ddtree_replay_with_a_size_mismatch():
+@pytest.mark.parametrize("field", ["num_token_non_padded", "seq_lens"])
+def test_a_skipped_field_replays_the_captured_graph_on_a_stale_buffer(reference, field):
+    skip = ("--debug-drop-verify-field", field, "--debug-drop-verify-mode", "skip")
+    runs = [[r.output_ids for r in engine(*CONFIGS["ddtree-b16-k4"], *skip).generate(PROMPTS, 64)]
+            for _ in range(2)]
+    assert runs[0] != reference and runs[0] == runs[1]
+    eager = engine(*CONFIGS["ddtree-b16-k4"], *skip, "--disable-cuda-graph").generate(PROMPTS, 64)
+    assert [r.output_ids for r in eager] == reference
+
+
+def test_block_sized_graph_fails_ddtree_replay_with_a_size_mismatch_in_0_4():
     e = engine("--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "32",
-               "--debug-graph-tokens-per-req", "16")
+               "--debug-graph-tokens-per-req", "16", "--log-format", "0.4")
     with pytest.raises(RuntimeError, match=r"size of tensor a \(16\) must match the size of tensor b \(33\)"):
         e.generate([PROMPTS[0]], 8)
+
+
+def test_block_sized_graph_is_skipped_by_0_5_23s_width_guard(reference):
+    e = engine("--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "32",
+               "--debug-graph-tokens-per-req", "16")
+    assert e.generate([PROMPTS[0]], 64)[0].output_ids == reference[0]
+    assert not e.runner.last_used_graph

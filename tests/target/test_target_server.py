@@ -6,6 +6,11 @@ spec_accept_length > 3; --mem-fraction-static 0.001 dies with the KV-pool
 text (diagnose: kv_pool_oom); --debug-drop-verify-field num_token_non_padded
 serves /v1/models, then dies at the first /generate with a traceback
 diagnose calls cuda_graph_replay, and does not with --disable-cuda-graph.
+Issue 11: both log formats (0.5.23, the default, and 0.4) print their
+generation's startup lines in order, and each crash the target can produce
+reads, to ddlab's diagnosis, as the real SGLang log of that crash does
+(tests/fixtures/logs/sglang/). Issue 13: with --debug-drop-verify-mode skip
+the server stays up and answers wrong text.
 """
 
 import json
@@ -15,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
@@ -25,6 +31,14 @@ READY = "The server is fired up and ready to roll!"
 PROMPT = "def parse_args(argv=None):\n    parser = argparse.ArgumentParser("
 DDTREE = ["--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "16",
           "--speculative-ddtree-topk-cap", "4"]
+REAL_LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "sglang"
+
+
+def reads_as_real(log: str, fixture: str):
+    """ddlab's diagnosis of ``log`` is its diagnosis of the real SGLang log ``fixture``."""
+    mine, real = diagnose(log), diagnose((REAL_LOGS / fixture).read_text())
+    assert (mine.kind, mine.crashed) == (real.kind, real.crashed), (mine.render(), real.render())
+    return mine
 
 
 def free_port() -> int:
@@ -121,18 +135,99 @@ def test_ready_within_60s_and_503_while_starting(ddtree):
     assert ddtree.get("/health").status_code == 200 and ddtree.get("/health_generate").status_code == 200
 
 
+@pytest.fixture(scope="module")
+def ddtree_04(tmp_module):
+    s = Server(tmp_module, *DDTREE, "--log-format", "0.4", "--decode-log-interval", "5")
+    s.wait()
+    yield s
+    s.stop()
+
+
+STARTUP = {
+    "0.5.23": ["Attention backend not specified. Use torch_native backend by default.",
+               "Max running requests is reset to 48 for speculative decoding.",
+               "server_args={'model_path': 'ddlab-tiny', ", "Init parallel begin.",
+               "Context: device=cpu gpu_id=0 ", "Init parallel ends. elapsed=", "Memory baseline taken. ",
+               "Load weight begin. avail mem=", "Load weight end. elapsed=",
+               "type=DdlabTinyForCausalLM", "Load weight begin. avail mem=", "type=DdlabTinyDFlashDrafter",
+               "Initialized DDTree worker. block_size=16, tree_budget=16, max_tree_nodes=17",
+               "KV Cache is allocated. dtype: torch.float32, #tokens: ", "Memory pool end. avail mem=",
+               "KV Cache is allocated. dtype: torch.float32, #tokens: ", "Memory pool end. avail mem=",
+               "Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=17, avail mem=",
+               "without CUDA graph capture",
+               "Capture target verify CUDA graph end. bs=[1, 2, 4, 8], elapsed=",
+               "max_total_num_tokens=", "Prefill batch, #new-seq: 1, ", READY],
+    "0.4": ["server_args=ServerArgs(model_path='ddlab-tiny', ", "Init torch distributed begin.",
+            "Init torch distributed ends. mem usage=", "Load weight begin. avail mem=",
+            "Load weight end. type=DdlabTinyForCausalLM, dtype=torch.float32, avail mem=",
+            "Load weight end. type=DdlabTinyDFlashDrafter, ",
+            "Initialized DDTree worker. block_size=16, tree_budget=16, max_tree_nodes=17",
+            "KV Cache is allocated. #tokens: ", "Memory pool end. avail mem=",
+            "Capture cuda graph begin. This can take up to several minutes. avail mem=",
+            "without CUDA graph capture", "Capture cuda graph end. Time elapsed: ",
+            "max_total_num_tokens=", "Prefill batch. #new-seq: 1, ", READY],
+}
+
+
+def in_order(log: str, phases: list[str]) -> list[str]:
+    """The phases not found in this order (each after the one before)."""
+    at, missing = 0, []
+    for phase in phases:
+        found = log.find(phase, at)
+        if found < 0:
+            missing.append(phase)
+        else:
+            at = found + len(phase)
+    return missing
+
+
 @pytest.mark.slow
-def test_startup_logs_sglang_phases_in_order(ddtree):
-    log = ddtree.log()
-    phases = ["server_args=ServerArgs(", "Load weight begin. avail mem=", "Load weight end. elapsed=",
-              "KV Cache is allocated. #tokens: ", "Memory pool end. avail mem=",
-              "Capture cuda graph begin. This can take up to several minutes. avail mem=",
-              "Capture cuda graph end. Time elapsed: ",
-              "Initialized DDTree worker. block_size=16, tree_budget=16, max_tree_nodes=17", READY]
-    at = [log.index(p) for p in phases]
-    assert at == sorted(at)
-    assert "without CUDA graph capture" in log
+@pytest.mark.parametrize("fmt", STARTUP, ids=STARTUP.keys())
+def test_startup_logs_the_generations_phases_in_order(request, fmt):
+    server = request.getfixturevalue("ddtree" if fmt == "0.5.23" else "ddtree_04")
+    log = server.log()
+    assert in_order(log, STARTUP[fmt]) == [], log[:4000]
+    assert " TP0]" not in log and "\x1b[" not in log  # no rank tag at tp=1; no deprecated flag used
     assert diagnose(log).crashed is False
+
+
+DECODE_LINE = {
+    "0.5.23": r"\] Decode batch, #running-req: 1, #token: \d+, token usage: [\d.]+, accept len: [\d.]+, "
+              r"accept rate: [\d.]+, cuda graph: True, gen throughput \(token/s\): [\d.]+, #queue-req: 0\n",
+    "0.4": r"\] Decode batch\. #running-req: 1, #token: \d+, token usage: [\d.]+, accept len: [\d.]+, "
+           r"cuda graph: True, gen throughput \(token/s\): [\d.]+, #queue-req: 0, \n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", DECODE_LINE, ids=DECODE_LINE.keys())
+def test_decode_lines_in_each_generations_words(request, plain, fmt):
+    server = request.getfixturevalue("ddtree" if fmt == "0.5.23" else "ddtree_04")
+    assert generate(server, n=64)["text"] == generate(plain, n=64)["text"]
+    assert re.search(DECODE_LINE[fmt], server.log())
+
+
+@pytest.mark.slow
+def test_without_speculation_the_graph_is_a_decode_graph_and_decode_lines_have_no_accept(plain):
+    generate(plain, n=64)  # 63 decode steps: at least one line at the default interval of 40
+    log = plain.log()
+    assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1, avail mem=" in log
+    assert "Max running requests is reset" not in log and "Initialized" not in log
+    decode = [line for line in log.splitlines() if "] Decode batch, " in line]
+    assert decode and not any("accept" in line for line in decode)
+
+
+def test_a_deprecated_flag_is_logged_as_sglang_logs_it(tmp_path):
+    s = Server(tmp_path, "--disable-cuda-graph", "--skip-server-warmup")
+    try:
+        s.wait()
+    finally:
+        s.stop()
+    first = s.log().splitlines()[0]
+    assert re.fullmatch(r"\[[\d-]+ [\d:]+\] \x1b\[1;33m'--disable-cuda-graph' is deprecated and will be "
+                        r"removed in a future release\. "
+                        r"Use '--cuda-graph-backend-\{decode,prefill\}=disabled' instead\.\x1b\[0m", first)
+    assert "Capture" not in s.log()
 
 
 def test_ddtree_128_tokens_match_a_non_speculative_server(ddtree, plain):
@@ -237,19 +332,40 @@ def test_metrics_need_enable_metrics(plain):
 # --- crashes: each its own process ------------------------------------------------
 
 
+STARTUP_CRASHES = {  # flags, the error line, the real log of that crash
+    "kv-0.5.23": (["--mem-fraction-static", "0.001"],
+                  "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n",
+                  "kv_pool_oom__0.5.23__not-enough-memory.log"),
+    "kv-0.4": (["--mem-fraction-static", "0.001", "--log-format", "0.4"],
+               "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.\n",
+               "kv_pool_oom__0.4.10.post2__not-enough-memory.log"),
+    "capture-0.5.23": (["--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "64",
+                        "--device-memory-gb", "0.05", "--mem-fraction-static", "0.99"],
+                       ("2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n3. disable decode "
+                        "CUDA graph by --cuda-graph-backend-decode=disabled."),
+                       "cuda_graph_capture__0.5.23__capture-failed-oom.log"),
+    "capture-0.4": (["--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "64",
+                     "--device-memory-gb", "0.05", "--mem-fraction-static", "0.99", "--log-format", "0.4"],
+                    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n3. disable torch compile",
+                    "cuda_graph_capture__0.4.10.post2__capture-failed-oom.log"),
+}
+
+
 @pytest.mark.slow
-def test_kv_pool_too_small_dies_with_sglang_text(tmp_path):
-    s = Server(tmp_path, "--mem-fraction-static", "0.001")
+@pytest.mark.parametrize("flags,text,real", STARTUP_CRASHES.values(), ids=STARTUP_CRASHES.keys())
+def test_startup_crashes_read_as_the_real_sglang_crash(tmp_path, flags, text, real):
+    s = Server(tmp_path, *flags)
     assert s.exit_code() != 0
     log = s.log()
-    assert "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static." in log
-    assert "Traceback (most recent call last)" in log
-    assert diagnose(log).kind == "kv_pool_oom"
+    assert "Scheduler hit an exception: Traceback (most recent call last)" in log and text in log
+    assert "Init parallel begin." in log or "Init torch distributed begin." in log
+    d = reads_as_real(log, real)
+    if d.kind == "kv_pool_oom":
+        assert "0.001" in d.suggestion  # read back from the server_args line of either form
 
 
-@pytest.mark.slow
-def test_dropped_verify_field_dies_at_first_generate(tmp_path):
-    s = Server(tmp_path, *DDTREE, "--debug-drop-verify-field", "num_token_non_padded")
+def dies_at_first_generate(s):
+    """The server is up and healthy, and its first decoding request kills it."""
     try:
         s.wait()
         assert s.get("/v1/models").status_code == 200
@@ -260,9 +376,49 @@ def test_dropped_verify_field_dies_at_first_generate(tmp_path):
     finally:
         s.stop()
     log = s.log()
-    assert "in _grouped_foreach_copy_" in log and "NoneType" in log and "Scheduler hit an exception" in log
-    d = diagnose(log)
-    assert d.kind == "cuda_graph_replay" and d.crashed
+    assert "Scheduler hit an exception" in log
+    return log
+
+
+REPLAY_CRASHES = {  # flags, what the log shows, the real log of that crash
+    "drop-0.5.23": (["--debug-drop-verify-field", "num_token_non_padded"],
+                    ["in fill_from", "AttributeError: 'NoneType' object has no attribute 'dtype'"],
+                    "cuda_graph_replay__0.5.10__nonetype-grouped-foreach-copy.log"),
+    "drop-positions-0.5.23": (["--debug-drop-verify-field", "positions", "--debug-drop-verify-mode", "skip"],
+                              ["in load_batch", "in _copy_replay_inputs",
+                               "self.buffers.positions[: self.raw_num_token].copy_(forward_batch.positions)",
+                               "TypeError: copy_(): argument "],
+                              "cuda_graph_replay__0.5.23__nonetype-copy-replay-inputs.log"),
+    "drop-0.4": (["--debug-drop-verify-field", "num_token_non_padded", "--log-format", "0.4"],
+                 ["in replay_prepare", "TypeError: copy_(): argument "],
+                 "cuda_graph_replay__0.4.10.post2__nonetype-copy-replay-prepare.log"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags,shows,real", REPLAY_CRASHES.values(), ids=REPLAY_CRASHES.keys())
+def test_dropped_verify_field_dies_at_first_generate_as_the_real_crash_reads(tmp_path, flags, shows, real):
+    log = dies_at_first_generate(Server(tmp_path, *DDTREE, *flags))
+    assert in_order(log, shows) == [], log[-3000:]
+    d = reads_as_real(log, real)
+    assert d.kind == "cuda_graph_replay" and "NoneType" in d.cause
+
+
+@pytest.mark.slow
+def test_dropped_verify_field_skipped_serves_wrong_text_and_stays_up(tmp_path, plain):
+    """0.5.23's silent shape: no crash, and every request after the first in a batch is wrong."""
+    texts = [PROMPT, "import os\nimport sys\n", "class Foo:\n    def ", "# Copyright (c) "]
+    want = [generate(plain, t, 64)["text"] for t in texts]
+    s = Server(tmp_path, *DDTREE, "--debug-drop-verify-field", "num_token_non_padded",
+               "--debug-drop-verify-mode", "skip", "--decode-log-interval", "5")
+    try:
+        s.wait()
+        got = [r["text"] for r in generate(s, texts, 64)]
+        assert got[0] == want[0] and all(g != w for g, w in zip(got[1:], want[1:]))
+        assert s.get("/health").status_code == 200 and s.proc.poll() is None
+    finally:
+        s.stop()
+    assert diagnose(s.log()).crashed is False
 
 
 @pytest.mark.slow
@@ -277,25 +433,15 @@ def test_dropped_verify_field_without_graphs_serves(tmp_path):
 
 
 @pytest.mark.slow
-def test_graph_sized_by_block_size_dies_with_size_mismatch(tmp_path):
-    s = Server(tmp_path, "--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "32",
-               "--debug-graph-tokens-per-req", "16")
-    try:
-        s.wait()
-        with pytest.raises(httpx.TransportError):
-            s.post("/generate", {"text": PROMPT, "sampling_params": {"max_new_tokens": 32}})
-        assert s.exit_code(timeout_s=15) != 0
-    finally:
-        s.stop()
-    log = s.log()
+def test_graph_sized_by_block_size_dies_with_size_mismatch_in_0_4(tmp_path):
+    log = dies_at_first_generate(Server(tmp_path, "--speculative-algorithm", "DDTREE",
+                                        "--speculative-ddtree-budget", "32", "--debug-graph-tokens-per-req", "16",
+                                        "--log-format", "0.4"))
     assert "size of tensor a (16) must match the size of tensor b (33)" in log
-    assert diagnose(log).kind == "cuda_graph_replay"
+    reads_as_real(log, "cuda_graph_replay__0.4.10.post2__size-mismatch-replay-prepare.log")
 
 
 STARTUP_FAILURES = {
-    "capture": (["--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "64",
-                 "--device-memory-gb", "0.05", "--mem-fraction-static", "0.99"],
-                "Exception: Capture cuda graph failed: ", "cuda_graph_capture"),
     "bad-flag": (["--speculative-ddtree-budgte", "8"],
                  "error: unrecognized arguments: --speculative-ddtree-budgte", "bad_argument"),
     "model": (["--model-path", "/nonexistent/model"], "is not a local folder", "model_not_found"),
@@ -316,3 +462,23 @@ def test_busy_port_fails_fast(tmp_path, plain):
     s = Server(tmp_path, port=plain.port)
     assert s.exit_code(timeout_s=20) == 1
     assert "address already in use" in s.log() and diagnose(s.log()).kind == "port_in_use"
+
+
+def test_with_an_api_key_only_health_and_metrics_answer_without_it(tmp_path):
+    """SGLang's rule (0.5.23 sglang/srt/utils/auth.py:97-150): with --api-key every
+    endpoint but health, readiness and metrics needs ``Authorization: Bearer KEY``;
+    the server's own warmup passes it, so it gets to ready."""
+    key = "sk-target-test-1234"
+    server = Server(tmp_path, "--api-key", key, "--enable-metrics")
+    try:
+        server.wait()
+        body = {"text": PROMPT, "sampling_params": {"max_new_tokens": 4, "temperature": 0}}
+        assert server.post("/generate", body).status_code == 401
+        assert server.post("/generate", body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert httpx.get(server.url + "/server_info").status_code == 401
+        good = server.post("/generate", body, headers={"Authorization": f"Bearer {key}"})
+        assert good.status_code == 200 and good.json()["meta_info"]["completion_tokens"] == 4
+        assert server.get("/health").status_code == 200
+        assert server.get("/metrics").status_code == 200
+    finally:
+        server.stop()

@@ -276,6 +276,19 @@ class TestHost:
                 pass
         return len(pids)
 
+    @contextlib.contextmanager
+    def sshd_unreachable(self):
+        """The host stops answering SSH while inside: the listening sshd is frozen
+        (a new connection gets no banner) and every open connection is dropped; it
+        is thawed on the way out, whatever happened inside."""
+        main = self.sshd_main_pid()
+        os.kill(main, signal.SIGSTOP)
+        try:
+            self.kill_ssh_sessions()
+            yield
+        finally:
+            os.kill(main, signal.SIGCONT)
+
     def restart_sshd(self, timeout_s: float = 30.0) -> None:
         """`systemctl restart` the sshd unit (drops every connection), wait for its banner."""
         self.run(["systemctl", "restart", SSHD_UNIT])

@@ -13,6 +13,7 @@ of it, and neither is flag order (argparse does not care).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -28,13 +29,14 @@ from ddlab.config.unit_fields import check_unit_fields
 from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir
-from ddlab.core.redact import looks_secret
+from ddlab.core.redact import looks_secret, remember_secret
+from ddlab.probes.spec import parse_probes
 
 __all__ = ["Config", "load_base", "list_bases"]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_TOP_KEYS = ("base", "description", "command", "sglang", "flags", "env", "unit")
+_TOP_KEYS = ("base", "description", "command", "sglang", "flags", "env", "unit", "probes")
 # What the base says of the SGLang it runs on (not what runs: outside the hash).
 SGLANG_KEYS = {"version": "the SGLang release on the host, e.g. 0.5.23 (else deploy asks the host)",
                "since": "the oldest SGLang release the base is written for",
@@ -54,6 +56,7 @@ class Config:
     env: dict = field(default_factory=dict)
     unit: dict = field(default_factory=dict)
     sglang: dict = field(default_factory=dict)
+    probes: tuple = ()   # DOTTED.PATH[:MODE] texts (ddlab.probes), canonical, in order
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
@@ -66,8 +69,12 @@ class Config:
                               fix="try --set module=sglang.launch_server", key="module")
         put("flags", _checked_flags(self.flags))
         put("env", _checked_env(self.env))
+        for name, value in [*self.flags.items(), *self.env.items()]:  # masked from now on
+            if looks_secret(name):
+                remember_secret(name, value)
         put("unit", check_unit_fields(_mapping(self.unit, "unit")))
         put("sglang", _checked_sglang(self.sglang))
+        put("probes", tuple(spec.to_text() for spec in parse_probes(self.probes or ())))
 
     @classmethod
     def from_dict(cls, d: Mapping, *, base: str | None = None) -> "Config":
@@ -92,7 +99,7 @@ class Config:
                    description=d.get("description") or "",
                    python=command.get("python"), module=command.get("module"), flags=flags,
                    env=_mapping(d.get("env"), "env"), unit=_mapping(d.get("unit"), "unit"),
-                   sglang=_mapping(d.get("sglang"), "sglang"))
+                   sglang=_mapping(d.get("sglang"), "sglang"), probes=d.get("probes") or ())
 
     def to_dict(self) -> dict:
         """The base-file shape; unknown flags written ``--name`` (verbatim on reload)."""
@@ -101,11 +108,12 @@ class Config:
                 "flags": {(n if n in flagreg.FLAGS else f"--{n}"): copy_value(v)
                           for n, v in self.flags.items()},
                 "env": dict(self.env), "unit": {k: copy_value(v) for k, v in self.unit.items()},
-                "sglang": {k: copy_value(v) for k, v in self.sglang.items()}}
+                "sglang": {k: copy_value(v) for k, v in self.sglang.items()},
+                "probes": list(self.probes)}
 
-    @property
+    @functools.cached_property
     def hash(self) -> str:
-        """12 hex digits of the config's content. Secret-named values (a token, an API
+        """12 hex digits of the config's content (computed once: the config is frozen). Secret-named values (a token, an API
         key) count as present, not by value: they do not change what the server does,
         the store never keeps them, and a resumed sweep must find its cells again."""
         def blind(mapping: dict) -> dict:
@@ -114,6 +122,8 @@ class Config:
 
         payload = {"python": self.python, "module": self.module, "flags": blind(self.flags),
                    "env": blind(self.env), "unit": self.unit}
+        if self.probes:  # a probed server is another variant (the baseline never has any)
+            payload["probes"] = list(self.probes)
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 

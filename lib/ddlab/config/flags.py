@@ -29,7 +29,7 @@ from ddlab.config.sglang import human_readable_int, known_option_names
 from ddlab.core.errors import ConfigError
 
 __all__ = ["Flag", "FLAGS", "normalize_name", "resolve_name", "check_value",
-           "render_flag", "render_value", "closest"]
+           "render_flag", "render_value", "closest", "graphs_on"]
 
 # word: a name that the release's table checks (its choices change between releases);
 # human_int: an integer, or SGLang's human-readable form (32k, 32Ki) where a release takes it.
@@ -166,12 +166,28 @@ _REGISTRY = (
     _f("device-memory-gb", "float", "devmem", "ddlab.target: simulated device memory (GB)",
        min=0, min_open=True, example=8),
     _f("debug-drop-verify-field", "str", "drop",
-       "ddlab.target: drop this field from the verify batch (replay crash)", example="seq_lens"),
+       "ddlab.target: drop this field from the batch the verify graph is filled from",
+       example="seq_lens"),
+    _f("debug-drop-verify-mode", "choice", "dropmode",
+       "ddlab.target: a dropped field raises (<= 0.5.10) or is skipped, the graph then "
+       "reading a stale buffer (0.5.14+: wrong tokens, no crash)", choices=("raise", "skip")),
+    _f("log-format", "choice", "logfmt", "ddlab.target: the SGLang log lines it writes",
+       choices=("0.5.23", "0.4")),
     _f("debug-graph-tokens-per-req", "int", "gtpr",
        "ddlab.target: tokens per request the verify graph is sized for", example=16, **_POS),
 )
 
 FLAGS: dict[str, Flag] = {flag.name: flag for flag in _REGISTRY}
+
+
+def graphs_on(flags: dict) -> bool:
+    """Whether a command with these flags decodes with CUDA graphs: not when
+    ``--disable-cuda-graph`` (every release) nor ``--cuda-graph-backend-decode
+    disabled`` (0.5.14+: sglang/srt/server_args.py:1925 there, "Allowed backends
+    per phase: full, breakable, tc_piecewise, disabled") says otherwise."""
+    if flags.get("disable-cuda-graph") in (True, "true", "True"):
+        return False
+    return str(flags.get("cuda-graph-backend-decode", "")).lower() != "disabled"
 
 
 def normalize_name(raw: str) -> tuple[str, bool]:

@@ -75,7 +75,7 @@ def _scalar(text: str):
 
 def _target(key: str) -> tuple[str, str]:
     """Where an override key goes: ``("flags"|"env"|"unit"|"python"|"module", name)``."""
-    if key in ("python", "module"):
+    if key in ("python", "module", "probes"):
         return key, key
     if key in ALIASES:
         return "flags", ALIASES[key]
@@ -93,7 +93,7 @@ def _target(key: str) -> tuple[str, str]:
         raise ConfigError(f"{key}: {space!r} is not a namespace; use env., unit., flags. "
                           "or sglang.",
                           fix=f"did you mean {guess}.{rest}?", key=key)
-    name, _ = flagreg.resolve_name(key, extra=(*ALIASES, "python", "module"))
+    name, _ = flagreg.resolve_name(key, extra=(*ALIASES, "python", "module", "probes"))
     return "flags", name
 
 
@@ -104,7 +104,7 @@ def change_order(kind: str, name: str) -> tuple:
         return (0, known.index(name), "") if name in known else (1, 0, name)
     if kind == "unit":
         return (3, list(UNIT_FIELDS).index(name), "")
-    return ({"env": 2, "python": 4, "module": 5, "sglang": 6}[kind], 0, name)
+    return ({"env": 2, "python": 4, "module": 5, "sglang": 6, "probes": 7}[kind], 0, name)
 
 
 def resolve_overrides(overrides: dict) -> dict:
@@ -117,6 +117,8 @@ def resolve_overrides(overrides: dict) -> dict:
                 raise ConfigError(f"cuda_graph={value!r}: must be true or false",
                                   fix="try --set cuda_graph=false", key=key, value=value)
             value = None if value else True
+        if key == "probes":  # one text or a list of them; checked by the config
+            value = tuple([value] if isinstance(value, str) else value or ())
         if target in targets and targets[target][1] != value:
             raise ConfigError(f"override {key}: sets the same thing as {targets[target][0]} "
                               "with another value", fix="keep one of them", key=key)

@@ -31,7 +31,7 @@ from ddlab.config.variants import Variant
 from ddlab.core.errors import UnitError
 from ddlab.core.redact import looks_secret
 
-__all__ = ["render_unit", "exec_quote", "env_assignment", "environment_lines", "env_file_text"]
+__all__ = ["render_unit", "exec_quote", "exec_words", "env_assignment", "environment_lines", "env_file_text"]
 
 _BARE = re.compile(r"[A-Za-z0-9_@+=:,./-]+")  # needs no quoting in ExecStart=
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -71,6 +71,37 @@ def exec_quote(arg: str) -> str:
                         value=arg)
     _refuse_unwritable("argument", arg)
     return arg if _BARE.fullmatch(arg) else _quoted(arg, doubled="%$")
+
+
+def exec_words(line: str) -> list[str]:
+    """The arguments of an ``ExecStart=`` value written by :func:`exec_quote` (bare
+    words and double-quoted ones), back as they were; ``%%`` and ``$$`` read once."""
+    words, i = [], 0
+    while i < len(line):
+        if line[i].isspace():
+            i += 1
+            continue
+        word = []
+        if line[i] == '"':
+            i += 1
+            while i < len(line) and line[i] != '"':
+                if line[i] == "\\" and line[i + 1:i + 2] == "x":
+                    word.append(chr(int(line[i + 2:i + 4], 16)))
+                    i += 4
+                    continue
+                if line[i] == "\\":
+                    i += 1
+                elif line[i] in "%$" and line[i + 1:i + 2] == line[i]:
+                    i += 1
+                word.append(line[i:i + 1])
+                i += 1
+            i += 1
+        else:
+            while i < len(line) and not line[i].isspace():
+                word.append(line[i])
+                i += 1
+        words.append("".join(word))
+    return words
 
 
 def env_assignment(key: str, value: str) -> str:
@@ -131,14 +162,16 @@ def _plain(text: str) -> str:
 
 
 def render_unit(variant: Variant, *, python: str | None = None,
-                description: str | None = None, env_file: str | None = None) -> str:
+                description: str | None = None, env_file: str | None = None,
+                extra_env: dict | None = None) -> str:
     """The unit file text for ``variant``.
 
     ``python``: the interpreter when the config leaves it null (the host
     profile's). ``description``: replaces the generated Description.
     ``env_file``: where the host keeps this unit's secret-named variables
     (:func:`env_file_text`); they are then left out of ``Environment=`` and
-    read from there (``EnvironmentFile=``).
+    read from there (``EnvironmentFile=``). ``extra_env``: variables the deploy adds
+    (the probes' hook folder and list), over the config's own.
     """
     config = variant.config
     unit = {**_DEFAULTS, **config.unit}
@@ -149,7 +182,7 @@ def render_unit(variant: Variant, *, python: str | None = None,
     lines += _fields(unit, "Unit")
     lines += ["", "[Service]", "Type=simple"]
     lines += _fields(unit, "Service", only=("working_directory", "user", "group"))
-    lines += environment_lines(config.env, env_file)
+    lines += environment_lines({**config.env, **(extra_env or {})}, env_file)
     lines.append("ExecStart=" + _exec_lines(config.argv(python=python)[0], config))
     lines += _fields(unit, "Service", skip=("working_directory", "user", "group"))
     lines += ["", "[Install]"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from ddlab.config import flags as flagreg
 from ddlab.config.bases import Config, copy_value, load_base
 from ddlab.config.overrides import change_order, parse_overrides, resolve_overrides
-from ddlab.core.redact import MASK, looks_secret
+from ddlab.core.redact import MASK, holds_secret, looks_secret
 
 __all__ = ["Variant", "make_variant", "describe_changes"]
 
@@ -71,7 +71,7 @@ def make_variant(base: Config | str | Path, overrides=None) -> Variant:
         base = load_base(base)
     parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit),
              "sglang": dict(base.sglang)}
-    scalars = {"python": base.python, "module": base.module}
+    scalars = {"python": base.python, "module": base.module, "probes": base.probes}
     for (kind, name), value in resolve_overrides(parse_overrides(overrides)).items():
         if kind in scalars:
             scalars[kind] = value
@@ -89,10 +89,10 @@ def _changes(old: Config, new: Config) -> dict:
     keys = [("flags", n) for n in {**old.flags, **new.flags}]
     keys += [("env", n) for n in {**old.env, **new.env}]
     keys += [("unit", n) for n in {**old.unit, **new.unit}]
-    keys += [("python", "python"), ("module", "module")]
+    keys += [("python", "python"), ("module", "module"), ("probes", "probes")]
     out = {}
     for kind, name in sorted(keys, key=lambda t: change_order(*t)):
-        if kind in ("python", "module"):
+        if kind in ("python", "module", "probes"):
             before, after = getattr(old, kind), getattr(new, kind)
             label = kind
         else:
@@ -118,14 +118,19 @@ def _variant_name(base_name: str, changes: dict, digest: str) -> str:
 
 def _token(key: str, new) -> tuple[str, bool]:
     """A change's part of the name, and whether it says the new value exactly."""
+    if key == "probes":  # probe-replay for ...CudaGraphRunner.replay; the hash says which
+        last = [p.split(":")[0].rsplit(".", 1)[-1] for p in new or ()]
+        return ("probe-" + "-".join(_slug(n) for n in last[:2])) if last else "no-probes", False
     flag = flagreg.FLAGS.get(key)
+    if flag is not None and new not in (None, True) and holds_secret(new):
+        return flag.short, False  # a secret inside a value never becomes part of a name
     if flag is None:  # an unknown flag, env.X, unit.X, python, module
         head = _slug(key)
         if key == "python":
             return "py", False
         if new is None:
             return f"no-{head}", False
-        if new is True or looks_secret(key.rpartition(".")[2]):
+        if new is True or looks_secret(key.rpartition(".")[2]) or holds_secret(new):
             return head, False
         return f"{head}-{_slug(flagreg.render_value(new))}", False
     if new is None:
@@ -164,17 +169,17 @@ def describe_changes(changes: dict) -> str:
 
 
 def _describe_change(key: str, old, new) -> str:
-    before = "" if old is None else f"{_shown(key, old)} "
+    before = "" if old in (None, ()) else f"{_shown(key, old)} "
     after = _shown(key, new) if new is not None else ("off" if old is True else "unset")
     return f"{key} {before}-> {after}"
 
 
 def _shown(key: str, value) -> str:
-    if value is not None and looks_secret(key.rpartition(".")[2]):
+    if value is not None and (looks_secret(key.rpartition(".")[2]) or holds_secret(value)):
         return MASK
     if value is True:
         return "on"
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return ",".join(_shown(key, v) for v in value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return repr(value)

@@ -52,6 +52,8 @@ class DdlabError(Exception):
     exit_code = 1
 
     def __init__(self, message: str, *, fix: str | None = None, **facts):
+        if "exit_code" in facts:  # ddlab's own exit code is the class's; a fact never hides it
+            raise TypeError("a DdlabError fact may not be called exit_code")
         self.message = message
         self.fix = fix
         self.facts = facts
@@ -83,11 +85,12 @@ class HostKeyError(HostError):
 
 
 class CommandError(HostError):
-    """A command on a host failed; keeps the argv, the exit code and the output tail."""
+    """A command on a host failed; keeps the argv, the command's own exit status
+    (``command_exit``: never ddlab's exit code, which stays 1) and the output tail."""
 
-    def __init__(self, message: str, *, argv=(), exit_code=None, stdout: str = "",
+    def __init__(self, message: str, *, argv=(), command_exit=None, stdout: str = "",
                  stderr: str = "", fix: str | None = None, **facts):
-        super().__init__(message, fix=fix, argv=list(argv), exit_code=exit_code,
+        super().__init__(message, fix=fix, argv=list(argv), command_exit=command_exit,
                          stdout=stdout, stderr=stderr, **facts)
 
     def __str__(self) -> str:

@@ -1,43 +1,33 @@
-"""Turn an SGLang server log into a diagnosis: crashed or not, why, what next.
+"""Turn an SGLang server log into a diagnosis: crashed or not, why, where, what next.
 
-Contract: ``diagnose(text, patterns=()) -> Diagnosis``. ``text`` is a server
-log as journal text (``short``, ``short-iso``, ``short-iso-precise`` ...),
-``journalctl -o cat`` output or a plain process log; systemd's own lines in it
-("Main process exited, code=exited, status=1/FAILURE", "Failed with result
-'exit-code'") are evidence of the exit status. ``patterns`` are regexes whose
-matching lines are quoted as evidence. The log is never refused: an empty or
-foreign text gives ``crashed=False, phase="launch"``. When the journal holds
-several runs of the unit ("Starting ..." again), the last one is diagnosed.
+Contract: ``diagnose(text, patterns=(), *, version=None, algorithm=None) ->
+Diagnosis``. ``text`` is a server log as journal text (``short``,
+``short-iso`` ...), ``journalctl -o cat`` output, a plain process log or a
+paste from elsewhere (:mod:`.logtext` lists the prefixes it removes); systemd's
+own lines in it are evidence of the exit status. ``patterns`` are regexes
+whose matching lines are quoted as evidence. ``version`` (an SGLang release)
+and ``algorithm`` (``EAGLE3``, ``DFLASH``, ``DDTREE`` ...) choose the advice's
+flag spellings and algorithm-specific sentences; left None they come from the
+log's own facts (the ``server_args=`` line in either form, a worker's init
+line, the worker in the traceback), else the advice is version-neutral. The
+log is never refused: an empty or foreign text gives ``crashed=False,
+phase="launch"``. When the journal holds several runs of the unit, the last
+one is diagnosed.
 
-``crashed`` is true when a fatal error is in the log (a traceback, an orphan
-exception line or a signature's fatal line) that the server did not carry on
-past, or when systemd or the shell reports a failed exit or a kill (SIGTERM
-after systemd's "Stopping ..." and a Ctrl-C ``KeyboardInterrupt`` are stops).
-"Carried on past": a recognised error is survived only if "ready to roll" or a
-batch line follows it (another rank may still log a phase line before the
-SIGQUIT lands); an unrecognised one also once a later startup phase begins (a
-warning printed with a traceback). A log that just stops mid-startup is not a
-crash: ``phase`` says how far it got. ``phase`` of a crash is the last phase
-line seen, raised to what the signature or the traceback's frames imply (a
-replay failure is ``serving`` even during the warmup request).
-
-Root cause, when the log holds several errors (TP ranks, scheduler, launcher):
-
-1. Within one chain the outermost exception decides; a capture failure that
-   wraps a CUDA OOM is a capture failure. Only when the outermost matches no
-   signature are the inner ones asked, outermost first.
-2. Generic echoes (:data:`ddlab.diagnosis.signatures.WRAPPERS`: "Rank 0 scheduler is
-   dead", the launcher's ``EOFError``, "Initialization failed. warmup error")
-   never win over anything else.
-3. Among recognised errors the highest signature priority wins (specific over
-   generic; NCCL and health-check failures are often consequences); on a tie,
-   the earliest in the log (the first rank to fail started it).
-4. With nothing recognised, the earliest non-generic exception is the cause
-   and the kind is ``unknown``; then a generic echo; then the exit status.
+``crashed`` is true when a fatal error is in the log that the server did not
+carry on past (:mod:`.rootcause` has the rules, and picks the root cause among
+several), or when systemd or the shell reports a failed exit or a kill
+(SIGTERM after "Stopping ..." and a Ctrl-C ``KeyboardInterrupt`` are stops).
+A log that just stops mid-startup is not a crash: ``phase`` says how far it
+got. ``phase`` of a crash is where it happened: the last phase line seen,
+raised to what the signature or the traceback's frames imply (a scheduler
+event loop in the frames is ``serving``); a crash after the HTTP server came
+up but before "ready to roll" is ``ready`` (the launcher's warmup request).
 
 Why: a crash report is only useful if it names the first real failure and the
-next thing to try; the launcher's "scheduler is dead" tells neither. The
-registry of texts lives in :mod:`ddlab.diagnosis.signatures` so adding one is data.
+next thing to try, for the release and algorithm the user runs; the launcher's
+"scheduler is dead" tells neither. The texts live in
+:mod:`ddlab.diagnosis.kinds` so adding one is data.
 """
 
 from __future__ import annotations
@@ -48,55 +38,52 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ddlab.core.errors import ConfigError
+from ddlab.probes import none_fields, probe_records
+from ddlab.diagnosis.advice import advise, family
+from ddlab.diagnosis.exits import OOM_KILLER, Exit, exit_of, last_run
+from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.logtext import (
     PHASES,
+    WARMUP_RE,
     DecodeRecord,
     Line,
     parse_decode_lines,
-    parse_facts,
-    phase_marker,
     phase_of,
     phase_reached,
     split_lines,
     strip_prefix,
     summarize_decode,
 )
-from ddlab.diagnosis.signatures import (
-    KINDS,
-    SIGNATURES,
-    WRAPPER_FRAMES,
-    WRAPPER_LINES,
-    WRAPPERS,
-    Found,
-    Signature,
-    regex,
-)
-from ddlab.diagnosis.tracebacks import Chain, Raised, find_chains
+from ddlab.diagnosis.rootcause import Candidate, root_cause
+from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
+from ddlab.diagnosis.tracebacks import Chain, find_chains
 
 __all__ = [
     "Diagnosis", "diagnose", "read_log", "SIGNATURES", "Signature", "KINDS", "PHASES",
     "phase_of", "parse_decode_lines", "summarize_decode", "DecodeRecord", "strip_prefix",
 ]
 
-_PROGRESS_RE = re.compile(r"The server is fired up and ready to roll|Decode batch\b|Prefill batch\b")
 _MARKER_RE = re.compile(r"\b[A-Z][A-Z0-9]*_DIAG\b")
-_EXIT_RE = re.compile(r"Main process exited, (?P<status>code=(?P<code>\w+), status=(?P<value>[^\s,;]+))")
-_RESULT_RE = re.compile(r"Failed with result '(?P<result>[^']+)'")
-_STOPPING_RE = re.compile(r"^Stopping\b")
-_SHELL_DEATH_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?(?P<what>Killed|Aborted|Segmentation fault)"
-                             r"\b|^Fatal Python error: (?P<fatal>.+)")
-_EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+")
-_START_RE = re.compile(r"^Start(?:ing|ed) \S")
-_LEVEL_RE = re.compile(r"^(?:ERROR|CRITICAL|FATAL|WARNING):\s*")
+_EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+|exit code:? -?\d+")
+_READY_RE = re.compile(r"The server is fired up and ready to roll")
 _MAX_EVIDENCE = 40
+_DUMP_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+ in \S+')  # faulthandler's frames
+_NEAR_LINES = 12
+_IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
 _FRAME_PHASES = (  # where a traceback's frames show it was, when the phase lines are missing
     ("load_weights", re.compile(
-        r", in (?:load_model|load_weights\w*|_initialize_model|weight_loader)\s*$", re.M)),
+        _IN + r"(?:load_model|load_weights\w*|_initialize_model|weight_loader)\s*$", re.M)),
     ("memory_pool", re.compile(
-        r", in (?:init_memory_pool|_resolve_memory_pool_config|profile_max_num_token)\s*$", re.M)),
+        _IN + r"(?:init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token)\s*$", re.M)),
     ("graph_capture", re.compile(
-        r", in (?:init_cuda_graphs|init_device_graphs|_?capture\w*)\s*$", re.M)),
+        _IN + r"(?:init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
+        r"|_?capture\w*)\s*$", re.M)),
+    ("serving", re.compile(
+        _IN + r"(?:event_loop_\w+|run_batch|process_batch_result|forward_step|exposed_step)\s*$", re.M)),
 )
+_TEXT_PHASES = (("graph_capture", re.compile(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", re.I)),)
+_WORKER_FRAMES = (("DDTREE", r"ddtree_worker"), ("DFLASH", r"dflash_worker"),
+                  ("EAGLE", r"eagle_worker"), ("NGRAM", r"ngram_worker"))
 
 
 @dataclass
@@ -104,10 +91,12 @@ class Diagnosis:
     """The verdict on one log; ``to_dict()`` is JSON-ready, ``render()`` is for people.
 
     ``kind`` is one of :data:`KINDS` (None when not crashed); ``signature`` names
-    the :class:`Signature` that matched; ``cause`` is one line; ``evidence`` the
-    log lines that prove it (journal prefix removed); ``decode`` the summary of
-    ``Decode batch`` lines; ``exit_status`` as systemd (or the shell) said it;
-    ``facts`` what the log states (DDTree sizes, token budget, server args).
+    the :class:`Signature` that matched and ``sources`` where its texts come
+    from; ``cause`` is one line, the message; ``evidence`` the log lines that
+    prove it (prefixes removed); ``suggestion`` the next step, written for
+    ``sglang_version`` and ``algorithm`` (given, or read from the log; None: neutral);
+    ``decode`` the summary of ``Decode batch`` lines; ``exit_status`` as systemd
+    (or the shell) said it; ``facts`` what the log states (server args, sizes).
     """
 
     crashed: bool
@@ -121,6 +110,9 @@ class Diagnosis:
     signature: str | None = None
     title: str | None = None
     facts: dict = field(default_factory=dict)
+    sglang_version: str | None = None
+    algorithm: str | None = None
+    sources: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -136,6 +128,11 @@ class Diagnosis:
             rows += ["evidence:"] + [f"  | {line}" for line in self.evidence]
         if self.suggestion:
             rows.append(f"suggestion: {self.suggestion}")
+        if self.crashed and (self.sglang_version or self.algorithm):
+            rows.append(f"advice for: SGLang {self.sglang_version or '(any)'}, "
+                        f"{self.algorithm or 'any algorithm'}")
+        if self.sources:
+            rows.append("texts from: " + "; ".join(self.sources[:4]))
         if self.decode:
             rows.append(f"decode:     {_decode_text(self.decode)}")
         if self.facts:
@@ -159,151 +156,46 @@ def _decode_text(decode: dict) -> str:
             f"tok/s; cuda graph {graphs}")
 
 
-# --- candidates ---------------------------------------------------------------------
+# --- phase and context -----------------------------------------------------------------
 
-@dataclass
-class _Candidate:
-    """One error the log shows; the root cause is picked among these."""
-
-    first_no: int
-    last_no: int
-    cause: str
-    signature: Signature | None = None
-    wrapper: bool = False
-    chain: Chain | None = None
-    raised: Raised | None = None
-    lines: list[Line] = field(default_factory=list)
+def _frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
+    """The crash's traceback and those printed right around it (another rank's echo,
+    the scheduler's traceback below a kernel's assert), faulthandler frames included."""
+    if best is None:
+        return ""
+    near = [c for c in chains if c is best.chain or abs(c.first_no - best.last_no) <= _NEAR_LINES
+            or abs(best.first_no - c.last_no) <= _NEAR_LINES]
+    dumped = [ln.msg for ln in lines if 0 <= ln.no - best.last_no <= 3 * _NEAR_LINES
+              and _DUMP_FRAME_RE.match(ln.msg)]
+    return "\n".join([c.text for c in near] + dumped)
 
 
-def _best(type_name: str, text: str, chain_text: str) -> Signature | None:
-    hits = [s for s in SIGNATURES if s.matches_exception(type_name, text, chain_text)]
-    return max(hits, key=lambda s: s.priority, default=None)
-
-
-def _is_wrapper(chain: Chain) -> bool:
-    texts = (chain.header, chain.outermost.text)
-    return (any(regex(w).search(t) for w in WRAPPERS for t in texts)
-            or bool(regex(WRAPPER_FRAMES, re.M).search(chain.text)))
-
-
-def _chain_candidate(chain: Chain) -> _Candidate:
-    chain_text = chain.text
-    for raised in reversed(chain.raised):  # outermost first
-        signature = _best(raised.type, raised.text, chain_text)
-        if signature:
-            return _Candidate(chain.first_no, chain.last_no, raised.first_line, signature,
-                              chain=chain, raised=raised)
-    outer = chain.outermost
-    return _Candidate(chain.first_no, chain.last_no, outer.first_line, None,
-                      wrapper=_is_wrapper(chain), chain=chain, raised=outer)
-
-
-def _line_candidate(line: Line) -> _Candidate | None:
-    hits = [s for s in SIGNATURES if s.matches_line(line.msg)]
-    cause = _LEVEL_RE.sub("", line.msg.strip())
-    if hits:
-        best = max(hits, key=lambda s: s.priority)
-        return _Candidate(line.no, line.no, cause, best, lines=[line])
-    if any(regex(p, re.I).search(line.msg) for p in WRAPPER_LINES):
-        return _Candidate(line.no, line.no, cause, None, wrapper=True, lines=[line])
-    return None
-
-
-def _candidates(lines: list[Line], chains: list[Chain]) -> list[_Candidate]:
-    covered = {line.no for chain in chains for line in chain.lines}
-    found = [_chain_candidate(chain) for chain in chains
-             if chain.outermost.type != "KeyboardInterrupt"]  # someone pressed Ctrl-C: a stop
-    found += [c for line in lines if line.no not in covered and (c := _line_candidate(line))]
-    serving = max((ln.no for ln in lines if _PROGRESS_RE.search(ln.msg)), default=0)
-    advanced = max((ln.no for ln in lines if phase_marker(ln.msg)), default=0)
-    # The server carried on past an error: not the crash. A recognised error only
-    # counts as survived once the server serves again (another rank may log a
-    # phase line or two before the SIGQUIT reaches it); an unknown one, once the
-    # startup moves on.
-    return [c for c in found if c.last_no > (serving if c.signature else max(serving, advanced))]
-
-
-def _crash_phase(phase: str, best: _Candidate | None, signature: Signature | None) -> str:
-    """The phase reached, raised to what the signature or the traceback's frames imply."""
+def _crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature, frames: str) -> str:
+    """The phase reached, raised to what the signature, the message or the frames imply;
+    a crash after the HTTP server came up and before "ready to roll" is the warmup: ``ready``."""
     hints = [signature.phase] if signature and signature.phase else []
-    if best is not None and best.chain is not None:
-        text = best.chain.text
-        hints += [name for name, frames in _FRAME_PHASES if frames.search(text)]
-    return max([phase, *hints], key=PHASES.index)
+    said = best.cause if best is not None else ""
+    hints += [name for name, text in _TEXT_PHASES if text.search(said)]
+    hints += [name for name, pattern in _FRAME_PHASES if pattern.search(frames)]
+    phase = max([phase, *hints], key=PHASES.index)
+    if best is None:  # a failed exit with no error line: where the log stopped
+        return phase
+    before = [ln for ln in lines if ln.no < best.first_no]
+    warming = any(WARMUP_RE.search(ln.msg) for ln in before)
+    ready = any(_READY_RE.search(ln.msg) for ln in before)
+    if warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture"):
+        return "ready"
+    return phase
 
 
-def _pick(candidates: list[_Candidate]) -> _Candidate | None:
-    known = [c for c in candidates if c.signature and not c.wrapper]
-    if known:
-        return max(known, key=lambda c: (c.signature.priority, -c.first_no))
-    plain = [c for c in candidates if not c.wrapper] or candidates
-    return min(plain, key=lambda c: c.first_no, default=None)
+def _algorithm_in(frames: str) -> str | None:
+    """The speculative worker whose frames are in the crash's traceback."""
+    return next((name for name, worker in _WORKER_FRAMES if re.search(worker, frames)), None)
 
 
-# --- exit status ------------------------------------------------------------------
+# --- evidence -----------------------------------------------------------------------
 
-@dataclass
-class _Exit:
-    status: str | None = None
-    failed: bool = False
-    why: str | None = None
-    lines: list[Line] = field(default_factory=list)
-
-
-_OOM_KILLER = "killed by the kernel OOM killer (host memory ran out)"
-
-
-def _exit_line(msg: str, stopping: bool) -> tuple[str | None, str | None, bool]:
-    """(status, why, failed) that one line says about how the server ended."""
-    if exited := _EXIT_RE.search(msg):
-        code, value = exited["code"], exited["value"]
-        clean = code == "exited" and value.split("/")[0] == "0"
-        asked = stopping and value.split("/")[-1] in ("TERM", "INT", "HUP", "15", "2", "143", "130")
-        failed = not clean and not asked
-        return exited["status"], f"main process exited: {exited['status']}" if failed else None, failed
-    if result := _RESULT_RE.search(msg):
-        oom = result["result"] == "oom-kill"
-        return None, _OOM_KILLER if oom else f"systemd: failed with result '{result['result']}'", True
-    if "killed by the OOM killer" in msg or "Out of memory: Killed process" in msg:
-        return None, _OOM_KILLER, True
-    if _SHELL_DEATH_RE.search(msg):
-        return msg, msg, True
-    return None, None, False
-
-
-def _exit_of(lines: list[Line]) -> _Exit:
-    seen, stopping = _Exit(), False
-    for line in lines:
-        if line.stamped:
-            continue
-        msg = line.msg.strip()
-        stopping = stopping or bool(_STOPPING_RE.search(msg))
-        status, why, failed = _exit_line(msg, stopping)
-        if status or why:
-            seen.lines.append(line)
-            seen.status = status or seen.status
-            seen.failed = seen.failed or failed
-            if why and (seen.why is None or _OOM_KILLER not in seen.why):
-                seen.why = why if seen.why is None or why == _OOM_KILLER else seen.why
-    return seen
-
-
-def _last_run(lines: list[Line]) -> list[Line]:
-    """The lines of the unit's last run, when the journal holds several."""
-    starts = [i for i, ln in enumerate(lines)
-              if ln.ident in (None, "systemd") and not ln.stamped and _START_RE.search(ln.msg)
-              and (ln.ident == "systemd" or ".service" in ln.msg)]
-    if len(starts) < 2:
-        return lines
-    cut = starts[-1]
-    while cut - 1 in starts and lines[cut - 1].msg.startswith("Starting"):
-        cut -= 1
-    return lines[cut:]
-
-
-# --- evidence and advice ------------------------------------------------------------
-
-def _chain_evidence(candidate: _Candidate) -> list[Line]:
+def _chain_evidence(candidate: Candidate) -> list[Line]:
     chain, raised, signature = candidate.chain, candidate.raised, candidate.signature
     picked = [chain.raised[0].start]
     for block in chain.raised:
@@ -338,22 +230,42 @@ def _evidence(lines, best, phase_line, exit_seen, patterns, crashed) -> list[str
     return ordered if len(ordered) <= _MAX_EVIDENCE else ordered[:8] + ordered[-(_MAX_EVIDENCE - 8):]
 
 
-def _unknown_advice(best: _Candidate | None, exit_seen: _Exit, lines: list[Line]) -> str:
-    if exit_seen.why and "OOM killer" in exit_seen.why:
-        return "Host RAM ran out: check `journalctl -k` for the OOM killer; load fewer models per host."
-    if exit_seen.why and re.search(r"Segmentation fault|Aborted|core-dump|SEGV|ABRT", exit_seen.why):
-        return ("A native crash (segfault/abort), no Python exception: rerun with "
-                "CUDA_LAUNCH_BLOCKING=1 and PYTHONFAULTHANDLER=1; the faulthandler dump shows "
-                "the thread; then try --disable-cuda-graph to rule out the graphs.")
-    if (best is None or best.wrapper) and any(re.search(r"Exit code: -9\b", ln.msg) for ln in lines):
-        return ("A child died by SIGKILL without a traceback: check `journalctl -k` / dmesg for "
-                "the kernel OOM killer (host RAM).")
-    return ("Not a known signature: read the traceback tail below; if it recurs, add a "
-            "Signature to ddlab.diagnosis.signatures.SIGNATURES with a fixture log.")
+# --- cause and advice when no signature explains it -----------------------------------
+
+def _where(best: Candidate) -> str | None:
+    """The innermost SGLang frame of the failing exception (any frame if none is SGLang's)."""
+    frames = best.raised.frames if best.raised is not None else []
+    ours = [f for f in frames if "sglang" in f.file] or frames
+    if not ours:
+        return None
+    frame = ours[-1]
+    at = frame.file.rfind("sglang/")
+    path = frame.file[at:] if at >= 0 else frame.file
+    return f"{path}:{frame.line} ({frame.func})" if frame.func else f"{path}:{frame.line}"
 
 
-def _cause(best: _Candidate | None, exit_seen: _Exit) -> str | None:
-    """One line: the exception or fatal line, cut at a sentence end near 240 characters."""
+def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
+    native = r"Segmentation fault|Aborted|core-dump|SEGV|ABRT|Fatal Python"
+    if exit_seen.why and re.search(native, exit_seen.why):
+        return ("A native crash (segfault / abort), no Python exception: rerun with "
+                "CUDA_LAUNCH_BLOCKING=1 and PYTHONFAULTHANDLER=1 (the faulthandler dump shows the "
+                "thread), then with CUDA graphs off to rule them out.")
+    if best is None:
+        return ("The process failed without an error in this log: read the whole journal "
+                "(`journalctl -u UNIT -o cat`), the lines before the exit usually say why.")
+    if best.cut:
+        where = _where(best)
+        at = f"; its last frame is {where}" if where else ""
+        return (f"The log ends inside a traceback (line {best.first_no}){at}: get the whole log "
+                "(`journalctl -u UNIT -o cat`), the exception line below the frames names the error.")
+    where = _where(best)
+    look = f" It was raised at {where}: start reading there." if where else ""
+    return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."
+            f"{look} If it recurs, add a Signature (ddlab.diagnosis.kinds) with a fixture log.")
+
+
+def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
+    """One line: the exception's message or the fatal line, cut near 240 characters."""
     if best is None:
         return exit_seen.why
     text = best.cause if not (best.wrapper and exit_seen.why) else f"{best.cause} [{exit_seen.why}]"
@@ -361,6 +273,15 @@ def _cause(best: _Candidate | None, exit_seen: _Exit) -> str | None:
         return text
     cut = text.rfind(". ", 120, 240)
     return text[:cut + 1] + " ..." if cut > 0 else text[:240] + " ..."
+
+
+def _host_killed(best: Candidate | None, exit_seen: Exit, lines: list[Line]) -> bool:
+    """Killed from outside with nothing else to blame: the kernel's OOM killer, most likely."""
+    if best is not None and not (best.wrapper and best.signature is None):
+        return False
+    if exit_seen.why == OOM_KILLER or any(re.search(r"Exit code: -9\b", ln.msg) for ln in lines):
+        return True
+    return best is None and exit_seen.killed
 
 
 def _compile(patterns) -> list[re.Pattern]:
@@ -377,31 +298,84 @@ def _compile(patterns) -> list[re.Pattern]:
 
 # --- the entry point ----------------------------------------------------------------
 
-def diagnose(text: str, patterns=()) -> Diagnosis:
-    """Diagnose one server log; ``patterns`` (regexes) add matching lines as evidence."""
+def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit) -> Candidate | None:
+    """The root cause; a kill from outside with nothing else to blame is the host's OOM."""
+    best = root_cause(lines, chains)
+    if _host_killed(best, exit_seen, lines):
+        first = exit_seen.lines[0].no if exit_seen.lines else 0
+        return Candidate(first, first, exit_seen.why or "killed", by_name("host_oom"), lines=exit_seen.lines)
+    return best
+
+
+def _for_whom(version, algorithm, facts: dict, frames: str) -> tuple[str | None, str | None]:
+    """The release and algorithm the advice is for: given, else what the log says."""
+    algorithm = algorithm or facts.get("speculative_algorithm") or _algorithm_in(frames)
+    if isinstance(algorithm, str) and family(algorithm):
+        algorithm = algorithm.upper()
+    return version or facts.get("sglang_version_hint"), algorithm
+
+
+def diagnose(text: str, patterns=(), *, version: str | None = None,
+             algorithm: str | None = None) -> Diagnosis:
+    """Diagnose one server log; ``patterns`` (regexes) add matching lines as evidence;
+    ``version`` / ``algorithm`` choose the advice (None: from the log, else neutral)."""
     compiled = _compile(patterns)
-    lines = _last_run(split_lines(text or ""))
+    lines = last_run(split_lines(text or ""))
     phase, phase_line = phase_reached(lines)
-    facts = parse_facts(lines)
-    records = parse_decode_lines(lines)
-    best = _pick(_candidates(lines, find_chains(lines)))
-    exit_seen = _exit_of(lines)
+    facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
+    best = _crash(lines, chains, exit_seen)
     crashed = best is not None or exit_seen.failed
-    signature = best.signature if best and not best.wrapper else None
-    phase = _crash_phase(phase, best, signature)
+    signature = best.signature if best else None
+    frames = _frames_near(best, chains, lines)
+    phase = _crash_phase(lines, phase, best, signature, frames)
+    version, algorithm = _for_whom(version, algorithm, facts, frames)
     markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))
     found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),
-                  best.chain.text if best and best.chain else "", phase, facts, markers)
-    kind = signature.kind if signature else ("unknown" if crashed else None)
+                  best.chain.text if best and best.chain else "", phase, facts, markers, version, algorithm)
+    suggestion = (advise(signature, found) if signature else
+                  _unknown_advice(best, exit_seen) if crashed else None)
+    records = parse_decode_lines(lines)
     cause = _cause(best, exit_seen) if crashed else None
+    nones = none_fields(probe_records(text or ""))
+    if nones:  # what the probes saw is the first thing the cause says
+        facts = {**facts, "none_fields": nones}
+        said = f"{', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None (DDLAB_PROBE)"
+        cause = f"{said}: {cause}" if cause else said
+    elif crashed and signature and signature.kind in PROBE_KINDS and suggestion:
+        target = probe_target(best.chain.frames if best and best.chain else [])
+        if target:
+            suggestion += (" To see the batch's fields (None, shapes) where it fails, deploy it "
+                           f"again with `ddlab deploy --probe {target} ...` (nothing installed "
+                           "is edited; the baseline never carries it).")
     return Diagnosis(
-        crashed=crashed, kind=kind, phase=phase, cause=cause,
+        crashed=crashed, kind=signature.kind if signature else ("unknown" if crashed else None),
+        phase=phase, cause=cause,
         evidence=_evidence(lines, best, phase_line, exit_seen, compiled, crashed),
-        suggestion=(signature.advise(found) if signature else
-                    _unknown_advice(best, exit_seen, lines) if crashed else None),
-        decode=summarize_decode(records) if records else None,
+        suggestion=suggestion, decode=summarize_decode(records) if records else None,
         exit_status=exit_seen.status, signature=signature.name if signature else None,
-        title=signature.title if signature else None, facts=facts)
+        title=signature.title if signature else None, facts=facts,
+        sglang_version=version, algorithm=algorithm,
+        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
+
+
+# Crashes whose traceback names no field: a probe on the verify path says which is None.
+PROBE_KINDS = ("cuda_graph_replay", "cuda_graph_capture")
+_SERVER_CODE = re.compile(r"/((?:sglang|ddlab/target)/[\w/]+)\.py$")
+
+
+def probe_target(frames) -> str | None:
+    """The ``--probe`` for a traceback: the innermost server method the forward batch was
+    passed to (its caller's code line hands it ``forward_batch``), as module.Class.method;
+    the class is the file's, SGLang's naming (``decode_cuda_graph_runner.py`` holds
+    ``DecodeCudaGraphRunner``). None when no frame qualifies."""
+    for caller, frame in reversed(list(zip(frames, frames[1:]))):
+        where = _SERVER_CODE.search(frame.file.replace("\\", "/"))
+        if not where or "forward_batch" not in caller.code or "self." not in caller.code:
+            continue
+        module = where.group(1).replace("/", ".")
+        owner = "".join(part.capitalize() for part in module.rsplit(".", 1)[-1].split("_"))
+        return f"{module}.{owner}.{frame.func}"
+    return None
 
 
 def read_log(path: str) -> str:

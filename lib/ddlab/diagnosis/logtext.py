@@ -2,26 +2,32 @@
 
 Contract: :func:`split_lines` turns any of the forms ddlab meets -- journal
 ``short``/``short-precise``/``short-iso``/``short-iso-precise``/``short-full``/
-``short-unix``/``short-monotonic``, ``-o cat``, or a plain process log -- into
-:class:`Line` records with the journal prefix and ANSI colour codes removed and
-SGLang's own ``[2026-11-29 09:53:16 TP0] `` prefix split off into ``time`` and
-``rank``. Everything downstream (tracebacks, signatures, phases, decode lines)
+``short-unix``/``short-monotonic``, ``-o cat``, a plain process log, or a log
+pasted from somewhere else -- into :class:`Line` records. It removes the
+journal prefix, ANSI colour codes and control characters, CR of CRLF, and the
+prefixes other collectors put in front of each line (docker compose
+``name  | ``, Kubernetes ``<time> stdout F `` and ``[pod/x/y] ``, cloud logging
+``ERROR <time> ``, CI and collector timestamps, Ray ``(Actor pid=N, ip=A) ``,
+torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes), then
+splits SGLang's own ``[2026-11-29 09:53:16 DP0 TP1] `` stamp into ``time`` and
+``rank`` (tags ``DP PP ATTN_CP MOE_DP TP EP``; none at all on a one-GPU
+server). Everything downstream (tracebacks, signatures, phases, decode lines)
 reads ``Line.msg``, so no recogniser is anchored to one layout.
 
 Why here and not in :mod:`ddlab.diagnosis.diagnosis`: the watch heartbeat needs
 :func:`phase_of` and the bench needs :func:`parse_decode_lines` without the
-crash machinery; :mod:`ddlab.diagnosis.diagnosis` re-exports all of them (DESIGN.md).
+crash machinery; :mod:`ddlab.diagnosis.diagnosis` re-exports them (DESIGN.md).
+The facts a log states (server args, DDTree sizes) are :mod:`.facts`.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import asdict, dataclass
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
-    "DecodeRecord", "parse_decode_lines", "summarize_decode", "parse_facts",
+    "DecodeRecord", "parse_decode_lines", "summarize_decode", "is_progress_bar", "WARMUP_RE",
 ]
 
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
@@ -35,15 +41,30 @@ _JOURNAL_TS = (
     r"|\[\s*\d+\.\d+\])"
 )
 _JOURNAL_RE = re.compile(
-    rf"^{_JOURNAL_TS} (?P<host>\S+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?")
+    rf"^{_JOURNAL_TS} (?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?")
 _JOURNAL_MARK_RE = re.compile(r"^-- .* --$")  # "-- Boot ... --", "-- No entries --"
 _SGLANG_RE = re.compile(
-    r"^\[(?P<time>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"
-    r"(?P<tags>(?: [A-Z]{1,4}\d+)*)\] ?")
-# Other writers' prefixes: "(EngineCore pid=42) ", torch's C++ log
-# "[rank1]:[E1208 02:24:01.413201 ProcessGroupNCCL.cpp:632] ".
-_PID_TAG_RE = re.compile(
-    r"^(?:\((?:[\w-]+ )?pid=\d+\) |(?:\[rank\d+\]:)?\[[IWEF]\d{4} [\d:.]+ (?:\d+ )?[\w.]+:\d+\] )")
+    r"^(?:\[(?P<time>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"
+    r"|(?P<bare>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?))"
+    r"(?P<tags>(?: [A-Z][A-Z_]*\d+)*)\] ?")
+_ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+# What other collectors and writers put in front of a line, tried in order, repeatedly.
+_PASTE_PREFIXES = tuple(re.compile(p) for p in (
+    r"^> ?(?=\S|$)",                                                   # markdown quote
+    rf"^{_ISO} (?:stdout|stderr) [FP] ",                                # Kubernetes CRI log
+    r"^\[pod/[^\]\s]+\] ",                                              # kubectl logs --prefix
+    rf"^(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) {_ISO} ",  # cloud logging
+    r"^\d{10,13}\t[^\t]*\t",                                           # collector: epoch-ms TAB time TAB
+    rf"^{_ISO}\s+(?:(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.<>]+: )?",      # CI / tracing timestamps
+    r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
+    r"^\((?:[\w-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",                        # Ray actor, engine core
+    r"^\[rank\d+\]: ?",                                                  # torch elastic
+    r"^\[[IWEF]\d{4} [\d:.]+ (?:\d+ )?[\w.]+:\d+\] ",                   # torch C++ (c10) log
+    r"^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ",                         # glog
+    r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\] ",        # vLLM-style logger
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| \w+ \| [\w.]+ \| ",              # SGLang 0.1 logger
+))
+_PROGRESS_BAR_RE = re.compile(r"\d+%\s*\||Completed \| \d+/\d+|\|\s*\d+/\d+ \[")
 
 
 @dataclass(frozen=True)
@@ -74,6 +95,24 @@ def _clean(raw: str) -> str:
     return _CONTROL_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
 
 
+def _unprefix(text: str) -> str:
+    """``text`` without the collectors' and writers' prefixes (see the module docstring)."""
+    for _ in range(4):
+        for prefix in _PASTE_PREFIXES:
+            match = prefix.match(text)
+            if match and match.end():
+                text = text[match.end():]
+                break
+        else:
+            return text
+    return text
+
+
+def is_progress_bar(msg: str) -> bool:
+    """A tqdm line (weights, graph capture): printed by any rank, in any order."""
+    return bool(_PROGRESS_BAR_RE.search(msg))
+
+
 def split_lines(text: str) -> list[Line]:
     """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled)."""
     lines = []
@@ -86,10 +125,11 @@ def split_lines(text: str) -> list[Line]:
         if journal:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
-        msg = _PID_TAG_RE.sub("", cleaned, count=1)
+        cleaned = _unprefix(cleaned)
+        msg = cleaned
         stamp = _SGLANG_RE.match(msg)
         if stamp:
-            time, rank = stamp["time"], stamp["tags"].strip() or None
+            time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
             msg = msg[stamp.end():]
         lines.append(Line(no, cleaned, msg, ident, pid, time, rank))
     return lines
@@ -99,12 +139,16 @@ def split_lines(text: str) -> list[Line]:
 
 PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "serving")
 _PHASE_MARKERS = (
-    ("load_weights", re.compile(r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards", re.I)),
+    ("load_weights", re.compile(
+        r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:", re.I)),
     ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
     ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph begin|Capturing batches", re.I)),
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
+# The HTTP server is up and the launcher's warmup request runs: past graph capture,
+# not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
+WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP")
 _AFTER_READY = re.compile(r"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
 
 
@@ -124,7 +168,8 @@ def phase_marker(msg: str) -> str | None:
 
 
 def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
-    """The last startup phase reached, and the line that first reached it."""
+    """The last startup phase reached, and the line that first reached it (a drafter's
+    "Load weight begin" after the target's graphs does not go back)."""
     best, at = 0, None
     ready = PHASES.index("ready")
     for line in lines:
@@ -244,48 +289,3 @@ def summarize_decode(records: list[DecodeRecord]) -> dict:
         "token_usage_max": max(usage, default=None),
         "cuda_graph": graphs.pop() if len(graphs) == 1 else None,
     }
-
-
-# --- facts: DDTree worker, memory budget, server args ------------------------------
-
-_DDTREE_RE = re.compile(r"Initialized DDTree worker\.?\s*(?P<body>.*)$")
-_BUDGET_RE = re.compile(r"\bmax_total_num_tokens=\d")
-_ARGS_RE = re.compile(r"\bServerArgs\(|\bserver_args=")
-_KV_RE = re.compile(r"\b(?P<key>[a-z_][a-z0-9_]*)=(?P<value>'[^']*'|\"[^\"]*\"|[^,()\s]+(?: GB)?)")
-_SERVER_ARG_KEYS = (
-    "model_path", "speculative_algorithm", "speculative_draft_model_path",
-    "speculative_num_draft_tokens", "speculative_dflash_block_size",
-    "speculative_ddtree_budget", "mem_fraction_static", "context_length",
-    "max_running_requests", "cuda_graph_max_bs", "disable_cuda_graph", "tp_size", "port",
-)
-
-
-def _literal(value: str):
-    value = value.removesuffix(" GB")
-    try:
-        return ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        return value
-
-
-def _pairs(text: str, keys=None) -> dict:
-    found = {}
-    for match in _KV_RE.finditer(text):
-        if keys is None or match["key"] in keys:
-            found.setdefault(match["key"], _literal(match["value"]))
-    return found
-
-
-def parse_facts(lines: list[Line]) -> dict:
-    """Facts the log states: DDTree worker sizes, token budget, chosen server args."""
-    facts: dict = {}
-    for line in lines:
-        ddtree = _DDTREE_RE.search(line.msg)
-        if ddtree:
-            facts.update(_pairs(ddtree["body"]))
-        elif _BUDGET_RE.search(line.msg):
-            facts.update(_pairs(line.msg))
-        elif _ARGS_RE.search(line.msg):
-            for key, value in _pairs(line.msg, _SERVER_ARG_KEYS).items():
-                facts.setdefault(key, value)
-    return {key: value for key, value in facts.items() if value is not None}

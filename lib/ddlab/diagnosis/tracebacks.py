@@ -7,7 +7,12 @@ returns every :class:`Chain` it finds, in log order. A chain is what one
 above exception was the direct cause of the following exception:"; the last
 block printed is the outermost exception. An exception line with no traceback
 before it (a log cut short, or an ``logger.error(f"...{e}")`` echo of one) is
-an *orphan*: a one-block chain with no frames.
+an *orphan*: a one-block chain with no frames. Frames with no
+``Traceback (most recent call last):`` above them (a paste that starts
+mid-traceback) open a block all the same, and ``File`` lines whose indentation
+was stripped still count. A traceback that never reaches its exception line
+(the log or the paste ends first) is kept as a *cut* chain: it says a crash
+was being reported, not which.
 
 Why a state machine and not one regex: SGLang prints tracebacks from several
 processes (TP ranks, scheduler, tokenizer manager, launcher) into one stream.
@@ -29,7 +34,8 @@ from ddlab.diagnosis.logtext import Line
 __all__ = ["Frame", "Raised", "Chain", "find_chains"]
 
 _TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):\s*$")
-_FRAME_RE = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
 _EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::(?:[ \t]+(?P<msg>.*))?)?$")
 _CHAIN_RE = re.compile(
     r"^\s*(?:During handling of the above exception, another exception occurred"
@@ -38,6 +44,7 @@ _RECORD_START_RE = re.compile(
     r"^(?:Killed\b|Aborted\b|Segmentation fault\b|Fatal Python error|usage: "
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|\S+\.service: |\S+: line \d+: )")
 _ORPHAN_SUFFIXES = ("Error", "Exception", "Failed", "Failure")
+_PROGRESS_RE = re.compile(r"\d+%\s*\||Completed \| \d+/\d+")
 _MAX_FOREIGN = 60
 _MAX_CONTINUATION = 40
 _LINK_GAP = 6
@@ -82,10 +89,12 @@ class Chain:
 
     raised: list[Raised]
     orphan: bool = False
+    cut: bool = False
 
     @property
     def outermost(self) -> Raised:
-        return self.raised[-1]
+        """The last block that reached its exception line (the last block when none did)."""
+        return next((r for r in reversed(self.raised) if r.type), self.raised[-1])
 
     @property
     def header(self) -> str:
@@ -100,15 +109,20 @@ class Chain:
             for frame in raised.frames:
                 seen += [ln for ln in (frame.at, frame.code_at) if ln]
             seen += raised.exc_lines
-        return seen
+        return sorted(seen, key=lambda line: line.no)
+
+    @property
+    def frames(self) -> list[Frame]:
+        """Every frame of every block, outermost block last."""
+        return [frame for raised in self.raised for frame in raised.frames]
 
     @property
     def first_no(self) -> int:
-        return self.lines[0].no
+        return min(line.no for line in self.lines)
 
     @property
     def last_no(self) -> int:
-        return self.lines[-1].no
+        return max(line.no for line in self.lines)
 
     @property
     def text(self) -> str:
@@ -121,7 +135,8 @@ def _is_exception_line(msg: str, strict: bool) -> re.Match | None:
         return None
     last = match["type"].rsplit(".", 1)[-1]
     if strict:
-        return match if match["msg"] and last.endswith(_ORPHAN_SUFFIXES) else None
+        said = match["msg"] or msg.endswith(":")  # "ImportError:" with the message below
+        return match if said and last.endswith(_ORPHAN_SUFFIXES) else None
     camel = any(c.islower() for c in last)
     return match if camel and (match["msg"] is not None or last.endswith(_ORPHAN_SUFFIXES)
                                or "." in match["type"] or last.endswith(("Interrupt", "Exit"))) else None
@@ -138,6 +153,7 @@ class _Parser:
         self.link_at: int | None = None      # line no of a chain separator
         self.last_no = 0                     # last line taken into the open block
         self.foreign = 0
+        self.gap = False                     # a blank line inside an open message
 
     def feed(self, line: Line) -> None:
         if self.message is not None and self._continues(line):
@@ -148,15 +164,23 @@ class _Parser:
             self._idle(line)
 
     def _continues(self, line: Line) -> bool:
+        """Whether ``line`` goes on the open message; one blank line may sit inside it
+        (huggingface_hub's messages have paragraphs), a second one ends it."""
         msg = line.msg
-        ended = (not msg.strip() or _CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg)
-                 or self._foreign(line) or _RECORD_START_RE.match(msg)
+        if not msg.strip():
+            self.gap, ended = not self.gap, self.gap
+            self.message = None if ended else self.message
+            return not ended
+        ended = (_CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg)
+                 or self._foreign(line) or _RECORD_START_RE.match(msg) or _PROGRESS_RE.search(msg)
+                 or _PY_FRAME_RE.match(msg) or (self.gap and _is_exception_line(msg.strip(), strict=False))
                  or len(self.message.exc_lines) > _MAX_CONTINUATION)
         if ended:
-            self.message = None
+            self.message, self.gap = None, False
             return False
-        self.message.message += "\n" + msg.strip()
+        self.message.message += ("\n\n" if self.gap else "\n") + msg.strip()
         self.message.exc_lines.append(line)
+        self.gap = False
         return True
 
     def _foreign(self, line: Line) -> bool:
@@ -178,18 +202,22 @@ class _Parser:
             self.link_at = line.no
         elif _TRACEBACK_RE.search(msg):
             self._open(line)
+        elif _PY_FRAME_RE.match(msg):
+            self._open(line, header=False)
+            self._in_frames(line)
         elif (match := _is_exception_line(msg.strip(), strict=True)) and not line.msg.startswith(" "):
             raised = Raised(header="", type=match["type"], message=match["msg"] or "",
                             start=None, exc_lines=[line])
             self.chains.append(Chain([raised], orphan=True))
-            self.message, self.owner = raised, line
+            self.message, self.owner, self.gap = raised, line, False
 
-    def _open(self, line: Line) -> None:
-        header = _TRACEBACK_RE.split(line.msg)[0].strip()
-        self.block = Raised(header=header, start=line)
+    def _open(self, line: Line, header: bool = True) -> None:
+        """Open a traceback at its header line (or, headerless, at its first frame)."""
+        text = _TRACEBACK_RE.split(line.msg)[0].strip() if header else ""
+        self.block = Raised(header=text, start=line if header else None)
         self.owner, self.foreign, self.last_no = line, 0, line.no
         linked = self.link_at is not None and line.no - self.link_at <= _LINK_GAP
-        if linked and self.chains and not self.chains[-1].orphan:
+        if linked and self.chains and not (self.chains[-1].orphan or self.chains[-1].cut):
             self.chains[-1].raised.append(self.block)
         else:
             self.chains.append(Chain([self.block]))
@@ -203,7 +231,7 @@ class _Parser:
         elif frame := _FRAME_RE.match(msg):
             block.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or "", at=line))
             self.last_no = line.no
-        elif msg[:1].isspace() and msg.strip() and self._own(line):
+        elif self._is_code(line):
             last = block.frames[-1] if block.frames else None
             if last and not last.code and not set(msg.strip()) <= set("^~ "):
                 last.code, last.code_at = msg.strip(), line
@@ -211,26 +239,56 @@ class _Parser:
         elif self._own(line) and (match := _is_exception_line(msg, strict=False)):
             block.type, block.message = match["type"], match["msg"] or ""
             block.exc_lines = [line]
-            self.block, self.message = None, block
+            self.block, self.message, self.gap = None, block, False
         else:
             self.foreign += 1
             if self.foreign > _MAX_FOREIGN:
                 self._drop_open_block()
 
+    def _is_code(self, line: Line) -> bool:
+        """The source line under a frame: indented, or right below a frame when a
+        paste stripped the indentation (never an exception line)."""
+        msg = line.msg
+        if not msg.strip() or not self._own(line):
+            return False
+        if msg[:1].isspace():
+            return True
+        frames = self.block.frames
+        return (bool(frames) and frames[-1].at is not None and frames[-1].at.no == line.no - 1
+                and not frames[-1].code and not _is_exception_line(msg, strict=False))
+
     def _drop_open_block(self) -> None:
-        """A traceback that never reached its exception line is not a candidate."""
-        chain = self.chains[-1]
-        chain.raised.remove(self.block)
-        if not chain.raised:
-            self.chains.pop()
+        """A traceback that never reached its exception line stays, and cuts its chain."""
+        chain, block = self.chains[-1], self.block
+        if block.frames or block.header:
+            chain.cut = True
+        else:
+            chain.raised.remove(block)
+            if not chain.raised:
+                self.chains.pop()
         self.block = None
 
 
+def _reunite(chains: list[Chain]) -> list[Chain]:
+    """An exception line pasted just above the cut traceback that raised it is its message."""
+    kept: list[Chain] = []
+    for chain in chains:
+        previous = kept[-1] if kept else None
+        if (previous is not None and previous.orphan and chain.cut and len(chain.raised) == 1
+                and chain.first_no - previous.last_no <= _LINK_GAP):
+            block, orphan = chain.raised[0], previous.raised[0]
+            block.type, block.message, block.exc_lines = orphan.type, orphan.message, orphan.exc_lines
+            kept[-1] = Chain([block])
+            continue
+        kept.append(chain)
+    return kept
+
+
 def find_chains(lines: list[Line]) -> list[Chain]:
-    """Every exception chain (and orphan exception line) in ``lines``, in log order."""
+    """Every exception chain (orphan exception lines and cut tracebacks included), in log order."""
     parser = _Parser()
     for line in lines:
         parser.feed(line)
     if parser.block is not None:
         parser._drop_open_block()
-    return parser.chains
+    return _reunite(parser.chains)

@@ -134,6 +134,10 @@ class ProcessManager(ServiceManager):
     def state(self, name: str) -> ServiceState:
         return _state_of(self._files(name))
 
+    def definition_path(self, name: str) -> str | None:
+        state = self.state(name)
+        return None if state.load_state == "not-found" else f"{self._dir(name)}/spec.json"
+
     def _files(self, name: str) -> dict:
         done = self.transport.run(["sh", "-c", _STATE, "ddlab-state", self._dir(name)])
         return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)

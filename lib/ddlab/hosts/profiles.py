@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import sys
 from dataclasses import dataclass, field
@@ -134,6 +135,25 @@ class HostProfile:
 
 
 _KEYS = {f.name: f for f in dataclasses.fields(HostProfile) if f.name not in ("name", "source")}
+# Values that reach a command line or name a place on the host: a narrow shape each, so a
+# profile can neither inject an option (a hostname "-oProxyCommand=...") nor a command (a
+# user "root;id") into a printed ssh hint, nor write outside its folders ("../../etc").
+_PATH = re.compile(r"~?(/[\w.@+-]+)*/?|~")
+_SHAPES = {
+    "hostname": (re.compile(r"[A-Za-z0-9_\[][A-Za-z0-9_.:%\[\]-]*"),
+                 "a host name, an address or an ssh_config alias (no leading '-')"),
+    "user": (re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\$?"), "a user name (letters, digits, _ . -)"),
+    "unit_dir": (re.compile(r"/[\w./-]+"), "an absolute path"),
+    "state_dir": (_PATH, "an absolute or ~ path of plain names (no '..')"),
+    "workdir": (_PATH, "an absolute or ~ path of plain names (no '..')"),
+    "python": (re.compile(r"[\w./~+-]+"), "a path or a command name (no spaces or shell signs)"),
+    "baseline_service": (re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]*"), "a unit name"),
+    "sglang_version": (re.compile(r"\d+(\.\d+){1,3}([.-]?(post|dev|rc)\d*)?"),
+                       "a release number such as 0.5.23"),
+}
+# systemd loads units from these folders only (systemd.unit(5)); a variant's unit goes to one.
+UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
+             "/usr/lib/systemd/system", "/lib/systemd/system")
 
 
 def _check(key: str, value, where: str):
@@ -151,7 +171,8 @@ def _check(key: str, value, where: str):
     elif "int" in kind:
         ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
     elif "float" in kind:
-        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        want = "a finite number"
     else:
         ok, want = isinstance(value, str), "a string"
     if ok and key in _CHOICES and value not in _CHOICES[key]:
@@ -160,6 +181,11 @@ def _check(key: str, value, where: str):
         ok, want = False, "a number > 0"
     if ok and key in ("port", "baseline_port") and value > 65535:
         ok, want = False, "a port number 1-65535"
+    if ok and key in _SHAPES and value:
+        pattern, want = _SHAPES[key]
+        ok = bool(pattern.fullmatch(value)) and ".." not in value.split("/")
+    if ok and key == "unit_dir" and value.rstrip("/") not in UNIT_DIRS:
+        ok, want = False, "one of systemd's unit folders: " + ", ".join(UNIT_DIRS)
     if not ok:
         raise ConfigError(f"{where}: {key}={value!r}: must be {want}",
                           fix=f"set `{key}:` to {want}", key=key, value=value)

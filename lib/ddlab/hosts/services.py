@@ -128,6 +128,24 @@ class ServiceManager:
     def state(self, name: str) -> ServiceState:
         raise NotImplementedError
 
+    def definition_path(self, name: str) -> str | None:
+        """Where the host keeps the service's definition (its unit file, its spec);
+        None when it has none."""
+        raise NotImplementedError
+
+    def definition(self, name: str) -> str | None:
+        """The text of the service's definition, as the host has it now (None: none)."""
+        path = self.definition_path(name)
+        if path is None:
+            return None
+        try:
+            return self.transport.read_file(path).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+
+    def reload(self) -> None:
+        """Make the manager read definitions written behind its back (systemd: daemon-reload)."""
+
     def env_file(self, name: str) -> str | None:
         """Where the host keeps the service's secret-named variables, apart from its
         world-readable definition (None: the definition is private already)."""

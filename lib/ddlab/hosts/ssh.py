@@ -27,10 +27,14 @@ Contract (on top of :class:`ddlab.hosts.transport.Transport`'s):
 - A connection found dropped is reopened; a command whose connection drops is
   run once more on a new connection, then :class:`HostError`. Commands should
   therefore be safe to repeat (ddlab's are: state queries, idempotent starts).
-  Reopening keeps trying for ``connect_timeout_s`` while the host refuses or
-  does not answer (sshd restarting, a network blip: it was there a moment
-  ago); the first connection fails at once, and a refused key or login
-  never retries.
+  Reconnecting keeps trying for ``connect_timeout_s`` from the drop while the
+  host refuses or does not answer (sshd restarting, a network blip: it was
+  there a moment ago); one window per command, never nested. The first
+  connection fails at once, and a refused key or login never retries. Once
+  the window ran out, the host is *down* for this transport
+  (``down_since``): each later command makes one attempt, not a new window,
+  and tunnels refuse at once, so what runs after the loss ends in bounded
+  time; a command that gets through again ends it.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import time
 import paramiko
 
 from ddlab.core.errors import HostError
+from ddlab.core.progress import Heartbeat
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.remote_exec import AgentClient, AgentLost, AgentUnavailable
 from ddlab.hosts.remote_exec import source as agent_source
@@ -94,21 +99,27 @@ class SSHTransport(Transport):
         self._home: str | None = None
         self._tunnels: dict[int, Forwarder] = {}
         self.connects = 0
+        self._dropped_at: float | None = None  # when a dead link was first noticed
+        self._window = threading.local()  # this thread's reconnect deadline, in _retrying
 
     # -- the connection ----------------------------------------------------------------
 
-    def open(self) -> paramiko.Transport:
-        """The live paramiko transport to the target, (re)connecting when needed."""
+    def open(self, timeout_s: float | None = None) -> paramiko.Transport:
+        """The live paramiko transport to the target, (re)connecting when needed: one
+        attempt (``_retrying`` owns the window), no longer than what is left of it."""
         with self._lock:
             if self._clients:
                 current = self._clients[-1].get_transport()
                 if current is not None and current.is_active():
                     return current
-                log.info("%s: connection dropped; reconnecting", self.profile.label)
+                if self._dropped_at is None:
+                    self._dropped_at = time.monotonic()
+                    log.info("%s: connection dropped; reconnecting", self.profile.label)
             self._drop()
             start = time.monotonic()
-            self._clients = self._reopen() if self.connects else self._open_chain()
+            self._clients = self._open_chain(timeout_s or self._attempt_timeout_s())
             self.connects += 1
+            self._dropped_at = None
             log.info("%s: connected via %s in %.0f ms", self.profile.label,
                      " -> ".join(map(str, self.hops)), 1000 * (time.monotonic() - start))
             return self._clients[-1].get_transport()
@@ -138,26 +149,19 @@ class SSHTransport(Transport):
                 client.close()
             self._clients = []
 
-    def _reopen(self) -> list[paramiko.SSHClient]:
-        """The chain again after a drop, retried while the host is unreachable (bounded)."""
-        deadline = time.monotonic() + self.profile.connect_timeout_s
-        pause = 0.2
-        while True:
-            try:
-                return self._open_chain()
-            except HostError as exc:
-                if not getattr(exc, "transient", False) or time.monotonic() + pause > deadline:
-                    raise
-                log.info("%s: reconnecting failed (%s); trying again", self.profile.label, exc)
-                time.sleep(pause)
-                pause = min(2 * pause, 2.0)
+    def _attempt_timeout_s(self) -> float:
+        """connect_timeout_s, or inside a reconnect window what is left of it (1 s at
+        least): an attempt never outlasts the window by more than a second."""
+        deadline = getattr(self._window, "deadline", None)
+        full = self.profile.connect_timeout_s
+        return full if deadline is None else min(full, max(1.0, deadline - time.monotonic()))
 
-    def _open_chain(self) -> list[paramiko.SSHClient]:
+    def _open_chain(self, timeout_s: float) -> list[paramiko.SSHClient]:
         clients: list[paramiko.SSHClient] = []
         try:
             for hop in self.hops:
-                sock = self._socket_to(hop, clients[-1] if clients else None)
-                clients.append(self._handshake(hop, sock))
+                sock = self._socket_to(hop, clients[-1] if clients else None, timeout_s)
+                clients.append(self._handshake(hop, sock, timeout_s))
         except BaseException:
             for client in reversed(clients):
                 client.close()
@@ -165,8 +169,7 @@ class SSHTransport(Transport):
         clients[-1].get_transport().set_keepalive(15)
         return clients
 
-    def _socket_to(self, hop: Hop, via: paramiko.SSHClient | None):
-        timeout = self.profile.connect_timeout_s
+    def _socket_to(self, hop: Hop, via: paramiko.SSHClient | None, timeout: float):
         try:
             if via is None:
                 sock = socket.create_connection((hop.hostname, hop.port), timeout=timeout)
@@ -176,17 +179,17 @@ class SSHTransport(Transport):
                                                     ("127.0.0.1", 0), timeout=timeout)
         except _NETWORK_ERRORS as exc:
             raise HostError(f"{hop}: cannot connect ({str(exc) or type(exc).__name__})",
-                            fix=f"check that the host is up and sshd listens there: "
-                                f"ssh -p {hop.port} {hop.user}@{hop.hostname} true",
+                            fix="check that the host is up and sshd listens there: "
+                                + shlex.join(["ssh", "-p", str(hop.port),
+                                              f"{hop.user}@{hop.hostname}", "true"]),
                             host=self.profile.name, transient=True) from None
 
-    def _handshake(self, hop: Hop, sock) -> paramiko.SSHClient:
+    def _handshake(self, hop: Hop, sock, timeout: float) -> paramiko.SSHClient:
         known = known_hosts_path(self.profile, self._config)
         client = paramiko.SSHClient()
         if known.is_file():
             client.get_host_keys().load(str(known))
         client.set_missing_host_key_policy(UnknownKeyPolicy(self.profile, hop, known))
-        timeout = self.profile.connect_timeout_s
         try:
             client.connect(hop.hostname, port=hop.port, username=hop.user, sock=sock,
                            key_filename=list(hop.identity_files) or None,
@@ -217,28 +220,50 @@ class SSHTransport(Transport):
         """Run operation(); while the connection drops under it, reconnect and run it again,
         for at most ``connect_timeout_s`` from the first drop (a reconnect that fails on
         the way counts as a drop too): a flaky link is ridden out, a dead one is not. A
-        host never reached fails at once: there was no connection to lose."""
-        first_loss, losses = None, 0
-        while True:
-            try:
-                return operation()
-            except (_Lost, HostError) as exc:
-                if isinstance(exc, HostError) and not (getattr(exc, "transient", False)
-                                                       and self.connects > 0):
-                    raise
-                losses += 1
-                first_loss = first_loss or time.monotonic()
-                waited_s = time.monotonic() - first_loss
-                self._drop()
-                if waited_s >= self.profile.connect_timeout_s:
-                    raise HostError(
-                        f"{self.profile.label}: connection lost {losses} times in {waited_s:.0f} s "
-                        f"during {what} (last: {exc})",
-                        fix="check the host and its sshd; the command may have run partly",
-                        host=self.profile.name, transient=True) from None
-                log.warning("%s: connection lost during %s (%s); retrying on a new connection",
-                            self.profile.label, what, exc)
-                time.sleep(min(0.1 * losses, 1.0))
+        host never reached fails at once: there was no connection to lose. Never silent:
+        the first drop is logged and a heartbeat says how long it has been trying."""
+        first_loss, losses, beat = None, 0, None
+        try:
+            while True:
+                try:
+                    done = operation()
+                    self.down_since = None
+                    return done
+                except (_Lost, HostError) as exc:
+                    if isinstance(exc, HostError) and not (getattr(exc, "transient", False)
+                                                           and self.connects > 0):
+                        raise
+                    losses += 1
+                    self._drop()
+                    if self.down_since is not None:  # one attempt, not another window
+                        raise HostError(
+                            f"{self.profile.label}: still not answering "
+                            f"{time.monotonic() - self.down_since:.0f} s after the connection "
+                            f"was lost; {what} did not run (last: {exc})",
+                            fix="check the host and its sshd", host=self.profile.name,
+                            transient=True) from None
+                    if beat is None:  # the window starts when the drop was first seen
+                        first_loss = min(time.monotonic(), self._dropped_at or float("inf"))
+                        self._window.deadline = first_loss + self.profile.connect_timeout_s
+                        log.warning("%s: connection lost during %s (%s); reconnecting for up "
+                                    "to %g s", self.profile.label, what, exc,
+                                    self.profile.connect_timeout_s)
+                        beat = Heartbeat(f"{self.profile.label}: reconnecting",
+                                         self.profile.connect_timeout_s, interval_s=1.0)
+                    waited_s = time.monotonic() - first_loss
+                    if waited_s >= self.profile.connect_timeout_s:
+                        self.down_since = time.monotonic()
+                        raise HostError(
+                            f"{self.profile.label}: connection lost {losses} times in "
+                            f"{waited_s:.0f} s during {what} (last: {exc})",
+                            fix="check the host and its sshd; the command may have run partly",
+                            host=self.profile.name, transient=True) from None
+                    beat.beat(f"attempt {losses + 1} for {what} (last: {str(exc)[:80]})")
+                    time.sleep(min(0.1 * losses, 1.0))
+        finally:
+            self._window.deadline = None
+            if beat is not None:
+                beat.close("connected again" if self._clients else "gave up")
 
     def _lost_or_raise(self, exc: BaseException):
         """Turn a network error into _Lost when the connection is gone; else re-raise it.
@@ -392,8 +417,27 @@ class SSHTransport(Transport):
             return f"http://127.0.0.1:{tunnel.local_port}"
 
     def _open_tunnel_channel(self, port: int, peer) -> paramiko.Channel:
-        return self.open().open_channel("direct-tcpip", ("127.0.0.1", port), peer,
+        """A channel to ``port`` for one forwarded connection. A tunnel never queues up
+        behind a reconnect: while another thread holds the connection for more than a
+        second, or once the host is down, the connection is refused and the caller's
+        HTTP client sees it (a ready check polling every half second would otherwise
+        stack its attempts in front of the watch's own commands). With the link dropped
+        and nobody reconnecting, it makes one short attempt (an HTTP-only caller, a
+        benchmark, has no command to do it)."""
+        if not self._lock.acquire(timeout=1.0):
+            raise HostError(f"{self.profile.label}: reconnecting; tunnel to port {port} refused",
+                            host=self.profile.name, transient=True)
+        try:
+            current = self._clients[-1].get_transport() if self._clients else None
+            if current is None or not current.is_active():
+                if self.down_since is not None:
+                    raise HostError(f"{self.profile.label}: not answering; tunnel to port "
+                                    f"{port} refused", host=self.profile.name, transient=True)
+                current = self.open(timeout_s=min(2.0, self.profile.connect_timeout_s))
+            return current.open_channel("direct-tcpip", ("127.0.0.1", port), peer,
                                         timeout=self.profile.connect_timeout_s)
+        finally:
+            self._lock.release()
 
 
 def _feed(chan: paramiko.Channel, data: bytes) -> None:

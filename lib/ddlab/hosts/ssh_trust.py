@@ -102,6 +102,12 @@ def _parse_jump(part: str) -> tuple[str | None, str, int | None]:
 
 def _hop(alias: str, config, *, user=None, port=None, identity=None) -> Hop:
     options = config.lookup(alias)
+    if options.get("proxycommand") and options["proxycommand"].lower() != "none":
+        raise ConfigError(f"{alias}: ~/.ssh/config gives it ProxyCommand "
+                          f"{options['proxycommand']!r}, which ddlab does not run",
+                          fix="reach it with ProxyJump (proxy_jump: in the host profile, or in "
+                              "ssh_config), or an ssh_config alias without ProxyCommand",
+                          value=options["proxycommand"])
     files = [identity] if identity else options.get("identityfile", [])
     return Hop(alias=alias, hostname=options.get("hostname", alias),
                port=int(port or options.get("port", 22)),

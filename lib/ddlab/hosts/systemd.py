@@ -116,6 +116,20 @@ class SystemdManager(ServiceManager):
         self.transport.run(["systemctl", "daemon-reload"])
         self.transport.run(["systemctl", "reset-failed", unit], check=False)
 
+    def reload(self):
+        self.transport.run(["systemctl", "daemon-reload"])
+
+    def definition_path(self, name):
+        """The unit's file wherever systemd loads it from (FragmentPath), else ours."""
+        unit = unit_name(name)
+        done = self.transport.run(["systemctl", "show", "-p", "FragmentPath", "--value", "--", unit],
+                                  check=False)
+        path = done.stdout.strip()
+        if path:
+            return path
+        ours = self._path(unit)
+        return ours if self.transport.run(["test", "-e", ours], check=False).exit_code == 0 else None
+
     def state(self, name):
         unit = unit_name(name)
         done = self.transport.run(["systemctl", "show", "-p", ",".join(_SHOW), "--", unit])

@@ -67,6 +67,9 @@ class Transport:
 
     def __init__(self, profile: HostProfile):
         self.profile = profile
+        # when the host stopped answering for good (monotonic time), else None: what runs
+        # after that (releasing the lock, closing) should not wait for it again
+        self.down_since: float | None = None
 
     def run(self, argv, *, input: str | bytes | None = None, timeout_s: float | None = None,
             check: bool = True) -> Completed:
@@ -128,7 +131,7 @@ def command_error(profile: HostProfile, done: Completed, *, timed_out: bool = Fa
     else:
         message = f"{shown}: exited {done.exit_code} on {profile.label}"
         fix = None
-    return CommandError(message, fix=fix, argv=redact_argv(done.argv), exit_code=done.exit_code,
+    return CommandError(message, fix=fix, argv=redact_argv(done.argv), command_exit=done.exit_code,
                         stdout=done.stdout, stderr=done.stderr, host=profile.name,
                         timed_out=timed_out, elapsed_s=done.elapsed_s)
 

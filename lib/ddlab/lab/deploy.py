@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
+import re
 import shlex
 import signal
 import threading
@@ -27,23 +29,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ddlab.config.units import render_unit
+from ddlab.config.units import exec_words, render_unit
 from ddlab.config.variants import Variant
-from ddlab.core.errors import DdlabError, ServiceError
+from ddlab.core.errors import ConfigError, DdlabError, ServiceError
 from ddlab.core.log import get_logger
+from ddlab.core.paths import outputs_dir
 from ddlab.core.progress import Heartbeat
+from ddlab.core.redact import remember_secret
 from ddlab.core.run_folders import new_run_dir, write_json, write_text
 from ddlab.hosts import connect, manager_for
+from ddlab.hosts.installs import Installs, digest
 from ddlab.hosts.lock import HostLock, LockFile
 from ddlab.hosts.profiles import HostProfile, load_host
-from ddlab.hosts.services import ServiceSpec
+from ddlab.hosts.services import ServiceSpec, unit_name
+from ddlab.probes import probe_env, probe_files
 from ddlab.lab.commands import check_command, installed_sglang
 
-__all__ = ["Lab", "Deployed", "deployed", "held_interrupts", "add_restore_hint"]
+__all__ = ["Lab", "Deployed", "PortTaken", "deployed", "held_interrupts", "add_restore_hint"]
 
 log = get_logger(__name__)
 
 DEFAULT_PORT = 30000  # SGLang's
+
+
+class PortTaken(ServiceError):
+    """The variant's port was taken before it started (``port``, ``holder``)."""
 
 
 @dataclass(frozen=True)
@@ -60,9 +70,23 @@ class Deployed:
 
     @classmethod
     def from_record(cls, record: dict) -> "Deployed":
-        return cls(name=record["name"], hash=record["hash"], service=record["service"],
-                   port=int(record["port"]), run_dir=Path(record["run_dir"]),
-                   invocation=record.get("invocation", ""), host=record.get("host", ""))
+        """The record of a host's ``lock.json``, checked: the host is no authority on this
+        controller's files, so a run folder outside this controller's outputs is not
+        used (a fresh one is); the service must be a unit name."""
+        try:
+            service, port = unit_name(str(record["service"])), int(record["port"])
+            name, digest = str(record["name"]), str(record["hash"])
+        except (KeyError, TypeError, ValueError, ConfigError) as err:
+            raise ServiceError(f"the host's lock.json records a variant ddlab cannot read ({err})",
+                               fix="look at the lock file on the host; `ddlab restore --force` "
+                                   "takes it over") from None
+        run_dir = Path(str(record.get("run_dir") or "")).expanduser()
+        if not _inside(run_dir, outputs_dir()):
+            log.warning(f"the host's lock.json names the run folder {run_dir}, outside this "
+                        f"controller's outputs ({outputs_dir()}): using a new one")
+            run_dir = new_run_dir(f"{name}-from-lock")
+        return cls(name=name, hash=digest, service=service, port=port, run_dir=run_dir,
+                   invocation=str(record.get("invocation", "")), host=str(record.get("host", "")))
 
     exit_code = 0
 
@@ -101,7 +125,9 @@ class Lab:
         self.transport = None
         self.manager = None
         self.lockfile: LockFile | None = None
+        self.installs: Installs | None = None
         self.lock: HostLock | None = None
+        self.sglang_versions: dict[str, str] = {}  # variant name -> the release checked against
 
     # --- open / close ----------------------------------------------------
 
@@ -117,6 +143,7 @@ class Lab:
         try:
             self.manager = manager_for(self.transport)
             self.lockfile = LockFile(self.transport, self.profile.state_dir)
+            self.installs = Installs(self.transport, self.profile.state_dir)
             self.lock = self.lockfile.acquire(self.what, force=self.force)
         except BaseException:
             self.transport.close()
@@ -130,7 +157,12 @@ class Lab:
         if self.transport is None:
             return
         try:
-            if self.lockfile is not None and self.lockfile.held:
+            if self.transport.down_since is not None and self.lockfile is not None:
+                # one more connect would only wait again; the lock there names this
+                # process, so it is stale once it ends and the next ddlab run takes it over
+                log.warning(f"{self.name}: the host does not answer; its lock "
+                            f"{self.lockfile.path} stays until the next ddlab run there")
+            elif self.lockfile is not None and self.lockfile.held:
                 if not self.lock.variant and not self.lock.baseline.get("was_active"):
                     self.lockfile.release()
                 elif self.persistent:
@@ -157,6 +189,7 @@ class Lab:
         ConfigError before anything changes; warnings logged once each."""
         said = set()
         for variant in variants:
+            render_unit(variant, python=self.profile.python)  # a value no unit can hold, first
             config = variant.config
             version, source = config.sglang.get("version"), "declared by the config"
             if not version and config.module.split(".")[0] == "sglang":
@@ -166,10 +199,23 @@ class Lab:
                     version, source = installed_sglang(self.transport, python), f"{python} on the host"
             check = check_command(config, version=version or None, version_source=source)
             check.raise_errors(variant.name)
+            if version:
+                self.sglang_versions[variant.name] = version
             for note in check.notes():
                 if note not in said:
                     said.add(note)
                     log.info(f"{self.name}: {note}")
+
+    def server_headers(self, deployed: Deployed) -> dict:
+        """What each HTTP request to ``deployed`` carries: ``Authorization: Bearer KEY``
+        when its command sets ``--api-key`` (SGLang then refuses every endpoint but
+        health and metrics without it, 0.5.23 sglang/srt/utils/auth.py:138-150). The key
+        is read from the definition ddlab installed, never stored, and masked in outputs."""
+        key = _api_key_in(self.manager.definition(deployed.service))
+        if not key:
+            return {}
+        remember_secret("api-key", key)
+        return {"Authorization": f"Bearer {key}"}
 
     # --- baseline --------------------------------------------------------
 
@@ -179,17 +225,51 @@ class Lab:
         if not service or self.lock.baseline.get("service") == service:
             return  # none, or already stopped by this job (or one we took over)
         state = self.manager.state(service)
+        if state.load_state == "not-found":  # a typo would leave production running
+            raise ConfigError(f"baseline_service {service!r}: no such service on {self.name}",
+                              fix="fix the name in the host profile, or set baseline_service: "
+                                  "\"\" if nothing runs there that ddlab must stop",
+                              key="baseline_service", value=service)
         was_active = state.active_state in ("active", "activating", "reloading")
         self.lock.baseline = {"service": service, "was_active": was_active,
-                              "state_found": f"{state.active_state}/{state.sub_state}"}
+                              "state_found": f"{state.active_state}/{state.sub_state}",
+                              **self._backup(service)}
         self.lockfile.write(self.lock)  # recorded before we touch it
         if was_active:
             log.info(f"{self.name}: stopping baseline {service}")
             self.manager.stop(service)
 
+    def _backup(self, service: str) -> dict:
+        """A copy of the baseline's definition in ``<state_dir>/backups/``, before anything
+        touches it; what the lock records to put it back verbatim."""
+        path = self.manager.definition_path(service)
+        text = self.manager.definition(service) if path else None
+        if text is None:
+            return {}
+        folder = f"{self.transport.expand_path(self.profile.state_dir).rstrip('/')}/backups"
+        copy = f"{folder}/{unit_name(service)}.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        self.transport.make_private_dir(folder)
+        self.transport.write_file(copy, text.encode(), mode=0o600)
+        return {"definition": path, "backup": copy, "sha256": digest(text)}
+
+    def _put_back_definition(self, baseline: dict) -> None:
+        """The baseline's definition as it was when ddlab found it (written back, loud,
+        when it changed meanwhile)."""
+        if not baseline.get("backup"):
+            return
+        current = self.manager.definition(baseline["service"])
+        if current is not None and digest(current) == baseline["sha256"]:
+            return
+        log.warning(f"{self.name}: the baseline's definition {baseline['definition']} changed "
+                    f"while ddlab held the host; putting back the copy {baseline['backup']}")
+        saved = self.transport.read_file(baseline["backup"])
+        self.transport.write_file(baseline["definition"], saved, mode=0o644)
+        self.manager.reload()
+
     def restore_baseline(self, *, timeout_s: float = 300.0) -> None:
-        """Start the baseline again if it was active, and wait until it is."""
+        """The baseline's definition as found; started again if it was active, and waited for."""
         baseline = self.lock.baseline if self.lock else {}
+        self._put_back_definition(baseline)
         if not baseline.get("was_active"):
             return
         service = baseline["service"]
@@ -227,23 +307,40 @@ class Lab:
     # --- variant ---------------------------------------------------------
 
     def start_variant(self, variant: Variant, *, run_dir: Path | None = None) -> Deployed:
-        """Stop whatever variant ddlab runs here, then install and start this one."""
+        """Stop whatever variant ddlab runs here, then install and start this one.
+
+        Refused, before anything changes, when the variant's service is the baseline or
+        any service ddlab did not install (never written over), and when its port is
+        taken already (whatever answers there would pass for the variant)."""
         self.stop_variant()
+        self._refuse_foreign(variant.unit_name)
+        port = int(variant.config.flags.get("port") or DEFAULT_PORT)
+        taken = self._port_holder(port)
+        if taken:
+            raise PortTaken(f"port {port} on {self.name} is taken before {variant.name} starts "
+                            f"({taken}): whatever answers there would pass for the variant",
+                            fix="stop what holds it (the baseline_service named wrong?) or "
+                                "--set port=... to another", port=port, holder=taken)
         run_dir = Path(run_dir) if run_dir else new_run_dir(variant.name)
-        unit = render_unit(variant, python=self.profile.python,
-                           env_file=self.manager.env_file(variant.unit_name))
         config = variant.config
+        extra_env = self._install_probes(variant)
+        unit = render_unit(variant, python=self.profile.python,
+                           env_file=self.manager.env_file(variant.unit_name), extra_env=extra_env)
         spec = ServiceSpec(name=variant.unit_name, argv=config.argv(python=self.profile.python),
-                           env=dict(config.env), unit_text=unit,
+                           env={**config.env, **extra_env}, unit_text=unit,
                            workdir=str(config.unit.get("working_directory") or self.profile.workdir))
         write_text(run_dir / "unit.service", unit)
-        write_json(run_dir / "config.json", {"host": self.name, **variant.to_dict()})
-        port = int(config.flags.get("port") or DEFAULT_PORT)
+        write_json(run_dir / "config.json", {"host": self.name, **variant.to_dict(),
+                                             "sglang_version": self.sglang_versions.get(variant.name)})
         record = Deployed(name=variant.name, hash=variant.hash, service=variant.unit_name,
                           port=port, run_dir=run_dir, host=self.profile.handle)
         self.lock.variant = record.to_record()
         self.lockfile.write(self.lock)  # recorded before it exists, so restore finds it
-        self.manager.install(spec)
+        with held_interrupts(f"{self.name}: recording what ddlab installs first"):
+            # installed and registered as ddlab's together: a restore only removes the latter
+            self.manager.install(spec)
+            self.installs.add(spec.name, self.manager.definition(spec.name) or "",
+                              variant=variant.name)
         invocation = self.manager.start(spec.name)
         record = Deployed(**{**record.__dict__, "invocation": invocation})
         self.lock.variant = record.to_record()
@@ -257,10 +354,61 @@ class Lab:
         current = self.current
         if current is None:
             return
+        definition = self.manager.definition(current.service)
+        if definition is not None and not self.installs.owns(current.service, definition):
+            raise ServiceError(f"{self.name}: the lock names {current.service} as ddlab's variant, "
+                               "but ddlab did not install it (or it was changed since): not "
+                               "stopping or removing it", service=current.service,
+                               fix="if it is a leftover of ddlab's, remove it by hand; then "
+                                   "`ddlab restore --force`")
         self.manager.remove(current.service)
+        self.installs.forget(current.service)
+        self.transport.run(["rm", "-rf", "--", self._probe_folder(current.service)], check=False)
         log.info(f"{self.name}: stopped and removed {current.service}")
         self.lock.variant = {}
         self.lockfile.write(self.lock)
+
+    def _probe_folder(self, service: str) -> str:
+        """Where a variant's probe hook lives on the host: ddlab's state, the unit's name."""
+        return f"{self.lockfile.dir.rstrip('/')}/probes/{unit_name(service)}"
+
+    def _install_probes(self, variant: Variant) -> dict:
+        """The probe hook's two files in the variant's own folder on the host and the
+        environment that arms them (:mod:`ddlab.probes`); the server's files and
+        site-packages are never written, and removing the variant removes the folder."""
+        probes = variant.config.probes
+        if not probes:
+            return {}
+        folder = self._probe_folder(variant.unit_name)
+        self.transport.run(["mkdir", "-p", "--", folder])
+        for name, text in probe_files().items():
+            self.transport.write_file(f"{folder}/{name}", text.encode("utf-8"), mode=0o644)
+        log.info(f"{self.name}: probes {', '.join(probes)} armed from {folder}")
+        return probe_env(probes, folder, pythonpath=variant.config.env.get("PYTHONPATH", ""))
+
+    def _refuse_foreign(self, service: str) -> None:
+        baseline = self.profile.baseline_service
+        if baseline and unit_name(service) == unit_name(baseline):
+            raise ConfigError(f"{service}: is the host's baseline_service; a variant may never "
+                              "take production's name", fix="change the variant (--set ...) or "
+                              "the base, so that its name differs", service=service)
+        existing = self.manager.definition(service)
+        if existing is not None and not self.installs.owns(service, existing):
+            raise ServiceError(f"{service} exists on {self.name} and ddlab did not install it (or "
+                               "it was changed since): refusing to write over it",
+                               fix="deploy a variant with another name, or remove that service "
+                                   "by hand if it is really a leftover", service=service)
+
+    def _port_holder(self, port: int) -> str | None:
+        """Who listens on ``port`` on the host now (None: nobody)."""
+        done = self.transport.run(["ss", "-Hltnp", f"sport = :{int(port)}"], check=False)
+        if done.exit_code == 0:
+            lines = [line for line in done.stdout.splitlines() if line.strip()]
+            return ("listening: " + " ".join(lines[0].split()[3:])[:200]) if lines else None
+        probe = ("import socket, sys; s = socket.socket(); s.settimeout(1); "
+                 "sys.exit(0 if s.connect_ex(('127.0.0.1', int(sys.argv[1]))) == 0 else 1)")
+        done = self.transport.run([self.profile.python, "-c", probe, str(int(port))], check=False)
+        return "something accepts connections there" if done.exit_code == 0 else None
 
     # --- restore ---------------------------------------------------------
 
@@ -278,6 +426,13 @@ class Lab:
             except DdlabError as err:  # the error says how to finish the job later
                 add_restore_hint(err, self.name)
                 raise
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def add_restore_hint(err: DdlabError, host: str) -> None:
@@ -332,3 +487,22 @@ def held_interrupts(message: str) -> Iterator[None]:
             signal.signal(sig, handler)
     if received:
         raise KeyboardInterrupt
+
+
+def _api_key_in(definition: str | None) -> str | None:
+    """The ``--api-key`` value of a service definition: a process spec's argv (JSON) or
+    a unit's ``ExecStart=``."""
+    if not definition:
+        return None
+    try:
+        argv = json.loads(definition)["argv"]
+    except (ValueError, KeyError, TypeError):
+        joined = re.sub(r"\\\n", " ", definition)  # systemd's continuation lines
+        line = next((l for l in joined.splitlines() if l.startswith("ExecStart=")), "")
+        argv = exec_words(line.partition("=")[2])
+    for i, arg in enumerate(argv):
+        if arg == "--api-key" and i + 1 < len(argv):
+            return argv[i + 1]
+        if isinstance(arg, str) and arg.startswith("--api-key="):
+            return arg.partition("=")[2]
+    return None

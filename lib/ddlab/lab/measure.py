@@ -226,8 +226,10 @@ def _sse_events(resp: httpx.Response):
 def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
               max_new_tokens: int = 128, warmup: int = 2, repeats: int = 1,
               prompts: list[str] | str | Path | None = None, timeout_s: float = 120.0,
-              label: str = "bench", record: Path | None = None) -> Measurement:
+              label: str = "bench", record: Path | None = None,
+              headers=None) -> Measurement:
     """Benchmark the server at ``base_url``; see the module docstring for the figures.
+    ``headers`` go with every request (the server's API key).
 
     ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
     :data:`PROMPTS`. Every parameter is checked before the first request."""
@@ -241,7 +243,7 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
               "max_new_tokens": max_new_tokens, "warmup": warmup, "repeats": repeats,
               "n_prompts": len(prompts)}
     limits = httpx.Limits(max_connections=concurrency + 1)
-    with httpx.Client(limits=limits) as client, \
+    with httpx.Client(limits=limits, headers=headers) as client, \
             Heartbeat(label, interval_s=5.0, record=record) as beat:
         for i in range(warmup):
             generate(client, base_url, prompts[i % len(prompts)], max_new_tokens=max_new_tokens,

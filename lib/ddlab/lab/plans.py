@@ -16,9 +16,11 @@ from html import escape
 
 from ddlab.config.units import render_unit
 from ddlab.config.variants import Variant, make_variant
+from ddlab.core.errors import ConfigError
 from ddlab.core.redact import redact_text
 from ddlab.hosts import connect
 from ddlab.hosts.profiles import HostProfile
+from ddlab.hosts.services import unit_name
 from ddlab.lab.commands import check_command
 
 __all__ = ["DeployPlan", "DryRun", "make_plan"]
@@ -90,11 +92,15 @@ def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
     newest; the deploy checks again with the host's own); with ``read_baseline`` also
     fetch the baseline's unit."""
     variant = make_variant(base or profile.base, overrides)
+    if profile.baseline_service and unit_name(variant.unit_name) == unit_name(profile.baseline_service):
+        raise ConfigError(f"{variant.unit_name}: is {profile.name}'s baseline_service; a variant "
+                          "may never take production's name", key="baseline_service",
+                          fix="change the variant (--set ...) or the base, so that its name differs")
+    unit = render_unit(variant, python=profile.python)  # a value no unit can hold, first
     check = check_command(variant.config, version=profile.sglang_version or None,
                           version_source="named by the host profile")
     check.raise_errors(variant.name)
-    plan = DeployPlan(host=profile, variant=variant, notes=check.notes(),
-                      unit=redact_text(render_unit(variant, python=profile.python)),
+    plan = DeployPlan(host=profile, variant=variant, notes=check.notes(), unit=redact_text(unit),
                       base_unit=redact_text(render_unit(make_variant(variant.base, []),
                                                         python=profile.python)))
     if read_baseline and profile.baseline_service:

@@ -33,9 +33,11 @@ class ProbeResult:
     e2e_s: float = 0.0
 
 
-def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 60.0) -> list[ProbeResult]:
-    """Drive the verify path: one request alone, then two at once (batch 2)."""
-    with httpx.Client(timeout=timeout_s) as client:
+def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 60.0,
+                 headers=None) -> list[ProbeResult]:
+    """Drive the verify path: one request alone, then two at once (batch 2); ``headers``
+    go with each (the server's API key)."""
+    with httpx.Client(timeout=timeout_s, headers=headers) as client:
         results = [_probe_one(client, base_url, PROMPTS[0], max_new_tokens, batch=1)]
         with ThreadPoolExecutor(max_workers=2) as pool:
             results += list(pool.map(lambda p: _probe_one(client, base_url, p, max_new_tokens,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ddlab.config.flags import graphs_on
 from ddlab.core.errors import ConfigError
 from ddlab.lab.store import Store
 
@@ -78,7 +79,7 @@ def _row(sweep_id: str, cell: dict) -> dict:
         "algorithm": str(algorithm).upper(),
         "budget": flags.get("speculative-ddtree-budget"),
         "topk_cap": flags.get("speculative-ddtree-topk-cap"),
-        "cuda_graph": not flags.get("disable-cuda-graph", False),
+        "cuda_graph": graphs_on(flags),
         "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout") else None,
         "phase": verdict.get("phase"),
         "cause": verdict.get("cause"),
@@ -115,6 +116,10 @@ def summarize(frame: pd.DataFrame) -> dict:
            "pending": int((frame["status"] == "pending").sum()),
            "errors": int((frame["status"] == "error").sum()),
            "crash_kinds": sorted(set(crashed["kind"].dropna()))}
+    wrong = frame[frame["status"] == "wrong_output"]
+    if not wrong.empty:  # fast and wrong: never the best cell, and said first
+        out["wrong_output"] = len(wrong)
+        out["wrong_cells"] = list(wrong["name"])
     spec = measured[measured["role"] != "baseline"]
     if not spec.empty and spec["output_tok_s"].notna().any():
         best = spec.loc[spec["output_tok_s"].idxmax()]

@@ -75,7 +75,7 @@ CREATE TABLE IF NOT EXISTS cells (
 BUSY_TIMEOUT_S = 30.0  # how long a write (or opening a new store) waits for another process
 
 # A cell in one of these states is finished: resume skips it.
-DONE_STATES = ("measured", "crashed", "timeout")
+DONE_STATES = ("measured", "wrong_output", "crashed", "timeout")
 
 
 def default_path() -> Path:

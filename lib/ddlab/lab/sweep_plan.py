@@ -21,6 +21,7 @@ finished (matched by config hash) and redoes an interrupted one.
 from __future__ import annotations
 
 import itertools
+import math
 import shlex
 from dataclasses import dataclass
 
@@ -36,6 +37,7 @@ __all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepP
            "plan_sweep", "plan_from_store",
            "parameter_grid", "parameter_value", "parameter_extras"]
 
+MAX_CELLS = 500  # above this a grid must be confirmed (max_cells)
 DEFAULT_GRID = {"budget": [4, 16, 32], "topk_cap": [1, 4], "cuda_graph": [True, False]}
 # The no-speculation baseline: every speculative flag removed.
 BASELINE_OVERRIDES = {"speculative_algorithm": None, "speculative_draft_model_path": None,
@@ -87,15 +89,20 @@ class SweepOptions:
     timeout_s: float = 600.0
     probe: bool = True
     grace_s: float = 2.0
+    lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
 
     def __post_init__(self):
+        from ddlab.lab.lossless import check_tolerance
+
+        check_tolerance(self.lossless_tolerance)
         for name in ("requests", "concurrency", "max_new_tokens", "repeats"):
             _check_int(name, getattr(self, name), minimum=1)
         _check_int("warmup", self.warmup, minimum=0)
         for name in ("timeout_s", "grace_s"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ConfigError(f"{name}={value!r}: must be a number >= 0",
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"{name}={value!r}: must be a finite number >= 0",
                                   fix=f"e.g. -p {name} 600", key=name, value=value)
 
 
@@ -130,28 +137,40 @@ class SweepPlan:
 
 
 def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
-               baseline: bool = True, extra=()) -> SweepPlan:
+               baseline: bool = True, extra=(), max_cells: int = MAX_CELLS) -> SweepPlan:
     """Every cell of the sweep, validated; nothing touches a host.
 
     ``fixed``: overrides applied to every cell; ``extra``: a list of override
     mappings (or KEY=VALUE lists), one extra cell each, on top of ``fixed``.
+    A grid of more than ``max_cells`` points is refused before any is planned:
+    each cell is a server start (minutes on a GPU host); pass a larger
+    ``max_cells`` to mean it. Planning takes time linear in the cells.
     """
     base_config = load_base(base)
     grid = dict(DEFAULT_GRID if grid is None else grid)
     dims = {key: _as_list(key, values) for key, values in grid.items()}
     fixed_overrides = _mapping(fixed)
     extras = [_mapping(overrides) for overrides in extra]
+    _check_size(dims, extras, baseline, max_cells)
+    _check_algorithm(base, base_config, dims, fixed_overrides)
     cells: list[Cell] = []
+    seen: set[str] = set()
 
     def add(role: str, point: dict, overrides: dict) -> None:
-        variant = make_variant(base_config, {**fixed_overrides, **overrides})
-        if any(c.hash == variant.hash for c in cells):
+        # a cell's own value wins over a fixed one for the same flag, whatever each is called
+        targets = {_flag_of(k) for k in overrides}
+        fixed = {k: v for k, v in fixed_overrides.items() if _flag_of(k) not in targets}
+        variant = make_variant(base_config, {**fixed, **overrides})
+        if variant.hash in seen:
             return  # two points that configure the same server are one cell
+        seen.add(variant.hash)
         cells.append(Cell(len(cells), role, point, variant))
 
     if baseline:
         graph_values = next((dims[k] for k in GRAPH_KEYS if k in dims), [None])
-        for value in graph_values:
+        # graphs off first: eager decoding's tokens become the lossless reference, and a
+        # graph that replays stale buffers without speculation is then caught as well
+        for value in sorted(graph_values, key=lambda v: v is not False):
             point = {} if value is None else {"cuda_graph": value}
             add("baseline", point, {**BASELINE_OVERRIDES, **point})
     for values in itertools.product(*dims.values()):
@@ -163,6 +182,45 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
                      baseline=baseline, cells=cells)
 
 
+def _flag_of(key: str) -> str:
+    """The flag an override key names (``algorithm`` and ``speculative_algorithm`` are one)."""
+    from ddlab.config.overrides import _target
+
+    try:
+        return "%s.%s" % _target(key)
+    except ConfigError:  # a bad key is refused with its own message when the cell is made
+        return key
+
+
+def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
+    """DDTree's knobs on a base that runs another algorithm are a mistake, not a sweep:
+    upstream SGLang has no ``--speculative-ddtree-*`` flag (0.5.23's parser: unrecognized
+    arguments), and DFLASH would not read them if it had."""
+    from ddlab.config.overrides import ALIASES
+
+    flags = make_variant(config, fixed).config.flags if fixed else config.flags
+    algorithm = str(flags.get("speculative-algorithm") or "").upper()
+    ddtree_keys = [k for k in dims if ALIASES.get(k, k).replace("_", "-")
+                   .startswith("speculative-ddtree-")]
+    if ddtree_keys and algorithm != "DDTREE":
+        raise ConfigError(
+            f"base {base}: runs {algorithm or 'no speculation'}, but the grid varies "
+            f"{', '.join(ddtree_keys)}, DDTree's knobs",
+            fix="pick a DDTree base, or leave them out: -p budget '[]' -p topk_cap '[]' "
+                "(a grid of other flags goes in -p grid)", value=ddtree_keys)
+
+
+def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int) -> None:
+    _check_int("max_cells", max_cells, minimum=1)
+    points = math.prod(len(values) for values in dims.values()) + len(extras)
+    points += len(next((dims[k] for k in GRAPH_KEYS if k in dims), [None])) if baseline else 0
+    if points > max_cells:
+        raise ConfigError(f"the grid has {points} cells: more than max_cells={max_cells}; each "
+                          "cell is a server start (minutes each on a GPU host)",
+                          fix=f"narrow the grid, or confirm it with -p max_cells {points} "
+                              f"(--max-cells {points})", key="max_cells", value=points)
+
+
 def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     """The stored sweep's plan, rebuilt and checked against the cells it registered.
 
@@ -172,7 +230,8 @@ def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     record = store.sweep(sweep_id)
     inputs = _unmask(record["grid"], _mapping(secrets), sweep_id)
     plan = plan_sweep(inputs["base"], inputs["grid"], fixed=inputs["fixed"],
-                      baseline=inputs["baseline"], extra=inputs["extra"])
+                      baseline=inputs["baseline"], extra=inputs["extra"],
+                      max_cells=10**9)  # its size was confirmed when it began
     stored = set(store.cell_status(sweep_id))
     if {c.hash for c in plan.cells} != stored:
         raise ConfigError(f"resume={sweep_id!r}: the base config {inputs['base']!r} changed since "

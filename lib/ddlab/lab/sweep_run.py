@@ -80,7 +80,7 @@ class Sweep:
         return "\n".join(rows)
 
 
-def run_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "local",
+def run_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None = None,
               options: SweepOptions | None = None, resume: str = "", dry_run: bool = False,
               store: Store | None = None, secrets=()) -> Sweep:
     """Run a planned sweep, or resume a stored one (``resume``: its id or ``latest``;
@@ -100,6 +100,11 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
     """Run the cells of an open sweep that are not finished yet (see the module
     docstring); the store says how it ended, also when this raises."""
     todo = [c for c in sweep.cells if c.hash not in sweep.skipped]
+    if not todo:  # a finished sweep resumed: the host is not touched, production not stopped
+        log.info(f"[sweep] {sweep.sweep_id}: nothing left to run; all {len(sweep.cells)} cells "
+                 "are finished")
+        _stop(store, sweep, "done")
+        return sweep
     store.set_sweep_status(sweep.sweep_id, "running")
     try:
         with Lab(sweep.profile, what=f"sweep {sweep.sweep_id}") as lab:
@@ -130,11 +135,12 @@ def _stop(store: Store, sweep: Sweep, status: str) -> None:
         log.info(f"[sweep] resume with: {sweep.resume_command()}")
 
 
-def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "local",
+def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None = None,
                options: SweepOptions | None = None, resume: str = "",
                store: Store | None = None, register: bool = True, secrets=()) -> Sweep:
-    """The sweep to run, a new one (``plan``) or a stored one (``resume``), every
-    cell checked against the host profile; ``register`` writes it to the store.
+    """The sweep to run, a new one (``plan``; ``host`` default ``local``) or a stored one
+    (``resume``: on its own host; naming another is an error, never silently ignored),
+    every cell checked against the host profile; ``register`` writes it to the store.
     Its plan is logged. Nothing touches the host."""
     store = store or Store()
     options = options or SweepOptions()
@@ -145,6 +151,12 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "loca
             raise ConfigError(f"resume={resume!r}: no such sweep in {store.path}",
                               fix=f"use 'latest' or one of: {known}", value=resume)
         record = store.sweep(sweep_id)
+        asked = host.name if isinstance(host, HostProfile) else host
+        if asked and asked != record["host"]:
+            raise ConfigError(f"resume={sweep_id!r} with host={asked!r}: the sweep ran on "
+                              f"{record['host']!r}, and its cells are that host's",
+                              fix=f"resume it without a host (it goes to {record['host']}), or "
+                                  "start a new sweep on the other host", value=asked)
         plan = plan_from_store(store, sweep_id, secrets)
         profile = load_host(record["host"])
         options = SweepOptions(**record["options"])
@@ -152,7 +164,7 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile = "loca
         if plan is None:
             raise ConfigError("run_sweep: neither a plan nor resume given",
                               fix="plan it with plan_sweep(...) or pass resume='latest'")
-        profile = host if isinstance(host, HostProfile) else load_host(host)
+        profile = host if isinstance(host, HostProfile) else load_host(host or "local")
         sweep_id = safe_name(f"{utc_stamp()}-{profile.name}-{Path(plan.base).stem}")
     for cell in plan.cells:  # values a unit cannot hold, the host's python: before the host
         render_unit(cell.variant, python=profile.python)
@@ -204,10 +216,13 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
     try:
         deployed = lab.start_variant(cell.variant, run_dir=run_dir)
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
-                        grace_s=options.grace_s)
+                        grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance)
         metrics = None
-        if verdict.state == "ready":
+        if verdict.state in ("ready", "wrong_output"):
+            wrong = verdict if verdict.state == "wrong_output" else None
             metrics, verdict = _measure_cell(lab, deployed, run_dir, options)
+            if wrong is not None and verdict.state == "ready":
+                verdict = wrong  # measured, so a plot shows how fast it is wrong; never best
         status = "measured" if verdict.state == "ready" else verdict.state
         lab.stop_variant()
     except KeyboardInterrupt:
@@ -235,7 +250,8 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
         result = measure(lab.transport.http_base(deployed.port), requests=options.requests,
                            concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
                            warmup=options.warmup, repeats=options.repeats,
-                           label=f"bench {deployed.name}", record=run_dir / "heartbeat.log")
+                           label=f"bench {deployed.name}", record=run_dir / "heartbeat.log",
+                           headers=lab.server_headers(deployed))
         write_json(run_dir / "bench.json", result.to_dict())
         after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
         metrics = result.summary()

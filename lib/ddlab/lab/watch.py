@@ -14,20 +14,27 @@ thread asks ``/v1/models`` (then ``/health``) whether the server answers.
 - *crashed*: the unit failed, the process is gone, or systemd restarted it
   since ddlab started it (``NRestarts``: a crash loop under ``Restart=always``
   is never "ready"; the verdict says how many restarts).
+- *wrong_output*: ready, the probes served, but the greedy tokens differ from
+  the model's own without speculation (:mod:`ddlab.lab.lossless`): fast and
+  wrong. A variant without speculation records that reference when there is
+  none; a speculative one with no reference says so in its notes.
 - *timeout*: ``timeout_s`` passed; the log tail says where it hung.
 - *interrupted*: Ctrl-C; recorded, then :class:`ddlab.core.errors.Interrupted`
   (a KeyboardInterrupt carrying the verdict) is raised so the caller restores.
 
 Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnosis.diagnosis`)
 and the verdict are written to the run folder (``journal.log``,
-``verdict.json``) before :func:`watch` returns or raises. The log is masked
-(:mod:`ddlab.core.redact`) before anything reads it: the verdict quotes it, and
-it is printed, displayed and stored.
+``verdict.json``) before :func:`watch` returns or raises. The diagnosis reads
+the raw log (masking first would destroy evidence); what the verdict quotes and
+what is written (the log, the cause, the evidence) is masked
+(:mod:`ddlab.core.redact`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
+import shlex
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -35,12 +42,14 @@ from pathlib import Path
 
 import httpx
 
-from ddlab.core.errors import Interrupted, ServiceError
+from ddlab.core.errors import HostError, HostKeyError, Interrupted, LockError, ServiceError
 from ddlab.core.progress import Heartbeat
-from ddlab.core.redact import redact_text
+from ddlab.core.redact import redact, redact_text
+from ddlab.config.flags import graphs_on
 from ddlab.core.run_folders import write_json, write_text
 from ddlab.diagnosis import diagnosis as dx
 from ddlab.hosts.services import ServiceState
+from ddlab.lab import lossless as ll
 from ddlab.lab.deploy import Deployed, Lab
 from ddlab.lab.probes import ProbeResult, probe_server
 
@@ -48,7 +57,8 @@ __all__ = ["Verdict", "watch", "PHASE_LABELS", "EXIT_CODES",
            "PROBE_FAILED_EXIT"]
 
 # Exit codes of `ddlab watch` by verdict, so scripts can branch on them (docs/DESIGN.md).
-EXIT_CODES = {"ready": 0, "crashed": 3, "timeout": 4, "interrupted": 130}
+EXIT_CODES = {"ready": 0, "crashed": 3, "timeout": 4, "connection_lost": 6, "wrong_output": 7,
+              "interrupted": 130}
 PROBE_FAILED_EXIT = 5  # ready, but a probe request failed: "ready" is not "works"
 
 PHASE_LABELS = {"launch": "launching", "load_weights": "loading weights",
@@ -60,7 +70,8 @@ PHASE_LABELS = {"launch": "launching", "load_weights": "loading weights",
 class Verdict:
     """How a watch ended; ``to_dict()`` is the one JSON object the CLI prints last."""
 
-    state: str                      # ready | crashed | timeout | interrupted
+    state: str                      # ready | wrong_output | crashed | timeout | connection_lost
+    #                                 | interrupted
     variant: str
     host: str
     service: str
@@ -71,6 +82,10 @@ class Verdict:
     probes: list[ProbeResult] = field(default_factory=list)
     log_tail: list[str] = field(default_factory=list)
     run_dir: str = ""
+    notes: list[str] = field(default_factory=list)   # what else the reader must know
+    lost: str = ""                  # connection_lost: what the connection said last
+    restore_error: str = ""         # the watch ended, but putting the baseline back failed
+    lossless: dict = field(default_factory=dict)  # the lossless check (LosslessCheck.to_dict)
 
     @property
     def probe_failed(self) -> bool:
@@ -79,6 +94,11 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
+        """ddlab's documented code (docs/DESIGN.md): 0 ready, 3 crashed, 4 timeout, 5 ready
+        but a probe failed, 6 connection lost, 7 wrong output (not lossless), 130
+        interrupted; 1 when the restore failed."""
+        if self.restore_error:
+            return 1
         return PROBE_FAILED_EXIT if self.probe_failed else EXIT_CODES.get(self.state, 1)
 
     @property
@@ -94,17 +114,29 @@ class Verdict:
             if probed and probed[-1].spec_accept_length:
                 extra = f", verify path ran (accept length {probed[-1].spec_accept_length:.2f})"
             return f"READY: {where} after {self.elapsed_s:.1f} s{extra}"
+        if self.state == "wrong_output":
+            return f"WRONG OUTPUT: {where}: not lossless: {d.cause}"
         if self.state == "crashed":
             restarts = f", {self.restarts} restarts" if self.restarts else ""
             return (f"CRASHED: {where}: {d.kind} in phase {d.phase}{restarts}: "
                     f"{d.cause or 'no cause in the log'}")
         if self.state == "timeout":
             return f"TIMEOUT: {where} not ready after {self.elapsed_s:.0f} s, stuck in phase {d.phase}"
+        if self.state == "connection_lost":
+            return (f"CONNECTION LOST: {where} after {self.elapsed_s:.1f} s, last seen in phase "
+                    f"{d.phase}: {self.lost}")
         return f"INTERRUPTED: {where} after {self.elapsed_s:.1f} s, in phase {d.phase}"
 
     @property
     def next_step(self) -> str:
-        if self.state == "crashed":
+        if self.restore_error:
+            return f"the baseline is not back ({self.restore_error}): ddlab restore --host " \
+                   f"{shlex.quote(self.host)} finishes it"
+        if self.state == "connection_lost":
+            return ("the variant may still run and the baseline be down: when the host answers, "
+                    f"ddlab watch --host {shlex.quote(self.host)} (or ddlab restore --host "
+                    f"{shlex.quote(self.host)})")
+        if self.state in ("crashed", "wrong_output"):
             return self.diagnosis.suggestion or "read journal.log in the run folder"
         if self.state == "timeout":
             return ("raise the timeout if the phase was still progressing; otherwise read the "
@@ -121,7 +153,9 @@ class Verdict:
                 "headline": self.headline, "next_step": self.next_step, **d,
                 "host": self.host, "service": self.service, "restarts": self.restarts,
                 "service_state": self.service_state, "probes": [asdict(p) for p in self.probes],
-                "log_tail": self.log_tail, "run_dir": self.run_dir}
+                "exit_code": self.exit_code,
+                "log_tail": self.log_tail, "run_dir": self.run_dir, "notes": self.notes,
+                "lost": self.lost, "restore_error": self.restore_error, "lossless": self.lossless}
 
     def render(self) -> str:
         """Verdict first, then the details a person reads next."""
@@ -133,6 +167,9 @@ class Verdict:
                 f"bs {p.batch}: " + (f"{p.completion_tokens} tokens, accept length "
                                      f"{p.spec_accept_length}" if p.ok else f"FAILED {p.error}")
                 for p in self.probes))
+        if self.lossless:
+            rows.append(f"lossless:   {self.lossless.get('summary') or self.lossless.get('why')}")
+        rows += [f"note:       {note}" for note in self.notes]
         if self.run_dir:
             rows.append(f"evidence:   {self.run_dir}")
         return "\n".join(rows)
@@ -150,7 +187,8 @@ class Verdict:
     def _repr_html_(self) -> str:
         from html import escape
 
-        colour = {"ready": "#1a7f37", "crashed": "#cf222e"}.get(self.state, "#9a6700")
+        colour = {"ready": "#1a7f37", "crashed": "#cf222e",
+                  "wrong_output": "#cf222e"}.get(self.state, "#9a6700")
         return (f"<div style='border-left:6px solid {colour};padding:4px 10px'>"
                 f"<b style='color:{colour}'>{escape(self.headline)}</b><br>"
                 f"<b>next step:</b> {escape(self.next_step)}"
@@ -159,18 +197,27 @@ class Verdict:
 
 class _ReadyChecker(threading.Thread):
     """Asks the server, off the main loop, whether it answers (a slow HTTP call
-    must not delay seeing a crash)."""
+    must not delay seeing a crash), and whether what answers is the variant: its
+    ``/server_info`` (``/get_server_info`` before 0.5) names the port it was started
+    with. ``identified`` is None when the server tells nothing of itself, False
+    when it names another port (``stranger`` says which): never ready then. The
+    loop also wants the variant's own log to say it is ready."""
 
-    def __init__(self, base_url: str, interval_s: float = 0.5):
+    def __init__(self, base_url: str, port: int, interval_s: float = 0.5, headers=None):
         super().__init__(daemon=True, name="ddlab-ready-check")
         self.base_url = base_url
+        self.headers = dict(headers or {})
+        self.port = port
         self.interval_s = interval_s
         self.ready = threading.Event()
         self.stopped = threading.Event()
         self.model = None
+        self.identified: bool | None = None
+        self.stranger = ""
+        self.info: dict = {}
 
     def run(self) -> None:
-        with httpx.Client(timeout=2.0) as client:
+        with httpx.Client(timeout=2.0, headers=self.headers) as client:
             while not self.stopped.is_set() and not self.ready.is_set():
                 self._check(client)
                 self.stopped.wait(self.interval_s)
@@ -187,9 +234,24 @@ class _ReadyChecker(threading.Thread):
             if data:
                 self.model = data[0].get("id")
             if health == 200 or data:
-                self.ready.set()
+                self.identified = self._identify(client)
+                if self.identified is not False:
+                    self.ready.set()
         except (httpx.HTTPError, ValueError):
             pass
+
+    def _identify(self, client: httpx.Client) -> bool | None:
+        for path in ("/server_info", "/get_server_info"):
+            resp = client.get(f"{self.base_url}{path}")
+            info = resp.json() if resp.status_code == 200 else None
+            if isinstance(info, dict) and "port" in info:
+                if int(info["port"]) == self.port:
+                    self.info = info
+                    return True
+                self.stranger = (f"{path} answers port {info['port']} "
+                                 f"({info.get('model_path') or info.get('version') or '?'})")
+                return False
+        return None
 
 
 class _Follower:
@@ -223,8 +285,13 @@ class _Follower:
 
 
 def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: float = 5.0,
-          poll_s: float = 0.2, heartbeat_s: float = 5.0, patterns=()) -> Verdict:
-    """Watch the variant deployed on ``lab`` (see the module docstring)."""
+          poll_s: float = 0.2, heartbeat_s: float = 5.0, patterns=(), lossless: bool = True,
+          lossless_tolerance: float = 1.0, prompts=ll.PROMPTS) -> Verdict:
+    """Watch the variant deployed on ``lab`` (see the module docstring). With ``probe``
+    and ``lossless``, the probes end with the lossless check (``prompts`` at
+    temperature 0 against the stored reference, ``lossless_tolerance`` the token
+    match rate that passes)."""
+    lossless_tolerance = ll.check_tolerance(lossless_tolerance)
     deployed = lab.current
     if deployed is None:
         raise ServiceError(f"host {lab.name!r}: no ddlab variant is deployed there",
@@ -232,14 +299,20 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
     run_dir = Path(deployed.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     follower = _Follower(lab, deployed)
-    checker = _ReadyChecker(lab.transport.http_base(deployed.port))
+    headers = lab.server_headers(deployed)
+    checker = _ReadyChecker(lab.transport.http_base(deployed.port), deployed.port, headers=headers)
     loop = _Loop(lab, deployed, follower, checker, timeout_s=timeout_s, probe=probe,
                  grace_s=grace_s, poll_s=poll_s)
+    loop.lossless_asked = (tuple(prompts), lossless_tolerance) if probe and lossless else None
     beat = Heartbeat(f"watch {deployed.name}", timeout_s, interval_s=heartbeat_s,
                      record=run_dir / "heartbeat.log")
     checker.start()
     try:
         state = loop.run(beat)
+    except HostError as lost:  # the host stopped answering: a verdict of its own, never silence
+        if isinstance(lost, (HostKeyError, LockError)):
+            raise
+        return _finish(loop, "connection_lost", beat, patterns, lost=str(lost))
     except KeyboardInterrupt as interrupt:
         raise Interrupted(verdict=_finish(loop, "interrupted", beat, patterns)) from interrupt
     finally:
@@ -247,15 +320,31 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
     return _finish(loop, state, beat, patterns)
 
 
+def _deployed(deployed: Deployed) -> tuple[dict, str | None]:
+    """The flags the variant was started with and the SGLang release its command was
+    checked against (None: unknown), from its run folder's config.json."""
+    import json
+
+    try:
+        config = json.loads((Path(deployed.run_dir) / "config.json").read_text())
+        return dict(config["config"]["flags"]), config.get("sglang_version") or None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}, None
+
+
 class _Loop:
     def __init__(self, lab, deployed, follower, checker, *, timeout_s, probe, grace_s, poll_s):
         self.lab, self.deployed, self.follower, self.checker = lab, deployed, follower, checker
+        self.deployed_flags, self.sglang_version = _deployed(deployed)
         self.timeout_s, self.probe, self.grace_s, self.poll_s = timeout_s, probe, grace_s, poll_s
         self.started = time.monotonic()
         self.state: ServiceState | None = None
         self.probes: list[ProbeResult] = []
         self._probe_thread: threading.Thread | None = None
         self._probe_done_at: float | None = None
+        self.lossless_asked: tuple | None = None   # (prompts, tolerance), or None: no check
+        self.lossless: dict = {}
+        self._checking = False
 
     @property
     def elapsed_s(self) -> float:
@@ -270,7 +359,7 @@ class _Loop:
             if time.monotonic() - last_log >= 1.0:
                 self.follower.poll()
                 last_log = time.monotonic()
-            if self.checker.ready.is_set() and self.state.running and self._probed():
+            if self._answering_as_itself() and self._probed():
                 return "ready"
             if self.elapsed_s > self.timeout_s:
                 return "timeout"
@@ -278,6 +367,16 @@ class _Loop:
                 beat.beat(self._status(), force=True)
                 next_beat = time.monotonic() + beat.interval_s
             time.sleep(self.poll_s)
+
+    def _answering_as_itself(self) -> bool:
+        """It runs, something answers that does not say it is another server (its
+        /server_info names the variant's port, or tells nothing), and the variant's own
+        log reached "ready": SGLang logs "The server is fired up and ready to roll!"
+        after its warmup, also when the warmup is skipped (sglang/srt/entrypoints/
+        http_server.py:2589-2600 in 0.5.23), so an answer alone proves nothing."""
+        if not (self.checker.ready.is_set() and self.state.running):
+            return False
+        return dx.phase_of(self.follower.text) in ("ready", "serving")
 
     def _crashed(self) -> bool:
         s = self.state
@@ -303,21 +402,78 @@ class _Loop:
         try:
             for _attempt in range(3):
                 link = self.lab.transport.link
-                self.probes = probe_server(self.lab.transport.http_base(self.deployed.port))
+                self.probes = probe_server(self.lab.transport.http_base(self.deployed.port),
+                                           headers=self.checker.headers)
                 lost = any(not p.ok and p.status is None for p in self.probes)
                 if not (lost and self.lab.transport.link != link):
                     break
+            if self.lossless_asked and self.probes and all(p.ok for p in self.probes):
+                self._checking = True
+                self.lossless = self._lossless_check(*self.lossless_asked)
         except Exception as err:  # a probe that could not run is a failed probe, not a pass
             self.probes = [ProbeResult(ok=False, batch=1, error=f"{type(err).__name__}: {err}")]
         finally:
             self._probe_done_at = time.monotonic()
 
+    def _lossless_check(self, prompts, tolerance) -> dict:
+        """The variant's greedy tokens against the model's own (the stored reference);
+        a variant without speculation records the reference when there is none."""
+        info = self.checker.info
+        model = ll.model_identity(info, self.checker.model)
+        started = time.monotonic()
+        try:
+            outputs = ll.collect(self.lab.transport.http_base(self.deployed.port), prompts=prompts,
+                                 headers=self.checker.headers)
+        except (httpx.HTTPError, ValueError) as err:
+            return {"checked": False, "why": f"the check's requests failed: {err}"}
+        speculative = ll.speculative(self.deployed_flags, info)
+        reference = ll.load_reference(model, prompts)
+        took = round(time.monotonic() - started, 3)
+        if reference is None and not speculative:
+            reference = ll.Reference(model=model, prompts=list(prompts),
+                                     max_new_tokens=ll.MAX_NEW_TOKENS, outputs=outputs,
+                                     source=f"{self.deployed.name} on {self.lab.name}")
+            path = ll.save_reference(reference)
+            return {"checked": False, "recorded": str(path), "took_s": took,
+                    "why": f"this variant runs no speculation: its tokens are now the reference "
+                           f"{reference.key} for {model}"}
+        if reference is None:
+            return {"checked": False, "took_s": took,
+                    "why": f"no reference for {model} yet: a variant without speculation records "
+                           "one (a sweep's baseline cell, or ddlab.record_reference)"}
+        check = ll.compare(reference, outputs, tolerance=tolerance)
+        return {"checked": True, "took_s": took, **check.to_dict()}
+
     def _status(self) -> str:
         s = self.state
         text = f"{self.follower.status} | {s.active_state}/{s.sub_state}"
         if self._probe_thread is not None:
-            text += " | probing" if self._probe_done_at is None else " | probed, grace period"
+            text += (" | probed, grace period" if self._probe_done_at is not None else
+                     " | lossless check" if self._checking else " | probing")
+        if self.checker.stranger:
+            text += f" | NOT the variant answering: {self.checker.stranger}"
         return text
+
+
+# systemd's own reasons for a start that never ran the server (exit statuses 200-243,
+# systemd.exec(5)): a wrong interpreter path is 203/EXEC, a missing folder 200/CHDIR.
+_SPAWN = re.compile(r"(Failed to (?:execute|locate executable|spawn)[^\n]*|Failed at step \w+ "
+                    r"spawning[^\n]*|status=2[0-4]\d/[A-Z_]+)")
+
+
+def _spawn_failure(diagnosis: dx.Diagnosis, text: str) -> dx.Diagnosis | None:
+    """When systemd itself could not start the server, its reason is the cause."""
+    lines = [dx.strip_prefix(l) for l in text.strip().splitlines() if l.strip()]
+    spawn = [m.group(1) for line in lines if (m := _SPAWN.search(line))]
+    if not spawn or diagnosis.kind not in (None, "unknown"):
+        return None
+    reason = next((r for r in spawn if not r.startswith("status=")), spawn[0])
+    return dataclasses.replace(
+        diagnosis, crashed=True, kind="unknown", phase="launch",
+        cause=f"systemd could not start the server: {reason}",
+        evidence=[line for line in lines if _SPAWN.search(line)][-5:],
+        suggestion="fix what systemd names (the interpreter path, the working directory, "
+                   "the user) in the base or the host profile, then deploy again")
 
 
 def _unexplained_death(diagnosis: dx.Diagnosis, s: ServiceState, text: str) -> dx.Diagnosis:
@@ -333,24 +489,87 @@ def _unexplained_death(diagnosis: dx.Diagnosis, s: ServiceState, text: str) -> d
         suggestion="no known crash signature: read journal.log; run the command by hand to see it fail")
 
 
-def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns) -> Verdict:
-    """Diagnose this start's log and write the evidence, before anything returns or raises."""
+def _notes(loop: _Loop, diagnosis: dx.Diagnosis) -> list[str]:
+    """What a reader of a READY verdict must know besides: production's state, and a
+    server that took less than it was given (SGLang cuts max_running_requests to fit)."""
+    notes = []
+    baseline = (loop.lab.lock.baseline or {}).get("service") if loop.lab.lock else None
+    if baseline and loop.lab.lock.baseline.get("was_active"):
+        notes.append(f"the baseline {baseline} is stopped while the variant runs: ddlab restore "
+                     f"--host {shlex.quote(loop.lab.profile.handle)} puts it back")
+    served = diagnosis.facts.get("max_running_requests")
+    asked = loop.deployed_flags.get("max-running-requests")
+    default = 48 if loop.deployed_flags.get("speculative-algorithm") else None  # SGLang's
+    if isinstance(served, int) and served < (asked or default or served):
+        notes.append(f"the server runs max_running_requests={served}, not the "
+                     f"{asked or default} {'asked for' if asked else 'SGLang defaults to'}: it cut "
+                     "it to fit memory; the variant is not what was configured")
+    return notes
+
+
+def _not_lossless(diagnosis: dx.Diagnosis, loop: _Loop) -> dx.Diagnosis:
+    """A ready variant whose tokens differ from the model's own: what differs, and the
+    next step (graphs are the usual suspect: SGLang 0.5.23's fill_from skips a None
+    field and replays stale buffers, sglang/srt/model_executor/cuda_graph_buffer_registry.py)."""
+    check = loop.lossless
+    graphs = graphs_on(loop.deployed_flags)
+    if graphs:
+        step = ("deploy the same variant with CUDA graphs off (--set cuda_graph=false): if its "
+                "tokens are right, the graph replays buffers a verify field never filled; probe "
+                "the replay (--probe ...CudaGraphRunner.replay:first=3) to see which field is None")
+    else:
+        step = ("graphs are off, so the verify path itself is wrong: sweep budget and topk_cap "
+                "down to the smallest tree that still differs, and compare with DFLASH")
+    return dataclasses.replace(
+        diagnosis, kind="lossless_violation", phase="serving", crashed=False,
+        cause=check.get("summary", "the tokens differ from the reference"),
+        evidence=[f"compared {check.get('compared')}",
+                  f"reference from {check.get('reference_source')}"], suggestion=step)
+
+
+def _masked(diagnosis: dx.Diagnosis) -> dx.Diagnosis:
+    """The diagnosis as it may be written and shown: every quoted text masked."""
+    return dataclasses.replace(
+        diagnosis, cause=redact_text(diagnosis.cause) if diagnosis.cause else diagnosis.cause,
+        evidence=[redact_text(line) for line in diagnosis.evidence],
+        suggestion=redact_text(diagnosis.suggestion) if diagnosis.suggestion else None,
+        facts=redact(diagnosis.facts))
+
+
+def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "") -> Verdict:
+    """Diagnose this start's log and write the evidence, before anything returns or raises
+    (with the connection lost, from what was read before)."""
     if state == "crashed":
         text = loop.follower.settle()
-    else:
+    elif state != "connection_lost":
         loop.follower.poll()
         text = loop.follower.text
-    text = redact_text(text)  # a server logs its own secrets (SGLang: server_args=...api_key=)
+    else:
+        text = loop.follower.text
     s = loop.state
-    diagnosis = dx.diagnose(text, patterns=patterns)
-    if state == "crashed" and not diagnosis.crashed:
+    # the raw log (masking destroys evidence); advice for the release and algorithm in use
+    algorithm = loop.deployed_flags.get("speculative-algorithm")
+    diagnosis = dx.diagnose(text, patterns=patterns, version=loop.sglang_version,
+                            algorithm=str(algorithm) if algorithm else None)
+    if state == "crashed" and (spawned := _spawn_failure(diagnosis, text)):
+        diagnosis = spawned
+    elif state == "crashed" and not diagnosis.crashed:
         diagnosis = _unexplained_death(diagnosis, s, text)
+    # what is kept and shown is masked: a server logs its own secrets (server_args=...api_key=)
+    if state == "ready" and loop.lossless.get("checked") and not loop.lossless.get("ok"):
+        state, diagnosis = "wrong_output", _not_lossless(diagnosis, loop)
+    diagnosis = _masked(diagnosis)
+    text = redact_text(text)
     restarts = s.n_restarts if s else 0  # since the start ddlab made (a manual start resets it)
     verdict = Verdict(state=state, variant=loop.deployed.name, host=loop.lab.name,
                       service=loop.deployed.service, elapsed_s=loop.elapsed_s, diagnosis=diagnosis,
                       service_state=s.to_dict() if s else {}, restarts=restarts,
                       probes=list(loop.probes), log_tail=text.strip().splitlines()[-30:],
-                      run_dir=str(loop.deployed.run_dir))
+                      run_dir=str(loop.deployed.run_dir), lost=redact_text(lost),
+                      lossless=redact(loop.lossless),
+                      notes=_notes(loop, diagnosis) if state == "ready" else
+                      [f"not the variant answered on its port: {loop.checker.stranger}"]
+                      if loop.checker.stranger else [])
     run_dir = Path(loop.deployed.run_dir)
     write_text(run_dir / "journal.log", text)
     write_json(run_dir / "verdict.json", verdict.to_dict())

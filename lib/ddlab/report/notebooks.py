@@ -61,6 +61,11 @@ class NotebookRun:
 
     @property
     def exit_code(self) -> int:
+        """The run's (1 failed, 130 interrupted); a run that went through ends with its
+        verdict's own code when it has one (``ddlab run poll`` on a crash: 3, as ``ddlab
+        watch``), so a script never reads a crash as a success."""
+        if self.status == "ok" and isinstance(self.verdict.get("exit_code"), int):
+            return self.verdict["exit_code"]
         return EXIT_CODES.get(self.status, 1)
 
     def render(self) -> str:

@@ -68,6 +68,7 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
             ok = rows[rows["status"] == "measured"].sort_values("budget")
             ax.plot(ok["budget"], ok[metric], marker="o", label=f"top-k cap {_fmt(cap)}")
         _baseline(ax, frame, mode, metric)
+        _wrong(ax, part, metric)
         _crashes(ax, part)
         ax.set_title(_title(mode))
         ax.set_xlabel("DDTree budget (nodes)")
@@ -104,6 +105,19 @@ def _baseline(ax, frame: pd.DataFrame, mode: bool, metric: str) -> None:
     if not value.empty:
         ax.axhline(value.iloc[0], color="grey", linestyle="--", linewidth=1,
                    label=f"no speculation ({value.iloc[0]:.3g})")
+
+
+def _wrong(ax, part: pd.DataFrame, metric: str) -> None:
+    """Cells that served other tokens than the model's own: drawn where they measured,
+    as red rings off the lines, so a fast wrong cell never reads as the best one."""
+    wrong = part[(part["status"] == "wrong_output") & part[metric].notna()]
+    if wrong.empty:
+        return
+    ax.scatter(wrong["budget"].fillna(1), wrong[metric], s=140, facecolors="none",
+               edgecolors="red", linewidths=2, zorder=5, label="WRONG OUTPUT (not lossless)")
+    for _, row in wrong.iterrows():
+        ax.annotate(f"wrong (k={_fmt(row['topk_cap'])})", (row["budget"], row[metric]),
+                    xytext=(6, -10), textcoords="offset points", color="red", fontsize=7)
 
 
 def _crashes(ax, part: pd.DataFrame) -> None:
@@ -149,7 +163,8 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
             value = row[metric] if row["status"] == "measured" else None
             dark = pd.notna(value) and value - vmin < 0.5 * (vmax - vmin)  # white text on it
             ax.text(j, i, _cell_text(row, metric), ha="center", va="center", fontsize=8,
-                    color="red" if row["status"] in CRASHED else "white" if dark else "black")
+                    color="red" if row["status"] in (*CRASHED, "wrong_output")
+                    else "white" if dark else "black")
         image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", alpha=0.85)
         ax.set_xticks(range(len(budgets)), [f"{b:g}" for b in budgets])
         ax.set_yticks(range(len(caps)), [f"{c:g}" for c in caps])
@@ -166,6 +181,8 @@ def _cell_text(row, metric: str) -> str:
         return _number(row[metric]) if pd.notna(row[metric]) else "n/a"
     if row["status"] in CRASHED:
         return f"x {row['kind']}"
+    if row["status"] == "wrong_output":  # its speed is no result: the tokens are wrong
+        return "WRONG\noutput"
     return row["status"]
 
 

@@ -38,6 +38,9 @@ class SweepVerdict:
             return f"DRY RUN: {s.get('cells', 0)} cells planned, {to_run} to run; nothing touched the host"
         head = (f"SWEEP {self.status.upper()}: {s.get('cells', 0)} cells, {s.get('measured', 0)} "
                 f"measured, {s.get('crashed', 0)} crashed")
+        if s.get("wrong_output"):
+            head = (f"{head}, {s['wrong_output']} WRONG OUTPUT (not lossless: "
+                    f"{', '.join(s.get('wrong_cells', [])[:3])})")
         if s.get("crash_kinds"):
             head += f" ({', '.join(s['crash_kinds'])})"
         best = s.get("best")
@@ -56,6 +59,10 @@ class SweepVerdict:
             return "run it: the same parameters without dry_run"
         if self.status != "done":
             return f"resume it: {self.resume}" if self.resume else "run it again"
+        if self.summary.get("wrong_output"):
+            return (f"{self.summary['wrong_cells'][0]} serves other tokens than the model "
+                    "without speculation: watch it alone (ddlab watch --probe) for the first "
+                    "difference; with graphs on, try it with graphs off")
         if self.crashes:
             first = self.crashes[0]
             return f"{first['name']} crashed ({first['kind']}): {first.get('suggestion') or 'see its journal.log'}"

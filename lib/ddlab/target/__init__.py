@@ -6,23 +6,26 @@ ships one: a 3.2 M-parameter byte-level transformer and a DFlash-like block
 drafter (trained by ``python -m ddlab.target.train``, shipped as fp16
 safetensors in ``weights/``), decoded greedily and losslessly with no
 speculation, a DFlash chain, or a DDTree best-first tree verified in one
-batched forward pass, behind SGLang's flag names, HTTP API and log lines.
-Every figure it reports comes from decoding it did.
+batched forward pass, behind SGLang's flag names, HTTP API and log lines
+(SGLang 0.5.23's by default, 0.4.x's with ``--log-format 0.4``). Every
+figure it reports comes from decoding it did.
 
 Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
 
     args.py               SGLang-named flags -> ServerArgs
+    log_lines.py          SGLang's log lines and error texts, per generation
     model.py              Target and Drafter networks
     checkpoint.py         built-in weights / weight directories
     tree.py               DDTree heap, DFlash chain, tree mask, verify walk
     spec.py               one batched draft + verify + accept step
     memory.py             device memory budget, KV pool
     cuda_graph_runner.py  static verify buffers, CUDA graph capture / replay
-    runner.py             startup phases, forward passes
+    model_runner.py       startup phases, forward passes
     engine.py             requests, batching scheduler, serving log lines
     metrics.py            Prometheus text under SGLang's metric names
     server.py             FastAPI app, startup, warmup, crash exit
     openai_api.py         /v1/models, /v1/completions, /v1/chat/completions
+    requests.py           what a request may ask, for both HTTP APIs
     train.py              training of both networks
 """
 

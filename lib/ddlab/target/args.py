@@ -1,14 +1,21 @@
 """The target's command line: SGLang's flag names, resolved into ``ServerArgs``.
 
-Contract: ``parse_args(argv) -> ServerArgs``. Flags are spelled as
-``python -m sglang.launch_server`` spells them (``../shared/facts/sglang.md``);
-errors are argparse's (``error: unrecognized arguments: ...``, ``invalid
-choice``, exit 2) or SGLang's own texts where sglang.md quotes one. Flags that
-only make sense on a GPU host (``--tp-size`` other than 1) are refused with
-a message saying so. ``--speculative-ddtree-shadow-linear`` parses and has
-no effect (a private fork's switch; ddlab passes it through). Two ``--debug-*``
-switches reproduce field bugs through the real code path (see
-``cuda_graph_runner``).
+Contract: ``parse_args(argv) -> ServerArgs``; ``parse_command_line(argv)``
+also returns the deprecation warnings the flags earned, worded as the chosen
+``--log-format`` words them (the server logs them first, as SGLang does).
+Flags are spelled as SGLang 0.5.23's ``sglang serve`` spells them, and the
+older spellings still work: ``--cuda-graph-max-bs`` and ``--cuda-graph-bs``
+are deprecated aliases of the ``-decode`` names (as in 0.5.14-0.5.18; 0.5.23
+removed them, the target stays lenient), ``--disable-cuda-graph`` is
+deprecated in favour of ``--cuda-graph-backend-decode disabled`` and still
+works. ``--context-length`` and ``--max-prefill-tokens`` read SGLang's
+human-readable integers (``32k`` = 32000, ``32Ki`` = 32768). Errors are
+argparse's (``error: unrecognized arguments: ...``, ``invalid choice``, exit 2)
+or SGLang's own texts. ``--tp-size`` other than 1 is refused with a message
+saying why. ``--speculative-ddtree-shadow-linear`` parses and has no effect (a
+private fork's switch). ``--log-format`` picks the SGLang generation whose
+lines and crash texts the target prints (``log_lines``). Two ``--debug-*``
+switches reproduce field bugs through the real code path (``cuda_graph_runner``).
 """
 
 from __future__ import annotations
@@ -16,12 +23,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
+from decimal import Decimal
 
-__all__ = ["ServerArgs", "build_parser", "parse_args", "VERIFY_FIELDS"]
+from ddlab.target.log_lines import LOG_FORMATS, generation
+
+__all__ = ["ServerArgs", "build_parser", "parse_args", "parse_command_line", "VERIFY_FIELDS",
+           "DROP_MODES", "human_readable_int"]
 
 # The forward-batch fields copied into the static buffers at every replay.
 VERIFY_FIELDS = ("input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions",
                  "num_token_non_padded")
+DROP_MODES = ("raise", "skip")
+GRAPH_BACKENDS = ("full", "breakable", "disabled")
 
 
 @dataclasses.dataclass
@@ -39,6 +53,8 @@ class ServerArgs:
     max_prefill_tokens: int = 16384
     tp_size: int = 1
     random_seed: int = 0
+    api_key: str | None = None
+    admin_api_key: str | None = None
     speculative_algorithm: str | None = None
     speculative_draft_model_path: str | None = None
     speculative_dflash_block_size: int | None = None
@@ -46,17 +62,20 @@ class ServerArgs:
     speculative_ddtree_budget: int | None = None
     speculative_ddtree_topk_cap: int | None = None
     speculative_ddtree_shadow_linear: bool = False
+    cuda_graph_backend_decode: str = "full"
+    cuda_graph_max_bs_decode: int = 8
+    cuda_graph_bs_decode: list | None = None
     disable_cuda_graph: bool = False
     disable_cuda_graph_padding: bool = False
-    cuda_graph_max_bs: int = 8
-    cuda_graph_bs: list | None = None
     enable_metrics: bool = False
     decode_log_interval: int = 40
     log_level: str = "info"
     log_level_http: str = "warning"
+    log_format: str = LOG_FORMATS[0]
     skip_server_warmup: bool = False
     cpu_threads: int = 0
     debug_drop_verify_field: str | None = None
+    debug_drop_verify_mode: str = "raise"
     debug_graph_tokens_per_req: int | None = None
 
     @property
@@ -71,11 +90,35 @@ class ServerArgs:
         return f"ServerArgs({inner})"
 
 
-def _positive(text):
-    value = int(text)
+def human_readable_int(text: str) -> int:
+    """SGLang's reading (0.5.23 ``utils/common.py:3394``): ``32k`` = 32000, ``32Ki`` = 32768."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", text.strip())
+    if not match:
+        try:
+            return int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"Invalid integer value: '{text.strip()}'. Use a plain integer, SI suffixes (1k, 1M), "
+                "or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive.") from None
+    number, suffix = match.groups()
+    if suffix.endswith("i"):
+        if "." in number:
+            raise argparse.ArgumentTypeError(
+                f"Decimals are not allowed with IEC suffixes like '{suffix}'. Use an integer IEC value "
+                f"such as '{int(Decimal(number))}{suffix}', or an SI value such as '{number}{suffix[0]}'.")
+        return int(number) * 2 ** (10 * (1 + "KMGT".index(suffix[0])))
+    return int(Decimal(number) * 10 ** (3 * (1 + "kMGT".index(suffix))))
+
+
+def _positive(text, read=int):
+    value = read(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text}: must be an integer >= 1")
     return value
+
+
+def _positive_human(text):
+    return _positive(text, human_readable_int)
 
 
 def _fraction(text):
@@ -85,9 +128,23 @@ def _fraction(text):
     return value
 
 
+class _Deprecated(argparse.Action):
+    """SGLang's ``DeprecatedAliasStoreAction`` / ``DeprecatedStoreTrueAction``: store, and
+    note (option, replacement) for the warning the server logs once logging is up."""
+
+    def __init__(self, option_strings, dest, replacement, **kw):
+        self.replacement = replacement
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        namespace.deprecated_used = [*namespace.deprecated_used, (option_string, self.replacement)]
+
+
 def build_parser(prog="python -m ddlab.target") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="ddlab's tree-speculative target server "
                                 "(SGLang's flags, HTTP API and log lines)")
+    p.set_defaults(deprecated_used=())
     a = p.add_argument
     a("--model-path", default="ddlab-tiny", help="built-in name (ddlab-tiny) or a weights directory")
     a("--served-model-name", help="name in /v1/models (default: --model-path)")
@@ -96,30 +153,42 @@ def build_parser(prog="python -m ddlab.target") -> argparse.ArgumentParser:
     a("--device", default="auto", choices=["auto", "cpu", "cuda"])
     a("--device-memory-gb", type=float, default=1.0, help="declared device memory on CPU (GiB)")
     a("--mem-fraction-static", type=_fraction, default=0.88, help="fraction for weights + KV pool")
-    a("--context-length", type=_positive, help="default: the model's (320)")
+    a("--context-length", type=_positive_human, help="default: the model's (320); 32k, 32Ki read")
     a("--max-running-requests", type=_positive, help="default 48 (SGLang's default under speculation)")
     a("--chunked-prefill-size", type=int, default=8192, help="logged only: prompts fit one chunk")
-    a("--max-prefill-tokens", type=int, default=16384, help="logged only")
+    a("--max-prefill-tokens", type=_positive_human, default=16384, help="logged only")
     a("--tp-size", type=int, default=1)
     a("--random-seed", type=int, default=0)
+    a("--api-key", help="requests need 'Authorization: Bearer KEY' (not /health, /metrics)")
+    a("--admin-api-key", help="accepted; this server has no admin endpoints")
     _add_speculative(p)
-    a("--disable-cuda-graph", action="store_true", help="verify eagerly, without static buffers")
-    a("--cuda-graph-backend-decode", choices=["full", "disabled"],
-      help="newest SGLang's spelling: disabled = --disable-cuda-graph")
-    a("--disable-cuda-graph-padding", action="store_true")
-    a("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode", type=_positive, default=8)
-    a("--cuda-graph-bs", "--cuda-graph-bs-decode", type=_positive, nargs="+")
+    _add_graphs(p)
     a("--enable-metrics", action="store_true", help="serve Prometheus text at /metrics")
     a("--decode-log-interval", type=_positive, default=40)
     a("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     a("--log-level-http", default="warning", choices=["debug", "info", "warning", "error"])
+    a("--log-format", default=LOG_FORMATS[0], choices=LOG_FORMATS,
+      help="the SGLang generation whose log lines and crash texts to print (default %(default)s)")
     a("--skip-server-warmup", action="store_true")
     a("--cpu-threads", type=int, default=0, help="torch threads on CPU (0: 1, fastest for this model)")
-    a("--debug-drop-verify-field", choices=VERIFY_FIELDS,
-      help="build verify batches without this field (reproduces the field's graph-replay crash)")
-    a("--debug-graph-tokens-per-req", type=_positive,
-      help="size the static verify buffers for N tokens per request instead of budget+1")
+    _add_debug(p)
     return p
+
+
+def _add_graphs(p):
+    a = p.add_argument
+    a("--cuda-graph-backend-decode", choices=GRAPH_BACKENDS, default="full",
+      help="decode/verify graphs: full (breakable runs as full here), disabled = no graphs")
+    a("--disable-cuda-graph", action=_Deprecated, nargs=0, default=False,
+      replacement="--cuda-graph-backend-{decode,prefill}=disabled",
+      help="deprecated: --cuda-graph-backend-decode disabled")
+    a("--disable-cuda-graph-padding", action="store_true")
+    a("--cuda-graph-max-bs-decode", type=_positive, default=8)
+    a("--cuda-graph-max-bs", dest="cuda_graph_max_bs_decode", type=_positive, action=_Deprecated,
+      replacement="--cuda-graph-max-bs-decode", help="deprecated alias of --cuda-graph-max-bs-decode")
+    a("--cuda-graph-bs-decode", type=_positive, nargs="+")
+    a("--cuda-graph-bs", dest="cuda_graph_bs_decode", type=_positive, nargs="+", action=_Deprecated,
+      replacement="--cuda-graph-bs-decode", help="deprecated alias of --cuda-graph-bs-decode")
 
 
 def _add_speculative(p):
@@ -134,11 +203,25 @@ def _add_speculative(p):
     a("--speculative-ddtree-shadow-linear", action="store_true", help="accepted; no effect here")
 
 
-def parse_args(argv=None, prog="python -m ddlab.target") -> ServerArgs:
+def _add_debug(p):
+    a = p.add_argument
+    a("--debug-drop-verify-field", choices=VERIFY_FIELDS,
+      help="hand the graph runner verify batches without this field")
+    a("--debug-drop-verify-mode", choices=DROP_MODES, default="raise",
+      help="raise: the copy into the static buffers fails on the missing field (default); "
+           "skip: it leaves the field's buffer as it was, as SGLang 0.5.23's fill_from does")
+    a("--debug-graph-tokens-per-req", type=_positive,
+      help="size the static verify buffers for N tokens per request instead of budget+1")
+
+
+def parse_command_line(argv=None, prog="python -m ddlab.target") -> tuple[ServerArgs, list[str]]:
+    """-> (the args, the deprecation warnings to log, worded for ``--log-format``)."""
     parser = build_parser(prog)
     ns = parser.parse_args(argv)
     if ns.cuda_graph_backend_decode == "disabled":
         ns.disable_cuda_graph = True
+    elif ns.disable_cuda_graph:
+        ns.cuda_graph_backend_decode = "disabled"
     if ns.tp_size != 1:
         parser.error(f"argument --tp-size: {ns.tp_size}: ddlab's target runs on one device; use 1")
     if ns.speculative_algorithm == "NONE":
@@ -146,4 +229,11 @@ def parse_args(argv=None, prog="python -m ddlab.target") -> ServerArgs:
     if ns.speculative_ddtree_topk_cap is None and ns.speculative_algorithm == "DDTREE":
         ns.speculative_ddtree_topk_cap = int(os.environ.get("SGLANG_DDTREE_MAX_TOPK", "6"))
     fields = {f.name for f in dataclasses.fields(ServerArgs)}
-    return ServerArgs(**{k: v for k, v in vars(ns).items() if k in fields})
+    args = ServerArgs(**{k: v for k, v in vars(ns).items() if k in fields})
+    words = generation(args.log_format)
+    warnings = [words.deprecated(option, new) for option, new in ns.deprecated_used]
+    return args, [w for w in warnings if w]
+
+
+def parse_args(argv=None, prog="python -m ddlab.target") -> ServerArgs:
+    return parse_command_line(argv, prog)[0]

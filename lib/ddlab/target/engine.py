@@ -5,11 +5,14 @@ Contract:
 - ``Engine(args)`` builds the model runner (startup phases logged as SGLang
   logs them) and owns the requests. ``submit(req)`` queues a ``Req`` from any
   thread; the scheduler admits queued requests while KV slots are free
-  (``--max-running-requests``), prefills them (``Prefill batch, ...``), then
+  (``--max-running-requests``), prefills them (a ``Prefill batch`` line), then
   runs one decode step over *all* running requests at once: their draft
   trees are verified in one batched target forward. Every
-  ``--decode-log-interval`` steps it logs ``Decode batch, ...`` with the
-  figures of that interval.
+  ``--decode-log-interval`` steps it logs a ``Decode batch`` line with the
+  figures of that interval: accept len = tokens gained (accepted drafts + the
+  bonus) / request-steps, accept rate = accepted drafts / (request-steps x
+  (block size - 1)), as SGLang 0.5.23 computes them; both lines worded for
+  ``--log-format`` (``log_lines``).
 - ``run_forever(on_crash)`` is the scheduler loop for the server's thread; an
   exception logs ``Scheduler hit an exception: <traceback>`` and calls
   ``on_crash`` (the server then exits non-zero, as SGLang's does).
@@ -77,8 +80,7 @@ class Engine:
         self.pool = self.runner.pool
         self.max_running_requests = self.runner.max_running_requests
         self.context_len = self.runner.context_len
-        if self.spec.algorithm:
-            logger.info(self.spec.describe())
+        self.words = self.runner.words
         logger.info(f"max_total_num_tokens={self.pool.capacity_tokens}, "
                     f"chunked_prefill_size={args.chunked_prefill_size}, "
                     f"max_prefill_tokens={args.max_prefill_tokens}, "
@@ -89,6 +91,7 @@ class Engine:
         self.metrics = Metrics()
         self.forward_ct = 0
         self._interval = {"steps": 0, "tokens": 0, "verifies": 0, "accepted": 0, "t0": time.perf_counter()}
+        self._last_prefill_log = time.perf_counter()
 
     # --- requests -----------------------------------------------------------
 
@@ -127,6 +130,7 @@ class Engine:
         return bool(new or self.running)
 
     def _prefill(self, reqs):
+        self._log_prefill(reqs)  # SGLang logs the batch when it schedules it, before its forward
         for req in reqs:
             req.slot = self.pool.alloc()
             req.bonus = self.runner.forward_extend(req.slot, req.input_ids)
@@ -134,10 +138,13 @@ class Engine:
             self.metrics.prompt_tokens += len(req.input_ids)
             self.running.append(req)
             self._emit(req, [req.bonus])
-        logger.info(f"Prefill batch, #new-seq: {len(reqs)}, "
-                    f"#new-token: {sum(len(r.input_ids) for r in reqs)}, #cached-token: 0, "
-                    f"token usage: {self._token_usage():.2f}, #running-req: {len(self.running) - len(reqs)}, "
-                    f"#queue-req: {len(self.waiting)}")
+
+    def _log_prefill(self, reqs):
+        now, n_new = time.perf_counter(), sum(len(r.input_ids) for r in reqs)
+        input_tok_s = n_new / max(now - self._last_prefill_log, 1e-9)
+        self._last_prefill_log = now
+        logger.info(self.words.prefill(len(reqs), n_new, self._token_usage(), len(self.running),
+                                       len(self.waiting), input_tok_s))
 
     def _decode(self):
         results = decode_step(self.runner, self.spec, self.running)
@@ -204,21 +211,19 @@ class Engine:
         return sum(r.seq_len for r in self.running) / self.pool.capacity_tokens
 
     def _log_decode(self):
-        iv, now = self._interval, time.perf_counter()
-        throughput = iv["tokens"] / max(now - iv["t0"], 1e-9)
-        m = self.metrics
-        m.gen_throughput = throughput
-        text = (f"Decode batch, #running-req: {len(self.running)}, "
-                f"#token: {sum(r.seq_len for r in self.running)}, token usage: {self._token_usage():.2f}, ")
+        iv, now, m = self._interval, time.perf_counter(), self.metrics
+        m.gen_throughput = iv["tokens"] / max(now - iv["t0"], 1e-9)
+        accept = None
         if self.spec.algorithm:
-            accept = iv["accepted"] / max(1, iv["verifies"])
-            m.spec_accept_length, m.spec_accept_rate = accept, (accept - 1) / (self.spec.block_size - 1)
+            verifies = max(1, iv["verifies"])
+            correct = iv["accepted"] - iv["verifies"]
+            accept = (iv["accepted"] / verifies, correct / (verifies * (self.spec.block_size - 1)))
+            m.spec_accept_length, m.spec_accept_rate = accept
             m.accepted_total += iv["accepted"]
             m.verifies_total += iv["verifies"]
-            text += f"accept len: {accept:.2f}, accept rate: {m.spec_accept_rate:.2f}, "
-        text += (f"cuda graph: {self.runner.last_used_graph}, gen throughput (token/s): {throughput:.2f}, "
-                 f"#queue-req: {len(self.waiting)}")
-        logger.info(text)
+        logger.info(self.words.decode(len(self.running), sum(r.seq_len for r in self.running),
+                                      self._token_usage(), accept, self.runner.last_used_graph,
+                                      m.gen_throughput, len(self.waiting)))
         self._interval = {"steps": 0, "tokens": 0, "verifies": 0, "accepted": 0, "t0": now}
 
     def run_forever(self, on_crash) -> None:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import torch
 
+from ddlab.target.log_lines import NOT_ENOUGH_MEMORY
+
 __all__ = ["DeviceMemory", "KVPool", "plan_kv_pool", "GB"]
 
 GB = float(1 << 30)
@@ -43,6 +45,10 @@ class DeviceMemory:
     def avail_gb(self) -> float:
         return self.avail_bytes() / GB
 
+    def used_gb(self) -> float:
+        """What this budget has lost since it was taken (the weights, pool, graphs so far)."""
+        return (self.total_bytes - self.avail_bytes()) / GB
+
     def charge(self, nbytes: int) -> None:
         """Account an allocation (CPU only: CUDA's free memory already moved)."""
         if not self.cuda:
@@ -59,8 +65,7 @@ def plan_kv_pool(memory: DeviceMemory, mem_fraction_static: float, slot_bytes: i
     rest = memory.avail_bytes() - memory.total_bytes * (1 - mem_fraction_static)
     slots = int(rest // slot_bytes) - 1 if rest > 0 else 0
     if slots < 1:
-        raise RuntimeError("Not enough memory. Please try to increase --mem-fraction-static. "
-                           f"Current value: mem_fraction_static={mem_fraction_static}")
+        raise RuntimeError(NOT_ENOUGH_MEMORY)
     return min(slots, max_running_requests)
 
 

@@ -1,8 +1,10 @@
 """The model runner: weights, memory pool, graphs, and the forward passes.
 
-Contract: ``ModelRunner(args)`` does SGLang's startup phases in SGLang's order
-and words (load weights, allocate the KV pool from the memory budget,
-capture the verify graphs), raising SGLang's errors when they fail. Then:
+Contract: ``ModelRunner(args, spec)`` does SGLang's startup phases in SGLang's
+order and in the words of the ``--log-format`` generation (``log_lines``):
+init the device, load the weights (target, then drafter), allocate the KV
+pools from the memory budget, capture the verify graphs; raising SGLang's
+errors when they fail. Then:
 
 - ``forward_extend(slot, ids)``: a prefill of one prompt into ``slot``;
   returns the first generated token.
@@ -10,7 +12,9 @@ capture the verify graphs), raising SGLang's errors when they fail. Then:
   same number of tokens (its draft tree, padded): writes their keys, values
   and hidden states at ``fb.out_cache_loc`` and returns the target's argmax
   at every token, (R, T). Through the static graph buffers when graphs are
-  on and the batch fits, else eagerly over just the keys it needs.
+  on and the batch fits, else eagerly over just the keys it needs. The graph
+  runner gets the batch without ``--debug-drop-verify-field``; the eager
+  forward reads the whole batch (it never touches the static buffers).
 - ``propose(slots, seq_lens, bonus)``: the drafter's proposal for the next
   block_size-1 positions of every request (argmax, or per-depth top-k),
   through a captured draft graph on CUDA.
@@ -26,8 +30,13 @@ import torch.nn.functional as F
 
 from ddlab.target.checkpoint import load_model
 from ddlab.target.cuda_graph_runner import CudaGraphRunner, DraftGraphRunner
-from ddlab.target.memory import GB, DeviceMemory, KVPool, plan_kv_pool
+from ddlab.target.runner.decode_cuda_graph_runner import DecodeCudaGraphRunner
+from ddlab.target.log_lines import generation
+from ddlab.target.memory import GB, DeviceMemory, KVPool, plan_kv_pool, tensor_bytes
 from ddlab.target.model import KVView
+
+# The class each log generation's model runner builds (log_lines.py: graph_runner).
+GRAPH_RUNNERS = {cls.__name__: cls for cls in (CudaGraphRunner, DecodeCudaGraphRunner)}
 
 __all__ = ["ModelRunner", "attention_mask"]
 
@@ -51,15 +60,13 @@ def pick_device(name: str) -> torch.device:
 
 class ModelRunner:
     def __init__(self, args, spec):
-        self.args, self.spec = args, spec
-        self.device = pick_device(args.device)
-        if self.device.type == "cpu":
-            torch.set_num_threads(args.cpu_threads or 1)  # tiny ops: a 2nd thread mostly waits
-        torch.manual_seed(args.random_seed)
-        self.memory = DeviceMemory(self.device, args.device_memory_gb)
+        self.args, self.spec, self.words = args, spec, generation(args.log_format)
+        self._init_device()
         self.target = self._load(args.model_path)
         self.drafter = self._load(spec.draft_path) if spec.algorithm else None
         spec.resolve(self.drafter)
+        if self.drafter is not None:
+            self._log(spec.describe(self.words, self.drafter.cfg.architecture))
         self.context_len = args.context_length or self.target.cfg.context_length
         if self.context_len > self.target.cfg.context_length:
             raise ValueError(f"User-specified context_length ({self.context_len}) is greater than the "
@@ -70,15 +77,32 @@ class ModelRunner:
             self._init_graphs()
         self.last_used_graph = False
 
+    @staticmethod
+    def _log(*lines):
+        for line in lines:
+            if line:
+                logger.info(line)
+
+    def _init_device(self):
+        a, t0 = self.args, time.perf_counter()
+        self._log(*self.words.init_begin())
+        self.device = pick_device(a.device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(a.cpu_threads or 1)  # tiny ops: a 2nd thread mostly waits
+        torch.manual_seed(a.random_seed)
+        self.memory = DeviceMemory(self.device, a.device_memory_gb)
+        self._log(*self.words.init_end(self.device.type, self.device.index or 0, time.perf_counter() - t0,
+                                       self.memory.used_gb()))
+
     def _load(self, path):
         logger.info(f"Load weight begin. avail mem={self.memory.avail_gb():.2f} GB")
         t0, before = time.perf_counter(), self.memory.avail_bytes()
         model = load_model(path, self.device)
-        self.memory.charge(sum(p.numel() * p.element_size() for p in model.parameters()))
+        params = list(model.parameters())
+        self.memory.charge(tensor_bytes(params))
         used = (before - self.memory.avail_bytes()) / GB
-        logger.info(f"Load weight end. elapsed={time.perf_counter() - t0:.2f} s, "
-                    f"type={model.cfg.architecture}, avail mem={self.memory.avail_gb():.2f} GB, "
-                    f"mem usage={used:.2f} GB.")
+        self._log(self.words.load_end(time.perf_counter() - t0, model.cfg.architecture, str(params[0].dtype),
+                                      self.memory.avail_gb(), used))
         self.weight_gb = getattr(self, "weight_gb", 0.0) + used
         return model
 
@@ -91,25 +115,34 @@ class ModelRunner:
         slots = plan_kv_pool(self.memory, self.args.mem_fraction_static, slot_bytes, want)
         self.pool = KVPool(cfg.n_layer, cfg.n_head, cfg.d_model // cfg.n_head, cfg.d_model, slots,
                            self.slot_tokens, self.device, with_drafter)
-        self.memory.charge(self.pool.nbytes())
         self.max_running_requests = slots
-        k_bytes, v_bytes = self.pool.kv_bytes()
-        logger.info(f"KV Cache is allocated. #tokens: {self.pool.capacity_tokens}, "
-                    f"K size: {k_bytes / GB:.2f} GB, V size: {v_bytes / GB:.2f} GB")
-        logger.info(f"Memory pool end. avail mem={self.memory.avail_gb():.2f} GB")
+        # the target's pool, then the drafter's (SGLang: each worker logs its own)
+        self._charge_pool(self.pool.k, self.pool.v)
+        if with_drafter:
+            self._charge_pool([self.pool.dk], [self.pool.dv])
         self.kv_gb = self.pool.nbytes() / GB
+
+    def _charge_pool(self, k, v):
+        k_bytes, v_bytes = tensor_bytes(k), tensor_bytes(v)
+        self.memory.charge(k_bytes + v_bytes)
+        self._log(self.words.kv_allocated(str(k[0].dtype), self.pool.capacity_tokens, k_bytes / GB,
+                                          v_bytes / GB),
+                  f"Memory pool end. avail mem={self.memory.avail_gb():.2f} GB")
 
     def _init_graphs(self):
         a = self.args
-        max_bs = min(a.cuda_graph_max_bs, self.max_running_requests)
-        bs_list = a.cuda_graph_bs or [b for b in (1, 2, 4, 8, 12, 16, 24, 32) if b < max_bs] + [max_bs]
+        max_bs = min(a.cuda_graph_max_bs_decode, self.max_running_requests)
+        bs_list = a.cuda_graph_bs_decode or [b for b in (1, 2, 4, 8, 12, 16, 24, 32) if b < max_bs] + [max_bs]
         bs_list = sorted({b for b in bs_list if b <= self.max_running_requests})
         tokens = a.debug_graph_tokens_per_req or self.spec.tokens_per_req
-        self.graph_runner = CudaGraphRunner(self, bs_list, tokens, padding=not a.disable_cuda_graph_padding)
-        self.graph_mem_gb = self.graph_runner.capture(self.memory)
+        runner_cls = GRAPH_RUNNERS[self.words.graph_runner]
+        self.graph_runner = runner_cls(self, bs_list, tokens, self.words,
+                                       padding=not a.disable_cuda_graph_padding,
+                                       skip_none=a.debug_drop_verify_mode == "skip")
+        self.graph_mem_gb = self.graph_runner.capture(self.memory, a.cuda_graph_backend_decode)
         if self.drafter is not None and self.device.type == "cuda":  # on CPU a graph saves nothing
-            self.draft_graph = DraftGraphRunner(self, bs_list)
-            self.graph_mem_gb += self.draft_graph.capture(self.memory)
+            self.draft_graph = DraftGraphRunner(self, bs_list, self.words)
+            self.graph_mem_gb += self.draft_graph.capture(self.memory, a.cuda_graph_backend_decode)
 
     @torch.inference_mode()
     def forward_tokens(self, ids, positions, seq_lens, custom_mask, loc, slots, n_keys):
@@ -140,7 +173,7 @@ class ModelRunner:
         gr = self.graph_runner
         self.last_used_graph = gr is not None and gr.can_run(fb)
         if self.last_used_graph:
-            return gr.replay(fb)
+            return gr.execute(fb.without(self.args.debug_drop_verify_field))
         R, T = fb.batch_size, fb.tokens_per_req
         index = slice(slots[0], slots[0] + 1) if R == 1 else fb.req_pool_indices  # a view for one
         mask = None if T == 1 and R == 1 else fb.custom_mask  # one token sees every key: no mask

@@ -12,10 +12,12 @@ Contract (shapes as ``../shared/facts/sglang.md`` gives them):
 - Bad requests get a 4xx JSON error and the server stays up. Only greedy
   decoding exists here: a temperature above 0 is refused, not ignored.
 
-``main(argv)`` is ``python -m ddlab.target``: it binds the port first (so a
-busy port fails at once, in uvicorn's words), starts uvicorn, and builds the
-engine in a startup thread: SGLang's startup lines, the warmup request
-through HTTP, then ``The server is fired up and ready to roll!``. Any startup
+``main(argv)`` is ``python -m ddlab.target``: it logs what SGLang's launcher
+logs first (deprecated flags, the ``server_args=`` line, in the words of
+``--log-format``), binds the port (so a busy port fails at once, in uvicorn's
+words), starts uvicorn, and builds the engine in a startup thread: SGLang's
+startup lines, the warmup request through HTTP, then ``The server is fired up
+and ready to roll!``. Any startup
 or scheduler exception is logged with its traceback and the process exits 1
 at once: no half-alive server answering 500s.
 """
@@ -26,6 +28,7 @@ import asyncio
 import json
 import logging
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -38,8 +41,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 
 from ddlab.target import openai_api
-from ddlab.target.args import parse_args
+from ddlab.target.args import parse_command_line
 from ddlab.target.engine import Engine, Req
+from ddlab.target.log_lines import generation
 from ddlab.target.requests import BadRequest, decode_text, make_req
 
 __all__ = ["main", "build_app", "ServerState"]
@@ -51,6 +55,7 @@ READY_LINE = "The server is fired up and ready to roll!"
 class ServerState:
     def __init__(self, args):
         self.args, self.engine, self.ready = args, None, False
+        self.words = generation(args.log_format)
         self.name = args.served_model_name or args.model_path
         self.created = int(time.time())
         self.loop = None
@@ -136,13 +141,31 @@ def _server_info(state: ServerState) -> dict:
         if eng.spec.algorithm and m.avg_spec_accept_length is not None:
             internal["avg_spec_accept_length"] = m.avg_spec_accept_length
     from ddlab.core.version import __version__
-    return {**state.args.to_dict(), "version": f"ddlab-target {__version__}",
+    return {**state.words.args_view(state.args), "version": f"ddlab-target {__version__}",
             "status": "ready" if state.ready else "starting", "internal_states": [internal]}
+
+
+def _allowed(request: Request, api_key: str | None) -> bool:
+    """SGLang's rule for its normal endpoints (0.5.23 sglang/srt/utils/auth.py:97-150):
+    health, readiness and metrics are open; with --api-key set everything else needs
+    ``Authorization: Bearer KEY``."""
+    path = request.url.path
+    if not api_key or request.method == "OPTIONS" or path.startswith(("/health", "/ready",
+                                                                      "/metrics")):
+        return True
+    scheme, _, token = (request.headers.get("Authorization") or "").partition(" ")
+    return scheme.lower() == "bearer" and secrets.compare_digest(token.encode(), api_key.encode())
 
 
 def build_app(state: ServerState) -> FastAPI:
 
     app = FastAPI(title="ddlab target", docs_url=None, redoc_url=None)
+
+    @app.middleware("http")
+    async def _api_key(request: Request, call_next):
+        if _allowed(request, state.args.api_key):
+            return await call_next(request)
+        return JSONResponse({"error": "Unauthorized"}, status_code=401)
 
     @app.exception_handler(BadRequest)
     async def _bad(request: Request, exc: BadRequest):
@@ -229,7 +252,8 @@ def _warmup(args) -> None:
     host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     body = {"text": "The capital city of France is",
             "sampling_params": {"temperature": 0, "max_new_tokens": 1}}
-    r = httpx.post(f"http://{host}:{args.port}/generate", json=body, timeout=600)
+    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
+    r = httpx.post(f"http://{host}:{args.port}/generate", json=body, headers=headers, timeout=600)
     r.raise_for_status()
 
 
@@ -245,10 +269,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _log_launch(args, deprecations) -> None:
+    """The launcher's lines, before the scheduler's: deprecated flags, notes, the server args."""
+    words = generation(args.log_format)
+    for line in deprecations:
+        logger.warning(line)
+    for line in (*words.launch_notes(args), words.server_args(args)):
+        logger.info(line)
+
+
 def main(argv=None, prog="python -m ddlab.target") -> int:
-    args = parse_args(argv, prog)
+    args, warnings = parse_command_line(argv, prog)
     setup_logging(args.log_level)
-    logger.info(f"server_args={args!r}")
+    _log_launch(args, warnings)
     sock = _bind(args.host, args.port)
     state = ServerState(args)
     config = uvicorn.Config(build_app(state), log_level=args.log_level_http, timeout_keep_alive=5,

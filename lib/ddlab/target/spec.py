@@ -37,7 +37,6 @@ class SpecConfig:
                              "--speculative-draft-model-path.")  # SGLang's text, DDTREE too
         self.block_size = args.speculative_dflash_block_size or args.speculative_num_draft_tokens
         self.budget, self.topk_cap = args.speculative_ddtree_budget, args.speculative_ddtree_topk_cap
-        self.drop_field = args.debug_drop_verify_field
         self.tokens_per_req = 1
 
     def resolve(self, drafter):
@@ -57,11 +56,12 @@ class SpecConfig:
         else:
             self.tokens_per_req = self.block_size
 
-    def describe(self) -> str:
+    def describe(self, words, drafter_arch: str) -> str | None:
+        """The speculative worker's init line (DDTree's own; DFLASH's as ``words`` word it)."""
         if self.algorithm == "DDTREE":
             return (f"Initialized DDTree worker. block_size={self.block_size}, "
                     f"tree_budget={self.budget}, max_tree_nodes={self.budget + 1}, topk_cap={self.topk_cap}")
-        return f"Initialized DFLASH worker. block_size={self.block_size}, num_draft_tokens={self.block_size}"
+        return words.draft_runner(self.algorithm, self.block_size, drafter_arch)
 
 
 def _trees(runner, spec, dev_in, bonus):
@@ -100,8 +100,6 @@ def build_batch(runner, spec, trees, slots, seqs):
                       out_cache_loc=ints[2 * n:3 * n], req_pool_indices=ints[3 * n:3 * n + R],
                       seq_lens=ints[3 * n + R:3 * n + 2 * R], num_token_non_padded=ints[-1],
                       custom_mask=_tree_mask(parent, trees).to(runner.device))
-    if spec.drop_field:
-        setattr(fb, spec.drop_field, None)
     return fb
 
 

@@ -1,0 +1,90 @@
+"""How the server's process ended, as systemd or the shell wrote it, and which run to read.
+
+Contract: :func:`exit_of` reads the unstamped lines of a log (systemd's
+"Main process exited, code=killed, status=9/KILL", "Failed with result
+'oom-kill'", the kernel's "Out of memory: Killed process", a shell's
+"line 48: 28 Killed python3 ...", "Fatal Python error: ...") and returns an
+:class:`Exit`: the status, whether it failed, and why in one line. A SIGTERM
+after systemd's "Stopping ..." and exit 0 are not failures. ``killed`` is true
+when the process got SIGKILL from outside (the shell's ``Killed``, systemd's
+``oom-kill``); SGLang's launcher also SIGKILLs itself after a child failed,
+which the caller tells apart by the launcher's "Received sigquit" line.
+:func:`last_run` keeps the lines of the unit's last start when a journal holds
+several.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ddlab.diagnosis.logtext import Line
+
+__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER"]
+
+_EXIT_RE = re.compile(r"Main process exited, (?P<status>code=(?P<code>\w+), status=(?P<value>[^\s,;]+))")
+_RESULT_RE = re.compile(r"Failed with result '(?P<result>[^']+)'")
+_STOPPING_RE = re.compile(r"^Stopping\b")
+_SHELL_DEATH_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?(?P<what>Killed|Aborted|Segmentation fault)"
+                             r"\b|^Fatal Python error: (?P<fatal>.+)")
+_START_RE = re.compile(r"^Start(?:ing|ed) \S")
+OOM_KILLER = "killed by the kernel OOM killer (host memory ran out)"
+
+
+@dataclass
+class Exit:
+    status: str | None = None
+    failed: bool = False
+    why: str | None = None
+    killed: bool = False
+    lines: list[Line] = field(default_factory=list)
+
+
+def _exit_line(msg: str, stopping: bool) -> tuple[str | None, str | None, bool]:
+    """(status, why, failed) that one line says about how the server ended."""
+    if exited := _EXIT_RE.search(msg):
+        code, value = exited["code"], exited["value"]
+        clean = code == "exited" and value.split("/")[0] == "0"
+        asked = stopping and value.split("/")[-1] in ("TERM", "INT", "HUP", "15", "2", "143", "130")
+        failed = not clean and not asked
+        return exited["status"], f"main process exited: {exited['status']}" if failed else None, failed
+    if result := _RESULT_RE.search(msg):
+        oom = result["result"] == "oom-kill"
+        return None, OOM_KILLER if oom else f"systemd: failed with result '{result['result']}'", True
+    if "killed by the OOM killer" in msg or "Out of memory: Killed process" in msg:
+        return None, OOM_KILLER, True
+    if _SHELL_DEATH_RE.search(msg):
+        return msg, msg, True
+    return None, None, False
+
+
+def exit_of(lines: list[Line]) -> Exit:
+    """How the process ended, from the unstamped lines (see the module docstring)."""
+    seen, stopping = Exit(), False
+    for line in lines:
+        if line.stamped:
+            continue
+        msg = line.msg.strip()
+        stopping = stopping or bool(_STOPPING_RE.search(msg))
+        status, why, failed = _exit_line(msg, stopping)
+        if status or why:
+            seen.lines.append(line)
+            seen.status = status or seen.status
+            seen.failed = seen.failed or failed
+            seen.killed = seen.killed or why == OOM_KILLER or bool(re.search(r"\bKilled\b", msg))
+            if why and (seen.why is None or OOM_KILLER not in seen.why):
+                seen.why = why if seen.why is None or why == OOM_KILLER else seen.why
+    return seen
+
+
+def last_run(lines: list[Line]) -> list[Line]:
+    """The lines of the unit's last run, when the journal holds several."""
+    starts = [i for i, ln in enumerate(lines)
+              if ln.ident in (None, "systemd") and not ln.stamped and _START_RE.search(ln.msg)
+              and (ln.ident == "systemd" or ".service" in ln.msg)]
+    if len(starts) < 2:
+        return lines
+    cut = starts[-1]
+    while cut - 1 in starts and lines[cut - 1].msg.startswith("Starting"):
+        cut -= 1
+    return lines[cut:]

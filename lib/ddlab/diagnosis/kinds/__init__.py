@@ -1,0 +1,11 @@
+"""The crash signatures ddlab knows, by family: data, one module per family.
+
+``memory`` (the KV pool at startup, CUDA allocations, the scheduler's slots
+while serving, host RAM), ``graphs`` (CUDA graph capture, replay, and the eager
+runner that shares their copy helpers), ``launch`` (arguments, ports, model
+repos, architectures, packages, draft checkpoints), ``device`` (kernel faults,
+GPU support, kernel builds) and ``runtime`` (NCCL, hangs and health checks).
+Each module's ``SIGNATURES`` is a list of
+:class:`ddlab.diagnosis.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
+joins them into the registry.
+"""

@@ -1,0 +1,111 @@
+"""The GPU itself: kernel faults, kernels with no build for this GPU, kernels that fail to build.
+
+An illegal memory access, a device-side assert or an unspecified launch
+failure is ``cuda_illegal_access`` wherever it surfaces: in a scheduler
+traceback, inside "Capture cuda graph failed: ...", in a graph replay, on the
+C++ ``what():`` line of torch's NCCL watchdog thread, or only as the kernel's
+own ``IndexKernel.cu:92: ... Assertion ... failed.`` lines. The fault is the
+kind; the phase (and, for a replay, the signature) says where. CUDA reports
+the error at the next synchronisation, so the frame that shows it is rarely
+the kernel that caused it.
+"""
+
+from __future__ import annotations
+
+from ddlab.diagnosis.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
+from ddlab.diagnosis.signature import Signature
+
+__all__ = ["SIGNATURES"]
+
+_FAULTS = (r"illegal memory access", r"device-side assert(?:ion)? triggered",
+           r"unspecified launch failure", r"misaligned address",
+           r"an illegal instruction was encountered", r"cudaErrorIllegalAddress")
+_FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|unspecified launch failure"
+                r"|misaligned address|an illegal instruction)",
+                r"\.cu:\d+: .{0,160}\bAssertion\b")
+_BISECT = ("Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel that faults (the frame that "
+           "reports it is often not the one that caused it); then bisect: {graphs_off}, another "
+           "`--attention-backend`, and a newer SGLang / sgl-kernel if the kernel is theirs.")
+_BY_ALGORITHM = (
+    ("eagle", "EAGLE / MTP crashes of this kind are often fixed by `--speculative-eagle-topk 1` "
+              "and fewer `--speculative-num-steps`, or by a draft model made for this target."),
+    ("dflash", "With DFLASH, check that the drafter was trained for this target (vocabulary, block "
+               "size) and try `--speculative-attention-mode decode`."),
+    ("ddtree", "DDTree's verify batch holds budget+1 tokens per request: every buffer the verify "
+               "path writes (captured graph buffers, KV slots) must be sized for that, not for the "
+               "block size."),
+)
+
+ILLEGAL_ACCESS = Signature(
+    "cuda_illegal_access", "cuda_illegal_access",
+    "a CUDA kernel faulted: illegal memory access or device-side assert",
+    ("A GPU kernel read or wrote out of bounds.", _BISECT),
+    patterns=_FAULTS, lines=_FAULT_LINES, priority=83, by_algorithm=_BY_ALGORITHM,
+    sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation)"),
+             ("torch 2.14.1", "aten/src/ATen/native/cuda/IndexKernel.cu (index out of bounds assert)"),
+             ("CUDA runtime", "cudaErrorIllegalAddress (700), cudaErrorAssert (710), "
+                              "cudaErrorLaunchFailure (719)")))
+
+REPLAY_FAULT = Signature(
+    "replay_cuda_error", "cuda_illegal_access", "a CUDA kernel faulted in CUDA graph replay",
+    ("The fault surfaced while a captured graph replayed: retry with {graphs_off}; if it goes "
+     "away, the graph's buffers are smaller than what the batch writes (captured for fewer "
+     "tokens per request than are sent). CUDA_LAUNCH_BLOCKING=1 names the kernel.",),
+    patterns=_FAULTS, context=(REPLAY_FRAMES,), absent=(EAGER_FRAMES,), priority=84,
+    phase="serving", by_algorithm=_BY_ALGORITHM,
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:776"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1141"),
+             ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:1981")))
+
+UNSUPPORTED_GPU = Signature(
+    "unsupported_gpu", "unsupported_gpu", "a kernel has no build for this GPU",
+    ("A kernel in this install was not built for this GPU's compute capability "
+     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install wheels built for it "
+     "(PyTorch, sgl-kernel, flashinfer for that CUDA arch), pick another `--attention-backend` "
+     "(fa3 needs sm80 to sm90), or use a supported GPU (SGLang needs sm75 or newer).",),
+    patterns=(r"no kernel image is available for execution on the device",
+              r"SGLang only supports sm75 and above", r"FlashAttention v3 Backend requires SM>=80",
+              r"is not compatible with the current PyTorch installation",
+              r"Unsupported compute capability", r"requires (?:CUDA )?compute capability",
+              r"compute capability [\d.]+ or newer is required", r"cudaErrorNoKernelImageForDevice"),
+    lines=(r"no kernel image is available for execution on the device",
+           r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"),
+    priority=81,
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:620"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1432"),
+             ("0.5.10", "sglang/srt/model_executor/model_runner.py:1089"),
+             ("0.5.10", "sglang/srt/layers/attention/attention_registry.py:133"),
+             ("0.5.23", "sglang/srt/model_executor/model_runner_components/load_model_utils.py:91"),
+             ("0.5.23", "sglang/srt/layers/attention/attention_registry.py:244"),
+             ("torch 2.14.1", "torch/cuda/__init__.py:489"),
+             ("CUDA runtime", "cudaErrorNoKernelImageForDevice (209)")))
+
+TRITON_ARCH = Signature(
+    "triton_arch_unsupported", "unsupported_gpu", "Triton cannot generate code for this GPU",
+    ("Triton's code generator failed for this GPU (an old architecture such as sm75): use a GPU "
+     "of sm80 or newer, or an attention backend that does not need Triton kernels "
+     "(`--attention-backend flashinfer`).",),
+    patterns=(r"map::at",), context=(r"triton[/\\]backends[/\\]nvidia[/\\]compiler\.py|, in make_llir\s*$",),
+    priority=81,
+    sources=(("triton 3.8.0", "triton/backends/nvidia/compiler.py (make_llir)"),))
+
+KERNEL_COMPILE = Signature(
+    "kernel_compile", "kernel_compile", "a kernel failed to build (Triton / flashinfer / nvcc JIT)",
+    ("A just-in-time kernel build failed: read the compiler's first error. A missing CUDA header "
+     "(cuda_fp8.h ...) means the CUDA toolkit on PATH is older than the one the wheels expect: "
+     "install a matching toolkit or point CUDA_HOME at it, then clear the JIT caches "
+     "(~/.cache/flashinfer, ~/.triton/cache). Triton's 'out of resource: shared memory' means "
+     "the kernel's tiles do not fit this GPU: another `--attention-backend` avoids that kernel.",),
+    patterns=(r"out of resource: shared memory", r"\bOutOfResources\b", r"Error building extension",
+              r"ninja: build stopped", r"compilation terminated", r"triton\.compiler\.errors\.\w+",
+              r"\bnvcc fatal\b", r"ptxas (?:fatal|error)",
+              r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory"),
+    lines=(r"^compilation terminated\.$", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
+           r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
+           r"Error building extension '"),
+    priority=82,
+    sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
+             ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
+             ("gcc / nvcc", "compilation terminated.")))
+
+SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE]

@@ -1,0 +1,174 @@
+"""CUDA graphs: capture, replay, and the eager runner that shares their copy helpers.
+
+Texts and frames: docs/sglang.md sections 4.2 and 4.3. A replay failure is told
+by the *graph runner's* frames, per release: 0.4.x and 0.5.10
+``cuda_graph_runner.py`` ``replay`` / ``replay_prepare`` (0.5.10 batches the
+copies in ``populate_from_forward_batch`` / ``_grouped_foreach_copy_``), 0.5.14+
+``decode_cuda_graph_runner.py`` / ``prefill_cuda_graph_runner.py`` ``execute`` /
+``load_batch`` / ``_copy_replay_inputs``, and the plan-time loads of the EAGLE v2
+and DFLASH verify (``prepare_for_v2_verify``, ``prepare_for_verify``). Since
+0.5.14 the eager runner copies through the same ``fill_from`` /
+``_grouped_foreach_copy_``, so those frames alone prove nothing: a traceback
+through ``eager_runner.py`` is no graph failure (``forward_input_mismatch``), and
+its advice is not "turn graphs off". An illegal memory access during replay is
+kind ``cuda_illegal_access`` (signature ``replay_cuda_error``): the fault is the
+kind, the graph is where.
+"""
+
+from __future__ import annotations
+
+from ddlab.diagnosis.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES"]
+
+REPLAY_FRAMES = (
+    r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
+    r"|_grouped_foreach_copy_|execute|load_batch|_copy_replay_inputs)\s*$"
+    r"|, in (?:replay_prepare|_copy_replay_inputs|prepare_for_v2_verify|prepare_for_verify)\s*$"
+    r"|graph_runner\.(?:replay|execute|load_batch)\(|\.prepare_for_v2_verify\(")
+EAGER_FRAMES = r'eager_runner\.py", line \d+|self\.eager_runner\.execute\('
+CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|init_all_cuda_graphs"
+                  r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\(")
+_USE_GRAPHS_OFF = "retry with {graphs_off} to confirm the graph is at fault, then"
+
+
+def _capture_detail(found: Found) -> str | None:
+    if regex(r"out of memory|OutOfMemoryError").search(found.text):
+        return ("The capture itself ran out of GPU memory: try the graph batch size and the "
+                "memory share above before turning graphs off.")
+    return None
+
+
+_BUFFER_FIELDS = ("input_ids", "req_pool_indices", "seq_lens_cpu", "seq_lens", "out_cache_loc_swa",
+                  "out_cache_loc", "positions", "num_token_non_padded", "mamba_track_indices",
+                  "mamba_track_mask", "mamba_track_seqlens", "mrope_positions", "encoder_lens",
+                  "custom_mask", "spec_info")
+
+
+def _none_field(found: Found) -> str | None:
+    fields = "|".join(_BUFFER_FIELDS)
+    said = regex(rf"\b({fields})\b\s*(?:=|:|is|==)\s*None\b")
+    for text in (*reversed(found.markers), found.text, found.chain_text):
+        if match := said.search(text):
+            return match[1]
+    if regex(r"subscriptable").search(found.text):
+        code = regex(rf"forward_batch\.({fields})\b").findall(found.chain_text)
+    else:
+        code = regex(rf"copy_\(\s*forward_batch\.({fields})\b").findall(found.chain_text)
+    return code[-1] if code and regex(r"NoneType").search(found.text) else None
+
+
+def _replay_none_detail(found: Found) -> str | None:
+    name = _none_field(found)
+    if name:
+        return f"The evidence names forward_batch.{name} as None when the graph's inputs are copied."
+    return ("The traceback does not name the field: log which of input_ids, req_pool_indices, "
+            "seq_lens, out_cache_loc, positions (and num_token_non_padded, out_cache_loc_swa, "
+            "the mamba track fields, mrope_positions) is None before the replay copies them.")
+
+
+def _sizes_detail(found: Found) -> str | None:
+    sizes = None
+    for pattern in (r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+                    r"Expected size (\d+) but got size (\d+)", r"expected (\d+) but got (\d+)",
+                    r"shape \[(\d+)\] doesn't match the broadcast shape \[(\d+)\]"):
+        if sizes := regex(pattern).search(found.text):
+            break
+    budget = found.facts.get("tree_budget") or found.facts.get("speculative_ddtree_budget")
+    parts = [f"The copy saw sizes {sizes[1]} and {sizes[2]}." if sizes else None]
+    if isinstance(budget, int) and (found.algorithm or "").upper() == "DDTREE":
+        parts.append(f"Here tree_budget={budget}: the verify batch holds {budget + 1} tokens per request.")
+    return " ".join(p for p in parts if p) or None
+
+
+_SIZE_TEXTS = (r"size of tensor a \(\d+\) must match the size of tensor b",
+               r"doesn't match the broadcast shape", r"Expected size \d+ but got size \d+",
+               r"shape mismatch|size mismatch|sizes? (?:do not|don't) match",
+               r"Tensor lists must have the same number",
+               r"shape '\[[^\]]*\]' is invalid for input of size", r"out of bounds for dimension")
+_DDTREE_WIDTH = ("ddtree", "DDTree's verify batch holds budget+1 tokens per request, not the "
+                           "block size: every buffer the verify path fills must be sized for that.")
+
+CAPTURE_FAILED = Signature(
+    "capture_failed", "cuda_graph_capture", "CUDA graph capture failed",
+    (f"Graph capture failed: {_USE_GRAPHS_OFF} capture smaller graphs (`--cuda-graph-max-bs-decode 16`) "
+     "or leave them more memory (`--mem-fraction-static 0.8`); `--enable-torch-compile` (if set) is "
+     "the next suspect.",),
+    patterns=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",
+              r"operation not permitted when stream is capturing",
+              r"cudaErrorStreamCapture\w+", r"stream capture (?:invalidated|unsupported)",
+              r"(?:during|while) (?:CUDA )?graph capture",
+              r"operation failed due to a previous error during capture"),
+    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",),
+    priority=80, phase="graph_capture", detail=_capture_detail, by_algorithm=(_DDTREE_WIDTH,),
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
+             ("0.4.10.post2", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:139"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:656"),
+             ("0.5.14", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:356"),
+             ("0.5.18", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:464"),
+             ("0.5.20", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:467"),
+             ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:603"),
+             ("0.5.23", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:297")))
+
+CAPTURE_ERROR = Signature(
+    "capture_error", "cuda_graph_capture", "an error inside CUDA graph capture",
+    (f"An error was raised while capturing: {_USE_GRAPHS_OFF} capture smaller graphs "
+     "(`--cuda-graph-max-bs-decode 16`) and check that the attention backend and the speculative "
+     "worker support graph capture.",),
+    patterns=(r".",), types=r"(?:\w+\.)*(?:RuntimeError|\w*Error)",
+    context=(CAPTURE_FRAMES,), absent=(EAGER_FRAMES,), priority=55, phase="graph_capture",
+    by_algorithm=(_DDTREE_WIDTH,),
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:384"),
+             ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:599")))
+
+REPLAY_NONE = Signature(
+    "replay_none", "cuda_graph_replay", "CUDA graph replay got a None input",
+    ("A forward-batch field was None when the graph runner copied it into the captured "
+     "buffers: retry with {graphs_off} to keep serving, and find which field the speculative "
+     "worker leaves unset.",),
+    types=r"(?:\w+\.)*(?:TypeError|AttributeError)", patterns=(r"NoneType",),
+    context=(REPLAY_FRAMES,), absent=(EAGER_FRAMES,), priority=76, phase="serving",
+    detail=_replay_none_detail,
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:725"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:111"),
+             ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:1916")))
+
+REPLAY_SIZE = Signature(
+    "replay_size", "cuda_graph_replay", "CUDA graph replay got a batch of the wrong size",
+    ("The batch does not fit the buffers the graph was captured with (more tokens per request "
+     "than captured): retry with {graphs_off} to keep serving, then size the captured graph for "
+     "the verify batch the speculative worker sends.",),
+    patterns=_SIZE_TEXTS, context=(REPLAY_FRAMES,), absent=(EAGER_FRAMES,), priority=75,
+    phase="serving", detail=_sizes_detail, by_algorithm=(_DDTREE_WIDTH,),
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:698"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1068"),
+             ("0.5.14", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:44"),
+             ("0.5.10", "sglang/srt/speculative/eagle_info_v2.py:261"),
+             ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:48")))
+
+PIECEWISE_FAILED = Signature(
+    "piecewise_graph_failed", "cuda_graph_replay", "the piecewise CUDA graph failed",
+    ("The piecewise (prefill) CUDA graph did not accept this batch: turn it off with "
+     "{prefill_graphs_off} and report the shape it names.",),
+    patterns=(r"Piecewise CUDA Graph failed with error",),
+    lines=(r"Piecewise CUDA Graph failed with error",),
+    priority=74, phase="serving",
+    sources=(("0.5.10", "sglang/srt/compilation/piecewise_context_manager.py:49"),))
+
+EAGER_INPUT = Signature(
+    "eager_input_mismatch", "forward_input_mismatch",
+    "the eager runner got inputs that disagree in size (no CUDA graph involved)",
+    ("The eager runner copies the batch into its own fixed buffers; the batch's fields disagree "
+     "in size (or one is None), so the speculative worker built an inconsistent verify batch. "
+     "Graphs are not involved here: turning them off will not help. Compare the sizes in the "
+     "message with the tokens per request the worker sends.",),
+    patterns=(*_SIZE_TEXTS, r"NoneType"),
+    context=(EAGER_FRAMES, r", in (?:fill_from|_grouped_foreach_copy_|_foreach_copy|load_batch)\s*$"),
+    priority=77, phase="serving", detail=_sizes_detail, by_algorithm=(_DDTREE_WIDTH,),
+    sources=(("0.5.14", "sglang/srt/model_executor/runner/eager_runner.py:174"),
+             ("0.5.18", "sglang/srt/model_executor/runner/eager_runner.py:190"),
+             ("0.5.20", "sglang/srt/model_executor/runner/eager_runner.py:199"),
+             ("0.5.23", "sglang/srt/model_executor/runner/eager_runner.py:196"),
+             ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:512")))
+
+SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, PIECEWISE_FAILED, EAGER_INPUT]

@@ -1,0 +1,254 @@
+"""Launch: arguments, ports, model repositories, architectures, packages, draft checkpoints.
+
+Texts: docs/sglang.md sections 4.5-4.7 (arguments, ports, the hub). The hub's
+texts are transformers' and huggingface_hub's, not SGLang's (SGLang adds no
+wording); the draft path is resolved before the target's when speculative
+decoding is on. In a quoted rejected flag the log's words are kept in double
+quotes; a flag ddlab proposes is in backticks (``advice`` checks those).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddlab.diagnosis.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES"]
+
+_USER_ERRORS = r"(?:\w+\.)*(?:ValueError|AssertionError|NotImplementedError|TypeError|KeyError)"
+_ARGS_CHECK = r"server_args\.py|arg_groups[/\\]\w+\.py"
+
+
+def _first(patterns, text: str) -> re.Match | None:
+    for pattern in patterns:
+        if match := regex(pattern).search(text):
+            return match
+    return None
+
+
+def _argparse_detail(found: Found) -> str | None:
+    match = _first((r"unrecognized arguments?: (.+)", r"ambiguous option: (--?[\w-]+)",
+                    r"argument (--?[\w-]+)"), found.text)
+    return f'Rejected: "{match[1].strip()}".' if match else None
+
+
+def _algorithm_detail(found: Found) -> str | None:
+    match = _first((r"Unknown speculative algorithm name: (\w+)", r"invalid choice: '(\w+)'"), found.text)
+    name = match[1].upper() if match else ""
+    if name == "DDTREE":
+        return ("DDTREE exists in no SGLang release, only in the DDTree pull request (#29907) and "
+                "forks: install that build on the host.")
+    if name == "DFLASH":
+        return "DFLASH exists from SGLang 0.5.14: upgrade SGLang on the host."
+    return f'"{name}" is not a builtin of this release: check the name.' if name else None
+
+
+UNKNOWN_ALGORITHM = Signature(
+    "unknown_algorithm", "bad_argument", "this SGLang has no such speculative algorithm",
+    ("This SGLang build lacks the speculative algorithm it was asked for.",),
+    patterns=(r"Unknown speculative algorithm",),
+    lines=(r"Unknown speculative algorithm", r"argument --speculative[-_]algorithm: invalid choice"),
+    priority=95, phase="launch", detail=_algorithm_detail,
+    sources=(("0.4.10.post2", "sglang/srt/server_args.py:1327"),
+             ("0.5.10", "sglang/srt/speculative/spec_info.py:31"),
+             ("0.5.14", "sglang/srt/speculative/spec_info.py:57"),
+             ("0.5.18", "sglang/srt/speculative/spec_info.py:61"),
+             ("0.5.20", "sglang/srt/speculative/spec_info.py:66"),
+             ("0.5.23", "sglang/srt/speculative/spec_info.py:65")))
+
+ARGPARSE = Signature(
+    "argparse", "bad_argument", "the command line was rejected",
+    ("Fix the flag argparse names: check its spelling in `python -m sglang.launch_server -h` "
+     "on the host (flags are renamed across releases).",),
+    lines=(r"\berror: (?:unrecognized arguments?|argument -|the following arguments are required"
+           r"|ambiguous option|one of the arguments|invalid choice|expected one argument)",
+           r"^usage: \S*(?:launch_server|sglang)\S*(?: serve)? \[-h\]"),
+    priority=90, phase="launch", detail=_argparse_detail,
+    by_algorithm=(("ddtree", "DDTree's flags (`--speculative-ddtree-budget` ...) exist only in the "
+                             "fork's build: install it on the host, or drop them."),),
+    sources=(("0.4.10.post2", "sglang/srt/server_args.py:1327"),
+             ("0.5.23", "sglang/srt/server_args.py (argparse built from the ServerArgs record)")))
+
+MISSING_OPTION = Signature(
+    "missing_option", "bad_argument", "the options do not go together",
+    ("Add the option the message asks for, or drop the one that conflicts.",),
+    patterns=(r"requires (?:setting |specifying |passing )?--[a-z][\w-]+",
+              r"--[a-z][\w-]+ (?:is|are) required (?:for|when|with)",
+              r"(?:cannot|can ?not|can't) be used (?:with|together)"),
+    priority=88, phase="launch",
+    by_algorithm=tuple((fam, "This algorithm needs a drafter: `--speculative-draft-model-path`.")
+                       for fam in ("dflash", "ddtree", "eagle")),
+    sources=(("0.5.14", "sglang/srt/arg_groups/speculative_hook.py:144"),
+             ("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:326")))
+
+SERVER_ARGS_ERROR = Signature(
+    "server_args_error", "bad_argument", "the server arguments were rejected",
+    ("The server arguments were refused while being checked: read the message and fix or drop "
+     "the option it names.",),
+    patterns=(r".",), types=_USER_ERRORS, context=(_ARGS_CHECK,), priority=40, phase="launch",
+    sources=(("0.4.10.post2", "sglang/srt/server_args.py:440"),
+             ("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:169")))
+
+FLAG_VALUE = Signature(
+    "flag_value_error", "bad_argument", "an option's value was rejected",
+    ("An option's value was refused: fix the flag the message names.",),
+    patterns=(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+",), types=_USER_ERRORS,
+    priority=35, phase="launch",
+    sources=(("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:177"),))
+
+
+def _port_detail(found: Found) -> str | None:
+    match = _first((r"address \('[^']*', (\d+)", r"\bat (\d+) is not available", r"\bport (\d{2,5})\b",
+                    r"\[[^\]]*\]:(\d{2,5})\b", r":(\d{2,5})'?\)"), found.text)
+    port = match[1] if match else found.facts.get("port")
+    name = regex(r"\b(\w+_port) at \d+").search(found.text)
+    return f"The port in question: {port}" + (f" ({name[1]})." if name else ".") if port else None
+
+
+PORT_IN_USE = Signature(
+    "port_in_use", "port_in_use", "the port is already taken",
+    ("Free the port (an old server still running? `ss -ltnp` shows who holds it) or give this "
+     "server another `--port` (its internal ports move with it).",),
+    patterns=(r"address already in use", r"EADDRINUSE", r"\[Errno (?:98|48)\]",
+              r"is not available in \d+ seconds", r"is used by a process already"),
+    lines=(r"error while attempting to bind on address", r"address already in use"),
+    priority=85, detail=_port_detail, fatal=True,
+    sources=(("0.4.10.post2", "sglang/srt/utils.py:586"),
+             ("0.5.10", "sglang/srt/utils/network.py:75"),
+             ("0.5.14", "sglang/srt/utils/network.py:85"),
+             ("0.5.23", "sglang/srt/utils/network.py:103"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:450"),
+             ("uvicorn", "uvicorn/server.py (Server.startup: error while attempting to bind on address)")))
+
+
+def _hub_detail(found: Found) -> str | None:
+    text = found.text
+    if regex(r"access a gated repo|Cannot access gated repo|is restricted|GatedRepoError").search(text):
+        return ("The repo is gated: accept its license on huggingface.co with the account whose "
+                "token the host uses (HF_TOKEN in the unit's environment), then retry.")
+    if regex(r"couldn't connect to|LocalEntryNotFoundError|offline").search(text):
+        return ("The host could not reach huggingface.co and the files are not cached: download "
+                "them first (`hf download REPO`), then run with HF_HUB_OFFLINE=1.")
+    if regex(r"not a valid model identifier|Repository Not Found|Repo id must").search(text):
+        return "The name is neither a Hugging Face repo nor an existing folder: check its spelling."
+    return None
+
+
+MODEL_NOT_FOUND = Signature(
+    "model_not_found", "model_not_found", "the model could not be found or accessed",
+    ("Check `--model-path`: the folder must exist on the host with config.json and weights, or "
+     "the name must be a Hugging Face repo id that is cached or reachable.",),
+    patterns=(r"is not a local folder and is not a valid model identifier",
+              r"RepositoryNotFoundError|Repository Not Found for url|GatedRepoError",
+              r"You are trying to access a gated repo|Cannot access gated repo for url",
+              r"Access to model \S+ is restricted",
+              r"HFValidationError|Repo id must (?:be in the form|use alphanumeric)",
+              r"LocalEntryNotFoundError|Cannot find any model weights",
+              r"does not appear to have (?:a )?files? named",
+              r"No such file or directory: "
+              r"'[^']*(?:config\.json|\.safetensors|tokenizer[^']*|model[^']*)'",
+              r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)",
+              r"couldn't connect to 'https://huggingface\.co'",
+              r"Unrecognized model in ", r"Incorrect path_or_model_id"),
+    lines=(r"Cannot access gated repo for url", r"You are trying to access a gated repo",
+           r"is not a local folder and is not a valid model identifier",
+           r"Repository Not Found for url"),
+    priority=85, phase="launch", detail=_hub_detail,
+    by_algorithm=tuple((fam, "With speculative decoding the drafter's path "
+                             "(`--speculative-draft-model-path`) is resolved first: check it too.")
+                       for fam in ("eagle", "dflash", "ddtree")),
+    sources=(("0.4.10.post2", "sglang/srt/model_loader/loader.py:347"),
+             ("0.5.23", "sglang/srt/model_loader/loader.py:581"),
+             ("0.5.23", "sglang/srt/utils/hf_transformers/config.py:379"),
+             ("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:154"),
+             ("transformers 5.19.0", "transformers/utils/hub.py:570"),
+             ("transformers 5.19.0", "transformers/utils/hub.py:611"),
+             ("transformers 5.19.0", "transformers/utils/hub.py:621"),
+             ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:890"),
+             ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:947")))
+
+_NEWER_ARCH = ("The checkpoint's model type is newer than the installed transformers (or this "
+               "SGLang): upgrade transformers to a release that knows it, or SGLang (its pin moves "
+               "with new models); `--trust-remote-code` helps only if the repo ships its own code.")
+_ARCH_SOURCES = (("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:432"),
+                 ("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:107"),
+                 ("0.4.10.post2", "sglang/srt/models/registry.py:33"),
+                 ("0.5.10", "sglang/srt/models/registry.py:49"),
+                 ("0.5.23", "sglang/srt/models/registry.py:64"))
+
+ARCH_UNSUPPORTED = Signature(
+    "arch_unsupported", "arch_unsupported", "the model's architecture is unknown to this install",
+    (_NEWER_ARCH,),
+    patterns=(r"does not recognize this architecture",
+              r"Model architectures? .{0,300}? not supported for now",
+              r"Unrecognized model_type", r"Unrecognized configuration class"),
+    lines=(r"does not recognize this architecture", r"are not supported for now\."),
+    priority=84, phase="launch", sources=_ARCH_SOURCES)
+
+MODEL_TYPE_KEY = Signature(
+    "model_type_key", "arch_unsupported", "transformers has no config class for the model type",
+    (_NEWER_ARCH,),
+    types=r"KeyError", patterns=(r"^KeyError: '[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*'$",),
+    context=(r"configuration_auto\.py|CONFIG_MAPPING|get_config|AutoConfig|model_config\.py",),
+    priority=70, phase="launch", sources=_ARCH_SOURCES)
+
+MODEL_TYPE_ALONE = Signature(
+    "model_type_key_alone", "arch_unsupported", "a KeyError that names a model type",
+    (_NEWER_ARCH,),
+    types=r"KeyError", patterns=(r"^KeyError: '(?=[a-z0-9_-]*[0-9_])[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+'$"
+                                 r"|^KeyError: '[a-z]+\d+[a-z0-9]*'$",),
+    absent=(r'File "',), priority=30, phase="launch", sources=_ARCH_SOURCES)
+
+DEPENDENCY = Signature(
+    "dependency_mismatch", "dependency_mismatch", "installed packages do not match each other",
+    ("A package is missing or was built against another version of its dependencies: an "
+     "'undefined symbol' in sgl_kernel or flashinfer means it was built for another torch. "
+     "Install the versions your SGLang release pins, in a fresh environment (`pip install "
+     "\"sglang[all]==VERSION\"`), or the sgl-kernel / flashinfer build for the installed torch; "
+     "`pip check` lists conflicts.",),
+    patterns=(r"undefined symbol", r"Could not load any common_ops library",
+              r"is less than the minimum required version", r"Please reinstall the latest version with",
+              r"No module named '(?:sgl_kernel|sglang_kernel|flashinfer|vllm|triton|torch|transformers"
+              r"|xgrammar|outlines|flash_attn|deep_gemm)",
+              r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
+              r"name 'sgl_\w+' is not defined", r"is already used by a Transformers model",
+              r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found"),
+    lines=(r"\.so: undefined symbol: ", r"Could not load any common_ops library",
+           r"is less than the minimum required version"),
+    priority=78, phase="launch",
+    sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
+             ("0.5.10", "sglang/srt/utils/common.py:1011"),
+             ("0.5.10", "sglang/srt/entrypoints/engine.py:1140"),
+             ("0.5.23", "sglang/srt/utils/common.py:2431"),
+             ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
+             ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681")))
+
+IMPORT_ERROR = Signature(
+    "import_error", "dependency_mismatch", "a module could not be imported",
+    ("A module could not be imported: install the package it names at the version your SGLang "
+     "release pins (`pip check` lists conflicts).",),
+    patterns=(r".",), types=r"(?:\w+\.)*(?:ImportError|ModuleNotFoundError)", priority=45,
+    sources=(("python", "ImportError / ModuleNotFoundError"),))
+
+DRAFT_INCOMPATIBLE = Signature(
+    "draft_incompatible", "draft_incompatible", "the draft checkpoint does not fit the algorithm",
+    ("The draft model cannot be loaded or run by this speculative algorithm: check that "
+     "`--speculative-draft-model-path` is a drafter trained for this target and this algorithm, "
+     "in a format your SGLang release reads.",),
+    patterns=(r"'(?:model\.)?midlayer\.[\w.]+'", r"DFLASH requires draft num_hidden_layers",
+              r"DFLASH dflash_config\.mask_token"),
+    priority=86, phase="load_weights",
+    by_algorithm=(("eagle", "An EAGLE3 drafter's weights are named midlayer.*: its config must "
+                            "name an EAGLE3 architecture (LlamaForCausalLMEagle3), and "
+                            "`--speculative-algorithm EAGLE3` must be set, not EAGLE."),
+                  ("dflash", "A DFLASH drafter needs its dflash_config (mask token, block size)."),),
+    sources=(("0.4.10.post2", "sglang/srt/models/llama_eagle3.py:130"),
+             ("0.5.23", "sglang/srt/models/llama_eagle3.py:339"),
+             ("0.5.14", "sglang/srt/speculative/dflash_utils.py:430"),
+             ("0.5.23", "sglang/srt/speculative/dflash_utils.py:548"),
+             ("0.5.23", "sglang/srt/speculative/dflash_utils.py:684")))
+
+SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE, PORT_IN_USE,
+              MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
+              IMPORT_ERROR, DRAFT_INCOMPATIBLE]

@@ -1,0 +1,197 @@
+"""Memory: the KV pool at startup, CUDA allocations, the scheduler's slots while serving, host RAM.
+
+Texts and citations: docs/sglang.md section 4.1. "Prefill/Decode out of
+memory" and "alloc_req_slots runs out of memory" say "memory" but no CUDA
+allocation failed: the scheduler ran out of KV token slots or request slots
+(``slots_exhausted``), which ``--mem-fraction-static`` alone does not fix.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ddlab.diagnosis.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES"]
+
+
+def _fraction_now(found: Found) -> float | None:
+    match = regex(r"mem[-_]fraction[-_]static\s*=\s*([0-9.]+)").search(found.text)
+    value = float(match[1].rstrip(".")) if match else found.facts.get("mem_fraction_static")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _kv_pool_detail(found: Found) -> str | None:
+    floor = regex(r"Raise --mem-fraction-static above ([0-9.]+)").search(found.text)
+    now = _fraction_now(found)
+    if floor:
+        target = math.ceil((float(floor[1].rstrip(".")) + 0.005) * 100) / 100
+        return f"SGLang computed the least that fits: try `--mem-fraction-static {min(target, 0.95):.2f}`."
+    if now is None:
+        return None
+    return f"It is {now:g} now: try `--mem-fraction-static {min(now + 0.04, 0.95):.2f}`."
+
+
+_DRAFT_COUNTS = (
+    ("eagle", "The draft model's weights and its KV pool are counted too."),
+    ("dflash", "The DFLASH drafter's weights and its own KV pool are counted too."),
+    ("ddtree", "The DFlash drafter's weights and its own KV pool are counted too."),
+)
+
+KV_POOL = Signature(
+    "kv_pool_oom", "kv_pool_oom", "the KV cache pool does not fit",
+    ("The KV cache pool does not fit next to the weights: raise `--mem-fraction-static` a "
+     "little, or shrink `--context-length` / `--max-running-requests`.",),
+    patterns=(r"Not enough memory\b.{0,120}?(?:mem[-_]fraction[-_]static|KV cache|memory pool)",),
+    lines=(r"Not enough memory\. Please try to increase --mem-fraction-static",
+           r"max_total_tokens=\d+ is larger than the profiled value -\d+"),
+    priority=70, phase="memory_pool", detail=_kv_pool_detail, by_algorithm=_DRAFT_COUNTS,
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1156"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1139"),
+             ("0.5.10", "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:57"),
+             ("0.5.14", "sglang/srt/model_executor/pool_configurator.py:58"),
+             ("0.5.18", "sglang/srt/model_executor/pool_configurator.py:74"),
+             ("0.5.20", "sglang/srt/model_executor/pool_configurator.py:92"),
+             ("0.5.23", "sglang/srt/model_executor/pool_configurator.py:96")))
+
+KV_WEIGHTS = Signature(
+    "kv_weights_fill_gpu", "kv_pool_oom", "the weights leave no GPU memory for the KV cache",
+    ("The weights fill the share of GPU memory SGLang may use, so no KV cache fits: raise "
+     "`--mem-fraction-static`, or use more GPUs (`--tp-size 2`) or a smaller / quantized model.",),
+    patterns=(r"Loaded weights leave no GPU memory for the KV cache",),
+    lines=(r"Loaded weights leave no GPU memory for the KV cache",),
+    priority=72, phase="memory_pool", detail=_kv_pool_detail, by_algorithm=_DRAFT_COUNTS,
+    sources=(("0.5.14", "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:111"),
+             ("0.5.18", "sglang/srt/mem_cache/kv_cache_configurator.py:1802"),
+             ("0.5.20", "sglang/srt/mem_cache/kv_cache_configurator.py:2192"),
+             ("0.5.23", "sglang/srt/mem_cache/kv_cache_configurator.py:3051")))
+
+HYBRID_STATE = Signature(
+    "hybrid_state_cache", "kv_pool_oom", "the hybrid (mamba / linear-attention) state cache does not fit",
+    ("A hybrid model keeps a whole recurrent state per request: lower `--max-running-requests` "
+     "first, then raise `--mem-fraction-static`.",),
+    patterns=(r"Not enough GPU memory for hybrid \(mamba/linear-attention\) state cache",
+              r"state cache is too small to serve any requests"),
+    lines=(r"Not enough GPU memory for hybrid \(mamba",
+           r"Hybrid \(mamba/linear-attention\) state cache is too small"),
+    priority=72, phase="memory_pool",
+    by_algorithm=tuple((fam, "Speculative decoding keeps extra states per request: fewer "
+                        "`--speculative-num-draft-tokens` need fewer.")
+                       for fam in ("eagle", "dflash", "ddtree")),
+    sources=(("0.5.14", "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:209"),
+             ("0.5.14", "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:1004"),
+             ("0.5.18", "sglang/srt/mem_cache/kv_cache_configurator.py:2118"),
+             ("0.5.20", "sglang/srt/mem_cache/kv_cache_configurator.py:2524"),
+             ("0.5.23", "sglang/srt/mem_cache/kv_cache_configurator.py:3394"),
+             ("0.5.23", "sglang/srt/mem_cache/kv_cache_configurator.py:3154")))
+
+SWA_POOL = Signature(
+    "swa_pool", "kv_pool_oom", "the sliding-window pool leaves no room for the full KV pool",
+    ("The sliding-window (SWA) pool is sized per running request and took the room the full KV "
+     "pool needs: lower `--max-running-requests`, or raise `--mem-fraction-static`.",),
+    patterns=(r"SWA pool cap .{0,200}?leaves no room for the full KV pool",
+              r"leaves no room for real data"),
+    lines=(r"SWA pool cap .{0,200}?leaves no room for the full KV pool",),
+    priority=72, phase="memory_pool",
+    sources=(("0.5.14", "sglang/srt/model_executor/pool_configurator.py:415"),
+             ("0.5.18", "sglang/srt/model_executor/pool_configurator.py:681"),
+             ("0.5.20", "sglang/srt/model_executor/pool_configurator.py:892"),
+             ("0.5.23", "sglang/srt/model_executor/pool_configurator.py:1027"),
+             ("0.5.23", "sglang/srt/model_executor/pool_configurator.py:1681")))
+
+KV_EXHAUSTED = Signature(
+    "kv_tokens_exhausted", "slots_exhausted", "the KV cache ran out of token slots while serving",
+    ("No CUDA allocation failed: the scheduler took in more tokens than the KV pool holds. "
+     "Lower `--max-running-requests` or `--chunked-prefill-size`, or give the pool more room "
+     "with `--mem-fraction-static`.",),
+    patterns=(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size",),
+    lines=(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size",),
+    priority=74, phase="serving", fatal=True,
+    by_algorithm=(
+        ("eagle", "Each verify step reserves `--speculative-num-draft-tokens` KV slots per "
+                  "request: fewer draft tokens need fewer."),
+        ("dflash", "Each DFLASH verify step reserves a whole block of KV slots per request: a "
+                   "smaller `--speculative-dflash-block-size` needs fewer."),
+        ("ddtree", "Each DDTree verify step reserves budget+1 KV slots per request: a smaller "
+                   "`--speculative-ddtree-budget` needs fewer.")),
+    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1006"),
+             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1034"),
+             ("0.5.10", "sglang/srt/mem_cache/common.py:285"),
+             ("0.5.10", "sglang/srt/mem_cache/common.py:411"),
+             ("0.5.14", "sglang/srt/mem_cache/common.py:396"),
+             ("0.5.18", "sglang/srt/mem_cache/allocation.py:218"),
+             ("0.5.20", "sglang/srt/mem_cache/allocation.py:231"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:239"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:613")))
+
+REQ_SLOTS = Signature(
+    "req_slots_exhausted", "slots_exhausted", "the scheduler ran out of request slots",
+    ("The request-slot pool (req_to_token) is full: lower `--max-running-requests`. If the "
+     "message says a leak (slots never come back after the batch drains), lowering it only "
+     "delays the crash: it is an SGLang bug, report it with this log.",),
+    patterns=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
+    lines=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
+    priority=75, phase="serving", fatal=True,
+    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:953"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:1351"),
+             ("0.5.10", "sglang/srt/mem_cache/common.py:320"),
+             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:261"),
+             ("0.5.14", "sglang/srt/mem_cache/common.py:434"),
+             ("0.5.18", "sglang/srt/mem_cache/allocation.py:265"),
+             ("0.5.20", "sglang/srt/mem_cache/allocation.py:326"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:345"),
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:440")))
+
+
+_OOM_BY_PHASE = {
+    "launch": "The weights do not fit: free the GPU (nvidia-smi: an old server still running?), "
+              "use more GPUs (`--tp-size 2`), or a smaller or quantized model; "
+              "`--mem-fraction-static` does not shrink the weights.",
+    "memory_pool": "The KV pool allocation ran out: lower `--mem-fraction-static` a little, or "
+                   "shrink `--context-length` / `--max-running-requests`.",
+    "graph_capture": "CUDA graph capture ran out: capture smaller graphs "
+                     "(`--cuda-graph-max-bs-decode 16`) or leave them more memory "
+                     "(`--mem-fraction-static 0.8`).",
+    "serving": "Activations ran out while serving: lower `--mem-fraction-static`, "
+               "`--max-running-requests` or `--chunked-prefill-size`.",
+}
+_OOM_BY_PHASE["load_weights"] = _OOM_BY_PHASE["launch"]
+_OOM_BY_PHASE["ready"] = _OOM_BY_PHASE["serving"]
+
+
+def _cuda_oom_detail(found: Found) -> str | None:
+    return _OOM_BY_PHASE.get(found.phase)
+
+
+CUDA_OOM = Signature(
+    "cuda_oom", "cuda_oom", "CUDA ran out of memory",
+    (),
+    patterns=(r"CUDA out of memory", r"OutOfMemoryError", r"\bout of memory\b",
+              r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation"),
+    lines=(r"CUDA out of memory\. Tried to allocate",),
+    priority=60, detail=_cuda_oom_detail,
+    by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
+                             "verify batch (budget+1 tokens per request)."),),
+    sources=(("torch 2.14.1", "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so)"),
+             ("CUDA runtime", "cudaErrorMemoryAllocation (2)")))
+
+HOST_OOM = Signature(
+    "host_oom", "host_oom", "the host ran out of memory (RAM or /dev/shm)",
+    ("Host memory ran out, not GPU memory: `dmesg -T | grep -i oom` (or `journalctl -k`) shows "
+     "the kernel's OOM killer; give the machine or container more RAM and a larger /dev/shm "
+     "(docker's shm-size), or run fewer processes per host.",),
+    patterns=(r"\[Errno 12\] Cannot allocate memory", r"Error while creating shared memory segment /dev/shm",
+              r"/dev/shm.{0,80}No space left on device", r"No space left on device.{0,80}/dev/shm",
+              r"scheduler died during initialization \(exit code: -9\)", r"crashed with exit code -9\b"),
+    lines=(r"\[Errno 12\] Cannot allocate memory", r"Error while creating shared memory segment /dev/shm",
+           r"Out of memory: Killed process", r"killed by the OOM killer",
+           r"crashed with exit code -9\b", r"scheduler died during initialization \(exit code: -9\)"),
+    priority=65,
+    sources=(("0.5.10", "sglang/srt/entrypoints/engine.py:1186"),
+             ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
+             ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
+             ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
+             ("Linux", "mm/oom_kill.c (Out of memory: Killed process)"),
+             ("Linux", "errno ENOMEM (12)")))
+
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, REQ_SLOTS, CUDA_OOM, HOST_OOM]

@@ -1,0 +1,201 @@
+"""SGLang's log lines and error texts, per release generation: the words the target prints.
+
+Contract: ``generation(name)`` returns the ``Generation`` that ``--log-format``
+names: ``0.5.23`` (the default: SGLang 0.5.20+, checked against the 0.5.23
+wheel) or ``0.4`` (0.4.x, what the target printed before 0.5.23 existed). A
+``Generation`` words every line the target logs at startup and while serving,
+and every SGLang-worded error it raises, from figures the caller measured;
+nothing here decides or measures anything. Citations (file:line in the real
+wheels) are in docs/sglang.md; the lines are copied, not paraphrased, so that
+ddlab's diagnosis reads the target's log as it reads a real server's.
+
+Where SGLang's words would lie about the target, the target's truth wins:
+the KV dtype is the pool's real dtype (fp32), the attention backend is
+``torch_native`` (PyTorch SDPA), the device in ``Context:`` is the real one.
+
+Kept free of torch: ``python -m ddlab.target`` imports it on its start path.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["Generation", "GENERATIONS", "LOG_FORMATS", "generation", "CAPTURE_FAILED_MSG_04",
+           "CAPTURE_FAILED_MSG_0523", "NOT_ENOUGH_MEMORY"]
+
+_GITHUB = "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+CAPTURE_FAILED_MSG_04 = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs to a smaller value (e.g., 16)\n"
+    "3. disable torch compile by not using --enable-torch-compile\n"
+    "4. disable CUDA graph by --disable-cuda-graph. (Not recommended. Huge performance loss)\n"
+    + _GITHUB)
+CAPTURE_FAILED_MSG_0523 = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. "
+    "(Not recommended. Huge performance loss)\n"
+    + _GITHUB)
+# The same words in 0.4.x and 0.5.14+ (only 0.5.10 appended "Current value: ...").
+NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."
+
+# ServerArgs fields the 0.5.14+ names replaced: (0.5.23 name, 0.4 name or None if absent).
+_RENAMED = (("cuda_graph_max_bs_decode", "cuda_graph_max_bs"), ("cuda_graph_bs_decode", "cuda_graph_bs"),
+            ("cuda_graph_backend_decode", None))
+
+
+def _gb(x: float) -> str:
+    return f"{x:.2f} GB"
+
+
+class Generation:
+    """The 0.5.23 wording; ``Generation04`` overrides what 0.4.x says differently."""
+
+    name = "0.5.23"
+    capture_failed_msg = CAPTURE_FAILED_MSG_0523
+    graph_runner = "DecodeCudaGraphRunner"  # the class model_runner builds (cuda_graph_runner.py)
+
+    def args_view(self, args) -> dict:
+        """The server args as this release names them (``server_args=`` and /server_info)."""
+        view = args.to_dict()
+        view["cuda_graph_config"] = {"decode": {"backend": args.cuda_graph_backend_decode,
+                                                "max_bs": args.cuda_graph_max_bs_decode,
+                                                "bs": args.cuda_graph_bs_decode}}
+        return view
+
+    def server_args(self, args) -> str:
+        return f"server_args={self.args_view(args)!r}"
+
+    def launch_notes(self, args) -> list[str]:
+        """The launcher's lines before ``server_args=``."""
+        notes = ["Attention backend not specified. Use torch_native backend by default."]
+        if args.speculative and args.max_running_requests is None:
+            notes.append("Max running requests is reset to 48 for speculative decoding. You can "
+                         "override this by explicitly setting --max-running-requests.")
+        return notes
+
+    def deprecated(self, option: str, replacement: str) -> str | None:
+        """``print_deprecated_warning``: a WARNING in ANSI yellow."""
+        return (f"\033[1;33m'{option}' is deprecated and will be removed in a future release. "
+                f"Use '{replacement}' instead.\033[0m")
+
+    def init_begin(self) -> list[str]:
+        return ["Init parallel begin."]
+
+    def init_end(self, device: str, gpu_id: int, elapsed_s: float, used_gb: float) -> list[str]:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return [f"Context: device={device} gpu_id={gpu_id} CUDA_VISIBLE_DEVICES={visible} tp_rank=0",
+                f"Init parallel ends. elapsed={elapsed_s:.2f} s",
+                f"Memory baseline taken. mem usage={_gb(used_gb)}"]
+
+    def load_end(self, elapsed_s: float, arch: str, dtype: str, avail_gb: float, used_gb: float) -> str:
+        return (f"Load weight end. elapsed={elapsed_s:.2f} s, type={arch}, avail mem={_gb(avail_gb)}, "
+                f"mem usage={_gb(used_gb)}.")
+
+    def kv_allocated(self, dtype: str, tokens: int, k_gb: float, v_gb: float) -> str:
+        return (f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {_gb(k_gb)}, "
+                f"V size: {_gb(v_gb)}")
+
+    def draft_runner(self, algorithm: str, block_size: int, drafter_arch: str) -> str | None:
+        """The DFLASH worker's init line (DDTree's own line is ``spec.describe``)."""
+        if algorithm != "DFLASH":
+            return None
+        return (f"Initialized DFLASH draft runner. attention_backend=torch_native, model={drafter_arch}, "
+                f"block_size={block_size}, draft_window_size=None, compact_cache=False")
+
+    def capture_begin(self, role: str, speculative: bool, tokens_per_req: int, backend: str,
+                      avail_gb: float) -> str:
+        return (f"Capture {role} {'verify' if speculative else 'decode'} CUDA graph begin. "
+                f"backend={backend}, num_tokens_per_req={tokens_per_req}, avail mem={_gb(avail_gb)}")
+
+    def capture_end(self, role: str, speculative: bool, bs: list, elapsed_s: float, used_gb: float,
+                    avail_gb: float) -> str:
+        return (f"Capture {role} {'verify' if speculative else 'decode'} CUDA graph end. bs={bs}, "
+                f"elapsed={elapsed_s:.2f} s, mem usage={_gb(used_gb)}, avail mem={_gb(avail_gb)}.")
+
+    def prefill(self, n_seq, n_new, usage, running, queue, input_tok_s) -> str:
+        return (f"Prefill batch, #new-seq: {n_seq}, #new-token: {n_new}, #cached-token: 0, "
+                f"token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}, "
+                f"#pending-token: 0, cuda graph: False, input throughput (token/s): {input_tok_s:.2f}")
+
+    def decode(self, running, tokens, usage, accept, graph, gen_tok_s, queue) -> str:
+        """``accept``: None without speculation, else (accept len, accept rate)."""
+        spec = f"accept len: {accept[0]:.2f}, accept rate: {accept[1]:.2f}, " if accept else ""
+        return (f"Decode batch, #running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
+                f"{spec}cuda graph: {graph}, gen throughput (token/s): {gen_tok_s:.2f}, #queue-req: {queue}")
+
+
+class Generation04(Generation):
+    """SGLang 0.4.x (0.4.10.post2)."""
+
+    name = "0.4"
+    capture_failed_msg = CAPTURE_FAILED_MSG_04
+    graph_runner = "CudaGraphRunner"
+
+    def args_view(self, args) -> dict:
+        view = args.to_dict()
+        for new, old in _RENAMED:
+            value = view.pop(new)
+            if old:
+                view[old] = value
+        return view
+
+    def server_args(self, args) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.args_view(args).items())
+        return f"server_args=ServerArgs({inner})"
+
+    def launch_notes(self, args) -> list[str]:
+        return []
+
+    def deprecated(self, option: str, replacement: str) -> str | None:
+        return None  # the old names are 0.4's own; the new ones are accepted without a word
+
+    def init_begin(self) -> list[str]:
+        return ["Init torch distributed begin."]
+
+    def init_end(self, device: str, gpu_id: int, elapsed_s: float, used_gb: float) -> list[str]:
+        return [f"Init torch distributed ends. mem usage={_gb(used_gb)}"]
+
+    def load_end(self, elapsed_s: float, arch: str, dtype: str, avail_gb: float, used_gb: float) -> str:
+        return (f"Load weight end. type={arch}, dtype={dtype}, avail mem={_gb(avail_gb)}, "
+                f"mem usage={_gb(used_gb)}.")
+
+    def kv_allocated(self, dtype: str, tokens: int, k_gb: float, v_gb: float) -> str:
+        return f"KV Cache is allocated. #tokens: {tokens}, K size: {_gb(k_gb)}, V size: {_gb(v_gb)}"
+
+    def draft_runner(self, algorithm: str, block_size: int, drafter_arch: str) -> str | None:
+        if algorithm != "DFLASH":
+            return None
+        return f"Initialized DFLASH worker. block_size={block_size}, num_draft_tokens={block_size}"
+
+    def capture_begin(self, role: str, speculative: bool, tokens_per_req: int, backend: str,
+                      avail_gb: float) -> str:
+        draft = "draft " if role == "draft" else ""
+        return (f"Capture {draft}cuda graph begin. This can take up to several minutes. "
+                f"avail mem={_gb(avail_gb)}")
+
+    def capture_end(self, role: str, speculative: bool, bs: list, elapsed_s: float, used_gb: float,
+                    avail_gb: float) -> str:
+        draft = "draft " if role == "draft" else ""
+        return (f"Capture {draft}cuda graph end. Time elapsed: {elapsed_s:.2f} s. "
+                f"mem usage={_gb(used_gb)}. avail mem={_gb(avail_gb)}.")
+
+    def prefill(self, n_seq, n_new, usage, running, queue, input_tok_s) -> str:
+        return (f"Prefill batch. #new-seq: {n_seq}, #new-token: {n_new}, #cached-token: 0, "
+                f"token usage: {usage:.2f}, #running-req: {running}, #queue-req: {queue}, ")
+
+    def decode(self, running, tokens, usage, accept, graph, gen_tok_s, queue) -> str:
+        spec = f"accept len: {accept[0]:.2f}, " if accept else ""
+        return (f"Decode batch. #running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
+                f"{spec}cuda graph: {graph}, gen throughput (token/s): {gen_tok_s:.2f}, "
+                f"#queue-req: {queue}, ")
+
+
+GENERATIONS = {g.name: g for g in (Generation(), Generation04())}
+LOG_FORMATS = tuple(GENERATIONS)
+
+
+def generation(name: str) -> Generation:
+    return GENERATIONS[name]

@@ -1,0 +1,142 @@
+"""ddlab.diagnosis.advice: every flag a suggestion proposes is one the user's release takes.
+
+The suggestion of every fixture (one per signature at least) is rendered for three
+releases and three algorithms; every ``--flag [value]`` it proposes (written in
+backticks) is read by that release's own parser table (:func:`ddlab.config.sglang.
+flag_table`, with the DDTree fork's overlay for DDTREE) and must draw no error. A
+``--`` outside a proposal is only allowed inside a double-quoted quote of the log.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ddlab.config.sglang import flag_table
+from ddlab.diagnosis.advice import family, render
+from ddlab.diagnosis.diagnosis import diagnose
+
+LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
+VERSIONS = ("0.4.10.post2", "0.5.10", "0.5.23")
+ALGORITHMS = ("EAGLE", "DFLASH", "DDTREE")
+_FRAGMENT = re.compile(r"`([^`]*)`")
+_QUOTE = re.compile(r'"[^"]*"')
+
+
+def _crash_logs() -> list[Path]:
+    names = list(LOGS.glob("*.log")) + list(LOGS.glob("sglang/*.log")) + list(LOGS.glob("pastes/*.log"))
+    return sorted(p for p in names if not p.name.startswith(("healthy", "stopped", "startup_cut")))
+
+
+LOG_FILES = _crash_logs()
+
+
+def _proposals(suggestion: str) -> list[list[str]]:
+    """The argv fragments a suggestion proposes; fails on a flag outside a proposal."""
+    fragments = _FRAGMENT.findall(suggestion)
+    rest = _QUOTE.sub("", _FRAGMENT.sub("", suggestion))
+    assert not re.search(r"(?<![\w-])--[a-z]", rest), f"a flag outside backticks: {suggestion}"
+    return [f.split() for f in fragments if f.startswith("--")]
+
+
+def _refused(argv: list[str], table) -> list[str]:
+    if len(argv) == 1 and "=" not in argv[0]:  # a flag named without a value: it must exist
+        return [] if table.action(argv[0]) else [f"{argv[0]}: no such option"]
+    return [str(f) for f in table.check(argv) if f.level == "error"]
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_every_proposed_flag_is_taken_by_that_release(version, algorithm):
+    table = flag_table(version, overlays=("ddtree",) if algorithm == "DDTREE" else ())
+    problems = []
+    for path in LOG_FILES:
+        result = diagnose(path.read_bytes().decode("utf-8"), version=version, algorithm=algorithm)
+        for argv in _proposals(result.suggestion or ""):
+            problems += [f"{path.name}: {p}" for p in _refused(argv, table)]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("algorithm", ("EAGLE3", "DFLASH", "NGRAM", "NONE"))
+def test_no_ddtree_advice_for_other_algorithms(algorithm):
+    """Only a log that itself asks for DDTree (an unknown algorithm, a fork flag) may hear of it."""
+    for path in LOG_FILES:
+        text = path.read_bytes().decode("utf-8")
+        if re.search(r"ddtree", text, re.I) and diagnose(text).kind == "bad_argument":
+            continue
+        suggestion = diagnose(text, version="0.5.23", algorithm=algorithm).suggestion
+        assert not re.search(r"ddtree|budget\+1", suggestion or "", re.I), (path.name, suggestion)
+
+
+def test_ddtree_users_get_the_budget_sizing():
+    text = (LOGS / "replay_size.journal-iso.log").read_text()
+    assert "budget+1" in diagnose(text, algorithm="DDTREE").suggestion
+    assert "budget+1" not in diagnose(text, algorithm="EAGLE").suggestion
+
+
+@pytest.mark.parametrize("version, spelled", [
+    ("0.4.10.post2", "`--cuda-graph-max-bs 16`"), ("0.5.10", "`--cuda-graph-max-bs 16`"),
+    ("0.5.23", "`--cuda-graph-max-bs-decode 16`"),
+], ids=["0.4.10", "0.5.10", "0.5.23"])
+def test_flag_names_follow_the_release(version, spelled):
+    text = (LOGS / "capture_failed_oom.cat.log").read_text()
+    assert spelled in diagnose(text, version=version).suggestion
+
+
+@pytest.mark.parametrize("version, graphs_off", [
+    ("0.4.10.post2", "`--disable-cuda-graph`"), ("0.5.23", "`--cuda-graph-backend-decode=disabled`"),
+], ids=["0.4.10", "0.5.23"])
+def test_turning_graphs_off_is_said_the_way_the_release_says_it(version, graphs_off):
+    text = (LOGS / "replay_none.journal.log").read_text()
+    assert graphs_off in diagnose(text, version=version).suggestion
+
+
+def test_without_a_version_the_advice_is_neutral():
+    text = "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    suggestion = diagnose(text).suggestion
+    assert "`--cuda-graph-max-bs-decode 16` (before 0.5.14: `--cuda-graph-max-bs 16`)" in suggestion
+    assert "`--cuda-graph-backend-decode=disabled` (before 0.5.14: `--disable-cuda-graph`)" in suggestion
+
+
+def test_a_sentence_needing_a_flag_the_release_lacks_is_dropped():
+    sentences = ("Keep this.", "Try `--speculative-dflash-block-size 8`.")
+    assert render(sentences, "0.4.10.post2") == "Keep this."
+    assert render(sentences, "0.5.23") == "Keep this. Try `--speculative-dflash-block-size 8`."
+    assert render(("Algorithm `--speculative-algorithm DFLASH`.",), "0.5.10") == ""
+
+
+def test_a_given_version_and_algorithm_win_over_the_logs_own():
+    text = (LOGS / "sglang" / "cuda_graph_replay__0.5.23__nonetype-copy-replay-inputs.log").read_text()
+    from_log = diagnose(text)
+    given = diagnose(text, version="0.4.10.post2", algorithm="EAGLE3")
+    assert (from_log.sglang_version, from_log.algorithm) == ("0.5.20", "DFLASH")
+    assert (given.sglang_version, given.algorithm) == ("0.4.10.post2", "EAGLE3")
+    assert "`--disable-cuda-graph`" in given.suggestion
+
+
+def test_the_positional_patterns_argument_still_works():
+    text = (LOGS / "healthy.journal.log").read_text()
+    evidence = diagnose(text, [r"Capture cuda graph end"]).evidence
+    assert any("Capture cuda graph end" in line for line in evidence)
+
+
+@pytest.mark.parametrize("name, family_", [
+    ("EAGLE", "eagle"), ("eagle3", "eagle"), ("NEXTN", "eagle"), ("DFLASH", "dflash"), ("DDTREE", "ddtree"),
+    ("NGRAM", "ngram"), ("NONE", "none"), (None, None), ("SOMETHING", None),
+], ids=lambda v: str(v))
+def test_algorithm_families(name, family_):
+    assert family(name) == family_
+
+
+def test_unknown_says_the_first_error_line_and_where_to_look():
+    text = ("[2026-12-01 08:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/opt/sglang/.venv/lib/python3.11/site-packages/sglang/srt/layers/logits_processor.py", '
+            "line 547, in forward\n"
+            "    aux = torch.cat(aux_pruned_states, dim=-1)\n"
+            "UnboundLocalError: cannot access local variable 'aux_pruned_states'\n")
+    result = diagnose(text)
+    assert result.kind == "unknown"
+    assert "line 1: UnboundLocalError" in result.suggestion
+    assert "sglang/srt/layers/logits_processor.py:547 (forward)" in result.suggestion

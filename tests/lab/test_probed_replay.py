@@ -1,0 +1,68 @@
+"""The field's crash, end to end, and what a probe adds: no edit of the installed server.
+
+Graphs on and a verify field dropped (``num_token_non_padded``): the replay crash
+says nothing of which field was None, so the verdict's suggestion names a probe;
+deployed again with it, the verdict's first line names the field. The server's
+own files are byte-identical before and after (checksums), the baseline never
+carries probes, and removing the variant removes the hook's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import ddlab.target
+from ddlab.lab.deploy import deployed
+from ddlab.lab.watch import watch
+from labkit import REPLAY_FAULT, clean, site_fixture  # noqa: F401 (clean: a fixture)
+
+site = site_fixture("process-local", "systemd-ssh")
+PROBE = re.compile(r"`ddlab deploy --probe (\S+) ...`")
+
+
+def _checksums() -> dict:
+    """sha256 of every file of the server's package, and the interpreter's site-packages
+    listing (a sitecustomize written there would show)."""
+    root = Path(ddlab.target.__file__).parent
+    sums = {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*.py"))}
+    sums["site-packages"] = sorted(p.name for p in Path(sysconfig.get_paths()["purelib"]).iterdir())
+    return sums
+
+
+@pytest.mark.slow
+def test_the_replay_crash_suggests_a_probe_which_then_names_the_none_field(clean):
+    site = clean
+    before = _checksums()
+    with deployed(site.profile, site.variant(REPLAY_FAULT)) as (lab, _dep):
+        first = watch(lab, timeout_s=120, probe=True, grace_s=1)
+    assert first.state == "crashed" and first.diagnosis.kind == "cuda_graph_replay", first.render()
+    assert "num_token_non_padded" not in first.headline, "the traceback alone does not say"
+    probe = PROBE.search(first.next_step)
+    assert probe, first.next_step
+    target = probe.group(1)
+    assert target.endswith("DecodeCudaGraphRunner.fill_from"), target
+
+    variant = site.variant(REPLAY_FAULT, f"probes={target}")
+    with deployed(site.profile, variant) as (lab, dep):
+        unit = lab.manager.definition(dep.service)
+        folder = lab._probe_folder(dep.service)
+        assert "DDLAB_PROBES" in unit and folder in unit
+        assert "DDLAB_PROBES" not in (lab.manager.definition(site.baseline) or ""), \
+            "the baseline never carries probes"
+        second = watch(lab, timeout_s=120, probe=True, grace_s=1)
+    first_line = second.render().splitlines()[0]
+    assert second.state == "crashed" and second.diagnosis.kind == "cuda_graph_replay"
+    assert "num_token_non_padded is None (DDLAB_PROBE)" in first_line, first_line
+    assert second.diagnosis.facts["none_fields"] == ["num_token_non_padded"]
+    journal = (Path(second.run_dir) / "journal.log").read_text()
+    assert "DDLAB_PROBE" in journal and '"event":"raised"' in journal
+    assert site.transport.run(["test", "-e", folder], check=False).exit_code != 0, \
+        "removing the variant removed the hook's folder"
+    site.assert_put_back(variant.unit_name)
+    assert _checksums() == before, "the installed server's files are untouched"
