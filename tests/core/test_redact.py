@@ -100,3 +100,16 @@ def test_sglang_counters_are_not_secrets():
     assert redact_text(line) == line
     decode = "Decode batch, #running-req: 1, #token: 812, token usage: 0.00, accept len: 6.41"
     assert redact_text(decode) == decode
+
+
+def test_a_figure_named_after_tokens_is_no_secret_and_numbers_are_never_remembered():
+    """Seen on the H200 run (docs/gpu-run): ``token_usage_max: 0.01`` counted as a secret,
+    and every "0.01" after it (token usage, free memory) became ***."""
+    from ddlab.core.redact import looks_secret, redact, redact_text
+
+    assert not looks_secret("token_usage_max") and not looks_secret("num_token_non_padded")
+    assert looks_secret("x-admin-token") and looks_secret("AWS_SECRET_ACCESS_KEY")
+    assert redact({"token_usage_max": 0.0123})["token_usage_max"] == 0.0123
+    redact({"db_password": 4242.5})  # a numeric value under a secret name: masked there only
+    assert redact_text("avail mem=4242.5 GB, token usage: 0.0123") == \
+        "avail mem=4242.5 GB, token usage: 0.0123"

@@ -133,3 +133,15 @@ def test_a_sweep_marks_the_wrong_cell_and_its_verdict_says_so_first(tmp_path):
     assert "2 WRONG OUTPUT (not lossless" in headline.split(". Best")[0], headline
     best = report.verdict.summary.get("best") or {}
     assert best.get("cuda_graph") is not True, "a wrong cell is never the best"
+
+
+def test_graphs_asked_for_but_never_run_are_said_in_the_ready_verdict(clean, tmp_path):
+    """Seen on the H200 (docs/gpu-run, fault c1): graphs sized for 16 tokens per request
+    and a verify batch of 33 under 0.5.23's width guard run eagerly, at half the speed;
+    the cell looked healthy. Its READY verdict now says the figures are eager ones."""
+    with outputs_in(tmp_path / "outputs"):
+        verdict = _watched(clean, {"speculative_ddtree_budget": 32,
+                                   "debug_graph_tokens_per_req": 16})
+    assert verdict.state == "ready", verdict.render()
+    assert any("every decode line says cuda graph: False" in n for n in verdict.notes), \
+        verdict.notes

@@ -71,6 +71,15 @@ def child_main():
         verify(Batch([1, 2], None))
     except TypeError:
         pass
+
+
+def serve_worker(inbox, outbox):
+    """A scheduler's loop: each request's verify step, its answer or its error."""
+    while (item := inbox.get()) != "stop":
+        try:
+            outbox.put({"bs": verify(Batch([1, 2], item))})
+        except TypeError as exc:
+            outbox.put({"error": str(exc)})
 '''
 RAISE_LINE = TARGET.splitlines().index("        raise exc  # the raise") + 1
 PACKAGE = {"__init__.py": "", "engine.py": "def step(batch):\n    return batch.bs\n"}
@@ -364,3 +373,50 @@ def test_a_tensor_attribute_shows_shape_dtype_device_and_no_values(lab):
     assert raised["summaries"]["subject"] == "forward_batch"
     assert none_fields(records) == ["tokens_per_req", "req_pool_indices", "seq_lens",
                                     "out_cache_loc", "num_token_non_padded"]
+
+
+def test_a_server_that_serves_from_a_spawn_worker_is_probed_in_the_worker(lab):
+    """SGLang's shape: the HTTP process hands requests to a scheduler started with the
+    ``spawn`` method; the verify step (and so the probe's record) runs in the worker."""
+    code = """
+        import http.server, json, multiprocessing, os, threading, urllib.request
+        import probe_target as m
+
+        if __name__ == "__main__":
+            ctx = multiprocessing.get_context("spawn")
+            inbox, outbox = ctx.Queue(), ctx.Queue()
+            scheduler = ctx.Process(target=m.serve_worker, args=(inbox, outbox))
+            scheduler.start()
+
+            class Handler(http.server.BaseHTTPRequestHandler):
+                def do_POST(self):
+                    body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                    inbox.put(body["out_cache_loc"])
+                    data = json.dumps(outbox.get(timeout=30)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+
+                def log_message(self, *args):
+                    pass
+
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            url = f"http://127.0.0.1:{server.server_address[1]}/generate"
+            answers = []
+            for loc in ([7, 8], None):
+                req = urllib.request.Request(url, json.dumps({"out_cache_loc": loc}).encode())
+                answers.append(json.loads(urllib.request.urlopen(req, timeout=30).read()))
+            inbox.put("stop")
+            scheduler.join(timeout=30)
+            server.shutdown()
+            print(json.dumps({"parent": os.getpid(), "worker": scheduler.pid, "answers": answers}))
+    """
+    out, _, records = run(lab, code, ["probe_target.verify"])
+    seen = json.loads(out)
+    assert seen["answers"][0] == {"bs": 4}, "the probe changed nothing for a good request"
+    assert "NoneType" in seen["answers"][1]["error"], "the error passed through untouched"
+    raised = events(records, "raised")
+    assert [r["pid"] for r in raised] == [seen["worker"]] and seen["worker"] != seen["parent"]
+    assert none_fields(raised) == ["out_cache_loc"]

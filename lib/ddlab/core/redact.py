@@ -53,8 +53,11 @@ _names: set[str] = set()       # and the names they came under (normalised)
 
 
 def looks_secret(name: str) -> bool:
-    """True for names such as HF_TOKEN, --api-key, dbPassword; False for max_new_tokens."""
-    return any(word.lower().endswith(_SECRET_ENDINGS) for word in _WORDS.findall(str(name)))
+    """True for names such as HF_TOKEN, --api-key, dbPassword; False for max_new_tokens,
+    and for names where a secret word is not the last (``token_usage_max``, a decode
+    figure; ``num_token_non_padded``, a field): the last word says what a name holds."""
+    words = _WORDS.findall(str(name))
+    return bool(words) and words[-1].lower().endswith(_SECRET_ENDINGS)
 
 
 def _norm(name: str) -> str:
@@ -68,7 +71,8 @@ def remember_secret(name: str, value) -> None:
     text = str(value)
     with _lock:
         _names.add(_norm(name))
-        if len(text) >= MIN_VALUE and text != MASK:
+        # a number is no secret's value: masking "0.01" everywhere would destroy figures
+        if len(text) >= MIN_VALUE and text != MASK and not isinstance(value, (int, float)):
             _values.add(text)
 
 

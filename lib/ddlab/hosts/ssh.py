@@ -200,6 +200,7 @@ class SSHTransport(Transport):
         except BaseException as exc:
             link = client.get_transport()
             dropped = link is None or not link.is_active()  # paramiko says "auth failed" then too
+            answered = bool(link is not None and getattr(link, "remote_version", None))  # a banner
             client.close()
             sock.close()
             if isinstance(exc, paramiko.BadHostKeyException):
@@ -213,7 +214,7 @@ class SSHTransport(Transport):
             if isinstance(exc, _NETWORK_ERRORS) and not isinstance(exc, HostError):
                 raise HostError(f"{hop}: SSH handshake failed ({str(exc) or type(exc).__name__})",
                                 fix="check that an sshd answers there", host=self.profile.name,
-                                transient=True) from None
+                                transient=True, reached=answered) from None
             raise
 
     def _retrying(self, what: str, operation):
@@ -230,8 +231,11 @@ class SSHTransport(Transport):
                     self.down_since = None
                     return done
                 except (_Lost, HostError) as exc:
-                    if isinstance(exc, HostError) and not (getattr(exc, "transient", False)
-                                                           and self.connects > 0):
+                    # a host never reached fails at once; an sshd that answered and then
+                    # dropped the handshake (a session killed under it) is a drop like any other
+                    if isinstance(exc, HostError) and not (
+                            getattr(exc, "transient", False)
+                            and (self.connects > 0 or getattr(exc, "reached", False))):
                         raise
                     losses += 1
                     self._drop()

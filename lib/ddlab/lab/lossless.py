@@ -42,7 +42,7 @@ PROMPTS = ("def fibonacci(n):\n    ",
            "The three primary colours are",
            "import numpy as np\nimport pandas as pd\n\n",
            "Once upon a time, in a small village,")
-MAX_NEW_TOKENS = 48
+MAX_NEW_TOKENS = 32
 
 
 @dataclass

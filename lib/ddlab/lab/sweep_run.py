@@ -220,7 +220,12 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
         metrics = None
         if verdict.state in ("ready", "wrong_output"):
             wrong = verdict if verdict.state == "wrong_output" else None
+            watched = verdict
             metrics, verdict = _measure_cell(lab, deployed, run_dir, options)
+            if verdict.state == "ready":  # the probes and the lossless check ran before it
+                verdict.probes, verdict.lossless = watched.probes, watched.lossless
+                verdict.notes = [*watched.notes, *(n for n in verdict.notes
+                                                    if n not in watched.notes)]
             if wrong is not None and verdict.state == "ready":
                 verdict = wrong  # measured, so a plot shows how fast it is wrong; never best
         status = "measured" if verdict.state == "ready" else verdict.state

@@ -500,6 +500,11 @@ def _notes(loop: _Loop, diagnosis: dx.Diagnosis) -> list[str]:
     served = diagnosis.facts.get("max_running_requests")
     asked = loop.deployed_flags.get("max-running-requests")
     default = 48 if loop.deployed_flags.get("speculative-algorithm") else None  # SGLang's
+    ran = (diagnosis.decode or {}).get("cuda_graph") if isinstance(diagnosis.decode, dict) else None
+    if graphs_on(loop.deployed_flags) and ran is False:
+        notes.append("CUDA graphs were asked for, but every decode line says cuda graph: False: "
+                     "the batch did not fit the captured graphs (its width or size), so these "
+                     "figures are eager ones")
     if isinstance(served, int) and served < (asked or default or served):
         notes.append(f"the server runs max_running_requests={served}, not the "
                      f"{asked or default} {'asked for' if asked else 'SGLang defaults to'}: it cut "

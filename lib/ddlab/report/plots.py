@@ -61,10 +61,11 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
     modes = _graph_modes(frame)
     fig = SweepFigure(figsize=(5.5 * len(modes), 4))
     axes = fig.subplots(1, len(modes), sharey=True, squeeze=False)
-    grid = frame[frame["role"] != "baseline"]
+    cells = frame[frame["role"] != "baseline"]
+    grid = cells[cells["role"] == "grid"]  # an extra cell (a fault) joins no cap's line
     for ax, mode in zip(axes[0], modes):
-        part = grid[grid["cuda_graph"] == mode]
-        for cap, rows in part.groupby("topk_cap", dropna=False):
+        part = cells[cells["cuda_graph"] == mode]  # crashed and wrong cells: every one
+        for cap, rows in grid[grid["cuda_graph"] == mode].groupby("topk_cap", dropna=False):
             ok = rows[rows["status"] == "measured"].sort_values("budget")
             ax.plot(ok["budget"], ok[metric], marker="o", label=f"top-k cap {_fmt(cap)}")
         _baseline(ax, frame, mode, metric)
