@@ -145,3 +145,24 @@ def test_graphs_asked_for_but_never_run_are_said_in_the_ready_verdict(clean, tmp
     assert verdict.state == "ready", verdict.render()
     assert any("every decode line says cuda graph: False" in n for n in verdict.notes), \
         verdict.notes
+
+
+@pytest.mark.slow
+def test_a_sweep_names_a_graphs_on_cell_that_ran_without_them_and_never_picks_it(tmp_path):
+    """The H200's fault c1 (docs/gpu-run): measured at half the graphs' speed, it looked
+    like a healthy cell. Its row says the graphs never ran, the headline names it, and
+    it is never the best cell."""
+    import sweepkit
+
+    project = sweepkit.make_project(tmp_path)
+    with sweepkit.using(project):
+        report = ddlab.sweep(budget=32, topk_cap=4, cuda_graph=True, baseline=False,
+                             extra=[{"debug_graph_tokens_per_req": 16}],
+                             **{k: v for k, v in sweepkit.FAST_OPTIONS.items() if k != "grace_s"})
+    frame = report.frame.set_index("role")
+    assert frame.loc["grid", "graphs_ran"] == True  # noqa: E712
+    assert frame.loc["extra", "status"] == "measured" and frame.loc["extra", "graphs_ran"] == False  # noqa: E712
+    summary = report.verdict.summary
+    assert summary["graphs_not_run"] == [frame.loc["extra", "name"]]
+    assert "1 asked for CUDA graphs but ran WITHOUT them" in report.verdict.headline
+    assert summary["best"]["name"] == frame.loc["grid", "name"]

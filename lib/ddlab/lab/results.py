@@ -80,6 +80,9 @@ def _row(sweep_id: str, cell: dict) -> dict:
         "budget": flags.get("speculative-ddtree-budget"),
         "topk_cap": flags.get("speculative-ddtree-topk-cap"),
         "cuda_graph": graphs_on(flags),
+        # what the decode lines said (False: asked for graphs, decoded eagerly)
+        "graphs_ran": (verdict.get("decode") or {}).get("cuda_graph")
+        if isinstance(verdict.get("decode"), dict) else None,
         "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout") else None,
         "phase": verdict.get("phase"),
         "cause": verdict.get("cause"),
@@ -116,6 +119,10 @@ def summarize(frame: pd.DataFrame) -> dict:
            "pending": int((frame["status"] == "pending").sum()),
            "errors": int((frame["status"] == "error").sum()),
            "crash_kinds": sorted(set(crashed["kind"].dropna()))}
+    eager = measured[(measured["cuda_graph"] == True) & (measured.get("graphs_ran") == False)]  # noqa: E712
+    if not eager.empty:  # its figures are eager ones under a graphs-on label: never best
+        out["graphs_not_run"] = list(eager["name"])
+        measured = measured.drop(eager.index)
     wrong = frame[frame["status"] == "wrong_output"]
     if not wrong.empty:  # fast and wrong: never the best cell, and said first
         out["wrong_output"] = len(wrong)

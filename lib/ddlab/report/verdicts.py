@@ -43,6 +43,9 @@ class SweepVerdict:
                     f"{', '.join(s.get('wrong_cells', [])[:3])})")
         if s.get("crash_kinds"):
             head += f" ({', '.join(s['crash_kinds'])})"
+        if s.get("graphs_not_run"):
+            head += (f", {len(s['graphs_not_run'])} asked for CUDA graphs but ran WITHOUT them "
+                     f"({', '.join(s['graphs_not_run'][:3])})")
         best = s.get("best")
         if best:
             speed = f", {best['speedup']:.2f}x over no speculation" if _num(best.get("speedup")) else ""
