@@ -158,7 +158,11 @@ def test_systemd_logs_are_of_this_start_only(systemd, testhost):
 def test_systemd_quick_clean_exit_keeps_its_invocation_and_log(systemd):
     name = _name("quick")
     systemd.track(name)
-    systemd.install(ServiceSpec(name, _py("print('said and gone')")))
+    # it lingers 0.5 s after printing: journald attributes a line to its unit by the
+    # sender's cgroup, and a process gone before it looks loses the unit (journald's
+    # own race, seen here under load), which would test journald, not ddlab
+    systemd.install(ServiceSpec(name, _py("print('said and gone', flush=True); "
+                                          "import time; time.sleep(0.5)")))
     invocation = systemd.start(name)
     _wait_for(lambda: systemd.state(name).active_state == "inactive", what="exit")
     assert len(invocation) == 32, "systemd unloads the unit; the journal still knows the start"

@@ -209,7 +209,9 @@ def test_f03_a_watch_whose_sshd_dies_beats_and_ends_with_a_connection_lost_verdi
     assert "when the host answers" in verdict["next_step"]
     assert "reconnecting" in err, "the reconnect attempts beat the heartbeat"
     window_s = th.profile.connect_timeout_s
-    assert took_s < 2 * window_s + 10, f"{took_s:.0f} s: one reconnect window, not stacked ones"
+    # 12-14 s on an idle machine; before the fix 99 s (a window per command, stacked).
+    # The bound leaves room for a loaded CI machine, far below the old behaviour.
+    assert took_s < 4 * window_s, f"{took_s:.0f} s: one reconnect window, not stacked ones"
     assert fk.ddlab_in(th, "restore", "--host", "th").returncode == 0
     th.assert_put_back()
 
