@@ -63,6 +63,7 @@ from ddlab.lab.sweep_plan import (
 )
 from ddlab.lab.sweep_run import Sweep, execute_sweep, open_sweep
 from ddlab.lab.lossless import check_tolerance
+from ddlab.report.notebooks import check_namespace as _check_namespace
 from ddlab.lab.watch import Verdict
 from ddlab.lab.watch import watch as _watch
 from ddlab.report.notebooks import NotebookRun, NotebookRuns, parse_parameters
@@ -72,7 +73,7 @@ if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on
     from ddlab.report.verdicts import SweepReport
 
 __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
-           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "demo", "serve_target",
+           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters", "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
            "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
@@ -390,6 +391,14 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *,
 def notebook_parameters(pairs=(), files=()) -> dict:
     """``-p NAME VALUE`` pairs (values read as YAML) over ``-f`` YAML files: ddlab run's."""
     return parse_parameters(pairs, files)
+
+
+def check_parameters(notebook: str, namespace: dict) -> None:
+    """In a notebook run by plain papermill (``papermill notebooks/sweep.ipynb out.ipynb
+    -p budgett 32``), a parameter the notebook does not declare becomes a variable no
+    cell reads; called with ``globals()`` right after the parameters, this refuses it
+    with the closest declared name, before anything touches a host."""
+    _check_namespace(notebook, namespace)
 
 
 def serve_target(argv: list[str], *, prog: str = "python -m ddlab.target") -> int:

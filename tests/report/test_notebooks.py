@@ -56,6 +56,22 @@ def _banner(html: str) -> str:
     return re.sub(r"<[^>]+>", " ", re.search(r"<body[^>]*>\s*(<div.*?</h2>)", body, re.S).group(1))
 
 
+def test_papermill_with_a_mistyped_parameter_fails_in_seconds_saying_which(project, tmp_path):
+    """`papermill notebooks/sweep.ipynb out.ipynb -p budgett 32`: papermill only warns and
+    runs on with the default budget; the notebook's first call refuses the name, naming
+    the one meant, before anything touches the host."""
+    started = time.monotonic()
+    done = subprocess.run([str(Path(sys.executable).with_name("papermill")), "notebooks/sweep.ipynb",
+                           str(tmp_path / "out.ipynb"), "-p", "budgett", "32"],
+                          capture_output=True, text=True, cwd=REPO, env=project.env(), timeout=240)
+    took_s = time.monotonic() - started
+    assert done.returncode != 0
+    assert "parameter(s) budgett: not declared by sweep.ipynb" in done.stderr, done.stderr[-2000:]
+    assert "did you mean budget?" in done.stderr
+    assert not project.state.exists() and not project.store_path.exists(), "the host untouched"
+    assert took_s < 60, f"{took_s:.0f} s"  # a kernel start, not a sweep
+
+
 @pytest.mark.slow
 def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_path):
     """The issue's command, `papermill notebooks/sweep.ipynb out.ipynb -p budget 32`,

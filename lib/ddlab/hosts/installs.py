@@ -8,6 +8,10 @@ definition must be in this record with the same hash, so ddlab never writes
 over, nor deletes, a unit someone else installed (the baseline promoted from an
 old variant, a unit named by a hand-edited ``lock.json``), nor one changed by
 hand since ddlab wrote it. The file is written whole (temp file + rename).
+
+A service is recorded *pending* just before it is written (:meth:`Installs.intend`),
+so a ddlab killed between writing it and recording its hash (kill -9) still owns
+what it wrote: the name was checked to hold nothing foreign before the intent.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from dataclasses import dataclass
 
 from ddlab.hosts.transport import Transport
 
-__all__ = ["Installs", "digest"]
+__all__ = ["Installs", "digest", "PENDING"]
+
+PENDING = "pending"  # the sha256 of a service ddlab is writing right now
 
 
 def digest(definition: str | bytes) -> str:
@@ -55,7 +61,15 @@ class Installs:
         record = self.read().get(name)
         if record is None:
             return False
-        return definition is None or record["sha256"] == digest(definition)
+        return definition is None or record["sha256"] in (PENDING, digest(definition))
+
+    def intend(self, name: str, *, variant: str = "") -> None:
+        """Record that ddlab is about to write ``name`` (nothing foreign is there: the
+        caller checked); :meth:`add` replaces it with the hash once written."""
+        record = self.read()
+        record[name] = {"sha256": PENDING, "variant": variant,
+                        "installed_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self._write(record)
 
     def add(self, name: str, definition: str | bytes, *, variant: str = "") -> None:
         record = self.read()

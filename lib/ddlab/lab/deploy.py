@@ -337,7 +337,9 @@ class Lab:
         self.lock.variant = record.to_record()
         self.lockfile.write(self.lock)  # recorded before it exists, so restore finds it
         with held_interrupts(f"{self.name}: recording what ddlab installs first"):
-            # installed and registered as ddlab's together: a restore only removes the latter
+            # installed and registered as ddlab's together: a restore only removes the latter;
+            # the intent first, so a kill -9 between the two still leaves it ddlab's
+            self.installs.intend(spec.name, variant=variant.name)
             self.manager.install(spec)
             self.installs.add(spec.name, self.manager.definition(spec.name) or "",
                               variant=variant.name)

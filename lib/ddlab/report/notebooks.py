@@ -146,6 +146,22 @@ def _check_parameters(notebook: Path, params: dict) -> dict:
     return declared
 
 
+_DATA = (bool, int, float, str, list, dict, type(None))  # what papermill injects
+_KERNEL_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
+
+
+def check_namespace(notebook: str, namespace: dict) -> None:
+    """The variables of a running notebook (``globals()``) that look injected by
+    papermill (plain data, not ``_``-named) but are not declared by ``notebook``
+    (``sweep`` or a path): a ConfigError naming each with the closest declared name."""
+    path = Path(notebook)
+    if path.suffix != ".ipynb":
+        path = project_root() / "notebooks" / f"{notebook}.ipynb"
+    injected = {k: v for k, v in namespace.items() if not k.startswith("_")
+                and k not in _KERNEL_NAMES and k != RUN_DIR_PARAMETER and isinstance(v, _DATA)}
+    _check_parameters(path, injected)
+
+
 def _run_name(params: dict, name: str | None) -> str:
     if name:
         return name
