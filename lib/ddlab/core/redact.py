@@ -141,11 +141,9 @@ def redact_text(text: str) -> str:
         values = sorted(_values, key=len, reverse=True)  # a longer secret before its parts
     lowered = text.lower()
     for value in values:
-        if value in text:
-            text = text.replace(value, MASK)
-        elif value.lower() in lowered:  # lowered or slugged into a name
+        if value.lower() in lowered:  # as given, or lowered or slugged into a name
             text = re.sub(re.escape(value), MASK, text, flags=re.IGNORECASE)
-        lowered = text.lower()
+            lowered = text.lower()
     return _mask_pairs(text)
 
 

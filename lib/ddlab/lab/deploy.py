@@ -189,7 +189,6 @@ class Lab:
         ConfigError before anything changes; warnings logged once each."""
         said = set()
         for variant in variants:
-            render_unit(variant, python=self.profile.python)  # a value no unit can hold, first
             config = variant.config
             version, source = config.sglang.get("version"), "declared by the config"
             if not version and config.module.split(".")[0] == "sglang":
@@ -246,7 +245,7 @@ class Lab:
         text = self.manager.definition(service) if path else None
         if text is None:
             return {}
-        folder = f"{self.transport.expand_path(self.profile.state_dir).rstrip('/')}/backups"
+        folder = f"{self.lockfile.dir.rstrip('/')}/backups"
         copy = f"{folder}/{unit_name(service)}.{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
         self.transport.make_private_dir(folder)
         self.transport.write_file(copy, text.encode(), mode=0o600)

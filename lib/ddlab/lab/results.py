@@ -81,7 +81,7 @@ def _row(sweep_id: str, cell: dict) -> dict:
         "topk_cap": flags.get("speculative-ddtree-topk-cap"),
         "cuda_graph": graphs_on(flags),
         # what the decode lines said (False: asked for graphs, decoded eagerly)
-        "graphs_ran": (verdict.get("decode") or {}).get("cuda_graph")
+        "graphs_ran": verdict["decode"].get("cuda_graph")
         if isinstance(verdict.get("decode"), dict) else None,
         "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout") else None,
         "phase": verdict.get("phase"),

@@ -499,8 +499,8 @@ def _notes(loop: _Loop, diagnosis: dx.Diagnosis) -> list[str]:
                      f"--host {shlex.quote(loop.lab.profile.handle)} puts it back")
     served = diagnosis.facts.get("max_running_requests")
     asked = loop.deployed_flags.get("max-running-requests")
-    default = 48 if loop.deployed_flags.get("speculative-algorithm") else None  # SGLang's
-    ran = (diagnosis.decode or {}).get("cuda_graph") if isinstance(diagnosis.decode, dict) else None
+    default = 48 if ll.speculative(loop.deployed_flags) else None  # SGLang's
+    ran = diagnosis.decode.get("cuda_graph") if isinstance(diagnosis.decode, dict) else None
     if graphs_on(loop.deployed_flags) and ran is False:
         notes.append("CUDA graphs were asked for, but every decode line says cuda graph: False: "
                      "the batch did not fit the captured graphs (its width or size), so these "
