@@ -121,7 +121,8 @@ def test_manager_for_follows_the_profile(ssh):
 def test_systemd_unit_that_exits_3_is_failed_with_its_log(systemd):
     name = _name("exit3")
     systemd.track(name)
-    systemd.install(ServiceSpec(name, _py("print('booting', flush=True); raise SystemExit(3)")))
+    systemd.install(ServiceSpec(name, _py(
+        "import time; print('booting', flush=True); time.sleep(0.5); raise SystemExit(3)")))
     path = f"{UNIT_DIR}/{name}.service"
     assert systemd.transport.run(["stat", "-c", "%a", path]).stdout.strip() == "644"
     invocation = systemd.start(name)
@@ -140,14 +141,18 @@ def test_systemd_logs_are_of_this_start_only(systemd, testhost):
     systemd.track(name)
     marker = testhost.shared_dir / f"{name}.n"
     systemd.install(ServiceSpec(name, _script(testhost, """
-        import sys, pathlib
+        import sys, pathlib, time
         p = pathlib.Path(sys.argv[1])
         n = int(p.read_text()) + 1 if p.exists() else 1
         p.write_text(str(n))
-        print(f"start number {n}")
+        print(f"start number {n}", flush=True)
+        time.sleep(0.5)  # journald attributes a line by the sender's /proc entry: a
+        # process gone before journald reads the line loses its unit (journald's race)
         """, str(marker))))
     first = systemd.start(name)
     _wait_for(lambda: "start number 1" in systemd.logs(name, first), what="first log")
+    _wait_for(lambda: systemd.state(name).active_state in ("inactive", "failed"),
+              what="the first start to end")
     second = systemd.start(name)
     assert second != first
     _wait_for(lambda: "start number 2" in systemd.logs(name, second), what="second log")
