@@ -5,13 +5,23 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.ddlab-installed
+# The venv's IPython kernels keep their own log quiet (their start-up warning about TCP on
+# loopback and the KeyboardInterrupt line papermill's shutdown provokes read as failures);
+# ddlab run passes the same setting on its command line.
+KERNEL_QUIET := $(VENV)/etc/ipython/ipython_kernel_config.json
 PYTEST := $(BIN)/python -m pytest
 # Test workers: the suite waits on servers and hosts much of the time, so two per core.
 WORKERS ?= 4
+# More flags for `make lab`, such as LABFLAGS="--no-browser --port=8899".
+LABFLAGS ?=
 
 .PHONY: venv demo check test lab hostdeps clean
 
-venv: $(STAMP)
+venv: $(STAMP) $(KERNEL_QUIET)
+
+$(KERNEL_QUIET): | $(STAMP)
+	mkdir -p $(@D)
+	echo '{"IPKernelApp": {"log_level": "CRITICAL"}}' > $@
 
 $(STAMP): pyproject.toml
 	@echo "installing ddlab and its dependencies into $(VENV) (1-2 minutes on a fresh machine)"
@@ -26,15 +36,18 @@ demo: venv
 check: venv
 	$(PYTEST) -q -m "not slow and not reliability" -n $(WORKERS) --dist worksteal
 
-# Everything; the real-host tests need sshd and systemd tools, which hostdeps installs.
+# Everything; the real-host tests need sshd and systemd tools, the browser tests Chromium:
+# hostdeps installs them (as root with apt-get; where it cannot, those tests skip and say why).
 test: venv hostdeps
 	$(PYTEST) -n $(WORKERS) --dist worksteal --durations=15
 
 hostdeps:
 	@sh tests/testhost/install-deps.sh
+	@sh tests/report/install-chromium.sh
 
+# JupyterLab at the repo root, so notebooks/ and outputs/ are both in reach; root needs --allow-root.
 lab: venv
-	$(BIN)/jupyter lab --notebook-dir=notebooks
+	$(BIN)/jupyter lab --ServerApp.root_dir='$(CURDIR)' $(if $(filter 0,$(shell id -u)),--allow-root) $(LABFLAGS)
 
 clean:
 	rm -rf $(VENV) build lib/*.egg-info .pytest_cache

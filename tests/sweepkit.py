@@ -36,7 +36,8 @@ import yaml
 from labkit import REPLAY_FAULT, REPO, free_port, said, wait_for
 
 PYTHON = sys.executable
-FAST_OPTIONS = {"requests": 2, "max_new_tokens": 32, "warmup": 1, "grace_s": 0.5,
+FAST_OPTIONS = {"requests": 2, "max_new_tokens": 32, "warmup": 1, "grace_s": 0.5, "max_rounds": 3,
+                "bracket": False,
                 "timeout_s": 60.0}
 SHARED_GRID = {"budget": [4, 16], "topk_cap": [4], "cuda_graph": [True, False]}
 
@@ -118,10 +119,13 @@ def assert_host_put_back(project: Project) -> None:
 
 
 def run_counts(store_path: Path, sweep_id: str) -> dict[str, dict[str, int]]:
-    """config hash -> {run state: how many runs}, read with a plain SQLite connection."""
+    """config hash -> {run state: how many runs}, read with a plain SQLite connection.
+    A baseline's ``bracket`` run (measured again after the grid) is not the cell running
+    again, and is left out."""
     with contextlib.closing(sqlite3.connect(store_path)) as db:
         rows = db.execute("SELECT config_hash, state, COUNT(*) FROM runs WHERE sweep_id = ?"
-                          " GROUP BY config_hash, state", (sweep_id,)).fetchall()
+                          " AND state != 'bracket' GROUP BY config_hash, state",
+                          (sweep_id,)).fetchall()
     counts: dict[str, dict[str, int]] = {}
     for config_hash, state, n in rows:
         counts.setdefault(config_hash, {})[state] = n
@@ -216,7 +220,8 @@ def _run_shared(folder: Path) -> SharedSweep:
     with using(project), said() as messages:
         plan = plan_sweep("local", SHARED_GRID, extra=[[REPLAY_FAULT]])
         with Store(project.store_path) as store:
-            sweep = run_sweep(plan, host="local", options=SweepOptions(**FAST_OPTIONS),
+            sweep = run_sweep(plan, host="local",  # with the baselines bracketed
+                              options=SweepOptions(**{**FAST_OPTIONS, "bracket": True}),
                               store=store)
     assert sweep.status == "done", messages[-5:]
     return SharedSweep(project=project, sweep_id=sweep.sweep_id, messages=messages,
@@ -224,7 +229,7 @@ def _run_shared(folder: Path) -> SharedSweep:
 
 
 def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, extra=(),
-                    sweep_id: str = "synthetic", status: str = "done") -> list:
+                    sweep_id: str = "synthetic", status: str = "done", fixed=()) -> list:
     """A sweep in the store at ``path`` without running anything: the plan is real
     (real configs and hashes), each cell's outcome is given, in plan order, as
     ``("measured", {metrics})``, ``("crashed", kind)``, ``("timeout", None)`` or
@@ -232,7 +237,7 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
     from ddlab.lab.store import Store
     from ddlab.lab.sweep_plan import plan_sweep
 
-    plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra))
+    plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra), fixed=fixed)
     assert len(plan.cells) == len(outcomes), [c.label for c in plan.cells]
     with Store(path) as store:
         store.add_sweep(sweep_id, host="local", base="local", grid=plan.inputs(), options={})

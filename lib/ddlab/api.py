@@ -68,11 +68,15 @@ from ddlab.lab.watch import Verdict
 from ddlab.lab.watch import watch as _watch
 from ddlab.report.notebooks import NotebookRun, NotebookRuns, parse_parameters
 from ddlab.report.notebooks import run_notebook as _run_notebook
+from ddlab.report.kernel_runs import open_kernel_run
+from ddlab.report.provenance import sweep_provenance
 
 if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on import
+    from ddlab.report.search_report import SearchReport
     from ddlab.report.verdicts import SweepReport
 
 __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
+           "compare_sweeps", "runs", "bisect", "envelope",
            "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters", "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
            "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
@@ -236,6 +240,8 @@ def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4)
           cuda_graph=(True, False), grid: dict | None = None, fixed=(), extra=(),
           baseline: bool = True, requests: int = 8, concurrency: int = 1,
           max_new_tokens: int = 128, warmup: int = 1, repeats: int = 1,
+          ci_target: float | None = 0.05, min_time_s: float = 0.0, max_time_s: float = 60.0,
+          max_rounds: int = 10, bracket: bool = True,
           timeout_s: float = 600.0, probe: bool = True, resume: str = "",
           dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
           run_dir: str | Path | None = None) -> SweepReport:
@@ -250,18 +256,28 @@ def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4)
     of the plan comes from the store, and ``host`` may only repeat its host);
     ``dry_run``: the plan only; ``max_cells``: a grid larger than this is refused
     until it is raised (each cell is a server start). ``host``: "" is ``local`` for a
-    new sweep, the sweep's own host for a resumed one.
+    new sweep, the sweep's own host for a resumed one. Each ready cell is measured in
+    rounds of ``requests`` requests after ``warmup``: at least ``repeats`` rounds (3
+    with ``ci_target``), then until the tok/s 95% interval is within +-``ci_target``
+    of the median, at most ``max_rounds`` rounds or ``max_time_s``, at least
+    ``min_time_s`` (:func:`ddlab.lab.measure.measure`); ``bracket``: each measured
+    baseline is measured again after the grid and its rounds pooled (docs/measurement.md).
     """
     profile = load_host(host or "local")
     options = SweepOptions(requests=requests, concurrency=concurrency,
                            max_new_tokens=max_new_tokens, warmup=warmup, repeats=repeats,
-                           timeout_s=timeout_s, probe=probe)
+                           ci_target=ci_target or None,  # 0: exactly `repeats` rounds
+                           min_time_s=min_time_s, max_time_s=max_time_s,
+                           max_rounds=max_rounds, bracket=bracket, timeout_s=timeout_s,
+                           probe=probe)
     plan = None if resume else plan_sweep(base or profile.base,
                                           parameter_grid(budget, topk_cap, cuda_graph, grid),
                                           fixed=parameter_value("fixed", fixed),
                                           extra=parameter_extras(extra), baseline=baseline,
                                           max_cells=max_cells)
     store = store or Store()
+    own = None if run_dir or dry_run else open_kernel_run("sweep")  # plain papermill, JupyterLab
+    run_dir = own.run_dir if own is not None else run_dir
     slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
     opened = None
     try:
@@ -274,7 +290,8 @@ def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4)
         else:
             execute_sweep(opened, store)
     except BaseException as err:
-        _report_failure(store, slot, opened, err, run_dir)
+        _keep_records(own, _report_failure(store, slot, opened, err, run_dir), opened, profile,
+                      run_dir, err)
         raise
     from ddlab.lab.results import plan_frame
 
@@ -282,7 +299,23 @@ def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4)
     report = _report(store, opened.sweep_id, opened.status, opened.resume_command(), run_dir,
                      frame=planned)
     slot.update(report.verdict)
+    report.provenance = _keep_records(own, report, opened, profile, run_dir)
     return report
+
+
+def _keep_records(own, report, opened: Sweep | None, profile: HostProfile, run_dir,
+                  err: BaseException | None = None) -> dict:
+    """The sweep's provenance (returned) kept with it and in ``run_dir``; the kernel's own
+    run folder (``own``), if any, closed with its report (:mod:`ddlab.report.kernel_runs`)."""
+    from ddlab.report.kernel_runs import keep_sweep_records
+
+    stopped = isinstance(err, KeyboardInterrupt)
+    return keep_sweep_records(own, report, host=(opened and opened.profile) or profile,
+                       base=opened.base if opened is not None else None,
+                       sweep_folder=opened.folder if opened is not None else None,
+                       run_dir=run_dir, status="ok" if err is None else
+                       "interrupted" if stopped else "failed",
+                       error="" if err is None or stopped else f"{type(err).__name__}: {err}")
 
 
 def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
@@ -300,40 +333,58 @@ def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
 
 
 def _report_failure(store: Store, slot: Slot, opened: Sweep | None, err: BaseException,
-                    run_dir) -> None:
-    """The slot and the run folder say how it ended, and how to resume, before it raises."""
+                    run_dir) -> SweepReport | None:
+    """The slot and the run folder say how it ended, and how to resume, before it raises;
+    the report, when the sweep got far enough to have one."""
     record = store.sweep(opened.sweep_id) if opened is not None else None
+    error = "" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
     if record:
-        error = "" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
         report = _report(store, opened.sweep_id, record["status"], record["resume_command"],
                          run_dir, error=error)
         slot.update(report.verdict)
+    elif opened is not None and opened.status == "failed":  # failed to start: not stored
+        from ddlab.lab.results import plan_frame
+
+        report = _report(store, opened.sweep_id, "failed", "", run_dir,
+                         frame=plan_frame(opened), error=error)
+        slot.update(report.verdict)
     else:
+        report = None
         slot.update(f"NO VERDICT: {type(err).__name__}: {err}")
         record_verdict({"state": "failed", "headline": f"{type(err).__name__}: {err}"}, run_dir)
+    return report
 
 
-def load_report(sweep: str = "latest", *, metric: str = "output_tok_s",
+def load_report(sweep: str | list = "latest", *, metric: str = "output_tok_s",
                 store: Store | None = None, run_dir: str | Path | None = None) -> SweepReport:
-    """A finished (or stopped) sweep's report, for the plot notebook."""
+    """A finished (or stopped) sweep's report, for the plot notebook (given several
+    sweeps to compare, the first one's); a failed sweep's says what stopped it."""
     from ddlab.lab.results import METRICS, resolve_sweep
+    from ddlab.report.compare import sweep_list
 
     if metric not in METRICS:
         raise ConfigError(f"metric={metric!r}: not a known figure",
                           fix=f"choose one of: {', '.join(METRICS)}", value=metric)
     store = store or Store()
-    sweep_id = resolve_sweep(store, sweep)
+    sweep_id = resolve_sweep(store, sweep_list(sweep)[0])
     record = store.sweep(sweep_id)
-    return _report(store, sweep_id, record["status"], record["resume_command"], run_dir)
+    report = _report(store, sweep_id, record["status"], record["resume_command"], run_dir,
+                     error=record.get("error") or "")
+    report.provenance = sweep_provenance(sweep_id, run_dir)  # kept when it ran; also in run_dir
+    return report
 
 
-def plot(sweep: str = "latest", *, metric: str = "output_tok_s", out_dir: str | Path | None = None,
-         store: Store | None = None) -> list[Path]:
+def plot(sweep: str | list = "latest", *, metric: str = "output_tok_s",
+         out_dir: str | Path | None = None, store: Store | None = None) -> list[Path]:
     """Save a sweep's figures as PNG files (``out_dir``, default a new run folder
-    ``outputs/<time>-plot-<sweep>/``); returns their paths, the folder's last."""
+    ``outputs/<time>-plot-<sweep>/``); returns their paths. Given several sweeps
+    (a list), the first one's figures and ``compare-<metric>.png``: the same configs
+    across the sweeps side by side (:func:`compare_sweeps`)."""
     from ddlab.report import plots
+    from ddlab.report.compare import sweep_list
 
-    report = load_report(sweep, metric=metric, store=store)
+    sweeps = sweep_list(sweep)
+    report = load_report(sweeps[0], metric=metric, store=store)
     folder = Path(out_dir) if out_dir else new_run_dir(f"plot-{report.sweep_id}",
                                                        parent=outputs_dir())
     folder.mkdir(parents=True, exist_ok=True)
@@ -341,6 +392,8 @@ def plot(sweep: str = "latest", *, metric: str = "output_tok_s", out_dir: str | 
                "throughput": plots.throughput_vs_budget(report.frame),
                "speedup": plots.speedup_vs_budget(report.frame),
                f"heatmap-{metric}": plots.heatmap(report.frame, metric)}
+    if len(sweeps) > 1:
+        figures[f"compare-{metric}"] = compare_sweeps(sweeps, metric, store=store)
     paths = []
     for name, figure in figures.items():
         path = folder / f"{name}.png"
@@ -348,6 +401,131 @@ def plot(sweep: str = "latest", *, metric: str = "output_tok_s", out_dir: str | 
         paths.append(path)
     record_verdict(report.verdict.to_dict(), folder)
     return paths
+
+
+def compare_sweeps(sweeps: str | list = "latest", metric: str = "output_tok_s", *,
+                   store: Store | None = None):
+    """Figure: the same configs across sweeps side by side (``sweeps``: ids or ``latest``,
+    a list, or YAML text such as ``'[ID1, ID2]'``): per config one bar per sweep, the
+    median of ``metric`` (and of the speedup) with its 95% interval as a whisker;
+    configs are matched by budget, cap, graphs and other swept values, not by hash
+    (:mod:`ddlab.report.compare`). One sweep: its configs with their intervals."""
+    from ddlab.lab.results import METRICS, load_cells, resolve_sweep
+    from ddlab.report.compare import compare_figure, comparison_frame, sweep_list, sweep_title
+
+    if metric not in METRICS:
+        raise ConfigError(f"metric={metric!r}: not a known figure",
+                          fix=f"choose one of: {', '.join(METRICS)}", value=metric)
+    store = store or Store()
+    ids = [resolve_sweep(store, s) for s in sweep_list(sweeps)]
+    frame = comparison_frame({i: load_cells(i, store=store) for i in ids})
+    return compare_figure(frame, (metric, "speedup"), labels={i: sweep_title(store, i) for i in ids})
+
+
+def runs(*, kind: str = "", last: int | None = None):
+    """Every run in ``outputs/``, newest first, as a DataFrame: id, kind (sweep, deploy,
+    plot, or the notebook: poll, ...), what (the grid, the variant, the parameters),
+    host, state, headline, best cell, when, via (ddlab run, papermill, jupyter) and
+    folder. Sweeps come from the store, the rest from their run folders; ``kind``
+    keeps one kind, ``last`` the newest so many. ``render()`` gives the text."""
+    from ddlab.report.runs import list_runs
+
+    return list_runs(kind=kind or None, last=last)
+
+
+# --- searches: bisect a failing variant, find the envelope that serves ------------------
+
+
+def bisect(*, host: str = "", base: str = "", good=(), bad=(), max_trials: int = 12,
+           max_time_s: float = 7200.0, timeout_s: float = 600.0, probe: bool = True,
+           dry_run: bool = False, store: Store | None = None,
+           run_dir: str | Path | None = None) -> SearchReport:
+    """Find the change that breaks it: base + ``good`` overrides serves, base + ``bad``
+    fails; delta debugging over the override keys finds the smallest set of changes from
+    the good config that still fails the same way (a trial that fails another way is
+    reported as such, never merged), then tries the bad config without it.
+
+    Every trial is a cell of a sweep in the store (deployed, watched, probed, checked
+    for lossless tokens, diagnosed); the same bisect run again reuses its finished
+    trials, so an interrupted one resumes. The baseline is stopped once and put back at
+    the end, on an error and on Ctrl-C. ``max_trials`` / ``max_time_s``: the budget;
+    when it runs out the report says what is known and what is not. ``timeout_s``: per
+    trial, until ready. ``dry_run``: the plan only. ``host``: "" is ``local``.
+    """
+    from ddlab.lab.search_run import plan_bisect
+
+    profile = load_host(host or "local")
+    plan = plan_bisect(profile, base or profile.base, parameter_value("good", good),
+                       parameter_value("bad", bad), options=_search_options(timeout_s, probe),
+                       max_trials=max_trials, max_time_s=max_time_s)
+    return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir)
+
+
+def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=(),
+             max_trials: int = 12, max_time_s: float = 7200.0, timeout_s: float = 600.0,
+             probe: bool = True, dry_run: bool = False, store: Store | None = None,
+             run_dir: str | Path | None = None) -> SearchReport:
+    """Find the largest values that serve: base + ``fixed`` as asked, then for each
+    ``search`` key (``KEY=LO..HI``, in order; powers of two where the flag wants them;
+    an end left out comes from the flag table) a binary search for the largest value
+    that is ready, probes fine and is lossless. When even the lowest value fails, the
+    next ``fallback`` (``cuda_graph=false``; applied in order, and kept) is tried and the
+    key searched again. The answer names each boundary and the failure above it.
+
+    Trials, budget, resume, baseline and ``dry_run`` as in :func:`bisect`.
+    """
+    from ddlab.lab.search_run import plan_envelope
+
+    profile = load_host(host or "local")
+    plan = plan_envelope(profile, base or profile.base, parameter_value("fixed", fixed),
+                         parameter_value("search", search), parameter_value("fallback", fallback),
+                         options=_search_options(timeout_s, probe), max_trials=max_trials,
+                         max_time_s=max_time_s)
+    return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir)
+
+
+def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
+    """A trial's watch: until ready within ``timeout_s``, probes (and the lossless check)."""
+    _check_positive(timeout_s=timeout_s)
+    return SweepOptions(timeout_s=timeout_s, probe=probe)
+
+
+def _search(plan, *, dry_run: bool, store: Store | None, run_dir) -> SearchReport:
+    """Run (or only show) a planned search; its report in the slot and in ``run_dir``,
+    also when it stops on an error or Ctrl-C."""
+    from ddlab.lab.search_run import run_search
+    from ddlab.report.search_report import search_report
+
+    store = store or Store()
+    slot = Slot(f"{plan.kind} running: trials below; the answer replaces this line when it ends")
+    if dry_run:
+        report = search_report(None, store=store, search_id=plan.search_id, kind=plan.kind,
+                               status="dry-run", plan=plan.render())
+        _keep_search(slot, report, run_dir)
+        return report
+    try:
+        run = run_search(plan, store=store)
+    except BaseException as err:
+        stopped = isinstance(err, KeyboardInterrupt)
+        report = search_report(None, store=store, search_id=plan.search_id, kind=plan.kind,
+                               status="interrupted" if stopped else "failed",
+                               error="" if stopped else f"{type(err).__name__}: {err}")
+        _keep_search(slot, report, run_dir)
+        raise
+    report = search_report(run, store=store, search_id=run.search_id, kind=plan.kind,
+                           status=run.status)
+    _keep_search(slot, report, run_dir)
+    return report
+
+
+def _keep_search(slot: Slot, report, run_dir) -> None:
+    """The answer in the slot; in ``run_dir`` the verdict, ``trials.csv`` and the figure."""
+    slot.update(report)
+    record_verdict(report.to_dict(), run_dir)
+    if run_dir and Path(run_dir).is_dir() and not report.trials.empty:
+        report.trials.to_csv(Path(run_dir) / "trials.csv", index=False)
+        report.figure().savefig(Path(run_dir) / "outcome-by-value.png", dpi=110,
+                                bbox_inches="tight")
 
 
 # --- logs, units, notebooks ------------------------------------------------------------
@@ -418,6 +596,7 @@ DEMO_PARAMETERS = {
     "extra": [{"debug_drop_verify_field": "num_token_non_padded"}],
     "requests": 4,
     "max_new_tokens": 64,
+    "min_time_s": 3,  # every measured cell at least 3 s: a figure with an interval
     "timeout_s": 180,
 }
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from ddlab import api
+from ddlab.core.caller import set_caller
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
 from ddlab.core.version import __version__
 
@@ -29,10 +30,11 @@ __all__ = ["main", "build_parser", "VERBS"]
 # --- plumbing shared by the verbs ------------------------------------------------------
 
 
-def _show(result, *, json_line: bool = False, json_only: bool = False) -> int:
+def _show(result, *, json_line: bool = False, json_only: bool = False,
+          exit_code: bool = True) -> int:
     """Print a result (then its JSON, with ``json_line``; only its JSON, with
-    ``json_only``); return its exit code. A reader that left (``ddlab watch | head``)
-    does not change the exit code."""
+    ``json_only``); return its exit code (0 without ``exit_code``). A reader that left
+    (``ddlab watch | head``) does not change the exit code."""
     try:
         if not json_only:
             print(result.render() if hasattr(result, "render") else result)
@@ -40,7 +42,7 @@ def _show(result, *, json_line: bool = False, json_only: bool = False) -> int:
             print(json.dumps(result.to_dict(), default=str), flush=True)
     except BrokenPipeError:
         _drop_stdout()
-    return getattr(result, "exit_code", 0)
+    return getattr(result, "exit_code", 0) if exit_code else 0
 
 
 def _host_args(p: argparse.ArgumentParser) -> None:
@@ -97,12 +99,15 @@ def _args_diagnose(p: argparse.ArgumentParser) -> None:
                    help="write the advice for this SGLang release (default: what the log says)")
     p.add_argument("--algorithm", metavar="NAME", default=None,
                    help="the speculative algorithm (DDTREE, DFLASH, EAGLE...; default: the log's)")
+    p.add_argument("--exit-code", action="store_true",
+                   help="exit 3 when the log shows a crash (as ddlab watch), 0 when not; "
+                        "without it, 0 whenever the log was read")
 
 
 def _run_diagnose(args) -> int:
-    _show(api.diagnose(args.logfile, patterns=args.patterns, sglang_version=args.sglang_version,
-                       algorithm=args.algorithm), json_only=args.json)
-    return 0
+    return _show(api.diagnose(args.logfile, patterns=args.patterns,
+                              sglang_version=args.sglang_version, algorithm=args.algorithm),
+                 json_only=args.json, exit_code=args.exit_code)
 
 
 def _args_target(p: argparse.ArgumentParser) -> None:
@@ -207,7 +212,9 @@ def _run_sweep(args) -> int:
 
 
 def _args_plot(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--sweep", default="latest", help="sweep id, or 'latest' (the default)")
+    p.add_argument("sweeps", nargs="*", default=["latest"], metavar="SWEEP",
+                   help="sweep id, or 'latest' (the default); several: the first one's figures "
+                        "and a comparison of the same configs across them (ddlab runs lists ids)")
     p.add_argument("--metric", default="output_tok_s",
                    help="the heatmap's figure (default output_tok_s)")
     p.add_argument("--out", default=None, metavar="DIR",
@@ -215,8 +222,69 @@ def _args_plot(p: argparse.ArgumentParser) -> None:
 
 
 def _run_plot(args) -> int:
-    print(*api.plot(args.sweep, metric=args.metric, out_dir=args.out), sep="\n")
+    print(*api.plot(args.sweeps, metric=args.metric, out_dir=args.out), sep="\n")
     return 0
+
+
+def _args_runs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--kind", default="", help="only runs of this kind: sweep, deploy, plot, "
+                   "poll, ... (default: all)")
+    p.add_argument("--last", type=int, default=20, metavar="N",
+                   help="the newest N runs (default 20; 0: all)")
+
+
+def _run_runs(args) -> int:
+    return _show(api.runs(kind=args.kind, last=args.last))
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    """What a bisect and an envelope share: the host, the base, the budget, a trial's watch."""
+    p.add_argument("--host", default="", help="host profile (default: local)")
+    p.add_argument("--base", default="", metavar="NAME_OR_FILE",
+                   help="base config (default: the host's)")
+    p.add_argument("--max-trials", type=int, default=12, metavar="N",
+                   help="at most N trials, each a server start (default 12)")
+    p.add_argument("--max-time", type=float, default=7200.0, metavar="S",
+                   help="stop starting trials after S seconds (default 7200; 0: no limit)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="per trial: seconds until ready (default 600)")
+    p.add_argument("--no-probe", dest="probe", action="store_false",
+                   help="ready is enough: no requests through the verify path, no lossless check")
+    p.add_argument("--dry-run", action="store_true", help="print the plan only")
+
+
+def _args_bisect(p: argparse.ArgumentParser) -> None:
+    _search_args(p)
+    p.add_argument("--good", action="append", default=[], metavar="K=V",
+                   help="an override of the config that serves (repeatable; none: the base)")
+    p.add_argument("--bad", action="append", default=[], metavar="K=V",
+                   help="an override of the config that fails (repeatable)")
+
+
+def _run_bisect(args) -> int:
+    return _show(api.bisect(host=args.host, base=args.base, good=args.good, bad=args.bad,
+                            max_trials=args.max_trials, max_time_s=args.max_time,
+                            timeout_s=args.timeout, probe=args.probe, dry_run=args.dry_run),
+                 json_line=True)
+
+
+def _args_envelope(p: argparse.ArgumentParser) -> None:
+    _search_args(p)
+    p.add_argument("--set", dest="fixed", action="append", default=[], metavar="K=V",
+                   help="an override of the config as asked (repeatable)")
+    p.add_argument("--search", action="append", default=[], metavar="K=LO..HI",
+                   help="a key to search, in order (repeatable), e.g. context_length=4096..131072")
+    p.add_argument("--fallback", action="append", default=[], metavar="K=V[,K=V]",
+                   help="when even the lowest value fails, try this and search again "
+                        "(repeatable, applied in order), e.g. cuda_graph=false")
+
+
+def _run_envelope(args) -> int:
+    return _show(api.envelope(host=args.host, base=args.base, fixed=args.fixed,
+                              search=args.search, fallback=args.fallback,
+                              max_trials=args.max_trials, max_time_s=args.max_time,
+                              timeout_s=args.timeout, probe=args.probe, dry_run=args.dry_run),
+                 json_line=True)
 
 
 def _args_run(p: argparse.ArgumentParser) -> None:
@@ -242,6 +310,7 @@ class Verb:
     run: Callable
     usage_errors: bool = False      # a ConfigError here is about the command line: exit 2
     sigterm_interrupts: bool = True  # SIGTERM runs the clean-up, as Ctrl-C does
+    speaks: str = "cli"  # the words of its error fixes (ddlab.core.caller): --set K=V
 
 
 VERBS = {
@@ -260,11 +329,21 @@ VERBS = {
                     _run_restore),
     "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict",
                   _args_sweep, _run_sweep),
-    "plot": Verb("save a stored sweep's figures as PNG files; print their paths",
-                 _args_plot, _run_plot),
+    "plot": Verb("save a stored sweep's figures as PNG files (several sweeps: and their "
+                 "comparison); print their paths", _args_plot, _run_plot),
+    "bisect": Verb("find the change that breaks a config: from --good (serves) to --bad (fails), "
+                   "each trial a server start; last line is JSON; exit 0 found, 3 nothing to "
+                   "bisect, 4 out of budget, 130 interrupted", _args_bisect, _run_bisect),
+    "envelope": Verb("find the largest values that serve: --search KEY=LO..HI in order, "
+                     "--fallback when even the lowest fails; last line is JSON; exit 0 found, "
+                     "3 nothing serves, 4 out of budget, 130 interrupted",
+                     _args_envelope, _run_envelope),
+    "runs": Verb("list the runs in outputs/, newest first: sweeps, deploys, notebook runs, "
+                 "plots, with what they varied, their verdict and best cell", _args_runs,
+                 _run_runs),
     "run": Verb("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an "
                 "HTML report; the last line is the report's path", _args_run, _run_run,
-                usage_errors=True),
+                usage_errors=True, speaks="papermill"),
     "target": Verb("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
                    _args_target, _run_target, sigterm_interrupts=False),
 }
@@ -301,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     verb = VERBS[args.verb]
+    previous = set_caller(verb.speaks)
     if verb.sigterm_interrupts and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -325,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `ddlab ... | head`: the reader left; not an error of ours
         _drop_stdout()
         return 0
+    finally:
+        set_caller(previous)  # main() called in-process (tests, scripts) leaves no trace
 
 
 def _drop_stdout() -> None:

@@ -60,19 +60,19 @@ def test_deploy_then_poll_notebooks_headless_the_verdict_first(project, tmp_path
     deployed = _papermill("deploy.ipynb", tmp_path / "deploy.ipynb", "-p", "host", "local",
                           "-y", f"overrides: {{port: {port}, mem_fraction_static: 0.001}}")
     first = _outputs(deployed)[0]
-    assert _text(first).startswith(f"PLAN: deploy local-mem0p001-port{port} "), _text(first)
-    assert f"DEPLOYED: local-mem0p001-port{port}" in _text(_outputs(deployed)[-1])
+    assert _text(first).startswith("PLAN: deploy local-mem0p001 "), _text(first)
+    assert "DEPLOYED: local-mem0p001" in _text(_outputs(deployed)[-1])
 
     polled = _papermill("poll.ipynb", tmp_path / "poll.ipynb", "-p", "host", "local",
                         "-p", "timeout_s", "90")
     first = _outputs(polled)[0]
     assert first["output_type"] == "display_data"
-    assert _text(first).startswith(f"CRASHED: local-mem0p001-port{port} on local: kv_pool_oom"), first
+    assert _text(first).startswith("CRASHED: local-mem0p001 on local: kv_pool_oom"), first
     assert "CRASHED" in "".join(first["data"]["text/html"])
     shown = "\n".join(_text(o) for o in _outputs(polled))
     assert "Not enough memory" in shown and "--- last " in shown
     assert not (tmp_path / "state" / "lock.json").exists(), "crashed: restored, lock released"
-    assert not (tmp_path / "state" / "services" / f"ddlab-local-mem0p001-port{port}").exists()
+    assert not (tmp_path / "state" / "services" / "ddlab-local-mem0p001").exists()
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_plan_takes_overrides_in_every_form_papermill_passes(overrides, project)
 
 @pytest.mark.parametrize("kwargs, words", [
     ({"restore": "sometimes"}, "restore='sometimes': must be one of auto, always, never"),
-    ({"timeout_s": 0}, "timeout_s=0: must be a finite number > 0; e.g. -p timeout_s 600"),
+    ({"timeout_s": 0}, "timeout_s=0: must be a finite number > 0; e.g. timeout_s=600"),
     ({"grace_s": "5"}, "grace_s='5': must be a finite number > 0"),
 ], ids=["restore", "timeout", "grace-type"])
 def test_watch_parameters_are_checked_before_the_host(kwargs, words, project):

@@ -249,7 +249,7 @@ def _api_closure(names: set[str]) -> set[str]:
 
 
 NOTEBOOK_VERBS = {"deploy.ipynb": "deploy", "poll.ipynb": "watch", "sweep.ipynb": "sweep",
-                  "plot.ipynb": "plot"}
+                  "plot.ipynb": "plot", "bisect.ipynb": "bisect", "envelope.ipynb": "envelope"}
 
 
 @pytest.mark.parametrize("notebook, verb", sorted(NOTEBOOK_VERBS.items()))

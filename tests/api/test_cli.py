@@ -9,15 +9,22 @@ leaves a persistent lock that ``ddlab watch`` and ``ddlab restore`` continue.
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 import signal
+import socket
 import subprocess
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 
+import sweepkit
 from ddlab.diagnosis.diagnosis import Diagnosis
-from labkit import DDLAB, KV_OOM, clean, ddlab, kinds, last_json, site_fixture, wait_for  # noqa: F401
+from ddlab.lab.store import Store
+from ddlab.report.html import STATUS_COLOURS
+from labkit import DDLAB, KV_OOM, REPO, clean, ddlab, kinds, last_json, site_fixture, wait_for  # noqa: F401
 
 site = site_fixture("systemd-ssh", "process-local")
 
@@ -155,6 +162,89 @@ def test_watch_with_nothing_deployed_exits_1_saying_what_to_do(clean):
     assert f"no ddlab variant is deployed there; deploy one first: ddlab deploy --host {site.name}" \
         in watched.stderr
     assert site.lock() is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_ddlab_run_poll_on_a_crash_exits_3_and_never_says_ok(clean):
+    # the notebook ran fine (its status is ok); what it found is a crash: the first line,
+    # the banner, its colour, run.json and the index say so, and the exit code is watch's
+    site = clean
+    deployed = _deploy(site, KV_OOM)
+    polled = ddlab("run", "poll", "-p", "host", str(site.yaml), "-p", "timeout_s", "90",
+                   timeout_s=300)
+    assert polled.returncode == 3, polled.stderr[-2000:]
+    first = polled.stdout.splitlines()[0]
+    assert first.startswith(f"CRASHED: {deployed['name']} on {site.name}: kv_pool_oom"), first
+    report = Path(polled.stdout.splitlines()[-1])
+    colour, title = re.search(r"<h2 style='margin:0;color:(#\w+)'>([^<]*)</h2>",
+                              report.read_text()).groups()
+    assert title.startswith("CRASHED: ") and colour == STATUS_COLOURS["crashed"] != \
+        STATUS_COLOURS["ok"], (colour, title)
+    run = json.loads((report.parent / "run.json").read_text())
+    assert (run["status"], run["outcome"], run["exit_code"]) == ("ok", "crashed", 3)
+    row = re.search(r"poll.ipynb</td><td style='color:(#\w+)[^>]*>(\w+)<",
+                    (report.parent.parent / "index.html").read_text())
+    assert row.groups() == (STATUS_COLOURS["crashed"], "crashed"), row
+    assert site.baseline_active() and site.lock() is None
+
+
+@pytest.mark.parametrize("log, flag, code", [
+    ("capture_failed_oom.cat.log", ["--exit-code"], 3),
+    ("capture_failed_oom.cat.log", [], 0),
+    ("healthy.journal.log", ["--exit-code"], 0),
+], ids=["crash", "crash-without-the-flag", "healthy"])
+def test_diagnose_exit_code_tells_a_script_it_crashed(log, flag, code):
+    done = ddlab("diagnose", str(REPO / "tests" / "fixtures" / "logs" / log), *flag)
+    assert done.returncode == code, done.stderr
+    assert done.stdout.startswith("CRASHED: " if "crash" in log or "failed" in log
+                                  else "NOT CRASHED: "), done.stdout[:200]
+
+
+def test_a_near_miss_of_an_alias_fails_before_any_host(tmp_path):
+    done = ddlab("sweep", "--set", "topk=8", "--dry-run",
+                 env={"DDLAB_OUTPUTS": str(tmp_path)})
+    assert done.returncode == 1 and "did you mean topk_cap?" in done.stderr, done.stderr
+    assert not any(tmp_path.iterdir()), "nothing written, no host touched"
+
+
+@pytest.mark.slow
+def test_a_failed_sweep_says_why_in_its_plot_and_one_that_never_started_is_not_kept(tmp_path):
+    project = sweepkit.make_project(tmp_path)
+    small = ["--topk-cap", "1", "--cuda-graph", "false", "--requests", "2",
+             "--max-new-tokens", "16"]
+    with socket.socket() as taken:  # every cell's port answers before its server starts
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        failed = subprocess.run([DDLAB, "sweep", "--budget", "[4, 8]", "--set", f"port={port}",
+                                 *small], capture_output=True, text=True, cwd=REPO,
+                                env=project.env(), timeout=240)
+    assert failed.returncode == 1 and f"port {port} on local is taken" in failed.stderr, \
+        failed.stderr[-2000:]
+    with Store(project.store_path) as store:
+        (sweep_id,) = store.sweep_ids()
+        assert store.sweep(sweep_id)["error"].startswith(f"PortTaken: port {port} on local")
+    plotted = subprocess.run([DDLAB, "run", "plot", "-p", "sweep", sweep_id], capture_output=True,
+                             text=True, cwd=REPO, env=project.env(), timeout=240)
+    assert plotted.returncode == 1, plotted.stderr[-2000:]
+    first = plotted.stdout.splitlines()[0]
+    assert first.startswith("FAILED: SWEEP FAILED: 3 cells, 0 measured, 0 crashed; stopped by "
+                            f"PortTaken: port {port} on local"), first
+    report = Path(plotted.stdout.splitlines()[-1]).read_text()
+    assert f"color:{STATUS_COLOURS['failed']}'>FAILED: SWEEP FAILED" in report
+
+    # a host whose baseline_service does not exist: refused before the first cell
+    (project.root / "params" / "hosts" / "typo.yaml").write_text(
+        f"state_dir: {project.state}\nbaseline_service: no-such-baseline\n")
+    unstarted = subprocess.run([DDLAB, "sweep", "--host", "typo", "--budget", "4", *small],
+                               capture_output=True, text=True, cwd=REPO, env=project.env(),
+                               timeout=240)
+    assert unstarted.returncode == 1 and "no-such-baseline" in unstarted.stderr
+    assert "failed before its first cell; not kept in the store" in unstarted.stderr
+    with Store(project.store_path) as store:
+        assert store.sweep_ids() == [sweep_id], "the sweep that never started is not stored"
+    sweepkit.assert_host_put_back(project)
 
 
 @pytest.mark.parametrize("argv, words", [

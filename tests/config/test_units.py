@@ -261,7 +261,7 @@ def test_unwritable_values_raise_unit_error(bad):
 def test_executable_must_be_a_plain_absolute_path(python):
     with pytest.raises(UnitError, match="absolute path") as info:
         render_unit(make_variant("local", {}), python=python)
-    assert "--set python=" in str(info.value)
+    assert "try python=" in str(info.value)  # Python's words (the CLI's: --set python=)
 
 
 def test_python_null_without_a_host_interpreter_is_a_config_error():

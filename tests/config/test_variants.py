@@ -99,7 +99,7 @@ def test_near_miss_of_a_known_flag_is_an_error(typo, meant):
     with pytest.raises(ConfigError) as info:
         make_variant("ddtree", {typo: 1})
     assert f"did you mean --{meant}?" in str(info.value) and typo in str(info.value)
-    assert "--set flags." in str(info.value)  # how to pass it verbatim on purpose
+    assert " flags." in str(info.value) and "verbatim" in str(info.value)  # on purpose
 
 
 @pytest.mark.parametrize("flag", [  # the fork's flag, and real SGLang flags ddlab does not register
@@ -113,6 +113,18 @@ def test_legitimately_different_unknown_flags_pass(flag):
     # near a registered name (load-format ~ log-format) is no typo when SGLang has it
     assert closest(flag, FLAGS) is None or flag in known_option_names()
     assert make_variant("ddtree", {flag: True}).config.flags[flag] is True
+
+
+@pytest.mark.parametrize("key,meant", [
+    ("topk", "topk_cap"), ("cap", "topk_cap"), ("ddtree_budget", "speculative_ddtree_budget"),
+    ("graph", "cuda_graph"), ("ddtree-topk", "speculative_ddtree_topk_cap"),
+], ids=["topk", "cap", "ddtree-budget", "graph", "kebab"])
+def test_part_of_a_known_key_is_a_near_miss(key, meant):
+    with pytest.raises(ConfigError) as info:
+        make_variant("local", {key: 8})
+    assert f"did you mean {meant}?" in str(info.value) and f"flags.{key.replace('_', '-')}=" \
+        in str(info.value)
+    assert make_variant("local", {f"flags.{key}": 8}).config.flags[key.replace("_", "-")] == 8
 
 
 def test_flags_namespace_passes_a_near_miss_on_purpose():
@@ -140,14 +152,14 @@ def test_known_flags_are_validated(key, value, allowed):
     with pytest.raises(ConfigError, match=allowed) as info:
         make_variant("ddtree", {key: value})
     text = str(info.value)
-    assert text.startswith(f"{key.replace('_', '-')}=") and "try --set " in text
+    assert text.startswith(f"{key.replace('_', '-')}=") and "; try " in text
 
 
 def test_error_message_grammar():
     with pytest.raises(ConfigError) as info:
         make_variant("ddtree", ["speculative_ddtree_budget=0"])
     assert str(info.value) == ("speculative-ddtree-budget=0: must be an integer >= 1; "
-                               "try --set speculative_ddtree_budget=32")
+                               "try speculative_ddtree_budget=32")  # Python's words
     assert info.value.key == "speculative-ddtree-budget" and info.value.value == 0
 
 
@@ -298,7 +310,7 @@ def test_no_change_is_the_base_name_and_hash():
 
 
 @pytest.mark.parametrize("overrides,name", [
-    ({"mem_fraction_static": 0.9, "port": 8000}, "ddtree-mem0p9-port8000"),
+    ({"mem_fraction_static": 0.9, "port": 8000}, "ddtree-mem0p9"),
     ({"budget": 256, "algorithm": "DFLASH"}, "ddtree-dflash-b256"),
     ({"enable_metrics": False}, "ddtree-nometrics"),
     ({"disable_cuda_graph": True, "cuda_graph_bs": [1, 2, 4]}, "ddtree-nograph-gbsl1-2-4"),
@@ -306,6 +318,27 @@ def test_no_change_is_the_base_name_and_hash():
 ], ids=["float", "choice-first", "removed-switch", "list", "negative"])
 def test_exact_names(overrides, name):
     assert make_variant("ddtree", overrides).name == name
+
+
+@pytest.mark.parametrize("overrides,name", [
+    ({"port": 8000}, "local-port8000"),
+    ({"port": 8000, "budget": 32}, "local-b32"),
+    ({"algorithm": None, "budget": None, "topk_cap": None, "speculative_draft_model_path": None},
+     "local-nospec"),
+    ({"algorithm": None, "budget": None, "topk_cap": None, "speculative_draft_model_path": None,
+      "cuda_graph": False, "port": 8000}, "local-nospec-nograph"),
+], ids=["port-alone", "port-incidental", "nospec", "nospec-nograph-port"])
+def test_names_say_what_matters(overrides, name):
+    assert make_variant("local", overrides).name == name
+
+
+def test_names_that_leave_something_out_stay_apart():
+    only_algorithm = make_variant("local", {"algorithm": None})  # the budget, cap, draft stay
+    assert only_algorithm.name == f"local-nospec-{only_algorithm.hash[:8]}"
+    ports = [make_variant("local", {"budget": 32, "port": p}) for p in (8000, 8001)]
+    assert ports[0].name == ports[1].name and ports[0].hash != ports[1].hash
+    in_a_sweep = make_variant("local", {"port": 8000}, unnamed={"port"})
+    assert in_a_sweep.name == "local" and in_a_sweep.hash != load_base("local").hash
 
 
 def test_inexact_or_long_names_end_in_the_hash():

@@ -131,6 +131,42 @@ def test_repeats_give_the_median_and_spread_of_each_figure(server):
     json.dumps(result.to_dict())  # the record a sweep writes as bench.json
 
 
+def test_rounds_go_on_until_the_interval_is_narrow_or_a_cap(server):
+    """A target no run can meet measures up to max_rounds; an easy one stops at 3
+    rounds with the interval it reached; the summary's interval is the round samples'."""
+    capped = measure(server, requests=2, warmup=0, max_new_tokens=16, ci_target=1e-6,
+                     max_rounds=5)
+    assert (len(capped.runs), capped.stopped) == (5, "rounds")
+    easy = measure(server, requests=2, warmup=0, max_new_tokens=16, ci_target=0.99,
+                   max_rounds=8)
+    assert len(easy.runs) >= 3 and easy.stopped == "ci", "at least 3 rounds, then the interval"
+    more = measure(server, requests=1, warmup=0, max_new_tokens=8, ci_target=0.99, repeats=5,
+                   max_rounds=8)
+    assert len(more.runs) >= 5 and more.stopped == "ci", "repeats is a minimum"
+    s = capped.summary()
+    samples = [run.summary()["output_tok_s"] for run in capped.runs]
+    assert s["output_tok_s_samples"] == samples and s["rounds"] == 5
+    assert min(samples) <= s["output_tok_s_ci_low"] <= s["output_tok_s"] \
+        <= s["output_tok_s_ci_high"] <= max(samples)
+    for key in ("ttft_ms_p50", "tpot_ms_p50", "e2e_ms_p50"):
+        assert s[f"{key}_ci_low"] <= s[key] <= s[f"{key}_ci_high"], key
+    tokens = sum(q.completion_tokens for run in capped.runs for q in run.requests)
+    verify = sum(q.spec_verify_ct for run in capped.runs for q in run.requests)
+    assert s["accept_length"] == pytest.approx(tokens / verify), "exact: counts over all rounds"
+
+
+def test_min_time_keeps_measuring_and_max_time_stops_it(server):
+    slow = measure(server, requests=1, warmup=0, max_new_tokens=8, ci_target=0.99,
+                   min_time_s=1.5, max_rounds=200)
+    assert sum(run.wall_s for run in slow.runs) >= 1.4 and len(slow.runs) >= 3
+    assert slow.stopped == "ci"
+    bounded = measure(server, requests=1, warmup=0, max_new_tokens=8, ci_target=1e-6,
+                      max_time_s=1.0, max_rounds=10_000)
+    assert bounded.stopped == "time"
+    assert 1.0 <= sum(run.wall_s for run in bounded.runs) < 1.0 + 5 * max(
+        run.wall_s for run in bounded.runs), "stops within a round or so of the bound"
+
+
 def test_a_prompt_file_is_what_gets_sent(server, tmp_path):
     path = tmp_path / "prompts.txt"
     path.write_text('def add(a, b):\\n    return\n\n{"text": "import json\\n"}\n'
@@ -168,8 +204,13 @@ def test_a_bad_prompt_file_is_a_config_error(text, words, tmp_path):
     ({"warmup": 1.5}, "warmup=1.5: must be an integer >= 0"),
     ({"prompts": []}, "prompts=[]: must be non-empty strings"),
     ({"prompts": ["ok", ""]}, "prompts=['']: must be non-empty strings"),
+    ({"ci_target": 5}, "ci_target=5: must be a share between 0 and 1"),
+    ({"max_time_s": float("nan")}, "max_time_s=nan: must be a finite number of seconds >= 0"),
+    ({"min_time_s": 10, "max_time_s": 5}, "max_time_s=5 is below min_time_s=10"),
+    ({"max_rounds": 0}, "max_rounds=0: must be an integer >= 1"),
 ], ids=["requests", "concurrency-type", "max-new-tokens", "repeats-bool", "warmup",
-        "warmup-type", "no-prompts", "empty-prompt"])
+        "warmup-type", "no-prompts", "empty-prompt", "ci-target", "max-time-nan",
+        "max-below-min", "max-rounds"])
 def test_bad_parameters_are_refused_before_any_request(server, kwargs, words):
     served = _requests_served(server)
     with pytest.raises(ConfigError) as info:

@@ -74,8 +74,34 @@ def test_the_real_sweeps_speedups_follow_its_own_throughputs(tmp_path_factory):
     assert len(measured) == 6 and set(base.index) == {True, False}
     for _, row in measured.iterrows():
         assert row["speedup"] == pytest.approx(row["output_tok_s"] / base[row["cuda_graph"]])
+        assert row["speedup_ci_low"] <= row["speedup"] <= row["speedup_ci_high"]
     spec = measured[measured["role"] == "grid"]
     assert spec["accept_length"].notna().all() and measured["ttft_ms_p50"].notna().all()
+
+
+@pytest.mark.slow
+def test_the_baselines_are_bracketed_and_pooled(tmp_path_factory):
+    """The shared sweep measures each baseline again after the grid: the baseline row's
+    tok/s is the median of both measurements' rounds, and its drift is their ratio."""
+    import statistics
+
+    from ddlab.lab.store import Store
+
+    shared = sweepkit.shared_sweep(tmp_path_factory)
+    frame = load_cells(shared.sweep_id, store=shared.project.store_path)
+    with Store(shared.project.store_path) as store:
+        brackets = store.bracket_metrics(shared.sweep_id)
+        cells = {c["config_hash"]: c for c in store.cells(shared.sweep_id)}
+    baselines = frame[frame["role"] == "baseline"]
+    assert set(brackets) == set(baselines["config_hash"]), "every measured baseline, again"
+    for _, row in baselines.iterrows():
+        first = cells[row["config_hash"]]["metrics"]["output_tok_s_samples"]
+        later = [x for m in brackets[row["config_hash"]] for x in m["output_tok_s_samples"]]
+        assert row["bracket_rounds"] == len(later) == 3
+        assert row["output_tok_s"] == pytest.approx(statistics.median(first + later))
+        assert row["drift"] == pytest.approx(statistics.median(later) / statistics.median(first))
+    spec = frame[frame["role"] == "grid"]
+    assert (spec["bracket_rounds"] == 0).all(), "only baselines are bracketed"
 
 
 def test_summary_counts_kinds_and_the_best_cell(synthetic):

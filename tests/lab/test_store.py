@@ -137,3 +137,31 @@ def test_runs_left_running_by_a_killed_process_are_marked_lost(tmp_path):
         assert store.abandon_runs("s") == 1
         assert [store.run(i)["state"] for i in (done, left, other)] == ["measured", "lost", "running"]
         assert store.run(left)["ended_utc"]
+
+
+def test_a_sweep_that_never_started_a_cell_is_forgotten_one_that_did_is_kept(tmp_path):
+    with Store(tmp_path / "ddlab.sqlite") as store:
+        for sweep_id in ("unstarted", "started"):
+            store.add_sweep(sweep_id, host="local", base="local", grid={}, options={})
+            store.plan_cell(sweep_id, config_hash="h1", name="c", position=0, point={},
+                            config={})
+        store.add_run(variant="c", config_hash="h1", host="local", config={}, sweep_id="started")
+        assert store.forget_unstarted_sweep("unstarted") is True
+        assert store.forget_unstarted_sweep("started") is False
+        assert store.sweep_ids() == ["started"] and store.cell_status("unstarted") == {}
+        assert not store.db.in_transaction
+        store.set_sweep_status("started", "failed", error="HostError: host\n gone")
+        assert [(s["id"], s["error"]) for s in store.sweeps()] == [("started", "HostError: host gone")]
+
+
+def test_a_store_made_before_the_error_column_gets_it_on_open(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    with Store(path) as store:
+        store.add_sweep("old", host="local", base="local", grid={}, options={})
+    with _reader(path) as db:  # as an older ddlab left it
+        db.execute("ALTER TABLE sweeps DROP COLUMN error")
+        db.commit()
+    with Store(path) as store:
+        assert store.sweep("old")["error"] is None
+        store.set_sweep_status("old", "failed", error="ServiceError: x")
+        assert store.sweep("old")["error"] == "ServiceError: x"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -20,7 +21,7 @@ import ddlab
 import sweepkit
 from ddlab.core.errors import ConfigError
 from ddlab.lab.store import DONE_STATES, Store
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
+from ddlab.lab.sweep_plan import SweepOptions, describe_grid, plan_sweep, sweep_id_for
 from ddlab.lab.sweep_run import run_sweep
 from labkit import REPLAY_FAULT, said, wait_for
 
@@ -250,3 +251,18 @@ def test_sweep_options_are_checked_before_the_host():
     with pytest.raises(ConfigError) as info:
         SweepOptions(grace_s=-1)
     assert "grace_s=-1: must be a finite number >= 0" in str(info.value)
+
+
+@pytest.mark.parametrize("base, grid, extra, words, described", [
+    ("local", {"budget": [4, 16, 32], "topk_cap": [1, 4], "cuda_graph": [True, False]},
+     [[REPLAY_FAULT]], "local-b4.16.32-cap1.4-graphs-1extra",
+     "budget 4,16,32 × cap 1,4 × graphs on,off + 1 extra"),
+    ("local", {"mem_fraction_static": [0.8, 0.9], "cuda_graph": [False], "budget": [8]}, [],
+     "local-b8-nograph-mem0p8.0p9", "budget 8 × graphs off × mem_fraction_static 0.8,0.9"),
+    ("ddtree", {"budget": [32]}, [], "local-ddtree-b32", "budget 32"),
+], ids=["demo", "other-dimension", "other-base"])
+def test_a_sweep_id_and_its_title_say_what_it_sweeps(base, grid, extra, words, described):
+    plan = plan_sweep(base, grid, extra=extra)
+    assert re.fullmatch(rf"\d{{8}}T\d{{6}}Z-{re.escape(words)}",
+                        sweep_id_for(plan, "local", "local"))  # the base named when not the host's
+    assert describe_grid(plan.grid, plan.extra) == described

@@ -280,7 +280,7 @@ BAD_INPUT = [
     ("typo-option", ["deploy", "--host", "th", "--sett", "budget=8"], 2,
      ["unrecognized arguments: --sett"]),
     ("watch-timeout", ["watch", "--host", "th", "--timeout", "-1"], 1,
-     ["timeout_s=-1.0: must be a finite number > 0", "e.g. -p timeout_s 600"]),
+     ["timeout_s=-1.0: must be a finite number > 0", "e.g. --timeout 600"]),
     ("watch-timeout-type", ["watch", "--host", "th", "--timeout", "soon"], 2,
      ["invalid float value: 'soon'"]),
     ("run-typo-parameter", ["run", "sweep", "-p", "budgett", "4"], 2,
@@ -312,7 +312,7 @@ def test_bad_input_is_one_line_before_the_host(untouched, tmp_path, case):
 @pytest.mark.slow
 @pytest.mark.parametrize("params, words", [
     (["-p", "budget", "0"], ["speculative-ddtree-budget=0", "must be an integer >= 1",
-                             "try --set speculative_ddtree_budget="]),
+                             "try -p budget 32"]),
     (["-p", "host", "nosuch"], ["host='nosuch': no such profile", "available: "]),
     (["-p", "fixed", "{flags.x-y: \"a\\nb\"}"], ["'a\\nb'", "line break", "remove it"]),
     (["-p", "cuda_graph", "maybe"], ["cuda_graph='maybe': must be true or false"]),

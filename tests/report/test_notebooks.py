@@ -24,9 +24,11 @@ import sweepkit
 from ddlab.core.errors import ConfigError
 from ddlab.lab.store import DONE_STATES, Store
 from ddlab.report import notebooks as runner
+from ddlab.core.version import __version__
 from labkit import DDLAB, REPO, wait_for
+from reportkit import IDS, first_in_body, landmarks, section
 
-SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32"]
+SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32", "-p", "max_rounds", "3"]
 
 
 @pytest.fixture
@@ -72,15 +74,29 @@ def test_papermill_with_a_mistyped_parameter_fails_in_seconds_saying_which(proje
     assert took_s < 60, f"{took_s:.0f} s"  # a kernel start, not a sweep
 
 
+def _papermill(*args: str, project, timeout_s: float = 240) -> subprocess.CompletedProcess:
+    """The user's own command, from the repo root, with a user's environment (not
+    pytest's, which would stop ipykernel forwarding the kernel's stderr)."""
+    env = {k: v for k, v in project.env().items() if k != "PYTEST_CURRENT_TEST"}
+    return subprocess.run([str(Path(sys.executable).with_name("papermill")), *args],
+                          capture_output=True, text=True, cwd=REPO, env=env, timeout=timeout_s)
+
+
+def _terminal_lines(stderr: str) -> list[str]:
+    """What a terminal shows, papermill's cell bar left out."""
+    lines = [line.strip() for line in re.split(r"[\r\n]+", re.sub(r"\x1b\[K", "", stderr))]
+    return [line for line in lines if line and not line.startswith("Executing")]
+
+
 @pytest.mark.slow
 def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_path):
     """The issue's command, `papermill notebooks/sweep.ipynb out.ipynb -p budget 32`,
-    with only size-reducing extras (fewer, shorter requests; one cap, graphs on)."""
+    with only size-reducing extras (fewer, shorter requests; one cap, graphs on):
+    progress in the terminal, the verdict last, no misleading kernel lines, and the
+    artifacts of a `ddlab run` in a run folder of its own."""
     out = tmp_path / "out.ipynb"
-    done = subprocess.run([str(Path(sys.executable).with_name("papermill")), "notebooks/sweep.ipynb",
-                           str(out), "-p", "budget", "32", *SMALL, "-p", "topk_cap", "4",
-                           "-p", "cuda_graph", "true"],
-                          capture_output=True, text=True, cwd=REPO, env=project.env(), timeout=240)
+    done = _papermill("notebooks/sweep.ipynb", str(out), "-p", "budget", "32", *SMALL,
+                      "-p", "topk_cap", "4", "-p", "cuda_graph", "true", project=project)
     assert done.returncode == 0, done.stderr[-3000:]
     first = _outputs(json.loads(out.read_text()))[0]
     assert _text(first).startswith("SWEEP DONE: 2 cells, 2 measured, 0 crashed. Best: "), _text(first)
@@ -91,6 +107,47 @@ def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_pa
     assert spec["config"]["config"]["flags"]["speculative-ddtree-budget"] == 32
     assert spec["metrics"]["accept_length"] > 1 and spec["metrics"]["output_tok_s"] > 0
     sweepkit.assert_host_put_back(project)
+
+    lines = _terminal_lines(done.stderr)
+    assert "[sweep] cell 2/2: measured" in lines, "the sweep's progress reaches the terminal"
+    assert any(line.startswith("[watch ") and "READY" in line for line in lines), "heartbeats too"
+    assert "WARNING" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
+    run_dir = project.runs()[-1]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert lines[-3:] == [f"report: {run_dir / 'report.html'}", verdict["headline"],
+                          f"next: {verdict['next_step']}"], "the verdict is the last word"
+    notebook_text = out.read_text()
+    assert "report: " not in notebook_text, "terminal lines stay out of the output notebook"
+
+    assert {"report.html", "run.json", "verdict.json", "cells.csv", "provenance.json"} <= {
+        p.name for p in run_dir.iterdir()}
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["kind"] == "papermill" and record["status"] == "ok"
+    assert record["output_notebook"] == str(out) and record["parameters"]["budget"] == 32
+    assert record["command"].startswith("papermill notebooks/sweep.ipynb ")
+    assert record["headline"] == verdict["headline"]
+    assert len((run_dir / "cells.csv").read_text().strip().splitlines()) == 3, "header + 2 cells"
+    html = (run_dir / "report.html").read_text()
+    assert landmarks(html) == IDS and "ddlab-verdict" in first_in_body(html)
+    provenance = section(html, "ddlab-provenance", "ddlab-table")
+    assert f"<code>{__version__}</code>" in provenance and record["command"][:40] in provenance
+    index = (project.outputs / "index.html").read_text()
+    row = re.search(f"<tr[^>]*>(?:(?!</tr>).)*{re.escape(run_dir.name)}(?:(?!</tr>).)*</tr>", index)
+    assert row and "<td>papermill</td>" in row.group(0), "an index row, of kind papermill"
+
+
+@pytest.mark.slow
+def test_papermill_errors_speak_in_p_words(project, tmp_path):
+    """A papermill user who typed `-p budget 0` is told `-p budget 32`, not the CLI's
+    `--set speculative_ddtree_budget=32`; nothing touched the host."""
+    done = _papermill("notebooks/sweep.ipynb", str(tmp_path / "out.ipynb"), "-p", "budget", "0",
+                      project=project, timeout_s=120)
+    assert done.returncode != 0
+    assert "speculative-ddtree-budget=0: must be an integer >= 1; try -p budget 32" in done.stderr, \
+        done.stderr[-2000:]
+    said = [line for line in done.stderr.splitlines() if "must be an integer >= 1" in line]
+    assert said and not any("--set" in line for line in said), said
+    assert not project.state.exists() and not project.runs(), "validation stopped it first"
 
 
 @pytest.mark.slow
@@ -116,8 +173,34 @@ def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
     assert _banner(html).split()[:3] == ["OK:", "SWEEP", "DONE:"], "the status banner comes first"
     assert "ddlab.sweep(" not in html and "import ddlab" not in html, "inputs hidden"
     assert html.count("<img") >= 3, "the figures"
+    assert landmarks(html) == IDS and "ddlab-verdict" in first_in_body(html)
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["ddlab"] == __version__ and provenance["host"] == "local"
+    assert provenance["command"] == ("ddlab run sweep -p budget 32 -p topk_cap 4 -p cuda_graph "
+                                     "false -p requests 2 -p max_new_tokens 32 -p max_rounds 3")
+    assert provenance["command"] in html and record["provenance"] == provenance
+    assert html.count("<details") == 1 and "[sweep] cell 2/2: measured" in html, "progress, folded"
     index = (project.outputs / "index.html").read_text()
     assert f"href='{run_dir.name}/report.html'" in index and record["headline"][:40] in index
+    sweepkit.assert_host_put_back(project)
+
+
+@pytest.mark.slow
+def test_a_crash_report_opens_with_the_verdict_then_the_provenance(project):
+    deployed = _run("deploy", "-p", "overrides", "{mem_fraction_static: 0.001}", project=project)
+    assert deployed.returncode == 0, deployed.stderr[-3000:]
+    polled = _run("poll", "-p", "timeout_s", "90", project=project)
+    assert polled.returncode == 3, polled.stdout + polled.stderr[-3000:]
+    run_dir = project.runs()[-1]
+    html = (run_dir / "report.html").read_text()
+    assert "ddlab-verdict" in first_in_body(html), "the verdict is the first thing in <body>"
+    assert landmarks(html) == ["ddlab-verdict", "ddlab-provenance"]
+    verdict = re.sub(r"<[^>]+>", " ", section(html, "ddlab-verdict", "ddlab-provenance"))
+    assert "CRASHED" in verdict and "kv_pool_oom" in verdict and "next step" in verdict
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["command"] == "ddlab run poll -p timeout_s 90"
+    assert provenance["host"] == "local" and provenance["ddlab"] == __version__
+    assert provenance["command"] in section(html, "ddlab-provenance")
     sweepkit.assert_host_put_back(project)
 
 
@@ -168,11 +251,17 @@ def test_the_plot_notebook_runs_headless_on_a_finished_sweep(tmp_path_factory):
     nb = json.loads((run_dir / "plot.ipynb").read_text())
     outputs = _outputs(nb)
     assert _text(outputs[0]).startswith("SWEEP DONE: 7 cells, 6 measured, 1 crashed (cuda_graph_replay)")
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 4, "static figures"
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 5, \
+        "four static figures, and its configs with their intervals (compare_sweeps)"
     assert _text(outputs[-1]) == "(interactive controls: open this notebook in JupyterLab to " \
                                  "filter and switch metrics)"
     html = (run_dir / "report.html").read_text()
     assert html.count("<img") >= 4 and "cuda_graph_replay" in html
+    assert landmarks(html) == IDS, "verdict, provenance, table, figures"
+    assert "Explore" not in html and "interactive controls" not in html, "no empty widget section"
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["command"] == f"ddlab run plot -p sweep {shared.sweep_id} -p metric accept_length"
+    assert provenance["model"].startswith("ddlab-tiny") and provenance["ddlab"] == __version__
 
 
 @pytest.mark.slow

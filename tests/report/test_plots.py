@@ -27,17 +27,21 @@ def _texts(ax) -> list[str]:
 
 
 def _line(ax, label: str):
-    return next(line for line in ax.get_lines() if line.get_label() == label)
+    """The data line of ``label``: a plain line, or an error bar set's line."""
+    bars = [c.lines[0] for c in ax.containers if c.get_label() == label]
+    return next(iter(bars), None) or next(line for line in ax.get_lines()
+                                          if line.get_label() == label)
 
 
 @pytest.mark.slow
 def test_accept_length_vs_budget_has_graphs_on_and_off_and_the_crash(frame):
     fig = plots.accept_length_vs_budget(frame)
     assert isinstance(fig, Figure)
-    on, off = fig.axes
+    on, off, on_strip, off_strip = fig.axes  # the data axes, and the crash strips below them
     assert (on.get_title(), off.get_title()) == ("CUDA graphs on", "CUDA graphs off")
-    assert _texts(on) == ["cuda_graph_replay (k=4)"], "the fault cell, drawn where it ran"
-    assert _texts(off) == []
+    assert _texts(on_strip) == ["cuda_graph_replay (k=4)"], "the fault cell, at its budget"
+    assert _texts(on) == [] and _texts(off_strip) == [], "never on the data axis"
+    assert on_strip.get_yticks().size == 0, "the strip has no y scale: a crash has no value"
     for ax in (on, off):
         line = _line(ax, "top-k cap 4")
         assert list(line.get_xdata()) == [4, 16]
@@ -104,10 +108,44 @@ def test_one_graph_mode_is_one_subplot(tmp_path):
     sweepkit.synthetic_sweep(path, outcomes, grid=grid)
     frame = load_cells(store=path)
     fig = plots.accept_length_vs_budget(frame)
-    assert len(fig.axes) == 1 and fig.axes[0].get_title() == "CUDA graphs on"
-    assert sorted(_texts(fig.axes[0])) == ["cuda_oom (k=4)", "timeout (k=4)"]
+    data, strip = fig.axes
+    assert data.get_title() == "CUDA graphs on"
+    assert sorted(_texts(strip)) == ["cuda_oom (k=4)", "timeout (k=4)"]
     assert sorted(_texts(plots.heatmap(frame, "accept_length").axes[0])) == [
         "2", "4", "x cuda_oom", "x timeout"]
+
+
+def test_throughput_and_speedup_carry_their_intervals_as_error_bars(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    grid = {"budget": [4, 16], "topk_cap": [4], "cuda_graph": [False]}
+    samples = {"base": [100.0, 104.0, 96.0, 101.0], "b4": [150.0, 160.0, 140.0, 155.0],
+               "b16": [200.0, 230.0, 170.0, 210.0]}
+    outcomes = [("measured", _with_ci(samples[k])) for k in ("base", "b4", "b16")]
+    sweepkit.synthetic_sweep(path, outcomes, grid=grid)
+    frame = load_cells(store=path)
+    fig = plots.throughput_vs_budget(frame)
+    bars = [c for c in fig.axes[0].collections if type(c).__name__ == "LineCollection"]
+    assert len(bars) == 1, "one error bar set for the cap's line"
+    spans = [seg[:, 1] for seg in bars[0].get_segments()]
+    assert [tuple(round(y, 1) for y in span) for span in spans] == [
+        (frame.loc[i, "output_tok_s_ci_low"].round(1), frame.loc[i, "output_tok_s_ci_high"].round(1))
+        for i in (1, 2)]
+    assert any(type(p).__name__ == "Rectangle" or "Polygon" in type(p).__name__
+               for p in fig.axes[0].patches), "the baseline's interval is a band"
+    speed = plots.speedup_vs_budget(frame)
+    speed_bars = [c for c in speed.axes[0].collections if type(c).__name__ == "LineCollection"]
+    low, high = speed_bars[0].get_segments()[1][:, 1]
+    assert (low, high) == pytest.approx((frame.loc[2, "speedup_ci_low"],
+                                         frame.loc[2, "speedup_ci_high"]))
+    assert low < frame.loc[2, "speedup"] < high
+
+
+def _with_ci(samples: list[float]) -> dict:
+    from ddlab.lab.stats import median_ci
+
+    median, low, high = median_ci(samples)
+    return {"output_tok_s": median, "output_tok_s_ci_low": low, "output_tok_s_ci_high": high,
+            "output_tok_s_samples": samples, "accept_length": 2.0}
 
 
 @pytest.mark.slow

@@ -73,6 +73,54 @@ def _executed_notebook(path):
     return path
 
 
+def _rounds(*samples) -> dict:
+    from ddlab.lab.stats import median_ci
+
+    median, low, high = median_ci(samples)
+    return {"output_tok_s": median, "output_tok_s_ci_low": low, "output_tok_s_ci_high": high,
+            "output_tok_s_samples": list(samples), "accept_length": 4.0}
+
+
+SPREAD_GRID = {"budget": [4, 16, 32], "topk_cap": [4], "cuda_graph": [False]}
+
+
+def _spread_verdict(tmp_path, b4, b16, b32, base=(100.0, 102.0, 98.0, 101.0)):
+    path = tmp_path / "ddlab.sqlite"
+    outcomes = [("measured", _rounds(*base))] + [("measured", _rounds(*s)) for s in (b4, b16, b32)]
+    sweepkit.synthetic_sweep(path, outcomes, grid=SPREAD_GRID)
+    frame = load_cells(store=path)
+    return frame, sweep_verdict(frame, sweep_id="synthetic", status="done")
+
+
+def test_a_clear_best_cell_is_crowned_with_its_intervals(tmp_path):
+    frame, verdict = _spread_verdict(tmp_path, (150.0, 152.0, 149.0, 151.0),
+                                     (200.0, 203.0, 198.0, 201.0), (250.0, 252.0, 248.0, 251.0))
+    best = frame.iloc[3]
+    assert f"Best: {best['name']} (budget 32, cap 4, graphs off) at 250.5 [" in verdict.headline
+    assert f"{best['speedup']:.2f}x [{best['speedup_ci_low']:.2f}-{best['speedup_ci_high']:.2f}]" \
+        in verdict.headline
+    assert "tie" not in verdict.headline and "within noise" not in verdict.headline
+
+
+def test_cells_whose_intervals_overlap_are_a_tie_and_never_crowned(tmp_path):
+    frame, verdict = _spread_verdict(tmp_path, (150.0, 152.0, 149.0, 151.0),
+                                     (240.0, 262.0, 228.0, 251.0), (250.0, 270.0, 232.0, 255.0))
+    b16, b32 = frame.iloc[2]["name"], frame.iloc[3]["name"]
+    assert "Best:" not in verdict.headline
+    assert f"Fastest, a tie within noise: {b32} (budget 32" in verdict.headline
+    assert f"ties with {b16} (budget 16, cap 4, graphs off) (95% intervals overlap)" in verdict.headline
+    assert frame.iloc[1]["name"] not in verdict.headline.split("ties with")[1], "b4 is apart"
+    assert verdict.next_step.startswith("tell the tied cells apart")
+
+
+def test_a_speedup_whose_interval_holds_one_is_within_noise(tmp_path):
+    base = (100.0, 140.0, 70.0, 120.0)
+    frame, verdict = _spread_verdict(tmp_path, (60.0, 62.0, 61.0, 60.5), (80.0, 81.0, 79.0, 80.5),
+                                     (110.0, 111.0, 109.0, 110.5), base=base)
+    assert frame.iloc[3]["within_noise"] == True  # noqa: E712
+    assert "over no speculation (within noise)" in verdict.headline
+
+
 def test_html_hides_inputs_and_opens_with_the_status_banner(tmp_path):
     notebook = _executed_notebook(tmp_path / "run.ipynb")
     html = report_html.render_html(notebook, tmp_path / "report.html", banner={

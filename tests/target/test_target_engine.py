@@ -310,3 +310,51 @@ def test_graph_sized_by_block_size_runs_eagerly_in_0_5_23(reference):
     e = engine(*dd(32, 4), "--debug-graph-tokens-per-req", "16")
     assert e.generate([PROMPTS[0]], NEW)[0].output_ids == reference[0]
     assert e.runner.graph_runner is not None and not e.runner.last_used_graph
+
+
+LONGER = {
+    "0.5.23-unset": ("0.5.23", None, "refused"),
+    "0.5.23-allowed": ("0.5.23", "1", "allowed"),
+    "0.4-unset": ("0.4", None, "allowed"),
+    "0.4-false": ("0.4", "false", "refused"),
+}
+
+
+@pytest.mark.parametrize("fmt, env, expected", LONGER.values(), ids=LONGER.keys())
+def test_a_context_longer_than_the_models_needs_sglangs_env_var(monkeypatch, caplog, fmt, env,
+                                                                expected):
+    """0.5.23 model_config.py:1295-1316 refuses it unless SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
+    is set; 0.4.10.post2 (model_config.py:160-176) allows it unless it is set false."""
+    monkeypatch.delenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", raising=False)
+    if env is not None:
+        monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", env)
+    flags = ("--context-length", "1024", "--log-format", fmt, "--disable-cuda-graph",
+             "--device-memory-gb", "0.1")
+    head = "User-specified context_length (1024) is greater than the derived context_length (320)."
+    if expected == "refused":
+        with pytest.raises(ValueError, match=re.escape(head)) as err:
+            engine(*flags)
+        assert str(err.value).endswith("To allow overriding this maximum, set the env var "
+                                       "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+        return
+    with caplog.at_level(logging.INFO, logger="ddlab.target"):
+        e = engine(*flags)
+    assert e.context_len == 1024 and f"Warning: {head}" in caplog.text
+
+
+def test_graph_batch_sizes_follow_the_request_pool_not_the_slots_a_context_fills(monkeypatch):
+    """SGLang clamps captured batch sizes to the request pool (min of
+    --max-running-requests and half the token capacity), not to how many full contexts
+    fit: a long context with many running requests captures large graphs, and their
+    buffers, not the KV pool, are what no longer fits."""
+    monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+    flags = dd(16, 4, "--device-memory-gb", "0.25", "--context-length", "1024",
+               "--cuda-graph-max-bs-decode", "256")
+    e = engine(*flags, "--max-running-requests", "8")
+    assert (e.max_running_requests, e.runner.req_pool_size) == (8, 8)
+    assert e.runner.graph_runner.bs_list == [1, 2, 4, 8]
+    eager = engine(*flags, "--max-running-requests", "256", "--disable-cuda-graph")
+    assert eager.max_running_requests < 256 == eager.runner.req_pool_size, "slots: what fits"
+    with pytest.raises(Exception, match=r"^Capture cuda graph failed: static verify buffers for "
+                                        r"bs \[1, 2, 4, 8, 12, 16, 24, 32, 256\]"):
+        engine(*flags, "--max-running-requests", "256")

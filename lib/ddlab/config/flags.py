@@ -54,6 +54,7 @@ class Flag:
     example: object = None
     off: str | None = None
     upper: bool = False             # a word whose canonical spelling is upper case (DFLASH)
+    pow2: bool = False              # a size searched in powers of two (ddlab envelope)
 
     @property
     def snake(self) -> str:
@@ -110,9 +111,10 @@ _REGISTRY = (
     _f("disable-cuda-graph", "switch", "nograph", "run without CUDA graphs", off="graph"),
     _f("mem-fraction-static", "float", "mem", "fraction of GPU memory for weights + KV pool",
        min=0, max=1, min_open=True, example=0.85),
-    _f("context-length", "human_int", "ctx", "maximum context length", example=32768, **_POS),
+    _f("context-length", "human_int", "ctx", "maximum context length", example=32768,
+       pow2=True, **_POS),
     _f("cuda-graph-max-bs", "int", "gbs", "largest batch size captured in a CUDA graph",
-       example=16, **_POS),
+       example=16, pow2=True, **_POS),
     _f("cuda-graph-bs", "int_list", "gbsl", "batch sizes captured in CUDA graphs",
        example="[1,2,4]", **_POS),
     _f("speculative-dflash-block-size", "int", "blk", "DFlash block size", example=16, **_POS),
@@ -124,7 +126,7 @@ _REGISTRY = (
     _f("speculative-draft-model-path", "str", "draft", "drafter model (hub id or path)",
        example="z-lab/Qwen3-8B-DFlash-b16"),
     _f("cuda-graph-max-bs-decode", "int", "gbsd", "newest upstream name of cuda-graph-max-bs",
-       example=16, **_POS),
+       example=16, pow2=True, **_POS),
     _f("cuda-graph-bs-decode", "int_list", "gbsld", "newest upstream name of cuda-graph-bs",
        example="[1,2,4]", **_POS),
     _f("cuda-graph-backend-decode", "word", "gbackend", "decode graphs: full, breakable, disabled",
@@ -137,9 +139,10 @@ _REGISTRY = (
     _f("disable-radix-cache", "switch", "noradix", "no prefix cache"),
     _f("chunked-prefill-size", "int", "chunk", "prefill chunk size (-1 disables)",
        min=-1, example=8192),
-    _f("max-total-tokens", "human_int", "maxtok", "KV pool size in tokens", example=65536, **_POS),
+    _f("max-total-tokens", "human_int", "maxtok", "KV pool size in tokens", example=65536,
+       pow2=True, **_POS),
     _f("max-prefill-tokens", "human_int", "maxpre", "tokens in one prefill batch", example=16384,
-       **_POS),
+       pow2=True, **_POS),
     _f("tp-size", "int", "tp", "tensor parallel size", example=1, **_POS),
     _f("dp-size", "int", "dp", "data parallel size", example=1, **_POS),
     _f("pp-size", "int", "pp", "pipeline parallel size", example=1, **_POS),

@@ -3,7 +3,9 @@
 ``parse_overrides(["k=v", ...])`` (or a mapping) gives ``{key: value}``; values
 are read as YAML scalars (``32``, ``0.85``, ``true``, ``null``; ``[1,2,4]`` for a
 list); text that is no YAML scalar is taken as is. Keys: a flag (snake or
-kebab; ``flags.X`` passes X verbatim even when it looks like a typo),
+kebab; ``flags.X`` passes X verbatim even when it looks like a typo; a bare
+unknown name that is part of a known one, ``topk`` of ``topk_cap``, is refused
+as a near miss),
 ``env.NAME``, ``unit.FIELD``, ``python``, ``module``, and the notebook aliases
 in ``ALIASES`` (``budget``, ``topk_cap``, ``algorithm``, ``cuda_graph``).
 :func:`resolve_overrides` says where each key goes, in canonical order (flag
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ddlab.config import flags as flagreg
+from ddlab.config.sglang import known_option_names
 from ddlab.config.unit_fields import UNIT_FIELDS, unit_field_name
 from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
@@ -93,8 +96,42 @@ def _target(key: str) -> tuple[str, str]:
         raise ConfigError(f"{key}: {space!r} is not a namespace; use env., unit., flags. "
                           "or sglang.",
                           fix=f"did you mean {guess}.{rest}?", key=key)
-    name, _ = flagreg.resolve_name(key, extra=(*ALIASES, "python", "module", "probes"))
+    name, flag = flagreg.resolve_name(key, extra=(*ALIASES, "python", "module", "probes"))
+    if flag is None and not key.startswith("--") and name not in known_option_names():
+        _refuse_a_part(key, name)
     return "flags", name
+
+
+def _refuse_a_part(key: str, name: str) -> None:
+    """A bare unknown name whose words are part of a known key's (``topk`` of
+    ``topk_cap``, ``ddtree-budget`` of ``speculative-ddtree-budget``) is a near miss
+    that no edit distance catches: refused like a typo, since passing ``--topk 8``
+    through would start the server with the default cap. Real SGLang flags and
+    ``flags.NAME`` pass (the caller checks)."""
+    parts = _containing(name)
+    if not parts:
+        return
+    guess, *others = parts
+    also = f" (also close: {', '.join(others[:2])})" if others else ""
+    raise ConfigError(f"{key}: not a known flag, but part of {guess}",
+                      fix=f"did you mean {guess}?{also} try --set {guess}=VALUE, or "
+                          f"--set flags.{name}=VALUE to pass --{name} verbatim",
+                      key=key, suggestion=guess)
+
+
+def _containing(name: str) -> list[str]:
+    """Known keys (aliases first, then registered flags, snake case) whose words hold
+    ``name``'s words in a row: those that start with them first, then end, then the rest."""
+    words = name.split("-")
+    found = []
+    for rank, known in enumerate((*ALIASES, *flagreg.FLAGS)):
+        theirs = known.replace("_", "-").split("-")
+        spots = [i for i in range(len(theirs) - len(words) + 1)
+                 if theirs[i:i + len(words)] == words]
+        if spots and len(theirs) > len(words):
+            end = 0 if spots[0] == 0 else 1 if spots[-1] == len(theirs) - len(words) else 2
+            found.append((rank >= len(ALIASES), end, len(theirs), known.replace("-", "_")))
+    return [snake for *_, snake in sorted(found)]
 
 
 def change_order(kind: str, name: str) -> tuple:

@@ -7,7 +7,10 @@ derives from what changed, in canonical order, so the same overrides in any
 order give the same name and hash. Names are ``[a-z0-9-]``, at most 64
 characters, safe as a unit and a folder name. When a token cannot say its value
 exactly (free text, unknown flags, env, unit fields) or the name is too long, it
-ends in ``-`` + 8 hex of the hash, so two different configs never share a name.
+ends in ``-`` + 8 hex of the hash. Speculation removed whole is ``nospec`` (not
+one token per removed flag), and an incidental flag (``port``) is named only
+when nothing else changed: two configs that differ only in their port share a
+name (never a hash); any other two configs never do.
 """
 
 from __future__ import annotations
@@ -23,9 +26,12 @@ from ddlab.config.bases import Config, copy_value, load_base
 from ddlab.config.overrides import change_order, parse_overrides, resolve_overrides
 from ddlab.core.redact import MASK, holds_secret, looks_secret
 
-__all__ = ["Variant", "make_variant", "describe_changes"]
+__all__ = ["Variant", "make_variant", "describe_changes", "INCIDENTAL"]
 
 _MAX_NAME = 64
+# Where the server listens, not what it computes: left out of a name when something
+# else changed (a sweep's free port would otherwise be in every cell's name).
+INCIDENTAL = ("port",)
 
 
 # --- bases --------------------------------------------------------------------------
@@ -65,8 +71,10 @@ class Variant:
                 "config": self.config.to_dict()}
 
 
-def make_variant(base: Config | str | Path, overrides=None) -> Variant:
-    """Apply overrides to a base (a Config, a base name or a YAML path); validated."""
+def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Variant:
+    """Apply overrides to a base (a Config, a base name or a YAML path); validated.
+    ``unnamed``: incidental flags (:data:`INCIDENTAL`) left out of the name even when
+    nothing else changed (a sweep's fixed port: the same in every cell)."""
     if not isinstance(base, Config):
         base = load_base(base)
     parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit),
@@ -82,7 +90,7 @@ def make_variant(base: Config | str | Path, overrides=None) -> Variant:
     config = dataclasses.replace(base, **parts, **scalars)
     changes = _changes(base, config)
     return Variant(base=base, config=config, changes=changes,
-                   name=_variant_name(base.base, changes, config.hash))
+                   name=_variant_name(base.base, changes, config, unnamed=unnamed))
 
 
 def _changes(old: Config, new: Config) -> dict:
@@ -107,13 +115,33 @@ def _changes(old: Config, new: Config) -> dict:
 # --- names and descriptions ---------------------------------------------------------
 
 
-def _variant_name(base_name: str, changes: dict, digest: str) -> str:
+def _variant_name(base_name: str, changes: dict, config: Config, *, unnamed=()) -> str:
     """``ddtree-b32-k8-nograph``; ends in ``-`` + 8 hex of the hash when inexact or long."""
-    tokens = [_token(key, new) for key, (_, new) in changes.items()]
+    named, exact = _named_changes(changes, config.flags)
+    named = {k: v for k, v in named.items() if k not in INCIDENTAL or k not in unnamed}
+    tokens = [_token(key, new) for key, (_, new) in named.items()]
     name = "-".join([_slug(base_name), *(text for text, _ in tokens)])
-    if len(name) > _MAX_NAME or not all(exact for _, exact in tokens):
-        name = name[:_MAX_NAME - 9].rstrip("-") + "-" + digest[:8]
+    if len(name) > _MAX_NAME or not exact or not all(ok for _, ok in tokens):
+        name = name[:_MAX_NAME - 9].rstrip("-") + "-" + config.hash[:8]
     return name
+
+
+def _named_changes(changes: dict, flags: dict) -> tuple[dict, bool]:
+    """The changes a name spells, and whether together they still say the config.
+
+    Speculation removed whole (no ``speculative-*`` flag left) is one token,
+    ``nospec``, not ``nospec-nob-nok-nodraft``; the algorithm removed while other
+    speculative flags stay is inexact (the hash tells the two apart). An
+    incidental flag (``port``) is named only when nothing else changed."""
+    named, exact = dict(changes), True
+    if named.get("speculative-algorithm", (None, True))[1] is None:
+        if any(flag.startswith("speculative-") for flag in flags):
+            exact = False
+        else:
+            named = {k: v for k, v in named.items() if k == "speculative-algorithm"
+                     or not (k.startswith("speculative-") and v[1] is None)}
+    quiet = {k: v for k, v in named.items() if k not in INCIDENTAL}
+    return (quiet or named), exact
 
 
 def _token(key: str, new) -> tuple[str, bool]:

@@ -3,7 +3,9 @@
 Every error keeps its facts as attributes (the value given, the host, the unit,
 the exit code, the journal tail...) and renders them in one grammar: what was
 given, what is allowed, what to do. The CLI prints ``str(err)`` and exits 1
-(2 for a :class:`UsageError`); notebooks show the same text.
+(2 for a :class:`UsageError`); notebooks show the same text, the fix in the
+caller's words (:mod:`ddlab.core.caller`: ``-p budget 32``, ``--set budget=32``,
+``budget=32``).
 
     DdlabError
     ├── ConfigError          a base config, override, parameter or host profile is wrong
@@ -25,6 +27,8 @@ fields, never as attributes pinned on afterwards.
 """
 
 from __future__ import annotations
+
+from ddlab.core.caller import speak
 
 __all__ = [
     "DdlabError",
@@ -63,8 +67,8 @@ class DdlabError(Exception):
 
     def __str__(self) -> str:
         text = self.message
-        if self.fix:
-            text = f"{text}; {self.fix}"
+        if self.fix:  # in the caller's words: -p budget 32, --set budget=32, budget=32
+            text = f"{text}; {speak(self.fix)}"
         return text
 
 

@@ -5,6 +5,8 @@ a status such as the server's startup phase) at least every ``interval_s``:
 
 - in a Jupyter kernel (JupyterLab, or papermill headless) as one status line
   updated in place (``display_id``), so the executed notebook keeps the last;
+  under plain papermill also on papermill's terminal (:mod:`ddlab.core.kernel`),
+  where nothing else would show it;
 - in a terminal as one line rewritten in place;
 - anywhere else (CI logs, pipes) as one printed line per interval.
 
@@ -20,19 +22,10 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from ddlab.core.kernel import in_kernel, terminal, to_terminal
 from ddlab.core.redact import redact_text
 
 __all__ = ["Heartbeat", "Slot", "in_kernel"]
-
-
-def in_kernel() -> bool:
-    """True inside a Jupyter kernel (live or under papermill)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 class Heartbeat:
@@ -51,6 +44,8 @@ class Heartbeat:
         self._handle = None
         self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._kernel = stream is None and in_kernel()
+        self._terminal = terminal() if self._kernel else None  # plain papermill's
+        self._terminal_open = False  # a line rewritten in place there, not yet ended
 
     def __enter__(self) -> "Heartbeat":
         return self
@@ -81,6 +76,9 @@ class Heartbeat:
         if self._tty and self._last_text:
             self.stream.write("\n")
             self.stream.flush()
+        if self._terminal_open:
+            to_terminal(self._last_text)
+            self._terminal_open = False
         self._last_text = ""
 
     def _show(self, text: str) -> None:
@@ -91,6 +89,9 @@ class Heartbeat:
                 f.write(text + "\n")
         if self._kernel:
             self._show_in_kernel(text)
+            if self._terminal is not None:
+                self._terminal_open = self._terminal.isatty()
+                to_terminal(text, end="" if self._terminal_open else "\n")
         elif self._tty:
             self.stream.write("\r\033[K" + text)
             self.stream.flush()

@@ -40,7 +40,7 @@ from pathlib import Path
 from ddlab.core.errors import ConfigError
 from ddlab.probes import none_fields, probe_records
 from ddlab.diagnosis.advice import advise, family
-from ddlab.diagnosis.exits import OOM_KILLER, Exit, exit_of, last_run
+from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_run
 from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.logtext import (
     PHASES,
@@ -116,6 +116,11 @@ class Diagnosis:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def exit_code(self) -> int:
+        """For a script (``ddlab diagnose --exit-code``): 3 crashed (as ``ddlab watch``), else 0."""
+        return CRASHED_EXIT if self.crashed else 0
 
     def render(self) -> str:
         """Top-down: verdict, phase, cause, exit status, evidence, next step, figures."""

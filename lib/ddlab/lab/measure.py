@@ -12,8 +12,16 @@ TTFT and inter-token latency are seen. Figures per run:
   gaps of g/k, since one speculative step emits several tokens at once) and
   TPOT = (e2e - TTFT) / (completion tokens - 1), at p50/p90/p99.
 
-``repeats`` runs give each figure's median and spread (max - min). Threads,
-not asyncio, so it runs unchanged inside a Jupyter kernel's event loop.
+Rounds: the same ``requests`` requests, again and again; each round is one
+sample of every figure. At least ``repeats`` rounds; with ``ci_target`` (a
+relative half width, 0.05 = +-5 %) at least 3, then more until the 95%
+confidence interval of the round throughputs' median is that narrow, or
+``max_rounds`` or ``max_time_s`` is reached, but never before ``min_time_s``
+of measuring. Each figure is the median over rounds; tok/s, TTFT p50, TPOT
+p50 and e2e p50 carry ``_ci_low``/``_ci_high`` (:mod:`ddlab.lab.stats`), and
+``output_tok_s_samples`` keeps the round throughputs (a speedup's interval
+needs both sides' samples). Accept length is exact (a count ratio), no CI.
+Threads, not asyncio, so it runs unchanged inside a Jupyter kernel's event loop.
 """
 
 from __future__ import annotations
@@ -29,8 +37,10 @@ import httpx
 
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
+from ddlab.lab.stats import median_ci, relative_half_width
 
-__all__ = ["PROMPTS", "RequestResult", "Repetition", "Measurement", "load_prompts",
+__all__ = ["PROMPTS", "CI_FIGURES", "RequestResult", "Repetition", "Measurement", "load_prompts",
+           "check_stopping",
            "generate", "measure"]
 
 # Deterministic built-in prompts: Python source openings, which both a code
@@ -100,6 +110,10 @@ class Repetition:
         return out
 
 
+# figures that carry a confidence interval (round medians)
+CI_FIGURES = ("output_tok_s", "ttft_ms_p50", "tpot_ms_p50", "e2e_ms_p50")
+
+
 @dataclass
 class Measurement:
     """All repeats of one benchmark, with each figure's median and spread."""
@@ -107,9 +121,13 @@ class Measurement:
     runs: list[Repetition]
     config: dict
 
+    stopped: str = ""   # why measuring stopped: "ci", "rounds", "time", "repeats"
+
     def summary(self) -> dict:
         per_run = [run.summary() for run in self.runs]
-        out: dict = {"repeats": len(per_run)}
+        out: dict = {"repeats": len(per_run), "rounds": len(per_run),
+                     "measure_s": round(sum(r.wall_s for r in self.runs), 3),
+                     "stopped": self.stopped or None}
         for key in per_run[0]:
             values = [s[key] for s in per_run if s[key] is not None]
             if not values:
@@ -118,10 +136,19 @@ class Measurement:
             out[key] = statistics.median(values)
             if len(per_run) > 1 and isinstance(values[0], float):
                 out[f"{key}_spread"] = max(values) - min(values)
+        tokens = sum(s["completion_tokens"] for s in per_run)
+        verify = [r.spec_verify_ct for run in self.runs for r in run.requests if r.ok]
+        if verify and None not in verify and sum(verify):  # exact over all rounds
+            out["accept_length"] = tokens / sum(verify)
+        for key in CI_FIGURES:
+            _, low, high = median_ci([s[key] for s in per_run])
+            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = low, high
+        out["output_tok_s_samples"] = [s["output_tok_s"] for s in per_run
+                                       if s["output_tok_s"] is not None]
         return out
 
     def to_dict(self) -> dict:
-        return {"config": self.config, "summary": self.summary(),
+        return {"config": self.config, "summary": self.summary(), "stopped": self.stopped,
                 "runs": [{"wall_s": r.wall_s, "concurrency": r.concurrency,
                           "requests": [asdict(q) for q in r.requests]} for r in self.runs]}
 
@@ -224,24 +251,28 @@ def _sse_events(resp: httpx.Response):
 
 
 def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
-              max_new_tokens: int = 128, warmup: int = 2, repeats: int = 1,
-              prompts: list[str] | str | Path | None = None, timeout_s: float = 120.0,
-              label: str = "bench", record: Path | None = None,
-              headers=None) -> Measurement:
-    """Benchmark the server at ``base_url``; see the module docstring for the figures.
-    ``headers`` go with every request (the server's API key).
+            max_new_tokens: int = 128, warmup: int = 2, repeats: int = 1,
+            ci_target: float | None = None, min_time_s: float = 0.0,
+            max_time_s: float = 120.0, max_rounds: int = 20,
+            prompts: list[str] | str | Path | None = None, timeout_s: float = 120.0,
+            label: str = "bench", record: Path | None = None,
+            headers=None) -> Measurement:
+    """Benchmark the server at ``base_url``; see the module docstring for the figures
+    and when it stops. ``headers`` go with every request (the server's API key).
 
     ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
     :data:`PROMPTS`. Every parameter is checked before the first request."""
     _check_positive(requests=requests, concurrency=concurrency, max_new_tokens=max_new_tokens,
-                    repeats=repeats)
+                    repeats=repeats, max_rounds=max_rounds)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ConfigError(f"warmup={warmup!r}: must be an integer >= 0", fix="try warmup=2",
                           key="warmup", value=warmup)
+    check_stopping(ci_target=ci_target, min_time_s=min_time_s, max_time_s=max_time_s)
     prompts = _check_prompts(prompts)
     config = {"base_url": base_url, "requests": requests, "concurrency": concurrency,
               "max_new_tokens": max_new_tokens, "warmup": warmup, "repeats": repeats,
-              "n_prompts": len(prompts)}
+              "ci_target": ci_target, "min_time_s": min_time_s, "max_time_s": max_time_s,
+              "max_rounds": max_rounds, "n_prompts": len(prompts)}
     limits = httpx.Limits(max_connections=concurrency + 1)
     with httpx.Client(limits=limits, headers=headers) as client, \
             Heartbeat(label, interval_s=5.0, record=record) as beat:
@@ -249,13 +280,57 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
             generate(client, base_url, prompts[i % len(prompts)], max_new_tokens=max_new_tokens,
                      prompt_index=i % len(prompts), timeout_s=timeout_s)
             beat.beat(f"warmup {i + 1}/{warmup}")
-        runs = [_one_repetition(client, base_url, prompts, requests, concurrency, max_new_tokens,
-                         timeout_s, beat, repeat) for repeat in range(repeats)]
-        result = Measurement(runs=runs, config=config)
+        runs: list[Repetition] = []
+        least = max(repeats, 3) if ci_target else repeats
+        most = max(max_rounds, least) if ci_target else repeats
+        started = time.monotonic()
+        stopped = "repeats"
+        while True:
+            runs.append(_one_repetition(client, base_url, prompts, requests, concurrency,
+                                        max_new_tokens, timeout_s, beat, len(runs)))
+            if len(runs) < least:
+                continue
+            if not ci_target:
+                break
+            spent = time.monotonic() - started
+            width = relative_half_width(*median_ci([r.summary()["output_tok_s"] for r in runs]))
+            beat.beat(f"round {len(runs)}: tok/s +-{_pct(width)} (target +-{ci_target:.0%})")
+            if spent < min_time_s and len(runs) < most:
+                continue
+            stopped = ("ci" if width <= ci_target else "rounds" if len(runs) >= most
+                       else "time" if spent >= max_time_s else "")
+            if stopped:
+                break
+        result = Measurement(runs=runs, config=config, stopped=stopped)
         s = result.summary()
-        beat.close(f"done: {s['n_ok']}/{s['n_requests']} ok, "
-                   f"{_fmt(s['output_tok_s'])} tok/s, accept length {_fmt(s['accept_length'])}")
+        beat.close(f"done: {s['n_ok']:g}/{s['n_requests']:g} ok per round, {len(runs)} rounds "
+                   f"(stopped: {stopped}), {_fmt(s['output_tok_s'])} tok/s "
+                   f"[{_fmt(s['output_tok_s_ci_low'])}, {_fmt(s['output_tok_s_ci_high'])}], "
+                   f"accept length {_fmt(s['accept_length'])}")
     return result
+
+
+def check_stopping(*, ci_target, min_time_s, max_time_s) -> None:
+    """The stopping rule's parameters, checked (before anything is measured)."""
+    if ci_target is not None and (isinstance(ci_target, bool)
+                                  or not isinstance(ci_target, (int, float))
+                                  or not 0 < ci_target < 1):
+        raise ConfigError(f"ci_target={ci_target!r}: must be a share between 0 and 1 "
+                          "(0.05: the 95% interval within +-5 % of the median), or None",
+                          fix="try ci_target=0.05", key="ci_target", value=ci_target)
+    for name, value in (("min_time_s", min_time_s), ("max_time_s", max_time_s)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
+                or value == float("inf"):
+            raise ConfigError(f"{name}={value!r}: must be a finite number of seconds >= 0",
+                              fix=f"try {name}=10", key=name, value=value)
+    if max_time_s < min_time_s:
+        raise ConfigError(f"max_time_s={max_time_s!r} is below min_time_s={min_time_s!r}",
+                          fix="raise max_time_s or lower min_time_s", key="max_time_s",
+                          value=max_time_s)
+
+
+def _pct(width: float) -> str:
+    return "?" if width == float("inf") else f"{width:.1%}"
 
 
 def _one_repetition(client, base_url, prompts, requests, concurrency, max_new_tokens, timeout_s,
@@ -269,7 +344,7 @@ def _one_repetition(client, base_url, prompts, requests, concurrency, max_new_to
         for future in as_completed(futures):
             results.append(future.result())
             failed = sum(not r.ok for r in results)
-            beat.beat(f"repeat {repeat + 1}: {len(results)}/{requests} requests"
+            beat.beat(f"round {repeat + 1}: {len(results)}/{requests} requests"
                       + (f", {failed} failed" if failed else ""))
     wall = time.perf_counter() - start
     results.sort(key=lambda r: r.prompt_index)

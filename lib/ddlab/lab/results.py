@@ -7,6 +7,15 @@ was), its status (measured | crashed | timeout | error | pending), the crash
 kind and phase, the benchmark figures, and ``speedup``: output tok/s over the
 no-speculation baseline with the same CUDA-graph setting (any baseline when
 there is none with the same setting).
+
+Figures are medians over measurement rounds; tok/s, TTFT, TPOT, e2e and the
+speedup carry 95% intervals (``<figure>_ci_low`` / ``_ci_high``; the speedup's
+from the cell's and its baseline's round samples, :func:`ddlab.lab.stats.ratio_ci`),
+``within_noise`` says a speedup's interval holds 1x; a baseline measured again
+after the grid (``bracket_rounds``) pools both measurements' rounds and shows
+the host's ``drift`` over the sweep; and the load columns
+(``load_before``, ``load_after``, ``cpu_other``, ``load_warning``) say how busy
+the host was while the cell was measured (:mod:`ddlab.lab.hostload`).
 """
 
 from __future__ import annotations
@@ -17,9 +26,12 @@ import pandas as pd
 
 from ddlab.config.flags import graphs_on
 from ddlab.core.errors import ConfigError
+from ddlab.lab.measure import CI_FIGURES
+from ddlab.lab.stats import includes, median_ci, overlaps, ratio_ci
 from ddlab.lab.store import Store
 
-__all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "METRICS"]
+__all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "METRICS", "CI_COLUMNS",
+           "LOAD_COLUMNS"]
 
 # Benchmark figures a plot may ask for, with their axis labels.
 METRICS = {
@@ -32,6 +44,11 @@ METRICS = {
     "tpot_ms_p50": "TPOT p50 (ms)",
     "e2e_ms_p50": "e2e latency p50 (ms)",
 }
+
+
+CI_COLUMNS = [f"{key}_ci_{end}" for key in (*CI_FIGURES, "speedup") for end in ("low", "high")]
+LOAD_COLUMNS = ["load_before", "load_after", "cpu_other", "load_warning"]
+_MEASURE_COLUMNS = ["rounds", "measure_s", "stopped", *LOAD_COLUMNS]
 
 
 def resolve_sweep(store: Store, sweep: str = "latest") -> str:
@@ -48,12 +65,36 @@ def load_cells(sweep: str = "latest", *, store: Store | str | Path | None = None
     """The sweep's cells, one row each (see the module docstring for the columns)."""
     store = store if isinstance(store, Store) else Store(store)
     sweep_id = resolve_sweep(store, sweep)
-    rows = [_row(sweep_id, cell) for cell in store.cells(sweep_id)]
+    brackets = store.bracket_metrics(sweep_id)
+    rows = [_pooled(_row(sweep_id, cell), brackets.get(cell["config_hash"], []))
+            for cell in store.cells(sweep_id)]
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    frame["speedup"] = _speedups(frame)
+    _add_speedups(frame)
     return frame
+
+
+def _pooled(row: dict, brackets: list[dict]) -> dict:
+    """A baseline measured again after the grid: its rounds pooled with the first ones
+    (tok/s and its interval from all of them), and ``drift``, the later median over the
+    first; a drift beyond both intervals is a load warning."""
+    later = [x for m in brackets for x in (m.get("output_tok_s_samples") or [])]
+    row["bracket_rounds"] = len(later)
+    row["drift"] = None
+    if not later or not row["samples"]:
+        return row
+    first = row["samples"]
+    row["drift"] = ratio_ci(later, first)[0]
+    before, after = median_ci(first), median_ci(later)
+    row["samples"] = first + later
+    row["output_tok_s"], row["output_tok_s_ci_low"], row["output_tok_s_ci_high"] = \
+        median_ci(row["samples"])
+    if not overlaps(before[1:], after[1:]):
+        moved = (f"the baseline moved from {before[0]:.1f} to {after[0]:.1f} tok/s between "
+                 "the sweep's start and end")
+        row["load_warning"] = "; ".join(w for w in (row.get("load_warning"), moved) if w)
+    return row
 
 
 def plan_frame(sweep) -> pd.DataFrame:
@@ -64,7 +105,7 @@ def plan_frame(sweep) -> pd.DataFrame:
                                   "config": c.variant.to_dict()}) for c in sweep.cells]
     frame = pd.DataFrame(rows)
     if not frame.empty:
-        frame["speedup"] = _speedups(frame)
+        _add_speedups(frame)
     return frame
 
 
@@ -94,19 +135,37 @@ def _row(sweep_id: str, cell: dict) -> dict:
     for key in METRICS:
         if key != "speedup":
             row[key] = metrics.get(key)
+    for key in (*CI_COLUMNS, *_MEASURE_COLUMNS):
+        if not key.startswith("speedup"):
+            row[key] = metrics.get(key)
+    row["samples"] = metrics.get("output_tok_s_samples") or []
     row.update({f"point.{k}": v for k, v in (cell.get("point") or {}).items()})
     return row
 
 
-def _speedups(frame: pd.DataFrame) -> pd.Series:
+def _add_speedups(frame: pd.DataFrame) -> None:
+    """``speedup`` with its interval and ``within_noise``, against the baseline with the
+    same CUDA-graph setting (any baseline when there is none)."""
     base = frame[(frame["role"] == "baseline") & frame["output_tok_s"].notna()]
-    out = []
+    rows = []
     for _, row in frame.iterrows():
         same = base[base["cuda_graph"] == row["cuda_graph"]]
-        ref = (same if not same.empty else base)["output_tok_s"]
-        value = row["output_tok_s"]
-        out.append(value / ref.iloc[0] if not ref.empty and pd.notna(value) else None)
-    return pd.Series(out, index=frame.index, dtype="float64")
+        ref = (same if not same.empty else base)
+        if ref.empty or pd.isna(row["output_tok_s"]):
+            rows.append((None, None, None))
+            continue
+        ref = ref.iloc[0]
+        mine, theirs = row["samples"], ref["samples"]
+        if mine and theirs:
+            rows.append(ratio_ci(mine, theirs))
+        else:  # stored before rounds had samples: the ratio of the medians, no interval
+            rows.append((row["output_tok_s"] / ref["output_tok_s"], None, None))
+    values = pd.DataFrame(rows, index=frame.index, columns=["speedup", "speedup_ci_low",
+                                                            "speedup_ci_high"], dtype="float64")
+    for column in values:
+        frame[column] = values[column]
+    frame["within_noise"] = [includes((lo, hi), 1.0) if pd.notna(lo) else None
+                             for lo, hi in zip(values["speedup_ci_low"], values["speedup_ci_high"])]
 
 
 def summarize(frame: pd.DataFrame) -> dict:
@@ -127,9 +186,30 @@ def summarize(frame: pd.DataFrame) -> dict:
     if not wrong.empty:  # fast and wrong: never the best cell, and said first
         out["wrong_output"] = len(wrong)
         out["wrong_cells"] = list(wrong["name"])
+    if "load_warning" in frame and frame["load_warning"].notna().any():
+        out["load_warnings"] = list(frame[frame["load_warning"].notna()]["name"])
     spec = measured[measured["role"] != "baseline"]
     if not spec.empty and spec["output_tok_s"].notna().any():
         best = spec.loc[spec["output_tok_s"].idxmax()]
-        out["best"] = {k: best[k] for k in ("name", "budget", "topk_cap", "cuda_graph",
-                                            "output_tok_s", "accept_length", "speedup")}
+        out["best"] = _described(best)
+        out["ties"] = [_described(row) for _, row in spec.sort_values(
+            "output_tok_s", ascending=False).iterrows()
+            if row["name"] != best["name"] and overlaps(_ci(row), _ci(best))]
     return out
+
+
+_BEST_KEYS = ("name", "budget", "topk_cap", "cuda_graph", "output_tok_s", "output_tok_s_ci_low",
+              "output_tok_s_ci_high", "accept_length", "speedup", "speedup_ci_low",
+              "speedup_ci_high", "within_noise")
+
+
+def _described(row) -> dict:
+    return {k: (None if _missing(row.get(k)) else row.get(k)) for k in _BEST_KEYS}
+
+
+def _ci(row) -> tuple:
+    return (row.get("output_tok_s_ci_low"), row.get("output_tok_s_ci_high"))
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and value != value)

@@ -28,7 +28,7 @@ from typing import Any
 
 from ddlab.core.errors import StoreError
 from ddlab.core.paths import outputs_dir
-from ddlab.core.redact import redact
+from ddlab.core.redact import redact, redact_text
 
 __all__ = ["Store", "connect", "default_path", "integrity_ok", "DONE_STATES"]
 
@@ -72,10 +72,15 @@ CREATE TABLE IF NOT EXISTS cells (
 );
 """
 
+# Columns added after a table was first made: (table, column, type); a store made
+# before gets them on open (ALTER TABLE), so old stores keep working.
+ADDED_COLUMNS = (("sweeps", "error", "TEXT"),)
+
 BUSY_TIMEOUT_S = 30.0  # how long a write (or opening a new store) waits for another process
 
-# A cell in one of these states is finished: resume skips it.
-DONE_STATES = ("measured", "wrong_output", "crashed", "timeout")
+# A cell in one of these states is finished: resume skips it (``ready``: a search's
+# trial, watched and probed but not benchmarked).
+DONE_STATES = ("measured", "ready", "wrong_output", "crashed", "timeout")
 
 
 def default_path() -> Path:
@@ -117,6 +122,14 @@ class Store:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        for table, column, kind in ADDED_COLUMNS:
+            have = {row["name"] for row in self.db.execute(f"PRAGMA table_info({table})")}
+            try:
+                if column not in have:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            except sqlite3.OperationalError as err:  # another process added it meanwhile
+                if "duplicate column" not in str(err):
+                    raise
 
     def _refuse(self, err: sqlite3.DatabaseError):
         self.db.close()
@@ -144,10 +157,35 @@ class Store:
                     " resume_command) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
                     (sweep_id, _now(), host, base, _dumps(grid), _dumps(options), resume_command))
 
-    def set_sweep_status(self, sweep_id: str, status: str) -> None:
-        """A sweep that runs (again) has no end time; any other status ends it now."""
-        self._write("UPDATE sweeps SET status = ?, ended_utc = ? WHERE id = ?",
-                    (status, None if status == "running" else _now(), sweep_id))
+    def set_sweep_status(self, sweep_id: str, status: str, *, error: str = "") -> None:
+        """A sweep that runs (again) has no end time; any other status ends it now.
+        ``error``: what stopped a failed one (one line; a later status clears it)."""
+        self._write("UPDATE sweeps SET status = ?, ended_utc = ?, error = ? WHERE id = ?",
+                    (status, None if status == "running" else _now(),
+                     redact_text(" ".join(error.split())) or None, sweep_id))
+
+    def forget_unstarted_sweep(self, sweep_id: str) -> bool:
+        """Remove a sweep that never started a cell (no run of it, not even a lost one),
+        with its planned cells: it failed to start, and an empty failed sweep would
+        only stand in the way of ``latest``. True when it was removed."""
+        self.db.execute("BEGIN IMMEDIATE")  # one transaction: a run may not start meanwhile
+        try:
+            if self.db.execute("SELECT 1 FROM runs WHERE sweep_id = ? LIMIT 1",
+                               (sweep_id,)).fetchone():
+                self.db.execute("ROLLBACK")
+                return False
+            self.db.execute("DELETE FROM cells WHERE sweep_id = ?", (sweep_id,))
+            removed = self.db.execute("DELETE FROM sweeps WHERE id = ?", (sweep_id,)).rowcount
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return removed > 0
+
+    def sweeps(self) -> list[dict]:
+        """Every sweep's record, newest first (``ddlab runs``)."""
+        rows = self.db.execute("SELECT * FROM sweeps ORDER BY created_utc DESC, rowid DESC")
+        return [_decode(row, ("grid", "options")) for row in rows.fetchall()]
 
     def sweep(self, sweep_id: str) -> dict | None:
         row = self.db.execute("SELECT * FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
@@ -201,6 +239,16 @@ class Store:
         cur = self._write("UPDATE runs SET state = 'lost', ended_utc = ? WHERE sweep_id = ?"
                           " AND state = 'running'", (_now(), sweep_id))
         return cur.rowcount
+
+    def bracket_metrics(self, sweep_id: str) -> dict[str, list[dict]]:
+        """The sweep's bracketing runs (a baseline measured again after the grid):
+        config hash -> their metrics, oldest first."""
+        rows = self.db.execute("SELECT config_hash, metrics FROM runs WHERE sweep_id = ? AND"
+                               " state = 'bracket' ORDER BY id", (sweep_id,))
+        out: dict[str, list[dict]] = {}
+        for row in rows:
+            out.setdefault(row["config_hash"], []).append(json.loads(row["metrics"] or "{}"))
+        return out
 
     def run(self, run_id: int) -> dict | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -24,17 +24,18 @@ import itertools
 import math
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from ddlab.config.bases import load_base
 from ddlab.config.variants import Variant, make_variant
 from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
-from ddlab.core.run_folders import plain_text, safe_name
+from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
 from ddlab.lab.store import Store
 
 __all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
-           "plan_sweep", "plan_from_store",
+           "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "sweep_id_for",
            "parameter_grid", "parameter_value", "parameter_extras"]
 
 MAX_CELLS = 500  # above this a grid must be confirmed (max_cells)
@@ -90,12 +91,23 @@ class SweepOptions:
     probe: bool = True
     grace_s: float = 2.0
     lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
+    # measure rounds until the tok/s 95% CI is within +-ci_target of the median (None:
+    # exactly `repeats` rounds), at most max_rounds / max_time_s, at least min_time_s
+    ci_target: float | None = 0.05
+    min_time_s: float = 0.0
+    max_time_s: float = 60.0
+    max_rounds: int = 10
+    # measure each measured baseline again after the grid, so drift falls on both sides
+    bracket: bool = True
 
     def __post_init__(self):
         from ddlab.lab.lossless import check_tolerance
+        from ddlab.lab.measure import check_stopping
 
         check_tolerance(self.lossless_tolerance)
-        for name in ("requests", "concurrency", "max_new_tokens", "repeats"):
+        check_stopping(ci_target=self.ci_target, min_time_s=self.min_time_s,
+                       max_time_s=self.max_time_s)
+        for name in ("requests", "concurrency", "max_new_tokens", "repeats", "max_rounds"):
             _check_int(name, getattr(self, name), minimum=1)
         _check_int("warmup", self.warmup, minimum=0)
         for name in ("timeout_s", "grace_s"):
@@ -160,7 +172,9 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
         # a cell's own value wins over a fixed one for the same flag, whatever each is called
         targets = {_flag_of(k) for k in overrides}
         fixed = {k: v for k, v in fixed_overrides.items() if _flag_of(k) not in targets}
-        variant = make_variant(base_config, {**fixed, **overrides})
+        # a fixed port (the demo's free one) is the same in every cell: no cell is named by it
+        unnamed = {_flag_of(k).partition(".")[2] for k in fixed}
+        variant = make_variant(base_config, {**fixed, **overrides}, unnamed=unnamed)
         if variant.hash in seen:
             return  # two points that configure the same server are one cell
         seen.add(variant.hash)
@@ -190,6 +204,70 @@ def _flag_of(key: str) -> str:
         return "%s.%s" % _target(key)
     except ConfigError:  # a bad key is refused with its own message when the cell is made
         return key
+
+
+# --- what a sweep varies, in words ----------------------------------------------------
+
+# a built-in dimension: (its word in a description, its word in a sweep id)
+_DIMENSION_WORDS = {"budget": ("budget", "b"), "topk_cap": ("cap", "cap"),
+                    "cuda_graph": ("graphs", "graphs")}
+
+
+def describe_grid(grid: dict, extra=()) -> str:
+    """``budget 4,16,32 × cap 1,4 × graphs on,off + 1 extra``: what a sweep varies
+    (its titles and ``ddlab runs``); a secret-named dimension's values are masked."""
+    parts = [f"{_DIMENSION_WORDS.get(k, (k,))[0]} "
+             f"{'***' if looks_secret(k) else ','.join(_word(v) for v in _as_list(k, values))}"
+             for k, values in _ordered(grid)]
+    text = " × ".join(parts) or "no grid"
+    return f"{text} + {len(extra)} extra" if extra else text
+
+
+def grid_words(grid: dict, extra=()) -> str:
+    """``b4.16.32-cap1.4-graphs-1extra``: the grid in a few folder-safe characters, for
+    sweep ids (``graphs`` is on and off, ``graph`` / ``nograph`` one of them)."""
+    words = []
+    for key, values in _ordered(grid):
+        values = _as_list(key, values)
+        if key == "cuda_graph":
+            words.append("graphs" if len(set(values)) > 1 else "graph" if values[0] else "nograph")
+            continue
+        head = _DIMENSION_WORDS.get(key, (None, None))[1] or _short_of(key)
+        shown = "masked" if looks_secret(key) else ".".join(_id_word(v) for v in values)
+        words.append(plain_text(f"{head}{shown}")[:24].strip("-."))
+    if extra:
+        words.append(f"{len(extra)}extra")
+    return "-".join(words)[:64].strip("-.") or "nogrid"
+
+
+def _ordered(grid: dict) -> list[tuple]:
+    """Budget, cap, graphs first (the store keeps a grid's keys sorted), then the rest."""
+    order = list(_DIMENSION_WORDS)
+    return sorted(grid.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order
+                  else len(order))
+
+
+def _short_of(key: str) -> str:
+    """A dimension's head in a sweep id: the flag's short name (``mem``), or its last word."""
+    from ddlab.config.flags import FLAGS
+
+    flag = FLAGS.get(_flag_of(key).partition(".")[2])
+    return flag.short if flag is not None and flag.short else key.rpartition(".")[2][:12]
+
+
+def _id_word(value) -> str:
+    if isinstance(value, float):
+        return repr(value).replace("-", "m").replace(".", "p")
+    return plain_text(_word(value)).lower()[:12]
+
+
+def sweep_id_for(plan: SweepPlan, host: str, host_base: str = "") -> str:
+    """``20261201T014500Z-local-b4.16.32-cap1.4-graphs-1extra``: when, where, and what
+    it sweeps; the base is named when it is not the host's own."""
+    base = Path(plan.base).stem
+    words = [utc_stamp(), host, *([base] if base != Path(host_base or host).stem else []),
+             grid_words(plan.grid, plan.extra)]
+    return safe_name("-".join(words)[:120].rstrip("-."))
 
 
 def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
@@ -228,6 +306,12 @@ def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     (overrides, as ``fixed`` takes them) gives them back. A masked value without
     one is a ConfigError naming the keys, before anything touches the host."""
     record = store.sweep(sweep_id)
+    if record["grid"].get("search"):  # a bisect's or an envelope's trials (lab/search_run.py)
+        kind = record["grid"]["search"]
+        raise ConfigError(f"resume={sweep_id!r}: is {'an' if kind[0] in 'aeiou' else 'a'} "
+                          f"{kind} search, not a sweep",
+                          fix=f"run the same `ddlab {kind} ...` again: it resumes the search",
+                          value=sweep_id)
     inputs = _unmask(record["grid"], _mapping(secrets), sweep_id)
     plan = plan_sweep(inputs["base"], inputs["grid"], fixed=inputs["fixed"],
                       baseline=inputs["baseline"], extra=inputs["extra"],

@@ -23,13 +23,15 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from ddlab.config.units import render_unit
 from ddlab.core.errors import ConfigError, DdlabError, HostError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
-from ddlab.core.run_folders import new_run_dir, safe_name, utc_stamp, write_json
+from ddlab.core.run_folders import new_run_dir, write_json
 from ddlab.hosts.profiles import HostProfile, load_host
+from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
 from ddlab.lab.store import DONE_STATES, Store
@@ -40,10 +42,11 @@ from ddlab.lab.sweep_plan import (
     plan_from_store,
     resume_command_for,
     secret_keys_of,
+    sweep_id_for,
 )
 from ddlab.lab.watch import watch
 
-__all__ = ["Sweep", "open_sweep", "execute_sweep", "run_sweep"]
+__all__ = ["Sweep", "open_sweep", "execute_sweep", "run_sweep", "holding_host", "run_cell"]
 
 log = get_logger(__name__)
 
@@ -107,27 +110,43 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
         return sweep
     store.set_sweep_status(sweep.sweep_id, "running")
     try:
-        with Lab(sweep.profile, what=f"sweep {sweep.sweep_id}") as lab:
-            lost = store.abandon_runs(sweep.sweep_id)  # a killed run's; we hold the lock now
-            if lost:
-                log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
-                         "process marked lost; their cells run again")
-            lab.check_variants([c.variant for c in todo])  # before the baseline is stopped
-            try:
-                lab.stop_baseline()
-                _run_cells(lab, store, sweep, todo)
-            finally:
-                lab.restore()
+        with holding_host(sweep, store, [c.variant for c in todo]) as lab:
+            _run_cells(lab, store, sweep, todo)
     except BaseException as err:
-        _stop(store, sweep, "interrupted" if isinstance(err, KeyboardInterrupt) else "failed")
+        if isinstance(err, KeyboardInterrupt):
+            _stop(store, sweep, "interrupted")
+        elif store.forget_unstarted_sweep(sweep.sweep_id):  # nothing ran: nothing to resume
+            sweep.status = "failed"
+            log.info(f"[sweep] {sweep.sweep_id}: failed before its first cell; not kept in "
+                     f"the store ({type(err).__name__})")
+        else:
+            _stop(store, sweep, "failed", error=f"{type(err).__name__}: {err}")
         raise
     _stop(store, sweep, "done")
     return sweep
 
 
-def _stop(store: Store, sweep: Sweep, status: str) -> None:
+@contextlib.contextmanager
+def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "") -> Iterator[Lab]:
+    """The host held for a sweep's cells: locked, runs a killed process left marked
+    lost, ``variants`` checked against its SGLang, then the baseline stopped once; on
+    leaving (also on an error and on Ctrl-C) the variant goes and the baseline is back."""
+    with Lab(sweep.profile, what=what or f"sweep {sweep.sweep_id}") as lab:
+        lost = store.abandon_runs(sweep.sweep_id)  # a killed run's; we hold the lock now
+        if lost:
+            log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
+                     "process marked lost; their cells run again")
+        lab.check_variants(variants)  # before the baseline is stopped
+        try:
+            lab.stop_baseline()
+            yield lab
+        finally:
+            lab.restore()
+
+
+def _stop(store: Store, sweep: Sweep, status: str, error: str = "") -> None:
     sweep.status = status
-    store.set_sweep_status(sweep.sweep_id, status)
+    store.set_sweep_status(sweep.sweep_id, status, error=error)
     done = len(sweep.skipped) + len(sweep.finished)
     log.info(f"[sweep] {sweep.sweep_id}: {status}; {done} of {len(sweep.cells)} cells finished "
              f"and stored in {store.path}")
@@ -165,7 +184,7 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None 
             raise ConfigError("run_sweep: neither a plan nor resume given",
                               fix="plan it with plan_sweep(...) or pass resume='latest'")
         profile = host if isinstance(host, HostProfile) else load_host(host or "local")
-        sweep_id = safe_name(f"{utc_stamp()}-{profile.name}-{Path(plan.base).stem}")
+        sweep_id = sweep_id_for(plan, profile.name, profile.base)
     for cell in plan.cells:  # values a unit cannot hold, the host's python: before the host
         render_unit(cell.variant, python=profile.python)
     sweep = Sweep(sweep_id=sweep_id, host=profile.name, base=plan.base, cells=plan.cells,
@@ -204,10 +223,57 @@ def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell]) -> None:
         errors = 0
         sweep.finished.append(cell.hash)
         log.info(f"[sweep] cell {n}/{len(todo)}: {status}")
+    if sweep.options.bracket and any(c.role != "baseline" for c in todo):
+        _bracket_baselines(lab, store, sweep)
+
+
+def _bracket_baselines(lab: Lab, store: Store, sweep: Sweep) -> None:
+    """Each measured baseline measured again after the grid's cells, stored as a
+    ``bracket`` run of its cell: its rounds join the first ones, so a drift of the host
+    over the sweep falls on both sides of every speedup (:mod:`ddlab.lab.results`). A
+    bracket that fails is logged and left out; it never changes the cell's outcome."""
+    status = store.cell_status(sweep.sweep_id)
+    for cell in sweep.cells:
+        if cell.role != "baseline" or status.get(cell.hash) != "measured":
+            continue
+        log.info(f"[sweep] bracket: {cell.variant.name} measured again after the grid")
+        run_dir = new_run_dir(f"bracket-{cell.label}", parent=sweep.folder)
+        run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
+                               config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
+                               run_dir=str(run_dir))
+        try:
+            deployed = lab.start_variant(cell.variant, run_dir=run_dir)
+            verdict = watch(lab, timeout_s=sweep.options.timeout_s, probe=False,
+                            grace_s=sweep.options.grace_s,
+                            lossless_tolerance=sweep.options.lossless_tolerance)
+            metrics = None
+            if verdict.state == "ready":
+                metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
+            lab.stop_variant()
+        except KeyboardInterrupt:
+            store.finish_run(run_id, state="interrupted")
+            raise
+        except DdlabError as err:
+            store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
+            with contextlib.suppress(DdlabError):
+                lab.stop_variant()
+            log.info(f"[sweep] bracket {cell.variant.name}: error: {err}; left out")
+            continue
+        state = "bracket" if metrics else verdict.state
+        store.finish_run(run_id, state=state, verdict=verdict.to_dict(), metrics=metrics)
+        log.info(f"[sweep] bracket {cell.variant.name}: {state}")
+
+
+def run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, *, bench: bool = True) -> str:
+    """One cell of an open sweep, on a held host (:func:`holding_host`): deployed, watched
+    (probes and the lossless check per the sweep's options), benchmarked unless ``bench``
+    is False (a ready cell is then ``ready``, not ``measured``), committed to the store;
+    returns its status (with the crash kind)."""
+    return _run_cell(lab, store, sweep, cell, sweep.options, bench=bench)
 
 
 def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOptions,
-) -> str:
+              bench: bool = True) -> str:
     """Deploy, watch, bench one cell; commit it to the store; return its status."""
     run_dir = new_run_dir(cell.label, parent=sweep.folder)
     run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
@@ -218,7 +284,7 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
                         grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance)
         metrics = None
-        if verdict.state in ("ready", "wrong_output"):
+        if bench and verdict.state in ("ready", "wrong_output"):
             wrong = verdict if verdict.state == "wrong_output" else None
             watched = verdict
             metrics, verdict = _measure_cell(lab, deployed, run_dir, options)
@@ -228,7 +294,7 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
                                                     if n not in watched.notes)]
             if wrong is not None and verdict.state == "ready":
                 verdict = wrong  # measured, so a plot shows how fast it is wrong; never best
-        status = "measured" if verdict.state == "ready" else verdict.state
+        status = ("measured" if bench else "ready") if verdict.state == "ready" else verdict.state
         lab.stop_variant()
     except KeyboardInterrupt:
         store.finish_run(run_id, state="interrupted")
@@ -252,14 +318,22 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
     lost twice is an error (the cell is redone on resume)."""
     for attempt in (1, 2):
         link = lab.transport.link
+        server = _main_pid(lab, deployed)
+        before = hostload.sample(lab.transport)
         result = measure(lab.transport.http_base(deployed.port), requests=options.requests,
-                           concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
-                           warmup=options.warmup, repeats=options.repeats,
-                           label=f"bench {deployed.name}", record=run_dir / "heartbeat.log",
-                           headers=lab.server_headers(deployed))
-        write_json(run_dir / "bench.json", result.to_dict())
+                         concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
+                         warmup=options.warmup, repeats=options.repeats,
+                         ci_target=options.ci_target, min_time_s=options.min_time_s,
+                         max_time_s=options.max_time_s, max_rounds=options.max_rounds,
+                         label=f"bench {deployed.name}", record=run_dir / "heartbeat.log",
+                         headers=lab.server_headers(deployed))
+        load = hostload.window(before, hostload.sample(lab.transport),
+                               ours=(server, hostload.local_pid(lab.transport)))
+        write_json(run_dir / "bench.json", {**result.to_dict(), "load": load})
+        if load["load_warning"]:
+            log.info(f"[sweep] {deployed.name}: {load['load_warning']}: its figures are suspect")
         after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
-        metrics = result.summary()
+        metrics = {**result.summary(), **load}
         if after.state != "ready" or not (metrics["n_failed"] and lab.transport.link != link):
             return (metrics if after.state == "ready" else None), after
         lost = (f"{metrics['n_failed']} of {metrics['n_requests']} requests lost with the "
@@ -269,3 +343,11 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
                             fix="check the connection to the host; resume redoes this cell",
                             host=lab.name)
         log.info(f"[sweep] {deployed.name}: {lost}; benchmarking again")
+
+
+def _main_pid(lab: Lab, deployed) -> int:
+    """The server's main pid (its process tree's CPU is the measurement's), 0 unknown."""
+    try:
+        return lab.manager.state(deployed.service).main_pid
+    except DdlabError:
+        return 0

@@ -48,6 +48,7 @@ from ddlab.core.redact import redact, redact_text
 from ddlab.config.flags import graphs_on
 from ddlab.core.run_folders import write_json, write_text
 from ddlab.diagnosis import diagnosis as dx
+from ddlab.diagnosis.exits import CRASHED_EXIT
 from ddlab.hosts.services import ServiceState
 from ddlab.lab import lossless as ll
 from ddlab.lab.deploy import Deployed, Lab
@@ -57,7 +58,7 @@ __all__ = ["Verdict", "watch", "PHASE_LABELS", "EXIT_CODES",
            "PROBE_FAILED_EXIT"]
 
 # Exit codes of `ddlab watch` by verdict, so scripts can branch on them (docs/DESIGN.md).
-EXIT_CODES = {"ready": 0, "crashed": 3, "timeout": 4, "connection_lost": 6, "wrong_output": 7,
+EXIT_CODES = {"ready": 0, "crashed": CRASHED_EXIT, "timeout": 4, "connection_lost": 6, "wrong_output": 7,
               "interrupted": 130}
 PROBE_FAILED_EXIT = 5  # ready, but a probe request failed: "ready" is not "works"
 

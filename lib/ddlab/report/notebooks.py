@@ -2,8 +2,10 @@
 
 Each run gets ``outputs/<UTC time>-<notebook>-<name>/`` holding the executed
 notebook (secrets masked: its injected parameters and outputs), ``report.html``
-(inputs hidden, status banner first), ``run.json`` (parameters with secrets
-masked, status, timings, the verdict's headline)
+(inputs hidden, status banner first, then the provenance), ``run.json`` (kind
+``ddlab run``, parameters with secrets masked, status, timings, the verdict's
+headline, the command that reproduces it), ``provenance.json``
+(:mod:`ddlab.report.provenance`: the notebook's own, a sweep's, else gathered here)
 and whatever the notebook's library calls write there: a notebook that
 declares a ``run_dir`` parameter gets the folder's path injected by papermill,
 and passes it on to ``ddlab.sweep(..., run_dir=run_dir)`` and the like. A failed or interrupted run still writes all of it,
@@ -20,6 +22,7 @@ baseline back) runs there; the run then ends as ``interrupted``.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import difflib
 import json
@@ -32,12 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.core import yamlio
+from ddlab.core.caller import set_notebook_parameters
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
 from ddlab.core.redact import redact, redact_text
-from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json
-from ddlab.report.html import banner_html, render_html, write_index
+from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json, write_text
+from ddlab.report.html import banner_html, banner_title, provenance_html, render_html, write_index
+from ddlab.report.provenance import load_average, notebook_run_provenance, run_command
 
 __all__ = ["NotebookRun", "NotebookRuns", "run_notebook", "find_notebook", "parse_parameters", "EXIT_CODES"]
 
@@ -45,6 +50,8 @@ log = get_logger(__name__)
 
 
 EXIT_CODES = {"ok": 0, "failed": 1, "interrupted": 130}
+# A verdict without an exit code of its own (a sweep's): the states that are no success.
+VERDICT_EXITS = {"failed": 1, "error": 1, "interrupted": 130}
 RUN_DIR_PARAMETER = "run_dir"  # a notebook that declares it is told its run folder
 
 
@@ -63,14 +70,20 @@ class NotebookRun:
     def exit_code(self) -> int:
         """The run's (1 failed, 130 interrupted); a run that went through ends with its
         verdict's own code when it has one (``ddlab run poll`` on a crash: 3, as ``ddlab
-        watch``), so a script never reads a crash as a success."""
-        if self.status == "ok" and isinstance(self.verdict.get("exit_code"), int):
-            return self.verdict["exit_code"]
-        return EXIT_CODES.get(self.status, 1)
+        watch``), or 1 / 130 for a failed / interrupted one (``ddlab run plot`` of a
+        failed sweep), so a script never reads a crash as a success."""
+        return run_exit_code(self.status, self.verdict)
+
+    @property
+    def outcome(self) -> str:
+        """What the run found: its status, but for a run that went through to a verdict
+        that is no success, the verdict's state (``ddlab run poll`` on a crash:
+        ``crashed``, never ``ok``): the banner's word and colour."""
+        return run_outcome(self.status, self.verdict)
 
     def render(self) -> str:
-        """Status and verdict first, what to do next, then the report's path (last line)."""
-        rows = [f"{self.status.upper()}: {self.headline or self.notebook.name}"]
+        """Verdict (else status) first, what to do next, then the report's path (last line)."""
+        rows = [banner_title(self.outcome, self.headline or self.notebook.name)]
         if self.next_step:
             rows.append(f"next: {self.next_step}")
         if self.status == "interrupted":
@@ -80,6 +93,23 @@ class NotebookRun:
                         "`ddlab run sweep -p resume latest`, which takes over the lock it left")
         rows.append(str(self.report))
         return "\n".join(rows)
+
+
+def run_exit_code(status: str, verdict: dict) -> int:
+    """A run's exit code from its status and its verdict (see :attr:`NotebookRun.exit_code`)."""
+    if status != "ok":
+        return EXIT_CODES.get(status, 1)
+    code = verdict.get("exit_code")
+    return code if isinstance(code, int) else VERDICT_EXITS.get(verdict.get("state"), 0)
+
+
+def run_outcome(status: str, verdict: dict) -> str:
+    """A run's status; for one that went through but whose verdict is no success (its
+    exit code is not 0), the verdict's state: ``crashed``, ``timeout``, ``failed``..."""
+    if status != "ok" or run_exit_code(status, verdict) == 0:
+        return status
+    state = str(verdict.get("state") or "")
+    return "failed" if state in ("", "ok", "ready", "done") else state  # ready, a probe failed
 
 
 class NotebookRuns(list):
@@ -159,7 +189,7 @@ def check_namespace(notebook: str, namespace: dict) -> None:
         path = project_root() / "notebooks" / f"{notebook}.ipynb"
     injected = {k: v for k, v in namespace.items() if not k.startswith("_")
                 and k not in _KERNEL_NAMES and k != RUN_DIR_PARAMETER and isinstance(v, _DATA)}
-    _check_parameters(path, injected)
+    set_notebook_parameters(_check_parameters(path, injected))  # fixes may say -p NAME
 
 
 def _run_name(params: dict, name: str | None) -> str:
@@ -180,8 +210,10 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
     root = Path(outputs) if outputs else outputs_dir()
     run_dir = new_run_dir(f"{source.stem}-{_run_name(params, name)}"[:120], parent=root)
     executed = run_dir / source.name
-    record = {"notebook": source.name, "parameters": redact(params), "status": "running",
-              "started_utc": utc_stamp(), "run_dir": str(run_dir)}
+    record = {"kind": "ddlab run", "notebook": source.name, "parameters": redact(params),
+              "status": "running", "started_utc": utc_stamp(), "run_dir": str(run_dir),
+              "command": run_command(source.stem, params, name), "load_at_start": load_average(),
+              **_host_and_base(params, declared)}
     write_json(run_dir / "run.json", record)
     started = time.monotonic()
     status, error = "ok", ""
@@ -224,22 +256,46 @@ class _AboveTheBar:
 def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: str, error: str,
             duration_s: float) -> NotebookRun:
     verdict = _read_json(run_dir / "verdict.json")
+    provenance = notebook_run_provenance(run_dir, record, verdict, status)
     record.update(status=status, error=error, duration_s=round(duration_s, 1),
-                  headline=verdict.get("headline") or error or "", ended_utc=utc_stamp())
+                  headline=verdict.get("headline") or error or "", ended_utc=utc_stamp(),
+                  outcome=run_outcome(status, verdict),
+                  exit_code=run_exit_code(status, verdict), provenance=provenance)
     write_json(run_dir / "run.json", record)
     report = run_dir / "report.html"
+    banner = {"status": record["outcome"], "headline": record["headline"],
+              "next step": verdict.get("next_step"), "error": error,
+              "notebook": source.name, "parameters": json.dumps(record["parameters"]),
+              "started (UTC)": record["started_utc"], "duration": f"{duration_s:.1f} s",
+              "folder": str(run_dir)}
     if executed.is_file():
         _mask_notebook(executed)
-        render_html(executed, report, banner={
-            "status": status, "headline": record["headline"], "notebook": source.name,
-            "parameters": json.dumps(record["parameters"]), "started (UTC)": record["started_utc"],
-            "duration": f"{duration_s:.1f} s", "error": error, "folder": str(run_dir)})
+        render_html(executed, report, banner=banner, provenance=provenance)
     else:  # the kernel never started: still leave a report that says so
-        report.write_text(banner_html({"status": status, "headline": error or "no output"}))
+        banner["headline"] = error or "no output"
+        write_text(report, banner_html(banner) + provenance_html(provenance))
     write_index(run_dir.parent)
     return NotebookRun(run_dir=run_dir, status=status, report=report, notebook=executed,
                      error=error, headline=record["headline"],
                      next_step=redact_text(verdict.get("next_step") or ""), verdict=verdict)
+
+
+def _host_and_base(params: dict, declared: dict) -> dict:
+    """The host profile and base config a run uses: its parameters', else the notebook's
+    defaults ("" is the host's default)."""
+    found = {}
+    for key in ("host", "base"):
+        value = params.get(key, _default(declared.get(key)))
+        if isinstance(value, str) and value:
+            found[key] = value
+    return found
+
+
+def _default(spec: dict | None):
+    try:
+        return ast.literal_eval(spec["default"]) if spec else None
+    except (ValueError, SyntaxError, KeyError):
+        return None
 
 
 def _mask_notebook(path: Path) -> None:

@@ -1,9 +1,12 @@
 """Plots of sweep results: functions take a DataFrame and return a Figure.
 
-The frame is :func:`ddlab.lab.results.load_cells`'s (one row per cell). Crashed
-cells are never dropped: they are drawn where they would have been, as a red
-x labelled with their crash kind, so a plot shows which corner of the grid
-fails and why. The caller saves or displays the figure. Figures are made
+The frame is :func:`ddlab.lab.results.load_cells`'s (one row per cell). Figures
+with a 95% interval (``<metric>_ci_low`` / ``_ci_high``: throughput, TTFT,
+TPOT, speedup) are drawn with error bars, the baseline's as a band. Crashed
+cells are never dropped: they are drawn at their budget on a strip *below* the
+data axis (no value of the metric, so never at a plausible y), as a red x
+labelled with their crash kind, so a plot shows which corner of the grid fails
+and why. The caller saves or displays the figure. Figures are made
 without pyplot, so nothing is shown twice in a notebook and no global state
 leaks between calls.
 """
@@ -59,24 +62,29 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
     """
     _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
     modes = _graph_modes(frame)
-    fig = SweepFigure(figsize=(5.5 * len(modes), 4))
-    axes = fig.subplots(1, len(modes), sharey=True, squeeze=False)
     cells = frame[frame["role"] != "baseline"]
     grid = cells[cells["role"] == "grid"]  # an extra cell (a fault) joins no cap's line
-    for ax, mode in zip(axes[0], modes):
+    strip = bool(cells["status"].isin(CRASHED).any())
+    fig = SweepFigure(figsize=(5.5 * len(modes), 4.6 if strip else 4))
+    axes = fig.subplots(2 if strip else 1, len(modes), sharey="row", sharex="col", squeeze=False,
+                        gridspec_kw={"height_ratios": [6, 1]} if strip else None)
+    for column, (ax, mode) in enumerate(zip(axes[0], modes)):
         part = cells[cells["cuda_graph"] == mode]  # crashed and wrong cells: every one
         for cap, rows in grid[grid["cuda_graph"] == mode].groupby("topk_cap", dropna=False):
             ok = rows[rows["status"] == "measured"].sort_values("budget")
-            ax.plot(ok["budget"], ok[metric], marker="o", label=f"top-k cap {_fmt(cap)}")
+            ax.errorbar(ok["budget"], ok[metric], yerr=_yerr(ok, metric), marker="o", capsize=3,
+                        label=f"top-k cap {_fmt(cap)}")
         _baseline(ax, frame, mode, metric)
         _wrong(ax, part, metric)
-        _crashes(ax, part)
         ax.set_title(_title(mode))
-        ax.set_xlabel("DDTree budget (nodes)")
         ax.set_xscale("log", base=2)
-        _budget_ticks(ax, grid)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+        bottom = axes[1][column] if strip else ax
+        if strip:
+            _crash_strip(bottom, part)
+        bottom.set_xlabel("DDTree budget (nodes)")
+        _budget_ticks(bottom, grid)
     axes[0][0].set_ylabel(METRICS.get(metric, metric))
     fig.suptitle(f"{METRICS.get(metric, metric)} vs budget")
     fig.tight_layout()
@@ -99,13 +107,29 @@ def _fmt(value) -> str:
     return "none" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:g}"
 
 
+def _yerr(rows: pd.DataFrame, metric: str):
+    """Error bar lengths below and above each point from its 95% interval (0 unknown)."""
+    low, high = f"{metric}_ci_low", f"{metric}_ci_high"
+    if low not in rows or high not in rows or rows[low].isna().all():
+        return None
+    value = rows[metric].astype(float)
+    return np.nan_to_num(np.vstack([value - rows[low].astype(float),
+                                    rows[high].astype(float) - value]), nan=0.0).clip(min=0)
+
+
 def _baseline(ax, frame: pd.DataFrame, mode: bool, metric: str) -> None:
     base = frame[(frame["role"] == "baseline") & (frame["status"] == "measured")]
     same = base[base["cuda_graph"] == mode]
-    value = (same if not same.empty else base)[metric].dropna()
-    if not value.empty:
-        ax.axhline(value.iloc[0], color="grey", linestyle="--", linewidth=1,
-                   label=f"no speculation ({value.iloc[0]:.3g})")
+    rows = (same if not same.empty else base)
+    rows = rows[rows[metric].notna()]
+    if rows.empty:
+        return
+    row = rows.iloc[0]
+    ax.axhline(row[metric], color="grey", linestyle="--", linewidth=1,
+               label=f"no speculation ({row[metric]:.3g})")
+    low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
+    if metric != "speedup" and pd.notna(low) and pd.notna(high):  # its own ratio says nothing
+        ax.axhspan(low, high, color="grey", alpha=0.15, linewidth=0)
 
 
 def _wrong(ax, part: pd.DataFrame, metric: str) -> None:
@@ -121,18 +145,20 @@ def _wrong(ax, part: pd.DataFrame, metric: str) -> None:
                     xytext=(6, -10), textcoords="offset points", color="red", fontsize=7)
 
 
-def _crashes(ax, part: pd.DataFrame) -> None:
+def _crash_strip(ax, part: pd.DataFrame) -> None:
+    """Crashed cells on their own strip under the data axis: a red x at the cell's budget
+    with its kind; the strip has no y scale, so a crash never reads as a low value."""
+    ax.set_yticks([])
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("crashed", rotation=0, ha="right", va="center", color="red", fontsize=8)
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
     crashed = part[part["status"].isin(CRASHED)]
-    if crashed.empty:
-        return
-    transform = ax.get_xaxis_transform()  # x in data, y in axes fraction
     for i, (_, row) in enumerate(crashed.iterrows()):
         x = row["budget"] if pd.notna(row["budget"]) else 1
-        ax.plot([x], [0.04], marker="x", color="red", markersize=10, mew=2.5,
-                transform=transform, label="crashed" if i == 0 else None, clip_on=False)
-        ax.annotate(f"{row['kind']} (k={_fmt(row['topk_cap'])})", (x, 0.04), xycoords=transform,
-                    xytext=(4, 6 + 10 * (i % 3)), textcoords="offset points", color="red",
-                    fontsize=7)
+        ax.plot([x], [0.5], marker="x", color="red", markersize=10, mew=2.5, clip_on=False)
+        ax.annotate(f"{row['kind']} (k={_fmt(row['topk_cap'])})", (x, 0.5), xytext=(6, -3 + 8 * (i % 2)),
+                    textcoords="offset points", color="red", fontsize=7)
 
 
 def _budget_ticks(ax, grid: pd.DataFrame) -> None:

@@ -16,7 +16,9 @@ import pandas as pd
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS"]
 
 TABLE_COLUMNS = ["name", "role", "status", "kind", "budget", "topk_cap", "cuda_graph",
-                 "accept_length", "output_tok_s", "speedup", "ttft_ms_p50", "tpot_ms_p50"]
+                 "accept_length", "output_tok_s", "output_tok_s_ci_low", "output_tok_s_ci_high",
+                 "speedup", "speedup_ci_low", "speedup_ci_high", "within_noise", "ttft_ms_p50",
+                 "tpot_ms_p50", "rounds", "load_warning"]
 
 
 @dataclass
@@ -48,10 +50,22 @@ class SweepVerdict:
                      f"({', '.join(s['graphs_not_run'][:3])})")
         best = s.get("best")
         if best:
-            speed = f", {best['speedup']:.2f}x over no speculation" if _num(best.get("speedup")) else ""
+            speed = ""
+            if _num(best.get("speedup")):
+                speed = (f", {best['speedup']:.2f}x{_interval(best, 'speedup', '.2f')} over no "
+                         "speculation" + (" (within noise)" if best.get("within_noise") else ""))
             accept = f", accept length {best['accept_length']:.2f}" if _num(best.get("accept_length")) else ""
-            head += (f". Best: {best['name']}{_point(best)} at {best['output_tok_s']:.1f} tok/s"
-                     f"{speed}{accept}")
+            ties = s.get("ties") or []
+            label = "Fastest, a tie within noise" if ties else "Best"
+            head += (f". {label}: {best['name']}{_point(best)} at {best['output_tok_s']:.1f}"
+                     f"{_interval(best, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
+            if ties:
+                names = ", ".join(f"{t['name']}{_point(t)}" for t in ties[:4])
+                more = f" and {len(ties) - 4} more" if len(ties) > 4 else ""
+                head += f"; ties with {names}{more} (95% intervals overlap)"
+        if s.get("load_warnings"):
+            head += (f"; {len(s['load_warnings'])} cell(s) measured while other processes were "
+                     "busy (see load_warning)")
         if self.error:
             head += f"; stopped by {self.error}"
         return head
@@ -69,7 +83,10 @@ class SweepVerdict:
         if self.crashes:
             first = self.crashes[0]
             return f"{first['name']} crashed ({first['kind']}): {first.get('suggestion') or 'see its journal.log'}"
-        return "narrow the grid around the best cell, or raise requests for tighter figures"
+        if self.summary.get("ties"):
+            return ("tell the tied cells apart: sweep just them with a tighter ci_target and "
+                    "more max_rounds, on a quiet host")
+        return "narrow the grid around the best cell, or a tighter ci_target for tighter figures"
 
     def to_dict(self) -> dict:
         return {"state": self.status, "headline": self.headline, "next_step": self.next_step,
@@ -103,6 +120,12 @@ def _point(best: dict) -> str:
     return f" ({', '.join(words)})" if words else ""
 
 
+def _interval(row: dict, key: str, fmt: str) -> str:
+    """`` [low-high]``: a figure's 95% interval, empty when unknown."""
+    low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    return f" [{low:{fmt}}-{high:{fmt}}]" if _num(low) and _num(high) else ""
+
+
 def _num(value) -> bool:
     return value is not None and not (isinstance(value, float) and value != value)
 
@@ -128,6 +151,7 @@ class SweepReport:
     sweep_id: str
     frame: pd.DataFrame
     verdict: SweepVerdict
+    provenance: dict = field(default_factory=dict)  # where and with what it ran (report.provenance)
 
     def table(self) -> pd.DataFrame:
         """The cells with the columns a reader wants first."""

@@ -105,6 +105,20 @@ class Generation:
         return (f"Initialized DFLASH draft runner. attention_backend=torch_native, model={drafter_arch}, "
                 f"block_size={block_size}, draft_window_size=None, compact_cache=False")
 
+    # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN when unset (0.5.23 environ.py:320: EnvBool(False))
+    longer_context_default = "false"
+    truthy = ("true", "1", "yes", "y")  # EnvBool.parse, environ.py:144-150
+
+    def longer_context(self, asked: int, derived: int) -> tuple[str, str]:
+        """(the warning when a longer ``--context-length`` is allowed, the ValueError's text
+        when not): 0.5.23 sglang/srt/configs/model_config.py:1298-1316."""
+        msg = (f"Warning: User-specified context_length ({asked}) is greater than the derived "
+               f"context_length ({derived}). This may lead to incorrect model outputs or CUDA "
+               "errors. Note that the derived context_length may differ from "
+               "max_position_embeddings in the model's config.")
+        return msg, (f"{msg} To allow overriding this maximum, set the env var "
+                     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
+
     def capture_begin(self, role: str, speculative: bool, tokens_per_req: int, backend: str,
                       avail_gb: float) -> str:
         return (f"Capture {role} {'verify' if speculative else 'decode'} CUDA graph begin. "
@@ -169,6 +183,18 @@ class Generation04(Generation):
         if algorithm != "DFLASH":
             return None
         return f"Initialized DFLASH worker. block_size={block_size}, num_draft_tokens={block_size}"
+
+    longer_context_default = "True"  # 0.4.10.post2 model_config.py:163-165: allowed unless set false
+    truthy = ("true", "1")  # get_bool_env_var, utils.py:175-190
+
+    def longer_context(self, asked: int, derived: int) -> tuple[str, str]:
+        """0.4.10.post2 sglang/srt/configs/model_config.py:166-176."""
+        head = (f"User-specified context_length ({asked}) is greater than the derived "
+                f"context_length ({derived}). This may lead to incorrect model outputs or CUDA errors.")
+        return (f"Warning: {head}",
+                f"{head} Note that the derived context_length may differ from "
+                "max_position_embeddings in the model's config. To allow overriding this maximum, "
+                "set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1")
 
     def capture_begin(self, role: str, speculative: bool, tokens_per_req: int, backend: str,
                       avail_gb: float) -> str:

@@ -23,6 +23,7 @@ errors when they fail. Then:
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import torch
@@ -67,10 +68,7 @@ class ModelRunner:
         spec.resolve(self.drafter)
         if self.drafter is not None:
             self._log(spec.describe(self.words, self.drafter.cfg.architecture))
-        self.context_len = args.context_length or self.target.cfg.context_length
-        if self.context_len > self.target.cfg.context_length:
-            raise ValueError(f"User-specified context_length ({self.context_len}) is greater than the "
-                             f"derived context_length ({self.target.cfg.context_length}) of the model.")
+        self.context_len = self._context_len(args.context_length, self.target.cfg.context_length)
         self._init_memory_pool()
         self.graph_runner, self.draft_graph, self.graph_mem_gb = None, None, 0.0
         if not args.disable_cuda_graph:
@@ -94,6 +92,20 @@ class ModelRunner:
         self._log(*self.words.init_end(self.device.type, self.device.index or 0, time.perf_counter() - t0,
                                        self.memory.used_gb()))
 
+    def _context_len(self, asked, derived):
+        """``--context-length`` as SGLang's ModelConfig takes it: longer than the model's
+        only when SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN allows (off by default in
+        0.5.23, on in 0.4), with SGLang's warning; else its ValueError."""
+        if not asked or asked <= derived:
+            return asked or derived
+        warning, error = self.words.longer_context(asked, derived)
+        allowed = os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+                                 self.words.longer_context_default)
+        if allowed.lower() not in self.words.truthy:
+            raise ValueError(error)
+        logger.warning(warning)
+        return asked
+
     def _load(self, path):
         logger.info(f"Load weight begin. avail mem={self.memory.avail_gb():.2f} GB")
         t0, before = time.perf_counter(), self.memory.avail_bytes()
@@ -116,6 +128,10 @@ class ModelRunner:
         self.pool = KVPool(cfg.n_layer, cfg.n_head, cfg.d_model // cfg.n_head, cfg.d_model, slots,
                            self.slot_tokens, self.device, with_drafter)
         self.max_running_requests = slots
+        # SGLang's request pool: --max-running-requests capped at half the token capacity
+        # (0.5.23 kv_cache_configurator.py:3126-3132); the graph batch sizes are clamped to it
+        # (base_cuda_graph_runner.py:77-101), not to the slots a full context fills here
+        self.req_pool_size = min(want, self.pool.capacity_tokens // 2)
         # the target's pool, then the drafter's (SGLang: each worker logs its own)
         self._charge_pool(self.pool.k, self.pool.v)
         if with_drafter:
@@ -131,9 +147,9 @@ class ModelRunner:
 
     def _init_graphs(self):
         a = self.args
-        max_bs = min(a.cuda_graph_max_bs_decode, self.max_running_requests)
+        max_bs = min(a.cuda_graph_max_bs_decode, self.req_pool_size)
         bs_list = a.cuda_graph_bs_decode or [b for b in (1, 2, 4, 8, 12, 16, 24, 32) if b < max_bs] + [max_bs]
-        bs_list = sorted({b for b in bs_list if b <= self.max_running_requests})
+        bs_list = sorted({b for b in bs_list if b <= self.req_pool_size})
         tokens = a.debug_graph_tokens_per_req or self.spec.tokens_per_req
         runner_cls = GRAPH_RUNNERS[self.words.graph_runner]
         self.graph_runner = runner_cls(self, bs_list, tokens, self.words,

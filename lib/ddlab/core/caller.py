@@ -1,0 +1,97 @@
+"""Whose words an error's fix is written in.
+
+The same advice reads ``-p budget 32`` to a papermill (or ``ddlab run``) user,
+``--set budget=32`` on ddlab's CLI and ``budget=32`` in Python. Fix texts are
+written in two canonical forms, ``-p NAME VALUE`` for a notebook parameter and
+``--set KEY=VALUE`` for an override, and :func:`speak` rewrites them when an
+error is shown (:class:`ddlab.core.errors.DdlabError`):
+
+=============  ==========================  ===============================================
+caller         ``-p NAME VALUE``           ``--set KEY=VALUE``
+=============  ==========================  ===============================================
+``papermill``  as is                       ``-p PARAM VALUE`` when a parameter of the
+                                           running notebook sets KEY, else ``KEY=VALUE``
+``cli``        ``--NAME VALUE`` (kebab,    as is
+               ``_s`` dropped)
+``python``     ``NAME=VALUE``              ``KEY=VALUE``
+=============  ==========================  ===============================================
+
+The caller is what :func:`set_caller` said (the CLI does, per verb), else what
+the kernel says: a notebook run headless (plain papermill, ``ddlab run``) is
+``papermill``; JupyterLab, a script and the tests are ``python``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddlab.core.kernel import in_kernel, launcher
+
+__all__ = ["CALLERS", "PARAMETER_OF", "caller", "set_caller", "set_notebook_parameters", "speak"]
+
+CALLERS = ("python", "cli", "papermill")
+
+# Override key (snake case) -> the sweep notebook's parameter that sets it: the
+# aliases of ddlab.config.overrides.ALIASES that are notebook parameters (a test
+# keeps the two in step). cuda_graph is its own (false means disable-cuda-graph).
+PARAMETER_OF = {"budget": "budget", "speculative_ddtree_budget": "budget",
+                "topk_cap": "topk_cap", "speculative_ddtree_topk_cap": "topk_cap",
+                "cuda_graph": "cuda_graph"}
+
+_STATE = {"caller": "", "parameters": frozenset()}
+
+_VALUE = r"('[^']*'|[^\s,;)]+)"
+_PARAMETER = re.compile(r"(?<![\w-])-p ([A-Za-z_][\w.]*) " + _VALUE)
+_OVERRIDE = re.compile(r"(?<![\w-])--set ([A-Za-z_][\w.-]*)=" + _VALUE)
+
+
+def set_caller(name: str) -> str:
+    """Say who calls (one of ``CALLERS``; "" to infer it again); returns who was said
+    before, to put back."""
+    if name and name not in CALLERS:
+        raise ValueError(f"caller {name!r}: must be one of {', '.join(CALLERS)}")
+    previous, _STATE["caller"] = _STATE["caller"], name
+    return previous
+
+
+def set_notebook_parameters(names) -> None:
+    """The parameters the running notebook declares (a fix may name them with ``-p``)."""
+    _STATE["parameters"] = frozenset(names)
+
+
+def caller() -> str:
+    """``papermill``, ``cli`` or ``python``: see the module docstring."""
+    if _STATE["caller"]:
+        return _STATE["caller"]
+    return "papermill" if in_kernel() and launcher() != "jupyter" else "python"
+
+
+def speak(text: str | None, who: str | None = None) -> str | None:
+    """``text`` with its ``-p`` and ``--set`` snippets in the words of ``who`` (default:
+    :func:`caller`)."""
+    if not text:
+        return text
+    who = who or caller()
+    text = _PARAMETER.sub(lambda m: _parameter(who, m[1], m[2]), text)
+    return _OVERRIDE.sub(lambda m: _override(who, m[1], m[2]), text)
+
+
+def _parameter(who: str, name: str, value: str) -> str:
+    if who == "cli":
+        return f"--{name.removesuffix('_s').replace('_', '-')} {value}"
+    if who == "python":
+        return f"{name}={_unquoted(value)}"
+    return f"-p {name} {value}"
+
+
+def _override(who: str, key: str, value: str) -> str:
+    if who == "cli":
+        return f"--set {key}={value}"
+    param = PARAMETER_OF.get(key.replace("-", "_"))
+    if who == "papermill" and param in _STATE["parameters"]:
+        return f"-p {param} {value}"
+    return f"{key}={_unquoted(value)}"
+
+
+def _unquoted(value: str) -> str:
+    return value[1:-1] if len(value) > 1 and value[0] == value[-1] == "'" else value

@@ -1,0 +1,467 @@
+"""Searches (issue 15): bisect a failing variant, find the envelope that serves.
+
+First the search logic against plain functions: arithmetic ones for every
+boundary and every culprit, and the embedded target's own start-up run in this
+process (weights, KV pool, graph capture: its real errors, read by ddlab's
+diagnosis) as the oracle that says where the true boundary is. Then real searches
+on the embedded target, each trial a server deployed by the process manager of a
+temp project whose host has a baseline service: the field's walk-down from a
+``kv_pool_oom`` to the envelope that serves (with the capture crash and the
+graphs-off fallback on the way), a rerun that reuses every trial, a bisect over 8
+changes, two changes that crash only together, and a different failure kept apart.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import sys
+import traceback
+import uuid
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+import yaml
+
+import ddlab
+import sweepkit
+from ddlab.config.variants import make_variant
+from ddlab.core.errors import ConfigError
+from ddlab.hosts import connect, manager_for
+from ddlab.hosts.profiles import load_host
+from ddlab.hosts.services import ServiceSpec
+from ddlab.lab.search import Outcome, Trials
+from ddlab.lab.search_bisect import Change, bisect_search, changes_between
+from ddlab.lab.search_envelope import envelope_search, parse_fallbacks, parse_search
+from labkit import REPLAY_FAULT, wait_for
+
+SERVES = Outcome("serves")
+LONGER = "env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+# The field's 27B walk-down, scaled to the target: a 0.5 GB device, graphs captured up to
+# bs 256 (an H200's default), asked for 128k context and 256 running requests.
+AS_ASKED = {LONGER: "1", "device_memory_gb": 0.5, "cuda_graph_max_bs_decode": 256,
+            "context_length": 131072, "max_running_requests": 256}
+SEARCH = ["context_length=4096..131072", "max_running_requests=8..256"]
+FAST = {"timeout_s": 120}
+
+
+def per_key_bound(spec) -> int:
+    """The issue's bound: ceil(log2(range)) + 3 trials per searched key, the range
+    counted in candidates."""
+    return math.ceil(math.log2(len(spec.values))) + 3
+
+
+def crash(kind: str) -> Outcome:
+    return Outcome("crashed", kind)
+
+
+# --- the search logic, with plain functions ---------------------------------------------
+
+
+@pytest.mark.parametrize("item, values", [
+    ("context_length=4096..131072", (4096, 8192, 16384, 32768, 65536, 131072)),
+    ("context_length=4Ki..16Ki", (4096, 8192, 16384)),
+    ("context_length=3000..9000", (3000, 4096, 8192, 9000)),
+    ("cuda_graph_max_bs_decode=..8", (1, 2, 4, 8)),
+    ("max_running_requests=8..12", (8, 9, 10, 11, 12)),
+    ({"max_running_requests": "..3"}, (1, 2, 3)),
+], ids=["pow2", "human-ints", "pow2-inner", "low-end-from-flag-table", "integers", "mapping"])
+def test_search_ranges_step_by_powers_of_two_where_the_flag_wants_them(item, values):
+    assert parse_search(item).values == values
+
+
+@pytest.mark.parametrize("item, said", [
+    ("context_length=4096..", "no highest value given, and the flag table has none"),
+    ("mem_fraction_static=0.5..0.9", "not an integer flag"),
+    ("max_running_requests=64..8", "the range is empty"),
+    ("max_running_requests=0..8", "outside the flag's range: must be an integer >= 1"),
+    ("context_length", "must be KEY=LO..HI"),
+    ("max_runing_requests=8..16", "did you mean"),
+], ids=["no-top", "float-flag", "empty", "below-flag-min", "no-range", "typo"])
+def test_a_bad_search_range_says_what_is_allowed(item, said):
+    with pytest.raises(ConfigError, match=said):
+        parse_search(item)
+
+
+def test_fallbacks_are_override_mappings_applied_in_order():
+    assert parse_fallbacks(["cuda_graph=false", "mem_fraction_static=0.8,budget=8"]) == [
+        {"cuda_graph": False}, {"mem_fraction_static": 0.8, "budget": 8}]
+    assert parse_fallbacks({"cuda_graph": False}) == [{"cuda_graph": False}]
+
+
+def _memory_oracle(kv_limit: int, graph_limit: int | None):
+    """A server whose KV pool holds context < ``kv_limit``, and whose graphs capture when
+    context x running requests < ``graph_limit`` (None: always)."""
+    def test(point):
+        ctx, running = point["context_length"], point.get("max_running_requests", 256)
+        if ctx >= kv_limit:
+            return crash("kv_pool_oom")
+        if point.get("cuda_graph", True) and graph_limit is not None and ctx * running >= graph_limit:
+            return crash("cuda_graph_capture")
+        return SERVES
+    return test
+
+
+CONTEXTS = (4096, 8192, 16384, 32768, 65536, 131072)
+
+
+@pytest.mark.parametrize("kv_limit", [*CONTEXTS, 1 << 20], ids=lambda v: f"kv<{v}")
+@pytest.mark.parametrize("graphs", ["capture-fine", "capture-crashes"])
+def test_the_envelope_finds_every_boundary_within_the_bound(kv_limit, graphs):
+    spec = parse_search("context_length=4096..131072")
+    trials = Trials(_memory_oracle(kv_limit, None if graphs == "capture-fine" else 1),
+                    max_trials=50)
+    env = envelope_search([spec], parse_fallbacks("cuda_graph=false"), trials,
+                          {"context_length": 131072})
+    serving = [c for c in CONTEXTS if c < kv_limit]
+    result = env.results[0]
+    assert len(trials.done) <= per_key_bound(spec), [t.point for t in trials.log]
+    if not serving:
+        assert result.good is None and not env.found
+        assert env.answer.startswith("context_length: even 4096 fails with kv_pool_oom")
+        return
+    assert result.value(result.good) == serving[-1]
+    assert env.level == (0 if graphs == "capture-fine" else 1)
+    tried = {t.point["context_length"]: t.outcome for t in trials.log if t.level == env.level}
+    assert tried[serving[-1]].ok, "a trial on the serving side proves it"
+    if serving[-1] != CONTEXTS[-1]:
+        above = CONTEXTS[CONTEXTS.index(serving[-1]) + 1]
+        assert tried[above].failure == "kv_pool_oom", "and one on the failing side"
+        assert f"context_length {serving[-1]} serves" in env.answer
+        assert f"{above} fails with kv_pool_oom" in env.answer
+
+
+@pytest.mark.parametrize("limit", [8, 9, 100, 255, 256, 300], ids=str)
+def test_an_integer_key_is_binary_searched(limit):
+    spec = parse_search("max_running_requests=8..256")
+    trials = Trials(lambda p: SERVES if p.get("max_running_requests", 48) <= limit
+                    else crash("cuda_oom"), max_trials=50)
+    env = envelope_search([spec], [], trials, {})  # the ask: the default, 48
+    assert env.current["max_running_requests"] == min(limit, 256)
+    assert len(trials.done) <= per_key_bound(spec)
+
+
+def test_the_walk_down_with_two_keys_keeps_the_fallback_and_each_found_value():
+    keys = [parse_search(s) for s in SEARCH]
+    trials = Trials(_memory_oracle(32768, 8 * 8192), max_trials=12)
+    env = envelope_search(keys, parse_fallbacks("cuda_graph=false"), trials,
+                          {"context_length": 131072, "max_running_requests": 256})
+    outcomes = [(t.role, t.level, t.point["context_length"], t.outcome.words) for t in trials.log]
+    assert outcomes[:3] == [("ask", 0, 131072, "fails with kv_pool_oom"),
+                            ("trial", 0, 4096, "fails with cuda_graph_capture"),
+                            ("trial", 1, 4096, "serves")]
+    assert env.found and env.current == {"context_length": 16384, "max_running_requests": 256}
+    assert env.answer == ("context_length 16384 serves with graphs off; 32768 fails with "
+                          "kv_pool_oom (as given, even 4096 fails with cuda_graph_capture); "
+                          "max_running_requests 256 (the top of the range) serves with graphs off")
+
+
+def test_a_spent_budget_says_what_is_known_and_what_is_not():
+    keys = [parse_search(s) for s in SEARCH]
+    trials = Trials(_memory_oracle(32768, 8 * 8192), max_trials=4)
+    env = envelope_search(keys, parse_fallbacks("cuda_graph=false"), trials,
+                          {"context_length": 131072, "max_running_requests": 256})
+    assert env.spent == "the budget of 4 trials is spent" and not env.found
+    assert env.uncertain() == [
+        "context_length with graphs off: 4096 serves, 32768 fails with kv_pool_oom; the values "
+        "between are untried", "max_running_requests: not searched"]
+    timed = Trials(_memory_oracle(32768, None), max_time_s=1e-9)
+    assert envelope_search(keys, [], timed, {}).spent.startswith("the time budget of 1e-09 s")
+
+
+def _target_startup(point: dict) -> Outcome:
+    """The embedded target's real start-up in this process (weights, KV pool, capture),
+    its error read by ddlab's diagnosis: a real oracle of serving vs failing at start."""
+    from ddlab.target.args import parse_args
+    from ddlab.target.engine import Engine
+
+    argv = ["--speculative-algorithm", "DDTREE", "--speculative-ddtree-budget", "16",
+            "--speculative-ddtree-topk-cap", "4", "--device-memory-gb", "0.5",
+            "--cuda-graph-max-bs-decode", "256",
+            "--context-length", str(point["context_length"]),
+            "--max-running-requests", str(point["max_running_requests"])]
+    if point.get("cuda_graph") is False:
+        argv.append("--disable-cuda-graph")
+    try:
+        Engine(parse_args(argv))
+    except Exception:
+        return crash(ddlab.diagnose(traceback.format_exc()).kind)
+    finally:
+        gc.collect()  # the pools are hundreds of MB
+    return SERVES
+
+
+@pytest.mark.slow
+def test_the_answer_is_the_true_boundary_of_the_targets_own_arithmetic(monkeypatch):
+    """Every candidate tried with graphs off, the search's answer against the scan."""
+    monkeypatch.setenv("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "1")
+    keys = [parse_search(s) for s in SEARCH]
+    trials = Trials(_target_startup, max_trials=12)
+    env = envelope_search(keys, parse_fallbacks("cuda_graph=false"), trials,
+                          {"context_length": 131072, "max_running_requests": 256})
+    scan = {c: _target_startup({"context_length": c, "max_running_requests": 256,
+                                "cuda_graph": False}) for c in CONTEXTS}
+    serving = [c for c, outcome in scan.items() if outcome.ok]
+    assert serving == list(CONTEXTS[:len(serving)]), f"monotone: {scan}"
+    assert env.current["context_length"] == serving[-1] == 16384
+    assert scan[32768].failure == "kv_pool_oom"
+    assert [t.outcome.failure for t in trials.log[:2]] == ["kv_pool_oom", "cuda_graph_capture"]
+    assert len(trials.done) <= per_key_bound(keys[0]) + 1  # max_running_requests: no new trial
+
+
+EIGHT = [Change(f"k{i}", i) for i in range(8)]
+
+
+@pytest.mark.parametrize("culprit", range(8), ids=lambda i: f"k{i}")
+def test_one_culprit_among_8_is_found_within_2log2_8_plus_2_trials(culprit):
+    trials = Trials(lambda p: crash("cuda_graph_replay") if f"k{culprit}" in p else SERVES)
+    b = bisect_search(EIGHT, trials)
+    assert b.minimal == [culprit] and b.found
+    assert b.found_after <= 2 * math.log2(8) + 2
+    assert b.confirm.ok and b.answer == (
+        f"culprit: k{culprit}={culprit}: the good config with only this change fails with "
+        "cuda_graph_replay; removing it makes the bad config serve")
+
+
+@pytest.mark.parametrize("pair", list(combinations(range(8), 2)), ids=str)
+def test_two_changes_that_fail_only_together_are_both_returned(pair):
+    a, b_ = (f"k{i}" for i in pair)
+    trials = Trials(lambda p: crash("cuda_graph_replay") if a in p and b_ in p else SERVES,
+                    max_trials=16)
+    b = bisect_search(EIGHT, trials)
+    assert b.minimal == list(pair) and b.found
+    assert all(outcome.ok for name, outcome in b.proof.items() if name != "minimal")
+    assert b.answer.startswith(f"culprits, together: {a}={pair[0]}, {b_}={pair[1]}: ")
+
+
+def test_a_different_failure_is_kept_apart_never_merged():
+    """k2 alone fails with kv_pool_oom (the bad config's failure); k5 alone with a replay
+    crash: trials with k5 but not k2 do not reproduce the bad config's failure."""
+    def test(point):
+        if "k2" in point:
+            return crash("kv_pool_oom")
+        return crash("cuda_graph_replay") if "k5" in point else SERVES
+    trials = Trials(test, max_trials=20)
+    b = bisect_search(EIGHT, trials)
+    assert b.failure == "kv_pool_oom" and b.minimal == [2]
+    others = [t for t in trials.log if t.outcome.failure == "cuda_graph_replay"]
+    assert others, "a trial failed the other way"
+    assert b.answer.endswith("the bad config without it fails differently: cuda_graph_replay")
+
+
+def test_a_bisect_that_cannot_start_says_why():
+    assert bisect_search(EIGHT, Trials(lambda p: crash("kv_pool_oom"))).answer == (
+        "the good config does not serve: it fails with kv_pool_oom; nothing to bisect from")
+    assert bisect_search(EIGHT, Trials(lambda p: SERVES)).answer == \
+        "the bad config serves: nothing to bisect"
+    spent = bisect_search(EIGHT, Trials(lambda p: crash("x") if "k1" in p else SERVES,
+                                        max_trials=3))
+    assert spent.spent and spent.uncertain() == ["which of k0=0, k1=1, k2=2, k3=3 cause the x"]
+    assert spent.answer.startswith("not settled: the x comes from some of these 4 changes")
+
+
+def test_changes_between_two_configs_are_override_keys():
+    good = make_variant("local", ["cuda_graph=false"]).config
+    bad = make_variant("local", [REPLAY_FAULT, "env.X=1", "speculative_ddtree_topk_cap=null"]).config
+    changes = changes_between(good, bad)
+    assert {c.key: c.value for c in changes} == {
+        "cuda_graph": True, "debug_drop_verify_field": "num_token_non_padded",
+        "speculative_ddtree_topk_cap": None, "env.X": "1"}
+    assert make_variant(good, {c.key: c.value for c in changes}).hash == bad.hash
+
+
+# --- real searches on the embedded target ----------------------------------------------
+
+
+class Host:
+    """A temp project whose local host has a baseline service ddlab must put back."""
+
+    def __init__(self, project: sweepkit.Project, baseline: str):
+        self.project, self.baseline = project, baseline
+        self.manager = manager_for(connect(load_host("local")))
+
+    def baseline_pid(self) -> int:
+        state = self.manager.state(self.baseline)
+        assert state.active_state == "active", f"the baseline runs: {state}"
+        return state.main_pid
+
+    def runs(self) -> dict:
+        """sweep id -> config hash -> {run state: how many runs}."""
+        from ddlab.lab.store import Store
+
+        with Store(self.project.store_path) as store:
+            return {sweep_id: sweepkit.run_counts(self.project.store_path, sweep_id)
+                    for sweep_id in store.sweep_ids()}
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    project = sweepkit.make_project(tmp_path_factory.mktemp("search"))
+    baseline = f"ddlab-test-baseline-{uuid.uuid4().hex[:6]}"
+    (project.root / "params" / "hosts" / "local.yaml").write_text(yaml.safe_dump(
+        {"state_dir": str(project.state), "baseline_service": baseline}))
+    with sweepkit.using(project):
+        host = Host(project, baseline)
+        host.manager.install(ServiceSpec(baseline, [sys.executable, "-c",
+                                                    "import time; time.sleep(3600)"], workdir="/"))
+        host.manager.start(baseline)
+        wait_for(lambda: host.manager.state(baseline).active_state == "active", what="baseline")
+        try:
+            yield host
+        finally:
+            host.manager.remove(baseline)
+
+
+def _put_back(host: Host, pid_before: int) -> None:
+    assert not host.project.lock_path.exists(), "the lock is released"
+    assert [s for s in host.project.services() if s != host.baseline] == [], "no variant left"
+    wait_for(lambda: not sweepkit.target_pids(host.project.port), timeout_s=10,
+             what="no target server left")
+    assert host.baseline_pid() != pid_before, "the baseline was stopped once and started again"
+
+
+@pytest.mark.slow
+def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
+    before = host.baseline_pid()
+    report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+                            fallback=["cuda_graph=false"], run_dir=tmp_path, **FAST)
+    print(f"OUTCOME: {report.headline}")
+    print(report.table().to_string())
+    assert report.status == "done" and report.found and report.exit_code == 0
+    assert report.answer == ("context_length 16384 serves with graphs off; 32768 fails with "
+                             "kv_pool_oom (as given, even 4096 fails with cuda_graph_capture); "
+                             "max_running_requests 256 (the top of the range) serves with "
+                             "graphs off")
+    trials = report.trials
+    first = trials.iloc[0]
+    assert (first["role"], first["failure"]) == ("ask", "kv_pool_oom"), "from the kv_pool_oom"
+    assert (first["point.context_length"], first["point.max_running_requests"]) == (131072, 256)
+    capture = trials[trials["failure"] == "cuda_graph_capture"]
+    assert len(capture) == 1 and capture.iloc[0]["phase"] == "graph_capture"
+    off = trials[trials["point.cuda_graph"] == False]  # noqa: E712
+    assert off.iloc[0]["outcome"] == "serves", "the graphs-off fallback serves"
+    proof = {row["point.context_length"]: row["outcome"] for _, row in off.iterrows()}
+    assert proof[16384] == "serves" and proof[32768] == "fails with kv_pool_oom", \
+        "one trial on each side of the boundary"
+    spec = parse_search(SEARCH[0])
+    assert len(trials) <= per_key_bound(spec) + per_key_bound(parse_search(SEARCH[1]))
+    assert len(trials) <= per_key_bound(spec), "the second key needed no trial of its own"
+    assert "reference for ddlab-tiny" in report.known[0], "lossless: a reference ran first"
+    assert all(n == "" for n in trials.loc[trials["outcome"] == "serves", "note"]), \
+        "every serving trial was checked for lossless tokens"
+    _put_back(host, before)
+    saved = json.loads((tmp_path / "verdict.json").read_text())
+    assert saved["headline"] == report.headline and (tmp_path / "trials.csv").is_file()
+    assert (tmp_path / "outcome-by-value.png").stat().st_size > 10_000
+
+    # the same search again: every trial from the store, the host not touched at all
+    runs = host.runs()
+    pid = host.baseline_pid()
+    again = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+                           fallback=["cuda_graph=false"], **FAST)
+    assert again.answer == report.answer and again.search_id == report.search_id
+    assert again.trials["reused"].all() and host.runs() == runs, "no trial ran twice"
+    assert host.baseline_pid() == pid, "the baseline was not stopped"
+    frame = ddlab.load_report(report.search_id).frame
+    assert set(frame["config_hash"]) >= set(trials["config_hash"]), "trials are sweep cells"
+    with pytest.raises(ConfigError, match="is an envelope search, not a sweep"):
+        ddlab.sweep(resume=report.search_id)
+
+
+BAD_EIGHT = [REPLAY_FAULT, "budget=8", "topk_cap=2", "decode_log_interval=20",
+             "max_running_requests=16", "random_seed=3", "env.DDLAB_TEST_NOTE=1",
+             "chunked_prefill_size=4096"]
+
+
+@pytest.mark.slow
+def test_bisect_finds_the_dropped_verify_field_among_8_changes(host):
+    before = host.baseline_pid()
+    report = ddlab.bisect(base="local", bad=BAD_EIGHT, **FAST)
+    print(f"OUTCOME: {report.headline}")
+    assert report.found and report.failure == "cuda_graph_replay"
+    assert report.answer == ("culprit: debug_drop_verify_field=num_token_non_padded: the good "
+                             "config with only this change fails with cuda_graph_replay; "
+                             "removing it makes the bad config serve")
+    roles = list(report.trials["role"])
+    assert report.found_after <= 2 * math.log2(8) + 2, report.table().to_string()
+    assert roles[:2] == ["good", "bad"] and roles[-1] == "confirm"
+    _put_back(host, before)
+
+
+@pytest.mark.slow
+def test_bisect_returns_both_changes_that_crash_only_together(host):
+    """The dropped field crashes only with graphs on: from a graphs-off good config, the
+    two changes are the answer, neither alone."""
+    report = ddlab.bisect(base="local", good=["cuda_graph=false"],
+                          bad=["cuda_graph=true", REPLAY_FAULT, "budget=8", "random_seed=3"],
+                          max_trials=16, **FAST)
+    print(f"OUTCOME: {report.headline}")
+    assert report.found, report.table().to_string()
+    assert report.answer.startswith("culprits, together: graphs on, debug_drop_verify_field="
+                                    "num_token_non_padded: the good config with these 2 changes "
+                                    "fails with cuda_graph_replay")
+    outcome = dict(zip(report.trials["changes"], report.trials["outcome"]))
+    assert outcome["graphs on"] == outcome[REPLAY_FAULT] == "serves", \
+        "each alone serves: tried"
+
+
+@pytest.mark.slow
+def test_bisect_keeps_a_different_failure_apart(host):
+    """The bad config dies of its KV pool before it could serve; the dropped field makes
+    trials without the pool change crash later, at replay: another failure, reported."""
+    report = ddlab.bisect(base="local", bad=[REPLAY_FAULT, "mem_fraction_static=0.001",
+                                             "budget=8", "random_seed=3"], **FAST)
+    print(f"OUTCOME: {report.headline}")
+    assert report.failure == "kv_pool_oom" and report.found
+    assert report.answer.startswith("culprit: mem_fraction_static=0.001: ")
+    assert report.answer.endswith("the bad config without it fails differently: "
+                                  "cuda_graph_replay")
+    assert any("failed differently (cuda_graph_replay): not the bad config's kv_pool_oom; "
+               "kept apart, not merged" in line for line in report.known), report.known
+
+
+def test_a_dry_run_plans_and_touches_nothing(host):
+    pid = host.baseline_pid()
+    report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+                            fallback=["cuda_graph=false"], dry_run=True)
+    assert report.headline == "DRY RUN: ENVELOPE planned; nothing touched the host"
+    assert "search context_length in 4096..131072 (6 candidates, powers of two)" in report.plan
+    assert "fallback 1: graphs off" in report.plan
+    assert host.baseline_pid() == pid and not host.project.lock_path.exists()
+    with pytest.raises(ConfigError, match="the good and the bad config are the same config"):
+        ddlab.bisect(base="local", bad=[], dry_run=True)
+    with pytest.raises(ConfigError, match=r"max_trials=0: must be an integer >= 1"):
+        ddlab.bisect(base="local", bad=[REPLAY_FAULT], max_trials=0, dry_run=True)
+    with pytest.raises(ConfigError, match="a key is searched twice"):
+        ddlab.envelope(base="local", search=["context_length=..256", "flags.context-length=1..8"],
+                       dry_run=True)
+
+
+def test_the_cli_verbs_print_the_answer_then_one_json_line(host):
+    done = sweepkit_ddlab(host, "envelope", "--base", "local", "--dry-run",
+                          *[f"--set={k}={v}" for k, v in AS_ASKED.items()],
+                          *[f"--search={s}" for s in SEARCH], "--fallback", "cuda_graph=false")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("DRY RUN: ENVELOPE planned")
+    assert json.loads(done.stdout.splitlines()[-1])["state"] == "dry-run"
+
+
+def sweepkit_ddlab(host: Host, *args: str):
+    import subprocess
+
+    return subprocess.run([str(Path(sys.executable).with_name("ddlab")), *args],
+                          capture_output=True, text=True, timeout=120, env=host.project.env())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook, parameters, headline", [
+    ("envelope", {"fixed": AS_ASKED, "dry_run": True}, "DRY RUN: ENVELOPE planned"),
+    ("bisect", {"bad": {"debug_drop_verify_field": "num_token_non_padded"}, "dry_run": True},
+     "DRY RUN: BISECT planned"),
+], ids=["envelope", "bisect"])
+def test_the_notebooks_run_headless(host, notebook, parameters, headline):
+    run = ddlab.run_notebook(notebook, {"base": "local", **parameters})
+    assert run.status == "ok", run.render()
+    assert run.verdict["headline"].startswith(headline)

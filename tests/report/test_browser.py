@@ -1,0 +1,350 @@
+"""The report and JupyterLab in a real browser, read and used as a person would.
+
+Playwright drives Debian's Chromium as its executable (``make test`` installs it as root
+through tests/report/install-chromium.sh; ``playwright install`` is not used, so this
+works offline). Where Chromium is missing or cannot start, the browser tests skip and say
+why. Playwright adds ``--no-sandbox`` itself, so Chromium starts as root too.
+
+- A sweep's report.html (one small ``ddlab run sweep`` on the embedded target, 2 cells,
+  about 25 s, built once per test run) is opened over file:// at 1280x800: the verdict
+  comes first and on the first screen, then provenance, the cells table and the figures
+  (loaded), and no heading stands over nothing.
+- JupyterLab (a real server on loopback, with a token) opens the plot notebook on a
+  finished sweep, runs all cells from the Run menu, and the explorer's figure redraws
+  when the metric changes: ipywidgets render from the installed lab extension, no CDN.
+- ``make lab`` serves the repo root (notebooks/ and outputs/ in reach), also as root.
+- tools/report_screenshot.py draws a report into a PNG.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import ddlab
+import sweepkit
+from labkit import DDLAB, REPO, free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")  # as install-chromium.sh
+VIEWPORT = {"width": 1280, "height": 800}
+SECTIONS = ("#ddlab-verdict", "#ddlab-provenance", "#ddlab-table", "#ddlab-figures")
+SWEEP = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
+         "-p", "requests", "2", "-p", "max_new_tokens", "16"]
+JUPYTER = str(Path(sys.executable).with_name("jupyter"))
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A headless Chromium (Debian's) under Playwright; skips, saying why, where it cannot start."""
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError as err:
+        pytest.skip(f"Playwright is not installed ({err}); it is in the test extras: "
+                    "pip install -e '.[test]'")
+    executable = next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
+    if not executable:
+        pytest.skip(f"no Chromium on PATH (looked for {', '.join(CHROMIUM_NAMES)}); as root, "
+                    "`make hostdeps` installs Debian's (apt-get install chromium)")
+    with sync_playwright() as playwright:
+        try:
+            browser = playwright.chromium.launch(executable_path=executable, timeout=60_000)
+        except Error as err:
+            pytest.skip(f"Chromium at {executable} cannot start: {_launch_failure(err)}")
+        yield browser
+        browser.close()
+
+
+def _launch_failure(err: Exception) -> str:
+    """Playwright's first line and the last lines Chromium wrote to stderr."""
+    text = str(err)
+    said = [line.split("[err]", 1)[1].strip() for line in text.split("Call log:")[0].splitlines()
+            if "[err]" in line]
+    return "; ".join([text.splitlines()[0], *said[-3:]])
+
+
+@pytest.fixture
+def page(chromium):
+    context = chromium.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory) -> Path:
+    """The run folder of one small ``ddlab run sweep``, built once per test run: under
+    pytest-xdist the first worker to ask runs it, the others wait on a file lock."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their parent is this run's
+        base = base.parent
+    record = base / "browser-sweep.txt"
+    with open(base / "browser-sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.is_file():
+            record.write_text(str(_run_sweep(Path(tempfile.mkdtemp(prefix="browser-sweep-", dir=base)))))
+    return Path(record.read_text())
+
+
+def _run_sweep(folder: Path) -> Path:
+    project = sweepkit.make_project(folder)
+    done = subprocess.run([DDLAB, "run", "sweep", *SWEEP], capture_output=True, text=True, cwd=REPO,
+                          env=project.env(), timeout=300)
+    assert done.returncode == 0, f"ddlab run sweep failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return project.runs()[-1]
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --- the report ---------------------------------------------------------------------
+
+# The visible elements (other than the verdict, its ancestors and its own parts) whose
+# content starts above the verdict: what a reader would meet before it.
+ABOVE_VERDICT_JS = """() => {
+  const verdict = document.querySelector('#ddlab-verdict');
+  const shown = e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && s.visibility !== 'hidden'; };
+  const content = e => e.matches('img,canvas,svg,table,input,select')
+    || [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+  const top = verdict.getBoundingClientRect().top;
+  return [...document.body.querySelectorAll('*')]
+    .filter(e => !e.contains(verdict) && !verdict.contains(e) && shown(e) && content(e)
+                 && e.getBoundingClientRect().top < top - 1)
+    .map(e => e.tagName + ': ' + (e.innerText || e.getAttribute('src') || '').trim().slice(0, 80));
+}"""
+
+# Headings under which nothing visible follows before the next heading of their level or
+# above (or the end of the page): a section a reader opens to find empty. (The verdict's
+# own heading is content: a verdict may be a single line.)
+EMPTY_SECTIONS_JS = """() => {
+  const shown = e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+    return r.width > 0 && r.height > 0 && s.visibility !== 'hidden'; };
+  const blocks = [];
+  for (const e of document.body.querySelectorAll('*')) {
+    if (!shown(e)) continue;
+    if (/^H[1-6]$/.test(e.tagName) && !e.closest('#ddlab-verdict')) {
+      blocks.push({level: +e.tagName[1], text: e.innerText.trim()});
+      continue;
+    }
+    if (e.closest('h1,h2,h3,h4,h5,h6') && !e.closest('#ddlab-verdict')) continue;
+    if (e.matches('img,canvas,svg,table,input,select')
+        || [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) blocks.push({level: 0});
+  }
+  return blocks.filter((b, i) => {
+    if (!b.level) return false;
+    for (const next of blocks.slice(i + 1)) {
+      if (!next.level) return false;
+      if (next.level <= b.level) return true;
+    }
+    return true;
+  }).map(b => 'h' + b.level + ': ' + b.text);
+}"""
+
+BOX_JS = """e => { const r = e.getBoundingClientRect();
+  return {top: r.top + window.scrollY, bottom: r.bottom + window.scrollY, height: r.height,
+          text: e.innerText.trim()}; }"""
+
+
+def _open_report(page, run_dir: Path):
+    page.goto((run_dir / "report.html").as_uri(), wait_until="load")  # "load": images too
+    missing = [s for s in SECTIONS if page.locator(s).count() != 1]
+    assert not missing, f"report.html lacks exactly one of {missing} (the reader's sections)"
+    return {s: page.locator(s).evaluate(BOX_JS) for s in SECTIONS}
+
+
+def test_report_reads_verdict_then_provenance_table_and_figures(page, swept):
+    boxes = _open_report(page, swept)
+    headline = json.loads((swept / "run.json").read_text())["headline"]
+    verdict = boxes["#ddlab-verdict"]
+    assert headline and _words(headline)[:40] in _words(verdict["text"]), (
+        f"the verdict says {verdict['text'][:200]!r}, not the run's headline {headline!r}")
+    assert page.evaluate(ABOVE_VERDICT_JS) == [], "nothing stands above the verdict"
+    assert 0 <= verdict["top"] and verdict["bottom"] <= VIEWPORT["height"], (
+        f"the verdict spans y={verdict['top']:.0f}..{verdict['bottom']:.0f}: not all on the first "
+        f"{VIEWPORT['height']} px screen")
+
+    tops = [boxes[s]["top"] for s in SECTIONS]
+    assert tops == sorted(tops) and len(set(tops)) == len(tops), (
+        "top to bottom: " + ", ".join(f"{s} at y={boxes[s]['top']:.0f}" for s in SECTIONS))
+
+    provenance = page.locator("#ddlab-provenance")
+    assert provenance.locator("tr").count() >= 2, "provenance is a table of facts"
+    text = boxes["#ddlab-provenance"]["text"]
+    assert ddlab.__version__ in text, f"ddlab's version {ddlab.__version__} not in: {text[:500]}"
+    assert re.search(r"(ddlab run sweep|papermill)\b.*budget", text, re.S), (
+        f"no command that reproduces the run (ddlab run sweep / papermill ... budget): {text[:500]}")
+
+    rows = page.locator("#ddlab-table tr:has(td)").count()
+    assert rows >= 2, f"the cells table has {rows} rows; the sweep had a baseline and a grid cell"
+
+    figures = page.locator("#ddlab-figures img").evaluate_all(
+        "imgs => imgs.map(i => ({loaded: i.complete && i.naturalWidth > 0,"
+        "                        shown: i.getBoundingClientRect().height > 0}))")
+    assert len(figures) >= 2, f"{len(figures)} figures under #ddlab-figures"
+    assert all(f["loaded"] and f["shown"] for f in figures), f"figures not drawn: {figures}"
+
+
+def test_report_has_no_empty_section(page, swept):
+    boxes = _open_report(page, swept)
+    empty = [s for s, box in boxes.items() if box["height"] == 0 or not (
+        box["text"] or page.locator(f"{s} img").count())]
+    assert not empty, f"sections with nothing to see: {empty}"
+    assert page.evaluate(EMPTY_SECTIONS_JS) == [], "headings with nothing under them"
+
+
+def test_report_screenshot_tool_draws_the_report(swept, chromium, tmp_path):
+    """tools/report_screenshot.py (docs/report-screenshot.png): the report's top, 1280 px wide."""
+    out = tmp_path / "shot.png"
+    done = subprocess.run([sys.executable, str(REPO / "tools" / "report_screenshot.py"),
+                           str(swept / "report.html"), "--out", str(out), "--height", "1200"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str(out)
+    header = out.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(header[16:20], "big"), int.from_bytes(header[20:24], "big")
+    assert (width, height) == (1280, 1200), f"{width}x{height}"
+
+
+# --- JupyterLab ---------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _jupyter_server(argv: list[str], *, cwd: Path, env: dict, log: Path, url: str, token: str):
+    """A Jupyter server started by ``argv``, up (its API answers) within 120 s; shut down
+    at the end through its API, else its process group is killed."""
+    env = {k: v for k, v in env.items() if not k.startswith("MAKE")}  # not a sub-make of `make test`
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    try:
+        _wait(lambda: proc.poll() is not None or _answers(f"{url}/api/status", token), 120,
+              lambda: f"Jupyter did not answer on {url}; its log:\n{log.read_text()[-3000:]}")
+        assert proc.poll() is None, f"Jupyter exited ({proc.returncode}):\n{log.read_text()[-3000:]}"
+        yield proc
+    finally:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"{url}/api/shutdown", headers={"Authorization": f"token {token}"}, timeout=10)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def _answers(url: str, token: str) -> bool:
+    try:
+        return httpx.get(url, headers={"Authorization": f"token {token}"}, timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _wait(predicate, timeout_s: float, failure) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            pytest.fail(failure())
+        time.sleep(0.3)
+
+
+def _lab_settings(folder: Path) -> Path:
+    """JupyterLab user settings for the test: start the notebook's kernel without asking
+    (JupyterLab 4 otherwise asks in a dialog), and no news toast over the page."""
+    for name, value in {"notebook-extension/tracker": {"autoStartDefaultKernel": True},
+                        "apputils-extension/notification": {"fetchNews": "false"}}.items():
+        path = folder / "@jupyterlab" / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    return folder
+
+
+def _kernel_idle(url: str, token: str) -> bool:
+    sessions = httpx.get(f"{url}/api/sessions", headers={"Authorization": f"token {token}"}).json()
+    return any(s["path"].endswith("plot.ipynb") and s["kernel"]["execution_state"] == "idle"
+               for s in sessions)
+
+
+def test_plot_notebook_explorer_renders_and_redraws_in_jupyterlab(page, swept, tmp_path_factory):
+    """A copy of notebooks/plot.ipynb (the checkout's stays clean) on the finished sweep
+    (its project, read only): Run > Run All Cells, then the explorer's metric dropdown
+    redraws its figure."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    outputs = swept.parent  # swept: <folder>/outputs/<run>; its project: <folder>/project
+    folder = tmp_path_factory.mktemp("lab")
+    shutil.copy(REPO / "notebooks" / "plot.ipynb", folder / "plot.ipynb")
+    port, token = free_port(), secrets.token_hex(16)
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "DDLAB_ROOT": str(outputs.parent / "project"), "DDLAB_OUTPUTS": str(outputs),
+           "JUPYTER_RUNTIME_DIR": str(folder / ".runtime"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(folder / ".workspaces"),
+           "JUPYTERLAB_SETTINGS_DIR": str(_lab_settings(folder / ".settings"))}
+    argv = [JUPYTER, "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if os.geteuid() == 0:
+        argv.append("--allow-root")
+    with _jupyter_server(argv, cwd=folder, env=env, log=folder / "lab.log", url=url, token=token):
+        page.goto(f"{url}/lab/tree/plot.ipynb?token={token}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+        _wait(lambda: _kernel_idle(url, token), 90, lambda: "no idle kernel for plot.ipynb after 90 s")
+        page.locator("li.lm-MenuBar-item", has_text="Run").click()
+        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+        image = page.locator(".jp-OutputArea-output img.widget-image")
+        try:
+            image.wait_for(state="visible", timeout=120_000)
+            page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=image.element_handle(),
+                                   timeout=30_000)
+        except Timeout:
+            pytest.fail("the explorer's figure did not render within 150 s; outputs:\n"
+                        + "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())[-3000:])
+        errors = [t for t in page.locator(".jp-OutputArea-output[data-mime-type="
+                                          "'application/vnd.jupyter.stderr']").all_inner_texts()
+                  if "Error" in t or "Traceback" in t]
+        assert not errors, f"cells raised: {errors}"
+
+        before_src, before_png = image.get_attribute("src"), image.screenshot()
+        page.locator(".widget-dropdown select").select_option("accept_length")
+        try:
+            page.wait_for_function("([i, src]) => i.src !== src && i.complete && i.naturalWidth > 0",
+                                   arg=[image.element_handle(), before_src], timeout=30_000)
+        except Timeout:
+            pytest.fail("the explorer's figure did not redraw within 30 s of choosing accept_length")
+        assert image.screenshot() != before_png, "the new figure looks the same as the old"
+
+
+def test_make_lab_serves_the_repo_root(tmp_path):
+    """`make lab` opens JupyterLab where notebooks/ and outputs/ are both in reach; as root
+    it starts too (--allow-root), where a bare `jupyter lab` refuses to."""
+    port, token = free_port(), secrets.token_hex(16)
+    url = f"http://127.0.0.1:{port}"
+    flags = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
+    # -o: the venv is taken as it is; BIN: this interpreter's jupyter
+    argv = ["make", "--no-print-directory", "-o", ".venv/.ddlab-installed", "lab",
+            f"BIN={Path(sys.executable).parent}", f"LABFLAGS={flags}"]
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    with _jupyter_server(argv, cwd=REPO, env=env, log=tmp_path / "lab.log", url=url, token=token):
+        listing = httpx.get(f"{url}/api/contents", headers={"Authorization": f"token {token}"}).json()
+        names = {item["name"] for item in listing["content"]}
+        assert {"notebooks", "outputs", "lib", "Makefile"} <= names, sorted(names)
+        notebooks = httpx.get(f"{url}/api/contents/notebooks",
+                              headers={"Authorization": f"token {token}"}).json()
+        assert "plot.ipynb" in {item["name"] for item in notebooks["content"]}

@@ -1,0 +1,111 @@
+"""``ddlab runs``: every run in outputs/, newest first: the store's sweeps (what they varied,
+their verdict, their best cell) and the run folders (notebook runs, plots, deploys), each
+read for what it holds.
+
+The sweep is real (``ddlab run sweep``, two cells on the embedded target, in a temp
+project: see ``sweepkit``); the odd folders are written as their writers leave them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import ddlab
+import sweepkit
+from ddlab.config.variants import make_variant
+from ddlab.report.runs import RUN_COLUMNS, list_runs
+from labkit import DDLAB, REPO
+
+SMALL = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
+         "-p", "requests", "2", "-p", "max_new_tokens", "16"]
+
+
+def _ddlab(project, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([DDLAB, *args], capture_output=True, text=True, cwd=REPO,
+                          env=project.env(), timeout=300)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """A real sweep through its notebook, then ``ddlab plot`` of it."""
+    project = sweepkit.make_project(tmp_path_factory.mktemp("runs"))
+    swept = _ddlab(project, "run", "sweep", *SMALL)
+    assert swept.returncode == 0, swept.stderr[-3000:]
+    plotted = _ddlab(project, "plot")
+    assert plotted.returncode == 0, plotted.stderr[-3000:]
+    return project, Path(swept.stdout.splitlines()[-1]).parent
+
+
+@pytest.mark.slow
+def test_ddlab_runs_shows_a_notebook_sweep_once_with_what_it_varied(ran):
+    project, run_dir = ran
+    listed = _ddlab(project, "runs")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    heads = [n for n, line in enumerate(lines) if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d  ", line)]
+    assert [lines[n].split()[2] for n in heads] == ["plot", "sweep"], "newest first, one sweep"
+    sweep = heads[1]
+    assert re.search(r" sweep\s+done\s+local\s+\d{8}T\d{6}Z-local-b4-cap1-nograph$",
+                     lines[sweep]), lines[sweep]  # the id says what was swept
+    assert lines[sweep + 1].strip() == "budget 4 × cap 1 × graphs off"
+    assert lines[sweep + 2].strip().startswith("SWEEP DONE: 2 cells, 2 measured, 0 crashed")
+    assert "local-b4-k1-nograph" in lines[sweep + 2], "the best cell, by a readable name"
+
+
+@pytest.mark.slow
+def test_the_runs_frame_joins_the_sweep_to_its_notebook_folder(ran):
+    project, run_dir = ran
+    with sweepkit.using(project):
+        frame = ddlab.runs()
+    assert list(frame.columns) == RUN_COLUMNS and list(frame["kind"]) == ["plot", "sweep"]
+    sweep = frame.iloc[1]
+    assert (sweep["folder"], sweep["via"], sweep["host"], sweep["state"]) == (
+        str(run_dir), "ddlab run", "local", "done")
+    assert sweep["best"].startswith("local-b4-k1-nograph at ") and "tok/s" in sweep["best"]
+    assert json.loads((run_dir / "verdict.json").read_text())["sweep_id"] == sweep["id"]
+    plot = frame.iloc[0]
+    assert plot["what"] == f"sweep {sweep['id']}" and Path(plot["folder"], "throughput.png").is_file()
+    assert frame["when"].is_monotonic_decreasing
+
+
+def _write(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+def test_each_folder_is_read_for_what_it_holds(tmp_path):
+    """Another writer's run.json (plain papermill: a ``kind``, few keys), a half-written
+    one, a deploy that was watched and one that was not: listed, never an error."""
+    out = tmp_path / "outputs"
+    _write(out / "20261201T010000Z-sweep-papermill" / "run.json",
+           {"kind": "papermill", "notebook": "sweep.ipynb", "status": "running"})
+    _write(out / "20261201T020000Z-poll-default" / "run.json", '{"notebook": "poll.ip')
+    for stamp, budget, verdict in (("030000", 32, {"state": "crashed", "host": "local",
+                                                    "headline": "CRASHED: local-b32: kv_pool_oom"}),
+                                   ("040000", 8, None)):
+        variant = make_variant("local", {"budget": budget})
+        folder = out / "runs" / f"20261201T{stamp}Z-{variant.name}"
+        _write(folder / "config.json", {"host": "local", **variant.to_dict()})
+        if verdict:
+            _write(folder / "verdict.json", verdict)
+
+    frame = list_runs(outputs=out)
+    assert list(frame["id"]) == ["20261201T040000Z-local-b8", "20261201T030000Z-local-b32",
+                                 "20261201T020000Z-poll-default",
+                                 "20261201T010000Z-sweep-papermill"], "newest first"
+    assert list(frame["kind"]) == ["deploy", "deploy", "poll", "sweep"]
+    assert list(frame["state"]) == ["deployed", "crashed", "?", "running"]
+    assert frame["what"][1] == "local-b32: speculative-ddtree-budget 16 -> 32"
+    assert frame["headline"][0] == "deployed local-b8; not watched (yet)"
+    assert (frame["via"][3], frame["host"][1]) == ("papermill", "local")
+    assert list(list_runs(outputs=out, kind="deploy", last=1)["id"]) == ["20261201T040000Z-local-b8"]
+    assert "20261201T030000Z-local-b32" in frame.render() and not (out / "ddlab.sqlite").exists()
+
+
+def test_no_runs_says_so(tmp_path):
+    assert list_runs(outputs=tmp_path).render().startswith("no runs yet")
