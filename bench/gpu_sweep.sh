@@ -15,7 +15,8 @@
 #   DEVICE=cpu PY=.venv/bin/python bench/gpu_sweep.sh cpu   # the same grid on CPU, graphs off
 # Knobs (environment): OUT (results; default /tmp/gpu-sweep-out), PY (python3),
 #   DEVICE (cuda), BUDGETS, CAPS, GRAPHS, REQUESTS (8), MAX_NEW_TOKENS (128),
-#   REPEATS (3), FAULTS (1: add the fault cells), WHEELS (1: install .whl/; cpu: 0),
+#   REPEATS (3: rounds at least), CI_TARGET (0.05: measure until the tok/s 95% interval
+#   is within +-5 %), MAX_ROUNDS (6), FAULTS (1: add the fault cells), WHEELS (1: install .whl/; cpu: 0),
 #   DEADLINE_S (0: none; else the sweep gets Ctrl-C after that many seconds and
 #   reports the cells it finished).
 #
@@ -53,6 +54,8 @@ DEVICE=${DEVICE:-cuda}
 REQUESTS=${REQUESTS:-8}
 MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-128}
 REPEATS=${REPEATS:-3}
+CI_TARGET=${CI_TARGET:-0.05}
+MAX_ROUNDS=${MAX_ROUNDS:-6}
 FAULTS=${FAULTS:-1}
 DEADLINE_S=${DEADLINE_S:-0}
 case $MODE in
@@ -118,6 +121,8 @@ FIXED="$FIXED}"
   echo "requests: $REQUESTS"
   echo "max_new_tokens: $MAX_NEW_TOKENS"
   echo "repeats: $REPEATS"
+  echo "ci_target: $CI_TARGET"
+  echo "max_rounds: $MAX_ROUNDS"
   echo "warmup: 1"
   echo "timeout_s: 120"
   echo "fixed: $FIXED"

@@ -155,3 +155,31 @@ def test_a_verdict_is_recorded_only_where_a_run_folder_is_given(tmp_path):
     assert not (tmp_path / "missing").exists(), "a folder is never made up"
     record_verdict({"state": "done", "headline": "SWEEP DONE"}, tmp_path)
     assert json.loads((tmp_path / "verdict.json").read_text())["headline"] == "SWEEP DONE"
+
+
+def test_a_sweep_that_found_crashes_is_amber_never_green(frame):
+    verdict = sweep_verdict(frame, sweep_id="synthetic", status="done").to_dict()
+    assert report_html.has_findings(verdict)
+    found = report_html.banner_html({"status": "ok", "headline": verdict["headline"],
+                                     "_findings": True})
+    clean = report_html.banner_html({"status": "ok", "headline": "SWEEP DONE: 2 cells",
+                                     "_findings": False})
+    assert report_html.FINDINGS_COLOUR in found and report_html.STATUS_COLOURS["ok"] not in found
+    assert report_html.STATUS_COLOURS["ok"] in clean
+    assert "_findings" not in found, "a hidden key, never a row"
+    failed = report_html.banner_html({"status": "failed", "headline": "x", "_findings": True})
+    assert report_html.STATUS_COLOURS["failed"] in failed, "red stays red"
+
+
+def test_the_display_table_puts_each_interval_beside_its_figure(tmp_path):
+    from ddlab.report.verdicts import SweepReport
+
+    frame, verdict = _spread_verdict(tmp_path, (150.0, 152.0, 149.0, 151.0),
+                                     (200.0, 203.0, 198.0, 201.0), (250.0, 252.0, 248.0, 251.0))
+    table = SweepReport(sweep_id="s", frame=frame, verdict=verdict).table()
+    row = table.iloc[3]
+    assert row["tok_s_ci"] == f"{frame.iloc[3]['output_tok_s_ci_low']:.0f}-" \
+                              f"{frame.iloc[3]['output_tok_s_ci_high']:.0f}"
+    assert row["speedup_ci"].count("-") == 1 and "noise" not in row["speedup_ci"]
+    base = table.iloc[0]
+    assert base["speedup"] == 1.0 and base["speedup_ci"] == "", "the baseline against itself: no interval"

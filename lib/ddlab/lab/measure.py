@@ -122,11 +122,13 @@ class Measurement:
     config: dict
 
     stopped: str = ""   # why measuring stopped: "ci", "rounds", "time", "repeats"
+    elapsed_s: float = 0.0  # from the first round's start to the last one's end
 
     def summary(self) -> dict:
         per_run = [run.summary() for run in self.runs]
         out: dict = {"repeats": len(per_run), "rounds": len(per_run),
                      "measure_s": round(sum(r.wall_s for r in self.runs), 3),
+                     "elapsed_s": round(self.elapsed_s, 3),
                      "stopped": self.stopped or None}
         for key in per_run[0]:
             values = [s[key] for s in per_run if s[key] is not None]
@@ -301,7 +303,8 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
                        else "time" if spent >= max_time_s else "")
             if stopped:
                 break
-        result = Measurement(runs=runs, config=config, stopped=stopped)
+        result = Measurement(runs=runs, config=config, stopped=stopped,
+                             elapsed_s=time.monotonic() - started)
         s = result.summary()
         beat.close(f"done: {s['n_ok']:g}/{s['n_requests']:g} ok per round, {len(runs)} rounds "
                    f"(stopped: {stopped}), {_fmt(s['output_tok_s'])} tok/s "

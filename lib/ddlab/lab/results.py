@@ -156,7 +156,9 @@ def _add_speedups(frame: pd.DataFrame) -> None:
             continue
         ref = ref.iloc[0]
         mine, theirs = row["samples"], ref["samples"]
-        if mine and theirs:
+        if ref["config_hash"] == row["config_hash"]:  # the baseline itself: 1x, by definition
+            rows.append((1.0, None, None))
+        elif mine and theirs:
             rows.append(ratio_ci(mine, theirs))
         else:  # stored before rounds had samples: the ratio of the medians, no interval
             rows.append((row["output_tok_s"] / ref["output_tok_s"], None, None))

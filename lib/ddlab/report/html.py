@@ -28,7 +28,7 @@ from ddlab.core.redact import redact_text
 from ddlab.core.run_folders import write_text
 
 __all__ = ["render_html", "write_index", "banner_html", "banner_title", "provenance_html",
-           "figures_html", "STATUS_COLOURS", "IDS"]
+           "figures_html", "STATUS_COLOURS", "IDS", "has_findings"]
 
 IDS = {"verdict": "ddlab-verdict", "provenance": "ddlab-provenance", "table": "ddlab-table",
        "figures": "ddlab-figures"}
@@ -173,12 +173,26 @@ def _mark_table(output) -> bool:
     return True
 
 
+FINDINGS_COLOUR = "#9a6700"  # a run that went through and found crashes or wrong output
+
+
+def has_findings(verdict: dict) -> bool:
+    """Whether a finished sweep's verdict found something wrong in its cells (crashed,
+    wrong output, graphs that never ran): its banner is then amber, never green."""
+    s = verdict.get("summary") or {}
+    return bool(s.get("crashed") or s.get("wrong_output") or s.get("graphs_not_run"))
+
+
 def banner_html(banner: dict) -> str:
+    """The verdict block; ``banner["_findings"]`` turns a green status amber."""
     status = banner.get("status", "?")
     colour = STATUS_COLOURS.get(status, "#57606a")
+    if banner.get("_findings") and colour == STATUS_COLOURS["ok"]:
+        colour = FINDINGS_COLOUR
     rows = "".join(f"<tr><th style='text-align:left;padding-right:1em'>{escape(str(k))}</th>"
                    f"<td>{escape(redact_text(str(v)))}</td></tr>"
-                   for k, v in banner.items() if k not in ("status", "headline") and v not in (None, ""))
+                   for k, v in banner.items()
+                   if k not in ("status", "headline") and not k.startswith("_") and v not in (None, ""))
     title = banner_title(status, redact_text(banner.get("headline") or ""))
     return (f"<div id='{IDS['verdict']}' style='font-family:sans-serif;"
             f"border-left:8px solid {colour};margin:1em;"

@@ -28,7 +28,7 @@ from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.redact import redact, redact_text
 from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json, write_text
-from ddlab.report.html import banner_html, provenance_html, write_index
+from ddlab.report.html import banner_html, has_findings, provenance_html, write_index
 from ddlab.report.notebooks import parse_parameters, run_exit_code, run_outcome
 from ddlab.report.provenance import PROVENANCE_FILE, command_line, gather, load_average
 
@@ -167,7 +167,8 @@ def close_kernel_run(run: KernelRun, report: SweepReport | None, *, status: str,
     path = run.run_dir / "report.html"
     banner = {"status": record["outcome"], "headline": record["headline"],
               "next step": record["next_step"], "error": error, "kind": run.kind,
-              "output notebook": record.get("output_notebook"), "folder": str(run.run_dir)}
+              "output notebook": record.get("output_notebook"), "folder": str(run.run_dir),
+              "_findings": has_findings(verdict)}
     if report is not None:
         from ddlab.report.sweep_page import render_sweep_page
 

@@ -41,7 +41,14 @@ from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
 from ddlab.core.redact import redact, redact_text
 from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json, write_text
-from ddlab.report.html import banner_html, banner_title, provenance_html, render_html, write_index
+from ddlab.report.html import (
+    banner_html,
+    banner_title,
+    has_findings,
+    provenance_html,
+    render_html,
+    write_index,
+)
 from ddlab.report.provenance import load_average, notebook_run_provenance, run_command
 
 __all__ = ["NotebookRun", "NotebookRuns", "run_notebook", "find_notebook", "parse_parameters", "EXIT_CODES"]
@@ -267,7 +274,7 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
               "next step": verdict.get("next_step"), "error": error,
               "notebook": source.name, "parameters": json.dumps(record["parameters"]),
               "started (UTC)": record["started_utc"], "duration": f"{duration_s:.1f} s",
-              "folder": str(run_dir)}
+              "folder": str(run_dir), "_findings": has_findings(verdict)}
     if executed.is_file():
         _mask_notebook(executed)
         render_html(executed, report, banner=banner, provenance=provenance)

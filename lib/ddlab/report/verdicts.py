@@ -15,10 +15,11 @@ import pandas as pd
 
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS"]
 
+# the display table: a figure's 95% interval beside it as one short column ("544-612";
+# a speedup's ends in "noise" when it holds 1x); every number stays in .frame
 TABLE_COLUMNS = ["name", "role", "status", "kind", "budget", "topk_cap", "cuda_graph",
-                 "accept_length", "output_tok_s", "output_tok_s_ci_low", "output_tok_s_ci_high",
-                 "speedup", "speedup_ci_low", "speedup_ci_high", "within_noise", "ttft_ms_p50",
-                 "tpot_ms_p50", "rounds", "load_warning"]
+                 "accept_length", "output_tok_s", "tok_s_ci", "speedup", "speedup_ci",
+                 "ttft_ms_p50", "tpot_ms_p50", "rounds", "load_warning"]
 
 
 @dataclass
@@ -64,8 +65,8 @@ class SweepVerdict:
                 more = f" and {len(ties) - 4} more" if len(ties) > 4 else ""
                 head += f"; ties with {names}{more} (95% intervals overlap)"
         if s.get("load_warnings"):
-            head += (f"; {len(s['load_warnings'])} cell(s) measured while other processes were "
-                     "busy (see load_warning)")
+            head += (f"; {len(s['load_warnings'])} cell(s) with a load warning (a busy host or "
+                     "a drifting baseline: see load_warning)")
         if self.error:
             head += f"; stopped by {self.error}"
         return head
@@ -102,7 +103,9 @@ class SweepVerdict:
         printer.text(self.render())
 
     def _repr_html_(self) -> str:
-        colour = "#cf222e" if self.crashes or self.status != "done" else "#1a7f37"
+        findings = self.crashes or self.summary.get("wrong_output") \
+            or self.summary.get("graphs_not_run")
+        colour = "#cf222e" if self.status != "done" else "#9a6700" if findings else "#1a7f37"
         crashes = "".join(f"<li><b>{escape(c['name'])}</b>: {escape(str(c['kind']))} in "
                           f"{escape(str(c.get('phase')))}: {escape(str(c.get('cause')))}</li>"
                           for c in self.crashes)
@@ -118,6 +121,10 @@ def _point(best: dict) -> str:
     if best.get("cuda_graph") is not None:
         words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
     return f" ({', '.join(words)})" if words else ""
+
+
+def _span(low, high, fmt: str) -> str:
+    return f"{low:{fmt}}-{high:{fmt}}" if _num(low) and _num(high) else ""
 
 
 def _interval(row: dict, key: str, fmt: str) -> str:
@@ -157,8 +164,18 @@ class SweepReport:
         """The cells with the columns a reader wants first."""
         if self.frame.empty:
             return self.frame
-        cols = [c for c in TABLE_COLUMNS if c in self.frame.columns]
-        return self.frame[cols].round(3)
+        shown = self.frame.copy()
+        shown["tok_s_ci"] = [_span(r.get("output_tok_s_ci_low"), r.get("output_tok_s_ci_high"), ".0f")
+                             for _, r in shown.iterrows()]
+        shown["speedup_ci"] = [_span(r.get("speedup_ci_low"), r.get("speedup_ci_high"), ".2f")
+                               + (" noise" if r.get("within_noise") is True else "")
+                               for _, r in shown.iterrows()]
+        for column in ("budget", "topk_cap", "rounds"):
+            if column in shown:
+                shown[column] = shown[column].astype("Int64")
+        cols = [c for c in TABLE_COLUMNS if c in shown.columns]
+        return shown[cols].round({"accept_length": 2, "output_tok_s": 1, "speedup": 2,
+                                  "ttft_ms_p50": 1, "tpot_ms_p50": 2})
 
     def _repr_html_(self) -> str:
         return self.verdict._repr_html_()
