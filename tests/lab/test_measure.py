@@ -218,3 +218,17 @@ def test_bad_parameters_are_refused_before_any_request(server, kwargs, words):
         measure(server, **{"requests": 2, "warmup": 1, **kwargs})
     assert words in str(info.value)
     assert _requests_served(server) == served, "no request was sent"
+
+
+def test_a_request_lost_in_any_round_is_counted_not_hidden_by_the_median():
+    """One round of three lost a request: the median of per-round failures is 0, the
+    total is 1, and the total is what a sweep benches again for."""
+    from ddlab.lab.measure import Measurement, Repetition, RequestResult
+
+    def round_(failed: int) -> Repetition:
+        requests = [RequestResult(prompt_index=i, ok=i >= failed, completion_tokens=8,
+                                  e2e_s=0.1, ttft_s=0.01) for i in range(4)]
+        return Repetition(requests=requests, wall_s=0.4, concurrency=1)
+
+    s = Measurement(runs=[round_(0), round_(1), round_(0)], config={}).summary()
+    assert s["n_failed"] == 0 and s["n_failed_total"] == 1 and s["n_requests_total"] == 12

@@ -50,9 +50,12 @@ HERE = Path(__file__).resolve().parent
 SHIMS = HERE / "shims"
 PYTHON = sys.executable
 # Cheap cells: one short request, no probe; a cell is ~2-3 s, most of it the target's start.
+# rounds capped at the 3 an interval needs, no bracketing (docs/measurement.md): the
+# faults under test are the host's, not the figures'
 CHEAP = {"requests": 1, "max_new_tokens": 8, "warmup": 0, "probe": False, "grace_s": 0.0,
-         "timeout_s": 60.0}
-SMALL = {"requests": 2, "max_new_tokens": 32, "warmup": 0, "grace_s": 0.0, "timeout_s": 60.0}
+         "timeout_s": 60.0, "max_rounds": 3, "bracket": False}
+SMALL = {"requests": 2, "max_new_tokens": 32, "warmup": 0, "grace_s": 0.0, "timeout_s": 60.0,
+         "max_rounds": 3, "bracket": False}
 
 
 @dataclasses.dataclass

@@ -129,7 +129,7 @@ def test_servers_that_die_mid_bench_are_crashed_cells_with_their_diagnosis(bench
     killer = threading.Thread(target=kill_second_cell_mid_bench, daemon=True)
     killer.start()
     options = SweepOptions(requests=8, max_new_tokens=128, warmup=1, probe=False, grace_s=0,
-                           timeout_s=60)
+                           timeout_s=60, ci_target=None, bracket=False)  # one round a cell
     with bench.using(), Store(bench.store_path) as store:
         plan = plan_sweep(bench.base, {"budget": [4, 8]}, baseline=False, extra=[[REPLAY_FAULT]])
         sweep = run_sweep(plan, host=bench.host, options=options, store=store)

@@ -138,6 +138,9 @@ class Measurement:
             out[key] = statistics.median(values)
             if len(per_run) > 1 and isinstance(values[0], float):
                 out[f"{key}_spread"] = max(values) - min(values)
+        # a request lost in any round is lost: a median over rounds would hide it
+        out["n_failed_total"] = sum(s["n_failed"] for s in per_run)
+        out["n_requests_total"] = sum(s["n_requests"] for s in per_run)
         tokens = sum(s["completion_tokens"] for s in per_run)
         verify = [r.spec_verify_ct for run in self.runs for r in run.requests if r.ok]
         if verify and None not in verify and sum(verify):  # exact over all rounds

@@ -334,9 +334,10 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
             log.info(f"[sweep] {deployed.name}: {load['load_warning']}: its figures are suspect")
         after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
         metrics = {**result.summary(), **load}
-        if after.state != "ready" or not (metrics["n_failed"] and lab.transport.link != link):
+        if after.state != "ready" or not (metrics["n_failed_total"]
+                                          and lab.transport.link != link):
             return (metrics if after.state == "ready" else None), after
-        lost = (f"{metrics['n_failed']} of {metrics['n_requests']} requests lost with the "
+        lost = (f"{metrics['n_failed_total']} of {metrics['n_requests_total']} requests lost with the "
                 "SSH connection")
         if attempt == 2:
             raise HostError(f"bench {deployed.name} on {lab.name}: {lost}, twice",
