@@ -237,47 +237,31 @@ def _bracket_baselines(lab: Lab, store: Store, sweep: Sweep) -> None:
         if cell.role != "baseline" or status.get(cell.hash) != "measured":
             continue
         log.info(f"[sweep] bracket: {cell.variant.name} measured again after the grid")
+        run_dir = new_run_dir(f"bracket-{cell.label}", parent=sweep.folder)
+        run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
+                               config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
+                               run_dir=str(run_dir))
         try:
-            with _recorded_run(lab, store, sweep, cell, f"bracket-{cell.label}",
-                               commit_cell=False) as (run_id, run_dir):
-                deployed = lab.start_variant(cell.variant, run_dir=run_dir)
-                verdict = watch(lab, timeout_s=sweep.options.timeout_s, probe=False,
-                                grace_s=sweep.options.grace_s,
-                                lossless_tolerance=sweep.options.lossless_tolerance)
-                metrics = None
-                if verdict.state == "ready":
-                    metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
-                lab.stop_variant()
+            deployed = lab.start_variant(cell.variant, run_dir=run_dir)
+            verdict = watch(lab, timeout_s=sweep.options.timeout_s, probe=False,
+                            grace_s=sweep.options.grace_s,
+                            lossless_tolerance=sweep.options.lossless_tolerance)
+            metrics = None
+            if verdict.state == "ready":
+                metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
+            lab.stop_variant()
+        except KeyboardInterrupt:
+            store.finish_run(run_id, state="interrupted")
+            raise
         except DdlabError as err:
+            store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
+            with contextlib.suppress(DdlabError):
+                lab.stop_variant()
             log.info(f"[sweep] bracket {cell.variant.name}: error: {err}; left out")
             continue
         state = "bracket" if metrics else verdict.state
         store.finish_run(run_id, state=state, verdict=verdict.to_dict(), metrics=metrics)
         log.info(f"[sweep] bracket {cell.variant.name}: {state}")
-
-
-@contextlib.contextmanager
-def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, label: str, *,
-                  commit_cell: bool = True) -> Iterator[tuple[int, Path]]:
-    """A run of ``cell`` in the store and its folder ``label`` under the sweep's, for
-    the block to deploy into. Ctrl-C marks it interrupted; a DdlabError marks it (and,
-    with ``commit_cell``, the cell) an error and stops the variant before it goes on."""
-    run_dir = new_run_dir(label, parent=sweep.folder)
-    run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
-                           config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
-                           run_dir=str(run_dir))
-    try:
-        yield run_id, run_dir
-    except KeyboardInterrupt:
-        store.finish_run(run_id, state="interrupted")
-        raise
-    except DdlabError as err:
-        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
-        if commit_cell:
-            store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
-        with contextlib.suppress(DdlabError):  # the next cell, or the restore, tries again
-            lab.stop_variant()
-        raise
 
 
 def run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, *, bench: bool = True) -> str:
@@ -291,7 +275,11 @@ def run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, *, bench: bool = 
 def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOptions,
               bench: bool = True) -> str:
     """Deploy, watch, bench one cell; commit it to the store; return its status."""
-    with _recorded_run(lab, store, sweep, cell, cell.label) as (run_id, run_dir):
+    run_dir = new_run_dir(cell.label, parent=sweep.folder)
+    run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
+                           config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
+                           run_dir=str(run_dir))
+    try:
         deployed = lab.start_variant(cell.variant, run_dir=run_dir)
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
                         grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance)
@@ -308,6 +296,15 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
                 verdict = wrong  # measured, so a plot shows how fast it is wrong; never best
         status = ("measured" if bench else "ready") if verdict.state == "ready" else verdict.state
         lab.stop_variant()
+    except KeyboardInterrupt:
+        store.finish_run(run_id, state="interrupted")
+        raise
+    except DdlabError as err:
+        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
+        store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
+        with contextlib.suppress(DdlabError):  # the next cell, or the restore, tries again
+            lab.stop_variant()
+        raise
     store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
     store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
     return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
