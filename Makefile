@@ -36,13 +36,15 @@ demo: venv
 check: venv
 	$(PYTEST) -q -m "not slow and not reliability" -n $(WORKERS) --dist worksteal
 
-# Everything; the real-host tests need sshd and systemd tools, the browser tests Chromium:
+# Everything; the real-host tests need sshd and systemd tools, the Slurm tests slurm-wlm + munge,
+# the browser tests Chromium:
 # hostdeps installs them (as root with apt-get; where it cannot, those tests skip and say why).
 test: venv hostdeps
 	$(PYTEST) -n $(WORKERS) --dist worksteal --durations=15
 
 hostdeps:
 	@sh tests/testhost/install-deps.sh
+	@sh tests/testhost/install-slurm.sh
 	@sh tests/report/install-chromium.sh
 
 # JupyterLab at the repo root, so notebooks/ and outputs/ are both in reach; root needs --allow-root.

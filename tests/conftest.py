@@ -7,7 +7,9 @@ marked ``testhost`` automatically, so ``-m "not testhost"`` leaves them out. Und
 pytest-xdist each worker boots its own test host: their systemds run in cgroups of
 their own and keep units in their own /run (tests/testhost/host.py), so they do
 not meet. Tests under ``tests/reliability/`` are marked ``reliability``.
-It skips, saying why, only where the machine cannot boot it.
+It skips, saying why, only where the machine cannot boot it. ``slurm_cluster`` is
+a real one-node Slurm per session (tests/testhost/slurm.py); its tests are marked
+``testhost`` too (root, daemons of their own).
 """
 
 from __future__ import annotations
@@ -46,9 +48,46 @@ def testhost():
         host.shutdown()
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A real one-node Slurm (tests/testhost/slurm.py: slurmctld, slurmd and munged of its
+    own, about 0.3 s to start), one per test session; skipped with the reason where it
+    cannot start. Tests leave no job behind (each checks that itself)."""
+    from testhost.slurm import SlurmCluster
+
+    reason = SlurmCluster.skip_reason()
+    if reason:
+        pytest.skip(f"real Slurm unavailable: {reason}")
+    cluster = SlurmCluster().start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def slurm_host(slurm_cluster, tmp_path, monkeypatch):
+    """A host profile factory: this machine as the cluster's login host (local transport,
+    ``SLURM_CONF`` naming the test cluster). Afterwards no job may be left in squeue."""
+    from ddlab.hosts.profiles import HostProfile
+
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+
+    def profile(**keys) -> HostProfile:
+        return HostProfile.from_dict({"scheduler": "slurm", "state_dir": str(tmp_path / "state"),
+                                      **keys}, name="slurm-login")
+
+    yield profile
+    left = slurm_cluster.run(["squeue", "-h", "-o", "%A %T %j"]).stdout.strip()
+    slurm_cluster.cancel_all()
+    slurm_cluster.wait_idle()
+    assert not left, f"jobs left in squeue: {left}"
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "testhost" in getattr(item, "fixturenames", ()) or item.get_closest_marker("testhost"):
+        names = getattr(item, "fixturenames", ())
+        if "testhost" in names or "slurm_cluster" in names or item.get_closest_marker("testhost"):
             item.add_marker(pytest.mark.testhost)
         if "reliability" in item.path.parts:
             item.add_marker(pytest.mark.reliability)

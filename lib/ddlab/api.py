@@ -48,6 +48,7 @@ from ddlab.core.redact import redact_text
 from ddlab.core.run_folders import new_run_dir, record_verdict
 from ddlab.diagnosis.diagnosis import Diagnosis, read_log
 from ddlab.diagnosis.diagnosis import diagnose as _diagnose
+from ddlab.hosts.pools import load_pool, pool_base
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.lab.commands import check_command
 from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
@@ -236,7 +237,7 @@ def _check_positive(**values) -> None:
 # --- sweeps ----------------------------------------------------------------------------
 
 
-def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
+def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
           cuda_graph=(True, False), grid: dict | None = None, fixed=(), extra=(),
           baseline: bool = True, requests: int = 8, concurrency: int = 1,
           max_new_tokens: int = 128, warmup: int = 1, repeats: int = 1,
@@ -256,32 +257,36 @@ def sweep(*, host: str = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4)
     of the plan comes from the store, and ``host`` may only repeat its host);
     ``dry_run``: the plan only; ``max_cells``: a grid larger than this is refused
     until it is raised (each cell is a server start). ``host``: "" is ``local`` for a
-    new sweep, the sweep's own host for a resumed one. Each ready cell is measured in
+    new sweep, the sweep's own host for a resumed one; a list of hosts (or a pool
+    profile) spreads the cells over them, each host with its own baselines
+    (:mod:`ddlab.lab.pool`). Each ready cell is measured in
     rounds of ``requests`` requests after ``warmup``: at least ``repeats`` rounds (3
     with ``ci_target``), then until the tok/s 95% interval is within +-``ci_target``
     of the median, at most ``max_rounds`` rounds or ``max_time_s``, at least
     ``min_time_s`` (:func:`ddlab.lab.measure.measure`); ``bracket``: each measured
     baseline is measured again after the grid and its rounds pooled (docs/measurement.md).
     """
-    profile = load_host(host or "local")
+    profiles = load_pool(host or "local")  # one host, a pool profile, or a list of hosts
+    profile = profiles[0]
     options = SweepOptions(requests=requests, concurrency=concurrency,
                            max_new_tokens=max_new_tokens, warmup=warmup, repeats=repeats,
                            ci_target=ci_target or None,  # 0: exactly `repeats` rounds
                            min_time_s=min_time_s, max_time_s=max_time_s,
                            max_rounds=max_rounds, bracket=bracket, timeout_s=timeout_s,
                            probe=probe)
-    plan = None if resume else plan_sweep(base or profile.base,
+    plan = None if resume else plan_sweep(base or pool_base(profiles),
                                           parameter_grid(budget, topk_cap, cuda_graph, grid),
                                           fixed=parameter_value("fixed", fixed),
                                           extra=parameter_extras(extra), baseline=baseline,
-                                          max_cells=max_cells)
+                                          max_cells=max_cells, hosts=[p.name for p in profiles])
     store = store or Store()
     own = None if run_dir or dry_run else open_kernel_run("sweep")  # plain papermill, JupyterLab
     run_dir = own.run_dir if own is not None else run_dir
     slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
     opened = None
     try:
-        opened = open_sweep(plan, host=(host or None) if resume else profile, options=options,
+        opened = open_sweep(plan, host=(host or None) if resume else (host or profile),
+                            options=options,
                             resume=resume, store=store,
                             register=not dry_run,
                             secrets=parameter_value("fixed", fixed) if resume else ())
@@ -392,6 +397,8 @@ def plot(sweep: str | list = "latest", *, metric: str = "output_tok_s",
                "throughput": plots.throughput_vs_budget(report.frame),
                "speedup": plots.speedup_vs_budget(report.frame),
                f"heatmap-{metric}": plots.heatmap(report.frame, metric)}
+    if report.frame.get("host") is not None and report.frame["host"].nunique() > 1:
+        figures["by-host"] = plots.by_host(report.frame, "speedup")  # a pool: a panel per host
     if len(sweeps) > 1:
         figures[f"compare-{metric}"] = compare_sweeps(sweeps, metric, store=store)
     paths = []

@@ -323,7 +323,8 @@ VERBS = {
                    _args_deploy, _run_deploy),
     "watch": Verb("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
                   "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, "
-                  "6 connection lost, 7 wrong output (not lossless), 130 interrupted",
+                  "6 connection lost, 7 wrong output (not lossless), 8 the scheduler (Slurm) "
+                  "ended the job, 130 interrupted",
                   _args_watch, _run_watch),
     "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
                     _run_restore),

@@ -26,7 +26,7 @@ from ddlab.config.bases import Config, copy_value, load_base
 from ddlab.config.overrides import change_order, parse_overrides, resolve_overrides
 from ddlab.core.redact import MASK, holds_secret, looks_secret
 
-__all__ = ["Variant", "make_variant", "describe_changes", "INCIDENTAL"]
+__all__ = ["Variant", "make_variant", "on_host", "describe_changes", "INCIDENTAL"]
 
 _MAX_NAME = 64
 # Where the server listens, not what it computes: left out of a name when something
@@ -91,6 +91,17 @@ def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Va
     changes = _changes(base, config)
     return Variant(base=base, config=config, changes=changes,
                    name=_variant_name(base.base, changes, config, unnamed=unnamed))
+
+
+def on_host(variant: Variant, overrides: dict | None) -> Variant:
+    """The variant as one host runs it: its host profile's ``overrides`` (a port, the
+    GPU of a shared machine) applied on top. Name and unit stay the variant's: what a
+    host needs to run it is not what the variant changes (its ``changes`` do show it)."""
+    if not overrides:
+        return variant
+    config = make_variant(variant.config, overrides).config
+    return Variant(base=variant.base, config=config, changes=_changes(variant.base, config),
+                   name=variant.name)
 
 
 def _changes(old: Config, new: Config) -> dict:

@@ -18,6 +18,7 @@ Lines are masked (:mod:`ddlab.core.redact`) first: a status may quote a log.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TextIO
@@ -42,7 +43,10 @@ class Heartbeat:
         self._last_beat = float("-inf")
         self._last_text = ""
         self._handle = None
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        # a line rewritten in place only by the main thread: a pool's hosts (worker
+        # threads) each print whole lines, which interleave legibly
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)()) \
+            and threading.current_thread() is threading.main_thread()
         self._kernel = stream is None and in_kernel()
         self._terminal = terminal() if self._kernel else None  # plain papermill's
         self._terminal_open = False  # a line rewritten in place there, not yet ended

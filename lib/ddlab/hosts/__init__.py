@@ -4,9 +4,9 @@ Profiles (:mod:`.profiles`) say how to reach a host; transports
 (:mod:`.transport` for this machine, :mod:`.ssh` over one persistent,
 verified SSH connection with :mod:`.remote_exec` and :mod:`.tunnels`) run
 argv lists and move files; service managers (:mod:`.systemd`,
-:mod:`.processes`) start, stop, observe and read the logs of one server; the
-host lock (:mod:`.lock`) records what ddlab changed. :func:`connect` and
-:func:`manager_for` pick the implementation a profile names.
+:mod:`.processes`, :mod:`.slurm`) start, stop, observe and read the logs of one
+server; the host lock (:mod:`.lock`) records what ddlab changed. :func:`connect`
+and :func:`manager_for` pick the implementation a profile names.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from ddlab.hosts.processes import ProcessManager
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceManager
+from ddlab.hosts.slurm import SlurmManager
 from ddlab.hosts.systemd import SystemdManager
 from ddlab.hosts.transport import LocalTransport, Transport
 
@@ -32,8 +33,11 @@ def connect(profile: HostProfile | str = "local") -> Transport:
 
 
 def manager_for(transport: Transport) -> ServiceManager:
-    """The manager the transport's host profile names (``service_manager``)."""
+    """The manager the transport's host profile names: ``scheduler: slurm`` (batch jobs
+    submitted on a login host), else ``service_manager``."""
     profile = transport.profile
+    if profile.scheduler == "slurm":
+        return SlurmManager(transport, profile)
     if profile.service_manager == "systemd":
         return SystemdManager(transport, profile.unit_dir, profile.state_dir)
     return ProcessManager(transport, f"{profile.state_dir.rstrip('/')}/services")

@@ -44,8 +44,10 @@ __all__ = ["HostProfile", "load_host", "available_hosts"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _CHOICES = {"transport": ("local", "ssh"), "service_manager": ("systemd", "process"),
-            "http": ("tunnel", "direct")}
-_POSITIVE = ("port", "baseline_port", "connect_timeout_s", "command_timeout_s")
+            "http": ("tunnel", "direct"), "scheduler": ("", "slurm")}
+_POSITIVE = ("port", "baseline_port", "connect_timeout_s", "command_timeout_s", "max_jobs")
+# what a pool profile may hold besides `pool`: it only names other profiles
+POOL_KEYS = ("pool", "description", "base")
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,22 @@ class HostProfile:
     description: str = ""
     base: str = ""
     sglang_version: str = ""  # the release the host runs; "" means deploy asks the host
+    # overrides every variant gets on this host only, at deploy time (a GPU of a
+    # shared machine: port, env.CUDA_VISIBLE_DEVICES); never part of a cell's identity
+    overrides: dict = field(default_factory=dict)
+    # a pool profile: the names of the host profiles a sweep spreads its cells over
+    pool: list = field(default_factory=list)
+    # scheduler: slurm -> each variant is a batch job submitted on this (login) host
+    scheduler: str = ""
+    partition: str = ""
+    account: str = ""
+    gres: str = ""                 # per job, e.g. gpu:1 (or gpu:h200:1)
+    time_limit: str = ""           # per job, sbatch --time (e.g. 30:00, 1:00:00)
+    sbatch_options: list = field(default_factory=list)   # more sbatch options, one per item
+    log_dir: str = ""              # jobs' logs, on storage the login host and the nodes share
+    max_jobs: int = 1              # cells queued or running at once (slurm)
     source: str = field(default="", compare=False)  # the YAML file it came from, if any
+    slot: int = 0  # a pool's i-th place on this host (hosts.pools.slots); never from YAML
 
     def __post_init__(self):
         local = self.transport == "local"
@@ -105,11 +122,19 @@ class HostProfile:
                               fix="write `key: value` lines, see params/hosts/example-gpu.yaml",
                               value=data)
         values = {key: _check(key, value, where) for key, value in data.items()}
+        if values.get("pool"):
+            more = sorted(set(values) - set(POOL_KEYS))
+            if more:
+                raise ConfigError(f"{where}: a pool profile (pool: {values['pool']}) holds "
+                                  f"{', '.join(more)}: a pool only names host profiles",
+                                  fix="put those keys in the hosts' own profiles", key=more[0],
+                                  value=values[more[0]])
         profile = cls(name=name, source=source, **values)
         if profile.transport == "ssh" and not profile.hostname:
             raise ConfigError(f"{where}: transport=ssh without hostname: hostname is required",
                               fix="add `hostname: HOST` (an alias from ~/.ssh/config works)",
                               key="hostname", value=None)
+        _check_scheduler(profile, where)
         return profile
 
     def to_dict(self) -> dict:
@@ -134,7 +159,8 @@ class HostProfile:
         return f"{self.name} ({where}{':' + str(self.port) if self.port else ''})"
 
 
-_KEYS = {f.name: f for f in dataclasses.fields(HostProfile) if f.name not in ("name", "source")}
+_KEYS = {f.name: f for f in dataclasses.fields(HostProfile)
+         if f.name not in ("name", "source", "slot")}
 # Values that reach a command line or name a place on the host: a narrow shape each, so a
 # profile can neither inject an option (a hostname "-oProxyCommand=...") nor a command (a
 # user "root;id") into a printed ssh hint, nor write outside its folders ("../../etc").
@@ -148,6 +174,11 @@ _SHAPES = {
     "workdir": (_PATH, "an absolute or ~ path of plain names (no '..')"),
     "python": (re.compile(r"[\w./~+-]+"), "a path or a command name (no spaces or shell signs)"),
     "baseline_service": (re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]*"), "a unit name"),
+    "log_dir": (_PATH, "an absolute or ~ path of plain names (no '..')"),
+    "partition": (re.compile(r"[A-Za-z0-9_.,-]+"), "a Slurm partition name (or a list, commas)"),
+    "account": (re.compile(r"[A-Za-z0-9_.-]+"), "a Slurm account name"),
+    "gres": (re.compile(r"[A-Za-z0-9_:.,-]+"), "a Slurm gres spec such as gpu:1"),
+    "time_limit": (re.compile(r"(\d+-)?\d+(:\d+){0,2}"), "a Slurm time such as 30:00 or 1-00:00:00"),
     "sglang_version": (re.compile(r"\d+(\.\d+){1,3}([.-]?(post|dev|rc)\d*)?"),
                        "a release number such as 0.5.23"),
 }
@@ -166,6 +197,10 @@ def _check(key: str, value, where: str):
     kind = _KEYS[key].type
     if value is None and "None" in kind:
         return None
+    if kind.startswith("dict"):
+        return _check_overrides(value, where)
+    if kind.startswith("list"):
+        return _check_names(key, value, where)
     if "bool" in kind:
         ok, want = isinstance(value, bool), "true or false"
     elif "int" in kind:
@@ -176,7 +211,7 @@ def _check(key: str, value, where: str):
     else:
         ok, want = isinstance(value, str), "a string"
     if ok and key in _CHOICES and value not in _CHOICES[key]:
-        ok, want = False, " or ".join(_CHOICES[key])
+        ok, want = False, " or ".join(repr(c) if not c else c for c in _CHOICES[key])
     if ok and key in _POSITIVE and not value > 0:
         ok, want = False, "a number > 0"
     if ok and key in ("port", "baseline_port") and value > 65535:
@@ -190,6 +225,54 @@ def _check(key: str, value, where: str):
         raise ConfigError(f"{where}: {key}={value!r}: must be {want}",
                           fix=f"set `{key}:` to {want}", key=key, value=value)
     return float(value) if "float" in kind else value
+
+
+_SLURM_KEYS = ("partition", "account", "gres", "time_limit", "sbatch_options", "log_dir")
+
+
+def _check_scheduler(profile: HostProfile, where: str) -> None:
+    """A Slurm host has no baseline (its jobs are ephemeral: nothing runs there to stop
+    and put back); Slurm keys without ``scheduler: slurm`` would be silently ignored."""
+    if profile.scheduler == "slurm" and profile.baseline_service:
+        raise ConfigError(f"{where}: scheduler=slurm with baseline_service="
+                          f"{profile.baseline_service!r}: a Slurm host has no baseline (each "
+                          "variant is a job of its own; nothing runs there to stop and put back)",
+                          fix='remove baseline_service (or set it to "")', key="baseline_service",
+                          value=profile.baseline_service)
+    given = [key for key in _SLURM_KEYS if getattr(profile, key)]
+    if not profile.scheduler and given:
+        raise ConfigError(f"{where}: {given[0]}={getattr(profile, given[0])!r} is a Slurm setting, "
+                          "but the profile has no scheduler", fix="add `scheduler: slurm`, or "
+                          f"remove {', '.join(given)}", key=given[0], value=getattr(profile, given[0]))
+
+
+def _check_overrides(value, where: str) -> dict:
+    """``overrides``: a mapping of override keys (what ``--set`` takes) to scalar values;
+    the keys themselves are checked against the flags when a variant is deployed."""
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool)))
+            for k, v in value.items()):
+        raise ConfigError(f"{where}: overrides={value!r}: must be a mapping of override keys to "
+                          "plain values", fix="e.g. `overrides: {port: 30001, "
+                          "env.CUDA_VISIBLE_DEVICES: '1'}`", key="overrides", value=value)
+    return dict(value)
+
+
+def _check_names(key: str, value, where: str) -> list:
+    """``pool`` (profile names) and ``sbatch_options`` (one option each, e.g. ``--qos=high``)."""
+    items = value if isinstance(value, list) else None
+    if key == "pool":
+        ok = items and all(isinstance(v, str) and _NAME.fullmatch(v) for v in items) \
+            and len(set(items)) == len(items)
+        want, example = "a list of distinct host profile names", "pool: [gpu1, gpu2, gpu3]"
+    else:
+        ok = items is not None and all(isinstance(v, str) and re.fullmatch(r"--?[A-Za-z][\w-]*(=\S+)?", v)
+                                       for v in items)
+        want, example = "a list of sbatch options, one each", "sbatch_options: [--qos=high]"
+    if not ok:
+        raise ConfigError(f"{where}: {key}={value!r}: must be {want}", fix=f"e.g. `{example}`",
+                          key=key, value=value)
+    return list(items)
 
 
 def available_hosts() -> list[str]:

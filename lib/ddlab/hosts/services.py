@@ -1,6 +1,6 @@
 """Service managers: start, stop, observe and read the logs of one server on a host.
 
-One interface (:class:`ServiceManager`), two ways a host runs a server:
+One interface (:class:`ServiceManager`), three ways a host runs a server:
 
 - :class:`SystemdManager`: a unit file in ``unit_dir`` (secret-named
   variables apart, in a 0600 ``EnvironmentFile``), ``systemctl``, the
@@ -10,8 +10,11 @@ One interface (:class:`ServiceManager`), two ways a host runs a server:
 - :class:`ProcessManager` (:mod:`ddlab.hosts.processes`): for hosts without systemd
   (most GPU containers): a detached process group with pid, status and log
   files under the profile's ``state_dir``.
+- :class:`SlurmManager` (:mod:`ddlab.hosts.slurm`): a batch job submitted on a
+  Slurm login host; the server runs on the node Slurm allocates, its log is the
+  job's output file on shared storage.
 
-Both answer ``state()`` with one command over the transport's persistent
+All answer ``state()`` with one command over the transport's persistent
 connection (a few ms), because a watcher polls it every ~0.2 s to see a crash
 within a second. ``read_logs(name, cursor=...)`` returns only what is new
 since the cursor, for the same watcher. Names are validated (no ``/``, no
@@ -26,7 +29,12 @@ from dataclasses import dataclass, field
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.transport import Transport
 
-__all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "unit_name"]
+__all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "unit_name", "SCHEDULER_ENDED"]
+
+# Slurm's own end states for a job: the scheduler ended it (its time limit, a preemption,
+# a node failure, the memory cgroup, an scancel by someone else ...), not the server.
+SCHEDULER_ENDED = ("TIMEOUT", "PREEMPTED", "NODE_FAIL", "OUT_OF_MEMORY", "CANCELLED", "DEADLINE",
+                   "BOOT_FAIL", "REVOKED")
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9:_.@-]*")
 
@@ -78,7 +86,10 @@ class ServiceState:
     ``result``: success | exit-code | signal | core-dump | ...;
     ``exit_status``: the main process's exit code (or signal number when
     ``exit_kind`` is killed/dumped), None before it ended; ``n_restarts``:
-    automatic restarts since the last manual start.
+    automatic restarts since the last manual start. A Slurm job adds
+    ``scheduler_state`` (its ``JobState``: PENDING, RUNNING, TIMEOUT ...),
+    ``scheduler_reason`` (its ``Reason``) and ``node`` (where it runs, ``BatchHost``);
+    ``result`` is ``scheduler-ended`` when Slurm ended it (:data:`SCHEDULER_ENDED`).
     """
 
     active_state: str
@@ -90,10 +101,18 @@ class ServiceState:
     invocation_id: str = ""
     main_pid: int = 0
     load_state: str = "loaded"
+    scheduler_state: str = ""
+    scheduler_reason: str = ""
+    node: str = ""
 
     @property
     def running(self) -> bool:
         return self.active_state == "active" and self.sub_state == "running"
+
+    @property
+    def scheduler_ended(self) -> bool:
+        """The scheduler ended it (a Slurm TIMEOUT, PREEMPTED ...): not a crash of the server."""
+        return self.result == "scheduler-ended"
 
     @property
     def failed(self) -> bool:
@@ -102,7 +121,8 @@ class ServiceState:
                 or (self.active_state == "inactive" and self.result not in ("", "success")))
 
     def to_dict(self) -> dict:
-        return {**self.__dict__, "running": self.running, "failed": self.failed}
+        return {**self.__dict__, "running": self.running, "failed": self.failed,
+                "scheduler_ended": self.scheduler_ended}
 
 
 class ServiceManager:

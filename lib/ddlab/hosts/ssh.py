@@ -39,6 +39,7 @@ Contract (on top of :class:`ddlab.hosts.transport.Transport`'s):
 
 from __future__ import annotations
 
+import functools
 import logging
 import select
 import shlex
@@ -61,7 +62,7 @@ from ddlab.hosts.ssh_trust import (
     load_ssh_config,
     resolve_hops,
 )
-from ddlab.hosts.transport import Completed, Transport, command_error
+from ddlab.hosts.transport import Completed, Transport, command_error, url_host
 from ddlab.hosts.tunnels import Forwarder
 
 __all__ = ["SSHTransport"]
@@ -97,7 +98,7 @@ class SSHTransport(Transport):
         self._clients: list[paramiko.SSHClient] = []
         self._sftp: paramiko.SFTPClient | None = None
         self._home: str | None = None
-        self._tunnels: dict[int, Forwarder] = {}
+        self._tunnels: dict[tuple[str, int], Forwarder] = {}
         self.connects = 0
         self._dropped_at: float | None = None  # when a dead link was first noticed
         self._window = threading.local()  # this thread's reconnect deadline, in _retrying
@@ -408,19 +409,23 @@ class SSHTransport(Transport):
             self._home = self._sftp_op("find home", lambda sftp: sftp.normalize("."))
         return self._home + path[1:]
 
-    def http_base(self, port):
+    def http_base(self, port, host=None):
+        """direct: ``host`` (or the profile's hostname) and the port, as this machine
+        resolves it; tunnel: a local port forwarded over the connection to ``host:port``
+        as the host sees it (its own 127.0.0.1 by default; a Slurm node's name)."""
         port = int(port)
         if self.profile.http == "direct":
-            host = self.hops[-1].hostname
-            return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+            return f"http://{url_host(host or self.hops[-1].hostname)}:{port}"
+        target = host or "127.0.0.1"
         with self._lock:
-            tunnel = self._tunnels.get(port)
+            tunnel = self._tunnels.get((target, port))
             if tunnel is None or tunnel.closed:
-                tunnel = self._tunnels[port] = Forwarder(self._open_tunnel_channel, port,
-                                                         name=self.profile.name)
+                tunnel = self._tunnels[(target, port)] = Forwarder(
+                    functools.partial(self._open_tunnel_channel, host=target), port,
+                    name=self.profile.name)
             return f"http://127.0.0.1:{tunnel.local_port}"
 
-    def _open_tunnel_channel(self, port: int, peer) -> paramiko.Channel:
+    def _open_tunnel_channel(self, port: int, peer, host: str = "127.0.0.1") -> paramiko.Channel:
         """A channel to ``port`` for one forwarded connection. A tunnel never queues up
         behind a reconnect: while another thread holds the connection for more than a
         second, or once the host is down, the connection is refused and the caller's
@@ -438,7 +443,7 @@ class SSHTransport(Transport):
                     raise HostError(f"{self.profile.label}: not answering; tunnel to port "
                                     f"{port} refused", host=self.profile.name, transient=True)
                 current = self.open(timeout_s=min(2.0, self.profile.connect_timeout_s))
-            return current.open_channel("direct-tcpip", ("127.0.0.1", port), peer,
+            return current.open_channel("direct-tcpip", (host, port), peer,
                                         timeout=self.profile.connect_timeout_s)
         finally:
             self._lock.release()

@@ -17,7 +17,9 @@ Contract, for every transport:
   looser permissions than ``mode``; ``read_file`` raises FileNotFoundError.
 - ``http_base(port)`` is a URL on *this* machine that reaches the host's
   ``127.0.0.1:port`` (through the SSH connection by default, so the server
-  never has to listen on a public address).
+  never has to listen on a public address); ``http_base(port, host=NODE)``
+  reaches ``NODE:port`` as the host sees it (a Slurm job's node, through the
+  login host).
 
 Why profiles are strict (unknown keys, wrong types and unknown names raise
 :class:`ConfigError` naming the choices): a typo in a profile would otherwise
@@ -41,7 +43,7 @@ from ddlab.core.errors import CommandError, ConfigError
 from ddlab.core.redact import redact_argv
 from ddlab.hosts.profiles import HostProfile
 
-__all__ = ["Transport", "LocalTransport", "Completed"]
+__all__ = ["Transport", "LocalTransport", "Completed", "url_host"]
 
 log = logging.getLogger("ddlab.hosts")
 
@@ -92,7 +94,9 @@ class Transport:
     def read_file(self, path: str) -> bytes:
         raise NotImplementedError
 
-    def http_base(self, port: int) -> str:
+    def http_base(self, port: int, host: str | None = None) -> str:
+        """A URL here that reaches ``host:port`` as the host sees it (``host`` None:
+        its own 127.0.0.1)."""
         raise NotImplementedError
 
     def expand_path(self, path: str) -> str:
@@ -192,11 +196,16 @@ class LocalTransport(Transport):
     def read_file(self, path):
         return Path(self.expand_path(str(path))).read_bytes()
 
-    def http_base(self, port):
-        return f"http://127.0.0.1:{int(port)}"
+    def http_base(self, port, host=None):
+        return f"http://{url_host(host or '127.0.0.1')}:{int(port)}"
 
     def expand_path(self, path):
         return os.path.expanduser(path)
+
+
+def url_host(host: str) -> str:
+    """``host`` as a URL writes it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,8 +1,9 @@
-"""A local TCP port that forwards to a port on an SSH host (``ssh -L``, in-process).
+"""A local TCP port that forwards to a port on an SSH host, or one it reaches (``ssh -L``).
 
 ``Forwarder(open_channel, port)`` listens on 127.0.0.1 at an ephemeral port;
 each accepted connection gets its own ``direct-tcpip`` channel from
-``open_channel(port, peer)`` and a pump thread copying bytes both ways
+``open_channel(port, peer)`` (a channel to the host's 127.0.0.1:port, or to a
+name the host resolves, such as a Slurm job's node) and a pump thread copying bytes both ways
 (half-closes passed on). ``open_channel`` is asked per connection, so a
 transport that reconnected serves the next connection. Why in-process and
 not ``ssh -L``: it rides the one verified, persistent connection and dies
@@ -22,7 +23,8 @@ log = logging.getLogger("ddlab.tunnel")
 
 
 class Forwarder:
-    """127.0.0.1:``local_port`` here -> 127.0.0.1:``port`` on the host; ``close()`` ends all."""
+    """127.0.0.1:``local_port`` here -> ``port`` where ``open_channel`` leads (the host's
+    127.0.0.1, or a node it reaches); ``close()`` ends all."""
 
     def __init__(self, open_channel, port: int, *, name: str = "host"):
         self._open_channel = open_channel

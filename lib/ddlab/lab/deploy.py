@@ -6,7 +6,10 @@ lock (:mod:`ddlab.hosts.lock`), whose file also records what ddlab changed there
 Deploying stops the host's baseline service (the production server, if the
 profile names one) and starts the variant; :meth:`Lab.restore` stops the
 variant, starts the baseline again if it was active, waits until it is, and
-releases the lock.
+releases the lock. On a Slurm host (``scheduler: slurm``) the variant is a
+batch job (:mod:`ddlab.hosts.slurm`): there is no baseline (jobs are
+ephemeral), stopping it is ``scancel``, and :meth:`Lab.server_url` reaches the
+server on the job's node through the login host.
 
 :func:`deployed` is the guarantee as a context manager: the baseline comes back
 on success, crash, timeout, exception and KeyboardInterrupt; a second Ctrl-C
@@ -30,7 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ddlab.config.units import exec_words, render_unit
-from ddlab.config.variants import Variant
+from ddlab.config.variants import Variant, on_host
 from ddlab.core.errors import ConfigError, DdlabError, ServiceError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
@@ -41,15 +44,17 @@ from ddlab.hosts import connect, manager_for
 from ddlab.hosts.installs import Installs, digest
 from ddlab.hosts.lock import HostLock, LockFile
 from ddlab.hosts.profiles import HostProfile, load_host
-from ddlab.hosts.services import ServiceSpec, unit_name
+from ddlab.hosts.services import ServiceSpec, ServiceState, unit_name
 from ddlab.probes import probe_env, probe_files
 from ddlab.lab.commands import check_command, installed_sglang
 
-__all__ = ["Lab", "Deployed", "PortTaken", "deployed", "held_interrupts", "add_restore_hint"]
+__all__ = ["Lab", "Deployed", "PortTaken", "deployed", "held_interrupts", "add_restore_hint",
+           "NO_BASELINE_SLURM"]
 
 log = get_logger(__name__)
 
 DEFAULT_PORT = 30000  # SGLang's
+NO_BASELINE_SLURM = "no baseline: Slurm jobs are ephemeral"
 
 
 class PortTaken(ServiceError):
@@ -128,6 +133,8 @@ class Lab:
         self.installs: Installs | None = None
         self.lock: HostLock | None = None
         self.sglang_versions: dict[str, str] = {}  # variant name -> the release checked against
+        self._server_urls: dict[tuple, str] = {}  # (service, invocation) -> URL (a Slurm job's node)
+        self._said_ephemeral = False
 
     # --- open / close ----------------------------------------------------
 
@@ -189,7 +196,7 @@ class Lab:
         ConfigError before anything changes; warnings logged once each."""
         said = set()
         for variant in variants:
-            config = variant.config
+            config = self.on_host(variant).config
             version, source = config.sglang.get("version"), "declared by the config"
             if not version and config.module.split(".")[0] == "sglang":
                 version, source = self.profile.sglang_version, "named by the host profile"
@@ -205,6 +212,40 @@ class Lab:
                     said.add(note)
                     log.info(f"{self.name}: {note}")
 
+    def on_host(self, variant: Variant) -> Variant:
+        """The variant as this host runs it: the profile's ``overrides`` on top
+        (a ConfigError naming the profile when one is not a valid override)."""
+        overrides = dict(self.profile.overrides)
+        if self.profile.slot:  # a pool's i-th job on a cluster: its own port (hosts/pools.py)
+            port = int(variant.config.flags.get("port") or DEFAULT_PORT)
+            overrides["port"] = int(overrides.get("port", port)) + self.profile.slot
+        try:
+            return on_host(variant, overrides)
+        except ConfigError as err:
+            raise ConfigError(f"host {self.name}: its profile's overrides: {err.message}",
+                              fix=f"fix `overrides:` in {self.profile.source or 'its profile'}",
+                              value=self.profile.overrides) from None
+
+    def server_url(self, deployed: Deployed, state: ServiceState | None = None) -> str:
+        """A URL on this machine that reaches ``deployed``'s server. On a Slurm host the
+        server runs on the job's node: through the login host to ``node:port`` (``state``
+        saves asking for the node); elsewhere the host's own port (``http_base``)."""
+        if self.profile.scheduler != "slurm":
+            return self.transport.http_base(deployed.port)
+        key = (deployed.service, deployed.invocation)
+        if key not in self._server_urls:
+            state = state if state is not None and state.node else self.manager.state(deployed.service)
+            if not state.node:
+                where = state.scheduler_state or "not submitted"
+                raise ServiceError(f"{deployed.service} on {self.name}: job "
+                                   f"{state.invocation_id or '-'} is {where}, on no node yet: "
+                                   "no server to reach",
+                                   fix="watch it until it runs: ddlab watch --host "
+                                       f"{shlex.quote(self.profile.handle)}",
+                                   service=deployed.service)
+            self._server_urls[key] = self.transport.http_base(deployed.port, host=state.node)
+        return self._server_urls[key]
+
     def server_headers(self, deployed: Deployed) -> dict:
         """What each HTTP request to ``deployed`` carries: ``Authorization: Bearer KEY``
         when its command sets ``--api-key`` (SGLang then refuses every endpoint but
@@ -219,7 +260,13 @@ class Lab:
     # --- baseline --------------------------------------------------------
 
     def stop_baseline(self) -> None:
-        """Stop the profile's baseline service, remembering (in the lock) whether it ran."""
+        """Stop the profile's baseline service, remembering (in the lock) whether it ran.
+        A Slurm host has none (its jobs are ephemeral): said once, nothing done."""
+        if self.profile.scheduler == "slurm":
+            if not self._said_ephemeral:
+                self._said_ephemeral = True
+                log.info(f"{self.name}: {NO_BASELINE_SLURM}")
+            return
         service = self.profile.baseline_service
         if not service or self.lock.baseline.get("service") == service:
             return  # none, or already stopped by this job (or one we took over)
@@ -266,7 +313,10 @@ class Lab:
         self.manager.reload()
 
     def restore_baseline(self, *, timeout_s: float = 300.0) -> None:
-        """The baseline's definition as found; started again if it was active, and waited for."""
+        """The baseline's definition as found; started again if it was active, and waited for.
+        Nothing on a Slurm host: there is no baseline to put back."""
+        if self.profile.scheduler == "slurm":
+            return
         baseline = self.lock.baseline if self.lock else {}
         self._put_back_definition(baseline)
         if not baseline.get("was_active"):
@@ -312,9 +362,12 @@ class Lab:
         any service ddlab did not install (never written over), and when its port is
         taken already (whatever answers there would pass for the variant)."""
         self.stop_variant()
+        variant = self.on_host(variant)
         self._refuse_foreign(variant.unit_name)
         port = int(variant.config.flags.get("port") or DEFAULT_PORT)
-        taken = self._port_holder(port)
+        # a Slurm job's node is not known before the job runs: the ready check's
+        # /server_info (the port it names) tells the variant from a stranger there
+        taken = None if self.profile.scheduler == "slurm" else self._port_holder(port)
         if taken:
             raise PortTaken(f"port {port} on {self.name} is taken before {variant.name} starts "
                             f"({taken}): whatever answers there would pass for the variant",
@@ -465,14 +518,26 @@ def deployed(host: str | HostProfile, variant: Variant, *, what: str | None = No
             lab.restore()
 
 
+HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
+
+
 @contextlib.contextmanager
 def held_interrupts(message: str) -> Iterator[None]:
     """Hold SIGINT (and SIGTERM) for the block, then raise KeyboardInterrupt if one came.
 
-    Only the main thread can handle signals; elsewhere the block just runs.
+    Only the main thread can handle signals; another thread (a pool sweep's host,
+    :mod:`ddlab.lab.pool`) is marked in :data:`HELD_THREADS` for the block, and the
+    pool interrupts it only outside such blocks.
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        ident = threading.get_ident()
+        HELD_THREADS[ident] = HELD_THREADS.get(ident, 0) + 1
+        try:
+            yield
+        finally:
+            HELD_THREADS[ident] -= 1
+            if not HELD_THREADS[ident]:
+                del HELD_THREADS[ident]
         return
     received: list[int] = []
 

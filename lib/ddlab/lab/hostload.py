@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from ddlab.core.errors import DdlabError
+from ddlab.hosts.transport import LocalTransport
 
 __all__ = ["LoadSample", "sample", "window", "OTHER_CPU_WARN"]
 
@@ -106,4 +107,4 @@ def window(before: LoadSample, after: LoadSample, *, ours=()) -> dict:
 
 def local_pid(transport) -> int:
     """This process's pid when it runs on the host measured (the client's CPU is ours)."""
-    return os.getpid() if type(transport).__name__ == "LocalTransport" else 0
+    return os.getpid() if isinstance(transport, LocalTransport) else 0

@@ -286,6 +286,7 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
                      prompt_index=i % len(prompts), timeout_s=timeout_s)
             beat.beat(f"warmup {i + 1}/{warmup}")
         runs: list[Repetition] = []
+        rates: list[float] = []  # each round's tok/s, summarised once as it ends
         least = max(repeats, 3) if ci_target else repeats
         most = max(max_rounds, least) if ci_target else repeats
         started = time.monotonic()
@@ -293,12 +294,13 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
         while True:
             runs.append(_one_repetition(client, base_url, prompts, requests, concurrency,
                                         max_new_tokens, timeout_s, beat, len(runs)))
+            rates.append(runs[-1].summary()["output_tok_s"])
             if len(runs) < least:
                 continue
             if not ci_target:
                 break
             spent = time.monotonic() - started
-            width = relative_half_width(*median_ci([r.summary()["output_tok_s"] for r in runs]))
+            width = relative_half_width(*median_ci(rates))
             beat.beat(f"round {len(runs)}: tok/s +-{_pct(width)} (target +-{ci_target:.0%})")
             if spent < min_time_s and len(runs) < most:
                 continue

@@ -4,9 +4,11 @@ One row per cell of a sweep, in plan order, with the swept values as plain
 columns (``budget``, ``topk_cap``, ``cuda_graph``, ``algorithm``, read from the
 cell's full config, so a cell is described the same way whatever the grid
 was), its status (measured | crashed | timeout | error | pending), the crash
-kind and phase, the benchmark figures, and ``speedup``: output tok/s over the
-no-speculation baseline with the same CUDA-graph setting (any baseline when
-there is none with the same setting).
+kind and phase, the benchmark figures, the ``host`` it ran on, and ``speedup``:
+output tok/s over the no-speculation baseline of the same host with the same
+CUDA-graph setting (any baseline of that host when there is none with the same
+setting). In a pool sweep the best cell is the fastest *speedup*, since tok/s
+of different hosts do not compare.
 
 Figures are medians over measurement rounds; tok/s, TTFT, TPOT, e2e and the
 speedup carry 95% intervals (``<figure>_ci_low`` / ``_ci_high``; the speedup's
@@ -102,6 +104,7 @@ def plan_frame(sweep) -> pd.DataFrame:
     :func:`load_cells` would give it, every cell ``pending``."""
     rows = [_row(sweep.sweep_id, {"position": c.position, "name": c.variant.name, "role": c.role,
                                   "status": "pending", "config_hash": c.hash, "point": c.point,
+                                  "host": c.host or None,
                                   "config": c.variant.to_dict()}) for c in sweep.cells]
     frame = pd.DataFrame(rows)
     if not frame.empty:
@@ -124,11 +127,15 @@ def _row(sweep_id: str, cell: dict) -> dict:
         # what the decode lines said (False: asked for graphs, decoded eagerly)
         "graphs_ran": verdict["decode"].get("cuda_graph")
         if isinstance(verdict.get("decode"), dict) else None,
-        "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout") else None,
+        "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout", "scheduler_ended")
+        else None,
         "phase": verdict.get("phase"),
         "cause": verdict.get("cause"),
         "suggestion": verdict.get("suggestion"),
         "run_dir": cell.get("run_dir"),
+        "host": cell.get("host"),
+        # a Slurm job's node (None elsewhere): where the cell really ran
+        "node": (verdict.get("service_state") or {}).get("node") or None,
     }
     if cell["status"] == "timeout":
         row["kind"] = "timeout"
@@ -144,13 +151,16 @@ def _row(sweep_id: str, cell: dict) -> dict:
 
 
 def _add_speedups(frame: pd.DataFrame) -> None:
-    """``speedup`` with its interval and ``within_noise``, against the baseline with the
-    same CUDA-graph setting (any baseline when there is none)."""
+    """``speedup`` with its interval and ``within_noise``, against the baseline of the same
+    host (in a pool) with the same CUDA-graph setting (any of its baselines when there is
+    none)."""
     base = frame[(frame["role"] == "baseline") & frame["output_tok_s"].notna()]
+    pool = frame["host"].dropna().nunique() > 1
     rows = []
     for _, row in frame.iterrows():
-        same = base[base["cuda_graph"] == row["cuda_graph"]]
-        ref = (same if not same.empty else base)
+        own = base[base["host"] == row["host"]] if pool else base
+        same = own[own["cuda_graph"] == row["cuda_graph"]]
+        ref = (same if not same.empty else own)
         if ref.empty or pd.isna(row["output_tok_s"]):
             rows.append((None, None, None))
             continue
@@ -180,6 +190,13 @@ def summarize(frame: pd.DataFrame) -> dict:
            "pending": int((frame["status"] == "pending").sum()),
            "errors": int((frame["status"] == "error").sum()),
            "crash_kinds": sorted(set(crashed["kind"].dropna()))}
+    if "node" in frame and frame["node"].notna().any():
+        out["nodes"] = sorted(frame["node"].dropna().unique())  # Slurm: jobs, no baseline
+    ended = frame[frame["status"] == "scheduler_ended"]
+    if not ended.empty:  # a job the scheduler ended: its own outcome, never a crash
+        out["scheduler_ended"] = len(ended)
+        out["ended_kinds"] = sorted(set(ended["kind"].dropna()))
+        out["ended_cells"] = list(ended["name"])
     eager = measured[(measured["cuda_graph"] == True) & (measured.get("graphs_ran") == False)]  # noqa: E712
     if not eager.empty:  # its figures are eager ones under a graphs-on label: never best
         out["graphs_not_run"] = list(eager["name"])
@@ -191,26 +208,31 @@ def summarize(frame: pd.DataFrame) -> dict:
     if "load_warning" in frame and frame["load_warning"].notna().any():
         out["load_warnings"] = list(frame[frame["load_warning"].notna()]["name"])
     spec = measured[measured["role"] != "baseline"]
-    if not spec.empty and spec["output_tok_s"].notna().any():
-        best = spec.loc[spec["output_tok_s"].idxmax()]
+    hosts = sorted(frame["host"].dropna().unique()) if "host" in frame else []
+    if len(hosts) > 1:
+        out["hosts"] = hosts
+    # one host: the fastest tok/s; a pool: the fastest speedup over its own host's baseline
+    key = "speedup" if len(hosts) > 1 else "output_tok_s"
+    if not spec.empty and spec[key].notna().any():
+        best = spec.loc[spec[key].idxmax()]
         out["best"] = _described(best)
         out["ties"] = [_described(row) for _, row in spec.sort_values(
-            "output_tok_s", ascending=False).iterrows()
-            if row["name"] != best["name"] and overlaps(_ci(row), _ci(best))]
+            key, ascending=False).iterrows()
+            if row["name"] != best["name"] and overlaps(_ci(row, key), _ci(best, key))]
     return out
 
 
 _BEST_KEYS = ("name", "budget", "topk_cap", "cuda_graph", "output_tok_s", "output_tok_s_ci_low",
               "output_tok_s_ci_high", "accept_length", "speedup", "speedup_ci_low",
-              "speedup_ci_high", "within_noise")
+              "speedup_ci_high", "within_noise", "host")
 
 
 def _described(row) -> dict:
     return {k: (None if _missing(row.get(k)) else row.get(k)) for k in _BEST_KEYS}
 
 
-def _ci(row) -> tuple:
-    return (row.get("output_tok_s_ci_low"), row.get("output_tok_s_ci_high"))
+def _ci(row, key: str = "output_tok_s") -> tuple:
+    return (row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high"))
 
 
 def _missing(value) -> bool:

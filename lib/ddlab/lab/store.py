@@ -258,7 +258,7 @@ class Store:
         """A sweep's cells in plan order, each with its run (config, verdict, metrics)."""
         rows = self.db.execute(
             "SELECT c.name, c.config_hash, c.position, c.role, c.point, c.config, c.status,"
-            " c.run_id, r.verdict, r.metrics, r.run_dir, r.state"
+            " c.run_id, r.verdict, r.metrics, r.run_dir, r.state, r.host"
             " FROM cells c LEFT JOIN runs r ON r.id = c.run_id"
             " WHERE c.sweep_id = ? ORDER BY c.position", (sweep_id,))
         return [_decode(r, ("point", "config", "verdict", "metrics")) for r in rows]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.config.bases import load_base
@@ -55,10 +55,13 @@ class Cell:
     role: str            # baseline | grid | extra
     point: dict          # the grid values (or extra overrides) that define it
     variant: Variant
+    host: str = ""       # in a pool: the one host this cell must run on (its baselines)
 
     @property
     def hash(self) -> str:
-        return self.variant.hash
+        """The cell's key in the store: its config's hash, ``@host`` for a pinned cell
+        (a pool measures the same baseline once on each host)."""
+        return self.variant.hash + (f"@{self.host}" if self.host else "")
 
     @property
     def label(self) -> str:
@@ -66,6 +69,7 @@ class Cell:
         a secret-named key's value is ``masked`` (folder names are printed and stored)."""
         words = [f"{k}={'masked' if looks_secret(k) else _word(v)}" for k, v in self.point.items()]
         text = "-".join(words) if self.role == "grid" else "-".join([self.role, *words])
+        text += f"-on-{self.host}" if self.host else ""
         text = plain_text(text).lstrip("-_.=")[:100]  # a folder name starts plain
         return safe_name(text or self.role)
 
@@ -142,18 +146,23 @@ class SweepPlan:
     extra: list
     baseline: bool
     cells: list[Cell]
+    hosts: list = field(default_factory=list)
 
     def inputs(self) -> dict:
-        return {"base": self.base, "grid": self.grid, "fixed": self.fixed, "extra": self.extra,
-                "baseline": self.baseline}
+        inputs = {"base": self.base, "grid": self.grid, "fixed": self.fixed, "extra": self.extra,
+                  "baseline": self.baseline}
+        return {**inputs, "hosts": self.hosts} if self.hosts else inputs
 
 
 def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
-               baseline: bool = True, extra=(), max_cells: int = MAX_CELLS) -> SweepPlan:
+               baseline: bool = True, extra=(), max_cells: int = MAX_CELLS,
+               hosts=()) -> SweepPlan:
     """Every cell of the sweep, validated; nothing touches a host.
 
     ``fixed``: overrides applied to every cell; ``extra``: a list of override
     mappings (or KEY=VALUE lists), one extra cell each, on top of ``fixed``.
+    ``hosts``: a pool's host names (more than one): each gets its own baseline
+    cells, pinned to it, since a speedup compares a cell with its own host's baseline.
     A grid of more than ``max_cells`` points is refused before any is planned:
     each cell is a server start (minutes on a GPU host); pass a larger
     ``max_cells`` to mean it. Planning takes time linear in the cells.
@@ -163,22 +172,24 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
     dims = {key: _as_list(key, values) for key, values in grid.items()}
     fixed_overrides = _mapping(fixed)
     extras = [_mapping(overrides) for overrides in extra]
-    _check_size(dims, extras, baseline, max_cells)
+    hosts = list(hosts) if len(hosts) > 1 else []
+    _check_size(dims, extras, baseline, max_cells, len(hosts) or 1)
     _check_algorithm(base, base_config, dims, fixed_overrides)
     cells: list[Cell] = []
     seen: set[str] = set()
 
-    def add(role: str, point: dict, overrides: dict) -> None:
+    def add(role: str, point: dict, overrides: dict, host: str = "") -> None:
         # a cell's own value wins over a fixed one for the same flag, whatever each is called
         targets = {_flag_of(k) for k in overrides}
         fixed = {k: v for k, v in fixed_overrides.items() if _flag_of(k) not in targets}
         # a fixed port (the demo's free one) is the same in every cell: no cell is named by it
         unnamed = {_flag_of(k).partition(".")[2] for k in fixed}
         variant = make_variant(base_config, {**fixed, **overrides}, unnamed=unnamed)
-        if variant.hash in seen:
+        cell = Cell(len(cells), role, point, variant, host)
+        if cell.hash in seen:
             return  # two points that configure the same server are one cell
-        seen.add(variant.hash)
-        cells.append(Cell(len(cells), role, point, variant))
+        seen.add(cell.hash)
+        cells.append(cell)
 
     if baseline:
         graph_values = next((dims[k] for k in GRAPH_KEYS if k in dims), [None])
@@ -186,14 +197,15 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
         # graph that replays stale buffers without speculation is then caught as well
         for value in sorted(graph_values, key=lambda v: v is not False):
             point = {} if value is None else {"cuda_graph": value}
-            add("baseline", point, {**BASELINE_OVERRIDES, **point})
+            for host in hosts or [""]:
+                add("baseline", point, {**BASELINE_OVERRIDES, **point}, host)
     for values in itertools.product(*dims.values()):
         point = dict(zip(dims, values))
         add("grid", point, point)
     for overrides in extras:
         add("extra", overrides, overrides)
     return SweepPlan(base=str(base), grid=dims, fixed=fixed_overrides, extra=extras,
-                     baseline=baseline, cells=cells)
+                     baseline=baseline, cells=cells, hosts=hosts)
 
 
 def _flag_of(key: str) -> str:
@@ -288,10 +300,11 @@ def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
                 "(a grid of other flags goes in -p grid)", value=ddtree_keys)
 
 
-def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int) -> None:
+def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int, hosts: int = 1) -> None:
     _check_int("max_cells", max_cells, minimum=1)
     points = math.prod(len(values) for values in dims.values()) + len(extras)
-    points += len(next((dims[k] for k in GRAPH_KEYS if k in dims), [None])) if baseline else 0
+    points += hosts * len(next((dims[k] for k in GRAPH_KEYS if k in dims), [None])) \
+        if baseline else 0
     if points > max_cells:
         raise ConfigError(f"the grid has {points} cells: more than max_cells={max_cells}; each "
                           "cell is a server start (minutes each on a GPU host)",
@@ -315,7 +328,7 @@ def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     inputs = _unmask(record["grid"], _mapping(secrets), sweep_id)
     plan = plan_sweep(inputs["base"], inputs["grid"], fixed=inputs["fixed"],
                       baseline=inputs["baseline"], extra=inputs["extra"],
-                      max_cells=10**9)  # its size was confirmed when it began
+                      hosts=inputs.get("hosts", ()), max_cells=10**9)  # its size was confirmed when it began
     stored = set(store.cell_status(sweep_id))
     if {c.hash for c in plan.cells} != stored:
         raise ConfigError(f"resume={sweep_id!r}: the base config {inputs['base']!r} changed since "

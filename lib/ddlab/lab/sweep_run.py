@@ -12,7 +12,9 @@ Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
 record with its diagnosis; a server that dies during the bench is a crash
 too; requests lost with a dropped SSH connection are benched again. The
 host's baseline service is stopped once for the sweep and put back
-at its end, on an error, and on Ctrl-C. Each cell is committed to the store
+at its end, on an error, and on Ctrl-C. A sweep over a pool of hosts runs its
+cells on all of them at once (:mod:`ddlab.lab.pool`), each host with its own
+lock, baseline and no-speculation cells. Each cell is committed to the store
 (:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
@@ -30,10 +32,12 @@ from ddlab.core.errors import ConfigError, DdlabError, HostError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.run_folders import new_run_dir, write_json
-from ddlab.hosts.profiles import HostProfile, load_host
+from ddlab.hosts.pools import load_pool, pool_label, slots
+from ddlab.hosts.profiles import HostProfile
 from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
+from ddlab.lab.pool import CellSteps, run_pool
 from ddlab.lab.store import DONE_STATES, Store
 from ddlab.lab.sweep_plan import (
     Cell,
@@ -61,6 +65,7 @@ class Sweep:
     cells: list[Cell]
     store_path: Path
     profile: HostProfile | None = None
+    profiles: list = field(default_factory=list)   # a pool's hosts; [profile] for one
     options: SweepOptions = field(default_factory=lambda: SweepOptions())
     status: str = "planned"
     skipped: list[str] = field(default_factory=list)
@@ -75,7 +80,9 @@ class Sweep:
         return resume_command_for(self.sweep_id, self.secret_keys)
 
     def render_plan(self) -> str:
-        rows = [f"sweep {self.sweep_id} on {self.host}: {len(self.cells)} cells from base {self.base}"]
+        where = (f"a pool of {len(self.profiles)} hosts ({', '.join(p.name for p in self.profiles)})"
+                 if len(self.profiles) > 1 else self.host)
+        rows = [f"sweep {self.sweep_id} on {where}: {len(self.cells)} cells from base {self.base}"]
         for cell in self.cells:
             mark = "done, skipped" if cell.hash in self.skipped else "to run"
             rows.append(f"  {cell.position:3d}  {cell.role:8s}  {cell.variant.name:40s} "
@@ -110,8 +117,12 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
         return sweep
     store.set_sweep_status(sweep.sweep_id, "running")
     try:
-        with holding_host(sweep, store, [c.variant for c in todo]) as lab:
-            _run_cells(lab, store, sweep, todo)
+        if len(slots(sweep.profiles or [sweep.profile])) > 1:
+            run_pool(sweep, store, todo, CellSteps(hold=holding_host, run=run_cell,
+                                                   bracket=bracket_baselines))
+        else:
+            with holding_host(sweep, store, [c.variant for c in todo]) as lab:
+                _run_cells(lab, store, sweep, todo)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt):
             _stop(store, sweep, "interrupted")
@@ -127,12 +138,14 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
 
 
 @contextlib.contextmanager
-def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "") -> Iterator[Lab]:
-    """The host held for a sweep's cells: locked, runs a killed process left marked
-    lost, ``variants`` checked against its SGLang, then the baseline stopped once; on
-    leaving (also on an error and on Ctrl-C) the variant goes and the baseline is back."""
-    with Lab(sweep.profile, what=what or f"sweep {sweep.sweep_id}") as lab:
-        lost = store.abandon_runs(sweep.sweep_id)  # a killed run's; we hold the lock now
+def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
+                 profile: HostProfile | None = None, abandon: bool = True) -> Iterator[Lab]:
+    """The host held for a sweep's cells (``profile``, default the sweep's): locked, runs
+    a killed process left marked lost (``abandon``; a pool does it once for all hosts),
+    ``variants`` checked against its SGLang, then the baseline stopped once; on leaving
+    (also on an error and on Ctrl-C) the variant goes and the baseline is back."""
+    with Lab(profile or sweep.profile, what=what or f"sweep {sweep.sweep_id}") as lab:
+        lost = store.abandon_runs(sweep.sweep_id) if abandon else 0  # we hold the lock now
         if lost:
             log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
                      "process marked lost; their cells run again")
@@ -170,28 +183,34 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None 
             raise ConfigError(f"resume={resume!r}: no such sweep in {store.path}",
                               fix=f"use 'latest' or one of: {known}", value=resume)
         record = store.sweep(sweep_id)
-        asked = host.name if isinstance(host, HostProfile) else host
+        asked = pool_label(load_pool(host), host) if host else ""
         if asked and asked != record["host"]:
             raise ConfigError(f"resume={sweep_id!r} with host={asked!r}: the sweep ran on "
                               f"{record['host']!r}, and its cells are that host's",
                               fix=f"resume it without a host (it goes to {record['host']}), or "
                                   "start a new sweep on the other host", value=asked)
         plan = plan_from_store(store, sweep_id, secrets)
-        profile = load_host(record["host"])
+        profiles = load_pool(record["host"])
         options = SweepOptions(**record["options"])
     else:
         if plan is None:
             raise ConfigError("run_sweep: neither a plan nor resume given",
                               fix="plan it with plan_sweep(...) or pass resume='latest'")
-        profile = host if isinstance(host, HostProfile) else load_host(host or "local")
-        sweep_id = sweep_id_for(plan, profile.name, profile.base)
-    for cell in plan.cells:  # values a unit cannot hold, the host's python: before the host
-        render_unit(cell.variant, python=profile.python)
-    sweep = Sweep(sweep_id=sweep_id, host=profile.name, base=plan.base, cells=plan.cells,
-                  store_path=store.path, profile=profile, options=options,
-                  secret_keys=secret_keys_of(plan))
+        profiles = load_pool(host or "local")
+        if len(profiles) > 1 and sorted(plan.hosts) != sorted(p.name for p in profiles):
+            raise ConfigError(f"the plan's hosts {plan.hosts} are not the pool's "
+                              f"{[p.name for p in profiles]}: each host needs its own baselines",
+                              fix="plan it with plan_sweep(..., hosts=[the pool's host names])")
+        sweep_id = sweep_id_for(plan, pool_label(profiles, host), profiles[0].base)
+    label = pool_label(profiles, host if not resume else record["host"])
+    for cell in plan.cells:  # values a unit cannot hold, each host's python: before a host
+        for profile in profiles:
+            render_unit(cell.variant, python=profile.python)
+    sweep = Sweep(sweep_id=sweep_id, host=label, base=plan.base, cells=plan.cells,
+                  store_path=store.path, profile=profiles[0], profiles=profiles,
+                  options=options, secret_keys=secret_keys_of(plan))
     if register and not resume:
-        store.add_sweep(sweep_id, host=profile.name, base=plan.base, grid=plan.inputs(),
+        store.add_sweep(sweep_id, host=label, base=plan.base, grid=plan.inputs(),
                         options=options.__dict__, resume_command=sweep.resume_command())
     for cell in plan.cells if register else ():
         store.plan_cell(sweep_id, config_hash=cell.hash, name=cell.variant.name,
@@ -224,39 +243,58 @@ def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell]) -> None:
         sweep.finished.append(cell.hash)
         log.info(f"[sweep] cell {n}/{len(todo)}: {status}")
     if sweep.options.bracket and any(c.role != "baseline" for c in todo):
-        _bracket_baselines(lab, store, sweep)
+        bracket_baselines(lab, store, sweep)
 
 
-def _bracket_baselines(lab: Lab, store: Store, sweep: Sweep) -> None:
-    """Each measured baseline measured again after the grid's cells, stored as a
-    ``bracket`` run of its cell: its rounds join the first ones, so a drift of the host
-    over the sweep falls on both sides of every speedup (:mod:`ddlab.lab.results`). A
-    bracket that fails is logged and left out; it never changes the cell's outcome."""
+@contextlib.contextmanager
+def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Path,
+                  *, commit_cell: bool = True) -> Iterator[int]:
+    """A run of ``cell`` in the store for the block (its id yielded): Ctrl-C marks it
+    interrupted; a DdlabError marks it (and, with ``commit_cell``, the cell) an error,
+    removes the variant (the next cell or the restore tries again if that fails too)
+    and goes on up. The block itself finishes the run when it ends well."""
+    run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
+                           config=lab.on_host(cell.variant).to_dict(), sweep_id=sweep.sweep_id,
+                           run_dir=str(run_dir))
+    try:
+        yield run_id
+    except KeyboardInterrupt:
+        store.finish_run(run_id, state="interrupted")
+        raise
+    except DdlabError as err:
+        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
+        if commit_cell:
+            store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
+        with contextlib.suppress(DdlabError):
+            lab.stop_variant()
+        raise
+
+
+def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -> None:
+    """Each measured baseline (of ``host`` in a pool) measured again after the grid's
+    cells, stored as a ``bracket`` run of its cell: its rounds join the first ones, so a
+    drift of the host over the sweep falls on both sides of every speedup
+    (:mod:`ddlab.lab.results`). A bracket that fails is logged and left out; it never
+    changes the cell's outcome."""
     status = store.cell_status(sweep.sweep_id)
     for cell in sweep.cells:
-        if cell.role != "baseline" or status.get(cell.hash) != "measured":
+        if cell.role != "baseline" or status.get(cell.hash) != "measured" \
+                or cell.host not in ("", host):
             continue
-        log.info(f"[sweep] bracket: {cell.variant.name} measured again after the grid")
+        log.info(f"[sweep] bracket: {cell.variant.name} measured again after the grid"
+                 + (f" on {host}" if host else ""))
         run_dir = new_run_dir(f"bracket-{cell.label}", parent=sweep.folder)
-        run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
-                               config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
-                               run_dir=str(run_dir))
         try:
-            deployed = lab.start_variant(cell.variant, run_dir=run_dir)
-            verdict = watch(lab, timeout_s=sweep.options.timeout_s, probe=False,
-                            grace_s=sweep.options.grace_s,
-                            lossless_tolerance=sweep.options.lossless_tolerance)
-            metrics = None
-            if verdict.state == "ready":
-                metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
-            lab.stop_variant()
-        except KeyboardInterrupt:
-            store.finish_run(run_id, state="interrupted")
-            raise
-        except DdlabError as err:
-            store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
-            with contextlib.suppress(DdlabError):
+            with _recorded_run(lab, store, sweep, cell, run_dir, commit_cell=False) as run_id:
+                deployed = lab.start_variant(cell.variant, run_dir=run_dir)
+                verdict = watch(lab, timeout_s=sweep.options.timeout_s, probe=False,
+                                grace_s=sweep.options.grace_s,
+                                lossless_tolerance=sweep.options.lossless_tolerance)
+                metrics = None
+                if verdict.state == "ready":
+                    metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
                 lab.stop_variant()
+        except DdlabError as err:
             log.info(f"[sweep] bracket {cell.variant.name}: error: {err}; left out")
             continue
         state = "bracket" if metrics else verdict.state
@@ -276,10 +314,7 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
               bench: bool = True) -> str:
     """Deploy, watch, bench one cell; commit it to the store; return its status."""
     run_dir = new_run_dir(cell.label, parent=sweep.folder)
-    run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
-                           config=cell.variant.to_dict(), sweep_id=sweep.sweep_id,
-                           run_dir=str(run_dir))
-    try:
+    with _recorded_run(lab, store, sweep, cell, run_dir) as run_id:
         deployed = lab.start_variant(cell.variant, run_dir=run_dir)
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
                         grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance)
@@ -296,15 +331,6 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
                 verdict = wrong  # measured, so a plot shows how fast it is wrong; never best
         status = ("measured" if bench else "ready") if verdict.state == "ready" else verdict.state
         lab.stop_variant()
-    except KeyboardInterrupt:
-        store.finish_run(run_id, state="interrupted")
-        raise
-    except DdlabError as err:
-        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
-        store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
-        with contextlib.suppress(DdlabError):  # the next cell, or the restore, tries again
-            lab.stop_variant()
-        raise
     store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
     store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
     return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
@@ -320,7 +346,7 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
         link = lab.transport.link
         server = _main_pid(lab, deployed)
         before = hostload.sample(lab.transport)
-        result = measure(lab.transport.http_base(deployed.port), requests=options.requests,
+        result = measure(lab.server_url(deployed), requests=options.requests,
                          concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
                          warmup=options.warmup, repeats=options.repeats,
                          ci_target=options.ci_target, min_time_s=options.min_time_s,

@@ -19,6 +19,10 @@ thread asks ``/v1/models`` (then ``/health``) whether the server answers.
   wrong. A variant without speculation records that reference when there is
   none; a speculative one with no reference says so in its notes.
 - *timeout*: ``timeout_s`` passed; the log tail says where it hung.
+- *scheduler_ended*: the scheduler ended the server's job (Slurm's TIMEOUT,
+  PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, CANCELLED by someone else ...): its own
+  outcome, never a crash; the kind is ``slurm_<state>`` (``slurm_timeout`` ...),
+  the cause names the job, node, state and the profile's time limit.
 - *interrupted*: Ctrl-C; recorded, then :class:`ddlab.core.errors.Interrupted`
   (a KeyboardInterrupt carrying the verdict) is raised so the caller restores.
 
@@ -51,15 +55,17 @@ from ddlab.diagnosis import diagnosis as dx
 from ddlab.diagnosis.exits import CRASHED_EXIT
 from ddlab.hosts.services import ServiceState
 from ddlab.lab import lossless as ll
-from ddlab.lab.deploy import Deployed, Lab
+from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
 from ddlab.lab.probes import ProbeResult, probe_server
+from ddlab.lab.slurm_verdict import scheduler_ended
 
 __all__ = ["Verdict", "watch", "PHASE_LABELS", "EXIT_CODES",
-           "PROBE_FAILED_EXIT"]
+           "PROBE_FAILED_EXIT", "SCHEDULER_ENDED_EXIT"]
 
 # Exit codes of `ddlab watch` by verdict, so scripts can branch on them (docs/DESIGN.md).
+SCHEDULER_ENDED_EXIT = 8  # the scheduler (Slurm) ended the job: not the server's crash
 EXIT_CODES = {"ready": 0, "crashed": CRASHED_EXIT, "timeout": 4, "connection_lost": 6, "wrong_output": 7,
-              "interrupted": 130}
+              "scheduler_ended": SCHEDULER_ENDED_EXIT, "interrupted": 130}
 PROBE_FAILED_EXIT = 5  # ready, but a probe request failed: "ready" is not "works"
 
 PHASE_LABELS = {"launch": "launching", "load_weights": "loading weights",
@@ -72,7 +78,7 @@ class Verdict:
     """How a watch ended; ``to_dict()`` is the one JSON object the CLI prints last."""
 
     state: str                      # ready | wrong_output | crashed | timeout | connection_lost
-    #                                 | interrupted
+    #                                 | scheduler_ended | interrupted
     variant: str
     host: str
     service: str
@@ -96,8 +102,8 @@ class Verdict:
     @property
     def exit_code(self) -> int:
         """ddlab's documented code (docs/DESIGN.md): 0 ready, 3 crashed, 4 timeout, 5 ready
-        but a probe failed, 6 connection lost, 7 wrong output (not lossless), 130
-        interrupted; 1 when the restore failed."""
+        but a probe failed, 6 connection lost, 7 wrong output (not lossless), 8 the
+        scheduler ended the job (Slurm), 130 interrupted; 1 when the restore failed."""
         if self.restore_error:
             return 1
         return PROBE_FAILED_EXIT if self.probe_failed else EXIT_CODES.get(self.state, 1)
@@ -123,6 +129,8 @@ class Verdict:
                     f"{d.cause or 'no cause in the log'}")
         if self.state == "timeout":
             return f"TIMEOUT: {where} not ready after {self.elapsed_s:.0f} s, stuck in phase {d.phase}"
+        if self.state == "scheduler_ended":
+            return f"SCHEDULER ENDED THE JOB (not a crash): {where}: {d.cause}"
         if self.state == "connection_lost":
             return (f"CONNECTION LOST: {where} after {self.elapsed_s:.1f} s, last seen in phase "
                     f"{d.phase}: {self.lost}")
@@ -137,7 +145,7 @@ class Verdict:
             return ("the variant may still run and the baseline be down: when the host answers, "
                     f"ddlab watch --host {shlex.quote(self.host)} (or ddlab restore --host "
                     f"{shlex.quote(self.host)})")
-        if self.state in ("crashed", "wrong_output"):
+        if self.state in ("crashed", "wrong_output", "scheduler_ended"):
             return self.diagnosis.suggestion or "read journal.log in the run folder"
         if self.state == "timeout":
             return ("raise the timeout if the phase was still progressing; otherwise read the "
@@ -202,9 +210,11 @@ class _ReadyChecker(threading.Thread):
     ``/server_info`` (``/get_server_info`` before 0.5) names the port it was started
     with. ``identified`` is None when the server tells nothing of itself, False
     when it names another port (``stranger`` says which): never ready then. The
-    loop also wants the variant's own log to say it is ready."""
+    loop also wants the variant's own log to say it is ready. ``base_url`` is
+    None until the loop sets it (once the service runs: a Slurm job's node is
+    known only then)."""
 
-    def __init__(self, base_url: str, port: int, interval_s: float = 0.5, headers=None):
+    def __init__(self, base_url: str | None, port: int, interval_s: float = 0.5, headers=None):
         super().__init__(daemon=True, name="ddlab-ready-check")
         self.base_url = base_url
         self.headers = dict(headers or {})
@@ -220,7 +230,8 @@ class _ReadyChecker(threading.Thread):
     def run(self) -> None:
         with httpx.Client(timeout=2.0, headers=self.headers) as client:
             while not self.stopped.is_set() and not self.ready.is_set():
-                self._check(client)
+                if self.base_url is not None:
+                    self._check(client)
                 self.stopped.wait(self.interval_s)
 
     def _check(self, client: httpx.Client) -> None:
@@ -301,7 +312,7 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
     run_dir.mkdir(parents=True, exist_ok=True)
     follower = _Follower(lab, deployed)
     headers = lab.server_headers(deployed)
-    checker = _ReadyChecker(lab.transport.http_base(deployed.port), deployed.port, headers=headers)
+    checker = _ReadyChecker(None, deployed.port, headers=headers)  # its URL: once it runs
     loop = _Loop(lab, deployed, follower, checker, timeout_s=timeout_s, probe=probe,
                  grace_s=grace_s, poll_s=poll_s)
     loop.lossless_asked = (tuple(prompts), lossless_tolerance) if probe and lossless else None
@@ -355,8 +366,12 @@ class _Loop:
         last_log = next_beat = float("-inf")
         while True:
             self.state = self.lab.manager.state(self.deployed.service)
+            if self.state.scheduler_ended:
+                return "scheduler_ended"
             if self._crashed():
                 return "crashed"
+            if self.checker.base_url is None and self.state.running:
+                self.checker.base_url = self.lab.server_url(self.deployed, self.state)
             if time.monotonic() - last_log >= 1.0:
                 self.follower.poll()
                 last_log = time.monotonic()
@@ -403,7 +418,7 @@ class _Loop:
         try:
             for _attempt in range(3):
                 link = self.lab.transport.link
-                self.probes = probe_server(self.lab.transport.http_base(self.deployed.port),
+                self.probes = probe_server(self.lab.server_url(self.deployed),
                                            headers=self.checker.headers)
                 lost = any(not p.ok and p.status is None for p in self.probes)
                 if not (lost and self.lab.transport.link != link):
@@ -423,7 +438,7 @@ class _Loop:
         model = ll.model_identity(info, self.checker.model)
         started = time.monotonic()
         try:
-            outputs = ll.collect(self.lab.transport.http_base(self.deployed.port), prompts=prompts,
+            outputs = ll.collect(self.lab.server_url(self.deployed), prompts=prompts,
                                  headers=self.checker.headers)
         except (httpx.HTTPError, ValueError) as err:
             return {"checked": False, "why": f"the check's requests failed: {err}"}
@@ -545,7 +560,7 @@ def _masked(diagnosis: dx.Diagnosis) -> dx.Diagnosis:
 def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "") -> Verdict:
     """Diagnose this start's log and write the evidence, before anything returns or raises
     (with the connection lost, from what was read before)."""
-    if state == "crashed":
+    if state in ("crashed", "scheduler_ended"):
         text = loop.follower.settle()
     elif state != "connection_lost":
         loop.follower.poll()
@@ -557,7 +572,9 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
     algorithm = loop.deployed_flags.get("speculative-algorithm")
     diagnosis = dx.diagnose(text, patterns=patterns, version=loop.sglang_version,
                             algorithm=str(algorithm) if algorithm else None)
-    if state == "crashed" and (spawned := _spawn_failure(diagnosis, text)):
+    if state == "scheduler_ended":
+        diagnosis = scheduler_ended(diagnosis, s, text, loop.lab.profile.time_limit)
+    elif state == "crashed" and (spawned := _spawn_failure(diagnosis, text)):
         diagnosis = spawned
     elif state == "crashed" and not diagnosis.crashed:
         diagnosis = _unexplained_death(diagnosis, s, text)
@@ -567,15 +584,17 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
     diagnosis = _masked(diagnosis)
     text = redact_text(text)
     restarts = s.n_restarts if s else 0  # since the start ddlab made (a manual start resets it)
+    notes = (_notes(loop, diagnosis) if state == "ready" else
+             [f"not the variant answered on its port: {loop.checker.stranger}"]
+             if loop.checker.stranger else [])
+    if loop.lab.profile.scheduler == "slurm":
+        notes.append(NO_BASELINE_SLURM)
     verdict = Verdict(state=state, variant=loop.deployed.name, host=loop.lab.name,
                       service=loop.deployed.service, elapsed_s=loop.elapsed_s, diagnosis=diagnosis,
                       service_state=s.to_dict() if s else {}, restarts=restarts,
                       probes=list(loop.probes), log_tail=text.strip().splitlines()[-30:],
                       run_dir=str(loop.deployed.run_dir), lost=redact_text(lost),
-                      lossless=redact(loop.lossless),
-                      notes=_notes(loop, diagnosis) if state == "ready" else
-                      [f"not the variant answered on its port: {loop.checker.stranger}"]
-                      if loop.checker.stranger else [])
+                      lossless=redact(loop.lossless), notes=notes)
     run_dir = Path(loop.deployed.run_dir)
     write_text(run_dir / "journal.log", text)
     write_json(run_dir / "verdict.json", verdict.to_dict())

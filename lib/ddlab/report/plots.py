@@ -22,10 +22,11 @@ from matplotlib.figure import Figure
 from ddlab.core.errors import ConfigError
 from ddlab.lab.results import METRICS
 
-__all__ = ["metric_vs_budget", "accept_length_vs_budget", "throughput_vs_budget",
+__all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput_vs_budget",
            "speedup_vs_budget", "heatmap", "overview", "Explorer", "explorer"]
 
 CRASHED = ("crashed", "timeout")
+ENDED = ("scheduler_ended",)  # a job the scheduler ended (time limit, preemption): no crash
 
 
 class SweepFigure(Figure):
@@ -64,7 +65,7 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
     modes = _graph_modes(frame)
     cells = frame[frame["role"] != "baseline"]
     grid = cells[cells["role"] == "grid"]  # an extra cell (a fault) joins no cap's line
-    strip = bool(cells["status"].isin(CRASHED).any())
+    strip = bool(cells["status"].isin((*CRASHED, *ENDED)).any())
     fig = SweepFigure(figsize=(5.5 * len(modes), 4.6 if strip else 4))
     axes = fig.subplots(2 if strip else 1, len(modes), sharey="row", sharex="col", squeeze=False,
                         gridspec_kw={"height_ratios": [6, 1]} if strip else None)
@@ -125,8 +126,9 @@ def _baseline(ax, frame: pd.DataFrame, mode: bool, metric: str) -> None:
     if rows.empty:
         return
     row = rows.iloc[0]
+    where = f" on {row['host']}" if _hosts(frame)[1:] else ""  # a pool: each host has its own
     ax.axhline(row[metric], color="grey", linestyle="--", linewidth=1,
-               label=f"no speculation ({row[metric]:.3g})")
+               label=f"no speculation{where} ({row[metric]:.3g})")
     low, high = row.get(f"{metric}_ci_low"), row.get(f"{metric}_ci_high")
     if metric != "speedup" and pd.notna(low) and pd.notna(high):  # its own ratio says nothing
         ax.axhspan(low, high, color="grey", alpha=0.15, linewidth=0)
@@ -150,15 +152,20 @@ def _crash_strip(ax, part: pd.DataFrame) -> None:
     with its kind; the strip has no y scale, so a crash never reads as a low value."""
     ax.set_yticks([])
     ax.set_ylim(0, 1)
-    ax.set_ylabel("crashed", rotation=0, ha="right", va="center", color="red", fontsize=8)
+    ended = part[part["status"].isin(ENDED)]
+    label = "crashed" if ended.empty else "crashed /\nended by\nscheduler"
+    ax.set_ylabel(label, rotation=0, ha="right", va="center", color="red", fontsize=8)
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
-    crashed = part[part["status"].isin(CRASHED)]
-    for i, (_, row) in enumerate(crashed.iterrows()):
+    shown = part[part["status"].isin((*CRASHED, *ENDED))]
+    for i, (_, row) in enumerate(shown.iterrows()):
         x = row["budget"] if pd.notna(row["budget"]) else 1
-        ax.plot([x], [0.5], marker="x", color="red", markersize=10, mew=2.5, clip_on=False)
+        crash = row["status"] in CRASHED  # a scheduler's end is grey: the server did not fail
+        colour = "red" if crash else "grey"
+        ax.plot([x], [0.5], marker="x" if crash else "o", color=colour, markersize=10,
+                mew=2.5, fillstyle="full" if crash else "none", clip_on=False)
         ax.annotate(f"{row['kind']} (k={_fmt(row['topk_cap'])})", (x, 0.5), xytext=(6, -3 + 8 * (i % 2)),
-                    textcoords="offset points", color="red", fontsize=7)
+                    textcoords="offset points", color=colour, fontsize=7)
 
 
 def _budget_ticks(ax, grid: pd.DataFrame) -> None:
@@ -191,7 +198,7 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
             dark = pd.notna(value) and value - vmin < 0.5 * (vmax - vmin)  # white text on it
             ax.text(j, i, _cell_text(row, metric), ha="center", va="center", fontsize=8,
                     color="red" if row["status"] in (*CRASHED, "wrong_output")
-                    else "white" if dark else "black")
+                    else "grey" if row["status"] in ENDED else "white" if dark else "black")
         image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", alpha=0.85)
         ax.set_xticks(range(len(budgets)), [f"{b:g}" for b in budgets])
         ax.set_yticks(range(len(caps)), [f"{c:g}" for c in caps])
@@ -208,6 +215,8 @@ def _cell_text(row, metric: str) -> str:
         return _number(row[metric]) if pd.notna(row[metric]) else "n/a"
     if row["status"] in CRASHED:
         return f"x {row['kind']}"
+    if row["status"] in ENDED:  # e.g. slurm_timeout: the job's time limit, not the server
+        return f"ended\n{row['kind']}"
     if row["status"] == "wrong_output":  # its speed is no result: the tokens are wrong
         return "WRONG\noutput"
     return row["status"]
@@ -218,12 +227,55 @@ def _number(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
+def _hosts(frame: pd.DataFrame) -> list[str]:
+    return sorted(frame["host"].dropna().unique()) if "host" in frame else []
+
+
+def by_host(frame: pd.DataFrame, metric: str = "speedup") -> Figure:
+    """A pool sweep's ``metric`` against budget, one panel per host: each host's cells
+    (o graphs on, s graphs off, one colour per top-k cap) and its own baseline."""
+    _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role", "host")
+    hosts = _hosts(frame) or ["(no host)"]
+    fig = SweepFigure(figsize=(4.2 * len(hosts), 4))
+    axes = fig.subplots(1, len(hosts), sharey=True, squeeze=False)[0]
+    caps = sorted(set(frame["topk_cap"].dropna()))
+    colours = {cap: f"C{i}" for i, cap in enumerate(caps)}
+    for ax, host in zip(axes, hosts):
+        mine = frame[frame["host"] == host]
+        cells = mine[(mine["role"] == "grid") & (mine["status"] == "measured")]
+        for (cap, graphs), rows in cells.groupby(["topk_cap", "cuda_graph"], dropna=False):
+            rows = rows.sort_values("budget")
+            ax.errorbar(rows["budget"], rows[metric], yerr=_yerr(rows, metric),
+                        marker="o" if graphs else "s", linestyle="-" if graphs else ":",
+                        color=colours.get(cap, "C9"), capsize=3,
+                        label=f"cap {_fmt(cap)}, graphs {'on' if graphs else 'off'}")
+        if metric != "speedup":
+            _baseline(ax, mine, True, metric)
+        _wrong(ax, mine[mine["role"] != "baseline"], metric)
+        crashed = mine[mine["status"].isin(CRASHED)]
+        title = f"{host}: {len(mine)} cells" + (f", {len(crashed)} crashed" if len(crashed) else "")
+        ax.set_title(title, fontsize=10)
+        ax.set_xscale("log", base=2)
+        _budget_ticks(ax, mine[mine["role"] == "grid"])
+        ax.set_xlabel("DDTree budget (nodes)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0].set_ylabel(METRICS.get(metric, metric))
+    fig.suptitle(f"{METRICS.get(metric, metric)} by host")
+    fig.tight_layout()
+    return fig
+
+
 def overview(frame: pd.DataFrame) -> list[Figure]:
-    """The report's figures: accept length, throughput, speedup, and a heatmap."""
+    """The report's figures: accept length, throughput, speedup, a heatmap; and for a
+    pool sweep the speedup over each host's own baseline, a panel per host."""
     figures = [accept_length_vs_budget(frame), throughput_vs_budget(frame)]
     if frame["speedup"].notna().any():
         figures.append(speedup_vs_budget(frame))
     figures.append(heatmap(frame, "output_tok_s"))
+    if len(_hosts(frame)) > 1:
+        figures.append(by_host(frame, "speedup" if frame["speedup"].notna().any()
+                               else "output_tok_s"))
     return figures
 
 

@@ -41,11 +41,16 @@ class SweepVerdict:
             return f"DRY RUN: {s.get('cells', 0)} cells planned, {to_run} to run; nothing touched the host"
         head = (f"SWEEP {self.status.upper()}: {s.get('cells', 0)} cells, {s.get('measured', 0)} "
                 f"measured, {s.get('crashed', 0)} crashed")
+        if s.get("hosts"):
+            head += f" over {len(s['hosts'])} hosts ({', '.join(s['hosts'])})"
         if s.get("wrong_output"):
             head = (f"{head}, {s['wrong_output']} WRONG OUTPUT (not lossless: "
                     f"{', '.join(s.get('wrong_cells', [])[:3])})")
         if s.get("crash_kinds"):
             head += f" ({', '.join(s['crash_kinds'])})"
+        if s.get("scheduler_ended"):
+            head += (f", {s['scheduler_ended']} ended by the scheduler, not crashed "
+                     f"({', '.join(s.get('ended_kinds', []))})")
         if s.get("graphs_not_run"):
             head += (f", {len(s['graphs_not_run'])} asked for CUDA graphs but ran WITHOUT them "
                      f"({', '.join(s['graphs_not_run'][:3])})")
@@ -58,7 +63,8 @@ class SweepVerdict:
             accept = f", accept length {best['accept_length']:.2f}" if _num(best.get("accept_length")) else ""
             ties = s.get("ties") or []
             label = "Fastest, a tie within noise" if ties else "Best"
-            head += (f". {label}: {best['name']}{_point(best)} at {best['output_tok_s']:.1f}"
+            where = f" on {best['host']}" if s.get("hosts") and best.get("host") else ""
+            head += (f". {label}: {best['name']}{_point(best)}{where} at {best['output_tok_s']:.1f}"
                      f"{_interval(best, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
             if ties:
                 names = ", ".join(f"{t['name']}{_point(t)}" for t in ties[:4])
@@ -84,6 +90,10 @@ class SweepVerdict:
         if self.crashes:
             first = self.crashes[0]
             return f"{first['name']} crashed ({first['kind']}): {first.get('suggestion') or 'see its journal.log'}"
+        if self.summary.get("scheduler_ended"):
+            return (f"{self.summary['ended_cells'][0]}: the scheduler ended its job "
+                    f"({', '.join(self.summary.get('ended_kinds', []))}): raise the profile's "
+                    "time_limit (or use another partition), then resume the sweep")
         if self.summary.get("ties"):
             return ("tell the tied cells apart: sweep just them with a tighter ci_target and "
                     "more max_rounds, on a quiet host")
@@ -91,10 +101,20 @@ class SweepVerdict:
 
     def to_dict(self) -> dict:
         return {"state": self.status, "headline": self.headline, "next_step": self.next_step,
+                "notes": self.notes,
                 "sweep_id": self.sweep_id, "summary": self.summary, "crashes": self.crashes}
 
+    @property
+    def notes(self) -> list[str]:
+        """What the reader must know to read the figures, once per sweep."""
+        nodes = self.summary.get("nodes")
+        if not nodes:
+            return []
+        return [f"no baseline: Slurm jobs are ephemeral (nothing was stopped or put back); "
+                f"cells ran on node(s) {', '.join(nodes)}"]
+
     def render(self) -> str:
-        rows = [self.headline, f"next step: {self.next_step}"]
+        rows = [self.headline, f"next step: {self.next_step}", *self.notes]
         rows += [f"  crashed: {c['name']}: {c['kind']} in {c.get('phase')}: {c.get('cause')}"
                  for c in self.crashes]
         return "\n".join(rows)
@@ -111,7 +131,9 @@ class SweepVerdict:
                           for c in self.crashes)
         return (f"<div style='border-left:6px solid {colour};padding:4px 10px'>"
                 f"<b style='color:{colour}'>{escape(self.headline)}</b><br>"
-                f"<b>next step:</b> {escape(self.next_step)}<ul>{crashes}</ul></div>")
+                f"<b>next step:</b> {escape(self.next_step)}"
+                + "".join(f"<br><i>{escape(n)}</i>" for n in self.notes)
+                + f"<ul>{crashes}</ul></div>")
 
 
 def _point(best: dict) -> str:

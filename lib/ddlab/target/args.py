@@ -77,6 +77,7 @@ class ServerArgs:
     debug_drop_verify_field: str | None = None
     debug_drop_verify_mode: str = "raise"
     debug_graph_tokens_per_req: int | None = None
+    debug_load_delay_s: float = 0.0
 
     @property
     def speculative(self) -> bool:
@@ -210,8 +211,18 @@ def _add_debug(p):
     a("--debug-drop-verify-mode", choices=DROP_MODES, default="raise",
       help="raise: the copy into the static buffers fails on the missing field (default); "
            "skip: it leaves the field's buffer as it was, as SGLang 0.5.23's fill_from does")
+    a("--debug-load-delay-s", type=_non_negative_float, default=0.0,
+      help="wait this long while loading weights, as a GPU host does for minutes (the "
+           "process sleeps: a cell's cost is the host's time, not this machine's CPU)")
     a("--debug-graph-tokens-per-req", type=_positive,
       help="size the static verify buffers for N tokens per request instead of budget+1")
+
+
+def _non_negative_float(text: str) -> float:
+    value = float(text)
+    if not (value >= 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a finite number of seconds >= 0")
+    return value
 
 
 def parse_command_line(argv=None, prog="python -m ddlab.target") -> tuple[ServerArgs, list[str]]:

@@ -63,7 +63,7 @@ class ModelRunner:
     def __init__(self, args, spec):
         self.args, self.spec, self.words = args, spec, generation(args.log_format)
         self._init_device()
-        self.target = self._load(args.model_path)
+        self.target = self._load(args.model_path, delay_s=args.debug_load_delay_s)
         self.drafter = self._load(spec.draft_path) if spec.algorithm else None
         spec.resolve(self.drafter)
         if self.drafter is not None:
@@ -106,10 +106,11 @@ class ModelRunner:
         logger.warning(warning)
         return asked
 
-    def _load(self, path):
+    def _load(self, path, *, delay_s: float = 0.0):
         logger.info(f"Load weight begin. avail mem={self.memory.avail_gb():.2f} GB")
         t0, before = time.perf_counter(), self.memory.avail_bytes()
         model = load_model(path, self.device)
+        time.sleep(delay_s)  # --debug-load-delay-s: a GPU host's minutes of weight loading
         params = list(model.parameters())
         self.memory.charge(tensor_bytes(params))
         used = (before - self.memory.avail_bytes()) / GB
