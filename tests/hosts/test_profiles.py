@@ -435,3 +435,13 @@ def _get_when_up(url: str, timeout_s: float = 15) -> httpx.Response:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def test_a_profile_written_out_with_to_dict_reads_back_the_same():
+    """Tests and tools write profiles from ``to_dict()``: every key it gives, the new
+    ones included (an empty ``pool``, ``overrides``), must load again."""
+    profile = HostProfile.from_dict({"transport": "ssh", "hostname": "gpu1",
+                                     "overrides": {"port": 30001}}, name="gpu1")
+    data = {k: v for k, v in profile.to_dict().items() if k != "name"}
+    assert data["pool"] == [] and "slot" not in data
+    assert HostProfile.from_dict(data, name="gpu1") == profile

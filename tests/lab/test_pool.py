@@ -169,6 +169,7 @@ def test_a_host_that_cannot_be_held_is_reported_and_the_others_run_its_cells(poo
     finally:
         holder.kill()
         holder.wait()
+        holder.stdout.close()
     with Store(pool.store_path) as store, said() as messages:  # h2 free again: resume
         resumed = run_sweep(resume=sweep_id, store=store)
     assert resumed.status == "done"
@@ -237,3 +238,18 @@ def test_kill_9_mid_pool_sweep_then_resume_finishes_the_grid_without_running_a_c
         if config_hash in done_before:
             assert sum(states.values()) == 1, f"a finished cell ran again: {states}"
     pool.assert_put_back()
+
+
+def test_a_dry_run_over_a_pool_given_as_papermill_passes_it_plans_each_hosts_baselines(pool):
+    """``-p host '["h1", "h2", "h3"]'`` reaches the notebook as that string."""
+    from ddlab import api
+
+    report = api.sweep(host='["h1", "h2", "h3"]', budget=[4, 16], topk_cap=[4],
+                       cuda_graph=[False], dry_run=True)
+    frame = report.frame
+    assert report.verdict.status == "dry-run" and "-h1_h2_h3-" in report.sweep_id
+    assert list(frame[frame["role"] == "baseline"]["host"]) == ["h1", "h2", "h3"]
+    assert frame[frame["role"] == "grid"]["host"].isna().all(), "a grid cell goes to any host"
+    assert all(pool.baseline_active(h) for h in pool.hosts), "a dry run touches no host"
+    with pytest.raises(ConfigError, match="no such profile"):
+        api.sweep(host="h1,h9", dry_run=True)

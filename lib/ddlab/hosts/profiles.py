@@ -139,7 +139,7 @@ class HostProfile:
 
     def to_dict(self) -> dict:
         """The profile's keys and values (JSON-ready); ``name`` included."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "source"}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k not in ("source", "slot")}
 
     @property
     def handle(self) -> str:
@@ -262,8 +262,8 @@ def _check_names(key: str, value, where: str) -> list:
     """``pool`` (profile names) and ``sbatch_options`` (one option each, e.g. ``--qos=high``)."""
     items = value if isinstance(value, list) else None
     if key == "pool":
-        ok = items and all(isinstance(v, str) and _NAME.fullmatch(v) for v in items) \
-            and len(set(items)) == len(items)
+        ok = items is not None and all(isinstance(v, str) and _NAME.fullmatch(v) for v in items) \
+            and len(set(items)) == len(items)  # [] is no pool (what to_dict writes)
         want, example = "a list of distinct host profile names", "pool: [gpu1, gpu2, gpu3]"
     else:
         ok = items is not None and all(isinstance(v, str) and re.fullmatch(r"--?[A-Za-z][\w-]*(=\S+)?", v)

@@ -415,12 +415,36 @@ class Lab:
                                "stopping or removing it", service=current.service,
                                fix="if it is a leftover of ddlab's, remove it by hand; then "
                                    "`ddlab restore --force`")
+        url = self._server_urls.get((current.service, current.invocation))
         self.manager.remove(current.service)
+        if url:  # a job's end can be reported before its server let go of the port
+            self._wait_server_gone(url, current.service)
         self.installs.forget(current.service)
         self.transport.run(["rm", "-rf", "--", self._probe_folder(current.service)], check=False)
         log.info(f"{self.name}: stopped and removed {current.service}")
         self.lock.variant = {}
         self.lockfile.write(self.lock)
+
+    def _wait_server_gone(self, url: str, service: str, timeout_s: float = 30.0) -> None:
+        """Until nothing answers at ``url`` (a Slurm job's server, on its node): Slurm may
+        call a job ended while its processes still exit, and the slot's next job reuses
+        the port. Bounded; a server still answering after ``timeout_s`` is logged."""
+        import httpx
+
+        beat = Heartbeat(f"{self.name}: {service}'s server to let go of its port", timeout_s,
+                         interval_s=5.0)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url + "/health", timeout=1.0)
+            except httpx.HTTPError:
+                beat.close()
+                return
+            beat.beat("still answering")
+            time.sleep(0.2)
+        beat.close("still answering")
+        log.warning(f"{self.name}: {service}'s server still answers at {url} {timeout_s:.0f} s "
+                    "after its job ended; the next job on this port may fail to bind")
 
     def _probe_folder(self, service: str) -> str:
         """Where a variant's probe hook lives on the host: ddlab's state, the unit's name."""

@@ -201,7 +201,8 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None 
             raise ConfigError(f"the plan's hosts {plan.hosts} are not the pool's "
                               f"{[p.name for p in profiles]}: each host needs its own baselines",
                               fix="plan it with plan_sweep(..., hosts=[the pool's host names])")
-        sweep_id = sweep_id_for(plan, pool_label(profiles, host), profiles[0].base)
+        sweep_id = sweep_id_for(plan, pool_label(profiles, host).replace(",", "_"),
+                                profiles[0].base)
     label = pool_label(profiles, host if not resume else record["host"])
     for cell in plan.cells:  # values a unit cannot hold, each host's python: before a host
         for profile in profiles:
