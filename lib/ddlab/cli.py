@@ -175,7 +175,7 @@ def _run_restore(args) -> int:
 
 def _args_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="", help="host profile (default: local; a resumed "
-                   "sweep: its own)")
+                   "sweep: its own); a pool: gpu1,gpu2 or a profile holding pool: [...]")
     p.add_argument("--base", default="", metavar="NAME_OR_FILE",
                    help="base config (default: the host's)")
     for name, default, what in (("budget", "[4, 16, 32]", "DDTree budget(s)"),
@@ -194,6 +194,13 @@ def _args_sweep(p: argparse.ArgumentParser) -> None:
                                       ("max-new-tokens", int, 128, "tokens per request"),
                                       ("timeout", float, 600.0, "per cell: seconds until ready")):
         p.add_argument(f"--{name}", type=kind, default=default, help=f"{what} (default {default})")
+    p.add_argument("--ci-target", type=float, default=0.05, metavar="FRACTION",
+                   help="measure until the tok/s 95%% interval is within +-this of the median "
+                        "(default 0.05; 0: exactly one round)")
+    p.add_argument("--max-rounds", type=int, default=10, metavar="N",
+                   help="at most this many measurement rounds a cell (default 10)")
+    p.add_argument("--no-bracket", dest="bracket", action="store_false",
+                   help="do not measure the baselines again after the grid")
     p.add_argument("--resume", default="", metavar="SWEEP_ID",
                    help="finish a stopped sweep: its id, or 'latest'")
     p.add_argument("--dry-run", action="store_true", help="print the plan only")
@@ -206,8 +213,9 @@ def _run_sweep(args) -> int:
                        topk_cap=args.topk_cap, cuda_graph=args.cuda_graph, grid=args.grid,
                        fixed=args.fixed, extra=args.extra, requests=args.requests,
                        concurrency=args.concurrency, max_new_tokens=args.max_new_tokens,
-                       timeout_s=args.timeout, resume=args.resume, dry_run=args.dry_run,
-                       max_cells=args.max_cells)
+                       ci_target=args.ci_target, max_rounds=args.max_rounds,
+                       bracket=args.bracket, timeout_s=args.timeout, resume=args.resume,
+                       dry_run=args.dry_run, max_cells=args.max_cells)
     return _show(report.verdict)
 
 

@@ -25,7 +25,9 @@ def test_the_demo_sweeps_the_issues_grid_with_the_replay_fault():
 def test_the_demo_job_on_a_reduced_grid(tmp_path, monkeypatch, capsys):
     project = sweepkit.make_project(tmp_path)
     reduced = {**api.DEMO_PARAMETERS, "budget": [4], "topk_cap": [4], "cuda_graph": [True],
-               "requests": 2, "max_new_tokens": 32}
+               "requests": 2, "max_new_tokens": 32,
+               # the job's shape is under test, not its figures: short rounds, no bracket
+               "min_time_s": 0, "max_rounds": 3, "bracket": False}
     monkeypatch.setattr(api, "DEMO_PARAMETERS", reduced)
     with sweepkit.using(project):
         assert cli.main(["demo"]) == 0

@@ -33,7 +33,9 @@ from labkit import KV_OOM, REPO, last_json, wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 PAPERMILL = str(Path(sys.executable).with_name("papermill"))
-GRID = ["-p", "budget", "[4]", "-p", "topk_cap", "4", "-p", "cuda_graph", "false"]  # 2 cells
+GRID = ["-p", "budget", "[4]", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",  # 2 cells
+        # the interrupt, not the figures, is under test: 3 rounds a cell, no re-measuring
+        "-p", "max_rounds", "3", "-p", "bracket", "False"]
 BENCH_SIZE = ["-p", "requests", "8", "-p", "max_new_tokens", "128"]  # a bench of ~2 s to hit
 QUICK_SIZE = ["-p", "requests", "1", "-p", "max_new_tokens", "8"]
 

@@ -110,7 +110,8 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
     bench.project.outputs = tmp_path / "outputs"
     proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "host", "th", "-p", "budget", "[4, 8]",
                           "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
-                          "-p", "requests", "1", "-p", "max_new_tokens", "8")
+                          "-p", "requests", "1", "-p", "max_new_tokens", "8",
+                          "-p", "max_rounds", "3", "-p", "bracket", "False")
     try:
         kernel = wait_for(lambda: fk.kernel_of(proc.pid), timeout_s=60, what="the kernel")
         wait_for(lambda: _mid_cell(bench, proc), timeout_s=120, what="a cell in flight")

@@ -146,7 +146,7 @@ def test_secrets_in_a_sweep_run_never_leak(local, tmp_path):
     run = fk.ddlab_in(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "4",
                       "-p", "topk_cap", "4", "-p", "cuda_graph", "false", "-p", "fixed", fixed,
                       "-p", "extra", extra, "-p", "requests", "1", "-p", "max_new_tokens", "8",
-                      timeout_s=300)
+                      "-p", "max_rounds", "3", timeout_s=300)  # bracketed: its evidence too
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.startswith("OK: SWEEP DONE: 3 cells, 3 measured"), run.stdout
     run_dir = bench.project.runs()[-1]
@@ -176,7 +176,8 @@ def test_a_sweep_with_secrets_resumes_once_they_are_given_again(local, tmp_path)
     record = tmp_path / "server.json"  # outside outputs: it holds the secrets in clear
     secrets = {"env.HF_TOKEN": HF_TOKEN, "flags.api-key": API_KEY}
     fixed = json.dumps({**secrets, "env.SHIM_RECORD": str(record)})
-    small = ["-p", "requests", "1", "-p", "max_new_tokens", "8"]
+    small = ["-p", "requests", "1", "-p", "max_new_tokens", "8", "-p", "max_rounds", "3",
+             "-p", "bracket", "False"]
     proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "[4, 8]",
                           "-p", "topk_cap", "4", "-p", "cuda_graph", "false", "-p", "fixed", fixed,
                           *small)

@@ -45,7 +45,8 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")  # as install
 VIEWPORT = {"width": 1280, "height": 800}
 SECTIONS = ("#ddlab-verdict", "#ddlab-provenance", "#ddlab-table", "#ddlab-figures")
 SWEEP = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
-         "-p", "requests", "2", "-p", "max_new_tokens", "16"]
+         "-p", "requests", "2", "-p", "max_new_tokens", "16", "-p", "max_rounds", "3",
+         "-p", "bracket", "False"]
 JUPYTER = str(Path(sys.executable).with_name("jupyter"))
 
 

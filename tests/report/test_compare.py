@@ -92,7 +92,7 @@ def _ddlab(project, *args: str) -> subprocess.CompletedProcess:
 def test_two_real_sweeps_compared_by_ddlab_plot_and_the_plot_notebook(tmp_path):
     project = sweepkit.make_project(tmp_path)
     small = ["--budget", "4", "--topk-cap", "1", "--cuda-graph", "false", "--requests", "2",
-             "--max-new-tokens", "16"]
+             "--max-new-tokens", "16", "--max-rounds", "4", "--no-bracket"]
     for _ in range(2):  # the same grid twice, each on a free port of its own
         done = _ddlab(project, "sweep", *small, "--set", f"port={free_port()}")
         assert done.returncode == 0, done.stderr[-3000:]

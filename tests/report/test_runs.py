@@ -22,7 +22,8 @@ from ddlab.report.runs import RUN_COLUMNS, list_runs
 from labkit import DDLAB, REPO
 
 SMALL = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
-         "-p", "requests", "2", "-p", "max_new_tokens", "16"]
+         "-p", "requests", "2", "-p", "max_new_tokens", "16", "-p", "max_rounds", "3",
+         "-p", "bracket", "False"]
 
 
 def _ddlab(project, *args: str) -> subprocess.CompletedProcess:
