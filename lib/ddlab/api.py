@@ -63,7 +63,7 @@ from ddlab.lab.sweep_plan import (
     plan_sweep,
 )
 from ddlab.lab.sweep_run import Sweep, execute_sweep, open_sweep
-from ddlab.lab.lossless import check_tolerance
+from ddlab.lab.lossless import check_prompts, check_tolerance
 from ddlab.report.notebooks import check_namespace as _check_namespace
 from ddlab.lab.watch import Verdict
 from ddlab.lab.watch import watch as _watch
@@ -129,10 +129,11 @@ def deploy(plan: DeployPlan, *, force: bool = False,
 def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,
           grace_s: float = 5.0, restore: str = "auto", heartbeat_s: float = 5.0, patterns=(),
           force: bool = False, run_dir: str | Path | None = None, lossless: bool = True,
-          lossless_tolerance: float = 1.0) -> Verdict:
+          lossless_tolerance: float = 1.0, lossless_prompts=()) -> Verdict:
     """Watch the deployed variant until ready, crashed or timed out (probing the verify
     path once ready, then the lossless check: greedy tokens against the model's own,
-    ``lossless_tolerance`` the token match rate that passes); then put the baseline back
+    ``lossless_tolerance`` the token match rate that passes, ``lossless_prompts`` the
+    prompts compared, empty for the shipped ones); then put the baseline back
     per ``restore``: ``auto`` unless ready with every probe passed, ``always``, or
     ``never``. A variant that serves other tokens is ``wrong_output``, never ready."""
     if restore not in RESTORE_CHOICES:
@@ -141,13 +142,14 @@ def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe:
                               "probes passed", value=restore)
     _check_positive(timeout_s=timeout_s, grace_s=grace_s, heartbeat_s=heartbeat_s)
     check_tolerance(lossless_tolerance)
+    prompts = check_prompts(lossless_prompts)
     profile = _profile(host)
     slot = Slot(f"watching the variant on {profile.name}: live status below")
     try:
         verdict = _watch_and_restore(profile, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
                                      restore=restore, heartbeat_s=heartbeat_s,
                                      patterns=patterns, force=force, lossless=lossless,
-                                     lossless_tolerance=lossless_tolerance)
+                                     lossless_tolerance=lossless_tolerance, prompts=prompts)
     except BaseException as err:
         if isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError,
                                                                                LockError)):
@@ -243,7 +245,8 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
           max_new_tokens: int = 128, warmup: int = 1, repeats: int = 1,
           ci_target: float | None = 0.05, min_time_s: float = 0.0, max_time_s: float = 60.0,
           max_rounds: int = 10, bracket: bool = True,
-          timeout_s: float = 600.0, probe: bool = True, resume: str = "",
+          timeout_s: float = 600.0, probe: bool = True, lossless_tolerance: float = 1.0,
+          lossless_prompts=(), resume: str = "",
           dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
           run_dir: str | Path | None = None) -> SweepReport:
     """Plan, run (or resume) and report one sweep.
@@ -265,6 +268,9 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
     of the median, at most ``max_rounds`` rounds or ``max_time_s``, at least
     ``min_time_s`` (:func:`ddlab.lab.measure.measure`); ``bracket``: each measured
     baseline is measured again after the grid and its rounds pooled (docs/measurement.md).
+    ``probe``: each ready cell's verify path is driven, then its greedy tokens are held
+    against the model's own (``lossless_prompts``, empty for the shipped ones;
+    ``lossless_tolerance``, the token match rate that passes).
     """
     profiles = load_pool(host or "local")  # one host, a pool profile, or a list of hosts
     profile = profiles[0]
@@ -273,7 +279,8 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
                            ci_target=ci_target or None,  # 0: exactly `repeats` rounds
                            min_time_s=min_time_s, max_time_s=max_time_s,
                            max_rounds=max_rounds, bracket=bracket, timeout_s=timeout_s,
-                           probe=probe)
+                           probe=probe, lossless_tolerance=lossless_tolerance,
+                           lossless_prompts=lossless_prompts)
     plan = None if resume else plan_sweep(base or pool_base(profiles),
                                           parameter_grid(budget, topk_cap, cuda_graph, grid),
                                           fixed=parameter_value("fixed", fixed),

@@ -154,14 +154,22 @@ def _args_watch(p: argparse.ArgumentParser) -> None:
                    help="also quote log lines matching REGEX as evidence (repeatable)")
     p.add_argument("--no-lossless", dest="lossless", action="store_false",
                    help="with --probe, skip the check of greedy tokens against the model's own")
+    _lossless_args(p)
+
+
+def _lossless_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lossless-tolerance", type=float, default=1.0, metavar="RATE",
                    help="token match rate that still passes (default 1.0: every token equal)")
+    p.add_argument("--lossless-prompt", dest="lossless_prompts", action="append", default=[],
+                   metavar="TEXT", help="a prompt for the lossless check (repeatable; default: "
+                                        "the shipped prompts)")
 
 
 def _run_watch(args) -> int:
     verdict = api.watch(args.host, timeout_s=args.timeout, probe=args.probe, grace_s=args.grace,
                         restore=args.restore, patterns=args.patterns, force=args.force,
-                        lossless=args.lossless, lossless_tolerance=args.lossless_tolerance)
+                        lossless=args.lossless, lossless_tolerance=args.lossless_tolerance,
+                        lossless_prompts=args.lossless_prompts)
     return _show(verdict, json_line=True)
 
 
@@ -201,6 +209,7 @@ def _args_sweep(p: argparse.ArgumentParser) -> None:
                    help="at most this many measurement rounds a cell (default 10)")
     p.add_argument("--no-bracket", dest="bracket", action="store_false",
                    help="do not measure the baselines again after the grid")
+    _lossless_args(p)
     p.add_argument("--resume", default="", metavar="SWEEP_ID",
                    help="finish a stopped sweep: its id, or 'latest'")
     p.add_argument("--dry-run", action="store_true", help="print the plan only")
@@ -214,7 +223,9 @@ def _run_sweep(args) -> int:
                        fixed=args.fixed, extra=args.extra, requests=args.requests,
                        concurrency=args.concurrency, max_new_tokens=args.max_new_tokens,
                        ci_target=args.ci_target, max_rounds=args.max_rounds,
-                       bracket=args.bracket, timeout_s=args.timeout, resume=args.resume,
+                       bracket=args.bracket, timeout_s=args.timeout,
+                       lossless_tolerance=args.lossless_tolerance,
+                       lossless_prompts=args.lossless_prompts, resume=args.resume,
                        dry_run=args.dry_run, max_cells=args.max_cells)
     return _show(report.verdict)
 

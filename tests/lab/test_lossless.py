@@ -86,6 +86,37 @@ def _watched(site, overrides: dict):
     return verdict
 
 
+PROMPTS_OF_MY_OWN = ["def add(a, b):\n    ", "The capital of France is"]
+
+
+def test_the_prompts_are_the_callers_or_the_shipped_ones():
+    assert ll.check_prompts(PROMPTS_OF_MY_OWN) == tuple(PROMPTS_OF_MY_OWN)
+    assert ll.check_prompts(()) == ll.check_prompts(None) == ll.PROMPTS
+    # each prompt set is a reference of its own
+    assert ll.reference_key("m", PROMPTS_OF_MY_OWN, 32) != ll.reference_key("m", ll.PROMPTS, 32)
+
+
+@pytest.mark.parametrize("bad", ["one string, not a list", [""], ["ok", 3], ["x" * 4001],
+                                 ["p"] * 33, {"a": 1}])
+def test_bad_prompts_are_refused_with_the_value_and_the_fix(bad):
+    with pytest.raises(ConfigError, match="lossless_prompts=.*must be a list of 1 to 32") as err:
+        ll.check_prompts(bad)
+    assert "e.g." in err.value.fix
+
+
+def test_a_sweeps_prompts_and_tolerance_survive_the_store_and_bad_ones_stop_it_early(tmp_path):
+    from ddlab.lab.sweep_plan import SweepOptions
+
+    options = SweepOptions(lossless_prompts=PROMPTS_OF_MY_OWN, lossless_tolerance=0.99)
+    again = SweepOptions(**json.loads(json.dumps(options.__dict__)))  # as the store keeps it
+    assert again == options and again.lossless_prompts == tuple(PROMPTS_OF_MY_OWN)
+    assert SweepOptions(lossless_prompts=list(ll.PROMPTS)).lossless_prompts == ()
+    with pytest.raises(ConfigError, match="lossless_prompts"):
+        ddlab.sweep(lossless_prompts="a string", dry_run=True)
+    with pytest.raises(ConfigError, match="lossless_prompts"):
+        ddlab.watch("no-such-host-anywhere", lossless_prompts=[""])
+
+
 @pytest.mark.slow
 def test_skip_mode_wrong_tokens_are_flagged_with_graphs_on_and_pass_with_graphs_off(clean, tmp_path):
     site = clean
@@ -121,8 +152,13 @@ def test_a_sweep_marks_the_wrong_cell_and_its_verdict_says_so_first(tmp_path):
         report = ddlab.sweep(budget=None, topk_cap=None, cuda_graph=[True, False],
                              fixed={"debug_drop_verify_field": "num_token_non_padded",
                                     "debug_drop_verify_mode": "skip"},
+                             lossless_prompts=PROMPTS_OF_MY_OWN,
                              **{k: v for k, v in sweepkit.FAST_OPTIONS.items() if k != "grace_s"})
     frame = report.frame.set_index(["role", "cuda_graph"])
+    # the user's prompts were compared, and the cells table says so
+    said = frame.loc[("grid", True), "lossless"]
+    assert "2 prompts alone and in one batch" in said and "fails tolerance 1" in said, said
+    assert "reference" in frame.loc[("baseline", False), "lossless"]
     assert frame.loc[("baseline", False), "status"] == "measured", "eager: the reference"
     # the dropped field reaches the no-speculation decode graph as well: caught too
     assert frame.loc[("baseline", True), "status"] == "wrong_output"

@@ -90,9 +90,10 @@ def _dump_folder(bench: fk.Bench) -> Path:
 def _deploy_and_read(lab: Lab, bench: fk.Bench, folder: Path, variant, run_dir: Path):
     """Deploy ``variant``; the real argv and environment of its process (bytes)."""
     dep = lab.start_variant(variant, run_dir=new_run_dir("hostile", parent=run_dir))
-    pid = wait_for(lambda: lab.manager.state(dep.service).main_pid, timeout_s=30,
+    # 60 s: a fresh-clone run with a load average of 10-17 on 2 cores once took over 30 s
+    pid = wait_for(lambda: lab.manager.state(dep.service).main_pid, timeout_s=60,
                    what="the dumper's pid")
-    environ = wait_for(lambda: recorded(folder, pid, "environ"), timeout_s=30,  # written last
+    environ = wait_for(lambda: recorded(folder, pid, "environ"), timeout_s=60,  # written last
                        what=f"the dumper (pid {pid}) to record its argv and environment")
     cmdline = recorded(folder, pid, "cmdline")
     return cmdline, dict(item.split(b"=", 1) for item in environ.split(b"\0") if b"=" in item)

@@ -91,10 +91,37 @@ def test_f01_a_lock_naming_production_as_the_variant_deletes_nothing(th):
     production = _unit_text(th, th.baseline)
     done = fk.ddlab_in(th, "restore", "--host", "th")
     assert done.returncode == 1
-    assert f"the lock names {th.baseline} as ddlab's variant, but ddlab did not install it" \
-        in done.stderr
+    assert f"the lock names {th.baseline}, the host's baseline_service, as ddlab's variant: " \
+        "not stopping or removing it" in done.stderr
     assert _unit_text(th, th.baseline) == production, "production's unit is still there"
     lock["variant"]["service"] = deployed  # put the record right; restore finishes the job
+    th.transport.write_file(th.lock_path, json.dumps(lock).encode())
+    assert fk.ddlab_in(th, "restore", "--host", "th").returncode == 0
+    th.assert_put_back()
+
+
+def test_f01_lock_and_install_record_both_naming_production_still_delete_nothing(th):
+    """The audit's case: installed.json edited too, so that it claims production's unit
+    (pending: any content). The ownership record is the host's, so it cannot be the last
+    word: the profile's baseline_service is never removed, whatever the host's files say."""
+    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    lock = th.lock()
+    deployed = lock["variant"]["service"]
+    lock["variant"]["service"] = th.baseline
+    th.transport.write_file(th.lock_path, json.dumps(lock).encode())
+    installs_path = th.lock_path.rsplit("/", 1)[0] + "/installed.json"
+    installs = json.loads(th.transport.read_file(installs_path))
+    installs[th.baseline] = {"sha256": "pending", "variant": "forged", "installed_utc": ""}
+    th.transport.write_file(installs_path, json.dumps(installs).encode(), mode=0o600)
+    production = _unit_text(th, th.baseline)
+    done = fk.ddlab_in(th, "restore", "--host", "th")
+    assert done.returncode == 1
+    assert "the host's baseline_service, as ddlab's variant: not stopping or removing it" \
+        in done.stderr
+    assert _unit_text(th, th.baseline) == production, "production's unit is still there"
+    del installs[th.baseline]
+    th.transport.write_file(installs_path, json.dumps(installs).encode(), mode=0o600)
+    lock["variant"]["service"] = deployed
     th.transport.write_file(th.lock_path, json.dumps(lock).encode())
     assert fk.ddlab_in(th, "restore", "--host", "th").returncode == 0
     th.assert_put_back()

@@ -17,11 +17,12 @@ Lines are masked (:mod:`ddlab.core.redact`) first: a status may quote a log.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import Iterator, TextIO
 
 from ddlab.core.kernel import in_kernel, terminal, to_terminal
 from ddlab.core.redact import redact_text
@@ -72,6 +73,25 @@ class Heartbeat:
             return
         self._last_beat = now
         self._show(self.line(status))
+
+    @contextlib.contextmanager
+    def ticking(self, status: str) -> Iterator[None]:
+        """Beat ``status`` from a thread every interval while the block runs: for one
+        blocking call (an SSH connect to a host that does not answer) that cannot beat
+        itself, so even it is never a silent wait."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(self.interval_s):
+                self.beat(status)
+
+        ticker = threading.Thread(target=tick, daemon=True, name="ddlab-heartbeat")
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join(1.0)
 
     def close(self, final: str | None = None) -> None:
         """Write the final line (default: the last status) and end the in-place line."""

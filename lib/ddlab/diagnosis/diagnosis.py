@@ -56,6 +56,7 @@ from ddlab.diagnosis.logtext import (
 )
 from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
+from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 
 __all__ = [
@@ -361,26 +362,6 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         title=signature.title if signature else None, facts=facts,
         sglang_version=version, algorithm=algorithm,
         sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
-
-
-# Crashes whose traceback names no field: a probe on the verify path says which is None.
-PROBE_KINDS = ("cuda_graph_replay", "cuda_graph_capture")
-_SERVER_CODE = re.compile(r"/((?:sglang|ddlab/target)/[\w/]+)\.py$")
-
-
-def probe_target(frames) -> str | None:
-    """The ``--probe`` for a traceback: the innermost server method the forward batch was
-    passed to (its caller's code line hands it ``forward_batch``), as module.Class.method;
-    the class is the file's, SGLang's naming (``decode_cuda_graph_runner.py`` holds
-    ``DecodeCudaGraphRunner``). None when no frame qualifies."""
-    for caller, frame in reversed(list(zip(frames, frames[1:]))):
-        where = _SERVER_CODE.search(frame.file.replace("\\", "/"))
-        if not where or "forward_batch" not in caller.code or "self." not in caller.code:
-            continue
-        module = where.group(1).replace("/", ".")
-        owner = "".join(part.capitalize() for part in module.rsplit(".", 1)[-1].split("_"))
-        return f"{module}.{owner}.{frame.func}"
-    return None
 
 
 def read_log(path: str) -> str:

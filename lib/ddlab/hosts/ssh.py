@@ -243,7 +243,12 @@ class SSHTransport(Transport):
         try:
             while True:
                 try:
-                    done = operation()
+                    if beat is None:
+                        done = operation()
+                    else:  # one attempt can block for the whole window: beat meanwhile
+                        with beat.ticking(f"attempt {losses + 1} for {what}: waiting for "
+                                          "the host to answer"):
+                            done = operation()
                     self.down_since = None
                     return done
                 except (_Lost, HostError) as exc:

@@ -408,6 +408,14 @@ class Lab:
         current = self.current
         if current is None:
             return
+        baseline = self.profile.baseline_service
+        if baseline and unit_name(current.service) == unit_name(baseline):
+            # whatever the host's lock.json and installed.json say: production is never removed
+            raise ServiceError(f"{self.name}: the lock names {current.service}, the host's "
+                               "baseline_service, as ddlab's variant: not stopping or removing "
+                               "it", service=current.service,
+                               fix="the host's lock.json was edited or is corrupt: remove "
+                                   "its variant entry by hand, then `ddlab restore --force`")
         definition = self.manager.definition(current.service)
         if definition is not None and not self.installs.owns(current.service, definition):
             raise ServiceError(f"{self.name}: the lock names {current.service} as ddlab's variant, "
@@ -543,6 +551,9 @@ def deployed(host: str | HostProfile, variant: Variant, *, what: str | None = No
 
 
 HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
+# Taken to enter a held block, and by the pool to check HELD_THREADS and interrupt a thread
+# in one step: no interrupt lands in a block the thread entered after the check.
+HELD_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -555,13 +566,15 @@ def held_interrupts(message: str) -> Iterator[None]:
     """
     if threading.current_thread() is not threading.main_thread():
         ident = threading.get_ident()
-        HELD_THREADS[ident] = HELD_THREADS.get(ident, 0) + 1
+        with HELD_LOCK:
+            HELD_THREADS[ident] = HELD_THREADS.get(ident, 0) + 1
         try:
             yield
         finally:
-            HELD_THREADS[ident] -= 1
-            if not HELD_THREADS[ident]:
-                del HELD_THREADS[ident]
+            with HELD_LOCK:
+                HELD_THREADS[ident] -= 1
+                if not HELD_THREADS[ident]:
+                    del HELD_THREADS[ident]
         return
     received: list[int] = []
 

@@ -10,7 +10,8 @@ greedily, and :func:`compare` holds the tokens (``output_ids``; the text when a
 server sends no ids) against a :class:`Reference`.
 
 A reference is the same model without speculation: the no-speculation cell of
-a sweep, a watched variant that runs none, or :func:`ddlab.api.record_reference`.
+a sweep, or any watched variant that runs none (a base with its speculative
+flags removed: ``--set speculative_algorithm=null`` and the other ``speculative_*`` keys).
 It is kept in the store (``outputs/references/``) by model + prompts + max
 tokens, so it is measured once and reused. Where exactness cannot hold
 (non-deterministic kernels), ``tolerance`` is the token match rate that still
@@ -34,6 +35,7 @@ from ddlab.core.run_folders import write_json
 
 __all__ = ["PROMPTS", "MAX_NEW_TOKENS", "Output", "Reference", "LosslessCheck", "collect",
            "compare", "reference_key", "load_reference", "save_reference", "check_tolerance",
+           "check_prompts",
            "model_identity", "speculative"]
 
 # Short prompts of different kinds (code, prose, a list, a continuation), so a
@@ -105,12 +107,39 @@ class LosslessCheck:
             if self.reference_accept_length is not None:
                 accept += f" vs {self.reference_accept_length:.2f} in the reference"
         batch = f", in a batch of {d['batch']}" if d.get("batch", 1) > 1 else ""
+        verdict = "passes" if self.ok else "fails"
         return (f"prompt {d['prompt_index']} ({d['prompt']!r}{batch}) diverges at token "
                 f"{d['position']}: expected {d['expected']!r}, got {d['actual']!r}; "
-                f"match rate {self.match_rate:.3f}{accept}")
+                f"match rate {self.match_rate:.3f} ({verdict} tolerance {self.tolerance:g}; "
+                f"{self.compared}){accept}")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "summary": self.summary}
+
+
+MAX_PROMPTS = 32
+MAX_PROMPT_CHARS = 4000
+
+
+def check_prompts(prompts) -> tuple[str, ...]:
+    """The lossless check's prompts as a tuple: the caller's (1 to 32 non-empty strings of
+    at most 4000 characters), or the shipped :data:`PROMPTS` for None or an empty list.
+    A ConfigError that names the value and what to give otherwise. Each prompt set has its
+    own reference (the reference key covers the prompts)."""
+    if prompts is None or (isinstance(prompts, (list, tuple)) and not prompts):
+        return PROMPTS
+    shown = repr(prompts)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    ok = (isinstance(prompts, (list, tuple)) and len(prompts) <= MAX_PROMPTS
+          and all(isinstance(p, str) and p.strip() and len(p) <= MAX_PROMPT_CHARS
+                  for p in prompts))
+    if not ok:
+        raise ConfigError(f"lossless_prompts={shown}: must be a list of 1 to {MAX_PROMPTS} "
+                          f"non-empty prompts of at most {MAX_PROMPT_CHARS} characters",
+                          fix='give a list, e.g. ["def add(a, b):", "The capital of France is"]; '
+                              "an empty list keeps the shipped prompts",
+                          key="lossless_prompts", value=shown)
+    return tuple(prompts)
 
 
 def check_tolerance(tolerance) -> float:

@@ -31,7 +31,7 @@ from ddlab.core.log import get_logger
 from ddlab.core.progress import Heartbeat
 from ddlab.hosts.pools import slots as slots_of
 from ddlab.hosts.profiles import HostProfile
-from ddlab.lab.deploy import HELD_THREADS, Lab
+from ddlab.lab.deploy import HELD_LOCK, HELD_THREADS, Lab
 from ddlab.lab.store import Store
 
 __all__ = ["run_pool", "CellQueue", "CellSteps"]
@@ -241,9 +241,11 @@ def _wind_down(places: list[_Slot], queue: CellQueue) -> None:
     try:
         while any(not s.ended.is_set() for s in places) and time.monotonic() < deadline:
             for s in places:
-                if not s.ended.is_set() and not s.interrupted and s.thread.ident not in HELD_THREADS:
-                    s.interrupted = True
-                    _raise_in(s.thread, KeyboardInterrupt)
+                with HELD_LOCK:  # checked and raised in one step (deploy.held_interrupts)
+                    if not s.ended.is_set() and not s.interrupted \
+                            and s.thread.ident not in HELD_THREADS:
+                        s.interrupted = True
+                        _raise_in(s.thread, KeyboardInterrupt)
             alive = [s.label for s in places if not s.ended.is_set()]
             beat.beat(f"waiting for {', '.join(alive)}" if alive else "done")
             time.sleep(0.1)

@@ -63,6 +63,14 @@ def resolve_sweep(store: Store, sweep: str = "latest") -> str:
     return sweep_id
 
 
+def _lossless_said(check) -> str | None:
+    """The lossless check in one line: its summary (what was compared, the match rate
+    against the tolerance), or why it did not compare; None when it never ran."""
+    if not isinstance(check, dict) or not check:
+        return None
+    return check.get("summary") or check.get("why") or None
+
+
 def load_cells(sweep: str = "latest", *, store: Store | str | Path | None = None) -> pd.DataFrame:
     """The sweep's cells, one row each (see the module docstring for the columns)."""
     store = store if isinstance(store, Store) else Store(store)
@@ -132,6 +140,8 @@ def _row(sweep_id: str, cell: dict) -> dict:
         "phase": verdict.get("phase"),
         "cause": verdict.get("cause"),
         "suggestion": verdict.get("suggestion"),
+        # what the lossless check compared and found (or why it did not run)
+        "lossless": _lossless_said(verdict.get("lossless")),
         "run_dir": cell.get("run_dir"),
         "host": cell.get("host"),
         # a Slurm job's node (None elsewhere): where the cell really ran

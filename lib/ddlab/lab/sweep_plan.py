@@ -95,6 +95,7 @@ class SweepOptions:
     probe: bool = True
     grace_s: float = 2.0
     lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
+    lossless_prompts: tuple = ()      # the lossless check's prompts; empty: the shipped ones
     # measure rounds until the tok/s 95% CI is within +-ci_target of the median (None:
     # exactly `repeats` rounds), at most max_rounds / max_time_s, at least min_time_s
     ci_target: float | None = 0.05
@@ -105,10 +106,12 @@ class SweepOptions:
     bracket: bool = True
 
     def __post_init__(self):
-        from ddlab.lab.lossless import check_tolerance
+        from ddlab.lab.lossless import PROMPTS, check_prompts, check_tolerance
         from ddlab.lab.measure import check_stopping
 
         check_tolerance(self.lossless_tolerance)
+        prompts = check_prompts(self.lossless_prompts)  # a stored list comes back a tuple
+        object.__setattr__(self, "lossless_prompts", () if prompts == PROMPTS else prompts)
         check_stopping(ci_target=self.ci_target, min_time_s=self.min_time_s,
                        max_time_s=self.max_time_s)
         for name in ("requests", "concurrency", "max_new_tokens", "repeats", "max_rounds"):
@@ -308,8 +311,8 @@ def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int, hosts:
     if points > max_cells:
         raise ConfigError(f"the grid has {points} cells: more than max_cells={max_cells}; each "
                           "cell is a server start (minutes each on a GPU host)",
-                          fix=f"narrow the grid, or confirm it with -p max_cells {points} "
-                              f"(--max-cells {points})", key="max_cells", value=points)
+                          fix=f"narrow the grid, or confirm it with -p max_cells {points}",
+                          key="max_cells", value=points)  # said as --max-cells to the CLI
 
 
 def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:

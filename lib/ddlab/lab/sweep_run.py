@@ -35,7 +35,7 @@ from ddlab.core.run_folders import new_run_dir, write_json
 from ddlab.hosts.pools import load_pool, pool_label, slots
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab import hostload
-from ddlab.lab.deploy import Lab
+from ddlab.lab.deploy import Lab, held_interrupts
 from ddlab.lab.measure import measure
 from ddlab.lab.pool import CellSteps, run_pool
 from ddlab.lab.store import DONE_STATES, Store
@@ -254,15 +254,22 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
     interrupted; a DdlabError marks it (and, with ``commit_cell``, the cell) an error,
     removes the variant (the next cell or the restore tries again if that fails too)
     and goes on up. The block itself finishes the run when it ends well."""
-    run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host=lab.name,
-                           config=lab.on_host(cell.variant).to_dict(), sweep_id=sweep.sweep_id,
-                           run_dir=str(run_dir))
+    run_id = None
     try:
+        # held: a Ctrl-C (or a pool's interrupt) between the row and the handlers below
+        # would leave the run "running" for ever (seen once in a pool's Ctrl-C test)
+        with held_interrupts("recording the cell's run"):
+            run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash,
+                                   host=lab.name, config=lab.on_host(cell.variant).to_dict(),
+                                   sweep_id=sweep.sweep_id, run_dir=str(run_dir))
         yield run_id
     except KeyboardInterrupt:
-        store.finish_run(run_id, state="interrupted")
+        if run_id is not None:
+            store.finish_run(run_id, state="interrupted")
         raise
     except DdlabError as err:
+        if run_id is None:
+            raise
         store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
         if commit_cell:
             store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
@@ -318,7 +325,8 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
     with _recorded_run(lab, store, sweep, cell, run_dir) as run_id:
         deployed = lab.start_variant(cell.variant, run_dir=run_dir)
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
-                        grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance)
+                        grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance,
+                        prompts=options.lossless_prompts)
         metrics = None
         if bench and verdict.state in ("ready", "wrong_output"):
             wrong = verdict if verdict.state == "wrong_output" else None

@@ -576,8 +576,30 @@ def install(entries=None) -> list[Probe]:
     if probes:
         sys.meta_path.insert(0, Finder(probes))
         for probe in probes:
+            if not _top_level_exists(probe):
+                continue
             try_arm(probe)
     return probes
+
+
+def _top_level_exists(probe: Probe) -> bool:
+    """False, after one ``missing`` record naming the closest top-level module, when no
+    finder knows the target's top-level module: it can never be imported, so waiting for
+    it would leave the probe silent. ``find_spec`` of a top-level name imports nothing."""
+    top = probe.parts[0]
+    try:
+        if top in sys.modules or importlib.util.find_spec(top) is not None:
+            return True
+        guess = difflib.get_close_matches(top, [m.name for m in pkgutil.iter_modules()]
+                                          + list(sys.builtin_module_names), n=1)
+    except Exception as exc:  # a broken finder on the host: say so, never fail the start
+        probe.once("failed", error=error_info(exc))
+        return False
+    closest = ".".join([guess[0], *probe.parts[1:]]) if guess else None
+    message = f"no module named {top!r}" + (f"; did you mean {closest}?" if closest else "")
+    probe.once("missing", error={"type": "ModuleNotFoundError", "message": message},
+               closest=closest)
+    return False
 
 
 if os.environ.get(ENV, "").strip():
