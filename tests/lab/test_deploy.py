@@ -139,3 +139,14 @@ def test_a_baseline_that_does_not_come_back_keeps_the_lock_for_a_later_restore(c
     finally:
         site.manager.remove(name)
         flag.unlink(missing_ok=True)
+
+
+def test_a_dry_run_says_it_did_not_check_that_the_baseline_exists():
+    """Issue 12's audit: a misspelt baseline_service read "stopped meanwhile" in a dry run,
+    which never asks the host; it now says what it did not check."""
+    from ddlab.hosts.profiles import load_host
+    from ddlab.lab.plans import DryRun, make_plan
+
+    shown = DryRun(make_plan(load_host("local", baseline_service="sglangg.service"))).render()
+    assert "not checked: whether sglangg.service (baseline_service) exists on local" in shown
+    assert "not checked" not in DryRun(make_plan(load_host("local"))).render()

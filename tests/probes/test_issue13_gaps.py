@@ -167,3 +167,16 @@ def test_a_probe_on_a_top_level_module_that_does_not_exist_logs_one_line(tmp_pat
     records = probe_records(done.stderr)
     assert [r["event"] for r in records] == ["missing"], json.dumps(records)
     assert "no_such_module_ddlab_audit" in records[0]["error"]["message"]
+
+
+def test_the_planned_unit_shows_the_probes_environment_deploy_adds(tmp_path):
+    """The dry run's unit is the one deploy installs: with probes, the two lines that arm
+    them (the hook's folder under the profile's state_dir, the unit's own name). A base
+    without probes (the baseline) has neither."""
+    profile = load_host("local")
+    plan = ddlab.plan_deploy(profile, probes=[FILL_FROM])
+    folder = f"{profile.state_dir.rstrip('/')}/probes/{plan.variant.unit_name}"
+    armed = next(line for line in plan.unit.splitlines() if "DDLAB_PROBES=" in line)
+    assert FILL_FROM in armed, plan.unit
+    assert f"PYTHONPATH={folder}" in plan.unit, plan.unit
+    assert "DDLAB_PROBES" not in plan.base_unit and "probes/" not in plan.base_unit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -84,3 +85,16 @@ def test_none_fields_come_from_failures_only_in_order_once():
 
 def test_none_fields_of_records_without_summaries_is_empty():
     assert none_fields([{"event": "raised", "summaries": None}, {"event": "armed"}]) == []
+
+
+def test_the_cause_names_where_it_learned_which_field_is_none():
+    """A replay crash whose log holds the field's DFLASH_DIAG line: the verdict's first
+    words name the None field and say the DFLASH_DIAG line told it (not a probe)."""
+    from ddlab.diagnosis.diagnosis import diagnose
+
+    crash = (Path(__file__).parent.parent / "fixtures" / "logs" / "sglang"
+             / "cuda_graph_replay__0.5.23__nonetype-copy-replay-inputs.log").read_text()
+    cause = diagnose(DIAG_JOURNAL + "\n" + crash).cause
+    assert cause.startswith("out_cache_loc is None (DFLASH_DIAG): "), cause
+    probed = diagnose(LINE + "\n" + crash).cause
+    assert "is None (DDLAB_PROBE): " in probed and "DFLASH_DIAG" not in probed, probed

@@ -342,10 +342,14 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
                   _unknown_advice(best, exit_seen) if crashed else None)
     records = parse_decode_lines(lines)
     cause = _cause(best, exit_seen) if crashed else None
-    nones = none_fields(probe_records(text or ""))
+    seen = probe_records(text or "")
+    nones = none_fields(seen)
     if nones:  # what the probes saw is the first thing the cause says
         facts = {**facts, "none_fields": nones}
-        said = f"{', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None (DDLAB_PROBE)"
+        sources = sorted({r.get("source", "DDLAB_PROBE") for r in seen
+                          if r.get("event") in ("raised", "diag")}) or ["DDLAB_PROBE"]
+        said = (f"{', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None "
+                f"({', '.join(sources)})")
         cause = f"{said}: {cause}" if cause else said
     elif crashed and signature and signature.kind in PROBE_KINDS and suggestion:
         target = probe_target(best.chain.frames if best and best.chain else [])

@@ -45,8 +45,9 @@ from ddlab.hosts.installs import Installs, digest
 from ddlab.hosts.lock import HostLock, LockFile
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceSpec, ServiceState, unit_name
-from ddlab.probes import probe_env, probe_files
+from ddlab.probes import probe_files
 from ddlab.lab.commands import check_command, installed_sglang
+from ddlab.lab.plans import probe_folder, probes_environment
 
 __all__ = ["Lab", "Deployed", "PortTaken", "deployed", "held_interrupts", "add_restore_hint",
            "NO_BASELINE_SLURM"]
@@ -455,8 +456,8 @@ class Lab:
                     "after its job ended; the next job on this port may fail to bind")
 
     def _probe_folder(self, service: str) -> str:
-        """Where a variant's probe hook lives on the host: ddlab's state, the unit's name."""
-        return f"{self.lockfile.dir.rstrip('/')}/probes/{unit_name(service)}"
+        """Where a variant's probe hook lives on the host (:func:`plans.probe_folder`)."""
+        return probe_folder(self.lockfile.dir, service)
 
     def _install_probes(self, variant: Variant) -> dict:
         """The probe hook's two files in the variant's own folder on the host and the
@@ -470,7 +471,7 @@ class Lab:
         for name, text in probe_files().items():
             self.transport.write_file(f"{folder}/{name}", text.encode("utf-8"), mode=0o644)
         log.info(f"{self.name}: probes {', '.join(probes)} armed from {folder}")
-        return probe_env(probes, folder, pythonpath=variant.config.env.get("PYTHONPATH", ""))
+        return probes_environment(variant, self.lockfile.dir)
 
     def _refuse_foreign(self, service: str) -> None:
         baseline = self.profile.baseline_service

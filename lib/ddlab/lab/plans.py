@@ -22,6 +22,7 @@ from ddlab.hosts import connect
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import unit_name
 from ddlab.lab.commands import check_command
+from ddlab.probes import probe_env
 
 __all__ = ["DeployPlan", "DryRun", "make_plan"]
 
@@ -72,8 +73,13 @@ class DryRun:
     exit_code = 0
 
     def render(self) -> str:
+        baseline = self.plan.host.baseline_service
+        unchecked = ([f"not checked: whether {baseline} (baseline_service) exists on "
+                      f"{self.plan.host.name}; a dry run does not touch the host, the deploy "
+                      "refuses a baseline_service that is not there"]
+                     if baseline and self.plan.baseline_unit is None else [])
         return "\n".join([f"DRY RUN: nothing deployed on {self.plan.host.name}; this unit would "
-                          "run", *self.plan.notes, "", self.plan.unit])
+                          "run", *self.plan.notes, *unchecked, "", self.plan.unit])
 
     def _repr_pretty_(self, printer, cycle) -> None:  # IPython's text/plain
         printer.text(self.render())
@@ -96,7 +102,10 @@ def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
         raise ConfigError(f"{variant.unit_name}: is {profile.name}'s baseline_service; a variant "
                           "may never take production's name", key="baseline_service",
                           fix="change the variant (--set ...) or the base, so that its name differs")
-    unit = render_unit(variant, python=profile.python)  # a value no unit can hold, first
+    # a value no unit can hold, first; with the probes' environment deploy adds (the hook's
+    # folder as the profile names the state dir: the host expands ~ when it installs it)
+    unit = render_unit(variant, python=profile.python,
+                       extra_env=probes_environment(variant, profile.state_dir))
     check = check_command(variant.config, version=profile.sglang_version or None,
                           version_source="named by the host profile")
     check.raise_errors(variant.name)
@@ -107,6 +116,19 @@ def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
         baseline_unit = _read_baseline_unit(profile)
         plan.baseline_unit = redact_text(baseline_unit) if baseline_unit is not None else None
     return plan
+
+
+def probe_folder(state_dir: str, service: str) -> str:
+    """Where a variant's probe hook lives on its host: ddlab's state, the unit's name."""
+    return f"{state_dir.rstrip('/')}/probes/{unit_name(service)}"
+
+
+def probes_environment(variant: Variant, state_dir: str) -> dict:
+    """The environment that arms ``variant``'s probes from its own folder (none without)."""
+    if not variant.config.probes:
+        return {}
+    return probe_env(variant.config.probes, probe_folder(state_dir, variant.unit_name),
+                     pythonpath=variant.config.env.get("PYTHONPATH", ""))
 
 
 def _read_baseline_unit(profile: HostProfile) -> str | None:
