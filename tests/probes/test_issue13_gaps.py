@@ -180,3 +180,30 @@ def test_the_planned_unit_shows_the_probes_environment_deploy_adds(tmp_path):
     assert FILL_FROM in armed, plan.unit
     assert f"PYTHONPATH={folder}" in plan.unit, plan.unit
     assert "DDLAB_PROBES" not in plan.base_unit and "probes/" not in plan.base_unit
+
+
+@pytest.mark.parametrize("title, rank", [
+    ("sglang::scheduler", 0), ("sglang::scheduler_TP3", 3), ("sglang::scheduler_DP1_TP2", 2),
+    ("sglang::scheduler_DP0_ATTN_CP1_MOE_DP0_TP5_EP5", 5), ("sglang::scheduler_DP1", "DP1"),
+    ("sglang::detokenizer", None), ("/usr/bin/python3", None), ("", None),
+])
+def test_a_schedulers_process_title_tells_its_rank(title, rank):
+    """SGLang sets no RANK variable in its schedulers (audit of issue 13); it titles them
+    with its log prefix (0.5.23 scheduler.py:6279-6294), so records get a rank from that."""
+    from ddlab.probes import hook
+
+    assert hook.title_rank(title) == rank
+
+
+def test_a_probed_process_titled_like_a_scheduler_reports_that_rank(tmp_path):
+    """The rank read off the real process title: /proc/self/cmdline of a process whose
+    argv[0] is what setproctitle would leave (exec -a sets it the same way)."""
+    install_files(tmp_path / "probe")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "DDLAB_PROBES", "RANK", "LOCAL_RANK", "SGLANG_TP_RANK")}
+    env.update(probe_env(["json.dumps:first=1"], tmp_path / "probe"))
+    done = subprocess.run(["bash", "-c", f'exec -a sglang::scheduler_TP2 {sys.executable} -c '
+                           '"import json; json.dumps(1)"'],
+                          env=env, capture_output=True, text=True, timeout=60, check=True)
+    records = [r for r in probe_records(done.stderr) if r["event"] != "armed"]
+    assert records and all(r["rank"] == 2 for r in records), json.dumps(records)

@@ -10,7 +10,8 @@ that ddlab puts first on ``PYTHONPATH``: multiprocessing *spawn* children
 (SGLang's scheduler and TP workers) import everything again, this hook first.
 
 Each record is one flushed stderr line ``DDLAB_PROBE {json}``; keys ``pid``,
-``rank`` (env RANK / LOCAL_RANK / SGLANG_TP_RANK, else null), ``target``,
+``rank`` (env RANK / LOCAL_RANK / SGLANG_TP_RANK, else an SGLang scheduler's process
+title: ``sglang::scheduler_TP3`` is 3; else null), ``target``,
 ``mode``, ``event`` and ``call`` (the call's 1-based index in this process, or
 null), and by event:
 
@@ -105,12 +106,34 @@ def emit(record: dict) -> None:
 
 
 def rank():
-    """This process's rank from RANK / LOCAL_RANK / SGLANG_TP_RANK, else None."""
+    """This process's rank from RANK / LOCAL_RANK / SGLANG_TP_RANK, else from an SGLang
+    scheduler's process title (:func:`title_rank`), else None."""
     for name in RANK_VARS:
         value = os.environ.get(name, "").strip()
         if value:
             return int(value) if value.lstrip("-").isdigit() else value
-    return None
+    try:
+        with open("/proc/self/cmdline", "rb") as f:
+            title = f.read(200).split(b"\0", 1)[0].decode("utf-8", "replace")
+    except OSError:
+        return None
+    return title_rank(title)
+
+
+def title_rank(title: str):
+    """The rank an SGLang scheduler's process title tells. SGLang sets no rank variable in
+    its scheduler processes; it titles them ``sglang::scheduler`` plus its log prefix with
+    ``_`` for spaces: ``_DP0``, ``_PP1``, ``_ATTN_CP0``, ``_MOE_DP0``, ``_TP3``, ``_EP3``
+    (0.5.23 ``sglang/srt/managers/scheduler.py:6279-6294``). The TP rank as an int; the
+    tags as written when there is no TP (``"DP1"``); 0 for a bare ``sglang::scheduler``
+    (one rank); None for any other process."""
+    if not title.startswith("sglang::scheduler"):
+        return None
+    tags = title[len("sglang::scheduler"):].strip("_")
+    tp = re.search(r"(?:^|_)TP(\d+)(?:_|$)", tags)
+    if tp:
+        return int(tp.group(1))
+    return tags or 0
 
 
 def error_info(exc: BaseException) -> dict:
