@@ -30,7 +30,9 @@ speculative-algorithm registry is read from source with ``ast``, not run.
 A table: ``options`` (one action per line: every option string, dest, action,
 type function and where it is defined, exact choices, nargs, default, const,
 metavar, deprecation with replacement and what using it does, help's first
-line, and the ``file:line`` of its ``add_argument`` call or record field),
+line, and the ``file:line`` of its ``add_argument`` call or record field; code
+outside the sglang package, such as ``argparse`` adding ``-h`` or a ``json.loads``
+type, by its dotted name with no path or line: sglang_slice.py says why),
 ``speculative_algorithms`` (builtins, aliases such as NEXTN -> EAGLE, whether
 names are upper-cased, with ``file:line``), and the wheel's name and sha256.
 The index: per option string, first version seen, versions present,

@@ -24,6 +24,14 @@ so that nothing installed leaks in: stdlib, the wheel, and ``msgspec`` (real:
 that sglang imports and nothing provides becomes an inert stand-in; its name is
 reported, so a table says what was stood in for. ``importlib.util.find_spec``
 probes see such a module as absent, as on a minimal install.
+
+Locations (``where``: the ``add_argument`` call or record field; ``type_where``:
+the type function). Code of the sglang package is ``sglang/PATH.py:LINE``, the
+path inside the wheel. Code outside it (standard library, third-party) is its
+dotted Python name with no file and no line: ``argparse.ArgumentParser.__init__``
+(``-h/--help``), ``json.loads`` (a JSON-valued flag's type). Its file would be a
+path on the machine that generated the table, and its line depends on the
+Python build, so neither belongs in a committed table.
 """
 
 from __future__ import annotations
@@ -300,10 +308,26 @@ def describe_parser(add_cli_args) -> list[dict]:
 
 
 def _call_site(frame) -> str | None:
-    """``file:line`` of an add_argument call; for a record field (0.5.20+), of the field."""
+    """Where an add_argument call is (see :func:`_location`); for a record field
+    (0.5.20+), where the field is declared."""
     if frame.f_code.co_name == "add_cli_args_from_dataclass":
         return _field_site(frame.f_locals["cls"], frame.f_locals["field"].name)
-    return f"{_wheel_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+    return _location(frame.f_globals.get("__name__", ""), frame.f_code, frame.f_lineno)
+
+
+def _location(module: str, code, line: int) -> str:
+    """``sglang/...py:LINE`` for code of the sglang package; anything else (the
+    standard library, a third-party package) by its dotted Python name and no line,
+    e.g. ``json.loads``, ``argparse.ArgumentParser.__init__``: its file lies
+    wherever that machine's Python lives, and its line numbers change with the
+    Python build, so neither belongs in a committed table."""
+    if _in_sglang(module):
+        return f"{_wheel_path(code.co_filename)}:{line}"
+    return f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+
+
+def _in_sglang(module: str) -> bool:
+    return module == "sglang" or module.startswith("sglang.")
 
 
 def _wheel_path(filename: str) -> str:
@@ -321,7 +345,7 @@ def _field_site(record: type, name: str) -> str | None:
 @functools.cache
 def _declared_fields(module_name: str, class_name: str) -> dict[str, str]:
     module = sys.modules.get(module_name)
-    if not isinstance(getattr(module, "__file__", None), str):
+    if not _in_sglang(module_name) or not isinstance(getattr(module, "__file__", None), str):
         return {}
     tree = ast.parse(module.__loader__.get_source(module_name))
     path = _wheel_path(module.__file__)
@@ -351,8 +375,11 @@ def _type_name(action: argparse.Action) -> str:
 
 
 def _type_where(fn) -> str | None:
+    """Where a type function is defined (see :func:`_location`); None for a class."""
     code = getattr(fn, "__code__", None)
-    return f"{_wheel_path(code.co_filename)}:{code.co_firstlineno}" if code else None
+    if code is None:
+        return None
+    return _location(getattr(fn, "__module__", None) or "", code, code.co_firstlineno)
 
 
 def _plain(value):

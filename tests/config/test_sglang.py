@@ -152,3 +152,56 @@ def test_known_option_names_include_every_release_and_the_fork():
     names = known_option_names()
     assert {"dcp-size", "cuda-graph-max-bs", "speculative-ddtree-budget",
             "mamba-radix-cache-strategy"} <= names
+
+
+@pytest.mark.parametrize("override, refused", [
+    ("kv_cache_dtype=fp9", "fp9"), ("attention_backend=nope", "nope"),
+    ("flags.cuda-graph-backend-decode=nope", "nope"),
+], ids=["kv-cache-dtype", "attention-backend", "cuda-graph-backend-decode"])
+def test_choice_lists_of_0_5_23_are_checked(override, refused):
+    """The issue's other way round: flags with real choice lists that ddlab did not check."""
+    check = check_command(make_variant("dflash", [override]).config, version="0.5.23",
+                          version_source="the test")
+    (error,) = check.errors
+    assert f"={refused!r}: not one of " in error.message and error.fix.startswith("choose one of")
+
+
+@pytest.mark.parametrize("override", ["kv_cache_dtype=fp8_e5m2", "attention_backend=flashinfer",
+                                      "flags.cuda-graph-backend-decode=breakable"], ids=lambda o: o)
+def test_a_listed_choice_passes(override):
+    check = check_command(make_variant("dflash", [override]).config, version="0.5.23",
+                          version_source="the test")
+    assert check.findings == [], [str(f) for f in check.findings]
+
+
+def test_a_deprecated_flag_that_errors_on_use_is_an_error():
+    """0.5.18's --enable-expert-distribution-metrics is a DeprecatedAction with an
+    error_message (0.5.18 sglang/srt/server_args.py:8706), which calls parser.error
+    (0.5.18 sglang/srt/arg_groups/argparse_actions.py:40-41): 0.5.18's argparse stops
+    with "... is no longer supported"."""
+    findings = flag_table("0.5.18").check(["--enable-expert-distribution-metrics"])
+    assert [f.level for f in findings] == ["error"]
+    assert "--expert-balancedness-report-mode" in str(findings[0])
+
+
+def _deprecated_options():
+    for release in releases():
+        for action in flag_table(release).actions:
+            if action.get("deprecated"):
+                yield release, action
+
+
+@pytest.mark.parametrize("release, action", list(_deprecated_options()),
+                         ids=lambda x: x if isinstance(x, str) else x["options"][0])
+def test_only_a_deprecated_flag_its_release_refuses_is_an_error(release, action):
+    """Across the six tables: ``on_use`` errors -> an error naming the replacement (one
+    flag: 0.5.18's --enable-expert-distribution-metrics); stores / ignored -> a warning."""
+    option = action["options"][0]
+    value = [] if action["nargs"] == 0 else [str((action["choices"] or ["1"])[0])]
+    said = [f for f in flag_table(release).check([option, *value]) if f.option == option]
+    (finding,) = said
+    refused = action["deprecated"]["on_use"] == "errors"
+    assert finding.level == ("error" if refused else "warning"), str(finding)
+    replacement = action["deprecated"]["replacement"]
+    assert finding.fix == (f"use {replacement}" if replacement else "drop it")
+    assert ("no longer supported" in finding.message) == refused

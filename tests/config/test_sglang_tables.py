@@ -69,6 +69,48 @@ def test_every_option_records_where_it_is_declared(version):
     assert not unplaced
 
 
+_LOCATION_KEYS = {"where", "type_where", "resolved_at", "plugin_register"}
+_IN_WHEEL = re.compile(r"sglang/[\w/]+\.py:\d+")  # a file:line inside the wheel
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.\w+)+")  # stdlib / third-party: json.loads, no line
+_ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?!/)[\w.-]+/|\b[A-Za-z]:\\|~/")
+
+
+def _strings(value, key=None):
+    """(key, string) for every string in a JSON document, keys included."""
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield "<key>", name
+            yield from _strings(item, "builtins" if key == "builtins" else name)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, key)
+
+
+@pytest.mark.parametrize("path", sorted(TABLES.glob("*.json")), ids=lambda p: p.name)
+def test_no_table_holds_an_absolute_path(path):
+    """The tables are committed: a path of the machine that generated them (a pyenv
+    Python's argparse.py, json/__init__.py) must not get in. SGLang's own help
+    texts may name paths (/v1/realtime, /tmp/...); nothing else may."""
+    document = json.loads(path.read_text())
+    absolute = [(key, text[:120]) for key, text in _strings(document)
+                if key != "help" and _ABSOLUTE.search(text)]
+    assert not absolute
+    locations = [text for key, text in _strings(document)
+                 if (key in _LOCATION_KEYS or key == "builtins") and text]
+    misplaced = [text for text in locations
+                 if not (_IN_WHEEL.fullmatch(text) or _DOTTED.fullmatch(text))]
+    assert not misplaced
+
+
+def test_locations_outside_sglang_are_dotted_names():
+    help_flag = option("0.5.23", "--help")
+    assert help_flag["where"] == "argparse.ArgumentParser.__init__"
+    assert option("0.5.23", "--extra-metric-labels")["type_where"] == "json.loads"
+    assert option("0.5.23", "--context-length")["type_where"].startswith("sglang/srt/")
+
+
 # --- graph, mamba, memory and speculative flags across releases -----------------------
 
 

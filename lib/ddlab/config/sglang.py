@@ -15,8 +15,9 @@ overlays a base declares added. :meth:`FlagTable.check` reads an argv the way
 that release's argparse would (``allow_abbrev`` prefix matching included:
 ``--cuda-graph-max-bs`` on 0.5.20+ is "ambiguous option") and returns
 :class:`Finding` s: errors for what would stop the launch (an unrecognized,
-ambiguous or removed option, a value its type or choices refuse; a removed one
-names its replacement and the release that removed it), warnings for what
+ambiguous or removed option, a deprecated one whose action the release makes
+refuse it, a value its type or choices refuse; a removed or refused one names
+its replacement), warnings for what
 starts but is not what the user thinks (a deprecated option, an abbreviation,
 a speculative algorithm that is no builtin of that release). A value real
 SGLang accepts is never refused. :func:`spelled` is a flag's name in a given
@@ -237,10 +238,14 @@ class FlagTable:
         if not deprecated:
             return []
         replacement = deprecated.get("replacement")
+        use = f"use {replacement}" if replacement else "drop it"
+        if deprecated.get("on_use") == "errors":  # its action calls parser.error: exit 2
+            return [Finding("error", option, f"{option}: no longer supported by {self.label} "
+                            f"(deprecated; its argparse action stops the launch with an error)",
+                            use)]
         does = {"ignored": "it is ignored", "stores": "it still works"}.get(
             deprecated.get("on_use"), "it still parses")
-        return [Finding("warning", option, f"{option}: deprecated in {self.label} ({does})",
-                        f"use {replacement}" if replacement else "drop it")]
+        return [Finding("warning", option, f"{option}: deprecated in {self.label} ({does})", use)]
 
 
 def flag_table(version: str | None = None, *, overlays=(), extra_flags=()) -> FlagTable:

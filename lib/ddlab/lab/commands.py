@@ -30,7 +30,50 @@ log = get_logger(__name__)
 
 TARGET_MODULE = "ddlab.target"
 _ASKED: dict[tuple, str | None] = {}  # (host, python) -> the version it said, per process
-_VERSION_PROBE = "import importlib.metadata as m; print(m.version('sglang'))"
+# One command on the host, its answer the last line of stdout. The installed
+# distribution's metadata first (no import of sglang). Without metadata (a source
+# checkout on PYTHONPATH, as a fork may run), the package is located with
+# find_spec, which imports nothing, and a literal ``__version__ = '...'`` is read
+# from its ``_version.py`` (written by the build, 0.5.10+) or ``version.py``
+# (0.4.x). Only when neither has one is sglang imported, stdout kept clean: on
+# 0.5.23 that pulls transformers, torch, numpy, IPython, aiohttp (seconds).
+# A development placeholder (0.0.0.dev0) is no version.
+_VERSION_PROBE = """\
+import importlib.metadata as m, sys
+try:
+    version = m.version('sglang')
+except m.PackageNotFoundError:
+    version = None
+if version:
+    print(version)
+    sys.exit(0)
+import ast, contextlib, importlib.util, os
+spec = importlib.util.find_spec('sglang')
+if spec is None:
+    sys.exit("ModuleNotFoundError: No module named 'sglang'")
+def literal(path):
+    try:
+        tree = ast.parse(open(path, encoding='utf-8').read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+                and any(getattr(t, 'id', None) == '__version__' for t in node.targets)):
+            return node.value.value
+version = next((v for d in spec.submodule_search_locations or ()
+                for v in (literal(os.path.join(d, f)) for f in ('_version.py', 'version.py'))
+                if v), None)
+if version is None:
+    with contextlib.redirect_stdout(sys.stderr):
+        import sglang
+    version = str(getattr(sglang, '__version__', '') or '')
+where = list(spec.submodule_search_locations or ())[:1] or [spec.origin]
+if not version or version.startswith('0.0.0'):
+    sys.exit(f"sglang at {where[0]} has no version ({version or 'none'}): no metadata, "
+             "no _version.py; name it in the host profile (sglang_version)")
+print(version)
+"""
 
 
 @dataclass
@@ -109,13 +152,20 @@ def _since(config: Config, table: FlagTable) -> list[Finding]:
                     f"and the host runs {table.asked}", "use a base written for that release")]
 
 
-def installed_sglang(transport, python: str) -> str | None:
-    """The SGLang version ``python`` on the host has installed (one command, asked once per
-    host and interpreter in this process); None, with a warning, when it cannot say."""
-    key = (transport.profile.name, transport.profile.hostname, python)
+def installed_sglang(transport, python: str, pythonpath: str = "") -> str | None:
+    """The SGLang version ``python`` on the host has (one command, asked once per host,
+    interpreter and path in this process): the installed distribution's, else, for a source
+    checkout on its path, the package's own ``__version__`` (see ``_VERSION_PROBE``);
+    None, with a warning, when it cannot say. ``pythonpath``: the unit's own PYTHONPATH,
+    so a checkout that only the unit puts on the path is the one asked."""
+    key = (transport.profile.name, transport.profile.hostname, python, pythonpath)
     if key not in _ASKED:
-        done = transport.run([python, "-c", _VERSION_PROBE], check=False, timeout_s=30)
-        version = done.stdout.strip() if done.exit_code == 0 else None
+        argv = [python, "-c", _VERSION_PROBE]
+        if pythonpath:
+            argv = ["env", f"PYTHONPATH={pythonpath}", *argv]
+        done = transport.run(argv, check=False, timeout_s=30)
+        lines = done.stdout.strip().splitlines() if done.exit_code == 0 else []
+        version = lines[-1].strip() if lines else None
         if version is None:
             said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
             log.warning(f"{transport.profile.name}: could not read the SGLang version of {python} "

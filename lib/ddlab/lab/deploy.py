@@ -203,7 +203,9 @@ class Lab:
                 version, source = self.profile.sglang_version, "named by the host profile"
                 if not version:
                     python = config.python or self.profile.python
-                    version, source = installed_sglang(self.transport, python), f"{python} on the host"
+                    version = installed_sglang(self.transport, python,
+                                               config.env.get("PYTHONPATH", ""))
+                    source = f"{python} on the host"
             check = check_command(config, version=version or None, version_source=source)
             check.raise_errors(variant.name)
             if version:

@@ -1,6 +1,6 @@
 """The target's HTTP server: SGLang's endpoints over the engine (FastAPI + uvicorn).
 
-Contract (shapes as ``../shared/facts/sglang.md`` gives them):
+Contract (shapes as docs/sglang.md, section 5 "HTTP shapes", gives them):
 
 - ``GET /health``, ``/health_generate``: 503 while starting; once ready, a
   real 1-token generation (20 s bound), then 200 with an empty body.
