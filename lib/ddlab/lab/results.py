@@ -29,7 +29,7 @@ import pandas as pd
 from ddlab.config.flags import graphs_on
 from ddlab.core.errors import ConfigError
 from ddlab.lab.measure import CI_FIGURES
-from ddlab.lab.stats import includes, median_ci, overlaps, ratio_ci
+from ddlab.lab.stats import includes, median_ci, missing, overlaps, ratio_ci
 from ddlab.lab.store import Store
 
 __all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "METRICS", "CI_COLUMNS",
@@ -238,12 +238,9 @@ _BEST_KEYS = ("name", "budget", "topk_cap", "cuda_graph", "output_tok_s", "outpu
 
 
 def _described(row) -> dict:
-    return {k: (None if _missing(row.get(k)) else row.get(k)) for k in _BEST_KEYS}
+    return {k: (None if missing(row.get(k)) else row.get(k)) for k in _BEST_KEYS}
 
 
 def _ci(row, key: str = "output_tok_s") -> tuple:
     return (row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high"))
 
-
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and value != value)

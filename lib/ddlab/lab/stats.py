@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-__all__ = ["CI_LEVEL", "median_ci", "ratio_ci", "relative_half_width", "overlaps", "includes"]
+__all__ = ["CI_LEVEL", "median_ci", "ratio_ci", "relative_half_width", "overlaps", "includes",
+           "missing"]
 
 CI_LEVEL = 0.95
 _RESAMPLES = 2000
@@ -73,7 +74,7 @@ def relative_half_width(median, low, high) -> float:
 
 def overlaps(a: tuple, b: tuple) -> bool:
     """Whether intervals ``(low, high)`` a and b share a point; unknown bounds never do."""
-    if None in a or None in b or any(_nan(x) for x in (*a, *b)):
+    if any(missing(x) for x in (*a, *b)):
         return False
     return a[0] <= b[1] and b[0] <= a[1]
 
@@ -81,10 +82,11 @@ def overlaps(a: tuple, b: tuple) -> bool:
 def includes(interval: tuple, value: float) -> bool:
     """Whether ``(low, high)`` holds ``value``; unknown bounds do not."""
     low, high = interval
-    if low is None or high is None or _nan(low) or _nan(high):
+    if missing(low) or missing(high):
         return False
     return low <= value <= high
 
 
-def _nan(x) -> bool:
-    return isinstance(x, float) and math.isnan(x)
+def missing(value) -> bool:
+    """No figure: None, or a float NaN (pandas' empty cell)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))

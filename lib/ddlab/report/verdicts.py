@@ -13,6 +13,8 @@ from html import escape
 
 import pandas as pd
 
+from ddlab.lab.stats import missing
+
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS"]
 
 # the display table: a figure's 95% interval beside it as one short column ("544-612";
@@ -57,10 +59,11 @@ class SweepVerdict:
         best = s.get("best")
         if best:
             speed = ""
-            if _num(best.get("speedup")):
+            if not missing(best.get("speedup")):
                 speed = (f", {best['speedup']:.2f}x{_interval(best, 'speedup', '.2f')} over no "
                          "speculation" + (" (within noise)" if best.get("within_noise") else ""))
-            accept = f", accept length {best['accept_length']:.2f}" if _num(best.get("accept_length")) else ""
+            accept = ("" if missing(best.get("accept_length")) else
+                      f", accept length {best['accept_length']:.2f}")
             ties = s.get("ties") or []
             label = "Fastest, a tie within noise" if ties else "Best"
             where = f" on {best['host']}" if s.get("hosts") and best.get("host") else ""
@@ -139,24 +142,20 @@ class SweepVerdict:
 def _point(best: dict) -> str:
     """`` (budget 16, cap 4, graphs off)``: a variant's name omits what equals its base."""
     words = [f"{label} {best[key]:g}" for key, label in (("budget", "budget"), ("topk_cap", "cap"))
-             if _num(best.get(key))]
+             if not missing(best.get(key))]
     if best.get("cuda_graph") is not None:
         words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
     return f" ({', '.join(words)})" if words else ""
 
 
 def _span(low, high, fmt: str) -> str:
-    return f"{low:{fmt}}-{high:{fmt}}" if _num(low) and _num(high) else ""
+    return f"{low:{fmt}}-{high:{fmt}}" if not (missing(low) or missing(high)) else ""
 
 
 def _interval(row: dict, key: str, fmt: str) -> str:
     """`` [low-high]``: a figure's 95% interval, empty when unknown."""
     low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
-    return f" [{low:{fmt}}-{high:{fmt}}]" if _num(low) and _num(high) else ""
-
-
-def _num(value) -> bool:
-    return value is not None and not (isinstance(value, float) and value != value)
+    return f" [{low:{fmt}}-{high:{fmt}}]" if not (missing(low) or missing(high)) else ""
 
 
 def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
