@@ -327,7 +327,8 @@ def _keep_records(own, report, opened: Sweep | None, profile: HostProfile, run_d
                        sweep_folder=opened.folder if opened is not None else None,
                        run_dir=run_dir, status="ok" if err is None else
                        "interrupted" if stopped else "failed",
-                       error="" if err is None or stopped else f"{type(err).__name__}: {err}")
+                       error="" if err is None or stopped else f"{type(err).__name__}: {err}",
+                       pool=[p.label for p in opened.profiles] if opened is not None else ())
 
 
 def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,

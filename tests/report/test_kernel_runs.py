@@ -75,3 +75,21 @@ def test_a_sweep_run_by_a_jupyter_server_keeps_a_run_folder_of_kind_jupyter(proj
     assert "SWEEP DONE" in shown and f"report: {run_dir / 'report.html'}" in shown, \
         "the notebook's user is told where the report is"
     sweepkit.assert_host_put_back(project)
+
+
+def test_a_pool_sweeps_provenance_names_every_host_after_the_first_ones_facts(tmp_path):
+    """The host facts are gathered from one host; a pool sweep says it ran on more, and
+    where the per-cell host is (issue 16: provenance named only the first host)."""
+    from ddlab.hosts.profiles import load_host
+    from ddlab.report.kernel_runs import keep_sweep_records
+
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    kept = keep_sweep_records(None, None, host=load_host("local"), sweep_folder=folder,
+                              pool=["h1", "h2", "h3"])
+    keys = list(kept)
+    assert keys[keys.index("host") + 1] == "pool", keys
+    assert kept["pool"].startswith("3 hosts: h1, h2, h3") and "host column" in kept["pool"]
+    assert json.loads((folder / "provenance.json").read_text())["pool"] == kept["pool"]
+    one = keep_sweep_records(None, None, host=load_host("local"), sweep_folder=folder, pool=["h1"])
+    assert "pool" not in one

@@ -123,25 +123,34 @@ def _open(kind: str, what: str) -> KernelRun:
 
 def keep_sweep_records(own: KernelRun | None, report: SweepReport | None, *, host=None,
                        base: str | None = None, sweep_folder: Path | None = None,
-                       run_dir=None, status: str = "ok", error: str = "") -> dict:
+                       run_dir=None, status: str = "ok", error: str = "", pool=()) -> dict:
     """After a sweep: its provenance (returned) kept with it (``sweep_folder``, where
     :func:`ddlab.report.provenance.sweep_provenance` finds it again) and in
     ``run_dir``; ``own`` (the kernel's own run folder, if any) closed with its report.
-    Nothing for a sweep that ran no cell and has no folder of its own."""
+    ``pool``: a pool sweep's hosts (the host facts are the first one's; the provenance
+    names them all). Nothing for a sweep that ran no cell and has no folder of its own."""
     try:
-        return _keep_sweep_records(own, report, host, base, sweep_folder, run_dir, status, error)
+        return _keep_sweep_records(own, report, host, base, sweep_folder, run_dir, status, error,
+                                   list(pool))
     except Exception as err:  # noqa: BLE001 - records never hide the sweep's own outcome
         log.warning(f"sweep: its records could not all be written: {type(err).__name__}: {err}")
         return {}
 
 
-def _keep_sweep_records(own, report, host, base, sweep_folder, run_dir, status, error) -> dict:
+def _keep_sweep_records(own, report, host, base, sweep_folder, run_dir, status, error,
+                        pool) -> dict:
     ran = sweep_folder is not None and Path(sweep_folder).is_dir()
     if not ran and own is None:
         return {}
     provenance = gather(host, base=base, command=own.record["command"] if own else "",
                         load_at_start=own.record["load_at_start"] if own else "",
                         probe_host=ran and report is not None and report.verdict.status != "failed")
+    if len(pool) > 1:  # the facts above are the first host's; each cell's host is in its row
+        said = (f"{len(pool)} hosts: {', '.join(pool)} (host, device and server here are the "
+                "first one's; the table's host column says where each cell ran)")
+        provenance = {k: v for key, value in provenance.items()
+                      for k, v in ([(key, value), ("pool", said)] if key == "host"
+                                   else [(key, value)])}
     for folder in (sweep_folder if ran else None, run_dir):
         if folder and Path(folder).is_dir():
             write_json(Path(folder) / PROVENANCE_FILE, provenance)
