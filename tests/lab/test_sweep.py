@@ -266,3 +266,20 @@ def test_a_sweep_id_and_its_title_say_what_it_sweeps(base, grid, extra, words, d
     assert re.fullmatch(rf"\d{{8}}T\d{{6}}Z-{re.escape(words)}",
                         sweep_id_for(plan, "local", "local"))  # the base named when not the host's
     assert describe_grid(plan.grid, plan.extra) == described
+
+
+def test_cells_are_named_by_what_they_change_not_by_the_fixed_overrides():
+    """Lesson 3: every cell has the fixed overrides, so a name that spells them is noise
+    (the H200 run's cells were `...-device-cuda-env-pythonpath-...`); the config and its
+    hash still hold them."""
+    plan = plan_sweep("local", {"budget": [4, 32], "cuda_graph": [True, False]},
+                      fixed=["device=cuda", "env.PYTHONPATH=/opt/wheels", "mem_fraction_static=0.8"])
+    names = [c.variant.name for c in plan.cells]
+    assert names == ["local-nospec-nograph", "local-nospec", "local-b4", "local-b4-nograph",
+                     "local-b32", "local-b32-nograph"], names
+    for cell in plan.cells:
+        assert cell.variant.config.env["PYTHONPATH"] == "/opt/wheels"
+        assert cell.variant.config.flags["mem-fraction-static"] == 0.8
+        assert "mem-fraction-static" in cell.variant.changes, "what it runs still says so"
+    bare = plan_sweep("local", {"budget": [4, 32], "cuda_graph": [True, False]})
+    assert {c.hash for c in plan.cells}.isdisjoint(c.hash for c in bare.cells)

@@ -109,7 +109,11 @@ def test_probes_in_a_sweeps_fixed_and_extra_reach_their_cells():
     by_role = {cell.role: cell.variant for cell in plan.cells}
     assert by_role["grid"].config.probes == (f"{FILL_FROM}:error",)
     assert by_role["extra"].config.probes == (replay,), "an extra cell's own probes win"
-    assert "probe" in by_role["grid"].name and "probe" in by_role["extra"].name
+    # a cell is named by what it changes against the base with the fixed overrides applied:
+    # the fixed probe is every cell's (its hash differs), the extra's own probe is its change
+    assert "probe" not in by_role["grid"].name and "probe" in by_role["extra"].name
+    assert by_role["grid"].hash != plan_sweep("local", {"cuda_graph": [True]},
+                                              baseline=False).cells[0].hash
 
 
 # --- a probe on nothing: the server starts as usual, one line says so ---------------

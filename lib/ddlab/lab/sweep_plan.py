@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 import shlex
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,9 +186,13 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
         # a cell's own value wins over a fixed one for the same flag, whatever each is called
         targets = {_flag_of(k) for k in overrides}
         fixed = {k: v for k, v in fixed_overrides.items() if _flag_of(k) not in targets}
-        # a fixed port (the demo's free one) is the same in every cell: no cell is named by it
-        unnamed = {_flag_of(k).partition(".")[2] for k in fixed}
-        variant = make_variant(base_config, {**fixed, **overrides}, unnamed=unnamed)
+        # a cell is named by what it changes: the fixed overrides are every cell's, so the
+        # name is taken against the base with them applied (b32-nograph, not
+        # device-cuda-env-pythonpath-b32-nograph); its config is the same either way
+        variant = make_variant(base_config, {**fixed, **overrides})
+        if fixed:
+            named = make_variant(make_variant(base_config, fixed).config, overrides)
+            variant = dataclasses.replace(variant, name=named.name)
         cell = Cell(len(cells), role, point, variant, host)
         if cell.hash in seen:
             return  # two points that configure the same server are one cell
