@@ -75,15 +75,22 @@ class Heartbeat:
         self._show(self.line(status))
 
     @contextlib.contextmanager
-    def ticking(self, status: str) -> Iterator[None]:
-        """Beat ``status`` from a thread every interval while the block runs: for one
-        blocking call (an SSH connect to a host that does not answer) that cannot beat
-        itself, so even it is never a silent wait."""
+    def ticking(self, status, *, stale_s: float | None = None) -> Iterator[None]:
+        """Beat ``status`` (a text, or a callable giving one) from a thread while the
+        block runs, whenever no beat came for ``stale_s`` (default: the interval): for a
+        blocking call (an SSH connect or command to a host that does not answer) that
+        cannot beat itself, so even it is never a silent wait."""
         stop = threading.Event()
+        stale = stale_s or self.interval_s
 
         def tick() -> None:
-            while not stop.wait(self.interval_s):
-                self.beat(status)
+            while not stop.wait(min(stale, self.interval_s) / 2):
+                if time.monotonic() - self._last_beat >= stale:
+                    try:
+                        text = status() if callable(status) else status
+                    except Exception:  # noqa: BLE001 - a status must never end the wait
+                        text = "waiting"
+                    self.beat(text, force=True)
 
         ticker = threading.Thread(target=tick, daemon=True, name="ddlab-heartbeat")
         ticker.start()

@@ -182,7 +182,11 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
         # so a connection lost already here ends in the connection_lost verdict too
         checker.headers = lab.server_headers(deployed)
         checker.start()
-        state = loop.run(beat)
+        # the loop beats between host commands; one that blocks (a frozen sshd, before
+        # the drop is seen) is beaten from a thread once the line is 1.5 intervals old
+        with beat.ticking(lambda: f"{loop.last_status} | waiting for the host to answer",
+                          stale_s=1.5 * beat.interval_s):
+            state = loop.run(beat)
     except HostError as lost:  # the host stopped answering: a verdict of its own, never silence
         if isinstance(lost, (HostKeyError, LockError)):
             raise
@@ -217,6 +221,7 @@ class _Loop:
         self._probe_thread: threading.Thread | None = None
         self._probe_done_at: float | None = None
         self.lossless_asked: tuple | None = None   # (prompts, tolerance), or None: no check
+        self.last_status = "launching"  # what the heartbeat said last (read by its ticker)
         self.lossless: dict = {}
         self._checking = False
 
@@ -242,7 +247,8 @@ class _Loop:
             if self.elapsed_s > self.timeout_s:
                 return "timeout"
             if time.monotonic() >= next_beat:  # the status reads the whole log: not every poll
-                beat.beat(self._status(), force=True)
+                self.last_status = self._status()
+                beat.beat(self.last_status, force=True)
                 next_beat = time.monotonic() + beat.interval_s
             time.sleep(self.poll_s)
 
