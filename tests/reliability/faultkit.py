@@ -481,3 +481,20 @@ def copy_notebooks_guard() -> None:
         nb = json.loads(path.read_text())
         assert not any(c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code"), path
 
+
+
+def answering(paths: dict[str, bytes]):
+    """An HTTP handler class that answers GET ``paths`` with 200 and their bodies, 404
+    otherwise, and logs nothing: a stranger on a variant's port."""
+    import http.server
+
+    class Answering(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path in paths else 404)
+            self.end_headers()
+            self.wfile.write(paths.get(self.path, b""))
+
+        def log_message(self, *args):
+            pass
+
+    return Answering

@@ -25,18 +25,9 @@ pytestmark = [pytest.mark.timeout(300)]
 # --- 2: an answer on the port is not the variant's "ready" -----------------------------
 
 
-class _Production(http.server.BaseHTTPRequestHandler):
-    """What answered for the variant in the field: a server that is healthy, lists a
-    model, and tells nothing of itself (no /server_info: docker's, or an older one)."""
-
-    def do_GET(self):
-        body = {"/health": b"", "/v1/models": b'{"data": [{"id": "production"}]}'}
-        self.send_response(200 if self.path in body else 404)
-        self.end_headers()
-        self.wfile.write(body.get(self.path, b""))
-
-    def log_message(self, *args):
-        pass
+# What answered for the variant in the field: a server that is healthy, lists a model,
+# and tells nothing of itself (no /server_info: docker's, or an older one).
+_Production = fk.answering({"/health": b"", "/v1/models": b'{"data": [{"id": "production"}]}'})
 
 
 def test_f02_an_answer_on_the_port_before_the_variants_log_says_ready_is_never_ready(local):

@@ -187,16 +187,7 @@ def test_f02_a_responder_that_names_another_port_is_not_the_variant(tmp_path):
 
     from ddlab.lab.watch import _ReadyChecker
 
-    class Impostor(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = {"/health": b"", "/server_info": b'{"port": 30000, "model_path": "prod"}'}
-            self.send_response(200 if self.path in body else 404)
-            self.end_headers()
-            self.wfile.write(body.get(self.path, b""))
-
-        def log_message(self, *args):
-            pass
-
+    Impostor = fk.answering({"/health": b"", "/server_info": b'{"port": 30000, "model_path": "prod"}'})
     server = http.server.HTTPServer(("127.0.0.1", 0), Impostor)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

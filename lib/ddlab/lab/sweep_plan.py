@@ -181,6 +181,7 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
     _check_algorithm(base, base_config, dims, fixed_overrides)
     cells: list[Cell] = []
     seen: set[str] = set()
+    shared: dict[tuple, object] = {}  # fixed keys kept -> the base with them applied
 
     def add(role: str, point: dict, overrides: dict, host: str = "") -> None:
         # a cell's own value wins over a fixed one for the same flag, whatever each is called
@@ -191,7 +192,10 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
         # device-cuda-env-pythonpath-b32-nograph); its config is the same either way
         variant = make_variant(base_config, {**fixed, **overrides})
         if fixed:
-            named = make_variant(make_variant(base_config, fixed).config, overrides)
+            key = tuple(fixed)  # the fixed overrides a cell keeps: the same for most cells
+            if key not in shared:
+                shared[key] = make_variant(base_config, fixed).config
+            named = make_variant(shared[key], overrides)
             variant = dataclasses.replace(variant, name=named.name)
         cell = Cell(len(cells), role, point, variant, host)
         if cell.hash in seen:
