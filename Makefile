@@ -39,7 +39,9 @@ check: venv
 # Everything; the real-host tests need sshd and systemd tools, the Slurm tests slurm-wlm + munge,
 # the browser tests Chromium:
 # hostdeps installs them (as root with apt-get; where it cannot, those tests skip and say why).
-test: venv hostdeps
+# The venv (pip) and hostdeps (apt-get) install side by side: each mostly waits on downloads.
+test:
+	@$(MAKE) --no-print-directory -j2 venv hostdeps
 	$(PYTEST) -n $(WORKERS) --dist worksteal --durations=15
 
 hostdeps:

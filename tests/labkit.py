@@ -22,7 +22,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -37,6 +36,7 @@ from ddlab.config.variants import Variant, make_variant
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
+from testhost.ports import free_port  # noqa: F401 (re-exported: the tests import it from here)
 
 REPO = Path(__file__).resolve().parents[1]
 DDLAB = str(Path(sys.executable).with_name("ddlab"))  # the installed console script
@@ -72,12 +72,6 @@ def said(callback=None):
         yield messages
     finally:
         logger.removeHandler(handler)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def write_base(folder: Path) -> Path:

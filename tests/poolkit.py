@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 
 import sweepkit
@@ -121,8 +125,12 @@ def pool_for(folder: Path, n: int = 3, **kwargs):
 
 
 def sweep_script(pool: Pool, grid: dict, host="trio", options: dict | None = None) -> list[str]:
-    """argv of a separate process that runs a sweep of ``grid`` over ``host``."""
+    """argv of a separate process that runs a sweep of ``grid`` over ``host``. SIGUSR1
+    makes it print every thread's stack on stderr (:func:`finish`, for a wind-down that
+    does not end)."""
     code = textwrap.dedent(f"""
+        import faulthandler, signal
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         from ddlab.hosts.pools import load_pool
         from ddlab.lab.store import Store
         from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
@@ -133,3 +141,18 @@ def sweep_script(pool: Pool, grid: dict, host="trio", options: dict | None = Non
                   store=Store({str(pool.store_path)!r}))
     """)
     return [PYTHON, "-c", code]
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 120) -> str:
+    """Wait for a :func:`sweep_script` process that was sent a signal; its stderr. One
+    that does not end in time is made to print its threads' stacks, killed, and the
+    test fails with them (what a hang in CI leaves to read)."""
+    try:
+        return proc.communicate(timeout=timeout_s)[1]
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1.0)
+        proc.kill()
+        err = proc.communicate()[1]
+        pytest.fail(f"the sweep did not end within {timeout_s:g} s of the signal; its stderr "
+                    f"(thread stacks last):\n{err[-12000:]}")

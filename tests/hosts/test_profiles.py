@@ -23,6 +23,7 @@ from ddlab.hosts.profiles import HostProfile, available_hosts, load_host
 from ddlab.hosts.ssh import SSHTransport
 from ddlab.hosts.ssh_trust import load_ssh_config, resolve_hops
 from ddlab.hosts.transport import LocalTransport
+from testhost.ports import free_port
 
 # --- profiles ---------------------------------------------------------------------
 
@@ -225,7 +226,7 @@ def test_tilde_means_the_home_on_the_host(transport):
 
 def test_http_base_reaches_a_server_on_the_hosts_loopback(transport, scratch):
     (scratch / "hello.txt").write_text("hello through the host\n")
-    port = _free_port()
+    port = free_port()
     server = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
               str(scratch), str(port)]
     unit = f"ddlab-test-http-{port}"
@@ -299,7 +300,7 @@ def test_a_changed_host_key_is_refused_loudly_even_with_tofu(profile, testhost, 
 def test_an_unreachable_host_fails_fast_and_clearly(profile):
     start = time.monotonic()
     with pytest.raises(HostError, match="cannot connect"), \
-            connect(profile(port=_free_port(), connect_timeout_s=3)) as ssh:
+            connect(profile(port=free_port(), connect_timeout_s=3)) as ssh:
         ssh.run(["true"])
     assert time.monotonic() - start < 5
 
@@ -367,7 +368,7 @@ def test_without_the_agent_python_commands_still_run(profile, caplog):
 
 def test_tunnels_close_with_the_transport(profile):
     ssh = connect(profile())
-    base = ssh.http_base(_free_port())
+    base = ssh.http_base(free_port())
     ssh.close()
     with pytest.raises(httpx.TransportError):
         httpx.get(base, timeout=2)
@@ -405,12 +406,6 @@ def _alive(transport, pid: str) -> bool:
     return done.ok and done.stdout.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _start_background(transport, argv, unit):

@@ -197,7 +197,7 @@ def test_ctrl_c_in_a_pool_sweep_puts_every_host_back(pool):
         wait_for(lambda: _in_flight(pool, proc, 2), timeout_s=120,
                  what="cells in flight on two hosts")
         os.kill(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
+        err = poolkit.finish(proc, timeout_s=120)
     assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
     assert "putting its baseline back" in err
     with Store(pool.store_path) as store:

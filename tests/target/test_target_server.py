@@ -15,7 +15,7 @@ the server stays up and answers wrong text.
 
 import json
 import re
-import socket
+import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
+from testhost.ports import free_port
 
 READY = "The server is fired up and ready to roll!"
 PROMPT = "def parse_args(argv=None):\n    parser = argparse.ArgumentParser("
@@ -39,12 +40,6 @@ def reads_as_real(log: str, fixture: str):
     mine, real = diagnose(log), diagnose((REAL_LOGS / fixture).read_text())
     assert (mine.kind, mine.crashed) == (real.kind, real.crashed), (mine.render(), real.render())
     return mine
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:
@@ -322,6 +317,58 @@ def test_bad_requests_get_400_and_the_server_stays_up(ddtree, body, message):
     assert r.status_code == 400
     assert re.search(message, r.json()["error"]["message"])
     assert ddtree.get("/health").status_code == 200
+
+
+def _metric(server, name: str) -> float:
+    text = server.get("/metrics").text
+    return float(text.split(f"\n{name}{{")[1].split("} ")[1].split()[0])
+
+
+def test_unknown_paths_and_methods_answer_as_sglangs_fastapi_does(ddtree):
+    missing = ddtree.get("/no_such_endpoint")
+    assert (missing.status_code, missing.json()) == (404, {"detail": "Not Found"})
+    wrong = ddtree.get("/generate")
+    assert (wrong.status_code, wrong.json()) == (405, {"detail": "Method Not Allowed"})
+    assert ddtree.post("/health", {}).status_code == 405
+    with httpx.Client(timeout=30) as client:  # one keep-alive connection, three requests
+        answers = [client.get(ddtree.url + "/health").status_code for _ in range(3)]
+    assert answers == [200, 200, 200]
+
+
+@pytest.mark.slow
+def test_a_client_that_leaves_mid_stream_aborts_its_request(ddtree):
+    """The server notices at its next write (the server is frozen while the client
+    leaves, so the request cannot finish first) and stops decoding for it."""
+    before = _metric(ddtree, "sglang:generation_tokens_total")
+    with httpx.stream("POST", ddtree.url + "/generate", timeout=60,
+                      json={"text": "x", "sampling_params": {"max_new_tokens": 300},
+                            "stream": True}) as r:
+        first = next(ln for ln in r.iter_lines() if ln)
+        ddtree.proc.send_signal(signal.SIGSTOP)
+    ddtree.proc.send_signal(signal.SIGCONT)  # the client has closed its connection
+    assert first.startswith("data: ")
+    wait_until = time.monotonic() + 30
+    while _metric(ddtree, "sglang:num_running_reqs") and time.monotonic() < wait_until:
+        time.sleep(0.05)
+    made = _metric(ddtree, "sglang:generation_tokens_total") - before
+    assert 0 < made < 300, f"{made:g} tokens: the request was not aborted"
+    assert generate(ddtree, n=8)["meta_info"]["completion_tokens"] == 8, "the server serves on"
+
+
+@pytest.mark.slow
+def test_with_log_level_http_info_it_prints_uvicorns_lines_as_sglang_logs_them(tmp_path):
+    s = Server(tmp_path, "--log-level-http", "info", "--disable-cuda-graph")
+    try:
+        s.wait()
+        assert s.get("/health").status_code == 200
+        s.wait('"GET /health HTTP/1.1" 200 OK')
+        log = s.log()
+        assert f"INFO:     Uvicorn running on http://127.0.0.1:{s.port} (Press CTRL+C to quit)" in log
+        assert re.search(r'INFO:     127\.0\.0\.1:\d+ - "POST /generate HTTP/1\.1" 200 OK', log), \
+            "the warmup's request line"
+    finally:
+        s.stop()
+    assert s.proc.returncode == -signal.SIGTERM, "SIGTERM ends it as uvicorn does: by the signal"
 
 
 @pytest.mark.slow

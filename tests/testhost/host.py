@@ -47,6 +47,8 @@ from pathlib import Path
 
 import paramiko
 
+from testhost.ports import free_port
+
 __all__ = ["TestHost", "unavailable_reason", "BASE_DIR", "SSHD_UNIT", "UNIT_DIR"]
 
 BASE_DIR = Path(os.environ.get("DDLAB_TESTHOST_DIR", "/var/lib/ddlab-testhost"))
@@ -353,7 +355,7 @@ class TestHost:
         """Start sshd at a free loopback port; another process may take it first, so retry."""
         config = self.shared_dir / "sshd_config"
         for _attempt in range(3):
-            self.ssh_port = _free_port()
+            self.ssh_port = free_port()
             config.write_text(_sshd_config(self.shared_dir, self.ssh_port))
             self.run(["systemd-run", f"--unit={SSHD_UNIT}", "-p", "RuntimeDirectory=sshd",
                       "--", SSHD, "-D", "-e", "-f", str(config)])
@@ -395,12 +397,6 @@ def _sshd_config(keydir: Path, port: int) -> str:
         "MaxSessions 100", "MaxStartups 100", "AllowTcpForwarding yes",
         "Subsystem sftp internal-sftp", "LogLevel VERBOSE", "",
     ])
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _server_key(port: int) -> str | None:

@@ -215,8 +215,10 @@ class SlurmCluster:
         t0 = time.monotonic()
         try:
             self._make_dir()
+            from testhost.ports import free_ports  # here: this file also runs as the keeper script
+
             for _attempt in range(3):  # a free port may be taken before slurmctld binds it
-                self.ctld_port, self.slurmd_port = _free_ports(2)
+                self.ctld_port, self.slurmd_port = free_ports(2, "0.0.0.0")  # slurmctld binds every address
                 self.conf.write_text(self._slurm_conf())
                 if self._launch(t0 + timeout_s):
                     break
@@ -667,20 +669,6 @@ def _mem_total_mib() -> int:
             if line.startswith("MemTotal:"):
                 return int(line.split()[1]) // 1024
     return 1024
-
-
-def _free_ports(count: int) -> list[int]:
-    socks, ports = [], []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("0.0.0.0", 0))  # slurmctld binds every address
-            socks.append(sock)
-            ports.append(sock.getsockname()[1])
-    finally:
-        for sock in socks:
-            sock.close()
-    return ports
 
 
 def _unix_ready(path: str) -> bool:

@@ -16,6 +16,7 @@ from pathlib import Path
 import paramiko
 import pytest
 from testhost.slurm import BASE_DIR, SlurmCluster
+from testhost.ports import free_port
 
 pytestmark = pytest.mark.testhost
 
@@ -61,12 +62,6 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_the_cluster_starts_fast_with_one_idle_node_outside_tmp(slurm):
@@ -181,7 +176,7 @@ def test_slurm_commands_work_inside_the_test_host_over_its_sshd(cluster, testhos
 
 def test_a_jobs_server_on_loopback_is_reachable_from_the_test_host(cluster, testhost):
     (cluster.jobs_dir / "marker").write_text("served by a job")
-    port = _free_port()
+    port = free_port()
     job = cluster.sbatch(f"exec python3 -m http.server {port} --bind 127.0.0.1")
     cluster.wait_state(job, "RUNNING")
     deadline = time.monotonic() + 15

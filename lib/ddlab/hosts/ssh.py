@@ -417,8 +417,11 @@ class SSHTransport(Transport):
         path = self.expand_path(str(path))
 
         def read(sftp: paramiko.SFTPClient) -> bytes:
+            # No fh.prefetch(): it reads in a thread of paramiko's, which a connection
+            # dropped mid-read kills with an unhandled OSError (a traceback on the user's
+            # terminal; CI saw it). Serial 32 KiB requests: the files read are small (a
+            # lock, a spec, a unit); a process log read whole costs a round trip a chunk.
             with sftp.open(path, "rb") as fh:
-                fh.prefetch()
                 return fh.read()
         return self._sftp_op(f"read {path}", read)
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from ddlab.core.paths import outputs_dir
 from ddlab.core.redact import redact_text
 from ddlab.core.run_folders import write_text
+from ddlab.report.notebook_libs import without_iri_grammar
 
 __all__ = ["render_html", "write_index", "banner_html", "banner_title", "provenance_html",
            "figures_html", "STATUS_COLOURS", "IDS", "has_findings"]
@@ -45,6 +46,7 @@ def render_html(notebook: Path, html: Path, *, banner: dict,
     """``notebook`` as HTML with inputs hidden, the run's status banner on top, then
     its provenance; outputs reshaped as the module docstring says (the file itself
     is left as it is)."""
+    without_iri_grammar()
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -132,6 +134,7 @@ def _folded(outputs: list) -> list:
     """A cell's progress (its stderr, and the heartbeat lines it displayed) as one
     folded ``<details>`` block where the first of it was: not in nbconvert's red error
     styling, not pushing the table and figures screens down."""
+    without_iri_grammar()
     import nbformat
 
     lines = [_progress_text(output) for output in outputs]

@@ -49,6 +49,7 @@ from ddlab.report.html import (
     render_html,
     write_index,
 )
+from ddlab.report.notebook_libs import without_iri_grammar
 from ddlab.report.provenance import load_average, notebook_run_provenance, run_command
 
 __all__ = ["NotebookRun", "NotebookRuns", "run_notebook", "find_notebook", "parse_parameters", "EXIT_CODES"]
@@ -168,6 +169,7 @@ def parse_parameters(pairs=(), files=()) -> dict:
 def _check_parameters(notebook: Path, params: dict) -> dict:
     """Unknown parameter names are refused before the kernel starts; ``run_dir``
     is ddlab's to set. Returns the notebook's declared parameters."""
+    without_iri_grammar()
     import papermill
 
     declared = papermill.inspect_notebook(str(notebook))
@@ -209,6 +211,7 @@ def _run_name(params: dict, name: str | None) -> str:
 def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: str | None = None,
                  outputs: Path | None = None, progress: bool = True) -> NotebookRun:
     """Execute ``notebook`` with ``parameters`` into a new run folder; see the module docstring."""
+    without_iri_grammar()
     import papermill
 
     source = find_notebook(str(notebook))
@@ -308,6 +311,7 @@ def _default(spec: dict | None):
 def _mask_notebook(path: Path) -> None:
     """Secrets out of the executed notebook: papermill wrote the parameters into it
     (a cell and the metadata), and outputs may quote them."""
+    without_iri_grammar()
     import nbformat
 
     nb = nbformat.read(path, as_version=4)

@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import time
 
-from fastapi.responses import JSONResponse, StreamingResponse
-
-from ddlab.target.requests import BadRequest, decode_text, make_req
+from ddlab.target.requests import BadRequest, Reply, decode_text, json_reply, make_req, stream_reply
 
 __all__ = ["models", "completions"]
 
@@ -61,26 +59,26 @@ def _choice(req, text, chat, delta=False):
     return {"index": 0, **body, "finish_reason": reason, "matched_stop": matched}
 
 
-async def completions(state, body: dict, chat: bool):
+def completions(state, body: dict, chat: bool) -> Reply:
     engine = state.require_engine()
     req = make_req(engine, _prompt(body, chat), _sampling(body))
     head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{req.rid}", "created": int(time.time()),
             "model": body.get("model") or state.name}
     kind = "chat.completion" if chat else "text_completion"
     if body.get("stream"):
-        return StreamingResponse(_stream(state, req, head, kind, chat), media_type="text/event-stream")
-    async for _ in state.run(req):
+        return stream_reply(_stream(state, req, head, kind, chat))
+    for _ in state.run(req):
         pass
     usage = {"prompt_tokens": len(req.input_ids), "completion_tokens": len(req.output_ids),
              "total_tokens": len(req.input_ids) + len(req.output_ids)}
-    return JSONResponse({**head, "object": kind, "choices": [_choice(req, decode_text(req.output_ids), chat)],
-                         "usage": usage})
+    return json_reply({**head, "object": kind, "choices": [_choice(req, decode_text(req.output_ids), chat)],
+                       "usage": usage})
 
 
-async def _stream(state, req, head, kind, chat):
+def _stream(state, req, head, kind, chat):
     sent = ""
     try:
-        async for r in state.run(req):
+        for r in state.run(req):
             text = decode_text(r.output_ids, r.finish_reason is not None)
             chunk = {**head, "object": f"{kind}.chunk" if chat else kind,
                      "choices": [_choice(r, text[len(sent):], chat, delta=True)]}

@@ -1,18 +1,25 @@
-"""What a request to the target may ask, checked once for both APIs (SGLang's and OpenAI's).
+"""What a request to the target may ask, checked once for both APIs (SGLang's and OpenAI's),
+and what an endpoint answers.
 
 :func:`make_req` turns a prompt (text or byte ids) and SGLang sampling params
 into an engine request, refusing with :class:`BadRequest` (a 4xx) what the
 target cannot honour: unknown params, sampling (it decodes greedily only), ids
 outside its byte vocabulary. :func:`decode_text` turns output bytes to text.
+An endpoint answers a :class:`Reply`: a whole body (:func:`json_reply`), or a
+server-sent-event stream (:func:`stream_reply`) that the server sends chunked.
 """
 
 from __future__ import annotations
 
 import codecs
+import json
+from collections.abc import Generator
+from dataclasses import dataclass
 
 from ddlab.target.engine import Req
 
-__all__ = ["BadRequest", "decode_text", "make_req", "SAMPLING_KEYS"]
+__all__ = ["BadRequest", "Reply", "decode_text", "json_reply", "make_req", "stream_reply",
+           "SAMPLING_KEYS"]
 
 SAMPLING_KEYS = {"max_new_tokens", "temperature", "top_p", "top_k", "min_p", "stop", "stop_token_ids",
                  "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim",
@@ -25,6 +32,25 @@ class BadRequest(Exception):
     def __init__(self, message, status=400):
         super().__init__(message)
         self.status = status
+
+
+@dataclass
+class Reply:
+    """An HTTP answer: ``body`` whole, or ``chunks`` (text pieces sent as they come;
+    closed by the server when it stops sending, also when the client left)."""
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "application/json"
+    chunks: Generator[str, None, None] | None = None
+
+
+def json_reply(data, status: int = 200) -> Reply:
+    return Reply(status=status, body=json.dumps(data).encode())
+
+
+def stream_reply(chunks: Generator[str, None, None]) -> Reply:
+    return Reply(content_type="text/event-stream; charset=utf-8", chunks=chunks)
 
 
 def decode_text(ids, final=True) -> str:

@@ -1,4 +1,5 @@
-"""The target's HTTP server: SGLang's endpoints over the engine (FastAPI + uvicorn).
+"""The target's HTTP server: SGLang's endpoints over the engine (served by
+:mod:`ddlab.target.http_server`).
 
 Contract (shapes as docs/sglang.md, section 5 "HTTP shapes", gives them):
 
@@ -9,44 +10,48 @@ Contract (shapes as docs/sglang.md, section 5 "HTTP shapes", gives them):
   ``data: [DONE]``); ``POST /v1/completions``, ``/v1/chat/completions``
   (``openai_api``); ``GET /server_info`` and ``/get_server_info``;
   ``GET /metrics`` with ``--enable-metrics``.
-- Bad requests get a 4xx JSON error and the server stays up. Only greedy
-  decoding exists here: a temperature above 0 is refused, not ignored.
+- Bad requests get a 4xx JSON error and the server stays up; an unknown path is
+  404 and a known path asked with the wrong method 405, in FastAPI's words
+  (``{"detail": "Not Found"}``), as SGLang answers. Only greedy decoding exists
+  here: a temperature above 0 is refused, not ignored.
+- HTTP/1.1 with keep-alive; a stream is sent chunked; a client that goes away
+  mid-stream aborts its request (``http_server``).
 
 ``main(argv)`` is ``python -m ddlab.target``: it logs what SGLang's launcher
 logs first (deprecated flags, the ``server_args=`` line, in the words of
 ``--log-format``), binds the port (so a busy port fails at once, in uvicorn's
-words), starts uvicorn, and builds the engine in a startup thread: SGLang's
+words), starts serving, and builds the engine in a startup thread: SGLang's
 startup lines, the warmup request through HTTP, then ``The server is fired up
-and ready to roll!``. Any startup
-or scheduler exception is logged with its traceback and the process exits 1
-at once: no half-alive server answering 500s.
+and ready to roll!``. Any startup or scheduler exception is logged with its
+traceback and the process exits 1 at once: no half-alive server answering 500s.
+SIGTERM and SIGINT stop serving, then end the process by that signal, as uvicorn
+does. With ``--log-level-http info`` (or debug) it prints uvicorn's start-up and
+access lines, which SGLang's logs carry.
 """
 
 from __future__ import annotations
 
-import asyncio
+import http.client
 import json
 import logging
 import os
+import queue
 import secrets
+import signal
 import socket
 import sys
 import threading
 import time
 import traceback
 
-import httpx
-import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
-
 from ddlab.target import openai_api
 from ddlab.target.args import parse_command_line
 from ddlab.target.engine import Engine, Req
+from ddlab.target.http_server import TargetHTTPServer
 from ddlab.target.log_lines import generation
-from ddlab.target.requests import BadRequest, decode_text, make_req
+from ddlab.target.requests import BadRequest, Reply, decode_text, json_reply, make_req, stream_reply
 
-__all__ = ["main", "build_app", "ServerState"]
+__all__ = ["main", "ServerState"]
 
 logger = logging.getLogger("ddlab.target")
 READY_LINE = "The server is fired up and ready to roll!"
@@ -58,21 +63,34 @@ class ServerState:
         self.words = generation(args.log_format)
         self.name = args.served_model_name or args.model_path
         self.created = int(time.time())
-        self.loop = None
 
     def require_engine(self) -> Engine:
         if self.engine is None:
             raise BadRequest("The server is not ready yet (still starting); poll /health", 503)
         return self.engine
 
-    async def run(self, req: Req):
-        """Submit ``req``; yields the request after each scheduler update until finished."""
-        queue: asyncio.Queue = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-        req.on_event = lambda r, ids: loop.call_soon_threadsafe(queue.put_nowait, r.finish_reason is not None)
+    def submit(self, req: Req) -> queue.SimpleQueue:
+        """Hand ``req`` to the scheduler; the queue gets one item per scheduler update of
+        it (True with the last one, when it finished)."""
+        updates: queue.SimpleQueue = queue.SimpleQueue()
+        req.on_event = lambda r, ids: updates.put(r.finish_reason is not None)
         self.require_engine().submit(req)
+        return updates
+
+    def run(self, req: Req, timeout_s: float | None = None):
+        """Submit ``req``; yields it after each scheduler update until finished. Past
+        ``timeout_s`` it is aborted and ``TimeoutError`` raised."""
+        yield from self.follow(req, self.submit(req), timeout_s)
+
+    def follow(self, req: Req, updates: queue.SimpleQueue, timeout_s: float | None = None):
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            done = await queue.get()
+            try:
+                done = updates.get(timeout=None if deadline is None
+                                   else max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self.engine.abort(req)
+                raise TimeoutError(f"request {req.rid}: no answer within {timeout_s:g} s") from None
             yield req
             if done:
                 return
@@ -84,7 +102,7 @@ def _result(state, req) -> dict:
             "meta_info": req.meta_info(state.engine.spec.block_size)}
 
 
-async def _generate(state: ServerState, body: dict):
+def _generate(state: ServerState, body: dict) -> Reply:
     engine = state.require_engine()
     text, ids = body.get("text"), body.get("input_ids")
     if (text is None) == (ids is None):
@@ -98,20 +116,18 @@ async def _generate(state: ServerState, body: dict):
         raise BadRequest("stream=true takes one prompt, not a list")
     reqs = [make_req(engine, p, sp) for p in (prompt if batch else [prompt])]
     if body.get("stream"):
-        return StreamingResponse(_sse(state, reqs[0]), media_type="text/event-stream")
-    results = await asyncio.gather(*(_collect(state, r) for r in reqs))
-    return JSONResponse(results if batch else results[0])
+        return stream_reply(_sse(state, reqs[0]))
+    followed = [(req, state.submit(req)) for req in reqs]  # all in before any waits: one batch
+    for req, updates in followed:
+        for _ in state.follow(req, updates):
+            pass
+    results = [_result(state, req) for req in reqs]
+    return json_reply(results if batch else results[0])
 
 
-async def _collect(state, req):
-    async for _ in state.run(req):
-        pass
-    return _result(state, req)
-
-
-async def _sse(state, req):
+def _sse(state, req):
     try:
-        async for r in state.run(req):
+        for r in state.run(req):
             yield f"data: {json.dumps(_result(state, r))}\n\n"
         yield "data: [DONE]\n\n"
     finally:
@@ -119,18 +135,18 @@ async def _sse(state, req):
             state.engine.abort(req)
 
 
-async def _health(state: ServerState):
+def _health(state: ServerState) -> Reply:
     if not state.ready:
-        return Response(status_code=503)
-    req = Req(list(b"ping"), 1)
+        return Reply(status=503)
     try:
-        await asyncio.wait_for(_collect(state, req), timeout=20)
-    except asyncio.TimeoutError:
-        return Response(status_code=503)
-    return Response(status_code=200)
+        for _ in state.run(Req(list(b"ping"), 1), timeout_s=20):
+            pass
+    except TimeoutError:
+        return Reply(status=503)
+    return Reply(status=200)
 
 
-def _server_info(state: ServerState) -> dict:
+def _server_info(state: ServerState) -> Reply:
     eng, internal = state.engine, {}
     if eng is not None:
         m, r = eng.metrics, eng.runner
@@ -141,83 +157,53 @@ def _server_info(state: ServerState) -> dict:
         if eng.spec.algorithm and m.avg_spec_accept_length is not None:
             internal["avg_spec_accept_length"] = m.avg_spec_accept_length
     from ddlab.core.version import __version__
-    return {**state.words.args_view(state.args), "version": f"ddlab-target {__version__}",
-            "status": "ready" if state.ready else "starting", "internal_states": [internal]}
+    return json_reply({**state.words.args_view(state.args), "version": f"ddlab-target {__version__}",
+                       "status": "ready" if state.ready else "starting",
+                       "internal_states": [internal]})
 
 
-def _allowed(request: Request, api_key: str | None) -> bool:
+def _metrics(state: ServerState) -> Reply:
+    if not state.args.enable_metrics or state.engine is None:
+        return json_reply({"detail": "Not Found: start the server with --enable-metrics"}, 404)
+    return Reply(body=state.engine.metrics.render(state.name).encode(),
+                 content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def _allowed(method: str, path: str, authorization: str | None, api_key: str | None) -> bool:
     """SGLang's rule for its normal endpoints (0.5.23 sglang/srt/utils/auth.py:97-150):
     health, readiness and metrics are open; with --api-key set everything else needs
     ``Authorization: Bearer KEY``."""
-    path = request.url.path
-    if not api_key or request.method == "OPTIONS" or path.startswith(("/health", "/ready",
-                                                                      "/metrics")):
+    if not api_key or method == "OPTIONS" or path.startswith(("/health", "/ready", "/metrics")):
         return True
-    scheme, _, token = (request.headers.get("Authorization") or "").partition(" ")
+    scheme, _, token = (authorization or "").partition(" ")
     return scheme.lower() == "bearer" and secrets.compare_digest(token.encode(), api_key.encode())
 
 
-def build_app(state: ServerState) -> FastAPI:
+def _routes(state: ServerState) -> dict:
+    """(method, path) -> handler(body) -> Reply; POST handlers get the JSON body."""
+    return {
+        ("GET", "/health"): lambda _: _health(state),
+        ("GET", "/health_generate"): lambda _: _health(state),
+        ("GET", "/v1/models"): lambda _: json_reply(openai_api.models(state)),
+        ("GET", "/server_info"): lambda _: _server_info(state),
+        ("GET", "/get_server_info"): lambda _: _server_info(state),
+        ("GET", "/metrics"): lambda _: _metrics(state),
+        ("POST", "/generate"): lambda body: _generate(state, body),
+        ("POST", "/v1/completions"): lambda body: openai_api.completions(state, body, chat=False),
+        ("POST", "/v1/chat/completions"): lambda body: openai_api.completions(state, body, chat=True),
+    }
 
-    app = FastAPI(title="ddlab target", docs_url=None, redoc_url=None)
 
-    @app.middleware("http")
-    async def _api_key(request: Request, call_next):
-        if _allowed(request, state.args.api_key):
-            return await call_next(request)
-        return JSONResponse({"error": "Unauthorized"}, status_code=401)
-
-    @app.exception_handler(BadRequest)
-    async def _bad(request: Request, exc: BadRequest):
-        if request.url.path.startswith("/v1/"):
-            return JSONResponse({"object": "error", "message": str(exc), "type": "BadRequestError",
-                                 "param": None, "code": exc.status}, status_code=exc.status)
-        return JSONResponse({"error": {"message": str(exc), "code": exc.status}}, status_code=exc.status)
-
-    async def body_of(request: Request) -> dict:
-        try:
-            body = await request.json()
-        except ValueError as e:
-            raise BadRequest(f"the body is not valid JSON: {e}") from None
-        if not isinstance(body, dict):
-            raise BadRequest("the body must be a JSON object")
-        return body
-
-    @app.get("/health")
-    @app.get("/health_generate")
-    async def health():
-        return await _health(state)
-
-    app.get("/v1/models")(lambda: openai_api.models(state))
-    app.get("/server_info")(lambda: _server_info(state))
-    app.get("/get_server_info")(lambda: _server_info(state))
-
-    @app.post("/generate")
-    async def generate(request: Request):
-        return await _generate(state, await body_of(request))
-
-    @app.post("/v1/completions")
-    async def completions(request: Request):
-        return await openai_api.completions(state, await body_of(request), chat=False)
-
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request):
-        return await openai_api.completions(state, await body_of(request), chat=True)
-
-    @app.get("/metrics")
-    async def metrics():
-        if not state.args.enable_metrics or state.engine is None:
-            return JSONResponse({"detail": "Not Found: start the server with --enable-metrics"}, 404)
-        return PlainTextResponse(state.engine.metrics.render(state.name),
-                                 media_type="text/plain; version=0.0.4")
-
-    return app
+def _bad_request(path: str, exc: BadRequest) -> Reply:
+    if path.startswith("/v1/"):
+        return json_reply({"object": "error", "message": str(exc), "type": "BadRequestError",
+                           "param": None, "code": exc.status}, exc.status)
+    return json_reply({"error": {"message": str(exc), "code": exc.status}}, exc.status)
 
 
 def setup_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="[%(asctime)s] %(message)s",
                         datefmt="%Y-%m-%d %H:%M:%S", stream=sys.stderr, force=True)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # the warmup's own request line
 
 
 def die(code: int = 1) -> None:
@@ -228,15 +214,13 @@ def die(code: int = 1) -> None:
     os._exit(code)
 
 
-def _startup(state: ServerState, server: uvicorn.Server) -> None:
+def _startup(state: ServerState) -> None:
     try:
         state.engine = Engine(state.args)
     except BaseException:
         logger.error(f"Scheduler hit an exception: {traceback.format_exc()}")
         die(1)
     threading.Thread(target=state.engine.run_forever, args=(die,), name="scheduler", daemon=True).start()
-    while not server.started:
-        time.sleep(0.01)
     if not state.args.skip_server_warmup:
         try:
             _warmup(state.args)
@@ -250,11 +234,20 @@ def _startup(state: ServerState, server: uvicorn.Server) -> None:
 def _warmup(args) -> None:
     """SGLang's warmup: one prefill-only (1-token) generation through HTTP."""
     host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-    body = {"text": "The capital city of France is",
-            "sampling_params": {"temperature": 0, "max_new_tokens": 1}}
-    headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
-    r = httpx.post(f"http://{host}:{args.port}/generate", json=body, headers=headers, timeout=600)
-    r.raise_for_status()
+    body = json.dumps({"text": "The capital city of France is",
+                       "sampling_params": {"temperature": 0, "max_new_tokens": 1}})
+    headers = {"Content-Type": "application/json"}
+    if args.api_key:
+        headers["Authorization"] = f"Bearer {args.api_key}"
+    conn = http.client.HTTPConnection(host.strip("[]"), args.port, timeout=600)
+    try:
+        conn.request("POST", "/generate", body=body, headers=headers)
+        reply = conn.getresponse()
+        text = reply.read().decode("utf-8", errors="replace")
+    finally:
+        conn.close()
+    if reply.status != 200:
+        raise RuntimeError(f"warmup: POST /generate answered {reply.status}: {text[:500]}")
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -284,9 +277,38 @@ def main(argv=None, prog="python -m ddlab.target") -> int:
     _log_launch(args, warnings)
     sock = _bind(args.host, args.port)
     state = ServerState(args)
-    config = uvicorn.Config(build_app(state), log_level=args.log_level_http, timeout_keep_alive=5,
-                            timeout_graceful_shutdown=5)
-    server = uvicorn.Server(config)
-    threading.Thread(target=_startup, args=(state, server), name="startup", daemon=True).start()
-    server.run(sockets=[sock])
+    server = TargetHTTPServer(
+        sock, _routes(state), log_level_http=args.log_level_http,
+        allowed=lambda method, path, auth: _allowed(method, path, auth, args.api_key),
+        bad_request=_bad_request)
+    stopped_by = _stop_on_signals(server)
+    if server.access_log:  # uvicorn's start-up lines, as SGLang's logs carry them
+        url = f"http://{args.host}:{args.port}"
+        for line in (f"Started server process [{os.getpid()}]", "Waiting for application startup.",
+                     "Application startup complete.", f"Uvicorn running on {url} (Press CTRL+C to quit)"):
+            print(f"INFO:     {line}", file=sys.stderr, flush=True)
+    threading.Thread(target=_startup, args=(state,), name="startup", daemon=True).start()
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+    if stopped_by:  # ended by the signal, as uvicorn ends (it raises the signal it caught again)
+        logging.shutdown()
+        signal.signal(stopped_by[0], signal.SIG_DFL)
+        signal.raise_signal(stopped_by[0])
     return 0
+
+
+def _stop_on_signals(server: TargetHTTPServer) -> list:
+    """SIGTERM / SIGINT: stop serving (``serve_forever`` returns); the list returned gets
+    the signal. Only the main thread may set handlers; elsewhere the defaults stay."""
+    caught: list = []
+
+    def stop(signum, frame):
+        if not caught:
+            caught.append(signum)
+            threading.Thread(target=server.shutdown, name="shutdown", daemon=True).start()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, stop)
+    return caught

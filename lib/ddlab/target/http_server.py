@@ -1,0 +1,139 @@
+"""The target's HTTP/1.1 transport: the standard library's threading server.
+
+Contract: :class:`TargetHTTPServer` serves a listening socket it is given, one
+thread per connection, keep-alive (an idle connection is closed after
+``KEEP_ALIVE_S``, as uvicorn's ``timeout_keep_alive``). Each request goes to
+``routes[(method, path)]`` (a POST's handler gets the JSON body) and its
+:class:`~ddlab.target.requests.Reply` is sent whole or, for a stream, chunked; a
+client that leaves mid-stream closes the stream's generator (its clean-up aborts the
+request). ``allowed(method, path, authorization)`` may refuse a request first (401);
+a :class:`~ddlab.target.requests.BadRequest` becomes ``bad_request(path, exc)``; an
+unknown path is 404 and a known path with another method 405, in FastAPI's words
+(``{"detail": "Not Found"}``), as SGLang answers; any other exception is a 500 and
+uvicorn's ``Exception in ASGI application`` with its traceback on stderr. With
+``log_level_http`` info (or debug) each request gets uvicorn's access line.
+
+Why not FastAPI + uvicorn, as SGLang itself: importing them (with pydantic,
+starlette, anyio) cost 0.3 s of CPU at every start, a fifth of a start of the
+target on a 2-core machine (``python -X importtime``, 2026-12-01), and the
+warmup waited on uvicorn's start; ddlab starts the target hundreds of times in
+its test suite. What a client sees is the same.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import sys
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
+
+from ddlab.target.requests import BadRequest, Reply, json_reply
+
+__all__ = ["TargetHTTPServer", "KEEP_ALIVE_S"]
+
+KEEP_ALIVE_S = 5.0
+
+
+def _json_body(raw: bytes) -> dict:
+    try:
+        body = json.loads(raw)
+    except ValueError as e:
+        raise BadRequest(f"the body is not valid JSON: {e}") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection: requests read, routed and answered in turn."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "ddlab-target"
+    sys_version = ""
+    timeout = KEEP_ALIVE_S
+    server: TargetHTTPServer
+
+    def do_GET(self):  # noqa: N802 (http.server's names)
+        self._serve("GET")
+
+    def do_POST(self):  # noqa: N802
+        self._serve("POST")
+
+    def do_OPTIONS(self):  # noqa: N802
+        self._serve("OPTIONS")
+
+    def _serve(self, method: str) -> None:
+        path = urlsplit(self.path).path
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer(self._reply(method, path, raw))
+
+    def _reply(self, method: str, path: str, raw: bytes) -> Reply:
+        server = self.server
+        if not server.allowed(method, path, self.headers.get("Authorization")):
+            return json_reply({"error": "Unauthorized"}, 401)
+        handler = server.routes.get((method, path))
+        if handler is None:
+            known = any(p == path for _, p in server.routes)
+            return json_reply({"detail": "Method Not Allowed" if known else "Not Found"},
+                              405 if known else 404)
+        try:
+            return handler(_json_body(raw) if method == "POST" else None)
+        except BadRequest as exc:
+            return server.bad_request(path, exc)
+        except Exception:  # uvicorn's words and a 500; the server stays up
+            print(f"ERROR:    Exception in ASGI application\n{traceback.format_exc()}",
+                  file=sys.stderr, end="", flush=True)
+            return Reply(status=500, body=b"Internal Server Error", content_type="text/plain")
+
+    def _answer(self, reply: Reply) -> None:
+        self.send_response(reply.status)
+        self.send_header("Content-Type", reply.content_type)
+        if reply.chunks is None:
+            self.send_header("Content-Length", str(len(reply.body)))
+            self.end_headers()
+            self.wfile.write(reply.body)
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        try:
+            for text in reply.chunks:
+                data = text.encode()
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client went away: closing the stream aborts its request
+            self.close_connection = True
+        finally:
+            reply.chunks.close()
+
+    def log_request(self, code="-", size="-") -> None:
+        if self.server.access_log:
+            status = int(code) if str(code).isdigit() else 0
+            host, port = self.client_address[:2]
+            print(f'INFO:     {host}:{port} - "{self.requestline}" {code} '
+                  f'{http.client.responses.get(status, "")}', file=sys.stderr, flush=True)
+
+    def log_message(self, format, *args) -> None:  # noqa: A002 (http.server's signature)
+        if self.server.debug_log:
+            print(f"DEBUG:    {format % args}", file=sys.stderr, flush=True)
+
+
+class TargetHTTPServer(ThreadingHTTPServer):
+    """``sock`` (bound, not yet listening) served; listening once constructed, so a
+    client may connect before :meth:`serve_forever` runs (the warmup does)."""
+
+    daemon_threads = True
+
+    def __init__(self, sock: socket.socket, routes: dict, *, allowed, bad_request,
+                 log_level_http: str = "warning"):
+        super().__init__(sock.getsockname()[:2], _Handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = sock
+        self.server_activate()
+        self.routes, self.allowed, self.bad_request = routes, allowed, bad_request
+        self.access_log = log_level_http in ("info", "debug")
+        self.debug_log = log_level_http == "debug"
