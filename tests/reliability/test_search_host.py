@@ -1,9 +1,9 @@
-"""Searches over SSH on the real test host (issue 15): ``ddlab envelope`` walks the
-field's deployment down from a ``kv_pool_oom`` to the envelope that serves, each
-trial a systemd unit of the embedded target on the test host; ``ddlab bisect``
-finds the dropped verify field among 8 changes; and an envelope interrupted with
-SIGINT in the middle of a trial puts the baseline back, then resumes without
-running a finished trial twice.
+"""Searches over SSH on the real test host (issue 15): ``ddlab bisect`` finds the
+dropped verify field among 8 changes; and ``ddlab envelope``, walking the field's
+deployment down from a ``kv_pool_oom`` to the envelope that serves (each trial a
+systemd unit of the embedded target on the test host), interrupted with SIGINT in
+the middle of a trial, puts the baseline back, then resumes without running a
+finished trial twice and gives the walk-down's answer.
 
 The bench is ``faultkit``'s: a temp project whose ``th`` profile reaches the test
 host (systemd over SSH) and names a baseline service that ddlab must stop and put back.
@@ -59,26 +59,6 @@ def _running(bench: fk.Bench) -> bool:
     return bool(bench.current_service())
 
 
-def test_the_walk_down_over_ssh_on_the_test_host(th, tmp_path):
-    bench = _fresh(th, tmp_path)
-    started = time.monotonic()
-    done = fk.ddlab_in(bench, *ENVELOPE, timeout_s=800)
-    took_s = time.monotonic() - started
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = last_json(done.stdout)
-    trials = report["trials"]
-    print(f"OUTCOME: {len(trials)} trials in {took_s:.0f} s over SSH: {report['headline']}")
-    assert report["answer"] == ANSWER and report["found"]
-    assert (trials[0]["role"], trials[0]["failure"]) == ("ask", "kv_pool_oom")
-    assert [t["failure"] for t in trials].count("cuda_graph_capture") == 1
-    off = {t["point.context_length"]: t["outcome"] for t in trials
-           if t.get("point.cuda_graph") is False}
-    assert off[4096] == off[16384] == "serves" and off[32768] == "fails with kv_pool_oom"
-    assert len(trials) <= math.ceil(math.log2(len(parse_search(SEARCH[0]).values))) + 3
-    assert all(t["run_dir"] for t in trials), "each trial's evidence is on disk"
-    bench.assert_put_back()
-
-
 def test_bisect_over_ssh_finds_the_dropped_verify_field(th, tmp_path):
     bench = _fresh(th, tmp_path)
     bad = [REPLAY_FAULT, "budget=8", "topk_cap=2", "decode_log_interval=20",
@@ -90,12 +70,19 @@ def test_bisect_over_ssh_finds_the_dropped_verify_field(th, tmp_path):
     report = last_json(done.stdout)
     print(f"OUTCOME: found after {report['found_after']} of {len(report['trials'])} trials: "
           f"{report['headline']}")
-    assert report["answer"].startswith("culprit: debug_drop_verify_field=num_token_non_padded: ")
+    assert report["answer"] == ("culprit: debug_drop_verify_field=num_token_non_padded: the good "
+                                "config with only this change fails with cuda_graph_replay; "
+                                "removing it makes the bad config serve")
+    assert report["failure"] == "cuda_graph_replay"
+    roles = [t["role"] for t in report["trials"]]
+    assert roles[:2] == ["good", "bad"] and roles[-1] == "confirm", roles
     assert report["found_after"] <= 2 * math.log2(8) + 2
     bench.assert_put_back()
 
 
 def test_an_interrupted_envelope_resumes_without_running_a_trial_twice(th, tmp_path):
+    """Also the walk-down over SSH: the resumed search gives the same answer, in the bound,
+    as tests/lab/test_search.py's walk-down on this machine."""
     bench = _fresh(th, tmp_path)
     proc = fk.popen_ddlab(bench, *ENVELOPE)
     try:
@@ -122,7 +109,16 @@ def test_an_interrupted_envelope_resumes_without_running_a_trial_twice(th, tmp_p
     resumed = fk.ddlab_in(bench, *ENVELOPE, timeout_s=800)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     report = last_json(resumed.stdout)
-    assert report["answer"] == ANSWER and report["search_id"] == search_id
+    assert report["answer"] == ANSWER and report["search_id"] == search_id and report["found"]
+    trials = report["trials"]
+    print(f"OUTCOME: {len(trials)} trials over SSH: {report['headline']}")
+    assert (trials[0]["role"], trials[0]["failure"]) == ("ask", "kv_pool_oom")
+    assert [t["failure"] for t in trials].count("cuda_graph_capture") == 1
+    off = {t["point.context_length"]: t["outcome"] for t in trials
+           if t.get("point.cuda_graph") is False}
+    assert off[4096] == off[16384] == "serves" and off[32768] == "fails with kv_pool_oom"
+    assert len(trials) <= math.ceil(math.log2(len(parse_search(SEARCH[0]).values))) + 3
+    assert all(t["run_dir"] for t in trials), "each trial's evidence is on disk"
     counts = sweepkit.run_counts(bench.store_path, search_id)
     for config_hash in done_before:
         assert sum(counts[config_hash].values()) == 1, f"a finished trial ran again: {counts}"
