@@ -20,7 +20,12 @@ import tempfile
 
 import pytest
 
+from ddlab.report.notebook_libs import without_iri_grammar
 from testhost.host import TestHost, unavailable_reason
+
+# The tests read notebooks in-process too (nbformat): without jsonschema's RFC 3987 grammar,
+# as ddlab itself reads them (ddlab/report/notebook_libs.py: 0.7 s of CPU per process).
+without_iri_grammar()
 
 # The suite runs several target servers at once (pytest-xdist workers) on a few cores:
 # one compute thread each keeps them from fighting over the cores (they inherit this).

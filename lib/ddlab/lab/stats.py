@@ -12,13 +12,17 @@ gives one sample of every figure (tok/s, TTFT p50, ...). From those samples:
 The bootstrap uses a fixed seed, so the same samples always give the same
 interval (a report re-rendered later says the same thing). With few samples
 the percentile interval is close to the samples' range: wide, which is honest.
+numpy is imported when an interval is computed, not with the module: the CLI's
+deploy, watch and restore import this layer and never need it (0.13 s a start).
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["CI_LEVEL", "median_ci", "ratio_ci", "relative_half_width", "overlaps", "includes",
            "missing"]
@@ -29,6 +33,8 @@ _SEED = 20261201
 
 
 def _clean(samples) -> np.ndarray:
+    import numpy as np
+
     values = np.asarray([float(s) for s in samples or () if s is not None], dtype=float)
     return values[np.isfinite(values)]
 
@@ -36,6 +42,8 @@ def _clean(samples) -> np.ndarray:
 def median_ci(samples) -> tuple[float | None, float | None, float | None]:
     """``(median, low, high)`` of ``samples``; the bounds are None below 2 samples
     (one sample has no spread to speak of), everything None for none."""
+    import numpy as np
+
     values = _clean(samples)
     if values.size == 0:
         return None, None, None
@@ -51,6 +59,8 @@ def median_ci(samples) -> tuple[float | None, float | None, float | None]:
 
 def ratio_ci(numerator, denominator) -> tuple[float | None, float | None, float | None]:
     """``(median(num) / median(den), low, high)``: both sets resampled independently."""
+    import numpy as np
+
     top, bottom = _clean(numerator), _clean(denominator)
     if top.size == 0 or bottom.size == 0 or np.median(bottom) <= 0:
         return None, None, None
