@@ -501,8 +501,10 @@ def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=()
 
 def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
     """A trial's watch: until ready within ``timeout_s``, probes (and the lossless check)."""
+    from ddlab.lab.search_run import TRIAL_GRACE_S
+
     _check_positive(timeout_s=timeout_s)
-    return SweepOptions(timeout_s=timeout_s, probe=probe)
+    return SweepOptions(timeout_s=timeout_s, probe=probe, grace_s=TRIAL_GRACE_S)
 
 
 def _search(plan, *, dry_run: bool, store: Store | None, run_dir) -> SearchReport:

@@ -44,12 +44,13 @@ from ddlab.lab.sweep_plan import BASELINE_OVERRIDES, Cell, SweepOptions
 from ddlab.lab.sweep_run import Sweep, holding_host, run_cell
 
 __all__ = ["SearchPlan", "SearchRun", "plan_bisect", "plan_envelope", "run_search",
-           "outcome_of", "MAX_TRIALS", "MAX_TIME_S"]
+           "outcome_of", "MAX_TRIALS", "MAX_TIME_S", "TRIAL_GRACE_S"]
 
 log = get_logger(__name__)
 
 MAX_TRIALS = 12        # the default budget of trials (each a server start: minutes on a GPU)
 MAX_TIME_S = 7200.0    # the default time budget (0: none)
+TRIAL_GRACE_S = 2.0    # a trial is not benchmarked: it must stay up this long after its probes
 
 
 @dataclass
@@ -161,7 +162,7 @@ def plan_bisect(profile: HostProfile, base: str, good=(), bad=(), *,
                           fix="give the bad config's overrides with --bad K=V (those that "
                               "make it fail)", value=bad)
     plan = SearchPlan(kind="bisect", profile=profile, base=str(base), fixed=good, start=good_v,
-                      options=options or SweepOptions(), max_trials=max_trials,
+                      options=options or SweepOptions(grace_s=TRIAL_GRACE_S), max_trials=max_trials,
                       max_time_s=max_time_s, bad=bad_v, changes=changes)
     every = {c.key: c.value for c in changes}
     if plan.variant(every).hash != bad_v.hash:  # the changes must rebuild the bad config
@@ -191,7 +192,7 @@ def plan_envelope(profile: HostProfile, base: str, fixed=(), search=(), fallback
     fixed = parse_overrides(fixed)
     start = make_variant(base, fixed)
     plan = SearchPlan(kind="envelope", profile=profile, base=str(base), fixed=fixed, start=start,
-                      options=options or SweepOptions(), max_trials=max_trials,
+                      options=options or SweepOptions(grace_s=TRIAL_GRACE_S), max_trials=max_trials,
                       max_time_s=max_time_s, keys=keys, fallbacks=se.parse_fallbacks(fallback),
                       start_values={k.key: se.start_value(k, start.config) for k in keys})
     ends = [{k.key: v} for k in keys for v in (k.values[0], k.values[-1])]

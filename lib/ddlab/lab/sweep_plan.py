@@ -94,7 +94,10 @@ class SweepOptions:
     repeats: int = 1
     timeout_s: float = 600.0
     probe: bool = True
-    grace_s: float = 2.0
+    # alive this long after the probes before the benchmark: short, since the benchmark
+    # drives the cell next and a cell that dies under it is a crashed cell with its log
+    # (a search trial has no benchmark: it waits search_run.TRIAL_GRACE_S)
+    grace_s: float = 0.5
     lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
     lossless_prompts: tuple = ()      # the lossless check's prompts; empty: the shipped ones
     # measure rounds until the tok/s 95% CI is within +-ci_target of the median (None:
