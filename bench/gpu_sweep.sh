@@ -30,9 +30,10 @@
 #     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \
 #       --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 #       --platform manylinux2014_x86_64 -d .whl -r docs/gpu-run/wheels.txt
-#   docs/gpu-run/wheels.txt pins them: papermill, nbconvert, ipykernel, fastapi,
-#   uvicorn and their needs that the image does not have (+ typing-extensions>=4.16
-#   for pydantic). With no .whl/ folder the script uses what $PY already has.
+#   docs/gpu-run/wheels.txt pins them: papermill, nbconvert, ipykernel and their needs
+#   that the image does not have (the target serves HTTP from the standard library since
+#   2026-12-01; the runs in docs/gpu-run before that also carried fastapi, uvicorn and
+#   pydantic). With no .whl/ folder the script uses what $PY already has.
 # - optionally .whl/PROVENANCE: `git rev-parse HEAD` and `git status --short` of the
 #   tree, written before the tree is copied (a copy without .git cannot say it):
 #     { echo "commit: $(git rev-parse HEAD)"; git status --short; } > .whl/PROVENANCE
@@ -101,7 +102,7 @@ if torch.cuda.is_available():
     print("gpu:", p.name, f"{p.total_memory / 2**30:.1f} GiB", f"sm_{p.major}{p.minor}", p.multi_processor_count, "SMs")
 import importlib.metadata as m
 print("packages:", ", ".join(f"{n} {m.version(n)}" for n in
-      ("papermill", "nbconvert", "ipykernel", "fastapi", "uvicorn", "pandas", "matplotlib", "httpx")))
+      ("papermill", "nbconvert", "ipykernel", "pandas", "matplotlib", "httpx")))
 EOF
   if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv

@@ -21,7 +21,6 @@ import tempfile
 import pytest
 
 from ddlab.report.notebook_libs import without_iri_grammar
-from testhost.host import TestHost, unavailable_reason
 
 # The tests read notebooks in-process too (nbformat): without jsonschema's RFC 3987 grammar,
 # as ddlab itself reads them (ddlab/report/notebook_libs.py: 0.7 s of CPU per process).
@@ -42,7 +41,10 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 @pytest.fixture(scope="session")
 def testhost():
-    """The booted test host (tests/testhost/host.py); session-scoped."""
+    """The booted test host (tests/testhost/host.py); session-scoped. Imported here, not at
+    the top: a run of the GPU tests alone needs no paramiko (the GPU machine has none)."""
+    from testhost.host import TestHost, unavailable_reason
+
     reason = unavailable_reason()
     if reason:
         pytest.skip(f"real test host unavailable: {reason}")
