@@ -21,6 +21,7 @@ slot has put its host back.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 import time
@@ -244,8 +245,7 @@ def _wind_down(places: list[_Slot], queue: CellQueue) -> None:
                 with HELD_LOCK:  # checked and raised in one step (deploy.held_interrupts)
                     if not s.ended.is_set() and not s.interrupted \
                             and s.thread.ident not in HELD_THREADS:
-                        s.interrupted = True
-                        _raise_in(s.thread, KeyboardInterrupt)
+                        s.interrupted = _raise_in(s.thread, KeyboardInterrupt)
             alive = [s.label for s in places if not s.ended.is_set()]
             beat.beat(f"waiting for {', '.join(alive)}" if alive else "done")
             time.sleep(0.1)
@@ -263,7 +263,25 @@ def _wind_down(places: list[_Slot], queue: CellQueue) -> None:
                         f"with `ddlab restore --host {s.host}`")
 
 
-def _raise_in(thread: threading.Thread, exc_type) -> None:
-    """Raise ``exc_type`` in ``thread`` at its next Python instruction."""
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
-                                               ctypes.py_object(exc_type))
+def _raise_in(thread: threading.Thread, exc_type) -> bool:
+    """Raise ``exc_type`` in ``thread`` at its next Python instruction; False (nothing
+    raised: ask again) while any thread is being started.
+
+    A thread being started has a thread state that carries its parent's ident until the
+    new thread first runs (CPython 3.11 sets it in the parent, then again in the child),
+    and ``PyThreadState_SetAsyncExc`` raises in the first state with the ident it is
+    given, the newest: the interrupt meant for a host's worker could kill the heartbeat
+    thread it was starting, before that thread said it had started, leaving the worker
+    in ``Thread.start()`` for ever and the pool's wind-down waiting on it (seen: 3 of 7
+    Ctrl-C runs on a loaded machine; a plain SetAsyncExc misses 9 times in 50 against a
+    thread that starts threads in a loop). ``threading`` moves a thread out of its
+    ``_limbo`` only after the new thread runs, and changes ``_limbo`` under its
+    ``_active_limbo_lock``: holding that lock, an empty limbo means no such state
+    exists, and none can appear before the exception is set."""
+    lock, limbo = getattr(threading, "_active_limbo_lock", None), getattr(threading, "_limbo", None)
+    with lock if lock is not None else contextlib.nullcontext():
+        if limbo:
+            return False
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(exc_type))
+    return True
