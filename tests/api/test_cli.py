@@ -119,7 +119,7 @@ def test_a_reader_that_left_does_not_change_the_exit_status(clean):
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_watch_timeout_exits_4_and_restores(clean):
     site = clean
-    deployed = _deploy(site)
+    deployed = _deploy(site, "debug_load_delay_s=60")  # never ready before the timeout
     watched = ddlab("watch", "--host", str(site.yaml), "--timeout", "0.3")
     assert watched.returncode == 4, watched.stderr
     assert last_json(watched.stdout)["state"] == "timeout"
