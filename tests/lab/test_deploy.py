@@ -12,14 +12,13 @@ import dataclasses
 import os
 import signal
 import sys
-import threading
 
 import pytest
 
 import ddlab
 from ddlab.core.errors import CommandError
 from ddlab.hosts.services import ServiceSpec
-from ddlab.lab.deploy import Lab, deployed, held_interrupts
+from ddlab.lab.deploy import Lab, deployed
 from labkit import clean, kinds, said, site_fixture, wait_for  # noqa: F401 (clean: a fixture)
 
 site = site_fixture("systemd-ssh", "process-local")
@@ -63,24 +62,6 @@ def test_a_second_sigint_during_the_restore_waits_for_it(clean, capfd):
             lab.restore()  # SIGINT arrives in the middle; raised once the restore is done
     assert "interrupt held until it is done" in capfd.readouterr().err
     site.assert_put_back(dep.service)
-
-
-def test_held_interrupts_only_holds_in_the_main_thread():
-    done = []
-    worker = threading.Thread(target=lambda: done.append(_in_held_block()))
-    worker.start()
-    worker.join()
-    assert done == ["ran"]
-    with pytest.raises(KeyboardInterrupt), held_interrupts("test"):
-        os.kill(os.getpid(), signal.SIGINT)
-        done.append("still ran after the SIGINT")
-    assert done[-1] == "still ran after the SIGINT"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
-def _in_held_block() -> str:
-    with held_interrupts("test"):
-        return "ran"
 
 
 @pytest.mark.slow

@@ -13,8 +13,6 @@ import os
 import signal
 import subprocess
 import textwrap
-import threading
-import time
 
 import pytest
 import yaml
@@ -23,7 +21,7 @@ import poolkit
 import sweepkit
 from ddlab.core.errors import ConfigError, HostError
 from ddlab.hosts.pools import load_pool, pool_label, slots
-from ddlab.lab.pool import CellQueue, _raise_in
+from ddlab.lab.pool import CellQueue
 from ddlab.report import plots
 from ddlab.report.verdicts import sweep_verdict
 from ddlab.lab.results import load_cells, summarize
@@ -190,37 +188,6 @@ def _in_flight(pool, proc, n: int) -> bool:
         done = sum(s in DONE_STATES for s in store.cell_status(sweep_id).values()) if sweep_id else 0
     running = [h for h in pool.hosts if sweepkit.target_pids(pool.ports[h])]
     return done >= 1 and len(running) >= n
-
-
-def test_the_interrupt_for_a_host_lands_in_its_thread_not_in_one_it_is_starting():
-    """A worker that starts threads all the time (heartbeat tickers, ready checks), hit
-    50 times: each time the worker itself gets the KeyboardInterrupt and ends. A raise by
-    ident while a thread is being started can land in the newborn (its state carries the
-    worker's ident until it runs): then the worker ran on, or waited in Thread.start()
-    for ever, which hung a pool's Ctrl-C (test_ctrl_c_in_a_pool_sweep_puts_every_host_back
-    under load)."""
-    missed = []
-    for trial in range(50):
-        got = []
-
-        def spawner():
-            try:
-                while True:
-                    helper = threading.Thread(target=lambda: None, daemon=True)
-                    helper.start()
-                    helper.join()
-            except KeyboardInterrupt:
-                got.append(trial)
-
-        worker = threading.Thread(target=spawner, daemon=True)
-        worker.start()
-        time.sleep(0.005)
-        while not _raise_in(worker, KeyboardInterrupt):
-            time.sleep(0.0005)
-        worker.join(5)
-        if worker.is_alive() or got != [trial]:
-            missed.append(trial)
-    assert missed == [], f"the interrupt missed its thread in trials {missed}"
 
 
 @pytest.mark.slow

@@ -2,5 +2,6 @@
 
 Errors (:mod:`.errors`), paths (:mod:`.paths`), secret masking
 (:mod:`.redact`), run folders (:mod:`.run_folders`), the logger tree
-(:mod:`.log`), progress for waits (:mod:`.progress`) and the version.
+(:mod:`.log`), progress for waits (:mod:`.progress`), interrupts held for a step or
+raised in a worker thread (:mod:`.interrupts`) and the version.
 """

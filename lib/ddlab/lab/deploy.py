@@ -25,8 +25,6 @@ import dataclasses
 import json
 import re
 import shlex
-import signal
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Iterator
 from ddlab.config.units import exec_words, render_unit
 from ddlab.config.variants import Variant, on_host
 from ddlab.core.errors import ConfigError, DdlabError, ServiceError
+from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.progress import Heartbeat
@@ -45,11 +44,11 @@ from ddlab.hosts.installs import Installs, digest
 from ddlab.hosts.lock import HostLock, LockFile
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceSpec, ServiceState, unit_name
-from ddlab.probes import probe_files
 from ddlab.lab.commands import check_command, installed_sglang
 from ddlab.lab.plans import probe_folder, probes_environment
+from ddlab.probes import probe_files
 
-__all__ = ["Lab", "Deployed", "PortTaken", "deployed", "held_interrupts", "add_restore_hint",
+__all__ = ["Lab", "Deployed", "PortTaken", "deployed", "add_restore_hint",
            "NO_BASELINE_SLURM"]
 
 log = get_logger(__name__)
@@ -551,48 +550,6 @@ def deployed(host: str | HostProfile, variant: Variant, *, what: str | None = No
             yield lab, lab.start_variant(variant, run_dir=run_dir)
         finally:
             lab.restore()
-
-
-HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
-# Taken to enter a held block, and by the pool to check HELD_THREADS and interrupt a thread
-# in one step: no interrupt lands in a block the thread entered after the check.
-HELD_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def held_interrupts(message: str) -> Iterator[None]:
-    """Hold SIGINT (and SIGTERM) for the block, then raise KeyboardInterrupt if one came.
-
-    Only the main thread can handle signals; another thread (a pool sweep's host,
-    :mod:`ddlab.lab.pool`) is marked in :data:`HELD_THREADS` for the block, and the
-    pool interrupts it only outside such blocks.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        ident = threading.get_ident()
-        with HELD_LOCK:
-            HELD_THREADS[ident] = HELD_THREADS.get(ident, 0) + 1
-        try:
-            yield
-        finally:
-            with HELD_LOCK:
-                HELD_THREADS[ident] -= 1
-                if not HELD_THREADS[ident]:
-                    del HELD_THREADS[ident]
-        return
-    received: list[int] = []
-
-    def hold(signum, frame):
-        received.append(signum)
-        log.warning(f"{message} (interrupt held until it is done)")
-
-    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if received:
-        raise KeyboardInterrupt
 
 
 def _api_key_in(definition: str | None) -> str | None:

@@ -14,25 +14,24 @@ its requests), progress must reach one terminal or notebook, and Ctrl-C must
 reach every host from the one kernel a notebook interrupts. A signal only
 reaches the main thread, so on Ctrl-C it raises KeyboardInterrupt in each
 worker (``PyThreadState_SetAsyncExc``), never inside a block that holds
-interrupts (:func:`ddlab.lab.deploy.held_interrupts`: recording an install,
+interrupts (:func:`ddlab.core.interrupts.held_interrupts`: recording an install,
 putting a baseline back), and waits, bounded and with progress, until every
 slot has put its host back.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import threading
 import time
 from dataclasses import dataclass, field
 
 from ddlab.core.errors import DdlabError, HostError
+from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, forget_thread, interrupt_thread
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Heartbeat
 from ddlab.hosts.pools import slots as slots_of
 from ddlab.hosts.profiles import HostProfile
-from ddlab.lab.deploy import HELD_LOCK, HELD_THREADS, Lab
+from ddlab.lab.deploy import Lab
 from ddlab.lab.store import Store
 
 __all__ = ["run_pool", "CellQueue", "CellSteps"]
@@ -163,6 +162,7 @@ def run_pool(sweep, store: Store, todo: list, steps: CellSteps) -> None:
             except BaseException as err:  # recorded; the main thread reports it
                 slot.error = err
             finally:
+                forget_thread()
                 slot.ended.set()
 
     for slot in places:
@@ -245,7 +245,7 @@ def _wind_down(places: list[_Slot], queue: CellQueue) -> None:
                 with HELD_LOCK:  # checked and raised in one step (deploy.held_interrupts)
                     if not s.ended.is_set() and not s.interrupted \
                             and s.thread.ident not in HELD_THREADS:
-                        s.interrupted = _raise_in(s.thread, KeyboardInterrupt)
+                        s.interrupted = interrupt_thread(s.thread)
             alive = [s.label for s in places if not s.ended.is_set()]
             beat.beat(f"waiting for {', '.join(alive)}" if alive else "done")
             time.sleep(0.1)
@@ -261,27 +261,3 @@ def _wind_down(places: list[_Slot], queue: CellQueue) -> None:
         if not s.ended.is_set():
             log.warning(f"[sweep] {s.label} still busy after {WIND_DOWN_S:.0f} s: put it back "
                         f"with `ddlab restore --host {s.host}`")
-
-
-def _raise_in(thread: threading.Thread, exc_type) -> bool:
-    """Raise ``exc_type`` in ``thread`` at its next Python instruction; False (nothing
-    raised: ask again) while any thread is being started.
-
-    A thread being started has a thread state that carries its parent's ident until the
-    new thread first runs (CPython 3.11 sets it in the parent, then again in the child),
-    and ``PyThreadState_SetAsyncExc`` raises in the first state with the ident it is
-    given, the newest: the interrupt meant for a host's worker could kill the heartbeat
-    thread it was starting, before that thread said it had started, leaving the worker
-    in ``Thread.start()`` for ever and the pool's wind-down waiting on it (seen: 3 of 7
-    Ctrl-C runs on a loaded machine; a plain SetAsyncExc misses 9 times in 50 against a
-    thread that starts threads in a loop). ``threading`` moves a thread out of its
-    ``_limbo`` only after the new thread runs, and changes ``_limbo`` under its
-    ``_active_limbo_lock``: holding that lock, an empty limbo means no such state
-    exists, and none can appear before the exception is set."""
-    lock, limbo = getattr(threading, "_active_limbo_lock", None), getattr(threading, "_limbo", None)
-    with lock if lock is not None else contextlib.nullcontext():
-        if limbo:
-            return False
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
-                                                   ctypes.py_object(exc_type))
-    return True

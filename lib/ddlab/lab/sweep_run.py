@@ -29,13 +29,14 @@ from typing import Iterator
 
 from ddlab.config.units import render_unit
 from ddlab.core.errors import ConfigError, DdlabError, HostError
+from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.run_folders import new_run_dir, write_json
 from ddlab.hosts.pools import load_pool, pool_label, slots
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab import hostload
-from ddlab.lab.deploy import Lab, held_interrupts
+from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
 from ddlab.lab.pool import CellSteps, run_pool
 from ddlab.lab.store import DONE_STATES, Store

@@ -1,0 +1,93 @@
+"""Ctrl-C that cannot cut a step in half, and Ctrl-C for threads that signals never reach.
+
+- :func:`held_interrupts`: hold SIGINT (and SIGTERM) for a block (recording what ddlab
+  installs, putting a baseline back), then raise KeyboardInterrupt if one came. Only
+  the main thread can handle signals; another thread is marked in :data:`HELD_THREADS`
+  for the block instead.
+- :func:`interrupt_thread`: raise KeyboardInterrupt in another thread (a pool sweep's
+  worker for one host, :mod:`ddlab.lab.pool`), never inside its held blocks: the caller
+  checks :data:`HELD_THREADS` and raises while holding :data:`HELD_LOCK`, which a thread
+  takes to enter a held block, so no interrupt lands in a block entered after the check.
+- :func:`forget_thread`: a thread that ends drops its marks (an interrupt that came while
+  it entered a block could leave one, and thread idents are reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import signal
+import threading
+from typing import Iterator
+
+from ddlab.core.log import get_logger
+
+__all__ = ["held_interrupts", "interrupt_thread", "forget_thread", "HELD_LOCK", "HELD_THREADS"]
+
+log = get_logger(__name__)
+
+HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
+HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def held_interrupts(message: str) -> Iterator[None]:
+    """Hold SIGINT (and SIGTERM) for the block, then raise KeyboardInterrupt if one came;
+    in a thread other than the main one, mark the thread held for the block."""
+    if threading.current_thread() is not threading.main_thread():
+        ident = threading.get_ident()
+        with HELD_LOCK:
+            HELD_THREADS[ident] = HELD_THREADS.get(ident, 0) + 1
+        try:
+            yield
+        finally:
+            with HELD_LOCK:
+                HELD_THREADS[ident] -= 1
+                if not HELD_THREADS[ident]:
+                    del HELD_THREADS[ident]
+        return
+    received: list[int] = []
+
+    def hold(signum, frame):
+        received.append(signum)
+        log.warning(f"{message} (interrupt held until it is done)")
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if received:
+        raise KeyboardInterrupt
+
+
+def interrupt_thread(thread: threading.Thread, exc_type=KeyboardInterrupt) -> bool:
+    """Raise ``exc_type`` in ``thread`` at its next Python instruction; False (nothing
+    raised: ask again) while any thread is being started. The caller holds
+    :data:`HELD_LOCK` and has checked that ``thread`` is not in :data:`HELD_THREADS`.
+
+    A thread being started has a thread state that carries its parent's ident until the
+    new thread first runs (CPython 3.11 sets it in the parent, then again in the child),
+    and ``PyThreadState_SetAsyncExc`` raises in the first state with the ident it is
+    given, the newest: the interrupt meant for a host's worker could kill the heartbeat
+    thread it was starting, before that thread said it had started, leaving the worker
+    in ``Thread.start()`` for ever and the pool's wind-down waiting on it (seen: 4 of 11
+    Ctrl-C runs on a loaded machine; a plain SetAsyncExc misses 9 times in 50 against a
+    thread that starts threads in a loop). ``threading`` moves a thread out of its
+    ``_limbo`` only after the new thread runs, and changes ``_limbo`` under its
+    ``_active_limbo_lock``: holding that lock, an empty limbo means no such state
+    exists, and none can appear before the exception is set."""
+    lock, limbo = getattr(threading, "_active_limbo_lock", None), getattr(threading, "_limbo", None)
+    with lock if lock is not None else contextlib.nullcontext():
+        if limbo:
+            return False
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(exc_type))
+    return True
+
+
+def forget_thread(ident: int | None = None) -> None:
+    """Drop the held marks of the thread ``ident`` (this one by default), as it ends."""
+    with HELD_LOCK:
+        HELD_THREADS.pop(threading.get_ident() if ident is None else ident, None)

@@ -1,0 +1,82 @@
+"""ddlab.core.interrupts: Ctrl-C held for a block, and raised in another thread."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, forget_thread, held_interrupts, interrupt_thread
+
+
+def test_held_interrupts_only_holds_in_the_main_thread():
+    done = []
+    worker = threading.Thread(target=lambda: done.append(_in_held_block()))
+    worker.start()
+    worker.join()
+    assert done == ["ran"]
+    with pytest.raises(KeyboardInterrupt), held_interrupts("test"):
+        os.kill(os.getpid(), signal.SIGINT)
+        done.append("still ran after the SIGINT")
+    assert done[-1] == "still ran after the SIGINT"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _in_held_block() -> str:
+    with held_interrupts("test"):
+        return "ran"
+
+
+def test_the_interrupt_for_a_host_lands_in_its_thread_not_in_one_it_is_starting():
+    """A worker that starts threads all the time (heartbeat tickers, ready checks), hit
+    50 times: each time the worker itself gets the KeyboardInterrupt and ends. A raise by
+    ident while a thread is being started can land in the newborn (its state carries the
+    worker's ident until it runs): then the worker ran on, or waited in Thread.start()
+    for ever, which hung a pool's Ctrl-C (test_ctrl_c_in_a_pool_sweep_puts_every_host_back
+    under load)."""
+    missed = []
+    for trial in range(50):
+        got = []
+
+        def spawner():
+            try:
+                while True:
+                    helper = threading.Thread(target=lambda: None, daemon=True)
+                    helper.start()
+                    helper.join()
+            except KeyboardInterrupt:
+                got.append(trial)
+
+        worker = threading.Thread(target=spawner, daemon=True)
+        worker.start()
+        time.sleep(0.005)
+        while not interrupt_thread(worker):
+            time.sleep(0.0005)
+        worker.join(5)
+        if worker.is_alive() or got != [trial]:
+            missed.append(trial)
+    assert missed == [], f"the interrupt missed its thread in trials {missed}"
+
+
+def test_a_thread_in_a_held_block_is_marked_until_it_leaves_it_and_forget_drops_a_leftover():
+    inside, leave = threading.Event(), threading.Event()
+
+    def held():
+        with held_interrupts("test"):
+            inside.set()
+            leave.wait(5)
+
+    worker = threading.Thread(target=held)
+    worker.start()
+    inside.wait(5)
+    with HELD_LOCK:
+        assert HELD_THREADS.get(worker.ident) == 1, "the pool does not interrupt it now"
+    leave.set()
+    worker.join(5)
+    assert worker.ident not in HELD_THREADS
+    HELD_THREADS[12345] = 1  # what an interrupt landing between mark and block would leave
+    forget_thread(12345)
+    assert 12345 not in HELD_THREADS
