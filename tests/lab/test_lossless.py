@@ -136,6 +136,9 @@ def test_skip_mode_wrong_tokens_are_flagged_with_graphs_on_and_pass_with_graphs_
         wrong.lossless["first_diff"]["actual"]
     saved = json.loads((Path(wrong.run_dir) / "verdict.json").read_text())
     assert saved["state"] == "wrong_output" and saved["lossless"]["match_rate"] < 1.0
+    prompts = len(ll.PROMPTS)  # the check's batch reached the scheduler as one batch (one
+    # request per prompt, sent at once, arrived a few at a time on a loaded machine)
+    assert f"Prefill batch, #new-seq: {prompts}," in (Path(wrong.run_dir) / "journal.log").read_text()
     assert right.state == "ready" and right.lossless["ok"] and right.lossless["match_rate"] == 1.0, \
         right.render()
     assert right.lossless["took_s"] < 5  # measured per cell; the budget is in bench/

@@ -107,8 +107,14 @@ class Engine:
                              "completion.")
 
     def submit(self, req: Req) -> None:
+        self.submit_all([req])
+
+    def submit_all(self, reqs) -> None:
+        """Queue ``reqs`` in one step: the scheduler takes them in together (one prefill
+        when the pool has room), as SGLang's scheduler does a batch request's requests
+        that its tokenizer manager dispatched back to back."""
         with self.cond:
-            self.waiting.append(req)
+            self.waiting.extend(reqs)
             self.cond.notify()
 
     def abort(self, req: Req) -> None:

@@ -69,18 +69,21 @@ class ServerState:
             raise BadRequest("The server is not ready yet (still starting); poll /health", 503)
         return self.engine
 
-    def submit(self, req: Req) -> queue.SimpleQueue:
-        """Hand ``req`` to the scheduler; the queue gets one item per scheduler update of
-        it (True with the last one, when it finished)."""
-        updates: queue.SimpleQueue = queue.SimpleQueue()
-        req.on_event = lambda r, ids: updates.put(r.finish_reason is not None)
-        self.require_engine().submit(req)
-        return updates
+    def submit(self, *reqs: Req) -> list[queue.SimpleQueue]:
+        """Hand ``reqs`` to the scheduler in one step; a queue each, which gets one item
+        per scheduler update of its request (True with the last one, when it finished)."""
+        engine, queues = self.require_engine(), []
+        for req in reqs:
+            updates: queue.SimpleQueue = queue.SimpleQueue()
+            req.on_event = lambda r, ids, updates=updates: updates.put(r.finish_reason is not None)
+            queues.append(updates)
+        engine.submit_all(reqs)
+        return queues
 
     def run(self, req: Req, timeout_s: float | None = None):
         """Submit ``req``; yields it after each scheduler update until finished. Past
         ``timeout_s`` it is aborted and ``TimeoutError`` raised."""
-        yield from self.follow(req, self.submit(req), timeout_s)
+        yield from self.follow(req, self.submit(req)[0], timeout_s)
 
     def follow(self, req: Req, updates: queue.SimpleQueue, timeout_s: float | None = None):
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -117,8 +120,7 @@ def _generate(state: ServerState, body: dict) -> Reply:
     reqs = [make_req(engine, p, sp) for p in (prompt if batch else [prompt])]
     if body.get("stream"):
         return stream_reply(_sse(state, reqs[0]))
-    followed = [(req, state.submit(req)) for req in reqs]  # all in before any waits: one batch
-    for req, updates in followed:
+    for req, updates in zip(reqs, state.submit(*reqs)):  # all in at once: one batch
         for _ in state.follow(req, updates):
             pass
     results = [_result(state, req) for req in reqs]
