@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import signal
 import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -92,23 +91,6 @@ def slurm_host(slurm_cluster, tmp_path, monkeypatch):
     assert not left, f"jobs left in squeue: {left}"
 
 
-# Test modules that read the run's one shared sweep (sweepkit.shared_sweep): run first and
-# side by side in the order, so that under xdist one worker builds it while the others go
-# on with other modules, rather than several waiting on its lock at once.
-SHARED_SWEEP_READERS = ("api/test_api_sweep.py", "lab/test_results.py", "lab/test_sweep.py",
-                        "report/test_notebooks.py", "report/test_plots.py")
-# Layers of many short tests: last, so the run ends on them and not on a long test that
-# started late (pytest-xdist's workers steal the end of the queue).
-SHORT_LAYERS = ("config", "core", "diagnosis", "probes")
-
-
-def _order(item) -> int:
-    relative = item.path.relative_to(Path(__file__).parent).as_posix()
-    if relative in SHARED_SWEEP_READERS:
-        return 0
-    return 2 if relative.split("/")[0] in SHORT_LAYERS else 1
-
-
 def pytest_collection_modifyitems(items):
     for item in items:
         names = getattr(item, "fixturenames", ())
@@ -116,6 +98,5 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.testhost)
         if "reliability" in item.path.parts:
             item.add_marker(pytest.mark.reliability)
-    items.sort(key=_order)  # stable: each module's tests stay together and in order
 
 
