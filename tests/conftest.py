@@ -14,7 +14,9 @@ a real one-node Slurm per session (tests/testhost/slurm.py); its tests are marke
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import tempfile
 
@@ -31,7 +33,10 @@ without_iri_grammar()
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 # Run folders of tests that set no outputs of their own go to a temp folder, never
 # into the checkout's outputs/ (a test's lock naming a foreign run folder made one there).
-os.environ.setdefault("DDLAB_OUTPUTS", tempfile.mkdtemp(prefix="ddlab-test-outputs-"))
+# The process that makes it removes it at exit; xdist workers inherit it from that one.
+if "DDLAB_OUTPUTS" not in os.environ:
+    os.environ["DDLAB_OUTPUTS"] = tempfile.mkdtemp(prefix="ddlab-test-outputs-")
+    atexit.register(shutil.rmtree, os.environ["DDLAB_OUTPUTS"], ignore_errors=True)
 # Started in the background by a non-interactive shell (`make test &`), a process
 # inherits SIGINT ignored, and so would every ddlab the tests interrupt: the interrupt
 # tests need Ctrl-C to mean Ctrl-C.
