@@ -16,6 +16,8 @@ the server stays up and answers wrong text.
 import json
 import re
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -353,6 +355,22 @@ def test_a_client_that_leaves_mid_stream_aborts_its_request(ddtree):
     made = _metric(ddtree, "sglang:generation_tokens_total") - before
     assert 0 < made < 300, f"{made:g} tokens: the request was not aborted"
     assert generate(ddtree, n=8)["meta_info"]["completion_tokens"] == 8, "the server serves on"
+
+
+def test_a_client_that_resets_its_connection_leaves_no_traceback_in_the_log(ddtree):
+    """A keep-alive connection reset by the client (RST, as a closed pool or an
+    interrupted bench may send) is no error: socketserver's default would print
+    ``Exception occurred ...`` and a ConnectionResetError traceback into the journal."""
+    for _ in range(3):
+        conn = socket.create_connection(("127.0.0.1", ddtree.port), timeout=30)
+        conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()  # an RST while the server waits for the next request
+    assert ddtree.get("/health").status_code == 200
+    time.sleep(0.3)  # the handler threads have met the resets
+    log = ddtree.log()
+    assert "Traceback" not in log and "Exception occurred" not in log, log[-2000:]
 
 
 @pytest.mark.slow

@@ -10,7 +10,8 @@ request). ``allowed(method, path, authorization)`` may refuse a request first (4
 a :class:`~ddlab.target.requests.BadRequest` becomes ``bad_request(path, exc)``; an
 unknown path is 404 and a known path with another method 405, in FastAPI's words
 (``{"detail": "Not Found"}``), as SGLang answers; any other exception is a 500 and
-uvicorn's ``Exception in ASGI application`` with its traceback on stderr. With
+uvicorn's ``Exception in ASGI application`` with its traceback on stderr; a client
+that resets its connection is, as for uvicorn, no error and leaves no line. With
 ``log_level_http`` info (or debug) each request gets uvicorn's access line.
 
 Why not FastAPI + uvicorn, as SGLang itself: importing them (with pydantic,
@@ -137,3 +138,12 @@ class TargetHTTPServer(ThreadingHTTPServer):
         self.routes, self.allowed, self.bad_request = routes, allowed, bad_request
         self.access_log = log_level_http in ("info", "debug")
         self.debug_log = log_level_http == "debug"
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that resets its connection (a pool closed, a bench interrupted) is
+        no error of the server's: uvicorn logs nothing then, and neither does this
+        (socketserver's default prints a traceback, which would sit in the journal
+        beside a real crash's). Anything else gets its traceback, as before."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
