@@ -73,7 +73,7 @@ class _ReadyChecker(threading.Thread):
     None until the loop sets it (once the service runs: a Slurm job's node is
     known only then)."""
 
-    def __init__(self, base_url: str | None, port: int, interval_s: float = 0.5, headers=None):
+    def __init__(self, base_url: str | None, port: int, interval_s: float = 0.25, headers=None):
         super().__init__(daemon=True, name="ddlab-ready-check")
         self.base_url = base_url
         self.headers = dict(headers or {})
@@ -81,6 +81,7 @@ class _ReadyChecker(threading.Thread):
         self.interval_s = interval_s
         self.ready = threading.Event()
         self.stopped = threading.Event()
+        self._url_known = threading.Event()
         self.model = None
         self.identified: bool | None = None
         self.stranger = ""
@@ -89,9 +90,16 @@ class _ReadyChecker(threading.Thread):
     def run(self) -> None:
         with httpx.Client(timeout=2.0, headers=self.headers) as client:
             while not self.stopped.is_set() and not self.ready.is_set():
-                if self.base_url is not None:
-                    self._check(client)
+                if self.base_url is None:  # asks at once when it is given
+                    self._url_known.wait(self.interval_s)
+                    continue
+                self._check(client)
                 self.stopped.wait(self.interval_s)
+
+    def ask(self, base_url: str) -> None:
+        """Where the server answers, once known."""
+        self.base_url = base_url
+        self._url_known.set()
 
     def _check(self, client: httpx.Client) -> None:
         """/health 200 is ready and 503 is starting (SGLang's meaning); a server
@@ -238,8 +246,10 @@ class _Loop:
             if self._crashed():
                 return "crashed"
             if self.checker.base_url is None and self.state.running:
-                self.checker.base_url = self.lab.server_url(self.deployed, self.state)
-            if time.monotonic() - last_log >= 1.0:
+                self.checker.ask(self.lab.server_url(self.deployed, self.state))
+            # the log once a second; at each poll while the server answers but its log
+            # has not said ready yet (the last line that ready waits for)
+            if time.monotonic() - last_log >= 1.0 or self._awaiting_ready_line():
                 self.follower.poll()
                 last_log = time.monotonic()
             if self._answering_as_itself() and self._probed():
@@ -250,7 +260,24 @@ class _Loop:
                 self.last_status = self._status()
                 beat.beat(self.last_status, force=True)
                 next_beat = time.monotonic() + beat.interval_s
-            time.sleep(self.poll_s)
+            self._nap()
+
+    def _nap(self) -> None:
+        """Until the next poll: ``poll_s``, or less when what ready waits for comes
+        sooner (the first answer; the end of the grace period after the probes)."""
+        if not self.checker.ready.is_set():
+            self.checker.ready.wait(self.poll_s)
+            return
+        nap_s = self.poll_s
+        if self._probe_done_at is not None:
+            grace_left_s = self._probe_done_at + self.grace_s - time.monotonic()
+            if grace_left_s > 0:  # past it, ready (or a change of state) was seen already
+                nap_s = min(nap_s, grace_left_s)
+        time.sleep(nap_s)
+
+    def _awaiting_ready_line(self) -> bool:
+        return self.checker.ready.is_set() and dx.phase_of(self.follower.text) not in (
+            "ready", "serving")
 
     def _answering_as_itself(self) -> bool:
         """It runs, something answers that does not say it is another server (its

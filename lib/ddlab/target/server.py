@@ -283,15 +283,18 @@ def main(argv=None, prog="python -m ddlab.target") -> int:
         sock, _routes(state), log_level_http=args.log_level_http,
         allowed=lambda method, path, auth: _allowed(method, path, auth, args.api_key),
         bad_request=_bad_request)
-    stopped_by = _stop_on_signals(server)
-    if server.access_log:  # uvicorn's start-up lines, as SGLang's logs carry them
-        url = f"http://{args.host}:{args.port}"
-        for line in (f"Started server process [{os.getpid()}]", "Waiting for application startup.",
-                     "Application startup complete.", f"Uvicorn running on {url} (Press CTRL+C to quit)"):
-            print(f"INFO:     {line}", file=sys.stderr, flush=True)
-    threading.Thread(target=_startup, args=(state,), name="startup", daemon=True).start()
+    stopped_by = _stop_on_signals()
     try:
+        if server.access_log:  # uvicorn's start-up lines, as SGLang's logs carry them
+            url = f"http://{args.host}:{args.port}"
+            for line in (f"Started server process [{os.getpid()}]", "Waiting for application startup.",
+                         "Application startup complete.",
+                         f"Uvicorn running on {url} (Press CTRL+C to quit)"):
+                print(f"INFO:     {line}", file=sys.stderr, flush=True)
+        threading.Thread(target=_startup, args=(state,), name="startup", daemon=True).start()
         server.serve_forever(poll_interval=0.5)
+    except _Stopped:
+        pass
     finally:
         server.server_close()
     if stopped_by:  # ended by the signal, as uvicorn ends (it raises the signal it caught again)
@@ -301,15 +304,22 @@ def main(argv=None, prog="python -m ddlab.target") -> int:
     return 0
 
 
-def _stop_on_signals(server: TargetHTTPServer) -> list:
-    """SIGTERM / SIGINT: stop serving (``serve_forever`` returns); the list returned gets
-    the signal. Only the main thread may set handlers; elsewhere the defaults stay."""
+class _Stopped(Exception):
+    """Raised in the main thread by SIGTERM / SIGINT: serving ends at once."""
+
+
+def _stop_on_signals() -> list:
+    """SIGTERM / SIGINT: stop serving at once (the handler raises :class:`_Stopped` in
+    the main thread, which serves; ``server.shutdown()`` would wait for the serving
+    loop's next poll, half a second, at each of the hundreds of stops a sweep or the
+    test suite makes); the list returned gets the signal. Only the main thread may set
+    handlers; elsewhere the defaults stay."""
     caught: list = []
 
     def stop(signum, frame):
         if not caught:
             caught.append(signum)
-            threading.Thread(target=server.shutdown, name="shutdown", daemon=True).start()
+            raise _Stopped
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, stop)
