@@ -9,7 +9,11 @@ STAMP  := $(VENV)/.ddlab-installed
 # loopback and the KeyboardInterrupt line papermill's shutdown provokes read as failures);
 # ddlab run passes the same setting on its command line.
 KERNEL_QUIET := $(VENV)/etc/ipython/ipython_kernel_config.json
-PYTEST := $(BIN)/python -m pytest
+# The suite starts hundreds of Python processes (servers, kernels, CLI calls): each would
+# compile ddlab's modules again, and pytest rewrite the test modules in each worker, where
+# the environment says not to write bytecode (PYTHONDONTWRITEBYTECODE); the tests write
+# it (into the ignored __pycache__/ folders).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
 # Test workers: the suite waits on servers and hosts much of the time, so two per core.
 WORKERS ?= 4
 # More flags for `make lab`, such as LABFLAGS="--no-browser --port=8899".
