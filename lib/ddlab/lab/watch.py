@@ -2,9 +2,11 @@
 
 The loop polls the service's state over the host's open connection every
 ``poll_s`` (0.2 s: a death is seen well within a second), follows its log
-(this start's only) for the startup phase, and shows a heartbeat every
+(this start's only; once a second, and at each poll while the server answers but
+the log has not said ready yet) for the startup phase, and shows a heartbeat every
 ``heartbeat_s`` with elapsed time, phase and the last log line. A background
-thread asks ``/v1/models`` (then ``/health``) whether the server answers.
+thread asks ``/health`` (then ``/v1/models``) every 0.25 s, from the moment the
+server's address is known, whether the server answers.
 
 - *ready*: the service runs AND the server answers. "Ready" is not "works":
   with ``probe=True`` it then sends requests that drive the speculative
