@@ -165,9 +165,9 @@ def test_sshd_restarted_mid_watch(bench):
 # --- sweeps: mid-bench, sshd restarted --------------------------------------------------
 
 
-def _sweep(bench: fk.Bench, fault, messages: list) -> tuple:
-    options = SweepOptions(requests=8, max_new_tokens=128, warmup=1, probe=False, grace_s=0,
-                           timeout_s=60, ci_target=None, bracket=False)  # one round a cell
+def _sweep(bench: fk.Bench, fault, messages: list, requests: int = 8) -> tuple:
+    options = SweepOptions(requests=requests, max_new_tokens=128, warmup=1, probe=False,
+                           grace_s=0, timeout_s=60, ci_target=None, bracket=False)  # one round a cell
     worker = threading.Thread(target=fault, daemon=True)
     worker.start()
     with bench.using(), Store(bench.store_path) as store:
@@ -181,6 +181,8 @@ def _sweep(bench: fk.Bench, fault, messages: list) -> tuple:
 
 
 def test_ssh_killed_mid_bench_benches_the_cell_again(bench):
+    """32 requests a bench: 8 (0.3-0.5 s of decoding here) could end between this test's
+    look at the log and its cut, once in six suite runs, and the cut then missed the bench."""
     cut = []
 
     def fault():  # cut once the first cell's bench is under way: its warmup and 2 requests in
@@ -189,11 +191,11 @@ def test_ssh_killed_mid_bench_benches_the_cell_again(bench):
         cut.append(bench.testhost.kill_ssh_sessions())
 
     messages: list[str] = []
-    sweep, cells = _sweep(bench, fault, messages)
+    sweep, cells = _sweep(bench, fault, messages, requests=32)
     assert cut and cut[0] >= 1
     assert sweep.status == "done"
     assert [c["status"] for c in cells] == ["measured", "measured"]
-    assert all(c["metrics"]["n_failed_total"] == 0 and c["metrics"]["n_ok"] == 8 for c in cells), \
+    assert all(c["metrics"]["n_failed_total"] == 0 and c["metrics"]["n_ok"] == 32 for c in cells), \
         "the stored figures come from a bench that lost nothing"
     assert any("requests lost with the SSH connection; benchmarking again" in m
                for m in messages), messages
