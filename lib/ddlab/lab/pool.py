@@ -242,7 +242,7 @@ def _wind_down(places: list[_Slot], queue: CellQueue) -> None:
     try:
         while any(not s.ended.is_set() for s in places) and time.monotonic() < deadline:
             for s in places:
-                with HELD_LOCK:  # checked and raised in one step (deploy.held_interrupts)
+                with HELD_LOCK:  # checked and raised in one step (core.interrupts)
                     if not s.ended.is_set() and not s.interrupted \
                             and s.thread.ident not in HELD_THREADS:
                         s.interrupted = interrupt_thread(s.thread)

@@ -136,16 +136,24 @@ class _ReadyChecker(threading.Thread):
 
 
 class _Follower:
-    """This start's log, fetched incrementally; phase and last line for the heartbeat."""
+    """This start's log, fetched incrementally; its phase (read again only when the log
+    grew) and last line for the heartbeat."""
 
     def __init__(self, lab: Lab, deployed: Deployed):
         self.lab, self.deployed = lab, deployed
         self.text, self.cursor = "", None
+        self.phase = dx.phase_of("")
 
     def poll(self) -> None:
         more, self.cursor = self.lab.manager.read_logs(
             self.deployed.service, invocation=self.deployed.invocation or None, cursor=self.cursor)
-        self.text += more
+        if more:
+            self.text += more
+            self.phase = dx.phase_of(self.text)
+
+    @property
+    def says_ready(self) -> bool:
+        return self.phase in ("ready", "serving")
 
     def settle(self, budget_s: float = 0.8) -> str:
         """Read until the log stops growing (a dying process's last lines can lag)."""
@@ -159,7 +167,7 @@ class _Follower:
 
     @property
     def status(self) -> str:
-        phase = PHASE_LABELS.get(dx.phase_of(self.text), "launching")
+        phase = PHASE_LABELS.get(self.phase, "launching")
         lines = [dx.strip_prefix(l) for l in self.text.strip().splitlines()[-1:]]
         last = lines[0][:100] if lines else "(no log yet)"
         return f"{phase} | {last}"
@@ -278,8 +286,7 @@ class _Loop:
         time.sleep(nap_s)
 
     def _awaiting_ready_line(self) -> bool:
-        return self.checker.ready.is_set() and dx.phase_of(self.follower.text) not in (
-            "ready", "serving")
+        return self.checker.ready.is_set() and not self.follower.says_ready
 
     def _answering_as_itself(self) -> bool:
         """It runs, something answers that does not say it is another server (its
@@ -289,7 +296,7 @@ class _Loop:
         http_server.py:2589-2600 in 0.5.23), so an answer alone proves nothing."""
         if not (self.checker.ready.is_set() and self.state.running):
             return False
-        return dx.phase_of(self.follower.text) in ("ready", "serving")
+        return self.follower.says_ready
 
     def _crashed(self) -> bool:
         s = self.state
