@@ -98,3 +98,35 @@ def test_the_cause_names_where_it_learned_which_field_is_none():
     assert cause.startswith("out_cache_loc is None (DFLASH_DIAG): "), cause
     probed = diagnose(LINE + "\n" + crash).cause
     assert "is None (DDLAB_PROBE): " in probed and "DFLASH_DIAG" not in probed, probed
+
+
+HOSTILE = {
+    "nested 10^5 deep": "DDLAB_PROBE " + '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "nested 100 deep, short": "DDLAB_PROBE " + '{"a":' * 100 + "1" + "}" * 100,
+    "a list nested 10^5 deep": "DDLAB_PROBE {\"x\": " + "[" * 100_000 + "]" * 100_000 + "}",
+    "a 1 MB string": 'DDLAB_PROBE {"target": "' + "x" * 1_000_000 + '"}',
+    "a diag line of 1 MB": "DFLASH_DIAG {" + '"a": 1, ' * 150_000 + '"b": 2}',
+    "cut short": 'DDLAB_PROBE {"event": "raised", "target": "m.f", "summ',
+}
+
+
+@pytest.mark.parametrize("line", HOSTILE.values(), ids=HOSTILE.keys())
+def test_a_record_that_cannot_be_read_is_skipped_and_counted(line):
+    """Issue 23 item 3: one hostile DDLAB_PROBE line ended watch, sweep and diagnose with a
+    RecursionError; now it is skipped, counted, and the records around it still count."""
+    good = json.dumps({"event": "raised", "target": "m.f", "summaries": {"fields": [
+        {"name": "num_token_non_padded", "type": "NoneType"}]}})
+    records = probe_records("\n".join([f"DDLAB_PROBE {good}", line, f"DDLAB_PROBE {good}"]))
+    assert len(records) == 2 and records.skipped == 1
+    assert none_fields(records) == ["num_token_non_padded"]
+
+
+def test_the_diagnosis_of_a_log_with_a_hostile_record_counts_it():
+    import ddlab
+
+    log = "\n".join(["[2026-11-30 09:14:02] Load weight begin.", HOSTILE["nested 10^5 deep"],
+                     "[2026-11-30 09:14:05] The server is fired up and ready to roll!"])
+    found = ddlab.diagnose(log)
+    assert not found.crashed
+    assert found.facts["probe_records_skipped"] == 1
+    assert "probe_records_skipped=1" in found.render()

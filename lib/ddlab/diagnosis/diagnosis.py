@@ -344,6 +344,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     cause = _cause(best, exit_seen) if crashed else None
     seen = probe_records(text or "")
     nones = none_fields(seen)
+    if seen.skipped:  # a record that cannot be read (cut, hostile) is skipped, and said
+        facts = {**facts, "probe_records_skipped": seen.skipped}
     if nones:  # what the probes saw is the first thing the cause says
         facts = {**facts, "none_fields": nones}
         sources = sorted({r.get("source", "DDLAB_PROBE") for r in seen

@@ -3,8 +3,12 @@
 :func:`probe_records` finds every ``DDLAB_PROBE {json}`` line the hook wrote
 (schema in :mod:`ddlab.probes.hook`), whatever precedes it on the line: SGLang's
 ``[2026-11-30 09:14:02] `` or ``[2026-11-30 09:14:02 TP0] `` prefix, a journald
-``Nov 30 09:14:02 host python[123]: `` prefix, or both. A line cut short (its JSON
-does not parse) is skipped.
+``Nov 30 09:14:02 host python[123]: `` prefix, or both. A record that cannot be read
+is skipped and counted (:attr:`Records.skipped`): a line cut short (its JSON does not
+parse), one longer than :data:`MAX_RECORD_CHARS` or nested deeper than
+:data:`MAX_RECORD_DEPTH` (the hook writes metadata only, a few levels deep; anything else
+on such a line is not its record, and a hostile one must not end the reader with a
+RecursionError or a MemoryError).
 
 It also reads the field's hand-patched ``DFLASH_DIAG`` lines, leniently:
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["none_fields", "probe_records"]
+__all__ = ["MAX_RECORD_CHARS", "MAX_RECORD_DEPTH", "Records", "none_fields", "probe_records"]
 
 _PROBE = re.compile(r"\bDDLAB_PROBE (?=\{)")
 _DIAG = re.compile(r"\bDFLASH_DIAG\b\s*")
@@ -37,15 +41,32 @@ _INTS = re.compile(r"-?\d+")
 _NUMBER = re.compile(r"-?\d+(\.\d*)?([eE][-+]?\d+)?")
 _DECODER = json.JSONDecoder()
 _ERROR_EVENTS = ("raised", "diag")
+MAX_RECORD_CHARS = 256 * 1024
+MAX_RECORD_DEPTH = 16
 
 
-def probe_records(log_text: str) -> list[dict]:
-    """Every DDLAB_PROBE and DFLASH_DIAG record in ``log_text``, in order (module docstring)."""
-    out = []
+class Unreadable(ValueError):
+    """A probe record's line that cannot be read (cut, too long, too deep)."""
+
+
+class Records(list):
+    """The records read, in order; ``skipped``: how many could not be read."""
+
+    skipped: int = 0
+
+
+def probe_records(log_text: str) -> Records:
+    """Every DDLAB_PROBE and DFLASH_DIAG record in ``log_text``, in order; those that
+    cannot be read are counted in ``skipped`` (module docstring)."""
+    out = Records()
     for line in log_text.splitlines():
-        record = _probe_record(line)
-        if record is None:
-            record = _diag_record(line)
+        try:
+            record = _probe_record(line)
+            if record is None:
+                record = _diag_record(line)
+        except Unreadable:
+            out.skipped += 1
+            continue
         if record is not None:
             out.append(record)
     return out
@@ -68,11 +89,43 @@ def _probe_record(line: str) -> dict | None:
     match = _PROBE.search(line)
     if match is None:
         return None
+    record = _json_at(line, match.end())
+    if not isinstance(record, dict):
+        raise Unreadable("not an object")
+    return {**record, "source": "DDLAB_PROBE"}
+
+
+def _json_at(line: str, start: int):
+    """The JSON value at ``start``, bounded in size and depth, else :class:`Unreadable`."""
+    if len(line) - start > MAX_RECORD_CHARS:
+        raise Unreadable("too long")
+    if _depth(line, start) > MAX_RECORD_DEPTH:
+        raise Unreadable("too deep")
     try:
-        record, _ = _DECODER.raw_decode(line, match.end())
+        value, _ = _DECODER.raw_decode(line, start)
     except ValueError:
-        return None
-    return {**record, "source": "DDLAB_PROBE"} if isinstance(record, dict) else None
+        raise Unreadable("cut or not JSON") from None
+    return value
+
+
+def _depth(text: str, start: int) -> int:
+    """The deepest nesting of brackets outside strings from ``start`` on (no recursion)."""
+    depth = deepest = 0
+    quoted = escaped = False
+    for char in text[start:]:
+        if quoted:
+            quoted = escaped or char != '"'
+            escaped = not escaped and char == "\\"
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+            if depth <= 0:
+                break
+    return deepest
 
 
 def _diag_record(line: str) -> dict | None:
@@ -80,14 +133,18 @@ def _diag_record(line: str) -> dict | None:
     if match is None:
         return None
     rest = line[match.end():].strip()
+    if len(rest) > MAX_RECORD_CHARS:
+        raise Unreadable("too long")
     base = {"source": "DFLASH_DIAG", "event": "diag", "mode": "error", "target": None,
             "call": None, "pid": _int(_PID.search(line[:match.start()])),
             "rank": _int(_RANK.search(line[:match.start()]))}
     if rest.startswith("{"):
         try:
-            given, _ = _DECODER.raw_decode(rest)
-        except ValueError:
-            given = None
+            given = _json_at(rest, 0)
+        except Unreadable as err:
+            if str(err) != "cut or not JSON":
+                raise
+            given = None  # written by hand: read as words below
         if isinstance(given, dict):
             return {**base, **given, "source": "DFLASH_DIAG"}
     first = _PAIR.search(rest)
