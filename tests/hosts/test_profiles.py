@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import uuid
+import re
 from pathlib import Path
 
 import httpx
@@ -21,7 +22,7 @@ from ddlab.core.errors import CommandError, ConfigError, HostError, HostKeyError
 from ddlab.hosts import connect
 from ddlab.hosts.profiles import HostProfile, available_hosts, load_host
 from ddlab.hosts.ssh import SSHTransport
-from ddlab.hosts.ssh_trust import load_ssh_config, resolve_hops
+from ddlab.hosts.ssh_trust import check_identity_file, load_ssh_config, resolve_hops
 from ddlab.hosts.transport import LocalTransport
 from testhost.ports import free_port
 
@@ -101,15 +102,19 @@ def test_malformed_yaml_is_one_clear_error(project):
 
 def test_ssh_config_resolves_alias_identity_and_jump_chain(tmp_path):
     config = tmp_path / "ssh_config"
+    key = tmp_path / "gpu_key"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbg==\n-----END OPENSSH PRIVATE KEY-----\n")
     config.write_text("Host gpu\n  HostName 10.1.2.3\n  User ubuntu\n  Port 2200\n"
-                      "  IdentityFile ~/.ssh/gpu_key\n  ProxyJump bastion\n"
+                      f"  IdentityFile {key}\n  IdentityFile ~/.ssh/no_such_key_here\n"
+                      "  ProxyJump bastion\n"
                       "Host bastion\n  HostName 192.0.2.7\n  User jump\n  ProxyJump edge\n")
     profile = HostProfile.from_dict({"transport": "ssh", "hostname": "gpu",
                                      "ssh_config": str(config)})
     hops = resolve_hops(profile, load_ssh_config(str(config)))
     assert [str(h) for h in hops] == ["%s@edge:22" % hops[0].user, "jump@192.0.2.7:22",
                                       "ubuntu@10.1.2.3:2200"]
-    assert hops[-1].identity_files == (str(Path("~/.ssh/gpu_key").expanduser()),)
+    # a configured key file that does not exist is left out, as ssh does
+    assert hops[-1].identity_files == (str(key),)
     explicit = HostProfile.from_dict({"transport": "ssh", "hostname": "gpu", "user": "root",
                                       "port": 22, "proxy_jump": "admin@[2001:db8::1]:2222,b2"})
     hops = resolve_hops(explicit, load_ssh_config(str(config)))
@@ -440,3 +445,37 @@ def test_a_profile_written_out_with_to_dict_reads_back_the_same():
     data = {k: v for k, v in profile.to_dict().items() if k != "name"}
     assert data["pool"] == [] and "slot" not in data
     assert HostProfile.from_dict(data, name="gpu1") == profile
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE user@host\n", "a public key, not a private key"),
+    (b"PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n", "a PuTTY key (.ppk)"),
+    (b"hello\n", "not a private key (no -----BEGIN"),
+    (b"x" * (64 * 1024 + 1), "too large for a private key"),
+], ids=["pub", "ppk", "text", "huge"])
+def test_a_key_file_that_is_not_a_private_key_is_one_clear_error(tmp_path, content, words):
+    key = tmp_path / "id_ed25519.pub"
+    key.write_bytes(content)
+    with pytest.raises(ConfigError, match=re.escape(words)) as caught:
+        check_identity_file(str(key))
+    assert "give the private key" in str(caught.value)
+
+
+@pytest.mark.parametrize("path, words", [
+    ("{tmp}", "is a folder, not a key file"), ("{tmp}/nothing", "no such file"),
+    ("/dev/zero", "not a regular file"),
+], ids=["folder", "missing", "device"])
+def test_a_key_path_that_is_not_a_file_is_refused_without_reading(tmp_path, path, words):
+    with pytest.raises(ConfigError, match=words):
+        check_identity_file(path.format(tmp=tmp_path))
+
+
+def test_a_private_key_passes_and_the_profile_key_is_checked_when_resolving(tmp_path):
+    key = tmp_path / "id_ed25519"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbg==\n-----END OPENSSH PRIVATE KEY-----\n")
+    assert check_identity_file(str(key)) == str(key)
+    (tmp_path / "id_ed25519.pub").write_text("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIE u@h\n")
+    profile = HostProfile.from_dict({"transport": "ssh", "hostname": "gpu",
+                                     "identity_file": f"{key}.pub"})
+    with pytest.raises(ConfigError, match=f"the private one is probably {re.escape(str(key))}"):
+        resolve_hops(profile, load_ssh_config(None))

@@ -249,6 +249,16 @@ def untouched(testhost, tmp_path_factory):
         fk.write_yaml(root / "params" / "hosts" / "badport.yaml", {**profile, "port": "22"})
         (root / "params" / "hosts" / "broken.yaml").write_text("transport: [ssh\n")
         fk.write_yaml(root / "params" / "hosts" / "typo.yaml", {**profile, "hostnme": "x"})
+        # issue 23 item 14: key files that are not private keys (the test host's real key
+        # beside them: its .pub, the folder it is in, a missing one, a PuTTY key, a device)
+        key = Path(profile["identity_file"])
+        ppk = root / "gpu.ppk"
+        ppk.write_text("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n")
+        for name, path in (("pubkey", f"{key}.pub"), ("keydir", key.parent),
+                           ("nokey", root / "missing_key"), ("ppk", ppk),
+                           ("devzero", "/dev/zero")):
+            fk.write_yaml(root / "params" / "hosts" / f"{name}.yaml",
+                          {**profile, "identity_file": str(path)})
         yield bench
 
 
@@ -288,6 +298,17 @@ BAD_INPUT = [
      ["parameter(s) budgett: not declared by sweep.ipynb", "did you mean budget?"]),
     ("run-unknown-notebook", ["run", "sweeep"], 2, ["notebook 'sweeep': not found",
                                                     "choose one of: "]),
+    ("identity-file-pub", ["watch", "--host", "pubkey"], 1,
+     ["identity_file (host profile)", ".pub: a public key, not a private key",
+      "the private one is probably", "give the private key"]),
+    ("identity-file-folder", ["restore", "--host", "keydir"], 1,
+     ["identity_file (host profile)", "is a folder, not a key file"]),
+    ("identity-file-missing", ["deploy", "--host", "nokey"], 1,
+     ["missing_key: no such file", "give the private key"]),
+    ("identity-file-ppk", ["watch", "--host", "ppk"], 1,
+     ["a PuTTY key (.ppk)", "puttygen", "-O private-openssh"]),
+    ("identity-file-device", ["watch", "--host", "devzero"], 1,
+     ["/dev/zero: not a regular file"]),
 ]
 
 

@@ -3,7 +3,10 @@
 ``resolve_hops(profile, config)`` turns a profile into the hops ssh would use:
 the ProxyJump chain (the first hop's own ProxyJump applies too, as in
 OpenSSH) and then the target, each with HostName, User, Port and IdentityFile
-from ``~/.ssh/config`` unless the profile sets them.
+from ``~/.ssh/config`` unless the profile sets them. Each key file is checked before
+anything connects (:func:`check_identity_file`): the profile's must be a private key
+file; an ssh config's that does not exist is left out, as ssh does. A ``.pub``, a
+folder, a PuTTY ``.ppk`` or a device is one clear error, never a connection retried.
 
 Host keys follow paramiko's default, not fabric's auto-add: an unknown key is
 refused (:class:`UnknownKeyPolicy`) with the exact line that would trust it,
@@ -17,6 +20,8 @@ from __future__ import annotations
 import getpass
 import logging
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +31,7 @@ from ddlab.core.errors import ConfigError, HostKeyError
 from ddlab.hosts.profiles import HostProfile
 
 __all__ = ["Hop", "load_ssh_config", "resolve_hops", "known_hosts_path", "UnknownKeyPolicy",
-           "changed_key_error"]
+           "changed_key_error", "check_identity_file"]
 
 log = logging.getLogger("ddlab.ssh")
 
@@ -108,11 +113,68 @@ def _hop(alias: str, config, *, user=None, port=None, identity=None) -> Hop:
                           fix="reach it with ProxyJump (proxy_jump: in the host profile, or in "
                               "ssh_config), or an ssh_config alias without ProxyCommand",
                           value=options["proxycommand"])
-    files = [identity] if identity else options.get("identityfile", [])
+    if identity:
+        files = [check_identity_file(identity, where="identity_file (host profile)")]
+    else:  # like ssh: a configured key file that does not exist is skipped
+        files = [check_identity_file(f, where=f"IdentityFile for {alias} (ssh config)")
+                 for f in options.get("identityfile", []) if Path(f).expanduser().exists()]
     return Hop(alias=alias, hostname=options.get("hostname", alias),
                port=int(port or options.get("port", 22)),
                user=user or options.get("user") or getpass.getuser(),
-               identity_files=tuple(str(Path(f).expanduser()) for f in files))
+               identity_files=tuple(files))
+
+
+MAX_KEY_BYTES = 64 * 1024  # an RSA-16384 private key is under 13 KiB
+_PUBLIC_KEY = re.compile(rb"\s*(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) AAAA")
+
+
+def check_identity_file(path: str, *, where: str = "identity_file") -> str:
+    """``path`` (``~`` expanded) when it holds a private key ssh can offer, else a
+    ConfigError that says what it holds instead and what to give; reads at most
+    :data:`MAX_KEY_BYTES` (``/dev/zero`` is refused by its type, never read)."""
+    file = Path(path).expanduser()
+    fix = ("give the private key, such as ~/.ssh/id_ed25519 (not the .pub beside it); "
+           "an encrypted one must be loaded with ssh-add")
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        raise ConfigError(f"{where} {path}: no such file", fix=fix, key="identity_file",
+                          value=path) from None
+    except OSError as err:
+        raise ConfigError(f"{where} {path}: cannot be read ({err.strerror})", fix=fix,
+                          key="identity_file", value=path) from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigError(f"{where} {path}: is a folder, not a key file", fix=fix,
+                          key="identity_file", value=path)
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{where} {path}: not a regular file (a device or a pipe)", fix=fix,
+                          key="identity_file", value=path)
+    if info.st_size > MAX_KEY_BYTES:
+        raise ConfigError(f"{where} {path}: {info.st_size} bytes, too large for a private key "
+                          f"(at most {MAX_KEY_BYTES})", fix=fix, key="identity_file", value=path)
+    try:
+        head = file.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"{where} {path}: cannot be read ({err.strerror})", fix=fix,
+                          key="identity_file", value=path) from None
+    what = _not_a_private_key(head, file)
+    if what:
+        raise ConfigError(f"{where} {path}: {what}", fix=fix, key="identity_file", value=path)
+    return str(file)
+
+
+def _not_a_private_key(head: bytes, file: Path) -> str:
+    """What the file holds when it is not a private key; "" when it is one."""
+    if head.startswith(b"PuTTY-User-Key-File"):
+        return (f"a PuTTY key (.ppk), which ssh cannot read; convert it: puttygen {file} "
+                f"-O private-openssh -o {file.with_suffix('')}")
+    if _PUBLIC_KEY.match(head):
+        private = file.with_suffix("") if file.suffix == ".pub" else None
+        return "a public key, not a private key" + (
+            f" (the private one is probably {private})" if private else "")
+    if re.search(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----", head[:4096]) is None:
+        return "not a private key (no -----BEGIN ... PRIVATE KEY----- line)"
+    return ""
 
 
 def known_hosts_path(profile: HostProfile, config: paramiko.SSHConfig) -> Path:
