@@ -69,7 +69,38 @@ def crash(kind: str) -> Outcome:
     ({"max_running_requests": "..3"}, (1, 2, 3)),
 ], ids=["pow2", "human-ints", "pow2-inner", "low-end-from-flag-table", "integers", "mapping"])
 def test_search_ranges_step_by_powers_of_two_where_the_flag_wants_them(item, values):
-    assert parse_search(item).values == values
+    assert tuple(parse_search(item).values) == values
+
+
+def test_a_huge_range_is_lazy_and_binary_searched_within_its_bound():
+    """Issue 23 item 12: 1..10**13 was materialised (a bare MemoryError); a range is lazy."""
+    import tracemalloc
+
+    tracemalloc.start()
+    spec = parse_search(f"max_running_requests=1..{10 ** 13}")
+    trials = Trials(lambda p: SERVES if p.get("max_running_requests", 1) <= 123_456_789
+                    else crash("cuda_oom"), max_trials=60)
+    env = envelope_search([spec], [], trials, {})
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert env.current["max_running_requests"] == 123_456_789
+    assert len(trials.done) <= per_key_bound(spec)
+    assert peak < 2_000_000, f"{peak} bytes traced"
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["--search", f"max_running_requests=1..{2 ** 70}"], "an end beyond 4611686018427387904"),
+    ([f"--search=k{i}=1..4" for i in range(20)], "--search: 20 keys; at most 8"),
+    (["--search", "context_length=4096..8192",
+      *[f"--fallback=mem_fraction_static=0.{i + 1}" for i in range(9)]],
+     "--fallback: 9 fallbacks; at most 8"),
+], ids=["beyond-2**62", "20-keys", "9-fallbacks"])
+def test_too_many_keys_or_too_wide_a_range_is_one_line(argv, said, capsys):
+    from ddlab.cli import main
+
+    assert main(["envelope", "--dry-run", *argv]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and said in err, err
 
 
 @pytest.mark.parametrize("item, said", [

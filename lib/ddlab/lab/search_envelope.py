@@ -12,6 +12,7 @@ ends from the flag table when left out. Trials per key: at most
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ddlab.config import flags as flagreg
@@ -25,12 +26,15 @@ __all__ = ["KeySpec", "parse_search", "parse_fallbacks", "start_value", "KeyResu
            "Envelope", "envelope_search"]
 
 
+MAX_VALUE = 2 ** 62  # a range's length must stay a machine integer (len, indexing)
+
+
 @dataclass(frozen=True)
 class KeySpec:
     """One searched key and its candidates, ascending."""
 
     key: str
-    values: tuple[int, ...]
+    values: Sequence[int]  # a range for integers (lazy: 1..10**13 costs nothing), a tuple for pow2
     pow2: bool = False
 
     def describe(self) -> str:
@@ -52,6 +56,10 @@ def parse_search(item) -> KeySpec:
                               "cuda_graph_max_bs_decode; sweep other flags instead")
     lo = _bound(key, lo, flag, "min")
     hi = _bound(key, hi, flag, "max")
+    if max(abs(lo), abs(hi)) > MAX_VALUE:
+        raise ConfigError(f"--search {key}={lo}..{hi}: an end beyond {MAX_VALUE} (2**62), which "
+                          "no server size reaches", key=key, value=[lo, hi],
+                          fix=f"give a range a server can hold, e.g. {key}=8..4096")
     if lo >= hi:
         raise ConfigError(f"--search {key}={lo}..{hi}: the range is empty", key=key,
                           fix=f"give the lowest value first, e.g. {key}={min(lo, hi)}..{max(lo, hi)}")
@@ -60,7 +68,7 @@ def parse_search(item) -> KeySpec:
         inner = [1 << k for k in range(lo.bit_length(), hi.bit_length()) if lo < (1 << k) < hi]
         values = (lo, *inner, hi)
     else:
-        values = tuple(range(lo, hi + 1))
+        values = range(lo, hi + 1)
     return KeySpec(key=key, values=values, pow2=pow2)
 
 

@@ -76,7 +76,7 @@ class SearchPlan:
     def search_id(self) -> str:
         what = {"kind": self.kind, "host": self.profile.name, "base": self.base,
                 "start": self.start.hash, "bad": self.bad.hash if self.bad else None,
-                "keys": [[k.key, list(k.values)] for k in self.keys],
+                "keys": [[k.key, k.values[0], k.values[-1], k.pow2] for k in self.keys],
                 "fallbacks": self.fallbacks, "options": self.options.__dict__}
         digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode())
         return safe_name(f"{self.kind}-{self.profile.name}-{Path(self.base).stem}-"
@@ -172,6 +172,17 @@ def plan_bisect(profile: HostProfile, base: str, good=(), bad=(), *,
     return _validate(plan, [{}, every])
 
 
+MAX_SEARCH_KEYS = 8  # each key costs a few trials of a 12-trial budget; more is a typo or a script
+MAX_FALLBACKS = 8
+
+
+def _check_count(option: str, items: list, limit: int, what: str) -> None:
+    if len(items) > limit:
+        raise ConfigError(f"{option}: {len(items)} {what}; at most {limit}", value=len(items),
+                          fix=f"search the few {what} that matter, in order; run another "
+                              "envelope for the rest")
+
+
 def plan_envelope(profile: HostProfile, base: str, fixed=(), search=(), fallback=(), *,
                   options: SweepOptions | None = None, max_trials: int = MAX_TRIALS,
                   max_time_s: float = MAX_TIME_S) -> SearchPlan:
@@ -181,6 +192,9 @@ def plan_envelope(profile: HostProfile, base: str, fixed=(), search=(), fallback
         items = [{key: value} for key, value in search.items()]
     else:
         items = [search] if isinstance(search, str) else list(search or ())
+    _check_count("--search", items, MAX_SEARCH_KEYS, "keys")
+    _check_count("--fallback", [fallback] if isinstance(fallback, (str, dict)) else
+                 list(fallback or ()), MAX_FALLBACKS, "fallbacks")
     keys = [se.parse_search(item) for item in items]
     if not keys:
         raise ConfigError("envelope: nothing to search", value=search,
