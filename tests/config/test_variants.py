@@ -408,3 +408,19 @@ def test_base_file_shape_errors(d, error):
 
 def test_list_bases():
     assert {"ddtree", "dflash", "local"} <= set(list_bases())
+
+
+@pytest.mark.parametrize("names", [("modèle", "modéle"), ("模型", "模式"), ("a_b", "a.b")],
+                         ids=["accents", "cjk", "punctuation"])
+def test_base_names_that_read_alike_never_name_two_configs_alike(tmp_path, names):
+    """Issue 23 item 17: two bases whose names differ only where a name cannot hold them
+    (non-ASCII letters, punctuation) were both ``mod-le``; the name now carries the hash."""
+    variants = []
+    for budget, name in zip((16, 32), names):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(f"command: {{module: ddlab.target}}\nflags: {{speculative-ddtree-budget: "
+                        f"{budget}}}\n", encoding="utf-8")
+        variants.append(make_variant(str(path), {}))
+    assert variants[0].name != variants[1].name
+    assert all(re.fullmatch(r"[a-z0-9-]+-[0-9a-f]{8}", v.name) for v in variants)
+    assert make_variant("ddtree", {}).name == "ddtree"  # an exact base name stays bare

@@ -6,8 +6,9 @@
 derives from what changed, in canonical order, so the same overrides in any
 order give the same name and hash. Names are ``[a-z0-9-]``, at most 64
 characters, safe as a unit and a folder name. When a token cannot say its value
-exactly (free text, unknown flags, env, unit fields) or the name is too long, it
-ends in ``-`` + 8 hex of the hash. Speculation removed whole is ``nospec`` (not
+exactly (free text, unknown flags, env, unit fields), the base's own name does not
+survive as ``[a-z0-9-]`` (``modèle`` and ``modéle`` both read ``mod-le``), or the name is
+too long, it ends in ``-`` + 8 hex of the hash. Speculation removed whole is ``nospec`` (not
 one token per removed flag), and an incidental flag (``port``) is named only
 when nothing else changed: two configs that differ only in their port share a
 name (never a hash); any other two configs never do.
@@ -132,6 +133,7 @@ def _variant_name(base_name: str, changes: dict, config: Config, *, unnamed=()) 
     named = {k: v for k, v in named.items() if k not in INCIDENTAL or k not in unnamed}
     tokens = [_token(key, new) for key, (_, new) in named.items()]
     name = "-".join([_slug(base_name), *(text for text, _ in tokens)])
+    exact = exact and _slug(base_name) == str(base_name).lower()
     if len(name) > _MAX_NAME or not exact or not all(ok for _, ok in tokens):
         name = name[:_MAX_NAME - 9].rstrip("-") + "-" + config.hash[:8]
     return name
