@@ -476,3 +476,19 @@ def test_frames_imply_the_phase_when_phase_lines_are_missing(fn, phase):
     text = _tb("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
                f="/opt/sglang/python/sglang/srt/x.py", fn=fn)
     assert dg.diagnose(text).phase == phase
+
+
+@pytest.mark.parametrize("name", ["capture_failed.journal-iso-precise.log",
+                                  "independent/cuda_graph_capture__inner-cuda-oom-chained-journal-short.log"])
+def test_a_chained_traceback_keeps_its_separator_in_the_evidence(name):
+    """Issue 23 item 16: the evidence of a chained traceback showed the inner block's error
+    and the outer block's frames with nothing between them; the separator line (and the
+    outer block's own header) says how they are joined, in order."""
+    found = dg.diagnose((LOGS / name).read_text())
+    evidence = found.evidence
+    joint = next(n for n, line in enumerate(evidence)
+                 if line.startswith("During handling of the above exception"))
+    assert any(line.startswith(("RuntimeError", "torch.OutOfMemoryError"))
+               for line in evidence[:joint]), "the inner error comes before the separator"
+    assert evidence[joint + 1] == "Traceback (most recent call last):"
+    assert any(line.startswith("Exception: Capture cuda graph failed") for line in evidence[joint:])

@@ -205,6 +205,7 @@ def _chain_evidence(candidate: Candidate) -> list[Line]:
     chain, raised, signature = candidate.chain, candidate.raised, candidate.signature
     picked = [chain.raised[0].start]
     for block in chain.raised:
+        picked += [block.link, block.start]  # the separator says how the blocks are joined
         picked += block.exc_lines[:6]
         if block is not raised and block.frames:  # where an inner exception was raised
             picked += [block.frames[-1].at, block.frames[-1].code_at]

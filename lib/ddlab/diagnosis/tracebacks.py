@@ -72,6 +72,7 @@ class Raised:
     message: str = ""
     start: Line | None = None
     exc_lines: list[Line] = field(default_factory=list)
+    link: Line | None = None  # "During handling ..." / "The above exception ..." above it
 
     @property
     def text(self) -> str:
@@ -151,6 +152,7 @@ class _Parser:
         self.message: Raised | None = None  # an exception whose message may continue
         self.owner: Line | None = None       # the line that opened the block
         self.link_at: int | None = None      # line no of a chain separator
+        self.link_line: Line | None = None   # and the separator itself
         self.last_no = 0                     # last line taken into the open block
         self.foreign = 0
         self.gap = False                     # a blank line inside an open message
@@ -199,7 +201,7 @@ class _Parser:
     def _idle(self, line: Line) -> None:
         msg = line.msg
         if _CHAIN_RE.match(msg):
-            self.link_at = line.no
+            self.link_at, self.link_line = line.no, line
         elif _TRACEBACK_RE.search(msg):
             self._open(line)
         elif _PY_FRAME_RE.match(msg):
@@ -218,6 +220,7 @@ class _Parser:
         self.owner, self.foreign, self.last_no = line, 0, line.no
         linked = self.link_at is not None and line.no - self.link_at <= _LINK_GAP
         if linked and self.chains and not (self.chains[-1].orphan or self.chains[-1].cut):
+            self.block.link = self.link_line
             self.chains[-1].raised.append(self.block)
         else:
             self.chains.append(Chain([self.block]))
