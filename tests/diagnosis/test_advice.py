@@ -140,3 +140,60 @@ def test_unknown_says_the_first_error_line_and_where_to_look():
     assert result.kind == "unknown"
     assert "line 1: UnboundLocalError" in result.suggestion
     assert "sglang/srt/layers/logits_processor.py:547 (forward)" in result.suggestion
+
+
+# --- issue 23 item 9: the next step moves on instead of looping ------------------------
+
+KV_LOG = (LOGS / "kv_pool_oom.journal.log").read_text()
+
+
+def _kv_log(fraction: float) -> str:
+    return KV_LOG.replace("mem_fraction_static=0.42", f"mem_fraction_static={fraction}")
+
+
+def _proposed_fraction(suggestion: str) -> float | None:
+    found = re.search(r"`--mem-fraction-static ([0-9.]+)`", suggestion)
+    return float(found[1]) if found else None
+
+
+def test_following_the_kv_pool_advice_never_loops():
+    """A user who takes every proposed fraction and crashes the same way each time: the
+    proposals rise strictly, never pass 0.95, and end on the next lever (context, running
+    requests, the envelope command for the host) within a few starts."""
+    fraction, tried, seen = 0.80, [], []
+    for _ in range(10):
+        suggestion = diagnose(_kv_log(fraction), version="0.5.23", host="gpu1",
+                              tried={"mem_fraction_static": tried}).suggestion
+        proposed = _proposed_fraction(suggestion)
+        if proposed is None:
+            break
+        assert proposed > fraction and proposed <= 0.95 and proposed not in seen, suggestion
+        seen.append(proposed)
+        tried.append(fraction)
+        fraction = proposed
+    else:
+        pytest.fail(f"still raising the fraction after 10 starts: {seen}")
+    assert len(seen) <= 4, seen
+    assert "`--max-running-requests 24` (now 48)" in suggestion
+    assert "`ddlab envelope --host gpu1 --search max_running_requests=..48" in suggestion
+    assert "was tried" in suggestion or "were tried" in suggestion
+
+
+def test_a_value_tried_before_is_never_proposed_again():
+    tried = {"mem_fraction_static": [0.92]}
+    suggestion = diagnose(_kv_log(0.88), tried=tried).suggestion
+    assert _proposed_fraction(suggestion) is None
+    assert "0.88, 0.92 were tried" in suggestion
+
+
+@pytest.mark.parametrize("now, proposed", [(8, "`--cuda-graph-max-bs 4` (now 8)"),
+                                            (160, "`--cuda-graph-max-bs 80` (now 160)"),
+                                            (1, "at batch size 1 already")],
+                         ids=["8", "160", "1"])
+def test_the_capture_advice_proposes_smaller_graphs_than_those_in_use(now, proposed):
+    text = (LOGS / "capture_failed.journal-iso-precise.log").read_text()
+    text = text.replace("cuda_graph_max_bs=8", f"cuda_graph_max_bs={now}")
+    suggestion = diagnose(text).suggestion
+    assert proposed in suggestion, suggestion
+    assert "`--cuda-graph-max-bs 16`" not in suggestion and "-decode 16`" not in suggestion
+    assert "`--mem-fraction-static 0.83` (now 0.88)" in suggestion

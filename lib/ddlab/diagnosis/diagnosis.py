@@ -323,9 +323,12 @@ def _for_whom(version, algorithm, facts: dict, frames: str) -> tuple[str | None,
 
 
 def diagnose(text: str, patterns=(), *, version: str | None = None,
-             algorithm: str | None = None) -> Diagnosis:
+             algorithm: str | None = None, tried: dict | None = None,
+             host: str | None = None) -> Diagnosis:
     """Diagnose one server log; ``patterns`` (regexes) add matching lines as evidence;
-    ``version`` / ``algorithm`` choose the advice (None: from the log, else neutral)."""
+    ``version`` / ``algorithm`` choose the advice (None: from the log, else neutral);
+    ``tried`` (key -> values that already failed the same way) and ``host`` (where it
+    ran) let the advice move on to the next lever and name commands for that host."""
     compiled = _compile(patterns)
     lines = last_run(split_lines(text or ""))
     phase, phase_line = phase_reached(lines)
@@ -338,7 +341,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     version, algorithm = _for_whom(version, algorithm, facts, frames)
     markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))
     found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),
-                  best.chain.text if best and best.chain else "", phase, facts, markers, version, algorithm)
+                  best.chain.text if best and best.chain else "", phase, facts, markers, version,
+                  algorithm, tried=dict(tried or {}), host=host)
     suggestion = (advise(signature, found) if signature else
                   _unknown_advice(best, exit_seen) if crashed else None)
     records = parse_decode_lines(lines)

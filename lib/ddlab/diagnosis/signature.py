@@ -54,6 +54,10 @@ class Found:
     markers: tuple[str, ...] = ()
     version: str | None = None
     algorithm: str | None = None
+    # values the caller already tried that failed the same way ({"mem_fraction_static":
+    # [0.88, 0.92]}) and the host they ran on: advice never proposes them again
+    tried: dict = field(default_factory=dict)
+    host: str | None = None
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,32 @@ CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|ini
 _USE_GRAPHS_OFF = "retry with {graphs_off} to confirm the graph is at fault, then"
 
 
+def smaller_graphs(found: Found) -> str:
+    """Smaller decode graphs as a proposal: half the batch size the log shows (16 when it
+    shows none), never the size already in use; at 1 already, graphs off."""
+    now = found.facts.get("cuda_graph_max_bs_decode") or found.facts.get("cuda_graph_max_bs")
+    if not isinstance(now, int) or isinstance(now, bool) or now < 1:
+        return "Smaller graphs: `--cuda-graph-max-bs-decode 16`."
+    if now == 1:
+        return "The graphs are captured at batch size 1 already: keep them off ({graphs_off})."
+    return f"Smaller graphs: `--cuda-graph-max-bs-decode {now // 2}` (now {now})."
+
+
+def more_room_for_graphs(found: Found) -> str:
+    """Leave the graphs more memory: a lower ``--mem-fraction-static`` than the log's."""
+    now = found.facts.get("mem_fraction_static")
+    if isinstance(now, (int, float)) and not isinstance(now, bool) and now > 0.1:
+        return (f"More room for them: `--mem-fraction-static {round(now - 0.05, 2):.2f}` "
+                f"(now {now:g}).")
+    return "More room for them: `--mem-fraction-static 0.8`."
+
+
 def _capture_detail(found: Found) -> str | None:
+    said = [smaller_graphs(found), more_room_for_graphs(found)]
     if regex(r"out of memory|OutOfMemoryError").search(found.text):
-        return ("The capture itself ran out of GPU memory: try the graph batch size and the "
-                "memory share above before turning graphs off.")
-    return None
+        said.append("The capture itself ran out of GPU memory: try both before turning graphs "
+                    "off.")
+    return " ".join(said)
 
 
 _BUFFER_FIELDS = ("input_ids", "req_pool_indices", "seq_lens_cpu", "seq_lens", "out_cache_loc_swa",
@@ -91,9 +112,8 @@ _DDTREE_WIDTH = ("ddtree", "DDTree's verify batch holds budget+1 tokens per requ
 
 CAPTURE_FAILED = Signature(
     "capture_failed", "cuda_graph_capture", "CUDA graph capture failed",
-    (f"Graph capture failed: {_USE_GRAPHS_OFF} capture smaller graphs (`--cuda-graph-max-bs-decode 16`) "
-     "or leave them more memory (`--mem-fraction-static 0.8`); `--enable-torch-compile` (if set) is "
-     "the next suspect.",),
+    (f"Graph capture failed: {_USE_GRAPHS_OFF} capture smaller graphs or leave them more "
+     "memory; `--enable-torch-compile` (if set) is the next suspect.",),
     patterns=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",
               r"operation not permitted when stream is capturing",
               r"cudaErrorStreamCapture\w+", r"stream capture (?:invalidated|unsupported)",
@@ -113,11 +133,11 @@ CAPTURE_FAILED = Signature(
 CAPTURE_ERROR = Signature(
     "capture_error", "cuda_graph_capture", "an error inside CUDA graph capture",
     (f"An error was raised while capturing: {_USE_GRAPHS_OFF} capture smaller graphs "
-     "(`--cuda-graph-max-bs-decode 16`) and check that the attention backend and the speculative "
+     "and check that the attention backend and the speculative "
      "worker support graph capture.",),
     patterns=(r".",), types=r"(?:\w+\.)*(?:RuntimeError|\w*Error)",
     context=(CAPTURE_FRAMES,), absent=(EAGER_FRAMES,), priority=55, phase="graph_capture",
-    by_algorithm=(_DDTREE_WIDTH,),
+    detail=lambda found: smaller_graphs(found), by_algorithm=(_DDTREE_WIDTH,),
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:384"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:599")))
 

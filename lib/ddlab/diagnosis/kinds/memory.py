@@ -4,12 +4,20 @@ Texts and citations: docs/sglang.md section 4.1. "Prefill/Decode out of
 memory" and "alloc_req_slots runs out of memory" say "memory" but no CUDA
 allocation failed: the scheduler ran out of KV token slots or request slots
 (``slots_exhausted``), which ``--mem-fraction-static`` alone does not fix.
+
+The KV pool's next step moves along the levers instead of looping: a higher
+``--mem-fraction-static`` (SGLang's own floor when it prints one, else +0.04) only
+while that value is below :data:`FRACTION_CEILING` and was not tried already
+(``Found.tried``, the current value included); then what the pool must hold
+(``--context-length``, ``--max-running-requests``, halved from the values the log
+shows) and the envelope search that finds the largest ones that serve.
 """
 
 from __future__ import annotations
 
 import math
 
+from ddlab.diagnosis.kinds.graphs import more_room_for_graphs, smaller_graphs
 from ddlab.diagnosis.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -21,15 +29,72 @@ def _fraction_now(found: Found) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _kv_pool_detail(found: Found) -> str | None:
+FRACTION_CEILING = 0.95  # the rest is the activations', the graphs' and the drafter's
+
+
+def _kv_pool_detail(found: Found) -> str:
+    return _higher_fraction(found) or _smaller_pool(found, _tried(found))
+
+
+def _weights_detail(found: Found) -> str:
+    tp = found.facts.get("tp_size")
+    more = f"`--tp-size {tp * 2}`" if _positive(tp) else "`--tp-size 2`"
+    return _higher_fraction(found) or (
+        f"`--mem-fraction-static` {_listed(_tried(found))} is spent: the weights need more GPUs "
+        f"({more}) or a smaller / quantized model.")
+
+
+def _higher_fraction(found: Found) -> str | None:
+    """A higher ``--mem-fraction-static`` worth one more start, if there is one: SGLang's
+    own floor when it printed one, else the current value + 0.04 (below the ceiling, not
+    tried before); with nothing known, the general direction."""
     floor = regex(r"Raise --mem-fraction-static above ([0-9.]+)").search(found.text)
-    now = _fraction_now(found)
+    now, tried = _fraction_now(found), _tried(found)
     if floor:
         target = math.ceil((float(floor[1].rstrip(".")) + 0.005) * 100) / 100
-        return f"SGLang computed the least that fits: try `--mem-fraction-static {min(target, 0.95):.2f}`."
-    if now is None:
+        said = "SGLang computed the least that fits"
+    elif now is not None:
+        target, said = round(now + 0.04, 2), f"It is {now:g} now"
+    elif not tried:
+        return ("Raise `--mem-fraction-static` a little, or shrink `--context-length` / "
+                "`--max-running-requests`.")
+    else:
         return None
-    return f"It is {now:g} now: try `--mem-fraction-static {min(now + 0.04, 0.95):.2f}`."
+    if target <= FRACTION_CEILING and target not in tried:
+        return f"{said}: try `--mem-fraction-static {target:.2f}`."
+    return None
+
+
+def _tried(found: Found) -> set:
+    now = _fraction_now(found)
+    given = {round(float(v), 2) for v in found.tried.get("mem_fraction_static", ())
+             if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return given | ({round(now, 2)} if now is not None else set())
+
+
+def _listed(values: set) -> str:
+    return ", ".join(f"{v:g}" for v in sorted(values)) or "raised"
+
+
+def _smaller_pool(found: Found, tried: set) -> str:
+    """When a higher fraction is spent: what the pool holds, smaller, and the envelope."""
+    head = (f"`--mem-fraction-static` {_listed(tried)} {'was' if len(tried) == 1 else 'were'} "
+            f"tried and {FRACTION_CEILING} is as high as is safe: make the pool hold less instead")
+    ctx, running = found.facts.get("context_length"), found.facts.get("max_running_requests")
+    levers = [f"`--context-length {ctx // 2}` (now {ctx})" if _positive(ctx) else
+              "a shorter `--context-length`",
+              f"`--max-running-requests {max(running // 2, 1)}` (now {running})" if _positive(running)
+              else "fewer `--max-running-requests`"]
+    search = " ".join(f"--search {key}=..{value}" for key, value in
+                      (("context_length", ctx), ("max_running_requests", running)) if _positive(value))
+    envelope = (f"`ddlab envelope --host {found.host or 'HOST'} "
+                f"{search or '--search context_length=4096..131072'} --fallback cuda_graph=false`")
+    return (f"{head}: {' or '.join(levers)}; or let ddlab find the largest values that serve: "
+            f"{envelope}.")
+
+
+def _positive(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 _DRAFT_COUNTS = (
@@ -40,8 +105,7 @@ _DRAFT_COUNTS = (
 
 KV_POOL = Signature(
     "kv_pool_oom", "kv_pool_oom", "the KV cache pool does not fit",
-    ("The KV cache pool does not fit next to the weights: raise `--mem-fraction-static` a "
-     "little, or shrink `--context-length` / `--max-running-requests`.",),
+    ("The KV cache pool does not fit next to the weights.",),
     patterns=(r"Not enough memory\b.{0,120}?(?:mem[-_]fraction[-_]static|KV cache|memory pool)",),
     lines=(r"Not enough memory\. Please try to increase --mem-fraction-static",
            r"max_total_tokens=\d+ is larger than the profiled value -\d+"),
@@ -56,11 +120,10 @@ KV_POOL = Signature(
 
 KV_WEIGHTS = Signature(
     "kv_weights_fill_gpu", "kv_pool_oom", "the weights leave no GPU memory for the KV cache",
-    ("The weights fill the share of GPU memory SGLang may use, so no KV cache fits: raise "
-     "`--mem-fraction-static`, or use more GPUs (`--tp-size 2`) or a smaller / quantized model.",),
+    ("The weights fill the share of GPU memory SGLang may use, so no KV cache fits.",),
     patterns=(r"Loaded weights leave no GPU memory for the KV cache",),
     lines=(r"Loaded weights leave no GPU memory for the KV cache",),
-    priority=72, phase="memory_pool", detail=_kv_pool_detail, by_algorithm=_DRAFT_COUNTS,
+    priority=72, phase="memory_pool", detail=_weights_detail, by_algorithm=_DRAFT_COUNTS,
     sources=(("0.5.14", "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:111"),
              ("0.5.18", "sglang/srt/mem_cache/kv_cache_configurator.py:1802"),
              ("0.5.20", "sglang/srt/mem_cache/kv_cache_configurator.py:2192"),
@@ -149,9 +212,8 @@ _OOM_BY_PHASE = {
               "`--mem-fraction-static` does not shrink the weights.",
     "memory_pool": "The KV pool allocation ran out: lower `--mem-fraction-static` a little, or "
                    "shrink `--context-length` / `--max-running-requests`.",
-    "graph_capture": "CUDA graph capture ran out: capture smaller graphs "
-                     "(`--cuda-graph-max-bs-decode 16`) or leave them more memory "
-                     "(`--mem-fraction-static 0.8`).",
+    "graph_capture": "CUDA graph capture ran out: capture smaller graphs or leave them more "
+                     "memory.",
     "serving": "Activations ran out while serving: lower `--mem-fraction-static`, "
                "`--max-running-requests` or `--chunked-prefill-size`.",
 }
@@ -160,7 +222,10 @@ _OOM_BY_PHASE["ready"] = _OOM_BY_PHASE["serving"]
 
 
 def _cuda_oom_detail(found: Found) -> str | None:
-    return _OOM_BY_PHASE.get(found.phase)
+    said = _OOM_BY_PHASE.get(found.phase)
+    if found.phase == "graph_capture":
+        said = " ".join([said, smaller_graphs(found), more_room_for_graphs(found)])
+    return said
 
 
 CUDA_OOM = Signature(
