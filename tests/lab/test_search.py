@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import subprocess
 import sys
 import traceback
 import uuid
@@ -480,3 +481,22 @@ def test_the_notebooks_run_headless(host, notebook, parameters, headline):
     run = ddlab.run_notebook(notebook, {"base": "local", **parameters})
     assert run.status == "ok", run.render()
     assert run.verdict["headline"].startswith(headline)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [
+    ["envelope", "--set", "budget=32", "--search", "max_running_requests=1..2"],
+    ["bisect", "--good", "budget=16", "--bad", "budget=32"],
+], ids=["envelope-set-budget", "bisect-good-budget"])
+def test_an_alias_in_the_asked_config_does_not_clash_with_the_reference(tmp_path, argv):
+    """Issue 23 item 11: with no lossless reference stored, the reference cell (the start
+    config without speculation) merged `budget=32` with `speculative_ddtree_budget: None`
+    and the search failed at once: 'sets the same thing as budget; keep one of them'."""
+    project = sweepkit.make_project(tmp_path)
+    done = subprocess.run([str(Path(sys.executable).with_name("ddlab")), *argv, "--max-trials",
+                           "3", "--timeout", "120"], capture_output=True, text=True,
+                          timeout=300, env=project.env())
+    assert "sets the same thing" not in done.stderr, done.stderr[-2000:]
+    assert done.returncode in (0, 3, 4), (done.returncode, done.stderr[-2000:])
+    assert "nospec-nograph" in done.stderr, "the reference cell ran"
+    assert json.loads(done.stdout.splitlines()[-1])["kind"] == argv[0]

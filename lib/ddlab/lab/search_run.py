@@ -348,10 +348,13 @@ class _Runner:
                                    ("model-path", "dtype", "quantization", "kv-cache-dtype")})
         if ll.load_reference(model) is not None:
             return ""
-        searched = {_target(k.key) for k in self.plan.keys}
-        fixed = {k: v for k, v in self.plan.fixed.items() if _target(k) not in searched}
-        variant = make_variant(self.plan.base, {**fixed, **BASELINE_OVERRIDES,
-                                                "cuda_graph": False})
+        own = {**BASELINE_OVERRIDES, "cuda_graph": False}
+        # the reference's own keys win over a fixed one for the same flag, whatever each is
+        # called (--set budget=32 and speculative_ddtree_budget: None are one flag), as a
+        # sweep's cells do; a searched key is left at the base's value
+        dropped = {_target(k.key) for k in self.plan.keys} | {_target(k) for k in own}
+        fixed = {k: v for k, v in self.plan.fixed.items() if _target(k) not in dropped}
+        variant = make_variant(self.plan.base, {**fixed, **own})
         outcome = self.run(variant, {"cuda_graph": False}, "baseline")
         return f"reference for {model}: {variant.name} {outcome.words}"
 
