@@ -1,0 +1,94 @@
+"""Measure ``ddlab diagnose`` on the real-log corpus (tests/fixtures/logs/real/).
+
+Each log there is a paste from a public issue thread, labelled by two people before ddlab
+ran on it (manifest.json says how). For a split (``work``: the logs the diagnosis was
+developed on; ``heldout``: never tuned on) this prints how often ddlab agrees on
+``crashed``, ``kind`` and ``phase`` (phase only where the log shows it), broken down by
+kind, by SGLang release family and by paste format; ``--misses`` lists each miss with its
+URL. The last line is one JSON object with the counts.
+
+    python tools/diagnosis_corpus.py --split work --misses
+    python tools/diagnosis_corpus.py --split heldout
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from ddlab.diagnosis.diagnosis import diagnose
+
+REAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs" / "real"
+
+
+def load(split: str) -> list[dict]:
+    manifest = json.loads((REAL / "manifest.json").read_text())
+    return [log for log in manifest["logs"] if split in ("all", log["split"])]
+
+
+def judged(log: dict) -> dict:
+    """What ddlab says of one log, and whether each figure agrees with the labels."""
+    found = diagnose((REAL / f"{log['id']}.log").read_text(encoding="utf-8"))
+    kind = found.kind if found.crashed or found.kind == "request_error" else None
+    return {"id": log["id"], "crashed": found.crashed == log["crashed"],
+            "kind": kind == log["kind"],
+            "phase": None if not log["phase_in_log"] else found.phase == log["phase"],
+            "said": (found.crashed, kind, found.phase), "want": (log["crashed"], log["kind"],
+                                                                 log["phase"])}
+
+
+def family(release) -> str:
+    """``0.4.x``, ``0.5.x`` ... from the manifest's free-text release field."""
+    match = re.search(r"\b0\.(\d+)", str(release or ""))
+    return f"0.{match[1]}.x" if match else "unstated"
+
+
+def table(rows: list[dict], logs: dict, key) -> list[str]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        for group in key(logs[row["id"]]):
+            groups[group].append(row)
+    out = []
+    for group in sorted(groups, key=lambda g: (-len(groups[g]), g)):
+        members = groups[group]
+        kinds = sum(r["kind"] for r in members)
+        out.append(f"  {group:<28} {len(members):>3} logs  kind {kinds}/{len(members)}")
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=("work", "heldout", "all"), default="work")
+    parser.add_argument("--misses", action="store_true", help="list every miss")
+    args = parser.parse_args(argv)
+    logs = {log["id"]: log for log in load(args.split)}
+    rows = [judged(log) for log in logs.values()]
+    phased = [r for r in rows if r["phase"] is not None]
+    counts = {"split": args.split, "logs": len(rows),
+              "crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows),
+              "phase": sum(r["phase"] for r in phased), "phase_logs": len(phased)}
+    print(f"{args.split}: {len(rows)} logs; crashed {counts['crashed']}/{len(rows)}, kind "
+          f"{counts['kind']}/{len(rows)}, phase {counts['phase']}/{len(phased)} (logs that "
+          "show it)")
+    print("by labelled kind:")
+    print("\n".join(table(rows, logs, lambda log: [str(log["kind"])])))
+    print("by release family:")
+    print("\n".join(table(rows, logs, lambda log: [family(log["sglang"])])))
+    print("by paste format:")
+    print("\n".join(table(rows, logs, lambda log: log["paste"] or ["plain"])))
+    if args.misses:
+        print("misses:")
+        for row in rows:
+            if not (row["crashed"] and row["kind"] and row["phase"] is not False):
+                print(f"  {row['id']}: said {row['said']}, labelled {row['want']}  "
+                      f"{logs[row['id']]['url']}")
+    print(json.dumps(counts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
