@@ -312,7 +312,7 @@ def test_bad_input_is_one_line_before_the_host(untouched, tmp_path, case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("params, words", [
-    (["-p", "budget", "0"], ["speculative-ddtree-budget=0", "must be an integer >= 1",
+    (["-p", "budget", "0"], ["budget=0: must be an integer >= 1",
                              "try -p budget 32"]),
     (["-p", "host", "nosuch"], ["host='nosuch': no such profile", "available: "]),
     (["-p", "fixed", "{flags.x-y: \"a\\nb\"}"], ["'a\\nb'", "line break", "remove it"]),

@@ -143,7 +143,7 @@ def test_papermill_errors_speak_in_p_words(project, tmp_path):
     done = _papermill("notebooks/sweep.ipynb", str(tmp_path / "out.ipynb"), "-p", "budget", "0",
                       project=project, timeout_s=120)
     assert done.returncode != 0
-    assert "speculative-ddtree-budget=0: must be an integer >= 1; try -p budget 32" in done.stderr, \
+    assert "budget=0: must be an integer >= 1; try -p budget 32" in done.stderr, \
         done.stderr[-2000:]
     said = [line for line in done.stderr.splitlines() if "must be an integer >= 1" in line]
     assert said and not any("--set" in line for line in said), said
@@ -208,7 +208,7 @@ def test_a_crash_report_opens_with_the_verdict_then_the_provenance(project):
 def test_a_failed_run_still_writes_its_report_marked_failed(project):
     done = _run("sweep", "-p", "budget", "0", project=project)
     assert done.returncode == 1
-    assert done.stdout.startswith("FAILED: ConfigError: speculative-ddtree-budget=0")
+    assert done.stdout.startswith("FAILED: ConfigError: budget=0")
     run_dir = project.runs()[-1]
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and "budget=0" in record["error"]
