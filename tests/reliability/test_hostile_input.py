@@ -285,7 +285,7 @@ BAD_INPUT = [
     ("watch-timeout-type", ["watch", "--host", "th", "--timeout", "soon"], 2,
      ["invalid float value: 'soon'"]),
     ("run-typo-parameter", ["run", "sweep", "-p", "budgett", "4"], 2,
-     ["parameter(s) budgett: not declared by sweep.ipynb", "did you mean budget?"]),
+     ["parameter(s) budgett: not declared by sweep.ipynb", "did you mean -p budget 4?"]),
     ("run-unknown-notebook", ["run", "sweeep"], 2, ["notebook 'sweeep': not found",
                                                     "choose one of: "]),
 ]

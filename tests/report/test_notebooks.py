@@ -69,7 +69,7 @@ def test_papermill_with_a_mistyped_parameter_fails_in_seconds_saying_which(proje
     took_s = time.monotonic() - started
     assert done.returncode != 0
     assert "parameter(s) budgett: not declared by sweep.ipynb" in done.stderr, done.stderr[-2000:]
-    assert "did you mean budget?" in done.stderr
+    assert "did you mean -p budget 32?" in done.stderr
     assert not project.state.exists() and not project.store_path.exists(), "the host untouched"
     assert took_s < 60, f"{took_s:.0f} s"  # a kernel start, not a sweep
 
@@ -222,9 +222,9 @@ def test_unknown_parameter_names_are_refused_before_the_kernel_starts(project):
     with pytest.raises(ConfigError) as info:
         runner.run_notebook("sweep", {"budgett": 32, "topk_cap": 4})
     assert str(info.value).startswith("parameter(s) budgett: not declared by sweep.ipynb; "
-                                      "did you mean budget? its parameters are: host, base, budget")
+                                      "did you mean budget=32? its parameters are: host, base, budget")
     done = _run("plot", "-p", "metrik", "accept_length", project=project)
-    assert done.returncode == 2 and "did you mean metric?" in done.stderr
+    assert done.returncode == 2 and "did you mean -p metric accept_length?" in done.stderr
     assert not project.outputs.exists(), "no run folder: nothing started"
 
 

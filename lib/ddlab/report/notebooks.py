@@ -180,9 +180,17 @@ def _check_parameters(notebook: Path, params: dict) -> dict:
     if unknown:
         near = [m for name in unknown for m in difflib.get_close_matches(name, declared, n=1)]
         hint = f"did you mean {', '.join(near)}? " if near else ""
+        if len(unknown) == len(near) == 1:  # the command again, the name mended: -p budget 32
+            hint = f"did you mean -p {near[0]} {_shown(params[unknown[0]])}? "
         raise ConfigError(f"parameter(s) {', '.join(unknown)}: not declared by {notebook.name}",
                           fix=f"{hint}its parameters are: {', '.join(declared)}", value=unknown)
     return declared
+
+
+def _shown(value) -> str:
+    """A parameter's value as typed after ``-p NAME`` (YAML; quoted when it has a space)."""
+    text = value if isinstance(value, str) else json.dumps(value)  # JSON is YAML
+    return f"'{text}'" if not text or any(c in text for c in " ,;)'") else text
 
 
 _DATA = (bool, int, float, str, list, dict, type(None))  # what papermill injects
