@@ -39,7 +39,7 @@ from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
 from ddlab.lab.pool import CellSteps, run_pool
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.lab.store import DONE_STATES, Store, find_sweep
 from ddlab.lab.sweep_plan import (
     Cell,
     SweepOptions,
@@ -178,11 +178,7 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None 
     store = store or Store()
     options = options or SweepOptions()
     if resume:
-        sweep_id = store.latest_sweep_id() if resume == "latest" else resume
-        if not sweep_id or store.sweep(sweep_id) is None:
-            known = ", ".join(store.sweep_ids()[-5:]) or "none yet"
-            raise ConfigError(f"resume={resume!r}: no such sweep in {store.path}",
-                              fix=f"use 'latest' or one of: {known}", value=resume)
+        sweep_id = find_sweep(store, resume, name="resume")  # an id, latest, a run folder
         record = store.sweep(sweep_id)
         asked = pool_label(load_pool(host), host) if host else ""
         if asked and asked != record["host"]:
