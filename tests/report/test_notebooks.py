@@ -109,7 +109,11 @@ def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_pa
     sweepkit.assert_host_put_back(project)
 
     lines = _terminal_lines(done.stderr)
-    assert "[sweep] cell 2/2: measured" in lines, "the sweep's progress reaches the terminal"
+    cells = [line for line in lines if line.startswith("[sweep] cell 2/2: measured; ")]
+    assert cells, "the sweep's progress reaches the terminal (here a pipe), a line per cell"
+    assert re.search(r"; done in \d+s$", cells[0]), cells
+    assert re.search(r"\[sweep\] \S+: done in \d+s; 2 of 2 cells finished", done.stderr), \
+        "and how long it took"
     assert any(line.startswith("[watch ") and "READY" in line for line in lines), "heartbeats too"
     assert "WARNING" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
     run_dir = project.runs()[-1]
@@ -182,6 +186,38 @@ def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
     assert html.count("<details") == 1 and "[sweep] cell 2/2: measured" in html, "progress, folded"
     index = (project.outputs / "index.html").read_text()
     assert f"href='{run_dir.name}/report.html'" in index and record["headline"][:40] in index
+    sweepkit.assert_host_put_back(project)
+
+
+@pytest.mark.slow
+def test_ddlab_run_piped_to_a_file_says_each_cell_as_it_ends_then_the_total(project):
+    """`ddlab run sweep ... 2>&1 | tee log` (CI): no bar (it sat at "30% 3/10" for minutes
+    with a false ETA), a line per sweep cell with k/N, the time elapsed and left, as the
+    cell ends, and how long the whole run took."""
+    started = time.monotonic()
+    arrived = []
+    with subprocess.Popen([DDLAB, "run", "sweep", "-p", "budget", "[4, 16]", "-p", "topk_cap", "4",
+                           "-p", "cuda_graph", "true", "-p", "bracket", "false", *SMALL],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                          env=project.env()) as proc:
+        for line in proc.stdout:
+            arrived.append((time.monotonic() - started, line.rstrip("\n")))
+        proc.wait(timeout=300)
+    ended = time.monotonic() - started
+    text = "\n".join(line for _, line in arrived)
+    assert proc.returncode == 0, text[-3000:]
+    assert "Executing" not in text and "\r" not in text, "no bar in a pipe"
+    cells = [(t, line) for t, line in arrived if re.match(r"\[sweep\] cell \d/3: measured; ", line)]
+    assert [line.split(":")[0] for _, line in cells] == [f"[sweep] cell {n}/3" for n in (1, 2, 3)]
+    for _, line in cells[:2]:
+        assert re.search(r"; \d+s elapsed, about \d+s left$", line), line
+    assert re.search(r"; done in \d+s$", cells[2][1]), cells[2][1]
+    assert cells[2][0] - cells[0][0] > 1 and ended - cells[0][0] > 2, \
+        "each line came as its cell ended, not all at the end"
+    assert re.search(r"\[sweep\] \S+: done in \d+s; 3 of 3 cells finished", text)
+    lines = [line for _, line in arrived]
+    assert re.fullmatch(r"took \d+s \(sweep.ipynb\)", lines[-2]), lines[-3:]
+    assert lines[-1] == str(project.runs()[-1] / "report.html")
     sweepkit.assert_host_put_back(project)
 
 
