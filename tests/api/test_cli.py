@@ -313,8 +313,6 @@ def test_every_verbs_help_ends_with_examples_that_parse_with_the_real_parser():
 def test_the_real_commands_help_shows_its_examples_and_demo_says_what_how_long_where():
     swept = ddlab("sweep", "--help")
     assert swept.returncode == 0 and "\nexamples:\n  ddlab sweep --budget '[16, 32]'" in swept.stdout
-    target = ddlab("target", "--help")
-    assert "examples:\n  ddlab target --port 30000" in target.stdout
     demo = " ".join(ddlab("demo", "--help").stdout.split())
     assert "the sweep notebook over DDTree budget {4, 16, 32} x top-k cap {1, 4} x CUDA graphs" \
         in demo and "then the plot notebook" in demo, "what it runs"
