@@ -14,7 +14,10 @@ pandas, matplotlib and paramiko at start-up.
 from __future__ import annotations
 
 from ddlab.core.errors import DdlabError
+from ddlab.core.kernel import show_errors_briefly
 from ddlab.core.version import __version__
+
+show_errors_briefly((DdlabError,))  # in a kernel: the cell's line and the error, first
 
 __all__ = ["DdlabError", "__version__",
            "plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",

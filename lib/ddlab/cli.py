@@ -1,9 +1,15 @@
 """The ``ddlab`` command: each verb is one call of a :mod:`ddlab.api` function.
 
 A verb is a pair of functions here: ``_args_<verb>(parser)`` declares its
-arguments, ``_run_<verb>(args)`` calls the API and shows the result. The run
+arguments, ``_run_<verb>(args)`` calls the API and shows the result, and an
+entry in ``VERBS`` gives its help and one or two examples (its ``--help``
+epilog; a test parses each with this very parser). The run
 functions hold no logic of their own (no branches, no loops: a test checks),
-so the CLI and the notebooks can never disagree. Results know how to show
+so the CLI and the notebooks can never disagree. One word, one meaning across
+verbs: ``--probe`` drives the verify path (``watch``), ``--probe-fn`` wraps a
+server function (``deploy``); ``--set`` takes a key in snake or kebab case; an
+error's fix repeats the user's spelling (``--set topk-cap=4``, ``--budget 32``:
+:mod:`ddlab.core.caller`). Results know how to show
 themselves (``render()``, ``to_dict()``) and which exit code they mean
 (``exit_code``). Errors from the library (:class:`ddlab.core.errors.DdlabError`)
 are printed as one message and exit 1; usage errors exit 2 (argparse's
@@ -14,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from ddlab import api
-from ddlab.core.caller import set_caller
+from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
 from ddlab.core.version import __version__
 
@@ -74,6 +82,22 @@ def _args_demo(p: argparse.ArgumentParser) -> None:
     """No arguments: DDLAB_OUTPUTS moves where it writes."""
 
 
+DEMO_HELP = (
+    "Run the main job on the embedded default (ddlab's own small server on this machine, "
+    "no GPU): the sweep notebook over DDTree budget {4, 16, 32} x top-k cap {1, 4} x CUDA "
+    "graphs {on, off}, a no-speculation baseline per graph setting and one variant carrying "
+    "the field's replay fault (15 cells, each a server start), then the plot notebook over "
+    "it; both through `ddlab run`.\n\n"
+    "Takes DEMO_TIME.\n\n"
+    "The result lands in outputs/<UTC time>-sweep-demo/report.html (the verdict, the cells, "
+    "the figures; the plot's report beside it, outputs/<UTC time>-plot-demo/report.html), and "
+    "outputs/index.html lists every run; the last line printed is the plot report's path. "
+    "ddlab runs lists them afterwards.")
+# `make demo` three times in a row, 2026-12-02 (docs/LOG.md): 212, 184 and 280 s.
+DEMO_TIME = ("about 3-5 min on 2 CPU cores (measured: 184, 212 and 280 s, median 212 s, on a "
+             "2-core VM shared with other work, load average 6-9)")
+
+
 def _run_demo(args) -> int:
     return _show(api.demo())
 
@@ -99,15 +123,17 @@ def _args_diagnose(p: argparse.ArgumentParser) -> None:
                    help="write the advice for this SGLang release (default: what the log says)")
     p.add_argument("--algorithm", metavar="NAME", default=None,
                    help="the speculative algorithm (DDTREE, DFLASH, EAGLE...; default: the log's)")
-    p.add_argument("--exit-code", action="store_true",
-                   help="exit 3 when the log shows a crash (as ddlab watch), 0 when not; "
-                        "without it, 0 whenever the log was read")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 whenever the log was read, crash or not (default: 3 on a "
+                        "crash, as ddlab watch)")
+    p.add_argument("--exit-code", action="store_true",  # the old opt-in, now the default
+                   help=argparse.SUPPRESS)
 
 
 def _run_diagnose(args) -> int:
     return _show(api.diagnose(args.logfile, patterns=args.patterns,
                               sglang_version=args.sglang_version, algorithm=args.algorithm),
-                 json_only=args.json, exit_code=args.exit_code)
+                 json_only=args.json, exit_code=not args.exit_zero)
 
 
 def _args_target(p: argparse.ArgumentParser) -> None:
@@ -127,10 +153,26 @@ def _args_deploy(p: argparse.ArgumentParser) -> None:
     _override_args(p, None)
     p.add_argument("--dry-run", action="store_true",
                    help="validate and print the unit; touch no host")
-    p.add_argument("--probe", dest="probes", action="append", default=[],
+    p.add_argument("--probe-fn", dest="probes", action="append", default=[],
                    metavar="DOTTED.PATH[:MODE]",
                    help="wrap a server function in this variant only (repeatable); MODE: error "
                         "(default: its arguments when it raises), first=N, time")
+    p.add_argument("--probe", dest="probes", action=_Renamed, new="--probe-fn",
+                   help=argparse.SUPPRESS)
+
+
+class _Renamed(argparse._AppendAction):
+    """An option's old name: still taken, with a line on stderr naming the new one."""
+
+    def __init__(self, *args, new: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: {option_string} is now {self.new} (a server function to wrap; "
+              f"ddlab watch --probe drives the verify path); {option_string} still works for "
+              "now", file=sys.stderr)
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _run_deploy(args) -> int:
@@ -210,8 +252,9 @@ def _args_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-bracket", dest="bracket", action="store_false",
                    help="do not measure the baselines again after the grid")
     _lossless_args(p)
-    p.add_argument("--resume", default="", metavar="SWEEP_ID",
-                   help="finish a stopped sweep: its id, or 'latest'")
+    p.add_argument("--resume", default="", metavar="SWEEP",
+                   help="finish a stopped sweep: its id, its run folder's name (ddlab runs "
+                        "lists both), or 'latest'")
     p.add_argument("--dry-run", action="store_true", help="print the plan only")
     p.add_argument("--max-cells", type=int, default=api.MAX_CELLS, metavar="N",
                    help=f"refuse a larger grid (default {api.MAX_CELLS}): each cell is a server start")
@@ -232,8 +275,9 @@ def _run_sweep(args) -> int:
 
 def _args_plot(p: argparse.ArgumentParser) -> None:
     p.add_argument("sweeps", nargs="*", default=["latest"], metavar="SWEEP",
-                   help="sweep id, or 'latest' (the default); several: the first one's figures "
-                        "and a comparison of the same configs across them (ddlab runs lists ids)")
+                   help="a sweep id, a run folder's name (ddlab runs lists both), or 'latest' "
+                        "(the default); several: the first one's figures and a comparison of "
+                        "the same configs across them")
     p.add_argument("--metric", default="output_tok_s",
                    help="the heatmap's figure (default output_tok_s)")
     p.add_argument("--out", default=None, metavar="DIR",
@@ -247,7 +291,8 @@ def _run_plot(args) -> int:
 
 def _args_runs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kind", default="", help="only runs of this kind: sweep, deploy, plot, "
-                   "poll, ... (default: all)")
+                   "poll, bisect, envelope, ... (default: all; another word is refused, "
+                   "naming the kinds)")
     p.add_argument("--last", type=int, default=20, metavar="N",
                    help="the newest N runs (default 20; 0: all)")
 
@@ -327,46 +372,85 @@ class Verb:
     help: str
     add_arguments: Callable
     run: Callable
+    examples: tuple = ()  # its --help epilog: one or two command lines (# a comment after)
     usage_errors: bool = False      # a ConfigError here is about the command line: exit 2
     sigterm_interrupts: bool = True  # SIGTERM runs the clean-up, as Ctrl-C does
     speaks: str = "cli"  # the words of its error fixes (ddlab.core.caller): --set K=V
+    parameters: tuple = ()  # its options that set an override key: a fix says --budget 32
+    description: str = ""  # its --help text, when more than the one line of help
 
 
 VERBS = {
     "demo": Verb("run the main job on the embedded default and print the report's path",
-                 _args_demo, _run_demo),
-    "unit": Verb("print the systemd unit of a config variant", _args_unit, _run_unit),
-    "diagnose": Verb("read a server log: crashed or not, why, what to try next",
-                     _args_diagnose, _run_diagnose, usage_errors=True),
+                 _args_demo, _run_demo, description=DEMO_HELP.replace("DEMO_TIME", DEMO_TIME),
+                 examples=("ddlab demo",)),
+    "unit": Verb("print the systemd unit of a config variant", _args_unit, _run_unit,
+                 examples=("ddlab unit --base ddtree --set budget=32 --set cuda-graph=false",
+                           "ddlab unit --set topk-cap=8 --host gpu1   # gpu1's python")),
+    "diagnose": Verb("read a server log: crashed or not, why, what to try next; exit 0 no "
+                     "crash, 3 crashed (as ddlab watch), 1 unreadable (--exit-zero: 0 whenever "
+                     "read)", _args_diagnose, _run_diagnose, usage_errors=True,
+                     examples=("ddlab diagnose crash.log   # journalctl -u UNIT > crash.log",
+                               "ddlab diagnose crash.log --json --exit-zero")),
     "deploy": Verb("deploy a config variant on a host (the baseline is stopped meanwhile)",
-                   _args_deploy, _run_deploy),
+                   _args_deploy, _run_deploy,
+                   examples=("ddlab deploy --host gpu1 --set budget=32 --set cuda-graph=false",
+                             "ddlab deploy --set budget=32 --probe-fn "
+                             "ddlab.target.cuda_graph_runner.CudaGraphRunner.replay:first=3")),
     "watch": Verb("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
                   "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, "
                   "6 connection lost, 7 wrong output (not lossless), 8 the scheduler (Slurm) "
                   "ended the job, 130 interrupted",
-                  _args_watch, _run_watch),
+                  _args_watch, _run_watch,
+                  examples=("ddlab watch --host gpu1 --probe   # then the verify path is driven",
+                            "ddlab watch --timeout 120 --restore always")),
     "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
-                    _run_restore),
+                    _run_restore, examples=("ddlab restore --host gpu1",)),
     "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict",
-                  _args_sweep, _run_sweep),
+                  _args_sweep, _run_sweep, parameters=("budget", "topk_cap", "cuda_graph"),
+                  examples=("ddlab sweep --budget '[16, 32]' --topk-cap 4 --cuda-graph true",
+                            "ddlab sweep --resume latest   # finish a stopped one")),
     "plot": Verb("save a stored sweep's figures as PNG files (several sweeps: and their "
-                 "comparison); print their paths", _args_plot, _run_plot),
+                 "comparison); print their paths", _args_plot, _run_plot,
+                 examples=("ddlab plot   # the latest sweep",
+                           "ddlab plot 20261201T024425Z-sweep-demo latest   # two, compared")),
     "bisect": Verb("find the change that breaks a config: from --good (serves) to --bad (fails), "
                    "each trial a server start; last line is JSON; exit 0 found, 3 nothing to "
-                   "bisect, 4 out of budget, 130 interrupted", _args_bisect, _run_bisect),
+                   "bisect, 4 out of budget, 130 interrupted", _args_bisect, _run_bisect,
+                   examples=("ddlab bisect --bad debug_drop_verify_field=num_token_non_padded "
+                             "--bad budget=32 --dry-run",)),
     "envelope": Verb("find the largest values that serve: --search KEY=LO..HI in order, "
                      "--fallback when even the lowest fails; last line is JSON; exit 0 found, "
                      "3 nothing serves, 4 out of budget, 130 interrupted",
-                     _args_envelope, _run_envelope),
+                     _args_envelope, _run_envelope,
+                     examples=("ddlab envelope --search context_length=4096..131072 "
+                               "--fallback cuda-graph=false --dry-run",)),
     "runs": Verb("list the runs in outputs/, newest first: sweeps, deploys, notebook runs, "
-                 "plots, with what they varied, their verdict and best cell", _args_runs,
-                 _run_runs),
+                 "plots, with what they varied, their verdict, best cell and report", _args_runs,
+                 _run_runs, usage_errors=True,
+                 examples=("ddlab runs --last 5", "ddlab runs --kind sweep")),
     "run": Verb("execute a notebook headless into outputs/<time>-<notebook>-<name>/ with an "
                 "HTML report; the last line is the report's path", _args_run, _run_run,
-                usage_errors=True, speaks="papermill"),
+                usage_errors=True, speaks="papermill",
+                examples=("ddlab run sweep -p budget '[16, 32]' -p topk_cap 4",
+                          "ddlab run plot -p sweep latest")),
     "target": Verb("run ddlab's own tree-speculative SGLang-like server (SGLang's flags)",
-                   _args_target, _run_target, sigterm_interrupts=False),
+                   _args_target, _run_target, sigterm_interrupts=False,
+                   examples=("ddlab target --port 30000 --speculative-algorithm DDTREE "
+                             "--speculative-ddtree-budget 16",)),
 }
+
+
+def epilog(verb: Verb) -> str:
+    """A verb's examples, as its --help ends."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in verb.examples)
+
+
+def _wrapped(text: str) -> str:
+    """Help text wrapped to the terminal, paragraph by paragraph (the examples are not)."""
+    width = min(shutil.get_terminal_size().columns, 100) - 2
+    return "\n\n".join(textwrap.fill(part, width, break_on_hyphens=False)
+                       for part in text.split("\n\n"))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -384,7 +468,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True
     for name, verb in VERBS.items():
-        verb.add_arguments(sub.add_parser(name, help=verb.help, description=verb.help))
+        verb.add_arguments(sub.add_parser(
+            name, help=verb.help, description=_wrapped(verb.description or verb.help),
+            epilog=epilog(verb), formatter_class=argparse.RawDescriptionHelpFormatter))
     return parser
 
 
@@ -401,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     verb = VERBS[args.verb]
     previous = set_caller(verb.speaks)
+    said_before = set_notebook_parameters(set(verb.parameters) - _set_by_hand(args))
     if verb.sigterm_interrupts and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     try:
@@ -427,6 +514,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:
         set_caller(previous)  # main() called in-process (tests, scripts) leaves no trace
+        set_notebook_parameters(said_before)
+
+
+def _set_by_hand(args) -> set:
+    """The parameters a ``--set K=V`` of the command line sets (its fix keeps --set)."""
+    typed = [*getattr(args, "overrides", ()), *getattr(args, "fixed", ())]
+    keys = [str(item).partition("=")[0].strip().replace("-", "_") for item in typed]
+    return {PARAMETER_OF[key] for key in keys if key in PARAMETER_OF}
 
 
 def _drop_stdout() -> None:

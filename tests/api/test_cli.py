@@ -190,11 +190,14 @@ def test_ddlab_run_poll_on_a_crash_exits_3_and_never_says_ok(clean):
 
 
 @pytest.mark.parametrize("log, flag, code", [
+    ("capture_failed_oom.cat.log", [], 3),
+    ("capture_failed_oom.cat.log", ["--exit-zero"], 0),
     ("capture_failed_oom.cat.log", ["--exit-code"], 3),
-    ("capture_failed_oom.cat.log", [], 0),
-    ("healthy.journal.log", ["--exit-code"], 0),
-], ids=["crash", "crash-without-the-flag", "healthy"])
-def test_diagnose_exit_code_tells_a_script_it_crashed(log, flag, code):
+    ("healthy.journal.log", [], 0),
+], ids=["crash", "crash-exit-zero", "crash-old-exit-code-flag", "healthy"])
+def test_diagnose_exits_3_on_a_crash_as_watch_does(log, flag, code):
+    # one grammar: `ddlab diagnose LOG && deploy` must not go on after a crash;
+    # --exit-zero opts out, and the old opt-in --exit-code is still taken
     done = ddlab("diagnose", str(REPO / "tests" / "fixtures" / "logs" / log), *flag)
     assert done.returncode == code, done.stderr
     assert done.stdout.startswith("CRASHED: " if "crash" in log or "failed" in log
@@ -275,3 +278,87 @@ def _answers(url: str) -> bool:
         return httpx.get(url, timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+# --- one grammar: examples in every --help, the same words across verbs ------------------
+
+
+def _examples(verb) -> list[list[str]]:
+    """A verb's examples as argv lists, its ``# comment`` dropped."""
+    import shlex
+
+    return [shlex.split(line, comments=True) for line in verb.examples]
+
+
+def test_every_verbs_help_ends_with_examples_that_parse_with_the_real_parser():
+    from ddlab import cli
+
+    parser = cli.build_parser()
+    helps = {name: action.choices[name].format_help() for action in parser._actions
+             if isinstance(action, __import__("argparse")._SubParsersAction) for name in cli.VERBS}
+    for name, verb in cli.VERBS.items():
+        assert 1 <= len(verb.examples) <= 2, name
+        assert helps[name].rstrip().endswith(cli.epilog(verb).rstrip()), name
+        for argv in _examples(verb):
+            assert argv[:2] == ["ddlab", name], argv
+            args = parser.parse_args(argv[1:])  # a usage error would exit 2 here
+            assert args.verb == name
+    from ddlab.target.args import EXAMPLES, build_parser
+
+    target = build_parser("ddlab target")  # `ddlab target --help` is the target's own
+    for line in EXAMPLES.format(prog="ddlab target").splitlines()[1:]:
+        target.parse_args(line.split()[2:])
+
+
+def test_the_real_commands_help_shows_its_examples_and_demo_says_what_how_long_where():
+    swept = ddlab("sweep", "--help")
+    assert swept.returncode == 0 and "\nexamples:\n  ddlab sweep --budget '[16, 32]'" in swept.stdout
+    demo = " ".join(ddlab("demo", "--help").stdout.split())
+    assert "the sweep notebook over DDTree budget {4, 16, 32} x top-k cap {1, 4} x CUDA graphs" \
+        in demo and "then the plot notebook" in demo, "what it runs"
+    assert re.search(r"Takes about \d+-\d+ min on 2 CPU cores \(measured: [\d, and]+ s, median "
+                     r"\d+ s", demo), "how long, measured"
+    assert "outputs/<UTC time>-sweep-demo/report.html" in demo and "outputs/index.html" in demo
+
+
+def test_set_takes_an_alias_in_either_spelling():
+    kebab = ddlab("unit", "--set", "topk-cap=4", "--set", "cuda-graph=false")
+    snake = ddlab("unit", "--set", "topk_cap=4", "--set", "cuda_graph=false")
+    assert kebab.returncode == 0, kebab.stderr
+    assert "--speculative-ddtree-topk-cap 4" in kebab.stdout and "--disable-cuda-graph" in kebab.stdout
+    assert kebab.stdout == snake.stdout
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["unit", "--set", "topk-cap=0"], "ddlab unit: topk-cap=0: must be an integer >= 1; "
+                                      "try --set topk-cap=8"),
+    (["unit", "--set", "budget=0"], "ddlab unit: budget=0: must be an integer >= 1; "
+                                    "try --set budget=32"),
+    (["sweep", "--budget", "0", "--dry-run"], "ddlab sweep: budget=0: must be an integer >= 1; "
+                                              "try --budget 32"),
+    (["sweep", "--set", "topk-cap=0", "--topk-cap", "null", "--dry-run"],
+     "ddlab sweep: topk-cap=0: must be an integer >= 1; try --set topk-cap=8"),
+    (["unit", "--set", "cuda-graph=1"], "ddlab unit: cuda-graph=1: must be true or false; "
+                                        "try --set cuda-graph=false"),
+    (["unit", "--set", "topk-cp=4"], "ddlab unit: topk-cp: not a known flag, but a near miss of "
+                                     "topk-cap; did you mean topk-cap? try --set topk-cap=VALUE"),
+], ids=["alias-kebab", "alias", "sweep-option", "sweep-set", "graphs-kebab", "near-miss-kebab"])
+def test_a_hint_repeats_what_the_user_typed(tmp_path, argv, said):
+    done = ddlab(*argv, env={"DDLAB_OUTPUTS": str(tmp_path)})
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1].startswith(said), \
+        done.stderr
+    assert not any(tmp_path.iterdir()), "refused before anything was written"
+
+
+def test_deploy_wraps_a_server_function_with_probe_fn_and_still_takes_the_old_name(tmp_path):
+    target = "ddlab.target.cuda_graph_runner.CudaGraphRunner.replay:first=3"
+    env = {"DDLAB_OUTPUTS": str(tmp_path)}
+    new = ddlab("deploy", "--dry-run", "--probe-fn", target, env=env)
+    assert new.returncode == 0, new.stderr
+    assert "Environment=\"DDLAB_PROBES=" in new.stdout and "--probe-fn is" not in new.stderr
+    old = ddlab("deploy", "--dry-run", "--probe", target, env=env)
+    assert old.returncode == 0 and old.stdout == new.stdout
+    assert "ddlab deploy: --probe is now --probe-fn (a server function to wrap; ddlab watch " \
+           "--probe drives the verify path)" in old.stderr
+    assert "--probe-fn DOTTED.PATH[:MODE]" in ddlab("deploy", "--help").stdout
+    assert "--probe " not in ddlab("deploy", "--help").stdout.replace("--probe-fn", "")

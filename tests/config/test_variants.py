@@ -117,9 +117,10 @@ def test_legitimately_different_unknown_flags_pass(flag):
 
 @pytest.mark.parametrize("key,meant", [
     ("topk", "topk_cap"), ("cap", "topk_cap"), ("ddtree_budget", "speculative_ddtree_budget"),
-    ("graph", "cuda_graph"), ("ddtree-topk", "speculative_ddtree_topk_cap"),
+    ("graph", "cuda_graph"), ("ddtree-topk", "speculative-ddtree-topk-cap"),
 ], ids=["topk", "cap", "ddtree-budget", "graph", "kebab"])
 def test_part_of_a_known_key_is_a_near_miss(key, meant):
+    # the hint in the spelling given: kebab for a kebab key
     with pytest.raises(ConfigError) as info:
         make_variant("local", {key: 8})
     assert f"did you mean {meant}?" in str(info.value) and f"flags.{key.replace('_', '-')}=" \
@@ -152,13 +153,13 @@ def test_known_flags_are_validated(key, value, allowed):
     with pytest.raises(ConfigError, match=allowed) as info:
         make_variant("ddtree", {key: value})
     text = str(info.value)
-    assert text.startswith(f"{key.replace('_', '-')}=") and "; try " in text
+    assert text.startswith(f"{key}=") and "; try " in text, "said with the key as given"
 
 
 def test_error_message_grammar():
     with pytest.raises(ConfigError) as info:
         make_variant("ddtree", ["speculative_ddtree_budget=0"])
-    assert str(info.value) == ("speculative-ddtree-budget=0: must be an integer >= 1; "
+    assert str(info.value) == ("speculative_ddtree_budget=0: must be an integer >= 1; "
                                "try speculative_ddtree_budget=32")  # Python's words
     assert info.value.key == "speculative-ddtree-budget" and info.value.value == 0
 
@@ -195,7 +196,7 @@ def test_yaml_1_1_words_stay_strings():
     """`--set x=off` must not silently remove a flag (YAML 1.1 reads off as false)."""
     config = make_variant("dflash", ["kv_cache_dtype=off", "unit.restart=no"]).config
     assert config.flags["kv-cache-dtype"] == "off" and config.unit["restart"] == "no"
-    with pytest.raises(ConfigError, match="disable-cuda-graph=off: must be true"):
+    with pytest.raises(ConfigError, match="disable_cuda_graph=off: must be true"):
         make_variant("dflash", ["disable_cuda_graph=off"])
 
 
@@ -262,6 +263,29 @@ def test_aliases():
     assert "disable-cuda-graph" not in back.config.flags
     with pytest.raises(ConfigError, match="cuda_graph='off': must be true or false"):
         make_variant("ddtree", {"cuda_graph": "off"})
+
+
+def test_aliases_are_taken_in_either_spelling_as_flags_are():
+    # the README: `--set` keys are snake or kebab case; the aliases too (topk-cap, cuda-graph)
+    kebab = make_variant("ddtree", ["topk-cap=8", "cuda-graph=false"])
+    snake = make_variant("ddtree", ["topk_cap=8", "cuda_graph=false"])
+    assert kebab.config.flags["speculative-ddtree-topk-cap"] == 8
+    assert kebab.config.flags["disable-cuda-graph"] is True
+    assert (kebab.name, kebab.hash) == (snake.name, snake.hash)
+    with pytest.raises(ConfigError, match="cuda-graph='off': must be true or false; "
+                                          "try cuda-graph=false"):
+        make_variant("ddtree", {"cuda-graph": "off"})
+    with pytest.raises(ConfigError, match="sets the same thing"):
+        make_variant("ddtree", ["topk-cap=8", "topk_cap=4"])
+
+
+def test_a_near_miss_is_named_in_the_spelling_given():
+    with pytest.raises(ConfigError) as kebab:
+        make_variant("ddtree", ["topk-cp=8"])
+    with pytest.raises(ConfigError) as snake:
+        make_variant("ddtree", ["topk_cp=8"])
+    assert "did you mean topk-cap? try topk-cap=VALUE" in str(kebab.value)
+    assert "did you mean topk_cap? try topk_cap=VALUE" in str(snake.value)
 
 
 def test_conflicting_overrides_are_an_error():

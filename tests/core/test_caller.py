@@ -33,7 +33,8 @@ SWEEP = ("host", "budget", "topk_cap", "cuda_graph", "requests", "max_cells", "t
     ("e.g. -p timeout_s 600", "cli", "e.g. --timeout 600"),
     ("confirm it with -p max_cells 8002 ", "cli", "confirm it with --max-cells 8002 "),
     ("-p budget '[]' -p topk_cap '[]'", "python", "budget=[] topk_cap=[]"),
-    ("try --set speculative_ddtree_budget=32", "cli", "try --set speculative_ddtree_budget=32"),
+    ("try --set speculative_ddtree_budget=32", "cli", "try --budget 32"),
+    ("try --set mem_fraction_static=0.8", "cli", "try --set mem_fraction_static=0.8"),
     ("try --set speculative_ddtree_budget=32", "papermill", "try -p budget 32"),
     ("try --set speculative_ddtree_budget=32", "python", "try speculative_ddtree_budget=32"),
     ("try --set mem_fraction_static=0.8", "papermill", "try mem_fraction_static=0.8"),
@@ -41,7 +42,8 @@ SWEEP = ("host", "budget", "topk_cap", "cuda_graph", "requests", "max_cells", "t
      "try flags.x-y=VALUE to pass --x-y verbatim"),
     ("ssh-keyscan -p 2222 host >> known_hosts", "python", "ssh-keyscan -p 2222 host >> known_hosts"),
 ], ids=["param-papermill", "param-cli", "param-python", "timeout-cli", "max-cells-cli",
-        "quoted-python", "override-cli", "override-papermill-alias", "override-python",
+        "quoted-python", "override-cli-a-verb-option", "override-cli", "override-papermill-alias",
+        "override-python",
         "override-papermill-no-parameter", "flags-python", "not-a-parameter"])
 def test_a_fix_is_said_in_the_callers_words(speaking, fix, who, said):
     speaking(who, SWEEP)
@@ -52,13 +54,32 @@ def test_the_same_error_reads_differently_per_caller(speaking):
     with pytest.raises(ConfigError) as info:
         make_variant("local", {"budget": 0})
     err = info.value
+    assert err.message.startswith("budget=0: "), "the key as given, not the flag's own name"
     speaking("papermill", SWEEP)
     assert str(err).endswith("; try -p budget 32")
     speaking("cli")
-    assert str(err).endswith("; try --set speculative_ddtree_budget=32")
+    assert str(err).endswith("; try --set budget=32")
+    speaking("cli", ("budget",))  # ddlab sweep --budget 0
+    assert str(err).endswith("; try --budget 32")
     speaking("")
     assert caller.caller() == "python", "a script (and a test) outside any kernel"
-    assert str(err).endswith("; try speculative_ddtree_budget=32")
+    assert str(err).endswith("; try budget=32")
+
+
+@pytest.mark.parametrize("key, said", [
+    ("topk-cap", "topk-cap=0: must be an integer >= 1; try --set topk-cap=8"),
+    ("topk_cap", "topk_cap=0: must be an integer >= 1; try --set topk_cap=8"),
+    ("speculative-ddtree-topk-cap", "speculative-ddtree-topk-cap=0: must be an integer >= 1; "
+                                    "try --set speculative-ddtree-topk-cap=8"),
+    ("speculative_ddtree_topk_cap", "speculative_ddtree_topk_cap=0: must be an integer >= 1; "
+                                    "try --set speculative_ddtree_topk_cap=8"),
+], ids=["alias-kebab", "alias-snake", "flag-kebab", "flag-snake"])
+def test_a_refused_value_is_said_in_the_spelling_given(speaking, key, said):
+    speaking("cli")
+    with pytest.raises(ConfigError) as info:
+        make_variant("local", {key: 0})
+    assert str(info.value) == said
+    assert info.value.key == "speculative-ddtree-topk-cap", "the facts keep the flag's name"
 
 
 def test_the_parameters_a_fix_may_name_follow_the_override_aliases():

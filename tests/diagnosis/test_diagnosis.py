@@ -102,7 +102,8 @@ MUST_SHOW = [
 
 @pytest.mark.parametrize("name, kind", MUST_SHOW, ids=[m[0] for m in MUST_SHOW])
 def test_cli_json_must_show(name, kind, capsys):
-    assert cli.main(["diagnose", str(LOGS / name), "--json"]) == 0
+    assert cli.main(["diagnose", str(LOGS / name), "--json"]) == (3 if kind else 0), \
+        "3 on a crash, as ddlab watch"
     out = capsys.readouterr().out
     data = json.loads(out)
     assert {"crashed", "kind", "phase", "cause", "evidence", "suggestion"} <= set(data)
@@ -115,7 +116,7 @@ def test_cli_renders_text_and_reads_stdin():
     text = (LOGS / "kv_pool_oom.journal.log").read_bytes()
     done = subprocess.run([sys.executable, "-m", "ddlab.cli", "diagnose", "-"], input=text,
                           capture_output=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 3, done.stderr
     assert done.stdout.decode().startswith("CRASHED: kv_pool_oom")
 
 

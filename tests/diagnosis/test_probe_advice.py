@@ -43,7 +43,7 @@ CASES = [
 def test_a_graph_crash_suggests_the_probe_on_its_path(name, target):
     d = diagnose((SGLANG / name).read_text(encoding="utf-8"))
     assert d.kind in ("cuda_graph_capture", "cuda_graph_replay")
-    probes = re.findall(r"--probe (\S+)", d.suggestion or "")
+    probes = re.findall(r"--probe-fn (\S+)", d.suggestion or "")
     assert probes == [target], d.suggestion
 
 

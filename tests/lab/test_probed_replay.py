@@ -22,7 +22,7 @@ from ddlab.lab.watch import watch
 from labkit import REPLAY_FAULT, clean, site_fixture  # noqa: F401 (clean: a fixture)
 
 site = site_fixture("process-local", "systemd-ssh")
-PROBE = re.compile(r"`ddlab deploy --probe (\S+) ...`")
+PROBE = re.compile(r"`ddlab deploy --probe-fn (\S+) ...`")
 
 
 def _checksums() -> dict:

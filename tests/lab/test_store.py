@@ -4,6 +4,7 @@ writer process killed with SIGKILL between (and during) its writes."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sqlite3
@@ -13,8 +14,8 @@ import textwrap
 
 import pytest
 
-from ddlab.core.errors import StoreError
-from ddlab.lab.store import DONE_STATES, Store, integrity_ok
+from ddlab.core.errors import ConfigError, StoreError
+from ddlab.lab.store import DONE_STATES, Store, find_sweep, integrity_ok
 
 
 def _reader(path):
@@ -165,3 +166,30 @@ def test_a_store_made_before_the_error_column_gets_it_on_open(tmp_path):
         assert store.sweep("old")["error"] is None
         store.set_sweep_status("old", "failed", error="ServiceError: x")
         assert store.sweep("old")["error"] == "ServiceError: x"
+
+
+def test_a_sweep_is_found_by_its_id_latest_or_a_run_folder_that_holds_it(tmp_path, monkeypatch):
+    """What ``ddlab runs`` shows is what every verb that takes a sweep takes: the id, the
+    run folder's name (``ddlab run``'s, whose verdict names the sweep) or its path."""
+    outputs = tmp_path / "outputs"
+    with Store(outputs / "ddlab.sqlite") as store:
+        for sweep_id in ("20261201T010000Z-local-b4", "20261201T020000Z-local-b16"):
+            store.add_sweep(sweep_id, host="local", base="local", grid={}, options={})
+        folder = outputs / "20261201T005959Z-sweep-demo"
+        folder.mkdir()
+        (folder / "verdict.json").write_text(json.dumps({"sweep_id": "20261201T010000Z-local-b4"}))
+        poll = outputs / "20261201T030000Z-poll-default"
+        poll.mkdir()
+        (poll / "verdict.json").write_text(json.dumps({"state": "ready"}))
+        assert find_sweep(store, "20261201T010000Z-local-b4") == "20261201T010000Z-local-b4"
+        assert find_sweep(store, "latest") == find_sweep(store, "") == "20261201T020000Z-local-b16"
+        assert find_sweep(store, "20261201T005959Z-sweep-demo") == "20261201T010000Z-local-b4"
+        monkeypatch.chdir(tmp_path)
+        assert find_sweep(store, "outputs/20261201T005959Z-sweep-demo/") == \
+            "20261201T010000Z-local-b4", "the path a shell completes"
+        with pytest.raises(ConfigError) as info:
+            find_sweep(store, "20261201T030000Z-poll-default", name="resume")
+        assert str(info.value).startswith("resume='20261201T030000Z-poll-default': no such "
+                                          "sweep in ") and "(its run folder names none)" in \
+            str(info.value)
+        assert "a run folder's name (ddlab runs lists them)" in str(info.value)

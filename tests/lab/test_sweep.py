@@ -94,12 +94,12 @@ def test_ddtree_knobs_on_a_base_that_runs_another_algorithm_are_refused():
 
 
 @pytest.mark.parametrize("kwargs, words", [
-    ({"budget": 0}, "speculative-ddtree-budget=0: must be an integer >= 1"),
+    ({"budget": 0}, "budget=0: must be an integer >= 1"),  # the key as given
     ({"grid": {"budgett": [4]}}, "did you mean budget?"),
     ({"cuda_graph": "maybe"}, "cuda_graph='maybe': must be true or false"),
     ({"topk_cap": []}, None),
     ({"requests": 0}, "requests=0: must be an integer >= 1"),
-    ({"extra": [{"budget": -1}]}, "speculative-ddtree-budget=-1"),
+    ({"extra": [{"budget": -1}]}, "budget=-1"),
     ({"base": "nosuchbase"}, "nosuchbase"),
 ], ids=["budget", "key-near-miss", "cuda-graph", "empty-list-means-absent", "requests",
         "extra-cell", "base"])

@@ -68,7 +68,7 @@ def test_ddlab_deploy_with_a_bad_probe_says_so_and_fails_without_a_lock(bad, tmp
     state = tmp_path / "state"
     profile = tmp_path / "audit.yaml"
     profile.write_text(f"state_dir: {state}\nservice_manager: process\n")
-    done = subprocess.run([DDLAB, "deploy", "--host", str(profile), "--probe", bad],
+    done = subprocess.run([DDLAB, "deploy", "--host", str(profile), "--probe-fn", bad],
                           capture_output=True, text=True, timeout=120, cwd=REPO,
                           env={**os.environ, "DDLAB_OUTPUTS": str(tmp_path / "outputs")})
     assert done.returncode == 1, (done.stdout, done.stderr)

@@ -295,7 +295,7 @@ BAD_INPUT = [
     ("watch-timeout-type", ["watch", "--host", "th", "--timeout", "soon"], 2,
      ["invalid float value: 'soon'"]),
     ("run-typo-parameter", ["run", "sweep", "-p", "budgett", "4"], 2,
-     ["parameter(s) budgett: not declared by sweep.ipynb", "did you mean budget?"]),
+     ["parameter(s) budgett: not declared by sweep.ipynb", "did you mean -p budget 4?"]),
     ("run-unknown-notebook", ["run", "sweeep"], 2, ["notebook 'sweeep': not found",
                                                     "choose one of: "]),
     ("identity-file-pub", ["watch", "--host", "pubkey"], 1,
@@ -333,7 +333,7 @@ def test_bad_input_is_one_line_before_the_host(untouched, tmp_path, case):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("params, words", [
-    (["-p", "budget", "0"], ["speculative-ddtree-budget=0", "must be an integer >= 1",
+    (["-p", "budget", "0"], ["budget=0: must be an integer >= 1",
                              "try -p budget 32"]),
     (["-p", "host", "nosuch"], ["host='nosuch': no such profile", "available: "]),
     (["-p", "fixed", "{flags.x-y: \"a\\nb\"}"], ["'a\\nb'", "line break", "remove it"]),

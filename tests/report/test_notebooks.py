@@ -69,7 +69,7 @@ def test_papermill_with_a_mistyped_parameter_fails_in_seconds_saying_which(proje
     took_s = time.monotonic() - started
     assert done.returncode != 0
     assert "parameter(s) budgett: not declared by sweep.ipynb" in done.stderr, done.stderr[-2000:]
-    assert "did you mean budget?" in done.stderr
+    assert "did you mean -p budget 32?" in done.stderr
     assert not project.state.exists() and not project.store_path.exists(), "the host untouched"
     assert took_s < 60, f"{took_s:.0f} s"  # a kernel start, not a sweep
 
@@ -109,7 +109,11 @@ def test_papermill_sweep_with_budget_32_works_from_the_repo_root(project, tmp_pa
     sweepkit.assert_host_put_back(project)
 
     lines = _terminal_lines(done.stderr)
-    assert "[sweep] cell 2/2: measured" in lines, "the sweep's progress reaches the terminal"
+    cells = [line for line in lines if line.startswith("[sweep] cell 2/2: measured; ")]
+    assert cells, "the sweep's progress reaches the terminal (here a pipe), a line per cell"
+    assert re.search(r"; done in \d+s$", cells[0]), cells
+    assert re.search(r"\[sweep\] \S+: done in \d+s; 2 of 2 cells finished", done.stderr), \
+        "and how long it took"
     assert any(line.startswith("[watch ") and "READY" in line for line in lines), "heartbeats too"
     assert "WARNING" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
     run_dir = project.runs()[-1]
@@ -143,7 +147,7 @@ def test_papermill_errors_speak_in_p_words(project, tmp_path):
     done = _papermill("notebooks/sweep.ipynb", str(tmp_path / "out.ipynb"), "-p", "budget", "0",
                       project=project, timeout_s=120)
     assert done.returncode != 0
-    assert "speculative-ddtree-budget=0: must be an integer >= 1; try -p budget 32" in done.stderr, \
+    assert "budget=0: must be an integer >= 1; try -p budget 32" in done.stderr, \
         done.stderr[-2000:]
     said = [line for line in done.stderr.splitlines() if "must be an integer >= 1" in line]
     assert said and not any("--set" in line for line in said), said
@@ -186,6 +190,38 @@ def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
 
 
 @pytest.mark.slow
+def test_ddlab_run_piped_to_a_file_says_each_cell_as_it_ends_then_the_total(project):
+    """`ddlab run sweep ... 2>&1 | tee log` (CI): no bar (it sat at "30% 3/10" for minutes
+    with a false ETA), a line per sweep cell with k/N, the time elapsed and left, as the
+    cell ends, and how long the whole run took."""
+    started = time.monotonic()
+    arrived = []
+    with subprocess.Popen([DDLAB, "run", "sweep", "-p", "budget", "[4, 16]", "-p", "topk_cap", "4",
+                           "-p", "cuda_graph", "true", "-p", "bracket", "false", *SMALL],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
+                          env=project.env()) as proc:
+        for line in proc.stdout:
+            arrived.append((time.monotonic() - started, line.rstrip("\n")))
+        proc.wait(timeout=300)
+    ended = time.monotonic() - started
+    text = "\n".join(line for _, line in arrived)
+    assert proc.returncode == 0, text[-3000:]
+    assert "Executing" not in text and "\r" not in text, "no bar in a pipe"
+    cells = [(t, line) for t, line in arrived if re.match(r"\[sweep\] cell \d/3: measured; ", line)]
+    assert [line.split(":")[0] for _, line in cells] == [f"[sweep] cell {n}/3" for n in (1, 2, 3)]
+    for _, line in cells[:2]:
+        assert re.search(r"; \d+s elapsed, about \d+s left$", line), line
+    assert re.search(r"; done in \d+s$", cells[2][1]), cells[2][1]
+    assert cells[2][0] - cells[0][0] > 1 and ended - cells[0][0] > 2, \
+        "each line came as its cell ended, not all at the end"
+    assert re.search(r"\[sweep\] \S+: done in \d+s; 3 of 3 cells finished", text)
+    lines = [line for _, line in arrived]
+    assert re.fullmatch(r"took \d+s \(sweep.ipynb\)", lines[-2]), lines[-3:]
+    assert lines[-1] == str(project.runs()[-1] / "report.html")
+    sweepkit.assert_host_put_back(project)
+
+
+@pytest.mark.slow
 def test_a_crash_report_opens_with_the_verdict_then_the_provenance(project):
     deployed = _run("deploy", "-p", "overrides", "{mem_fraction_static: 0.001}", project=project)
     assert deployed.returncode == 0, deployed.stderr[-3000:]
@@ -208,7 +244,7 @@ def test_a_crash_report_opens_with_the_verdict_then_the_provenance(project):
 def test_a_failed_run_still_writes_its_report_marked_failed(project):
     done = _run("sweep", "-p", "budget", "0", project=project)
     assert done.returncode == 1
-    assert done.stdout.startswith("FAILED: ConfigError: speculative-ddtree-budget=0")
+    assert done.stdout.startswith("FAILED: ConfigError: budget=0")
     run_dir = project.runs()[-1]
     record = json.loads((run_dir / "run.json").read_text())
     assert record["status"] == "failed" and "budget=0" in record["error"]
@@ -222,9 +258,9 @@ def test_unknown_parameter_names_are_refused_before_the_kernel_starts(project):
     with pytest.raises(ConfigError) as info:
         runner.run_notebook("sweep", {"budgett": 32, "topk_cap": 4})
     assert str(info.value).startswith("parameter(s) budgett: not declared by sweep.ipynb; "
-                                      "did you mean budget? its parameters are: host, base, budget")
+                                      "did you mean budget=32? its parameters are: host, base, budget")
     done = _run("plot", "-p", "metrik", "accept_length", project=project)
-    assert done.returncode == 2 and "did you mean metric?" in done.stderr
+    assert done.returncode == 2 and "did you mean -p metric accept_length?" in done.stderr
     assert not project.outputs.exists(), "no run folder: nothing started"
 
 

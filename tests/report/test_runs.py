@@ -74,6 +74,49 @@ def test_the_runs_frame_joins_the_sweep_to_its_notebook_folder(ran):
     assert frame["when"].is_monotonic_decreasing
 
 
+@pytest.mark.slow
+def test_each_run_says_its_report_as_a_path_to_open_from_here(ran):
+    project, run_dir = ran
+    here = project.outputs.parent  # the folder holding outputs/ (and the project)
+    listed = subprocess.run([DDLAB, "runs"], capture_output=True, text=True, cwd=here,
+                            env=project.env(), timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    report = f"    report: outputs/{run_dir.name}/report.html"
+    assert report in listed.stdout.splitlines(), listed.stdout
+    assert (here / report.split(": ", 1)[1]).is_file()
+    plot = [line for line in listed.stdout.splitlines() if line.startswith("    folder: ")]
+    assert len(plot) == 1 and (here / plot[0].split(": ", 1)[1] / "throughput.png").is_file()
+    one_down = subprocess.run([DDLAB, "runs"], capture_output=True, text=True,
+                              cwd=project.root, env=project.env(), timeout=120)
+    assert f"    report: ../outputs/{run_dir.name}/report.html" in one_down.stdout
+
+
+@pytest.mark.slow
+def test_a_run_folders_name_opens_its_sweep_in_every_verb_that_takes_one(ran, tmp_path):
+    project, run_dir = ran
+    sweep_id = json.loads((run_dir / "verdict.json").read_text())["sweep_id"]
+    by_id = _ddlab(project, "plot", sweep_id, "--out", str(tmp_path / "by-id"))
+    by_folder = _ddlab(project, "plot", run_dir.name, "--out", str(tmp_path / "by-folder"))
+    assert by_folder.returncode == 0, by_folder.stderr  # was: "no such sweep"
+    assert by_folder.stdout.replace("by-folder", "by-id") == by_id.stdout
+    resumed = _ddlab(project, "sweep", "--resume", run_dir.name, "--dry-run")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"sweep {sweep_id} on local" in resumed.stderr + resumed.stdout
+    with sweepkit.using(project):
+        assert ddlab.load_report(run_dir.name).sweep_id == sweep_id
+        assert ddlab.load_report(str(run_dir)).sweep_id == sweep_id, "its path too"
+
+
+def test_a_kind_no_run_can_have_is_an_error_naming_the_kinds(tmp_path):
+    project = sweepkit.make_project(tmp_path)
+    done = _ddlab(project, "runs", "--kind", "bogus")
+    assert done.returncode == 2 and not done.stdout, (done.stdout, done.stderr)
+    assert done.stderr.strip() == ("ddlab runs: error: kind='bogus': not a kind of run; choose "
+                                   "one of: bisect, deploy, envelope, plot, poll, sweep")
+    known = _ddlab(project, "runs", "--kind", "poll")
+    assert known.returncode == 0 and known.stdout.startswith("no runs yet")
+
+
 def _write(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(data if isinstance(data, str) else json.dumps(data))

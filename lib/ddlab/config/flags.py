@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ddlab.config.sglang import human_readable_int, known_option_names
 from ddlab.core.errors import ConfigError
 
-__all__ = ["Flag", "FLAGS", "normalize_name", "resolve_name", "check_value",
+__all__ = ["Flag", "FLAGS", "normalize_name", "resolve_name", "spelled_like", "check_value",
            "render_flag", "render_value", "closest", "graphs_on"]
 
 # word: a name that the release's table checks (its choices change between releases);
@@ -222,13 +222,20 @@ def resolve_name(raw: str, *, explicit: bool = False,
     if not (explicit or marked or name in known_option_names()):  # a real flag is no typo
         guess = closest(name, (*FLAGS, *extra))
         if guess is not None:
-            shown = f"--{guess}" if guess in FLAGS else guess
+            shown = f"--{guess}" if guess in FLAGS else spelled_like(raw, guess)
             raise ConfigError(
                 f"{raw}: not a known flag, but a near miss of {shown}",
-                fix=f"did you mean {shown}? try --set {guess.replace('-', '_')}=VALUE, "
+                fix=f"did you mean {shown}? try --set {spelled_like(raw, guess)}=VALUE, "
                     f"or --set flags.{name}=VALUE to pass --{name} verbatim",
                 key=raw, suggestion=guess)
     return name, None
+
+
+def spelled_like(given: str, name: str) -> str:
+    """``name`` in the spelling of ``given``: kebab (``topk-cap``) when the user wrote
+    dashes and no underscore, else snake (``topk_cap``), as hints repeat what was typed."""
+    kebab = "-" in given.removeprefix("--") and "_" not in given
+    return name.replace("_", "-") if kebab else name.replace("-", "_")
 
 
 def closest(word: str, candidates, *, bound: int | None = None) -> str | None:

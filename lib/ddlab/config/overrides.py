@@ -7,13 +7,15 @@ kebab; ``flags.X`` passes X verbatim even when it looks like a typo; a bare
 unknown name that is part of a known one, ``topk`` of ``topk_cap``, is refused
 as a near miss),
 ``env.NAME``, ``unit.FIELD``, ``python``, ``module``, and the notebook aliases
-in ``ALIASES`` (``budget``, ``topk_cap``, ``algorithm``, ``cuda_graph``).
+in ``ALIASES`` (``budget``, ``topk_cap``, ``algorithm``, ``cuda_graph``; ``topk-cap``
+and ``cuda-graph`` too: a key is taken in either spelling, as flags are).
 :func:`resolve_overrides` says where each key goes, in canonical order (flag
 registry order, then unknown flags, env, unit, python, module, each sorted).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from ddlab.config import flags as flagreg
@@ -22,13 +24,16 @@ from ddlab.config.unit_fields import UNIT_FIELDS, unit_field_name
 from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 
-__all__ = ["ALIASES", "parse_overrides"]
+__all__ = ["ALIASES", "alias_of", "parse_overrides", "in_words_given"]
 
 ALIASES = {"budget": "speculative-ddtree-budget", "topk_cap": "speculative-ddtree-topk-cap",
            "algorithm": "speculative-algorithm", "cuda_graph": "disable-cuda-graph"}
 
 
-# --- bases --------------------------------------------------------------------------
+def alias_of(key: str) -> str | None:
+    """The alias ``key`` names in either spelling (``topk-cap`` is ``topk_cap``), else None."""
+    alias = key.replace("-", "_") if isinstance(key, str) else key
+    return alias if alias in ALIASES else None
 
 
 # --- overrides ----------------------------------------------------------------------
@@ -80,8 +85,8 @@ def _target(key: str) -> tuple[str, str]:
     """Where an override key goes: ``("flags"|"env"|"unit"|"python"|"module", name)``."""
     if key in ("python", "module", "probes"):
         return key, key
-    if key in ALIASES:
-        return "flags", ALIASES[key]
+    if alias_of(key):
+        return "flags", ALIASES[alias_of(key)]
     if "." in key:
         space, _, rest = key.partition(".")
         if space == "env":  # the name is checked with the rest of the config
@@ -111,7 +116,7 @@ def _refuse_a_part(key: str, name: str) -> None:
     parts = _containing(name)
     if not parts:
         return
-    guess, *others = parts
+    guess, *others = [flagreg.spelled_like(key, part) for part in parts]
     also = f" (also close: {', '.join(others[:2])})" if others else ""
     raise ConfigError(f"{key}: not a known flag, but part of {guess}",
                       fix=f"did you mean {guess}?{also} try --set {guess}=VALUE, or "
@@ -149,10 +154,10 @@ def resolve_overrides(overrides: dict) -> dict:
     targets: dict = {}
     for key, value in overrides.items():
         target = _target(key)
-        if key == "cuda_graph":
+        if alias_of(key) == "cuda_graph":
             if not isinstance(value, bool):
-                raise ConfigError(f"cuda_graph={value!r}: must be true or false",
-                                  fix="try --set cuda_graph=false", key=key, value=value)
+                raise ConfigError(f"{key}={value!r}: must be true or false",
+                                  fix=f"try --set {key}=false", key=key, value=value)
             value = None if value else True
         if key == "probes":  # one text or a list of them; checked by the config
             value = tuple([value] if isinstance(value, str) else value or ())
@@ -163,9 +168,23 @@ def resolve_overrides(overrides: dict) -> dict:
     return {t: targets[t][1] for t in sorted(targets, key=lambda t: change_order(*t))}
 
 
-# --- variants -----------------------------------------------------------------------
-
-
-# --- names and descriptions ---------------------------------------------------------
+def in_words_given(err: ConfigError, overrides: dict) -> ConfigError:
+    """``err`` (a flag's value refused) in the words its override was given in: for
+    ``--set topk-cap=0`` or ``-p budget 0``, ``topk-cap=0: ...; try --set topk-cap=4``
+    rather than the flag's own name (``speculative-ddtree-topk-cap=0``). ``cuda_graph``
+    is left as it is: it sets the flag's opposite. Returns ``err``, changed in place."""
+    flag = getattr(err, "key", None)
+    for key in overrides:
+        if alias_of(key) == "cuda_graph" or not isinstance(key, str) or "." in key:
+            continue
+        target = ALIASES.get(alias_of(key) or "", key.removeprefix("--").replace("_", "-"))
+        if target == flag:
+            err.message = re.sub(rf"^{re.escape(flag)}(?==)", key, err.message)
+            snake = flag.replace("-", "_")
+            err.fix = err.fix and re.sub(rf"--set ({re.escape(flag)}|{re.escape(snake)})=",
+                                         f"--set {key}=", err.fix)
+            err.facts["given"] = err.given = key
+            break
+    return err
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from ddlab.config import flags as flagreg
 from ddlab.config.bases import Config, copy_value, load_base
-from ddlab.config.overrides import change_order, parse_overrides, resolve_overrides
+from ddlab.config.overrides import change_order, in_words_given, parse_overrides, resolve_overrides
+from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, holds_secret, looks_secret
 
 __all__ = ["Variant", "make_variant", "on_host", "describe_changes", "INCIDENTAL"]
@@ -81,14 +82,18 @@ def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Va
     parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit),
              "sglang": dict(base.sglang)}
     scalars = {"python": base.python, "module": base.module, "probes": base.probes}
-    for (kind, name), value in resolve_overrides(parse_overrides(overrides)).items():
+    given = parse_overrides(overrides)
+    for (kind, name), value in resolve_overrides(given).items():
         if kind in scalars:
             scalars[kind] = value
         elif value is None or (kind == "flags" and value is False):
             parts[kind].pop(name, None)
         else:
             parts[kind][name] = value
-    config = dataclasses.replace(base, **parts, **scalars)
+    try:
+        config = dataclasses.replace(base, **parts, **scalars)
+    except ConfigError as err:  # said with the key as given: topk-cap=0, not the flag's name
+        raise in_words_given(err, given)
     changes = _changes(base, config)
     return Variant(base=base, config=config, changes=changes,
                    name=_variant_name(base.base, changes, config, unnamed=unnamed))

@@ -11,12 +11,16 @@ caller         ``-p NAME VALUE``           ``--set KEY=VALUE``
 =============  ==========================  ===============================================
 ``papermill``  as is                       ``-p PARAM VALUE`` when a parameter of the
                                            running notebook sets KEY, else ``KEY=VALUE``
-``cli``        ``--NAME VALUE`` (kebab,    as is
-               ``_s`` dropped)
+``cli``        ``--NAME VALUE`` (kebab,    ``--PARAM VALUE`` when an option of the verb
+               ``_s`` dropped)             sets KEY (``ddlab sweep --budget 0``), else
+                                           as is
 ``python``     ``NAME=VALUE``              ``KEY=VALUE``
 =============  ==========================  ===============================================
 
-The caller is what :func:`set_caller` said (the CLI does, per verb), else what
+The fix's KEY is already the one the user typed (``--set topk-cap=4``, not the
+flag's own name: :func:`ddlab.config.overrides.in_words_given`). The caller is
+what :func:`set_caller` said (the CLI does, per verb, and names the verb's
+options that set a key the way the sweep notebook's parameters do), else what
 the kernel says: a notebook run headless (plain papermill, ``ddlab run``) is
 ``papermill``; JupyterLab, a script and the tests are ``python``.
 """
@@ -54,9 +58,12 @@ def set_caller(name: str) -> str:
     return previous
 
 
-def set_notebook_parameters(names) -> None:
-    """The parameters the running notebook declares (a fix may name them with ``-p``)."""
-    _STATE["parameters"] = frozenset(names)
+def set_notebook_parameters(names) -> frozenset:
+    """The parameters the running notebook declares (a fix may name them with ``-p``), or
+    the running CLI verb's options that set an override key (``budget`` of ``ddlab sweep
+    --budget``); returns those said before, to put back."""
+    previous, _STATE["parameters"] = _STATE["parameters"], frozenset(names)
+    return previous
 
 
 def caller() -> str:
@@ -85,9 +92,11 @@ def _parameter(who: str, name: str, value: str) -> str:
 
 
 def _override(who: str, key: str, value: str) -> str:
-    if who == "cli":
-        return f"--set {key}={value}"
     param = PARAMETER_OF.get(key.replace("-", "_"))
+    if who == "cli":
+        if param in _STATE["parameters"]:
+            return f"--{param.replace('_', '-')} {value}"
+        return f"--set {key}={value}"
     if who == "papermill" and param in _STATE["parameters"]:
         return f"-p {param} {value}"
     return f"{key}={_unquoted(value)}"

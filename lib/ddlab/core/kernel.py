@@ -13,6 +13,14 @@ keeps it for the output notebook), but the kernel inherited papermill's stderr:
 :func:`terminal` is that stream, so the library's progress and verdict reach the
 person who typed the command (``ddlab run`` relays the notebook's stderr itself,
 and a JupyterLab server's log is no place for them: there it is None).
+
+In any kernel, ddlab's own errors show briefly (:func:`show_errors_briefly`, set
+up by ``import ddlab``): the notebook's own frames (the cell's line) and the
+error, whose last line says what was given and the fix, not 70-120 lines of the
+library's frames above it, which papermill would print in the terminal and keep
+in the output notebook. Any other exception keeps its whole traceback, and
+``%tb`` / ``%debug`` still see every frame of a ddlab error (so does a kernel
+started with ``DDLAB_LOG=debug``: there ddlab's errors show whole).
 """
 
 from __future__ import annotations
@@ -20,10 +28,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import types
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["in_kernel", "launcher", "parent_argv", "papermill_args", "terminal", "to_terminal"]
+__all__ = ["in_kernel", "launcher", "parent_argv", "papermill_args", "terminal", "to_terminal",
+           "show_errors_briefly"]
+
+_PACKAGE = str(Path(__file__).resolve().parents[1])  # lib/ddlab: the frames left out
 
 
 def in_kernel() -> bool:
@@ -100,3 +112,49 @@ def to_terminal(text: str, *, end: str = "\n") -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def show_errors_briefly(errors: tuple) -> bool:
+    """In a kernel, show ``errors`` (ddlab's) with the frames of the notebook only: IPython's
+    own traceback of the cell's line, then the error. Why IPython's ``set_custom_exc``: it
+    is the kernel's one hook for how an exception raised by a cell is shown, and what it
+    shows is what ipykernel sends, so papermill's terminal, the output notebook and
+    JupyterLab all get the short form; sys.excepthook is never called in a kernel. Left
+    alone when someone else set a handler. True when set (or set already)."""
+    if not in_kernel() or os.environ.get("DDLAB_LOG", "").lower() == "debug":
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell.custom_exceptions not in ((), errors):
+        return False
+    shell.set_custom_exc(errors, _brief)
+    return True
+
+
+def _brief(shell, etype, value, tb, tb_offset=None):
+    """IPython's custom-exception handler: the traceback up to the first frame of the
+    library, the chain of causes left out (the message says what counts); shown, and
+    kept whole in ``sys.last_traceback`` for ``%tb`` and ``%debug``."""
+    saved = value.__cause__, value.__context__, value.__suppress_context__
+    value.__cause__, value.__suppress_context__ = None, True
+    try:
+        stb = shell.InteractiveTB.structured_traceback(etype, value, _without_library(tb),
+                                                       tb_offset=tb_offset)
+    finally:
+        value.__cause__, value.__context__, value.__suppress_context__ = saved
+    shell._showtraceback(etype, value, stb)
+    sys.last_type, sys.last_value, sys.last_traceback = etype, value, tb
+    return None
+
+
+def _without_library(tb):
+    """A copy of the traceback ``tb`` that ends before its first frame inside ddlab."""
+    kept = []
+    while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE + os.sep):
+        kept.append(tb)
+        tb = tb.tb_next
+    short = None
+    for frame in reversed(kept):
+        short = types.TracebackType(short, frame.tb_frame, frame.tb_lasti, frame.tb_lineno)
+    return short

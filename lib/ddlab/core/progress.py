@@ -13,6 +13,12 @@ a status such as the server's startup phase) at least every ``interval_s``:
 Every beat is also appended to ``record`` (a file) when given, and
 :meth:`close` writes the final line, so a wait leaves a trace however it ends.
 Lines are masked (:mod:`ddlab.core.redact`) first: a status may quote a log.
+
+A :class:`Pace` says how far a job of N steps (a sweep's cells) is, for the line
+logged as each step ends: ``3/10 done, 1m12s elapsed, about 2m48s left``, then
+``10/10 done in 4m12s`` (a sweep's: ``[sweep] cell 3/10: measured; 1m12s elapsed,
+about 2m48s left``). Those lines are the progress a pipe (CI, ``tee``) keeps,
+where a bar rewritten in place would sit still for minutes with a false ETA.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Iterator, TextIO
 from ddlab.core.kernel import in_kernel, terminal, to_terminal
 from ddlab.core.redact import redact_text
 
-__all__ = ["Heartbeat", "Slot", "in_kernel"]
+__all__ = ["Heartbeat", "Pace", "Slot", "duration_words", "in_kernel"]
 
 
 class Heartbeat:
@@ -159,3 +165,36 @@ class Slot:
             self._handle.update({"text/plain": obj}, raw=True)
         else:
             self._handle.update(obj)
+
+
+class Pace:
+    """Steps done of ``total``, the time since it started and the time left at this pace."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.started = time.monotonic()
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+    def said(self, done: int, *, count: bool = True) -> str:
+        """``3/10 done, 1m12s elapsed, about 2m48s left``; the last: ``10/10 done in 4m12s``
+        (without ``count``, where the line says k/N already: ``1m12s elapsed, ...``)."""
+        elapsed = self.elapsed_s
+        head = f"{done}/{self.total} done" if count else ""
+        if done >= self.total:
+            return f"{head or 'done'} in {duration_words(elapsed)}"
+        left = f"about {duration_words(elapsed / done * (self.total - done))} left" if done \
+            else "time left unknown"
+        return ", ".join(p for p in (head, f"{duration_words(elapsed)} elapsed", left) if p)
+
+
+def duration_words(seconds: float) -> str:
+    """``42s``, ``4m12s``, ``1h03m``: a duration as a person reads it."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

@@ -120,7 +120,7 @@ class Diagnosis:
 
     @property
     def exit_code(self) -> int:
-        """For a script (``ddlab diagnose --exit-code``): 3 crashed (as ``ddlab watch``), else 0."""
+        """For a script (``ddlab diagnose``): 3 crashed (as ``ddlab watch``), else 0."""
         return CRASHED_EXIT if self.crashed else 0
 
     def render(self) -> str:
@@ -362,7 +362,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         target = probe_target(best.chain.frames if best and best.chain else [])
         if target:
             suggestion += (" To see the batch's fields (None, shapes) where it fails, deploy it "
-                           f"again with `ddlab deploy --probe {target} ...` (nothing installed "
+                           f"again with `ddlab deploy --probe-fn {target} ...` (nothing installed "
                            "is edited; the baseline never carries it).")
     return Diagnosis(
         crashed=crashed, kind=signature.kind if signature else ("unknown" if crashed else None),

@@ -23,7 +23,7 @@ from ddlab.diagnosis.logtext import Line
 __all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "CRASHED_EXIT"]
 
 # ddlab's exit status for a crash, for scripts: `ddlab watch` on a crashed variant and
-# `ddlab diagnose --exit-code` on a crash log (docs/DESIGN.md has the whole table).
+# `ddlab diagnose` on a crash log (docs/DESIGN.md has the whole table).
 CRASHED_EXIT = 3
 
 _EXIT_RE = re.compile(r"Main process exited, (?P<status>code=(?P<code>\w+), status=(?P<value>[^\s,;]+))")

@@ -1,4 +1,4 @@
-"""Which ``--probe`` to suggest for a graph crash whose traceback names no field.
+"""Which ``--probe-fn`` (ddlab deploy) to suggest for a graph crash whose traceback names no field.
 
 A replay or capture crash in the field said nothing of which forward-batch
 field was None; a probe (:mod:`ddlab.probes`) on the innermost server method on
@@ -18,7 +18,7 @@ _SERVER_CODE = re.compile(r"/((?:sglang|ddlab/target)/[\w/]+)\.py$")
 
 
 def probe_target(frames) -> str | None:
-    """The ``--probe`` for a traceback, as module.Class.method: the innermost server method
+    """The ``--probe-fn`` for a traceback, as module.Class.method: the innermost server method
     the forward batch was passed to (its caller's code line hands it ``forward_batch``: the
     replay path); failing that, the innermost method a graph runner called on itself
     (``self.capture_one_shape(`` in the same file: the capture path, whose calls carry no

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ddlab.core.errors import DdlabError, HostError
 from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, forget_thread, interrupt_thread
 from ddlab.core.log import get_logger
-from ddlab.core.progress import Heartbeat
+from ddlab.core.progress import Heartbeat, Pace
 from ddlab.hosts.pools import slots as slots_of
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab.deploy import Lab
@@ -51,6 +51,8 @@ class CellQueue:
 
     def __init__(self, cells):
         self.pending = list(cells)
+        self.pace = Pace(len(self.pending))  # each cell's end line: k/N, elapsed, time left
+        self.ended = 0
         self.in_flight = 0
         self.failed_on: dict[str, set] = {}   # cell hash -> hosts it errored on
         self.closed = False
@@ -75,6 +77,12 @@ class CellQueue:
         with self.cond:
             self.in_flight -= 1
             self.cond.notify_all()
+
+    def finished(self) -> str:
+        """One more cell finished: how far the queue is (``3/10 done, ... left``)."""
+        with self.cond:
+            self.ended += 1
+            return self.pace.said(self.ended)
 
     def give_back(self, cell, host: str) -> None:
         """A cell that errored on ``host``: the other hosts may take it."""
@@ -208,7 +216,7 @@ def _cells(slot: _Slot, lab: Lab, store: Store, queue: CellQueue, sweep,
         slot.cells += 1
         sweep.finished.append(cell.hash)
         queue.done(cell)
-        log.info(f"[sweep] {slot.label}: {cell.variant.name}: {status}")
+        log.info(f"[sweep] {slot.label}: {cell.variant.name}: {status}; {queue.finished()}")
 
 
 def _report(places: list[_Slot], queue: CellQueue, sweep) -> None:

@@ -27,10 +27,9 @@ from pathlib import Path
 import pandas as pd
 
 from ddlab.config.flags import graphs_on
-from ddlab.core.errors import ConfigError
 from ddlab.lab.measure import CI_FIGURES
 from ddlab.lab.stats import includes, median_ci, missing, overlaps, ratio_ci
-from ddlab.lab.store import Store
+from ddlab.lab.store import Store, find_sweep
 
 __all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "METRICS", "CI_COLUMNS",
            "LOAD_COLUMNS"]
@@ -54,13 +53,8 @@ _MEASURE_COLUMNS = ["rounds", "measure_s", "stopped", *LOAD_COLUMNS]
 
 
 def resolve_sweep(store: Store, sweep: str = "latest") -> str:
-    """A sweep id from ``latest`` or an id; ConfigError listing the known ones."""
-    sweep_id = store.latest_sweep_id() if sweep in ("", "latest") else sweep
-    if not sweep_id or store.sweep(sweep_id) is None:
-        known = ", ".join(store.sweep_ids()[-5:]) or "none yet: run notebooks/sweep.ipynb"
-        raise ConfigError(f"sweep={sweep!r}: no such sweep in {store.path}",
-                          fix=f"use 'latest' or one of: {known}", value=sweep)
-    return sweep_id
+    """A sweep id from an id, ``latest`` or a run folder's name (:func:`find_sweep`)."""
+    return find_sweep(store, sweep)
 
 
 def _lossless_said(check) -> str | None:

@@ -26,11 +26,11 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from ddlab.core.errors import StoreError
+from ddlab.core.errors import ConfigError, StoreError
 from ddlab.core.paths import outputs_dir
 from ddlab.core.redact import redact, redact_text
 
-__all__ = ["Store", "connect", "default_path", "integrity_ok", "DONE_STATES"]
+__all__ = ["Store", "connect", "default_path", "find_sweep", "integrity_ok", "DONE_STATES"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sweeps (
@@ -270,6 +270,47 @@ def _decode(row: sqlite3.Row, json_columns: tuple[str, ...]) -> dict:
         if out.get(key) is not None:
             out[key] = json.loads(out[key])
     return out
+
+
+def find_sweep(store: Store, given: str = "latest", *, name: str = "sweep") -> str:
+    """A stored sweep's id from what a user may give (``name`` is the parameter, for the
+    error): its id; ``latest`` (or ""); or the name or path of a run folder that holds its
+    verdict (``ddlab run sweep``'s ``20261201T024425Z-sweep-demo``, a plain papermill or
+    ``ddlab plot`` run's), as ``ddlab runs`` lists them. ConfigError otherwise, listing the
+    newest ids."""
+    given = str(given or "").strip()
+    sweep_id = store.latest_sweep_id() if given in ("", "latest") else given
+    if sweep_id and store.sweep(sweep_id) is None:
+        sweep_id = _swept_in(store, given)
+    if sweep_id and store.sweep(sweep_id) is not None:
+        return sweep_id
+    known = ", ".join(store.sweep_ids()[-5:]) or "none yet: run notebooks/sweep.ipynb"
+    found = "" if given in ("", "latest") else " (its run folder names none)" \
+        if _folder(store, given) else " (nor a run folder)"
+    raise ConfigError(f"{name}={given!r}: no such sweep in {store.path}{found}",
+                      fix=f"use 'latest', a sweep id or a run folder's name (ddlab runs lists "
+                          f"them); the newest ids: {known}", value=given)
+
+
+def _folder(store: Store, given: str) -> Path | None:
+    """The run folder ``given`` names: a path, or a name under the store's outputs folder."""
+    for folder in (Path(given), store.path.parent / given, store.path.parent / "runs" / given):
+        if given and folder.is_dir():
+            return folder
+    return None
+
+
+def _swept_in(store: Store, given: str) -> str | None:
+    """The sweep id a run folder's verdict (or its record) names, None when none."""
+    folder = _folder(store, given)
+    for record in ("verdict.json", "run.json"):
+        try:
+            data = json.loads((folder / record).read_text()) if folder else {}
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("sweep_id"), str):
+            return data["sweep_id"]
+    return None
 
 
 def connect(path: str | Path | None = None) -> Store:

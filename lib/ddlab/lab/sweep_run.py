@@ -31,6 +31,7 @@ from ddlab.config.units import render_unit
 from ddlab.core.errors import ConfigError, DdlabError, HostError
 from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
+from ddlab.core.progress import Pace, duration_words
 from ddlab.core.paths import outputs_dir
 from ddlab.core.run_folders import new_run_dir, write_json
 from ddlab.hosts.pools import load_pool, pool_label, slots
@@ -39,7 +40,7 @@ from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
 from ddlab.lab.pool import CellSteps, run_pool
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.lab.store import DONE_STATES, Store, find_sweep
 from ddlab.lab.sweep_plan import (
     Cell,
     SweepOptions,
@@ -111,6 +112,7 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
     """Run the cells of an open sweep that are not finished yet (see the module
     docstring); the store says how it ended, also when this raises."""
     todo = [c for c in sweep.cells if c.hash not in sweep.skipped]
+    pace = Pace(len(todo))
     if not todo:  # a finished sweep resumed: the host is not touched, production not stopped
         log.info(f"[sweep] {sweep.sweep_id}: nothing left to run; all {len(sweep.cells)} cells "
                  "are finished")
@@ -126,15 +128,15 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
                 _run_cells(lab, store, sweep, todo)
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt):
-            _stop(store, sweep, "interrupted")
+            _stop(store, sweep, "interrupted", pace=pace)
         elif store.forget_unstarted_sweep(sweep.sweep_id):  # nothing ran: nothing to resume
             sweep.status = "failed"
             log.info(f"[sweep] {sweep.sweep_id}: failed before its first cell; not kept in "
                      f"the store ({type(err).__name__})")
         else:
-            _stop(store, sweep, "failed", error=f"{type(err).__name__}: {err}")
+            _stop(store, sweep, "failed", error=f"{type(err).__name__}: {err}", pace=pace)
         raise
-    _stop(store, sweep, "done")
+    _stop(store, sweep, "done", pace=pace)
     return sweep
 
 
@@ -158,12 +160,15 @@ def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
             lab.restore()
 
 
-def _stop(store: Store, sweep: Sweep, status: str, error: str = "") -> None:
+def _stop(store: Store, sweep: Sweep, status: str, error: str = "",
+          pace: Pace | None = None) -> None:
+    """The sweep's end in the store and in one line, with how long it took (``pace``)."""
     sweep.status = status
     store.set_sweep_status(sweep.sweep_id, status, error=error)
     done = len(sweep.skipped) + len(sweep.finished)
-    log.info(f"[sweep] {sweep.sweep_id}: {status}; {done} of {len(sweep.cells)} cells finished "
-             f"and stored in {store.path}")
+    took = f" in {duration_words(pace.elapsed_s)}" if pace is not None else ""
+    log.info(f"[sweep] {sweep.sweep_id}: {status}{took}; {done} of {len(sweep.cells)} cells "
+             f"finished and stored in {store.path}")
     if status != "done":
         log.info(f"[sweep] resume with: {sweep.resume_command()}")
 
@@ -178,11 +183,7 @@ def open_sweep(plan: SweepPlan | None = None, *, host: str | HostProfile | None 
     store = store or Store()
     options = options or SweepOptions()
     if resume:
-        sweep_id = store.latest_sweep_id() if resume == "latest" else resume
-        if not sweep_id or store.sweep(sweep_id) is None:
-            known = ", ".join(store.sweep_ids()[-5:]) or "none yet"
-            raise ConfigError(f"resume={resume!r}: no such sweep in {store.path}",
-                              fix=f"use 'latest' or one of: {known}", value=resume)
+        sweep_id = find_sweep(store, resume, name="resume")  # an id, latest, a run folder
         record = store.sweep(sweep_id)
         asked = pool_label(load_pool(host), host) if host else ""
         if asked and asked != record["host"]:
@@ -230,20 +231,20 @@ MAX_ERRORS_IN_A_ROW = 3
 def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell]) -> None:
     """Run cells in order; a cell that errors is recorded and skipped (redone on
     resume), but errors in a row mean the host itself is in trouble: stop."""
-    errors = 0
+    errors, pace = 0, Pace(len(todo))
     for n, cell in enumerate(todo, 1):
         log.info(f"[sweep] cell {n}/{len(todo)}: {cell.variant.name} ({cell.label})")
         try:
             status = _run_cell(lab, store, sweep, cell, sweep.options)
         except DdlabError as err:
             errors += 1
-            log.info(f"[sweep] cell {n}/{len(todo)}: error: {err}")
+            log.info(f"[sweep] cell {n}/{len(todo)}: error: {err}; {pace.said(n, count=False)}")
             if errors >= MAX_ERRORS_IN_A_ROW:
                 raise
             continue
         errors = 0
         sweep.finished.append(cell.hash)
-        log.info(f"[sweep] cell {n}/{len(todo)}: {status}")
+        log.info(f"[sweep] cell {n}/{len(todo)}: {status}; {pace.said(n, count=False)}")
     if sweep.options.bracket and any(c.role != "baseline" for c in todo):
         bracket_baselines(lab, store, sweep)
 

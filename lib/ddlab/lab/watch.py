@@ -443,7 +443,7 @@ def _not_lossless(diagnosis: dx.Diagnosis, loop: _Loop) -> dx.Diagnosis:
     if graphs:
         step = ("deploy the same variant with CUDA graphs off (--set cuda_graph=false): if its "
                 "tokens are right, the graph replays buffers a verify field never filled; probe "
-                "the replay (--probe ...CudaGraphRunner.replay:first=3) to see which field is None")
+                "the replay (--probe-fn ...CudaGraphRunner.replay:first=3) to see which field is None")
     else:
         step = ("graphs are off, so the verify path itself is wrong: sweep budget and topk_cap "
                 "down to the smallest tree that still differs, and compare with DFLASH")

@@ -13,7 +13,10 @@ marked so, and so does a run whose kernel died (killed, out of memory);
 ``outputs/index.html`` is rewritten after every run. With
 ``progress``, the terminal shows papermill's bar over the notebook's cells
 and, as they come, the lines the kernel writes to stderr (a sweep's cell by
-cell progress), since one notebook cell may run for many minutes.
+cell progress, with the time elapsed and left), since one notebook cell may run
+for many minutes; where stderr is no terminal (CI, ``| tee log``) there is no
+bar, which would sit at "30% 3/10" for minutes with a false ETA, only those
+lines. The result says how long the run took, above the report's path.
 
 Ctrl-C (SIGINT) is forwarded to the kernel, which raises KeyboardInterrupt
 inside the running cell, so the library's own clean-up (putting the
@@ -39,6 +42,7 @@ from ddlab.core.caller import set_notebook_parameters
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
+from ddlab.core.progress import duration_words
 from ddlab.core.redact import redact, redact_text
 from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json, write_text
 from ddlab.report.html import (
@@ -73,6 +77,7 @@ class NotebookRun:
     headline: str = ""
     next_step: str = ""  # the verdict's: what to try next (how to resume, ...)
     verdict: dict = field(default_factory=dict)  # the run folder's verdict.json
+    duration_s: float | None = None  # start to end, kernel start included
 
     @property
     def exit_code(self) -> int:
@@ -99,6 +104,8 @@ class NotebookRun:
         elif self.error.startswith("DeadKernelError"):
             rows.append("the kernel died: finished cells are kept; a sweep resumes with "
                         "`ddlab run sweep -p resume latest`, which takes over the lock it left")
+        if self.duration_s is not None:
+            rows.append(f"took {duration_words(self.duration_s)} ({self.notebook.name})")
         rows.append(str(self.report))
         return "\n".join(rows)
 
@@ -180,9 +187,17 @@ def _check_parameters(notebook: Path, params: dict) -> dict:
     if unknown:
         near = [m for name in unknown for m in difflib.get_close_matches(name, declared, n=1)]
         hint = f"did you mean {', '.join(near)}? " if near else ""
+        if len(unknown) == len(near) == 1:  # the command again, the name mended: -p budget 32
+            hint = f"did you mean -p {near[0]} {_shown(params[unknown[0]])}? "
         raise ConfigError(f"parameter(s) {', '.join(unknown)}: not declared by {notebook.name}",
                           fix=f"{hint}its parameters are: {', '.join(declared)}", value=unknown)
     return declared
+
+
+def _shown(value) -> str:
+    """A parameter's value as typed after ``-p NAME`` (YAML; quoted when it has a space)."""
+    text = value if isinstance(value, str) else json.dumps(value)  # JSON is YAML
+    return f"'{text}'" if not text or any(c in text for c in " ,;)'") else text
 
 
 _DATA = (bool, int, float, str, list, dict, type(None))  # what papermill injects
@@ -229,11 +244,13 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
     status, error = "ok", ""
     if RUN_DIR_PARAMETER in declared:  # where the notebook's calls leave the verdict, CSV...
         params[RUN_DIR_PARAMETER] = str(run_dir)
+    bar = progress and sys.stderr.isatty()  # in a pipe, a bar only sits still: lines only
     with _forward_interrupts() as interrupted:
         try:
             papermill.execute_notebook(str(source), str(executed), parameters=params,
-                                       cwd=str(project_root()), progress_bar=progress,
-                                       stderr_file=_AboveTheBar() if progress else None,
+                                       cwd=str(project_root()), progress_bar=bar,
+                                       stderr_file=(_AboveTheBar() if bar else sys.stderr)
+                                       if progress else None,
                                        kernel_name="python3", extra_arguments=_KERNEL_QUIET)
         except papermill.PapermillExecutionError as err:
             status = "interrupted" if interrupted or err.ename == "KeyboardInterrupt" else "failed"
@@ -287,7 +304,8 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
     write_index(run_dir.parent)
     return NotebookRun(run_dir=run_dir, status=status, report=report, notebook=executed,
                      error=error, headline=record["headline"],
-                     next_step=redact_text(verdict.get("next_step") or ""), verdict=verdict)
+                     next_step=redact_text(verdict.get("next_step") or ""), verdict=verdict,
+                     duration_s=duration_s)
 
 
 def _host_and_base(params: dict, declared: dict) -> dict:

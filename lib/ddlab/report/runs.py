@@ -12,7 +12,11 @@ Two sources, both read as they are (nothing here writes):
   watched).
 
 A sweep run through a notebook is one row, the sweep's, pointing at the
-notebook's folder (its report). Run folders are read for what they hold: a key
+notebook's folder (its report). Each row says what to open (``report``: the
+run's ``report.html``, else its folder, else ""); ``render()`` shows it relative
+to where the user stands when that reads well (``outputs/...``, ``../outputs/...``).
+A ``kind`` no run can have is an error naming the kinds, never "no runs yet".
+Run folders are read for what they hold: a key
 missing, a file half-written or of an older layout leaves a blank, never an
 error, so one odd folder cannot hide the others.
 """
@@ -20,20 +24,25 @@ error, so one odd folder cannot hide the others.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pandas as pd
 
 from ddlab.config.variants import describe_changes
-from ddlab.core.paths import outputs_dir
+from ddlab.core.errors import ConfigError
+from ddlab.core.paths import outputs_dir, project_root
 from ddlab.lab.store import Store
 from ddlab.lab.sweep_plan import describe_grid
 from ddlab.report.notebooks import run_outcome
 
-__all__ = ["RUN_COLUMNS", "Runs", "list_runs"]
+__all__ = ["KINDS", "RUN_COLUMNS", "Runs", "list_runs", "shown_path"]
 
-RUN_COLUMNS = ["id", "kind", "what", "host", "state", "headline", "best", "when", "via", "folder"]
+RUN_COLUMNS = ["id", "kind", "what", "host", "state", "headline", "best", "when", "via", "folder",
+               "report"]
+# The kinds every project may have (a notebook's name is a kind too: poll, ...).
+KINDS = ("sweep", "deploy", "plot", "bisect", "envelope")
 
 
 class Runs(pd.DataFrame):
@@ -55,6 +64,9 @@ class Runs(pd.DataFrame):
             rows += [f"    {text}" for text in (run["what"], run["headline"]) if text]
             if run["best"] and run["best"].split()[0] not in (run["headline"] or ""):
                 rows.append(f"    best: {run['best']}")
+            if run["report"]:
+                label = "report" if run["report"].endswith(".html") else "folder"
+                rows.append(f"    {label}: {shown_path(run['report'])}")
             blocks.append("\n".join(rows))
         return "\n".join(blocks)
 
@@ -69,15 +81,48 @@ def list_runs(*, kind: str | None = None, last: int | None = None,
         store = Store(root / "ddlab.sqlite")
     if store is not None:
         rows = _with_sweeps(rows, store)
+    for row in rows:
+        row["report"] = _report_of(row, root)
     frame = Runs(rows, columns=RUN_COLUMNS)
     frame["when"] = pd.to_datetime(frame["when"], utc=True)
     if kind:
+        _check_kind(kind, set(frame["kind"]))
         frame = frame[frame["kind"] == kind]
     frame = frame.sort_values("when", ascending=False, na_position="last", kind="stable")
     frame = Runs(frame.head(last) if last else frame).reset_index(drop=True)
     for n in frame.index[frame["headline"].isna()]:  # a sweep kept: its verdict, only now
         frame.loc[n, ["headline", "best"]] = _sweep_verdict(store, frame.loc[n])
     return frame
+
+
+def _check_kind(kind: str, present: set) -> None:
+    """``kind`` must be one a run can have: ConfigError naming them otherwise."""
+    notebooks = {p.stem for p in (project_root() / "notebooks").glob("*.ipynb")}
+    known = sorted(set(KINDS) | notebooks | {k for k in present if isinstance(k, str)})
+    if kind not in known:
+        raise ConfigError(f"kind={kind!r}: not a kind of run",
+                          fix=f"choose one of: {', '.join(known)}", value=kind)
+
+
+def _report_of(row: dict, root: Path) -> str:
+    """What to open for a run: its report.html, else its folder (a deploy's, a plot's
+    figures, a CLI sweep's cells), else ""."""
+    folder = row.get("folder") or ""
+    if not folder and row.get("kind") in ("sweep", "bisect", "envelope"):
+        folder = str(root / "sweeps" / str(row["id"]))
+    if folder and Path(folder, "report.html").is_file():
+        return str(Path(folder, "report.html"))
+    return folder if folder and Path(folder).is_dir() else ""
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as a person types it from here: relative to the current folder when it
+    is inside it or one folder up (``outputs/...``, ``../outputs/...``), else absolute."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return relative if not relative.startswith(f"..{os.sep}..") else str(path)
 
 
 # --- the store's sweeps --------------------------------------------------------------

@@ -81,7 +81,7 @@ class SearchReport:
         if self.kind == "envelope":
             return ("deploy the envelope's values (ddlab deploy --set ...), then sweep around "
                     "them" if self.found else "widen the ranges, or add a fallback")
-        return ("look at the culprit's code path (ddlab deploy --probe ...), or keep it out"
+        return ("look at the culprit's code path (ddlab deploy --probe-fn ...), or keep it out"
                 if self.found else "check the good and the bad config")
 
     def to_dict(self) -> dict:

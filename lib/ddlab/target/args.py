@@ -142,9 +142,15 @@ class _Deprecated(argparse.Action):
         namespace.deprecated_used = [*namespace.deprecated_used, (option_string, self.replacement)]
 
 
+EXAMPLES = """examples:
+  {prog} --port 30000 --speculative-algorithm DDTREE --speculative-ddtree-budget 16
+  {prog} --port 30001 --disable-cuda-graph --log-format 0.4"""
+
+
 def build_parser(prog="python -m ddlab.target") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="ddlab's tree-speculative target server "
-                                "(SGLang's flags, HTTP API and log lines)")
+                                "(SGLang's flags, HTTP API and log lines)", epilog=EXAMPLES.format(
+                                    prog=prog), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(deprecated_used=())
     a = p.add_argument
     a("--model-path", default="ddlab-tiny", help="built-in name (ddlab-tiny) or a weights directory")

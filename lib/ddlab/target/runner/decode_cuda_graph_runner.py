@@ -3,7 +3,7 @@
 ``sglang/srt/model_executor/runner/decode_cuda_graph_runner.py`` holds
 ``DecodeCudaGraphRunner`` (class at line 251 in 0.5.23); so does this file, so a
 traceback of the target names the same file, class and methods, and a probe
-written for one (``--probe ...runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.fill_from``)
+written for one (``--probe-fn ...runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.fill_from``)
 reads the same on the other.
 """
 
