@@ -204,3 +204,16 @@ def test_a_page_writes_this_machines_paths_relative_to_its_run_folder(text, show
     from ddlab.report.page import relative_paths
 
     assert relative_paths(text, Path("/m/x/outputs/run"), roots=[Path("/repo")]) == shown
+
+
+@pytest.mark.parametrize("kind, verdict, record, title", [
+    ("sweep", {"what": "local b4.16 x cap4 x graphs"}, {}, "sweep local b4.16 x cap4 x graphs"),
+    ("poll", {"variant": "local-b8", "host": "gpu1"}, {}, "poll local-b8 on gpu1"),
+    ("envelope", {"search_id": "20261201T014500Z-local-envelope-ctx"}, {}, "envelope local-envelope-ctx"),
+    ("deploy", {}, {"host": "local"}, "deploy local"),
+    ("sweep", {}, {}, "sweep"),
+], ids=["sweep", "poll", "search", "host-only", "nothing-known"])
+def test_a_page_is_titled_by_what_ran(kind, verdict, record, title):
+    from ddlab.report.page import page_title
+
+    assert page_title(kind, verdict, record) == title

@@ -95,14 +95,19 @@ def render_page(page: Page, path: Path) -> Path:
 
 def page_title(kind: str, verdict: dict, record: dict | None = None) -> str:
     """What ran, in a few words: ``sweep local b4.16.32 x cap1.4 x graphs``, ``poll
-    local-b8 on local``, ``plot local b4 x graphs``; from the verdict when it says, else
-    the run's host."""
+    local-b8 on local``, ``plot local b4 x graphs``, ``envelope <search id>``; from the
+    verdict when it says, else the run's host."""
     record = record or {}
     what = verdict.get("what")
     if not what and verdict.get("variant"):
         what = f"{verdict['variant']} on {verdict.get('host') or record.get('host') or '?'}"
-    what = what or record.get("host") or ""
+    what = what or _after_stamp(verdict.get("search_id")) or record.get("host") or ""
     return " ".join(w for w in (kind, what) if w)
+
+
+def _after_stamp(run_id) -> str:
+    """``local-envelope-...`` from ``20261201T014500Z-local-envelope-...``."""
+    return re.sub(r"^\d{8}T\d{6}Z-", "", str(run_id or ""))
 
 
 # --- paths ----------------------------------------------------------------------------
@@ -191,17 +196,20 @@ def banner_html(banner: dict, rel: Callable[[str], str] = str) -> str:
             f"<h2 style='margin:0;color:{colour}'>{escape(title)}</h2>"
             + (f"<ul style='margin:0.3em 0;padding-left:1.2em'>{details}</ul>" if details else "")
             + (f"<pre style='margin:0.3em 0'>{_text(extra, rel)}</pre>" if extra else "")
-            + _crashes(verdict.get("crashes") or [], rel)
+            + _crashes(verdict.get("crashes") or [], rel, str(banner.get("next step") or ""))
             + f"<table style='font-size:90%'>{rows}</table></div>")
 
 
-def _crashes(crashes: list[dict], rel) -> str:
+def _crashes(crashes: list[dict], rel, next_step: str = "") -> str:
+    """The crashed cells, each with its kind, phase, cause and its own next step (unless
+    it is the verdict's, shown below)."""
     if not crashes:
         return ""
     items = "".join(f"<li><b>{_text(str(c.get('name')), rel)}</b>: {_text(str(c.get('kind')), rel)}"
                     f" in {_text(str(c.get('phase')), rel)}: {_text(str(c.get('cause')), rel)}"
                     + (f"<br><i>next: {_text(str(c['suggestion']), rel)}</i>"
-                       if c.get("suggestion") else "") + "</li>" for c in crashes)
+                       if c.get("suggestion") and not next_step.endswith(str(c["suggestion"]))
+                       else "") + "</li>" for c in crashes)
     return (f"<details{' open' if len(crashes) <= 3 else ''}><summary>{len(crashes)} crashed "
             f"cell{'s' if len(crashes) != 1 else ''}</summary><ul>{items}</ul></details>")
 
