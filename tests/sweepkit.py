@@ -229,7 +229,8 @@ def _run_shared(folder: Path) -> SharedSweep:
 
 
 def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, extra=(),
-                    sweep_id: str = "synthetic", status: str = "done", fixed=()) -> list:
+                    sweep_id: str = "synthetic", status: str = "done", fixed=(),
+                    baseline: bool = True, options: dict | None = None) -> list:
     """A sweep in the store at ``path`` without running anything: the plan is real
     (real configs and hashes), each cell's outcome is given, in plan order, as
     ``("measured", {metrics})``, ``("crashed", kind)``, ``("timeout", None)`` or
@@ -237,10 +238,12 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
     from ddlab.lab.store import Store
     from ddlab.lab.sweep_plan import plan_sweep
 
-    plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra), fixed=fixed)
+    plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra), fixed=fixed,
+                      baseline=baseline)
     assert len(plan.cells) == len(outcomes), [c.label for c in plan.cells]
     with Store(path) as store:
-        store.add_sweep(sweep_id, host="local", base="local", grid=plan.inputs(), options={})
+        store.add_sweep(sweep_id, host="local", base="local", grid=plan.inputs(),
+                        options=options or {})
         for cell, (state, detail) in zip(plan.cells, outcomes):
             store.plan_cell(sweep_id, config_hash=cell.hash, name=cell.variant.name,
                             position=cell.position, point=cell.point, role=cell.role,
@@ -259,3 +262,16 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
             store.finish_cell(sweep_id, cell.hash, status=state, run_id=run_id)
         store.set_sweep_status(sweep_id, status)
     return plan.cells
+
+
+def bracket_run(path: Path, sweep_id: str, cell, state: str, verdict: dict,
+                metrics: dict | None = None) -> None:
+    """A baseline ``cell`` measured again after the grid, as ``sweep_run.bracket_baselines``
+    stores it: ``state`` ``bracket`` (measured: ``metrics``), or how it failed."""
+    from ddlab.lab.store import Store
+
+    with Store(path) as store:
+        run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host="local",
+                               config=cell.variant.to_dict(), sweep_id=sweep_id,
+                               run_dir=f"/runs/bracket-{cell.label}")
+        store.finish_run(run_id, state=state, verdict=verdict, metrics=metrics)

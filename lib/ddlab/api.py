@@ -332,13 +332,14 @@ def _keep_records(own, report, opened: Sweep | None, profile: HostProfile, run_d
 
 
 def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
-            frame=None, error: str = "") -> SweepReport:
+            frame=None, error: str = "", what: str = "", cautions=()) -> SweepReport:
     """The report of a sweep; in ``run_dir`` its verdict and ``cells.csv`` too."""
-    from ddlab.lab.results import load_cells
+    from ddlab.lab.results import load_cells, sweep_words
     from ddlab.report.verdicts import SweepReport, sweep_verdict
 
     frame = load_cells(sweep_id, store=store) if frame is None else frame
-    verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume, error=error)
+    verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume, error=error,
+                            what=what or sweep_words(store.sweep(sweep_id)), cautions=cautions)
     record_verdict(verdict.to_dict(), run_dir)
     if run_dir and Path(run_dir).is_dir() and not frame.empty:
         frame.to_csv(Path(run_dir) / "cells.csv", index=False)
@@ -378,11 +379,15 @@ def load_report(sweep: str | list = "latest", *, metric: str = "output_tok_s",
     if metric not in METRICS:
         raise ConfigError(f"metric={metric!r}: not a known figure",
                           fix=f"choose one of: {', '.join(METRICS)}", value=metric)
+    from ddlab.report.compare import workload_caution
+
     store = store or Store()
-    sweep_id = resolve_sweep(store, sweep_list(sweep)[0])
+    ids = [resolve_sweep(store, s) for s in sweep_list(sweep)]
+    sweep_id = ids[0]
     record = store.sweep(sweep_id)
+    caution = workload_caution(store, ids)
     report = _report(store, sweep_id, record["status"], record["resume_command"], run_dir,
-                     error=record.get("error") or "")
+                     error=record.get("error") or "", cautions=[caution] if caution else ())
     report.provenance = sweep_provenance(sweep_id, run_dir)  # kept when it ran; also in run_dir
     return report
 
@@ -426,7 +431,14 @@ def compare_sweeps(sweeps: str | list = "latest", metric: str = "output_tok_s", 
     configs are matched by budget, cap, graphs and other swept values, not by hash
     (:mod:`ddlab.report.compare`). One sweep: its configs with their intervals."""
     from ddlab.lab.results import METRICS, load_cells, resolve_sweep
-    from ddlab.report.compare import compare_figure, comparison_frame, sweep_list, sweep_title
+    from ddlab.report.compare import (
+        compare_figure,
+        comparison_frame,
+        sweep_list,
+        sweep_title,
+        workload,
+        workload_caution,
+    )
 
     if metric not in METRICS:
         raise ConfigError(f"metric={metric!r}: not a known figure",
@@ -434,7 +446,10 @@ def compare_sweeps(sweeps: str | list = "latest", metric: str = "output_tok_s", 
     store = store or Store()
     ids = [resolve_sweep(store, s) for s in sweep_list(sweeps)]
     frame = comparison_frame({i: load_cells(i, store=store) for i in ids})
-    return compare_figure(frame, (metric, "speedup"), labels={i: sweep_title(store, i) for i in ids})
+    caution = workload_caution(store, ids)
+    labels = {i: sweep_title(store, i) + (f"\n{workload(store.sweep(i)['options'])}" if caution
+                                          else "") for i in ids}
+    return compare_figure(frame, (metric, "speedup"), labels=labels, caution=caution)
 
 
 def runs(*, kind: str = "", last: int | None = None):

@@ -56,13 +56,62 @@ def test_speedup_is_over_the_baseline_with_the_same_cuda_graph(synthetic):
     assert math.isnan(speedups[6]), "a crashed cell has no speedup"
 
 
-def test_speedup_falls_back_to_any_baseline(tmp_path):
+def test_a_cell_whose_own_graphs_baseline_is_missing_has_no_speedup_and_says_why(tmp_path):
+    """The issue's case: the graphs-on baseline crashed; graphs-on cells were given their
+    speedup over the graphs-off baseline (1.84x = 642.8 / 350.3), with no note."""
     path = tmp_path / "ddlab.sqlite"
-    outcomes = [("crashed", "cuda_oom"), ("measured", _m(100)), *OUTCOMES[2:6],
+    outcomes = [("measured", _m(100)), ("crashed", "cuda_graph_capture"), *OUTCOMES[2:6],
                 ("crashed", "cuda_graph_replay")]
     sweepkit.synthetic_sweep(path, outcomes, extra=[[REPLAY_FAULT]])
     frame = load_cells(store=path)
-    assert frame["speedup"].tolist()[2:6] == pytest.approx([1.5, 3.0, 2.5, 5.0])
+    graphs_on = frame[(frame["cuda_graph"] == True) & (frame["status"] == "measured")]  # noqa: E712
+    assert len(graphs_on) == 2 and graphs_on["speedup"].isna().all(), graphs_on["speedup"].tolist()
+    assert graphs_on["speedup_ci_low"].isna().all() and graphs_on["within_noise"].isna().all()
+    assert set(graphs_on["speedup_note"]) == {
+        "n/a: the graphs-on baseline crashed (cuda_graph_capture)"}
+    off = frame[frame["cuda_graph"] == False]  # noqa: E712
+    assert off["speedup"].tolist() == pytest.approx([1.0, 3.0, 5.0]), "graphs off: its own baseline"
+    assert off["speedup_note"].isna().all() and pd.isna(frame.iloc[6]["speedup_note"]), \
+        "a crashed cell has no tok/s, so nothing to say about its speedup"
+    s = summarize(frame)
+    assert s["no_speedup"] == {"n/a: the graphs-on baseline crashed (cuda_graph_capture)":
+                               list(graphs_on["name"])}
+    csv = tmp_path / "cells.csv"
+    frame.to_csv(csv, index=False)
+    rows = pd.read_csv(csv).set_index("name")
+    assert rows.loc[graphs_on["name"].iloc[0], "speedup_note"].startswith("n/a: the graphs-on")
+    assert pd.isna(rows.loc[graphs_on["name"].iloc[0], "speedup"])
+
+
+def test_a_sweep_without_baselines_says_each_speedup_has_none(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    sweepkit.synthetic_sweep(path, [("measured", _m(150, 3.0))],
+                             grid={"budget": [4], "topk_cap": [4], "cuda_graph": [True]},
+                             baseline=False)
+    frame = load_cells(store=path)
+    assert frame["speedup"].isna().all()
+    assert frame["speedup_note"].tolist() == ["n/a: the sweep has no graphs-on baseline to compare with"]
+    assert "no_speedup" not in summarize(frame), "no baseline asked for: nothing to warn of"
+
+
+def test_a_failed_bracket_leaves_drift_not_measured_in_its_row(tmp_path):
+    path = tmp_path / "ddlab.sqlite"
+    cells = sweepkit.synthetic_sweep(path, OUTCOMES, extra=[[REPLAY_FAULT]])
+    sweepkit.bracket_run(path, "synthetic", cells[0], "crashed",
+                         {"state": "crashed", "kind": "kv_pool_oom"})
+    sweepkit.bracket_run(path, "synthetic", cells[1], "error",
+                         {"state": "error", "cause": "HostError: gone"})
+    frame = load_cells(store=path)
+    assert frame["bracket_note"].tolist()[:2] == [
+        "drift not measured: its re-measurement after the grid crashed (kv_pool_oom)",
+        "drift not measured: its re-measurement after the grid failed: HostError: gone"]
+    assert frame["bracket_note"][2:].isna().all() and (frame["bracket_rounds"] == 0).all()
+    assert frame["drift"].isna().all()
+    assert summarize(frame)["drift_not_measured"] == {
+        cells[0].variant.name: frame["bracket_note"][0], cells[1].variant.name: frame["bracket_note"][1]}
+    sweepkit.bracket_run(path, "synthetic", cells[0], "bracket", {"state": "ready"},
+                         {"output_tok_s": 210.0, "output_tok_s_samples": [205.0, 210.0, 215.0]})
+    assert pd.isna(load_cells(store=path)["bracket_note"][0]), "a later bracket that measured"
 
 
 @pytest.mark.slow

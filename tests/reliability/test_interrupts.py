@@ -17,6 +17,7 @@ started (a start-up hang), so the moment cannot slip past.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -272,5 +273,5 @@ def test_sigint_to_ddlab_run_sweep(request, tmp_path, moment):
 
     resumed = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", sweep_id, timeout_s=240)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert resumed.stdout.startswith("OK: SWEEP DONE: 2 cells, 2 measured"), resumed.stdout
+    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 2 cells, 2 measured", resumed.stdout), resumed.stdout
     _assert_resumed(bench, sweep_id, done)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import textwrap
@@ -136,7 +137,7 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
 
     resumed = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", timeout_s=240)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert resumed.stdout.startswith("OK: SWEEP DONE: 3 cells, 3 measured"), resumed.stdout
+    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 3 cells, 3 measured", resumed.stdout), resumed.stdout
     assert f"pid {kernel}" in resumed.stderr and "its process is gone" in resumed.stderr
     with Store(bench.store_path) as store:
         sweep_id = store.latest_sweep_id()

@@ -211,6 +211,45 @@ def test_report_has_no_empty_section(page, swept):
     assert page.evaluate(EMPTY_SECTIONS_JS) == [], "headings with nothing under them"
 
 
+def test_report_needs_no_network_and_fits_a_1280_px_screen(chromium, swept):
+    """The page stands alone (issue 22: nbconvert's fetched require.js and MathJax from a
+    CDN, which fail offline): loaded with the network blocked, it asks for nothing, says
+    no error, draws every figure; nothing is wider than the screen but the cells table,
+    which scrolls inside its own box; each figure has a heading above it."""
+    context = chromium.new_context(viewport=VIEWPORT, offline=True)
+    asked, errors = [], []
+
+    def only_files(route):
+        if route.request.url.startswith("file:"):
+            return route.continue_()
+        asked.append(route.request.url)
+        return route.abort()
+
+    context.route("**/*", only_files)
+    page = context.new_page()
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        page.goto((swept / "report.html").as_uri(), wait_until="load")
+        assert asked == [] and errors == [], (asked, errors)
+        assert page.title() == "sweep local b4 x cap1 x nograph — ddlab"
+        loaded = page.locator("#ddlab-figures img").evaluate_all(
+            "imgs => imgs.map(i => i.complete && i.naturalWidth > 0)")
+        assert loaded and all(loaded), loaded
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        assert wide <= VIEWPORT["width"], f"the page is {wide} px wide: it scrolls sideways"
+        table = page.locator("#ddlab-table").evaluate(
+            "e => ({overflow: getComputedStyle(e).overflowX, right: e.getBoundingClientRect().right})")
+        assert table["overflow"] in ("auto", "scroll") and table["right"] <= VIEWPORT["width"], table
+        headed = page.locator("#ddlab-figures img").evaluate_all(
+            "imgs => imgs.map(i => { let e = i.previousElementSibling;"
+            "  while (e && e.tagName === 'IMG' || e && e.tagName === 'P') e = e.previousElementSibling;"
+            "  return e ? e.tagName + ': ' + e.innerText : null; })")
+        assert all(h and h.startswith("H2: ") for h in headed), headed
+    finally:
+        context.close()
+
+
 def test_report_screenshot_tool_draws_the_report(swept, chromium, tmp_path):
     """tools/report_screenshot.py (docs/report-screenshot.png): the report's top, 1280 px wide."""
     out = tmp_path / "shot.png"

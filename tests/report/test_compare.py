@@ -75,6 +75,36 @@ def test_the_same_config_is_matched_across_sweeps_whatever_its_port(tmp_path):
     assert labels == configs["new"]
 
 
+def test_sweeps_of_other_workloads_are_flagged_in_the_figure_and_the_report(tmp_path):
+    """4 requests x 64 tokens against 8 x 128: the tok/s of the two do not compare."""
+    store_path = tmp_path / "ddlab.sqlite"
+    outcomes = [_measured(500, 20), _measured(900, 50)]
+    sweepkit.synthetic_sweep(store_path, outcomes, grid=GRID, sweep_id="short",
+                             options={"requests": 4, "max_new_tokens": 64})
+    sweepkit.synthetic_sweep(store_path, outcomes, grid=GRID, sweep_id="long",
+                             options={"requests": 8, "max_new_tokens": 128})
+    sweepkit.synthetic_sweep(store_path, outcomes, grid=GRID, sweep_id="long2",
+                             options={"requests": 8, "max_new_tokens": 128, "concurrency": 1})
+    said = ("the sweeps compared ran different workloads (short: 4 requests x 64 tokens, "
+            "concurrency 1; long: 8 requests x 128 tokens, concurrency 1): their tok/s and "
+            "speedups do not compare")
+    store = Store(store_path)
+    figure = ddlab.compare_sweeps(["short", "long"], store=store)
+    title = figure._suptitle
+    assert title.get_text().startswith("NOT COMPARABLE: these sweeps ran different workloads")
+    assert title.get_color() == "#cf222e"
+    legend = [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+    assert legend[0].endswith("4 requests x 64 tokens, concurrency 1") and \
+        legend[1].endswith("8 requests x 128 tokens, concurrency 1")
+    report = ddlab.load_report(["short", "long"], store=store)
+    assert report.verdict.warnings == [said] and report.verdict.headline.endswith("; 1 warning")
+    assert f"warning: {said}" in report.verdict.render()
+
+    same = ddlab.compare_sweeps(["long", "long2"], store=store)
+    assert not same._suptitle.get_text().startswith("NOT COMPARABLE")
+    assert ddlab.load_report(["long", "long2"], store=store).verdict.warnings == []
+
+
 def test_a_cell_is_named_by_its_values():
     assert config_label({"role": "grid", "budget": 16, "topk_cap": 4.0, "cuda_graph": True,
                          "point.budget": 16, "point.mem_fraction_static": 0.8}) == \

@@ -8,13 +8,15 @@ from __future__ import annotations
 import base64
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
 
 import sweepkit
 from ddlab.core.version import __version__
-from ddlab.lab.results import load_cells
+from ddlab.lab.results import load_cells, sweep_words
+from ddlab.lab.store import Store
 from ddlab.report import html as report_html
 from ddlab.report.kernel_runs import papermill_command
 from ddlab.report.provenance import gather
@@ -41,8 +43,10 @@ def report(tmp_path) -> SweepReport:
                 ("measured", _rounds(230.0, 229.0, 231.0))]
     sweepkit.synthetic_sweep(path, outcomes)
     frame = load_cells(store=path)
+    with Store(path) as store:
+        what = sweep_words(store.sweep("synthetic"))
     return SweepReport(sweep_id="synthetic", frame=frame,
-                       verdict=sweep_verdict(frame, sweep_id="synthetic", status="done"))
+                       verdict=sweep_verdict(frame, sweep_id="synthetic", status="done", what=what))
 
 
 @pytest.mark.slow  # four figures drawn: about 9 s on 2 busy cores
@@ -56,6 +60,7 @@ def test_a_sweep_report_reads_verdict_provenance_table_figures_in_that_order(rep
     assert "ddlab-verdict" in first_in_body(html), "the verdict is the first thing in <body>"
     assert "SWEEP DONE: 6 cells, 5 measured, 1 crashed (cuda_graph_replay)" in html
     assert f"next step</th><td>{verdict.next_step}" in html.replace("&#x27;", "'")
+    assert "<title>sweep local b4.16 x cap4 x graphs — ddlab</title>" in html
     provenance = section(html, "ddlab-provenance", "ddlab-table")
     for fact in (f"<code>{__version__}</code>", "papermill notebooks/sweep.ipynb out.ipynb -p budget 32",
                  "ddlab-tiny", "ddlab.target"):
@@ -65,7 +70,9 @@ def test_a_sweep_report_reads_verdict_provenance_table_figures_in_that_order(rep
     assert all(base64.b64decode(png)[:4] == b"\x89PNG" for png in images)
     table = section(html, "ddlab-table", "ddlab-figures")
     assert table.count("<tr") == 1 + 6 and ">crashed<" in table and ">None<" not in table
-    assert "cuda_graph_replay cause" in html[html.index("<h2>Crashes"):], "the crash, with its cause"
+    crashes = section(html, "ddlab-verdict", "ddlab-provenance")
+    assert "1 crashed cell</summary>" in crashes and "cuda_graph_replay cause" in crashes, \
+        "the crash, with its cause, in the verdict"
 
 
 def test_a_sweep_that_measured_nothing_still_has_every_landmark_and_says_why(tmp_path):
@@ -181,3 +188,32 @@ def test_provenance_says_what_where_and_with_what():
     assert re.fullmatch(r"[\d.]+ [\d.]+ [\d.]+ \(\d+ cores\) at the end", facts["load average"])
     unknown = gather("nosuch")
     assert unknown["host"].startswith("nosuch (ConfigError: host='nosuch'"), "a report, not a crash"
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("report: /m/x/outputs/run/report.html", "report: report.html"),
+    ("papermill notebooks/sweep.ipynb /m/x/out.ipynb -p budget 32",
+     "papermill notebooks/sweep.ipynb ../../out.ipynb -p budget 32"),
+    ("stored in /m/x/outputs/ddlab.sqlite.", "stored in ../ddlab.sqlite."),
+    ('File "/repo/lib/ddlab/x.py", line 7', 'File "../../../../repo/lib/ddlab/x.py", line 7'),
+    ("http://127.0.0.1:30000/generate at 12 tok/s, cell 1/2, a / b",
+     "http://127.0.0.1:30000/generate at 12 tok/s, cell 1/2, a / b"),
+    ("python: /opt/sglang/.venv/bin/python", "python: /opt/sglang/.venv/bin/python"),
+], ids=["run-folder", "beside-it", "sentence-end", "a-root", "not-paths", "a-hosts-path"])
+def test_a_page_writes_this_machines_paths_relative_to_its_run_folder(text, shown):
+    from ddlab.report.page import relative_paths
+
+    assert relative_paths(text, Path("/m/x/outputs/run"), roots=[Path("/repo")]) == shown
+
+
+@pytest.mark.parametrize("kind, verdict, record, title", [
+    ("sweep", {"what": "local b4.16 x cap4 x graphs"}, {}, "sweep local b4.16 x cap4 x graphs"),
+    ("poll", {"variant": "local-b8", "host": "gpu1"}, {}, "poll local-b8 on gpu1"),
+    ("envelope", {"search_id": "20261201T014500Z-local-envelope-ctx"}, {}, "envelope local-envelope-ctx"),
+    ("deploy", {}, {"host": "local"}, "deploy local"),
+    ("sweep", {}, {}, "sweep"),
+], ids=["sweep", "poll", "search", "host-only", "nothing-known"])
+def test_a_page_is_titled_by_what_ran(kind, verdict, record, title):
+    from ddlab.report.page import page_title
+
+    assert page_title(kind, verdict, record) == title

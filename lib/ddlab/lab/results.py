@@ -6,16 +6,19 @@ cell's full config, so a cell is described the same way whatever the grid
 was), its status (measured | crashed | timeout | error | pending), the crash
 kind and phase, the benchmark figures, the ``host`` it ran on, and ``speedup``:
 output tok/s over the no-speculation baseline of the same host with the same
-CUDA-graph setting (any baseline of that host when there is none with the same
-setting). In a pool sweep the best cell is the fastest *speedup*, since tok/s
-of different hosts do not compare.
+CUDA-graph setting, and only that one: graphs change both sides of the ratio, so a
+cell whose own baseline was not measured has no speedup (n/a), and
+``speedup_note`` says why (``n/a: the graphs-on baseline crashed (cuda_oom)``). In
+a pool sweep the best cell is the fastest *speedup*, since tok/s of different hosts
+do not compare.
 
 Figures are medians over measurement rounds; tok/s, TTFT, TPOT, e2e and the
 speedup carry 95% intervals (``<figure>_ci_low`` / ``_ci_high``; the speedup's
 from the cell's and its baseline's round samples, :func:`ddlab.lab.stats.ratio_ci`),
 ``within_noise`` says a speedup's interval holds 1x; a baseline measured again
 after the grid (``bracket_rounds``) pools both measurements' rounds and shows
-the host's ``drift`` over the sweep; and the load columns
+the host's ``drift`` over the sweep (a re-measurement that failed leaves
+``bracket_note``: ``drift not measured: ...``); and the load columns
 (``load_before``, ``load_after``, ``cpu_other``, ``load_warning``) say how busy
 the host was while the cell was measured (:mod:`ddlab.lab.hostload`).
 """
@@ -30,9 +33,10 @@ from ddlab.config.flags import graphs_on
 from ddlab.lab.measure import CI_FIGURES
 from ddlab.lab.stats import includes, median_ci, missing, overlaps, ratio_ci
 from ddlab.lab.store import Store, find_sweep
+from ddlab.lab.sweep_plan import grid_word_list
 
-__all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "METRICS", "CI_COLUMNS",
-           "LOAD_COLUMNS"]
+__all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "sweep_words", "METRICS",
+           "CI_COLUMNS", "LOAD_COLUMNS"]
 
 # Benchmark figures a plot may ask for, with their axis labels.
 METRICS = {
@@ -57,6 +61,16 @@ def resolve_sweep(store: Store, sweep: str = "latest") -> str:
     return find_sweep(store, sweep)
 
 
+def sweep_words(record: dict | None) -> str:
+    """``local b4.16.32 x cap1.4 x graphs``: a stored sweep (its :meth:`Store.sweep`
+    record) in a few words, for the titles of its reports; "" for none."""
+    if not record:
+        return ""
+    inputs = record.get("grid") or {}
+    words = grid_word_list(inputs.get("grid") or {}, inputs.get("extra") or ())
+    return " ".join([str(record.get("host") or "?"), " x ".join(words)]).strip()
+
+
 def _lossless_said(check) -> str | None:
     """The lossless check in one line: its summary (what was compared, the match rate
     against the tolerance), or why it did not compare; None when it never ran."""
@@ -69,8 +83,9 @@ def load_cells(sweep: str = "latest", *, store: Store | str | Path | None = None
     """The sweep's cells, one row each (see the module docstring for the columns)."""
     store = store if isinstance(store, Store) else Store(store)
     sweep_id = resolve_sweep(store, sweep)
-    brackets = store.bracket_metrics(sweep_id)
-    rows = [_pooled(_row(sweep_id, cell), brackets.get(cell["config_hash"], []))
+    brackets, failed = store.bracket_metrics(sweep_id), store.failed_brackets(sweep_id)
+    rows = [_pooled(_row(sweep_id, cell), brackets.get(cell["config_hash"], []),
+                    failed.get(cell["config_hash"], []))
             for cell in store.cells(sweep_id)]
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -79,13 +94,16 @@ def load_cells(sweep: str = "latest", *, store: Store | str | Path | None = None
     return frame
 
 
-def _pooled(row: dict, brackets: list[dict]) -> dict:
+def _pooled(row: dict, brackets: list[dict], failed: list[dict] = ()) -> dict:
     """A baseline measured again after the grid: its rounds pooled with the first ones
     (tok/s and its interval from all of them), and ``drift``, the later median over the
-    first; a drift beyond both intervals is a load warning."""
+    first; a drift beyond both intervals is a load warning. A re-measurement that
+    measured nothing (``failed``) leaves ``bracket_note``, saying how it ended."""
     later = [x for m in brackets for x in (m.get("output_tok_s_samples") or [])]
     row["bracket_rounds"] = len(later)
     row["drift"] = None
+    row["bracket_note"] = (f"drift not measured: its re-measurement after the grid "
+                           f"{_ended(failed[-1])}" if failed and not later else None)
     if not later or not row["samples"]:
         return row
     first = row["samples"]
@@ -99,6 +117,19 @@ def _pooled(row: dict, brackets: list[dict]) -> dict:
                  "the sweep's start and end")
         row["load_warning"] = "; ".join(w for w in (row.get("load_warning"), moved) if w)
     return row
+
+
+def _ended(run: dict) -> str:
+    """How a run that measured nothing ended, in a few words: ``crashed (kv_pool_oom)``."""
+    state, verdict = run.get("state"), run.get("verdict") or {}
+    if state == "crashed":
+        return f"crashed ({verdict.get('kind') or 'unknown'})"
+    if state == "error":
+        cause = " ".join(str(verdict.get("cause") or "").split())
+        return f"failed: {cause[:117] + '...' if len(cause) > 120 else cause}" if cause else "failed"
+    return {"timeout": "timed out", "interrupted": "was interrupted",
+            "lost": "was lost (its process was killed)", "running": "did not finish",
+            "wrong_output": "served wrong output"}.get(state, str(state))
 
 
 def plan_frame(sweep) -> pd.DataFrame:
@@ -156,20 +187,23 @@ def _row(sweep_id: str, cell: dict) -> dict:
 
 def _add_speedups(frame: pd.DataFrame) -> None:
     """``speedup`` with its interval and ``within_noise``, against the baseline of the same
-    host (in a pool) with the same CUDA-graph setting (any of its baselines when there is
-    none)."""
-    base = frame[(frame["role"] == "baseline") & frame["output_tok_s"].notna()]
+    host (in a pool) with the same CUDA-graph setting, and no other; ``speedup_note``
+    says why a measured cell has none."""
+    base = frame[frame["role"] == "baseline"]
     pool = frame["host"].dropna().nunique() > 1
-    rows = []
+    rows, notes = [], []
     for _, row in frame.iterrows():
         own = base[base["host"] == row["host"]] if pool else base
         same = own[own["cuda_graph"] == row["cuda_graph"]]
-        ref = (same if not same.empty else own)
-        if ref.empty or pd.isna(row["output_tok_s"]):
+        ref = same[same["output_tok_s"].notna()]
+        if pd.isna(row["output_tok_s"]) or ref.empty:
             rows.append((None, None, None))
+            notes.append(None if pd.isna(row["output_tok_s"]) else
+                         _no_baseline(row, same, row["host"] if pool else None))
             continue
         ref = ref.iloc[0]
         mine, theirs = row["samples"], ref["samples"]
+        notes.append(None)
         if ref["config_hash"] == row["config_hash"]:  # the baseline itself: 1x, by definition
             rows.append((1.0, None, None))
         elif mine and theirs:
@@ -182,6 +216,21 @@ def _add_speedups(frame: pd.DataFrame) -> None:
         frame[column] = values[column]
     frame["within_noise"] = [includes((lo, hi), 1.0) if pd.notna(lo) else None
                              for lo, hi in zip(values["speedup_ci_low"], values["speedup_ci_high"])]
+    frame["speedup_note"] = notes
+
+
+def _no_baseline(row, same: pd.DataFrame, host) -> str:
+    """``n/a: the graphs-on baseline crashed (cuda_oom)``: why a measured cell has no speedup."""
+    graphs = "graphs-on" if row["cuda_graph"] else "graphs-off"
+    where = f" on {host}" if host else ""
+    if same.empty:
+        return f"n/a: the sweep has no {graphs} baseline{where} to compare with"
+    ref = same.iloc[0]
+    status = ref["status"]
+    why = (f"crashed ({ref.get('kind') or 'unknown'})" if status == "crashed" else
+           "timed out" if status == "timeout" else "is not measured yet" if status == "pending"
+           else f"was not measured ({status})")
+    return f"n/a: the {graphs} baseline{where} {why}"
 
 
 def summarize(frame: pd.DataFrame) -> dict:
@@ -211,6 +260,7 @@ def summarize(frame: pd.DataFrame) -> dict:
         out["wrong_cells"] = list(wrong["name"])
     if "load_warning" in frame and frame["load_warning"].notna().any():
         out["load_warnings"] = list(frame[frame["load_warning"].notna()]["name"])
+    out.update(_not_compared(frame))
     spec = measured[measured["role"] != "baseline"]
     hosts = sorted(frame["host"].dropna().unique()) if "host" in frame else []
     if len(hosts) > 1:
@@ -226,9 +276,26 @@ def summarize(frame: pd.DataFrame) -> dict:
     return out
 
 
+def _not_compared(frame: pd.DataFrame) -> dict:
+    """What a reader must not read a speedup or a drift into: measured cells without a
+    speedup (``no_speedup``: note -> names) and baselines whose re-measurement failed
+    (``drift_not_measured``: name -> note)."""
+    out = {}
+    asked = (frame["role"] == "baseline").any()  # a sweep without baselines chose none
+    if asked and "speedup_note" in frame and frame["speedup_note"].notna().any():
+        grouped: dict[str, list[str]] = {}
+        for _, row in frame[frame["speedup_note"].notna()].iterrows():
+            grouped.setdefault(row["speedup_note"], []).append(row["name"])
+        out["no_speedup"] = grouped
+    if "bracket_note" in frame and frame["bracket_note"].notna().any():
+        out["drift_not_measured"] = {row["name"]: row["bracket_note"] for _, row in
+                                     frame[frame["bracket_note"].notna()].iterrows()}
+    return out
+
+
 _BEST_KEYS = ("name", "budget", "topk_cap", "cuda_graph", "output_tok_s", "output_tok_s_ci_low",
               "output_tok_s_ci_high", "accept_length", "speedup", "speedup_ci_low",
-              "speedup_ci_high", "within_noise", "host")
+              "speedup_ci_high", "within_noise", "speedup_note", "host")
 
 
 def _described(row) -> dict:

@@ -250,6 +250,22 @@ class Store:
             out.setdefault(row["config_hash"], []).append(json.loads(row["metrics"] or "{}"))
         return out
 
+    def failed_brackets(self, sweep_id: str) -> dict[str, list[dict]]:
+        """The sweep's bracketing runs that measured nothing (the baseline's re-measurement
+        crashed, timed out, errored, was interrupted or lost): config hash -> each run's
+        ``state`` and ``verdict``, oldest first. A bracket is a run of a baseline cell after
+        the run that finished the cell."""
+        rows = self.db.execute(
+            "SELECT r.config_hash, r.state, r.verdict FROM runs r JOIN cells c"
+            " ON c.sweep_id = r.sweep_id AND c.config_hash = r.config_hash"
+            " WHERE r.sweep_id = ? AND c.role = 'baseline' AND c.run_id IS NOT NULL"
+            " AND r.id > c.run_id AND r.state != 'bracket' ORDER BY r.id", (sweep_id,))
+        out: dict[str, list[dict]] = {}
+        for row in rows:
+            out.setdefault(row["config_hash"], []).append(
+                {"state": row["state"], "verdict": json.loads(row["verdict"] or "{}")})
+        return out
+
     def run(self, run_id: int) -> dict | None:
         row = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         return _decode(row, ("config", "verdict", "metrics")) if row else None

@@ -36,7 +36,7 @@ from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
 from ddlab.lab.store import Store
 
 __all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
-           "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "sweep_id_for",
+           "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "grid_word_list", "sweep_id_for",
            "parameter_grid", "parameter_value", "parameter_extras"]
 
 MAX_CELLS = 500  # above this a grid must be confirmed (max_cells)
@@ -253,6 +253,12 @@ def describe_grid(grid: dict, extra=()) -> str:
 def grid_words(grid: dict, extra=()) -> str:
     """``b4.16.32-cap1.4-graphs-1extra``: the grid in a few folder-safe characters, for
     sweep ids (``graphs`` is on and off, ``graph`` / ``nograph`` one of them)."""
+    return "-".join(grid_word_list(grid, extra))[:64].strip("-.") or "nogrid"
+
+
+def grid_word_list(grid: dict, extra=()) -> list[str]:
+    """:func:`grid_words` a word each: ``["b4.16.32", "cap1.4", "graphs", "1extra"]``
+    (a report's title joins them with `` x ``)."""
     words = []
     for key, values in _ordered(grid):
         values = _as_list(key, values)
@@ -264,7 +270,7 @@ def grid_words(grid: dict, extra=()) -> str:
         words.append(plain_text(f"{head}{shown}")[:24].strip("-."))
     if extra:
         words.append(f"{len(extra)}extra")
-    return "-".join(words)[:64].strip("-.") or "nogrid"
+    return words
 
 
 def _ordered(grid: dict) -> list[tuple]:

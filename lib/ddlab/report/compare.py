@@ -11,6 +11,12 @@ one group of bars per config, one bar per sweep, whiskers for the 95% interval
 has none, and its bars are drawn without), so "did it get faster?" is answered
 by whether the whiskers overlap. A crashed cell is a red x under its group,
 with its kind; a cell that served wrong tokens is a red-edged, hatched bar.
+
+Only sweeps of one workload compare: :func:`workload` is what each cell was
+measured with (requests x max_new_tokens, concurrency, the prompts), and
+:func:`workload_caution` says when the sweeps given differ; the figure then says
+so in red above its panels and in each sweep's legend entry, and the report's
+verdict (``ddlab.load_report`` of several sweeps) counts it as a warning.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from ddlab.lab.results import METRICS
 from ddlab.lab.sweep_plan import describe_grid
 from ddlab.report.plots import CRASHED, SweepFigure, _need, _yerr
 
-__all__ = ["comparison_frame", "compare_figure", "config_label", "sweep_list", "sweep_title"]
+__all__ = ["comparison_frame", "compare_figure", "config_label", "sweep_list", "sweep_title",
+           "workload", "workload_caution"]
 
 _DIMENSIONS = ("budget", "topk_cap", "cuda_graph")
 
@@ -52,6 +59,30 @@ def sweep_title(store, sweep_id: str) -> str:
     what = describe_grid(inputs.get("grid") or {}, inputs.get("extra") or ())
     host = (store.sweep(sweep_id) or {}).get("host") or "?"
     return f"{sweep_id}\n({what} on {host})"
+
+
+def workload(options: dict | None) -> str:
+    """``8 requests x 128 tokens, concurrency 1``: what each cell of a sweep was measured
+    with (its stored options; the defaults for what an old sweep did not store), with
+    ``, 3 own prompts`` when it was given prompts of its own."""
+    from ddlab.lab.sweep_plan import SweepOptions
+
+    given = {**SweepOptions().__dict__, **(options or {})}
+    words = (f"{given['requests']} requests x {given['max_new_tokens']} tokens, "
+             f"concurrency {given['concurrency']}")
+    prompts = list(given.get("lossless_prompts") or ())
+    return words + (f", {len(prompts)} own prompts" if prompts else "")
+
+
+def workload_caution(store, sweep_ids) -> str:
+    """"" when the sweeps ran one workload; else what each ran, and that their figures
+    do not compare."""
+    words = {i: workload((store.sweep(i) or {}).get("options")) for i in sweep_ids}
+    if len(set(words.values())) <= 1:
+        return ""
+    return ("the sweeps compared ran different workloads ("
+            + "; ".join(f"{i}: {w}" for i, w in words.items())
+            + "): their tok/s and speedups do not compare")
 
 
 def config_label(row) -> str:
@@ -85,12 +116,14 @@ def comparison_frame(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def compare_figure(frame: pd.DataFrame, metrics=("output_tok_s", "speedup"), *,
-                   labels: dict | None = None) -> Figure:
+                   labels: dict | None = None, caution: str = "") -> Figure:
     """One panel per metric: per config, one bar per sweep (median) with its 95% interval.
 
     ``frame`` is :func:`comparison_frame`'s; configs keep the order of the first sweep
     that has them; a metric no cell has is left out (``speedup`` without a baseline).
-    ``labels``: a sweep id's words in the legend (what it varied), default its id."""
+    ``labels``: a sweep id's words in the legend (what it varied), default its id;
+    ``caution`` (:func:`workload_caution`): the title says, in red, that they do not
+    compare (give each sweep's workload in ``labels``)."""
     metrics = list(dict.fromkeys(metrics))
     _need(frame, "sweep_id", "config", "status", *metrics)
     shown = [m for m in metrics if frame[m].notna().any()] or metrics[:1]
@@ -104,8 +137,12 @@ def compare_figure(frame: pd.DataFrame, metrics=("output_tok_s", "speedup"), *,
     axes[-1].set_xticks(range(len(configs)), configs, rotation=40, ha="right", fontsize=8)
     axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     head = f"{len(sweeps)} sweeps side by side: " if len(sweeps) > 1 else ""
-    fig.suptitle(f"{head}bar = median, whisker = 95% interval (whiskers that overlap: no "
-                 "difference shown)", fontsize=10, y=0.995)
+    title = (f"{head}bar = median, whisker = 95% interval (whiskers that overlap: no "
+             "difference shown)")
+    if caution:  # the legend says each sweep's workload
+        title = ("NOT COMPARABLE: these sweeps ran different workloads (see the legend): "
+                 f"their tok/s and speedups do not compare\n{title}")
+    fig.suptitle(title, fontsize=10, y=0.995, color="#cf222e" if caution else "black")
     fig.tight_layout()
     return fig
 

@@ -27,9 +27,10 @@ from ddlab.core.kernel import launcher, papermill_args, parent_argv, to_terminal
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.redact import redact, redact_text
-from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json, write_text
-from ddlab.report.html import banner_html, has_findings, provenance_html, write_index
+from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json
+from ddlab.report.html import write_index
 from ddlab.report.notebooks import parse_parameters, run_exit_code, run_outcome
+from ddlab.report.page import Page, banner_title, banner_word, page_title, render_page
 from ddlab.report.provenance import PROVENANCE_FILE, command_line, gather, load_average
 
 if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on import
@@ -176,19 +177,24 @@ def close_kernel_run(run: KernelRun, report: SweepReport | None, *, status: str,
     path = run.run_dir / "report.html"
     banner = {"status": record["outcome"], "headline": record["headline"],
               "next step": record["next_step"], "error": error, "kind": run.kind,
-              "output notebook": record.get("output_notebook"), "folder": str(run.run_dir),
-              "_findings": has_findings(verdict)}
+              "output notebook": record.get("output_notebook"), "folder": run.run_dir.name,
+              "_verdict": verdict}
     if report is not None:
         from ddlab.report.sweep_page import render_sweep_page
 
-        render_sweep_page(report, path, banner=banner, provenance=provenance)
+        render_sweep_page(report, path, banner=banner, provenance=provenance,
+                          run_dir=run.run_dir)
     else:
-        write_text(path, banner_html(banner) + provenance_html(provenance))
+        render_page(Page(title=page_title(Path(record.get("notebook") or "sweep").stem, verdict,
+                                          record), banner=banner, provenance=provenance,
+                         run_dir=run.run_dir), path)
     write_index(outputs_dir())
     if run.kind == "jupyter":  # below the cell, where the notebook's user looks
         log.info(f"[sweep] report: {path}")
     to_terminal(f"report: {path}")
-    to_terminal(redact_text(record["headline"]))
+    word = banner_word(record["outcome"], verdict)[0]
+    for line in [banner_title(word, record["headline"]), *(verdict.get("details") or [])]:
+        to_terminal(redact_text(line))
     if record["next_step"]:
         to_terminal(redact_text(f"next: {record['next_step']}"))
     return path

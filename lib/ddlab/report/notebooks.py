@@ -44,15 +44,9 @@ from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
 from ddlab.core.progress import duration_words
 from ddlab.core.redact import redact, redact_text
-from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json, write_text
-from ddlab.report.html import (
-    banner_html,
-    banner_title,
-    has_findings,
-    provenance_html,
-    render_html,
-    write_index,
-)
+from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json
+from ddlab.report.html import render_html, write_index
+from ddlab.report.page import Page, banner_title, banner_word, page_title, render_page
 from ddlab.report.notebook_libs import without_iri_grammar
 from ddlab.report.provenance import load_average, notebook_run_provenance, run_command
 
@@ -94,9 +88,17 @@ class NotebookRun:
         ``crashed``, never ``ok``): the banner's word and colour."""
         return run_outcome(self.status, self.verdict)
 
+    @property
+    def word(self) -> str:
+        """The banner's word (:func:`ddlab.report.page.banner_word`): OK, WARNINGS, CRASHES,
+        FAILED, CRASHED..."""
+        return banner_word(self.outcome, self.verdict)[0]
+
     def render(self) -> str:
-        """Verdict (else status) first, what to do next, then the report's path (last line)."""
-        rows = [banner_title(self.outcome, self.headline or self.notebook.name)]
+        """The word and the headline (one line), the verdict's details, what to do next,
+        then the report's path (last line)."""
+        rows = [banner_title(self.word, self.headline or self.notebook.name)]
+        rows += [redact_text(line) for line in self.verdict.get("details") or []]
         if self.next_step:
             rows.append(f"next: {self.next_step}")
         if self.status == "interrupted":
@@ -294,13 +296,16 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
               "next step": verdict.get("next_step"), "error": error,
               "notebook": source.name, "parameters": json.dumps(record["parameters"]),
               "started (UTC)": record["started_utc"], "duration": f"{duration_s:.1f} s",
-              "folder": str(run_dir), "_findings": has_findings(verdict)}
+              "folder": run_dir.name, "_verdict": verdict}
+    title = page_title(source.stem, verdict, record)
     if executed.is_file():
         _mask_notebook(executed)
-        render_html(executed, report, banner=banner, provenance=provenance)
+        render_html(executed, report, banner=banner, provenance=provenance, title=title,
+                    run_dir=run_dir)
     else:  # the kernel never started: still leave a report that says so
         banner["headline"] = error or "no output"
-        write_text(report, banner_html(banner) + provenance_html(provenance))
+        render_page(Page(title=title, banner=banner, provenance=provenance, run_dir=run_dir),
+                    report)
     write_index(run_dir.parent)
     return NotebookRun(run_dir=run_dir, status=status, report=report, notebook=executed,
                      error=error, headline=record["headline"],

@@ -71,13 +71,18 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
                         gridspec_kw={"height_ratios": [6, 1]} if strip else None)
     for column, (ax, mode) in enumerate(zip(axes[0], modes)):
         part = cells[cells["cuda_graph"] == mode]  # crashed and wrong cells: every one
+        drawn = False
         for cap, rows in grid[grid["cuda_graph"] == mode].groupby("topk_cap", dropna=False):
-            ok = rows[rows["status"] == "measured"].sort_values("budget")
+            ok = rows[(rows["status"] == "measured") & rows[metric].notna()].sort_values("budget")
+            drawn = drawn or not ok.empty
             ax.errorbar(ok["budget"], ok[metric], yerr=_yerr(ok, metric), marker="o", capsize=3,
                         label=f"top-k cap {_fmt(cap)}")
         _baseline(ax, frame, mode, metric)
         _wrong(ax, part, metric)
+        if not drawn:
+            _nothing_drawn(ax, part, metric)
         ax.set_title(_title(mode))
+        _budget_limits(ax, grid)
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -118,11 +123,26 @@ def _yerr(rows: pd.DataFrame, metric: str):
                                     rows[high].astype(float) - value]), nan=0.0).clip(min=0)
 
 
+def _nothing_drawn(ax, part: pd.DataFrame, metric: str) -> None:
+    """A panel with no value: why, in its middle (a speedup without its own baseline)."""
+    notes = part["speedup_note"].dropna() if metric == "speedup" and "speedup_note" in part \
+        else pd.Series(dtype=object)
+    said = notes.iloc[0] if not notes.empty else f"no {METRICS.get(metric, metric)}"
+    ax.text(0.5, 0.5, said.replace(": ", ":\n", 1), transform=ax.transAxes, ha="center",
+            va="center", color="#9a6700", fontsize=9)
+
+
+def _budget_limits(ax, grid: pd.DataFrame) -> None:
+    """The budgets' span (a log axis needs positive limits, also on an empty panel)."""
+    budgets = sorted(set(grid["budget"].dropna()))
+    if budgets:
+        ax.set_xlim(budgets[0] / 1.5, budgets[-1] * 1.5)
+
+
 def _baseline(ax, frame: pd.DataFrame, mode: bool, metric: str) -> None:
+    """The no-speculation line of this graphs setting (never the other one's)."""
     base = frame[(frame["role"] == "baseline") & (frame["status"] == "measured")]
-    same = base[base["cuda_graph"] == mode]
-    rows = (same if not same.empty else base)
-    rows = rows[rows[metric].notna()]
+    rows = base[(base["cuda_graph"] == mode) & base[metric].notna()]
     if rows.empty:
         return
     row = rows.iloc[0]

@@ -1,32 +1,44 @@
 """Sweep verdicts: answer first, details after.
 
-- :class:`SweepVerdict`: a sweep's answer in one line (cells measured and
-  crashed, the crash kinds, the best cell and its speedup) and what to try
-  next; it displays itself in notebooks (the sweep notebook's first output).
-- :class:`SweepReport`: the verdict with the cells as a DataFrame.
+- :class:`SweepVerdict`: a sweep's answer in one line of at most
+  :data:`HEADLINE_MAX` characters (its state, the counts, the best cell or "no
+  winner within noise", how many warnings), then the details (the best cell in
+  full, the ties, each warning: load, speedups that have no baseline, drift not
+  measured, graphs asked for but not run, sweeps of other workloads compared),
+  then what to try next; it displays itself in notebooks (the sweep notebook's
+  first output). However many cells tie or warn, the headline stays one line: a
+  terminal, a banner and the index show it whole.
+- :class:`SweepReport`: the verdict with the cells as a DataFrame; ``table()`` is
+  the display table: no NaN, None or <NA> in it (blank), a speedup without a
+  baseline is ``n/a`` with its note.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
+from numbers import Real
 
 import pandas as pd
 
 from ddlab.lab.stats import missing
 
-__all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS"]
+__all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS", "HEADLINE_MAX"]
 
 # the display table: a figure's 95% interval beside it as one short column ("544-612";
 # a speedup's ends in "noise" when it holds 1x); every number stays in .frame
 TABLE_COLUMNS = ["name", "role", "status", "kind", "budget", "topk_cap", "cuda_graph",
                  "accept_length", "output_tok_s", "tok_s_ci", "speedup", "speedup_ci",
-                 "ttft_ms_p50", "tpot_ms_p50", "rounds", "load_warning"]
+                 "ttft_ms_p50", "tpot_ms_p50", "rounds", "load_warning", "speedup_note",
+                 "bracket_note"]
+
+HEADLINE_MAX = 160  # one line in a terminal, a banner and the index
+_NAMES_SHOWN = 6    # cells named in a detail line before "and N more"
 
 
 @dataclass
 class SweepVerdict:
-    """A sweep's answer first: counts, crash kinds, best cell, next step."""
+    """A sweep's answer first: counts, crash kinds, best cell, warnings, next step."""
 
     sweep_id: str
     status: str
@@ -34,51 +46,109 @@ class SweepVerdict:
     resume: str = ""
     crashes: list[dict] = field(default_factory=list)
     error: str = ""     # what stopped a failed sweep (the exception, one line)
+    what: str = ""      # the sweep in words, ``local b4.16.32 x cap1.4 x graphs`` (titles)
+    cautions: list[str] = field(default_factory=list)  # warnings from outside its cells
 
     @property
     def headline(self) -> str:
+        """One line, at most HEADLINE_MAX characters; :attr:`details` hold the rest."""
         s = self.summary
         if self.status == "dry-run":
             to_run = s.get("cells", 0) - s.get("measured", 0) - s.get("crashed", 0)
             return f"DRY RUN: {s.get('cells', 0)} cells planned, {to_run} to run; nothing touched the host"
-        head = (f"SWEEP {self.status.upper()}: {s.get('cells', 0)} cells, {s.get('measured', 0)} "
-                f"measured, {s.get('crashed', 0)} crashed")
-        if s.get("hosts"):
-            head += f" over {len(s['hosts'])} hosts ({', '.join(s['hosts'])})"
+        state = f"SWEEP {self.status.upper()}: "
+        count = len(self.warnings)
+        tail = f"; {count} warning{'s' if count != 1 else ''}" if count else ""
+        stopped = f"; stopped by {self.error}" if self.error else ""
+        for counts, best in ((self._counts(True, True), self._best(True)),
+                             (self._counts(False, True), self._best(True)),
+                             (self._counts(False, False), self._best(True)),
+                             (self._counts(False, False), self._best(False))):
+            head = f"{state}{counts}{best}{tail}"
+            if len(head + stopped) <= HEADLINE_MAX:
+                return head + stopped
+        return _cut(head + stopped, HEADLINE_MAX)
+
+    def _counts(self, full: bool, hosts: bool) -> str:
+        """``7 cells, 6 measured, 1 crashed (cuda_graph_replay), 1 WRONG OUTPUT (not
+        lossless) over 3 hosts (h1, h2, h3)``; not ``full``: no kinds; not ``hosts``: no
+        host names."""
+        s = self.summary
+        words = f"{s.get('cells', 0)} cells, {s.get('measured', 0)} measured, {s.get('crashed', 0)} crashed"
+        if full and s.get("crash_kinds"):
+            words += f" ({', '.join(s['crash_kinds'])})"
         if s.get("wrong_output"):
-            head = (f"{head}, {s['wrong_output']} WRONG OUTPUT (not lossless: "
-                    f"{', '.join(s.get('wrong_cells', [])[:3])})")
-        if s.get("crash_kinds"):
-            head += f" ({', '.join(s['crash_kinds'])})"
+            words += f", {s['wrong_output']} WRONG OUTPUT (not lossless)"
         if s.get("scheduler_ended"):
-            head += (f", {s['scheduler_ended']} ended by the scheduler, not crashed "
-                     f"({', '.join(s.get('ended_kinds', []))})")
+            words += f", {s['scheduler_ended']} ended by the scheduler" + (
+                f", not crashed ({', '.join(s.get('ended_kinds', []))})" if full else "")
+        if s.get("hosts"):
+            words += f" over {len(s['hosts'])} hosts" + (f" ({', '.join(s['hosts'])})" if hosts else "")
+        return words
+
+    def _best(self, full: bool) -> str:
+        """``. Best: name on host at 500.0 tok/s, 2.50x``, or, when the fastest ties with
+        others, ``. No winner within noise (4 tie; fastest name at 840.0 tok/s)``."""
+        s = self.summary
+        best = s.get("best")
+        if not best:
+            return ""
+        where = f" on {best['host']}" if s.get("hosts") and best.get("host") else ""
+        name = best["name"] if full else _cut(best["name"], 32)
+        speed = "" if missing(best.get("speedup")) or not full else f", {best['speedup']:.2f}x"
+        if speed and best.get("within_noise"):
+            speed += " (within noise)"
+        ties = s.get("ties") or []
+        if ties:
+            return (f". No winner within noise ({len(ties) + 1} tie; fastest {name}{where} "
+                    f"at {best['output_tok_s']:.1f} tok/s)")
+        return f". Best: {name}{where} at {best['output_tok_s']:.1f} tok/s{speed}"
+
+    @property
+    def warnings(self) -> list[str]:
+        """What makes a figure suspect or a comparison unfair, one line each."""
+        s = self.summary
+        out = []
         if s.get("graphs_not_run"):
-            head += (f", {len(s['graphs_not_run'])} asked for CUDA graphs but ran WITHOUT them "
-                     f"({', '.join(s['graphs_not_run'][:3])})")
+            out.append(f"{_names(s['graphs_not_run'])} asked for CUDA graphs but ran WITHOUT them: "
+                       "their figures are eager ones, never the best")
+        for note, names in (s.get("no_speedup") or {}).items():
+            out.append(f"speedup {note}: {_names(names)}")
+        for name, note in (s.get("drift_not_measured") or {}).items():
+            out.append(note.replace(": its ", f": {name}'s ", 1))
+        if s.get("load_warnings"):
+            out.append(f"load: {_names(s['load_warnings'])} measured on a busy host or against a "
+                       "drifting baseline: their figures are suspect (see load_warning)")
+        return out + list(self.cautions)
+
+    @property
+    def details(self) -> list[str]:
+        """The lines below the headline: the best cell in full, ties, wrong output, the
+        cells the scheduler ended, each warning, what stopped the sweep."""
+        s = self.summary
+        rows = []
         best = s.get("best")
         if best:
-            speed = ""
-            if not missing(best.get("speedup")):
-                speed = (f", {best['speedup']:.2f}x{_interval(best, 'speedup', '.2f')} over no "
-                         "speculation" + (" (within noise)" if best.get("within_noise") else ""))
-            accept = ("" if missing(best.get("accept_length")) else
-                      f", accept length {best['accept_length']:.2f}")
-            ties = s.get("ties") or []
-            label = "Fastest, a tie within noise" if ties else "Best"
-            where = f" on {best['host']}" if s.get("hosts") and best.get("host") else ""
-            head += (f". {label}: {best['name']}{_point(best)}{where} at {best['output_tok_s']:.1f}"
-                     f"{_interval(best, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
-            if ties:
-                names = ", ".join(f"{t['name']}{_point(t)}" for t in ties[:4])
-                more = f" and {len(ties) - 4} more" if len(ties) > 4 else ""
-                head += f"; ties with {names}{more} (95% intervals overlap)"
-        if s.get("load_warnings"):
-            head += (f"; {len(s['load_warnings'])} cell(s) with a load warning (a busy host or "
-                     "a drifting baseline: see load_warning)")
+            label = "fastest, a tie within noise" if s.get("ties") else "best"
+            rows.append(f"{label}: {_described(best, s.get('hosts'))}")
+        if s.get("ties"):
+            shown = "; ".join(_described(t, s.get("hosts"), brief=True)
+                              for t in s["ties"][:_NAMES_SHOWN])
+            more = (f"; and {len(s['ties']) - _NAMES_SHOWN} more" if len(s["ties"]) > _NAMES_SHOWN
+                    else "")
+            rows.append(f"ties with it (95% intervals overlap): {shown}{more}")
+        if s.get("wrong_output"):
+            rows.append(f"WRONG OUTPUT (not lossless, never the best): {_names(s['wrong_cells'])}")
+        if s.get("scheduler_ended"):
+            rows.append(f"ended by the scheduler, not crashed ({', '.join(s.get('ended_kinds', []))}): "
+                        f"{_names(s['ended_cells'])}")
+        if s.get("pending") and self.status not in ("done", "dry-run"):
+            rows.append(f"not run yet: {s['pending']} cell{'s' if s['pending'] != 1 else ''} "
+                        "(pending; resume runs them)")
+        rows += [f"warning: {w}" for w in self.warnings]
         if self.error:
-            head += f"; stopped by {self.error}"
-        return head
+            rows.append(f"stopped by: {self.error}")
+        return rows + self.notes
 
     @property
     def next_step(self) -> str:
@@ -103,9 +173,10 @@ class SweepVerdict:
         return "narrow the grid around the best cell, or a tighter ci_target for tighter figures"
 
     def to_dict(self) -> dict:
-        return {"state": self.status, "headline": self.headline, "next_step": self.next_step,
-                "notes": self.notes,
-                "sweep_id": self.sweep_id, "summary": self.summary, "crashes": self.crashes}
+        return {"state": self.status, "headline": self.headline, "details": self.details,
+                "warnings": self.warnings, "next_step": self.next_step, "notes": self.notes,
+                "what": self.what, "sweep_id": self.sweep_id, "summary": self.summary,
+                "crashes": self.crashes}
 
     @property
     def notes(self) -> list[str]:
@@ -117,7 +188,8 @@ class SweepVerdict:
                 f"cells ran on node(s) {', '.join(nodes)}"]
 
     def render(self) -> str:
-        rows = [self.headline, f"next step: {self.next_step}", *self.notes]
+        """The headline, the details, the next step, then each crash."""
+        rows = [self.headline, *self.details, f"next step: {self.next_step}"]
         rows += [f"  crashed: {c['name']}: {c['kind']} in {c.get('phase')}: {c.get('cause')}"
                  for c in self.crashes]
         return "\n".join(rows)
@@ -126,17 +198,51 @@ class SweepVerdict:
         printer.text(self.render())
 
     def _repr_html_(self) -> str:
-        findings = self.crashes or self.summary.get("wrong_output") \
-            or self.summary.get("graphs_not_run")
-        colour = "#cf222e" if self.status != "done" else "#9a6700" if findings else "#1a7f37"
+        from ddlab.report.html import banner_word
+
+        word, colour = banner_word("ok" if self.status in ("done", "dry-run") else self.status,
+                                   self.to_dict())
         crashes = "".join(f"<li><b>{escape(c['name'])}</b>: {escape(str(c['kind']))} in "
                           f"{escape(str(c.get('phase')))}: {escape(str(c.get('cause')))}</li>"
                           for c in self.crashes)
-        return (f"<div style='border-left:6px solid {colour};padding:4px 10px'>"
-                f"<b style='color:{colour}'>{escape(self.headline)}</b><br>"
+        details = "".join(f"<li>{escape(line)}</li>" for line in self.details)
+        return (f"<div class='ddlab-verdict-output' style='border-left:6px solid {colour};"
+                f"padding:4px 10px'><b style='color:{colour}'>{escape(word)}: "
+                f"{escape(self.headline)}</b><ul style='margin:2px 0'>{details}</ul>"
                 f"<b>next step:</b> {escape(self.next_step)}"
-                + "".join(f"<br><i>{escape(n)}</i>" for n in self.notes)
-                + f"<ul>{crashes}</ul></div>")
+                + (f"<ul>{crashes}</ul>" if crashes else "") + "</div>")
+
+
+def _names(names: list) -> str:
+    """``a, b, c and 4 more (7 cells)``."""
+    names = list(names)
+    shown = ", ".join(map(str, names[:_NAMES_SHOWN]))
+    more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    return f"{shown}{more} ({len(names)} cell{'s' if len(names) != 1 else ''})"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _described(row: dict, hosts=None, *, brief: bool = False) -> str:
+    """``name (budget 16, cap 4, graphs off) on h1 at 500.0 [490.1-510.2] tok/s, 2.50x
+    [2.40-2.61] over no speculation, accept length 5.00`` (or the speedup's note);
+    ``brief``: up to the tok/s."""
+    where = f" on {row['host']}" if hosts and row.get("host") else ""
+    if brief:
+        return (f"{row['name']}{_point(row)}{where} at {row['output_tok_s']:.1f}"
+                f"{_interval(row, 'output_tok_s', '.1f')} tok/s")
+    speed = ""
+    if not missing(row.get("speedup")):
+        speed = (f", {row['speedup']:.2f}x{_interval(row, 'speedup', '.2f')} over no "
+                 "speculation" + (" (within noise)" if row.get("within_noise") else ""))
+    elif row.get("speedup_note"):
+        speed = f", speedup {row['speedup_note']}"
+    accept = ("" if missing(row.get("accept_length")) else
+              f", accept length {row['accept_length']:.2f}")
+    return (f"{row['name']}{_point(row)}{where} at {row['output_tok_s']:.1f}"
+            f"{_interval(row, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
 
 
 def _point(best: dict) -> str:
@@ -146,6 +252,22 @@ def _point(best: dict) -> str:
     if best.get("cuda_graph") is not None:
         words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
     return f" ({', '.join(words)})" if words else ""
+
+
+_FORMATS = {"accept_length": ".2f", "output_tok_s": ".1f", "speedup": ".2f",
+            "ttft_ms_p50": ".1f", "tpot_ms_p50": ".2f", "budget": "g", "topk_cap": "g",
+            "rounds": ".0f"}
+
+
+def _shown(column: str, value) -> str:
+    """A table cell as text: blank when unknown, a figure rounded, graphs on / off."""
+    if missing(value) or value is pd.NA:
+        return ""
+    if column == "cuda_graph":
+        return "on" if value else "off"
+    if column in _FORMATS and isinstance(value, Real) and not isinstance(value, bool):
+        return f"{value:{_FORMATS[column]}}"
+    return str(value)
 
 
 def _span(low, high, fmt: str) -> str:
@@ -159,7 +281,9 @@ def _interval(row: dict, key: str, fmt: str) -> str:
 
 
 def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
-                  error: str = "") -> SweepVerdict:
+                  error: str = "", what: str = "", cautions=()) -> SweepVerdict:
+    """The verdict of a sweep's cells (``frame``: :func:`ddlab.lab.results.load_cells`'s);
+    ``what``: the sweep in words; ``cautions``: warnings from outside its cells."""
     from ddlab.lab.results import summarize
 
     crashed = frame[frame["status"].isin(["crashed", "timeout"])] if not frame.empty else frame
@@ -167,9 +291,8 @@ def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: st
                 ("name", "kind", "phase", "cause", "suggestion", "run_dir")}
                for _, row in crashed.iterrows()]
     return SweepVerdict(sweep_id=sweep_id, status=status, summary=summarize(frame),
-                        resume=resume, crashes=crashes, error=" ".join(error.split()))
-
-
+                        resume=resume, crashes=crashes, error=" ".join(error.split()),
+                        what=what, cautions=list(cautions))
 
 
 @dataclass
@@ -182,7 +305,10 @@ class SweepReport:
     provenance: dict = field(default_factory=dict)  # where and with what it ran (report.provenance)
 
     def table(self) -> pd.DataFrame:
-        """The cells with the columns a reader wants first."""
+        """The cells with the columns a reader wants first, as text ready to show: figures
+        rounded, a 95% interval beside its figure, graphs ``on`` / ``off``, a speedup
+        without its baseline ``n/a`` (``speedup_note`` says why), anything unknown blank
+        (never NaN, None or <NA>)."""
         if self.frame.empty:
             return self.frame
         shown = self.frame.copy()
@@ -191,12 +317,12 @@ class SweepReport:
         shown["speedup_ci"] = [_span(r.get("speedup_ci_low"), r.get("speedup_ci_high"), ".2f")
                                + (" noise" if r.get("within_noise") is True else "")
                                for _, r in shown.iterrows()]
-        for column in ("budget", "topk_cap", "rounds"):
-            if column in shown:
-                shown[column] = shown[column].astype("Int64")
         cols = [c for c in TABLE_COLUMNS if c in shown.columns]
-        return shown[cols].round({"accept_length": 2, "output_tok_s": 1, "speedup": 2,
-                                  "ttft_ms_p50": 1, "tpot_ms_p50": 2})
+        out = pd.DataFrame({c: [_shown(c, v) for v in shown[c]] for c in cols}, index=shown.index)
+        if "speedup_note" in shown:
+            out["speedup"] = [v or ("n/a" if isinstance(note, str) and note else "")
+                              for v, note in zip(out["speedup"], shown["speedup_note"])]
+        return out
 
     def _repr_html_(self) -> str:
         return self.verdict._repr_html_()
