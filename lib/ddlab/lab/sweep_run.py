@@ -18,6 +18,12 @@ lock, baseline and no-speculation cells. Each cell is committed to the store
 (:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
+
+A sweep whose host another ddlab run takes (``--force``) stops: the cell it was
+running is ``preempted`` (the taker named: user, machine, pid, command, when),
+never ``crashed``, and neither the variant nor the baseline is touched again (the
+host is the taker's now); the sweep's status is ``preempted`` and its resume runs
+that cell again. ``wait_s`` (``--wait``) queues for the host when another run holds it.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ddlab.config.units import render_unit
-from ddlab.core.errors import ConfigError, DdlabError, HostError
+from ddlab.core.errors import ConfigError, DdlabError, HostError, Preempted
 from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
@@ -72,6 +78,8 @@ class Sweep:
     skipped: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
     secret_keys: list[str] = field(default_factory=list)
+    wait_s: float | None = None  # queue this long for a host another run holds
+    error: str = ""              # what stopped it (a preempted sweep: who took the host)
 
     @property
     def folder(self) -> Path:
@@ -124,6 +132,9 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
         else:
             with holding_host(sweep, store, [c.variant for c in todo]) as lab:
                 _run_cells(lab, store, sweep, todo)
+    except Preempted as taken:  # an outcome, not a failure: the resume runs the cell again
+        _stop(store, sweep, "preempted", error=taken.message)
+        return sweep
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt):
             _stop(store, sweep, "interrupted")
@@ -145,7 +156,8 @@ def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
     a killed process left marked lost (``abandon``; a pool does it once for all hosts),
     ``variants`` checked against its SGLang, then the baseline stopped once; on leaving
     (also on an error and on Ctrl-C) the variant goes and the baseline is back."""
-    with Lab(profile or sweep.profile, what=what or f"sweep {sweep.sweep_id}") as lab:
+    with Lab(profile or sweep.profile, what=what or f"sweep {sweep.sweep_id}",
+             wait_s=sweep.wait_s) as lab:
         lost = store.abandon_runs(sweep.sweep_id) if abandon else 0  # we hold the lock now
         if lost:
             log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
@@ -159,11 +171,13 @@ def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
 
 
 def _stop(store: Store, sweep: Sweep, status: str, error: str = "") -> None:
-    sweep.status = status
+    sweep.status, sweep.error = status, error
     store.set_sweep_status(sweep.sweep_id, status, error=error)
     done = len(sweep.skipped) + len(sweep.finished)
     log.info(f"[sweep] {sweep.sweep_id}: {status}; {done} of {len(sweep.cells)} cells finished "
              f"and stored in {store.path}")
+    if status == "preempted":
+        log.info(f"[sweep] {error}")
     if status != "done":
         log.info(f"[sweep] resume with: {sweep.resume_command()}")
 
@@ -235,6 +249,9 @@ def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell]) -> None:
         log.info(f"[sweep] cell {n}/{len(todo)}: {cell.variant.name} ({cell.label})")
         try:
             status = _run_cell(lab, store, sweep, cell, sweep.options)
+        except Preempted:
+            log.info(f"[sweep] cell {n}/{len(todo)}: preempted")
+            raise
         except DdlabError as err:
             errors += 1
             log.info(f"[sweep] cell {n}/{len(todo)}: error: {err}")
@@ -268,6 +285,12 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
         if run_id is not None:
             store.finish_run(run_id, state="interrupted")
         raise
+    except Preempted as taken:  # the host is another run's: nothing of it is touched
+        if run_id is not None:
+            store.finish_run(run_id, state="preempted", verdict=_preempted_verdict(taken))
+            if commit_cell:
+                store.finish_cell(sweep.sweep_id, cell.hash, status="preempted", run_id=run_id)
+        raise
     except DdlabError as err:
         if run_id is None:
             raise
@@ -277,6 +300,14 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
         with contextlib.suppress(DdlabError):
             lab.stop_variant()
         raise
+
+
+def _preempted_verdict(taken: Preempted) -> dict:
+    """The stored verdict of a run whose host was taken: its watch's, else one line."""
+    verdict = dict(getattr(taken, "verdict", None) or {})
+    return verdict or {"state": "preempted", "kind": "preempted", "headline":
+                       f"PREEMPTED (not a crash): {taken.message}", "cause": taken.message,
+                       "preempted_by": getattr(taken, "by", {}), "at": getattr(taken, "at", "")}
 
 
 def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -> None:
@@ -303,6 +334,8 @@ def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -
                 if verdict.state == "ready":
                     metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
                 lab.stop_variant()
+        except Preempted:
+            raise
         except DdlabError as err:
             log.info(f"[sweep] bracket {cell.variant.name}: error: {err}; left out")
             continue
@@ -328,11 +361,13 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
                         grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance,
                         prompts=options.lossless_prompts)
+        _unless_preempted(lab, verdict)
         metrics = None
         if bench and verdict.state in ("ready", "wrong_output"):
             wrong = verdict if verdict.state == "wrong_output" else None
             watched = verdict
             metrics, verdict = _measure_cell(lab, deployed, run_dir, options)
+            _unless_preempted(lab, verdict)  # mid-bench: the figures are not this cell's
             if verdict.state == "ready":  # the probes and the lossless check ran before it
                 verdict.probes, verdict.lossless = watched.probes, watched.lossless
                 verdict.notes = [*watched.notes, *(n for n in verdict.notes
@@ -344,6 +379,12 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
     store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
     store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
     return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
+
+
+def _unless_preempted(lab: Lab, verdict) -> None:
+    """A watch that ended ``preempted``: the cell stops here, recorded as such."""
+    if verdict.state == "preempted":
+        raise lab.preempted_error(verdict.to_dict())
 
 
 def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):

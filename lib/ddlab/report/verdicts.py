@@ -14,6 +14,7 @@ from html import escape
 import pandas as pd
 
 from ddlab.lab.stats import missing
+from ddlab.lab.verdict import PREEMPTED_EXIT
 
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS"]
 
@@ -53,6 +54,8 @@ class SweepVerdict:
         if s.get("scheduler_ended"):
             head += (f", {s['scheduler_ended']} ended by the scheduler, not crashed "
                      f"({', '.join(s.get('ended_kinds', []))})")
+        if s.get("preempted"):
+            head += f", {s['preempted']} preempted by another ddlab run (not crashed)"
         if s.get("graphs_not_run"):
             head += (f", {len(s['graphs_not_run'])} asked for CUDA graphs but ran WITHOUT them "
                      f"({', '.join(s['graphs_not_run'][:3])})")
@@ -84,6 +87,9 @@ class SweepVerdict:
     def next_step(self) -> str:
         if self.status == "dry-run":
             return "run it: the same parameters without dry_run"
+        if self.status == "preempted":
+            return ("another ddlab run has the host now (see above): once it is done, resume "
+                    f"it (--wait queues behind that run): {self.resume}")
         if self.status != "done":
             return f"resume it: {self.resume}" if self.resume else "run it again"
         if self.summary.get("wrong_output"):
@@ -101,6 +107,12 @@ class SweepVerdict:
             return ("tell the tied cells apart: sweep just them with a tighter ci_target and "
                     "more max_rounds, on a quiet host")
         return "narrow the grid around the best cell, or a tighter ci_target for tighter figures"
+
+    @property
+    def exit_code(self) -> int:
+        """For scripts: 9 when another ddlab run took the host (preempted), else 0 (a
+        sweep that failed or was interrupted raises instead)."""
+        return PREEMPTED_EXIT if self.status == "preempted" else 0
 
     def to_dict(self) -> dict:
         return {"state": self.status, "headline": self.headline, "next_step": self.next_step,
