@@ -129,7 +129,8 @@ def test_lock_records_round_trip_and_describe_themselves():
                              "run_dir": "/r"})
     again = HostLock.from_json(lock.to_json())
     assert again == lock and json.loads(lock.to_json())["holder"]["pid"] is None
-    assert "no process: held until `ddlab restore`" in lock.holder.describe()
+    assert "no process: left by `" in lock.holder.describe()
+    assert ", held until `ddlab restore`" in lock.holder.describe()
     assert not lock.holder.is_stale(), "a persistent lock is never stale"
     dead = Holder.me("x", persistent=False)
     dead.pid = _dead_pid()
@@ -308,3 +309,24 @@ def test_a_run_whose_host_was_taken_knows_who_and_leaves_the_host_alone(clean, o
     taker.wait(timeout=30)
     ddlab.restore(site.profile)  # the taker's lock, stale now, holds what to put back
     assert site.baseline_active() and site.lock() is None
+
+
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_a_deploy_left_by_another_checkout_is_waited_for_not_continued(clean):
+    site = clean
+    left = Holder.me("deploy local-b8", persistent=True)
+    left.project, left.command = "/home/me/other-checkout", "ddlab deploy --set budget=8"
+    variant = {"name": "local-b8", "service": "ddlab-local-b8.service"}
+    Path(site.lock_path).parent.mkdir(parents=True, exist_ok=True)
+    Path(site.lock_path).write_text(HostLock(holder=left, variant=variant).to_json())
+    with pytest.raises(LockError) as info:
+        Lab(site.profile, what="a sweep in this checkout").open()
+    text = str(info.value)
+    assert "(no process: left by `ddlab deploy --set budget=8`, held until `ddlab restore`, " \
+           "in /home/me/other-checkout)" in text
+    assert f"`ddlab restore --host {site.name}` (in /home/me/other-checkout) puts it back" in text
+    assert site.lock()["variant"] == variant, "the other checkout's variant is left alone"
+    left.project = str(REPO)  # this checkout's own deploy: its next run continues it
+    Path(site.lock_path).write_text(HostLock(holder=left).to_json())
+    with Lab(site.profile, what="this checkout's watch"):
+        assert site.lock()["holder"]["pid"] == os.getpid()

@@ -148,3 +148,57 @@ def test_two_checkouts_one_forces_local_while_the_other_sweeps(checkouts):
     assert list(cells["status"]) == ["measured"] * 3
     assert _lock(home) is None and not target_pids(port)
     assert not list((home / ".cache" / "ddlab" / "preempted").glob("*.json")), "record read"
+
+
+@pytest.mark.slow
+def test_a_watch_whose_host_another_run_restores_ends_preempted(checkouts):
+    a, b, port = checkouts
+    home = a.home
+    deployed = a.ddlab("deploy", "--host", "local")
+    assert deployed.returncode == 0, deployed.stderr
+    watch = a.start("watch", "--host", "local", "--probe", "--grace", "60")
+    wait_for(lambda: watch.said(r"probed, grace period"), timeout_s=90,
+             what="the watch to be in its grace period")
+    assert _lock(home)["holder"]["pid"] == watch.proc.pid
+    taker = b.start("restore", "--host", "local", "--force")  # takes the host, puts it back
+    code, out, err = taker.finish()
+    assert code == 0 and "lock released" in out, err
+
+    code, out, err = watch.finish()
+    assert code == 9, (out, err)
+    verdict = json.loads(out.strip().splitlines()[-1])
+    said = f"pid {taker.proc.pid}: `ddlab restore --host local --force`, in {b.root})"
+    assert verdict["state"] == "preempted" and verdict["kind"] == "preempted", verdict
+    assert said in verdict["cause"] and re.search(f"took the host with --force at {WHEN}",
+                                                  verdict["cause"])
+    assert verdict["headline"].startswith("PREEMPTED (not a crash): ")
+    assert "not putting the host back" in err and not re.search("(?<!NOT )CRASHED", out)
+    assert "NOT CRASHED: preempted: another ddlab run took the host" in out
+    assert _lock(home) is None and not target_pids(port), "the taker put the host back"
+
+
+@pytest.mark.slow
+def test_a_sweep_told_to_wait_queues_behind_the_run_that_took_its_host_then_finishes(checkouts):
+    a, b, port = checkouts
+    home = a.home
+    victim = a.start("sweep", "--budget", "[4, 16]", "--topk-cap", "4", "--cuda-graph", "false",
+                     "--requests", "4", "--max-new-tokens", "32", "--ci-target", "0",
+                     "--no-bracket", "--timeout", "120", "--wait", "120")
+    wait_for(lambda: victim.said(r"cell 2/3") and (_lock(home) or {}).get("variant"),
+             timeout_s=120, what="the sweep's second cell to be deployed")
+    forcer = b.start("deploy", "--host", "local", "--set", "budget=8", "--force")
+    assert forcer.finish()[0] == 0
+    wait_for(lambda: victim.said(r"waiting for the host\].*in use by .*left by `ddlab deploy --host "
+                                 r"local --set budget=8 --force`"),
+             timeout_s=60, what="the sweep to queue behind the deploy, naming it")
+    assert victim.proc.poll() is None
+    assert b.ddlab("restore", "--host", "local").returncode == 0  # the other run is done
+    code, out, err = victim.finish()
+    assert code == 0, (out, err)
+    assert out.startswith("SWEEP DONE: 3 cells, 3 measured, 0 crashed"), out
+    assert "the host is free after a wait of" in err
+    sweep_id = re.search(r"\[sweep\] (\S+): done;", err)[1]
+    runs = a.store.db.execute("SELECT state FROM runs WHERE sweep_id = ? ORDER BY id",
+                              (sweep_id,)).fetchall()
+    assert [r[0] for r in runs] == ["measured", "preempted", "measured", "measured"]
+    assert _lock(home) is None and not target_pids(port)

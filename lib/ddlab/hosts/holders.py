@@ -100,8 +100,10 @@ class Holder:
 
     def who(self) -> str:
         """``alice@box (pid 12: `ddlab sweep ...`, in /home/alice/ddlab)``."""
-        how = (f"pid {self.pid}" + (f": `{self.command}`" if self.command else "")
-               if self.pid else "no process: held until `ddlab restore`")
+        command = f"`{self.command}`" if self.command else ""
+        how = (f"pid {self.pid}" + (f": {command}" if command else "") if self.pid else
+               "no process" + (f": left by {command}" if command else "")
+               + ", held until `ddlab restore`")
         where = f", in {self.project}" if self.project else ""
         return f"{self.user}@{self.controller} ({how}{where})"
 

@@ -19,8 +19,10 @@ Who may take a held lock:
 
 - its holder (same controller machine, same user) — a CLI ``ddlab deploy``
   leaves a *persistent* lock (pid null) that ``ddlab watch`` and
-  ``ddlab restore`` continue; while one of them runs, the lock names its
-  pid, so a second run is refused (:class:`ddlab.lab.deploy.Lab`);
+  ``ddlab restore`` of the same project (checkout) continue; while one of them
+  runs, the lock names its pid, so a second run is refused
+  (:class:`ddlab.lab.deploy.Lab`). Another checkout of the same user is another
+  run: it waits, or is told whose ``ddlab restore`` frees the host;
 - anyone, when the lock is *stale*: its pid is gone on this same controller.
   Taking a stale lock over says so (a message, never silently) and keeps the
   record, so the baseline state found by the dead run is not forgotten;
@@ -162,10 +164,11 @@ class LockFile:
             if held is None:
                 continue  # released between our two calls: try again
             holder = held.holder
-            if holder.is_me() and holder.pid in (None, os.getpid()):
-                if holder.pid is not None:  # this same process: the same run, one token
-                    mine.holder.token = holder.token or mine.holder.token
+            if holder.is_me() and holder.pid == os.getpid():  # this process: one run, one token
+                mine.holder.token = holder.token or mine.holder.token
                 return self._continue(held, mine)
+            if holder.is_me() and holder.pid is None and holder.project in ("", mine.holder.project):
+                return self._continue(held, mine)  # left by this checkout's deploy: continued
             if holder.is_stale():
                 log.warning(f"{self.host}: taking over the lock held by {holder.describe()}: "
                             "its process is gone")
@@ -192,8 +195,9 @@ class LockFile:
         age = self.age_s()
         said = holder.describe(age)
         if holder.pid is None:
+            where = f" (in {holder.project})" if holder.project else ""
             return LockError(f"host {host!r} is held by {said}", live=True, said=said,
-                             fix=f"its owner's `ddlab restore --host {host}` puts it back "
+                             fix=f"its owner's `ddlab restore --host {host}`{where} puts it back "
                                  "(-p wait_s 600 queues behind it); if it is abandoned, "
                                  f"`ddlab restore --host {host} --force`", **facts)
         if holder.is_quiet(age):

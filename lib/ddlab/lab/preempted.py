@@ -33,7 +33,8 @@ def preempted(diagnosis: dx.Diagnosis, taken: Preemption | None, host: str,
     elif state is not None and state.exit_status is not None:
         ended = f"exit status {state.exit_status}"
     return dataclasses.replace(
-        diagnosis, crashed=False, kind="preempted", signature=None, title=None, sources=[],
+        diagnosis, crashed=False, kind="preempted", signature=None, sources=[],
+        title="preempted: another ddlab run took the host",
         cause=f"host {host} was taken from this run: {who}",
         exit_status=(f"stopped by the run that took the host ({ended})" if ended else None),
         suggestion=PREEMPTED_ADVICE)

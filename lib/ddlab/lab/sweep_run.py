@@ -23,7 +23,9 @@ A sweep whose host another ddlab run takes (``--force``) stops: the cell it was
 running is ``preempted`` (the taker named: user, machine, pid, command, when),
 never ``crashed``, and neither the variant nor the baseline is touched again (the
 host is the taker's now); the sweep's status is ``preempted`` and its resume runs
-that cell again. ``wait_s`` (``--wait``) queues for the host when another run holds it.
+that cell again. ``wait_s`` (``--wait``) queues for the host when another run holds it,
+and after such a take-over too: the sweep waits behind the taker (bounded) and runs
+the cells left once the host is free; ``preempted`` only when the bound passes.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ddlab.config.units import render_unit
-from ddlab.core.errors import ConfigError, DdlabError, HostError, Preempted
+from ddlab.core.errors import ConfigError, DdlabError, HostError, LockError, Preempted
 from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
@@ -130,8 +132,7 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
             run_pool(sweep, store, todo, CellSteps(hold=holding_host, run=run_cell,
                                                    bracket=bracket_baselines))
         else:
-            with holding_host(sweep, store, [c.variant for c in todo]) as lab:
-                _run_cells(lab, store, sweep, todo)
+            _hold_and_run(sweep, store, todo)
     except Preempted as taken:  # an outcome, not a failure: the resume runs the cell again
         _stop(store, sweep, "preempted", error=taken.message)
         return sweep
@@ -168,6 +169,30 @@ def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
             yield lab
         finally:
             lab.restore()
+
+
+def _hold_and_run(sweep: Sweep, store: Store, todo: list[Cell]) -> None:
+    """Hold the host and run ``todo``. A host another run takes: Preempted; with
+    ``wait_s``, the sweep queues behind that run instead and runs the cells left once
+    the host is free (Preempted, naming both, when the wait's bound passes)."""
+    taken = None
+    while todo:
+        try:
+            with holding_host(sweep, store, [c.variant for c in todo]) as lab:
+                _run_cells(lab, store, sweep, todo)
+            return
+        except Preempted as err:
+            if not sweep.wait_s:
+                raise
+            taken, status = err, store.cell_status(sweep.sweep_id)
+            todo = [c for c in todo if status.get(c.hash) not in DONE_STATES]
+            log.info(f"[sweep] {taken.message}; waiting for the host (up to "
+                     f"{sweep.wait_s:.0f} s) to run the {len(todo)} cell(s) left")
+        except LockError as busy:  # the wait's bound passed
+            if taken is None:
+                raise
+            raise Preempted(f"{taken.message}; then {busy.message}", fix=taken.fix,
+                            **taken.facts) from None
 
 
 def _stop(store: Store, sweep: Sweep, status: str, error: str = "") -> None:

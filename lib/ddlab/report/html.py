@@ -37,7 +37,7 @@ IDS = {"verdict": "ddlab-verdict", "provenance": "ddlab-provenance", "table": "d
 STATUS_COLOURS = {"ok": "#1a7f37", "done": "#1a7f37", "ready": "#1a7f37", "failed": "#cf222e",
                   "crashed": "#cf222e", "wrong_output": "#cf222e", "error": "#cf222e",
                   "interrupted": "#9a6700", "timeout": "#9a6700", "connection_lost": "#9a6700",
-                  "scheduler_ended": "#9a6700"}
+                  "scheduler_ended": "#9a6700", "preempted": "#9a6700"}
 
 
 

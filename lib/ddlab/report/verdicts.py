@@ -140,7 +140,8 @@ class SweepVerdict:
     def _repr_html_(self) -> str:
         findings = self.crashes or self.summary.get("wrong_output") \
             or self.summary.get("graphs_not_run")
-        colour = "#cf222e" if self.status != "done" else "#9a6700" if findings else "#1a7f37"
+        colour = ("#9a6700" if self.status == "preempted" else "#cf222e" if self.status != "done"
+                  else "#9a6700" if findings else "#1a7f37")
         crashes = "".join(f"<li><b>{escape(c['name'])}</b>: {escape(str(c['kind']))} in "
                           f"{escape(str(c.get('phase')))}: {escape(str(c.get('cause')))}</li>"
                           for c in self.crashes)
