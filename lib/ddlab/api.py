@@ -228,7 +228,8 @@ def restore(host: str | HostProfile = "local", *, force: bool = False,
     gone (or from a live one, which then ends preempted); ``wait_s``: queue behind it."""
     _check_wait(wait_s)
     profile = _profile(host)
-    with Lab(profile, what="restore", persistent=True, force=force, wait_s=wait_s) as lab:
+    with Lab(profile, what="restore", persistent=True, force=force, wait_s=wait_s,
+             adopt=True) as lab:  # what this user's deploy left, from whichever checkout
         current, baseline = lab.current, dict(lab.lock.baseline)
         lab.restore()
     done = [f"removed {current.service}" if current else "no variant was deployed"]

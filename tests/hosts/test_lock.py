@@ -178,6 +178,7 @@ def test_the_cli_offers_wait_not_force_for_a_live_holder(clean, other_run):
     assert site.lock()["holder"]["pid"] == holder.pid
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_wait_queues_behind_a_live_holder_naming_it_then_takes_the_host(clean, other_run):
     site = clean
@@ -196,6 +197,7 @@ def test_wait_queues_behind_a_live_holder_naming_it_then_takes_the_host(clean, o
     assert site.lock() is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_wait_is_bounded_and_says_so(clean, other_run):
     site = clean
@@ -211,6 +213,7 @@ def test_wait_is_bounded_and_says_so(clean, other_run):
     assert site.lock()["holder"]["pid"] == holder.pid, "the holder's lock is untouched"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
 def test_wait_ends_on_ctrl_c_taking_nothing(clean, other_run):
     site = clean
@@ -324,9 +327,11 @@ def test_a_deploy_left_by_another_checkout_is_waited_for_not_continued(clean):
     text = str(info.value)
     assert "(no process: left by `ddlab deploy --set budget=8`, held until `ddlab restore`, " \
            "in /home/me/other-checkout)" in text
-    assert f"`ddlab restore --host {site.name}` (in /home/me/other-checkout) puts it back" in text
+    assert f"`ddlab restore --host {site.name}` puts it back (wait_s=600 queues behind it)" in text
     assert site.lock()["variant"] == variant, "the other checkout's variant is left alone"
+    with Lab(site.profile, what="restore", adopt=True):  # a restore puts back what it left
+        assert site.lock()["variant"] == variant and site.lock()["holder"]["what"] == "restore"
     left.project = str(REPO)  # this checkout's own deploy: its next run continues it
-    Path(site.lock_path).write_text(HostLock(holder=left).to_json())
+    Path(site.lock_path).write_text(HostLock(holder=left, variant=variant).to_json())
     with Lab(site.profile, what="this checkout's watch"):
         assert site.lock()["holder"]["pid"] == os.getpid()

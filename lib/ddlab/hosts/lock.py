@@ -19,10 +19,11 @@ Who may take a held lock:
 
 - its holder (same controller machine, same user) — a CLI ``ddlab deploy``
   leaves a *persistent* lock (pid null) that ``ddlab watch`` and
-  ``ddlab restore`` of the same project (checkout) continue; while one of them
-  runs, the lock names its pid, so a second run is refused
-  (:class:`ddlab.lab.deploy.Lab`). Another checkout of the same user is another
-  run: it waits, or is told whose ``ddlab restore`` frees the host;
+  ``ddlab restore`` of the same project (checkout) continue, and a ``restore``
+  from anywhere (``adopt``: putting the host back is what the lock is kept for);
+  while one of them runs, the lock names its pid, so a second run is refused
+  (:class:`ddlab.lab.deploy.Lab`). Another checkout's sweep, deploy or watch is
+  another run: it waits, or is told that ``ddlab restore`` frees the host;
 - anyone, when the lock is *stale*: its pid is gone on this same controller.
   Taking a stale lock over says so (a message, never silently) and keeps the
   record, so the baseline state found by the dead run is not forgotten;
@@ -118,16 +119,17 @@ class LockFile:
     # --- taking it -------------------------------------------------------------
 
     def acquire(self, what: str, *, persistent: bool = False, force: bool = False,
-                wait_s: float | None = None) -> HostLock:
+                wait_s: float | None = None, adopt: bool = False) -> HostLock:
         """Take the lock, or continue/take over one we may (module docstring); with
-        ``wait_s``, queue behind a live holder for up to that many seconds."""
+        ``wait_s``, queue behind a live holder for up to that many seconds; ``adopt``:
+        continue a lock this user's ``ddlab deploy`` left in another checkout too."""
         mine = HostLock(holder=Holder.me(what, persistent=persistent))
         self.transport.make_private_dir(self.dir)
         if not wait_s:
-            return self._take(mine, force)
-        return self._queue(mine, force, wait_s)
+            return self._take(mine, force, adopt)
+        return self._queue(mine, force, wait_s, adopt)
 
-    def _queue(self, mine: HostLock, force: bool, wait_s: float) -> HostLock:
+    def _queue(self, mine: HostLock, force: bool, wait_s: float, adopt: bool) -> HostLock:
         """Try again every ``WAIT_POLL_S`` while a live run holds the host, a heartbeat
         naming it, until it is free or ``wait_s`` passed (a LockError saying so);
         Ctrl-C ends the wait, nothing taken."""
@@ -135,7 +137,7 @@ class LockFile:
         try:
             while True:
                 try:
-                    lock = self._take(mine, force)
+                    lock = self._take(mine, force, adopt)
                 except LockError as busy:
                     if not busy.facts.get("live"):
                         raise
@@ -156,7 +158,7 @@ class LockFile:
         finally:
             beat.close()
 
-    def _take(self, mine: HostLock, force: bool) -> HostLock:
+    def _take(self, mine: HostLock, force: bool, adopt: bool = False) -> HostLock:
         for _ in range(3):
             if self._create(mine):
                 return self._hold(mine)
@@ -167,7 +169,8 @@ class LockFile:
             if holder.is_me() and holder.pid == os.getpid():  # this process: one run, one token
                 mine.holder.token = holder.token or mine.holder.token
                 return self._continue(held, mine)
-            if holder.is_me() and holder.pid is None and holder.project in ("", mine.holder.project):
+            if holder.is_me() and holder.pid is None and (
+                    adopt or holder.project in ("", mine.holder.project)):
                 return self._continue(held, mine)  # left by this checkout's deploy: continued
             if holder.is_stale():
                 log.warning(f"{self.host}: taking over the lock held by {holder.describe()}: "
@@ -195,11 +198,12 @@ class LockFile:
         age = self.age_s()
         said = holder.describe(age)
         if holder.pid is None:
-            where = f" (in {holder.project})" if holder.project else ""
-            return LockError(f"host {host!r} is held by {said}", live=True, said=said,
-                             fix=f"its owner's `ddlab restore --host {host}`{where} puts it back "
-                                 "(-p wait_s 600 queues behind it); if it is abandoned, "
-                                 f"`ddlab restore --host {host} --force`", **facts)
+            owner = "" if holder.is_me() else "its owner's "
+            fix = f"{owner}`ddlab restore --host {host}` puts it back (-p wait_s 600 queues " \
+                  "behind it)" + ("" if holder.is_me() else
+                                  f"; if it is abandoned, `ddlab restore --host {host} --force`")
+            return LockError(f"host {host!r} is held by {said}", live=True, said=said, fix=fix,
+                             **facts)
         if holder.is_quiet(age):
             return LockError(f"host {host!r} is held by {said}: no heartbeat for more than "
                              f"{STALE_AFTER_S:.0f} s, so that run is gone or cut off from the "

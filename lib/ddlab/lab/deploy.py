@@ -126,16 +126,18 @@ class Lab:
     (not even the same user's) can take the host. ``persistent``: when the job
     ends with something still deployed, the lock outlives the process (no pid:
     held until ``ddlab restore``), for the user's next ddlab run to continue.
-    ``wait_s``: queue behind another run holding the host, up to that many seconds.
+    ``wait_s``: queue behind another run holding the host, up to that many seconds;
+    ``adopt``: continue what this user's ``ddlab deploy`` left from another checkout too.
     """
 
     def __init__(self, host: str | HostProfile = "local", *, what: str = "ddlab",
-                 persistent: bool = False, force: bool = False, wait_s: float | None = None):
+                 persistent: bool = False, force: bool = False, wait_s: float | None = None,
+                 adopt: bool = False):
         self.profile = host if isinstance(host, HostProfile) else load_host(host)
         self.what = what
         self.persistent = persistent
         self.force = force
-        self.wait_s = wait_s
+        self.wait_s, self.adopt = wait_s, adopt
         self.transport = None
         self.manager = None
         self.lockfile: LockFile | None = None
@@ -160,7 +162,8 @@ class Lab:
             self.manager = manager_for(self.transport)
             self.lockfile = LockFile(self.transport, self.profile.state_dir)
             self.installs = Installs(self.transport, self.profile.state_dir)
-            self.lock = self.lockfile.acquire(self.what, force=self.force, wait_s=self.wait_s)
+            self.lock = self.lockfile.acquire(self.what, force=self.force, wait_s=self.wait_s,
+                                              adopt=self.adopt)
             self.lockfile.start_beating()
         except BaseException:
             self.transport.close()
