@@ -262,18 +262,19 @@ def last_json(stdout: str) -> dict:
     return json.loads(lines[-1])
 
 
-def holder_script(profile_yaml: Path, *, deploy: str = "") -> list[str]:
+def holder_script(profile_yaml: Path, *, deploy: str = "", force: bool = False) -> list[str]:
     """argv of a separate ddlab run that takes the host's lock (and, with ``deploy`` =
-    a base YAML, deploys it with ``deployed()``), says so on stdout and waits."""
+    a base YAML, deploys it with ``deployed()``; with ``force``, from whoever holds it),
+    says so on stdout and waits."""
     code = textwrap.dedent(f"""
         import sys, time
         from ddlab.lab.deploy import Lab, deployed
         from ddlab.config.variants import make_variant
         if {deploy!r}:
             context = deployed({str(profile_yaml)!r}, make_variant({deploy!r}, sys.argv[1:]),
-                               what="a test's other run")
+                               what="a test's other run", force={force!r})
         else:
-            context = Lab({str(profile_yaml)!r}, what="a test's other run")
+            context = Lab({str(profile_yaml)!r}, what="a test's other run", force={force!r})
         with context:
             print("holding", flush=True)
             time.sleep(600)

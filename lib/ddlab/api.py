@@ -109,14 +109,18 @@ def plan_deploy(host: str | HostProfile = "local", base: str | None = None, over
     return make_plan(_profile(host), base, overrides, read_baseline=read_baseline)
 
 
-def deploy(plan: DeployPlan, *, force: bool = False,
-           dry_run: bool = False) -> Deployed | DryRun:
+def deploy(plan: DeployPlan, *, force: bool = False, dry_run: bool = False,
+           wait_s: float | None = None) -> Deployed | DryRun:
     """Stop the baseline and start the planned variant; it runs until :func:`restore`
     (or a :func:`watch` that restores). With ``dry_run`` nothing touches the host:
-    the answer says so, with the unit that would run."""
+    the answer says so, with the unit that would run. ``force``: take the host from
+    another ddlab run (that run ends ``preempted``); ``wait_s``: queue behind one for up
+    to that many seconds instead."""
+    _check_wait(wait_s)
     if dry_run:
         return DryRun(plan)
-    with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force) as lab:
+    with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force,
+             wait_s=wait_s) as lab:
         lab.check_variants([plan.variant])  # with the host's own SGLang, before anything changes
         try:
             lab.stop_baseline()
@@ -129,18 +133,22 @@ def deploy(plan: DeployPlan, *, force: bool = False,
 def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,
           grace_s: float = 5.0, restore: str = "auto", heartbeat_s: float = 5.0, patterns=(),
           force: bool = False, run_dir: str | Path | None = None, lossless: bool = True,
-          lossless_tolerance: float = 1.0, lossless_prompts=()) -> Verdict:
+          lossless_tolerance: float = 1.0, lossless_prompts=(),
+          wait_s: float | None = None) -> Verdict:
     """Watch the deployed variant until ready, crashed or timed out (probing the verify
     path once ready, then the lossless check: greedy tokens against the model's own,
     ``lossless_tolerance`` the token match rate that passes, ``lossless_prompts`` the
     prompts compared, empty for the shipped ones); then put the baseline back
     per ``restore``: ``auto`` unless ready with every probe passed, ``always``, or
-    ``never``. A variant that serves other tokens is ``wrong_output``, never ready."""
+    ``never``. A variant that serves other tokens is ``wrong_output``, never ready; one
+    whose host another ddlab run took is ``preempted`` (left to that run), never crashed.
+    ``wait_s``: queue behind another run holding the host, up to that many seconds."""
     if restore not in RESTORE_CHOICES:
         raise ConfigError(f"restore={restore!r}: must be one of {', '.join(RESTORE_CHOICES)}",
                           fix="auto puts the baseline back unless the variant is ready and its "
                               "probes passed", value=restore)
     _check_positive(timeout_s=timeout_s, grace_s=grace_s, heartbeat_s=heartbeat_s)
+    _check_wait(wait_s)
     check_tolerance(lossless_tolerance)
     prompts = check_prompts(lossless_prompts)
     profile = _profile(host)
@@ -148,7 +156,8 @@ def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe:
     try:
         verdict = _watch_and_restore(profile, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
                                      restore=restore, heartbeat_s=heartbeat_s,
-                                     patterns=patterns, force=force, lossless=lossless,
+                                     patterns=patterns, force=force, wait_s=wait_s,
+                                     lossless=lossless,
                                      lossless_tolerance=lossless_tolerance, prompts=prompts)
     except BaseException as err:
         if isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError,
@@ -166,8 +175,8 @@ def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe:
     return verdict
 
 
-def _watch_and_restore(profile: HostProfile, *, restore: str, force: bool, **how) -> Verdict:
-    with Lab(profile, what="watch", persistent=True, force=force) as lab:
+def _watch_and_restore(profile: HostProfile, *, restore: str, force: bool, wait_s, **how) -> Verdict:
+    with Lab(profile, what="watch", persistent=True, force=force, wait_s=wait_s) as lab:
         try:
             verdict = _watch(lab, **how)
         except BaseException as err:
@@ -212,11 +221,15 @@ def _interrupted_hint(lab: Lab, verdict: Verdict | None, restore: str) -> str:
             f"to try again, deploy it again (`ddlab deploy --host {lab.name} ...`)")
 
 
-def restore(host: str | HostProfile = "local", *, force: bool = False) -> str:
+def restore(host: str | HostProfile = "local", *, force: bool = False,
+            wait_s: float | None = None) -> str:
     """Put the host back as ddlab found it (variant gone, baseline back, lock released);
-    returns what it did, in one line."""
+    returns what it did, in one line. ``force``: take the host from a ddlab run that is
+    gone (or from a live one, which then ends preempted); ``wait_s``: queue behind it."""
+    _check_wait(wait_s)
     profile = _profile(host)
-    with Lab(profile, what="restore", persistent=True, force=force) as lab:
+    with Lab(profile, what="restore", persistent=True, force=force, wait_s=wait_s,
+             adopt=True) as lab:  # what this user's deploy left, from whichever checkout
         current, baseline = lab.current, dict(lab.lock.baseline)
         lab.restore()
     done = [f"removed {current.service}" if current else "no variant was deployed"]
@@ -225,6 +238,16 @@ def restore(host: str | HostProfile = "local", *, force: bool = False) -> str:
     elif baseline.get("service"):
         done.append(f"baseline {baseline['service']} left as found ({baseline.get('state_found')})")
     return f"{profile.name}: " + "; ".join(done) + "; lock released"
+
+
+def _check_wait(wait_s) -> None:
+    """``wait_s``: None or 0 (do not wait), else a finite number of seconds."""
+    if wait_s is None:
+        return
+    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) \
+            or not math.isfinite(wait_s) or wait_s < 0:
+        raise ConfigError(f"wait_s={wait_s!r}: must be a number of seconds >= 0 (0: do not wait)",
+                          fix="e.g. -p wait_s 600", key="wait_s", value=wait_s)
 
 
 def _check_positive(**values) -> None:
@@ -248,7 +271,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
           timeout_s: float = 600.0, probe: bool = True, lossless_tolerance: float = 1.0,
           lossless_prompts=(), resume: str = "",
           dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
-          run_dir: str | Path | None = None) -> SweepReport:
+          run_dir: str | Path | None = None, wait_s: float | None = None) -> SweepReport:
     """Plan, run (or resume) and report one sweep.
 
     Every parameter and every cell is validated before anything touches the host.
@@ -270,8 +293,12 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
     baseline is measured again after the grid and its rounds pooled (docs/measurement.md).
     ``probe``: each ready cell's verify path is driven, then its greedy tokens are held
     against the model's own (``lossless_prompts``, empty for the shipped ones;
-    ``lossless_tolerance``, the token match rate that passes).
+    ``lossless_tolerance``, the token match rate that passes). ``wait_s``: queue behind
+    another ddlab run holding the host, up to that many seconds. A sweep whose host
+    another run takes stops ``preempted`` (its cell too, never crashed; exit code 9),
+    and its resume runs that cell again.
     """
+    _check_wait(wait_s)
     profiles = load_pool(host or "local")  # one host, a pool profile, or a list of hosts
     profile = profiles[0]
     options = SweepOptions(requests=requests, concurrency=concurrency,
@@ -300,6 +327,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
         if dry_run:
             opened.status = "dry-run"
         else:
+            opened.wait_s = wait_s
             execute_sweep(opened, store)
     except BaseException as err:
         _keep_records(own, _report_failure(store, slot, opened, err, run_dir), opened, profile,
@@ -309,7 +337,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
 
     planned = plan_frame(opened) if opened.status == "dry-run" and not resume else None
     report = _report(store, opened.sweep_id, opened.status, opened.resume_command(), run_dir,
-                     frame=planned)
+                     frame=planned, error=opened.error)
     slot.update(report.verdict)
     report.provenance = _keep_records(own, report, opened, profile, run_dir)
     return report
@@ -469,7 +497,7 @@ def runs(*, kind: str = "", last: int | None = None):
 def bisect(*, host: str = "", base: str = "", good=(), bad=(), max_trials: int = 12,
            max_time_s: float = 7200.0, timeout_s: float = 600.0, probe: bool = True,
            dry_run: bool = False, store: Store | None = None,
-           run_dir: str | Path | None = None) -> SearchReport:
+           run_dir: str | Path | None = None, wait_s: float | None = None) -> SearchReport:
     """Find the change that breaks it: base + ``good`` overrides serves, base + ``bad``
     fails; delta debugging over the override keys finds the smallest set of changes from
     the good config that still fails the same way (a trial that fails another way is
@@ -481,20 +509,22 @@ def bisect(*, host: str = "", base: str = "", good=(), bad=(), max_trials: int =
     the end, on an error and on Ctrl-C. ``max_trials`` / ``max_time_s``: the budget;
     when it runs out the report says what is known and what is not. ``timeout_s``: per
     trial, until ready. ``dry_run``: the plan only. ``host``: "" is ``local``.
+    ``wait_s``: queue behind another ddlab run holding the host, up to that many seconds.
     """
     from ddlab.lab.search_run import plan_bisect
 
+    _check_wait(wait_s)
     profile = load_host(host or "local")
     plan = plan_bisect(profile, base or profile.base, parameter_value("good", good),
                        parameter_value("bad", bad), options=_search_options(timeout_s, probe),
                        max_trials=max_trials, max_time_s=max_time_s)
-    return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir)
+    return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir, wait_s=wait_s)
 
 
 def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=(),
              max_trials: int = 12, max_time_s: float = 7200.0, timeout_s: float = 600.0,
              probe: bool = True, dry_run: bool = False, store: Store | None = None,
-             run_dir: str | Path | None = None) -> SearchReport:
+             run_dir: str | Path | None = None, wait_s: float | None = None) -> SearchReport:
     """Find the largest values that serve: base + ``fixed`` as asked, then for each
     ``search`` key (``KEY=LO..HI``, in order; powers of two where the flag wants them;
     an end left out comes from the flag table) a binary search for the largest value
@@ -502,16 +532,17 @@ def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=()
     next ``fallback`` (``cuda_graph=false``; applied in order, and kept) is tried and the
     key searched again. The answer names each boundary and the failure above it.
 
-    Trials, budget, resume, baseline and ``dry_run`` as in :func:`bisect`.
+    Trials, budget, resume, baseline, ``dry_run`` and ``wait_s`` as in :func:`bisect`.
     """
     from ddlab.lab.search_run import plan_envelope
 
+    _check_wait(wait_s)
     profile = load_host(host or "local")
     plan = plan_envelope(profile, base or profile.base, parameter_value("fixed", fixed),
                          parameter_value("search", search), parameter_value("fallback", fallback),
                          options=_search_options(timeout_s, probe), max_trials=max_trials,
                          max_time_s=max_time_s)
-    return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir)
+    return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir, wait_s=wait_s)
 
 
 def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
@@ -522,7 +553,8 @@ def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
     return SweepOptions(timeout_s=timeout_s, probe=probe, grace_s=TRIAL_GRACE_S)
 
 
-def _search(plan, *, dry_run: bool, store: Store | None, run_dir) -> SearchReport:
+def _search(plan, *, dry_run: bool, store: Store | None, run_dir,
+            wait_s: float | None = None) -> SearchReport:
     """Run (or only show) a planned search; its report in the slot and in ``run_dir``,
     also when it stops on an error or Ctrl-C."""
     from ddlab.lab.search_run import run_search
@@ -536,7 +568,7 @@ def _search(plan, *, dry_run: bool, store: Store | None, run_dir) -> SearchRepor
         _keep_search(slot, report, run_dir)
         return report
     try:
-        run = run_search(plan, store=store)
+        run = run_search(plan, store=store, wait_s=wait_s)
     except BaseException as err:
         stopped = isinstance(err, KeyboardInterrupt)
         report = search_report(None, store=store, search_id=plan.search_id, kind=plan.kind,

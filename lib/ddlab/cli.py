@@ -31,6 +31,7 @@ from ddlab import api
 from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
 from ddlab.core.version import __version__
+from ddlab.hosts.lock import WAIT_DEFAULT_S
 
 __all__ = ["main", "build_parser", "VERBS"]
 
@@ -57,7 +58,17 @@ def _host_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="local",
                    help="host profile: params/hosts/NAME.yaml, or 'local' (built in, the default)")
     p.add_argument("--force", action="store_true",
-                   help="take the host's lock even if another ddlab run holds it")
+                   help="take the host's lock from another ddlab run: meant for one that is "
+                        "gone (the error says when); a live one stops, 'preempted'")
+    _wait_arg(p)
+
+
+def _wait_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", dest="wait_s", type=float, nargs="?", const=WAIT_DEFAULT_S,
+                   default=None, metavar="S",
+                   help="when another ddlab run holds the host, queue behind it up to S "
+                        f"seconds (--wait alone: {WAIT_DEFAULT_S:.0f}), a heartbeat naming it; "
+                        "Ctrl-C stops waiting")
 
 
 def _override_args(p: argparse.ArgumentParser, base_default: str | None) -> None:
@@ -178,7 +189,7 @@ class _Renamed(argparse._AppendAction):
 def _run_deploy(args) -> int:
     plan = api.plan_deploy(args.host, args.base, args.overrides, probes=args.probes)
     print(plan.headline, flush=True)  # what is about to happen, before it happens
-    return _show(api.deploy(plan, force=args.force, dry_run=args.dry_run))
+    return _show(api.deploy(plan, force=args.force, dry_run=args.dry_run, wait_s=args.wait_s))
 
 
 def _args_watch(p: argparse.ArgumentParser) -> None:
@@ -210,6 +221,7 @@ def _lossless_args(p: argparse.ArgumentParser) -> None:
 def _run_watch(args) -> int:
     verdict = api.watch(args.host, timeout_s=args.timeout, probe=args.probe, grace_s=args.grace,
                         restore=args.restore, patterns=args.patterns, force=args.force,
+                        wait_s=args.wait_s,
                         lossless=args.lossless, lossless_tolerance=args.lossless_tolerance,
                         lossless_prompts=args.lossless_prompts)
     return _show(verdict, json_line=True)
@@ -220,12 +232,13 @@ def _args_restore(p: argparse.ArgumentParser) -> None:
 
 
 def _run_restore(args) -> int:
-    return _show(api.restore(args.host, force=args.force))
+    return _show(api.restore(args.host, force=args.force, wait_s=args.wait_s))
 
 
 def _args_sweep(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="", help="host profile (default: local; a resumed "
                    "sweep: its own); a pool: gpu1,gpu2 or a profile holding pool: [...]")
+    _wait_arg(p)
     p.add_argument("--base", default="", metavar="NAME_OR_FILE",
                    help="base config (default: the host's)")
     for name, default, what in (("budget", "[4, 16, 32]", "DDTree budget(s)"),
@@ -269,7 +282,7 @@ def _run_sweep(args) -> int:
                        bracket=args.bracket, timeout_s=args.timeout,
                        lossless_tolerance=args.lossless_tolerance,
                        lossless_prompts=args.lossless_prompts, resume=args.resume,
-                       dry_run=args.dry_run, max_cells=args.max_cells)
+                       dry_run=args.dry_run, max_cells=args.max_cells, wait_s=args.wait_s)
     return _show(report.verdict)
 
 
@@ -304,6 +317,7 @@ def _run_runs(args) -> int:
 def _search_args(p: argparse.ArgumentParser) -> None:
     """What a bisect and an envelope share: the host, the base, the budget, a trial's watch."""
     p.add_argument("--host", default="", help="host profile (default: local)")
+    _wait_arg(p)
     p.add_argument("--base", default="", metavar="NAME_OR_FILE",
                    help="base config (default: the host's)")
     p.add_argument("--max-trials", type=int, default=12, metavar="N",
@@ -328,7 +342,8 @@ def _args_bisect(p: argparse.ArgumentParser) -> None:
 def _run_bisect(args) -> int:
     return _show(api.bisect(host=args.host, base=args.base, good=args.good, bad=args.bad,
                             max_trials=args.max_trials, max_time_s=args.max_time,
-                            timeout_s=args.timeout, probe=args.probe, dry_run=args.dry_run),
+                            timeout_s=args.timeout, probe=args.probe, dry_run=args.dry_run,
+                            wait_s=args.wait_s),
                  json_line=True)
 
 
@@ -347,7 +362,8 @@ def _run_envelope(args) -> int:
     return _show(api.envelope(host=args.host, base=args.base, fixed=args.fixed,
                               search=args.search, fallback=args.fallback,
                               max_trials=args.max_trials, max_time_s=args.max_time,
-                              timeout_s=args.timeout, probe=args.probe, dry_run=args.dry_run),
+                              timeout_s=args.timeout, probe=args.probe, dry_run=args.dry_run,
+                            wait_s=args.wait_s),
                  json_line=True)
 
 
@@ -400,16 +416,18 @@ VERBS = {
     "watch": Verb("watch the deployed variant until ready, crashed or timeout; last line is JSON; "
                   "exit 0 ready, 3 crashed, 4 timeout, 5 ready but a probe failed, "
                   "6 connection lost, 7 wrong output (not lossless), 8 the scheduler (Slurm) "
-                  "ended the job, 130 interrupted",
+                  "ended the job, 9 preempted (another ddlab run took the host), 130 interrupted",
                   _args_watch, _run_watch,
                   examples=("ddlab watch --host gpu1 --probe   # then the verify path is driven",
                             "ddlab watch --timeout 120 --restore always")),
     "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
                     _run_restore, examples=("ddlab restore --host gpu1",)),
-    "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict",
+    "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict; "
+                  "exit 9 when another ddlab run took the host (preempted: --resume finishes it)",
                   _args_sweep, _run_sweep, parameters=("budget", "topk_cap", "cuda_graph"),
                   examples=("ddlab sweep --budget '[16, 32]' --topk-cap 4 --cuda-graph true",
-                            "ddlab sweep --resume latest   # finish a stopped one")),
+                            "ddlab sweep --resume latest   # finish a stopped one",
+                            "ddlab sweep --wait 600   # queue behind a run that holds the host")),
     "plot": Verb("save a stored sweep's figures as PNG files (several sweeps: and their "
                  "comparison); print their paths", _args_plot, _run_plot,
                  examples=("ddlab plot   # the latest sweep",

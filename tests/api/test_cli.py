@@ -140,7 +140,8 @@ def test_sigint_to_ddlab_watch_restores_the_baseline(clean):
                  what="the watch to hold the lock")
         time.sleep(0.5)  # the watch is probing or in its grace period now
         second = ddlab("deploy", "--host", str(site.yaml), *site.set_args(site.variant()))
-        assert second.returncode == 1 and f"(pid {watch.pid})" in second.stderr, second.stderr
+        assert second.returncode == 1, second.stderr
+        assert f"(pid {watch.pid}: `ddlab watch --host" in second.stderr, second.stderr
         assert watch.poll() is None
         watch.send_signal(signal.SIGINT)
         out, err = watch.communicate(timeout=60)

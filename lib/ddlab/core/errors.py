@@ -14,6 +14,7 @@ caller's words (:mod:`ddlab.core.caller`: ``-p budget 32``, ``--set budget=32``,
     │   ├── HostKeyError     its key is unknown or changed
     │   ├── CommandError     a command on it failed (argv, exit code, output tail)
     │   └── LockError        another ddlab run holds it
+    │       └── Preempted    another ddlab run took it from this one (exit code 9)
     ├── ServiceError         a service could not be installed, started or stopped
     ├── StoreError           the results store is unusable
     └── UsageError           the command line itself is wrong (exit code 2)
@@ -38,6 +39,7 @@ __all__ = [
     "HostKeyError",
     "CommandError",
     "LockError",
+    "Preempted",
     "ServiceError",
     "StoreError",
     "UsageError",
@@ -107,6 +109,15 @@ class CommandError(HostError):
 
 class LockError(HostError):
     """Another ddlab run holds the host's lock; the message names the holder."""
+
+
+class Preempted(LockError):
+    """Another ddlab run took the host this one held (``--force``, or the lock removed):
+    never a crash. ``by`` (the holder that took it, as the lock file names it: user,
+    controller, pid, command, since; empty when unknown), ``at`` (when), ``how``, and
+    ``verdict`` (the watch's, as a dict, when one saw it). The CLI exits 9."""
+
+    exit_code = 9
 
 
 class ServiceError(DdlabError):

@@ -149,6 +149,8 @@ class Diagnosis:
         if self.crashed:
             what = f" ({self.title})" if self.title else ""
             return f"CRASHED: {self.kind}{what}, in phase {self.phase}"
+        if self.title:  # an end that is no crash, named (another ddlab run took the host)
+            return f"NOT CRASHED: {self.title}, in phase {self.phase}"
         if self.phase in ("ready", "serving"):
             return f"NOT CRASHED: the server is {self.phase}"
         return f"NOT CRASHED: the log stops in phase {self.phase} (still starting, or cut short)"

@@ -16,6 +16,13 @@ on success, crash, timeout, exception and KeyboardInterrupt; a second Ctrl-C
 during the restore is held until the restore is done. The CLI spreads the
 same steps over ``ddlab deploy`` / ``watch`` / ``restore``, which find each
 other through the lock file.
+
+A run whose host another ddlab run took (``--force``) is *preempted*, never
+crashed: every change :class:`Lab` makes to the host first checks that the lock
+is still its own (:meth:`ddlab.hosts.lock.LockFile.check`) and raises
+:class:`ddlab.core.errors.Preempted` naming the taker; the lock's heartbeat
+thread finds out between changes; :meth:`Lab.restore` and :meth:`Lab.close` then
+leave the host alone (its new holder puts back, or keeps, what it took over).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from typing import Iterator
 
 from ddlab.config.units import exec_words, render_unit
 from ddlab.config.variants import Variant, on_host
-from ddlab.core.errors import ConfigError, DdlabError, ServiceError
+from ddlab.core.errors import ConfigError, DdlabError, Preempted, ServiceError
 from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
@@ -41,7 +48,7 @@ from ddlab.core.redact import remember_secret
 from ddlab.core.run_folders import new_run_dir, write_json, write_text
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.installs import Installs, digest
-from ddlab.hosts.lock import HostLock, LockFile
+from ddlab.hosts.lock import HostLock, LockFile, Preemption
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceSpec, ServiceState, unit_name
 from ddlab.lab.commands import check_command, installed_sglang
@@ -119,14 +126,18 @@ class Lab:
     (not even the same user's) can take the host. ``persistent``: when the job
     ends with something still deployed, the lock outlives the process (no pid:
     held until ``ddlab restore``), for the user's next ddlab run to continue.
+    ``wait_s``: queue behind another run holding the host, up to that many seconds;
+    ``adopt``: continue what this user's ``ddlab deploy`` left from another checkout too.
     """
 
     def __init__(self, host: str | HostProfile = "local", *, what: str = "ddlab",
-                 persistent: bool = False, force: bool = False):
+                 persistent: bool = False, force: bool = False, wait_s: float | None = None,
+                 adopt: bool = False):
         self.profile = host if isinstance(host, HostProfile) else load_host(host)
         self.what = what
         self.persistent = persistent
         self.force = force
+        self.wait_s, self.adopt = wait_s, adopt
         self.transport = None
         self.manager = None
         self.lockfile: LockFile | None = None
@@ -151,7 +162,9 @@ class Lab:
             self.manager = manager_for(self.transport)
             self.lockfile = LockFile(self.transport, self.profile.state_dir)
             self.installs = Installs(self.transport, self.profile.state_dir)
-            self.lock = self.lockfile.acquire(self.what, force=self.force)
+            self.lock = self.lockfile.acquire(self.what, force=self.force, wait_s=self.wait_s,
+                                              adopt=self.adopt)
+            self.lockfile.start_beating()
         except BaseException:
             self.transport.close()
             raise
@@ -163,12 +176,17 @@ class Lab:
         record, and a ``persistent`` job hands it on (see the class docstring)."""
         if self.transport is None:
             return
+        if self.lockfile is not None:
+            self.lockfile.stop_beating()
         try:
             if self.transport.down_since is not None and self.lockfile is not None:
                 # one more connect would only wait again; the lock there names this
                 # process, so it is stale once it ends and the next ddlab run takes it over
                 log.warning(f"{self.name}: the host does not answer; its lock "
                             f"{self.lockfile.path} stays until the next ddlab run there")
+            elif self.lockfile is not None and self.lockfile.held and self.taken() is not None:
+                self.lockfile.forget_preemption()  # the host is the other run's: left alone
+                self.lockfile.held = False
             elif self.lockfile is not None and self.lockfile.held:
                 if not self.lock.variant and not self.lock.baseline.get("was_active"):
                     self.lockfile.release()
@@ -183,6 +201,26 @@ class Lab:
     @property
     def name(self) -> str:
         return self.profile.name
+
+    # --- whose host it is -------------------------------------------------
+
+    def taken(self) -> Preemption | None:
+        """None while this job holds the host; else who took it (read from the host)."""
+        return self.lockfile.check() if self.lockfile is not None else None
+
+    @property
+    def preemption(self) -> Preemption | None:
+        """Who took the host, as far as this job has found out (no host command)."""
+        return self.lockfile.preemption if self.lockfile is not None else None
+
+    def preempted_error(self, verdict: dict | None = None) -> Preempted:
+        """The error for a host taken from this job (``verdict``: how its watch ended)."""
+        return self.lockfile.preempted(self.taken(), verdict)
+
+    def check_held(self) -> None:
+        """Preempted when another ddlab run took the host: before any change to it."""
+        if self.taken() is not None:
+            raise self.preempted_error()
 
     @property
     def current(self) -> Deployed | None:
@@ -363,6 +401,7 @@ class Lab:
         Refused, before anything changes, when the variant's service is the baseline or
         any service ddlab did not install (never written over), and when its port is
         taken already (whatever answers there would pass for the variant)."""
+        self.check_held()  # a run that took the host may have put its own server on the port
         self.stop_variant()
         variant = self.on_host(variant)
         self._refuse_foreign(variant.unit_name)
@@ -410,6 +449,7 @@ class Lab:
         current = self.current
         if current is None:
             return
+        self.check_held()  # the variant is the other run's now, if it took the host
         baseline = self.profile.baseline_service
         if baseline and unit_name(current.service) == unit_name(baseline):
             # whatever the host's lock.json and installed.json say: production is never removed
@@ -504,7 +544,13 @@ class Lab:
         """Variant gone, baseline back and active, lock released; Ctrl-C waits for it.
 
         If the baseline does not come back, the lock keeps its record, so that
-        ``ddlab restore`` (or the next run, taking the lock over) tries again."""
+        ``ddlab restore`` (or the next run, taking the lock over) tries again.
+        A host another run took is left alone: it is that run's to put back."""
+        taken = self.taken()
+        if taken is not None:
+            log.info(f"{self.name}: not putting the host back: {taken.describe()}; it is "
+                     "that run's now")
+            return
         with held_interrupts(f"{self.name}: restoring the baseline first"):
             try:
                 self.stop_variant()
@@ -542,9 +588,10 @@ def _answers(url: str) -> bool:
 
 @contextlib.contextmanager
 def deployed(host: str | HostProfile, variant: Variant, *, what: str | None = None,
-             run_dir: Path | None = None, force: bool = False) -> Iterator[tuple[Lab, Deployed]]:
+             run_dir: Path | None = None, force: bool = False,
+             wait_s: float | None = None) -> Iterator[tuple[Lab, Deployed]]:
     """Deploy ``variant`` on ``host`` for the ``with`` block; restore afterwards, always."""
-    with Lab(host, what=what or f"variant {variant.name}", force=force) as lab:
+    with Lab(host, what=what or f"variant {variant.name}", force=force, wait_s=wait_s) as lab:
         try:
             lab.stop_baseline()
             yield lab, lab.start_variant(variant, run_dir=run_dir)

@@ -7,7 +7,10 @@ an error and on Ctrl-C. Free slots take the next cell from one queue, a host's
 pinned cells (its own baselines) first. A cell that errors goes back to the
 queue for the other hosts; a host that errors ``MAX_ERRORS_IN_A_ROW`` times in a
 row, or cannot be held at all (unreachable, lock held), is reported and its
-cells go to the others. One store, one report: every run records its host.
+cells go to the others. A host another ddlab run takes (``--force``) is left out
+at once, its cell ``preempted`` and given to the others; when what is left has no
+host, the sweep ends ``preempted`` (:class:`ddlab.core.errors.Preempted`), its
+resume runs those cells. One store, one report: every run records its host.
 
 Why threads and not processes: the work is waiting on hosts (a server's start,
 its requests), progress must reach one terminal or notebook, and Ctrl-C must
@@ -25,7 +28,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ddlab.core.errors import DdlabError, HostError
+from ddlab.core.errors import DdlabError, HostError, Preempted
 from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, forget_thread, interrupt_thread
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Heartbeat, Pace
@@ -198,6 +201,10 @@ def _cells(slot: _Slot, lab: Lab, store: Store, queue: CellQueue, sweep,
                  f"({cell.label})")
         try:
             status = steps.run(lab, store, sweep, cell)
+        except Preempted as taken:  # the host is another run's: this slot is done
+            log.info(f"[sweep] {slot.label}: {cell.variant.name}: preempted: {taken.message}")
+            queue.give_back(cell, slot.host)
+            raise
         except DdlabError as err:
             errors += 1
             others = "" if cell.host else "; another host takes it"
@@ -226,6 +233,9 @@ def _report(places: list[_Slot], queue: CellQueue, sweep) -> None:
         log.info(f"[sweep] {s.label} failed: {type(s.error).__name__}: {s.error}")
     live = {s.host for s in places if s.error is None}
     left = queue.left(live) if live else list(queue.pending)
+    taken = next((s.error for s in failed if isinstance(s.error, Preempted)), None)
+    if (left or not live) and taken is not None:
+        raise taken  # the sweep ends preempted: its resume runs what is left
     if left or not live:
         names = ", ".join(c.variant.name + (f" ({c.host}'s own {c.role})" if c.host else "")
                           for c in left)

@@ -3,7 +3,7 @@
 One row per cell of a sweep, in plan order, with the swept values as plain
 columns (``budget``, ``topk_cap``, ``cuda_graph``, ``algorithm``, read from the
 cell's full config, so a cell is described the same way whatever the grid
-was), its status (measured | crashed | timeout | error | pending), the crash
+was), its status (measured | crashed | timeout | error | preempted | pending), the crash
 kind and phase, the benchmark figures, the ``host`` it ran on, and ``speedup``:
 output tok/s over the no-speculation baseline of the same host with the same
 CUDA-graph setting, and only that one: graphs change both sides of the ratio, so a
@@ -160,8 +160,8 @@ def _row(sweep_id: str, cell: dict) -> dict:
         # what the decode lines said (False: asked for graphs, decoded eagerly)
         "graphs_ran": verdict["decode"].get("cuda_graph")
         if isinstance(verdict.get("decode"), dict) else None,
-        "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout", "scheduler_ended")
-        else None,
+        "kind": verdict.get("kind") if cell["status"] in ("crashed", "timeout", "scheduler_ended",
+                                                           "preempted") else None,
         "phase": verdict.get("phase"),
         "cause": verdict.get("cause"),
         "suggestion": verdict.get("suggestion"),
@@ -250,6 +250,11 @@ def summarize(frame: pd.DataFrame) -> dict:
         out["scheduler_ended"] = len(ended)
         out["ended_kinds"] = sorted(set(ended["kind"].dropna()))
         out["ended_cells"] = list(ended["name"])
+    preempted = frame[frame["status"] == "preempted"]
+    if not preempted.empty:  # another ddlab run took the host: not a crash; resume reruns them
+        out["preempted"] = len(preempted)
+        out["preempted_cells"] = list(preempted["name"])
+        out["preempted_by"] = next(iter(preempted["cause"].dropna()), None)
     eager = measured[(measured["cuda_graph"] == True) & (measured.get("graphs_ran") == False)]  # noqa: E712
     if not eager.empty:  # its figures are eager ones under a graphs-on label: never best
         out["graphs_not_run"] = list(eager["name"])

@@ -31,7 +31,7 @@ from pathlib import Path
 from ddlab.config.overrides import _target, parse_overrides
 from ddlab.config.units import render_unit
 from ddlab.config.variants import Variant, make_variant
-from ddlab.core.errors import ConfigError, HostError
+from ddlab.core.errors import ConfigError, HostError, Preempted
 from ddlab.core.log import get_logger
 from ddlab.core.run_folders import safe_name
 from ddlab.hosts.profiles import HostProfile
@@ -231,10 +231,14 @@ class SearchRun:
     reference: str = ""          # what the reference cell did ('' when none was needed)
 
 
-def run_search(plan: SearchPlan, *, store: Store | None = None) -> SearchRun:
-    """Run (or resume) the search; the store says how it ended, also when this raises."""
+def run_search(plan: SearchPlan, *, store: Store | None = None,
+               wait_s: float | None = None) -> SearchRun:
+    """Run (or resume) the search; the store says how it ended, also when this raises.
+    ``wait_s``: queue behind another ddlab run holding the host (a trial whose host is
+    taken ends ``preempted``: the search stops, and running it again redoes that trial)."""
     store = store or Store()
     sweep = _open(plan, store)
+    sweep.wait_s = wait_s
     runner = _Runner(plan, sweep, store)
     trials = sx.Trials(runner, max_trials=plan.max_trials, max_time_s=plan.max_time_s or None)
     status = "failed"
@@ -248,6 +252,9 @@ def run_search(plan: SearchPlan, *, store: Store | None = None) -> SearchRun:
         status = "budget" if result.spent else "done"
     except KeyboardInterrupt:
         status = "interrupted"
+        raise
+    except Preempted:
+        status = "preempted"
         raise
     finally:
         store.set_sweep_status(sweep.sweep_id, status)

@@ -18,6 +18,14 @@ lock, baseline and no-speculation cells. Each cell is committed to the store
 (:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
+
+A sweep whose host another ddlab run takes (``--force``) stops: the cell it was
+running is ``preempted`` (the taker named: user, machine, pid, command, when),
+never ``crashed``, and neither the variant nor the baseline is touched again (the
+host is the taker's now); the sweep's status is ``preempted`` and its resume runs
+that cell again. ``wait_s`` (``--wait``) queues for the host when another run holds it,
+and after such a take-over too: the sweep waits behind the taker (bounded) and runs
+the cells left once the host is free; ``preempted`` only when the bound passes.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ddlab.config.units import render_unit
-from ddlab.core.errors import ConfigError, DdlabError, HostError
+from ddlab.core.errors import ConfigError, DdlabError, HostError, LockError, Preempted
 from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Pace, duration_words
@@ -73,6 +81,8 @@ class Sweep:
     skipped: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
     secret_keys: list[str] = field(default_factory=list)
+    wait_s: float | None = None  # queue this long for a host another run holds
+    error: str = ""              # what stopped it (a preempted sweep: who took the host)
 
     @property
     def folder(self) -> Path:
@@ -124,8 +134,10 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
             run_pool(sweep, store, todo, CellSteps(hold=holding_host, run=run_cell,
                                                    bracket=bracket_baselines))
         else:
-            with holding_host(sweep, store, [c.variant for c in todo]) as lab:
-                _run_cells(lab, store, sweep, todo)
+            _hold_and_run(sweep, store, todo)
+    except Preempted as taken:  # an outcome, not a failure: the resume runs the cell again
+        _stop(store, sweep, "preempted", error=taken.message, pace=pace)
+        return sweep
     except BaseException as err:
         if isinstance(err, KeyboardInterrupt):
             _stop(store, sweep, "interrupted", pace=pace)
@@ -147,7 +159,8 @@ def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
     a killed process left marked lost (``abandon``; a pool does it once for all hosts),
     ``variants`` checked against its SGLang, then the baseline stopped once; on leaving
     (also on an error and on Ctrl-C) the variant goes and the baseline is back."""
-    with Lab(profile or sweep.profile, what=what or f"sweep {sweep.sweep_id}") as lab:
+    with Lab(profile or sweep.profile, what=what or f"sweep {sweep.sweep_id}",
+             wait_s=sweep.wait_s) as lab:
         lost = store.abandon_runs(sweep.sweep_id) if abandon else 0  # we hold the lock now
         if lost:
             log.info(f"[sweep] {sweep.sweep_id}: {lost} run(s) left unfinished by a killed "
@@ -160,15 +173,41 @@ def holding_host(sweep: Sweep, store: Store, variants, *, what: str = "",
             lab.restore()
 
 
+def _hold_and_run(sweep: Sweep, store: Store, todo: list[Cell]) -> None:
+    """Hold the host and run ``todo``. A host another run takes: Preempted; with
+    ``wait_s``, the sweep queues behind that run instead and runs the cells left once
+    the host is free (Preempted, naming both, when the wait's bound passes)."""
+    taken = None
+    while todo:
+        try:
+            with holding_host(sweep, store, [c.variant for c in todo]) as lab:
+                _run_cells(lab, store, sweep, todo)
+            return
+        except Preempted as err:
+            if not sweep.wait_s:
+                raise
+            taken, status = err, store.cell_status(sweep.sweep_id)
+            todo = [c for c in todo if status.get(c.hash) not in DONE_STATES]
+            log.info(f"[sweep] {taken.message}; waiting for the host (up to "
+                     f"{sweep.wait_s:.0f} s) to run the {len(todo)} cell(s) left")
+        except LockError as busy:  # the wait's bound passed
+            if taken is None:
+                raise
+            raise Preempted(f"{taken.message}; then {busy.message}", fix=taken.fix,
+                            **taken.facts) from None
+
+
 def _stop(store: Store, sweep: Sweep, status: str, error: str = "",
           pace: Pace | None = None) -> None:
     """The sweep's end in the store and in one line, with how long it took (``pace``)."""
-    sweep.status = status
+    sweep.status, sweep.error = status, error
     store.set_sweep_status(sweep.sweep_id, status, error=error)
     done = len(sweep.skipped) + len(sweep.finished)
     took = f" in {duration_words(pace.elapsed_s)}" if pace is not None else ""
     log.info(f"[sweep] {sweep.sweep_id}: {status}{took}; {done} of {len(sweep.cells)} cells "
              f"finished and stored in {store.path}")
+    if status == "preempted":
+        log.info(f"[sweep] {error}")
     if status != "done":
         log.info(f"[sweep] resume with: {sweep.resume_command()}")
 
@@ -236,6 +275,9 @@ def _run_cells(lab: Lab, store: Store, sweep: Sweep, todo: list[Cell]) -> None:
         log.info(f"[sweep] cell {n}/{len(todo)}: {cell.variant.name} ({cell.label})")
         try:
             status = _run_cell(lab, store, sweep, cell, sweep.options)
+        except Preempted:
+            log.info(f"[sweep] cell {n}/{len(todo)}: preempted")
+            raise
         except DdlabError as err:
             errors += 1
             log.info(f"[sweep] cell {n}/{len(todo)}: error: {err}; {pace.said(n, count=False)}")
@@ -269,6 +311,12 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
         if run_id is not None:
             store.finish_run(run_id, state="interrupted")
         raise
+    except Preempted as taken:  # the host is another run's: nothing of it is touched
+        if run_id is not None:
+            store.finish_run(run_id, state="preempted", verdict=_preempted_verdict(taken))
+            if commit_cell:
+                store.finish_cell(sweep.sweep_id, cell.hash, status="preempted", run_id=run_id)
+        raise
     except DdlabError as err:
         if run_id is None:
             raise
@@ -278,6 +326,14 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
         with contextlib.suppress(DdlabError):
             lab.stop_variant()
         raise
+
+
+def _preempted_verdict(taken: Preempted) -> dict:
+    """The stored verdict of a run whose host was taken: its watch's, else one line."""
+    verdict = dict(getattr(taken, "verdict", None) or {})
+    return verdict or {"state": "preempted", "kind": "preempted", "headline":
+                       f"PREEMPTED (not a crash): {taken.message}", "cause": taken.message,
+                       "preempted_by": getattr(taken, "by", {}), "at": getattr(taken, "at", "")}
 
 
 def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -> None:
@@ -304,6 +360,8 @@ def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -
                 if verdict.state == "ready":
                     metrics, verdict = _measure_cell(lab, deployed, run_dir, sweep.options)
                 lab.stop_variant()
+        except Preempted:
+            raise
         except DdlabError as err:
             log.info(f"[sweep] bracket {cell.variant.name}: error: {err}; left out")
             continue
@@ -329,11 +387,13 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
         verdict = watch(lab, timeout_s=options.timeout_s, probe=options.probe,
                         grace_s=options.grace_s, lossless_tolerance=options.lossless_tolerance,
                         prompts=options.lossless_prompts)
+        _unless_preempted(lab, verdict)
         metrics = None
         if bench and verdict.state in ("ready", "wrong_output"):
             wrong = verdict if verdict.state == "wrong_output" else None
             watched = verdict
             metrics, verdict = _measure_cell(lab, deployed, run_dir, options)
+            _unless_preempted(lab, verdict)  # mid-bench: the figures are not this cell's
             if verdict.state == "ready":  # the probes and the lossless check ran before it
                 verdict.probes, verdict.lossless = watched.probes, watched.lossless
                 verdict.notes = [*watched.notes, *(n for n in verdict.notes
@@ -345,6 +405,12 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
     store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
     store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
     return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
+
+
+def _unless_preempted(lab: Lab, verdict) -> None:
+    """A watch that ended ``preempted``: the cell stops here, recorded as such."""
+    if verdict.state == "preempted":
+        raise lab.preempted_error(verdict.to_dict())
 
 
 def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):

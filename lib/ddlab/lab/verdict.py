@@ -18,12 +18,15 @@ from ddlab.diagnosis import diagnosis as dx
 from ddlab.diagnosis.exits import CRASHED_EXIT
 from ddlab.lab.probes import ProbeResult
 
-__all__ = ["Verdict", "PHASE_LABELS", "EXIT_CODES", "PROBE_FAILED_EXIT", "SCHEDULER_ENDED_EXIT"]
+__all__ = ["Verdict", "PHASE_LABELS", "EXIT_CODES", "PROBE_FAILED_EXIT", "SCHEDULER_ENDED_EXIT",
+           "PREEMPTED_EXIT"]
 
 # Exit codes of `ddlab watch` by verdict, so scripts can branch on them (docs/DESIGN.md).
 SCHEDULER_ENDED_EXIT = 8  # the scheduler (Slurm) ended the job: not the server's crash
+PREEMPTED_EXIT = 9  # another ddlab run took the host (--force): not the server's crash
 EXIT_CODES = {"ready": 0, "crashed": CRASHED_EXIT, "timeout": 4, "connection_lost": 6, "wrong_output": 7,
-              "scheduler_ended": SCHEDULER_ENDED_EXIT, "interrupted": 130}
+              "scheduler_ended": SCHEDULER_ENDED_EXIT, "preempted": PREEMPTED_EXIT,
+              "interrupted": 130}
 PROBE_FAILED_EXIT = 5  # ready, but a probe request failed: "ready" is not "works"
 
 PHASE_LABELS = {"launch": "launching", "load_weights": "loading weights",
@@ -37,7 +40,7 @@ class Verdict:
     """How a watch ended; ``to_dict()`` is the one JSON object the CLI prints last."""
 
     state: str                      # ready | wrong_output | crashed | timeout | connection_lost
-    #                                 | scheduler_ended | interrupted
+    #                                 | scheduler_ended | preempted | interrupted
     variant: str
     host: str
     service: str
@@ -62,7 +65,8 @@ class Verdict:
     def exit_code(self) -> int:
         """ddlab's documented code (docs/DESIGN.md): 0 ready, 3 crashed, 4 timeout, 5 ready
         but a probe failed, 6 connection lost, 7 wrong output (not lossless), 8 the
-        scheduler ended the job (Slurm), 130 interrupted; 1 when the restore failed."""
+        scheduler ended the job (Slurm), 9 preempted (another ddlab run took the host),
+        130 interrupted; 1 when the restore failed."""
         if self.restore_error:
             return 1
         return PROBE_FAILED_EXIT if self.probe_failed else EXIT_CODES.get(self.state, 1)
@@ -90,6 +94,8 @@ class Verdict:
             return f"TIMEOUT: {where} not ready after {self.elapsed_s:.0f} s, stuck in phase {d.phase}"
         if self.state == "scheduler_ended":
             return f"SCHEDULER ENDED THE JOB (not a crash): {where}: {d.cause}"
+        if self.state == "preempted":
+            return f"PREEMPTED (not a crash): {where}: {d.cause}"
         if self.state == "connection_lost":
             return (f"CONNECTION LOST: {where} after {self.elapsed_s:.1f} s, last seen in phase "
                     f"{d.phase}: {self.lost}")
@@ -104,7 +110,7 @@ class Verdict:
             return ("the variant may still run and the baseline be down: when the host answers, "
                     f"ddlab watch --host {shlex.quote(self.host)} (or ddlab restore --host "
                     f"{shlex.quote(self.host)})")
-        if self.state in ("crashed", "wrong_output", "scheduler_ended"):
+        if self.state in ("crashed", "wrong_output", "scheduler_ended", "preempted"):
             return self.diagnosis.suggestion or "read journal.log in the run folder"
         if self.state == "timeout":
             return ("raise the timeout if the phase was still progressing; otherwise read the "

@@ -25,6 +25,11 @@ server's address is known, whether the server answers.
   PREEMPTED, NODE_FAIL, OUT_OF_MEMORY, CANCELLED by someone else ...): its own
   outcome, never a crash; the kind is ``slurm_<state>`` (``slurm_timeout`` ...),
   the cause names the job, node, state and the profile's time limit.
+- *preempted*: another ddlab run took the host (``--force``) and, as a rule, stopped
+  this server: never a crash. Seen between polls (the lock's heartbeat thread found
+  the lock taken), or when the server dies: a death while the lock names another run
+  (or the taker's record names this one) is that run's doing. The cause names the
+  taker (user, machine, pid, its command, its project folder) and when.
 - *interrupted*: Ctrl-C; recorded, then :class:`ddlab.core.errors.Interrupted`
   (a KeyboardInterrupt carrying the verdict) is raised so the caller restores.
 
@@ -56,13 +61,14 @@ from ddlab.diagnosis import diagnosis as dx
 from ddlab.hosts.services import ServiceState
 from ddlab.lab import lossless as ll
 from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
+from ddlab.lab.preempted import preempted
 from ddlab.lab.probes import ProbeResult, probe_server
 from ddlab.lab.slurm_verdict import scheduler_ended
-from ddlab.lab.verdict import (EXIT_CODES, PHASE_LABELS, PROBE_FAILED_EXIT,  # noqa: F401
-                               SCHEDULER_ENDED_EXIT, Verdict)
+from ddlab.lab.verdict import (EXIT_CODES, PHASE_LABELS, PREEMPTED_EXIT,  # noqa: F401
+                               PROBE_FAILED_EXIT, SCHEDULER_ENDED_EXIT, Verdict)
 
 __all__ = ["Verdict", "watch", "PHASE_LABELS", "EXIT_CODES",
-           "PROBE_FAILED_EXIT", "SCHEDULER_ENDED_EXIT"]
+           "PROBE_FAILED_EXIT", "SCHEDULER_ENDED_EXIT", "PREEMPTED_EXIT"]
 
 
 class _ReadyChecker(threading.Thread):
@@ -250,7 +256,11 @@ class _Loop:
     def run(self, beat: Heartbeat) -> str:
         last_log = next_beat = float("-inf")
         while True:
+            if self.lab.preemption is not None:  # the lock's heartbeat found it taken
+                return "preempted"
             self.state = self.lab.manager.state(self.deployed.service)
+            if (self.state.scheduler_ended or self._crashed()) and self.lab.taken() is not None:
+                return "preempted"  # stopped by the run that took the host: not a crash
             if self.state.scheduler_ended:
                 return "scheduler_ended"
             if self._crashed():
@@ -466,7 +476,7 @@ def _masked(diagnosis: dx.Diagnosis) -> dx.Diagnosis:
 def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "") -> Verdict:
     """Diagnose this start's log and write the evidence, before anything returns or raises
     (with the connection lost, from what was read before)."""
-    if state in ("crashed", "scheduler_ended"):
+    if state in ("crashed", "scheduler_ended", "preempted"):
         text = loop.follower.settle()
     elif state != "connection_lost":
         loop.follower.poll()
@@ -478,7 +488,9 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
     algorithm = loop.deployed_flags.get("speculative-algorithm")
     diagnosis = dx.diagnose(text, patterns=patterns, version=loop.sglang_version,
                             algorithm=str(algorithm) if algorithm else None)
-    if state == "scheduler_ended":
+    if state == "preempted":
+        diagnosis = preempted(diagnosis, loop.lab.preemption, loop.lab.name, s)
+    elif state == "scheduler_ended":
         diagnosis = scheduler_ended(diagnosis, s, text, loop.lab.profile.time_limit)
     elif state == "crashed" and (spawned := _spawn_failure(diagnosis, text)):
         diagnosis = spawned

@@ -57,7 +57,7 @@ log = get_logger(__name__)
 
 EXIT_CODES = {"ok": 0, "failed": 1, "interrupted": 130}
 # A verdict without an exit code of its own (a sweep's): the states that are no success.
-VERDICT_EXITS = {"failed": 1, "error": 1, "interrupted": 130}
+VERDICT_EXITS = {"failed": 1, "error": 1, "interrupted": 130, "preempted": 9}
 RUN_DIR_PARAMETER = "run_dir"  # a notebook that declares it is told its run folder
 
 

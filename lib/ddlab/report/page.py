@@ -43,7 +43,7 @@ IDS = {"verdict": "ddlab-verdict", "provenance": "ddlab-provenance", "table": "d
 RED, AMBER, GREEN, GREY = "#cf222e", "#9a6700", "#1a7f37", "#57606a"
 STATUS_COLOURS = {"ok": GREEN, "done": GREEN, "ready": GREEN, "failed": RED, "crashed": RED,
                   "wrong_output": RED, "error": RED, "interrupted": AMBER, "timeout": AMBER,
-                  "connection_lost": AMBER, "scheduler_ended": AMBER}
+                  "connection_lost": AMBER, "scheduler_ended": AMBER, "preempted": AMBER}
 RUN_STATUSES = ("ok", "failed", "interrupted", "running")  # a run's own, not a verdict's
 
 _STYLE = (
@@ -152,9 +152,12 @@ def _machine_roots() -> list[Path]:
 def banner_word(status: str, verdict: dict | None = None) -> tuple[str, str]:
     """The banner's word and its colour, which always agree. A run that went through
     (``ok``): WRONG OUTPUT or CRASHES (red) when its cells did, WARNINGS (amber) when its
-    verdict warns, else OK (green); otherwise the status itself (FAILED red, INTERRUPTED
+    verdict warns, else OK (green); PREEMPTED (amber) when another ddlab run took its host;
+    otherwise the status itself (FAILED red, INTERRUPTED
     amber, a verdict's state such as CRASHED or TIMEOUT in its colour)."""
     verdict = verdict or {}
+    if status == "ok" and verdict.get("state") == "preempted":  # another run took the host
+        return "PREEMPTED", STATUS_COLOURS["preempted"]
     if status == "ok":
         found = verdict.get("summary") or {}
         if found.get("wrong_output"):

@@ -22,6 +22,7 @@ from numbers import Real
 import pandas as pd
 
 from ddlab.lab.stats import missing
+from ddlab.lab.verdict import PREEMPTED_EXIT
 
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS", "HEADLINE_MAX"]
 
@@ -82,6 +83,8 @@ class SweepVerdict:
         if s.get("scheduler_ended"):
             words += f", {s['scheduler_ended']} ended by the scheduler" + (
                 f", not crashed ({', '.join(s.get('ended_kinds', []))})" if full else "")
+        if s.get("preempted"):
+            words += f", {s['preempted']} preempted" + (" (not crashed)" if full else "")
         if s.get("hosts"):
             words += f" over {len(s['hosts'])} hosts" + (f" ({', '.join(s['hosts'])})" if hosts else "")
         return words
@@ -154,6 +157,9 @@ class SweepVerdict:
     def next_step(self) -> str:
         if self.status == "dry-run":
             return "run it: the same parameters without dry_run"
+        if self.status == "preempted":
+            return ("another ddlab run has the host now (see above): once it is done, resume "
+                    f"it (--wait queues behind that run): {self.resume}")
         if self.status != "done":
             return f"resume it: {self.resume}" if self.resume else "run it again"
         if self.summary.get("wrong_output"):
@@ -171,6 +177,12 @@ class SweepVerdict:
             return ("tell the tied cells apart: sweep just them with a tighter ci_target and "
                     "more max_rounds, on a quiet host")
         return "narrow the grid around the best cell, or a tighter ci_target for tighter figures"
+
+    @property
+    def exit_code(self) -> int:
+        """For scripts: 9 when another ddlab run took the host (preempted), else 0 (a
+        sweep that failed or was interrupted raises instead)."""
+        return PREEMPTED_EXIT if self.status == "preempted" else 0
 
     def to_dict(self) -> dict:
         return {"state": self.status, "headline": self.headline, "details": self.details,
