@@ -426,8 +426,8 @@ VERBS = {
                   "exit 9 when another ddlab run took the host (preempted: --resume finishes it)",
                   _args_sweep, _run_sweep, parameters=("budget", "topk_cap", "cuda_graph"),
                   examples=("ddlab sweep --budget '[16, 32]' --topk-cap 4 --cuda-graph true",
-                            "ddlab sweep --resume latest   # finish a stopped one",
-                            "ddlab sweep --wait 600   # queue behind a run that holds the host")),
+                            "ddlab sweep --resume latest --wait 600   # finish a stopped one, "
+                            "after the run that took the host")),
     "plot": Verb("save a stored sweep's figures as PNG files (several sweeps: and their "
                  "comparison); print their paths", _args_plot, _run_plot,
                  examples=("ddlab plot   # the latest sweep",

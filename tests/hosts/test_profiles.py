@@ -22,7 +22,12 @@ from ddlab.core.errors import CommandError, ConfigError, HostError, HostKeyError
 from ddlab.hosts import connect
 from ddlab.hosts.profiles import HostProfile, available_hosts, load_host
 from ddlab.hosts.ssh import SSHTransport
-from ddlab.hosts.ssh_trust import check_identity_file, load_ssh_config, resolve_hops
+from ddlab.hosts.ssh_trust import (
+    check_identity_file,
+    check_identity_files,
+    load_ssh_config,
+    resolve_hops,
+)
 from ddlab.hosts.transport import LocalTransport
 from testhost.ports import free_port
 
@@ -478,4 +483,4 @@ def test_a_private_key_passes_and_the_profile_key_is_checked_when_resolving(tmp_
     profile = HostProfile.from_dict({"transport": "ssh", "hostname": "gpu",
                                      "identity_file": f"{key}.pub"})
     with pytest.raises(ConfigError, match=f"the private one is probably {re.escape(str(key))}"):
-        resolve_hops(profile, load_ssh_config(None))
+        check_identity_files(resolve_hops(profile, load_ssh_config(None)), "gpu")

@@ -56,6 +56,7 @@ from ddlab.hosts.remote_exec import AgentClient, AgentLost, AgentUnavailable
 from ddlab.hosts.remote_exec import source as agent_source
 from ddlab.hosts.ssh_trust import (
     Hop,
+    check_identity_files,
     UnknownKeyPolicy,
     changed_key_error,
     known_hosts_path,
@@ -128,6 +129,7 @@ class SSHTransport(Transport):
                     self._dropped_at = time.monotonic()
                     log.info("%s: connection dropped; reconnecting", self.profile.label)
             self._drop()
+            check_identity_files(self.hops, self.profile.name)  # a wrong key file: one error, never retried
             start = time.monotonic()
             self._clients = self._open_chain(timeout_s or self._attempt_timeout_s())
             self.connects += 1

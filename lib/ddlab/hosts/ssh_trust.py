@@ -4,7 +4,7 @@
 the ProxyJump chain (the first hop's own ProxyJump applies too, as in
 OpenSSH) and then the target, each with HostName, User, Port and IdentityFile
 from ``~/.ssh/config`` unless the profile sets them. Each key file is checked before
-anything connects (:func:`check_identity_file`): the profile's must be a private key
+anything connects (:func:`check_identity_files`): the profile's must be a private key
 file; an ssh config's that does not exist is left out, as ssh does. A ``.pub``, a
 folder, a PuTTY ``.ppk`` or a device is one clear error, never a connection retried.
 
@@ -31,7 +31,7 @@ from ddlab.core.errors import ConfigError, HostKeyError
 from ddlab.hosts.profiles import HostProfile
 
 __all__ = ["Hop", "load_ssh_config", "resolve_hops", "known_hosts_path", "UnknownKeyPolicy",
-           "changed_key_error", "check_identity_file"]
+           "changed_key_error", "check_identity_file", "check_identity_files"]
 
 log = logging.getLogger("ddlab.ssh")
 
@@ -113,15 +113,22 @@ def _hop(alias: str, config, *, user=None, port=None, identity=None) -> Hop:
                           fix="reach it with ProxyJump (proxy_jump: in the host profile, or in "
                               "ssh_config), or an ssh_config alias without ProxyCommand",
                           value=options["proxycommand"])
-    if identity:
-        files = [check_identity_file(identity, where="identity_file (host profile)")]
-    else:  # like ssh: a configured key file that does not exist is skipped
-        files = [check_identity_file(f, where=f"IdentityFile for {alias} (ssh config)")
-                 for f in options.get("identityfile", []) if Path(f).expanduser().exists()]
+    # like ssh: a configured key file that does not exist is skipped; the profile's is
+    # kept and checked before connecting (check_identity_files), as a missing one is an error
+    files = [identity] if identity else [f for f in options.get("identityfile", [])
+                                         if Path(f).expanduser().exists()]
     return Hop(alias=alias, hostname=options.get("hostname", alias),
                port=int(port or options.get("port", 22)),
                user=user or options.get("user") or getpass.getuser(),
-               identity_files=tuple(files))
+               identity_files=tuple(str(Path(f).expanduser()) for f in files))
+
+
+def check_identity_files(hops: list[Hop], host: str) -> None:
+    """Every hop's key files hold private keys (:func:`check_identity_file`); called
+    before anything connects, so a wrong file is one error, never a retried handshake."""
+    for hop in hops:
+        for path in hop.identity_files:
+            check_identity_file(path, where=f"host {host!r} ({hop.alias}): identity_file")
 
 
 MAX_KEY_BYTES = 64 * 1024  # an RSA-16384 private key is under 13 KiB
