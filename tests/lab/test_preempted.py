@@ -196,7 +196,7 @@ def test_a_sweep_told_to_wait_queues_behind_the_run_that_took_its_host_then_fini
     assert code == 0, (out, err)
     assert out.startswith("SWEEP DONE: 3 cells, 3 measured, 0 crashed"), out
     assert "the host is free after a wait of" in err
-    sweep_id = re.search(r"\[sweep\] (\S+): done;", err)[1]
+    sweep_id = re.search(r"\[sweep\] (\S+): done in \S+;", err)[1]
     runs = a.store.db.execute("SELECT state FROM runs WHERE sweep_id = ? ORDER BY id",
                               (sweep_id,)).fetchall()
     assert [r[0] for r in runs] == ["measured", "preempted", "measured", "measured"]
