@@ -8,10 +8,9 @@ others) write into the copy's ``outputs/``, never ``notebooks/outputs/`` nor the
 checkout. From a folder outside any project, with the editable install, a command
 works on the checkout it was installed from and says so in one line; with a plain
 install layout (the package alone on ``PYTHONPATH``) it fails with the clear NoProject
-error, exit 1, and creates no ``outputs/`` anywhere. Before the fix (the project was looked for above the package,
-else in the current folder) ``ddlab runs`` from ``notebooks/`` said "no runs yet" and
-``ddlab unit --base ddtree`` "base not found; available: none".
-"""
+error, exit 1, and creates no ``outputs/`` anywhere. Before the fix (the project was
+looked for above the package, else in the current folder) ``ddlab sweep`` from
+``notebooks/`` said "base 'local': not found; available: none"."""
 
 from __future__ import annotations
 
