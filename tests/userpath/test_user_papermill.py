@@ -33,9 +33,10 @@ RUNS = {
 def test_papermill_sweep_lands_in_the_projects_outputs(user, how):
     where, typed, recorded = RUNS[how]
     outputs = user.clone / "outputs"
-    before = {p.parent for p in outputs.glob("*/run.json")}
-    with user.local():
+    with user.local():  # other tests' runs land in outputs/ too, but not meanwhile
+        before = {p.parent for p in outputs.glob("*/run.json")}
         done = user.shell(typed, cwd=user.clone, timeout_s=1200)
+        new = sorted({p.parent for p in outputs.glob("*/run.json")} - before)
     out_notebook = user.clone / where / "out.ipynb"
     try:
         assert done.returncode == 0, f"{typed}: exit {done.returncode}\n{done.stderr[-4000:]}"
@@ -44,7 +45,6 @@ def test_papermill_sweep_lands_in_the_projects_outputs(user, how):
         out_notebook.unlink(missing_ok=True)  # the copy's notebooks/ as it was
     assert not (user.clone / "notebooks" / "outputs").exists(), "the run wrote notebooks/outputs/"
 
-    new = sorted({p.parent for p in outputs.glob("*/run.json")} - before)
     assert len(new) == 1, f"run folders made in the copy's outputs/: {new}"
     run_dir = new[0]
     run = json.loads((run_dir / "run.json").read_text())
