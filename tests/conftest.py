@@ -9,7 +9,8 @@ their own and keep units in their own /run (tests/testhost/host.py), so they do
 not meet. Tests under ``tests/reliability/`` are marked ``reliability``.
 It skips, saying why, only where the machine cannot boot it. ``slurm_cluster`` is
 a real one-node Slurm per session (tests/testhost/slurm.py); its tests are marked
-``testhost`` too (root, daemons of their own).
+``testhost`` too (root, daemons of their own). Tests under ``tests/userpath/`` are
+marked ``userpath`` and ``slow`` and collected first (tests/userpath/conftest.py).
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ import os
 import shutil
 import signal
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from ddlab.report.notebook_libs import without_iri_grammar
+
+USERPATH = Path(__file__).resolve().parent / "userpath"  # the user-path tier (tests/userpath)
 
 # The tests read notebooks in-process too (nbformat): without jsonschema's RFC 3987 grammar,
 # as ddlab itself reads them (ddlab/report/notebook_libs.py: 0.7 s of CPU per process).
@@ -103,5 +107,11 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.testhost)
         if "reliability" in item.path.parts:
             item.add_marker(pytest.mark.reliability)
+        if item.path.parent == USERPATH:
+            item.add_marker(pytest.mark.userpath)
+            item.add_marker(pytest.mark.slow)
+    # The user-path tier first: its tests are long and take turns on `local`; pytest-xdist
+    # hands tests out in this order, and a long test started last would end the run late.
+    items.sort(key=lambda item: item.path.parent != USERPATH)
 
 

@@ -44,6 +44,8 @@ CASES = [
     ("missing_option.journal-precise.log", True, "bad_argument", "launch", "missing_option"),
     ("server_args_error.plain.log", True, "bad_argument", "launch", "server_args_error"),
     ("flag_value_error.journal.log", True, "bad_argument", "graph_capture", "flag_value_error"),
+    ("context_length_over_model.plain.log", True, "bad_argument", "memory_pool",
+     "context_length_over_model"),
     ("port_in_use_bind.plain.log", True, "port_in_use", "ready", "port_in_use"),
     ("port_in_use_wait.journal-iso.log", True, "port_in_use", "launch", "port_in_use"),
     ("model_not_found.journal.log", True, "model_not_found", "launch", "model_not_found"),

@@ -190,6 +190,27 @@ def test_the_walk_down_with_two_keys_keeps_the_fallback_and_each_found_value():
                           "max_running_requests 256 (the top of the range) serves with graphs off")
 
 
+def test_a_key_that_never_serves_leaves_the_next_key_as_asked():
+    """The envelope notebook's defaults on `local` (issue 22): the model's derived context
+    length is 320, so every context_length from 4096 fails, while the config as asked
+    (context_length unset) serves. max_running_requests is searched with context_length
+    as asked, not at 4096, which fails for context_length's reason every time."""
+    def test(point):
+        if "context_length" in point:
+            return crash("unknown")
+        return SERVES if point.get("max_running_requests", 48) <= 64 else crash("cuda_oom")
+
+    keys = [parse_search(s) for s in SEARCH]
+    trials = Trials(test, max_trials=20)
+    env = envelope_search(keys, parse_fallbacks("cuda_graph=false"), trials,
+                          {"context_length": None, "max_running_requests": None})
+    assert env.current == {"context_length": None, "max_running_requests": 64}
+    assert env.answer == ("context_length: even 4096 fails with unknown at every fallback (as "
+                          "given, even 4096 fails with unknown); max_running_requests 64 serves "
+                          "with graphs off; 65 fails with cuda_oom")
+    assert not env.found
+
+
 def test_a_spent_budget_says_what_is_known_and_what_is_not():
     keys = [parse_search(s) for s in SEARCH]
     trials = Trials(_memory_oracle(32768, 8 * 8192), max_trials=4)

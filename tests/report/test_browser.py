@@ -9,9 +9,8 @@ why. Playwright adds ``--no-sandbox`` itself, so Chromium starts as root too.
   about 25 s, built once per test run) is opened over file:// at 1280x800: the verdict
   comes first and on the first screen, then provenance, the cells table and the figures
   (loaded), and no heading stands over nothing.
-- JupyterLab (a real server on loopback, with a token) opens the plot notebook on a
-  finished sweep, runs all cells from the Run menu, and the explorer's figure redraws
-  when the metric changes: ipywidgets render from the installed lab extension, no CDN.
+- JupyterLab driven as a user drives it (every notebook, Run All, the explorer redrawing
+  when its metric changes) is tests/userpath/test_user_lab.py, on the user's own path.
 - ``make lab`` serves the repo root (notebooks/ and outputs/ in reach), also as root.
 - tools/report_screenshot.py draws a report into a PNG.
 """
@@ -302,73 +301,6 @@ def _wait(predicate, timeout_s: float, failure) -> None:
         if time.monotonic() > deadline:
             pytest.fail(failure())
         time.sleep(0.3)
-
-
-def _lab_settings(folder: Path) -> Path:
-    """JupyterLab user settings for the test: start the notebook's kernel without asking
-    (JupyterLab 4 otherwise asks in a dialog), and no news toast over the page."""
-    for name, value in {"notebook-extension/tracker": {"autoStartDefaultKernel": True},
-                        "apputils-extension/notification": {"fetchNews": "false"}}.items():
-        path = folder / "@jupyterlab" / f"{name}.jupyterlab-settings"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
-    return folder
-
-
-def _kernel_idle(url: str, token: str) -> bool:
-    sessions = httpx.get(f"{url}/api/sessions", headers={"Authorization": f"token {token}"}).json()
-    return any(s["path"].endswith("plot.ipynb") and s["kernel"]["execution_state"] == "idle"
-               for s in sessions)
-
-
-def test_plot_notebook_explorer_renders_and_redraws_in_jupyterlab(page, swept, tmp_path_factory):
-    """A copy of notebooks/plot.ipynb (the checkout's stays clean) on the finished sweep
-    (its project, read only): Run > Run All Cells, then the explorer's metric dropdown
-    redraws its figure."""
-    from playwright.sync_api import TimeoutError as Timeout
-
-    outputs = swept.parent  # swept: <folder>/outputs/<run>; its project: <folder>/project
-    folder = tmp_path_factory.mktemp("lab")
-    shutil.copy(REPO / "notebooks" / "plot.ipynb", folder / "plot.ipynb")
-    port, token = free_port(), secrets.token_hex(16)
-    url = f"http://127.0.0.1:{port}"
-    env = {**os.environ, "DDLAB_ROOT": str(outputs.parent / "project"), "DDLAB_OUTPUTS": str(outputs),
-           "JUPYTER_RUNTIME_DIR": str(folder / ".runtime"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(folder / ".workspaces"),
-           "JUPYTERLAB_SETTINGS_DIR": str(_lab_settings(folder / ".settings"))}
-    argv = [JUPYTER, "lab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={folder}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    if os.geteuid() == 0:
-        argv.append("--allow-root")
-    with _jupyter_server(argv, cwd=folder, env=env, log=folder / "lab.log", url=url, token=token):
-        page.goto(f"{url}/lab/tree/plot.ipynb?token={token}")
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-        _wait(lambda: _kernel_idle(url, token), 90, lambda: "no idle kernel for plot.ipynb after 90 s")
-        page.locator("li.lm-MenuBar-item", has_text="Run").click()
-        page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-
-        image = page.locator(".jp-OutputArea-output img.widget-image")
-        try:
-            image.wait_for(state="visible", timeout=120_000)
-            page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=image.element_handle(),
-                                   timeout=30_000)
-        except Timeout:
-            pytest.fail("the explorer's figure did not render within 150 s; outputs:\n"
-                        + "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())[-3000:])
-        errors = [t for t in page.locator(".jp-OutputArea-output[data-mime-type="
-                                          "'application/vnd.jupyter.stderr']").all_inner_texts()
-                  if "Error" in t or "Traceback" in t]
-        assert not errors, f"cells raised: {errors}"
-
-        before_src, before_png = image.get_attribute("src"), image.screenshot()
-        page.locator(".widget-dropdown select").select_option("accept_length")
-        try:
-            page.wait_for_function("([i, src]) => i.src !== src && i.complete && i.naturalWidth > 0",
-                                   arg=[image.element_handle(), before_src], timeout=30_000)
-        except Timeout:
-            pytest.fail("the explorer's figure did not redraw within 30 s of choosing accept_length")
-        assert image.screenshot() != before_png, "the new figure looks the same as the old"
 
 
 def test_make_lab_serves_the_repo_root(tmp_path):

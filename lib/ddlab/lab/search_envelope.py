@@ -4,7 +4,10 @@ For keys whose cost grows with the value, key after key in the order given (a ke
 found stays at its value for the later ones). The top candidate is tried first,
 then the lowest; when even the lowest fails the search has bottomed out: the next
 fallback is applied (and stays for the later keys) and the key is searched again
-from its lowest candidate, the top untried at that level. Candidates are integers,
+from its lowest candidate, the top untried at that level. A key that serves at no
+value at any level goes back to its value as asked for the later keys when the config
+as asked served (at a value known to fail they would only meet that failure again),
+else it stays at its lowest candidate. Candidates are integers,
 powers of two where the flag table says the flag wants them (``Flag.pow2``), the
 ends from the flag table when left out. Trials per key: at most
 ⌈log2 N⌉ + 2 + (fallbacks applied), N its number of candidates.
@@ -157,6 +160,7 @@ class Envelope:
     level: int = 0
     results: list[KeyResult] = field(default_factory=list)
     spent: str = ""              # why the budget stopped it ('' when it finished)
+    asked_serves: bool = False   # the first trial, the config as asked, served
 
     def overrides(self, level: int | None = None) -> dict:
         merged: dict = {}
@@ -221,7 +225,7 @@ def envelope_search(keys: list[KeySpec], fallbacks: list[dict], trials: Trials,
     config as given (with every key at its given value)."""
     env = Envelope(keys=list(keys), fallbacks=list(fallbacks), current=dict(start))
     try:
-        trials(env.point(), role="ask")
+        env.asked_serves = trials(env.point(), role="ask").ok
         for spec in keys:
             _search_key(env, spec, trials)
     except OutOfBudget as spent:
@@ -247,7 +251,8 @@ def _search_key(env: Envelope, spec: KeySpec, trials: Trials) -> None:
             if env.level < len(env.fallbacks):
                 env.level, top_known = env.level + 1, False
                 continue
-            env.current[spec.key] = values[0]  # the least demanding, for the keys after it
+            if not env.asked_serves:  # else it keeps its value as asked (module docstring)
+                env.current[spec.key] = values[0]  # the least demanding, for the keys after it
             r.done = True
             return
         r.good = 0

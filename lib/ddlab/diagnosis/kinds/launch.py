@@ -97,6 +97,24 @@ FLAG_VALUE = Signature(
     sources=(("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:177"),))
 
 
+def _context_detail(found: Found) -> str | None:
+    match = regex(r"context_length \((\d+)\) is greater than the derived context_length "
+                  r"\((\d+)\)").search(found.text)
+    return (f"Asked for {match[1]} tokens; the model's own limit is {match[2]}: keep "
+            f"`--context-length` at {match[2]} or below.") if match else None
+
+
+CONTEXT_OVER_MODEL = Signature(
+    "context_length_over_model", "bad_argument", "the context length is longer than the model's",
+    ("Ask for at most the model's derived context length (the message names it) with "
+     "`--context-length`, or allow more with SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in the "
+     "server's environment (the message warns of wrong outputs past it).",),
+    patterns=(r"User-specified context_length \(\d+\) is greater than the derived context_length",),
+    types=r"(?:\w+\.)*ValueError", priority=92, detail=_context_detail,
+    sources=(("0.4.10.post2", "sglang/srt/configs/model_config.py:166"),
+             ("0.5.23", "sglang/srt/configs/model_config.py:1298")))
+
+
 def _port_detail(found: Found) -> str | None:
     match = _first((r"address \('[^']*', (\d+)", r"\bat (\d+) is not available", r"\bport (\d{2,5})\b",
                     r"\[[^\]]*\]:(\d{2,5})\b", r":(\d{2,5})'?\)"), found.text)
@@ -249,6 +267,7 @@ DRAFT_INCOMPATIBLE = Signature(
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:548"),
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:684")))
 
-SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE, PORT_IN_USE,
+SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE,
+              CONTEXT_OVER_MODEL, PORT_IN_USE,
               MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
               IMPORT_ERROR, DRAFT_INCOMPATIBLE]

@@ -1,0 +1,57 @@
+"""The user's own words (issue 22): plain papermill on the sweep notebook, from
+``notebooks/`` and from the copy's root, with the venv's papermill and no ``DDLAB_*``.
+
+Each run lands in the copy's ``outputs/``: one new run folder (``run.json`` of kind
+papermill naming the command as typed, ``verdict.json``, ``cells.csv``,
+``report.html``), an entry in ``outputs/index.html``, and the report's path in what
+papermill's terminal shows; nothing in ``notebooks/outputs/``. The first run is the
+user's words exactly, so it is the notebook's default grid at budget 32 (2 baselines
+and 4 cells, benched to the defaults' interval or round limit: minutes on a loaded
+2-core machine); the second adds ``-p`` options that shrink it to one cell. Before the
+fix, from ``notebooks/`` the sweep failed with "base 'local': not found; available:
+none" and its run folder went to notebooks/outputs/.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.timeout(1500)  # the default grid, after its turn on `local`
+
+RUNS = {
+    "from-notebooks": ("notebooks", "cd notebooks && papermill sweep.ipynb out.ipynb -p budget 32",
+                       "papermill sweep.ipynb out.ipynb -p budget 32"),
+    "from-the-root": (".", "papermill notebooks/sweep.ipynb out.ipynb -p budget 32 -p topk_cap 1 "
+                           "-p cuda_graph False -p requests 2 -p max_new_tokens 16 -p max_rounds 3 "
+                           "-p bracket False", None),
+}
+
+
+@pytest.mark.parametrize("how", list(RUNS))
+def test_papermill_sweep_lands_in_the_projects_outputs(user, how):
+    where, typed, recorded = RUNS[how]
+    outputs = user.clone / "outputs"
+    with user.local():  # other tests' runs land in outputs/ too, but not meanwhile
+        before = {p.parent for p in outputs.glob("*/run.json")}
+        done = user.shell(typed, cwd=user.clone, timeout_s=1200)
+        new = sorted({p.parent for p in outputs.glob("*/run.json")} - before)
+    out_notebook = user.clone / where / "out.ipynb"
+    try:
+        assert done.returncode == 0, f"{typed}: exit {done.returncode}\n{done.stderr[-4000:]}"
+        assert out_notebook.is_file(), f"papermill wrote no {out_notebook}"
+    finally:
+        out_notebook.unlink(missing_ok=True)  # the copy's notebooks/ as it was
+    assert not (user.clone / "notebooks" / "outputs").exists(), "the run wrote notebooks/outputs/"
+
+    assert len(new) == 1, f"run folders made in the copy's outputs/: {new}"
+    run_dir = new[0]
+    run = json.loads((run_dir / "run.json").read_text())
+    assert (run["kind"], run["status"], run["parameters"]["budget"]) == ("papermill", "ok", 32), run
+    assert run["command"] == (recorded or typed), run["command"]
+    assert (run_dir / "report.html").is_file() and (run_dir / "cells.csv").is_file()
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["headline"].startswith("SWEEP DONE"), verdict["headline"]
+    assert run_dir.name in (outputs / "index.html").read_text(), "outputs/index.html lists no such run"
+    assert f"report: {run_dir / 'report.html'}" in done.stderr, done.stderr[-2000:]
