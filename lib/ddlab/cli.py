@@ -30,6 +30,7 @@ from typing import Callable
 from ddlab import api
 from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
+from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
 from ddlab.hosts.lock import WAIT_DEFAULT_S
 
@@ -511,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return verb.run(args) or 0
     except ConfigError as err:
-        if not verb.usage_errors:
+        if not verb.usage_errors or isinstance(err, NoProject):  # where it runs, not what it says
             print(f"ddlab {args.verb}: {err}", file=sys.stderr)
             return err.exit_code
         print(f"ddlab {args.verb}: error: {err}", file=sys.stderr)

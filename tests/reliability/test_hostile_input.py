@@ -279,9 +279,9 @@ BAD_INPUT = [
     ("unknown-base", ["deploy", "--host", "th", "--base", "nosuchbase"], 1,
      ["base 'nosuchbase': not found", "available: "]),
     ("wrong-type", ["deploy", "--host", "th", "--set", "budget=abc"], 1,
-     ["speculative-ddtree-budget=abc", "must be an integer >= 1", "try --set"]),
+     ["budget=abc", "must be an integer >= 1", "try --set budget="]),  # as the user typed it
     ("out-of-range", ["deploy", "--host", "th", "--set", "mem_fraction_static=1.5"], 1,
-     ["mem-fraction-static=1.5", "in (0, 1]", "try --set mem_fraction_static="]),
+     ["mem_fraction_static=1.5", "in (0, 1]", "try --set mem_fraction_static="]),
     ("typo-flag", ["deploy", "--host", "th", "--set", "speculative_ddtree_budgt=8"], 1,
      ["speculative_ddtree_budgt", "did you mean --speculative-ddtree-budget?"]),
     ("bad-unit-field", ["deploy", "--host", "th", "--set", "unit.restart=sometimes"], 1,

@@ -315,7 +315,7 @@ def test_f07_a_huge_grid_needs_max_cells_and_says_so_at_once(local):
 @pytest.mark.parametrize("args, words", [
     (["watch", "--host", "local", "--timeout", "nan"], "timeout_s=nan: must be a finite number"),
     (["watch", "--host", "local", "--grace", "nan"], "grace_s=nan: must be a finite number"),
-    (["unit", "--base", "local", "--set", "mem_fraction_static=nan"], "mem-fraction-static=nan"),
+    (["unit", "--base", "local", "--set", "mem_fraction_static=nan"], "mem_fraction_static=nan"),
 ], ids=["timeout", "grace", "flag"])
 def test_f08_nan_is_refused_before_the_host(local, args, words):
     done = fk.ddlab_in(local, *args)
