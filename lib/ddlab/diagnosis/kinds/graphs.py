@@ -25,7 +25,7 @@ REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
     r"|_grouped_foreach_copy_|execute|load_batch|_copy_replay_inputs)\s*$"
     r"|, in (?:replay_prepare|_copy_replay_inputs|prepare_for_v2_verify|prepare_for_verify)\s*$"
-    r"|graph_runner\.(?:replay|execute|load_batch)\(|\.prepare_for_v2_verify\(")
+    r"|graph_runner\.(?:replay|execute|load_batch)\(")
 EAGER_FRAMES = r'eager_runner\.py", line \d+|self\.eager_runner\.execute\('
 CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|init_all_cuda_graphs"
                   r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\(")
@@ -166,6 +166,25 @@ REPLAY_SIZE = Signature(
              ("0.5.10", "sglang/srt/speculative/eagle_info_v2.py:261"),
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:48")))
 
+REPLAY_PLAN = Signature(
+    "replay_plan", "cuda_graph_replay", "the attention backend's plan step failed inside CUDA graph replay",
+    ("Before each replay the attention backend plans the batch into the buffers the graph was "
+     "captured with (`init_forward_metadata_replay_cuda_graph`); its kernel library refused this "
+     "batch's layout (index pointers, lengths). Retry with {graphs_off} to keep serving; if that "
+     "serves, the batch the speculative worker sends does not have the shape the graph was "
+     "captured for (tokens per request, batch size).",),
+    patterns=(r".",),
+    context=(REPLAY_FRAMES, r", in init_forward_metadata_replay_cuda_graph\s*$",
+             r", in (?:plan|fast_decode_plan|begin_forward|call_begin_forward|\w*_plan)\s*$"),
+    absent=(EAGER_FRAMES,), priority=73, phase="serving", by_algorithm=(_DDTREE_WIDTH,),
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:760"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1122"),
+             ("0.5.10", "sglang/srt/layers/attention/flashinfer_backend.py:691"),
+             ("flashinfer 0.6.7.post2", "include/flashinfer/attention/scheduler.cuh:513 "
+                                        "(qo_indptr[i+1] - qo_indptr[i] should be non-negative)"),
+             ("apache-tvm-ffi 0.1.15", "include/tvm/ffi/function.h:87 (a C++ exception becomes "
+                                       "an InternalError)")))
+
 PIECEWISE_FAILED = Signature(
     "piecewise_graph_failed", "cuda_graph_replay", "the piecewise CUDA graph failed",
     ("The piecewise (prefill) CUDA graph did not accept this batch: turn it off with "
@@ -191,4 +210,5 @@ EAGER_INPUT = Signature(
              ("0.5.23", "sglang/srt/model_executor/runner/eager_runner.py:196"),
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:512")))
 
-SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, PIECEWISE_FAILED, EAGER_INPUT]
+SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, REPLAY_PLAN, PIECEWISE_FAILED,
+              EAGER_INPUT]
