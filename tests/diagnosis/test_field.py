@@ -177,6 +177,16 @@ def test_prefixes_of_the_field(line, msg, level):
     assert (read.msg, read.level) == (msg, level)
 
 
+def test_a_copy_into_the_graphs_buffers_is_read_from_the_batch_line_before_it():
+    """The runner's frames elided: 'cuda graph: True' on the last batch line says replay; the
+    same traceback after a 'cuda graph: False' line is the eager runner's."""
+    name = "cuda_graph_replay__0.5.23__size-mismatch-truncated-to-the-copy-helpers.log"
+    text = (LOGS / "sglang" / name).read_text()
+    assert (diagnose(text).kind, diagnose(text).signature) == ("cuda_graph_replay", "replay_size")
+    eager = text.replace("cuda graph: True", "cuda graph: False")
+    assert diagnose(eager).kind == "forward_input_mismatch"
+
+
 def test_a_truncated_traceback_is_read_from_its_innermost_frames():
     """c020: a size mismatch whose traceback stops at the verify's call is not a graph replay."""
     assert (_real("c020").kind, _real("c020").phase) == ("unknown", "serving")

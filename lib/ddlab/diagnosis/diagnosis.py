@@ -59,6 +59,7 @@ from ddlab.diagnosis.logtext import (
     summarize_decode,
 )
 from ddlab.diagnosis.frames import shows_startup
+from ddlab.diagnosis.kinds.graphs import copy_reading
 from ddlab.diagnosis.kinds.speculative import FEATURE_FRAMES, SPEC_FEATURE, combination as _combination, conflict
 from ddlab.diagnosis.phase import crash_phase, frames_near, is_startup
 from ddlab.diagnosis.rootcause import Candidate, root_cause
@@ -288,6 +289,21 @@ def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit, facts: dict)
     return best
 
 
+_GRAPH_SAID_RE = re.compile(r"\b(?:Prefill|Decode) batch\b.*\bcuda graph: (True|False)")
+_GRAPHS_CAPTURED_RE = re.compile(r"Capture\b.{0,40}\bcuda graph end", re.I)
+
+
+def _on_graph(lines: list[Line], best: Candidate) -> bool | None:
+    """Whether the batch that crashed ran on a CUDA graph: the last batch line of its rank
+    before the crash says so; else graphs were captured (True); else not known."""
+    before = [ln for ln in lines if ln.no < best.first_no
+              and (best.rank is None or ln.rank is None or ln.rank == best.rank)]
+    said = [m[1] for ln in before if (m := _GRAPH_SAID_RE.search(ln.msg))]
+    if said:
+        return said[-1] == "True"
+    return True if any(_GRAPHS_CAPTURED_RE.search(ln.msg) for ln in before) else None
+
+
 def _spec_conflict(best: Candidate, signature: Signature | None, found: Found) -> bool:
     """Speculative decoding x another feature (kinds.speculative): it replaces an unknown or
     cut crash, and a graph-replay / eager-runner reading whose innermost frames are the
@@ -330,6 +346,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     request = best is not None and best.request  # one request failed; the server kept serving
     crashed = (best is not None and not request) or exit_seen.failed
     signature = best.signature if best else None
+    if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
+        signature = copy_reading(best.raised.text, best.chain.text, _on_graph(lines, best))
     frames = frames_near(best, chains, lines)
     phase = crash_phase(lines, phase, best, signature, frames)
     version, algorithm = _for_whom(version, algorithm, facts, frames)

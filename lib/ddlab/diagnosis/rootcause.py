@@ -168,7 +168,8 @@ def candidates(lines: list[Line], chains: list[Chain]) -> list[Candidate]:
     progress = [(ln.no, ln.rank) for ln in lines if _PROGRESS_RE.search(ln.msg)]
     advanced = max((ln.no for ln in lines if phase_marker(ln.msg) and not is_progress_bar(ln.msg)),
                    default=0)
-    return [c for c in found if not _survived(c, progress, advanced, lines)]
+    # a request's error does not stop the server: the server carrying on is what makes it one
+    return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
 
 
 def _pick(found: list[Candidate]) -> Candidate | None:

@@ -10,16 +10,21 @@ and DFLASH verify (``prepare_for_v2_verify``, ``prepare_for_verify``). Since
 0.5.14 the eager runner copies through the same ``fill_from`` /
 ``_grouped_foreach_copy_``, so those frames alone prove nothing: a traceback
 through ``eager_runner.py`` is no graph failure (``forward_input_mismatch``), and
-its advice is not "turn graphs off". An illegal memory access during replay is
+its advice is not "turn graphs off". A traceback a paste truncated between the
+runner and those shared copy helpers is read from the log's state
+(:func:`copy_reading`): the batch line before the crash says whether the batch
+ran on a CUDA graph. An illegal memory access during replay is
 kind ``cuda_illegal_access`` (signature ``replay_cuda_error``): the fault is the
 kind, the graph is where.
 """
 
 from __future__ import annotations
 
+import re
+
 from ddlab.diagnosis.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES"]
+__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading"]
 
 REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
@@ -212,3 +217,25 @@ EAGER_INPUT = Signature(
 
 SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, REPLAY_PLAN, PIECEWISE_FAILED,
               EAGER_INPUT]
+
+# The copy helpers the graph runners and (0.5.14+) the eager runner share: a traceback
+# truncated between the runner and these frames does not say which runner copied.
+COPY_HELPERS = (r'cuda_graph_buffer_registry\.py", line \d+, in \w+'
+                r"|, in (?:fill_from|_grouped_foreach_copy_|_foreach_copy|populate_from_forward_batch)\s*$")
+
+
+def copy_reading(text: str, chain_text: str, on_graph: bool | None) -> Signature | None:
+    """A size mismatch or a None in the shared copy helpers, with the runner's frame lost from
+    the paste: the batch ran on a CUDA graph (the batch line before it says ``cuda graph:
+    True``, or graphs were captured and no batch line says) -> the replay's signature; ran
+    eagerly -> the eager runner's; not known -> None."""
+    if on_graph is None or not regex(COPY_HELPERS, re.M).search(chain_text):
+        return None
+    if regex(EAGER_FRAMES, re.M).search(chain_text) or regex(REPLAY_FRAMES, re.M).search(chain_text):
+        return None  # a runner frame is there: its own signature decided already
+    sized = any(regex(p).search(text) for p in _SIZE_TEXTS)
+    if not sized and not regex(r"NoneType").search(text):
+        return None
+    if not on_graph:
+        return EAGER_INPUT
+    return REPLAY_SIZE if sized else REPLAY_NONE

@@ -192,7 +192,7 @@ REQ_SLOTS = Signature(
     ("The request-slot pool (req_to_token) is full: lower `--max-running-requests`. If the "
      "message says a leak (slots never come back after the batch drains), lowering it only "
      "delays the crash: it is an SGLang bug, report it with this log.",),
-    patterns=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
+    patterns=(r"alloc_req_slots runs out of memory", r"\b\w+ memory leak detected"),
     lines=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
     priority=75, phase="serving", fatal=True,
     sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:953"),
@@ -203,7 +203,10 @@ REQ_SLOTS = Signature(
              ("0.5.18", "sglang/srt/mem_cache/allocation.py:265"),
              ("0.5.20", "sglang/srt/mem_cache/allocation.py:326"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:345"),
-             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:440")))
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:440"),
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:453"),
+             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:282"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:1339")))
 
 REQ_SLOTS_OLD = Signature(
     "req_slots_none", "slots_exhausted", "the request-slot pool ran out (SGLang 0.1.x: its alloc returned None)",

@@ -94,7 +94,8 @@ PD_TRANSFER = Signature(
            r"Error fetching prefill (?:parallel |server )?info from bootstrap",
            r"TcpTransport::\w+ encountered an (?:ASIO )?exception",
            r"\bSession::readBody failed\b",
-           r"Unexpected code in http response, (?:GET|PUT|DELETE) \S*metadata"),
+           r"Unexpected code in http response, (?:GET|PUT|DELETE) \S*metadata",
+           r"Worker: Process failed for slice", r"Worker: Cannot make connection for endpoint"),
     priority=45, phase="serving", request=True, detail=_pd_detail,
     sources=(("0.4.10.post2", "sglang/srt/disaggregation/decode.py:571"),
              ("0.4.10.post2", "sglang/srt/disaggregation/prefill.py:503"),
@@ -107,6 +108,17 @@ PD_TRANSFER = Signature(
              ("0.5.23", "sglang/srt/disaggregation/common/conn.py:103"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:523"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:223"),
-             ("Mooncake 5bc114c~1", "mooncake-transfer-engine/src/transfer_metadata_plugin.cpp:233")))
+             ("Mooncake 5bc114c~1", "mooncake-transfer-engine/src/transfer_metadata_plugin.cpp:233"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER]
+REQUEST_5XX = Signature(
+    "request_http_5xx", "request_error", "the server answered a request with an error status",
+    ("The server answered one request with a 5xx status (uvicorn's access line) and kept serving: "
+     "the error of that request is usually logged just above (a traceback, a transfer error); "
+     "if every request fails, read the first one.",),
+    lines=(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 5\d\d\b',),
+    priority=9, phase="serving", request=True,
+    sources=(("uvicorn 0.54.0", "uvicorn/logging.py:107 (AccessFormatter: \"METHOD PATH HTTP/v\" STATUS)"),))
+
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX]
