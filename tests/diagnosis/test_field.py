@@ -273,7 +273,6 @@ def _corpus_tool():
 WORK_FLOOR = {"crashed": 98, "kind": 96, "phase": 91}  # what issue 24 reached (100, 98, 93), less 2
 
 
-@pytest.mark.slow
 def test_the_work_split_does_not_regress():
     tool = _corpus_tool()
     rows = [tool.judged(log) for log in tool.load("work")]

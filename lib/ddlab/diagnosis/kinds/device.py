@@ -147,7 +147,8 @@ KERNEL_CONFIG = Signature(
     "an attention kernel does not support this model configuration",
     ("A kernel refused this model's configuration (GQA group size, head dim, page size, dtype) "
      "on a GPU it otherwise supports: pick another `--attention-backend` (triton is the most "
-     "general), or a newer kernel library (flashinfer / sgl-kernel) that has an instance for it.",),
+     "general), or a newer kernel library (flashinfer / sgl-kernel) that has an instance for it "
+     "(`pip show flashinfer-python sgl-kernel` says which are installed).",),
     patterns=(r"Unsupported (?:group_size|head_dim|num_mma_q|max_mma_kv|cta_tile_q|mask_mode|ROPE_DIM"
               r"|pos_encoding_mode|aligned_vec_size)\b",
               r"failed to dispatch\b",

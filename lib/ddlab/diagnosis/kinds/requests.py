@@ -86,8 +86,8 @@ PD_TRANSFER = Signature(
     ("The KV cache transfer between the prefill and the decode server failed (PD "
      "disaggregation): check that both sides run the same SGLang and transfer backend "
      "(`--disaggregation-transfer-backend`, mooncake / nixl) versions, that the decode server "
-     "reaches the prefill server's bootstrap port, and the transfer engine's own error lines "
-     "just above this one.",),
+     "reaches the prefill server's bootstrap port (`nc -zv PREFILL_HOST BOOTSTRAP_PORT` from the "
+     "decode host), and the transfer engine's own error lines just above this one.",),
     patterns=(r"(?:Prefill|Decode) transfer failed for request", r"\bKVTransferError\b",
               r"Error fetching prefill (?:parallel |server )?info from bootstrap"),
     lines=(r"(?:Prefill|Decode) transfer failed for request",
