@@ -142,6 +142,16 @@ def test_a_request_error_is_no_crash(log_id):
     assert got.cause and got.suggestion and got.render().startswith("NOT CRASHED: one request failed")
 
 
+@pytest.mark.parametrize("line", [
+    "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no "
+    "template argument was passed!",
+    '[t] INFO:     10.0.0.4:51130 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
+], ids=["no-chat-template", "access-line-500"])
+def test_one_line_request_errors(line):
+    got = diagnose(line)
+    assert (got.crashed, got.kind) == (False, "request_error") and got.suggestion
+
+
 def test_a_pd_transfer_error_the_scheduler_dies_of_is_the_crash():
     got = _real("b050")
     assert (got.crashed, got.kind) == (True, "pd_transfer")

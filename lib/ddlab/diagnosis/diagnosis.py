@@ -242,8 +242,11 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     """One line: the exception's message or the fatal line, cut near 240 characters."""
     if best is None:
         return exit_seen.why
-    if best.signature is not None and best.signature.kind == "hang" and _DUMPED_LOOP_RE.match(best.cause):
-        return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"
+    if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
+        if _DUMPED_LOOP_RE.match(best.cause):
+            return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"
+        if not re.search(r"watchdog timeout|debug info", best.cause, re.I):  # the watchdog's state dump
+            return f"the scheduler watchdog's dump (no error): {best.cause.strip()}"
     text = best.cause if not (best.wrapper and exit_seen.why) else f"{best.cause} [{exit_seen.why}]"
     if len(text) <= 240:
         return text

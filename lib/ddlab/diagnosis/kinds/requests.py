@@ -46,21 +46,26 @@ ASGI_ERROR = Signature(
 
 REQUEST_REFUSED = Signature(
     "request_refused", "request_error", "the server refused a request",
-    ("The server refused one request as asked: a prompt longer than the context, or a body that "
-     "does not validate. Shorten the input or lower max_tokens on the client, or start the server "
-     "with a longer `--context-length` if the model supports it (`--allow-auto-truncate` cuts "
-     "long inputs instead of refusing them).",),
+    ("The server refused one request as asked: a prompt longer than the context, a body that "
+     "does not validate, a chat request to a model with no chat template. Shorten the input or "
+     "lower max_tokens on the client, or start the server with a longer `--context-length` if the "
+     "model supports it (`--allow-auto-truncate` cuts long inputs instead of refusing them); give "
+     "a model without a template one with `--chat-template`.",),
     patterns=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
               r"Requested token count exceeds the model's maximum context length",
-              r"\d+ validation errors? for \w*(?:Request|ReqInput)\b"),
+              r"\d+ validation errors? for \w*(?:Request|ReqInput)\b",
+              r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
     lines=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
-           r"Requested token count exceeds the model's maximum context length"),
+           r"Requested token count exceeds the model's maximum context length",
+           r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
     priority=11, phase="serving", request=True,
     sources=(("0.4.10.post2", "sglang/srt/managers/tokenizer_manager.py:575"),
              ("0.4.10.post2", "sglang/srt/managers/tokenizer_manager.py:593"),
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1350"),
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1372"),
-             ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>")))
+             ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>"),
+             ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
+                                   "chat template functions because tokenizer.chat_template is not set)")))
 
 
 def _pd_detail(found: Found) -> str | None:
