@@ -58,10 +58,10 @@ from ddlab.diagnosis.logtext import (
     strip_prefix,
     summarize_decode,
 )
-from ddlab.diagnosis.frames import shows_startup
 from ddlab.diagnosis.kinds.graphs import copy_reading
-from ddlab.diagnosis.kinds.speculative import FEATURE_FRAMES, SPEC_FEATURE, combination as _combination, conflict
-from ddlab.diagnosis.phase import crash_phase, frames_near, is_startup
+from ddlab.diagnosis.kinds.speculative import SPEC_FEATURE, combination as _combination
+from ddlab.diagnosis.phase import crash_phase, frames_near
+from ddlab.diagnosis.readings import on_graph, spec_conflict
 from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
@@ -292,40 +292,6 @@ def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit, facts: dict)
     return best
 
 
-_GRAPH_SAID_RE = re.compile(r"\b(?:Prefill|Decode) batch\b.*\bcuda graph: (True|False)")
-_GRAPHS_CAPTURED_RE = re.compile(r"Capture\b.{0,40}\bcuda graph end", re.I)
-
-
-def _on_graph(lines: list[Line], best: Candidate) -> bool | None:
-    """Whether the batch that crashed ran on a CUDA graph: the last batch line of its rank
-    before the crash says so; else graphs were captured (True); else not known."""
-    before = [ln for ln in lines if ln.no < best.first_no
-              and (best.rank is None or ln.rank is None or ln.rank == best.rank)]
-    said = [m[1] for ln in before if (m := _GRAPH_SAID_RE.search(ln.msg))]
-    if said:
-        return said[-1] == "True"
-    return True if any(_GRAPHS_CAPTURED_RE.search(ln.msg) for ln in before) else None
-
-
-def _spec_conflict(best: Candidate, signature: Signature | None, found: Found) -> bool:
-    """Speculative decoding x another feature (kinds.speculative): it replaces an unknown or
-    cut crash, and a graph-replay / eager-runner reading whose innermost frames are the
-    feature's own code; never a startup crash, never a more specific kind."""
-    if signature is SPEC_FEATURE:
-        return True
-    if is_startup(found.phase) or shows_startup(found.frames):
-        return False
-    if signature is not None and signature.kind in ("cuda_graph_replay", "forward_input_mismatch"):
-        raised = best.raised
-        inner = "\n".join([raised.text] + [f"{f.func} {f.file} {f.code}" for f in raised.frames[-2:]]) \
-            if raised is not None else ""
-        if not regex(FEATURE_FRAMES, re.I | re.M).search(inner):
-            return False
-    elif signature is not None and not best.wrapper:
-        return False
-    return bool(conflict(found))
-
-
 def _for_whom(version, algorithm, facts: dict, frames: str) -> tuple[str | None, str | None]:
     """The release and algorithm the advice is for: given, else what the log says."""
     algorithm = algorithm or facts.get("speculative_algorithm") or _algorithm_in(frames)
@@ -350,7 +316,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     crashed = (best is not None and not request) or exit_seen.failed
     signature = best.signature if best else None
     if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
-        signature = copy_reading(best.raised.text, best.chain.text, _on_graph(lines, best))
+        signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
     frames = frames_near(best, chains, lines)
     phase = crash_phase(lines, phase, best, signature, frames)
     version, algorithm = _for_whom(version, algorithm, facts, frames)
@@ -359,7 +325,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
                   best.chain.text if best and best.chain else "", phase, facts, markers, version,
                   algorithm, tried=dict(tried or {}), host=host, frames=frames)
     combination = None
-    if crashed and best is not None and not request and _spec_conflict(best, signature, found):
+    if crashed and best is not None and not request and spec_conflict(best, signature, found):
         signature, combination = SPEC_FEATURE, _combination(found)
         phase = crash_phase(lines, phase, best, signature, frames)
         found = replace(found, phase=phase)
