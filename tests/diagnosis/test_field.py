@@ -146,7 +146,10 @@ def test_a_request_error_is_no_crash(log_id):
     "ValueError: Cannot use chat template functions because tokenizer.chat_template is not set and no "
     "template argument was passed!",
     '[t] INFO:     10.0.0.4:51130 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error',
-], ids=["no-chat-template", "access-line-500"])
+    "[2025-05-07 14:43:04 DP1 TP1] Decode handshake failed for request rank=1 decode_req.req.rid='9f' "
+    "decode_req.req.bootstrap_room=77 with exception KVTransferError(bootstrap_room=77): Request 77 timed "
+    "out after 300.0s in KVPoll.Bootstrapping",
+], ids=["no-chat-template", "access-line-500", "pd-handshake"])
 def test_one_line_request_errors(line):
     got = diagnose(line)
     assert (got.crashed, got.kind) == (False, "request_error") and got.suggestion
