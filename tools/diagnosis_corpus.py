@@ -55,9 +55,16 @@ def table(rows: list[dict], logs: dict, key) -> list[str]:
     out = []
     for group in sorted(groups, key=lambda g: (-len(groups[g]), g)):
         members = groups[group]
-        kinds = sum(r["kind"] for r in members)
-        out.append(f"  {group:<28} {len(members):>3} logs  kind {kinds}/{len(members)}")
+        kinds, crashed = sum(r["kind"] for r in members), sum(r["crashed"] for r in members)
+        phased = [r for r in members if r["phase"] is not None]
+        out.append(f"  {group:<28} {len(members):>3} logs  kind {kinds}/{len(members)}  crashed "
+                   f"{crashed}/{len(members)}  phase {sum(r['phase'] for r in phased)}/{len(phased)}")
     return out
+
+
+def issue_class(log: dict) -> list[str]:
+    """The issue-24 class family a log stands for: the part of its class before the colon."""
+    return [log["class"].split(":", 1)[0].strip() or "(none)"]
 
 
 def main(argv=None) -> int:
@@ -76,6 +83,8 @@ def main(argv=None) -> int:
           "show it)")
     print("by labelled kind:")
     print("\n".join(table(rows, logs, lambda log: [str(log["kind"])])))
+    print("by issue-24 class:")
+    print("\n".join(table(rows, logs, issue_class)))
     print("by release family:")
     print("\n".join(table(rows, logs, lambda log: [family(log["sglang"])])))
     print("by paste format:")

@@ -9,6 +9,7 @@ flag_table`, with the DDTree fork's overlay for DDTREE) and must draw no error. 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -27,6 +28,8 @@ _QUOTE = re.compile(r'"[^"]*"')
 
 def _crash_logs() -> list[Path]:
     names = list(LOGS.glob("*.log")) + list(LOGS.glob("sglang/*.log")) + list(LOGS.glob("pastes/*.log"))
+    # the real logs that stand for issue 24's classes (work split only)
+    names += [LOGS / "real" / f"{i}.log" for i in json.loads((LOGS / "real" / "classes.json").read_text())["logs"]]
     return sorted(p for p in names if not p.name.startswith(("healthy", "stopped", "startup_cut")))
 
 

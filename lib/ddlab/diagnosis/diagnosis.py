@@ -18,6 +18,11 @@ one is diagnosed.
 carry on past (:mod:`.rootcause` has the rules, and picks the root cause among
 several), or when systemd or the shell reports a failed exit or a kill
 (SIGTERM after "Stopping ..." and a Ctrl-C ``KeyboardInterrupt`` are stops).
+An error of one request while the server kept serving is no crash:
+``crashed=False``, kind ``request_error``, phase ``serving``, with its cause and
+its advice. Speculative decoding that crashes together with another feature
+(:mod:`.kinds.speculative`) is ``spec_feature_conflict``, its cause prefixed by
+the combination.
 A log that just stops mid-startup is not a crash: ``phase`` says how far it
 got. ``phase`` of a crash is where it happened: the last phase line seen,
 raised to what the signature or the traceback's frames imply (a scheduler
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ddlab.core.errors import ConfigError
@@ -44,7 +49,6 @@ from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_
 from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.logtext import (
     PHASES,
-    WARMUP_RE,
     DecodeRecord,
     Line,
     parse_decode_lines,
@@ -54,9 +58,14 @@ from ddlab.diagnosis.logtext import (
     strip_prefix,
     summarize_decode,
 )
+from ddlab.diagnosis.kinds.graphs import copy_reading
+from ddlab.diagnosis.kinds.speculative import SPEC_FEATURE, combination as _combination
+from ddlab.diagnosis.phase import crash_phase, frames_near
+from ddlab.diagnosis.readings import on_graph, spec_conflict
 from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
+from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 
 __all__ = [
@@ -66,23 +75,8 @@ __all__ = [
 
 _MARKER_RE = re.compile(r"\b[A-Z][A-Z0-9]*_DIAG\b")
 _EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+|exit code:? -?\d+")
-_READY_RE = re.compile(r"The server is fired up and ready to roll")
 _MAX_EVIDENCE = 40
-_DUMP_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+ in \S+')  # faulthandler's frames
-_NEAR_LINES = 12
-_IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
-_FRAME_PHASES = (  # where a traceback's frames show it was, when the phase lines are missing
-    ("load_weights", re.compile(
-        _IN + r"(?:load_model|load_weights\w*|_initialize_model|weight_loader)\s*$", re.M)),
-    ("memory_pool", re.compile(
-        _IN + r"(?:init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token)\s*$", re.M)),
-    ("graph_capture", re.compile(
-        _IN + r"(?:init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
-        r"|_?capture\w*)\s*$", re.M)),
-    ("serving", re.compile(
-        _IN + r"(?:event_loop_\w+|run_batch|process_batch_result|forward_step|exposed_step)\s*$", re.M)),
-)
-_TEXT_PHASES = (("graph_capture", re.compile(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", re.I)),)
+_DUMPED_LOOP_RE = re.compile(r'^\s*(?:File "|event_loop_)')  # a hang told by a dumped frame
 _WORKER_FRAMES = (("DDTREE", r"ddtree_worker"), ("DFLASH", r"dflash_worker"),
                   ("EAGLE", r"eagle_worker"), ("NGRAM", r"ngram_worker"))
 
@@ -91,7 +85,8 @@ _WORKER_FRAMES = (("DDTREE", r"ddtree_worker"), ("DFLASH", r"dflash_worker"),
 class Diagnosis:
     """The verdict on one log; ``to_dict()`` is JSON-ready, ``render()`` is for people.
 
-    ``kind`` is one of :data:`KINDS` (None when not crashed); ``signature`` names
+    ``kind`` is one of :data:`KINDS` (None when not crashed, ``request_error`` when one
+    request failed and the server kept serving); ``signature`` names
     the :class:`Signature` that matched and ``sources`` where its texts come
     from; ``cause`` is one line, the message; ``evidence`` the log lines that
     prove it (prefixes removed); ``suggestion`` the next step, written for
@@ -146,6 +141,8 @@ class Diagnosis:
         return "\n".join(rows)
 
     def _verdict(self) -> str:
+        if not self.crashed and self.kind == "request_error":
+            return f"NOT CRASHED: one request failed ({self.title}); the server kept serving"
         if self.crashed:
             what = f" ({self.title})" if self.title else ""
             return f"CRASHED: {self.kind}{what}, in phase {self.phase}"
@@ -164,37 +161,7 @@ def _decode_text(decode: dict) -> str:
             f"tok/s; cuda graph {graphs}")
 
 
-# --- phase and context -----------------------------------------------------------------
-
-def _frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
-    """The crash's traceback and those printed right around it (another rank's echo,
-    the scheduler's traceback below a kernel's assert), faulthandler frames included."""
-    if best is None:
-        return ""
-    near = [c for c in chains if c is best.chain or abs(c.first_no - best.last_no) <= _NEAR_LINES
-            or abs(best.first_no - c.last_no) <= _NEAR_LINES]
-    dumped = [ln.msg for ln in lines if 0 <= ln.no - best.last_no <= 3 * _NEAR_LINES
-              and _DUMP_FRAME_RE.match(ln.msg)]
-    return "\n".join([c.text for c in near] + dumped)
-
-
-def _crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature, frames: str) -> str:
-    """The phase reached, raised to what the signature, the message or the frames imply;
-    a crash after the HTTP server came up and before "ready to roll" is the warmup: ``ready``."""
-    hints = [signature.phase] if signature and signature.phase else []
-    said = best.cause if best is not None else ""
-    hints += [name for name, text in _TEXT_PHASES if text.search(said)]
-    hints += [name for name, pattern in _FRAME_PHASES if pattern.search(frames)]
-    phase = max([phase, *hints], key=PHASES.index)
-    if best is None:  # a failed exit with no error line: where the log stopped
-        return phase
-    before = [ln for ln in lines if ln.no < best.first_no]
-    warming = any(WARMUP_RE.search(ln.msg) for ln in before)
-    ready = any(_READY_RE.search(ln.msg) for ln in before)
-    if warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture"):
-        return "ready"
-    return phase
-
+# --- context -------------------------------------------------------------------------
 
 def _algorithm_in(frames: str) -> str | None:
     """The speculative worker whose frames are in the crash's traceback."""
@@ -277,6 +244,11 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     """One line: the exception's message or the fatal line, cut near 240 characters."""
     if best is None:
         return exit_seen.why
+    if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
+        if _DUMPED_LOOP_RE.match(best.cause):
+            return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"
+        if not re.search(r"watchdog timeout|debug info", best.cause, re.I):  # the watchdog's state dump
+            return f"the scheduler watchdog's dump (no error): {best.cause.strip()}"
     text = best.cause if not (best.wrapper and exit_seen.why) else f"{best.cause} [{exit_seen.why}]"
     if len(text) <= 240:
         return text
@@ -307,12 +279,18 @@ def _compile(patterns) -> list[re.Pattern]:
 
 # --- the entry point ----------------------------------------------------------------
 
-def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit) -> Candidate | None:
-    """The root cause; a kill from outside with nothing else to blame is the host's OOM."""
+def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit, facts: dict) -> Candidate | None:
+    """The root cause; a kill from outside with nothing else to blame is the host's OOM; with
+    no error at all, a scheduler silent for the watchdog's timeout while requests wait hangs."""
     best = root_cause(lines, chains)
     if _host_killed(best, exit_seen, lines):
         first = exit_seen.lines[0].no if exit_seen.lines else 0
         return Candidate(first, first, exit_seen.why or "killed", by_name("host_oom"), lines=exit_seen.lines)
+    if best is None or best.request:
+        timeout = facts.get("watchdog_timeout")
+        silent = stall(lines, timeout if isinstance(timeout, (int, float)) and timeout > 0
+                       else WATCHDOG_DEFAULT_S)
+        return silent or best
     return best
 
 
@@ -335,20 +313,33 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     lines = last_run(split_lines(text or ""))
     phase, phase_line = phase_reached(lines)
     facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
-    best = _crash(lines, chains, exit_seen)
-    crashed = best is not None or exit_seen.failed
+    best = _crash(lines, chains, exit_seen, facts)
+    request = best is not None and best.request  # one request failed; the server kept serving
+    crashed = (best is not None and not request) or exit_seen.failed
     signature = best.signature if best else None
-    frames = _frames_near(best, chains, lines)
-    phase = _crash_phase(lines, phase, best, signature, frames)
+    if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
+        signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
+    frames = frames_near(best, chains, lines)
+    phase = crash_phase(lines, phase, best, signature, frames)
     version, algorithm = _for_whom(version, algorithm, facts, frames)
     markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))
     found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),
                   best.chain.text if best and best.chain else "", phase, facts, markers, version,
-                  algorithm, tried=dict(tried or {}), host=host)
+                  algorithm, tried=dict(tried or {}), host=host, frames=frames)
+    combination = None
+    if crashed and best is not None and not request and spec_conflict(best, signature, found):
+        signature, combination = SPEC_FEATURE, _combination(found)
+        phase = crash_phase(lines, phase, best, signature, frames)
+        found = replace(found, phase=phase)
+    if request and not crashed:
+        phase = "serving"
+        found = replace(found, phase=phase)
     suggestion = (advise(signature, found) if signature else
                   _unknown_advice(best, exit_seen) if crashed else None)
     records = parse_decode_lines(lines)
-    cause = _cause(best, exit_seen) if crashed else None
+    cause = _cause(best, exit_seen) if crashed or request else None
+    if combination and cause:
+        cause = f"{combination}: {cause}"
     seen = probe_records(text or "")
     nones = none_fields(seen)
     if seen.skipped:  # a record that cannot be read (cut, hostile) is skipped, and said
@@ -366,13 +357,19 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
             suggestion += (" To see the batch's fields (None, shapes) where it fails, deploy it "
                            f"again with `ddlab deploy --probe-fn {target} ...` (nothing installed "
                            "is edited; the baseline never carries it).")
+    kind = signature.kind if signature else ("unknown" if crashed else None)
+    title = signature.title if signature else None
+    if request and not crashed:
+        kind = "request_error"
+    elif request and kind == "request_error":  # the process failed, and not of this request
+        kind, signature, title = "unknown", None, None
     return Diagnosis(
-        crashed=crashed, kind=signature.kind if signature else ("unknown" if crashed else None),
+        crashed=crashed, kind=kind,
         phase=phase, cause=cause,
         evidence=_evidence(lines, best, phase_line, exit_seen, compiled, crashed),
         suggestion=suggestion, decode=summarize_decode(records) if records else None,
         exit_status=exit_seen.status, signature=signature.name if signature else None,
-        title=signature.title if signature else None, facts=facts,
+        title=title, facts=facts,
         sglang_version=version, algorithm=algorithm,
         sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
 

@@ -39,7 +39,9 @@ SERVER_ARG_KEYS = (
     "speculative_dflash_block_size", "speculative_ddtree_budget", "mem_fraction_static",
     "context_length", "max_running_requests", "chunked_prefill_size", "cuda_graph_max_bs",
     "cuda_graph_max_bs_decode", "disable_cuda_graph", "attention_backend", "tp_size", "dp_size",
-    "port", "trust_remote_code",
+    "port", "trust_remote_code", "watchdog_timeout", "page_size", "enable_mixed_chunk", "enable_lora",
+    "lora_paths", "enable_dp_attention", "disaggregation_mode", "enable_hierarchical_cache",
+    "mamba_scheduler_strategy", "mamba_radix_cache_strategy", "dcp_size", "grammar_backend",
 )
 _VERSION_KEYS = (  # (a key only that generation's server args have, the release it stands for)
     ("cuda_graph_backend_decode", "0.5.14"), ("cuda_graph_max_bs_decode", "0.5.14"),

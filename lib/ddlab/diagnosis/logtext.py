@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
     "DecodeRecord", "parse_decode_lines", "summarize_decode", "is_progress_bar", "WARMUP_RE",
+    "shows_startup_lines",
 ]
 
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
@@ -48,19 +49,25 @@ _SGLANG_RE = re.compile(
     r"|(?P<bare>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?))"
     r"(?P<tags>(?: [A-Z][A-Z_]*\d+)*)\] ?")
 _ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a paste lost: [36m
+# torch's C++ (c10) log and glog: a severity letter, the date (torch >= 2.4 drops the
+# leading zero of the month: E207 is Feb 7), the time, [a thread id,] file:line.
+_CPP_LOG_RE = re.compile(r"^\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ +(?:\d+ )?[\w.]+:\d+\] ")
 # What other collectors and writers put in front of a line, tried in order, repeatedly.
 _PASTE_PREFIXES = tuple(re.compile(p) for p in (
-    r"^> ?(?=\S|$)",                                                   # markdown quote
+    r"^> ?",                                                            # markdown quote
     rf"^{_ISO} (?:stdout|stderr) [FP] ",                                # Kubernetes CRI log
     r"^\[pod/[^\]\s]+\] ",                                              # kubectl logs --prefix
     rf"^(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) {_ISO} ",  # cloud logging
     r"^\d{10,13}\t[^\t]*\t",                                           # collector: epoch-ms TAB time TAB
+    rf"^\[{_ISO}\] [\w.-]+ >> ",                                        # job launcher: [time] pod >>
+    rf"^\[[\w.-]+\]: {_ISO} \d+ (?:stdout|stderr): ?",                   # sidecar: [name]: time N stderr:
+    rf"^\[{_ISO}\](?: |$)",                                               # collector: [ISO time]
     rf"^{_ISO}\s+(?:(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.<>]+: )?",      # CI / tracing timestamps
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - ",          # a launcher's Python logging
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
-    r"^\((?:[\w-]+ )?pid=\d+(?:, ip=[\d.]+)?\) ",                        # Ray actor, engine core
+    rf"^{_COLOUR}\((?:[\w-]+ )?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",      # Ray actor, engine core
     r"^\[rank\d+\]: ?",                                                  # torch elastic
-    r"^\[[IWEF]\d{4} [\d:.]+ (?:\d+ )?[\w.]+:\d+\] ",                   # torch C++ (c10) log
-    r"^[IWEF]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ",                         # glog
     r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\] ",        # vLLM-style logger
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| \w+ \| [\w.]+ \| ",              # SGLang 0.1 logger
 ))
@@ -78,6 +85,7 @@ class Line:
     pid: str | None = None
     time: str | None = None
     rank: str | None = None
+    level: str | None = None  # I W E F of a C++ (torch c10, glog) log prefix it carried
 
     @property
     def stamped(self) -> bool:
@@ -95,17 +103,42 @@ def _clean(raw: str) -> str:
     return _CONTROL_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
 
 
-def _unprefix(text: str) -> str:
-    """``text`` without the collectors' and writers' prefixes (see the module docstring)."""
-    for _ in range(4):
+def _unprefix(text: str) -> tuple[str, str | None]:
+    """``text`` without the collectors' and writers' prefixes (see the module docstring),
+    and the severity of a C++ log prefix among them (``W`` for a warning)."""
+    level = None
+    for _ in range(5):
+        if cpp := _CPP_LOG_RE.match(text):
+            text, level = text[cpp.end():], cpp["level"]
+            continue
         for prefix in _PASTE_PREFIXES:
             match = prefix.match(text)
             if match and match.end():
                 text = text[match.end():]
                 break
         else:
-            return text
-    return text
+            return text, level
+    return text, level
+
+
+# tqdm redraws its bar with CR and no newline, so whatever another writer prints next
+# (faulthandler's "Fatal Python error: Segmentation fault", an exception, a log record)
+# lands on the bar's line. A bar ends with its "[elapsed<remaining, rate]" block
+# ({l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]);
+# a fatal error can also interrupt a bar before that block.
+_GLUED_RE = re.compile(r"^(?P<bar>.*?\d+%\s*(?:Completed\s*)?\|(?:[^|]*\|)?\s*\d+/\d+ \[[\d:?]+<[^\]]*\])"
+                       r"\s*(?P<tail>\S.*)$"
+                       r"|^(?P<cut>.*?\d+%\s*\|.*?)(?P<fatal>Fatal Python error: .*)$")
+
+
+def _glued(text: str) -> list[str]:
+    """A line that holds a progress bar with another writer's text glued to its end, as two."""
+    match = _GLUED_RE.match(text)
+    if not match:
+        return [text]
+    if match["bar"] is not None:
+        return [match["bar"], *_glued(match["tail"])]
+    return [match["cut"].rstrip(), match["fatal"]]
 
 
 def is_progress_bar(msg: str) -> bool:
@@ -120,18 +153,20 @@ def split_lines(text: str) -> list[Line]:
         cleaned = _clean(raw)
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
-        ident = pid = time = rank = None
+        ident = pid = None
         journal = _JOURNAL_RE.match(cleaned)
         if journal:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
-        cleaned = _unprefix(cleaned)
-        msg = cleaned
-        stamp = _SGLANG_RE.match(msg)
-        if stamp:
-            time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
-            msg = msg[stamp.end():]
-        lines.append(Line(no, cleaned, msg, ident, pid, time, rank))
+        cleaned, level = _unprefix(cleaned)
+        for part in _glued(cleaned):
+            time = rank = None
+            msg = part
+            stamp = _SGLANG_RE.match(msg)
+            if stamp:
+                time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
+                msg = msg[stamp.end():]
+            lines.append(Line(no, part, msg, ident, pid, time, rank, level))
     return lines
 
 
@@ -150,6 +185,16 @@ _PHASE_MARKERS = (
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
 WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP")
 _AFTER_READY = re.compile(r"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
+# A paste that begins mid-serving: batch lines and answered generation requests with no
+# startup line before them are serving too ("ready to roll" is long gone from the paste).
+_MID_SERVING = re.compile(r"Prefill batch\b|\"POST /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
+# Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start):
+# where one is in the log, the log shows the startup.
+_STARTUP_RE = re.compile(
+    r"server_args=|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
+    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
+    r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
+    r"|Initialization failed|The server is fired up", re.I)
 
 
 def _phase_index(msg: str, ready: bool) -> int:
@@ -169,14 +214,25 @@ def phase_marker(msg: str) -> str | None:
 
 def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     """The last startup phase reached, and the line that first reached it (a drafter's
-    "Load weight begin" after the target's graphs does not go back)."""
-    best, at = 0, None
+    "Load weight begin" after the target's graphs does not go back). A batch line or an
+    answered generation request with no startup line before it is ``serving``: the paste
+    began mid-serving."""
+    best, at, started = 0, None, False
     ready = PHASES.index("ready")
     for line in lines:
         index = _phase_index(line.msg, best >= ready)
+        if not index and not started and _MID_SERVING.search(line.msg):
+            index = PHASES.index("serving")
+        started = started or bool(_STARTUP_RE.search(line.msg))
         if index > best:
             best, at = index, line
     return PHASES[best], at
+
+
+def shows_startup_lines(lines: list[Line]) -> bool:
+    """Whether the lines show the server starting (any startup line, any phase line)."""
+    return any(_STARTUP_RE.search(ln.msg) or phase_marker(ln.msg) for ln in lines
+               if not is_progress_bar(ln.msg) or "Capturing batches" in ln.msg)
 
 
 def phase_of(text: str) -> str:

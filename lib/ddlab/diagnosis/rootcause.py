@@ -23,11 +23,24 @@ process", either spelling). The rules:
    a generic echo.
 
 "Carried on past": a recognised error is survived when "ready to roll" or a
-batch line of the same rank (or of no rank) follows it; an unrecognised one
-also when a later startup phase line follows (a warning printed with a
-traceback). Progress bars are not a startup going on: any rank prints them,
-in any order. A ``fatal`` signature (uvicorn's bind error, a slot pool that
-ran out) is never survived.
+batch line of the same rank (or of no rank) follows it, or a line its
+signature's ``cleared_by`` names; an unrecognised one also when a later startup
+phase line follows (a warning printed with a traceback). Progress bars are not
+a startup going on: any rank prints them, in any order. A ``fatal`` signature
+(uvicorn's bind error, a slot pool that ran out, a fatal signal) is never
+survived. A line a C++ logger wrote at INFO or WARNING severity is no
+candidate (torch's exit warning about ``destroy_process_group``). Of a
+signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
+over its ``usage:`` block). A native crash after an unexplained exception is
+its teardown: the exception is the cause.
+
+Request errors (signatures marked ``request``, and any traceback through the
+HTTP server's request handlers) are set apart: the crash is picked among the
+others; when there is none, the most specific request error is returned
+(``request=True``: the server kept serving); when the crash is a cut or
+unexplained traceback (or a generic echo) that the same rank printed right
+after a request error of a kind of its own (a PD transfer), that error is the
+crash.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ddlab.diagnosis.kinds.requests import ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SIGNATURES, WRAPPER_FRAMES, WRAPPER_LINES, WRAPPERS, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised
@@ -43,8 +57,9 @@ __all__ = ["Candidate", "candidates", "root_cause", "clean_cause"]
 
 _PROGRESS_RE = re.compile(r"The server is fired up and ready to roll|Decode batch\b|Prefill batch\b")
 _LEVEL_RE = re.compile(r"^(?:ERROR|CRITICAL|FATAL|WARNING):\s*")
-_NATIVE_RE = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):"
-                        r"|^Fatal Python error: ")  # faulthandler: a fatal signal, not an exception
+_NATIVE_RE = re.compile(r"^Fatal Python error: ")  # CPython's own fatal errors, not exceptions
+_QUIET_LEVELS = ("I", "W")  # a C++ log line at INFO or WARNING severity decides nothing
+_NEAR = 6  # lines between a request's error and the traceback of the death it explains
 _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an instance of \S+\s*)")
 
 
@@ -62,6 +77,8 @@ class Candidate:
     lines: list[Line] = field(default_factory=list)
     cut: bool = False
     rank: str | None = None
+    request: bool = False  # one request's error: the server kept serving unless it died of it
+    order: int = 0  # which of its signature's ``lines`` matched: the first is the most telling
 
 
 def clean_cause(text: str) -> str:
@@ -69,8 +86,9 @@ def clean_cause(text: str) -> str:
     return _CPP_RE.sub("", _LEVEL_RE.sub("", text.strip())).strip()
 
 
-def _best(type_name: str, text: str, chain_text: str) -> Signature | None:
-    hits = [s for s in SIGNATURES if s.matches_exception(type_name, text, chain_text)]
+def _best(type_name: str, text: str, chain_text: str, request: bool = False) -> Signature | None:
+    hits = [s for s in SIGNATURES if s.matches_exception(type_name, text, chain_text)
+            and (s.request or not request)]
     return max(hits, key=lambda s: s.priority, default=None)
 
 
@@ -87,25 +105,38 @@ def _rank(lines: list[Line]) -> str | None:
 def _chain_candidate(chain: Chain) -> Candidate:
     chain_text, rank = chain.text, _rank(chain.lines)
     span = (chain.first_no, chain.last_no)
+    # raised in an HTTP request handler: one request's error, whatever it raised
+    request = bool(regex(REQUEST_FRAMES, re.M).search(chain_text)
+                   and not regex(NOT_A_REQUEST, re.M).search(chain_text))
     for raised in reversed(chain.raised):  # outermost first
-        if raised.type and (signature := _best(raised.type, raised.text, chain_text)):
+        if raised.type and (signature := _best(raised.type, raised.text, chain_text, request)):
             return Candidate(*span, raised.first_line, signature, wrapper=signature.echo,
-                             chain=chain, raised=raised, rank=rank)
+                             chain=chain, raised=raised, rank=rank, request=signature.request)
     outer = chain.outermost
     if not outer.type:
         where = chain.header or "frames with no exception line"
         cause = f"the log ends inside a traceback ({where}): its exception line is missing"
-        return Candidate(*span, cause, chain=chain, raised=outer, cut=True, rank=rank)
+        known = [s for s in SIGNATURES if s.matches_context(chain_text)]
+        signature = max(known, key=lambda s: s.priority, default=None)
+        return Candidate(*span, cause, signature, chain=chain, raised=outer, cut=signature is None,
+                         rank=rank, request=bool(signature and signature.request))
+    if request:
+        return Candidate(*span, outer.first_line, ASGI_ERROR, chain=chain, raised=outer, rank=rank,
+                         request=True)
     return Candidate(*span, outer.first_line, None, wrapper=_is_wrapper(chain),
                      chain=chain, raised=outer, rank=rank)
 
 
 def _line_candidate(line: Line) -> Candidate | None:
+    if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
+        return None
     hits = [s for s in SIGNATURES if s.matches_line(line.msg)]
     cause = clean_cause(line.msg)
     if hits:
         best = max(hits, key=lambda s: s.priority)
-        return Candidate(line.no, line.no, cause, best, wrapper=best.echo, lines=[line], rank=line.rank)
+        order = next(i for i, p in enumerate(best.lines) if regex(p, re.I).search(line.msg))
+        return Candidate(line.no, line.no, cause, best, wrapper=best.echo, lines=[line], rank=line.rank,
+                         request=best.request, order=order)
     if any(regex(p, re.I).search(line.msg) for p in WRAPPER_LINES):
         return Candidate(line.no, line.no, cause, None, wrapper=True, lines=[line], rank=line.rank)
     if _NATIVE_RE.search(line.msg):
@@ -113,9 +144,14 @@ def _line_candidate(line: Line) -> Candidate | None:
     return None
 
 
-def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], advanced: int) -> bool:
+def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], advanced: int,
+              lines: list[Line]) -> bool:
     if candidate.signature and candidate.signature.fatal:
         return False
+    if candidate.signature and candidate.signature.cleared_by and any(
+            regex(p, re.M).search(ln.text) for ln in lines if ln.no > candidate.last_no
+            for p in candidate.signature.cleared_by):
+        return True
     later = [rank for no, rank in progress if no > candidate.last_no]
     same = [rank for rank in later if rank is None or candidate.rank is None or rank == candidate.rank]
     if same:
@@ -132,13 +168,20 @@ def candidates(lines: list[Line], chains: list[Chain]) -> list[Candidate]:
     progress = [(ln.no, ln.rank) for ln in lines if _PROGRESS_RE.search(ln.msg)]
     advanced = max((ln.no for ln in lines if phase_marker(ln.msg) and not is_progress_bar(ln.msg)),
                    default=0)
-    return [c for c in found if not _survived(c, progress, advanced)]
+    # a request's error does not stop the server: the server carrying on is what makes it one
+    return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
 
 
 def _pick(found: list[Candidate]) -> Candidate | None:
+    """The crash among the candidates that are not one request's error (rules 1-4)."""
     known = [c for c in found if c.signature and not c.wrapper]
     if known:
-        return max(known, key=lambda c: (c.signature.priority, -c.first_no))
+        best = max(known, key=lambda c: (c.signature.priority, -c.order, -c.first_no))
+        if best.signature.kind == "native_crash":  # a signal after an unexplained exception: teardown
+            earlier = [c for c in found if c.signature is None and not c.wrapper and not c.cut
+                       and c.first_no < best.first_no]
+            return min(earlier, key=lambda c: c.first_no) if earlier else best
+        return best
     for tier in ([c for c in found if not c.wrapper and not c.cut], [c for c in found if c.cut]):
         if tier:
             return min(tier, key=lambda c: c.first_no)
@@ -148,6 +191,28 @@ def _pick(found: list[Candidate]) -> Candidate | None:
     return min(found, key=lambda c: c.first_no, default=None)
 
 
+def _explained(crash: Candidate, requests: list[Candidate]) -> Candidate | None:
+    """The request error the process died of: logged by the same rank just before a crash
+    that nothing else explains (a cut traceback, an unknown exception, a generic echo)."""
+    if crash.signature is not None and not crash.wrapper:
+        return None
+    before = [r for r in requests if 0 <= crash.first_no - r.last_no <= _NEAR
+              and (r.rank is None or crash.rank is None or r.rank == crash.rank)
+              and r.signature.kind != "request_error"]
+    return max(before, key=lambda r: (r.last_no, r.signature.priority), default=None)
+
+
 def root_cause(lines: list[Line], chains: list[Chain]) -> Candidate | None:
-    """The candidate that explains the crash (rules in the module docstring), or None."""
-    return _pick(candidates(lines, chains))
+    """The candidate that explains the crash (rules in the module docstring), or None. A
+    request error is returned (``request=True``) only when nothing crashed, or when the crash
+    is explained by it (the candidate then has ``request=False``)."""
+    found = candidates(lines, chains)
+    requests = [c for c in found if c.request]
+    crash = _pick([c for c in found if not c.request])
+    if crash is not None:
+        cause = _explained(crash, requests)
+        if cause is None:
+            return crash
+        cause.request = False
+        return cause
+    return max(requests, key=lambda c: (c.signature.priority, -c.first_no), default=None)

@@ -14,6 +14,19 @@ this kind implies; ``fatal`` means the server cannot have carried on past it
 ``echo`` marks the launcher's generic wrappers that mean something when
 nothing else is in the log (a warmup request that timed out).
 
+``request`` marks an error raised for one request while the server keeps
+serving (uvicorn's "Exception in ASGI application", a request the tokenizer
+refuses, a PD transfer that failed for one request): alone it is kind
+``request_error`` and no crash; when the process dies of it right after (an
+unexplained or cut traceback of the same rank follows), it is the crash and its
+own kind. ``running`` marks a fault only a running server meets (a kernel
+fault reported asynchronously, a collective timing out, a fatal signal): where
+the log shows nothing of the startup, its phase is ``serving``. ``cut_ok``: the
+``context`` alone decides, also for a traceback cut before its exception line.
+``cleared_by``: regexes of later lines (their whole text, SGLang's stamp
+included) that show the server carried on past it (a scheduler rank still
+logging after a failed health check).
+
 ``sources`` ties the texts to where they are written: ``(release, "path:line")``
 pairs for SGLang releases (paths inside the wheel), ``("transformers 5.19.0",
 "path:line")`` and the like for third-party texts. ``advice`` is a tuple of
@@ -58,6 +71,9 @@ class Found:
     # [0.88, 0.92]}) and the host they ran on: advice never proposes them again
     tried: dict = field(default_factory=dict)
     host: str | None = None
+    # the frames printed around the crash: its traceback, another rank's beside it, a
+    # faulthandler or py-spy dump below it (the last Python frame of a native crash)
+    frames: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,10 @@ class Signature:
     sources: tuple[tuple[str, str], ...] = ()
     fatal: bool = False
     echo: bool = False
+    request: bool = False
+    running: bool = False
+    cut_ok: bool = False
+    cleared_by: tuple[str, ...] = ()
 
     def matches_exception(self, type_name: str, text: str, chain_text: str) -> bool:
         if not self.patterns:
@@ -92,6 +112,11 @@ class Signature:
         """Every ``context`` regex is in the chain and no ``absent`` one is."""
         return (all(regex(c, re.I | re.M).search(chain_text) for c in self.context)
                 and not any(regex(a, re.I | re.M).search(chain_text) for a in self.absent))
+
+    def matches_context(self, chain_text: str) -> bool:
+        """A traceback cut before its exception line: only a ``cut_ok`` signature's context
+        can tell what it was."""
+        return self.cut_ok and bool(self.context) and self.in_context(chain_text)
 
     def matches_line(self, msg: str) -> bool:
         return any(regex(p, re.I).search(msg) for p in self.lines)

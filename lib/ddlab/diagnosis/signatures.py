@@ -20,7 +20,8 @@ fixture, no source, or advice that proposes a flag the release lacks.
 
 from __future__ import annotations
 
-from ddlab.diagnosis.kinds import device, graphs, launch, memory, runtime
+from ddlab.diagnosis.kinds import (device, graphs, launch, memory, native, requests, runtime, speculative,
+                                   weights)
 from ddlab.diagnosis.signature import Found, Signature, regex
 
 __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPERS",
@@ -44,14 +45,21 @@ KIND_MEANINGS = {
     "dependency_mismatch": "installed packages do not match (undefined symbol, version, import)",
     "draft_incompatible": "the draft checkpoint does not fit the speculative algorithm or target",
     "nccl": "NCCL / distributed communication failed, or a peer was lost",
-    "health_check": "the server stopped answering (watchdog, health check, warmup request)",
+    "hang": "the scheduler stopped making progress without an error (watchdog, thread dump, no batch)",
+    "health_check": "a probe got no answer: the health check, /health 503, the warmup request",
+    "native_crash": "a fatal signal (segfault, bus error, abort) with no Python exception",
+    "spec_feature_conflict": "speculative decoding combined with another feature crashed while serving",
+    "weights_unreadable": "the checkpoint's files cannot be read or placed by the loader",
+    "pd_transfer": "a PD-disaggregation KV transfer or bootstrap failed and the server died of it",
+    "kernel_config_unsupported": "a kernel refuses this model configuration on a GPU it supports",
+    "request_error": "one request failed while the server kept serving (not a crash)",
     "unknown": "a crash no signature explains: the first error line and where to look",
 }
 KINDS = tuple(KIND_MEANINGS)
 
 SIGNATURES: list[Signature] = [
-    *launch.SIGNATURES, *memory.SIGNATURES, *graphs.SIGNATURES, *device.SIGNATURES,
-    *runtime.SIGNATURES,
+    *launch.SIGNATURES, *weights.SIGNATURES, *memory.SIGNATURES, *graphs.SIGNATURES, *device.SIGNATURES,
+    *runtime.SIGNATURES, *native.SIGNATURES, *requests.SIGNATURES, *speculative.SIGNATURES,
 ]
 
 WRAPPERS = (

@@ -21,7 +21,8 @@ written by another journal identifier (systemd), that arrive while a
 traceback's frames are open are treated as interleaved and skipped, not as the
 end of the traceback. A message continues onto unstamped lines ("Possible
 solutions: ..." after a capture failure, torch's CUDA error hints) until a
-blank line, a stamped line or another record starts.
+blank line, a stamped line or another record starts (a line that carried a C++
+log prefix, torch's ``[W207 ...]`` warning included, is another record).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = ["Frame", "Raised", "Chain", "find_chains"]
 
 _TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):\s*$")
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
 _EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::(?:[ \t]+(?P<msg>.*))?)?$")
 _CHAIN_RE = re.compile(
@@ -173,7 +175,7 @@ class _Parser:
             self.gap, ended = not self.gap, self.gap
             self.message = None if ended else self.message
             return not ended
-        ended = (_CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg)
+        ended = (_CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg) or line.level is not None
                  or self._foreign(line) or _RECORD_START_RE.match(msg) or _PROGRESS_RE.search(msg)
                  or _PY_FRAME_RE.match(msg) or (self.gap and _is_exception_line(msg.strip(), strict=False))
                  or len(self.message.exc_lines) > _MAX_CONTINUATION)
@@ -233,6 +235,9 @@ class _Parser:
             self._open(line)
         elif frame := _FRAME_RE.match(msg):
             block.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or "", at=line))
+            self.last_no = line.no
+        elif cut := _CUT_FRAME_RE.match(msg):  # where the paste ends: the path still says where
+            block.frames.append(Frame(cut["file"], 0, "", at=line))
             self.last_no = line.no
         elif self._is_code(line):
             last = block.frames[-1] if block.frames else None

@@ -3,8 +3,12 @@
 ``memory`` (the KV pool at startup, CUDA allocations, the scheduler's slots
 while serving, host RAM), ``graphs`` (CUDA graph capture, replay, and the eager
 runner that shares their copy helpers), ``launch`` (arguments, ports, model
-repos, architectures, packages, draft checkpoints), ``device`` (kernel faults,
-GPU support, kernel builds) and ``runtime`` (NCCL, hangs and health checks).
+repos, architectures, packages, draft checkpoints), ``weights`` (checkpoint
+files the loader cannot read or place), ``device`` (kernel faults, GPU support,
+kernel builds, kernels refusing a model configuration), ``runtime`` (NCCL,
+hangs and health checks), ``native`` (fatal signals), ``requests`` (one
+request's error, PD transfers) and ``speculative`` (speculative decoding
+combined with another feature).
 Each module's ``SIGNATURES`` is a list of
 :class:`ddlab.diagnosis.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
 joins them into the registry.

@@ -7,13 +7,20 @@ C++ ``what():`` line of torch's NCCL watchdog thread, or only as the kernel's
 own ``IndexKernel.cu:92: ... Assertion ... failed.`` lines. The fault is the
 kind; the phase (and, for a replay, the signature) says where. CUDA reports
 the error at the next synchronisation, so the frame that shows it is rarely
-the kernel that caused it.
+the kernel that caused it. torch's hint lines ("CUDA kernel errors might be
+asynchronously reported ...") with the message line cut from a paste are the
+same fault (``cuda_error_cut``, ranked below every message that names one).
+
+A kernel that has an instance for this GPU but not for this model's
+configuration (flashinfer's "Unsupported group_size" / "failed to dispatch",
+flash-attn's head-dim limit, Triton's power-of-2 ``arange``) is
+``kernel_config_unsupported``, not ``unsupported_gpu``.
 """
 
 from __future__ import annotations
 
 from ddlab.diagnosis.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.diagnosis.signature import Signature
+from ddlab.diagnosis.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 
@@ -40,7 +47,7 @@ ILLEGAL_ACCESS = Signature(
     "cuda_illegal_access", "cuda_illegal_access",
     "a CUDA kernel faulted: illegal memory access or device-side assert",
     ("A GPU kernel read or wrote out of bounds.", _BISECT),
-    patterns=_FAULTS, lines=_FAULT_LINES, priority=83, by_algorithm=_BY_ALGORITHM,
+    patterns=_FAULTS, lines=_FAULT_LINES, priority=83, by_algorithm=_BY_ALGORITHM, running=True,
     sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation)"),
              ("torch 2.14.1", "aten/src/ATen/native/cuda/IndexKernel.cu (index out of bounds assert)"),
              ("CUDA runtime", "cudaErrorIllegalAddress (700), cudaErrorAssert (710), "
@@ -99,13 +106,62 @@ KERNEL_COMPILE = Signature(
     patterns=(r"out of resource: shared memory", r"\bOutOfResources\b", r"Error building extension",
               r"ninja: build stopped", r"compilation terminated", r"triton\.compiler\.errors\.\w+",
               r"\bnvcc fatal\b", r"ptxas (?:fatal|error)",
-              r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory"),
+              r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
+              r"ninja exited with status \d+", r"Ninja build failed",
+              r"CalledProcessError: Command '\['ninja'"),
     lines=(r"^compilation terminated\.$", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
            r"Error building extension '"),
     priority=82,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
              ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
-             ("gcc / nvcc", "compilation terminated.")))
+             ("gcc / nvcc", "compilation terminated."),
+             ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
+             ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE]
+CUDA_ERROR_CUT = Signature(
+    "cuda_error_cut", "cuda_illegal_access", "a CUDA kernel error whose message line is missing",
+    ("torch reported an asynchronous CUDA error (its hint lines are here, the 'CUDA error: ...' "
+     "line above them is cut from the paste): most often an illegal memory access or a "
+     "device-side assert. Get the whole log for the message, then:", _BISECT),
+    lines=(r"^CUDA kernel errors might be asynchronously reported at some other API call",
+           r"^Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp:\d+"),
+    priority=50, running=True, by_algorithm=_BY_ALGORITHM,
+    sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation: "
+                              "CUDA kernel errors might be asynchronously reported ...)"),))
+
+
+def _config_detail(found: Found) -> str | None:
+    said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
+    if regex(r"arange's range must be a power of 2").search(found.text):
+        return ("A Triton kernel sizes a block by a count that is not a power of 2: with speculative "
+                "decoding that is usually the draft-token count (`--speculative-num-draft-tokens`): "
+                "try a power of 2.")
+    if said:
+        return f"The kernel refused {said[1].replace(chr(10), '').replace(' ', '')} = {said[2]}."
+    return None
+
+
+KERNEL_CONFIG = Signature(
+    "kernel_config_unsupported", "kernel_config_unsupported",
+    "an attention kernel does not support this model configuration",
+    ("A kernel refused this model's configuration (GQA group size, head dim, page size, dtype) "
+     "on a GPU it otherwise supports: pick another `--attention-backend` (triton is the most "
+     "general), or a newer kernel library (flashinfer / sgl-kernel) that has an instance for it "
+     "(`pip show flashinfer-python sgl-kernel` says which are installed).",),
+    patterns=(r"Unsupported (?:group_size|head_dim|num_mma_q|max_mma_kv|cta_tile_q|mask_mode|ROPE_DIM"
+              r"|pos_encoding_mode|aligned_vec_size)\b",
+              r"failed to dispatch\b",
+              r"only supports head dimension at most \d+",
+              r"Number of heads in key/value must divide number of heads in query",
+              r"arange's range must be a power of 2"),
+    priority=79, detail=_config_detail,
+    sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
+             ("flashinfer 0.7.4", "include/flashinfer/utils.cuh:224 (Unsupported head_dim)"),
+             ("flashinfer 0.7.4", "csrc/tvm_ffi_utils.h:92 (failed to dispatch data type)"),
+             ("flashinfer 0.0.4", "python/csrc/pytorch_extension_utils.h:105 (failed to dispatch group_size)"),
+             ("flash-attn 2", "csrc/flash_attn/flash_api.cpp (only supports head dimension at most 256)"),
+             ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)")))
+
+SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
+              CUDA_ERROR_CUT]

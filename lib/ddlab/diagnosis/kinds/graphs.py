@@ -10,22 +10,27 @@ and DFLASH verify (``prepare_for_v2_verify``, ``prepare_for_verify``). Since
 0.5.14 the eager runner copies through the same ``fill_from`` /
 ``_grouped_foreach_copy_``, so those frames alone prove nothing: a traceback
 through ``eager_runner.py`` is no graph failure (``forward_input_mismatch``), and
-its advice is not "turn graphs off". An illegal memory access during replay is
+its advice is not "turn graphs off". A traceback a paste truncated between the
+runner and those shared copy helpers is read from the log's state
+(:func:`copy_reading`): the batch line before the crash says whether the batch
+ran on a CUDA graph. An illegal memory access during replay is
 kind ``cuda_illegal_access`` (signature ``replay_cuda_error``): the fault is the
 kind, the graph is where.
 """
 
 from __future__ import annotations
 
+import re
+
 from ddlab.diagnosis.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES"]
+__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading"]
 
 REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
     r"|_grouped_foreach_copy_|execute|load_batch|_copy_replay_inputs)\s*$"
     r"|, in (?:replay_prepare|_copy_replay_inputs|prepare_for_v2_verify|prepare_for_verify)\s*$"
-    r"|graph_runner\.(?:replay|execute|load_batch)\(|\.prepare_for_v2_verify\(")
+    r"|graph_runner\.(?:replay|execute|load_batch)\(")
 EAGER_FRAMES = r'eager_runner\.py", line \d+|self\.eager_runner\.execute\('
 CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|init_all_cuda_graphs"
                   r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\(")
@@ -166,6 +171,25 @@ REPLAY_SIZE = Signature(
              ("0.5.10", "sglang/srt/speculative/eagle_info_v2.py:261"),
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:48")))
 
+REPLAY_PLAN = Signature(
+    "replay_plan", "cuda_graph_replay", "the attention backend's plan step failed inside CUDA graph replay",
+    ("Before each replay the attention backend plans the batch into the buffers the graph was "
+     "captured with (`init_forward_metadata_replay_cuda_graph`); its kernel library refused this "
+     "batch's layout (index pointers, lengths). Retry with {graphs_off} to keep serving; if that "
+     "serves, the batch the speculative worker sends does not have the shape the graph was "
+     "captured for (tokens per request, batch size).",),
+    patterns=(r".",),
+    context=(REPLAY_FRAMES, r", in init_forward_metadata_replay_cuda_graph\s*$",
+             r", in (?:plan|fast_decode_plan|begin_forward|call_begin_forward|\w*_plan)\s*$"),
+    absent=(EAGER_FRAMES,), priority=73, phase="serving", by_algorithm=(_DDTREE_WIDTH,),
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:760"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1122"),
+             ("0.5.10", "sglang/srt/layers/attention/flashinfer_backend.py:691"),
+             ("flashinfer 0.6.7.post2", "include/flashinfer/attention/scheduler.cuh:513 "
+                                        "(qo_indptr[i+1] - qo_indptr[i] should be non-negative)"),
+             ("apache-tvm-ffi 0.1.15", "include/tvm/ffi/function.h:87 (a C++ exception becomes "
+                                       "an InternalError)")))
+
 PIECEWISE_FAILED = Signature(
     "piecewise_graph_failed", "cuda_graph_replay", "the piecewise CUDA graph failed",
     ("The piecewise (prefill) CUDA graph did not accept this batch: turn it off with "
@@ -191,4 +215,27 @@ EAGER_INPUT = Signature(
              ("0.5.23", "sglang/srt/model_executor/runner/eager_runner.py:196"),
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:512")))
 
-SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, PIECEWISE_FAILED, EAGER_INPUT]
+SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, REPLAY_PLAN, PIECEWISE_FAILED,
+              EAGER_INPUT]
+
+# The copy helpers the graph runners and (0.5.14+) the eager runner share: a traceback
+# truncated between the runner and these frames does not say which runner copied.
+COPY_HELPERS = (r'cuda_graph_buffer_registry\.py", line \d+, in \w+'
+                r"|, in (?:fill_from|_grouped_foreach_copy_|_foreach_copy|populate_from_forward_batch)\s*$")
+
+
+def copy_reading(text: str, chain_text: str, on_graph: bool | None) -> Signature | None:
+    """A size mismatch or a None in the shared copy helpers, with the runner's frame lost from
+    the paste: the batch ran on a CUDA graph (the batch line before it says ``cuda graph:
+    True``, or graphs were captured and no batch line says) -> the replay's signature; ran
+    eagerly -> the eager runner's; not known -> None."""
+    if on_graph is None or not regex(COPY_HELPERS, re.M).search(chain_text):
+        return None
+    if regex(EAGER_FRAMES, re.M).search(chain_text) or regex(REPLAY_FRAMES, re.M).search(chain_text):
+        return None  # a runner frame is there: its own signature decided already
+    sized = any(regex(p).search(text) for p in _SIZE_TEXTS)
+    if not sized and not regex(r"NoneType").search(text):
+        return None
+    if not on_graph:
+        return EAGER_INPUT
+    return REPLAY_SIZE if sized else REPLAY_NONE

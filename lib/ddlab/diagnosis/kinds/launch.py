@@ -16,6 +16,12 @@ from ddlab.diagnosis.signature import Found, Signature, regex
 __all__ = ["SIGNATURES"]
 
 _USER_ERRORS = r"(?:\w+\.)*(?:ValueError|AssertionError|NotImplementedError|TypeError|KeyError)"
+# A flag a runtime error names as its own remedy ("... ran out, try to increase
+# --mamba-full-memory-ratio") does not make the error a rejected argument, nor does an
+# error the event loop raised: arguments are checked at launch.
+_ADVICE_FLAG = (r"\btry (?:to )?(?:increase|decrease|raise|lower|reduce|set|use|enable|disable|add)\b"
+                r"[^\n]{0,60}?--[a-z]")
+_SERVING_FRAMES = r", in (?:event_loop_\w+|run_batch|forward_batch_generation|process_batch_result\w*)\s*$"
 _ARGS_CHECK = r"server_args\.py|arg_groups[/\\]\w+\.py"
 
 
@@ -93,7 +99,7 @@ FLAG_VALUE = Signature(
     "flag_value_error", "bad_argument", "an option's value was rejected",
     ("An option's value was refused: fix the flag the message names.",),
     patterns=(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)+",), types=_USER_ERRORS,
-    priority=35, phase="launch",
+    absent=(_ADVICE_FLAG, _SERVING_FRAMES), priority=35, phase="launch",
     sources=(("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:177"),))
 
 
@@ -144,6 +150,11 @@ def _hub_detail(found: Found) -> str | None:
     if regex(r"access a gated repo|Cannot access gated repo|is restricted|GatedRepoError").search(text):
         return ("The repo is gated: accept its license on huggingface.co with the account whose "
                 "token the host uses (HF_TOKEN in the unit's environment), then retry.")
+    if regex(r"OfflineModeIsEnabled|offline mode is enabled").search(text):
+        return ("HF_HUB_OFFLINE=1 is set in the server's environment and the files are not in its "
+                "Hugging Face cache: download them first (`hf download REPO` with HF_HUB_OFFLINE "
+                "unset, on the host or into the same cache), or give a local folder as "
+                "`--model-path`.")
     if regex(r"couldn't connect to|LocalEntryNotFoundError|offline").search(text):
         return ("The host could not reach huggingface.co and the files are not cached: download "
                 "them first (`hf download REPO`), then run with HF_HUB_OFFLINE=1.")
@@ -167,8 +178,10 @@ MODEL_NOT_FOUND = Signature(
               r"'[^']*(?:config\.json|\.safetensors|tokenizer[^']*|model[^']*)'",
               r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)",
               r"couldn't connect to 'https://huggingface\.co'",
-              r"Unrecognized model in ", r"Incorrect path_or_model_id"),
+              r"Unrecognized model in ", r"Incorrect path_or_model_id",
+              r"OfflineModeIsEnabled", r"offline mode is enabled\. To disable it"),
     lines=(r"Cannot access gated repo for url", r"You are trying to access a gated repo",
+           r"offline mode is enabled\. To disable it",
            r"is not a local folder and is not a valid model identifier",
            r"Repository Not Found for url"),
     priority=85, phase="launch", detail=_hub_detail,
@@ -183,7 +196,9 @@ MODEL_NOT_FOUND = Signature(
              ("transformers 5.19.0", "transformers/utils/hub.py:611"),
              ("transformers 5.19.0", "transformers/utils/hub.py:621"),
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:890"),
-             ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:947")))
+             ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:947"),
+             ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:295"),
+             ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86")))
 
 _NEWER_ARCH = ("The checkpoint's model type is newer than the installed transformers (or this "
                "SGLang): upgrade transformers to a release that knows it, or SGLang (its pin moves "
@@ -242,6 +257,28 @@ DEPENDENCY = Signature(
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681")))
 
+_DEP_API = r"\b(?:Batch\w*Wrapper|flashinfer\w*|sgl_kernel\w*|LMCache\w*|lmcache\w*|vllm\w*|deep_gemm\w*)"
+
+OP_MISMATCH = Signature(
+    "compiled_op_mismatch", "dependency_mismatch", "a kernel library's API does not match this SGLang",
+    ("SGLang called a compiled op (or a kernel library's function) with arguments its installed "
+     "build does not take: the library (flashinfer, sgl-kernel, LMCache ...) is another version "
+     "than this SGLang release was written for. Install the version the release pins (`pip "
+     "install \"sglang[all]==VERSION\"` in a fresh environment, or the pinned flashinfer / "
+     "sgl-kernel alone); `pip show flashinfer-python sgl-kernel` says what is installed.",),
+    patterns=(r"\(\) expected at most \d+ argument\(s\) but received \d+ argument\(s\)",
+              r"\(\) is missing value for argument '\w+'\. Declaration:",
+              r"\(\) takes \d+ positional argument\(s\) but \d+ was/were given",
+              _DEP_API + r"[\w.]*\(\) (?:missing \d+ required (?:positional |keyword-only )?arguments?"
+              r"|got an unexpected keyword argument|takes \d+ positional arguments? but)"),
+    priority=79,
+    sources=(("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
+                              "expected at most N argument(s) but received M argument(s))"),
+             ("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
+                              "is missing value for argument)"),
+             ("0.4.10.post2", "sglang/srt/layers/attention/flashinfer_backend.py:1339"),
+             ("0.5.10", "sglang/srt/mem_cache/storage/lmcache/lmc_radix_cache.py:86")))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -270,4 +307,4 @@ DRAFT_INCOMPATIBLE = Signature(
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
               MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
-              IMPORT_ERROR, DRAFT_INCOMPATIBLE]
+              OP_MISMATCH, IMPORT_ERROR, DRAFT_INCOMPATIBLE]

@@ -192,7 +192,7 @@ REQ_SLOTS = Signature(
     ("The request-slot pool (req_to_token) is full: lower `--max-running-requests`. If the "
      "message says a leak (slots never come back after the batch drains), lowering it only "
      "delays the crash: it is an SGLang bug, report it with this log.",),
-    patterns=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
+    patterns=(r"alloc_req_slots runs out of memory", r"\b\w+ memory leak detected"),
     lines=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
     priority=75, phase="serving", fatal=True,
     sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:953"),
@@ -203,7 +203,52 @@ REQ_SLOTS = Signature(
              ("0.5.18", "sglang/srt/mem_cache/allocation.py:265"),
              ("0.5.20", "sglang/srt/mem_cache/allocation.py:326"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:345"),
-             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:440")))
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:440"),
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:453"),
+             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:282"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:1339")))
+
+REQ_SLOTS_OLD = Signature(
+    "req_slots_none", "slots_exhausted", "the request-slot pool ran out (SGLang 0.1.x: its alloc returned None)",
+    REQ_SLOTS.advice,
+    types=r"AttributeError", patterns=(r"'NoneType' object has no attribute 'cpu'",),
+    context=(r"req_pool_indices\w* = req_pool_indices\.cpu\(\)",), priority=74, phase="serving",
+    sources=(("sglang 0.1.12", "sglang/srt/memory_pool.py:20 (ReqToTokenPool.alloc returns None)"),
+             ("sglang 0.1.12", "sglang/srt/managers/router/infer_batch.py:206")))
+
+MAMBA_SLOTS = Signature(
+    "mamba_slots_exhausted", "slots_exhausted", "the hybrid model's Mamba state slots ran out while serving",
+    ("A hybrid (Mamba / linear-attention) model keeps a state slot per running request (two with "
+     "the extra buffer for prefix caching): they ran out, no CUDA allocation failed. Give the "
+     "state pool a larger share (`--mamba-full-memory-ratio`, as the message says) or run fewer "
+     "requests at once (`--max-running-requests`).",),
+    patterns=(r"Not enough space for mamba (?:ping pong idx|cache)", r"Can not alloc mamba cache"),
+    lines=(r"Not enough space for mamba (?:ping pong idx|cache)", r"Can not alloc mamba cache"),
+    priority=76, phase="serving", fatal=True,
+    by_algorithm=tuple((fam, "Speculative decoding keeps extra states per request: fewer "
+                        "`--speculative-num-draft-tokens` need fewer.")
+                       for fam in ("eagle", "dflash", "ddtree")),
+    sources=(("0.5.10", "sglang/srt/mem_cache/memory_pool.py:556"),
+             ("0.5.10", "sglang/srt/mem_cache/memory_pool.py:545"),
+             ("0.5.10", "sglang/srt/mem_cache/mamba_radix_cache.py:671"),
+             ("0.5.14", "sglang/srt/mem_cache/memory_pool.py:779"),
+             ("0.5.18", "sglang/srt/mem_cache/unified_cache/components/mamba_component.py:492"),
+             ("0.5.20", "sglang/srt/mem_cache/memory_pool.py:1598"),
+             ("0.5.23", "sglang/srt/mem_cache/memory_pool.py:1621"),
+             ("0.5.23", "sglang/srt/mem_cache/memory_pool.py:1762"),
+             ("0.5.23", "sglang/srt/mem_cache/unified_cache/components/mamba.py:221")))
+
+RETRACT_EXHAUSTED = Signature(
+    "retract_exhausted", "slots_exhausted", "the KV cache had no room even for one request after retracting",
+    ("The scheduler retracted every request it could and the KV pool still has no free token "
+     "slot for the last one: the pool is too small for one request of this length. Shorten the "
+     "requests (`--context-length`), or give the pool more room (`--mem-fraction-static`).",),
+    patterns=(r"No space left for only one request",),
+    lines=(r"No space left for only one request",),
+    priority=74, phase="serving", fatal=True,
+    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1437"),
+             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1433"),
+             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1483")))
 
 
 _OOM_BY_PHASE = {
@@ -259,4 +304,5 @@ HOST_OOM = Signature(
              ("Linux", "mm/oom_kill.c (Out of memory: Killed process)"),
              ("Linux", "errno ENOMEM (12)")))
 
-SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, REQ_SLOTS, CUDA_OOM, HOST_OOM]
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, REQ_SLOTS, REQ_SLOTS_OLD, MAMBA_SLOTS,
+              RETRACT_EXHAUSTED, CUDA_OOM, HOST_OOM]

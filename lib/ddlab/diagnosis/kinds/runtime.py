@@ -2,15 +2,30 @@
 
 An NCCL error is often the echo of another rank's death, so it ranks low; a
 capture failure that only wraps a lost distributed peer (gloo "Connection
-closed by peer") is ``nccl``, not a capture problem. A warmup request that
-times out or gets an error status means the server never answered
-(``health_check``); it is the launcher's generic wrapper, so it only counts
-when nothing more specific is in the log (docs/sglang.md section 4.4).
+closed by peer") is ``nccl``, not a capture problem; an abort that torch's NCCL
+watchdog threw (its ``Exception raised from ... ProcessGroupNCCL.cpp``) is
+``nccl`` too, never a bare native crash. torch's exit warning "destroy_process_group()
+was not called" is a warning: it decides nothing.
+
+``hang`` and ``health_check`` split what "the server stopped answering" used to
+mean. ``hang``: the scheduler itself stopped making progress and says so or is
+shown so: its watchdog's timeout (``soft=True`` only reports, no crash), the
+watchdog's debug dump, a py-spy or faulthandler dump of a scheduler stuck in its
+event loop, or no batch line for ``--watchdog-timeout`` seconds while requests
+wait. ``health_check``: a client's probe failed: the HTTP server's health check
+got no answer ("Health check failed", cleared when a scheduler rank logs after
+it), ``/health`` answers only 503 (the server never became healthy), or the
+launcher's warmup request timed out or got an error. When both are in a log the
+hang is the cause and the failed probe its symptom. A warmup failure is the
+launcher's generic wrapper, so it only counts when nothing more specific is in
+the log (docs/sglang.md section 4.4).
 """
 
 from __future__ import annotations
 
-from ddlab.diagnosis.signature import Signature
+import re
+
+from ddlab.diagnosis.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 
@@ -23,10 +38,12 @@ NCCL = Signature(
     "nccl", "nccl", "NCCL / distributed communication failed",
     (_NCCL_ADVICE,),
     patterns=(r"\bNCCL error\b", r"\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage"
-              r"|InvalidArgument|Remote)Error\b", r"DistBackendError", r"ProcessGroupNCCL",
+              r"|InvalidArgument|Remote)Error\b", r"DistBackendError",
+              r"ProcessGroupNCCL(?!.{0,200}destroy_process_group)",
               r"Watchdog caught collective operation timeout", r"NCCL communicator was aborted"),
-    lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b"),
-    priority=30,
+    lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b",
+           r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+"),
+    priority=30, running=True,
     sources=(("0.4.10.post2", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:350"),
              ("0.5.10", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:376"),
              ("0.5.23", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:474"),
@@ -42,20 +59,93 @@ PEER_LOST = Signature(
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
              ("gloo", "gloo/transport/tcp/pair.cc (Connection closed by peer)")))
 
+_TP_RANK_LINE = r"^\[[^\]]*\bTP\d+\b[^\]]*\] "  # a line a scheduler rank stamped
+
 HEALTH_CHECK = Signature(
-    "health_check", "health_check", "the server stopped answering",
-    ("The server stopped answering: the scheduler or the detokenizer is stuck. Dump the "
-     "scheduler's stack (`py-spy dump --pid PID`), retry with {graphs_off} to rule out a graph "
-     "hang; raise `--watchdog-timeout` only if a step is legitimately slow.",),
-    patterns=(r"Health check failed", r"watchdog timeout"),
-    lines=(r"Health check failed", r"\bwatchdog timeout\b", r"^\w+ debug info:$"),
-    priority=20, phase="serving",
+    "health_check", "health_check", "the server's health check got no answer",
+    ("The HTTP server's health check got no answer from the scheduler / detokenizer in time: "
+     "dump the scheduler's stack (`py-spy dump --pid PID`) to see where it waits, retry with "
+     "{graphs_off} to rule out a graph hang.",),
+    patterns=(r"Health check failed",), lines=(r"Health check failed",),
+    priority=20, phase="serving", cleared_by=(_TP_RANK_LINE,),
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:296"),
-             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2134"),
+             ("0.5.10", "sglang/srt/entrypoints/http_server.py:542"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:793")))
+
+HEALTH_UNAVAILABLE = Signature(
+    "health_unavailable", "health_check", "/health answers 503: the server never became healthy",
+    ("`/health` answers 503 while the server is starting (its warmup has not finished) or after "
+     "a failed health check: read the log above the first 503 for the warmup request (the "
+     "launcher's `_wait_and_warmup`) and for errors of the scheduler ranks; `curl "
+     "http://HOST:PORT/get_server_info` shows what it waits for.",),
+    lines=(r'"GET /health(?:_generate)? HTTP/[\d.]+" 503\b',),
+    priority=18, phase="ready",
+    cleared_by=(r'"GET /health(?:_generate)? HTTP/[\d.]+" 200\b', r"The server is fired up and ready to roll"),
+    sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:248"),
+             ("0.5.10", "sglang/srt/entrypoints/http_server.py:491"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:736")))
+
+
+_PYSPY_LOOP = r"^\s*event_loop_\w+ \(\S*scheduler\S*\.py:\d+\)\s*$"  # py-spy: func (file:line)
+_FAULTHANDLER_LOOP = r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$'
+_WHERE = (r"^\s*(?P<func>[A-Za-z_]\w*) \((?P<file>[\w./-]+\.py):(?P<line>\d+)\)\s*$",
+          r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>\S+)')
+
+
+def _stuck_at(found: Found) -> str | None:
+    """The innermost frame of the first dumped main thread (py-spy or faulthandler)."""
+    for pattern in _WHERE:
+        for match in regex(pattern, re.M).finditer(found.frames):
+            if not regex(r"(?:threading|_monitor|selectors|subprocess|queue|_contextlib|connection|popen_\w+"
+                         r"|process|spawn)\.py$").search(match["file"]):
+                return f"{match['func']} ({match['file']}:{match['line']})"
+    return None
+
+
+def _hang_detail(found: Found) -> str | None:
+    parts = []
+    if where := _stuck_at(found):
+        parts.append(f"The dumped stack waits in {where}.")
+        if regex(r"recv|all_reduce|all_gather|broadcast|barrier|wait|resolve_batch_result|_pp_recv").search(where):
+            parts.append("A wait on another rank or thread: find the rank that stopped first "
+                         "(its own log), it holds the others.")
+    if timeout := found.facts.get("watchdog_timeout"):
+        parts.append(f"The server args say watchdog_timeout={timeout}.")
+    return " ".join(parts) or None
+
+
+HANG = Signature(
+    "hang", "hang", "the scheduler stopped making progress (no error)",
+    ("The scheduler stopped making progress without raising: read where its main thread waits "
+     "(the dump below the watchdog line; `py-spy dump --pid PID` on a live server), retry with "
+     "{graphs_off} to rule out a CUDA graph hang, and raise `--watchdog-timeout` only if a "
+     "step is legitimately that slow.",),
+    patterns=(r"[Ww]atchdog timeout \((?![^)]*soft=True)",),
+    lines=(r"[Ww]atchdog timeout \((?![^)]*soft=True)", r"^\w+ debug info:$",
+           r"^self\.cur_batch\.batch_size\(\)=\d+", _PYSPY_LOOP),
+    priority=22, phase="serving", running=True, detail=_hang_detail,
+    sources=(("0.4.10.post2", "sglang/srt/managers/scheduler.py:2134"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2128"),
+             ("0.4.10.post2", "sglang/srt/utils.py:1911"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:154"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:150"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:793"),
-             ("0.5.23", "sglang/srt/utils/watchdog.py:154")))
+             ("0.5.10", "sglang/srt/utils/common.py:2276"),
+             ("0.5.23", "sglang/srt/utils/watchdog.py:154"),
+             ("py-spy", "py-spy dump: 'Thread N (idle): \"MainThread\"' then 'func (file.py:line)'"),
+             ("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later: Thread 0x... "
+                              "(most recent call first))")),
+    cleared_by=(r"[Ww]atchdog timeout \([^)]*soft=True",))
+
+# faulthandler prints the same frames for a fatal signal as for a dump on request: a
+# scheduler in its event loop is a hang only when no fatal signal is there (native_crash
+# ranks above this one)
+HANG_DUMP = Signature(
+    "hang_thread_dump", "hang", "a thread dump shows the scheduler waiting in its event loop",
+    HANG.advice, lines=(_FAULTHANDLER_LOOP,), priority=11, phase="serving", running=True,
+    detail=_hang_detail,
+    sources=(("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later / register: "
+                              "Thread 0x... (most recent call first))"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:772")))
 
 WARMUP_FAILED = Signature(
     "warmup_failed", "health_check", "the server did not answer its warmup request",
@@ -64,11 +154,14 @@ WARMUP_FAILED = Signature(
      "the scheduler's stack with `py-spy dump --pid PID`); a 502 usually comes from an HTTP "
      "proxy in the environment (set no_proxy=127.0.0.1,localhost).",),
     patterns=(r"Read timed out|ReadTimeout|TimeoutError|timed out",
-              r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused"),
+              r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused",
+              r"JSONDecodeError|Expecting value: line \d+ column \d+"),
     context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error",),
     priority=15, phase="ready", echo=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1005"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2388"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2494"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2533")))
 
-SIGNATURES = [NCCL, PEER_LOST, HEALTH_CHECK, WARMUP_FAILED]
+SIGNATURES = [NCCL, PEER_LOST, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED]

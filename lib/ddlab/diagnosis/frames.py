@@ -1,0 +1,73 @@
+"""Where a process was, read from the frames printed around a crash: startup, warmup, serving.
+
+Contract: :data:`FRAME_PHASES` maps each phase to a regex over a crash's frame
+text (a Python traceback's ``File "...", line N, in f``, faulthandler's ``File
+"...", line N in f``, py-spy's ``f (file.py:N)``, and the code line of a call
+that a cut paste keeps, ``scheduler.event_loop_normal()``); :func:`frame_phases`
+returns the phases they show. Startup frames (loading, pool sizing, capture,
+torch distributed init, the scheduler's constructor) mean the process never
+finished starting, so they win over serving frames in the same text
+(:data:`STARTUP_FRAMES`). The names are SGLang's own functions, 0.1.x to 0.5.x
+(``forward_fill_batch`` and ``exposed_step`` are the old router's), and those of
+the threads that only exist once the scheduler serves: the 0.4.x scheduler's
+``watchdog_thread`` (started at the end of ``Scheduler.__init__``) and the PD
+KV sender's per-request transfer functions.
+
+Why a module: the phase (:mod:`.diagnosis`) and the speculative-feature rule
+(:mod:`.kinds.speculative`) both need to know whether frames are startup's.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "frame_phases", "shows_startup"]
+
+_IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
+
+
+def _frames(names: str, calls: str = "") -> re.Pattern:
+    """Frames of functions ``names`` in the three dump formats, and code lines calling ``calls``."""
+    call = rf"|^\s*(?:\w+ = )?[\w.]*\.(?:{calls})\(" if calls else ""
+    return re.compile(rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*${call}", re.M)
+
+
+_LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader"
+_POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
+         r"|maybe_register_hicache\w*")
+_CAPTURE = (r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs|_?capture\w*")
+_INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
+_WARMUP = r"_wait_and_warmup|_execute_server_warmup"
+_SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|process_batch_result\w*|forward_step"
+            r"|exposed_step|forward_fill_batch|forward_decode_batch|forward_batch_generation"
+            r"|forward_batch_speculative_generation|forward_thread_func_?|verify|replay|replay_prepare"
+            r"|get_next_batch_to_run|get_model_worker_batch|prepare_for_extend|prepare_for_decode"
+            r"|retract_decode|resolve_batch_result|spec_prepare_for_decode|watchdog_thread"
+            r"|send_kvcache\w*|process_layers?|transfer_worker|transfer_sync|_pp_recv_proxy_tensors")
+
+FRAME_PHASES = (
+    ("load_weights", _frames(_LOAD)),
+    ("memory_pool", _frames(_POOL)),
+    ("graph_capture", _frames(_CAPTURE)),
+    ("ready", _frames(_WARMUP)),
+    ("serving", _frames(_SERVING, r"event_loop_\w+|run_event_loop")),
+)
+# the server's parts being built: their constructors run once, at startup
+_BUILT = (r'sglang[/\\]srt[/\\](?:(?:distributed|model_executor|layers|models)[/\\][\w/\\]*'
+          r'|managers[/\\](?:scheduler|tp_worker)\w*)\.py", line \d+,? in __init__\s*$')
+STARTUP_FRAMES = re.compile(
+    rf"{_frames(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_BUILT}"
+    r"|^\s*(?:[\w.]+ = )?(?:Scheduler|TpModelWorker\w*|TpWorkerClass|ModelRunner|\w+Worker)\(\s*$", re.M)
+
+
+def frame_phases(frames: str) -> list[str]:
+    """The phases the frames show; serving frames count only when no startup frame is there."""
+    found = [name for name, pattern in FRAME_PHASES if pattern.search(frames)]
+    if "serving" in found and STARTUP_FRAMES.search(frames):
+        found.remove("serving")
+    return found
+
+
+def shows_startup(frames: str) -> bool:
+    """Whether the frames are a process that had not finished starting."""
+    return bool(STARTUP_FRAMES.search(frames))

@@ -1,0 +1,96 @@
+"""Native crashes: a fatal signal (segfault, bus error, abort) with no Python exception that explains it.
+
+The texts are the writers' own: CPython's faulthandler ("Fatal Python error:
+Segmentation fault", then each thread's frames, the crashing one under
+"Current thread 0x..."), tvm-ffi's segfault handler (SGLang's JIT kernels load
+it: "!!!!!!! Segfault encountered !!!!!!!" and native frames), UCX's ("====
+backtrace (tid: N) ===="), glog's failure signal handler, and SGLang's own
+report of a child that died of a signal ("crashed with exit code -11", dynamo's
+"Exit code: -6 (SIGABRT)"). A native crash ranks below every Python
+exception a signature knows: an abort that a C++ ``what():`` explains (the NCCL
+watchdog) is that error, a compiler that segfaults is ``kernel_compile``.
+
+The suggestion names where it happened: the last Python frame of the crashing
+thread (faulthandler lists the most recent first) or, without one, the
+innermost native symbol of the dump; the phase comes from those frames like any
+traceback's.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddlab.diagnosis.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "SIGNALS"]
+
+SIGNALS = r"Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction"
+_EXIT_SIGNAL = r"-(?:4|6|7|8|11)\b"  # SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV as a negative exit code
+_DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>\S+)', re.M)
+# tvm-ffi prints native frames as Python ones: File "<unknown>", line 0, in void f<true>(...)
+_UNKNOWN_FRAME = re.compile(r'^\s*File "<unknown>", line \d+, in (?:[\w:<>]+ )?([A-Za-z_][\w:~]*)', re.M)
+_NATIVE_FRAME = re.compile(r"^\s*(?:\d+\s+0x[0-9a-f]+\s+(?P<sym>[A-Za-z_][\w:<>~]*)\(\)"
+                           r"|frame #\d+: (?P<cpp>[A-Za-z_][\w:<>~]*))", re.M)
+_SKIP = re.compile(r"threading\.py|_monitor\.py|multiprocessing[/\\]|<string>|<unknown>|selectors\.py"
+                   r"|queue\.py|subprocess\.py|signal|sigaction|ucs_|gsignal|pthread_kill|abort\b|^raise$"
+                   r"|Backtrace|SegFault|c10::Error|torchCheckFail", re.I)
+
+
+def _last_frame(found: Found) -> str | None:
+    """The crashing thread's most recent Python frame (faulthandler: after "Current
+    thread"), else the first SGLang frame of any dumped thread, else the innermost native
+    functions of a native backtrace (below the signal handler's own)."""
+    text = found.frames
+    current = text.split("Current thread", 1)[1] if "Current thread" in text else ""
+    for block in (current, text):
+        for frame in _DUMP_FRAME.finditer(block):
+            if not _SKIP.search(frame["file"]):
+                path = frame["file"][frame["file"].rfind("sglang/"):] if "sglang/" in frame["file"] \
+                    else frame["file"]
+                return f"{frame['func']} ({path}:{frame['line']})"
+    names = _UNKNOWN_FRAME.findall(text)
+    names += [m["sym"] or m["cpp"] for m in _NATIVE_FRAME.finditer(text)]
+    names = [n.split("(")[0] for n in names if n and not _SKIP.search(n)]
+    return "native code " + " <- ".join(dict.fromkeys(names[:3])) if names else None
+
+
+def _native_detail(found: Found) -> str:
+    where = _last_frame(found)
+    at = f"The crashing thread was in {where}, phase {found.phase}. " if where else \
+        f"Phase {found.phase}; no thread dump in the log says where. "
+    hint = ""
+    if regex(r"nccl|ncclComm|ProcessGroupNCCL|all_reduce|proxy\.cc").search(found.frames):
+        hint = ("It died inside NCCL: rerun with NCCL_DEBUG=INFO and check that every rank runs "
+                "the same NCCL; `--disable-custom-all-reduce` rules out the custom all-reduce. ")
+    elif regex(r"mooncake|nixl|nvshmem|deep_ep|transfer_kv|ucx|libucs").search(found.frames):
+        hint = ("It died inside a transfer library (Mooncake / NIXL / NVSHMEM / DeepEP): check its "
+                "version against the one your SGLang release pins, and its network settings. ")
+    return (at + hint).strip()
+
+
+NATIVE_CRASH = Signature(
+    "native_crash", "native_crash", "a native crash (fatal signal) with no Python exception",
+    ("A process died of a signal in native code, so no Python exception says why. Get the "
+     "crashing thread's stack: rerun with PYTHONFAULTHANDLER=1 (and CUDA_LAUNCH_BLOCKING=1 if "
+     "it is a GPU kernel), or enable core dumps (`ulimit -c unlimited`) and run `gdb -batch -ex "
+     "bt python CORE`; then retry with {graphs_off} to rule out CUDA graphs.",),
+    patterns=(rf"crashed with exit code {_EXIT_SIGNAL}", rf"Exit code: {_EXIT_SIGNAL}",
+              rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)"),
+    lines=(rf"^Fatal Python error: .{{0,40}}(?:{SIGNALS})",
+           r"!!!!!!! Segfault encountered !!!!!!!",
+           r"^==== backtrace \(tid:\s*\d+\) ====",
+           r"^\*\*\* (?:SIG\w+|Aborted at) .{0,80}(?:received|\(@0x)",
+           r"^Current thread 0x[0-9a-f]+ \(most recent call first\):",
+           rf"crashed with exit code {_EXIT_SIGNAL}", rf"Exit code: {_EXIT_SIGNAL}",
+           rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)"),
+    priority=12, fatal=True, running=True, detail=_native_detail,
+    sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
+                              "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),
+             ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
+             ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
+             ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
+             ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
+             ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
+             ("0.5.23", "sglang/srt/entrypoints/engine.py:2006")))
+
+SIGNATURES = [NATIVE_CRASH]

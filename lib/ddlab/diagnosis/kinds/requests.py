@@ -1,0 +1,136 @@
+"""Errors of one request while the server keeps serving, and PD disaggregation's transfers.
+
+Not every error is a crash. An exception raised in an HTTP request handler
+(uvicorn logs "Exception in ASGI application" and answers 500), a request the
+tokenizer manager refuses (longer than the context), a KV transfer that failed
+for one request between a prefill and a decode server: the server goes on
+serving, so the diagnosis is ``crashed=False`` and kind ``request_error``, with
+the error and its own next step. These signatures are ``request``: when the
+process dies of one right after (an unexplained or cut traceback of the same
+rank follows it), that is the crash, and a PD transfer's kind is then
+``pd_transfer``.
+
+A traceback whose frames are the HTTP server's request handlers (uvicorn's
+``run_asgi``, fastapi's ``run_endpoint_function``, SGLang's OpenAI endpoints)
+is a request's, whatever it raised: the handler turns it into a 500.
+"""
+
+from __future__ import annotations
+
+from ddlab.diagnosis.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR"]
+
+REQUEST_FRAMES = (
+    r"(?:uvicorn[/\\]protocols|starlette|fastapi)[/\\]\S+\", line \d+, in \w+"
+    r"|, in (?:run_asgi|run_endpoint_function|openai_v1_\w+|v1_(?:chat_)?(?:completions|generate_request|embeddings)"
+    r"|handle_request|_convert_to_internal_request|_validate_one_request|_tokenize_one_request)\s*$")
+
+# the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request
+NOT_A_REQUEST = r"[/\\]lifespan[/\\]|, in (?:lifespan|startup|_wait_and_warmup)\s*$"
+
+ASGI_ERROR = Signature(
+    "asgi_exception", "request_error", "a request raised in the HTTP server's handler",
+    ("One request raised in the HTTP server's handler (uvicorn answered 500): the server is still "
+     "serving. Read the traceback under 'Exception in ASGI application' for the request's fault "
+     "(a malformed body, a chat template the model lacks, a parameter out of range) and fix the "
+     "client's request; if every request fails the same way, the server's own settings "
+     "(`--chat-template`, `--tool-call-parser`) are the suspects.",),
+    lines=(r"Exception in ASGI application",),
+    context=(REQUEST_FRAMES,), absent=(NOT_A_REQUEST,), patterns=(r".",),
+    priority=10, phase="serving", request=True, cut_ok=True,
+    sources=(("uvicorn 0.54.0", "uvicorn/protocols/http/httptools_impl.py:426"),
+             ("uvicorn 0.54.0", "uvicorn/protocols/http/h11_impl.py:415"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:776"),
+             ("0.5.23", "sglang/srt/entrypoints/openai/serving_base.py:80")))
+
+REQUEST_REFUSED = Signature(
+    "request_refused", "request_error", "the server refused a request",
+    ("The server refused one request as asked: a prompt longer than the context, a body that "
+     "does not validate, a chat request to a model with no chat template. Shorten the input or "
+     "lower max_tokens on the client, or start the server with a longer `--context-length` if the "
+     "model supports it (`--allow-auto-truncate` cuts long inputs instead of refusing them); give "
+     "a model without a template one with `--chat-template`.",),
+    patterns=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
+              r"Requested token count exceeds the model's maximum context length",
+              r"\d+ validation errors? for \w*(?:Request|ReqInput)\b",
+              r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
+    lines=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
+           r"Requested token count exceeds the model's maximum context length",
+           r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
+    priority=11, phase="serving", request=True,
+    sources=(("0.4.10.post2", "sglang/srt/managers/tokenizer_manager.py:575"),
+             ("0.4.10.post2", "sglang/srt/managers/tokenizer_manager.py:593"),
+             ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1350"),
+             ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1372"),
+             ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>"),
+             ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
+                                   "chat template functions because tokenizer.chat_template is not set)")))
+
+
+def _pd_detail(found: Found) -> str | None:
+    text = f"{found.text}\n{found.frames}"
+    if match := regex(r"(https?://[\w.-]+:None\b\S*)").search(text):
+        return (f"The bootstrap address has no port ({match[1]}): the client or the router did not "
+                "pass the prefill server's bootstrap port (`--disaggregation-bootstrap-port` on the "
+                "prefill server, and the same in the request's bootstrap_port).")
+    if regex(r"Cannot assign requested address|Connection refused|Max retries exceeded|timed out"
+             r"|End of file|Connection reset").search(text):
+        return ("The two sides could not reach each other: check the addresses and ports in the "
+                "message from the other host (`nc -zv HOST PORT`), the NIC the transfer engine "
+                "binds (`--disaggregation-ib-device`), and firewalls between the nodes.")
+    if regex(r"metadata|segment descriptor").search(text):
+        return ("The transfer engine's metadata lookup failed: the peer's segment is not registered "
+                "(it restarted, or the two sides use different metadata servers): restart both "
+                "sides against the same metadata server.")
+    return None
+
+
+PD_TRANSFER = Signature(
+    "pd_transfer", "pd_transfer", "a KV transfer between the prefill and the decode server failed",
+    ("The KV cache transfer between the prefill and the decode server failed (PD "
+     "disaggregation): check that both sides run the same SGLang and transfer backend "
+     "(`--disaggregation-transfer-backend`, mooncake / nixl) versions, that the decode server "
+     "reaches the prefill server's bootstrap port (`nc -zv PREFILL_HOST BOOTSTRAP_PORT` from the "
+     "decode host), and the transfer engine's own error lines just above this one.",),
+    patterns=(r"(?:Prefill|Decode) (?:transfer|bootstrap|handshake) failed for request", r"\bKVTransferError\b",
+              r"Error fetching prefill (?:parallel |server )?info from bootstrap",
+              r"timed out after [\d.]+s (?:in KVPoll\.\w+|waiting for KV transfer)"),
+    lines=(r"(?:Prefill|Decode) (?:transfer|bootstrap|handshake) failed for request",
+           r"timed out after [\d.]+s (?:in KVPoll\.\w+|waiting for KV transfer)",
+           r"Error fetching prefill (?:parallel |server )?info from bootstrap",
+           r"TcpTransport::\w+ encountered an (?:ASIO )?exception",
+           r"\bSession::readBody failed\b",
+           r"Unexpected code in http response, (?:GET|PUT|DELETE) \S*metadata",
+           r"Worker: Process failed for slice", r"Worker: Cannot make connection for endpoint"),
+    priority=45, phase="serving", request=True, detail=_pd_detail,
+    sources=(("0.4.10.post2", "sglang/srt/disaggregation/decode.py:571"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/prefill.py:503"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/common/conn.py:278"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:52"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/prefill.py:221"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/decode.py:319"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:987"),
+             ("0.5.10", "sglang/srt/disaggregation/mooncake/conn.py:1705"),
+             ("0.5.23", "sglang/srt/disaggregation/common/conn.py:2404"),
+             ("0.5.10", "sglang/srt/disaggregation/decode.py:1067"),
+             ("0.5.10", "sglang/srt/disaggregation/common/conn.py:623"),
+             ("0.5.23", "sglang/srt/disaggregation/decode.py:2864"),
+             ("0.5.23", "sglang/srt/disaggregation/prefill.py:1287"),
+             ("0.5.23", "sglang/srt/disaggregation/common/conn.py:103"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:523"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:223"),
+             ("Mooncake 5bc114c~1", "mooncake-transfer-engine/src/transfer_metadata_plugin.cpp:233"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))
+
+REQUEST_5XX = Signature(
+    "request_http_5xx", "request_error", "the server answered a request with an error status",
+    ("The server answered one request with a 5xx status (uvicorn's access line) and kept serving: "
+     "the error of that request is usually logged just above (a traceback, a transfer error); "
+     "if every request fails, read the first one.",),
+    lines=(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 5\d\d\b',),
+    priority=9, phase="serving", request=True,
+    sources=(("uvicorn 0.54.0", "uvicorn/logging.py:107 (AccessFormatter: \"METHOD PATH HTTP/v\" STATUS)"),))
+
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX]

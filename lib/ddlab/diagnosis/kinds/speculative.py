@@ -1,0 +1,156 @@
+"""Speculative decoding combined with another feature, crashing while serving.
+
+Speculative decoding (EAGLE, EAGLE3, NEXTN/MTP, STANDALONE, DFLASH, DDTREE,
+NGRAM ...) rewrites what a batch carries (draft tokens, a verify batch several
+tokens per request wide), and the other features that touch a batch each have
+their own code for it: hybrid Mamba's state tracking, LoRA, grammar masks, DP
+attention, PD disaggregation, decode context parallel, the hierarchical cache,
+mixed chunks, pages wider than one token. The combination crashes most often in
+the speculative path while serving, with an error that names neither.
+
+:func:`conflict` decides it from what the log shows: the error was raised in the
+speculative runtime path (a verify, draft or spec-decode-preparation frame, or
+the path a condensed paste names), no startup frame is involved, and another
+feature shows, in the frames (``mamba``, ``lora/``, ``disaggregation/``,
+``dcp/`` ...) or in the server args. It replaces only what says less:
+``unknown`` and a cut traceback; a graph-replay or eager-runner reading too when
+the feature's own code is where the error was raised (the innermost frames),
+not the graph's buffers. An OOM, a kernel fault or NCCL keep their kind.
+
+The next step is the bisect that proves it: ``ddlab bisect`` from the config
+with the other feature off (``--good``) to the one as deployed (``--bad``), with
+the keys ddlab's overrides take (``flags.NAME=null`` removes a flag).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ddlab.diagnosis.frames import STARTUP_FRAMES
+from ddlab.diagnosis.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "SPEC_FEATURE", "Feature", "FEATURES", "FEATURE_FRAMES", "conflict", "combination", "SPEC_PATH"]
+
+# where the speculative runtime path shows: files under speculative/, the workers' and
+# their inputs' functions (frames, or a condensed paste's "a <- b <- c")
+SPEC_PATH = (r"speculative[/\\]\w+"
+             r"|\b\w*(?:eagle|dflash|ddtree|ngram|dspark|standalone|mtp)\w*_(?:worker|info|utils|verify)\w*"
+             r"|\b(?:spec_prepare_for_decode|prepare_for_v2_verify|eagle_prepare_for_verify"
+             r"|forward_batch_speculative_generation|_forward_prepared_verify|draft_forward"
+             r"|forward_draft_extend\w*|draft_extend\w*)\b"
+             r"|, in (?:verify|draft)\s*$")
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature that meets speculative decoding: how the frames and the server args show
+    it, and the overrides that turn it off (``good``) and on as deployed (``bad``)."""
+
+    name: str
+    frames: str
+    flag: str  # the SGLang flag that turns it on (kebab, without --)
+    off: str
+    on: str  # the deployed value when the server args do not say it
+    arg: str = ""  # the server-args key (snake) that says it is on
+
+    def seen(self, facts: dict, frames: str) -> str | None:
+        """How the log shows it: 'frames', 'server args', or None."""
+        if self.frames and regex(self.frames, re.I | re.M).search(frames):
+            return "frames"
+        value = facts.get(self.arg) if self.arg else None
+        if isinstance(value, bool):
+            on = value
+        elif isinstance(value, (int, float)):
+            on = value > 1  # a size: page size, DCP size
+        else:
+            on = bool(value) and str(value) not in ("null", "None", "no_buffer", "auto", "[]")
+        return "server args" if on else None
+
+    def bisect(self, facts: dict, host: str | None) -> str:
+        deployed = facts.get(self.arg) if self.arg else None
+        on = self.on if deployed in (None, True, "", "null") else deployed
+        key = self.flag if self.flag.replace("-", "_") in _REGISTRY_KEYS else f"flags.{self.flag}"
+        key = key.replace("-", "_") if not key.startswith("flags.") else key
+        return (f"`ddlab bisect --host {host or 'HOST'} --good {key}={self.off} "
+                f"--bad {key}={str(on).lower() if isinstance(on, bool) else on}`")
+
+
+# flags ddlab's own registry knows take a snake key; any other goes through flags.NAME
+_REGISTRY_KEYS = ("mamba_scheduler_strategy", "mamba_radix_cache_strategy")
+
+FEATURES = (
+    Feature("hybrid Mamba", r"mamba", "mamba-radix-cache-strategy", "no_buffer",
+            "extra_buffer", "mamba_radix_cache_strategy"),
+    Feature("LoRA", r"[/\\]lora[/\\]|\blora_\w+|\w+_lora\b", "enable-lora", "null", "true", "enable_lora"),
+    Feature("grammar / structured output", r"grammar|xgrammar|llguidance|vocab_mask|[/\\]constrained[/\\]",
+            "grammar-backend", "none", "xgrammar"),
+    Feature("DP attention", r"dp_attention", "enable-dp-attention", "null", "true", "enable_dp_attention"),
+    Feature("PD disaggregation", r"[/\\]disaggregation[/\\]|_disagg_\w+|\bdisagg_(?:decode|prefill)",
+            "disaggregation-mode", "null", "decode", "disaggregation_mode"),
+    Feature("decode context parallel", r"[/\\]dcp[/\\]|\bdcp_\w+|_for_dcp\b|decode_context_parallel",
+            "dcp-size", "1", "2", "dcp_size"),
+    Feature("hierarchical cache", r"hiradix|hicache|hi_mamba|cache_controller", "enable-hierarchical-cache",
+            "null", "true", "enable_hierarchical_cache"),
+    Feature("mixed chunk", r"mixed_chunk|mix_with_running|prepare_for_mixed", "enable-mixed-chunk", "null",
+            "true", "enable_mixed_chunk"),
+    Feature("page size > 1", "", "page-size", "1", "16", "page_size"),
+)
+FEATURE_FRAMES = "|".join(feature.frames for feature in FEATURES if feature.frames)
+# the mamba flag changed name: before 0.5.14 (and until 0.5.18) it was the scheduler strategy
+_OLD_MAMBA = Feature("hybrid Mamba", r"mamba", "mamba-scheduler-strategy", "no_buffer",
+                     "extra_buffer", "mamba_scheduler_strategy")
+
+
+def _features(facts: dict, frames: str) -> list[tuple[Feature, str]]:
+    seen = []
+    for feature in FEATURES:
+        if feature.arg == "mamba_radix_cache_strategy" and (
+                "mamba_scheduler_strategy" in facts or facts.get("sglang_version_hint") == "0.5.10"):
+            feature = _OLD_MAMBA
+        if how := feature.seen(facts, frames):
+            seen.append((feature, how))
+    return seen
+
+
+def conflict(found: Found) -> list[tuple[Feature, str]]:
+    """The features that meet speculative decoding in this crash (empty: no conflict):
+    the error's own text and frames (``found.text`` and ``found.frames``) must show the
+    speculative runtime path."""
+    where = f"{found.text}\n{found.frames}"
+    if not regex(SPEC_PATH, re.M).search(where):
+        return []
+    return _features(found.facts, where)
+
+
+def combination(found: Found) -> str:
+    algorithm = found.algorithm or "speculative decoding"
+    names = [f"{feature.name} (in the {how})" for feature, how in conflict(found)]
+    return f"{algorithm} x {' x '.join(names)}" if names else algorithm
+
+
+def _conflict_detail(found: Found) -> str | None:
+    features = conflict(found)
+    if not features:
+        return None
+    feature = features[0][0]
+    return (f"The combination: {combination(found)}. Let ddlab find whether "
+            f"{feature.name} is the change that breaks it (it starts the server with it off, then "
+            f"as deployed): {feature.bisect(found.facts, found.host)}.")
+
+
+SPEC_FEATURE = Signature(
+    "spec_feature_conflict", "spec_feature_conflict",
+    "speculative decoding combined with another feature crashed while serving",
+    ("Speculative decoding and another feature that changes the batch crashed together in the "
+     "speculative path. Serve with the other feature off to confirm (the bisect below does it "
+     "for you), then look for a fix of this combination in newer SGLang releases.",),
+    patterns=(r".",), context=(SPEC_PATH, FEATURE_FRAMES), absent=(STARTUP_FRAMES.pattern,), priority=1,
+    phase="serving", detail=_conflict_detail, cut_ok=True,
+    sources=(("0.5.10", "sglang/srt/speculative/eagle_info_v2.py:214"),
+             ("0.5.14", "sglang/srt/managers/schedule_batch.py:1586"),
+             ("0.5.23", "sglang/srt/managers/schedule_batch.py:2322"),
+             ("0.5.23", "sglang/srt/speculative/spec_utils.py:1249"),
+             ("0.5.23", "sglang/srt/speculative/eagle_worker_v2.py:1979")))
+
+SIGNATURES = [SPEC_FEATURE]

@@ -1,0 +1,61 @@
+"""Weights: a checkpoint the loader cannot read or place.
+
+The files are there (a missing model is ``model_not_found``) but the loader
+cannot use them: a safetensors header it cannot parse (a cut download, a Git LFS
+pointer instead of the tensor file), a ``torch.load`` of a file that is no
+checkpoint, a tensor name the model has no parameter for (SGLang's
+``load_weights`` looks every checkpoint name up in ``params_dict[name]``: a
+quantized checkpoint whose names the model does not expect, a tied embedding
+stored anyway), keys left over after loading, a quantization whose config file
+is missing. An EAGLE3 drafter's ``midlayer.*`` names stay ``draft_incompatible``.
+"""
+
+from __future__ import annotations
+
+from ddlab.diagnosis.signature import Signature
+
+__all__ = ["SIGNATURES"]
+
+_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales?|g_idx|weight_scale(?:_inv|_2)?"
+           r"|input_scale|weight_packed|weight_shape|[kv]_scale|zeros)'(?:\n|$)")
+_LOADING = r", in (?:load_weights\w*|weight_loader\w*|load_model)\s*$|params_dict\[\w+\]"
+_ADVICE = ("The checkpoint's files cannot be read or placed by this model's loader: check that "
+           "the download is complete (`hf download REPO` again; a file of a few hundred bytes "
+           "is a Git LFS pointer, not the tensors), that `--quantization` / `--load-format` match "
+           "the checkpoint, and that this SGLang release supports this checkpoint format for "
+           "this architecture (a quantized variant may need a newer one).")
+_SOURCES = (("0.4.10.post2", "sglang/srt/models/llama.py:621"),
+            ("0.4.10.post2", "sglang/srt/models/deepseek_v2.py:2493"),
+            ("0.4.10.post2", "sglang/srt/model_loader/loader.py:723"),
+            ("0.4.10.post2", "sglang/srt/model_loader/weight_utils.py:197"),
+            ("0.5.23", "sglang/srt/model_loader/loader.py:1678"),
+            ("0.5.23", "sglang/srt/model_loader/weight_utils.py:389"))
+
+WEIGHT_NAME = Signature(
+    "weight_name_unknown", "weights_unreadable", "the checkpoint holds a tensor the model cannot place",
+    (_ADVICE,),
+    types=r"KeyError", patterns=(_TENSOR,), context=(_LOADING,), priority=80, phase="load_weights",
+    sources=_SOURCES)
+
+WEIGHT_NAME_ALONE = Signature(
+    "weight_name_unknown_alone", "weights_unreadable", "a KeyError that names a checkpoint tensor",
+    (_ADVICE,),
+    types=r"KeyError", patterns=(_TENSOR,), absent=(r'File "',), priority=32, phase="load_weights",
+    sources=_SOURCES)
+
+UNREADABLE = Signature(
+    "weights_unreadable", "weights_unreadable", "a checkpoint file cannot be read",
+    (_ADVICE,),
+    patterns=(r"SafetensorError", r"Error while deserializing header",
+              r"\bHeaderTooLarge\b|\bMetadataIncompleteBuffer\b|\bInvalidHeaderDeserialization\b",
+              r"invalid load key", r"UnpicklingError", r"PytorchStreamReader failed reading zip archive",
+              r"Weights only load failed", r"Missing keys \(.*\) in loaded state",
+              r"Cannot find the config file for \w+"),
+    priority=80, phase="load_weights",
+    sources=(*_SOURCES,
+             ("safetensors 0.6", "bindings/python/src/lib.rs (Error while deserializing header: ...)"),
+             ("torch 2.14.1", "torch/serialization.py (Weights only load failed; invalid load key)"),
+             ("torch 2.14.1", "caffe2/serialize/inline_container.cc (PytorchStreamReader failed "
+                              "reading zip archive)")))
+
+SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE]

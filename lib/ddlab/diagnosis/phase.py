@@ -1,0 +1,84 @@
+"""The phase of a crash: the startup phase reached, raised to what the error and its frames say.
+
+Contract: :func:`frames_near` gathers the frames printed around the root cause
+(its traceback, tracebacks of other ranks a few lines away, and thread dumps:
+faulthandler's, py-spy's, native backtraces); :func:`crash_phase` returns the
+phase: the last startup phase line reached, raised to the signature's phase,
+to what the message says ("Capture cuda graph failed") and to what the frames
+show (:mod:`.frames`; serving frames only when no startup frame is there).
+Two rules read the log around it:
+
+- A log that shows nothing of the startup (no startup line before the error,
+  no startup frame) is a paste from a running server: a fault only a running
+  server meets (a signature marked ``running``: a kernel fault reported
+  asynchronously, a collective timing out, a fatal signal, a hang) is
+  ``serving`` there. Every other error keeps ``launch`` (where nothing is known).
+- A crash after the HTTP server came up and before "ready to roll" is the
+  launcher's warmup request: ``ready``, as in SGLang's own startup order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddlab.diagnosis.frames import frame_phases, shows_startup
+from ddlab.diagnosis.logtext import PHASES, WARMUP_RE, Line, shows_startup_lines
+from ddlab.diagnosis.rootcause import Candidate
+from ddlab.diagnosis.tracebacks import Chain
+
+__all__ = ["frames_near", "crash_phase"]
+
+_READY_RE = re.compile(r"The server is fired up and ready to roll")
+_DUMP_LINE_RE = re.compile(
+    r'^\s*File "[^"]+", line \d+ in \S+'               # faulthandler's frames
+    r"|^(?:Current thread|Thread) 0x[0-9a-f]+"          # and its thread headers
+    r"|^Thread \d+ \((?:idle|active|gil)\)"             # py-spy's thread headers
+    r"|^\s*[A-Za-z_<][\w<>]* \([\w./<>-]+:\d+\)\s*$"   # and its frames
+    r"|^\s*\d+\s+0x[0-9a-f]+ |^frame #\d+: ")           # native backtraces (UCX, c10)
+_NEAR_LINES = 12
+_TEXT_PHASES = (  # what a message or the header printed with it says about where
+    ("graph_capture", re.compile(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", re.I)),
+    # the overlap scheduler's forward thread runs batches (tp_worker_overlap_thread.py:144)
+    ("serving", re.compile(r"TpModelWorkerClient hit an exception")),
+)
+_STARTUP_PHASES = ("load_weights", "memory_pool", "graph_capture")
+
+
+def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
+    """The crash's traceback and those printed right around it (another rank's echo, the
+    scheduler's traceback below a kernel's assert) and the thread dumps around it."""
+    if best is None:
+        return ""
+    near = [c for c in chains if c is best.chain or abs(c.first_no - best.last_no) <= _NEAR_LINES
+            or abs(best.first_no - c.last_no) <= _NEAR_LINES]
+    span = 5 * _NEAR_LINES
+    dumped = [ln.msg for ln in lines if -span <= ln.no - best.last_no <= span
+              and _DUMP_LINE_RE.match(ln.msg)]
+    return "\n".join([c.text for c in near] + dumped)
+
+
+def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature, frames: str) -> str:
+    """The phase reached, raised to what the signature, the message or the frames imply
+    (see the module docstring)."""
+    hints = [signature.phase] if signature and signature.phase else []
+    said = best.cause if best is not None else ""
+    said += f"\n{best.chain.header}" if best is not None and best.chain is not None else ""
+    hints += [name for name, text in _TEXT_PHASES if text.search(said)]
+    hints += frame_phases(frames)
+    phase = max([phase, *hints], key=PHASES.index)
+    if best is None:  # a failed exit with no error line: where the log stopped
+        return phase
+    before = [ln for ln in lines if ln.no < best.first_no]
+    if (phase == "launch" and signature is not None and signature.running and not shows_startup(frames)
+            and not shows_startup_lines([ln for ln in lines if ln.no <= best.last_no])):
+        phase = "serving"
+    warming = any(WARMUP_RE.search(ln.msg) for ln in before)
+    ready = any(_READY_RE.search(ln.msg) for ln in before)
+    if warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture"):
+        return "ready"
+    return phase
+
+
+def is_startup(phase: str) -> bool:
+    """A phase before the server could serve anything (launch is where nothing is known)."""
+    return phase in _STARTUP_PHASES
