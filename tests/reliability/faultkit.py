@@ -263,9 +263,38 @@ def ddlab_in(bench: Bench, *args: str, timeout_s: float = 180, env: dict | None 
                           env=bench.env(**(env or {})), cwd=REPO)
 
 
-def popen_ddlab(bench: Bench, *args: str, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([DDLAB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=bench.env(**(env or {})), cwd=REPO)
+class Drained(subprocess.Popen):
+    """A ddlab process whose stdout and stderr are read as they come: undrained, a pipe
+    fills (64 KiB) and the process blocks mid-run on its next heartbeat, which a loaded
+    machine reaches sooner (the interrupted-envelope test waited 400 s for a trial that
+    could not start). ``communicate`` waits and returns everything it wrote."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.said: dict[str, list[str]] = {"out": [], "err": []}
+        self._readers = [threading.Thread(target=self._drain, args=(stream, self.said[name]),
+                                          daemon=True)
+                         for name, stream in (("out", self.stdout), ("err", self.stderr))]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _drain(stream, into: list[str]) -> None:
+        for line in stream:
+            into.append(line)
+
+    def communicate(self, input=None, timeout=None):  # noqa: A002 - Popen's own signature
+        self.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout=10)
+        for stream in (self.stdout, self.stderr):
+            stream.close()
+        return "".join(self.said["out"]), "".join(self.said["err"])
+
+
+def popen_ddlab(bench: Bench, *args: str, env: dict | None = None) -> Drained:
+    return Drained([DDLAB, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                   text=True, env=bench.env(**(env or {})), cwd=REPO)
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 120) -> tuple[str, str]:

@@ -128,14 +128,15 @@ def _listening(port: int) -> bool:
 
 
 def _editable_source() -> Path | None:
-    """The folder the running venv's ddlab was installed from in editable mode, if so."""
-    try:
-        url = json.loads(metadata.distribution("ddlab").read_text("direct_url.json") or "{}")
-    except metadata.PackageNotFoundError:
-        return None
-    if not url.get("dir_info", {}).get("editable") or not url.get("url", "").startswith("file://"):
-        return None
-    return Path(url["url"].removeprefix("file://"))
+    """The folder the running venv's ddlab was installed from in editable mode, if so.
+    Every distribution named ddlab is looked at: the checkout's own ``lib/ddlab.egg-info``
+    (which the editable install leaves there, without ``direct_url.json``) may come first
+    on ``sys.path`` in a test process (a fresh clone's ``make test`` skipped the tier so)."""
+    for dist in metadata.distributions(name="ddlab"):
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+        if url.get("dir_info", {}).get("editable") and url.get("url", "").startswith("file://"):
+            return Path(url["url"].removeprefix("file://"))
+    return None
 
 
 def _copy_checkout(clone: Path) -> None:
