@@ -484,3 +484,29 @@ def test_a_private_key_passes_and_the_profile_key_is_checked_when_resolving(tmp_
                                      "identity_file": f"{key}.pub"})
     with pytest.raises(ConfigError, match=f"the private one is probably {re.escape(str(key))}"):
         check_identity_files(resolve_hops(profile, load_ssh_config(None)), "gpu")
+
+
+def test_files_read_and_written_from_several_threads_at_once_all_complete(transport, scratch):
+    """paramiko's SFTP client hands a reply to whichever thread reads the channel next: with
+    the host lock's heartbeat reading beside a run's own reads, one thread took the other's
+    reply and the other waited for ever (a fresh clone's make test hung in a sweep's
+    restore). Four threads, 60 reads and writes each, each must finish, every file read back
+    as written."""
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            for i in range(60):
+                path = str(scratch / f"t{n}-{i % 3}.txt")
+                transport.write_file(path, f"{n}:{i}".encode())
+                assert transport.read_file(path) == f"{n}:{i}".encode()
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(n,), daemon=True) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not [t for t in threads if t.is_alive()], "a thread still waits for its reply"
+    assert not errors, errors

@@ -107,6 +107,10 @@ class SSHTransport(Transport):
         self._config = load_ssh_config(profile.ssh_config)
         self.hops = resolve_hops(profile, self._config)
         self._lock = threading.RLock()
+        # paramiko's SFTPClient takes the next reply off the channel whichever thread asked:
+        # with two threads at once (the lock's heartbeat beside a run's own reads) one took
+        # the other's reply, and the other waited for ever; one SFTP request at a time
+        self._sftp_lock = threading.RLock()
         self._clients: list[paramiko.SSHClient] = []
         self._sftp: paramiko.SFTPClient | None = None
         self._home: str | None = None
@@ -385,15 +389,22 @@ class SSHTransport(Transport):
                     self._sftp = paramiko.SFTPClient.from_transport(transport)
                 except _NETWORK_ERRORS as exc:
                     self._lost_or_raise(exc)
+                # a reply that never comes is bounded, as every command is
+                self._sftp.get_channel().settimeout(self.profile.command_timeout_s)
             return self._sftp
 
     def _sftp_op(self, what: str, operation):
         def attempt():
-            sftp = self._sftp_client()
-            try:
-                return operation(sftp)
-            except (paramiko.SSHException, EOFError, socket.error) as exc:
-                self._lost_or_raise(exc)
+            with self._sftp_lock:  # one request at a time (see __init__)
+                sftp = self._sftp_client()
+                try:
+                    return operation(sftp)
+                except TimeoutError as exc:  # no reply within the bound: this session is done
+                    self._sftp = None
+                    raise _Lost(f"no SFTP reply within {self.profile.command_timeout_s:g} s "
+                                f"during {what}") from exc
+                except (paramiko.SSHException, EOFError, socket.error) as exc:
+                    self._lost_or_raise(exc)
         return self._retrying(what, attempt)
 
     def write_file(self, path, data, mode=0o600):
