@@ -154,3 +154,23 @@ def test_readme_documents_every_csv_column(tmp_path):
     columns = list(load_cells("synthetic", store=store).columns)
     missing = [c for c in columns if not any(p.match(c) for p in patterns)]
     assert not missing, f"cells.csv columns the README's table leaves out: {missing}"
+
+
+_NAMED_PATH = re.compile(r"(?<![\w/.-])((?:lib|notebooks|params|outputs|tests|docs|tools|bench|\.ci)"
+                         r"/[\w./<>*-]*[\w/>*])")
+
+
+def test_every_path_the_readme_names_exists():
+    """Issue 22: the README named a file that no longer held what it said. Every path it
+    names exists; one with a placeholder (``NAME``, ``<time>``, ``*``) or under
+    ``outputs/`` (made by runs) needs its folder to exist."""
+    readme = (ROOT / "README.md").read_text()
+    missing = []
+    for path in sorted(set(_NAMED_PATH.findall(readme))):
+        if any(mark in path for mark in ("<", "*", "NAME")) or path.startswith("outputs/"):
+            folder = path.split("<")[0].split("*")[0].split("NAME")[0].rsplit("/", 1)[0]
+            if not (ROOT / folder).is_dir():
+                missing.append(path)
+        elif not (ROOT / path.rstrip("/")).exists():
+            missing.append(path)
+    assert not missing, f"README names paths that do not exist: {missing}"
