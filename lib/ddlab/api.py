@@ -575,6 +575,10 @@ def _search(plan, *, dry_run: bool, store: Store | None, run_dir,
                                status="interrupted" if stopped else "failed",
                                error="" if stopped else f"{type(err).__name__}: {err}")
         _keep_search(slot, report, run_dir)
+        if stopped:  # the report goes with the interrupt: the CLI's last line is its JSON
+            raise Interrupted(verdict=report) from err
+        if isinstance(err, DdlabError):  # and with an error, for the same reason
+            err.result = report
         raise
     report = search_report(run, store=store, search_id=run.search_id, kind=plan.kind,
                            status=run.status)

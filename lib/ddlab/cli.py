@@ -513,16 +513,12 @@ def main(argv: list[str] | None = None) -> int:
         return verb.run(args) or 0
     except ConfigError as err:
         if not verb.usage_errors or isinstance(err, NoProject):  # where it runs, not what it says
-            print(f"ddlab {args.verb}: {err}", file=sys.stderr)
-            return err.exit_code
-        print(f"ddlab {args.verb}: error: {err}", file=sys.stderr)
-        return UsageError.exit_code
+            return _failed(args.verb, err, err.exit_code)
+        return _failed(args.verb, err, UsageError.exit_code, usage=True)
     except UsageError as err:
-        print(f"ddlab {args.verb}: error: {err}", file=sys.stderr)
-        return err.exit_code
+        return _failed(args.verb, err, err.exit_code, usage=True)
     except DdlabError as err:
-        print(f"ddlab {args.verb}: {err}", file=sys.stderr)
-        return err.exit_code
+        return _failed(args.verb, err, err.exit_code)
     except KeyboardInterrupt as err:
         if isinstance(err, Interrupted) and err.verdict is not None:
             _show(err.verdict, json_line=True)  # the interrupted verdict is still the last line
@@ -541,6 +537,15 @@ def _set_by_hand(args) -> set:
     typed = [*getattr(args, "overrides", ()), *getattr(args, "fixed", ())]
     keys = [str(item).partition("=")[0].strip().replace("-", "_") for item in typed]
     return {PARAMETER_OF[key] for key in keys if key in PARAMETER_OF}
+
+
+def _failed(verb: str, err: DdlabError, code: int, *, usage: bool = False) -> int:
+    """The error in one line on stderr; what the job had when it failed (``err.result``,
+    a search's report) as the last line on stdout, its JSON, as a job that ends prints."""
+    print(f"ddlab {verb}: {'error: ' if usage else ''}{err}", file=sys.stderr)
+    if err.result is not None:
+        _show(err.result, json_only=True)
+    return code
 
 
 def _drop_stdout() -> None:

@@ -521,3 +521,22 @@ def test_an_alias_in_the_asked_config_does_not_clash_with_the_reference(tmp_path
     assert done.returncode in (0, 3, 4), (done.returncode, done.stderr[-2000:])
     assert "nospec-nograph" in done.stderr, "the reference cell ran"
     assert json.loads(done.stdout.splitlines()[-1])["kind"] == argv[0]
+
+
+@pytest.mark.slow
+def test_a_search_that_fails_still_prints_its_json_line_last(tmp_path):
+    """Issue 23 item 13: --help promises the JSON line last; a search that failed (here: its
+    host's state folder cannot be made) printed only the error. Now the error on stderr,
+    the report's JSON the last line of stdout, exit 1."""
+    project = sweepkit.make_project(tmp_path)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the state folder should be\n")
+    (project.root / "params" / "hosts" / "local.yaml").write_text(
+        yaml.safe_dump({"state_dir": str(blocker / "state")}))
+    done = subprocess.run([str(Path(sys.executable).with_name("ddlab")), "envelope", "--search",
+                           "max_running_requests=1..2", "--max-trials", "2"],
+                          capture_output=True, text=True, timeout=300, env=project.env())
+    assert done.returncode == 1, (done.stdout, done.stderr[-2000:])
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["state"] == "failed" and report["kind"] == "envelope"
+    assert report["error"] and "not-a-folder" in done.stderr

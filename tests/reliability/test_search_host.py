@@ -99,6 +99,7 @@ def test_an_interrupted_envelope_resumes_without_running_a_trial_twice(th, tmp_p
     took_s = time.monotonic() - sent
     assert proc.returncode == 130, err[-3000:]
     assert "[envelope] resume: run the same search again" in err
+    assert last_json(out)["state"] == "interrupted", "the JSON line is still the last (item 13)"
     bench.assert_put_back()
     print(f"OUTCOME: SIGINT in trial {len(done_before) + 1}: exit 130, baseline back "
           f"{took_s:.1f} s after the signal")

@@ -52,16 +52,20 @@ class DdlabError(Exception):
 
     ``message`` says what was given and what is allowed; ``fix`` says what to
     do. Any other keyword becomes an attribute (``err.host``, ``err.value``)
-    so callers and tests can read the facts without parsing text.
+    so callers and tests can read the facts without parsing text. ``result`` is what
+    the job had when it failed (a bisect's or an envelope's report), when it had one.
     """
 
     exit_code = 1
 
-    def __init__(self, message: str, *, fix: str | None = None, **facts):
+    def __init__(self, message: str, *, fix: str | None = None, result=None, **facts):
         if "exit_code" in facts:  # ddlab's own exit code is the class's; a fact never hides it
             raise TypeError("a DdlabError fact may not be called exit_code")
         self.message = message
         self.fix = fix
+        # what the job knew when it failed (a search's report): the CLI prints its JSON line
+        # last, as it does for a job that ends; set by the job that owns it, None otherwise
+        self.result = result
         self.facts = facts
         for key, value in facts.items():
             setattr(self, key, value)
