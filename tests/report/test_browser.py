@@ -10,25 +10,21 @@ why. Playwright adds ``--no-sandbox`` itself, so Chromium starts as root too.
   comes first and on the first screen, then provenance, the cells table and the figures
   (loaded), and no heading stands over nothing.
 - JupyterLab driven as a user drives it (every notebook, Run All, the explorer redrawing
-  when its metric changes) is tests/userpath/test_user_lab.py, on the user's own path.
-- ``make lab`` serves the repo root (notebooks/ and outputs/ in reach), also as root.
+  when its metric changes), started by ``make lab`` as the user starts it (as root too), is
+  tests/userpath/test_user_lab.py, on the user's own path.
 - tools/report_screenshot.py draws a report into a PNG.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import re
-import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
@@ -36,7 +32,7 @@ import pytest
 
 import ddlab
 import sweepkit
-from labkit import DDLAB, REPO, free_port
+from labkit import DDLAB, REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -264,59 +260,3 @@ def test_report_screenshot_tool_draws_the_report(swept, chromium, tmp_path):
 
 
 # --- JupyterLab ---------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _jupyter_server(argv: list[str], *, cwd: Path, env: dict, log: Path, url: str, token: str):
-    """A Jupyter server started by ``argv``, up (its API answers) within 120 s; shut down
-    at the end through its API, else its process group is killed."""
-    env = {k: v for k, v in env.items() if not k.startswith("MAKE")}  # not a sub-make of `make test`
-    with open(log, "w") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        _wait(lambda: proc.poll() is not None or _answers(f"{url}/api/status", token), 120,
-              lambda: f"Jupyter did not answer on {url}; its log:\n{log.read_text()[-3000:]}")
-        assert proc.poll() is None, f"Jupyter exited ({proc.returncode}):\n{log.read_text()[-3000:]}"
-        yield proc
-    finally:
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.post(f"{url}/api/shutdown", headers={"Authorization": f"token {token}"}, timeout=10)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
-def _answers(url: str, token: str) -> bool:
-    try:
-        return httpx.get(url, headers={"Authorization": f"token {token}"}, timeout=5).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _wait(predicate, timeout_s: float, failure) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            pytest.fail(failure())
-        time.sleep(0.3)
-
-
-def test_make_lab_serves_the_repo_root(tmp_path):
-    """`make lab` opens JupyterLab where notebooks/ and outputs/ are both in reach; as root
-    it starts too (--allow-root), where a bare `jupyter lab` refuses to."""
-    port, token = free_port(), secrets.token_hex(16)
-    url = f"http://127.0.0.1:{port}"
-    flags = f"--no-browser --ip=127.0.0.1 --port={port} --IdentityProvider.token={token}"
-    # -o: the venv is taken as it is; BIN: this interpreter's jupyter
-    argv = ["make", "--no-print-directory", "-o", ".venv/.ddlab-installed", "lab",
-            f"BIN={Path(sys.executable).parent}", f"LABFLAGS={flags}"]
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    with _jupyter_server(argv, cwd=REPO, env=env, log=tmp_path / "lab.log", url=url, token=token):
-        listing = httpx.get(f"{url}/api/contents", headers={"Authorization": f"token {token}"}).json()
-        names = {item["name"] for item in listing["content"]}
-        assert {"notebooks", "outputs", "lib", "Makefile"} <= names, sorted(names)
-        notebooks = httpx.get(f"{url}/api/contents/notebooks",
-                              headers={"Authorization": f"token {token}"}).json()
-        assert "plot.ipynb" in {item["name"] for item in notebooks["content"]}

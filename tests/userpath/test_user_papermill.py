@@ -7,7 +7,8 @@ papermill naming the command as typed, ``verdict.json``, ``cells.csv``,
 papermill's terminal shows; nothing in ``notebooks/outputs/``. The first run is the
 user's words exactly, so it is the notebook's default grid at budget 32 (2 baselines
 and 4 cells, benched to the defaults' interval or round limit: minutes on a loaded
-2-core machine); the second adds ``-p`` options that shrink it to one cell. Before the
+2-core machine); the second adds ``-p`` options that shrink it to one cell, and reads
+what its terminal shows (a line per cell, the total, the verdict last, the headline once). Before the
 fix, from ``notebooks/`` the sweep failed with "base 'local': not found; available:
 none" and its run folder went to notebooks/outputs/.
 """
@@ -15,6 +16,7 @@ none" and its run folder went to notebooks/outputs/.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -55,3 +57,34 @@ def test_papermill_sweep_lands_in_the_projects_outputs(user, how):
     assert verdict["headline"].startswith("SWEEP DONE"), verdict["headline"]
     assert run_dir.name in (outputs / "index.html").read_text(), "outputs/index.html lists no such run"
     assert f"report: {run_dir / 'report.html'}" in done.stderr, done.stderr[-2000:]
+    if how == "from-the-root":
+        _reads_as_a_terminal_run(done.stderr, run_dir, verdict)
+
+
+def _reads_as_a_terminal_run(stderr: str, run_dir, verdict: dict) -> None:
+    """What the terminal shows and what the run folder keeps, for the small run from the root
+    (it replaced tests/report/test_notebooks.py's copy of this run, which set DDLAB_ROOT):
+    a line per cell and the total, heartbeats, no kernel warning or KeyboardInterrupt; the
+    verdict is the last word, its headline once; the page names the command with its paths
+    relative to the run folder and lists the cells; the index row is of kind papermill."""
+    lines = [line.strip() for line in re.split(r"[\r\n]+", re.sub(r"\x1b\[K", "", stderr))]
+    lines = [line for line in lines if line and not line.startswith("Executing")]
+    cells = [line for line in lines if line.startswith("[sweep] cell 2/2: measured; ")]
+    assert cells and re.search(r"; done in \d+s$", cells[0]), "a line per cell, as it ends"
+    assert re.search(r"\[sweep\] \S+: done in \d+s; 2 of 2 cells finished", stderr), "the total"
+    assert any(line.startswith("[watch ") and "READY" in line for line in lines), "heartbeats"
+    assert not re.search(r"WARNING(?!S: SWEEP DONE)", stderr), "no kernel warning"
+    assert "KeyboardInterrupt" not in stderr, stderr[-2000:]
+    said = lines[lines.index(f"report: {run_dir / 'report.html'}"):]
+    assert said == [f"report: {run_dir / 'report.html'}",
+                    f"{'WARNINGS' if verdict['warnings'] else 'OK'}: {verdict['headline']}",
+                    *verdict["details"], f"next: {verdict['next_step']}"], \
+        "the verdict is the last word: its headline, details and next step"
+    assert stderr.count(verdict["headline"]) == 1, "the headline once in the terminal"
+    assert len((run_dir / "cells.csv").read_text().strip().splitlines()) == 3, "header + 2 cells"
+    html = (run_dir / "report.html").read_text()
+    assert RUNS["from-the-root"][1] in html, "the command as typed"
+    assert str(run_dir.parent.parent) not in html, "no path of this machine in the page"
+    index = (run_dir.parent / "index.html").read_text()
+    row = re.search(f"<tr[^>]*>(?:(?!</tr>).)*{re.escape(run_dir.name)}(?:(?!</tr>).)*</tr>", index)
+    assert row and "<td>papermill</td>" in row.group(0), "an index row, of kind papermill"
