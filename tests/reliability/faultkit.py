@@ -383,6 +383,13 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _ancestors(pid: int) -> list[int]:
     out = []
     while pid > 1:
@@ -416,8 +423,12 @@ def resources(bench: Bench | None = None) -> dict:
     """What a leak would show: this process's fds, threads, children and listening
     sockets; the bench's target servers and (on the test host) sshd sessions."""
     children = set(descendants(os.getpid()))
-    if bench is not None and bench.testhost is not None:  # the test host's own tree is not ours
-        init = bench.testhost.systemd_pid
+    # a test host's own tree is not ours: the bench's, and any other this worker started for
+    # another test (its systemd starts and stops processes of its own meanwhile)
+    inits = [pid for pid in children if _comm(pid) == "systemd"]
+    if bench is not None and bench.testhost is not None:
+        inits.append(bench.testhost.systemd_pid)
+    for init in inits:
         children -= {init, *descendants(init), *_ancestors(init)}
     counts = {"fds": len(os.listdir("/proc/self/fd")), "threads": threading.active_count(),
               "tasks": len(os.listdir("/proc/self/task")), "children": sorted(children),

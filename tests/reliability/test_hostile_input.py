@@ -56,8 +56,9 @@ def value_text(canary: Path, *, unwritable: bool = True):
 
 
 def dump_base(bench: fk.Bench, folder: Path) -> str:
-    """A base config whose server is shims/argv_dump, writing into ``folder``."""
-    return fk.shim_base(bench, "argv_dump", name=f"{bench.base}-dump", flags={},
+    """A base config whose server is shims/argv_dump, writing into ``folder``, on the
+    bench's own port (SGLang's default, 30000, may be another checkout's on this machine)."""
+    return fk.shim_base(bench, "argv_dump", name=f"{bench.base}-dump", flags={"port": bench.port},
                         env={"ARGV_DUMP_DIR": str(folder)})
 
 

@@ -194,7 +194,8 @@ def test_f02_a_responder_that_names_another_port_is_not_the_variant(tmp_path):
         port = server.server_address[1]
         checker = _ReadyChecker(f"http://127.0.0.1:{port}", port + 1, interval_s=0.05)
         checker.start()
-        time.sleep(0.5)
+        # bounded, not a fixed sleep: on a loaded 2-core machine 0.5 s was too short to ask
+        wait_for(lambda: checker.identified is not None, timeout_s=30, what="the ready check")
         checker.stopped.set()
         assert checker.identified is False and not checker.ready.is_set()
         assert "/server_info answers port 30000 (prod)" in checker.stranger

@@ -220,7 +220,7 @@ def test_ddlab_run_piped_to_a_file_says_each_cell_as_it_ends_then_the_total(proj
         "each line came as its cell ended, not all at the end"
     assert re.search(r"\[sweep\] \S+: done in \d+s; 3 of 3 cells finished", text)
     lines = [line for _, line in arrived]
-    assert re.fullmatch(r"took \d+s \(sweep.ipynb\)", lines[-2]), lines[-3:]
+    assert re.fullmatch(r"took (\d+m)?\d+s \(sweep.ipynb\)", lines[-2]), lines[-3:]
     assert lines[-1] == str(project.runs()[-1] / "report.html")
     sweepkit.assert_host_put_back(project)
 
