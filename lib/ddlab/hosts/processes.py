@@ -143,6 +143,11 @@ class ProcessManager(ServiceManager):
         done = self.transport.run(["sh", "-c", _STATE, "ddlab-state", self._dir(name)])
         return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
 
+    def logs(self, name: str, invocation: str | None = None) -> str:
+        """The log of that start, a last line without its newline too (bounded, no link)."""
+        path = self._log_path(name, invocation)
+        return "" if path is None else read_log_file(self, path, 0, partial=True)[0]
+
     def read_logs(self, name, *, invocation=None, cursor=None):
         """From a byte cursor, bounded, never through a symbolic link (services.py)."""
         path = self._log_path(name, invocation)

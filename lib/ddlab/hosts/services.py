@@ -198,13 +198,14 @@ class ServiceManager:
 
 
 
-def bounded_lines(raw: bytes, skipped=(0, 0)) -> tuple[str, int]:
+def bounded_lines(raw: bytes, skipped=(0, 0), *, partial: bool = False) -> tuple[str, int]:
     """The complete lines of a bounded read (``skipped``: n bytes left out after the
     first ``at``, :class:`ddlab.hosts.transport.Completed`) as text, a :data:`LEFT_OUT`
     line where the gap is; and how many bytes of the source they cover, up to the end
-    of the last complete line (where the next read starts)."""
+    of the last complete line (where the next read starts); ``partial``: a last line
+    without its newline too."""
     at, n = skipped
-    end = raw.rfind(b"\n") + 1
+    end = len(raw) if partial else raw.rfind(b"\n") + 1
     if not n:
         return raw[:end].decode("utf-8", "replace"), end
     head = raw[:raw.rfind(b"\n", 0, at) + 1]
@@ -219,11 +220,13 @@ def bounded_lines(raw: bytes, skipped=(0, 0)) -> tuple[str, int]:
     return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace"), covered
 
 
-def read_log_file(manager: ServiceManager, path: str, offset: int) -> tuple[str, int]:
+def read_log_file(manager: ServiceManager, path: str, offset: int, *,
+                  partial: bool = False) -> tuple[str, int]:
     """(complete lines from byte ``offset`` of the log file at ``path``, the offset after
     them), bounded: past :data:`_LOG_HEAD` + :data:`_LOG_TAIL` bytes the middle is never
     read (a 1 GB log costs two short reads); a path that is a symbolic link is not
-    followed: said once (a log line and a note in the text), nothing read."""
+    followed: said once (a log line and a note in the text), nothing read. ``partial``:
+    a last line without its newline too (a whole log, not a cursor's step)."""
     done = manager.transport.run(["sh", "-c", _READ_LOG, "ddlab-log", path, str(int(offset)),
                                   str(_LOG_HEAD), str(_LOG_TAIL)], check=False)
     if done.exit_code == 3 or "symbolic link" in done.stderr:
@@ -240,7 +243,7 @@ def read_log_file(manager: ServiceManager, path: str, offset: int) -> tuple[str,
     for line in done.stderr.splitlines():
         if line.startswith("ddlab-left-out "):
             at, skipped = _LOG_HEAD, skipped + int(line.split()[2])
-    text, covered = bounded_lines(done.stdout_bytes, (at, skipped))
+    text, covered = bounded_lines(done.stdout_bytes, (at, skipped), partial=partial)
     return text, offset + covered
 
 
