@@ -233,9 +233,9 @@ def restore(host: str | HostProfile = "local", *, force: bool = False,
         current, baseline = lab.current, dict(lab.lock.baseline)
         lab.restore()
     done = [f"removed {current.service}" if current else "no variant was deployed"]
-    if baseline.get("was_active"):
-        done.append(f"baseline {baseline['service']} active again")
-    elif baseline.get("service"):
+    if lab.restored_baseline:  # the profile's, whatever the host's lock named
+        done.append(f"baseline {lab.restored_baseline} active again")
+    elif baseline.get("service") == profile.baseline_service:
         done.append(f"baseline {baseline['service']} left as found ({baseline.get('state_found')})")
     return f"{profile.name}: " + "; ".join(done) + "; lock released"
 

@@ -16,6 +16,8 @@ caller's words (:mod:`ddlab.core.caller`: ``-p budget 32``, ``--set budget=32``,
     │   └── LockError        another ddlab run holds it
     │       └── Preempted    another ddlab run took it from this one (exit code 9)
     ├── ServiceError         a service could not be installed, started or stopped
+    ├── StateFileError       a ddlab state file on a host cannot be read (too big, a
+    │                        symbolic link, not JSON, nested too deep): never trusted
     ├── StoreError           the results store is unusable
     └── UsageError           the command line itself is wrong (exit code 2)
 
@@ -41,6 +43,7 @@ __all__ = [
     "LockError",
     "Preempted",
     "ServiceError",
+    "StateFileError",
     "StoreError",
     "UsageError",
     "Interrupted",
@@ -126,6 +129,11 @@ class Preempted(LockError):
 
 class ServiceError(DdlabError):
     """A service could not be installed, started or stopped."""
+
+
+class StateFileError(DdlabError):
+    """A ddlab state file on a host (``lock.json``, ``installed.json``) cannot be read:
+    ``path``, ``why``. Raised before anything is stopped."""
 
 
 class StoreError(DdlabError):

@@ -2,7 +2,8 @@
 
 ``<state_dir>/installed.json`` on the host records each service ddlab
 installed (a variant's unit, or a process service's spec) with the sha256 of
-the definition it wrote. Production is sacred: before ddlab writes a service
+the definition it wrote (read bounded, :mod:`ddlab.hosts.statefiles`: one that cannot
+be read is an error before anything is stopped, never a record). Production is sacred: before ddlab writes a service
 whose name exists there, and before it removes one, the host's current
 definition must be in this record with the same hash, so ddlab never writes
 over, nor deletes, a unit someone else installed (the baseline promoted from an
@@ -21,6 +22,7 @@ import json
 import time
 from dataclasses import dataclass
 
+from ddlab.hosts.statefiles import read_state
 from ddlab.hosts.transport import Transport
 
 __all__ = ["Installs", "digest", "PENDING"]
@@ -46,14 +48,11 @@ class Installs:
         return f"{self.transport.expand_path(self.state_dir).rstrip('/')}/installed.json"
 
     def read(self) -> dict[str, dict]:
-        try:
-            data = json.loads(self.transport.read_file(self.path))
-        except FileNotFoundError:
-            return {}
-        except ValueError:  # unreadable: trust nothing in it
-            return {}
-        return {k: v for k, v in data.items() if isinstance(v, dict) and "sha256" in v} \
-            if isinstance(data, dict) else {}
+        """The record ({} when there is none); :class:`StateFileError` when the file cannot
+        be read (too big, a symbolic link, not JSON: :mod:`ddlab.hosts.statefiles`), so
+        that nothing is decided on it: deploy calls this before it stops anything."""
+        data = read_state(self.transport, self.path) or {}
+        return {k: v for k, v in data.items() if isinstance(v, dict) and "sha256" in v}
 
     def owns(self, name: str, definition: str | bytes | None) -> bool:
         """True when ddlab installed ``name`` and its definition is still what ddlab wrote

@@ -50,10 +50,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from ddlab.core.errors import DdlabError, LockError, Preempted
+from ddlab.core.errors import DdlabError, LockError, Preempted, StateFileError
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Heartbeat
 from ddlab.hosts.holders import STALE_AFTER_S, Holder, Preemption, now_utc, pid_alive
+from ddlab.hosts.statefiles import read_state
 from ddlab.hosts.transport import Transport
 
 __all__ = ["Holder", "HostLock", "LockFile", "Preemption", "pid_alive", "HEARTBEAT_S",
@@ -77,9 +78,14 @@ class HostLock:
 
     @classmethod
     def from_json(cls, text: str) -> "HostLock":
-        data = json.loads(text)
-        return cls(holder=Holder.from_dict(data["holder"]), baseline=data.get("baseline") or {},
-                   variant=data.get("variant") or {})
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "HostLock":
+        baseline, variant = data.get("baseline") or {}, data.get("variant") or {}
+        if not isinstance(baseline, dict) or not isinstance(variant, dict):
+            raise TypeError("baseline and variant must be objects")
+        return cls(holder=Holder.from_dict(data["holder"]), baseline=baseline, variant=variant)
 
     def to_json(self) -> str:
         return json.dumps({"holder": self.holder.__dict__, "baseline": self.baseline,
@@ -99,6 +105,8 @@ class LockFile:
         self.held = False
         self.token = ""
         self.preemption: Preemption | None = None
+        # this run took over a lock that could not be read: its record of the baseline is lost
+        self.took_unreadable = False
         self._beater: threading.Thread | None = None
         self._stop_beating = threading.Event()
 
@@ -107,14 +115,16 @@ class LockFile:
         return self.transport.profile.name
 
     def read(self) -> HostLock | None:
+        """The lock (None: no lock); one that cannot be read (too big, a symbolic link,
+        not JSON, no holder: :mod:`ddlab.hosts.statefiles`) has holder "?" and says why."""
         try:
-            text = self.transport.read_file(self.path).decode()
-        except FileNotFoundError:
-            return None
-        try:
-            return HostLock.from_json(text)
-        except (ValueError, KeyError, TypeError):
-            return HostLock(holder=Holder("?", "?", None, "?", f"unreadable lock file {self.path}"))
+            data = read_state(self.transport, self.path)
+            return None if data is None else HostLock.from_dict(data)
+        except StateFileError as err:
+            why = err.message
+        except (ValueError, KeyError, TypeError, AttributeError) as err:
+            why = f"unreadable: {self.path} is no ddlab lock ({type(err).__name__}: {err})"[:300]
+        return HostLock(holder=Holder("?", "?", None, "?", f"{why}; remove {self.path}"))
 
     # --- taking it -------------------------------------------------------------
 
@@ -177,6 +187,7 @@ class LockFile:
                             "its process is gone")
                 return self._continue(held, mine)
             if force:
+                self.took_unreadable = holder.user == "?"
                 live = holder.pid is not None and not holder.is_quiet(self.age_s())
                 log.warning(f"{self.host}: taking over the lock held by {holder.describe()}: "
                             "--force given" + ("; that run, if it still runs, stops as "
@@ -264,7 +275,9 @@ class LockFile:
         if self.preemption is not None or not self.held:
             return self.preemption
         try:
-            record = json.loads(self.transport.read_file(self._record_path(self.token)))
+            record = read_state(self.transport, self._record_path(self.token))
+            if record is None:
+                raise FileNotFoundError(self._record_path(self.token))
             taken = Preemption(by=record.get("by") or {}, at=str(record.get("at") or "?"),
                                how=str(record.get("how") or "took the host at"))
         except FileNotFoundError:
@@ -277,7 +290,7 @@ class LockFile:
             else:
                 taken = Preemption(by=held.holder.__dict__, at=held.holder.since,
                                    how="has held the host's lock since")
-        except (ValueError, AttributeError):
+        except (StateFileError, ValueError, AttributeError):
             taken = Preemption(by={}, at=now_utc(), how="another run left an unreadable record "
                                f"{self._record_path(self.token)}")
         self.preemption = taken

@@ -28,7 +28,8 @@ import time
 import uuid
 
 from ddlab.core.errors import ConfigError, ServiceError
-from ddlab.hosts.services import ServiceManager, ServiceSpec, ServiceState, unit_name
+from ddlab.hosts.services import (ServiceManager, ServiceSpec, ServiceState, read_log_file,
+                                  unit_name)
 
 __all__ = ["ProcessManager"]
 
@@ -143,23 +144,19 @@ class ProcessManager(ServiceManager):
         return dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
 
     def logs(self, name: str, invocation: str | None = None) -> str:
+        """The log of that start, a last line without its newline too (bounded, no link)."""
         path = self._log_path(name, invocation)
-        if path is None:
-            return ""
-        try:
-            return self.transport.read_file(path).decode("utf-8", errors="replace")
-        except FileNotFoundError:
-            return ""
+        return "" if path is None else read_log_file(self, path, 0, partial=True)[0]
 
     def read_logs(self, name, *, invocation=None, cursor=None):
+        """From a byte cursor, bounded, never through a symbolic link (services.py)."""
         path = self._log_path(name, invocation)
         if path is None:
             return "", cursor
         tag = path.rsplit("/", 1)[1] + "@" + (invocation or self._files(name).get("invocation", ""))
         offset = int(cursor.rsplit(":", 1)[1]) if cursor and cursor.startswith(tag + ":") else 0
-        done = self.transport.run(["tail", "-c", f"+{offset + 1}", "--", path], check=False)
-        complete = done.stdout[:done.stdout.rfind("\n") + 1]
-        return complete, f"{tag}:{offset + len(complete.encode())}"
+        text, offset = read_log_file(self, path, offset)
+        return text, f"{tag}:{offset}"
 
     def _log_path(self, name: str, invocation: str | None) -> str | None:
         """The log file of that start: current, previous, or None when it is gone."""

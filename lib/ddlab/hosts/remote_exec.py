@@ -11,23 +11,37 @@ timeout, and answers. A command costs a fork/exec instead of a login shell.
 Protocol, one JSON object per line: the agent first prints
 ``{"hello": "ddlab-agent", "version": 1, "pid": N}``; requests are
 ``{"id", "argv", "stdin" (base64 or null), "timeout"}``; replies are
-``{"id", "code", "out", "err" (base64), "timed_out"}``; ``code`` is 128+N
-for signal N. Requests run concurrently. When its stdin closes (the
+``{"id", "code", "out", "err" (base64), "timed_out", "skipped"}``; ``code`` is
+128+N for signal N. Requests run concurrently. When its stdin closes (the
 connection is gone) it kills what it still runs and exits.
+
+Bounded: a command's output is read in chunks and a reply carries at most
+``MAX_OUT_BYTES`` of each stream, its first ``HEAD_BYTES`` and its last bytes
+(:class:`Capped`); ``skipped`` is ``[[at, n], [at, n]]`` for stdout and stderr:
+``n`` bytes left out after the first ``at``. A command that prints a gigabyte
+(a server's log read whole) costs the agent a few tens of MB, never the
+gigabyte (issue 23: it was 5.9 GB for a 1 GB log, and the reply took so long
+that the connection was given up for lost). The local transport and the exec
+fallback read through the same :class:`Capped`.
 
 :class:`AgentClient` is this side of the protocol (the SSH transport's); it
 is sent along with the agent's source and simply unused there.
 """
 
 import base64
+import collections
 import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 
-VERSION = 1
+VERSION = 2
+MAX_OUT_BYTES = 8 << 20  # of each stream, in one reply
+HEAD_BYTES = 1 << 20     # of those, from the start (a log's start-up lines); the rest its end
+_CHUNK = 1 << 16
 _write_lock = threading.Lock()
 _running = {}
 
@@ -56,9 +70,98 @@ def _spawn(argv, has_input):
                             start_new_session=True)
 
 
+class Capped(object):
+    """One stream's first ``head`` bytes and last ``limit - head`` bytes, fed in chunks;
+    ``skipped`` counts the bytes between (never held: memory stays under limit + a chunk)."""
+
+    def __init__(self, limit=MAX_OUT_BYTES, head=HEAD_BYTES):
+        self.head_max = min(head, limit // 2)
+        self.tail_max = limit - self.head_max
+        self.head = bytearray()
+        self.tail = collections.deque()
+        self.tail_len = 0
+        self.skipped = 0
+
+    def add(self, chunk):
+        room = self.head_max - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if not chunk:
+            return
+        self.tail.append(chunk)
+        self.tail_len += len(chunk)
+        while self.tail and self.tail_len - len(self.tail[0]) >= self.tail_max:
+            self.tail_len -= len(self.tail[0])
+            self.skipped += len(self.tail.popleft())
+
+    def value(self):
+        """(bytes kept, [where the gap is, bytes skipped there])."""
+        tail = b"".join(self.tail)
+        extra = max(0, len(tail) - self.tail_max)
+        return bytes(self.head) + tail[extra:], [len(self.head), self.skipped + extra]
+
+
+def _drain(stream, capped):
+    try:
+        while True:
+            chunk = os.read(stream.fileno(), _CHUNK)
+            if not chunk:
+                return
+            capped.add(chunk)
+    except (OSError, ValueError):
+        return
+
+
+def _feed(stream, data):
+    try:
+        stream.write(data)
+        stream.close()
+    except (OSError, ValueError):
+        pass
+
+
+def communicate(proc, data, timeout, limit=MAX_OUT_BYTES):
+    """(out Capped, err Capped, timed_out) of a process started with pipes: its output
+    read in chunks, bounded; at ``timeout`` (its pipes still open counts) its process
+    group is killed."""
+    out, err = Capped(limit), Capped(limit)
+    threads = [threading.Thread(target=_drain, args=(proc.stdout, out)),
+               threading.Thread(target=_drain, args=(proc.stderr, err))]
+    if data is not None:
+        threads.append(threading.Thread(target=_feed, args=(proc.stdin, data)))
+    for thread in threads:
+        thread.daemon = True
+        thread.start()
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    for thread in threads[:2]:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    if timed_out or any(thread.is_alive() for thread in threads[:2]):
+        timed_out = True  # a grandchild that holds the pipes counts as the command
+        _kill(proc)
+        for thread in threads[:2]:
+            thread.join(5)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            pass
+    for stream in (proc.stdout, proc.stderr):
+        try:
+            stream.close()
+        except (OSError, ValueError):
+            pass
+    return out, err, timed_out
+
+
 def _run(req):
     data = base64.b64decode(req["stdin"]) if req.get("stdin") is not None else None
-    answer = {"id": req["id"], "code": 0, "out": "", "err": "", "timed_out": False}
+    answer = {"id": req["id"], "code": 0, "out": "", "err": "", "timed_out": False,
+              "skipped": [[0, 0], [0, 0]]}
     try:
         proc = _spawn(req["argv"], data is not None)
     except OSError as exc:
@@ -67,18 +170,16 @@ def _run(req):
         return _reply(answer)
     _running[req["id"]] = proc
     try:
-        out, err = proc.communicate(data, timeout=req["timeout"])
-    except subprocess.TimeoutExpired:
-        answer["timed_out"] = True
-        _kill(proc)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild escaped the group and holds the pipes
-            out, err = b"", b""
+        out, err, answer["timed_out"] = communicate(proc, data, req["timeout"],
+                                                    req.get("max_out") or MAX_OUT_BYTES)
     finally:
         _running.pop(req["id"], None)
     code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
-    answer.update(code=code if code >= 0 else 128 - code, out=_b64(out), err=_b64(err))
+    (out, out_skipped), (err, err_skipped) = out.value(), err.value()
+    answer.update(code=code if code >= 0 else 128 - code, skipped=[out_skipped, err_skipped])
+    answer["out"] = _b64(out)
+    del out
+    answer["err"] = _b64(err)
     _reply(answer)
 
 
@@ -143,7 +244,8 @@ class AgentClient:
         raise AgentUnavailable(" | ".join(x for x in seen if x)[-300:] or "no output")
 
     def call(self, argv, data, timeout_s, wait_s):
-        """(code, out, err, timed_out); raises AgentLost, or TimeoutError after wait_s."""
+        """(code, out, err, timed_out, skipped); raises AgentLost, or TimeoutError after
+        wait_s. ``skipped``: [[at, n], [at, n]], what each stream left out (module docstring)."""
         slot = _Slot()
         with self._lock:
             if self.dead:
@@ -168,7 +270,7 @@ class AgentClient:
             raise AgentLost("agent channel closed")
         reply = slot.reply
         return (reply["code"], base64.b64decode(reply["out"]), base64.b64decode(reply["err"]),
-                reply["timed_out"])
+                reply["timed_out"], reply.get("skipped") or [[0, 0], [0, 0]])
 
     def _read(self):
         try:

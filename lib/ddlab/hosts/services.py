@@ -19,6 +19,14 @@ connection (a few ms), because a watcher polls it every ~0.2 s to see a crash
 within a second. ``read_logs(name, cursor=...)`` returns only what is new
 since the cursor, for the same watcher. Names are validated (no ``/``, no
 ``..``) before anything touches the host.
+
+Logs are read bounded (the transport returns a command's first MB and last few
+MB): what was left out is one line starting with :data:`LEFT_OUT` in the text, and a
+file cursor counts the bytes *read*, never the text re-encoded (a log with
+invalid UTF-8 would otherwise move the cursor past lines not yet read, issue 23).
+A log file past a few MB is read as its first 512 KB and its last 2 MB, the middle
+never read; it is opened without following a symbolic link (``dd iflag=nofollow``):
+a log replaced by a link to a secret file is refused, said once, never echoed.
 """
 
 from __future__ import annotations
@@ -27,9 +35,15 @@ import re
 from dataclasses import dataclass, field
 
 from ddlab.core.errors import ConfigError
+from ddlab.core.log import get_logger
 from ddlab.hosts.transport import Transport
 
-__all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "unit_name", "SCHEDULER_ENDED"]
+__all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "unit_name", "SCHEDULER_ENDED",
+           "LEFT_OUT", "bounded_lines"]
+
+log = get_logger(__name__)
+
+LEFT_OUT = "[ddlab] bounded read:"  # the note line where a log read left bytes out
 
 # Slurm's own end states for a job: the scheduler ended it (its time limit, a preemption,
 # a node failure, the memory cgroup, an scancel by someone else ...), not the server.
@@ -130,6 +144,7 @@ class ServiceManager:
 
     def __init__(self, transport: Transport):
         self.transport = transport
+        self._said_links: set[str] = set()  # logs found to be symbolic links (said once)
 
     def install(self, spec: ServiceSpec) -> None:
         raise NotImplementedError
@@ -181,3 +196,66 @@ class ServiceManager:
         raise NotImplementedError
 
 
+
+
+def bounded_lines(raw: bytes, skipped=(0, 0), *, partial: bool = False) -> tuple[str, int]:
+    """The complete lines of a bounded read (``skipped``: n bytes left out after the
+    first ``at``, :class:`ddlab.hosts.transport.Completed`) as text, a :data:`LEFT_OUT`
+    line where the gap is; and how many bytes of the source they cover, up to the end
+    of the last complete line (where the next read starts); ``partial``: a last line
+    without its newline too."""
+    at, n = skipped
+    end = len(raw) if partial else raw.rfind(b"\n") + 1
+    if not n:
+        return raw[:end].decode("utf-8", "replace"), end
+    head = raw[:raw.rfind(b"\n", 0, at) + 1]
+    start = raw.find(b"\n", at) + 1
+    if start == 0 or end <= at:  # no complete line after the gap: all of it is read
+        tail, covered = b"", len(raw) + n
+    else:
+        tail, covered = raw[start:end], end + n
+    left = covered - len(head) - len(tail)
+    note = (f"{LEFT_OUT} {left} bytes ({left / 2**20:.1f} MB) of log left out here: a read "
+            "returns the first and the last MB only\n")
+    return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace"), covered
+
+
+def read_log_file(manager: ServiceManager, path: str, offset: int, *,
+                  partial: bool = False) -> tuple[str, int]:
+    """(complete lines from byte ``offset`` of the log file at ``path``, the offset after
+    them), bounded: past :data:`_LOG_HEAD` + :data:`_LOG_TAIL` bytes the middle is never
+    read (a 1 GB log costs two short reads); a path that is a symbolic link is not
+    followed: said once (a log line and a note in the text), nothing read. ``partial``:
+    a last line without its newline too (a whole log, not a cursor's step)."""
+    done = manager.transport.run(["sh", "-c", _READ_LOG, "ddlab-log", path, str(int(offset)),
+                                  str(_LOG_HEAD), str(_LOG_TAIL)], check=False)
+    if done.exit_code == 3 or "symbolic link" in done.stderr:
+        if path in manager._said_links:
+            return "", offset
+        manager._said_links.add(path)
+        why = (f"{path} is a symbolic link: not read (a log is read only as the file the "
+               "service manager made; it may point at a secret)")
+        log.warning(f"{manager.transport.profile.name}: {why}")
+        return f"{LEFT_OUT} {why}\n", offset
+    if done.exit_code != 0 and not done.stdout_bytes:
+        return "", offset  # no log (yet), or gone
+    at, skipped = done.skipped
+    for line in done.stderr.splitlines():
+        if line.startswith("ddlab-left-out "):
+            at, skipped = _LOG_HEAD, skipped + int(line.split()[2])
+    text, covered = bounded_lines(done.stdout_bytes, (at, skipped), partial=partial)
+    return text, offset + covered
+
+
+_LOG_HEAD, _LOG_TAIL = 512 << 10, 2 << 20
+# the first HEAD and the last TAIL bytes after the offset, never the middle; no link followed
+_READ_LOG = r"""p=$1 o=$2 h=$3 t=$4
+[ ! -L "$p" ] || { echo "ddlab: a symbolic link" >&2; exit 3; }
+size=$(stat -c %s -- "$p" 2>/dev/null) || exit 4
+if [ $((size - o)) -le $((h + t)) ]; then
+  exec dd if="$p" iflag=nofollow,skip_bytes skip="$o" bs=64K status=none
+fi
+dd if="$p" iflag=nofollow,skip_bytes,count_bytes skip="$o" count="$h" bs=64K status=none || exit $?
+echo "ddlab-left-out $h $((size - t - o - h))" >&2
+exec dd if="$p" iflag=nofollow,skip_bytes skip=$((size - t)) bs=64K status=none
+"""

@@ -29,7 +29,8 @@ it, so its own ``scancel`` is not reported as the scheduler's doing).
   (the last state stands), then a transient :class:`HostError`.
 - ``stop`` / ``remove`` = ``scancel``, then wait (bounded, a heartbeat when it
   takes long) until the job no longer runs, pends or completes.
-- ``read_logs`` = the job's output file from a byte-offset cursor.
+- ``read_logs`` = the job's output file from a byte-offset cursor (bytes read,
+  bounded, never through a symbolic link: :func:`~ddlab.hosts.services.read_log_file`).
 
 Every command is an argv list over the transport (which quotes it); the two
 small shell scripts are constant text with every value a positional argument.
@@ -46,7 +47,8 @@ from ddlab.core.errors import ConfigError, HostError, ServiceError
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Heartbeat
 from ddlab.hosts.profiles import HostProfile
-from ddlab.hosts.services import SCHEDULER_ENDED, ServiceManager, ServiceSpec, ServiceState, unit_name
+from ddlab.hosts.services import (SCHEDULER_ENDED, ServiceManager, ServiceSpec, ServiceState,
+                                  read_log_file, unit_name)
 from ddlab.hosts.transport import Transport
 
 __all__ = ["SlurmManager", "job_state", "parse_record", "batch_script", "LIVE_STATES"]
@@ -293,9 +295,8 @@ class SlurmManager(ServiceManager):
         job = self._job_id(job)
         path = f"{self._dir(name)}/slurm-{job}.out"
         offset = int(cursor.rsplit(":", 1)[1]) if cursor and cursor.startswith(f"{job}:") else 0
-        done = self.transport.run(["tail", "-c", f"+{offset + 1}", "--", path], check=False)
-        complete = done.stdout[:done.stdout.rfind("\n") + 1]
-        return complete, f"{job}:{offset + len(complete.encode())}"
+        text, offset = read_log_file(self, path, offset)  # bytes read, bounded, no link followed
+        return text, f"{job}:{offset}"
 
     @staticmethod
     def _job_id(job: str) -> str:

@@ -52,7 +52,7 @@ import paramiko
 from ddlab.core.errors import HostError
 from ddlab.core.progress import Heartbeat
 from ddlab.hosts.profiles import HostProfile
-from ddlab.hosts.remote_exec import AgentClient, AgentLost, AgentUnavailable
+from ddlab.hosts.remote_exec import AgentClient, AgentLost, AgentUnavailable, Capped
 from ddlab.hosts.remote_exec import source as agent_source
 from ddlab.hosts.ssh_trust import (
     Hop,
@@ -318,14 +318,14 @@ class SSHTransport(Transport):
             return self._exec_channel(transport, argv, data, timeout_s)
         start = time.monotonic()
         try:
-            code, out, err, timed_out = agent.call(argv, data, timeout_s,
-                                                   timeout_s + _KILL_GRACE_S + 2 * _CLIENT_GRACE_S)
+            code, out, err, timed_out, skipped = agent.call(
+                argv, data, timeout_s, timeout_s + _KILL_GRACE_S + 2 * _CLIENT_GRACE_S)
         except AgentLost as exc:
             raise _Lost(f"command agent gone: {exc}") from None
         except TimeoutError:
             agent.close()  # unresponsive: the next command starts a fresh one
-            code, out, err, timed_out = 128 + 9, b"", b"", True
-        done = Completed(argv, code, _text(out), _text(err), time.monotonic() - start)
+            code, out, err, timed_out, skipped = 128 + 9, b"", b"", True, ((0, 0), (0, 0))
+        done = Completed.read(argv, code, out, err, time.monotonic() - start, skipped)
         if timed_out:
             raise command_error(self.profile, done, timed_out=True, timeout_s=timeout_s)
         return done
@@ -371,7 +371,9 @@ class SSHTransport(Transport):
                 chan.shutdown_write()
             out, err, finished = _collect(chan, start + timeout_s + _KILL_GRACE_S + _CLIENT_GRACE_S)
             code = chan.exit_status
-        done = Completed(argv, code, _text(out), _text(err), time.monotonic() - start)
+        (out, out_skipped), (err, err_skipped) = out.value(), err.value()
+        done = Completed.read(argv, code, out, err, time.monotonic() - start,
+                              (out_skipped, err_skipped))
         if finished and code == -1 and not transport.is_active():
             raise _Lost("connection closed before the command's exit status")
         if not finished or (code in (124, 137) and done.elapsed_s >= timeout_s):
@@ -493,28 +495,25 @@ def _feed(chan: paramiko.Channel, data: bytes) -> None:
         pass  # the reader sees the channel close
 
 
-def _collect(chan: paramiko.Channel, deadline: float) -> tuple[bytes, bytes, bool]:
-    """Read stdout and stderr until EOF and the exit status; False if the deadline passed."""
-    out, err = bytearray(), bytearray()
+def _collect(chan: paramiko.Channel, deadline: float) -> tuple[Capped, Capped, bool]:
+    """Read stdout and stderr (bounded) until EOF and the exit status; False if the
+    deadline passed."""
+    out, err = Capped(), Capped()
     fd = chan.fileno()
     while True:
         while chan.recv_ready():
-            out += chan.recv(1 << 16)
+            out.add(chan.recv(1 << 16))
         while chan.recv_stderr_ready():
-            err += chan.recv_stderr(1 << 16)
+            err.add(chan.recv_stderr(1 << 16))
         if chan.eof_received or chan.closed:
             break
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            return bytes(out), bytes(err), False
+            return out, err, False
         select.select([fd], [], [], min(remaining, 1.0))
     while chan.recv_ready():
-        out += chan.recv(1 << 16)
+        out.add(chan.recv(1 << 16))
     while chan.recv_stderr_ready():
-        err += chan.recv_stderr(1 << 16)
+        err.add(chan.recv_stderr(1 << 16))
     finished = chan.status_event.wait(max(0.0, deadline - time.monotonic()))
-    return bytes(out), bytes(err), finished
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    return out, err, finished

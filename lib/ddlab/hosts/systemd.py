@@ -26,7 +26,7 @@ import time
 
 from ddlab.core.errors import ConfigError, ServiceError
 from ddlab.core.redact import looks_secret
-from ddlab.hosts.services import ServiceManager, ServiceSpec, ServiceState, unit_name
+from ddlab.hosts.services import ServiceManager, ServiceSpec, ServiceState, bounded_lines, unit_name
 from ddlab.hosts.transport import Transport
 
 __all__ = ["SystemdManager", "parse_show", "plain_unit"]
@@ -149,7 +149,8 @@ class SystemdManager(ServiceManager):
                 "--show-cursor"]
         if cursor:
             argv.append(f"--after-cursor={cursor}")
-        text = self.transport.run(argv).stdout
+        done = self.transport.run(argv)  # bounded: a huge journal is its first and last MB
+        text = bounded_lines(done.stdout_bytes, done.skipped)[0] if done.skipped[1] else done.stdout
         body, marker, rest = text.rpartition("-- cursor: ")
         if not marker:
             return text, cursor

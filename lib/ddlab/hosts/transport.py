@@ -13,6 +13,10 @@ Contract, for every transport:
   :class:`CommandError` with ``timed_out=True``. With ``check=True`` (the
   default) a non-zero exit raises :class:`CommandError` with the argv, exit
   code and output tail; argv values with secret-looking names are masked.
+- Output is bounded: a command's stdout and stderr come back as their first
+  MB and last few MB at most (:data:`ddlab.hosts.remote_exec.MAX_OUT_BYTES`), read
+  in chunks; ``Completed.skipped`` says how many bytes were left out, and where.
+  A command that prints a gigabyte costs a few tens of MB here and on the host.
 - ``write_file`` is atomic (temp file + rename) and the file never exists with
   looser permissions than ``mode``; ``read_file`` raises FileNotFoundError.
 - ``http_base(port)`` is a URL on *this* machine that reaches the host's
@@ -36,12 +40,13 @@ import signal
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.core.errors import CommandError, ConfigError
 from ddlab.core.redact import redact_argv
 from ddlab.hosts.profiles import HostProfile
+from ddlab.hosts.remote_exec import communicate
 
 __all__ = ["Transport", "LocalTransport", "Completed", "url_host"]
 
@@ -51,13 +56,27 @@ log = logging.getLogger("ddlab.hosts")
 @dataclass(frozen=True)
 class Completed:
     """What a finished command left: its argv, exit code (128+N for signal N
-    locally, -1 when a remote reports only a signal), output and duration."""
+    locally, -1 when a remote reports only a signal), output and duration;
+    ``stdout_bytes``, stdout as read (the text is decoded with replacement), and
+    ``skipped``: (at, n), n bytes of stdout left out after its first ``at`` (bounded)."""
 
     argv: list
     exit_code: int
     stdout: str
     stderr: str
     elapsed_s: float
+    stdout_bytes: bytes = field(default=b"", repr=False, compare=False)
+    skipped: tuple = (0, 0)
+
+    @classmethod
+    def read(cls, argv, code: int, out: bytes, err: bytes, elapsed_s: float,
+             skipped=((0, 0), (0, 0))) -> "Completed":
+        """From raw output and what each stream left out (stderr's gap marked in its text)."""
+        (out_at, out_n), (err_at, err_n) = (tuple(s) for s in skipped)
+        err_text = _text(err) if not err_n else (
+            f"{_text(err[:err_at])}\n[... {err_n} bytes of output left out ...]\n"
+            f"{_text(err[err_at:])}")
+        return cls(argv, code, _text(out), err_text, elapsed_s, out, (out_at, out_n))
 
     @property
     def ok(self) -> bool:
@@ -167,19 +186,18 @@ class LocalTransport(Transport):
             code = 127 if isinstance(exc, FileNotFoundError) else 126
             return Completed(argv, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - start)
         try:
-            out, err = proc.communicate(data, timeout=timeout_s)
-        except BaseException as exc:
+            out, err, timed_out = communicate(proc, data, timeout_s)
+        except BaseException:
             _kill_group(proc)
-            try:
-                out, err = proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:
-                out, err = b"", b""
-            if not isinstance(exc, subprocess.TimeoutExpired):
-                raise
-            done = Completed(argv, 128 + signal.SIGKILL, _text(out), _text(err), time.monotonic() - start)
-            raise command_error(self.profile, done, timed_out=True, timeout_s=timeout_s) from None
-        code = proc.returncode if proc.returncode >= 0 else 128 - proc.returncode
-        return Completed(argv, code, _text(out), _text(err), time.monotonic() - start)
+            raise
+        (out, out_skipped), (err, err_skipped) = out.value(), err.value()
+        code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+        code = code if code >= 0 else 128 - code
+        done = Completed.read(argv, code, out, err, time.monotonic() - start,
+                              (out_skipped, err_skipped))
+        if timed_out:
+            raise command_error(self.profile, done, timed_out=True, timeout_s=timeout_s)
+        return done
 
     def write_file(self, path, data, mode=0o600):
         path = Path(self.expand_path(str(path)))

@@ -39,7 +39,7 @@ from typing import Iterator
 
 from ddlab.config.units import exec_words, render_unit
 from ddlab.config.variants import Variant, on_host
-from ddlab.core.errors import ConfigError, DdlabError, Preempted, ServiceError
+from ddlab.core.errors import ConfigError, DdlabError, Preempted, ServiceError, StateFileError
 from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
@@ -146,6 +146,7 @@ class Lab:
         self.sglang_versions: dict[str, str] = {}  # variant name -> the release checked against
         self._server_urls: dict[tuple, str] = {}  # (service, invocation) -> URL (a Slurm job's node)
         self._said_ephemeral = False
+        self.restored_baseline = ""  # the baseline restore_baseline started again (its name)
 
     # --- open / close ----------------------------------------------------
 
@@ -302,6 +303,7 @@ class Lab:
     def stop_baseline(self) -> None:
         """Stop the profile's baseline service, remembering (in the lock) whether it ran.
         A Slurm host has none (its jobs are ephemeral): said once, nothing done."""
+        self.installs.read()  # a state file that cannot be read: an error before anything stops
         if self.profile.scheduler == "slurm":
             if not self._said_ephemeral:
                 self._said_ephemeral = True
@@ -343,6 +345,13 @@ class Lab:
         when it changed meanwhile)."""
         if not baseline.get("backup"):
             return
+        backups = f"{self.lockfile.dir.rstrip('/')}/backups/"
+        if (not str(baseline["backup"]).startswith(backups) or "/.." in str(baseline["backup"])
+                or baseline.get("definition") != self.manager.definition_path(baseline["service"])):
+            log.warning(f"{self.name}: the host's lock names a backup {baseline['backup']} or a "
+                        f"definition {baseline.get('definition')} that are not ddlab's for "
+                        f"{baseline['service']}: not writing anything back")
+            return
         current = self.manager.definition(baseline["service"])
         if current is not None and digest(current) == baseline["sha256"]:
             return
@@ -357,14 +366,39 @@ class Lab:
         Nothing on a Slurm host: there is no baseline to put back."""
         if self.profile.scheduler == "slurm":
             return
-        baseline = self.lock.baseline if self.lock else {}
+        baseline = self._baseline_record()
         self._put_back_definition(baseline)
         if not baseline.get("was_active"):
             return
-        service = baseline["service"]
+        service = self.profile.baseline_service  # never a name the host's files give
         log.info(f"{self.name}: starting baseline {service} again")
         self.manager.start(service)
         self.wait_active(service, timeout_s=timeout_s)
+        self.restored_baseline = service
+
+    def _baseline_record(self) -> dict:
+        """The lock's record of the baseline, if it is the profile's ``baseline_service``:
+        only that one is ever started, the host is no authority. A record naming another
+        unit (a canary) is said and set aside, and so is an unreadable lock taken over:
+        then the profile's baseline is put back if it is not active."""
+        service = self.profile.baseline_service
+        baseline = dict(self.lock.baseline) if self.lock else {}
+        named = baseline.get("service")
+        if named and not _same_unit(named, service):
+            log.warning(f"{self.name}: the host's lock names {named} as the baseline, not the "
+                        f"profile's baseline_service ({service or 'none'}): not starting it; only "
+                        "the profile's baseline is ever started")
+            baseline = {}
+        elif named or not service or not self.lockfile.took_unreadable:
+            return {**baseline, "service": service} if named else baseline
+        if not service:
+            return {}
+        state = self.manager.state(service)
+        if state.load_state == "not-found" or state.active_state in ("active", "activating"):
+            return {}
+        log.warning(f"{self.name}: no usable record of {service} in the host's lock; it is the "
+                    "profile's baseline_service and not active: starting it")
+        return {"service": service, "was_active": True}
 
     def wait_active(self, service: str, *, timeout_s: float) -> None:
         """Until ``service`` is active and, when the profile names ``baseline_port``,
@@ -553,13 +587,24 @@ class Lab:
             return
         with held_interrupts(f"{self.name}: restoring the baseline first"):
             try:
-                self.stop_variant()
+                try:
+                    self.stop_variant()
+                except StateFileError:  # which variant is ddlab's is unknown: left, said
+                    self.restore_baseline(timeout_s=timeout_s)  # production back all the same
+                    raise
                 self.restore_baseline(timeout_s=timeout_s)
                 self.lock.baseline = {}
                 self.lockfile.release()
             except DdlabError as err:  # the error says how to finish the job later
                 add_restore_hint(err, self.name)
                 raise
+
+
+def _same_unit(a, b) -> bool:
+    try:
+        return bool(a and b) and unit_name(str(a)) == unit_name(str(b))
+    except ConfigError:
+        return False
 
 
 def _inside(path: Path, root: Path) -> bool:
