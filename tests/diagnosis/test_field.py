@@ -291,9 +291,24 @@ def test_the_work_split_does_not_regress():
     rows = [tool.judged(log) for log in tool.load("work")]
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
-    assert len(rows) == 101
+    assert len(rows) == 144  # held-out round 1 (43 logs) was folded in after its one measurement
     assert all(got[key] >= floor for key, floor in WORK_FLOOR.items()), (got, WORK_FLOOR)
 
 
 def test_the_corpus_tool_never_measures_heldout_by_default():
     assert re.search(r'default="work"', (Path(__file__).parents[2] / "tools" / "diagnosis_corpus.py").read_text())
+
+
+def test_heldout_round_1_is_folded_into_work_with_its_history():
+    folded = [log for log in MANIFEST.values() if log.get("heldout_round") == 1]
+    assert len(folded) == 43 and all(log["split"] == "work" for log in folded)
+
+
+def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
+    tool = _corpus_tool()
+    manifest = json.loads((REAL / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "logs": manifest["logs"][:2]}))
+    tool.REAL = tmp_path
+    assert tool.main(["--split", "heldout"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "no logs with split 'heldout'" in out[0] and json.loads(out[-1]) == {"split": "heldout", "logs": 0}
