@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from ddlab.diagnosis.logtext import split_lines
+from ddlab.diagnosis.logtext import phase_of, split_lines
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 REAL = LOGS / "real"
@@ -312,3 +312,48 @@ def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
     assert tool.main(["--split", "heldout"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "no logs with split 'heldout'" in out[0] and json.loads(out[-1]) == {"split": "heldout", "logs": 0}
+
+
+# --- held-out round 1's misses, fixed by general rules (docs/diagnosis.md) -------------------
+
+def _said(log_id: str) -> tuple:
+    found = _real(log_id)
+    return found.crashed, found.kind if found.crashed or found.kind == "request_error" else None, found.phase
+
+
+def test_a_cut_middle_traceback_goes_on_at_the_copy_into_the_graph_buffers():
+    """a003: frames lost between model_runner.forward and the copy line; the second code line is
+    the copy into the captured graph's buffers (cuda_graph_runner.replay_prepare)."""
+    found = _real("a003")
+    assert (found.kind, found.signature, found.phase) == ("cuda_graph_replay", "replay_size", "serving")
+    assert "sizes 4 and 2" in found.suggestion
+
+
+def test_the_http_server_up_is_ready_and_a_capture_end_is_capture():
+    assert _said("a039") == (False, None, "ready")
+    assert phase_of("[2025-03-12 08:52:39 TP0] Capture cuda graph end. Time elapsed: 12.96 s") == "graph_capture"
+
+
+def test_a_warmup_failure_after_its_own_prefill_line_is_ready():
+    assert _said("a052") == (True, "health_check", "ready")
+
+
+def test_the_nccl_communicators_init_line_shows_the_startup():
+    """b014: a fatal signal after "sglang is using nccl==..." is no running server's."""
+    assert _said("b014") == (True, "native_crash", "launch")
+
+
+def test_a_timeout_of_one_of_a_groups_first_collectives_is_startup():
+    assert _said("b061") == (True, "nccl", "launch")
+    late = ("[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=48213, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600049 milliseconds before timing out.")
+    assert diagnose(late).phase == "serving"
+
+
+def test_a_fused_experts_quantization_scale_the_loader_cannot_place():
+    assert _said("b029") == (True, "weights_unreadable", "load_weights")
+
+
+def test_a_fatal_python_error_whose_signal_the_paste_cut_is_native():
+    assert _said("b055") == (True, "native_crash", "graph_capture")

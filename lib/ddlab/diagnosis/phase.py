@@ -42,6 +42,16 @@ _TEXT_PHASES = (  # what a message or the header printed with it says about wher
     ("serving", re.compile(r"TpModelWorkerClient hit an exception")),
 )
 _STARTUP_PHASES = ("load_weights", "memory_pool", "graph_capture")
+# torch's watchdog names the timed-out collective by its number on the group
+# (ProcessGroupNCCL.cpp, WorkNCCL(SeqNum=N, ...)): one of a group's first is startup's
+# barrier or pool sizing, never a serving step (each issues one per layer)
+_FIRST_COLLECTIVES_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+)\b")
+_FIRST_COLLECTIVES = 16
+
+
+def _first_collective(cause: str) -> bool:
+    seq = _FIRST_COLLECTIVES_RE.search(cause)
+    return seq is not None and int(seq[1]) <= _FIRST_COLLECTIVES
 
 
 def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
@@ -70,10 +80,14 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
         return phase
     before = [ln for ln in lines if ln.no < best.first_no]
     if (phase == "launch" and signature is not None and signature.running and not shows_startup(frames)
-            and not shows_startup_lines([ln for ln in lines if ln.no <= best.last_no])):
+            and not shows_startup_lines([ln for ln in lines if ln.no <= best.last_no])
+            and not _first_collective(best.cause)):
         phase = "serving"
     warming = any(WARMUP_RE.search(ln.msg) for ln in before)
     ready = any(_READY_RE.search(ln.msg) for ln in before)
+    warmup = "ready" in frame_phases(frames) or (signature is not None and signature.phase == "ready")
+    if warmup and not ready:  # the launcher's warmup request failed: batch lines before it are its own
+        return "ready"
     if warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture"):
         return "ready"
     return phase
