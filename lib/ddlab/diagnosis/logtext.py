@@ -146,10 +146,21 @@ def is_progress_bar(msg: str) -> bool:
     return bool(_PROGRESS_BAR_RE.search(msg))
 
 
+_CODE_BLOCK_INDENT = 4  # markdown's indented code block: every line of the paste shifted by 4+
+
+
+def _dedented(raws: list[str]) -> list[str]:
+    """A paste whose every line is indented by 4 or more (a markdown indented code block) with
+    that indentation removed, so a traceback's own indentation reads as printed."""
+    filled = [raw for raw in raws if raw.strip()]
+    indent = min((len(raw) - len(raw.lstrip(" ")) for raw in filled), default=0)
+    return [raw[indent:] for raw in raws] if indent >= _CODE_BLOCK_INDENT else raws
+
+
 def split_lines(text: str) -> list[Line]:
     """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled)."""
     lines = []
-    for no, raw in enumerate(text.splitlines(), start=1):
+    for no, raw in enumerate(_dedented(text.splitlines()), start=1):
         cleaned = _clean(raw)
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
