@@ -2,10 +2,14 @@
 
 Each log there is a paste from a public issue thread, labelled by two people before ddlab
 ran on it (manifest.json says how). For a split (``work``: the logs the diagnosis was
-developed on; ``heldout``: never tuned on) this prints how often ddlab agrees on
+developed on; ``heldout``: never tuned on; ``all``) this prints how often ddlab agrees on
 ``crashed``, ``kind`` and ``phase`` (phase only where the log shows it), broken down by
 kind, by SGLang release family and by paste format; ``--misses`` lists each miss with its
 URL. The last line is one JSON object with the counts.
+
+A held-out set is measured once, then folded into ``work`` (its logs keep
+``heldout_round``: round 1's 43 logs were folded in after their single measurement);
+``--split heldout`` with no held-out logs in the manifest says so and measures nothing.
 
     python tools/diagnosis_corpus.py --split work --misses
     python tools/diagnosis_corpus.py --split heldout
@@ -73,6 +77,12 @@ def main(argv=None) -> int:
     parser.add_argument("--misses", action="store_true", help="list every miss")
     args = parser.parse_args(argv)
     logs = {log["id"]: log for log in load(args.split)}
+    if not logs:
+        print(f"{args.split}: no logs with split {args.split!r} in {REAL / 'manifest.json'} (a "
+              "held-out round is folded into 'work' after its one measurement; a new round's logs "
+              "carry split 'heldout'): nothing measured")
+        print(json.dumps({"split": args.split, "logs": 0}))
+        return 0
     rows = [judged(log) for log in logs.values()]
     phased = [r for r in rows if r["phase"] is not None]
     counts = {"split": args.split, "logs": len(rows),

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from ddlab.diagnosis.logtext import split_lines
+from ddlab.diagnosis.logtext import phase_of, split_lines
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 REAL = LOGS / "real"
@@ -283,7 +283,7 @@ def _corpus_tool():
     return module
 
 
-WORK_FLOOR = {"crashed": 98, "kind": 96, "phase": 91}  # what issue 24 reached (100, 98, 93), less 2
+WORK_FLOOR = {"crashed": 140, "kind": 136, "phase": 133}  # all 144 after round 1 folded in (142, 138, 135), less 2
 
 
 def test_the_work_split_does_not_regress():
@@ -291,9 +291,84 @@ def test_the_work_split_does_not_regress():
     rows = [tool.judged(log) for log in tool.load("work")]
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
-    assert len(rows) == 101
+    assert len(rows) == 144  # held-out round 1 (43 logs) was folded in after its one measurement
     assert all(got[key] >= floor for key, floor in WORK_FLOOR.items()), (got, WORK_FLOOR)
 
 
 def test_the_corpus_tool_never_measures_heldout_by_default():
     assert re.search(r'default="work"', (Path(__file__).parents[2] / "tools" / "diagnosis_corpus.py").read_text())
+
+
+def test_heldout_round_1_is_folded_into_work_with_its_history():
+    folded = [log for log in MANIFEST.values() if log.get("heldout_round") == 1]
+    assert len(folded) == 43 and all(log["split"] == "work" for log in folded)
+
+
+def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
+    tool = _corpus_tool()
+    manifest = json.loads((REAL / "manifest.json").read_text())
+    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "logs": manifest["logs"][:2]}))
+    tool.REAL = tmp_path
+    assert tool.main(["--split", "heldout"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "no logs with split 'heldout'" in out[0] and json.loads(out[-1]) == {"split": "heldout", "logs": 0}
+
+
+# --- held-out round 1's misses, fixed by general rules (docs/diagnosis.md) -------------------
+
+def _said(log_id: str) -> tuple:
+    found = _real(log_id)
+    return found.crashed, found.kind if found.crashed or found.kind == "request_error" else None, found.phase
+
+
+def test_a_cut_middle_traceback_goes_on_at_the_copy_into_the_graph_buffers():
+    """a003: frames lost between model_runner.forward and the copy line; the second code line is
+    the copy into the captured graph's buffers (cuda_graph_runner.replay_prepare)."""
+    found = _real("a003")
+    assert (found.kind, found.signature, found.phase) == ("cuda_graph_replay", "replay_size", "serving")
+    assert "sizes 4 and 2" in found.suggestion
+
+
+def test_the_http_server_up_is_ready_and_a_capture_end_is_capture():
+    assert _said("a039") == (False, None, "ready")
+    assert phase_of("[2025-03-12 08:52:39 TP0] Capture cuda graph end. Time elapsed: 12.96 s") == "graph_capture"
+
+
+def test_a_warmup_failure_after_its_own_prefill_line_is_ready():
+    assert _said("a052") == (True, "health_check", "ready")
+
+
+def test_the_nccl_communicators_init_line_shows_the_startup():
+    """b014: a fatal signal after "sglang is using nccl==..." is no running server's."""
+    assert _said("b014") == (True, "native_crash", "launch")
+
+
+def test_a_timeout_of_one_of_a_groups_first_collectives_is_startup():
+    assert _said("b061") == (True, "nccl", "launch")
+    late = ("[E207 01:29:36.730311765 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=48213, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+            "for 600049 milliseconds before timing out.")
+    assert diagnose(late).phase == "serving"
+
+
+def test_a_fused_experts_quantization_scale_the_loader_cannot_place():
+    assert _said("b029") == (True, "weights_unreadable", "load_weights")
+
+
+def test_a_fatal_python_error_whose_signal_the_paste_cut_is_native():
+    assert _said("b055") == (True, "native_crash", "graph_capture")
+
+
+def test_a_warmup_traceback_cut_after_its_status_check_is_a_failed_warmup():
+    found = _real("a054")
+    assert (found.kind, found.signature, found.phase) == ("health_check", "warmup_status_cut", "ready")
+
+
+def test_a_paste_indented_as_a_code_block_reads_its_exception_line():
+    """c011: every line indented by 4 (markdown's code block); the error names a draft-extend
+    batch input in the backend's per-batch metadata init: serving."""
+    found = _real("c011")
+    assert found.cause.startswith("AttributeError: 'EagleDraftExtendInput' object has no attribute")
+    assert (found.crashed, found.kind, found.phase) == (True, "unknown", "serving")
+    assert diagnose("    Traceback (most recent call last):\n      File \"x.py\", line 1, in f\n"
+                    "        g()\n    ValueError: bad").cause == "ValueError: bad"

@@ -146,10 +146,21 @@ def is_progress_bar(msg: str) -> bool:
     return bool(_PROGRESS_BAR_RE.search(msg))
 
 
+_CODE_BLOCK_INDENT = 4  # markdown's indented code block: every line of the paste shifted by 4+
+
+
+def _dedented(raws: list[str]) -> list[str]:
+    """A paste whose every line is indented by 4 or more (a markdown indented code block) with
+    that indentation removed, so a traceback's own indentation reads as printed."""
+    filled = [raw for raw in raws if raw.strip()]
+    indent = min((len(raw) - len(raw.lstrip(" ")) for raw in filled), default=0)
+    return [raw[indent:] for raw in raws] if indent >= _CODE_BLOCK_INDENT else raws
+
+
 def split_lines(text: str) -> list[Line]:
     """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled)."""
     lines = []
-    for no, raw in enumerate(text.splitlines(), start=1):
+    for no, raw in enumerate(_dedented(text.splitlines()), start=1):
         cleaned = _clean(raw)
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
@@ -177,7 +188,9 @@ _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:", re.I)),
     ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
-    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph begin|Capturing batches", re.I)),
+    # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
+    # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
+    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end)|Capturing batches", re.I)),
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
@@ -188,10 +201,11 @@ _AFTER_READY = re.compile(r"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* 
 # A paste that begins mid-serving: batch lines and answered generation requests with no
 # startup line before them are serving too ("ready to roll" is long gone from the paste).
 _MID_SERVING = re.compile(r"Prefill batch\b|\"POST /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
-# Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start):
-# where one is in the log, the log shows the startup.
+# Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start, the
+# NCCL communicator's init: 0.4.6.post5 distributed/device_communicators/pynccl.py:79, 0.5.23
+# pynccl.py:87): where one is in the log, the log shows the startup.
 _STARTUP_RE = re.compile(
-    r"server_args=|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
+    r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)
@@ -216,13 +230,18 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     """The last startup phase reached, and the line that first reached it (a drafter's
     "Load weight begin" after the target's graphs does not go back). A batch line or an
     answered generation request with no startup line before it is ``serving``: the paste
-    began mid-serving."""
-    best, at, started = 0, None, False
+    began mid-serving. The HTTP server up (uvicorn's start) is ``ready``: the launcher's
+    warmup runs; batch lines count as serving only after "ready to roll" (the warmup's own
+    prefill is no serving)."""
+    best, at, started, fired = 0, None, False, False
     ready = PHASES.index("ready")
     for line in lines:
-        index = _phase_index(line.msg, best >= ready)
+        index = _phase_index(line.msg, fired)
+        fired = fired or index >= ready
         if not index and not started and _MID_SERVING.search(line.msg):
             index = PHASES.index("serving")
+        if not index and WARMUP_RE.search(line.msg):
+            index = ready
         started = started or bool(_STARTUP_RE.search(line.msg))
         if index > best:
             best, at = index, line

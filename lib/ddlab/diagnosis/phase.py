@@ -42,6 +42,26 @@ _TEXT_PHASES = (  # what a message or the header printed with it says about wher
     ("serving", re.compile(r"TpModelWorkerClient hit an exception")),
 )
 _STARTUP_PHASES = ("load_weights", "memory_pool", "graph_capture")
+# a speculative step's batch input (0.5.23 speculative/eagle_info.py:318 EagleDraftExtendInput)
+# in an error of the attention backend's per-batch metadata init (not its capture variant,
+# init_forward_metadata_capture_cuda_graph): a draft extend or verify batch being served
+_SPEC_STEP_RE = re.compile(r"\b\w*(?:DraftExtend|Verify)Input\b")
+_PER_BATCH_INIT_RE = re.compile(r"(?:,| line \d+) in init_forward_metadata\s*$", re.M)
+
+
+def _spec_step(said: str, frames: str) -> bool:
+    return bool(_SPEC_STEP_RE.search(said) and _PER_BATCH_INIT_RE.search(frames)
+                and not shows_startup(frames))
+# torch's watchdog names the timed-out collective by its number on the group
+# (ProcessGroupNCCL.cpp, WorkNCCL(SeqNum=N, ...)): one of a group's first is startup's
+# barrier or pool sizing, never a serving step (each issues one per layer)
+_FIRST_COLLECTIVES_RE = re.compile(r"WorkNCCL\(SeqNum=(\d+)\b")
+_FIRST_COLLECTIVES = 16
+
+
+def _first_collective(cause: str) -> bool:
+    seq = _FIRST_COLLECTIVES_RE.search(cause)
+    return seq is not None and int(seq[1]) <= _FIRST_COLLECTIVES
 
 
 def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
@@ -65,15 +85,20 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
     said += f"\n{best.chain.header}" if best is not None and best.chain is not None else ""
     hints += [name for name, text in _TEXT_PHASES if text.search(said)]
     hints += frame_phases(frames)
+    hints += ["serving"] if _spec_step(said, frames) else []
     phase = max([phase, *hints], key=PHASES.index)
     if best is None:  # a failed exit with no error line: where the log stopped
         return phase
     before = [ln for ln in lines if ln.no < best.first_no]
     if (phase == "launch" and signature is not None and signature.running and not shows_startup(frames)
-            and not shows_startup_lines([ln for ln in lines if ln.no <= best.last_no])):
+            and not shows_startup_lines([ln for ln in lines if ln.no <= best.last_no])
+            and not _first_collective(best.cause)):
         phase = "serving"
     warming = any(WARMUP_RE.search(ln.msg) for ln in before)
     ready = any(_READY_RE.search(ln.msg) for ln in before)
+    warmup = "ready" in frame_phases(frames) or (signature is not None and signature.phase == "ready")
+    if warmup and not ready:  # the launcher's warmup request failed: batch lines before it are its own
+        return "ready"
     if warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture"):
         return "ready"
     return phase

@@ -243,6 +243,11 @@ class _Parser:
             last = block.frames[-1] if block.frames else None
             if last and not last.code and not set(msg.strip()) <= set("^~ "):
                 last.code, last.code_at = msg.strip(), line
+            elif last and last.code_at is not None and line.no == last.code_at.no + 1 \
+                    and not set(msg.strip()) <= set("^~ ") and not msg.lstrip().startswith(("^", "~")):
+                # a second code line right below a frame's: a paste that lost the frames between
+                # (cut-middle) kept the code line of the frame it goes on at; where it is, is unknown
+                block.frames.append(Frame("", 0, "", code=msg.strip(), at=line))
             self.last_no = line.no
         elif self._own(line) and (match := _is_exception_line(msg, strict=False)):
             block.type, block.message = match["type"], match["msg"] or ""

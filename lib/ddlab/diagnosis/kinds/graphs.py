@@ -30,7 +30,11 @@ REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
     r"|_grouped_foreach_copy_|execute|load_batch|_copy_replay_inputs)\s*$"
     r"|, in (?:replay_prepare|_copy_replay_inputs|prepare_for_v2_verify|prepare_for_verify)\s*$"
-    r"|graph_runner\.(?:replay|execute|load_batch)\(")
+    r"|graph_runner\.(?:replay|execute|load_batch)\("
+    # the code line of the copy into a captured graph's static buffers, which a paste keeps when
+    # it cuts the frames above it; the eager runner has no such line (0.4.6.post5
+    # cuda_graph_runner.py:559, 0.5.23 runner/decode_cuda_graph_runner.py:1914, cpu_graph_runner.py:965)
+    r"|^\s*[\w.]*\[:\s*(?:self\.)?raw_num_token\]\.copy_\(")
 EAGER_FRAMES = r'eager_runner\.py", line \d+|self\.eager_runner\.execute\('
 CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|init_all_cuda_graphs"
                   r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\(")

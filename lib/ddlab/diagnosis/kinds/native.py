@@ -82,7 +82,10 @@ NATIVE_CRASH = Signature(
            r"^\*\*\* (?:SIG\w+|Aborted at) .{0,80}(?:received|\(@0x)",
            r"^Current thread 0x[0-9a-f]+ \(most recent call first\):",
            rf"crashed with exit code {_EXIT_SIGNAL}", rf"Exit code: {_EXIT_SIGNAL}",
-           rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)"),
+           rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)",
+           # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
+           # line (several processes' headers run together) still shows a fatal error
+           r"^Fatal Python error: ?"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
                               "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),

@@ -164,4 +164,16 @@ WARMUP_FAILED = Signature(
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2494"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2533")))
 
-SIGNATURES = [NCCL, PEER_LOST, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED]
+# the warmup's traceback cut right after its status check: that line raises only for a
+# response that is not 200 (the message with the status is what the paste lost)
+WARMUP_STATUS_CUT = Signature(
+    "warmup_status_cut", "health_check", "the warmup request got an error status (its message is cut)",
+    WARMUP_FAILED.advice, patterns=(r"res=<Response \[\d+\]>",), types=r"AssertionError",
+    context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",
+             r"^\s*assert res\.status_code == 200\b"),
+    priority=15, phase="ready", echo=True, cut_ok=True,
+    sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
+
+SIGNATURES = [NCCL, PEER_LOST, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED,
+              WARMUP_STATUS_CUT]

@@ -16,8 +16,12 @@ from ddlab.diagnosis.signature import Signature
 
 __all__ = ["SIGNATURES"]
 
-_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales?|g_idx|weight_scale(?:_inv|_2)?"
-           r"|input_scale|weight_packed|weight_shape|[kv]_scale|zeros)'(?:\n|$)")
+# a fused MoE layer's quantization tensors carry the projection's prefix: w13_weight_scale_inv,
+# w2_input_scale (0.5.23 layers/quantization/fp8.py:1719 registers "w2_weight_scale_inv"); a
+# quantized checkpoint's scale that the layer did not register is a format it cannot place
+_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales?|g_idx"
+           r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
+           r"|zeros)'(?:\n|$)")
 _LOADING = r", in (?:load_weights\w*|weight_loader\w*|load_model)\s*$|params_dict\[\w+\]"
 _ADVICE = ("The checkpoint's files cannot be read or placed by this model's loader: check that "
            "the download is complete (`hf download REPO` again; a file of a few hundred bytes "
