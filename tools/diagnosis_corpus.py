@@ -38,8 +38,9 @@ def judged(log: dict) -> dict:
     """What ddlab says of one log, and whether each figure agrees with the labels."""
     found = diagnose((REAL / f"{log['id']}.log").read_text(encoding="utf-8"))
     kind = found.kind if found.crashed or found.kind == "request_error" else None
+    # a kind the two labellers did not agree on ("kind_disputed": [one, other]) is not measured
     return {"id": log["id"], "crashed": found.crashed == log["crashed"],
-            "kind": kind == log["kind"],
+            "kind": None if log.get("kind_disputed") else kind == log["kind"],
             "phase": None if not log["phase_in_log"] else found.phase == log["phase"],
             "said": (found.crashed, kind, found.phase), "want": (log["crashed"], log["kind"],
                                                                  log["phase"])}
@@ -59,9 +60,10 @@ def table(rows: list[dict], logs: dict, key) -> list[str]:
     out = []
     for group in sorted(groups, key=lambda g: (-len(groups[g]), g)):
         members = groups[group]
-        kinds, crashed = sum(r["kind"] for r in members), sum(r["crashed"] for r in members)
+        kinded = [r for r in members if r["kind"] is not None]
+        kinds, crashed = sum(r["kind"] for r in kinded), sum(r["crashed"] for r in members)
         phased = [r for r in members if r["phase"] is not None]
-        out.append(f"  {group:<28} {len(members):>3} logs  kind {kinds}/{len(members)}  crashed "
+        out.append(f"  {group:<28} {len(members):>3} logs  kind {kinds}/{len(kinded)}  crashed "
                    f"{crashed}/{len(members)}  phase {sum(r['phase'] for r in phased)}/{len(phased)}")
     return out
 
@@ -85,12 +87,14 @@ def main(argv=None) -> int:
         return 0
     rows = [judged(log) for log in logs.values()]
     phased = [r for r in rows if r["phase"] is not None]
+    kinded = [r for r in rows if r["kind"] is not None]
     counts = {"split": args.split, "logs": len(rows),
-              "crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows),
-              "phase": sum(r["phase"] for r in phased), "phase_logs": len(phased)}
+              "crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in kinded),
+              "kind_logs": len(kinded), "phase": sum(r["phase"] for r in phased),
+              "phase_logs": len(phased)}
     print(f"{args.split}: {len(rows)} logs; crashed {counts['crashed']}/{len(rows)}, kind "
-          f"{counts['kind']}/{len(rows)}, phase {counts['phase']}/{len(phased)} (logs that "
-          "show it)")
+          f"{counts['kind']}/{len(kinded)} (labels agreed), phase {counts['phase']}/{len(phased)} "
+          "(logs that show it)")
     print("by labelled kind:")
     print("\n".join(table(rows, logs, lambda log: [str(log["kind"])])))
     print("by issue-24 class:")
@@ -102,7 +106,7 @@ def main(argv=None) -> int:
     if args.misses:
         print("misses:")
         for row in rows:
-            if not (row["crashed"] and row["kind"] and row["phase"] is not False):
+            if not (row["crashed"] and row["kind"] is not False and row["phase"] is not False):
                 print(f"  {row['id']}: said {row['said']}, labelled {row['want']}  "
                       f"{logs[row['id']]['url']}")
     print(json.dumps(counts))
