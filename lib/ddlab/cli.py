@@ -105,9 +105,9 @@ DEMO_HELP = (
     "the figures; the plot's report beside it, outputs/<UTC time>-plot-demo/report.html), and "
     "outputs/index.html lists every run; the last line printed is the plot report's path. "
     "ddlab runs lists them afterwards.")
-# `make demo` three times in a row, 2026-12-02 (docs/LOG.md): 212, 184 and 280 s.
-DEMO_TIME = ("about 3-5 min on 2 CPU cores (measured: 184, 212 and 280 s, median 212 s, on a "
-             "2-core VM shared with other work, load average 6-9)")
+# `make demo` on two fresh clones, 2026-12-02 (README): the sweep 2m11s and 2m51s, the plot 4-5 s.
+DEMO_TIME = ("about 2-3 min on 2 CPU cores (measured: 131 and 171 s, median 151 s, for the sweep "
+             "once installed, the plot 4-5 s more; a 2-core VM at load average 2-4)")
 
 
 def _run_demo(args) -> int:
