@@ -283,7 +283,7 @@ def _corpus_tool():
     return module
 
 
-WORK_FLOOR = {"crashed": 190, "kind": 178, "phase": 159}  # all 197 after round 2 folded in (192, 180, 161), less 2
+WORK_FLOOR = {"crashed": 191, "kind": 184, "phase": 162}  # all 197 after round 2 folded in and fixed (193, 186, 164), less 2
 
 
 def test_the_work_split_does_not_regress():
@@ -375,3 +375,66 @@ def test_a_paste_indented_as_a_code_block_reads_its_exception_line():
     assert (found.crashed, found.kind, found.phase) == (True, "unknown", "serving")
     assert diagnose("    Traceback (most recent call last):\n      File \"x.py\", line 1, in f\n"
                     "        g()\n    ValueError: bad").cause == "ValueError: bad"
+
+
+# --- held-out round 2's misses, fixed by general rules (docs/diagnosis.md) -------------------
+
+def test_the_capture_failures_solution_lines_alone_are_a_capture_failure():
+    """h2a12: only "3. disable torch compile ..." / "4. disable cuda graph by ..." survive: the
+    capture wrapper's own advice list (0.4.6 cuda_graph_runner.py:283-284, 0.5.23
+    runner_backend_utils/__init__.py:18)."""
+    assert _said("h2a12") == (True, "cuda_graph_capture", "graph_capture")
+    newer = ("[2026-01-02 10:00:00 TP0] Scheduler hit an exception.\n"
+             "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. (Not recommended. "
+             "Huge performance loss)\n")
+    assert diagnose(newer).signature == "capture_failed"
+
+
+def test_a_retraction_line_is_a_server_serving():
+    assert _said("h2a13") == (False, None, "serving")
+    assert phase_of("[2025-03-07 21:49:33 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                    "#new_token_ratio: 0.1474 -> 0.1845") == "serving"
+
+
+def test_a_piecewise_graph_failure_in_a_starting_scheduler_is_its_capture():
+    """h2b06: the piecewise runner logs the same line at capture (its __init__) and at replay;
+    the scheduler's constructor in the frames says startup. A replay (source-made fixture)
+    stays a replay."""
+    found = _real("h2b06")
+    assert (found.kind, found.signature, found.phase) == ("cuda_graph_capture", "piecewise_capture_failed",
+                                                          "graph_capture")
+    assert "--disable-piecewise-cuda-graph" in found.suggestion
+    assert _sglang("cuda_graph_replay__0.5.10__piecewise-graph-failed.log").signature == "piecewise_graph_failed"
+
+
+def test_tritons_ptxas_step_failing_is_a_kernel_build():
+    assert _said("h2b07") == (True, "kernel_compile", "graph_capture")
+
+
+def test_tritons_out_of_resources_line_wins_over_sigquit_and_the_shells_killed():
+    """h2b09: the exception line alone (its traceback cut above), then sigquit and `Killed`."""
+    found = _real("h2b09")
+    assert (found.crashed, found.kind) == (True, "kernel_compile")
+    assert found.cause.startswith("triton.runtime.errors.OutOfResources: out of resource: shared memory")
+
+
+def test_an_op_namespace_without_the_op_is_a_kernel_library_mismatch():
+    found = _real("h2b11")
+    assert (found.kind, found.signature) == ("dependency_mismatch", "compiled_op_mismatch")
+
+
+def test_frame_lines_with_json_escaped_quotes_are_frames():
+    """h2b13: File \\"...\\" (a traceback copied out of a JSON log) through event_loop_normal."""
+    assert _said("h2b13") == (True, "unknown", "serving")
+    assert split_lines('  File \\"/x/sglang/srt/managers/scheduler.py\\", line 9, in run_batch')[0].msg == \
+        '  File "/x/sglang/srt/managers/scheduler.py", line 9, in run_batch'
+
+
+def test_a_grammar_rejecting_one_requests_token_is_a_request_error():
+    found = _real("h2b19")
+    assert (found.crashed, found.kind, found.phase, found.signature) == (False, "request_error", "serving",
+                                                                         "grammar_token_rejected")
+
+
+def test_the_kv_buffers_allocation_frame_is_the_memory_pool():
+    assert _said("h2c04") == (True, "cuda_oom", "memory_pool")
