@@ -283,15 +283,17 @@ def _corpus_tool():
     return module
 
 
-WORK_FLOOR = {"crashed": 140, "kind": 136, "phase": 133}  # all 144 after round 1 folded in (142, 138, 135), less 2
+WORK_FLOOR = {"crashed": 191, "kind": 184, "phase": 162}  # all 197 after round 2 folded in and fixed (193, 186, 164), less 2
 
 
 def test_the_work_split_does_not_regress():
+    """A disputed kind (``kind_disputed``: the labellers disagreed) is not counted, as the tool does."""
     tool = _corpus_tool()
     rows = [tool.judged(log) for log in tool.load("work")]
-    got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows),
+    got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows if r["kind"] is not None),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
-    assert len(rows) == 144  # held-out round 1 (43 logs) was folded in after its one measurement
+    assert len(rows) == 197  # held-out rounds 1 (43 logs) and 2 (53) were folded in after their one measurement
+    assert sum(r["kind"] is None for r in rows) == sum(bool(log.get("kind_disputed")) for log in MANIFEST.values())
     assert all(got[key] >= floor for key, floor in WORK_FLOOR.items()), (got, WORK_FLOOR)
 
 
@@ -299,9 +301,10 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
     assert re.search(r'default="work"', (Path(__file__).parents[2] / "tools" / "diagnosis_corpus.py").read_text())
 
 
-def test_heldout_round_1_is_folded_into_work_with_its_history():
-    folded = [log for log in MANIFEST.values() if log.get("heldout_round") == 1]
-    assert len(folded) == 43 and all(log["split"] == "work" for log in folded)
+@pytest.mark.parametrize(("round_", "logs"), [(1, 43), (2, 53)])
+def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
+    folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
+    assert len(folded) == logs and all(log["split"] == "work" for log in folded)
 
 
 def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
@@ -372,3 +375,66 @@ def test_a_paste_indented_as_a_code_block_reads_its_exception_line():
     assert (found.crashed, found.kind, found.phase) == (True, "unknown", "serving")
     assert diagnose("    Traceback (most recent call last):\n      File \"x.py\", line 1, in f\n"
                     "        g()\n    ValueError: bad").cause == "ValueError: bad"
+
+
+# --- held-out round 2's misses, fixed by general rules (docs/diagnosis.md) -------------------
+
+def test_the_capture_failures_solution_lines_alone_are_a_capture_failure():
+    """h2a12: only "3. disable torch compile ..." / "4. disable cuda graph by ..." survive: the
+    capture wrapper's own advice list (0.4.6 cuda_graph_runner.py:283-284, 0.5.23
+    runner_backend_utils/__init__.py:18)."""
+    assert _said("h2a12") == (True, "cuda_graph_capture", "graph_capture")
+    newer = ("[2026-01-02 10:00:00 TP0] Scheduler hit an exception.\n"
+             "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. (Not recommended. "
+             "Huge performance loss)\n")
+    assert diagnose(newer).signature == "capture_failed"
+
+
+def test_a_retraction_line_is_a_server_serving():
+    assert _said("h2a13") == (False, None, "serving")
+    assert phase_of("[2025-03-07 21:49:33 TP1] KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                    "#new_token_ratio: 0.1474 -> 0.1845") == "serving"
+
+
+def test_a_piecewise_graph_failure_in_a_starting_scheduler_is_its_capture():
+    """h2b06: the piecewise runner logs the same line at capture (its __init__) and at replay;
+    the scheduler's constructor in the frames says startup. A replay (source-made fixture)
+    stays a replay."""
+    found = _real("h2b06")
+    assert (found.kind, found.signature, found.phase) == ("cuda_graph_capture", "piecewise_capture_failed",
+                                                          "graph_capture")
+    assert "--disable-piecewise-cuda-graph" in found.suggestion
+    assert _sglang("cuda_graph_replay__0.5.10__piecewise-graph-failed.log").signature == "piecewise_graph_failed"
+
+
+def test_tritons_ptxas_step_failing_is_a_kernel_build():
+    assert _said("h2b07") == (True, "kernel_compile", "graph_capture")
+
+
+def test_tritons_out_of_resources_line_wins_over_sigquit_and_the_shells_killed():
+    """h2b09: the exception line alone (its traceback cut above), then sigquit and `Killed`."""
+    found = _real("h2b09")
+    assert (found.crashed, found.kind) == (True, "kernel_compile")
+    assert found.cause.startswith("triton.runtime.errors.OutOfResources: out of resource: shared memory")
+
+
+def test_an_op_namespace_without_the_op_is_a_kernel_library_mismatch():
+    found = _real("h2b11")
+    assert (found.kind, found.signature) == ("dependency_mismatch", "compiled_op_mismatch")
+
+
+def test_frame_lines_with_json_escaped_quotes_are_frames():
+    """h2b13: File \\"...\\" (a traceback copied out of a JSON log) through event_loop_normal."""
+    assert _said("h2b13") == (True, "unknown", "serving")
+    assert split_lines('  File \\"/x/sglang/srt/managers/scheduler.py\\", line 9, in run_batch')[0].msg == \
+        '  File "/x/sglang/srt/managers/scheduler.py", line 9, in run_batch'
+
+
+def test_a_grammar_rejecting_one_requests_token_is_a_request_error():
+    found = _real("h2b19")
+    assert (found.crashed, found.kind, found.phase, found.signature) == (False, "request_error", "serving",
+                                                                         "grammar_token_rejected")
+
+
+def test_the_kv_buffers_allocation_frame_is_the_memory_pool():
+    assert _said("h2c04") == (True, "cuda_oom", "memory_pool")

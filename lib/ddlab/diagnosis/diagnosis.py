@@ -58,7 +58,8 @@ from ddlab.diagnosis.logtext import (
     strip_prefix,
     summarize_decode,
 )
-from ddlab.diagnosis.kinds.graphs import copy_reading
+from ddlab.diagnosis.frames import shows_startup
+from ddlab.diagnosis.kinds.graphs import copy_reading, piecewise_reading
 from ddlab.diagnosis.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
 from ddlab.diagnosis.readings import on_graph, spec_conflict
@@ -320,6 +321,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
         signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
     frames = frames_near(best, chains, lines)
+    signature = piecewise_reading(signature, shows_startup(frames))
     phase = crash_phase(lines, phase, best, signature, frames)
     version, algorithm = _for_whom(version, algorithm, facts, frames)
     markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))

@@ -34,7 +34,9 @@ def _frames(names: str, calls: str = "") -> re.Pattern:
 
 _LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader"
 _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
-         r"|maybe_register_hicache\w*")
+         r"|maybe_register_hicache\w*"
+         # the KV pool's buffers allocated in its constructor (0.5.10 mem_cache/memory_pool.py:780, :845)
+         r"|_create_buffers")
 _CAPTURE = (r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs|_?capture\w*")
 _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
 _WARMUP = r"_wait_and_warmup|_execute_server_warmup"

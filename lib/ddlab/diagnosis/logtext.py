@@ -157,6 +157,15 @@ def _dedented(raws: list[str]) -> list[str]:
     return [raw[indent:] for raw in raws] if indent >= _CODE_BLOCK_INDENT else raws
 
 
+# a traceback copied out of a JSON string keeps its escaped quotes: File \"path\", line N
+_ESCAPED_FRAME_RE = re.compile(r'^\s*File \\"')
+
+
+def _unescaped(text: str) -> str:
+    """A frame line copied from a JSON string, its quotes as Python printed them."""
+    return text.replace('\\"', '"') if _ESCAPED_FRAME_RE.match(text) else text
+
+
 def split_lines(text: str) -> list[Line]:
     """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled)."""
     lines = []
@@ -170,7 +179,7 @@ def split_lines(text: str) -> list[Line]:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
         cleaned, level = _unprefix(cleaned)
-        for part in _glued(cleaned):
+        for part in _glued(_unescaped(cleaned)):
             time = rank = None
             msg = part
             stamp = _SGLANG_RE.match(msg)
@@ -197,10 +206,14 @@ _PHASE_MARKERS = (
 # The HTTP server is up and the launcher's warmup request runs: past graph capture,
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
 WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP")
-_AFTER_READY = re.compile(r"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
+# A decode step that ran out of KV room retracts requests (0.4.6 managers/scheduler.py:1336
+# "Decode out of memory happened", 0.4.10.post2 scheduler.py:1666 and 0.5.10 scheduler.py:2596
+# "KV cache pool is full. Retract requests."): only a decode batch being served does that.
+_RETRACT = r"Decode out of memory happened\.|KV cache pool is full\. Retract requests\."
+_AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
 # A paste that begins mid-serving: batch lines and answered generation requests with no
 # startup line before them are serving too ("ready to roll" is long gone from the paste).
-_MID_SERVING = re.compile(r"Prefill batch\b|\"POST /(?:generate|v1/)\S* HTTP/[\d.]+\" 200")
+_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
 # Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start, the
 # NCCL communicator's init: 0.4.6.post5 distributed/device_communicators/pynccl.py:79, 0.5.23
 # pynccl.py:87): where one is in the log, the log shows the startup.

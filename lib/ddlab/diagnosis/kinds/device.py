@@ -108,14 +108,21 @@ KERNEL_COMPILE = Signature(
               r"\bnvcc fatal\b", r"ptxas (?:fatal|error)",
               r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
               r"ninja exited with status \d+", r"Ninja build failed",
-              r"CalledProcessError: Command '\['ninja'"),
-    lines=(r"^compilation terminated\.$", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
+              r"CalledProcessError: Command '\['ninja'",
+              # Triton's make_cubin runs ptxas as a subprocess (check=True): its failure is the
+              # JIT build's (triton/backends/nvidia/compiler.py:424 in 3.4, as the frame prints)
+              r"CalledProcessError: Command '\['[^']*\bptxas'"),
+    lines=(r"^compilation terminated\.$",
+           # Triton's OutOfResources printed alone (a paste cut above its traceback)
+           r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
            r"Error building extension '"),
     priority=82,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
              ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
              ("gcc / nvcc", "compilation terminated."),
+             ("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: subprocess.run(ptxas_cmd, "
+                            "check=True ...))"),
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
              ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
 

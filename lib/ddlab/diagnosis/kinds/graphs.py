@@ -24,7 +24,8 @@ import re
 
 from ddlab.diagnosis.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading"]
+__all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading",
+           "piecewise_reading"]
 
 REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
@@ -128,9 +129,19 @@ CAPTURE_FAILED = Signature(
               r"cudaErrorStreamCapture\w+", r"stream capture (?:invalidated|unsupported)",
               r"(?:during|while) (?:CUDA )?graph capture",
               r"operation failed due to a previous error during capture"),
-    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",),
+    # the "Possible solutions" list the capture wrapper appends to its message, which a paste
+    # cut above it still shows: graph off and torch compile off are advised nowhere else
+    # (0.4.3.post2 cuda_graph_runner.py:242, 0.4.6 cuda_graph_runner.py:283-284, 0.4.10.post2
+    # cuda_graph_runner.py:837-838, 0.5.10 cuda_graph_runner.py:1234-1235, 0.5.23
+    # runner_backend_utils/__init__.py:18, cpu_graph_runner.py:1077)
+    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",
+           r"^\d\. disable (?:decode )?cuda graph by --(?:disable-cuda-graph\b|cuda-graph-backend-decode=disabled)",
+           r"^\d\. disable torch compile by not using --enable-torch-compile"),
     priority=80, phase="graph_capture", detail=_capture_detail, by_algorithm=(_DDTREE_WIDTH,),
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
+             ("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:838"),
+             ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1235"),
+             ("0.5.23", "sglang/srt/model_executor/runner_backend_utils/__init__.py:18"),
              ("0.4.10.post2", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:139"),
              ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:656"),
              ("0.5.14", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:356"),
@@ -203,6 +214,19 @@ PIECEWISE_FAILED = Signature(
     priority=74, phase="serving",
     sources=(("0.5.10", "sglang/srt/compilation/piecewise_context_manager.py:49"),))
 
+# the same message is logged when the piecewise graphs are compiled and captured at startup
+# (0.5.10 piecewise_cuda_graph_runner.py:279, in the runner's __init__) and when one is replayed
+# (:760): frames of a server still starting make it a capture failure (piecewise_reading)
+PIECEWISE_CAPTURE = Signature(
+    "piecewise_capture_failed", "cuda_graph_capture", "capturing the piecewise CUDA graphs failed",
+    ("The piecewise (prefill) CUDA graphs failed while they were compiled and captured at startup: "
+     "turn them off with {prefill_graphs_off} to start, and report the error it names.",),
+    # the same texts; it ranks below PIECEWISE_FAILED, so only piecewise_reading names it
+    patterns=PIECEWISE_FAILED.patterns, lines=PIECEWISE_FAILED.lines,
+    priority=PIECEWISE_FAILED.priority - 1, phase="graph_capture",
+    sources=(("0.5.10", "sglang/srt/compilation/piecewise_context_manager.py:49"),
+             ("0.5.10", "sglang/srt/model_executor/piecewise_cuda_graph_runner.py:279")))
+
 EAGER_INPUT = Signature(
     "eager_input_mismatch", "forward_input_mismatch",
     "the eager runner got inputs that disagree in size (no CUDA graph involved)",
@@ -220,7 +244,13 @@ EAGER_INPUT = Signature(
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:512")))
 
 SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, REPLAY_PLAN, PIECEWISE_FAILED,
-              EAGER_INPUT]
+              PIECEWISE_CAPTURE, EAGER_INPUT]
+
+
+def piecewise_reading(signature: Signature | None, startup: bool) -> Signature | None:
+    """"Piecewise CUDA Graph failed" among frames of a server still starting (the scheduler's
+    constructor): the capture at startup, not a replay."""
+    return PIECEWISE_CAPTURE if signature is PIECEWISE_FAILED and startup else signature
 
 # The copy helpers the graph runners and (0.5.14+) the eager runner share: a traceback
 # truncated between the runner and these frames does not say which runner copied.

@@ -269,6 +269,9 @@ OP_MISMATCH = Signature(
     patterns=(r"\(\) expected at most \d+ argument\(s\) but received \d+ argument\(s\)",
               r"\(\) is missing value for argument '\w+'\. Declaration:",
               r"\(\) takes \d+ positional argument\(s\) but \d+ was/were given",
+              # the installed kernel library was built without an op this SGLang calls
+              # (torch 2.13 torch/_ops.py:1393, _OpNamespace.__getattr__)
+              r"'_OpNamespace' '\w+' object has no attribute '\w+'",
               _DEP_API + r"[\w.]*\(\) (?:missing \d+ required (?:positional |keyword-only )?arguments?"
               r"|got an unexpected keyword argument|takes \d+ positional arguments? but)"),
     priority=79,
@@ -276,6 +279,7 @@ OP_MISMATCH = Signature(
                               "expected at most N argument(s) but received M argument(s))"),
              ("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
                               "is missing value for argument)"),
+             ("torch 2.13.0", "torch/_ops.py:1393 ('_OpNamespace' 'NS' object has no attribute 'OP')"),
              ("0.4.10.post2", "sglang/srt/layers/attention/flashinfer_backend.py:1339"),
              ("0.5.10", "sglang/srt/mem_cache/storage/lmcache/lmc_radix_cache.py:86")))
 

@@ -133,4 +133,19 @@ REQUEST_5XX = Signature(
     priority=9, phase="serving", request=True,
     sources=(("uvicorn 0.54.0", "uvicorn/logging.py:107 (AccessFormatter: \"METHOD PATH HTTP/v\" STATUS)"),))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX]
+GRAMMAR_REJECTED = Signature(
+    "grammar_token_rejected", "request_error", "the grammar rejected a token of one constrained request",
+    ("The grammar of one structured-output request (JSON schema, regex, EBNF) did not accept a "
+     "token the model produced, and the scheduler aborted that request; the server kept serving. "
+     "With speculative decoding the rejected token is often a draft token the verify step kept: "
+     "if it recurs, retry the request without the speculative algorithm to tell, and try another "
+     "`--grammar-backend`.",),
+    patterns=(r"Grammar accept_token failed\b",),
+    lines=(r"Grammar accept_token failed\b",),
+    priority=12, phase="serving", request=True,
+    sources=(("0.4.10.post2", "sglang/srt/managers/scheduler_output_processor_mixin.py:282"),
+             ("0.5.10", "sglang/srt/managers/scheduler_output_processor_mixin.py:542"),
+             ("0.5.10", "sglang/srt/disaggregation/decode_schedule_batch_mixin.py:127"),
+             ("0.5.10", "sglang/srt/constrained/xgrammar_backend.py:80 (Tokens not accepted: TOKEN)")))
+
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX, GRAMMAR_REJECTED]
