@@ -424,7 +424,9 @@ VERBS = {
     "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
                     _run_restore, examples=("ddlab restore --host gpu1",)),
     "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict; "
-                  "exit 9 when another ddlab run took the host (preempted: --resume finishes it)",
+                  "exit 9 when another ddlab run took the host (preempted: --resume finishes it), 1 when "
+                  "a pool member's production could not be put back (the verdict names it and "
+                  "the ddlab restore to run) or the sweep failed (its verdict, then its JSON line)",
                   _args_sweep, _run_sweep, parameters=("budget", "topk_cap", "cuda_graph"),
                   examples=("ddlab sweep --budget '[16, 32]' --topk-cap 4 --cuda-graph true",
                             "ddlab sweep --resume latest --wait 600   # finish a stopped one, "
@@ -541,10 +543,11 @@ def _set_by_hand(args) -> set:
 
 def _failed(verb: str, err: DdlabError, code: int, *, usage: bool = False) -> int:
     """The error in one line on stderr; what the job had when it failed (``err.result``,
-    a search's report) as the last line on stdout, its JSON, as a job that ends prints."""
+    a search's report, a sweep's verdict) on stdout, then its JSON as the last line, as a
+    job that ends prints."""
     print(f"ddlab {verb}: {'error: ' if usage else ''}{err}", file=sys.stderr)
     if err.result is not None:
-        _show(err.result, json_only=True)
+        _show(err.result, json_line=True)
     return code
 
 
