@@ -122,12 +122,28 @@ def deploy(plan: DeployPlan, *, force: bool = False, dry_run: bool = False,
     with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force,
              wait_s=wait_s) as lab:
         lab.check_variants([plan.variant])  # with the host's own SGLang, before anything changes
+        _say_baseline_diff(lab, plan)  # what replaces production, before it is stopped
         try:
             lab.stop_baseline()
             return lab.start_variant(plan.variant)
         except BaseException:
             lab.restore()  # nothing half-deployed stays behind
             raise
+
+
+def _say_baseline_diff(lab: Lab, plan: DeployPlan) -> None:
+    """The running baseline's unit against the variant's, as a compact unified diff (secrets
+    masked), on the log before the baseline is stopped: what is about to replace
+    production. systemd hosts only (a process manager keeps no unit text)."""
+    service = lab.profile.baseline_service
+    if not service or lab.profile.service_manager != "systemd" or lab.lock.baseline:
+        return  # none, or a deploy that follows one: production is stopped already
+    running = lab.manager.definition(service)
+    if running is None:
+        return
+    plan.baseline_unit = redact_text(running)
+    log.info(f"{lab.name}: {plan.variant.unit_name} against the running baseline {service} "
+             f"(--- baseline, +++ variant):\n{plan.diff_to_baseline()}")
 
 
 def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,

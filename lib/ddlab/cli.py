@@ -27,12 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ddlab import api
+import ddlab as api  # the API's names, each imported at first use (inside main)
 from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
 from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
-from ddlab.hosts.lock import WAIT_DEFAULT_S
 
 __all__ = ["main", "build_parser", "VERBS"]
 
@@ -65,6 +64,8 @@ def _host_args(p: argparse.ArgumentParser) -> None:
 
 
 def _wait_arg(p: argparse.ArgumentParser) -> None:
+    from ddlab.hosts.lock import WAIT_DEFAULT_S
+
     p.add_argument("--wait", dest="wait_s", type=float, nargs="?", const=WAIT_DEFAULT_S,
                    default=None, metavar="S",
                    help="when another ddlab run holds the host, queue behind it up to S "
@@ -505,7 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
 
-    args = build_parser().parse_args(argv)
+    try:  # the heavy imports happen here (the parser's choices, then the verb's API call)
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while ddlab starts: nothing began, one line
+        print("ddlab: interrupted while starting; nothing was done", file=sys.stderr)
+        return 130
     verb = VERBS[args.verb]
     previous = set_caller(verb.speaks)
     said_before = set_notebook_parameters(set(verb.parameters) - _set_by_hand(args))

@@ -141,3 +141,57 @@ def test_a_pool_member_down_at_the_start_prints_the_verdict_and_a_resume_that_wo
     bench.assert_put_back()
     assert _lo_back(lo)
     print(f"OUTCOME: exit 1, stdout ends with the verdict; `{resume}` -> exit 0")
+
+
+# --- item 16a: the diff against production, before production stops --------------------
+
+
+def test_deploy_shows_the_running_baselines_unit_against_the_variants_before_stopping_it(th):
+    """Before, `ddlab deploy` printed its plan line and stopped production, with no word of
+    what replaced it. Now a compact unified diff (the baseline's unit as the host has it,
+    --- ; the variant's, +++) is on stderr before the baseline is stopped."""
+    done = fk.ddlab_in(th, "deploy", "--host", "th", "--set", "budget=32")
+    try:
+        assert done.returncode == 0, done.stderr[-3000:]
+        err = done.stderr
+        assert f"--- {th.baseline}" in err and "+++ ddlab-" in err, err[-3000:]
+        assert "\n-ExecStart=" in err and "\n+ExecStart=" in err, err[-3000:]
+        assert "speculative-ddtree-budget 32" in err.split("+ExecStart=", 1)[1].splitlines()[0] \
+            or "--speculative-ddtree-budget" in err, err[-3000:]
+        assert err.index("+++ ddlab-") < err.index(f"stopping baseline {th.baseline}"), \
+            "the diff comes before production is stopped"
+        diff = err[err.index(f"--- {th.baseline}"):err.index(f"stopping baseline {th.baseline}")]
+        assert len(diff.splitlines()) < 40, f"compact: {len(diff.splitlines())} lines"
+        print(f"OUTCOME: {len(diff.splitlines())}-line diff before the stop")
+    finally:
+        assert fk.ddlab_in(th, "restore", "--host", "th").returncode == 0
+    th.assert_put_back()
+
+
+# --- item 17a: Ctrl-C while deploy starts ------------------------------------------------
+
+
+# 0.1 s on: before that the interpreter is still starting and importing the ddlab package
+# (35 ms of imports, a traceback still possible there); on main 0.05, 0.1 and 0.2 failed
+@pytest.mark.parametrize("after_s", [0.1, 0.15, 0.2, 0.3, 0.5])
+def test_ctrl_c_in_deploys_first_moments_is_one_line_and_exit_130(th, after_s):
+    """Before, a SIGINT in deploy's first 0.2 s (while ddlab's modules were imported, at the
+    console script's top level) printed a 27-line KeyboardInterrupt traceback. Now the
+    heavy imports are in main: one line, exit 130, and the host as it was (or put back)."""
+    proc = subprocess.Popen([DDLAB, "deploy", "--host", "th", "--set", "budget=32"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=th.env(), cwd=REPO)
+    time.sleep(after_s)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    try:
+        assert "Traceback" not in err, err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert proc.returncode in (130, -signal.SIGINT), (proc.returncode, err)
+        said = [line for line in lines if "interrupted" in line]
+        assert said and len(lines) <= 12, err  # heartbeats of a deploy that began may come first
+        print(f"OUTCOME: SIGINT after {after_s} s: exit {proc.returncode}; {said[-1]}")
+    finally:
+        if th.lock() is not None:
+            assert fk.ddlab_in(th, "restore", "--host", "th").returncode == 0
+    th.assert_put_back()
