@@ -393,7 +393,7 @@ def _put_back(host: Host, pid_before: int) -> None:
 @pytest.mark.slow
 def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
     before = host.baseline_pid()
-    report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+    report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH, max_trials=24,
                             fallback=["cuda_graph=false"], run_dir=tmp_path, **FAST)
     print(f"OUTCOME: {report.headline}")
     print(report.table().to_string())
@@ -405,9 +405,9 @@ def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
                     "(as given, even 4096 fails with cuda_graph_capture)"), report.answer
     slots = int(tail.split()[0])
     assert tail == f"{slots} serves with graphs off; {slots + 1} is cut by the server", tail
+    trials = report.trials
     cut = trials[trials["failure"] == "cut by the server"]
     assert not cut.empty and all(f"max_running_requests={slots}," in c for c in cut["cause"])
-    trials = report.trials
     first = trials.iloc[0]
     assert (first["role"], first["failure"]) == ("ask", "kv_pool_oom"), "from the kv_pool_oom"
     assert (first["point.context_length"], first["point.max_running_requests"]) == (131072, 256)
@@ -432,7 +432,7 @@ def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
     # the same search again: every trial from the store, the host not touched at all
     runs = host.runs()
     pid = host.baseline_pid()
-    again = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+    again = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH, max_trials=24,
                            fallback=["cuda_graph=false"], **FAST)
     assert again.answer == report.answer and again.search_id == report.search_id
     assert again.trials["reused"].all() and host.runs() == runs, "no trial ran twice"

@@ -30,7 +30,7 @@ AS_ASKED = ["--set", "env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
             "--set", "context_length=131072", "--set", "max_running_requests=256"]
 SEARCH = ["context_length=4096..131072", "max_running_requests=1..256"]
 ENVELOPE = ["envelope", "--host", "th", *AS_ASKED, "--search", SEARCH[0], "--search", SEARCH[1],
-            "--fallback", "cuda_graph=false", "--timeout", "120"]
+            "--fallback", "cuda_graph=false", "--timeout", "120", "--max-trials", "24"]
 # the server cuts max_running_requests to its KV pool (issue 23 item 6: "256 (the top of the
 # range) serves" was said of a server that ran fewer); the answer is the value it ran
 ANSWER = ("context_length 16384 serves with graphs off; 32768 fails with kv_pool_oom (as "

@@ -9,7 +9,9 @@ value at any level goes back to its value as asked for the later keys when the c
 as asked served (at a value known to fail they would only meet that failure again),
 else it stays at its lowest candidate. Candidates are integers,
 powers of two where the flag table says the flag wants them (``Flag.pow2``), the
-ends from the flag table when left out. Trials per key: at most
+ends from the flag table when left out. A value the server did not run as asked (it cut
+``max_running_requests`` to fit: the trial's ``Outcome.cut_keys``) is not serving for the
+key searched: the answer is a value that ran as asked. Trials per key: at most
 ⌈log2 N⌉ + 2 + (fallbacks applied), N its number of candidates.
 """
 
