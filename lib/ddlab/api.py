@@ -122,12 +122,28 @@ def deploy(plan: DeployPlan, *, force: bool = False, dry_run: bool = False,
     with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force,
              wait_s=wait_s) as lab:
         lab.check_variants([plan.variant])  # with the host's own SGLang, before anything changes
+        _say_baseline_diff(lab, plan)  # what replaces production, before it is stopped
         try:
             lab.stop_baseline()
             return lab.start_variant(plan.variant)
         except BaseException:
             lab.restore()  # nothing half-deployed stays behind
             raise
+
+
+def _say_baseline_diff(lab: Lab, plan: DeployPlan) -> None:
+    """The running baseline's unit against the variant's, as a compact unified diff (secrets
+    masked), on the log before the baseline is stopped: what is about to replace
+    production. systemd hosts only (a process manager keeps no unit text)."""
+    service = lab.profile.baseline_service
+    if not service or lab.profile.service_manager != "systemd" or lab.lock.baseline:
+        return  # none, or a deploy that follows one: production is stopped already
+    running = lab.manager.definition(service)
+    if running is None:
+        return
+    plan.baseline_unit = redact_text(running)
+    log.info(f"{lab.name}: {plan.variant.unit_name} against the running baseline {service} "
+             f"(--- baseline, +++ variant):\n{plan.diff_to_baseline()}")
 
 
 def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,
@@ -330,14 +346,16 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
             opened.wait_s = wait_s
             execute_sweep(opened, store)
     except BaseException as err:
-        _keep_records(own, _report_failure(store, slot, opened, err, run_dir), opened, profile,
-                      run_dir, err)
+        failed = _report_failure(store, slot, opened, err, run_dir)
+        _keep_records(own, failed, opened, profile, run_dir, err)
+        if isinstance(err, DdlabError) and failed is not None and err.result is None:
+            err.result = failed.verdict  # the CLI prints it, then its JSON line, last
         raise
     from ddlab.lab.results import plan_frame
 
     planned = plan_frame(opened) if opened.status == "dry-run" and not resume else None
     report = _report(store, opened.sweep_id, opened.status, opened.resume_command(), run_dir,
-                     frame=planned, error=opened.error)
+                     frame=planned, error=opened.error, not_back=opened.not_back)
     slot.update(report.verdict)
     report.provenance = _keep_records(own, report, opened, profile, run_dir)
     return report
@@ -360,14 +378,17 @@ def _keep_records(own, report, opened: Sweep | None, profile: HostProfile, run_d
 
 
 def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
-            frame=None, error: str = "", what: str = "", cautions=()) -> SweepReport:
-    """The report of a sweep; in ``run_dir`` its verdict and ``cells.csv`` too."""
+            frame=None, error: str = "", what: str = "", cautions=(),
+            not_back=()) -> SweepReport:
+    """The report of a sweep; in ``run_dir`` its verdict and ``cells.csv`` too;
+    ``not_back``: pool members whose production could not be put back."""
     from ddlab.lab.results import load_cells, sweep_words
     from ddlab.report.verdicts import SweepReport, sweep_verdict
 
     frame = load_cells(sweep_id, store=store) if frame is None else frame
     verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume, error=error,
-                            what=what or sweep_words(store.sweep(sweep_id)), cautions=cautions)
+                            what=what or sweep_words(store.sweep(sweep_id)), cautions=cautions,
+                            not_back=not_back)
     record_verdict(verdict.to_dict(), run_dir)
     if run_dir and Path(run_dir).is_dir() and not frame.empty:
         frame.to_csv(Path(run_dir) / "cells.csv", index=False)
@@ -382,13 +403,13 @@ def _report_failure(store: Store, slot: Slot, opened: Sweep | None, err: BaseExc
     error = "" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
     if record:
         report = _report(store, opened.sweep_id, record["status"], record["resume_command"],
-                         run_dir, error=error)
+                         run_dir, error=error, not_back=opened.not_back)
         slot.update(report.verdict)
     elif opened is not None and opened.status == "failed":  # failed to start: not stored
         from ddlab.lab.results import plan_frame
 
         report = _report(store, opened.sweep_id, "failed", "", run_dir,
-                         frame=plan_frame(opened), error=error)
+                         frame=plan_frame(opened), error=error, not_back=opened.not_back)
         slot.update(report.verdict)
     else:
         report = None

@@ -27,12 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ddlab import api
+import ddlab as api  # the API's names, each imported at first use (inside main)
 from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
 from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
-from ddlab.hosts.lock import WAIT_DEFAULT_S
 
 __all__ = ["main", "build_parser", "VERBS"]
 
@@ -65,6 +64,8 @@ def _host_args(p: argparse.ArgumentParser) -> None:
 
 
 def _wait_arg(p: argparse.ArgumentParser) -> None:
+    from ddlab.hosts.lock import WAIT_DEFAULT_S
+
     p.add_argument("--wait", dest="wait_s", type=float, nargs="?", const=WAIT_DEFAULT_S,
                    default=None, metavar="S",
                    help="when another ddlab run holds the host, queue behind it up to S "
@@ -424,7 +425,9 @@ VERBS = {
     "restore": Verb("remove the variant and put the host's baseline back", _args_restore,
                     _run_restore, examples=("ddlab restore --host gpu1",)),
     "sweep": Verb("sweep DDTree budget x top-k cap x CUDA graphs on a host; print the verdict; "
-                  "exit 9 when another ddlab run took the host (preempted: --resume finishes it)",
+                  "exit 9 when another ddlab run took the host (preempted: --resume finishes it), 1 when "
+                  "a pool member's production could not be put back (the verdict names it and "
+                  "the ddlab restore to run) or the sweep failed (its verdict, then its JSON line)",
                   _args_sweep, _run_sweep, parameters=("budget", "topk_cap", "cuda_graph"),
                   examples=("ddlab sweep --budget '[16, 32]' --topk-cap 4 --cuda-graph true",
                             "ddlab sweep --resume latest --wait 600   # finish a stopped one, "
@@ -503,7 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     import signal
     import threading
 
-    args = build_parser().parse_args(argv)
+    try:  # the heavy imports happen here (the parser's choices, then the verb's API call)
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while ddlab starts: nothing began, one line
+        print("ddlab: interrupted while starting; nothing was done", file=sys.stderr)
+        return 130
     verb = VERBS[args.verb]
     previous = set_caller(verb.speaks)
     said_before = set_notebook_parameters(set(verb.parameters) - _set_by_hand(args))
@@ -541,10 +548,11 @@ def _set_by_hand(args) -> set:
 
 def _failed(verb: str, err: DdlabError, code: int, *, usage: bool = False) -> int:
     """The error in one line on stderr; what the job had when it failed (``err.result``,
-    a search's report) as the last line on stdout, its JSON, as a job that ends prints."""
+    a search's report, a sweep's verdict) on stdout, then its JSON as the last line, as a
+    job that ends prints."""
     print(f"ddlab {verb}: {'error: ' if usage else ''}{err}", file=sys.stderr)
     if err.result is not None:
-        _show(err.result, json_only=True)
+        _show(err.result, json_line=True)
     return code
 
 

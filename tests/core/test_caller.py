@@ -92,3 +92,17 @@ def test_the_parameters_a_fix_may_name_follow_the_override_aliases():
 def test_an_unknown_caller_is_refused():
     with pytest.raises(ValueError, match="must be one of python, cli, papermill"):
         caller.set_caller("bash")
+
+
+@pytest.mark.parametrize("who", ["cli", "python", "papermill"])
+def test_a_whole_ddlab_run_command_is_kept_as_written(who):
+    """Issue 23 item 5: the pool's fix 'then resume: ddlab run sweep -p resume ID' was
+    spoken to the CLI as `ddlab run sweep --resume ID`, a usage error (and to Python as
+    `ddlab run sweep resume=ID`); a whole command parses as written, for every caller."""
+    fix = ("fix those hosts, then resume: ddlab run sweep -p resume 20261202T0601Z-duo-b4 "
+           "-p fixed '{\"env.HF_TOKEN\": \"***\"}'; or try -p budget 32")
+    said = caller.speak(fix, who)
+    assert "ddlab run sweep -p resume 20261202T0601Z-duo-b4 -p fixed '{\"env.HF_TOKEN\": " \
+           "\"***\"}'" in said
+    assert said.endswith({"cli": "try --budget 32", "python": "try budget=32",
+                          "papermill": "try -p budget 32"}[who])

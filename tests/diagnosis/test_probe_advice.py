@@ -70,3 +70,28 @@ def test_a_capture_probe_is_a_runner_method_called_on_itself_not_a_model_layer()
     target = probe_target(_frames(text))
     assert target.endswith("DecodeCudaGraphRunner.capture_one_shape")
     assert "models" not in target and "logits" not in target
+
+
+def test_a_probe_whose_path_resolves_nowhere_is_said_not_armed_with_the_closest():
+    """Issue 23 item 8: a typo'd --probe-fn left the verdict silent (the suggestion even
+    proposed the same probe again), though the log held the hook's `missing` record with
+    the closest path; now the suggestion and the facts say it saw nothing, and name it."""
+    typo = f"{RUNNER_0_5_23}._copy_replay_inputz"
+    closest = f"{RUNNER_0_5_23}._copy_replay_inputs"
+    record = {"pid": 7, "rank": 0, "target": typo, "mode": "error", "event": "missing",
+              "call": None, "closest": closest,
+              "error": {"type": "AttributeError", "message": f"{RUNNER_0_5_23} has no attribute "
+                        f"'_copy_replay_inputz'; did you mean {closest}?"}}
+    crash = (SGLANG / "cuda_graph_replay__0.5.23__nonetype-copy-replay-inputs.log").read_text(
+        encoding="utf-8")
+    import json
+
+    text = f"[2026-12-02 06:00:00] DDLAB_PROBE {json.dumps(record)}\n" + crash
+    d = diagnose(text)
+    said = d.facts["probes_not_armed"]
+    assert said == [f"probe {typo} is not armed: it saw nothing ({RUNNER_0_5_23} has no "
+                    f"attribute '_copy_replay_inputz'); did you mean {closest}? deploy again "
+                    f"with --probe-fn {closest}"], said
+    assert d.suggestion.startswith(said[0]), d.suggestion
+    ready = diagnose(f"DDLAB_PROBE {json.dumps(record)}\nThe server is fired up and ready to roll!")
+    assert ready.facts["probes_not_armed"] == said, "said whether it crashed or not"

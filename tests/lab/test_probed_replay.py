@@ -18,6 +18,7 @@ import pytest
 
 import ddlab.target
 from ddlab.lab.deploy import deployed
+from ddlab.lab.sweep_plan import BASELINE_OVERRIDES
 from ddlab.lab.watch import watch
 from labkit import REPLAY_FAULT, clean, site_fixture  # noqa: F401 (clean: a fixture)
 
@@ -66,3 +67,38 @@ def test_the_replay_crash_suggests_a_probe_which_then_names_the_none_field(clean
         "removing the variant removed the hook's folder"
     site.assert_put_back(variant.unit_name)
     assert _checksums() == before, "the installed server's files are untouched"
+
+
+SKIP_FAULT = "debug_drop_verify_mode=skip"
+
+
+@pytest.mark.slow
+def test_the_skip_modes_wrong_output_suggests_a_probe_that_sees_the_none_field(clean):
+    """Issue 23 item 7: in 0.5.23's skip mode the copy skips the dropped field and the
+    graph replays a stale buffer: WRONG OUTPUT, no crash. Before, the next step named
+    '--probe-fn ...CudaGraphRunner.replay:first=3' (no such path: it never fired) and an
+    error-mode probe's records never came (nothing raises there); a first=N probe's
+    records were ignored. Now the next step names the copy's real path, and with that
+    probe deployed the verdict's cause names the None field."""
+    site = clean
+    reference = site.variant(*(f"{k}=null" for k in BASELINE_OVERRIDES))  # no speculation
+    with deployed(site.profile, reference) as (lab, _dep):  # records the lossless reference
+        assert watch(lab, timeout_s=120, probe=True, grace_s=0).state == "ready"
+    with deployed(site.profile, site.variant(REPLAY_FAULT, SKIP_FAULT)) as (lab, _dep):
+        first = watch(lab, timeout_s=120, probe=True, grace_s=1)
+    assert first.state == "wrong_output", first.render()
+    assert "num_token_non_padded" not in first.headline, "the tokens alone do not say"
+    probe = PROBE.search(first.next_step)
+    assert probe, first.next_step
+    target = probe.group(1)
+    assert target == ("ddlab.target.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner"
+                      ".fill_from:first=3"), target
+
+    variant = site.variant(REPLAY_FAULT, SKIP_FAULT, f"probes={target}")
+    with deployed(site.profile, variant) as (lab, _dep):
+        second = watch(lab, timeout_s=120, probe=True, grace_s=1)
+    assert second.state == "wrong_output", second.render()
+    assert "num_token_non_padded is None (DDLAB_PROBE)" in second.headline, second.headline
+    assert second.diagnosis.facts["none_fields"] == ["num_token_non_padded"]
+    assert "num_token_non_padded is None in the verify batch" in second.next_step
+    site.assert_put_back(variant.unit_name)

@@ -44,7 +44,7 @@ LONGER = "env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 # bs 256 (an H200's default), asked for 128k context and 256 running requests.
 AS_ASKED = {LONGER: "1", "device_memory_gb": 0.5, "cuda_graph_max_bs_decode": 256,
             "context_length": 131072, "max_running_requests": 256}
-SEARCH = ["context_length=4096..131072", "max_running_requests=8..256"]
+SEARCH = ["context_length=4096..131072", "max_running_requests=1..256"]
 FAST = {"timeout_s": 120}
 
 
@@ -188,6 +188,21 @@ def test_the_walk_down_with_two_keys_keeps_the_fallback_and_each_found_value():
     assert env.answer == ("context_length 16384 serves with graphs off; 32768 fails with "
                           "kv_pool_oom (as given, even 4096 fails with cuda_graph_capture); "
                           "max_running_requests 256 (the top of the range) serves with graphs off")
+
+
+def test_a_value_the_server_cut_is_not_serving_for_the_key_searched():
+    """Issue 23 item 6, the logic alone: a ready server that ran max_running_requests=10
+    whatever was asked above it 'serves' for another key, never for this one."""
+    def test(point):
+        asked = point.get("max_running_requests", 48)
+        cut = ("max_running_requests",) if asked > 10 else ()
+        return Outcome("serves", cut_keys=cut, cut=f"the server ran max_running_requests=10, "
+                       f"not {asked}" if cut else "")
+
+    spec = parse_search("max_running_requests=1..256")
+    env = envelope_search([spec], [], Trials(test, max_trials=20), {})
+    assert env.answer == "max_running_requests 10 serves; 11 is cut by the server", env.answer
+    assert env.asked_serves, "the config as asked serves (with what the server made of it)"
 
 
 def test_a_key_that_never_serves_leaves_the_next_key_as_asked():
@@ -378,16 +393,21 @@ def _put_back(host: Host, pid_before: int) -> None:
 @pytest.mark.slow
 def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
     before = host.baseline_pid()
-    report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+    report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH, max_trials=24,
                             fallback=["cuda_graph=false"], run_dir=tmp_path, **FAST)
     print(f"OUTCOME: {report.headline}")
     print(report.table().to_string())
     assert report.status == "done" and report.found and report.exit_code == 0
-    assert report.answer == ("context_length 16384 serves with graphs off; 32768 fails with "
-                             "kv_pool_oom (as given, even 4096 fails with cuda_graph_capture); "
-                             "max_running_requests 256 (the top of the range) serves with "
-                             "graphs off")
+    # the server cuts max_running_requests to what its KV pool holds at 16384 tokens (issue 23
+    # item 6: it said "256 (the top of the range) serves", while the server ran fewer)
+    head, _, tail = report.answer.partition("; max_running_requests ")
+    assert head == ("context_length 16384 serves with graphs off; 32768 fails with kv_pool_oom "
+                    "(as given, even 4096 fails with cuda_graph_capture)"), report.answer
+    slots = int(tail.split()[0])
+    assert tail == f"{slots} serves with graphs off; {slots + 1} is cut by the server", tail
     trials = report.trials
+    cut = trials[trials["failure"] == "cut by the server"]
+    assert not cut.empty and all(f"max_running_requests={slots}," in c for c in cut["cause"])
     first = trials.iloc[0]
     assert (first["role"], first["failure"]) == ("ask", "kv_pool_oom"), "from the kv_pool_oom"
     assert (first["point.context_length"], first["point.max_running_requests"]) == (131072, 256)
@@ -395,12 +415,12 @@ def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
     assert len(capture) == 1 and capture.iloc[0]["phase"] == "graph_capture"
     off = trials[trials["point.cuda_graph"] == False]  # noqa: E712
     assert off.iloc[0]["outcome"] == "serves", "the graphs-off fallback serves"
-    proof = {row["point.context_length"]: row["outcome"] for _, row in off.iterrows()}
+    proof = {row["point.context_length"]: row["outcome"] for _, row in off.iterrows()
+             if row["point.max_running_requests"] == 256}  # the first key's trials
     assert proof[16384] == "serves" and proof[32768] == "fails with kv_pool_oom", \
         "one trial on each side of the boundary"
     spec = parse_search(SEARCH[0])
     assert len(trials) <= per_key_bound(spec) + per_key_bound(parse_search(SEARCH[1]))
-    assert len(trials) <= per_key_bound(spec), "the second key needed no trial of its own"
     assert "reference for ddlab-tiny" in report.known[0], "lossless: a reference ran first"
     assert all(n == "" for n in trials.loc[trials["outcome"] == "serves", "note"]), \
         "every serving trial was checked for lossless tokens"
@@ -412,7 +432,7 @@ def test_the_fields_walk_down_automated_on_the_embedded_target(host, tmp_path):
     # the same search again: every trial from the store, the host not touched at all
     runs = host.runs()
     pid = host.baseline_pid()
-    again = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
+    again = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH, max_trials=24,
                            fallback=["cuda_graph=false"], **FAST)
     assert again.answer == report.answer and again.search_id == report.search_id
     assert again.trials["reused"].all() and host.runs() == runs, "no trial ran twice"
@@ -540,3 +560,28 @@ def test_a_search_that_fails_still_prints_its_json_line_last(tmp_path):
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["state"] == "failed" and report["kind"] == "envelope"
     assert report["error"] and "not-a-folder" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_value_the_server_cut_is_never_the_envelopes_answer(host):
+    """Issue 23 item 6: the target, like SGLang, cuts max_running_requests to what its KV
+    pool holds. Before, every value up to the top 'served' (the ready server ran fewer
+    slots, its own verdict's note said so) and the answer was the top of the range; now a
+    value the server cut fails as 'cut by the server', and the answer is the largest value
+    that ran as asked: the one the server actually runs."""
+    fixed = {LONGER: "1", "device_memory_gb": 0.5, "context_length": 16384, "cuda_graph": False}
+    report = ddlab.envelope(base="local", fixed=fixed, search=["max_running_requests=1..256"],
+                            probe=False, **FAST)
+    print(f"OUTCOME: {report.answer}")
+    trials = report.trials
+    print(trials[["role", "point.max_running_requests", "outcome", "cause"]].to_string())
+    cut = trials[trials["failure"] == "cut by the server"]
+    assert not cut.empty, trials[["point.max_running_requests", "outcome"]]
+    ran = {int(c.split("max_running_requests=")[1].split(",")[0]) for c in cut["cause"]}
+    assert len(ran) == 1, cut["cause"].tolist()
+    (slots,) = ran
+    assert 1 <= slots < 256
+    assert report.answer == f"max_running_requests {slots} serves; {slots + 1} is cut by the " \
+                            "server", report.answer
+    served = trials[trials["outcome"] == "serves"]["point.max_running_requests"].dropna()
+    assert served.max() == slots, "no value above what the server runs 'serves' as asked"

@@ -141,3 +141,30 @@ def test_a_slow_start_is_a_timeout_not_a_crash(clean):
     assert verdict.headline.startswith("TIMEOUT:") and "raise the timeout" in verdict.next_step
     site.assert_put_back(dep.service)
 
+
+
+KV_LONG = ("env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1", "device_memory_gb=0.5",
+           "context_length=131072", "cuda_graph=false")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("site", kinds("process-local", "systemd-ssh"), indirect=True, ids=str)
+def test_the_kv_pool_advice_counts_the_earlier_attempts_on_this_host(clean):
+    """Issue 23 item 9 (watch): --mem-fraction-static 0.92 crashed with kv_pool_oom, then
+    0.88 did too; before, the second verdict said 'try --mem-fraction-static 0.92' (a
+    loop: the watch passed the diagnosis no earlier attempt). Now the earlier start on the
+    same host and base is counted as tried, and the advice moves to the next lever."""
+    site = clean
+    said = []
+    for fraction in (0.92, 0.88):
+        with deployed(site.profile, site.variant(*KV_LONG, f"mem_fraction_static={fraction}")) \
+                as (lab, _dep):
+            verdict = watch(lab, timeout_s=90, probe=False, grace_s=0)
+        assert (verdict.state, verdict.diagnosis.kind) == ("crashed", "kv_pool_oom"), \
+            verdict.render()
+        said.append(verdict.next_step)
+    assert "`--mem-fraction-static 0.96`" not in said[0]
+    assert "`--mem-fraction-static 0.92`" not in said[1], said[1]
+    assert "0.88, 0.92 were tried" in said[1], said[1]
+    assert "--context-length" in said[1] and f"ddlab envelope --host {site.profile.handle}" \
+        in said[1], said[1]

@@ -132,6 +132,10 @@ def test_a_probe_on_a_module_that_does_not_exist_is_one_line_and_the_server_serv
     assert len(missing) == len({r["pid"] for r in missing}) >= 1, "once per process"
     assert all(r["target"] == typo and r["closest"] == FILL_FROM for r in missing), missing
     assert not [r for r in records if r["event"] in ("armed", "raised", "failed")], records
+    # issue 23 item 8: the verdict itself says the probe saw nothing, and names the closest
+    said = [n for n in verdict.notes if "is not armed" in n]
+    assert said and typo in said[0] and f"--probe-fn {FILL_FROM}" in said[0], verdict.notes
+    assert f"note:       probe {typo} is not armed" in verdict.render()
     site.assert_put_back(variant.unit_name)
 
 

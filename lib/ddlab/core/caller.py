@@ -47,6 +47,10 @@ _STATE = {"caller": "", "parameters": frozenset()}
 _VALUE = r"('[^']*'|[^\s,;)]+)"
 _PARAMETER = re.compile(r"(?<![\w-])-p ([A-Za-z_][\w.]*) " + _VALUE)
 _OVERRIDE = re.compile(r"(?<![\w-])--set ([A-Za-z_][\w.-]*)=" + _VALUE)
+# a whole `ddlab run NOTEBOOK -p NAME VALUE ...` command (a resume command): it parses as
+# written in every caller's hands, so it is never rewritten (`ddlab run sweep --resume X`,
+# what the CLI's rewrite made of it, is a usage error)
+_RUN_COMMAND = re.compile(r"ddlab run [\w./-]+(?: -p [A-Za-z_][\w.]* " + _VALUE + r")*")
 
 
 def set_caller(name: str) -> str:
@@ -79,6 +83,14 @@ def speak(text: str | None, who: str | None = None) -> str | None:
     if not text:
         return text
     who = who or caller()
+    out, last = [], 0
+    for command in _RUN_COMMAND.finditer(text):  # kept as written (see _RUN_COMMAND)
+        out += [_spoken(text[last:command.start()], who), command[0]]
+        last = command.end()
+    return "".join([*out, _spoken(text[last:], who)])
+
+
+def _spoken(text: str, who: str) -> str:
     text = _PARAMETER.sub(lambda m: _parameter(who, m[1], m[2]), text)
     return _OVERRIDE.sub(lambda m: _override(who, m[1], m[2]), text)
 

@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ddlab.core.errors import ConfigError
-from ddlab.probes import none_fields, probe_records
+from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_run
 from ddlab.diagnosis.facts import parse_facts
@@ -346,6 +346,9 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     nones = none_fields(seen)
     if seen.skipped:  # a record that cannot be read (cut, hostile) is skipped, and said
         facts = {**facts, "probe_records_skipped": seen.skipped}
+    unarmed = not_armed(seen)
+    if unarmed:  # a probe that saw nothing must never pass for one that saw no None
+        facts = {**facts, "probes_not_armed": [probe_not_armed(p) for p in unarmed]}
     if nones:  # what the probes saw is the first thing the cause says
         facts = {**facts, "none_fields": nones}
         sources = sorted({r.get("source", "DDLAB_PROBE") for r in seen
@@ -355,7 +358,9 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         cause = f"{said}: {cause}" if cause else said
     elif crashed and signature and signature.kind in PROBE_KINDS and suggestion:
         target = probe_target(best.chain.frames if best and best.chain else [])
-        if target:
+        if unarmed:
+            suggestion = f"{probe_not_armed(unarmed[0])}. {suggestion}"
+        elif target:
             suggestion += (" To see the batch's fields (None, shapes) where it fails, deploy it "
                            f"again with `ddlab deploy --probe-fn {target} ...` (nothing installed "
                            "is edited; the baseline never carries it).")
@@ -374,6 +379,17 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         title=title, facts=facts,
         sglang_version=version, algorithm=algorithm,
         sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
+
+
+def probe_not_armed(probe: dict) -> str:
+    """``probe X is not armed (...): its path resolves nowhere; did you mean Y? deploy
+    again with --probe-fn Y``, from a :func:`ddlab.probes.not_armed` entry."""
+    closest = probe.get("closest")
+    fix = (f"; did you mean {closest}? deploy again with --probe-fn {closest}" if closest
+           else "; check the path (module.Class.method) on the server")
+    said = str(probe.get("why") or "").split("; did you mean")[0]
+    why = f" ({said})" if said else ""
+    return f"probe {probe['target']} is not armed: it saw nothing{why}{fix}"
 
 
 def read_log(path: str) -> str:

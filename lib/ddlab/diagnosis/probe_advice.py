@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PROBE_KINDS", "probe_target"]
+__all__ = ["PROBE_KINDS", "probe_target", "skip_path_probe"]
 
 # Crashes whose traceback names no field: a probe on the verify path says which is None.
 PROBE_KINDS = ("cuda_graph_replay", "cuda_graph_capture")
@@ -41,3 +41,17 @@ def _method_path(path: str, func: str) -> str:
     module = path.replace("/", ".")
     owner = "".join(part.capitalize() for part in module.rsplit(".", 1)[-1].split("_"))
     return f"{module}.{owner}.{func}"
+
+
+def skip_path_probe(module: str, version: str | None) -> str:
+    """The ``--probe-fn`` that sees a graph replay's verify batch where it is copied into
+    the buffers, for a server that gives WRONG OUTPUT instead of crashing (0.5.23's
+    ``fill_from`` skips a None field, so nothing raises and an error-mode probe never
+    fires): first=3, which records each call's fields as it begins. ``module``: the
+    server's (``ddlab.target`` names the target's own copy of SGLang's files);
+    ``version``: the SGLang generation its log speaks (before 0.5.14: ``replay_prepare``)."""
+    package = "ddlab.target" if module.split(".")[0] == "ddlab" else "sglang.srt.model_executor"
+    older = bool(version) and tuple(int(p) for p in re.findall(r"\d+", version)[:3]) < (0, 5, 14)
+    if older:
+        return f"{package}.cuda_graph_runner.CudaGraphRunner.replay_prepare:first=3"
+    return f"{package}.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner.fill_from:first=3"

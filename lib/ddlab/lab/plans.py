@@ -51,7 +51,7 @@ class DeployPlan:
     def diff_to_baseline(self) -> str:
         if self.baseline_unit is None:
             return "(no baseline unit to compare: the host profile names none, or it was not read)"
-        return _diff(self.baseline_unit, self.unit, self.host.baseline_service, self.variant.name)
+        return _diff(self.baseline_unit, self.unit, self.host.baseline_service, self.variant.unit_name)
 
     def render(self) -> str:
         """The headline, then the unit."""

@@ -24,6 +24,7 @@ slot has put its host back.
 
 from __future__ import annotations
 
+import shlex
 import threading
 import time
 from dataclasses import dataclass, field
@@ -120,6 +121,7 @@ class _Slot:
     cells: int = 0
     interrupted: bool = False
     bracketing: list = field(default_factory=list)
+    not_back: dict | None = None  # its production could not be put back: what and why
 
     @property
     def host(self) -> str:
@@ -160,10 +162,12 @@ def run_pool(sweep, store: Store, todo: list, steps: CellSteps) -> None:
 
     def work(slot: _Slot) -> None:
         variants = [c.variant for c in todo if c.host in ("", slot.host)]
+        held: list[Lab] = []
         with Store(store.path) as mine:
             try:
                 with steps.hold(sweep, mine, variants, profile=slot.profile,
                                 abandon=False) as lab:
+                    held.append(lab)
                     _cells(slot, lab, mine, queue, sweep, steps)
                     with guard:
                         mine_to_bracket = slot.host not in brackets
@@ -172,6 +176,7 @@ def run_pool(sweep, store: Store, todo: list, steps: CellSteps) -> None:
                         steps.bracket(lab, mine, sweep, host=slot.host)
             except BaseException as err:  # recorded; the main thread reports it
                 slot.error = err
+                slot.not_back = _left_down(held[0], slot, err) if held else None
             finally:
                 forget_thread()
                 slot.ended.set()
@@ -226,11 +231,36 @@ def _cells(slot: _Slot, lab: Lab, store: Store, queue: CellQueue, sweep,
         log.info(f"[sweep] {slot.label}: {cell.variant.name}: {status}; {queue.finished()}")
 
 
+def _left_down(lab: Lab, slot: _Slot, err: BaseException) -> dict | None:
+    """What a slot that failed left on its host, by its lock's record: its production
+    stopped (or a variant running), when putting it back failed too; None when the
+    host is back, or another run took it (the taker's to put back)."""
+    record = lab.lock
+    if record is None or lab.preemption is not None or isinstance(err, Preempted):
+        return None
+    baseline = record.baseline or {}
+    down = baseline.get("service") if baseline.get("was_active") else None
+    if not down and not record.variant:
+        return None
+    why = f"{type(err).__name__}: {getattr(err, 'message', err)}"
+    command = f"ddlab restore --host {shlex.quote(slot.profile.handle)}"
+    what = (f"its production ({down}) is stopped" if down else
+            f"its variant {record.variant.get('service')} may still run")
+    return {"host": slot.host, "baseline": down or "", "variant": record.variant.get("service", ""),
+            "why": why, "command": command,
+            "words": f"{slot.label}: {what} and could not be put back ({why}); when the "
+                     f"host answers, run: {command}"}
+
+
 def _report(places: list[_Slot], queue: CellQueue, sweep) -> None:
-    """Hosts that failed are named; cells no host could run make the sweep fail."""
+    """Hosts that failed are named, and any whose production could not be put back
+    (``sweep.not_back``); cells no host could run make the sweep fail."""
     failed = [s for s in places if s.error is not None]
     for s in failed:
         log.info(f"[sweep] {s.label} failed: {type(s.error).__name__}: {s.error}")
+    sweep.not_back = [s.not_back for s in failed if s.not_back]
+    for down in sweep.not_back:
+        log.warning(f"[sweep] {down['words']}")
     live = {s.host for s in places if s.error is None}
     left = queue.left(live) if live else list(queue.pending)
     taken = next((s.error for s in failed if isinstance(s.error, Preempted)), None)

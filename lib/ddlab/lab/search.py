@@ -27,7 +27,11 @@ from typing import Callable
 
 from ddlab.config import flags as flagreg
 
-__all__ = ["Outcome", "Trial", "Trials", "OutOfBudget", "describe_point"]
+__all__ = ["Outcome", "Trial", "Trials", "OutOfBudget", "describe_point", "CUT",
+           "serves_as_asked"]
+
+# the failure of a trial the server ran otherwise than asked (it cut the searched value)
+CUT = "cut by the server"
 
 
 # --- outcomes and trials ----------------------------------------------------------------
@@ -45,6 +49,10 @@ class Outcome:
     run_dir: str = field(default="", compare=False)
     note: str = field(default="", compare=False)
     reused: bool = field(default=False, compare=False)  # read from the store, not run now
+    # keys of the point the server ran otherwise (it cut them to fit), and in words: an
+    # envelope never counts a value the server cut as serving (:func:`serves_as_asked`)
+    cut_keys: tuple = field(default=(), compare=False)
+    cut: str = field(default="", compare=False)
 
     @property
     def ok(self) -> bool:
@@ -60,6 +68,14 @@ class Outcome:
         return "serves" if self.ok else f"fails with {self.failure}"
 
 
+def serves_as_asked(outcome: Outcome, key: str) -> tuple[bool, str]:
+    """(it serves with ``key`` as asked, the failure when not): a value of ``key`` the
+    server cut is :data:`CUT`, never "serves"."""
+    if outcome.ok and key in outcome.cut_keys:
+        return False, CUT
+    return outcome.ok, outcome.failure
+
+
 @dataclass(frozen=True)
 class Trial:
     """One point tried, in the order of the search (``number`` from 1)."""
@@ -69,6 +85,7 @@ class Trial:
     outcome: Outcome
     role: str = "trial"          # ask | good | bad | confirm | trial
     level: int = 0               # envelope: the fallbacks applied
+    key: str = ""                # envelope: the key this trial searched
 
 
 class OutOfBudget(Exception):
@@ -89,8 +106,9 @@ class Trials:
         self.max_time_s = max_time_s
         self.done: dict[str, Trial] = {}
 
-    def __call__(self, point: dict, *, role: str = "trial", level: int = 0) -> Outcome:
-        key = _canonical(point)
+    def __call__(self, point: dict, *, role: str = "trial", level: int = 0,
+                 key: str = "") -> Outcome:
+        searched, key = key, _canonical(point)
         if key in self.done:
             return self.done[key].outcome
         if len(self.done) >= self.max_trials:
@@ -98,7 +116,7 @@ class Trials:
         if self.deadline is not None and self.clock() >= self.deadline:
             raise OutOfBudget(f"the time budget of {self.max_time_s:g} s is spent")
         outcome = self.test(dict(point))
-        self.done[key] = Trial(len(self.done) + 1, dict(point), outcome, role, level)
+        self.done[key] = Trial(len(self.done) + 1, dict(point), outcome, role, level, searched)
         return outcome
 
     @property

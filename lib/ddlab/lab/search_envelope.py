@@ -9,7 +9,9 @@ value at any level goes back to its value as asked for the later keys when the c
 as asked served (at a value known to fail they would only meet that failure again),
 else it stays at its lowest candidate. Candidates are integers,
 powers of two where the flag table says the flag wants them (``Flag.pow2``), the
-ends from the flag table when left out. Trials per key: at most
+ends from the flag table when left out. A value the server did not run as asked (it cut
+``max_running_requests`` to fit: the trial's ``Outcome.cut_keys``) is not serving for the
+key searched: the answer is a value that ran as asked. Trials per key: at most
 ⌈log2 N⌉ + 2 + (fallbacks applied), N its number of candidates.
 """
 
@@ -23,7 +25,7 @@ from ddlab.config.bases import Config
 from ddlab.config.overrides import _target, parse_overrides
 from ddlab.config.sglang import human_readable_int
 from ddlab.core.errors import ConfigError
-from ddlab.lab.search import OutOfBudget, Trials, describe_point
+from ddlab.lab.search import CUT, OutOfBudget, Trials, describe_point, serves_as_asked
 
 __all__ = ["KeySpec", "parse_search", "parse_fallbacks", "start_value", "KeyResult",
            "Envelope", "envelope_search"]
@@ -188,12 +190,12 @@ class Envelope:
         key, where = r.spec.key, "" if r.level == 0 else f" {self.level_words(r.level)}"
         if r.good is None:
             level, value, failure = r.bottoms[-1]
-            text = f"{key}: even {value} fails with {failure} at every fallback"
+            text = f"{key}: even {value} {_fails(failure)} at every fallback"
         elif r.bad is None:
             text = f"{key} {r.value(r.good)} (the top of the range) serves{where}"
         else:
-            text = f"{key} {r.value(r.good)} serves{where}; {r.value(r.bad)} fails with {r.failure}"
-        before = [f"{self.level_words(level)}, even {value} fails with {failure}"
+            text = f"{key} {r.value(r.good)} serves{where}; {r.value(r.bad)} {_fails(r.failure)}"
+        before = [f"{self.level_words(level)}, even {value} {_fails(failure)}"
                   for level, value, failure in r.bottoms if r.good is not None or level < r.level]
         return text + (f" ({'; '.join(before)})" if before else "")
 
@@ -209,13 +211,18 @@ class Envelope:
             if r.done:
                 continue
             lo = f"{r.value(r.good)} serves" if r.good is not None else "nothing known to serve"
-            hi = (f"{r.value(r.bad)} fails with {r.failure}" if r.bad is not None
+            hi = (f"{r.value(r.bad)} {_fails(r.failure)}" if r.bad is not None
                   else "nothing above tried")
             out.append(f"{r.spec.key} {self.level_words(r.level)}: {lo}, {hi}; the values "
                        "between are untried")
         searched = {r.spec.key for r in self.results}
         out += [f"{s.key}: not searched" for s in self.keys if s.key not in searched]
         return out
+
+
+def _fails(failure: str) -> str:
+    """``fails with kv_pool_oom``; a value the server cut ``is cut by the server``."""
+    return f"is {CUT}" if failure == CUT else f"fails with {failure}"
 
 
 def envelope_search(keys: list[KeySpec], fallbacks: list[dict], trials: Trials,
@@ -240,14 +247,16 @@ def _search_key(env: Envelope, spec: KeySpec, trials: Trials) -> None:
     while True:
         r.level, r.good, r.bad, r.failure = env.level, None, None, ""
         if top_known:
-            top = trials(env.point(spec.key, values[-1]), level=env.level)
-            if top.ok:
+            ok, failure = serves_as_asked(trials(env.point(spec.key, values[-1]),
+                                                 level=env.level, key=spec.key), spec.key)
+            if ok:
                 r.good = len(values) - 1
                 return _settle(env, r)
-            r.bad, r.failure = len(values) - 1, top.failure
-        low = trials(env.point(spec.key, values[0]), level=env.level)
-        if not low.ok:
-            r.bottoms.append((env.level, values[0], low.failure))
+            r.bad, r.failure = len(values) - 1, failure
+        ok, failure = serves_as_asked(trials(env.point(spec.key, values[0]), level=env.level,
+                                             key=spec.key), spec.key)
+        if not ok:
+            r.bottoms.append((env.level, values[0], failure))
             if env.level < len(env.fallbacks):
                 env.level, top_known = env.level + 1, False
                 continue
@@ -266,11 +275,12 @@ def _bisect_up(env: Envelope, r: KeyResult, trials: Trials) -> None:
     above = r.bad if r.bad is not None else len(values)
     while above - r.good > 1:
         mid = (r.good + above) // 2
-        outcome = trials(env.point(r.spec.key, values[mid]), level=env.level)
-        if outcome.ok:
+        ok, failure = serves_as_asked(trials(env.point(r.spec.key, values[mid]),
+                                             level=env.level, key=r.spec.key), r.spec.key)
+        if ok:
             r.good = mid
         else:
-            above, r.bad, r.failure = mid, mid, outcome.failure
+            above, r.bad, r.failure = mid, mid, failure
 
 
 def _settle(env: Envelope, r: KeyResult) -> None:

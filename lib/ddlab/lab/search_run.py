@@ -306,8 +306,9 @@ class _Runner:
 
     def run(self, variant: Variant, point: dict, role: str) -> sx.Outcome:
         row = self.rows.get(variant.hash)
+        asked = point if self.plan.kind == "envelope" else None
         if row is not None and row["status"] in DONE_STATES:
-            return outcome_of(row, reused=True)
+            return outcome_of(row, reused=True, asked=asked)
         cell = Cell(self._position(row), role, dict(point), variant)
         self.store.plan_cell(self.sweep.sweep_id, config_hash=cell.hash, name=variant.name,
                              position=cell.position, point=cell.point, role=role,
@@ -324,7 +325,7 @@ class _Runner:
                             f"{row['status']}, which says nothing of the config",
                             fix="check the host, then run the same search again: it resumes "
                                 "with this trial", host=self.plan.profile.name)
-        outcome = outcome_of(row)
+        outcome = outcome_of(row, asked=asked)
         log.info(f"[{self.plan.kind}] {role} {what}: {outcome.words} "
                  f"({time.monotonic() - started:.1f} s)")
         return outcome
@@ -366,8 +367,10 @@ class _Runner:
         return f"reference for {model}: {variant.name} {outcome.words}"
 
 
-def outcome_of(row: dict, *, reused: bool = False) -> sx.Outcome:
-    """A finished cell (a store row) as a search outcome."""
+def outcome_of(row: dict, *, reused: bool = False, asked: dict | None = None) -> sx.Outcome:
+    """A finished cell (a store row) as a search outcome. ``asked``: the envelope's point;
+    its keys the server ran otherwise (cut max_running_requests to fit) are the outcome's
+    ``cut_keys``: the envelope never counts such a value as serving."""
     verdict, status = row.get("verdict") or {}, row["status"]
     where = {"phase": verdict.get("phase") or "", "cause": verdict.get("cause") or "",
              "run_dir": row.get("run_dir") or verdict.get("run_dir") or "", "reused": reused}
@@ -378,9 +381,24 @@ def outcome_of(row: dict, *, reused: bool = False) -> sx.Outcome:
                 **where, "cause": failed[0].get("error") or "a probe request failed"})
         lossless = verdict.get("lossless") or {}
         note = "" if lossless.get("checked") else str(lossless.get("why") or "")
-        return sx.Outcome("serves", note=note, **{**where, "phase": "", "cause": ""})
+        keys, cut = _cut_keys(asked or {}, verdict.get("ran_otherwise") or {})
+        return sx.Outcome("serves", note=note, cut_keys=keys, cut=cut,
+                          **{**where, "phase": "", "cause": ""})
     if status == "wrong_output":
         return sx.Outcome("wrong_output", "lossless_violation", **where)
     if status == "timeout":
         return sx.Outcome("timeout", "timeout", **where)
     return sx.Outcome("crashed", verdict.get("kind") or "unknown", **where)
+
+
+def _cut_keys(point: dict, ran_otherwise: dict) -> tuple[tuple, str]:
+    """The point's keys the server ran otherwise than asked, and in words (``the server
+    ran max_running_requests=3, not 256``)."""
+    keys, words = [], []
+    for key, value in point.items():
+        kind, flag = _target(key)
+        cut = ran_otherwise.get(flag) if kind == "flags" else None
+        if cut and str(cut.get("asked")) == str(value):
+            keys.append(key)
+            words.append(f"the server ran {key}={cut['ran']}, not {value}")
+    return tuple(keys), "; ".join(words)

@@ -83,6 +83,8 @@ class Sweep:
     secret_keys: list[str] = field(default_factory=list)
     wait_s: float | None = None  # queue this long for a host another run holds
     error: str = ""              # what stopped it (a preempted sweep: who took the host)
+    # pool members whose production could not be put back (ddlab.lab.pool._left_down)
+    not_back: list[dict] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:

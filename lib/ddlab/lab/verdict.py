@@ -55,6 +55,8 @@ class Verdict:
     lost: str = ""                  # connection_lost: what the connection said last
     restore_error: str = ""         # the watch ended, but putting the baseline back failed
     lossless: dict = field(default_factory=dict)  # the lossless check (LosslessCheck.to_dict)
+    # flag -> {"asked", "ran", "given"}: what a ready server ran otherwise than configured
+    ran_otherwise: dict = field(default_factory=dict)
 
     @property
     def probe_failed(self) -> bool:
@@ -129,7 +131,8 @@ class Verdict:
                 "service_state": self.service_state, "probes": [asdict(p) for p in self.probes],
                 "exit_code": self.exit_code,
                 "log_tail": self.log_tail, "run_dir": self.run_dir, "notes": self.notes,
-                "lost": self.lost, "restore_error": self.restore_error, "lossless": self.lossless}
+                "lost": self.lost, "restore_error": self.restore_error, "lossless": self.lossless,
+                "ran_otherwise": self.ran_otherwise}
 
     def render(self) -> str:
         """Verdict first, then the details a person reads next."""

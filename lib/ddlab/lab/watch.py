@@ -58,12 +58,15 @@ from ddlab.core.redact import redact, redact_text
 from ddlab.config.flags import graphs_on
 from ddlab.core.run_folders import write_json, write_text
 from ddlab.diagnosis import diagnosis as dx
+from ddlab.diagnosis.probe_advice import skip_path_probe
 from ddlab.hosts.services import ServiceState
 from ddlab.lab import lossless as ll
+from ddlab.lab.attempts import tried_before
 from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
 from ddlab.lab.preempted import preempted
 from ddlab.lab.probes import ProbeResult, probe_server
 from ddlab.lab.slurm_verdict import scheduler_ended
+from ddlab.probes import none_fields, probe_records
 from ddlab.lab.verdict import (EXIT_CODES, PHASE_LABELS, PREEMPTED_EXIT,  # noqa: F401
                                PROBE_FAILED_EXIT, SCHEDULER_ENDED_EXIT, Verdict)
 
@@ -232,6 +235,23 @@ def _deployed(deployed: Deployed) -> tuple[dict, str | None]:
         return dict(config["config"]["flags"]), config.get("sglang_version") or None
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}, None
+
+
+def _run_config(deployed: Deployed) -> dict:
+    """The run folder's config.json (host, base, config), {} when unreadable."""
+    import json
+
+    try:
+        config = json.loads((Path(deployed.run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _module(deployed: Deployed) -> str:
+    """The server's module (``ddlab.target``, ``sglang.launch_server``), '' unknown."""
+    command = (_run_config(deployed).get("config") or {}).get("command") or {}
+    return str(command.get("module") or "") if isinstance(command, dict) else ""
 
 
 class _Loop:
@@ -429,37 +449,62 @@ def _notes(loop: _Loop, diagnosis: dx.Diagnosis) -> list[str]:
     if baseline and loop.lab.lock.baseline.get("was_active"):
         notes.append(f"the baseline {baseline} is stopped while the variant runs: ddlab restore "
                      f"--host {shlex.quote(loop.lab.profile.handle)} puts it back")
-    served = diagnosis.facts.get("max_running_requests")
-    asked = loop.deployed_flags.get("max-running-requests")
-    default = 48 if ll.speculative(loop.deployed_flags) else None  # SGLang's
     ran = diagnosis.decode.get("cuda_graph") if isinstance(diagnosis.decode, dict) else None
     if graphs_on(loop.deployed_flags) and ran is False:
         notes.append("CUDA graphs were asked for, but every decode line says cuda graph: False: "
                      "the batch did not fit the captured graphs (its width or size), so these "
                      "figures are eager ones")
-    if isinstance(served, int) and served < (asked or default or served):
-        notes.append(f"the server runs max_running_requests={served}, not the "
-                     f"{asked or default} {'asked for' if asked else 'SGLang defaults to'}: it cut "
-                     "it to fit memory; the variant is not what was configured")
+    for flag, cut in ran_otherwise(loop.deployed_flags, diagnosis).items():
+        asked = "asked for" if cut["given"] else "SGLang defaults to"
+        notes.append(f"the server runs {flag.replace('-', '_')}={cut['ran']}, not the "
+                     f"{cut['asked']} {asked}: it cut it to fit memory; the variant is not what "
+                     "was configured")
     return notes
 
 
-def _not_lossless(diagnosis: dx.Diagnosis, loop: _Loop) -> dx.Diagnosis:
+def ran_otherwise(flags: dict, diagnosis: dx.Diagnosis) -> dict:
+    """Values the server ran otherwise than configured, by the log's own figures: flag ->
+    ``{"asked", "ran", "given"}`` (``given``: set by the config, not SGLang's default).
+    Today max_running_requests, which SGLang cuts to fit the KV pool (48 under
+    speculation when not given)."""
+    served = diagnosis.facts.get("max_running_requests")
+    given = flags.get("max-running-requests")
+    asked = given or (48 if ll.speculative(flags) else None)  # SGLang's default
+    asked = int(asked) if isinstance(asked, str) and asked.isdigit() else asked
+    if isinstance(served, int) and isinstance(asked, int) and served < asked:
+        return {"max-running-requests": {"asked": asked, "ran": served, "given": bool(given)}}
+    return {}
+
+
+def _not_lossless(diagnosis: dx.Diagnosis, loop: _Loop, text: str) -> dx.Diagnosis:
     """A ready variant whose tokens differ from the model's own: what differs, and the
     next step (graphs are the usual suspect: SGLang 0.5.23's fill_from skips a None
     field and replays stale buffers, sglang/srt/model_executor/cuda_graph_buffer_registry.py)."""
     check = loop.lossless
     graphs = graphs_on(loop.deployed_flags)
-    if graphs:
+    nones = none_fields(probe_records(text), events=("call",))  # a first=N probe's calls
+    if graphs and nones:
+        step = (f"{', '.join(nones)} is None in the verify batch the graph copies: the replay "
+                "runs on that field's stale buffer; fix what drops it, or run with CUDA graphs "
+                "off (--set cuda_graph=false) meanwhile")
+    elif graphs:
+        flags = loop.deployed_flags  # the target's --log-format picks its generation
+        target = skip_path_probe(_module(loop.deployed), flags.get("log-format")
+                                 or diagnosis.sglang_version)
         step = ("deploy the same variant with CUDA graphs off (--set cuda_graph=false): if its "
-                "tokens are right, the graph replays buffers a verify field never filled; probe "
-                "the replay (--probe-fn ...CudaGraphRunner.replay:first=3) to see which field is None")
+                "tokens are right, the graph replays buffers a verify field never filled; to see "
+                f"which field is None, deploy it again with `ddlab deploy --probe-fn {target} ...`"
+                " (the copy skips a None field without raising, so only a first=N probe sees it)")
     else:
         step = ("graphs are off, so the verify path itself is wrong: sweep budget and topk_cap "
                 "down to the smallest tree that still differs, and compare with DFLASH")
+    cause = check.get("summary", "the tokens differ from the reference")
+    if nones:  # what the probe saw is the first thing the cause says
+        cause = f"{', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None (DDLAB_PROBE): {cause}"
     return dataclasses.replace(
         diagnosis, kind="lossless_violation", phase="serving", crashed=False,
-        cause=check.get("summary", "the tokens differ from the reference"),
+        facts={**diagnosis.facts, "none_fields": nones} if nones else diagnosis.facts,
+        cause=cause,
         evidence=[f"compared {check.get('compared')}",
                   f"reference from {check.get('reference_source')}"], suggestion=step)
 
@@ -486,8 +531,14 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
     s = loop.state
     # the raw log (masking destroys evidence); advice for the release and algorithm in use
     algorithm = loop.deployed_flags.get("speculative-algorithm")
-    diagnosis = dx.diagnose(text, patterns=patterns, version=loop.sglang_version,
-                            algorithm=str(algorithm) if algorithm else None)
+    how = {"patterns": patterns, "version": loop.sglang_version, "host": loop.lab.profile.handle,
+           "algorithm": str(algorithm) if algorithm else None}
+    diagnosis = dx.diagnose(text, **how)
+    tried = tried_before(loop.lab.name, str(_run_config(loop.deployed).get("base") or ""),
+                         diagnosis.kind or "", exclude=loop.deployed.run_dir) \
+        if diagnosis.crashed else {}
+    if tried:  # earlier starts that crashed the same way: the advice moves to the next lever
+        diagnosis = dx.diagnose(text, tried=tried, **how)
     if state == "preempted":
         diagnosis = preempted(diagnosis, loop.lab.preemption, loop.lab.name, s)
     elif state == "scheduler_ended":
@@ -498,7 +549,7 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
         diagnosis = _unexplained_death(diagnosis, s, text)
     # what is kept and shown is masked: a server logs its own secrets (server_args=...api_key=)
     if state == "ready" and loop.lossless.get("checked") and not loop.lossless.get("ok"):
-        state, diagnosis = "wrong_output", _not_lossless(diagnosis, loop)
+        state, diagnosis = "wrong_output", _not_lossless(diagnosis, loop, text)
     diagnosis = _masked(diagnosis)
     text = redact_text(text)
     restarts = s.n_restarts if s else 0  # since the start ddlab made (a manual start resets it)
@@ -507,12 +558,15 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
              if loop.checker.stranger else [])
     if loop.lab.profile.scheduler == "slurm":
         notes.append(NO_BASELINE_SLURM)
+    notes += diagnosis.facts.get("probes_not_armed") or []  # a typo'd --probe-fn saw nothing
     verdict = Verdict(state=state, variant=loop.deployed.name, host=loop.lab.name,
                       service=loop.deployed.service, elapsed_s=loop.elapsed_s, diagnosis=diagnosis,
                       service_state=s.to_dict() if s else {}, restarts=restarts,
                       probes=list(loop.probes), log_tail=text.strip().splitlines()[-30:],
                       run_dir=str(loop.deployed.run_dir), lost=redact_text(lost),
-                      lossless=redact(loop.lossless), notes=notes)
+                      lossless=redact(loop.lossless), notes=notes,
+                      ran_otherwise=ran_otherwise(loop.deployed_flags, diagnosis)
+                      if state == "ready" else {})
     run_dir = Path(loop.deployed.run_dir)
     write_text(run_dir / "journal.log", text)
     write_json(run_dir / "verdict.json", verdict.to_dict())

@@ -7,7 +7,8 @@ ddlab side, before anything touches a host. On the host, two files written by
 :func:`probe_env` wrap the target in the server and in every process it spawns.
 The hook writes ``DDLAB_PROBE {json}`` lines to stderr; :func:`probe_records`
 reads them (and the field's ``DFLASH_DIAG`` lines) back out of the log, and
-:func:`none_fields` says which attributes were None when the target raised.
+:func:`none_fields` says which attributes were None when the target raised, and
+:func:`not_armed` which probes never wrapped their target (a path that resolves nowhere).
 
 The hook is never imported here: it arms itself on import when DDLAB_PROBES is set.
 """
@@ -15,8 +16,8 @@ The hook is never imported here: it arms itself on import when DDLAB_PROBES is s
 from __future__ import annotations
 
 from ddlab.probes.install import install_files, probe_env, probe_files
-from ddlab.probes.records import none_fields, probe_records
+from ddlab.probes.records import none_fields, not_armed, probe_records
 from ddlab.probes.spec import ProbeSpec, parse_probe, parse_probes
 
-__all__ = ["ProbeSpec", "install_files", "none_fields", "parse_probe", "parse_probes",
+__all__ = ["ProbeSpec", "install_files", "none_fields", "not_armed", "parse_probe", "parse_probes",
            "probe_env", "probe_files", "probe_records"]

@@ -29,7 +29,8 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["MAX_RECORD_CHARS", "MAX_RECORD_DEPTH", "Records", "none_fields", "probe_records"]
+__all__ = ["MAX_RECORD_CHARS", "MAX_RECORD_DEPTH", "Records", "none_fields", "not_armed",
+           "probe_records"]
 
 _PROBE = re.compile(r"\bDDLAB_PROBE (?=\{)")
 _DIAG = re.compile(r"\bDFLASH_DIAG\b\s*")
@@ -72,17 +73,36 @@ def probe_records(log_text: str) -> Records:
     return out
 
 
-def none_fields(records: list[dict]) -> list[str]:
+def none_fields(records: list[dict], events=_ERROR_EVENTS) -> list[str]:
     """The attribute names reported as None where it failed: in error-mode (``raised``)
-    records and DFLASH_DIAG records; first seen first, each once."""
+    records and DFLASH_DIAG records; first seen first, each once. ``events=("call",)``:
+    those a first=N probe saw None as the call began (a path that fails without raising,
+    such as 0.5.23's graph copy that skips a None field and replays a stale buffer)."""
     names: list[str] = []
     for record in records:
-        if record.get("event") not in _ERROR_EVENTS:
+        if record.get("event") not in events:
             continue
         for field in (record.get("summaries") or {}).get("fields") or []:
             if field.get("type") == "NoneType" and field.get("name") not in names:
                 names.append(field["name"])
     return names
+
+
+def not_armed(records: list[dict]) -> list[dict]:
+    """The probes that never wrapped their target: a ``missing`` record (the path resolves
+    nowhere: ``closest`` is the nearest existing path) or a ``failed`` one, with no
+    ``armed`` record for that target in any process; each target once, as
+    ``{"target", "why", "closest"}``."""
+    armed = {r.get("target") for r in records if r.get("event") == "armed"}
+    out: dict[str, dict] = {}
+    for record in records:
+        target = record.get("target")
+        if record.get("event") in ("missing", "failed") and target not in armed \
+                and isinstance(target, str) and target not in out:
+            error = record.get("error") or {}
+            out[target] = {"target": target, "why": str(error.get("message") or "")[:300],
+                           "closest": record.get("closest") or None}
+    return list(out.values())
 
 
 def _probe_record(line: str) -> dict | None:

@@ -16,7 +16,7 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.lab.search import describe_point
+from ddlab.lab.search import CUT, describe_point, serves_as_asked
 from ddlab.lab.search_run import SearchRun, outcome_of
 from ddlab.lab.store import DONE_STATES, Store
 
@@ -135,15 +135,19 @@ def trials_frame(store: Store, search_id: str, run: SearchRun | None = None) -> 
     for cell in store.cells(search_id):
         if cell["role"] != "trial" or cell["status"] not in DONE_STATES:
             continue
-        outcome = outcome_of(cell)
         point = cell.get("point") or {}
         trial = known.get(json.dumps(point, sort_keys=True, default=str))
+        # the search's own reading (an envelope's value the server cut is no "serves")
+        outcome = trial.outcome if trial is not None else outcome_of(cell)
+        ok, failure = serves_as_asked(outcome, trial.key if trial is not None else "")
+        words = ("serves" if ok else f"is {CUT} ({outcome.cut})" if failure == CUT
+                 else outcome.words)
         row = {"trial": trial.number if trial else None, "role": trial.role if trial else "trial",
                "level": trial.level if trial else None,
                "fallback": run.result.level_words(trial.level) if envelope and trial else "",
                "changes": describe_point(point), "applied": list(point),
-               "outcome": outcome.words, "failure": outcome.failure, "phase": outcome.phase,
-               "cause": outcome.cause, "note": outcome.note,
+               "outcome": words, "failure": failure, "phase": outcome.phase,
+               "cause": outcome.cut if failure == CUT else outcome.cause, "note": outcome.note,
                "reused": bool(trial and trial.outcome.reused), "name": cell["name"],
                "config_hash": cell["config_hash"], "run_dir": outcome.run_dir}
         row.update({f"point.{k}": v for k, v in point.items()})

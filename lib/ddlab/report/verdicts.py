@@ -49,6 +49,8 @@ class SweepVerdict:
     error: str = ""     # what stopped a failed sweep (the exception, one line)
     what: str = ""      # the sweep in words, ``local b4.16.32 x cap1.4 x graphs`` (titles)
     cautions: list[str] = field(default_factory=list)  # warnings from outside its cells
+    # pool members whose production could not be put back: host, baseline, why, command
+    hosts_not_back: list[dict] = field(default_factory=list)
 
     @property
     def headline(self) -> str:
@@ -61,6 +63,9 @@ class SweepVerdict:
         count = len(self.warnings)
         tail = f"; {count} warning{'s' if count != 1 else ''}" if count else ""
         stopped = f"; stopped by {self.error}" if self.error else ""
+        if self.hosts_not_back:  # never cut: production is down there
+            hosts = ", ".join(d["host"] for d in self.hosts_not_back)
+            stopped = f"; production NOT put back on {hosts}{stopped}"
         for counts, best in ((self._counts(True, True), self._best(True)),
                              (self._counts(False, True), self._best(True)),
                              (self._counts(False, False), self._best(True)),
@@ -148,6 +153,7 @@ class SweepVerdict:
         if s.get("pending") and self.status not in ("done", "dry-run"):
             rows.append(f"not run yet: {s['pending']} cell{'s' if s['pending'] != 1 else ''} "
                         "(pending; resume runs them)")
+        rows += [f"production not put back: {d['words']}" for d in self.hosts_not_back]
         rows += [f"warning: {w}" for w in self.warnings]
         if self.error:
             rows.append(f"stopped by: {self.error}")
@@ -157,6 +163,12 @@ class SweepVerdict:
     def next_step(self) -> str:
         if self.status == "dry-run":
             return "run it: the same parameters without dry_run"
+        if self.hosts_not_back:
+            commands = "; ".join(f"{d['command']} (production of {d['host']})"
+                                 for d in self.hosts_not_back)
+            then = (f"; then resume it: {self.resume}" if self.resume and
+                    self.status not in ("done", "dry-run") else "")
+            return f"put production back when the host answers: {commands}{then}"
         if self.status == "preempted":
             return ("another ddlab run has the host now (see above): once it is done, resume "
                     f"it (--wait queues behind that run): {self.resume}")
@@ -180,15 +192,19 @@ class SweepVerdict:
 
     @property
     def exit_code(self) -> int:
-        """For scripts: 9 when another ddlab run took the host (preempted), else 0 (a
-        sweep that failed or was interrupted raises instead)."""
-        return PREEMPTED_EXIT if self.status == "preempted" else 0
+        """For scripts: 1 when a host's production could not be put back (ddlab's code for
+        "the host is not back", as a watch whose restore failed) or the sweep failed, 9
+        when another ddlab run took the host (preempted), 130 interrupted, else 0."""
+        if self.hosts_not_back:
+            return 1
+        return {"failed": 1, "interrupted": 130, "preempted": PREEMPTED_EXIT}.get(self.status, 0)
 
     def to_dict(self) -> dict:
         return {"state": self.status, "headline": self.headline, "details": self.details,
                 "warnings": self.warnings, "next_step": self.next_step, "notes": self.notes,
                 "what": self.what, "sweep_id": self.sweep_id, "summary": self.summary,
-                "crashes": self.crashes}
+                "crashes": self.crashes, "hosts_not_back": self.hosts_not_back,
+                "exit_code": self.exit_code}
 
     @property
     def notes(self) -> list[str]:
@@ -293,9 +309,10 @@ def _interval(row: dict, key: str, fmt: str) -> str:
 
 
 def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
-                  error: str = "", what: str = "", cautions=()) -> SweepVerdict:
+                  error: str = "", what: str = "", cautions=(), not_back=()) -> SweepVerdict:
     """The verdict of a sweep's cells (``frame``: :func:`ddlab.lab.results.load_cells`'s);
-    ``what``: the sweep in words; ``cautions``: warnings from outside its cells."""
+    ``what``: the sweep in words; ``cautions``: warnings from outside its cells;
+    ``not_back``: pool members whose production could not be put back."""
     from ddlab.lab.results import summarize
 
     crashed = frame[frame["status"].isin(["crashed", "timeout"])] if not frame.empty else frame
@@ -304,7 +321,7 @@ def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: st
                for _, row in crashed.iterrows()]
     return SweepVerdict(sweep_id=sweep_id, status=status, summary=summarize(frame),
                         resume=resume, crashes=crashes, error=" ".join(error.split()),
-                        what=what, cautions=list(cautions))
+                        what=what, cautions=list(cautions), hosts_not_back=list(not_back))
 
 
 @dataclass
