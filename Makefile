@@ -17,11 +17,10 @@ KERNEL_QUIET := $(VENV)/etc/ipython/ipython_kernel_config.json
 # bytecode for modules nothing imports); what runs compiles what it imports, once.
 RUN := PYTHONDONTWRITEBYTECODE=
 PYTEST := $(RUN) $(BIN)/python -m pytest
-# Test workers: the suite waits on servers and hosts much of the time, so three per core
-# (docs/LOG.md, 2026-12-02: 4 workers left a third of the 2 cores idle).
-WORKERS ?= 6
-# The fast tier is mostly CPU: four workers (six took 102 s where four took 84 s, 2026-12-02).
-CHECK_WORKERS ?= 4
+# Test workers: the suite waits on servers and hosts much of the time, so two per core
+# (six were tried, 2026-12-02: the cores stayed a third idle, each test ran 1.6 times as
+# long, and make check took 102 s where four took 84 s).
+WORKERS ?= 4
 # More flags for `make lab`, such as LABFLAGS="--no-browser --port=8899".
 LABFLAGS ?=
 
@@ -44,7 +43,7 @@ demo: venv
 
 # Every layer's unit tests and a smoke test per layer: no reliability, load or slow tests.
 check: venv
-	$(PYTEST) -q -m "not slow and not reliability" -n $(CHECK_WORKERS) --dist worksteal
+	$(PYTEST) -q -m "not slow and not reliability" -n $(WORKERS) --dist worksteal
 
 # Everything; the real-host tests need sshd and systemd tools, the Slurm tests slurm-wlm + munge,
 # the browser tests Chromium:

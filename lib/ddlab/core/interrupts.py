@@ -27,6 +27,9 @@ __all__ = ["held_interrupts", "interrupt_thread", "forget_thread", "HELD_LOCK", 
 log = get_logger(__name__)
 
 HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
+# What a Ctrl-C while ddlab starts says (the console script's guard, ddlab.start, and the
+# CLI's own, around its parser): nothing began.
+STARTING = "ddlab: interrupted while starting; nothing was done"
 HELD_LOCK = threading.Lock()
 
 

@@ -116,6 +116,9 @@ def _drain(stream, capped):
 def _feed(stream, data):
     try:
         stream.write(data)
+    except (OSError, ValueError):  # the command left without reading it all
+        pass
+    try:
         stream.close()
     except (OSError, ValueError):
         pass

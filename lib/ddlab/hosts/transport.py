@@ -33,6 +33,7 @@ Validation happens before anything touches a host.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shlex
@@ -189,6 +190,10 @@ class LocalTransport(Transport):
             out, err, timed_out = communicate(proc, data, timeout_s)
         except BaseException:
             _kill_group(proc)
+            for stream in (proc.stdin, proc.stdout, proc.stderr):  # an interrupt leaks no pipe
+                if stream is not None:
+                    with contextlib.suppress(OSError, ValueError):
+                        stream.close()
             raise
         (out, out_skipped), (err, err_skipped) = out.value(), err.value()
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
