@@ -144,7 +144,7 @@ def test_flags_namespace_passes_a_near_miss_on_purpose():
     ("port", 0, r"must be an integer in 1\.\.65535"),
     ("port", 65536, r"must be an integer in 1\.\.65535"),
     ("speculative_algorithm", "bad name!", r"must be a name \(letters, digits, _ \. \+ -\)"),
-    ("disable_cuda_graph", "yes", "must be true"),
+    ("disable_cuda_graph", "sometimes", "must be true"),
     ("cuda_graph_bs", [1, 0], "must be a non-empty list of integers >= 1 each"),
     ("model_path", "", "must be a non-empty string"),
 ], ids=["budget0", "budget-text", "budget-float", "topk0", "mem0", "mem1.5", "port0",

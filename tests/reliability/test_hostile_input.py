@@ -186,6 +186,47 @@ def test_the_fixed_hostile_list_and_a_100_kib_value_via_the_cli(th, tmp_path):
     bench.assert_put_back()
 
 
+def test_values_reach_the_real_argv_as_typed_via_set_and_a_base_file(local, tmp_path):
+    """Issue 25, item 4, end to end: ``010``, ``0123456``, ``3.10``, ``1e-3``, ``on``
+    and ``null`` typed in ``ddlab deploy --set`` and in a params/base file are the words
+    the server's process was started with (its /proc/self/cmdline), not YAML 1.1's
+    8, 42798, 3.1, 0.001, True or a removed flag."""
+    bench = local
+    folder = _dump_folder(bench)
+    with bench.using():
+        name = dump_base(bench, folder)
+        path = bench.root / "params" / "base" / f"{name}.yaml"
+        data = yaml.safe_load(path.read_text())
+        data.pop("flags")
+        path.write_text(yaml.safe_dump(data) + f"flags:\n  port: {bench.port}\n"
+                        "  revision: 0123456\n  mamba-full-memory-ratio: 3.10\n"
+                        "  disaggregation-mode: null\n  enable-metrics: on\n")
+    sets = ["budget=010", "mem_fraction_static=1e-3", "served_model_name=on",
+            "speculative_draft_model_revision=3.10", "decoupled_spec_role=null"]
+    deployed = fk.ddlab_in(bench, "deploy", "--host", bench.host, "--base", name,
+                           *[w for s in sets for w in ("--set", s)])
+    assert deployed.returncode == 0, deployed.stderr[-2000:]
+    try:
+        pid = wait_for(lambda: bench.main_pid(bench.current_service()), timeout_s=60,
+                       what="the dumper")
+        cmdline = wait_for(lambda: recorded(folder, pid, "cmdline"), timeout_s=60,
+                           what="the dumper's record")
+        argv = [a.decode() for a in cmdline.split(b"\0")[:-1]]
+        pairs = {argv[i]: argv[i + 1] if i + 1 < len(argv) else None for i in range(len(argv))}
+        assert {flag: pairs[flag] for flag in (
+            "--revision", "--mamba-full-memory-ratio", "--disaggregation-mode",
+            "--speculative-ddtree-budget", "--mem-fraction-static", "--served-model-name",
+            "--speculative-draft-model-revision", "--decoupled-spec-role")} == {
+            "--revision": "0123456", "--mamba-full-memory-ratio": "3.10",
+            "--disaggregation-mode": "null", "--speculative-ddtree-budget": "010",
+            "--mem-fraction-static": "1e-3", "--served-model-name": "on",
+            "--speculative-draft-model-revision": "3.10", "--decoupled-spec-role": "null"}
+        assert "--enable-metrics" in argv and "on" not in argv[argv.index("--enable-metrics"):][1:2]
+    finally:
+        assert fk.ddlab_in(bench, "restore", "--host", bench.host).returncode == 0
+    bench.assert_put_back()
+
+
 # --- names cannot escape their folder --------------------------------------------------
 
 

@@ -244,7 +244,7 @@ def load_base(name_or_path: str | Path) -> Config:
                               fix=f"did you mean {guess}?" if guess else
                               "pass a name above or a path to a YAML file", value=text)
     try:
-        data = yamlio.load(path.read_text())
+        data = yamlio.load(path.read_text(), keep_text=True)  # 010 stays 010, 3.10 3.10
         return Config.from_dict(data or {}, base=path.stem)
     except ValueError as err:
         raise ConfigError(f"{path}: not valid YAML ({err})",

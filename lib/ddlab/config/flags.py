@@ -21,15 +21,18 @@ Adding a flag is one entry in ``_REGISTRY``: name, kind, short name, help.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
 
-from ddlab.config.sglang import human_readable_int, known_option_names
+from ddlab.config.sglang import (OVERLAYS, flag_table, human_readable_int, known_option_names,
+                                 releases)
 from ddlab.core.errors import ConfigError
 
 __all__ = ["Flag", "FLAGS", "normalize_name", "resolve_name", "spelled_like", "check_value",
-           "render_flag", "render_value", "closest", "graphs_on"]
+           "render_flag", "render_value", "closest", "graphs_on", "typed_value", "takes_null",
+           "table_switch", "SWITCH_ON"]
 
 # word: a name that the release's table checks (its choices change between releases);
 # human_int: an integer, or SGLang's human-readable form (32k, 32Ki) where a release takes it.
@@ -67,7 +70,7 @@ class Flag:
     def allowed(self) -> str:
         """What values are allowed, in words (the middle part of an error message)."""
         if self.kind == "switch":
-            return "must be true (present) or false/null (absent)"
+            return "must be true, on or yes (present) or false/null (absent)"
         if self.kind == "choice":
             return "must be one of " + ", ".join(self.choices)
         if self.kind == "word":
@@ -282,13 +285,22 @@ def _distance(a: str, b: str, cap: int) -> int:
 def check_value(name: str, value):
     """The validated value of flag ``name`` (None: the flag is absent).
 
-    Known flags: type and range checked, numbers given as text converted
-    (``"32"`` -> 32). Unknown flags: any scalar or a list of scalars.
+    Known flags: type and range checked from the text as SGLang's argparse reads
+    it; a number's text is kept unless it is the number's own spelling (``"32"``
+    -> 32, ``"010"`` stays ``"010"``: argv is what the user typed). A switch takes
+    ``true``, ``on``, ``yes``. Unknown flags: any scalar or a list of scalars; one
+    that a release's parser has as a switch takes ``on``/``yes`` as true too, and
+    ``null`` is the text ``null`` for a flag whose choices have it
+    (``--disaggregation-mode null``), else it removes the flag.
     """
+    if value is None and takes_null(name):
+        return "null"
     if value is None or value is False:
         return None
     flag = FLAGS.get(name)
     if flag is None:
+        if isinstance(value, str) and value.strip().lower() in SWITCH_ON and table_switch(name):
+            return True
         return _check_unknown(name, value)
     checked = _CHECKS[flag.kind](flag, value)
     if checked is _BAD:
@@ -297,6 +309,40 @@ def check_value(name: str, value):
 
 
 _BAD = object()
+
+
+@functools.cache
+def _table_action(name: str) -> dict | None:
+    """``--name``'s argparse action in the newest release table (or overlay) that has it."""
+    for release in reversed(releases()):
+        action = flag_table(release, overlays=OVERLAYS).action(f"--{name}")
+        if action is not None:
+            return action
+    return None
+
+
+def table_switch(name: str) -> bool:
+    """Whether a release's parser has ``--name`` as a switch (store_true: no value)."""
+    action = _table_action(name)
+    return action is not None and action.get("nargs") == 0
+
+
+def takes_null(name: str) -> bool:
+    """Whether ``null`` is one of ``--name``'s own values (its choices have it)."""
+    action = _table_action(name)
+    return action is not None and "null" in (action.get("choices") or ())
+
+
+def typed_value(name: str, value):
+    """A flag's value as its type reads it (``"010"`` -> 10, ``"3.10"`` -> 3.1), for
+    frames and plots; the config keeps the text."""
+    flag = FLAGS.get(name)
+    if not isinstance(value, str) or flag is None or flag.kind not in ("int", "float"):
+        return value
+    try:
+        return int(value) if flag.kind == "int" else float(value)
+    except ValueError:
+        return value
 
 
 def _value_error(flag: Flag, value) -> ConfigError:
@@ -313,13 +359,29 @@ def _value_error(flag: Flag, value) -> ConfigError:
 
 
 def _as_int(value):
+    """An int as argparse's ``int`` reads the text (``010`` is 10, ``1_000`` 1000)."""
     if isinstance(value, bool):
         return _BAD
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+\s*", value):
-        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            return _BAD
     return _BAD  # 32.0 for an integer flag is a slip: say so rather than guess
+
+
+def _as_typed(value, x):
+    """What reaches argv: the number ``x`` when ``value`` was it or its own spelling
+    (``32``, ``0.85``: config hashes stay as they were), else the text as given
+    (``010``, ``3.10``, ``1e-3``: the command is what the user typed)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if isinstance(x, int) or re.fullmatch(r"-?\d+", text):
+        return int(text) if re.fullmatch(r"0|-?[1-9]\d*", text) else text
+    return x if repr(x) == text else text
 
 
 def _in_range(flag: Flag, x) -> bool:
@@ -330,20 +392,24 @@ def _in_range(flag: Flag, x) -> bool:
 
 def _check_int(flag: Flag, value):
     x = _as_int(value)
-    return x if x is not _BAD and _in_range(flag, x) else _BAD
+    return _as_typed(value, x) if x is not _BAD and _in_range(flag, x) else _BAD
 
 
 def _check_float(flag: Flag, value):
+    """An int stays an int (``8`` reaches argv as ``8``, not ``8.0``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return _BAD
     try:
         x = float(value)
     except ValueError:
         return _BAD
-    return x if math.isfinite(x) and _in_range(flag, x) else _BAD
+    return _as_typed(value, x) if math.isfinite(x) and _in_range(flag, x) else _BAD
 
 
 def _check_str(flag: Flag, value):
+    """Text as given; ``true`` (a YAML boolean) is the text ``true``."""
+    if value is True:
+        return "true"
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         return _BAD
     text = value if isinstance(value, str) else render_value(value)
@@ -368,8 +434,12 @@ def _check_choice(flag: Flag, value):
     return value if isinstance(value, str) and value in flag.choices else _BAD
 
 
+SWITCH_ON = ("true", "on", "yes")   # text a switch takes as on, any case (as YAML 1.1 did)
+
+
 def _check_switch(flag: Flag, value):
-    return True if value is True else _BAD
+    on = value is True or (isinstance(value, str) and value.strip().lower() in SWITCH_ON)
+    return True if on else _BAD
 
 
 def _check_int_list(flag: Flag, value):

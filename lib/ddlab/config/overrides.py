@@ -2,7 +2,10 @@
 
 ``parse_overrides(["k=v", ...])`` (or a mapping) gives ``{key: value}``; values
 are read as YAML scalars (``32``, ``0.85``, ``true``, ``null``; ``[1,2,4]`` for a
-list); text that is no YAML scalar is taken as is. Keys: a flag (snake or
+list); text that is no YAML scalar is taken as is. A number keeps its text unless
+written in its own spelling (``010``, ``0123456``, ``3.10``, ``1e-3`` stay text:
+:func:`ddlab.core.yamlio.load` with ``keep_text``), so what reaches argv is what
+was typed; the flag's own type checks it (:func:`ddlab.config.flags.check_value`). Keys: a flag (snake or
 kebab; ``flags.X`` passes X verbatim even when it looks like a typo; a bare
 unknown name that is part of a known one, ``topk`` of ``topk_cap``, is refused
 as a near miss),
@@ -71,7 +74,7 @@ def parse_overrides(items) -> dict:
 
 def _scalar(text: str):
     try:
-        value = yamlio.load(text)
+        value = yamlio.load(text, keep_text=True)
     except ValueError:
         return text.strip()
     plain = (str, int, float, bool, type(None))

@@ -86,6 +86,8 @@ def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Va
     for (kind, name), value in resolve_overrides(given).items():
         if kind in scalars:
             scalars[kind] = value
+        elif kind == "flags" and value is None and flagreg.takes_null(name):
+            parts[kind][name] = "null"  # --disaggregation-mode null: a value of its own
         elif value is None or (kind == "flags" and value is False):
             parts[kind].pop(name, None)
         else:
@@ -184,9 +186,9 @@ def _token(key: str, new) -> tuple[str, bool]:
     if flag.kind == "switch":
         return flag.short, True
     if flag.kind in ("int", "float"):
-        return flag.short + _number(new), True
+        return flag.short + _number(new), _exact_number(new)
     if flag.kind == "int_list":
-        return flag.short + "-".join(map(_number, new)), True
+        return flag.short + "-".join(map(_number, new)), all(map(_exact_number, new))
     if flag.kind == "choice":  # choices differ by more than case and punctuation
         return "-".join(filter(None, (flag.short, _slug(new)))), True
     if flag.kind in ("word", "human_int"):  # exact only in its canonical spelling
@@ -201,8 +203,15 @@ def _slug(text) -> str:
 
 
 def _number(x) -> str:
-    """``32`` -> ``32``, ``0.85`` -> ``0p85``, ``-1`` -> ``m1``, ``1e-05`` -> ``1em05``."""
-    return repr(x).replace("-", "m").replace(".", "p").replace("+", "")
+    """``32`` -> ``32``, ``0.85`` -> ``0p85``, ``-1`` -> ``m1``, ``1e-05`` -> ``1em05``;
+    a number kept as typed by its text: ``010`` -> ``010``, ``3.10`` -> ``3p10``."""
+    text = x if isinstance(x, str) else repr(x)
+    return _slug(text.replace("-", "m").replace(".", "p").replace("+", ""))
+
+
+def _exact_number(x) -> bool:
+    """Whether the token says the text exactly (``+5`` and ``p5`` would not)."""
+    return not isinstance(x, str) or bool(re.fullmatch(r"-?[0-9.]+(e-?[0-9]+)?", x))
 
 
 # --- describing changes ---------------------------------------------------------------

@@ -313,7 +313,11 @@ def load_host(name: str = "local", **overrides) -> HostProfile:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yamlio.load(path.read_text())
+        text = path.read_text()
+        data = yamlio.load(text)
+        if isinstance(data, dict) and isinstance(data.get("overrides"), dict):
+            # flag values keep their text (010, 3.10), as --set's do
+            data["overrides"] = yamlio.load(text, keep_text=True)["overrides"]
     except ValueError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}",
                           fix="fix the file's syntax", value=str(path)) from None

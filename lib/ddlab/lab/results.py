@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddlab.config.flags import graphs_on
+from ddlab.config.flags import graphs_on, typed_value
 from ddlab.lab.measure import CI_FIGURES
 from ddlab.lab.stats import includes, median_ci, missing, overlaps, ratio_ci
 from ddlab.lab.store import Store, find_sweep
@@ -154,8 +154,9 @@ def _row(sweep_id: str, cell: dict) -> dict:
         "sweep_id": sweep_id, "position": cell["position"], "name": cell["name"],
         "role": cell["role"], "status": cell["status"], "config_hash": cell["config_hash"],
         "algorithm": str(algorithm).upper(),
-        "budget": flags.get("speculative-ddtree-budget"),
-        "topk_cap": flags.get("speculative-ddtree-topk-cap"),
+        "budget": typed_value("speculative-ddtree-budget", flags.get("speculative-ddtree-budget")),
+        "topk_cap": typed_value("speculative-ddtree-topk-cap",
+                                flags.get("speculative-ddtree-topk-cap")),
         "cuda_graph": graphs_on(flags),
         # what the decode lines said (False: asked for graphs, decoded eagerly)
         "graphs_ran": verdict["decode"].get("cuda_graph")

@@ -426,7 +426,7 @@ def _read_yaml(name: str, value):
     if not isinstance(value, str):
         return value
     try:
-        return yamlio.load(value) if value.strip() else value
+        return yamlio.load(value, keep_text=True) if value.strip() else value
     except ValueError as err:
         raise ConfigError(f"{name}={value!r}: not a value or a list ({err})",
                           fix=f"e.g. -p {name} 16, or -p {name} '[4, 16]'", key=name,

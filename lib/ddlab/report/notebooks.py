@@ -155,11 +155,13 @@ def find_notebook(name: str) -> Path:
 
 
 def parse_parameters(pairs=(), files=()) -> dict:
-    """``-p K V`` pairs (values parsed as YAML, like papermill) over ``-f`` YAML files."""
+    """``-p K V`` pairs (values parsed as YAML, like papermill) over ``-f`` YAML files;
+    a number keeps its text unless written in its own spelling (``-p budget 010``
+    reaches argv as ``010``; papermill's own ``-p`` reads it as 10: use ``-r``)."""
     params: dict = {}
     for file in files:
         try:
-            data = yamlio.load(Path(file).read_text()) or {}
+            data = yamlio.load(Path(file).read_text(), keep_text=True) or {}
         except (OSError, ValueError) as err:
             raise ConfigError(f"parameter file {str(file)!r}: {err}".replace("\n", " "),
                               fix="give a readable YAML mapping", value=str(file)) from None
@@ -169,7 +171,7 @@ def parse_parameters(pairs=(), files=()) -> dict:
         params.update(data)
     for key, value in pairs:
         try:
-            params[key] = yamlio.load(value) if value != "" else ""
+            params[key] = yamlio.load(value, keep_text=True) if value != "" else ""
         except ValueError:
             params[key] = value
     return params
