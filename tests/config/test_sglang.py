@@ -128,7 +128,8 @@ def test_sglang_keys_are_validated_before_anything():
 
 
 @pytest.mark.parametrize("asked, used", [("0.5.23", "0.5.23"), ("0.5.25", "0.5.23"),
-                                         ("0.5.19", "0.5.18"), ("0.5.10.post1", "0.5.10"),
+                                         ("0.5.19", "0.5.19"), ("0.5.10.post1", "0.5.10.post1"),
+                                         ("0.5.14.post1", "0.5.14"), ("0.5.9", "0.4.10.post2"),
                                          ("0.3.0", "0.4.10.post2"), (None, "0.5.23")],
                          ids=lambda v: str(v))
 def test_the_nearest_release_stands_for_a_version(asked, used):
