@@ -3,8 +3,12 @@
 Contract::
 
     python tools/sglang_flags.py VERSION [VERSION...] [--out DIR] [--cache DIR] [--check]
+    python tools/sglang_flags.py --committed --registry-from 0.5.10   # every table, in one
 
-For each version: fetch ``sglang==VERSION`` with ``pip download --no-deps``
+``--committed`` adds every version with a table in DIR; ``--registry-from V``
+adds every release of sglang on the package index at or above V (``pip index
+versions sglang``: post releases included, pre-releases not), so one command
+refreshes every table and generates the missing ones. For each version: fetch ``sglang==VERSION`` with ``pip download --no-deps``
 into ``CACHE/wheels`` (a wheel already there is reused), build the argparse
 parser that the release's ``ServerArgs.add_cli_args(parser)`` builds, describe
 every action and write ``DIR/sglang-VERSION.json``; then rebuild
@@ -262,6 +266,20 @@ def match_option(table: dict, word: str) -> str:
 # --- command line -------------------------------------------------------------------
 
 
+def registry_releases(since: str) -> list[str]:
+    """Every final release of sglang the package index lists, ``since`` or newer, oldest
+    first (``pip index versions``: the index pip is configured with)."""
+    done = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "sglang"],
+                          check=False, capture_output=True, text=True)
+    listed = re.search(r"^Available versions: (.+)$", done.stdout, re.MULTILINE)
+    if done.returncode != 0 or not listed:
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"pip index versions sglang (exit {done.returncode}): {said}")
+    found = [v.strip() for v in listed.group(1).split(",")]
+    return sorted((v for v in found if re.fullmatch(r"\d+(\.\d+)*(\.post\d+)?", v)
+                   and _version_key(v) >= _version_key(since)), key=_version_key)
+
+
 def generate(versions: list[str], out: Path, cache: Path, check: bool) -> int:
     """Write (or, with ``check``, compare) the tables of ``versions``, then the index."""
     texts = {out / f"sglang-{v}.json": render(build_table(v, cache)) for v in versions}
@@ -296,13 +314,25 @@ def _report_differences(texts: dict[Path, str], versions: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("versions", nargs="+", metavar="VERSION", help="e.g. 0.5.23")
+    parser.add_argument("versions", nargs="*", metavar="VERSION", help="e.g. 0.5.23")
+    parser.add_argument("--committed", action="store_true",
+                        help="also every version with a table in --out")
+    parser.add_argument("--registry-from", metavar="VERSION",
+                        help="also every release on the package index at or above VERSION")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the tables live")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="wheels are kept here")
     parser.add_argument("--check", action="store_true",
                         help="compare with the committed tables; exit 1 when they differ")
     args = parser.parse_args(argv)
-    return generate(args.versions, args.out, args.cache, args.check)
+    versions = list(args.versions)
+    if args.committed:
+        versions += list(load_tables(args.out)) if args.out.is_dir() else []
+    if args.registry_from:
+        versions += registry_releases(args.registry_from)
+    if not versions:
+        parser.error("no version: name one, or give --committed or --registry-from")
+    versions = sorted(set(versions), key=_version_key)
+    return generate(versions, args.out, args.cache, args.check)
 
 
 if __name__ == "__main__":

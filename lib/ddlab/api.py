@@ -50,7 +50,7 @@ from ddlab.diagnosis.diagnosis import Diagnosis, read_log
 from ddlab.diagnosis.diagnosis import diagnose as _diagnose
 from ddlab.hosts.pools import load_pool, pool_base
 from ddlab.hosts.profiles import HostProfile, load_host
-from ddlab.lab.commands import check_command
+from ddlab.lab.commands import ask_sglang_version, check_command
 from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
 from ddlab.lab.plans import DeployPlan, DryRun, make_plan
 from ddlab.lab.store import Store
@@ -99,8 +99,10 @@ def _profile(host: str | HostProfile) -> HostProfile:
 
 def plan_deploy(host: str | HostProfile = "local", base: str | None = None, overrides=(),
                 *, read_baseline: bool = False, probes=()) -> DeployPlan:
-    """Validate a variant for a host (base + overrides); nothing touches the host,
-    except that ``read_baseline`` reads the baseline's unit for a diff. ``probes``
+    """Validate a variant for a host (base + overrides); nothing changes on the host.
+    The command is checked against the SGLang release the host runs (asked with one
+    command, as ``deploy`` asks, when neither config nor profile names it);
+    ``read_baseline`` also reads the baseline's unit for a diff. ``probes``
     (``DOTTED.PATH[:MODE]`` texts, :mod:`ddlab.probes`) wrap server functions in the
     variant only; the same as an override ``probes=[...]``."""
     if probes:
@@ -112,12 +114,13 @@ def plan_deploy(host: str | HostProfile = "local", base: str | None = None, over
 def deploy(plan: DeployPlan, *, force: bool = False, dry_run: bool = False,
            wait_s: float | None = None) -> Deployed | DryRun:
     """Stop the baseline and start the planned variant; it runs until :func:`restore`
-    (or a :func:`watch` that restores). With ``dry_run`` nothing touches the host:
-    the answer says so, with the unit that would run. ``force``: take the host from
+    (or a :func:`watch` that restores). With ``dry_run`` nothing changes on the host
+    (it is only asked for its SGLang version, as the deploy asks): the answer says so,
+    with the unit that would run. ``force``: take the host from
     another ddlab run (that run ends ``preempted``); ``wait_s``: queue behind one for up
     to that many seconds instead."""
     _check_wait(wait_s)
-    if dry_run:
+    if dry_run:  # the plan has asked the host for its SGLang version, as the deploy does
         return DryRun(plan)
     with Lab(plan.host, what=f"deploy {plan.variant.name}", persistent=True, force=force,
              wait_s=wait_s) as lab:
@@ -633,13 +636,16 @@ def diagnose(log_text: str | os.PathLike, *, patterns=(), sglang_version: str | 
 
 def render_unit(base: str = "local", overrides=(), *, host: str | HostProfile = "local") -> str:
     """The systemd unit ``deploy`` would install for base + overrides on ``host``
-    (validated; nothing touches a host). Secret values are masked, and then a first
-    comment line says so."""
+    (validated; nothing changes on a host). The command is checked against the SGLang
+    release ``deploy`` would check it with: for an SGLang module whose config and profile
+    name none, ``host`` is asked (one command; the first comment lines say which release,
+    or why the host could not say). Secret values are masked, and then a comment line
+    says so."""
     profile = _profile(host)
     variant = make_variant(base, overrides)
     text = _render_unit(variant, python=profile.python)  # a value no unit can hold, first
-    check = check_command(variant.config, version=profile.sglang_version or None,
-                          version_source="named by the host profile")
+    version, source = ask_sglang_version(variant.config, profile)  # as deploy asks the host
+    check = check_command(variant.config, version=version, version_source=source)
     check.raise_errors(variant.name)
     shown = redact_text(text)
     notes = check.notes()

@@ -128,7 +128,8 @@ def test_sglang_keys_are_validated_before_anything():
 
 
 @pytest.mark.parametrize("asked, used", [("0.5.23", "0.5.23"), ("0.5.25", "0.5.23"),
-                                         ("0.5.19", "0.5.18"), ("0.5.10.post1", "0.5.10"),
+                                         ("0.5.19", "0.5.19"), ("0.5.10.post1", "0.5.10.post1"),
+                                         ("0.5.14.post1", "0.5.14"), ("0.5.9", "0.4.10.post2"),
                                          ("0.3.0", "0.4.10.post2"), (None, "0.5.23")],
                          ids=lambda v: str(v))
 def test_the_nearest_release_stands_for_a_version(asked, used):
@@ -136,6 +137,54 @@ def test_the_nearest_release_stands_for_a_version(asked, used):
     table = flag_table(asked)
     assert table.version == used
     assert ("nearest release" in table.label) == bool(asked and asked != used)
+
+
+# --- a version with no table of its own (issue 25, item 2) ------------------------------
+
+NEW_FLAGS = ["--speculative-tree-width", "4", "--kv-cache-dtype", "fp4_e2m1_next",
+             "--cuda-graph-max", "8"]  # an option, a choice and an abbreviation 0.5.23 lacks
+
+
+def test_a_release_newer_than_every_table_warns_on_what_the_newest_does_not_know():
+    findings = flag_table("0.5.24").check(NEW_FLAGS)
+    assert [f.level for f in findings] == ["warning"] * 4, [str(f) for f in findings]
+    first, *rest = map(str, findings)
+    assert first.startswith("SGLang 0.5.24: newer than every table ddlab has; checked "
+                            "against SGLang 0.5.23, the newest")
+    assert "generate its table: python tools/sglang_flags.py 0.5.24" in first
+    for said, option in zip(rest, ["--speculative-tree-width", "--kv-cache-dtype",
+                                   "--cuda-graph-max"]):
+        assert said.startswith(option) and "SGLang 0.5.23" in said and "the host runs SGLang " \
+            "0.5.24" in said and said.endswith("python tools/sglang_flags.py 0.5.24"), said
+
+
+def test_a_release_newer_than_every_table_deploys_with_warnings_not_errors():
+    config = make_variant("dflash", [f"flags.{NEW_FLAGS[0][2:]}=4"]).config
+    check = check_command(config, version="0.6.0", version_source="asked the host")
+    check.raise_errors("dflash")  # no error
+    assert [n for n in check.notes() if "--speculative-tree-width" in n]
+    assert check_command(config, version="0.5.23", version_source="the test").errors
+
+
+def test_a_removed_flag_is_still_an_error_on_a_newer_release():
+    """The history knows it was removed (0.5.20): not a flag the newest table lacks."""
+    findings = flag_table("0.5.24").check(["--cuda-graph-max-bs", "16"])
+    assert [f.level for f in findings] == ["warning", "error"]
+    assert "removed in SGLang 0.5.20" in str(findings[1])
+
+
+@pytest.mark.parametrize("asked, how", [
+    ("0.5.14.post1", "no table of its own; checked against SGLang 0.5.14, the nearest older: "
+                     "flags added or removed since are not known"),
+    ("0.3.0", "older than every table ddlab has; checked against SGLang 0.4.10.post2, the "
+              "oldest")], ids=["between", "older"])
+def test_a_version_without_its_own_table_is_a_visible_warning(asked, how):
+    check = check_command(make_variant("ddtree", []).config, version=asked,
+                          version_source="asked the host")
+    warnings = [str(f) for f in check.warnings if f.option == "sglang.version"]
+    assert warnings == [f"SGLang {asked}: {how}; generate its table: "
+                        f"python tools/sglang_flags.py {asked}"]
+    assert f"warning: {warnings[0]}" in check.notes()
 
 
 @pytest.mark.parametrize("option, version, spelling", [

@@ -252,3 +252,82 @@ def test_a_checkout_only_the_unit_puts_on_the_path_is_the_one_asked(tmp_path):
     with connect(load_host("local")) as transport:
         assert installed_sglang(transport, sys.executable, str(site)) == "0.5.23"
         assert installed_sglang(transport, sys.executable, str(tmp_path / "empty")) is None
+
+
+# --- ddlab unit --host and deploy --dry-run ask the host as deploy does (issue 25, item 3) --
+#
+# On the real test host (tests/testhost: systemd + sshd on loopback), over SSH. Its python
+# is this one; a source checkout that says 0.5.18 sits where the host sees it, on the
+# unit's own PYTHONPATH. On 0.5.18 --cuda-graph-max-bs is a deprecated alias (a warning);
+# on the newest table, used when the host is not asked, it is removed (an error).
+
+
+@pytest.fixture
+def host_0_5_18(testhost, tmp_path):
+    import secrets
+
+    import yaml
+
+    checkout = testhost.shared_dir / f"sglang-0.5.18-{secrets.token_hex(4)}"
+    _layout(checkout, {"sglang/__init__.py": MUST_NOT_IMPORT,
+                       "sglang/_version.py": GENERATED_0_5_23.replace("0.5.23", "0.5.18")})
+    profile = tmp_path / "th.yaml"
+    profile.write_text(yaml.safe_dump(testhost.profile()))
+    return profile, [f"python={sys.executable}", f"env.PYTHONPATH={checkout}",
+                     "cuda_graph_max_bs=16"]
+
+
+def test_unit_with_a_host_asks_it_for_its_sglang_version(host_0_5_18):
+    from labkit import ddlab
+
+    profile, overrides = host_0_5_18
+    done = ddlab("unit", "--base", "dflash", *[w for o in overrides for w in ("--set", o)],
+                 "--host", str(profile))
+    assert done.returncode == 0, done.stderr
+    head = done.stdout.splitlines()[:2]
+    assert head[0] == f"# flags checked against SGLang 0.5.18 ({sys.executable} on th says so)"
+    assert head[1].startswith("# warning: --cuda-graph-max-bs: deprecated in SGLang 0.5.18")
+
+
+def test_deploy_dry_run_asks_the_host_and_changes_nothing(host_0_5_18, testhost):
+    import ddlab as api
+
+    profile, overrides = host_0_5_18
+    answer = api.deploy(api.plan_deploy(str(profile), "dflash", overrides), dry_run=True)
+    text = answer.render()
+    assert f"flags checked against SGLang 0.5.18 ({sys.executable} on th says so)" in text
+    assert "DRY RUN: nothing deployed on th" in text
+    listed = testhost.run(["systemctl", "list-units", "--all", "--no-legend", "ddlab-*"]).stdout
+    assert "ddlab-dflash" not in listed
+
+
+def test_unit_says_when_the_host_cannot_say(host_0_5_18, testhost):
+    from labkit import ddlab
+
+    profile, overrides = host_0_5_18
+    empty = testhost.shared_dir / "no-sglang-here"
+    empty.mkdir(exist_ok=True)
+    done = ddlab("unit", "--base", "dflash", "--set", f"python={sys.executable}",
+                 "--set", f"env.PYTHONPATH={empty}", "--host", str(profile))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        f"# flags checked against SGLang 0.5.23 (the newest with a table: could not read the "
+        f"SGLang version of {sys.executable} on th: exit 1: ModuleNotFoundError: No module "
+        "named 'sglang')")
+
+
+def test_unit_says_when_the_host_cannot_be_reached(host_0_5_18, tmp_path):
+    import yaml
+    from labkit import ddlab
+    from testhost.ports import free_port
+
+    profile, overrides = host_0_5_18
+    gone = tmp_path / "gone.yaml"
+    gone.write_text(yaml.safe_dump({**yaml.safe_load(profile.read_text()), "port": free_port(),
+                                    "connect_timeout_s": 3}))
+    done = ddlab("unit", "--base", "dflash", *[w for o in overrides[:2] for w in ("--set", o)],
+                 "--host", str(gone))
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("# flags checked against SGLang 0.5.23 (the newest with a table: "
+                            "could not reach gone to ask its SGLang version: "), first

@@ -38,8 +38,21 @@ def option(version: str, name: str) -> dict | None:
 # --- the tables are what the wheels give --------------------------------------------
 
 
-def test_all_six_releases_are_committed():
-    assert VERSIONS == ["0.4.10.post2", "0.5.10", "0.5.14", "0.5.18", "0.5.20", "0.5.23"]
+# Every release PyPI lists from 0.5.10 to 0.5.23, post releases included (pip index
+# versions sglang, 2026-12-02: 0.5.23 is the newest), and 0.4.10.post2 for the old bases.
+EVERY_RELEASE = ["0.4.10.post2", "0.5.10", "0.5.10.post1", "0.5.11", "0.5.12", "0.5.12.post1",
+                 "0.5.13", "0.5.13.post1", "0.5.14", "0.5.15", "0.5.15.post1", "0.5.16",
+                 "0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"]
+
+
+def test_every_release_from_0_5_10_to_0_5_23_is_committed():
+    assert VERSIONS == EVERY_RELEASE
+    assert INDEX["versions"] == EVERY_RELEASE
+
+
+@pytest.mark.parametrize("version", EVERY_RELEASE[1:], ids=EVERY_RELEASE[1:])
+def test_each_release_is_checked_with_its_own_table(version):
+    assert flag_table(version).version == version and flag_table(version).stand_in is None
 
 
 @pytest.mark.slow
@@ -138,6 +151,36 @@ def test_an_old_graph_flag_is_an_ambiguous_prefix_since_0_5_20(name):
     assert said == (f"error: ambiguous option: {name} could match "
                     f"{name}-decode, {name}-prefill")
     assert INDEX["flags"][name]["in_newest"]["0.5.23"] == said
+
+
+# What the issue found against the real parsers of 0.5.21 and 0.5.22 (their own tables now;
+# before, 0.5.20's stood for both): flags they have, and what 0.5.22 changed.
+SINCE_0_5_21 = ["--speculative-draft-sink-size", "--cuda-graph-max-seq-len-prefill",
+                "--cuda-graph-prefill-max-context", "--context-bucket"]
+
+
+@pytest.mark.parametrize("version", ["0.5.21", "0.5.22"])
+def test_flags_new_in_0_5_21_and_0_5_22_are_accepted_on_their_release(version):
+    argv = [w for flag in SINCE_0_5_21 for w in (flag, "2")]
+    if version == "0.5.22":
+        argv += ["--speculative-use-block-verification"]
+    assert [str(f) for f in flag_table(version).check(argv)] == []
+    assert INDEX["flags"]["--speculative-use-block-verification"]["first_seen"] == "0.5.22"
+    assert {INDEX["flags"][f]["first_seen"] for f in SINCE_0_5_21} == {"0.5.21"}
+
+
+def test_0_5_22_drops_tc_piecewise_and_deprecates_dp_attention():
+    """0.5.22 removed --cuda-graph-tc-compiler and the tc_piecewise prefill backend and
+    deprecated --enable-dp-attention; the history said 0.5.23 (the next table then)."""
+    on = {v: flag_table(v) for v in ("0.5.21", "0.5.22")}
+    argv = ["--cuda-graph-backend-prefill", "tc_piecewise", "--cuda-graph-tc-compiler", "eager"]
+    assert [f.level for f in on["0.5.21"].check(argv)] == []
+    assert [(f.option, f.level) for f in on["0.5.22"].check(argv)] == [
+        ("--cuda-graph-backend-prefill", "error"), ("--cuda-graph-tc-compiler", "error")]
+    assert INDEX["flags"]["--cuda-graph-tc-compiler"]["removed_in"] == "0.5.22"
+    assert INDEX["flags"]["--enable-dp-attention"]["deprecated_in"] == "0.5.22"
+    assert [f.level for f in on["0.5.22"].check(["--enable-dp-attention"])] == ["warning"]
+    assert on["0.5.21"].check(["--enable-dp-attention"]) == []
 
 
 def test_disable_cuda_graph_still_parses_on_0_5_23_but_is_deprecated():

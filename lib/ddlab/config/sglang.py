@@ -22,6 +22,13 @@ starts but is not what the user thinks (a deprecated option, an abbreviation,
 a speculative algorithm that is no builtin of that release). A value real
 SGLang accepts is never refused. :func:`spelled` is a flag's name in a given
 release, for advice that must work on the user's version.
+
+A version with no table of its own is checked with a stand-in, and the
+findings say so first (a warning naming the table used and the command that
+generates the missing one, :data:`GENERATE`): between two tables, the nearest
+older; newer than every table, the newest, and then an option, abbreviation or
+value the newest does not know is a warning, never an error (that release may
+have it); an option the history says was removed stays an error.
 """
 
 from __future__ import annotations
@@ -35,10 +42,11 @@ from importlib import resources
 
 __all__ = ["FlagTable", "Finding", "flag_table", "table_of_parser", "releases", "nearest_release",
            "spelled", "history", "known_option_names", "human_readable_int", "OVERLAYS",
-           "parse_version"]
+           "parse_version", "GENERATE"]
 
 OVERLAYS = ("ddtree",)  # overlay name -> sglang_flags/<name>-fork.json
 _TABLES = "sglang_flags"
+GENERATE = "python tools/sglang_flags.py"  # + VERSION: writes its table and the index
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,30 @@ class FlagTable:
             name += f" (for {self.asked}: the nearest release with a table)"
         return name
 
+    @property
+    def stand_in(self) -> str | None:
+        """How the table stands for the version asked: None (its own, or none asked),
+        ``newer`` (asked is newer than every table), ``between`` or ``older``."""
+        if self.product != "SGLang" or not self.asked or \
+                parse_version(self.asked) == parse_version(self.version):
+            return None
+        if parse_version(self.asked) > parse_version(releases()[-1]):
+            return "newer"
+        return "between" if parse_version(self.asked) > parse_version(self.version) else "older"
+
+    def _stand_in_warning(self) -> list[Finding]:
+        how = {"newer": f"newer than every table ddlab has; checked against SGLang "
+                        f"{self.version}, the newest: an option or value that table does not "
+                        "know is a warning, not an error",
+               "between": f"no table of its own; checked against SGLang {self.version}, the "
+                          "nearest older: flags added or removed since are not known",
+               "older": f"older than every table ddlab has; checked against SGLang "
+                        f"{self.version}, the oldest"}.get(self.stand_in)
+        if how is None:
+            return []
+        return [Finding("warning", "sglang.version", f"SGLang {self.asked}: {how}",
+                        f"generate its table: {GENERATE} {self.asked}")]
+
     def action(self, option: str) -> dict | None:
         return self.by_option.get(option)
 
@@ -159,7 +191,7 @@ class FlagTable:
 
     def check(self, argv: list[str]) -> list[Finding]:
         """What this release's parser makes of ``argv`` (the words after ``-m MODULE``)."""
-        findings: list[Finding] = []
+        findings: list[Finding] = self._stand_in_warning()
         i = 0
         while i < len(argv):
             word, i = argv[i], i + 1
@@ -170,7 +202,7 @@ class FlagTable:
                 continue
             option, how = self.match(word)
             if option is None:
-                findings.append(self._unknown(word.split("=", 1)[0], how))
+                findings.append(self._unvouched(self._unknown(word.split("=", 1)[0], how)))
                 i += _free_words(argv[i:])
                 continue
             action = self.by_option[option]
@@ -182,7 +214,7 @@ class FlagTable:
                                         "give the flag its value"))
                 continue
             values, i = inline or argv[i:i + count], i + count
-            findings += self._values(option, action, values)
+            findings += map(self._unvouched, self._values(option, action, values))
             findings += self._deprecated(option, action)
             if how == "prefix":
                 findings.append(Finding("warning", option, f"{word.split('=')[0]}: taken by "
@@ -190,10 +222,19 @@ class FlagTable:
                                         f"write {option} in full"))
         return findings
 
+    def _unvouched(self, finding: Finding) -> Finding:
+        """On a release newer than every table, an error the newest table raises only
+        because it does not know an option or a value is a warning (see the docstring)."""
+        if self.stand_in != "newer" or finding.level != "error" or \
+                _removed(finding.option, self.version):
+            return finding
+        return Finding("warning", finding.option, f"{finding.message}; the host runs SGLang "
+                       f"{self.asked}, newer than that table: its own parser decides",
+                       f"generate its table: {GENERATE} {self.asked}")
+
     def _unknown(self, name: str, how: str) -> Finding:
         past = history(name)
-        if past and past.get("removed_in") and parse_version(past["removed_in"]) <= \
-                parse_version(self.version):
+        if _removed(name, self.version):
             replacement = past.get("replacement")
             use = f"use {replacement}" if replacement else "drop it (nothing replaced it)"
             return Finding("error", name, f"{name}: removed in SGLang {past['removed_in']} "
@@ -279,6 +320,13 @@ def table_of_parser(parser, *, name: str, extra_flags=()) -> FlagTable:
                         "deprecated": None})
     actions += [_free_action(flag) for flag in extra_flags]
     return FlagTable(version="", asked="", actions=actions, product=name)
+
+
+def _removed(name: str, version: str) -> bool:
+    """Whether the history says ``name`` was removed in ``version`` or before."""
+    past = history(name)
+    return bool(past and past.get("removed_in")
+                and parse_version(past["removed_in"]) <= parse_version(version))
 
 
 def _free_action(name: str) -> dict:

@@ -12,7 +12,10 @@ they are, and the check says so).
 Which release: the one the config declares (``sglang.version``), else the host
 profile's ``sglang_version``, else what the host has installed (asked once per
 host and interpreter, :func:`installed_sglang`), else the newest release ddlab
-has a table of, and the check's notes say which it was.
+has a table of, and the check's notes say which it was
+(:func:`sglang_version_on`; ``deploy``, ``deploy --dry-run`` and ``ddlab unit
+--host`` all ask this way, :func:`ask_sglang_version` connecting for the last
+two; when the host cannot say or cannot be reached, the notes say why).
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ from dataclasses import dataclass, field
 
 from ddlab.config.bases import Config
 from ddlab.config.sglang import Finding, FlagTable, flag_table, parse_version, table_of_parser
-from ddlab.core.errors import ConfigError
+from ddlab.core.errors import ConfigError, HostError
 from ddlab.core.log import get_logger
 
-__all__ = ["CommandCheck", "check_command", "installed_sglang", "TARGET_MODULE"]
+__all__ = ["CommandCheck", "check_command", "installed_sglang", "sglang_version_on",
+           "ask_sglang_version", "TARGET_MODULE"]
 
 log = get_logger(__name__)
 
 TARGET_MODULE = "ddlab.target"
-_ASKED: dict[tuple, str | None] = {}  # (host, python) -> the version it said, per process
+_ASKED: dict[tuple, tuple] = {}  # (host, python, path) -> (version | None, why), per process
 # One command on the host, its answer the last line of stdout. The installed
 # distribution's metadata first (no import of sglang). Without metadata (a source
 # checkout on PYTHONPATH, as a fork may run), the package is located with
@@ -118,8 +122,8 @@ def check_command(config: Config, *, version: str | None = None,
     config's own ``sglang.version``. Nothing touches a host."""
     declared = config.sglang.get("version")
     source = version_source if version else ("declared by the config" if declared
-                                            else "the newest with a table: the host's own "
-                                                 "version was not asked")
+                                            else version_source or "the newest with a table: "
+                                            "the host's own version was not asked")
     table = _table_for(config, version or declared)
     if table is None:
         return CommandCheck(None, version_source=source)
@@ -152,12 +156,55 @@ def _since(config: Config, table: FlagTable) -> list[Finding]:
                     f"and the host runs {table.asked}", "use a base written for that release")]
 
 
+def sglang_version_on(config: Config, profile, transport=None) -> tuple[str | None, str]:
+    """``(version, where it came from)`` for checking ``config``'s command on the host of
+    ``profile``: the config's ``sglang.version``, the profile's ``sglang_version``, else
+    the unit's own python asked through ``transport`` (None: not asked). No version
+    (the newest table is used) comes with why; a module that is no SGLang has none."""
+    if config.sglang.get("version"):
+        return config.sglang["version"], "declared by the config"
+    if config.module.split(".")[0] != "sglang":
+        return None, ""
+    if profile.sglang_version:
+        return profile.sglang_version, "named by the host profile"
+    if transport is None:
+        return None, ""
+    python = config.python or profile.python
+    version, why = _ask(transport, python, config.env.get("PYTHONPATH", ""))
+    if version:
+        return version, f"{python} on {profile.name} says so"
+    return None, (f"the newest with a table: could not read the SGLang version of {python} "
+                  f"on {profile.name}: {why}")
+
+
+def ask_sglang_version(config: Config, profile) -> tuple[str | None, str]:
+    """:func:`sglang_version_on`, connecting to the host only when it must be asked (one
+    command); a host that cannot be reached is said in the answer, not raised."""
+    version, source = sglang_version_on(config, profile)
+    if version or config.module.split(".")[0] != "sglang":
+        return version, source
+    from ddlab.hosts import connect  # the connection only when a host is asked
+
+    try:
+        with connect(profile) as transport:
+            return sglang_version_on(config, profile, transport)
+    except HostError as err:
+        said = str(err).splitlines()[0][:200]
+        return None, (f"the newest with a table: could not reach {profile.name} to ask its "
+                      f"SGLang version: {said}")
+
+
 def installed_sglang(transport, python: str, pythonpath: str = "") -> str | None:
     """The SGLang version ``python`` on the host has (one command, asked once per host,
     interpreter and path in this process): the installed distribution's, else, for a source
     checkout on its path, the package's own ``__version__`` (see ``_VERSION_PROBE``);
     None, with a warning, when it cannot say. ``pythonpath``: the unit's own PYTHONPATH,
     so a checkout that only the unit puts on the path is the one asked."""
+    return _ask(transport, python, pythonpath)[0]
+
+
+def _ask(transport, python: str, pythonpath: str) -> tuple[str | None, str]:
+    """``(version, "")``, or ``(None, why)`` (logged as a warning once)."""
     key = (transport.profile.name, transport.profile.hostname, python, pythonpath)
     if key not in _ASKED:
         argv = [python, "-c", _VERSION_PROBE]
@@ -166,9 +213,11 @@ def installed_sglang(transport, python: str, pythonpath: str = "") -> str | None
         done = transport.run(argv, check=False, timeout_s=30)
         lines = done.stdout.strip().splitlines() if done.exit_code == 0 else []
         version = lines[-1].strip() if lines else None
+        why = ""
         if version is None:
             said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            why = f"exit {done.exit_code}: {said}"
             log.warning(f"{transport.profile.name}: could not read the SGLang version of {python} "
-                        f"(exit {done.exit_code}: {said}); the newest table ddlab has is used")
-        _ASKED[key] = version
+                        f"({why}); the newest table ddlab has is used")
+        _ASKED[key] = (version, why)
     return _ASKED[key]

@@ -51,7 +51,7 @@ from ddlab.hosts.installs import Installs, digest
 from ddlab.hosts.lock import HostLock, LockFile, Preemption
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceSpec, ServiceState, unit_name
-from ddlab.lab.commands import check_command, installed_sglang
+from ddlab.lab.commands import check_command, sglang_version_on
 from ddlab.lab.plans import probe_folder, probes_environment
 from ddlab.probes import probe_files
 
@@ -236,15 +236,8 @@ class Lab:
         said = set()
         for variant in variants:
             config = self.on_host(variant).config
-            version, source = config.sglang.get("version"), "declared by the config"
-            if not version and config.module.split(".")[0] == "sglang":
-                version, source = self.profile.sglang_version, "named by the host profile"
-                if not version:
-                    python = config.python or self.profile.python
-                    version = installed_sglang(self.transport, python,
-                                               config.env.get("PYTHONPATH", ""))
-                    source = f"{python} on the host"
-            check = check_command(config, version=version or None, version_source=source)
+            version, source = sglang_version_on(config, self.profile, self.transport)
+            check = check_command(config, version=version, version_source=source)
             check.raise_errors(variant.name)
             if version:
                 self.sglang_versions[variant.name] = version

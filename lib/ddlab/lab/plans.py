@@ -1,9 +1,13 @@
 """A deploy plan: a validated variant for a host, before anything touches the host.
 
 :func:`make_plan` validates the host profile, the base and the overrides and
-renders the variant's unit (and the base's, for a diff). Only with
-``read_baseline`` does it connect, to read the baseline service's unit for a
-second diff; nothing is changed on the host. The unit texts are for reading
+renders the variant's unit (and the base's, for a diff). It checks the command
+against the SGLang release the host runs, asked as ``deploy`` asks when neither
+the config nor the profile names one (one read-only command,
+:func:`ddlab.lab.commands.ask_sglang_version`; a host that cannot say or be
+reached is said in the notes, and the newest table is used). With
+``read_baseline`` it also reads the baseline service's unit for a second diff;
+nothing is changed on the host. The unit texts are for reading
 (printed, displayed, diffed): their secret values are masked. What is
 installed is rendered again by the deploy, with the real values.
 """
@@ -21,7 +25,7 @@ from ddlab.core.redact import redact_text
 from ddlab.hosts import connect
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import unit_name
-from ddlab.lab.commands import check_command
+from ddlab.lab.commands import ask_sglang_version, check_command
 from ddlab.probes import probe_env
 
 __all__ = ["DeployPlan", "DryRun", "make_plan"]
@@ -95,8 +99,8 @@ def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
               read_baseline: bool = False) -> DeployPlan:
     """Validate everything first, the command against the server's parser table
     (:mod:`ddlab.lab.commands`: the release the config or the profile names, else the
-    newest; the deploy checks again with the host's own); with ``read_baseline`` also
-    fetch the baseline's unit."""
+    one the host says it runs, else the newest; the deploy checks again); with
+    ``read_baseline`` also fetch the baseline's unit."""
     variant = make_variant(base or profile.base, overrides)
     if profile.baseline_service and unit_name(variant.unit_name) == unit_name(profile.baseline_service):
         raise ConfigError(f"{variant.unit_name}: is {profile.name}'s baseline_service; a variant "
@@ -106,8 +110,8 @@ def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
     # folder as the profile names the state dir: the host expands ~ when it installs it)
     unit = render_unit(variant, python=profile.python,
                        extra_env=probes_environment(variant, profile.state_dir))
-    check = check_command(variant.config, version=profile.sglang_version or None,
-                          version_source="named by the host profile")
+    version, source = ask_sglang_version(variant.config, profile)  # as the deploy asks
+    check = check_command(variant.config, version=version, version_source=source)
     check.raise_errors(variant.name)
     plan = DeployPlan(host=profile, variant=variant, notes=check.notes(), unit=redact_text(unit),
                       base_unit=redact_text(render_unit(make_variant(variant.base, []),
