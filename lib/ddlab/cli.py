@@ -30,7 +30,7 @@ from typing import Callable
 import ddlab as api  # the API's names, each imported at first use (inside main)
 from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
-from ddlab.core.interrupts import STARTING
+from ddlab.core.interrupts import STARTING, starting
 from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
 
@@ -508,7 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     import threading
 
     try:  # the heavy imports happen here (the parser's choices, then the verb's API call)
-        args = build_parser().parse_args(argv)
+        with starting():
+            args = build_parser().parse_args(argv)
     except KeyboardInterrupt:  # Ctrl-C while ddlab starts: nothing began, one line
         print(STARTING, file=sys.stderr)
         return 130

@@ -22,15 +22,36 @@ from typing import Iterator
 
 from ddlab.core.log import get_logger
 
-__all__ = ["held_interrupts", "interrupt_thread", "forget_thread", "HELD_LOCK", "HELD_THREADS"]
+__all__ = ["held_interrupts", "starting", "interrupt_thread", "forget_thread", "HELD_LOCK",
+           "HELD_THREADS", "STARTING"]
 
 log = get_logger(__name__)
 
 HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
+HELD_LOCK = threading.Lock()
 # What a Ctrl-C while ddlab starts says (the console script's guard, ddlab.start, and the
 # CLI's own, around its parser): nothing began.
 STARTING = "ddlab: interrupted while starting; nothing was done"
-HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+    """While a command starts (its imports, its parser): a SIGINT is only noted, never raised
+    inside the code running at that moment (inside an import's weakref callback Python
+    swallows it, "Exception ignored in ...", and the command went on); one noted raises
+    KeyboardInterrupt when the block ends. Silent, unlike :func:`held_interrupts`; the main
+    thread only (elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
