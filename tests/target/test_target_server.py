@@ -241,18 +241,25 @@ def test_ddtree_128_tokens_match_a_non_speculative_server(ddtree, plain):
 def test_concurrent_requests_are_batched_and_lossless(ddtree, plain):
     texts = [PROMPT, "import os\nimport sys\n", "class Foo:\n    def ", "# Copyright (c) "]
     want = [generate(plain, t, 64)["text"] for t in texts]
-    got = [None] * len(texts)
+    # Four threads released at once; on a loaded 2-core machine one may still be late for
+    # the others' batch (a request decodes in about 0.1 s), so up to three tries, each lossless.
+    for _ in range(3):
+        got = [None] * len(texts)
+        start = threading.Barrier(len(texts))
 
-    def one(i):
-        got[i] = generate(ddtree, texts[i], 64)["text"]
+        def one(i):
+            start.wait(timeout=30)
+            got[i] = generate(ddtree, texts[i], 64)["text"]
 
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(texts))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert got == want
-    assert "Decode batch, #running-req: 4," in ddtree.log()  # one verify forward for all four
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(len(texts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert got == want
+        if "Decode batch, #running-req: 4," in ddtree.log():  # one verify forward for all four
+            break
+    assert "Decode batch, #running-req: 4," in ddtree.log(), "never batched all four"
 
 
 @pytest.mark.slow
