@@ -136,7 +136,8 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
     assert lock["holder"]["pid"] == kernel and lock["variant"], "the dead kernel's lock is left"
 
     resumed = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", timeout_s=240)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    # the verdict (why it failed) is on stdout, the progress on stderr: both, when it fails
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert re.match(r"(OK|WARNINGS): SWEEP DONE: 3 cells, 3 measured", resumed.stdout), resumed.stdout
     assert f"pid {kernel}" in resumed.stderr and "its process is gone" in resumed.stderr
     with Store(bench.store_path) as store:
