@@ -5,32 +5,26 @@ a fresh clone, where each module is compiled on first use) said in one line, exi
 While the imports run, a SIGINT is only noted, never raised inside whatever code runs at
 that moment: raised inside an import's weakref callback, Python prints "Exception ignored
 in ..." with a traceback and the command goes on as if no one had pressed Ctrl-C. One
-noted is acted on once the imports are done. :mod:`ddlab.cli` holds it the same way while
-it builds its parser (:func:`ddlab.core.interrupts.starting`).
+noted is acted on once the imports are done (:func:`ddlab.core.interrupts.starting`, which
+:mod:`ddlab.cli` also holds while it builds its parser).
 
 The entry is the top layer (above :mod:`ddlab.cli`, which never imports it). Only the
-package itself (``ddlab/__init__``: the version and the error hook) is imported before the
-hold.
+package itself (``ddlab/__init__``: the version and the error hook) and
+:mod:`ddlab.core.interrupts` are imported before the hold.
 """
 
 from __future__ import annotations
 
-import signal
 import sys
+
+from ddlab.core.interrupts import STARTING, starting
 
 
 def main() -> int:
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
     try:
-        from ddlab.cli import main as cli_main
-    except KeyboardInterrupt:  # one raised before the hold (the interpreter's own start-up)
-        received.append(signal.SIGINT)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        from ddlab.core.interrupts import STARTING
-
+        with starting():
+            from ddlab.cli import main as cli_main
+    except KeyboardInterrupt:  # noted while importing (or raised as the hold began)
         print(STARTING, file=sys.stderr)
         return 130
     return cli_main()

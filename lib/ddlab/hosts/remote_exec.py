@@ -139,25 +139,28 @@ def communicate(proc, data, timeout, limit=MAX_OUT_BYTES):
     deadline = time.monotonic() + timeout
     timed_out = False
     try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-    for thread in threads[:2]:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    if timed_out or any(thread.is_alive() for thread in threads[:2]):
-        timed_out = True  # a grandchild that holds the pipes counts as the command
-        _kill(proc)
-        for thread in threads[:2]:
-            thread.join(5)
         try:
-            proc.wait(5)
+            proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            pass
-    for stream in (proc.stdout, proc.stderr):
-        try:
-            stream.close()
-        except (OSError, ValueError):
-            pass
+            timed_out = True
+        for thread in threads[:2]:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if timed_out or any(thread.is_alive() for thread in threads[:2]):
+            timed_out = True  # a grandchild that holds the pipes counts as the command
+            _kill(proc)
+            for thread in threads[:2]:
+                thread.join(5)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+    finally:  # also when interrupted: no pipe is left open
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except (OSError, ValueError):
+                pass
     return out, err, timed_out
 
 

@@ -33,7 +33,6 @@ Validation happens before anything touches a host.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import shlex
@@ -188,12 +187,8 @@ class LocalTransport(Transport):
             return Completed(argv, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - start)
         try:
             out, err, timed_out = communicate(proc, data, timeout_s)
-        except BaseException:
+        except BaseException:  # communicate closed the pipes
             _kill_group(proc)
-            for stream in (proc.stdin, proc.stdout, proc.stderr):  # an interrupt leaks no pipe
-                if stream is not None:
-                    with contextlib.suppress(OSError, ValueError):
-                        stream.close()
             raise
         (out, out_skipped), (err, err_skipped) = out.value(), err.value()
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
