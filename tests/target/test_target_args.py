@@ -5,32 +5,66 @@ import ast
 
 import pytest
 
-from ddlab.target.args import ServerArgs, build_parser, parse_args, parse_command_line
+from ddlab.target.args import ServerArgs, build_parser, parse_args, parse_command_line, speculative_algorithm
 from ddlab.target.log_lines import generation
 
 YELLOW, RESET = "\033[1;33m", "\033[0m"
 
-SPELLINGS = {
-    "new-names": (["--cuda-graph-max-bs-decode", "4", "--cuda-graph-bs-decode", "1", "2"], []),
-    "old-names": (["--cuda-graph-max-bs", "4", "--cuda-graph-bs", "1", "2"],
-                  [("'--cuda-graph-max-bs' is deprecated and will be removed in a future release. "
-                    "Use '--cuda-graph-max-bs-decode' instead."),
-                   ("'--cuda-graph-bs' is deprecated and will be removed in a future release. "
-                    "Use '--cuda-graph-bs-decode' instead.")]),
+def test_graph_sizes_take_the_0_5_23_names_without_a_word():
+    args, warnings = parse_command_line(["--cuda-graph-max-bs-decode", "4", "--cuda-graph-bs-decode", "1", "2"])
+    assert (args.cuda_graph_max_bs_decode, args.cuda_graph_bs_decode, warnings) == (4, [1, 2], [])
+
+
+REMOVED = {  # 0.5.20 removed them; argparse's prefix matching (on in 0.5.23) makes each ambiguous
+    "max-bs": ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"),
+    "bs": ("--cuda-graph-bs", "--cuda-graph-bs-decode, --cuda-graph-bs-prefill"),
 }
 
 
-@pytest.mark.parametrize("argv,warned", SPELLINGS.values(), ids=SPELLINGS.keys())
-def test_graph_sizes_take_both_spellings_and_the_old_one_warns_as_sglang_does(argv, warned):
-    args, warnings = parse_command_line(argv)
-    assert (args.cuda_graph_max_bs_decode, args.cuda_graph_bs_decode) == (4, [1, 2])
-    assert warnings == [f"{YELLOW}{w}{RESET}" for w in warned]
+@pytest.mark.parametrize("flag,matches", REMOVED.values(), ids=REMOVED.keys())
+def test_the_removed_names_are_ambiguous_options_as_in_0_5_23(capsys, flag, matches):
+    with pytest.raises(SystemExit) as exit_:
+        parse_args([flag, "4"])
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert exit_.value.code == 2
+    assert said == f"python -m ddlab.target: error: ambiguous option: {flag} could match {matches}"
+
+
+def test_a_unique_prefix_is_taken_as_0_5_23s_argparse_takes_it():
+    assert parse_args(["--context-len", "32k"]).context_length == 32000
+
+
+@pytest.mark.parametrize("given", ["dflash", "DFlash", "DFLASH"])
+def test_the_algorithm_name_is_read_in_any_case(given):
+    assert parse_args(["--speculative-algorithm", given]).speculative_algorithm == "DFLASH"
+
+
+def test_none_in_any_case_is_no_speculation():
+    assert parse_args(["--speculative-algorithm", "none"]).speculative_algorithm is None
+
+
+@pytest.mark.parametrize("name,said", [("FOO", "Unknown speculative algorithm name: FOO"),
+                                       ("eagle", "Speculative algorithm eagle: ddlab's target runs")])
+def test_an_algorithm_the_target_cannot_run_is_kept_for_the_launcher_to_refuse(name, said):
+    args = parse_args(["--speculative-algorithm", name])
+    assert args.speculative_algorithm == name
+    with pytest.raises(ValueError, match=said):
+        speculative_algorithm(args.speculative_algorithm)
+
+
+def test_prefill_graph_flags_parse_and_only_disabled_is_a_backend(capsys):
+    args = parse_args(["--cuda-graph-max-bs-prefill", "8", "--cuda-graph-bs-prefill", "4", "8"])
+    assert (args.cuda_graph_backend_prefill, args.cuda_graph_max_bs_prefill) == ("disabled", 8)
+    with pytest.raises(SystemExit):
+        parse_args(["--cuda-graph-backend-prefill", "breakable"])
+    assert "has no prefill graphs" in capsys.readouterr().err
 
 
 def test_the_old_names_are_0_4s_own_and_earn_no_warning_there():
     args, warnings = parse_command_line(["--log-format", "0.4", "--cuda-graph-max-bs", "4",
-                                         "--disable-cuda-graph"])
-    assert args.cuda_graph_max_bs_decode == 4 and args.disable_cuda_graph and warnings == []
+                                         "--cuda-graph-bs", "1", "2", "--disable-cuda-graph"])
+    assert (args.cuda_graph_max_bs_decode, args.cuda_graph_bs_decode) == (4, [1, 2])
+    assert args.disable_cuda_graph and warnings == []
 
 
 GRAPHS_OFF = {
@@ -98,9 +132,10 @@ def test_lab_flags_still_parse():
     assert args.speculative_ddtree_budget == 16 and args.port == 30001 and args.disable_cuda_graph
 
 
-def test_every_flag_has_a_server_args_field():
+@pytest.mark.parametrize("fmt", ["0.5.23", "0.4"])
+def test_every_flag_has_a_server_args_field(fmt):
     fields = set(ServerArgs.__dataclass_fields__)
-    dests = {a.dest for a in build_parser()._actions if a.option_strings and a.dest != "help"}
+    dests = {a.dest for a in build_parser(log_format=fmt)._actions if a.option_strings and a.dest != "help"}
     assert dests <= fields
 
 
@@ -111,6 +146,7 @@ def test_0_5_23_prints_server_args_as_a_dict_with_the_new_names():
     view = ast.literal_eval(line.removeprefix("server_args="))
     assert view["cuda_graph_max_bs_decode"] == 4 and "cuda_graph_max_bs" not in view
     assert view["cuda_graph_config"]["decode"] == {"backend": "full", "max_bs": 4, "bs": None}
+    assert view["cuda_graph_config"]["prefill"] == {"backend": "disabled", "max_bs": None, "bs": None}
 
 
 def test_0_4_prints_the_dataclass_repr_with_0_4s_names():
@@ -119,4 +155,5 @@ def test_0_4_prints_the_dataclass_repr_with_0_4s_names():
     line = generation("0.4").server_args(args)
     assert line.startswith("server_args=ServerArgs(model_path='ddlab-tiny', ")
     assert "cuda_graph_max_bs=4" in line and "mem_fraction_static=0.5" in line
-    assert "_decode" not in line and "cuda_graph_config" not in line  # 0.5.14+ names only
+    assert "_decode" not in line and "graph_backend_prefill" not in line and "bs_prefill" not in line
+    assert "cuda_graph_config" not in line

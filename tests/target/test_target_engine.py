@@ -75,7 +75,7 @@ def test_lossless(reference, flags, together):
 
 def test_lossless_when_requests_arrive_and_leave_mid_decode(reference):
     """Slots are reused and batches change size (graph padding 3 -> 4) while others decode."""
-    e = engine(*dd(16, 4), "--cuda-graph-bs", "1", "2", "4", "--max-running-requests", "3")
+    e = engine(*dd(16, 4), "--cuda-graph-bs-decode", "1", "2", "4", "--max-running-requests", "3")
     reqs = [Req(p, NEW if i % 2 else NEW // 3) for i, p in enumerate(PROMPTS)]
     for r in reqs[:2]:
         e.submit(r)
@@ -179,7 +179,10 @@ def test_dflash_worker_line_follows_the_drafters_weights(caplog, fmt):
     engine("--speculative-algorithm", "DFLASH", "--speculative-dflash-block-size", "8", "--log-format", fmt)
     lines = [r.getMessage() for r in caplog.records]
     at = lines.index(DFLASH_RUNNER[fmt])
-    assert "DdlabTinyDFlashDrafter" in lines[at - 1] and lines[at + 1].startswith("KV Cache is allocated.")
+    after = lines[at + 1:at + 3] if fmt == "0.5.23" else ["", *lines[at + 1:at + 2]]
+    assert "DdlabTinyDFlashDrafter" in lines[at - 1] and after[1].startswith("KV Cache is allocated.")
+    if fmt == "0.5.23":  # 0.5.23 dflash_worker_v2.py:560-566, then the pools
+        assert after[0].startswith("DFLASH draft runner ready. mask_token=")
 
 
 def test_kv_pool_that_cannot_hold_one_request_fails_like_sglang():

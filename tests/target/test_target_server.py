@@ -125,10 +125,13 @@ def plain(tmp_module):
 
 
 @pytest.mark.slow
-def test_ready_within_60s_and_503_while_starting(ddtree):
+def test_ready_within_60s_and_the_port_closed_while_the_model_loads(ddtree):
+    """As SGLang's: uvicorn binds only after the scheduler is up (0.5.23
+    http_server.py:3151-3170), so /health is refused while the model loads, then 503
+    while the warmup runs (tokenizer_manager's status Starting), then 200."""
     assert ddtree.ready_s < 60
-    assert 503 in ddtree.statuses
-    assert 200 not in ddtree.statuses[:ddtree.statuses.index(503)]
+    assert ddtree.statuses[0] is None, "the port is closed while the model loads"
+    assert set(ddtree.statuses[:-1]) <= {None, 503}, "no 200 before the ready line"
     assert ddtree.get("/health").status_code == 200 and ddtree.get("/health_generate").status_code == 200
 
 
@@ -220,7 +223,7 @@ def test_a_deprecated_flag_is_logged_as_sglang_logs_it(tmp_path):
         s.wait()
     finally:
         s.stop()
-    first = s.log().splitlines()[0]
+    first = next(line for line in s.log().splitlines() if line.startswith("["))  # after python -m's warning
     assert re.fullmatch(r"\[[\d-]+ [\d:]+\] \x1b\[1;33m'--disable-cuda-graph' is deprecated and will be "
                         r"removed in a future release\. "
                         r"Use '--cuda-graph-backend-\{decode,prefill\}=disabled' instead\.\x1b\[0m", first)
@@ -393,7 +396,7 @@ def test_with_log_level_http_info_it_prints_uvicorns_lines_as_sglang_logs_them(t
             "the warmup's request line"
     finally:
         s.stop()
-    assert s.proc.returncode == -signal.SIGTERM, "SIGTERM ends it as uvicorn does: by the signal"
+    assert s.proc.returncode == 0, "SIGTERM drains and exits 0, as SGLang 0.5.23 does once serving"
 
 
 @pytest.mark.slow

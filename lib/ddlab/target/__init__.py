@@ -13,6 +13,8 @@ figure it reports comes from decoding it did.
 Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
 
     args.py               SGLang-named flags -> ServerArgs
+    launcher.py           the launcher's checks and lines, before the scheduler
+    lifecycle.py          how the process ends (dead scheduler, SIGQUIT, SIGTERM)
     log_lines.py          SGLang's log lines and error texts, per generation
     model.py              Target and Drafter networks
     checkpoint.py         built-in weights / weight directories
@@ -23,7 +25,7 @@ Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
     model_runner.py       startup phases, forward passes
     engine.py             requests, batching scheduler, serving log lines
     metrics.py            Prometheus text under SGLang's metric names
-    server.py             FastAPI app, startup, warmup, crash exit
+    server.py             endpoints; main: launcher, engine, uvicorn's start, warmup
     openai_api.py         /v1/models, /v1/completions, /v1/chat/completions
     requests.py           what a request may ask, for both HTTP APIs
     train.py              training of both networks

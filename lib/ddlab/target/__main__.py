@@ -1,7 +1,22 @@
-"""``python -m ddlab.target [SGLang flags]``: run the target server."""
+"""``python -m ddlab.target [SGLang flags]``: run the target server.
+
+Launched this way it first warns as ``python -m sglang.launch_server`` does in SGLang
+0.5.23 (``sglang/launch_server.py:71-77``, a ``warnings.warn`` before anything else),
+naming ``ddlab target`` where SGLang names ``sglang serve``; ``--log-format 0.4`` warns
+nothing, as 0.4's launcher.
+"""
 
 import sys
+import warnings
 
-from ddlab.target import main
+from ddlab.target.args import log_format_of
+from ddlab.target.log_lines import generation
+
+said = generation(log_format_of(sys.argv[1:])).entrypoint_warning("ddlab.target", "ddlab target")
+if said:
+    warnings.warn(
+        said, UserWarning, stacklevel=1)
+
+from ddlab.target import main  # noqa: E402 (after the warning, as SGLang's launcher warns first)
 
 sys.exit(main())

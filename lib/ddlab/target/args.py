@@ -3,15 +3,26 @@
 Contract: ``parse_args(argv) -> ServerArgs``; ``parse_command_line(argv)``
 also returns the deprecation warnings the flags earned, worded as the chosen
 ``--log-format`` words them (the server logs them first, as SGLang does).
-Flags are spelled as SGLang 0.5.23's ``sglang serve`` spells them, and the
-older spellings still work: ``--cuda-graph-max-bs`` and ``--cuda-graph-bs``
-are deprecated aliases of the ``-decode`` names (as in 0.5.14-0.5.18; 0.5.23
-removed them, the target stays lenient), ``--disable-cuda-graph`` is
-deprecated in favour of ``--cuda-graph-backend-decode disabled`` and still
-works. ``--context-length`` and ``--max-prefill-tokens`` read SGLang's
-human-readable integers (``32k`` = 32000, ``32Ki`` = 32768). Errors are
-argparse's (``error: unrecognized arguments: ...``, ``invalid choice``, exit 2)
-or SGLang's own texts. ``--tp-size`` other than 1 is refused with a message
+The parser is the generation's: ``--log-format`` is read first, then the
+whole command line with that release's option strings. Under 0.5.23 the
+flags are spelled as 0.5.23's ``sglang serve`` spells them, and argparse's
+prefix matching is on as there (0.5.23 ``server_args.py:679`` keeps
+``allow_abbrev``), so the removed ``--cuda-graph-max-bs`` is
+``ambiguous option: --cuda-graph-max-bs could match
+--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill`` as there; under 0.4
+the old names (``--cuda-graph-max-bs``, ``--cuda-graph-bs``) are 0.4's own.
+``--disable-cuda-graph`` is deprecated in favour of
+``--cuda-graph-backend-decode disabled`` and still works. The prefill graph
+flags parse and change nothing: the target's prefill always runs eagerly
+(``--cuda-graph-backend-prefill`` takes only ``disabled``).
+``--context-length`` and ``--max-prefill-tokens`` read SGLang's
+human-readable integers (``32k`` = 32000, ``32Ki`` = 32768).
+``--speculative-algorithm`` is a free string read case-insensitively, as
+0.5.23's ``SpeculativeAlgorithm.from_string`` reads it (``spec_info.py:49-65``);
+:func:`speculative_algorithm` resolves it (the launcher calls it, after its
+first lines, as 0.5.23's speculative hook does). Errors are argparse's
+(``error: unrecognized arguments: ...``, ``invalid choice``, exit 2) or
+SGLang's own texts. ``--tp-size`` other than 1 is refused with a message
 saying why. ``--speculative-ddtree-shadow-linear`` parses and has no effect (a
 private fork's switch). ``--log-format`` picks the SGLang generation whose
 lines and crash texts the target prints (``log_lines``). Two ``--debug-*``
@@ -24,18 +35,23 @@ import argparse
 import dataclasses
 import os
 import re
+import sys
 from decimal import Decimal
 
 from ddlab.target.log_lines import LOG_FORMATS, generation
 
 __all__ = ["ServerArgs", "build_parser", "parse_args", "parse_command_line", "VERIFY_FIELDS",
-           "DROP_MODES", "human_readable_int"]
+           "DROP_MODES", "human_readable_int", "speculative_algorithm", "ALGORITHMS", "log_format_of"]
 
 # The forward-batch fields copied into the static buffers at every replay.
 VERIFY_FIELDS = ("input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions",
                  "num_token_non_padded")
 DROP_MODES = ("raise", "skip")
 GRAPH_BACKENDS = ("full", "breakable", "disabled")
+ALGORITHMS = ("DFLASH", "DDTREE")  # what the target runs; NONE (or no flag) is no speculation
+# 0.5.23's builtins the target does not run (sglang/srt/speculative/spec_info.py:39-47, and the
+# NEXTN alias, arg_groups/speculative_hook.py:109): refused with the target's own words
+_NOT_HERE = ("UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NEXTN")
 
 
 @dataclasses.dataclass
@@ -65,6 +81,9 @@ class ServerArgs:
     cuda_graph_backend_decode: str = "full"
     cuda_graph_max_bs_decode: int = 8
     cuda_graph_bs_decode: list | None = None
+    cuda_graph_backend_prefill: str = "disabled"
+    cuda_graph_max_bs_prefill: int | None = None
+    cuda_graph_bs_prefill: list | None = None
     disable_cuda_graph: bool = False
     disable_cuda_graph_padding: bool = False
     enable_metrics: bool = False
@@ -147,7 +166,8 @@ EXAMPLES = """examples:
   {prog} --port 30001 --disable-cuda-graph --log-format 0.4"""
 
 
-def build_parser(prog="python -m ddlab.target") -> argparse.ArgumentParser:
+def build_parser(prog="python -m ddlab.target", log_format=LOG_FORMATS[0]) -> argparse.ArgumentParser:
+    """The parser of ``log_format``'s generation (its option strings differ: see the module)."""
     p = argparse.ArgumentParser(prog=prog, description="ddlab's tree-speculative target server "
                                 "(SGLang's flags, HTTP API and log lines)", epilog=EXAMPLES.format(
                                     prog=prog), formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -169,7 +189,7 @@ def build_parser(prog="python -m ddlab.target") -> argparse.ArgumentParser:
     a("--api-key", help="requests need 'Authorization: Bearer KEY' (not /health, /metrics)")
     a("--admin-api-key", help="accepted; this server has no admin endpoints")
     _add_speculative(p)
-    _add_graphs(p)
+    _add_graphs(p, log_format)
     a("--enable-metrics", action="store_true", help="serve Prometheus text at /metrics")
     a("--decode-log-interval", type=_positive, default=40)
     a("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -182,7 +202,7 @@ def build_parser(prog="python -m ddlab.target") -> argparse.ArgumentParser:
     return p
 
 
-def _add_graphs(p):
+def _add_graphs(p, log_format):
     a = p.add_argument
     a("--cuda-graph-backend-decode", choices=GRAPH_BACKENDS, default="full",
       help="decode/verify graphs: full (breakable runs as full here), disabled = no graphs")
@@ -191,16 +211,22 @@ def _add_graphs(p):
       help="deprecated: --cuda-graph-backend-decode disabled")
     a("--disable-cuda-graph-padding", action="store_true")
     a("--cuda-graph-max-bs-decode", type=_positive, default=8)
-    a("--cuda-graph-max-bs", dest="cuda_graph_max_bs_decode", type=_positive, action=_Deprecated,
-      replacement="--cuda-graph-max-bs-decode", help="deprecated alias of --cuda-graph-max-bs-decode")
     a("--cuda-graph-bs-decode", type=_positive, nargs="+")
-    a("--cuda-graph-bs", dest="cuda_graph_bs_decode", type=_positive, nargs="+", action=_Deprecated,
-      replacement="--cuda-graph-bs-decode", help="deprecated alias of --cuda-graph-bs-decode")
+    a("--cuda-graph-backend-prefill", choices=GRAPH_BACKENDS, default="disabled",
+      help="prefill graphs: the target has none (its prefill runs eagerly): only disabled")
+    a("--cuda-graph-max-bs-prefill", type=_positive, help="accepted; no effect (no prefill graphs)")
+    a("--cuda-graph-bs-prefill", type=_positive, nargs="+", help="accepted; no effect (no prefill graphs)")
+    if log_format == "0.4":  # 0.4's own names (0.5.14-0.5.18 kept them as deprecated aliases; 0.5.20 removed them)
+        a("--cuda-graph-max-bs", dest="cuda_graph_max_bs_decode", type=_positive, action=_Deprecated,
+          replacement="--cuda-graph-max-bs-decode", help="0.4's name of --cuda-graph-max-bs-decode")
+        a("--cuda-graph-bs", dest="cuda_graph_bs_decode", type=_positive, nargs="+", action=_Deprecated,
+          replacement="--cuda-graph-bs-decode", help="0.4's name of --cuda-graph-bs-decode")
 
 
 def _add_speculative(p):
     a = p.add_argument
-    a("--speculative-algorithm", choices=["NONE", "DFLASH", "DDTREE"])
+    a("--speculative-algorithm", metavar="NAME",
+      help="NONE, DFLASH or DDTREE, in any case (SGLang reads the name case-insensitively)")
     a("--speculative-draft-model-path", help="built-in name (ddlab-tiny-drafter) or a directory")
     a("--speculative-dflash-block-size", type=_positive, help="default: the drafter's (16)")
     a("--speculative-num-draft-tokens", type=_positive, help="= block size for DFLASH")
@@ -231,9 +257,35 @@ def _non_negative_float(text: str) -> float:
     return value
 
 
+def log_format_of(argv) -> str:
+    """``--log-format`` as given (exactly spelled), else the default: it picks the parser."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--log-format")
+    given = pre.parse_known_args(argv)[0].log_format
+    return given if given in LOG_FORMATS else LOG_FORMATS[0]
+
+
+def speculative_algorithm(name: str | None) -> str | None:
+    """``--speculative-algorithm`` as 0.5.23 reads it (``SpeculativeAlgorithm.from_string``,
+    sglang/srt/speculative/spec_info.py:49-65: ``name.upper()``, NONE for no speculation):
+    ``DFLASH``, ``DDTREE`` or None; any other name raises SGLang's ValueError."""
+    upper = None if name is None else name.upper()
+    if upper in (None, "NONE"):
+        return None
+    if upper in ALGORITHMS:
+        return upper
+    if upper in _NOT_HERE:
+        raise ValueError(f"Speculative algorithm {name}: ddlab's target runs DFLASH and DDTREE "
+                         "(or NONE), not this one")
+    raise ValueError(f"Unknown speculative algorithm name: {name}")
+
+
 def parse_command_line(argv=None, prog="python -m ddlab.target") -> tuple[ServerArgs, list[str]]:
-    """-> (the args, the deprecation warnings to log, worded for ``--log-format``)."""
-    parser = build_parser(prog)
+    """-> (the args, the deprecation warnings to log, worded for ``--log-format``). A name
+    ``--speculative-algorithm`` does not know stays as given: :func:`speculative_algorithm`
+    refuses it where SGLang does (the launcher, after its first lines)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(prog, log_format_of(argv))
     ns = parser.parse_args(argv)
     if ns.cuda_graph_backend_decode == "disabled":
         ns.disable_cuda_graph = True
@@ -241,8 +293,13 @@ def parse_command_line(argv=None, prog="python -m ddlab.target") -> tuple[Server
         ns.cuda_graph_backend_decode = "disabled"
     if ns.tp_size != 1:
         parser.error(f"argument --tp-size: {ns.tp_size}: ddlab's target runs on one device; use 1")
-    if ns.speculative_algorithm == "NONE":
-        ns.speculative_algorithm = None
+    if ns.cuda_graph_backend_prefill != "disabled":
+        parser.error(f"argument --cuda-graph-backend-prefill: {ns.cuda_graph_backend_prefill!r}: ddlab's "
+                     "target has no prefill graphs (its prefill runs eagerly); use disabled")
+    try:
+        ns.speculative_algorithm = speculative_algorithm(ns.speculative_algorithm)
+    except ValueError:
+        pass  # kept as given: the launcher raises SGLang's error where SGLang does
     if ns.speculative_ddtree_topk_cap is None and ns.speculative_algorithm == "DDTREE":
         ns.speculative_ddtree_topk_cap = int(os.environ.get("SGLANG_DDTREE_MAX_TOPK", "6"))
     fields = {f.name for f in dataclasses.fields(ServerArgs)}

@@ -17,7 +17,7 @@ from safetensors.torch import load_file, save_file
 
 from ddlab.target.model import Drafter, DrafterConfig, Target, TargetConfig, pack_for_cpu
 
-__all__ = ["BUILTIN", "WEIGHTS_DIR", "resolve", "load_model", "save_model"]
+__all__ = ["BUILTIN", "WEIGHTS_DIR", "resolve", "read_config", "load_model", "save_model"]
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 BUILTIN = ("ddlab-tiny", "ddlab-tiny-drafter")
@@ -34,6 +34,12 @@ def resolve(path: str) -> tuple[Path, Path]:
     raise OSError(f"{path} is not a local folder and is not a valid model identifier: ddlab's target "
                   f"loads a built-in name ({', '.join(BUILTIN)}) or a folder holding model.safetensors "
                   "and config.json")  # the first half is Hugging Face's text, as SGLang prints it
+
+
+def read_config(path: str) -> dict:
+    """The config of a built-in name or a weights directory (SGLang's launcher reads the
+    model's config before anything else: a wrong path fails there, with no weights read)."""
+    return json.loads(resolve(path)[1].read_text())
 
 
 def load_model(path: str, device="cpu", pack=True):

@@ -120,6 +120,12 @@ class Engine:
     def abort(self, req: Req) -> None:
         req.aborted = True
 
+    def in_flight(self) -> list[str]:
+        """The rids of the requests not finished yet (queued or running)."""
+        with self.cond:
+            reqs = [*self.waiting, *self.running]
+        return [r.rid for r in reqs if r.finish_reason is None]
+
     # --- the scheduler ------------------------------------------------------
 
     def step(self) -> bool:

@@ -10,9 +10,12 @@ request). ``allowed(method, path, authorization)`` may refuse a request first (4
 a :class:`~ddlab.target.requests.BadRequest` becomes ``bad_request(path, exc)``; an
 unknown path is 404 and a known path with another method 405, in FastAPI's words
 (``{"detail": "Not Found"}``), as SGLang answers; any other exception is a 500 and
-uvicorn's ``Exception in ASGI application`` with its traceback on stderr; a client
-that resets its connection is, as for uvicorn, no error and leaves no line. With
-``log_level_http`` info (or debug) each request gets uvicorn's access line.
+uvicorn's ``Exception in ASGI application`` with its traceback; a client that
+resets its connection is, as for uvicorn, no error and leaves no line. Each
+request gets uvicorn's access line at INFO. :func:`uvicorn_loggers` sets up
+uvicorn's two loggers (``uvicorn.error``: its lifecycle lines; ``uvicorn.access``)
+in the format SGLang gives them (0.5.23 ``sglang/srt/utils/common.py:3509-3519``:
+``[%(asctime)s] %(levelprefix)s %(message)s``), at ``--log-level-http``.
 
 Why not FastAPI + uvicorn, as SGLang itself: importing them (with pydantic,
 starlette, anyio) cost a fifth of a start of the target on a 2-core machine: 1.45 s
@@ -25,17 +28,38 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import socket
 import sys
-import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
 from ddlab.target.requests import BadRequest, Reply, json_reply
 
-__all__ = ["TargetHTTPServer", "KEEP_ALIVE_S"]
+__all__ = ["TargetHTTPServer", "KEEP_ALIVE_S", "uvicorn_loggers"]
 
 KEEP_ALIVE_S = 5.0
+uvicorn_log = logging.getLogger("uvicorn.error")  # uvicorn's lifecycle and error lines
+access_log = logging.getLogger("uvicorn.access")
+
+
+class _UvicornFormatter(logging.Formatter):
+    """uvicorn's ``levelprefix`` (``INFO:`` padded to 9: uvicorn/logging.py) in SGLang's format."""
+
+    def formatMessage(self, record):  # noqa: N802 (logging's name)
+        record.levelprefix = f"{record.levelname}:".ljust(9)
+        return super().formatMessage(record)
+
+
+def uvicorn_loggers(level: str) -> None:
+    """uvicorn's loggers as SGLang configures them, at ``level`` (``--log-level-http``)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_UvicornFormatter("[%(asctime)s] %(levelprefix)s %(message)s",
+                                           datefmt="%Y-%m-%d %H:%M:%S"))
+    for log in (uvicorn_log, access_log):
+        log.handlers[:] = [handler]
+        log.setLevel(level.upper())
+        log.propagate = False
 
 
 def _json_body(raw: bytes) -> dict:
@@ -85,8 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
         except BadRequest as exc:
             return server.bad_request(path, exc)
         except Exception:  # uvicorn's words and a 500; the server stays up
-            print(f"ERROR:    Exception in ASGI application\n{traceback.format_exc()}",
-                  file=sys.stderr, end="", flush=True)
+            uvicorn_log.error("Exception in ASGI application\n", exc_info=True)
             return Reply(status=500, body=b"Internal Server Error", content_type="text/plain")
 
     def _answer(self, reply: Reply) -> None:
@@ -112,15 +135,14 @@ class _Handler(BaseHTTPRequestHandler):
             reply.chunks.close()
 
     def log_request(self, code="-", size="-") -> None:
-        if self.server.access_log:
+        if access_log.isEnabledFor(logging.INFO):
             status = int(code) if str(code).isdigit() else 0
             host, port = self.client_address[:2]
-            print(f'INFO:     {host}:{port} - "{self.requestline}" {code} '
-                  f'{http.client.responses.get(status, "")}', file=sys.stderr, flush=True)
+            access_log.info(f'{host}:{port} - "{self.requestline}" {code} '
+                            f'{http.client.responses.get(status, "")}')
 
     def log_message(self, format, *args) -> None:  # noqa: A002 (http.server's signature)
-        if self.server.debug_log:
-            print(f"DEBUG:    {format % args}", file=sys.stderr, flush=True)
+        uvicorn_log.debug(format, *args)
 
 
 class TargetHTTPServer(ThreadingHTTPServer):
@@ -129,15 +151,12 @@ class TargetHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, sock: socket.socket, routes: dict, *, allowed, bad_request,
-                 log_level_http: str = "warning"):
+    def __init__(self, sock: socket.socket, routes: dict, *, allowed, bad_request):
         super().__init__(sock.getsockname()[:2], _Handler, bind_and_activate=False)
         self.socket.close()
         self.socket = sock
         self.server_activate()
         self.routes, self.allowed, self.bad_request = routes, allowed, bad_request
-        self.access_log = log_level_http in ("info", "debug")
-        self.debug_log = log_level_http == "debug"
 
     def handle_error(self, request, client_address) -> None:
         """A client that resets its connection (a pool closed, a bench interrupted) is

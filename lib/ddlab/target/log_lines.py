@@ -43,7 +43,8 @@ NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-st
 
 # ServerArgs fields the 0.5.14+ names replaced: (0.5.23 name, 0.4 name or None if absent).
 _RENAMED = (("cuda_graph_max_bs_decode", "cuda_graph_max_bs"), ("cuda_graph_bs_decode", "cuda_graph_bs"),
-            ("cuda_graph_backend_decode", None))
+            ("cuda_graph_backend_decode", None), ("cuda_graph_backend_prefill", None),
+            ("cuda_graph_max_bs_prefill", None), ("cuda_graph_bs_prefill", None))
 
 
 def _gb(x: float) -> str:
@@ -62,24 +63,69 @@ class Generation:
         view = args.to_dict()
         view["cuda_graph_config"] = {"decode": {"backend": args.cuda_graph_backend_decode,
                                                 "max_bs": args.cuda_graph_max_bs_decode,
-                                                "bs": args.cuda_graph_bs_decode}}
+                                                "bs": args.cuda_graph_bs_decode},
+                                     "prefill": {"backend": args.cuda_graph_backend_prefill,
+                                                 "max_bs": args.cuda_graph_max_bs_prefill,
+                                                 "bs": args.cuda_graph_bs_prefill}}
         return view
 
     def server_args(self, args) -> str:
         return f"server_args={self.args_view(args)!r}"
 
-    def launch_notes(self, args) -> list[str]:
-        """The launcher's lines before ``server_args=``."""
-        notes = ["Attention backend not specified. Use torch_native backend by default."]
+    def attention_note(self) -> str | None:
+        """The launcher's attention default (0.5.23 arg_groups/overrides.py:1133-1138)."""
+        return "Attention backend not specified. Use torch_native backend by default."
+
+    def speculative_notes(self, args) -> list[str]:
+        """The speculative hook's notes (0.5.23 arg_groups/speculative_hook.py:438-446)."""
         if args.speculative and args.max_running_requests is None:
-            notes.append("Max running requests is reset to 48 for speculative decoding. You can "
-                         "override this by explicitly setting --max-running-requests.")
-        return notes
+            return ["Max running requests is reset to 48 for speculative decoding. You can override "
+                    "this by explicitly setting --max-running-requests."]
+        return []
 
     def deprecated(self, option: str, replacement: str) -> str | None:
         """``print_deprecated_warning``: a WARNING in ANSI yellow."""
         return (f"\033[1;33m'{option}' is deprecated and will be removed in a future release. "
                 f"Use '{replacement}' instead.\033[0m")
+
+    # --- the launcher and the process's end --------------------------------------------
+
+    model_info_path = "/model_info"  # the warmup's first request (http_server.py:2374)
+    sigterm_stops_server = True  # the drained server stops uvicorn and exits 0 (0.5.23 tokenizer_manager.py:3559-3570)
+
+    def entrypoint_warning(self, module: str, entrypoint: str) -> str | None:
+        """``python -m``'s UserWarning (launch_server.py:71-77), ``warnings.warn``'s message."""
+        return (f"'python -m {module}' is still supported, but '{entrypoint}' is the recommended "
+                f"entrypoint.\n  Example: {entrypoint} --model-path <model> [options]")
+
+    def kill_tree(self, pid: int, include_parent: bool) -> str | None:
+        """``kill_process_tree``'s first words (sglang/srt/utils/common.py:2523-2526)."""
+        return f"kill_process_tree called: parent_pid={pid}, include_parent={include_parent}, pid={pid}"
+
+    # the launcher's handler until the tokenizer manager's first request (engine.py:1976-1982),
+    # then the tokenizer manager's (tokenizer_manager.py:2452-2459, :4072-4075); asyncio calls
+    # a loop.add_signal_handler callback with no arguments, so signum and frame are None
+    sigquit_launch = "Received sigquit from a child process. It usually means the child failed."
+    sigquit_running = "SIGQUIT received. signum=None, frame=None. It usually means one child failed."
+    sigterm = "SIGTERM received. signum=None frame=None. Draining requests and shutting down..."
+
+    def gracefully_exiting(self, rids: list) -> str:
+        """The SIGTERM watchdog's drain line (tokenizer_manager.py:3534-3536)."""
+        return (f"Gracefully exiting... Remaining number of requests {len(rids)}. "
+                f"Remaining requests remaining_rids={rids!r}.")
+
+    def prefill_graph_disabled(self) -> str | None:
+        """``capture_prefill_graph`` with the prefill backend disabled (cuda_graph_setup.py:495-500)."""
+        return ("Disable prefill CUDA graph because cuda_graph_config resolved prefill.backend='disabled' "
+                "(e.g. via --cuda-graph-backend-prefill=disabled or auto-disable rules).")
+
+    def draft_runner_ready(self, algorithm: str) -> str | None:
+        """DFLASH's second init line (dflash_worker_v2.py:560-566): the target's drafter has a
+        learned mask embedding, no mask token."""
+        if algorithm != "DFLASH":
+            return None
+        return ("DFLASH draft runner ready. mask_token=None, mask_token_id=None, "
+                "mask_token_id_override=None, noise_embed_scale=1.0")
 
     def init_begin(self) -> list[str]:
         return ["Init parallel begin."]
@@ -160,11 +206,34 @@ class Generation04(Generation):
         inner = ", ".join(f"{k}={v!r}" for k, v in self.args_view(args).items())
         return f"server_args=ServerArgs({inner})"
 
-    def launch_notes(self, args) -> list[str]:
+    def attention_note(self) -> str | None:
+        return None
+
+    def speculative_notes(self, args) -> list[str]:
         return []
 
     def deprecated(self, option: str, replacement: str) -> str | None:
         return None  # the old names are 0.4's own; the new ones are accepted without a word
+
+    model_info_path = "/get_model_info"  # 0.4.10.post2 http_server.py:976-1001
+    sigterm_stops_server = False  # 0.4's drained server kills its own tree, itself too (tokenizer_manager.py:1494)
+    # 0.4's running-phase handler keeps the launcher's words (tokenizer_manager.py:1992-1996)
+    sigquit_running = Generation.sigquit_launch
+
+    def entrypoint_warning(self, module: str, entrypoint: str) -> str | None:
+        return None  # 0.4's launch_server.py warns nothing
+
+    def kill_tree(self, pid: int, include_parent: bool) -> str | None:
+        return None  # 0.4's kill_process_tree logs nothing (utils.py:860)
+
+    def gracefully_exiting(self, rids: list) -> str:
+        return f"Gracefully exiting... remaining number of requests {len(rids)}"  # tokenizer_manager.py:1486
+
+    def prefill_graph_disabled(self) -> str | None:
+        return None
+
+    def draft_runner_ready(self, algorithm: str) -> str | None:
+        return None
 
     def init_begin(self) -> list[str]:
         return ["Init torch distributed begin."]

@@ -39,7 +39,7 @@ from ddlab.target.model import KVView
 # The class each log generation's model runner builds (log_lines.py: graph_runner).
 GRAPH_RUNNERS = {cls.__name__: cls for cls in (CudaGraphRunner, DecodeCudaGraphRunner)}
 
-__all__ = ["ModelRunner", "attention_mask"]
+__all__ = ["ModelRunner", "attention_mask", "context_length"]
 
 logger = logging.getLogger("ddlab.target")
 
@@ -51,6 +51,23 @@ def attention_mask(seq_lens, custom_mask, n_keys):
     idx = rel.clamp(0, T).unsqueeze(1).expand(R, T, n_keys)
     mask = F.pad(custom_mask, (0, 1)).gather(2, idx) | (rel < 0).unsqueeze(1)
     return mask.unsqueeze(1)
+
+
+def context_length(asked: int | None, derived: int, words) -> int:
+    """``--context-length`` as SGLang's ModelConfig takes it (0.5.23
+    configs/model_config.py:1291-1316): longer than the model's only when
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN allows (off by default in 0.5.23, on in 0.4),
+    with SGLang's warning; else its ValueError. SGLang's launcher builds the ModelConfig
+    first (so the error comes before any scheduler line) and the scheduler again (so the
+    warning is logged by both)."""
+    if not asked or asked <= derived:
+        return asked or derived
+    warning, error = words.longer_context(asked, derived)
+    allowed = os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", words.longer_context_default)
+    if allowed.lower() not in words.truthy:
+        raise ValueError(error)
+    logger.warning(warning)
+    return asked
 
 
 def pick_device(name: str) -> torch.device:
@@ -67,12 +84,12 @@ class ModelRunner:
         self.drafter = self._load(spec.draft_path) if spec.algorithm else None
         spec.resolve(self.drafter)
         if self.drafter is not None:
-            self._log(spec.describe(self.words, self.drafter.cfg.architecture))
-        self.context_len = self._context_len(args.context_length, self.target.cfg.context_length)
+            self._log(spec.describe(self.words, self.drafter.cfg.architecture),
+                      self.words.draft_runner_ready(spec.algorithm))
+        self.context_len = context_length(args.context_length, self.target.cfg.context_length, self.words)
         self._init_memory_pool()
         self.graph_runner, self.draft_graph, self.graph_mem_gb = None, None, 0.0
-        if not args.disable_cuda_graph:
-            self._init_graphs()
+        self._init_graphs()
         self.last_used_graph = False
 
     @staticmethod
@@ -91,20 +108,6 @@ class ModelRunner:
         self.memory = DeviceMemory(self.device, a.device_memory_gb)
         self._log(*self.words.init_end(self.device.type, self.device.index or 0, time.perf_counter() - t0,
                                        self.memory.used_gb()))
-
-    def _context_len(self, asked, derived):
-        """``--context-length`` as SGLang's ModelConfig takes it: longer than the model's
-        only when SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN allows (off by default in
-        0.5.23, on in 0.4), with SGLang's warning; else its ValueError."""
-        if not asked or asked <= derived:
-            return asked or derived
-        warning, error = self.words.longer_context(asked, derived)
-        allowed = os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
-                                 self.words.longer_context_default)
-        if allowed.lower() not in self.words.truthy:
-            raise ValueError(error)
-        logger.warning(warning)
-        return asked
 
     def _load(self, path, *, delay_s: float = 0.0):
         logger.info(f"Load weight begin. avail mem={self.memory.avail_gb():.2f} GB")
@@ -147,6 +150,20 @@ class ModelRunner:
                   f"Memory pool end. avail mem={self.memory.avail_gb():.2f} GB")
 
     def _init_graphs(self):
+        """SGLang's ``capture_cuda_graphs`` per worker, target then drafter (0.5.23
+        scheduler.py:1122-1126): the prefill graph first (always disabled here: the line
+        says so, graphs on or off), then the decode/verify graphs when they are on."""
+        a = self.args
+        self._log(self.words.prefill_graph_disabled())
+        if not a.disable_cuda_graph:
+            self._init_verify_graphs()
+        if self.drafter is not None:
+            self._log(self.words.prefill_graph_disabled())
+            if not a.disable_cuda_graph and self.device.type == "cuda":  # on CPU a graph saves nothing
+                self.draft_graph = DraftGraphRunner(self, self.graph_runner.bs_list, self.words)
+                self.graph_mem_gb += self.draft_graph.capture(self.memory, a.cuda_graph_backend_decode)
+
+    def _init_verify_graphs(self):
         a = self.args
         max_bs = min(a.cuda_graph_max_bs_decode, self.req_pool_size)
         bs_list = a.cuda_graph_bs_decode or [b for b in (1, 2, 4, 8, 12, 16, 24, 32) if b < max_bs] + [max_bs]
@@ -157,9 +174,6 @@ class ModelRunner:
                                        padding=not a.disable_cuda_graph_padding,
                                        skip_none=a.debug_drop_verify_mode == "skip")
         self.graph_mem_gb = self.graph_runner.capture(self.memory, a.cuda_graph_backend_decode)
-        if self.drafter is not None and self.device.type == "cuda":  # on CPU a graph saves nothing
-            self.draft_graph = DraftGraphRunner(self, bs_list, self.words)
-            self.graph_mem_gb += self.draft_graph.capture(self.memory, a.cuda_graph_backend_decode)
 
     @torch.inference_mode()
     def forward_tokens(self, ids, positions, seq_lens, custom_mask, loc, slots, n_keys):

@@ -60,6 +60,7 @@ def _choice(req, text, chat, delta=False):
 
 
 def completions(state, body: dict, chat: bool) -> Reply:
+    state.life.begin_running()  # the tokenizer manager's first request installs its handlers
     engine = state.require_engine()
     req = make_req(engine, _prompt(body, chat), _sampling(body))
     head = {"id": f"{'chatcmpl' if chat else 'cmpl'}-{req.rid}", "created": int(time.time()),

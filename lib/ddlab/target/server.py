@@ -17,16 +17,19 @@ Contract (shapes as docs/sglang.md, section 5 "HTTP shapes", gives them):
 - HTTP/1.1 with keep-alive; a stream is sent chunked; a client that goes away
   mid-stream aborts its request (``http_server``).
 
-``main(argv)`` is ``python -m ddlab.target``: it logs what SGLang's launcher
-logs first (deprecated flags, the ``server_args=`` line, in the words of
-``--log-format``), binds the port (so a busy port fails at once, in uvicorn's
-words), starts serving, and builds the engine in a startup thread: SGLang's
-startup lines, the warmup request through HTTP, then ``The server is fired up
-and ready to roll!``. Any startup or scheduler exception is logged with its
-traceback and the process exits 1 at once: no half-alive server answering 500s.
-SIGTERM and SIGINT stop serving, then end the process by that signal, as uvicorn
-does. With ``--log-level-http info`` (or debug) it prints uvicorn's start-up and
-access lines, which SGLang's logs carry.
+``main(argv)`` is ``python -m ddlab.target``, in SGLang 0.5.23's order (0.4's
+with ``--log-format 0.4``): the launcher's lines and checks (``launcher``: a bad
+model path, a too-long context, an unknown algorithm fail there, before
+``server_args=``), the scheduler's startup lines (the engine, built here: its
+failure is ``Scheduler hit an exception: <traceback>`` and the launcher's
+SIGQUIT handling, ``lifecycle``), then uvicorn's start (its lines, the warmup
+thread, the bind: a taken port fails only now, as SGLang's does), the warmup
+(``GET /model_info``, one generation), ``The server is fired up and ready to
+roll!``. A scheduler that dies later takes the whole process down the same
+way (no half-alive server answering 500s); SIGTERM drains and exits as
+SGLang's does (``lifecycle``). uvicorn's lines are at ``--log-level-http``
+(``warning`` here: the start and access lines are off unless it is ``info``;
+SGLang's default, unset, follows ``--log-level``, so they are on there).
 """
 
 from __future__ import annotations
@@ -37,17 +40,17 @@ import logging
 import os
 import queue
 import secrets
-import signal
 import socket
 import sys
 import threading
 import time
 import traceback
 
-from ddlab.target import openai_api
+from ddlab.target import launcher, openai_api
 from ddlab.target.args import parse_command_line
 from ddlab.target.engine import Engine, Req
-from ddlab.target.http_server import TargetHTTPServer
+from ddlab.target.http_server import TargetHTTPServer, uvicorn_log, uvicorn_loggers
+from ddlab.target.lifecycle import Lifecycle, Stop
 from ddlab.target.log_lines import generation
 from ddlab.target.requests import BadRequest, Reply, decode_text, json_reply, make_req, stream_reply
 
@@ -61,6 +64,7 @@ class ServerState:
     def __init__(self, args):
         self.args, self.engine, self.ready = args, None, False
         self.words = generation(args.log_format)
+        self.life = Lifecycle(self.words)
         self.name = args.served_model_name or args.model_path
         self.created = int(time.time())
 
@@ -106,6 +110,7 @@ def _result(state, req) -> dict:
 
 
 def _generate(state: ServerState, body: dict) -> Reply:
+    state.life.begin_running()  # the tokenizer manager's first request installs its handlers
     engine = state.require_engine()
     text, ids = body.get("text"), body.get("input_ids")
     if (text is None) == (ids is None):
@@ -164,6 +169,26 @@ def _server_info(state: ServerState) -> Reply:
                        "internal_states": [internal]})
 
 
+def _model_info(state: ServerState) -> Reply:
+    """The warmup's first request (0.5.23 http_server.py:812-848)."""
+    engine = state.require_engine()
+    cfg = engine.runner.target.cfg
+    return json_reply({"model_path": state.args.model_path, "served_model_name": state.name,
+                       "tokenizer_path": state.args.model_path, "is_generation": True,
+                       "preferred_sampling_params": None, "weight_version": "default",
+                       "has_image_understanding": False, "has_audio_understanding": False,
+                       "model_type": "ddlab-tiny", "architectures": [cfg.architecture]})
+
+
+def _deprecated_endpoint(state: ServerState, old: str, new: str, answer):
+    """0.5.23's older endpoint names warn, then answer as the new one (http_server.py:802-809,
+    :851-857); 0.4's are its own."""
+    if state.words.name != "0.4":
+        logger.warning(f"Endpoint '{old}' is deprecated and will be removed in a future version. "
+                       f"Please use '{new}' instead.")
+    return answer()
+
+
 def _metrics(state: ServerState) -> Reply:
     if not state.args.enable_metrics or state.engine is None:
         return json_reply({"detail": "Not Found: start the server with --enable-metrics"}, 404)
@@ -188,7 +213,11 @@ def _routes(state: ServerState) -> dict:
         ("GET", "/health_generate"): lambda _: _health(state),
         ("GET", "/v1/models"): lambda _: json_reply(openai_api.models(state)),
         ("GET", "/server_info"): lambda _: _server_info(state),
-        ("GET", "/get_server_info"): lambda _: _server_info(state),
+        ("GET", "/get_server_info"): lambda _: _deprecated_endpoint(
+            state, "/get_server_info", "/server_info", lambda: _server_info(state)),
+        ("GET", "/model_info"): lambda _: _model_info(state),
+        ("GET", "/get_model_info"): lambda _: _deprecated_endpoint(
+            state, "/get_model_info", "/model_info", lambda: _model_info(state)),
         ("GET", "/metrics"): lambda _: _metrics(state),
         ("POST", "/generate"): lambda body: _generate(state, body),
         ("POST", "/v1/completions"): lambda body: openai_api.completions(state, body, chat=False),
@@ -203,124 +232,137 @@ def _bad_request(path: str, exc: BadRequest) -> Reply:
     return json_reply({"error": {"message": str(exc), "code": exc.status}}, exc.status)
 
 
-def setup_logging(level: str) -> None:
+def setup_logging(level: str, level_http: str) -> None:
     logging.basicConfig(level=level.upper(), format="[%(asctime)s] %(message)s",
                         datefmt="%Y-%m-%d %H:%M:%S", stream=sys.stderr, force=True)
+    uvicorn_loggers(level_http)
 
 
-def die(code: int = 1) -> None:
-    """Exit the whole process now (a dead scheduler must not leave the HTTP server up)."""
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
-def _startup(state: ServerState) -> None:
-    try:
-        state.engine = Engine(state.args)
-    except BaseException:
-        logger.error(f"Scheduler hit an exception: {traceback.format_exc()}")
-        die(1)
-    threading.Thread(target=state.engine.run_forever, args=(die,), name="scheduler", daemon=True).start()
+def _wait_and_warmup(state: ServerState) -> None:
+    """The launcher's warmup thread (0.5.23 http_server.py:2572-2600): the warmup, then
+    "ready to roll"; a failed warmup ends the process (``kill_process_tree``)."""
     if not state.args.skip_server_warmup:
         try:
-            _warmup(state.args)
-        except BaseException:
+            _warmup(state.args, state.words)
+        except Exception:
             logger.error(f"Initialization failed. warmup error: {traceback.format_exc()}")
-            die(1)
-    state.ready = True
+            state.life.kill_tree(include_parent=True)
+            return
     logger.info(READY_LINE)
+    state.ready = True
 
 
-def _warmup(args) -> None:
-    """SGLang's warmup: one prefill-only (1-token) generation through HTTP."""
-    host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-    body = json.dumps({"text": "The capital city of France is",
-                       "sampling_params": {"temperature": 0, "max_new_tokens": 1}})
+def _warmup(args, words) -> None:
+    """SGLang's warmup (0.5.23 http_server.py:2360-2470): ``GET /model_info`` until it
+    answers (SGLang: 120 tries, 1 s apart), then one generation through HTTP. Here the
+    generation is 1 token (prefill only: SGLang's asks 8), so that a fault the target
+    injects into decoding meets the first real request, not the warmup."""
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host.strip("[]")
     headers = {"Content-Type": "application/json"}
     if args.api_key:
         headers["Authorization"] = f"Bearer {args.api_key}"
-    conn = http.client.HTTPConnection(host.strip("[]"), args.port, timeout=600)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            status, text = _request(host, args.port, "GET", words.model_info_path, None, headers, 5)
+            assert status == 200, f"res={status}, res.text={text!r}"
+            break
+        except (AssertionError, OSError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+    body = json.dumps({"text": "The capital city of France is",
+                       "sampling_params": {"temperature": 0, "max_new_tokens": 1}})
+    status, text = _request(host, args.port, "POST", "/generate", body, headers, 600)
+    assert status == 200, text
+
+
+def _request(host, port, method, path, body, headers, timeout_s) -> tuple[int, str]:
+    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
     try:
-        conn.request("POST", "/generate", body=body, headers=headers)
+        conn.request(method, path, body=body, headers=headers)
         reply = conn.getresponse()
-        text = reply.read().decode("utf-8", errors="replace")
+        return reply.status, reply.read().decode("utf-8", errors="replace")
     finally:
         conn.close()
-    if reply.status != 200:
-        raise RuntimeError(f"warmup: POST /generate answered {reply.status}: {text[:500]}")
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as e:
-        print(f"ERROR:    [Errno {e.errno}] error while attempting to bind on address "
-              f"('{host}', {port}): {e.strerror.lower()}", file=sys.stderr, flush=True)
-        die(1)
-    return sock
 
 
 def _log_launch(args, deprecations) -> None:
-    """The launcher's lines, before the scheduler's: deprecated flags, notes, the server args."""
-    words = generation(args.log_format)
+    """The launcher's lines before its checks: the deprecated flags (argparse's actions
+    log them while parsing)."""
     for line in deprecations:
         logger.warning(line)
-    for line in (*words.launch_notes(args), words.server_args(args)):
-        logger.info(line)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """uvicorn's bind (``loop.create_server``): asyncio's OSError when the port is taken."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    address = (host.strip("[]"), port)
+    try:
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        raise OSError(e.errno, f"error while attempting to bind on address {address!r}: "
+                               f"{e.strerror.lower()}") from None
+    return sock
 
 
 def main(argv=None, prog="python -m ddlab.target") -> int:
     args, warnings = parse_command_line(argv, prog)
-    setup_logging(args.log_level)
-    _log_launch(args, warnings)
-    sock = _bind(args.host, args.port)
+    setup_logging(args.log_level, args.log_level_http)
     state = ServerState(args)
-    server = TargetHTTPServer(
-        sock, _routes(state), log_level_http=args.log_level_http,
-        allowed=lambda method, path, auth: _allowed(method, path, auth, args.api_key),
-        bad_request=_bad_request)
-    stopped_by = _stop_on_signals()
+    state.life.install()
+    _log_launch(args, warnings)
     try:
-        if server.access_log:  # uvicorn's start-up lines, as SGLang's logs carry them
-            url = f"http://{args.host}:{args.port}"
-            for line in (f"Started server process [{os.getpid()}]", "Waiting for application startup.",
-                         "Application startup complete.",
-                         f"Uvicorn running on {url} (Press CTRL+C to quit)"):
-                print(f"INFO:     {line}", file=sys.stderr, flush=True)
-        threading.Thread(target=_startup, args=(state,), name="startup", daemon=True).start()
+        launcher.resolve(args, state.words)
+    except Exception:  # the launcher's finally, then the traceback (launch_server.py:83-86)
+        state.life.kill_tree(include_parent=False)
+        traceback.print_exc()
+        return 1
+    logger.info(state.words.server_args(args))
+    try:
+        state.engine = Engine(args)
+    except BaseException:
+        logger.error(f"Scheduler hit an exception: {traceback.format_exc()}")
+        state.life.child_failed()
+    threading.Thread(target=state.engine.run_forever, args=(lambda: state.life.child_failed(),),
+                     name="scheduler", daemon=True).start()
+    return _serve(state)
+
+
+def _serve(state: ServerState) -> int:
+    """uvicorn's run after the engine is up (0.5.23 http_server.py:2990-3005; uvicorn 0.54
+    ``Server._serve`` and ``startup``): its start lines, the lifespan (which starts the
+    warmup thread, http_server.py:449-454), the bind (a taken port fails here, after the
+    whole startup), then serving until a signal."""
+    args, life, pid = state.args, state.life, os.getpid()
+    uvicorn_log.info("Started server process [%d]", pid)
+    uvicorn_log.info("Waiting for application startup.")
+    warmup = threading.Thread(target=_wait_and_warmup, args=(state,), name="warmup", daemon=True)
+    warmup.start()
+    uvicorn_log.info("Application startup complete.")
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as e:  # uvicorn: the error, the lifespan's shutdown (joins the warmup), exit 1
+        uvicorn_log.error(e)
+        uvicorn_log.info("Waiting for application shutdown.")
+        warmup.join()
+        uvicorn_log.info("Application shutdown complete.")
+        life.kill_tree(include_parent=False)  # launch_server.py's finally
+        return 1
+    server = TargetHTTPServer(
+        sock, _routes(state), bad_request=_bad_request,
+        allowed=lambda method, path, auth: _allowed(method, path, auth, args.api_key))
+    host = "0.0.0.0" if not args.host else args.host
+    uvicorn_log.info(f"Uvicorn running on http://{f'[{host}]' if ':' in host else host}:{args.port} "
+                     "(Press CTRL+C to quit)")
+    life.http_up = True
+    try:
         server.serve_forever(poll_interval=0.5)
-    except _Stopped:
-        pass
-    finally:
-        server.server_close()
-    if stopped_by:  # ended by the signal, as uvicorn ends (it raises the signal it caught again)
-        logging.shutdown()
-        signal.signal(stopped_by[0], signal.SIG_DFL)
-        signal.raise_signal(stopped_by[0])
+    except Stop as stop:
+        if stop.drain:
+            return life.drain(server, state.engine.in_flight)
+        life.uvicorn_stop(server)
+        life.exit_by(stop.signum)
     return 0
-
-
-class _Stopped(Exception):
-    """Raised in the main thread by SIGTERM / SIGINT: serving ends at once."""
-
-
-def _stop_on_signals() -> list:
-    """SIGTERM / SIGINT: stop serving at once (the handler raises :class:`_Stopped` in
-    the main thread, which serves; ``server.shutdown()`` would wait for the serving
-    loop's next poll, half a second, at each of the hundreds of stops a sweep or the
-    test suite makes); the list returned gets the signal. Only the main thread may set
-    handlers; elsewhere the defaults stay."""
-    caught: list = []
-
-    def stop(signum, frame):
-        if not caught:
-            caught.append(signum)
-            raise _Stopped
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, stop)
-    return caught

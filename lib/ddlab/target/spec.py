@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import torch
 
+from ddlab.target.args import speculative_algorithm
 from ddlab.target.checkpoint import DEFAULT_DRAFTER
 from ddlab.target.cuda_graph_runner import ForwardBatch
 from ddlab.target.tree import ancestor_mask, chain, ddtree, pad_tree, walk
 
-__all__ = ["SpecConfig", "decode_step"]
+__all__ = ["SpecConfig", "decode_step", "draft_path"]
 
 
 class SpecConfig:
     def __init__(self, args):
-        self.algorithm = args.speculative_algorithm  # None, "DFLASH" or "DDTREE"
-        self.draft_path = args.speculative_draft_model_path or DEFAULT_DRAFTER.get(args.model_path)
-        if self.algorithm and not self.draft_path:
-            raise ValueError("DFLASH speculative decoding requires setting "
-                             "--speculative-draft-model-path.")  # SGLang's text, DDTREE too
+        self.algorithm = speculative_algorithm(args.speculative_algorithm)  # None, DFLASH or DDTREE
+        self.draft_path = draft_path(args)
         self.block_size = args.speculative_dflash_block_size or args.speculative_num_draft_tokens
         self.budget, self.topk_cap = args.speculative_ddtree_budget, args.speculative_ddtree_topk_cap
         self.tokens_per_req = 1
@@ -62,6 +60,16 @@ class SpecConfig:
             return (f"Initialized DDTree worker. block_size={self.block_size}, "
                     f"tree_budget={self.budget}, max_tree_nodes={self.budget + 1}, topk_cap={self.topk_cap}")
         return words.draft_runner(self.algorithm, self.block_size, drafter_arch)
+
+
+def draft_path(args) -> str | None:
+    """The drafter to load: the flag, else the built-in target's own drafter; speculation
+    without one is SGLang's ValueError (0.5.23 arg_groups/speculative_hook.py:324-327,
+    DDTREE too)."""
+    path = args.speculative_draft_model_path or DEFAULT_DRAFTER.get(args.model_path)
+    if speculative_algorithm(args.speculative_algorithm) and not path:
+        raise ValueError("DFLASH speculative decoding requires setting --speculative-draft-model-path.")
+    return path
 
 
 def _trees(runner, spec, dev_in, bonus):
