@@ -130,7 +130,7 @@ FIXED="$FIXED}"
   if [ "$FAULTS" = 1 ]; then
     echo "extra:"
     # (a) a verify field dropped before the graph's copy: a replay crash (cuda_graph_replay)
-    echo "  - {budget: 16, topk_cap: 4, cuda_graph: true, debug_drop_verify_field: num_token_non_padded}"
+    echo "  - {budget: 16, topk_cap: 4, cuda_graph: true, debug_drop_verify_field: num_token_non_padded, debug_drop_verify_mode: raise}"
     # (b) the same, skipped as SGLang 0.5.23's fill_from skips a None: wrong tokens, no crash
     [ "$MODE" = smoke ] || echo "  - {budget: 16, topk_cap: 4, cuda_graph: true, debug_drop_verify_field: num_token_non_padded, debug_drop_verify_mode: skip}"
     # (c) graphs sized by the block size (16) instead of B+1 (33): 0.5.23's width

@@ -62,7 +62,7 @@ from labkit import died_at  # noqa: E402  (death time on this machine's clock; t
 from testhost.host import TestHost, unavailable_reason  # noqa: E402
 
 FAULTS = {"kv_pool_oom": ["mem_fraction_static=0.001"],
-          "cuda_graph_replay": ["debug_drop_verify_field=num_token_non_padded"]}
+          "cuda_graph_replay": ["debug_drop_verify_field=positions"]}  # 0.5.23's own replay crash
 ROWS = (("systemd-ssh", "kv_pool_oom"), ("systemd-ssh", "cuda_graph_replay"),
         ("process-ssh", "kv_pool_oom"), ("process-local", "kv_pool_oom"))
 GOALS = {"crash_to_verdict_p95_s": 1.0, "persistent_speedup_x": 25.0}

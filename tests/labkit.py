@@ -41,7 +41,12 @@ from testhost.ports import free_port  # noqa: F401 (re-exported: the tests impor
 REPO = Path(__file__).resolve().parents[1]
 DDLAB = str(Path(sys.executable).with_name("ddlab"))  # the installed console script
 KINDS = ("systemd-ssh", "process-ssh", "process-local")
-REPLAY_FAULT = "debug_drop_verify_field=num_token_non_padded"
+# SGLang 0.5.23's own replay crash: a verify batch without positions dies in
+# _copy_replay_inputs (decode_cuda_graph_runner.py:1908-1917); a dropped
+# num_token_non_padded is skipped there (fill_from), so it needs debug_drop_verify_mode=raise
+# (the fork's crash) to crash: FIELD_CRASH
+REPLAY_FAULT = "debug_drop_verify_field=positions"
+FIELD_CRASH = ("debug_drop_verify_field=num_token_non_padded", "debug_drop_verify_mode=raise")
 KV_OOM = "mem_fraction_static=0.001"
 
 

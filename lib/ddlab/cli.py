@@ -440,7 +440,7 @@ VERBS = {
     "bisect": Verb("find the change that breaks a config: from --good (serves) to --bad (fails), "
                    "each trial a server start; last line is JSON; exit 0 found, 3 nothing to "
                    "bisect, 4 out of budget, 130 interrupted", _args_bisect, _run_bisect,
-                   examples=("ddlab bisect --bad debug_drop_verify_field=num_token_non_padded "
+                   examples=("ddlab bisect --bad debug_drop_verify_field=positions "
                              "--bad budget=32 --dry-run",)),
     "envelope": Verb("find the largest values that serve: --search KEY=LO..HI in order, "
                      "--fallback when even the lowest fails; last line is JSON; exit 0 found, "

@@ -18,7 +18,7 @@ def test_the_demo_sweeps_the_issues_grid_with_the_replay_fault():
     p = api.DEMO_PARAMETERS
     assert (p["host"], p["budget"], p["topk_cap"], p["cuda_graph"]) == (
         "local", [4, 16, 32], [1, 4], [True, False])
-    assert p["extra"] == [{"debug_drop_verify_field": "num_token_non_padded"}]
+    assert p["extra"] == [{"debug_drop_verify_field": "num_token_non_padded", "debug_drop_verify_mode": "raise"}]
 
 
 @pytest.mark.slow

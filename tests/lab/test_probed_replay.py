@@ -20,7 +20,7 @@ import ddlab.target
 from ddlab.lab.deploy import deployed
 from ddlab.lab.sweep_plan import BASELINE_OVERRIDES
 from ddlab.lab.watch import watch
-from labkit import REPLAY_FAULT, clean, site_fixture  # noqa: F401 (clean: a fixture)
+from labkit import FIELD_CRASH, clean, site_fixture  # noqa: F401 (clean: a fixture)
 
 site = site_fixture("process-local", "systemd-ssh")
 PROBE = re.compile(r"`ddlab deploy --probe-fn (\S+) ...`")
@@ -40,7 +40,7 @@ def _checksums() -> dict:
 def test_the_replay_crash_suggests_a_probe_which_then_names_the_none_field(clean):
     site = clean
     before = _checksums()
-    with deployed(site.profile, site.variant(REPLAY_FAULT)) as (lab, _dep):
+    with deployed(site.profile, site.variant(*FIELD_CRASH)) as (lab, _dep):
         first = watch(lab, timeout_s=120, probe=True, grace_s=1)
     assert first.state == "crashed" and first.diagnosis.kind == "cuda_graph_replay", first.render()
     assert "num_token_non_padded" not in first.headline, "the traceback alone does not say"
@@ -49,7 +49,7 @@ def test_the_replay_crash_suggests_a_probe_which_then_names_the_none_field(clean
     target = probe.group(1)
     assert target.endswith("DecodeCudaGraphRunner.fill_from"), target
 
-    variant = site.variant(REPLAY_FAULT, f"probes={target}")
+    variant = site.variant(*FIELD_CRASH, f"probes={target}")
     with deployed(site.profile, variant) as (lab, dep):
         unit = lab.manager.definition(dep.service)
         folder = lab._probe_folder(dep.service)
@@ -69,7 +69,7 @@ def test_the_replay_crash_suggests_a_probe_which_then_names_the_none_field(clean
     assert _checksums() == before, "the installed server's files are untouched"
 
 
-SKIP_FAULT = "debug_drop_verify_mode=skip"
+SKIP_FAULT = (FIELD_CRASH[0], "debug_drop_verify_mode=skip")  # 0.5.23's own, said outright
 
 
 @pytest.mark.slow
@@ -84,7 +84,7 @@ def test_the_skip_modes_wrong_output_suggests_a_probe_that_sees_the_none_field(c
     reference = site.variant(*(f"{k}=null" for k in BASELINE_OVERRIDES))  # no speculation
     with deployed(site.profile, reference) as (lab, _dep):  # records the lossless reference
         assert watch(lab, timeout_s=120, probe=True, grace_s=0).state == "ready"
-    with deployed(site.profile, site.variant(REPLAY_FAULT, SKIP_FAULT)) as (lab, _dep):
+    with deployed(site.profile, site.variant(*SKIP_FAULT)) as (lab, _dep):
         first = watch(lab, timeout_s=120, probe=True, grace_s=1)
     assert first.state == "wrong_output", first.render()
     assert "num_token_non_padded" not in first.headline, "the tokens alone do not say"
@@ -94,7 +94,7 @@ def test_the_skip_modes_wrong_output_suggests_a_probe_that_sees_the_none_field(c
     assert target == ("ddlab.target.runner.decode_cuda_graph_runner.DecodeCudaGraphRunner"
                       ".fill_from:first=3"), target
 
-    variant = site.variant(REPLAY_FAULT, SKIP_FAULT, f"probes={target}")
+    variant = site.variant(*SKIP_FAULT, f"probes={target}")
     with deployed(site.profile, variant) as (lab, _dep):
         second = watch(lab, timeout_s=120, probe=True, grace_s=1)
     assert second.state == "wrong_output", second.render()

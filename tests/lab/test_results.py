@@ -45,7 +45,7 @@ def test_each_row_describes_its_cell_from_its_config(synthetic):
     assert set(frame["topk_cap"][2:]) == {4}
     fault = frame.iloc[6]
     assert (fault["status"], fault["kind"], fault["phase"]) == ("crashed", "cuda_graph_replay", "serving")
-    assert fault["point.debug_drop_verify_field"] == "num_token_non_padded"
+    assert fault["point.debug_drop_verify_field"] == "positions"
     assert frame["kind"][:6].isna().all()
 
 

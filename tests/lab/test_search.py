@@ -335,7 +335,7 @@ def test_changes_between_two_configs_are_override_keys():
     bad = make_variant("local", [REPLAY_FAULT, "env.X=1", "speculative_ddtree_topk_cap=null"]).config
     changes = changes_between(good, bad)
     assert {c.key: c.value for c in changes} == {
-        "cuda_graph": True, "debug_drop_verify_field": "num_token_non_padded",
+        "cuda_graph": True, "debug_drop_verify_field": "positions",
         "speculative_ddtree_topk_cap": None, "env.X": "1"}
     assert make_variant(good, {c.key: c.value for c in changes}).hash == bad.hash
 
@@ -457,7 +457,7 @@ def test_bisect_returns_both_changes_that_crash_only_together(host):
     print(f"OUTCOME: {report.headline}")
     assert report.found, report.table().to_string()
     assert report.answer.startswith("culprits, together: graphs on, debug_drop_verify_field="
-                                    "num_token_non_padded: the good config with these 2 changes "
+                                    "positions: the good config with these 2 changes "
                                     "fails with cuda_graph_replay")
     outcome = dict(zip(report.trials["changes"], report.trials["outcome"]))
     assert outcome["graphs on"] == outcome[REPLAY_FAULT] == "serves", \

@@ -49,7 +49,7 @@ def test_plan_has_one_baseline_per_cuda_graph_value_then_the_grid_then_extras():
         ("baseline", "baseline-cuda_graph=off"), ("baseline", "baseline-cuda_graph=on"),
         ("grid", "budget=4-topk_cap=8-cuda_graph=on"), ("grid", "budget=4-topk_cap=8-cuda_graph=off"),
         ("grid", "budget=32-topk_cap=8-cuda_graph=on"), ("grid", "budget=32-topk_cap=8-cuda_graph=off"),
-        ("extra", "extra-debug_drop_verify_field=num_token_non_padded")]
+        ("extra", "extra-debug_drop_verify_field=positions")]
     assert [c.position for c in plan.cells] == list(range(7))
     off, on = (c.variant.config.flags for c in plan.cells[:2])  # eager first: the reference
     assert "speculative-algorithm" not in on and "speculative-ddtree-budget" not in on
@@ -57,7 +57,7 @@ def test_plan_has_one_baseline_per_cuda_graph_value_then_the_grid_then_extras():
     grid_flags = plan.cells[5].variant.config.flags
     assert grid_flags["speculative-ddtree-budget"] == 32 and grid_flags["disable-cuda-graph"] is True
     assert all(c.variant.config.flags["mem-fraction-static"] == 0.8 for c in plan.cells), "fixed: all"
-    assert plan.cells[6].variant.config.flags["debug-drop-verify-field"] == "num_token_non_padded"
+    assert plan.cells[6].variant.config.flags["debug-drop-verify-field"] == "positions"
 
 
 @pytest.mark.parametrize("grid, baseline, roles", [

@@ -23,7 +23,7 @@ from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
 from ddlab.lab.sweep_plan import SweepOptions
-from labkit import KV_OOM, REPLAY_FAULT, free_port, last_json, wait_for
+from labkit import FIELD_CRASH, KV_OOM, REPLAY_FAULT, free_port, last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -240,7 +240,8 @@ def test_f03_a_watch_whose_sshd_dies_beats_and_ends_with_a_connection_lost_verdi
 
 def test_f04_the_fields_own_variant_keeps_its_evidence_unmasked(th):
     """A unit named ...-num-token-non-padded-... must keep systemd's exit line whole."""
-    assert fk.ddlab_in(th, "deploy", "--host", "th", "--set", REPLAY_FAULT).returncode == 0
+    sets = [w for o in FIELD_CRASH for w in ("--set", o)]
+    assert fk.ddlab_in(th, "deploy", "--host", "th", *sets).returncode == 0
     done = fk.ddlab_in(th, "watch", "--host", "th", "--probe", "--timeout", "90")
     assert done.returncode == 3, done.stderr[-2000:]
     verdict = last_json(done.stdout)

@@ -72,7 +72,7 @@ def test_bisect_over_ssh_finds_the_dropped_verify_field(th, tmp_path):
     report = last_json(done.stdout)
     print(f"OUTCOME: found after {report['found_after']} of {len(report['trials'])} trials: "
           f"{report['headline']}")
-    assert report["answer"] == ("culprit: debug_drop_verify_field=num_token_non_padded: the good "
+    assert report["answer"] == ("culprit: debug_drop_verify_field=positions: the good "
                                 "config with only this change fails with cuda_graph_replay; "
                                 "removing it makes the bad config serve")
     assert report["failure"] == "cuda_graph_replay"

@@ -116,9 +116,13 @@ def test_bad_values_are_argparse_usage_errors(capsys, argv, message):
     assert exit_.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_the_default_is_0_5_23_and_raise():
-    args = parse_args([])
-    assert (args.log_format, args.debug_drop_verify_mode) == ("0.5.23", "raise")
+def test_the_default_is_0_5_23_and_a_dropped_field_does_what_its_copy_does():
+    """0.5.23's fill_from skips a None field (cuda_graph_buffer_registry.py:441-443, 489-491);
+    0.4's replay_prepare hands it to Tensor.copy_, which raises; either is there by the switch."""
+    assert (parse_args([]).log_format, parse_args([]).debug_drop_verify_mode) == ("0.5.23", "skip")
+    assert parse_args(["--log-format", "0.4"]).debug_drop_verify_mode == "raise"
+    assert parse_args(["--debug-drop-verify-mode", "raise"]).debug_drop_verify_mode == "raise"
+    assert parse_args(["--log-format", "0.4", "--debug-drop-verify-mode", "skip"]).debug_drop_verify_mode == "skip"
 
 
 def test_lab_flags_still_parse():

@@ -237,7 +237,8 @@ RAISE = {  # a dropped field, mode raise: (exception, its text, frames in order)
 @pytest.mark.parametrize("fmt", RAISE, ids=RAISE.keys())
 def test_a_dropped_field_crashes_the_graph_replay_only(reference, fmt):
     kind, text, frames = RAISE[fmt]
-    e = engine(*dd(16, 4), "--debug-drop-verify-field", "num_token_non_padded", "--log-format", fmt)
+    e = engine(*dd(16, 4), "--debug-drop-verify-field", "num_token_non_padded", "--debug-drop-verify-mode",
+               "raise", "--log-format", fmt)
     assert e.generate([PROMPTS[0]], 1)[0].output_ids == reference[0][:1]  # prefill only: no verify
     exc, tb = crash_of(e)
     assert type(exc) is kind and text in str(exc) and "NoneType" in str(exc)
@@ -250,7 +251,7 @@ def test_a_dropped_field_crashes_the_graph_replay_only(reference, fmt):
 
 @pytest.mark.parametrize("field", ["input_ids", "positions"])
 def test_0_5_23_crashes_on_a_dropped_input_even_when_skipping_as_0_5_23_does(field):
-    e = engine(*dd(16, 4), "--debug-drop-verify-field", field, "--debug-drop-verify-mode", "skip")
+    e = engine(*dd(16, 4), "--debug-drop-verify-field", field)  # skip: 0.5.23's own default
     exc, tb = crash_of(e)
     assert type(exc) is TypeError and "must be Tensor, not NoneType" in str(exc)
     assert "in _copy_replay_inputs" in tb

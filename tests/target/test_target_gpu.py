@@ -57,7 +57,7 @@ RAISES = {"0.5.23": AttributeError, "0.4": TypeError}
 @pytest.mark.parametrize("fmt", RAISES, ids=RAISES.keys())
 def test_dropped_field_fails_the_cuda_graph_replay(fmt):
     e = engine(*CONFIGS["ddtree-b16-k4"], "--debug-drop-verify-field", "num_token_non_padded",
-               "--log-format", fmt)
+               "--debug-drop-verify-mode", "raise", "--log-format", fmt)
     with pytest.raises(RAISES[fmt], match="NoneType"):
         e.generate([PROMPTS[0]], 8)
 

@@ -456,10 +456,10 @@ def dies_at_first_generate(s):
 
 
 REPLAY_CRASHES = {  # flags, what the log shows, the real log of that crash
-    "drop-0.5.23": (["--debug-drop-verify-field", "num_token_non_padded"],
+    "drop-0.5.23": (["--debug-drop-verify-field", "num_token_non_padded", "--debug-drop-verify-mode", "raise"],
                     ["in fill_from", "AttributeError: 'NoneType' object has no attribute 'dtype'"],
                     "cuda_graph_replay__0.5.10__nonetype-grouped-foreach-copy.log"),
-    "drop-positions-0.5.23": (["--debug-drop-verify-field", "positions", "--debug-drop-verify-mode", "skip"],
+    "drop-positions-0.5.23": (["--debug-drop-verify-field", "positions"],
                               ["in load_batch", "in _copy_replay_inputs",
                                "self.buffers.positions[: self.raw_num_token].copy_(forward_batch.positions)",
                                "TypeError: copy_(): argument "],
@@ -519,7 +519,8 @@ def test_graph_sized_by_block_size_dies_with_size_mismatch_in_0_4(tmp_path):
 STARTUP_FAILURES = {
     "bad-flag": (["--speculative-ddtree-budgte", "8"],
                  "error: unrecognized arguments: --speculative-ddtree-budgte", "bad_argument"),
-    "model": (["--model-path", "/nonexistent/model"], "is not a local folder", "model_not_found"),
+    "model": (["--model-path", "/nonexistent/model"], "OSError: Repo id must be in the form", "model_not_found"),
+    "hub-name": (["--model-path", "ddlab-tinyy"], "is not a local folder", "model_not_found"),
 }
 
 

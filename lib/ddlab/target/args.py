@@ -26,7 +26,8 @@ SGLang's own texts. ``--tp-size`` other than 1 is refused with a message
 saying why. ``--speculative-ddtree-shadow-linear`` parses and has no effect (a
 private fork's switch). ``--log-format`` picks the SGLang generation whose
 lines and crash texts the target prints (``log_lines``). Two ``--debug-*``
-switches reproduce field bugs through the real code path (``cuda_graph_runner``).
+switches reproduce field bugs through the real code path (``cuda_graph_runner``);
+what a dropped field does by default is the generation's (:func:`default_drop_mode`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ from decimal import Decimal
 from ddlab.target.log_lines import LOG_FORMATS, generation
 
 __all__ = ["ServerArgs", "build_parser", "parse_args", "parse_command_line", "VERIFY_FIELDS",
-           "DROP_MODES", "human_readable_int", "speculative_algorithm", "ALGORITHMS", "log_format_of"]
+           "DROP_MODES", "human_readable_int", "speculative_algorithm", "ALGORITHMS", "log_format_of",
+           "default_drop_mode"]
 
 # The forward-batch fields copied into the static buffers at every replay.
 VERIFY_FIELDS = ("input_ids", "req_pool_indices", "seq_lens", "out_cache_loc", "positions",
@@ -94,9 +96,13 @@ class ServerArgs:
     skip_server_warmup: bool = False
     cpu_threads: int = 0
     debug_drop_verify_field: str | None = None
-    debug_drop_verify_mode: str = "raise"
+    debug_drop_verify_mode: str | None = None  # None: the generation's own (see __post_init__)
     debug_graph_tokens_per_req: int | None = None
     debug_load_delay_s: float = 0.0
+
+    def __post_init__(self):
+        if self.debug_drop_verify_mode is None:
+            self.debug_drop_verify_mode = default_drop_mode(self.log_format)
 
     @property
     def speculative(self) -> bool:
@@ -108,6 +114,14 @@ class ServerArgs:
     def __repr__(self):
         inner = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
         return f"ServerArgs({inner})"
+
+
+def default_drop_mode(log_format: str) -> str:
+    """What the generation's copy into the graph buffers does with a None field: 0.5.23's
+    ``fill_from`` skips it (``cuda_graph_buffer_registry.py:441-443, 489-491``: the graph then
+    replays a stale buffer), 0.4's ``replay_prepare`` hands it to ``Tensor.copy_``, which raises
+    (0.4.10.post2 ``cuda_graph_runner.py:725-729``)."""
+    return "raise" if log_format == "0.4" else "skip"
 
 
 def human_readable_int(text: str) -> int:
@@ -240,9 +254,11 @@ def _add_debug(p):
     a = p.add_argument
     a("--debug-drop-verify-field", choices=VERIFY_FIELDS,
       help="hand the graph runner verify batches without this field")
-    a("--debug-drop-verify-mode", choices=DROP_MODES, default="raise",
-      help="raise: the copy into the static buffers fails on the missing field (default); "
-           "skip: it leaves the field's buffer as it was, as SGLang 0.5.23's fill_from does")
+    a("--debug-drop-verify-mode", choices=DROP_MODES,
+      help="skip: the copy into the static buffers leaves the field's buffer as it was, as "
+           "SGLang 0.5.23's fill_from does (the default under --log-format 0.5.23; input_ids and "
+           "positions still fail, in _copy_replay_inputs, as there); raise: the copy fails on the "
+           "missing field, as 0.4's (its default) and a fork whose copy does not skip")
     a("--debug-load-delay-s", type=_non_negative_float, default=0.0,
       help="wait this long while loading weights, as a GPU host does for minutes (the "
            "process sleeps: a cell's cost is the host's time, not this machine's CPU)")

@@ -25,12 +25,18 @@ DEFAULT_DRAFTER = {"ddlab-tiny": "ddlab-tiny-drafter"}
 
 
 def resolve(path: str) -> tuple[Path, Path]:
-    """(weights file, config file) of a built-in name or a weights directory."""
+    """(weights file, config file) of a built-in name or a weights directory; else the
+    error SGLang's launcher meets through transformers: a path that cannot be a Hugging
+    Face repo id (two or more ``/``) is huggingface_hub's ``Repo id must be in the form
+    ...`` (0.5.23's real run: tests/fixtures/logs/sglang/model_not_found__0.5.23__local-model-dir-missing.log)."""
     if path in BUILTIN:
         return WEIGHTS_DIR / f"{path}.safetensors", WEIGHTS_DIR / f"{path}.json"
     d = Path(path)
     if d.is_dir() and (d / "model.safetensors").is_file() and (d / "config.json").is_file():
         return d / "model.safetensors", d / "config.json"
+    if path.count("/") > 1:
+        raise OSError(f"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '{path}'. "
+                      "Use `repo_type` argument if needed.")
     raise OSError(f"{path} is not a local folder and is not a valid model identifier: ddlab's target "
                   f"loads a built-in name ({', '.join(BUILTIN)}) or a folder holding model.safetensors "
                   "and config.json")  # the first half is Hugging Face's text, as SGLang prints it
