@@ -6,14 +6,18 @@ Each fault the target can be asked for (docs/target.md: the memory envelope and
 (``--log-level-http info``, SGLang's default) and once without (the target's
 default). Its log must be diagnosed as the real SGLang log of the same fault is
 labelled (tests/fixtures/logs/sglang/index.json): crashed or not, the kind, and
-the phase. Before issue 25 the target printed uvicorn's start lines before its
+the phase. A busy port is held once by another target (its warmup then succeeds
+against the holder, as the real fixture's) and once by a server that is not SGLang
+(its warmup fails, and the process is killed). Before issue 25 the target printed uvicorn's start lines before its
 own startup, and a capture failure then read as phase ``ready``.
 """
 
+import http.server
 import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -49,6 +53,7 @@ FAULTS = {  # flags, what the run does once ready (None: it dies starting), the 
                               "16", "--log-format", "0.4"], "dies",
                              "cuda_graph_replay__0.4.10.post2__size-mismatch-replay-prepare.log"),
     "port-in-use": ([], "held", "port_in_use__0.5.23__uvicorn-bind-after-startup.log"),
+    "port-in-use-by-another-server": ([], "held-foreign", "port_in_use__0.5.23__uvicorn-bind-after-startup.log"),
 }
 HTTP = {"uvicorn-on": ["--log-level-http", "info"], "uvicorn-off": []}
 
@@ -75,6 +80,21 @@ def _generate(port: int):
                       json={"text": PROMPTS, "sampling_params": {"max_new_tokens": 32, "temperature": 0}})
 
 
+class _Quiet(http.server.BaseHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+        pass
+
+
+@pytest.fixture(scope="module")
+def foreign_holder():
+    """A server that is not SGLang on the port (every GET: 501): the warmup fails against it."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
 @pytest.fixture(scope="module")
 def holder(tmp_path_factory):
     """A target serving on the port the port-in-use runs want."""
@@ -87,7 +107,7 @@ def holder(tmp_path_factory):
 
 def run_fault(tmp_path, name: str, http: list, holder_port=None) -> str:
     flags, then, _ = FAULTS[name]
-    proc, log, port = _start(tmp_path, [*flags, *http], port=holder_port if then == "held" else None)
+    proc, log, port = _start(tmp_path, [*flags, *http], port=holder_port if then.startswith("held") else None)
     try:
         if then in ("dies", "serves"):
             _ready(proc, log)
@@ -109,7 +129,9 @@ def run_fault(tmp_path, name: str, http: list, holder_port=None) -> str:
 @pytest.mark.parametrize("http", HTTP.values(), ids=HTTP.keys())
 @pytest.mark.parametrize("name", FAULTS, ids=FAULTS.keys())
 def test_the_targets_fault_reads_as_the_real_log_of_that_fault(request, tmp_path, name, http):
-    holder_port = request.getfixturevalue("holder") if FAULTS[name][1] == "held" else None
+    then = FAULTS[name][1]
+    holder_port = request.getfixturevalue({"held": "holder", "held-foreign": "foreign_holder"}[then]) \
+        if then.startswith("held") else None
     log = run_fault(tmp_path, name, http, holder_port)
     real = LABELS[FAULTS[name][2]]
     found = diagnose(log)

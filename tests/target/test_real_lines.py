@@ -12,6 +12,7 @@ the target's own line where it names one. The last test keeps docs/sglang.md's
 section 10 what the table renders (``python tools/target_lines.py --write``).
 """
 
+import http.server
 import importlib.util
 import json
 import re
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +108,26 @@ def _holds_a_port_then_sigquit(p: Proc, folder: Path, logs: dict) -> None:
     p.proc.send_signal(signal.SIGQUIT)
 
 
+class Quiet(http.server.BaseHTTPRequestHandler):
+    """Any HTTP server: it answers every GET 501 (no do_GET), and logs nothing."""
+
+    def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+        pass
+
+
+def _port_held_by_another_server(folder: Path, logs: dict) -> None:
+    """A target started on a port a plain HTTP server (not SGLang) holds (case ``port-foreign``):
+    its warmup, run against that server, fails."""
+    holder = http.server.HTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=holder.serve_forever, daemon=True).start()
+    try:
+        p = Proc(folder, *HTTP, port=holder.server_address[1])
+        logs["port-foreign"] = (p.ended(timeout_s=120), p.log())
+    finally:
+        holder.shutdown()
+        holder.server_close()
+
+
 def _model_folder(folder: Path) -> Path:
     """A weights folder of the built-in target (no drafter of its own)."""
     model = folder / "my-model"
@@ -141,12 +163,16 @@ CASES = {
     "badalgo": Case(["--speculative-algorithm", "FOO"], 1),
     "nodraft": Case(["--model-path", "{model}", "--speculative-algorithm", "DFLASH"], 1),
     "ambiguous": Case(["--cuda-graph-max-bs", "16"], 2),
+    "port-foreign": Case([], -signal.SIGKILL, _port_held_by_another_server),
 }
 
 
 def run(case: str, folder: Path) -> dict:
     """{case: (exit status, log)} for ``case`` and the cases its drive runs on the side."""
     spec, logs = CASES[case], {}
+    if spec.drive is _port_held_by_another_server:
+        spec.drive(folder, logs)
+        return logs
     flags = [f.replace("{model}", str(_model_folder(folder))) if "{model}" in f else f for f in spec.flags]
     p = Proc(folder, *flags)
     try:

@@ -252,25 +252,27 @@ def _wait_and_warmup(state: ServerState) -> None:
     state.ready = True
 
 
+WARMUP_TRIES, WARMUP_PAUSE_S = 120, 0.05  # SGLang: 120 tries 1 s apart; the target starts in 2 s, not minutes
+
+
 def _warmup(args, words) -> None:
     """SGLang's warmup (0.5.23 http_server.py:2360-2470): ``GET /model_info`` until it
-    answers (SGLang: 120 tries, 1 s apart), then one generation through HTTP. Here the
-    generation is 1 token (prefill only: SGLang's asks 8), so that a fault the target
-    injects into decoding meets the first real request, not the warmup."""
+    answers (SGLang: 120 tries, 1 s apart; here 50 ms apart), then one generation through
+    HTTP. Here the generation is 1 token (prefill only: SGLang's asks 8), so that a fault
+    the target injects into decoding meets the first real request, not the warmup."""
     host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host.strip("[]")
     headers = {"Content-Type": "application/json"}
     if args.api_key:
         headers["Authorization"] = f"Bearer {args.api_key}"
-    deadline = time.monotonic() + 120
-    while True:
+    for tries_left in range(WARMUP_TRIES - 1, -1, -1):
+        time.sleep(WARMUP_PAUSE_S)
         try:
             status, text = _request(host, args.port, "GET", words.model_info_path, None, headers, 5)
-            assert status == 200, f"res={status}, res.text={text!r}"
+            assert status == 200, f"res=<Response [{status}]>, res.text={text!r}"
             break
         except (AssertionError, OSError):
-            if time.monotonic() > deadline:
+            if not tries_left:
                 raise
-            time.sleep(0.02)
     body = json.dumps({"text": "The capital city of France is",
                        "sampling_params": {"temperature": 0, "max_new_tokens": 1}})
     status, text = _request(host, args.port, "POST", "/generate", body, headers, 600)
