@@ -107,7 +107,7 @@ def holder(tmp_path_factory):
 
 def run_fault(tmp_path, name: str, http: list, holder_port=None) -> str:
     flags, then, _ = FAULTS[name]
-    proc, log, port = _start(tmp_path, [*flags, *http], port=holder_port if then.startswith("held") else None)
+    proc, log, port = _start(tmp_path, [*flags, *http], port=holder_port if then and then.startswith("held") else None)
     try:
         if then in ("dies", "serves"):
             _ready(proc, log)
@@ -131,7 +131,7 @@ def run_fault(tmp_path, name: str, http: list, holder_port=None) -> str:
 def test_the_targets_fault_reads_as_the_real_log_of_that_fault(request, tmp_path, name, http):
     then = FAULTS[name][1]
     holder_port = request.getfixturevalue({"held": "holder", "held-foreign": "foreign_holder"}[then]) \
-        if then.startswith("held") else None
+        if then and then.startswith("held") else None
     log = run_fault(tmp_path, name, http, holder_port)
     real = LABELS[FAULTS[name][2]]
     found = diagnose(log)
