@@ -283,7 +283,7 @@ def _corpus_tool():
     return module
 
 
-WORK_FLOOR = {"crashed": 231, "kind": 219, "phase": 187}  # all 238 with round 3 folded in (233, 221, 189), less 2
+WORK_FLOOR = {"crashed": 232, "kind": 223, "phase": 190}  # all 238 after round 3's fixes (234, 225, 192), less 2
 
 
 def test_the_work_split_does_not_regress():
@@ -438,3 +438,51 @@ def test_a_grammar_rejecting_one_requests_token_is_a_request_error():
 
 def test_the_kv_buffers_allocation_frame_is_the_memory_pool():
     assert _said("h2c04") == (True, "cuda_oom", "memory_pool")
+
+
+# --- held-out round 3's misses, fixed by general rules (docs/diagnosis.md) -------------------
+
+def test_an_asgi_exception_group_cut_in_its_frames_is_one_requests_error():
+    """h3a02: uvicorn's "Exception in ASGI application", then Python's exception-group
+    traceback (each line behind the "  | " gutter), cut inside the frames."""
+    assert _said("h3a02") == (False, "request_error", "serving")
+    assert split_lines("    |   File \"/x/uvicorn/protocols/http/h11_impl.py\", line 403, in run_asgi")[0].msg == \
+        '  File "/x/uvicorn/protocols/http/h11_impl.py", line 403, in run_asgi'
+    assert split_lines("  + Exception Group Traceback (most recent call last):")[0].msg == \
+        "Exception Group Traceback (most recent call last):"
+
+
+def test_a_failed_compiler_command_is_a_kernel_build_and_alone_no_crash():
+    """h3a11: Triton's launcher build (gcc) failed inside SGLang's "Ignore import error"
+    warning, and the scheduler's exception is cut: the build is the evidence. The warning
+    in a server that went on to serve is no crash."""
+    assert _said("h3a11")[:2] == (True, "kernel_compile")
+    warning = (REAL / "h3a11.log").read_text().splitlines()[0]
+    healthy = diagnose(f"{warning}\n[2025-03-10 14:18:52] The server is fired up and ready to roll!\n")
+    assert (healthy.crashed, healthy.kind) == (False, None)
+
+
+def test_no_ninja_on_path_is_a_kernel_build():
+    assert _said("h3b23")[:2] == (True, "kernel_compile")
+    found = diagnose("RuntimeError: Ninja is required to load C++ extensions (pip install ninja to get it)\n")
+    assert (found.crashed, found.kind) == (True, "kernel_compile")
+
+
+def test_the_tokenizer_managers_abort_handler_is_serving():
+    assert _said("h3b09") == (True, "unknown", "serving")
+
+
+def test_a_failed_allocation_in_the_kv_cache_is_slots_exhausted():
+    found = _real("h3b10")
+    assert (found.crashed, found.kind, found.phase, found.signature) == (True, "slots_exhausted", "serving",
+                                                                         "kv_alloc_failed")
+
+
+def test_a_prefill_batch_with_requests_queued_is_serving_without_a_ready_line():
+    """h3b21: an offline Engine prints no "ready to roll"; 8 requests queued behind a prefill
+    batch are traffic (the launcher's warmup is one request)."""
+    assert _said("h3b21") == (True, "cuda_oom", "serving")
+    warmup = ("[t] Capture cuda graph end. Time elapsed: 1.00 s. mem usage=0.10 GB. avail mem=1.44 GB.\n"
+              "[t] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+              "#running-req: 0, #queue-req: 0, \n")
+    assert phase_of(warmup) == "graph_capture", "one request, nothing queued: no traffic yet"
