@@ -53,8 +53,8 @@ from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.lab.commands import ask_sglang_version, check_command
 from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
 from ddlab.lab.plans import DeployPlan, DryRun, make_plan
-from ddlab.lab.store import Store
-from ddlab.lab.sweep_plan import (
+from ddlab.sweeps.store import Store
+from ddlab.sweeps.plan import (
     MAX_CELLS,
     SweepOptions,
     parameter_extras,
@@ -62,7 +62,7 @@ from ddlab.lab.sweep_plan import (
     parameter_value,
     plan_sweep,
 )
-from ddlab.lab.sweep_run import Sweep, execute_sweep, open_sweep
+from ddlab.sweeps.run import Sweep, execute_sweep, open_sweep
 from ddlab.lab.lossless import check_prompts, check_tolerance
 from ddlab.report.notebooks import check_namespace as _check_namespace
 from ddlab.lab.watch import Verdict
@@ -304,7 +304,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
     until it is raised (each cell is a server start). ``host``: "" is ``local`` for a
     new sweep, the sweep's own host for a resumed one; a list of hosts (or a pool
     profile) spreads the cells over them, each host with its own baselines
-    (:mod:`ddlab.lab.pool`). Each ready cell is measured in
+    (:mod:`ddlab.sweeps.pool`). Each ready cell is measured in
     rounds of ``requests`` requests after ``warmup``: at least ``repeats`` rounds (3
     with ``ci_target``), then until the tok/s 95% interval is within +-``ci_target``
     of the median, at most ``max_rounds`` rounds or ``max_time_s``, at least
@@ -354,7 +354,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
         if isinstance(err, DdlabError) and failed is not None and err.result is None:
             err.result = failed.verdict  # the CLI prints it, then its JSON line, last
         raise
-    from ddlab.lab.results import plan_frame
+    from ddlab.sweeps.results import plan_frame
 
     planned = plan_frame(opened) if opened.status == "dry-run" and not resume else None
     report = _report(store, opened.sweep_id, opened.status, opened.resume_command(), run_dir,
@@ -385,7 +385,7 @@ def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
             not_back=()) -> SweepReport:
     """The report of a sweep; in ``run_dir`` its verdict and ``cells.csv`` too;
     ``not_back``: pool members whose production could not be put back."""
-    from ddlab.lab.results import load_cells, sweep_words
+    from ddlab.sweeps.results import load_cells, sweep_words
     from ddlab.report.verdicts import SweepReport, sweep_verdict
 
     frame = load_cells(sweep_id, store=store) if frame is None else frame
@@ -409,7 +409,7 @@ def _report_failure(store: Store, slot: Slot, opened: Sweep | None, err: BaseExc
                          run_dir, error=error, not_back=opened.not_back)
         slot.update(report.verdict)
     elif opened is not None and opened.status == "failed":  # failed to start: not stored
-        from ddlab.lab.results import plan_frame
+        from ddlab.sweeps.results import plan_frame
 
         report = _report(store, opened.sweep_id, "failed", "", run_dir,
                          frame=plan_frame(opened), error=error, not_back=opened.not_back)
@@ -425,7 +425,7 @@ def load_report(sweep: str | list = "latest", *, metric: str = "output_tok_s",
                 store: Store | None = None, run_dir: str | Path | None = None) -> SweepReport:
     """A finished (or stopped) sweep's report, for the plot notebook (given several
     sweeps to compare, the first one's); a failed sweep's says what stopped it."""
-    from ddlab.lab.results import METRICS, resolve_sweep
+    from ddlab.sweeps.results import METRICS, resolve_sweep
     from ddlab.report.compare import sweep_list
 
     if metric not in METRICS:
@@ -482,7 +482,7 @@ def compare_sweeps(sweeps: str | list = "latest", metric: str = "output_tok_s", 
     median of ``metric`` (and of the speedup) with its 95% interval as a whisker;
     configs are matched by budget, cap, graphs and other swept values, not by hash
     (:mod:`ddlab.report.compare`). One sweep: its configs with their intervals."""
-    from ddlab.lab.results import METRICS, load_cells, resolve_sweep
+    from ddlab.sweeps.results import METRICS, load_cells, resolve_sweep
     from ddlab.report.compare import (
         compare_figure,
         comparison_frame,
@@ -535,7 +535,7 @@ def bisect(*, host: str = "", base: str = "", good=(), bad=(), max_trials: int =
     trial, until ready. ``dry_run``: the plan only. ``host``: "" is ``local``.
     ``wait_s``: queue behind another ddlab run holding the host, up to that many seconds.
     """
-    from ddlab.lab.search_run import plan_bisect
+    from ddlab.sweeps.search_plan import plan_bisect
 
     _check_wait(wait_s)
     profile = load_host(host or "local")
@@ -558,7 +558,7 @@ def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=()
 
     Trials, budget, resume, baseline, ``dry_run`` and ``wait_s`` as in :func:`bisect`.
     """
-    from ddlab.lab.search_run import plan_envelope
+    from ddlab.sweeps.search_plan import plan_envelope
 
     _check_wait(wait_s)
     profile = load_host(host or "local")
@@ -571,7 +571,7 @@ def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=()
 
 def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
     """A trial's watch: until ready within ``timeout_s``, probes (and the lossless check)."""
-    from ddlab.lab.search_run import TRIAL_GRACE_S
+    from ddlab.sweeps.search_plan import TRIAL_GRACE_S
 
     _check_positive(timeout_s=timeout_s)
     return SweepOptions(timeout_s=timeout_s, probe=probe, grace_s=TRIAL_GRACE_S)
@@ -581,7 +581,7 @@ def _search(plan, *, dry_run: bool, store: Store | None, run_dir,
             wait_s: float | None = None) -> SearchReport:
     """Run (or only show) a planned search; its report in the slot and in ``run_dir``,
     also when it stops on an error or Ctrl-C."""
-    from ddlab.lab.search_run import run_search
+    from ddlab.sweeps.search_run import run_search
     from ddlab.report.search_report import search_report
 
     store = store or Store()

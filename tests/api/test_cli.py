@@ -22,7 +22,7 @@ import pytest
 
 import sweepkit
 from ddlab.diagnosis.diagnosis import Diagnosis
-from ddlab.lab.store import Store
+from ddlab.sweeps.store import Store
 from ddlab.report.html import STATUS_COLOURS
 from labkit import DDLAB, KV_OOM, REPO, clean, ddlab, kinds, last_json, site_fixture, wait_for  # noqa: F401
 

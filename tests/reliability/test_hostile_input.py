@@ -36,7 +36,7 @@ from ddlab.config.variants import make_variant
 from ddlab.core.errors import ConfigError
 from ddlab.core.run_folders import new_run_dir, safe_name
 from ddlab.lab.deploy import Lab
-from ddlab.lab.sweep_plan import plan_sweep
+from ddlab.sweeps.plan import plan_sweep
 from labkit import wait_for
 
 pytestmark = [pytest.mark.timeout(600)]

@@ -129,7 +129,7 @@ def test_f03_a_connection_lost_before_the_watch_loop_still_ends_in_its_verdict(l
 
 def test_f07_a_confirmed_huge_grid_is_planned_in_linear_time_and_printed_under_dry_run(local):
     """Before: 1,002 cells 21 s, 4,002 cells 336 s (quadratic), nothing printed."""
-    from ddlab.lab.sweep_plan import plan_sweep
+    from ddlab.sweeps.plan import plan_sweep
 
     with local.using():
         took = {}

@@ -22,8 +22,8 @@ import faultkit as fk
 import pytest
 
 import sweepkit
-from ddlab.lab.store import DONE_STATES, Store, integrity_ok
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import DONE_STATES, Store, integrity_ok
+from ddlab.sweeps.run import run_sweep
 from labkit import said, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -33,9 +33,9 @@ GRID = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}  # + 1 bas
 
 def _sweep_script(bench: fk.Bench) -> list[str]:
     code = textwrap.dedent(f"""
-        from ddlab.lab.store import Store
-        from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-        from ddlab.lab.sweep_run import run_sweep
+        from ddlab.sweeps.store import Store
+        from ddlab.sweeps.plan import SweepOptions, plan_sweep
+        from ddlab.sweeps.run import run_sweep
         plan = plan_sweep({bench.base!r}, {GRID!r})
         run_sweep(plan, host="th", options=SweepOptions(**{fk.SMALL!r}),
                   store=Store({str(bench.store_path)!r}))
@@ -148,7 +148,7 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
 
 RACE = """
 import multiprocessing, sys, traceback
-from ddlab.lab.store import Store
+from ddlab.sweeps.store import Store
 
 def open_store(path, barrier, errors):
     barrier.wait()

@@ -22,7 +22,7 @@ import faultkit as fk
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
-from ddlab.lab.sweep_plan import SweepOptions
+from ddlab.sweeps.plan import SweepOptions
 from labkit import KV_OOM, REPLAY_FAULT, free_port, last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(300)]

@@ -22,7 +22,7 @@ import pytest
 
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.store import DONE_STATES, Store
 from ddlab.report import notebooks as runner
 from ddlab.core.version import __version__
 from labkit import DDLAB, REPO, wait_for

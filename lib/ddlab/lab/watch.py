@@ -64,7 +64,7 @@ from ddlab.lab import lossless as ll
 from ddlab.lab.attempts import tried_before
 from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
 from ddlab.lab.preempted import preempted
-from ddlab.lab.probes import ProbeResult, probe_server
+from ddlab.lab.verify_requests import ProbeResult, probe_server
 from ddlab.lab.slurm_verdict import scheduler_ended
 from ddlab.probes import none_fields, probe_records
 from ddlab.lab.verdict import (EXIT_CODES, PHASE_LABELS, PREEMPTED_EXIT,  # noqa: F401

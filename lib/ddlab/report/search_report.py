@@ -16,9 +16,9 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.lab.search import CUT, describe_point, serves_as_asked
-from ddlab.lab.search_run import SearchRun, outcome_of
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.search import CUT, describe_point, serves_as_asked
+from ddlab.sweeps.search_run import SearchRun, outcome_of
+from ddlab.sweeps.store import DONE_STATES, Store
 
 __all__ = ["SearchReport", "search_report", "trials_frame", "outcome_by_value"]
 

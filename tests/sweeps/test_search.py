@@ -33,9 +33,9 @@ from ddlab.core.errors import ConfigError
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.profiles import load_host
 from ddlab.hosts.services import ServiceSpec
-from ddlab.lab.search import Outcome, Trials
-from ddlab.lab.search_bisect import Change, bisect_search, changes_between
-from ddlab.lab.search_envelope import envelope_search, parse_fallbacks, parse_search
+from ddlab.sweeps.search import Outcome, Trials
+from ddlab.sweeps.bisect import Change, bisect_search, changes_between
+from ddlab.sweeps.envelope import envelope_search, parse_fallbacks, parse_search
 from labkit import REPLAY_FAULT, wait_for
 
 SERVES = Outcome("serves")
@@ -357,7 +357,7 @@ class Host:
 
     def runs(self) -> dict:
         """sweep id -> config hash -> {run state: how many runs}."""
-        from ddlab.lab.store import Store
+        from ddlab.sweeps.store import Store
 
         with Store(self.project.store_path) as store:
             return {sweep_id: sweepkit.run_counts(self.project.store_path, sweep_id)

@@ -13,7 +13,7 @@ record with its diagnosis; a server that dies during the bench is a crash
 too; requests lost with a dropped SSH connection are benched again. The
 host's baseline service is stopped once for the sweep and put back
 at its end, on an error, and on Ctrl-C. Each cell is committed to the store
-(:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
+(:mod:`ddlab.sweeps.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
 """
@@ -33,7 +33,7 @@ from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
 from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
-from ddlab.lab.store import Store
+from ddlab.sweeps.store import Store
 
 __all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
            "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "grid_word_list", "sweep_id_for",
@@ -96,7 +96,7 @@ class SweepOptions:
     probe: bool = True
     # alive this long after the probes before the benchmark: short, since the benchmark
     # drives the cell next and a cell that dies under it is a crashed cell with its log
-    # (a search trial has no benchmark: it waits search_run.TRIAL_GRACE_S)
+    # (a search trial has no benchmark: it waits search_plan.TRIAL_GRACE_S)
     grace_s: float = 0.5
     lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
     lossless_prompts: tuple = ()      # the lossless check's prompts; empty: the shipped ones
@@ -340,7 +340,7 @@ def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     (overrides, as ``fixed`` takes them) gives them back. A masked value without
     one is a ConfigError naming the keys, before anything touches the host."""
     record = store.sweep(sweep_id)
-    if record["grid"].get("search"):  # a bisect's or an envelope's trials (lab/search_run.py)
+    if record["grid"].get("search"):  # a bisect's or an envelope's trials (sweeps/search_plan.py)
         kind = record["grid"]["search"]
         raise ConfigError(f"resume={sweep_id!r}: is {'an' if kind[0] in 'aeiou' else 'a'} "
                           f"{kind} search, not a sweep",

@@ -20,9 +20,9 @@ import pytest
 import ddlab
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.store import DONE_STATES, Store
-from ddlab.lab.sweep_plan import SweepOptions, describe_grid, plan_sweep, sweep_id_for
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import DONE_STATES, Store
+from ddlab.sweeps.plan import SweepOptions, describe_grid, plan_sweep, sweep_id_for
+from ddlab.sweeps.run import run_sweep
 from labkit import REPLAY_FAULT, said, wait_for
 
 

@@ -1,9 +1,10 @@
-"""Probes: requests that drive the speculative verify path of a ready server.
+"""Verify requests: HTTP requests that drive the speculative verify path of a ready server.
 
 "Ready" is not "works": in the field the replay crash came only with the first
 request after ready. :func:`probe_server` sends one request alone, then two at
 once (batch 2), greedily, and reports per request whether it was served and
-what the server said of its verify steps (``spec_verify_ct``, accept length).
+what the server said of its verify steps (``spec_verify_ct``, accept length). (A probe
+in the other sense, a function wrapped inside the server, is :mod:`ddlab.probes`.)
 """
 
 from __future__ import annotations
