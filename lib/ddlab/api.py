@@ -57,17 +57,20 @@ from ddlab.sweeps.store import Store
 from ddlab.sweeps.plan import (
     MAX_CELLS,
     SweepOptions,
-    parameter_extras,
-    parameter_grid,
-    parameter_value,
     plan_sweep,
 )
 from ddlab.sweeps.run import Sweep, execute_sweep, open_sweep
 from ddlab.lab.lossless import check_prompts, check_tolerance
-from ddlab.report.notebooks import check_namespace as _check_namespace
 from ddlab.lab.watch import Verdict
 from ddlab.lab.watch import watch as _watch
-from ddlab.report.notebooks import NotebookRun, NotebookRuns, parse_parameters
+from ddlab.report.notebooks import NotebookRun, NotebookRuns
+from ddlab.report.parameters import check_namespace as _check_namespace
+from ddlab.report.parameters import (
+    parameter_extras,
+    parameter_grid,
+    parameter_value,
+    parse_parameters,
+)
 from ddlab.report.notebooks import run_notebook as _run_notebook
 from ddlab.report.kernel_runs import open_kernel_run
 from ddlab.report.provenance import sweep_provenance

@@ -155,8 +155,6 @@ ONE_CONCEPT = {
     "ddlab.lab.deploy": "Lab: a host held for a variant, its baseline always put back",
     "ddlab.lab.watch": "a deployed variant followed to its verdict",
     "ddlab.probes.hook": "the import hook inside the server (runs there, alone)",
-    "ddlab.report.notebooks": "(two: parameters as text and running a notebook; item 2)",
-    "ddlab.sweeps.plan": "(two: a grid's cells and the notebook's parameters; item 2)",
     "ddlab.sweeps.run": "a sweep run on a held host: cells in order, committed one by one",
 }
 

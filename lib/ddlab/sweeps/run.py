@@ -1,12 +1,8 @@
-"""Sweeps: a grid of config variants, each deployed, watched, probed and benchmarked.
+"""Run a sweep: each cell of its plan deployed, watched, probed and benchmarked.
 
-A grid maps override keys (anything ``--set`` takes: flags, ``env.X``,
-``unit.X``, or the aliases ``budget``, ``topk_cap``, ``cuda_graph``,
-``algorithm``) to lists of values; the cells are their product, plus a
-no-speculation baseline cell per CUDA-graph setting (for speedup) and any
-extra variants (e.g. one carrying a known fault). Every cell is validated
-before anything touches the host; ``dry_run`` prints the plan and stops,
-writing nothing (not even the store, whose ``latest`` sweep it must not become).
+The plan (:mod:`ddlab.sweeps.plan`) is validated before anything touches the
+host; ``dry_run`` prints it and stops, writing nothing (not even the store,
+whose ``latest`` sweep it must not become).
 
 Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
 record with its diagnosis; a server that dies during the bench is a crash
