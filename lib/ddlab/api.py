@@ -41,6 +41,7 @@ from ddlab.core.errors import (
     LockError,
     ServiceError,
 )
+from ddlab.core.checks import check_number
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.progress import Slot
@@ -264,21 +265,14 @@ def restore(host: str | HostProfile = "local", *, force: bool = False,
 
 def _check_wait(wait_s) -> None:
     """``wait_s``: None or 0 (do not wait), else a finite number of seconds."""
-    if wait_s is None:
-        return
-    if isinstance(wait_s, bool) or not isinstance(wait_s, (int, float)) \
-            or not math.isfinite(wait_s) or wait_s < 0:
-        raise ConfigError(f"wait_s={wait_s!r}: must be a number of seconds >= 0 (0: do not wait)",
-                          fix="e.g. -p wait_s 600", key="wait_s", value=wait_s)
+    if wait_s is not None:
+        check_number("wait_s", wait_s, seconds=True, note="0: do not wait")
 
 
 def _check_positive(**values) -> None:
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value) or value <= 0:  # nan would never time out
-            raise ConfigError(f"{name}={value!r}: must be a finite number > 0",
-                              fix=f"e.g. -p {name} 600" if name == "timeout_s" else f"e.g. {name}=5",
-                              key=name, value=value)
+    for name, value in values.items():  # nan would never time out
+        check_number(name, value, above=True, seconds=True,
+                     example=600 if name == "timeout_s" else 5)
 
 
 # --- sweeps ----------------------------------------------------------------------------

@@ -105,8 +105,8 @@ def test_plan_takes_overrides_in_every_form_papermill_passes(overrides, project)
 
 @pytest.mark.parametrize("kwargs, words", [
     ({"restore": "sometimes"}, "restore='sometimes': must be one of auto, always, never"),
-    ({"timeout_s": 0}, "timeout_s=0: must be a finite number > 0; e.g. timeout_s=600"),
-    ({"grace_s": "5"}, "grace_s='5': must be a finite number > 0"),
+    ({"timeout_s": 0}, "timeout_s=0: must be a finite number of seconds > 0; try timeout_s=600"),
+    ({"grace_s": "5"}, "grace_s='5': must be a finite number of seconds > 0"),
 ], ids=["restore", "timeout", "grace-type"])
 def test_watch_parameters_are_checked_before_the_host(kwargs, words, project):
     with pytest.raises(ConfigError) as info:

@@ -333,7 +333,7 @@ BAD_INPUT = [
     ("typo-option", ["deploy", "--host", "th", "--sett", "budget=8"], 2,
      ["unrecognized arguments: --sett"]),
     ("watch-timeout", ["watch", "--host", "th", "--timeout", "-1"], 1,
-     ["timeout_s=-1.0: must be a finite number > 0", "e.g. --timeout 600"]),
+     ["timeout_s=-1.0: must be a finite number of seconds > 0", "try --timeout 600"]),
     ("watch-timeout-type", ["watch", "--host", "th", "--timeout", "soon"], 2,
      ["invalid float value: 'soon'"]),
     ("run-typo-parameter", ["run", "sweep", "-p", "budgett", "4"], 2,

@@ -160,7 +160,7 @@ def test_f07_a_confirmed_huge_grid_is_planned_in_linear_time_and_printed_under_d
     (["watch", "--host", "local", "--timeout", "inf"], "timeout_s=inf: must be a finite number"),
     (["watch", "--host", "local", "--grace=-inf"], "grace_s=-inf: must be a finite number"),
     (["run", "poll", "-p", "host", "local", "-p", "timeout_s", "nan"],
-     "timeout_s='nan': must be a finite number > 0"),
+     "timeout_s='nan': must be a finite number of seconds > 0"),
 ], ids=["timeout-inf", "grace-minus-inf", "papermill-timeout-nan"])
 def test_f08_inf_and_papermill_nan_are_refused_before_the_host(local, args, words):
     done = fk.ddlab_in(local, *args)

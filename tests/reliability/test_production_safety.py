@@ -325,7 +325,7 @@ def test_f08_nan_is_refused_before_the_host(local, args, words):
 
 
 def test_f08_nan_options_and_profile_keys_are_refused():
-    with pytest.raises(ConfigError, match="must be a finite number >= 0"):
+    with pytest.raises(ConfigError, match="must be a finite number of seconds >= 0"):
         SweepOptions(timeout_s=math.nan)
     with pytest.raises(ConfigError, match="connect_timeout_s=inf: must be a finite number"):
         HostProfile.from_dict({"connect_timeout_s": math.inf}, name="x")

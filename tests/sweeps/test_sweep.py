@@ -250,7 +250,7 @@ def _first_done(project) -> str | None:
 def test_sweep_options_are_checked_before_the_host():
     with pytest.raises(ConfigError) as info:
         SweepOptions(grace_s=-1)
-    assert "grace_s=-1: must be a finite number >= 0" in str(info.value)
+    assert "grace_s=-1: must be a finite number of seconds >= 0" in str(info.value)
 
 
 @pytest.mark.parametrize("base, grid, extra, words, described", [

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import httpx
 
+from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
 from ddlab.lab.stats import median_ci, relative_half_width
@@ -267,11 +268,11 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
 
     ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
     :data:`PROMPTS`. Every parameter is checked before the first request."""
-    _check_positive(requests=requests, concurrency=concurrency, max_new_tokens=max_new_tokens,
-                    repeats=repeats, max_rounds=max_rounds)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ConfigError(f"warmup={warmup!r}: must be an integer >= 0", fix="try warmup=2",
-                          key="warmup", value=warmup)
+    for name, value in (("requests", requests), ("concurrency", concurrency),
+                        ("max_new_tokens", max_new_tokens), ("repeats", repeats),
+                        ("max_rounds", max_rounds)):
+        check_number(name, value, minimum=1, integer=True)
+    check_number("warmup", warmup, integer=True, example=2)
     check_stopping(ci_target=ci_target, min_time_s=min_time_s, max_time_s=max_time_s)
     prompts = _check_prompts(prompts)
     config = {"base_url": base_url, "requests": requests, "concurrency": concurrency,
@@ -327,10 +328,7 @@ def check_stopping(*, ci_target, min_time_s, max_time_s) -> None:
                           "(0.05: the 95% interval within +-5 % of the median), or None",
                           fix="try ci_target=0.05", key="ci_target", value=ci_target)
     for name, value in (("min_time_s", min_time_s), ("max_time_s", max_time_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
-                or value == float("inf"):
-            raise ConfigError(f"{name}={value!r}: must be a finite number of seconds >= 0",
-                              fix=f"try {name}=10", key=name, value=value)
+        check_number(name, value, seconds=True, example=10)
     if max_time_s < min_time_s:
         raise ConfigError(f"max_time_s={max_time_s!r} is below min_time_s={min_time_s!r}",
                           fix="raise max_time_s or lower min_time_s", key="max_time_s",
@@ -371,13 +369,6 @@ def _check_prompts(prompts) -> list[str]:
                           fix="give a list of prompts, a prompt file, or None for the built-in set",
                           key="prompts", value=bad or prompts)
     return prompts
-
-
-def _check_positive(**values) -> None:
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"{name}={value!r}: must be an integer >= 1",
-                              fix=f"try {name}=4", key=name, value=value)
 
 
 def _percentile(values: list[float], q: float) -> float | None:

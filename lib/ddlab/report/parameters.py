@@ -14,12 +14,12 @@ library below takes typed values.
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 from pathlib import Path
 
 from ddlab.core import yamlio
 from ddlab.core.caller import set_notebook_parameters
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import project_root
 from ddlab.report.notebook_libs import without_iri_grammar
@@ -65,7 +65,7 @@ def check_declared(notebook: Path, params: dict) -> dict:
                           fix=f"leave -p {RUN_DIR_PARAMETER} out", value=params[RUN_DIR_PARAMETER])
     unknown = sorted(set(params) - set(declared))
     if unknown:
-        near = [m for name in unknown for m in difflib.get_close_matches(name, declared, n=1)]
+        near = [m for m in (closest(name, declared) for name in unknown) if m]
         hint = f"did you mean {', '.join(near)}? " if near else ""
         if len(unknown) == len(near) == 1:  # the command again, the name mended: -p budget 32
             hint = f"did you mean -p {near[0]} {_shown(params[unknown[0]])}? "

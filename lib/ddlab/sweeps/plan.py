@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ddlab.config.bases import load_base
 from ddlab.config.variants import Variant, make_variant
+from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
 from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
@@ -111,20 +112,10 @@ class SweepOptions:
         check_stopping(ci_target=self.ci_target, min_time_s=self.min_time_s,
                        max_time_s=self.max_time_s)
         for name in ("requests", "concurrency", "max_new_tokens", "repeats", "max_rounds"):
-            _check_int(name, getattr(self, name), minimum=1)
-        _check_int("warmup", self.warmup, minimum=0)
+            check_number(name, getattr(self, name), minimum=1, integer=True)
+        check_number("warmup", self.warmup, integer=True, example=1)
         for name in ("timeout_s", "grace_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ConfigError(f"{name}={value!r}: must be a finite number >= 0",
-                                  fix=f"e.g. -p {name} 600", key=name, value=value)
-
-
-def _check_int(name: str, value, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}",
-                          fix=f"e.g. -p {name} {max(minimum, 4)}", key=name, value=value)
+            check_number(name, getattr(self, name), seconds=True)
 
 
 def _as_list(key: str, values) -> list:
@@ -314,7 +305,7 @@ def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
 
 
 def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int, hosts: int = 1) -> None:
-    _check_int("max_cells", max_cells, minimum=1)
+    check_number("max_cells", max_cells, minimum=1, integer=True, example=MAX_CELLS)
     points = math.prod(len(values) for values in dims.values()) + len(extras)
     points += hosts * len(next((dims[k] for k in GRAPH_KEYS if k in dims), [None])) \
         if baseline else 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from ddlab.config.overrides import _target, parse_overrides
 from ddlab.config.units import render_unit
 from ddlab.config.variants import Variant, make_variant
+from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.run_folders import safe_name
 from ddlab.hosts.profiles import HostProfile
@@ -109,15 +110,9 @@ def _merge(fixed: dict, point: dict) -> dict:
 
 def _check_budget(max_trials, max_time_s) -> None:
     """The budget, before anything touches a host: trials an integer >= 1, time >= 0."""
-    if isinstance(max_trials, bool) or not isinstance(max_trials, int) or max_trials < 1:
-        raise ConfigError(f"max_trials={max_trials!r}: must be an integer >= 1 (each trial is a "
-                          "server start)", fix=f"e.g. --max-trials {MAX_TRIALS}",
-                          key="max_trials", value=max_trials)
-    if isinstance(max_time_s, bool) or not isinstance(max_time_s, (int, float)) \
-            or not max_time_s >= 0 or max_time_s == float("inf"):
-        raise ConfigError(f"max_time_s={max_time_s!r}: must be a finite number of seconds >= 0 "
-                          "(0: no limit)", fix="e.g. --max-time 3600", key="max_time_s",
-                          value=max_time_s)
+    check_number("max_trials", max_trials, minimum=1, integer=True,
+                 note="each trial is a server start", example=MAX_TRIALS)
+    check_number("max_time_s", max_time_s, seconds=True, note="0: no limit", example=3600)
 
 
 def _validate(plan: SearchPlan, points: list[dict]) -> SearchPlan:
