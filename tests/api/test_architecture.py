@@ -201,6 +201,30 @@ def test_all_is_the_documented_api():
     assert sorted(ddlab.__all__) == sorted(_documented_api())
 
 
+def test_every_error_a_caller_catches_is_in_all():
+    """A notebook imports only ddlab: ``except ddlab.LockError`` must work, without
+    loading the front door's jobs."""
+    import subprocess
+    import sys
+
+    from ddlab.core import errors
+
+    assert set(errors.__all__) <= set(ddlab.__all__)
+    code = ("import sys, ddlab; print(ddlab.LockError.__module__, ddlab.ConfigError.__module__, "
+            "'ddlab.api' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.split() == ["ddlab.core.errors", "ddlab.core.errors", "False"]
+
+
+def test_a_lock_held_elsewhere_is_no_host_fault():
+    """A LockError is not a HostError: ``except HostError`` (a lost connection, a
+    refused login) never swallows "another run holds the host"; a Preempted is a LockError."""
+    from ddlab.core.errors import HostError, LockError, Preempted
+
+    assert not issubclass(LockError, HostError) and issubclass(Preempted, LockError)
+
+
 @pytest.mark.parametrize("name", ddlab.__all__)
 def test_every_api_name_resolves(name):
     assert getattr(ddlab, name) is not None

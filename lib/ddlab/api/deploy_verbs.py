@@ -19,7 +19,6 @@ from ddlab.core.errors import (
     HostError,
     HostKeyError,
     Interrupted,
-    LockError,
     ServiceError,
 )
 from ddlab.core.log import get_logger
@@ -119,8 +118,7 @@ def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe:
                                      lossless=lossless,
                                      lossless_tolerance=lossless_tolerance, prompts=prompts)
     except BaseException as err:
-        if isinstance(err, (HostError, ServiceError)) and not isinstance(err, (HostKeyError,
-                                                                               LockError)):
+        if isinstance(err, (HostError, ServiceError)) and not isinstance(err, HostKeyError):
             # wherever it failed (the lock, the watch, the restore), the variant may still
             # run and the baseline be down: the lock keeps what restore needs
             add_restore_hint(err, profile.name)

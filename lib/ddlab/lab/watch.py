@@ -52,7 +52,7 @@ from pathlib import Path
 
 import httpx
 
-from ddlab.core.errors import HostError, HostKeyError, Interrupted, LockError, ServiceError
+from ddlab.core.errors import HostError, HostKeyError, Interrupted, ServiceError
 from ddlab.core.progress import Heartbeat
 from ddlab.core.redact import redact, redact_text
 from ddlab.config.flags import graphs_on
@@ -215,7 +215,7 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
                           stale_s=1.5 * beat.interval_s):
             state = loop.run(beat)
     except HostError as lost:  # the host stopped answering: a verdict of its own, never silence
-        if isinstance(lost, (HostKeyError, LockError)):
+        if isinstance(lost, HostKeyError):
             raise
         return _finish(loop, "connection_lost", beat, patterns, lost=str(lost))
     except KeyboardInterrupt as interrupt:
