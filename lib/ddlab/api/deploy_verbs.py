@@ -27,7 +27,7 @@ from ddlab.core.redact import redact_text
 from ddlab.core.run_folders import record_verdict
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab.deploy import Deployed, Lab, add_restore_hint
-from ddlab.lab.lossless import check_prompts, check_tolerance
+from ddlab.lab.lossless import TOLERANCE, check_prompts, check_tolerance
 from ddlab.lab.plans import DeployPlan, DryRun, make_plan
 from ddlab.lab.watch import Verdict
 from ddlab.lab.watch import watch as _watch
@@ -91,7 +91,7 @@ def _say_baseline_diff(lab: Lab, plan: DeployPlan) -> None:
 def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe: bool = True,
           grace_s: float = 5.0, restore: str = "auto", heartbeat_s: float = 5.0, patterns=(),
           force: bool = False, run_dir: str | Path | None = None, lossless: bool = True,
-          lossless_tolerance: float = 1.0, lossless_prompts=(),
+          lossless_tolerance: float = TOLERANCE, lossless_prompts=(),
           wait_s: float | None = None) -> Verdict:
     """Watch the deployed variant until ready, crashed or timed out (probing the verify
     path once ready, then the lossless check: greedy tokens against the model's own,

@@ -24,7 +24,7 @@ from ddlab.hosts.profiles import HostProfile
 from ddlab.report.kernel_runs import open_kernel_run
 from ddlab.report.parameters import parameter_extras, parameter_grid, parameter_value
 from ddlab.report.provenance import sweep_provenance
-from ddlab.sweeps.plan import MAX_CELLS, SweepOptions, plan_sweep
+from ddlab.sweeps.plan import DEFAULT_GRID, DEFAULT_OPTIONS, MAX_CELLS, SweepOptions, plan_sweep
 from ddlab.sweeps.run import Sweep, execute_sweep, open_sweep
 from ddlab.sweeps.store import Store
 
@@ -34,14 +34,20 @@ if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on
 __all__ = ["sweep", "load_report", "plot", "compare_sweeps", "runs", "MAX_CELLS"]
 
 
-def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap=(1, 4),
-          cuda_graph=(True, False), grid: dict | None = None, fixed=(), extra=(),
-          baseline: bool = True, requests: int = 8, concurrency: int = 1,
-          max_new_tokens: int = 128, warmup: int = 1, repeats: int = 1,
-          ci_target: float | None = 0.05, min_time_s: float = 0.0, max_time_s: float = 60.0,
-          max_rounds: int = 10, bracket: bool = True,
-          timeout_s: float = 600.0, probe: bool = True, lossless_tolerance: float = 1.0,
-          lossless_prompts=(), resume: str = "",
+_D = DEFAULT_OPTIONS  # the sweep's options and defaults, defined once (ddlab.sweeps.plan)
+
+
+def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"],
+          topk_cap=DEFAULT_GRID["topk_cap"], cuda_graph=DEFAULT_GRID["cuda_graph"],
+          grid: dict | None = None, fixed=(), extra=(),
+          baseline: bool = True, requests: int = _D.requests, concurrency: int = _D.concurrency,
+          max_new_tokens: int = _D.max_new_tokens, warmup: int = _D.warmup,
+          repeats: int = _D.repeats, ci_target: float | None = _D.ci_target,
+          min_time_s: float = _D.min_time_s, max_time_s: float = _D.max_time_s,
+          max_rounds: int = _D.max_rounds, bracket: bool = _D.bracket,
+          timeout_s: float = _D.timeout_s, probe: bool = _D.probe,
+          lossless_tolerance: float = _D.lossless_tolerance,
+          lossless_prompts=_D.lossless_prompts, resume: str = "",
           dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
           run_dir: str | Path | None = None, wait_s: float | None = None) -> SweepReport:
     """Plan, run (or resume) and report one sweep.
@@ -79,7 +85,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=(4, 16, 32), topk_cap
                            min_time_s=min_time_s, max_time_s=max_time_s,
                            max_rounds=max_rounds, bracket=bracket, timeout_s=timeout_s,
                            probe=probe, lossless_tolerance=lossless_tolerance,
-                           lossless_prompts=lossless_prompts)
+                           lossless_prompts=parameter_value("lossless_prompts", lossless_prompts))
     plan = None if resume else plan_sweep(base or pool_base(profiles),
                                           parameter_grid(budget, topk_cap, cuda_graph, grid),
                                           fixed=parameter_value("fixed", fixed),

@@ -27,13 +27,14 @@ from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
 from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
+from ddlab.lab.lossless import TOLERANCE
 from ddlab.sweeps.store import Store
 
-__all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
+__all__ = ["DEFAULT_GRID", "DEFAULT_OPTIONS", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
            "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "grid_word_list", "sweep_id_for"]
 
 MAX_CELLS = 500  # above this a grid must be confirmed (max_cells)
-DEFAULT_GRID = {"budget": [4, 16, 32], "topk_cap": [1, 4], "cuda_graph": [True, False]}
+DEFAULT_GRID = {"budget": (4, 16, 32), "topk_cap": (1, 4), "cuda_graph": (True, False)}
 # The no-speculation baseline: every speculative flag removed.
 BASELINE_OVERRIDES = {"speculative_algorithm": None, "speculative_draft_model_path": None,
                       "speculative_ddtree_budget": None, "speculative_ddtree_topk_cap": None,
@@ -91,7 +92,7 @@ class SweepOptions:
     # drives the cell next and a cell that dies under it is a crashed cell with its log
     # (a search trial has no benchmark: it waits search_plan.TRIAL_GRACE_S)
     grace_s: float = 0.5
-    lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
+    lossless_tolerance: float = TOLERANCE  # token match rate against the model's own (lossless.py)
     lossless_prompts: tuple = ()      # the lossless check's prompts; empty: the shipped ones
     # measure rounds until the tok/s 95% CI is within +-ci_target of the median (None:
     # exactly `repeats` rounds), at most max_rounds / max_time_s, at least min_time_s
@@ -116,6 +117,13 @@ class SweepOptions:
         check_number("warmup", self.warmup, integer=True, example=1)
         for name in ("timeout_s", "grace_s"):
             check_number(name, getattr(self, name), seconds=True)
+
+
+# The sweep's options and their defaults are defined once: SweepOptions' fields (less
+# grace_s, a search's business), DEFAULT_GRID and MAX_CELLS. ddlab.sweep's signature and
+# `ddlab sweep`'s options read them here; the sweep notebook's parameters cell must hold
+# literals, and tests/sweeps/test_options.py holds it (and the other two) to them.
+DEFAULT_OPTIONS = SweepOptions()
 
 
 def _as_list(key: str, values) -> list:
