@@ -32,13 +32,6 @@ from reportkit import IDS, first_in_body, landmarks, section
 SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32", "-p", "max_rounds", "3"]
 
 
-@pytest.fixture
-def project(tmp_path):
-    project = sweepkit.make_project(tmp_path)
-    with sweepkit.using(project):
-        yield project
-
-
 def _outputs(nb: dict) -> list[dict]:
     return [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
 

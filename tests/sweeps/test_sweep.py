@@ -26,13 +26,6 @@ from ddlab.sweeps.run import run_sweep
 from labkit import REPLAY_FAULT, said, wait_for
 
 
-@pytest.fixture
-def project(tmp_path):
-    project = sweepkit.make_project(tmp_path)
-    with sweepkit.using(project):
-        yield project
-
-
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory):
     return sweepkit.shared_sweep(tmp_path_factory)
