@@ -41,7 +41,8 @@ __all__ = ["DdlabError", "ConfigError", "UnitError", "HostError", "HostKeyError"
            "Interrupted", "__version__",
            "plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
            "compare_sweeps", "runs", "bisect", "envelope",
-           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters", "demo", "serve_target",
+           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters",
+           "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
            "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 

@@ -34,7 +34,7 @@ from ddlab.core.interrupts import STARTING, starting
 from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
 
-__all__ = ["main", "build_parser", "VERBS"]
+__all__ = ["main", "build_parser", "VERBS", "EXIT_CODES"]
 
 
 # --- plumbing shared by the verbs ------------------------------------------------------
@@ -459,13 +459,13 @@ VERBS = {
                  examples=("ddlab plot   # the latest sweep",
                            "ddlab plot 20261201T024425Z-sweep-demo latest   # two, compared")),
     "bisect": Verb("find the change that breaks a config: from --good (serves) to --bad (fails), "
-                   "each trial a server start; last line is JSON; exit 0 found, 3 nothing to "
+                   "each trial a server start; last line is JSON; exit 0 found, 10 nothing to "
                    "bisect, 4 out of budget, 130 interrupted", _args_bisect, _run_bisect,
                    examples=("ddlab bisect --bad debug_drop_verify_field=num_token_non_padded "
                              "--bad budget=32 --dry-run",)),
     "envelope": Verb("find the largest values that serve: --search KEY=LO..HI in order, "
                      "--fallback when even the lowest fails; last line is JSON; exit 0 found, "
-                     "3 nothing serves, 4 out of budget, 130 interrupted",
+                     "10 nothing serves, 4 out of budget, 130 interrupted",
                      _args_envelope, _run_envelope,
                      examples=("ddlab envelope --search context_length=4096..131072 "
                                "--fallback cuda-graph=false --dry-run",)),
@@ -505,9 +505,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 
+# One meaning per exit code, whichever verb ends with it (each verb's help says which it
+# uses; tests/api/test_cli.py holds every result's and error's code to this table).
+EXIT_CODES = {
+    0: "done: ready, found, no crash",
+    1: "failed: an error stopped it, or production could not be put back",
+    2: "usage: the command line is wrong",
+    3: "crashed: the server crashed (watch, diagnose, run poll)",
+    4: "ran out: the timeout (watch) or the budget (bisect, envelope) before an answer",
+    5: "ready, but a probe request through the verify path failed",
+    6: "connection lost: the host stopped answering",
+    7: "wrong output: the tokens are not the model's own (not lossless)",
+    8: "the scheduler (Slurm) ended the job: never a crash",
+    9: "preempted: another ddlab run took the host",
+    10: "nothing found: nothing to bisect (bisect), nothing serves (envelope)",
+    130: "interrupted (Ctrl-C, SIGTERM)",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
     parser = _Parser(prog="ddlab", description="ddlab: deploy, watch, sweep and report on "
-                     "speculative-decoding servers.")
+                     "speculative-decoding servers.", epilog=f"exit codes, for every verb:\n{codes}",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ddlab {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True

@@ -15,7 +15,7 @@ nothing deeper, and each ``ddlab`` CLI verb is one call of the same function
 - the plot functions (:mod:`ddlab.report.plots`) take a sweep's frame and return a
   Figure; they load with matplotlib, on first use.
 
-In a notebook the verdict is displayed first, in a slot that fills when the job
+In a notebook the verdict is displayed first, in a place that fills when the job
 ends, with the live heartbeat below it. Given ``run_dir`` (papermill injects it
 under ``ddlab run``), a job leaves its verdict (``verdict.json``) there.
 """
@@ -38,7 +38,8 @@ from ddlab.api.tool_verbs import (
 
 __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
            "compare_sweeps", "runs", "bisect", "envelope",
-           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters", "demo", "serve_target",
+           "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters",
+           "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
            "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 

@@ -22,7 +22,7 @@ from ddlab.core.errors import (
     ServiceError,
 )
 from ddlab.core.log import get_logger
-from ddlab.core.progress import Slot
+from ddlab.core.progress import VerdictPlace
 from ddlab.core.redact import redact_text
 from ddlab.core.run_folders import record_verdict
 from ddlab.hosts.profiles import HostProfile
@@ -110,7 +110,7 @@ def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe:
     check_tolerance(lossless_tolerance)
     prompts = check_prompts(lossless_prompts)
     profile = profile_of(host)
-    slot = Slot(f"watching the variant on {profile.name}: live status below")
+    place = VerdictPlace(f"watching the variant on {profile.name}: live status below")
     try:
         verdict = _watch_and_restore(profile, timeout_s=timeout_s, probe=probe, grace_s=grace_s,
                                      restore=restore, heartbeat_s=heartbeat_s,
@@ -123,11 +123,11 @@ def watch(host: str | HostProfile = "local", *, timeout_s: float = 600.0, probe:
             # run and the baseline be down: the lock keeps what restore needs
             add_restore_hint(err, profile.name)
         verdict = err.verdict if isinstance(err, Interrupted) else None
-        slot.update(verdict if verdict is not None else f"NO VERDICT: {type(err).__name__}: {err}")
+        place.update(verdict if verdict is not None else f"NO VERDICT: {type(err).__name__}: {err}")
         record_verdict(verdict.to_dict() if verdict is not None else
                        {"state": "failed", "headline": f"{type(err).__name__}: {err}"}, run_dir)
         raise
-    slot.update(verdict)
+    place.update(verdict)
     record_verdict(verdict.to_dict(), run_dir)
     return verdict
 

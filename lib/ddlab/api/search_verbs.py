@@ -1,7 +1,7 @@
 """Searches from the front door: bisect a failing variant, find the envelope that serves.
 
 Each trial is a cell of a sweep in the store (:mod:`ddlab.sweeps.search_run`); the
-answer is shown in the slot and left in ``run_dir`` (the verdict, ``trials.csv`` and
+answer is shown in the place and left in ``run_dir`` (the verdict, ``trials.csv`` and
 the figure), also when the search stops on an error or Ctrl-C.
 """
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ddlab.api.common import check_positive, check_wait
 from ddlab.core.errors import DdlabError, Interrupted
-from ddlab.core.progress import Slot
+from ddlab.core.progress import VerdictPlace
 from ddlab.core.run_folders import record_verdict
 from ddlab.hosts.profiles import load_host
 from ddlab.report.parameters import parameter_value
@@ -83,17 +83,17 @@ def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
 
 def _search(plan, *, dry_run: bool, store: Store | None, run_dir,
             wait_s: float | None = None) -> SearchReport:
-    """Run (or only show) a planned search; its report in the slot and in ``run_dir``,
+    """Run (or only show) a planned search; its report in the place and in ``run_dir``,
     also when it stops on an error or Ctrl-C."""
     from ddlab.sweeps.search_run import run_search
     from ddlab.report.search_report import search_report
 
     store = store or Store()
-    slot = Slot(f"{plan.kind} running: trials below; the answer replaces this line when it ends")
+    place = VerdictPlace(f"{plan.kind} running: trials below; the answer replaces this line when it ends")
     if dry_run:
         report = search_report(None, store=store, search_id=plan.search_id, kind=plan.kind,
                                status="dry-run", plan=plan.render())
-        _keep_search(slot, report, run_dir)
+        _keep_search(place, report, run_dir)
         return report
     try:
         run = run_search(plan, store=store, wait_s=wait_s)
@@ -102,7 +102,7 @@ def _search(plan, *, dry_run: bool, store: Store | None, run_dir,
         report = search_report(None, store=store, search_id=plan.search_id, kind=plan.kind,
                                status="interrupted" if stopped else "failed",
                                error="" if stopped else f"{type(err).__name__}: {err}")
-        _keep_search(slot, report, run_dir)
+        _keep_search(place, report, run_dir)
         if stopped:  # the report goes with the interrupt: the CLI's last line is its JSON
             raise Interrupted(verdict=report) from err
         if isinstance(err, DdlabError):  # and with an error, for the same reason
@@ -110,12 +110,12 @@ def _search(plan, *, dry_run: bool, store: Store | None, run_dir,
         raise
     report = search_report(run, store=store, search_id=run.search_id, kind=plan.kind,
                            status=run.status)
-    _keep_search(slot, report, run_dir)
+    _keep_search(place, report, run_dir)
     return report
 
-def _keep_search(slot: Slot, report, run_dir) -> None:
-    """The answer in the slot; in ``run_dir`` the verdict, ``trials.csv`` and the figure."""
-    slot.update(report)
+def _keep_search(place: VerdictPlace, report, run_dir) -> None:
+    """The answer in the place; in ``run_dir`` the verdict, ``trials.csv`` and the figure."""
+    place.update(report)
     record_verdict(report.to_dict(), run_dir)
     if run_dir and Path(run_dir).is_dir() and not report.trials.empty:
         report.trials.to_csv(Path(run_dir) / "trials.csv", index=False)

@@ -3,7 +3,7 @@
 :func:`sweep` plans, runs (or resumes) and reports a grid of variants;
 :func:`load_report` reports a stored one; :func:`plot` saves its figures;
 :func:`compare_sweeps` draws the same configs across sweeps; :func:`runs` lists every
-run in ``outputs/``. In a notebook the verdict is displayed first, in a slot that
+run in ``outputs/``. In a notebook the verdict is displayed first, in a place that
 fills when the job ends, with the live heartbeat below it. Given ``run_dir``
 (papermill injects it under ``ddlab run``), a sweep leaves its verdict
 (``verdict.json``) and ``cells.csv`` there: the report's headline and the index's.
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ddlab.api.common import check_wait
 from ddlab.core.errors import ConfigError, DdlabError
 from ddlab.core.paths import outputs_dir
-from ddlab.core.progress import Slot
+from ddlab.core.progress import VerdictPlace
 from ddlab.core.run_folders import new_run_dir, record_verdict
 from ddlab.hosts.pools import load_pool, pool_base
 from ddlab.hosts.profiles import HostProfile
@@ -94,7 +94,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
     store = store or Store()
     own = None if run_dir or dry_run else open_kernel_run("sweep")  # plain papermill, JupyterLab
     run_dir = own.run_dir if own is not None else run_dir
-    slot = Slot("sweep running: progress below; the verdict replaces this line when it ends")
+    place = VerdictPlace("sweep running: progress below; the verdict replaces this line when it ends")
     opened = None
     try:
         opened = open_sweep(plan, host=(host or None) if resume else (host or profile),
@@ -108,7 +108,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
             opened.wait_s = wait_s
             execute_sweep(opened, store)
     except BaseException as err:
-        failed = _report_failure(store, slot, opened, err, run_dir)
+        failed = _report_failure(store, place, opened, err, run_dir)
         _keep_records(own, failed, opened, profile, run_dir, err)
         if isinstance(err, DdlabError) and failed is not None and err.result is None:
             err.result = failed.verdict  # the CLI prints it, then its JSON line, last
@@ -118,7 +118,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
     planned = plan_frame(opened) if opened.status == "dry-run" and not resume else None
     report = _report(store, opened.sweep_id, opened.status, opened.resume_command(), run_dir,
                      frame=planned, error=opened.error, not_back=opened.not_back)
-    slot.update(report.verdict)
+    place.update(report.verdict)
     report.provenance = _keep_records(own, report, opened, profile, run_dir)
     return report
 
@@ -154,25 +154,25 @@ def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
         frame.to_csv(Path(run_dir) / "cells.csv", index=False)
     return SweepReport(sweep_id=sweep_id, frame=frame, verdict=verdict)
 
-def _report_failure(store: Store, slot: Slot, opened: Sweep | None, err: BaseException,
+def _report_failure(store: Store, place: VerdictPlace, opened: Sweep | None, err: BaseException,
                     run_dir) -> SweepReport | None:
-    """The slot and the run folder say how it ended, and how to resume, before it raises;
+    """The place and the run folder say how it ended, and how to resume, before it raises;
     the report, when the sweep got far enough to have one."""
     record = store.sweep(opened.sweep_id) if opened is not None else None
     error = "" if isinstance(err, KeyboardInterrupt) else f"{type(err).__name__}: {err}"
     if record:
         report = _report(store, opened.sweep_id, record["status"], record["resume_command"],
                          run_dir, error=error, not_back=opened.not_back)
-        slot.update(report.verdict)
+        place.update(report.verdict)
     elif opened is not None and opened.status == "failed":  # failed to start: not stored
         from ddlab.sweeps.results import plan_frame
 
         report = _report(store, opened.sweep_id, "failed", "", run_dir,
                          frame=plan_frame(opened), error=error, not_back=opened.not_back)
-        slot.update(report.verdict)
+        place.update(report.verdict)
     else:
         report = None
-        slot.update(f"NO VERDICT: {type(err).__name__}: {err}")
+        place.update(f"NO VERDICT: {type(err).__name__}: {err}")
         record_verdict({"state": "failed", "headline": f"{type(err).__name__}: {err}"}, run_dir)
     return report
 

@@ -40,13 +40,13 @@ from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
 from ddlab.lab.stats import median_ci, relative_half_width
 
-__all__ = ["PROMPTS", "CI_FIGURES", "RequestResult", "Repetition", "Measurement", "load_prompts",
+__all__ = ["BENCH_PROMPTS", "CI_FIGURES", "RequestResult", "Repetition", "Measurement", "load_prompts",
            "check_stopping",
            "generate", "measure"]
 
 # Deterministic built-in prompts: Python source openings, which both a code
 # model on a GPU host and the embedded byte-level target continue sensibly.
-PROMPTS = [
+BENCH_PROMPTS = [
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
     "import os\nimport sys\n\n\ndef main(argv):\n",
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
@@ -267,7 +267,7 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
     and when it stops. ``headers`` go with every request (the server's API key).
 
     ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
-    :data:`PROMPTS`. Every parameter is checked before the first request."""
+    :data:`BENCH_PROMPTS`. Every parameter is checked before the first request."""
     for name, value in (("requests", requests), ("concurrency", concurrency),
                         ("max_new_tokens", max_new_tokens), ("repeats", repeats),
                         ("max_rounds", max_rounds)):
@@ -359,7 +359,7 @@ def _one_repetition(client, base_url, prompts, requests, concurrency, max_new_to
 
 def _check_prompts(prompts) -> list[str]:
     if prompts is None:
-        return PROMPTS
+        return BENCH_PROMPTS
     if isinstance(prompts, (str, Path)):
         return load_prompts(prompts)
     prompts = list(prompts)

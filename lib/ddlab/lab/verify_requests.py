@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from ddlab.lab.measure import PROMPTS
+from ddlab.lab.measure import BENCH_PROMPTS
 
 __all__ = ["ProbeResult", "probe_server"]
 
@@ -39,10 +39,10 @@ def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 
     """Drive the verify path: one request alone, then two at once (batch 2); ``headers``
     go with each (the server's API key)."""
     with httpx.Client(timeout=timeout_s, headers=headers) as client:
-        results = [_probe_one(client, base_url, PROMPTS[0], max_new_tokens, batch=1)]
+        results = [_probe_one(client, base_url, BENCH_PROMPTS[0], max_new_tokens, batch=1)]
         with ThreadPoolExecutor(max_workers=2) as pool:
             results += list(pool.map(lambda p: _probe_one(client, base_url, p, max_new_tokens,
-                                                          batch=2), PROMPTS[1:3]))
+                                                          batch=2), BENCH_PROMPTS[1:3]))
     return results
 
 

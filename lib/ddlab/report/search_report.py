@@ -22,9 +22,11 @@ from ddlab.sweeps.store import DONE_STATES, Store
 
 __all__ = ["SearchReport", "search_report", "trials_frame", "outcome_by_value"]
 
-# exit codes: answered; the answer is that nothing fits / nothing to bisect; the budget
-# ran out first; interrupted; failed (an error stopped it)
-EXIT_CODES = {"found": 0, "none": 3, "budget": 4, "interrupted": 130, "failed": 1,
+# exit codes: answered; the answer is that nothing fits / nothing to bisect (10: 3 is
+# "crashed" for every verb); the budget ran out first (4, as a watch's timeout);
+# interrupted; failed (an error stopped it). The table: ddlab.cli.EXIT_CODES.
+NOTHING_FOUND_EXIT = 10
+EXIT_CODES = {"found": 0, "none": NOTHING_FOUND_EXIT, "budget": 4, "interrupted": 130, "failed": 1,
               "dry-run": 0}
 SERVES, SAME, OTHER = "#1a7f37", "#cf222e", "#bc4c00"
 
