@@ -137,7 +137,7 @@ def test_readme_documents_every_csv_column(tmp_path):
     """``cells.csv`` is the sweep's frame: each of its columns has a row in the README's
     table (``<figure>_ci_low`` and ``point.<key>`` stand for their families)."""
     import sweepkit
-    from ddlab.lab.results import load_cells
+    from ddlab.sweeps.results import load_cells
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("<!-- csv-columns -->", 1)[1].split("\n\n", 1)[0]

@@ -19,8 +19,8 @@ import faultkit as fk
 import pytest
 
 import sweepkit
-from ddlab.lab.search_envelope import parse_search
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.envelope import parse_search
+from ddlab.sweeps.store import DONE_STATES, Store
 from labkit import REPLAY_FAULT, last_json, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 AS_ASKED = ["--set", "env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
             "--set", "device_memory_gb=0.5", "--set", "cuda_graph_max_bs_decode=256",
             "--set", "context_length=131072", "--set", "max_running_requests=256"]
-# the first key of tests/lab/test_search.py's walk-down (which searches max_running_requests
+# the first key of tests/sweeps/test_search.py's walk-down (which searches max_running_requests
 # after it, on this machine): the interrupt and the resume over SSH are under test here
 SEARCH = ["context_length=4096..131072"]
 ENVELOPE = ["envelope", "--host", "th", *AS_ASKED, "--search", SEARCH[0],
@@ -83,7 +83,7 @@ def test_bisect_over_ssh_finds_the_dropped_verify_field(th, tmp_path):
 
 def test_an_interrupted_envelope_resumes_without_running_a_trial_twice(th, tmp_path):
     """Also the walk-down over SSH: the resumed search gives the same answer for
-    context_length, in the bound, as tests/lab/test_search.py's walk-down on this machine."""
+    context_length, in the bound, as tests/sweeps/test_search.py's walk-down on this machine."""
     bench = _fresh(th, tmp_path)
     proc = fk.popen_ddlab(bench, *ENVELOPE)
     try:

@@ -36,7 +36,7 @@ from ddlab.core.progress import Heartbeat, Pace
 from ddlab.hosts.pools import slots as slots_of
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab.deploy import Lab
-from ddlab.lab.store import Store
+from ddlab.sweeps.store import Store
 
 __all__ = ["run_pool", "CellQueue", "CellSteps"]
 
@@ -135,7 +135,7 @@ class _Slot:
 
 @dataclass(frozen=True)
 class CellSteps:
-    """What a slot does, given by :mod:`ddlab.lab.sweep_run` (which calls this module):
+    """What a slot does, given by :mod:`ddlab.sweeps.run` (which calls this module):
     ``hold(sweep, store, variants, profile=, abandon=)`` a context giving a held Lab;
     ``run(lab, store, sweep, cell)`` one cell, its status; ``bracket(lab, store, sweep,
     host=)`` the host's baselines measured again."""

@@ -1,9 +1,10 @@
-"""Probes: requests that drive the speculative verify path of a ready server.
+"""Verify requests: HTTP requests that drive the speculative verify path of a ready server.
 
 "Ready" is not "works": in the field the replay crash came only with the first
 request after ready. :func:`probe_server` sends one request alone, then two at
 once (batch 2), greedily, and reports per request whether it was served and
-what the server said of its verify steps (``spec_verify_ct``, accept length).
+what the server said of its verify steps (``spec_verify_ct``, accept length). (A probe
+in the other sense, a function wrapped inside the server, is :mod:`ddlab.probes`.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from ddlab.lab.measure import PROMPTS
+from ddlab.lab.measure import BENCH_PROMPTS
 
 __all__ = ["ProbeResult", "probe_server"]
 
@@ -38,10 +39,10 @@ def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 
     """Drive the verify path: one request alone, then two at once (batch 2); ``headers``
     go with each (the server's API key)."""
     with httpx.Client(timeout=timeout_s, headers=headers) as client:
-        results = [_probe_one(client, base_url, PROMPTS[0], max_new_tokens, batch=1)]
+        results = [_probe_one(client, base_url, BENCH_PROMPTS[0], max_new_tokens, batch=1)]
         with ThreadPoolExecutor(max_workers=2) as pool:
             results += list(pool.map(lambda p: _probe_one(client, base_url, p, max_new_tokens,
-                                                          batch=2), PROMPTS[1:3]))
+                                                          batch=2), BENCH_PROMPTS[1:3]))
     return results
 
 

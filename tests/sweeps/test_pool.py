@@ -21,13 +21,13 @@ import poolkit
 import sweepkit
 from ddlab.core.errors import ConfigError, HostError
 from ddlab.hosts.pools import load_pool, pool_label, slots
-from ddlab.lab.pool import CellQueue
+from ddlab.sweeps.pool import CellQueue
 from ddlab.report import plots
 from ddlab.report.verdicts import sweep_verdict
-from ddlab.lab.results import load_cells, summarize
-from ddlab.lab.store import DONE_STATES, Store, integrity_ok
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.results import load_cells, summarize
+from ddlab.sweeps.store import DONE_STATES, Store, integrity_ok
+from ddlab.sweeps.plan import SweepOptions, plan_sweep
+from ddlab.sweeps.run import run_sweep
 from labkit import said, wait_for
 
 GRID = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}  # + 1 baseline per host

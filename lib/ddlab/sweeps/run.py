@@ -1,21 +1,17 @@
-"""Sweeps: a grid of config variants, each deployed, watched, probed and benchmarked.
+"""Run a sweep: each cell of its plan deployed, watched, probed and benchmarked.
 
-A grid maps override keys (anything ``--set`` takes: flags, ``env.X``,
-``unit.X``, or the aliases ``budget``, ``topk_cap``, ``cuda_graph``,
-``algorithm``) to lists of values; the cells are their product, plus a
-no-speculation baseline cell per CUDA-graph setting (for speedup) and any
-extra variants (e.g. one carrying a known fault). Every cell is validated
-before anything touches the host; ``dry_run`` prints the plan and stops,
-writing nothing (not even the store, whose ``latest`` sweep it must not become).
+The plan (:mod:`ddlab.sweeps.plan`) is validated before anything touches the
+host; ``dry_run`` prints it and stops, writing nothing (not even the store,
+whose ``latest`` sweep it must not become).
 
 Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
 record with its diagnosis; a server that dies during the bench is a crash
 too; requests lost with a dropped SSH connection are benched again. The
 host's baseline service is stopped once for the sweep and put back
 at its end, on an error, and on Ctrl-C. A sweep over a pool of hosts runs its
-cells on all of them at once (:mod:`ddlab.lab.pool`), each host with its own
+cells on all of them at once (:mod:`ddlab.sweeps.pool`), each host with its own
 lock, baseline and no-speculation cells. Each cell is committed to the store
-(:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
+(:mod:`ddlab.sweeps.store`) the moment it ends, with its evidence in
 ``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
 finished (matched by config hash) and redoes an interrupted one.
 
@@ -47,9 +43,9 @@ from ddlab.hosts.profiles import HostProfile
 from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
-from ddlab.lab.pool import CellSteps, run_pool
-from ddlab.lab.store import DONE_STATES, Store, find_sweep
-from ddlab.lab.sweep_plan import (
+from ddlab.sweeps.pool import CellSteps, run_pool
+from ddlab.sweeps.store import DONE_STATES, Store, find_sweep
+from ddlab.sweeps.plan import (
     Cell,
     SweepOptions,
     SweepPlan,
@@ -83,7 +79,7 @@ class Sweep:
     secret_keys: list[str] = field(default_factory=list)
     wait_s: float | None = None  # queue this long for a host another run holds
     error: str = ""              # what stopped it (a preempted sweep: who took the host)
-    # pool members whose production could not be put back (ddlab.lab.pool._left_down)
+    # pool members whose production could not be put back (ddlab.sweeps.pool._left_down)
     not_back: list[dict] = field(default_factory=list)
 
     @property
@@ -342,7 +338,7 @@ def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -
     """Each measured baseline (of ``host`` in a pool) measured again after the grid's
     cells, stored as a ``bracket`` run of its cell: its rounds join the first ones, so a
     drift of the host over the sweep falls on both sides of every speedup
-    (:mod:`ddlab.lab.results`). A bracket that fails is logged and left out; it never
+    (:mod:`ddlab.sweeps.results`). A bracket that fails is logged and left out; it never
     changes the cell's outcome."""
     status = store.cell_status(sweep.sweep_id)
     for cell in sweep.cells:

@@ -20,17 +20,10 @@ import pytest
 import ddlab
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.store import DONE_STATES, Store
-from ddlab.lab.sweep_plan import SweepOptions, describe_grid, plan_sweep, sweep_id_for
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import DONE_STATES, Store
+from ddlab.sweeps.plan import SweepOptions, describe_grid, plan_sweep, sweep_id_for
+from ddlab.sweeps.run import run_sweep
 from labkit import REPLAY_FAULT, said, wait_for
-
-
-@pytest.fixture
-def project(tmp_path):
-    project = sweepkit.make_project(tmp_path)
-    with sweepkit.using(project):
-        yield project
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +243,7 @@ def _first_done(project) -> str | None:
 def test_sweep_options_are_checked_before_the_host():
     with pytest.raises(ConfigError) as info:
         SweepOptions(grace_s=-1)
-    assert "grace_s=-1: must be a finite number >= 0" in str(info.value)
+    assert "grace_s=-1: must be a finite number of seconds >= 0" in str(info.value)
 
 
 @pytest.mark.parametrize("base, grid, extra, words, described", [

@@ -1,21 +1,15 @@
-"""Sweeps: a grid of config variants, each deployed, watched, probed and benchmarked.
+"""A sweep's plan: a grid of config variants, every cell validated, nothing touched.
 
 A grid maps override keys (anything ``--set`` takes: flags, ``env.X``,
 ``unit.X``, or the aliases ``budget``, ``topk_cap``, ``cuda_graph``,
 ``algorithm``) to lists of values; the cells are their product, plus a
-no-speculation baseline cell per CUDA-graph setting (for speedup) and any
-extra variants (e.g. one carrying a known fault). Every cell is validated
-before anything touches the host; ``dry_run`` prints the plan and stops,
-writing nothing (not even the store, whose ``latest`` sweep it must not become).
-
-Per cell, on a fresh server: deploy -> watch (+ probe) -> bench, or a crash
-record with its diagnosis; a server that dies during the bench is a crash
-too; requests lost with a dropped SSH connection are benched again. The
-host's baseline service is stopped once for the sweep and put back
-at its end, on an error, and on Ctrl-C. Each cell is committed to the store
-(:mod:`ddlab.lab.store`) the moment it ends, with its evidence in
-``outputs/sweeps/<sweep id>/<time>-<cell>/``; resume skips the cells already
-finished (matched by config hash) and redoes an interrupted one.
+no-speculation baseline cell per CUDA-graph setting (for speedup; one per host
+in a pool) and any extra variants (e.g. one carrying a known fault). A cell is
+named by what it changes and keyed in the store by its config's hash, so a
+resume (:func:`plan_from_store`) finds the cells already finished. What a sweep
+varies reads in words (:func:`describe_grid`) and in its id (:func:`sweep_id_for`);
+:class:`SweepOptions` says how each ready cell is watched and measured.
+:mod:`ddlab.sweeps.run` runs the plan.
 """
 
 from __future__ import annotations
@@ -29,18 +23,18 @@ from pathlib import Path
 
 from ddlab.config.bases import load_base
 from ddlab.config.variants import Variant, make_variant
-from ddlab.core import yamlio
+from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
 from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
-from ddlab.lab.store import Store
+from ddlab.lab.lossless import TOLERANCE
+from ddlab.sweeps.store import Store
 
-__all__ = ["DEFAULT_GRID", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
-           "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "grid_word_list", "sweep_id_for",
-           "parameter_grid", "parameter_value", "parameter_extras"]
+__all__ = ["DEFAULT_GRID", "DEFAULT_OPTIONS", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
+           "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "grid_word_list", "sweep_id_for"]
 
 MAX_CELLS = 500  # above this a grid must be confirmed (max_cells)
-DEFAULT_GRID = {"budget": [4, 16, 32], "topk_cap": [1, 4], "cuda_graph": [True, False]}
+DEFAULT_GRID = {"budget": (4, 16, 32), "topk_cap": (1, 4), "cuda_graph": (True, False)}
 # The no-speculation baseline: every speculative flag removed.
 BASELINE_OVERRIDES = {"speculative_algorithm": None, "speculative_draft_model_path": None,
                       "speculative_ddtree_budget": None, "speculative_ddtree_topk_cap": None,
@@ -96,9 +90,9 @@ class SweepOptions:
     probe: bool = True
     # alive this long after the probes before the benchmark: short, since the benchmark
     # drives the cell next and a cell that dies under it is a crashed cell with its log
-    # (a search trial has no benchmark: it waits search_run.TRIAL_GRACE_S)
+    # (a search trial has no benchmark: it waits search_plan.TRIAL_GRACE_S)
     grace_s: float = 0.5
-    lossless_tolerance: float = 1.0   # token match rate against the model's own (lossless.py)
+    lossless_tolerance: float = TOLERANCE  # token match rate against the model's own (lossless.py)
     lossless_prompts: tuple = ()      # the lossless check's prompts; empty: the shipped ones
     # measure rounds until the tok/s 95% CI is within +-ci_target of the median (None:
     # exactly `repeats` rounds), at most max_rounds / max_time_s, at least min_time_s
@@ -119,20 +113,17 @@ class SweepOptions:
         check_stopping(ci_target=self.ci_target, min_time_s=self.min_time_s,
                        max_time_s=self.max_time_s)
         for name in ("requests", "concurrency", "max_new_tokens", "repeats", "max_rounds"):
-            _check_int(name, getattr(self, name), minimum=1)
-        _check_int("warmup", self.warmup, minimum=0)
+            check_number(name, getattr(self, name), minimum=1, integer=True)
+        check_number("warmup", self.warmup, integer=True, example=1)
         for name in ("timeout_s", "grace_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise ConfigError(f"{name}={value!r}: must be a finite number >= 0",
-                                  fix=f"e.g. -p {name} 600", key=name, value=value)
+            check_number(name, getattr(self, name), seconds=True)
 
 
-def _check_int(name: str, value, *, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"{name}={value!r}: must be an integer >= {minimum}",
-                          fix=f"e.g. -p {name} {max(minimum, 4)}", key=name, value=value)
+# The sweep's options and their defaults are defined once: SweepOptions' fields (less
+# grace_s, a search's business), DEFAULT_GRID and MAX_CELLS. ddlab.sweep's signature and
+# `ddlab sweep`'s options read them here; the sweep notebook's parameters cell must hold
+# literals, and tests/sweeps/test_options.py holds it (and the other two) to them.
+DEFAULT_OPTIONS = SweepOptions()
 
 
 def _as_list(key: str, values) -> list:
@@ -322,7 +313,7 @@ def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
 
 
 def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int, hosts: int = 1) -> None:
-    _check_int("max_cells", max_cells, minimum=1)
+    check_number("max_cells", max_cells, minimum=1, integer=True, example=MAX_CELLS)
     points = math.prod(len(values) for values in dims.values()) + len(extras)
     points += hosts * len(next((dims[k] for k in GRAPH_KEYS if k in dims), [None])) \
         if baseline else 0
@@ -340,7 +331,7 @@ def plan_from_store(store: Store, sweep_id: str, secrets=()) -> SweepPlan:
     (overrides, as ``fixed`` takes them) gives them back. A masked value without
     one is a ConfigError naming the keys, before anything touches the host."""
     record = store.sweep(sweep_id)
-    if record["grid"].get("search"):  # a bisect's or an envelope's trials (lab/search_run.py)
+    if record["grid"].get("search"):  # a bisect's or an envelope's trials (sweeps/search_plan.py)
         kind = record["grid"]["search"]
         raise ConfigError(f"resume={sweep_id!r}: is {'an' if kind[0] in 'aeiou' else 'a'} "
                           f"{kind} search, not a sweep",
@@ -401,49 +392,3 @@ def _mapping(overrides) -> dict:
     from ddlab.config.overrides import parse_overrides
 
     return parse_overrides(overrides or {})
-
-
-# --- the sweep notebook's parameters -----------------------------------------------
-
-
-def parameter_grid(budget, topk_cap, cuda_graph, more: dict | None) -> dict:
-    """The grid from the sweep notebook's parameters: the three built-in dimensions
-    (None or [] leaves one out) and ``more``; values may be YAML text (papermill's)."""
-    grid = {"budget": budget, "topk_cap": topk_cap, "cuda_graph": cuda_graph}
-    more = _read_yaml("grid", more) or {}
-    if not isinstance(more, dict):
-        raise ConfigError(f"grid={more!r}: must map override keys to values",
-                          fix="e.g. {'speculative_num_draft_tokens': [8, 16]}", value=more)
-    grid.update(more)
-    grid = {k: _read_yaml(k, v) for k, v in grid.items()}
-    return {k: v for k, v in grid.items() if v is not None and v != []}
-
-
-def _read_yaml(name: str, value):
-    """A string read as YAML, the way ``ddlab run -p`` reads values: plain
-    ``papermill -p cuda_graph true`` passes the string 'true', and ``-p budget
-    [4,16]`` the string '[4,16]'."""
-    if not isinstance(value, str):
-        return value
-    try:
-        return yamlio.load(value, keep_text=True) if value.strip() else value
-    except ValueError as err:
-        raise ConfigError(f"{name}={value!r}: not a value or a list ({err})",
-                          fix=f"e.g. -p {name} 16, or -p {name} '[4, 16]'", key=name,
-                          value=value) from None
-
-
-def parameter_value(name: str, value):
-    """``fixed`` / ``extra`` given as YAML text (``-p extra '[{budget: 8}]'``);
-    a plain ``KEY=VALUE`` string stays one override."""
-    if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
-        return _read_yaml(name, value)
-    return value
-
-
-def parameter_extras(extra) -> list:
-    """``extra`` as a list of override lists or mappings (one string or mapping: one cell)."""
-    extra = parameter_value("extra", extra)
-    if isinstance(extra, (str, dict)):
-        extra = [extra]
-    return [[item] if isinstance(item, str) else item for item in extra or ()]

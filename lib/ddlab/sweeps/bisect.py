@@ -1,4 +1,4 @@
-"""Bisect: the smallest set of changes that still fails (see :mod:`ddlab.lab.search`).
+"""Bisect: the smallest set of changes that still fails (see :mod:`ddlab.sweeps.search`).
 
 Delta debugging over the override keys that tell the bad config from the good
 one: a 1-minimal set of changes that still fails, found by divide and conquer
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ddlab.config import flags as flagreg
 from ddlab.config.bases import Config
 from ddlab.config.overrides import ALIASES
-from ddlab.lab.search import Outcome, OutOfBudget, Trials, describe_point
+from ddlab.sweeps.search import Outcome, OutOfBudget, Trials, describe_point
 
 __all__ = ["Change", "changes_between", "Bisection", "bisect_search"]
 

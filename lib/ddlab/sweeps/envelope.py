@@ -1,4 +1,4 @@
-"""The envelope: the largest value of each key that serves (see :mod:`ddlab.lab.search`).
+"""The envelope: the largest value of each key that serves (see :mod:`ddlab.sweeps.search`).
 
 For keys whose cost grows with the value, key after key in the order given (a key
 found stays at its value for the later ones). The top candidate is tried first,
@@ -25,7 +25,7 @@ from ddlab.config.bases import Config
 from ddlab.config.overrides import _target, parse_overrides
 from ddlab.config.sglang import human_readable_int
 from ddlab.core.errors import ConfigError
-from ddlab.lab.search import CUT, OutOfBudget, Trials, describe_point, serves_as_asked
+from ddlab.sweeps.search import CUT, OutOfBudget, Trials, describe_point, serves_as_asked
 
 __all__ = ["KeySpec", "parse_search", "parse_fallbacks", "start_value", "KeyResult",
            "Envelope", "envelope_search"]

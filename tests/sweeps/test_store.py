@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from ddlab.core.errors import ConfigError, StoreError
-from ddlab.lab.store import DONE_STATES, Store, find_sweep, integrity_ok
+from ddlab.sweeps.store import DONE_STATES, Store, find_sweep, integrity_ok
 
 
 def _reader(path):
@@ -84,7 +84,7 @@ def test_a_file_that_is_not_a_store_is_a_store_error(tmp_path):
 
 WRITER = textwrap.dedent("""
     import sys
-    from ddlab.lab.store import Store
+    from ddlab.sweeps.store import Store
     store = Store(sys.argv[1])
     store.add_sweep("s", host="local", base="local", grid={}, options={})
     for i in range(100000):

@@ -3,16 +3,16 @@
 The search logic only, apart from running anything: a search asks ``test(point)``
 for an :class:`Outcome` and never touches a host. A *point* is an override mapping
 on top of the search's start config (the good config for a bisect, base + ``--set``
-for an envelope); :mod:`ddlab.lab.search_run` runs each point as a sweep cell
+for an envelope); :mod:`ddlab.sweeps.search_run` runs each point as a sweep cell
 (deployed, watched with probe and lossless check, diagnosed, stored by config
 hash), and a unit test can hand in any plain function. This module holds what
-both searches share; the searches themselves are :mod:`ddlab.lab.search_bisect`
-and :mod:`ddlab.lab.search_envelope`:
+both searches share; the searches themselves are :mod:`ddlab.sweeps.bisect`
+and :mod:`ddlab.sweeps.envelope`:
 
-- :func:`ddlab.lab.search_bisect.bisect_search`: from a config that serves to one
+- :func:`ddlab.sweeps.bisect.bisect_search`: from a config that serves to one
   that fails, the smallest set of changes that still fails the same way (a
   different failure is recorded, never merged), then proof trials.
-- :func:`ddlab.lab.search_envelope.envelope_search`: the largest value of each key
+- :func:`ddlab.sweeps.envelope.envelope_search`: the largest value of each key
   that serves, key after key, with a fallback when even the lowest fails.
 - :class:`Trials` (here): each point tried once, within ``max_trials`` and
   ``max_time_s``; when either runs out the result says what is known and what is not.

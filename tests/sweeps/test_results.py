@@ -12,8 +12,8 @@ import pytest
 
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.results import load_cells, resolve_sweep, summarize
-from ddlab.lab.store import Store
+from ddlab.sweeps.results import load_cells, resolve_sweep, summarize
+from ddlab.sweeps.store import Store
 from labkit import REPLAY_FAULT
 
 
@@ -137,7 +137,7 @@ def test_the_baselines_are_bracketed_and_pooled(tmp_path_factory):
     tok/s is the median of both measurements' rounds, and its drift is their ratio."""
     import statistics
 
-    from ddlab.lab.store import Store
+    from ddlab.sweeps.store import Store
 
     shared = sweepkit.shared_sweep(tmp_path_factory)
     frame = load_cells(shared.sweep_id, store=shared.project.store_path)

@@ -33,9 +33,9 @@ from ddlab.core.errors import ConfigError
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.profiles import load_host
 from ddlab.hosts.services import ServiceSpec
-from ddlab.lab.search import Outcome, Trials
-from ddlab.lab.search_bisect import Change, bisect_search, changes_between
-from ddlab.lab.search_envelope import envelope_search, parse_fallbacks, parse_search
+from ddlab.sweeps.search import Outcome, Trials
+from ddlab.sweeps.bisect import Change, bisect_search, changes_between
+from ddlab.sweeps.envelope import envelope_search, parse_fallbacks, parse_search
 from labkit import REPLAY_FAULT, wait_for
 
 SERVES = Outcome("serves")
@@ -357,7 +357,7 @@ class Host:
 
     def runs(self) -> dict:
         """sweep id -> config hash -> {run state: how many runs}."""
-        from ddlab.lab.store import Store
+        from ddlab.sweeps.store import Store
 
         with Store(self.project.store_path) as store:
             return {sweep_id: sweepkit.run_counts(self.project.store_path, sweep_id)
@@ -543,7 +543,7 @@ def test_an_alias_in_the_asked_config_does_not_clash_with_the_reference(tmp_path
                            "3", "--timeout", "120"], capture_output=True, text=True,
                           timeout=300, env=project.env())
     assert "sets the same thing" not in done.stderr, done.stderr[-2000:]
-    assert done.returncode in (0, 3, 4), (done.returncode, done.stderr[-2000:])
+    assert done.returncode in (0, 4, 10), (done.returncode, done.stderr[-2000:])
     assert "nospec-nograph" in done.stderr, "the reference cell ran"
     assert json.loads(done.stdout.splitlines()[-1])["kind"] == argv[0]
 

@@ -32,8 +32,8 @@ import pandas as pd
 from ddlab.config.flags import graphs_on, typed_value
 from ddlab.lab.measure import CI_FIGURES
 from ddlab.lab.stats import includes, median_ci, missing, overlaps, ratio_ci
-from ddlab.lab.store import Store, find_sweep
-from ddlab.lab.sweep_plan import grid_word_list
+from ddlab.sweeps.store import Store, find_sweep
+from ddlab.sweeps.plan import grid_word_list
 
 __all__ = ["load_cells", "plan_frame", "resolve_sweep", "summarize", "sweep_words", "METRICS",
            "CI_COLUMNS", "LOAD_COLUMNS"]
@@ -133,7 +133,7 @@ def _ended(run: dict) -> str:
 
 
 def plan_frame(sweep) -> pd.DataFrame:
-    """A planned :class:`ddlab.lab.sweep_run.Sweep` (a dry run: nothing stored) as
+    """A planned :class:`ddlab.sweeps.run.Sweep` (a dry run: nothing stored) as
     :func:`load_cells` would give it, every cell ``pending``."""
     rows = [_row(sweep.sweep_id, {"position": c.position, "name": c.variant.name, "role": c.role,
                                   "status": "pending", "config_hash": c.hash, "point": c.point,
