@@ -5,6 +5,7 @@ Contract::
     python tools/vllm_flags.py VERSION [VERSION...] [--setup] [--check]
                                [--venvs DIR] [--wheels DIR] [--out DIR]
     python tools/vllm_flags.py --committed --check     # every committed table, compared
+    python tools/vllm_flags.py --committed --real-parse  # one-off: bases through the real CLI
 
 For each version: run ``tools/vllm_parser_dump.py`` with the Python of the
 throwaway venv ``VENVS/vllm-VERSION`` (``--setup`` makes it when absent:
@@ -21,7 +22,7 @@ committed file differs. Exit 2 is a usage error (a venv missing without
 ``--setup`` included).
 
 Why an import and not ``ast``: vLLM builds most options from its config
-dataclasses at run time (``get_kwargs``, vllm/engine/arg_utils.py:441
+dataclasses at run time (``get_kwargs``, vllm/engine/arg_utils.py:442
 (0.34.0)): names, types, choices and defaults come from type hints and
 pydantic fields, which source text does not show. The import runs on a
 CPU-only machine with ``VLLM_TARGET_DEVICE=cpu`` (defaults that vLLM resolves
@@ -76,6 +77,9 @@ DEPS = ("aiohappyeyeballs==2.7.1 aiohttp==3.14.5 aiosignal==1.4.0 annotated-doc=
         "tokenizers==0.23.3 tqdm==4.70.1 transformers==5.22.2 truststore==0.10.5 "
         "typing-inspection==0.4.5 urllib3==2.8.0 uvloop==0.23.0 xgrammar==0.2.8 "
         "yarl==1.25.1").split()
+# And what the whole `vllm` CLI imports (--real-parse runs its real main()).
+CLI_DEPS = ("click==8.5.1 einops==0.8.2 jmespath==1.1.0 model-hosting-container-standards==0.1.16 "
+            "orjson==3.13.0 uvicorn==0.55.0 watchfiles==1.3.0").split()
 CANNOT_KNOW = [
     "defaults vLLM resolves from the platform or the model later (most are None here and "
     "filled in create_engine_config); this table's defaults are the parser's, on a CPU platform",
@@ -107,7 +111,7 @@ def setup_venv(version: str, venvs: Path, wheels: Path) -> Path:
     run(*pip, TORCH)
     wheel = _wheel(version, wheels)
     run(*pip, "--no-deps", wheel or f"vllm=={version}")
-    run(*pip, "--no-deps", *DEPS)
+    run(*pip, "--no-deps", *DEPS, *CLI_DEPS)
     return python
 
 
@@ -222,6 +226,66 @@ def _changes(versions: list[str], names: list[set]) -> dict:
     return out
 
 
+# --- the one-off: rendered commands through the real CLI --------------------------------
+
+# Words after `vllm serve Qwen/Qwen3-8B`: near misses, typed values, JSON keys and methods.
+PROBES = [
+    ("--max-num-seq 3 (a prefix)", ["--max-num-seq", "3"]),
+    ("--max-num-sequences 3", ["--max-num-sequences", "3"]),
+    ("--max-num-seqs 010", ["--max-num-seqs", "010"]),
+    ("--max_num_seqs 8", ["--max_num_seqs", "8"]),
+    ("--max-model-len 32k", ["--max-model-len", "32k"]),
+    ("--max-model-len 32Ki", ["--max-model-len", "32Ki"]),
+    ("--no-enable-prefix-caching", ["--no-enable-prefix-caching"]),
+    ("spec key metod", ["--speculative-config", '{"metod":"eagle3","num_speculative_tokens":3}']),
+    ("spec method eagle4", ["--speculative-config", '{"method":"eagle4","num_speculative_tokens":3}']),
+    ("spec method medusa", ["--speculative-config", '{"method":"medusa","num_speculative_tokens":2}']),
+    ("spec num_speculative_tokens 0",
+     ["--speculative-config", '{"method":"ngram","num_speculative_tokens":0}']),
+    ("spec kebab keys", ["--speculative-config",
+                         '{"method":"ngram","num-speculative-tokens":3,"prompt-lookup-max":4}']),
+    ("cc cudagraph_mode ful", ["--compilation-config", '{"cudagraph_mode":"ful"}']),
+    ("cc cudagraph_mode piecewise", ["--compilation-config", '{"cudagraph_mode":"piecewise"}']),
+    ("cc key cudagraph_sizes", ["--compilation-config", '{"cudagraph_sizes":[1,2]}']),
+]
+
+
+def real_parse(versions: list[str], venvs: Path) -> int:
+    """Each vLLM base rendered by ddlab, and each probe, through each release's real CLI
+    (tools/vllm_real_parse.py); prints one Markdown row per case: ddlab's word, the
+    release's, and what the real SpeculativeConfig(**json) made of the JSON."""
+    sys.path.insert(0, str(HERE.parent / "lib"))
+    from ddlab.config.vllm import load_vllm_base, render_serve, vllm_base_names, vllm_table
+
+    print("| release | case | ddlab | real parser | real SpeculativeConfig |\n|---|---|---|---|---|")
+    for version in versions:
+        cases = []
+        for name in vllm_base_names():
+            rendered = render_serve(load_vllm_base(name)["flags"], version)
+            cases.append((f"base {name}", rendered.argv, "accepted" + (
+                f" ({len(rendered.warnings)} warning)" if rendered.warnings else "")))
+        for name, words in PROBES:
+            found = vllm_table(version).check(["Qwen/Qwen3-8B", *words])
+            errors = [f for f in found if f.level == "error"]
+            said = "refused" if errors else "accepted" + (" (warning)" if found else "")
+            cases.append((name, ["vllm", "serve", "Qwen/Qwen3-8B", *words], said))
+        env = {**os.environ, "VLLM_TARGET_DEVICE": "cpu", "PYTHONWARNINGS": "ignore"}
+        child = subprocess.run(["nice", "-n", "19", str(venv_python(version, venvs)),
+                                str(HERE / "vllm_real_parse.py")], check=False, env=env,
+                               input=json.dumps([argv for _, argv, _ in cases]),
+                               capture_output=True, text=True)
+        real = [json.loads(line) for line in child.stdout.splitlines()
+                if line.startswith('{"argv"')]
+        if len(real) != len(cases):
+            print(f"vllm {version}: the real CLI run failed:\n{child.stderr[-2000:]}")
+            return 1
+        for (name, _, ours), theirs in zip(cases, real):
+            error = (theirs.get("error") or "")[:110].replace("|", "/")
+            spec = (theirs.get("speculative_config") or "")[:110].replace("|", "/")
+            print(f"| {version} | {name} | {ours} | {theirs['parsed']} {error} | {spec} |")
+    return 0
+
+
 # --- command line -------------------------------------------------------------------
 
 
@@ -273,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--setup", action="store_true", help="make a missing venv")
     parser.add_argument("--check", action="store_true",
                         help="compare with the committed tables; exit 1 when they differ")
+    parser.add_argument("--real-parse", action="store_true",
+                        help="one-off: the vLLM bases and probes through each real CLI")
     parser.add_argument("--venvs", type=Path, default=DEFAULT_VENVS, help="vllm-VERSION venvs")
     parser.add_argument("--wheels", type=Path, default=DEFAULT_WHEELS, help="vllm wheels")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where the tables live")
@@ -282,7 +348,10 @@ def main(argv: list[str] | None = None) -> int:
         versions += list(load_tables(args.out)) if args.out.is_dir() else []
     if not versions:
         parser.error("no version: name one, or give --committed")
-    return generate(sorted(set(versions), key=_version_key), args)
+    versions = sorted(set(versions), key=_version_key)
+    if args.real_parse:
+        return real_parse(versions, args.venvs)
+    return generate(versions, args)
 
 
 if __name__ == "__main__":

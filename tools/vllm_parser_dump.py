@@ -12,7 +12,7 @@ What it does: builds the parser exactly as ``vllm serve`` does, the release's
 own ``make_arg_parser(FlexibleArgumentParser(...))``
 (vllm/entrypoints/cli/serve.py:172 (0.34.0)), with ``--help`` in ``sys.argv``
 so that vLLM fills each option's help from its config docstrings
-(``NEEDS_HELP``, vllm/engine/arg_utils.py:265 (0.34.0)); records where each
+(``NEEDS_HELP``, vllm/engine/arg_utils.py:286 (0.34.0)); records where each
 ``add_argument`` call is (the first frame in the vllm package); then describes
 every action of ``parser._actions`` and the fields of the two configs ddlab
 writes as JSON, ``SpeculativeConfig`` and ``CompilationConfig``, read from the

@@ -42,8 +42,8 @@ def parse(argv: list[str]) -> dict:
             cli.main()
     except SystemExit as stop:
         text = err.getvalue().strip().splitlines()
-        return {"argv": argv, "parsed": "refused", "exit": stop.code,
-                "error": text[-1] if text else str(stop)}
+        said = [line for line in text if "error" in line.lower()] or text or [str(stop)]
+        return {"argv": argv, "parsed": "refused", "exit": stop.code, "error": said[0]}
     except Exception as exc:  # noqa: BLE001 - a one-off reports what the release raises
         return {"argv": argv, "parsed": "refused", "error": f"{type(exc).__name__}: "
                 + (str(exc).splitlines() or [""])[0][:400]}

@@ -19,6 +19,10 @@ as the release's argparse would (:meth:`VllmTable.check`, with
 with a :class:`~ddlab.core.errors.ConfigError` naming the flag and the nearest
 known one, the allowed values, or the release's config fields and methods.
 
+The vLLM bases live in ``params/base/vllm/`` (:func:`load_vllm_base`): the
+SGLang base loader (:mod:`ddlab.config.bases`) refuses their ``family: vllm``
+key, so they stay apart until the server family becomes a plug-in (issue 28).
+
 A release without its own table is read with the nearest older one (the
 oldest, when it is older than all), and the findings say so first: a warning
 naming the table used and the command that generates the missing one.
@@ -36,10 +40,12 @@ from importlib import resources
 
 from ddlab.config.sglang import Finding, parse_version
 from ddlab.config.vllm_json import check_json_config, human_readable_int
+from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
+from ddlab.core.paths import params_dir
 
 __all__ = ["VllmTable", "Rendered", "vllm_table", "releases", "nearest_release",
-           "render_serve", "GENERATE"]
+           "render_serve", "load_vllm_base", "vllm_base_names", "GENERATE"]
 
 _TABLES = "vllm_flags"
 GENERATE = "python tools/vllm_flags.py"  # + VERSION --setup: its venv, table and the index
@@ -268,6 +274,29 @@ def _negative(option: str, action: dict) -> str | None:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else json.dumps(value)
+
+
+# --- the vLLM bases ---------------------------------------------------------------------
+
+
+def vllm_base_names() -> list[str]:
+    """Names of the shipped vLLM bases (``params/base/vllm/*.yaml``)."""
+    return sorted(p.stem for p in (params_dir() / "base" / "vllm").glob("*.yaml"))
+
+
+def load_vllm_base(name: str) -> dict:
+    """A vLLM base as a mapping, its values as typed (:func:`ddlab.core.yamlio.load`)."""
+    path = params_dir() / "base" / "vllm" / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(f"vLLM base {name!r}: not found; available: "
+                          f"{', '.join(vllm_base_names()) or 'none'}", value=name,
+                          fix="pass one of the names above")
+    data = yamlio.load(path.read_text(), keep_text=True) or {}
+    if data.get("family") != "vllm" or not isinstance(data.get("flags"), Mapping):
+        raise ConfigError(f"{path}: family={data.get('family')!r}: a vLLM base says "
+                          "family: vllm and has a flags: mapping", fix="edit the file",
+                          path=str(path))
+    return data
 
 
 # --- argparse's rules, as the tables need them ----------------------------------------
