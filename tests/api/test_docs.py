@@ -1,0 +1,126 @@
+"""The user's docs say what the code does: docs/DESIGN.md names every module and
+points at names that exist.
+
+The folder tree is the architecture (tests/api/test_architecture.py); DESIGN.md is its
+map, read by people, so a module missing from it or a pointer at a name that moved is
+a wrong map.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "lib" / "ddlab"
+DESIGN = ROOT / "docs" / "DESIGN.md"
+
+
+def _module_files() -> set[str]:
+    return {p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")}
+
+
+def _design_index() -> list[str]:
+    """The paths in DESIGN.md's module index (``<!-- modules -->`` then a text block)."""
+    text = DESIGN.read_text()
+    block = re.search(r"<!-- modules -->\s*```text\n(.*?)```", text, re.S)
+    assert block, "docs/DESIGN.md lacks the module index (<!-- modules --> ```text ...```)"
+    return [line.split()[0] for line in block.group(1).splitlines() if line.strip()]
+
+
+def test_design_names_every_module():
+    named = _design_index()
+    assert len(named) == len(set(named)), "docs/DESIGN.md names a module twice"
+    files = _module_files()
+    assert not files - set(named), f"modules docs/DESIGN.md does not name: {sorted(files - set(named))}"
+    assert not set(named) - files, f"docs/DESIGN.md names modules that are gone: {sorted(set(named) - files)}"
+
+
+def test_design_index_reads_each_module_in_one_line():
+    """Each index line says what its module is for (a path alone is no map)."""
+    text = DESIGN.read_text().split("<!-- modules -->", 1)[1].split("```text\n", 1)[1].split("```")[0]
+    bare = [line for line in text.splitlines() if line.strip() and len(line.split(None, 1)) < 2]
+    assert not bare, f"index lines without a description: {bare}"
+
+
+# --- pointers: `ddlab.x.y`, `layer.module.NAME`, `module.NAME`, `Class.attr` ------------
+
+MODULES = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__")
+           for p in PACKAGE.rglob("*.py")}
+BASENAMES = {}
+for _m in sorted(MODULES):
+    BASENAMES.setdefault(_m.rsplit(".", 1)[-1], []).append(_m)
+FILE_SUFFIXES = {"json", "html", "yaml", "py", "md", "log", "csv", "sqlite", "ipynb", "png", "service"}
+# Dotted texts that are grammar, not pointers: `--set flags.X`, a config's `sglang.version` key.
+NOT_POINTERS = {"flags.X", "sglang.version"}
+
+
+def _classes() -> dict[str, list[tuple[str, set[str]]]]:
+    """Class name -> (module, names it defines: methods, fields, class attributes)."""
+    out: dict[str, list] = {}
+    for module in MODULES:
+        path = PACKAGE.parent / Path(*module.split("."))
+        path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                names |= {n.target.id for n in node.body
+                          if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+                names |= {t.id for n in node.body if isinstance(n, ast.Assign)
+                          for t in n.targets if isinstance(t, ast.Name)}
+                out.setdefault(node.name, []).append((module, names))
+    return out
+
+
+def _resolves(module: str, attrs: list[str]) -> bool:
+    try:
+        obj = importlib.import_module(module)
+        for attr in attrs:
+            obj = getattr(obj, attr)
+    except (ImportError, AttributeError):
+        return False
+    return True
+
+
+def _pointer_ok(text: str, classes: dict) -> bool | None:
+    """True or False for a pointer into ddlab; None for a dotted text that points elsewhere."""
+    parts = text.split(".")
+    if parts[0] in classes and len(parts) == 2:
+        return any(parts[1] in names for _, names in classes[parts[0]])
+    if parts[0] == "ddlab":
+        candidates = [parts]
+    elif f"ddlab.{parts[0]}" in MODULES:
+        candidates = [["ddlab", *parts]]
+    elif parts[0] in BASENAMES:
+        candidates = [m.split(".") + parts[1:] for m in BASENAMES[parts[0]]]
+    else:
+        return None
+    for candidate in candidates:
+        for cut in range(len(candidate), 0, -1):
+            if ".".join(candidate[:cut]) in MODULES:
+                if _resolves(".".join(candidate[:cut]), candidate[cut:]):
+                    return True
+                break
+    return False
+
+
+def test_design_pointers_name_what_exists():
+    """Issue 26: DESIGN.md pointed a name at the wrong module (``deploy.HELD_THREADS``
+    lives in ``core.interrupts``). Every backquoted dotted name that starts with ddlab, a
+    layer, a module or a class of ddlab resolves."""
+    classes = _classes()
+    texts = set(re.findall(r"`([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)`", DESIGN.read_text()))
+    texts = {t for t in texts if t.rsplit(".", 1)[1] not in FILE_SUFFIXES and t not in NOT_POINTERS}
+    checked = {t: _pointer_ok(t, classes) for t in sorted(texts)}
+    assert sum(ok is not None for ok in checked.values()) >= 20, "the pointer reader reads nothing"
+    wrong = [t for t, ok in checked.items() if ok is False]
+    assert not wrong, f"docs/DESIGN.md points at names that do not exist there: {wrong}"
+
+
+def test_the_pointer_check_catches_a_moved_name():
+    classes = _classes()
+    assert _pointer_ok("deploy.HELD_THREADS", classes) is False
+    assert _pointer_ok("core.interrupts.HELD_THREADS", classes) is True
+    assert _pointer_ok("Lab.on_host", classes) is True and _pointer_ok("Lab.no_such", classes) is False
