@@ -1,5 +1,6 @@
 """The user's docs say what the code does: docs/DESIGN.md names every module and
-points at names that exist.
+points at names that exist; docs/api.md is what tools/api_reference.py writes from
+``ddlab.__all__``.
 
 The folder tree is the architecture (tests/api/test_architecture.py); DESIGN.md is its
 map, read by people, so a module missing from it or a pointer at a name that moved is
@@ -10,8 +11,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
 import re
 from pathlib import Path
+
+import pytest
+
+import ddlab
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lib" / "ddlab"
@@ -124,3 +130,42 @@ def test_the_pointer_check_catches_a_moved_name():
     assert _pointer_ok("deploy.HELD_THREADS", classes) is False
     assert _pointer_ok("core.interrupts.HELD_THREADS", classes) is True
     assert _pointer_ok("Lab.on_host", classes) is True and _pointer_ok("Lab.no_such", classes) is False
+
+
+# --- docs/api.md: generated, never edited ------------------------------------------------
+
+
+def _api_tool():
+    spec = importlib.util.spec_from_file_location("api_reference", ROOT / "tools" / "api_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_api_reference_is_what_the_tool_writes():
+    """docs/api.md is written from the docstrings and signatures: a changed docstring,
+    parameter or default without ``python tools/api_reference.py --write`` fails here."""
+    committed = (ROOT / "docs" / "api.md").read_text()
+    assert committed == _api_tool().reference(), (
+        "docs/api.md differs from the code: run python tools/api_reference.py --write")
+
+
+@pytest.mark.parametrize("name", [n for n in ddlab.__all__ if n != "__version__"])
+def test_api_reference_has_an_entry_per_name(name):
+    text = (ROOT / "docs" / "api.md").read_text()
+    entry = text.split(f"### `{name}`\n", 1)
+    assert len(entry) == 2, f"docs/api.md has no entry for ddlab.{name}"
+    body = entry[1].split("\n### ", 1)[0]
+    assert "```python" in body and len(body.split("```", 2)[2].strip()) > 10, (
+        f"ddlab.{name}'s entry lacks its signature or its text")
+
+
+def test_the_api_tool_refuses_an_undocumented_name():
+    tool = _api_tool()
+
+    def undocumented():
+        pass
+
+    with pytest.raises(tool.RefError, match="no docstring"):
+        tool._doc(undocumented, "ddlab.undocumented")
+    assert tool.signature("f", lambda a, *, b="x": None) == "f(a, *, b='x')"
