@@ -1,6 +1,7 @@
 """The user's docs say what the code does: docs/DESIGN.md names every module and
 points at names that exist; docs/api.md is what tools/api_reference.py writes from
-``ddlab.__all__``.
+``ddlab.__all__``; docs/results.md names every column of cells.csv and every key of a
+sweep's verdict.json.
 
 The folder tree is the architecture (tests/api/test_architecture.py); DESIGN.md is its
 map, read by people, so a module missing from it or a pointer at a name that moved is
@@ -169,3 +170,58 @@ def test_the_api_tool_refuses_an_undocumented_name():
     with pytest.raises(tool.RefError, match="no docstring"):
         tool._doc(undocumented, "ddlab.undocumented")
     assert tool.signature("f", lambda a, *, b="x": None) == "f(a, *, b='x')"
+
+
+# --- docs/results.md: the CSV's columns, the verdict's keys ---------------------------------
+
+
+def _table_names(marker: str) -> set[str]:
+    """The backquoted names in the first column of the table after ``<!-- marker -->``."""
+    text = (ROOT / "docs" / "results.md").read_text()
+    assert f"<!-- {marker} -->" in text, f"docs/results.md lacks its <!-- {marker} --> table"
+    lines = text.split(f"<!-- {marker} -->", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    rows = lines[start + 2:end]  # past the header and its rule
+    return set(re.findall(r"`([^`]+)`", "\n".join(row.split("|")[1] for row in rows)))
+
+
+def _synthetic_sweep(tmp_path: Path) -> Path:
+    import sweepkit
+
+    store = tmp_path / "ddlab.sqlite"
+    sweepkit.synthetic_sweep(store, [("measured", {"output_tok_s": 100.0}),
+                                     ("measured", {"output_tok_s": 150.0}),
+                                     ("crashed", "cuda_graph_replay")],
+                             grid={"budget": [4], "topk_cap": [1], "cuda_graph": [False]},
+                             extra=[["debug_drop_verify_field=num_token_non_padded"]])
+    return store
+
+
+def test_results_names_every_csv_column(tmp_path):
+    """``cells.csv`` is the sweep's frame: each of its columns has a row in
+    docs/results.md's table (``<figure>_ci_low`` and ``point.<key>`` stand for their families)."""
+    from ddlab.sweeps.results import load_cells
+
+    names = _table_names("csv-columns")
+    patterns = [re.compile(re.sub(r"<[a-z]+>", r"[\\w.]+", re.escape(n).replace(r"\<", "<")
+                                  .replace(r"\>", ">")) + "$") for n in names]
+    columns = list(load_cells("synthetic", store=_synthetic_sweep(tmp_path)).columns)
+    assert len(columns) > 30
+    missing = [c for c in columns if not any(p.match(c) for p in patterns)]
+    assert not missing, f"cells.csv columns docs/results.md's table leaves out: {missing}"
+
+
+def test_results_names_every_key_of_a_sweeps_verdict(tmp_path):
+    """The verdict.json a sweep leaves in its run folder: each top-level key has a row."""
+    import json
+
+    from ddlab.sweeps.store import Store
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ddlab.load_report("synthetic", store=Store(_synthetic_sweep(tmp_path)), run_dir=run_dir)
+    keys = set(json.loads((run_dir / "verdict.json").read_text()))
+    assert {"state", "headline", "exit_code"} <= keys
+    missing = sorted(keys - _table_names("sweep-verdict-keys"))
+    assert not missing, f"verdict.json keys docs/results.md's table leaves out: {missing}"
