@@ -225,3 +225,142 @@ def test_results_names_every_key_of_a_sweeps_verdict(tmp_path):
     assert {"state", "headline", "exit_code"} <= keys
     missing = sorted(keys - _table_names("sweep-verdict-keys"))
     assert not missing, f"verdict.json keys docs/results.md's table leaves out: {missing}"
+
+
+# --- docs/usage.md: every verb and notebook, examples that parse -----------------------------
+
+USAGE = ROOT / "docs" / "usage.md"
+
+
+def _sections(text: str) -> dict[str, str]:
+    """``### heading`` -> its text, up to the next heading of any level."""
+    parts = re.split(r"^(#{2,3} .*)$", text, flags=re.M)
+    return {parts[i].lstrip("# ").strip(): parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def _commands(text: str) -> list[str]:
+    """The lines of the ```sh blocks, from the command on (``journalctl ... && ddlab ...``)."""
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in re.sub(r"\\\n\s*", " ", block).splitlines():
+            for part in line.split("&&"):
+                if part.strip() and not part.strip().startswith("#"):
+                    lines.append(part.strip())
+    return lines
+
+
+def _declared(notebook: str) -> set[str]:
+    import json
+
+    nb = json.loads((ROOT / "notebooks" / f"{notebook}.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    return set(re.findall(r"^([A-Za-z_]\w*)\s*(?::[^=]+)?=", "".join(cell["source"]), re.M))
+
+
+def _notebooks() -> list[str]:
+    return sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("verb", sorted(__import__("ddlab.cli", fromlist=["VERBS"]).VERBS))
+def test_usage_shows_every_verb_with_an_example(verb):
+    sections = _sections(USAGE.read_text())
+    assert f"`ddlab {verb}`" in sections, f"docs/usage.md has no section ### `ddlab {verb}`"
+    assert any(c.startswith(f"ddlab {verb}") for c in _commands(sections[f"`ddlab {verb}`"])), (
+        f"docs/usage.md's ddlab {verb} section has no example")
+
+
+def test_every_ddlab_command_in_the_docs_parses_with_the_real_parser():
+    """A renamed option or verb breaks the examples people copy: README, usage, results."""
+    import shlex
+
+    from ddlab.cli import build_parser
+    from ddlab.target.args import build_parser as target_parser
+
+    parser, target = build_parser(), target_parser("ddlab target")
+    commands = [c for doc in ("README.md", "docs/usage.md", "docs/results.md")
+                for c in _commands((ROOT / doc).read_text()) if c.startswith("ddlab ")]
+    assert len(commands) > 30
+    for command in commands:
+        argv = shlex.split(command, comments=True)[1:]
+        try:
+            if argv[0] == "target":
+                target.parse_args(argv[1:])
+            else:
+                parser.parse_args(argv)
+        except SystemExit as exit:
+            if exit.code:
+                pytest.fail(f"does not parse: {command}")
+
+
+@pytest.mark.parametrize("notebook", _notebooks())
+def test_usage_shows_every_notebook_both_ways(notebook):
+    sections = _sections(USAGE.read_text())
+    section = sections.get(f"`notebooks/{notebook}.ipynb`")
+    assert section, f"docs/usage.md has no section ### `notebooks/{notebook}.ipynb`"
+    commands = _commands(section)
+    assert any(c.startswith(f"ddlab run {notebook}") for c in commands)
+    assert any(c.startswith(f"papermill notebooks/{notebook}.ipynb") for c in commands)
+    listed = set(re.findall(r"`(\w+)`", section.split("Parameters:", 1)[1].split(".\n", 1)[0]))
+    assert listed == _declared(notebook) - {"run_dir"}, f"{notebook}: the parameters listed differ"
+
+
+def test_usage_notebook_examples_set_declared_parameters():
+    """Every ``-p NAME`` (and ``-y`` key) in a notebook example is one the notebook declares."""
+    import shlex
+
+    import yaml
+
+    seen = 0
+    for doc in ("README.md", "docs/usage.md", "docs/results.md"):
+        for command in _commands((ROOT / doc).read_text()):
+            argv = shlex.split(command, comments=True)
+            if argv[:2] == ["ddlab", "run"]:
+                notebook = argv[2]
+            elif argv[0] == "papermill":
+                notebook = Path(argv[1]).stem
+            else:
+                continue
+            names = [argv[i + 1] for i, a in enumerate(argv) if a in ("-p", "--parameter")]
+            names += [k for i, a in enumerate(argv) if a == "-y" for k in yaml.safe_load(argv[i + 1])]
+            undeclared = set(names) - _declared(notebook)
+            assert not undeclared, f"{command}: {notebook} declares no {sorted(undeclared)}"
+            seen += 1
+    assert seen >= 12
+
+
+def test_usage_exit_codes_are_the_clis():
+    from ddlab.cli import EXIT_CODES
+
+    text = USAGE.read_text().split("<!-- exit-codes -->", 1)[1]
+    rows = [r for r in text.split("\n\n", 1)[0].splitlines() if r.startswith("|")][2:]
+    table = {int(r.split("|")[1]): r.split("|")[2].strip() for r in rows}
+    assert table == EXIT_CODES
+
+
+# --- links between the docs --------------------------------------------------------------------
+
+DOCS = ["README.md", "docs/usage.md", "docs/results.md", "docs/api.md", "docs/DESIGN.md"]
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_link_between_the_docs_lands(doc):
+    """Relative links open a file that exists, and an anchor a heading it holds."""
+    path = ROOT / doc
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file, _, anchor = target.partition("#")
+        dest = (path.parent / file).resolve() if file else path
+        if not dest.exists():
+            broken.append(target)
+        elif anchor and dest.suffix == ".md":
+            headings = re.findall(r"^#{1,6} (.*)$", dest.read_text(), re.M)
+            if anchor not in {_slug(h) for h in headings}:
+                broken.append(target)
+    assert not broken, f"{doc}: links that land nowhere: {broken}"
