@@ -59,6 +59,9 @@ VERDICT_EXITS = {"failed": 1, "error": 1, "interrupted": 130, "preempted": 9}
 
 @dataclass
 class NotebookRun:
+    """One notebook run by ``ddlab run``: its folder, status and report, the verdict it left
+    (``verdict.json``), how long it took; ``render()`` is what ``ddlab run`` prints."""
+
     run_dir: Path
     status: str          # ok | failed | interrupted
     report: Path

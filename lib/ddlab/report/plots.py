@@ -98,14 +98,17 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
 
 
 def accept_length_vs_budget(frame: pd.DataFrame) -> Figure:
+    """Accept length (tokens per verify step) against the budget: :func:`metric_vs_budget`."""
     return metric_vs_budget(frame, "accept_length")
 
 
 def throughput_vs_budget(frame: pd.DataFrame) -> Figure:
+    """Output tok/s against the budget, 95% error bars: :func:`metric_vs_budget`."""
     return metric_vs_budget(frame, "output_tok_s")
 
 
 def speedup_vs_budget(frame: pd.DataFrame) -> Figure:
+    """Speedup over no speculation (same graphs setting) against the budget: :func:`metric_vs_budget`."""
     return metric_vs_budget(frame, "speedup")
 
 
@@ -343,4 +346,5 @@ class Explorer:
 
 
 def explorer(frame: pd.DataFrame, metric: str = "output_tok_s") -> Explorer:
+    """Live controls over a sweep's frame in JupyterLab (:class:`Explorer`)."""
     return Explorer(frame, metric)
