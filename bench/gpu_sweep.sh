@@ -160,8 +160,8 @@ RUN_DIR=$(dirname "$REPORT")
 ddlab plot --out "$WORK/figures" || true
 "$PY" - "$OUT/metrics.csv" <<'EOF'
 import sys, pandas as pd
-from ddlab.lab.store import Store
-from ddlab.lab.results import load_cells
+from ddlab.sweeps.store import Store
+from ddlab.sweeps.results import load_cells
 store = Store(); sweep = store.latest_sweep_id()
 frame = load_cells(sweep, store=store)
 rows = []

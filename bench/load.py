@@ -36,9 +36,9 @@ sys.path.insert(0, str(ROOT / "tests" / "reliability"))
 import faultkit as fk  # noqa: E402
 
 from ddlab import __version__  # noqa: E402
-from ddlab.lab.store import Store  # noqa: E402
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep  # noqa: E402
-from ddlab.lab.sweep_run import run_sweep  # noqa: E402
+from ddlab.sweeps.store import Store  # noqa: E402
+from ddlab.sweeps.plan import SweepOptions, plan_sweep  # noqa: E402
+from ddlab.sweeps.run import run_sweep  # noqa: E402
 from testhost.host import TestHost, unavailable_reason  # noqa: E402
 
 

@@ -40,10 +40,10 @@ import sweepkit  # noqa: E402
 
 from ddlab import __version__  # noqa: E402
 from ddlab.hosts.pools import load_pool  # noqa: E402
-from ddlab.lab.results import load_cells  # noqa: E402
-from ddlab.lab.store import Store  # noqa: E402
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep  # noqa: E402
-from ddlab.lab.sweep_run import run_sweep  # noqa: E402
+from ddlab.sweeps.results import load_cells  # noqa: E402
+from ddlab.sweeps.store import Store  # noqa: E402
+from ddlab.sweeps.plan import SweepOptions, plan_sweep  # noqa: E402
+from ddlab.sweeps.run import run_sweep  # noqa: E402
 
 GRID = {"budget": [4, 8, 16], "topk_cap": [1, 4], "cuda_graph": [True, False]}
 

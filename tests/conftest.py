@@ -115,3 +115,13 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.path.parent != USERPATH)
 
 
+@pytest.fixture
+def project(tmp_path):
+    """A temp project in use for the test (tests/sweepkit.py's ``make_project``: its own
+    DDLAB_ROOT with the repo's bases, the ``local`` host's state in tmp_path, a free port,
+    outputs in tmp_path; DDLAB_ROOT and DDLAB_OUTPUTS point at it until the test ends)."""
+    import sweepkit  # loads ddlab's sweeps: only for the tests that ask for a project
+
+    project = sweepkit.make_project(tmp_path)
+    with sweepkit.using(project):
+        yield project

@@ -132,9 +132,9 @@ def sweep_script(pool: Pool, grid: dict, host="trio", options: dict | None = Non
         import faulthandler, signal
         faulthandler.register(signal.SIGUSR1, all_threads=True)
         from ddlab.hosts.pools import load_pool
-        from ddlab.lab.store import Store
-        from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-        from ddlab.lab.sweep_run import run_sweep
+        from ddlab.sweeps.store import Store
+        from ddlab.sweeps.plan import SweepOptions, plan_sweep
+        from ddlab.sweeps.run import run_sweep
         hosts = [p.name for p in load_pool({host!r})]
         plan = plan_sweep("local", {grid!r}, hosts=hosts)
         run_sweep(plan, host={host!r}, options=SweepOptions(**{options or CHEAP!r}),

@@ -135,9 +135,9 @@ def run_counts(store_path: Path, sweep_id: str) -> dict[str, dict[str, int]]:
 def sweep_script(project: Project, grid: dict, *, baseline: bool = True, extra=()) -> list[str]:
     """argv of a separate process that plans and runs a sweep in ``project`` (fast options)."""
     code = textwrap.dedent(f"""
-        from ddlab.lab.store import Store
-        from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-        from ddlab.lab.sweep_run import run_sweep
+        from ddlab.sweeps.store import Store
+        from ddlab.sweeps.plan import SweepOptions, plan_sweep
+        from ddlab.sweeps.run import run_sweep
         plan = plan_sweep("local", {grid!r}, baseline={baseline!r}, extra={list(extra)!r})
         run_sweep(plan, host="local", options=SweepOptions(**{FAST_OPTIONS!r}),
                   store=Store({str(project.store_path)!r}))
@@ -212,9 +212,9 @@ def _copy_of(shared: SharedSweep, folder: Path) -> SharedSweep:
 
 
 def _run_shared(folder: Path) -> SharedSweep:
-    from ddlab.lab.store import Store
-    from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-    from ddlab.lab.sweep_run import run_sweep
+    from ddlab.sweeps.store import Store
+    from ddlab.sweeps.plan import SweepOptions, plan_sweep
+    from ddlab.sweeps.run import run_sweep
 
     project = make_project(folder)
     with using(project), said() as messages:
@@ -235,8 +235,8 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
     (real configs and hashes), each cell's outcome is given, in plan order, as
     ``("measured", {metrics})``, ``("crashed", kind)``, ``("timeout", None)`` or
     ``("pending", None)``. Returns the plan's cells."""
-    from ddlab.lab.store import Store
-    from ddlab.lab.sweep_plan import plan_sweep
+    from ddlab.sweeps.store import Store
+    from ddlab.sweeps.plan import plan_sweep
 
     plan = plan_sweep("local", grid or SHARED_GRID, extra=list(extra), fixed=fixed,
                       baseline=baseline)
@@ -266,9 +266,9 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
 
 def bracket_run(path: Path, sweep_id: str, cell, state: str, verdict: dict,
                 metrics: dict | None = None) -> None:
-    """A baseline ``cell`` measured again after the grid, as ``sweep_run.bracket_baselines``
+    """A baseline ``cell`` measured again after the grid, as ``ddlab.sweeps.run.bracket_baselines``
     stores it: ``state`` ``bracket`` (measured: ``metrics``), or how it failed."""
-    from ddlab.lab.store import Store
+    from ddlab.sweeps.store import Store
 
     with Store(path) as store:
         run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash, host="local",

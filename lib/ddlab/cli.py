@@ -34,7 +34,7 @@ from ddlab.core.interrupts import STARTING, starting
 from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
 
-__all__ = ["main", "build_parser", "VERBS"]
+__all__ = ["main", "build_parser", "VERBS", "EXIT_CODES"]
 
 
 # --- plumbing shared by the verbs ------------------------------------------------------
@@ -214,8 +214,11 @@ def _args_watch(p: argparse.ArgumentParser) -> None:
 
 
 def _lossless_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lossless-tolerance", type=float, default=1.0, metavar="RATE",
-                   help="token match rate that still passes (default 1.0: every token equal)")
+    from ddlab.lab.lossless import TOLERANCE
+
+    p.add_argument("--lossless-tolerance", type=float, default=TOLERANCE, metavar="RATE",
+                   help=f"token match rate that still passes (default {TOLERANCE}: every "
+                        "token equal)")
     p.add_argument("--lossless-prompt", dest="lossless_prompts", action="append", default=[],
                    metavar="TEXT", help="a prompt for the lossless check (repeatable; default: "
                                         "the shipped prompts)")
@@ -239,14 +242,16 @@ def _run_restore(args) -> int:
 
 
 def _args_sweep(p: argparse.ArgumentParser) -> None:
+    from ddlab.sweeps.plan import DEFAULT_GRID, DEFAULT_OPTIONS as D, MAX_CELLS  # defined once
+
     p.add_argument("--host", default="", help="host profile (default: local; a resumed "
                    "sweep: its own); a pool: gpu1,gpu2 or a profile holding pool: [...]")
     _wait_arg(p)
     p.add_argument("--base", default="", metavar="NAME_OR_FILE",
                    help="base config (default: the host's)")
-    for name, default, what in (("budget", "[4, 16, 32]", "DDTree budget(s)"),
-                                ("topk-cap", "[1, 4]", "DDTree top-k cap(s)"),
-                                ("cuda-graph", "[true, false]", "CUDA graphs on/off")):
+    for name, what in (("budget", "DDTree budget(s)"), ("topk-cap", "DDTree top-k cap(s)"),
+                       ("cuda-graph", "CUDA graphs on/off")):
+        default = json.dumps(list(DEFAULT_GRID[name.replace("-", "_")]))
         p.add_argument(f"--{name}", type=_values, default=default, metavar="VALUES",
                        help=f"{what}: a value or a YAML list (default {default}); null drops it")
     p.add_argument("--grid", type=_values, default=None, metavar="YAML",
@@ -255,25 +260,39 @@ def _args_sweep(p: argparse.ArgumentParser) -> None:
                    help="an override for every cell (repeatable)")
     p.add_argument("--extra", type=_values, default=(), metavar="YAML",
                    help="extra cells: a list of override mappings")
-    for name, kind, default, what in (("requests", int, 8, "measured requests per cell"),
-                                      ("concurrency", int, 1, "requests in flight at once"),
-                                      ("max-new-tokens", int, 128, "tokens per request"),
-                                      ("timeout", float, 600.0, "per cell: seconds until ready")):
-        p.add_argument(f"--{name}", type=kind, default=default, help=f"{what} (default {default})")
-    p.add_argument("--ci-target", type=float, default=0.05, metavar="FRACTION",
+    for name, kind, what in (("requests", int, "measured requests per round (warmup excluded)"),
+                             ("concurrency", int, "requests in flight at once"),
+                             ("max-new-tokens", int, "tokens per request"),
+                             ("warmup", int, "requests per cell before measuring (excluded)"),
+                             ("repeats", int, "measured rounds per cell at least (3 with "
+                                              "--ci-target)")):
+        default = getattr(D, name.replace("-", "_"))
+        p.add_argument(f"--{name}", type=kind, default=default, metavar="N",
+                       help=f"{what} (default {default})")
+    p.add_argument("--timeout", dest="timeout_s", type=float, default=D.timeout_s, metavar="S",
+                   help=f"per cell: seconds until ready (default {D.timeout_s:g})")
+    p.add_argument("--ci-target", type=float, default=D.ci_target, metavar="FRACTION",
                    help="measure until the tok/s 95%% interval is within +-this of the median "
-                        "(default 0.05; 0: exactly one round)")
-    p.add_argument("--max-rounds", type=int, default=10, metavar="N",
-                   help="at most this many measurement rounds a cell (default 10)")
-    p.add_argument("--no-bracket", dest="bracket", action="store_false",
+                        f"(default {D.ci_target:g}; 0: exactly --repeats rounds)")
+    p.add_argument("--min-time", dest="min_time_s", type=float, default=D.min_time_s,
+                   metavar="S", help=f"measure each cell at least S seconds (default "
+                                     f"{D.min_time_s:g})")
+    p.add_argument("--max-time", dest="max_time_s", type=float, default=D.max_time_s,
+                   metavar="S", help="... and at most S seconds, interval reached or not "
+                                     f"(default {D.max_time_s:g})")
+    p.add_argument("--max-rounds", type=int, default=D.max_rounds, metavar="N",
+                   help=f"... and at most N measurement rounds (default {D.max_rounds})")
+    p.add_argument("--no-bracket", dest="bracket", action="store_false", default=D.bracket,
                    help="do not measure the baselines again after the grid")
+    p.add_argument("--no-probe", dest="probe", action="store_false", default=D.probe,
+                   help="ready is enough: no requests through the verify path, no lossless check")
     _lossless_args(p)
     p.add_argument("--resume", default="", metavar="SWEEP",
                    help="finish a stopped sweep: its id, its run folder's name (ddlab runs "
                         "lists both), or 'latest'")
     p.add_argument("--dry-run", action="store_true", help="print the plan only")
-    p.add_argument("--max-cells", type=int, default=api.MAX_CELLS, metavar="N",
-                   help=f"refuse a larger grid (default {api.MAX_CELLS}): each cell is a server start")
+    p.add_argument("--max-cells", type=int, default=MAX_CELLS, metavar="N",
+                   help=f"refuse a larger grid (default {MAX_CELLS}): each cell is a server start")
 
 
 def _run_sweep(args) -> int:
@@ -281,8 +300,10 @@ def _run_sweep(args) -> int:
                        topk_cap=args.topk_cap, cuda_graph=args.cuda_graph, grid=args.grid,
                        fixed=args.fixed, extra=args.extra, requests=args.requests,
                        concurrency=args.concurrency, max_new_tokens=args.max_new_tokens,
-                       ci_target=args.ci_target, max_rounds=args.max_rounds,
-                       bracket=args.bracket, timeout_s=args.timeout,
+                       warmup=args.warmup, repeats=args.repeats, ci_target=args.ci_target,
+                       min_time_s=args.min_time_s, max_time_s=args.max_time_s,
+                       max_rounds=args.max_rounds, bracket=args.bracket,
+                       timeout_s=args.timeout_s, probe=args.probe,
                        lossless_tolerance=args.lossless_tolerance,
                        lossless_prompts=args.lossless_prompts, resume=args.resume,
                        dry_run=args.dry_run, max_cells=args.max_cells, wait_s=args.wait_s)
@@ -438,13 +459,13 @@ VERBS = {
                  examples=("ddlab plot   # the latest sweep",
                            "ddlab plot 20261201T024425Z-sweep-demo latest   # two, compared")),
     "bisect": Verb("find the change that breaks a config: from --good (serves) to --bad (fails), "
-                   "each trial a server start; last line is JSON; exit 0 found, 3 nothing to "
+                   "each trial a server start; last line is JSON; exit 0 found, 10 nothing to "
                    "bisect, 4 out of budget, 130 interrupted", _args_bisect, _run_bisect,
                    examples=("ddlab bisect --bad debug_drop_verify_field=positions "
                              "--bad budget=32 --dry-run",)),
     "envelope": Verb("find the largest values that serve: --search KEY=LO..HI in order, "
                      "--fallback when even the lowest fails; last line is JSON; exit 0 found, "
-                     "3 nothing serves, 4 out of budget, 130 interrupted",
+                     "10 nothing serves, 4 out of budget, 130 interrupted",
                      _args_envelope, _run_envelope,
                      examples=("ddlab envelope --search context_length=4096..131072 "
                                "--fallback cuda-graph=false --dry-run",)),
@@ -484,9 +505,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
 
 
+# One meaning per exit code, whichever verb ends with it (each verb's help says which it
+# uses; tests/api/test_cli.py holds every result's and error's code to this table).
+EXIT_CODES = {
+    0: "done: ready, found, no crash",
+    1: "failed: an error stopped it, or production could not be put back",
+    2: "usage: the command line is wrong",
+    3: "crashed: the server crashed (watch, diagnose, run poll)",
+    4: "ran out: the timeout (watch) or the budget (bisect, envelope) before an answer",
+    5: "ready, but a probe request through the verify path failed",
+    6: "connection lost: the host stopped answering",
+    7: "wrong output: the tokens are not the model's own (not lossless)",
+    8: "the scheduler (Slurm) ended the job: never a crash",
+    9: "preempted: another ddlab run took the host",
+    10: "nothing found: nothing to bisect (bisect), nothing serves (envelope)",
+    130: "interrupted (Ctrl-C, SIGTERM)",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {code:>3}  {meaning}" for code, meaning in EXIT_CODES.items())
     parser = _Parser(prog="ddlab", description="ddlab: deploy, watch, sweep and report on "
-                     "speculative-decoding servers.")
+                     "speculative-decoding servers.", epilog=f"exit codes, for every verb:\n{codes}",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"ddlab {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
     sub.required = True

@@ -2,7 +2,7 @@
 
 The notebooks run under real papermill (a real kernel) against ``-p host
 local``. So that ``local`` does not mean the user's real ``~/.cache/ddlab``,
-the tests point ``DDLAB_ROOT`` at a temp project whose
+the tests point ``DDLAB_ROOT`` at a temp project (``project``, tests/conftest.py) whose
 ``params/hosts/local.yaml`` (which replaces the built-in profile) keeps the
 lock and the process files in a temp folder; the bases are the repo's.
 """
@@ -16,24 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 import ddlab
 from ddlab.core.errors import ConfigError
 from labkit import REPO, free_port, open_site, outputs_in
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    """A temp DDLAB_ROOT whose built-in ``local`` host keeps its state in tmp_path."""
-    root = tmp_path / "project"
-    (root / "params" / "hosts").mkdir(parents=True)
-    (root / "params" / "base").symlink_to(REPO / "params" / "base")
-    state = tmp_path / "state"
-    (root / "params" / "hosts" / "local.yaml").write_text(yaml.safe_dump({"state_dir": str(state)}))
-    monkeypatch.setenv("DDLAB_ROOT", str(root))
-    monkeypatch.setenv("DDLAB_OUTPUTS", str(tmp_path / "outputs"))
-    return root
 
 
 def _papermill(notebook: str, out: Path, *args: str) -> dict:
@@ -105,14 +91,14 @@ def test_plan_takes_overrides_in_every_form_papermill_passes(overrides, project)
 
 @pytest.mark.parametrize("kwargs, words", [
     ({"restore": "sometimes"}, "restore='sometimes': must be one of auto, always, never"),
-    ({"timeout_s": 0}, "timeout_s=0: must be a finite number > 0; e.g. timeout_s=600"),
-    ({"grace_s": "5"}, "grace_s='5': must be a finite number > 0"),
+    ({"timeout_s": 0}, "timeout_s=0: must be a finite number of seconds > 0; try timeout_s=600"),
+    ({"grace_s": "5"}, "grace_s='5': must be a finite number of seconds > 0"),
 ], ids=["restore", "timeout", "grace-type"])
 def test_watch_parameters_are_checked_before_the_host(kwargs, words, project):
     with pytest.raises(ConfigError) as info:
         ddlab.watch("local", **kwargs)
     assert words in str(info.value)
-    assert not (project.parent / "state").exists(), "nothing touched the host"
+    assert not project.state.exists(), "nothing touched the host"
 
 
 def test_restore_host_with_nothing_deployed_says_so(project):

@@ -10,13 +10,6 @@ from ddlab.core.errors import ConfigError
 from ddlab.report.verdicts import TABLE_COLUMNS
 
 
-@pytest.fixture
-def project(tmp_path):
-    project = sweepkit.make_project(tmp_path)
-    with sweepkit.using(project):
-        yield project
-
-
 def test_plain_papermill_strings_are_read_as_yaml(project):
     """`papermill -p cuda_graph true -p budget [4,16]` passes the strings 'true' and '[4,16]'."""
     report = ddlab.sweep(budget="[4, 16]", topk_cap="4", cuda_graph="true",

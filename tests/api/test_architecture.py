@@ -26,8 +26,9 @@ LIB = ROOT / "lib"
 # Layer of each top-level part of the package: a module may import its own part, or a
 # part of a lower layer. Parts of one layer are siblings and import each other never.
 # The package itself (ddlab/__init__.py) belongs to the front door: it re-exports ddlab.api.
-LAYERS = {"core": 0, "config": 1, "target": 1, "probes": 0.5, "diagnosis": 2, "hosts": 2, "lab": 3,
-          "report": 4, "api": 5, "cli": 6, "start": 7}
+# lab is one variant on one host; sweeps, many cells (grids, pools, searches) built of it.
+LAYERS = {"core": 0, "probes": 1, "config": 2, "target": 2, "diagnosis": 3, "hosts": 3, "lab": 4,
+          "sweeps": 5, "report": 6, "api": 7, "cli": 8, "start": 9}
 
 
 def _modules() -> dict[str, Path]:
@@ -128,12 +129,60 @@ def test_no_import_cycles():
 
 def test_the_checker_sees_a_cycle_and_an_upward_import(monkeypatch):
     """The two tests above can fail: a made-up graph with both faults is caught."""
-    fake = {**GRAPH, "ddlab.core.paths": {"ddlab.lab.store"},
-            "ddlab.lab.store": GRAPH["ddlab.lab.store"] | {"ddlab.core.paths"}}
+    fake = {**GRAPH, "ddlab.core.paths": {"ddlab.sweeps.store"},
+            "ddlab.sweeps.store": GRAPH["ddlab.sweeps.store"] | {"ddlab.core.paths"}}
     monkeypatch.setitem(globals(), "GRAPH", fake)
-    assert ["ddlab.core.paths", "ddlab.lab.store"] in _cycles()
-    with pytest.raises(AssertionError, match="ddlab.core.paths imports ddlab.lab.store"):
+    assert ["ddlab.core.paths", "ddlab.sweeps.store"] in _cycles()
+    with pytest.raises(AssertionError, match="ddlab.core.paths imports ddlab.sweeps.store"):
         test_imports_point_down_the_layers()
+
+
+# --- sizes: no crowded room, no module of two concepts -----------------------------------
+
+# A folder (the modules directly in it) holds at most this share of the library's lines:
+# a crowded one holds two concepts, as lab/ did before sweeps/ took its many cells.
+MAX_FOLDER_SHARE = 0.15
+MAX_MODULE_LINES = 400
+# The modules past MAX_MODULE_LINES, each with its one concept: a module that passes it
+# and is not here holds two (split it), or has earned its line here.
+ONE_CONCEPT = {
+    "ddlab.cli": "the ddlab command: each verb's arguments and its one API call",
+    "ddlab.config.flags": "the flag table: every SGLang flag ddlab knows, and its type",
+    "ddlab.config.sglang": "SGLang's own parser, read from a release, against ours",
+    "ddlab.diagnosis.diagnosis": "a server log to a diagnosis: crashed, kind, phase, cause",
+    "ddlab.hosts.ssh": "the SSH transport: one verified, persistent connection",
+    "ddlab.lab.deploy": "Lab: a host held for a variant, its baseline always put back",
+    "ddlab.lab.watch": "a deployed variant followed to its verdict",
+    "ddlab.probes.hook": "the import hook inside the server (runs there, alone)",
+    "ddlab.sweeps.run": "a sweep run on a held host: cells in order, committed one by one",
+}
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().splitlines())
+
+
+def _folder_lines() -> dict[str, int]:
+    lines: dict[str, int] = {}
+    for path in MODULES.values():
+        folder = str(path.parent.relative_to(LIB))
+        lines[folder] = lines.get(folder, 0) + _lines(path)
+    return lines
+
+
+def test_no_folder_holds_more_than_its_share_of_the_lines():
+    lines = _folder_lines()
+    total = sum(lines.values())
+    crowded = {f: f"{n / total:.1%}" for f, n in lines.items() if n > MAX_FOLDER_SHARE * total}
+    assert not crowded, f"folders past {MAX_FOLDER_SHARE:.0%} of {total} lines: {crowded}"
+
+
+def test_every_long_module_holds_one_concept():
+    long = {m: _lines(p) for m, p in MODULES.items() if _lines(p) > MAX_MODULE_LINES}
+    unnamed = {m: n for m, n in long.items() if m not in ONE_CONCEPT}
+    assert not unnamed, (f"modules past {MAX_MODULE_LINES} lines: {unnamed}; split each, or name "
+                         "its one concept in ONE_CONCEPT")
+    assert not [m for m in ONE_CONCEPT if m not in MODULES], "ONE_CONCEPT names a module gone"
 
 
 # --- the front door ------------------------------------------------------------------
@@ -150,6 +199,30 @@ def _documented_api() -> list[str]:
 
 def test_all_is_the_documented_api():
     assert sorted(ddlab.__all__) == sorted(_documented_api())
+
+
+def test_every_error_a_caller_catches_is_in_all():
+    """A notebook imports only ddlab: ``except ddlab.LockError`` must work, without
+    loading the front door's jobs."""
+    import subprocess
+    import sys
+
+    from ddlab.core import errors
+
+    assert set(errors.__all__) <= set(ddlab.__all__)
+    code = ("import sys, ddlab; print(ddlab.LockError.__module__, ddlab.ConfigError.__module__, "
+            "'ddlab.api' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.split() == ["ddlab.core.errors", "ddlab.core.errors", "False"]
+
+
+def test_a_lock_held_elsewhere_is_no_host_fault():
+    """A LockError is not a HostError: ``except HostError`` (a lost connection, a
+    refused login) never swallows "another run holds the host"; a Preempted is a LockError."""
+    from ddlab.core.errors import HostError, LockError, Preempted
+
+    assert not issubclass(LockError, HostError) and issubclass(Preempted, LockError)
 
 
 @pytest.mark.parametrize("name", ddlab.__all__)
@@ -233,9 +306,9 @@ def test_the_logic_check_can_fail():
 
 
 def _api_closure(names: set[str]) -> set[str]:
-    """``names`` and every ddlab.api function they call, transitively."""
-    tree = ast.parse((LIB / "ddlab" / "api.py").read_text())
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    """``names`` and every function of the front door (ddlab/api/) they call, transitively."""
+    functions = {n.name: n for path in (LIB / "ddlab" / "api").glob("*.py")
+                 for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
     seen, todo = set(), list(names)
     while todo:
         name = todo.pop()

@@ -22,7 +22,7 @@ import pytest
 
 import sweepkit
 from ddlab.diagnosis.diagnosis import Diagnosis
-from ddlab.lab.store import Store
+from ddlab.sweeps.store import Store
 from ddlab.report.html import STATUS_COLOURS
 from labkit import DDLAB, KV_OOM, REPO, clean, ddlab, kinds, last_json, site_fixture, wait_for  # noqa: F401
 
@@ -363,3 +363,49 @@ def test_deploy_wraps_a_server_function_with_probe_fn_and_still_takes_the_old_na
            "--probe drives the verify path)" in old.stderr
     assert "--probe-fn DOTTED.PATH[:MODE]" in ddlab("deploy", "--help").stdout
     assert "--probe " not in ddlab("deploy", "--help").stdout.replace("--probe-fn", "")
+
+
+# --- exit codes: one meaning per code ---------------------------------------------------
+
+
+def _codes_by_source() -> dict[str, dict[str, int]]:
+    """Every exit code a result or an error can end a verb with, by where it comes from."""
+    from ddlab.core import errors
+    from ddlab.diagnosis.exits import CRASHED_EXIT
+    from ddlab.lab import verdict
+    from ddlab.report import notebooks, search_report
+
+    return {
+        "watch": {**verdict.EXIT_CODES, "probe_failed": verdict.PROBE_FAILED_EXIT},
+        "diagnose": {"crashed": CRASHED_EXIT, "ready": 0},
+        "bisect/envelope": {k: v for k, v in search_report.EXIT_CODES.items() if k != "dry-run"},
+        "run": {**notebooks.EXIT_CODES, **notebooks.VERDICT_EXITS},
+        "errors": {name: getattr(errors, name).exit_code for name in errors.__all__
+                   if hasattr(getattr(errors, name), "exit_code")},
+    }
+
+
+# the word a code's meaning starts with, and the states (or errors) that may end with it
+MEANINGS = {3: ("crashed", {"crashed"}), 4: ("ran out", {"timeout", "budget"}),
+            10: ("nothing found", {"none"}), 9: ("preempted", {"preempted", "Preempted"}),
+            2: ("usage", {"UsageError"}), 130: ("interrupted", {"interrupted"})}
+
+
+def test_every_exit_code_is_in_the_table_with_one_meaning():
+    from ddlab.cli import EXIT_CODES, build_parser
+
+    found = {(source, state, code) for source, codes in _codes_by_source().items()
+             for state, code in codes.items()}
+    assert {code for _s, _st, code in found} <= set(EXIT_CODES), "a code the table lacks"
+    for code, (word, states) in MEANINGS.items():
+        assert EXIT_CODES[code].startswith(word)
+        ending = {state for _s, state, c in found if c == code}
+        assert ending <= states, f"exit {code} ({EXIT_CODES[code]}) also ends: {ending - states}"
+    assert "exit codes, for every verb:" in build_parser().format_help()
+
+
+def test_a_search_that_finds_nothing_is_no_crash():
+    from ddlab.report.search_report import SearchReport
+
+    report = SearchReport(kind="envelope", search_id="x", status="done", answer="nothing serves")
+    assert report.exit_code == 10 and report.to_dict()["exit_code"] == 10

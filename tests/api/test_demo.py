@@ -12,6 +12,7 @@ import pytest
 
 import sweepkit
 from ddlab import api, cli
+from ddlab.api import tool_verbs
 
 
 def test_the_demo_sweeps_the_issues_grid_with_the_replay_fault():
@@ -28,7 +29,7 @@ def test_the_demo_job_on_a_reduced_grid(tmp_path, monkeypatch, capsys):
                "requests": 2, "max_new_tokens": 32,
                # the job's shape is under test, not its figures: short rounds, no bracket
                "min_time_s": 0, "max_rounds": 3, "bracket": False}
-    monkeypatch.setattr(api, "DEMO_PARAMETERS", reduced)
+    monkeypatch.setattr(tool_verbs, "DEMO_PARAMETERS", reduced)  # where demo() reads it
     with sweepkit.using(project):
         assert cli.main(["demo"]) == 0
     printed = capsys.readouterr().out.strip().splitlines()

@@ -133,29 +133,6 @@ def test_outputs_is_ignored_but_for_its_readme():
     assert (ROOT / "outputs" / "README.md").is_file()
 
 
-def test_readme_documents_every_csv_column(tmp_path):
-    """``cells.csv`` is the sweep's frame: each of its columns has a row in the README's
-    table (``<figure>_ci_low`` and ``point.<key>`` stand for their families)."""
-    import sweepkit
-    from ddlab.lab.results import load_cells
-
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("<!-- csv-columns -->", 1)[1].split("\n\n", 1)[0]
-    names = set(re.findall(r"`([^`]+)`", "\n".join(row.split("|")[1] for row in
-                                                   table.splitlines()[3:])))
-    patterns = [re.compile(re.sub(r"<[a-z]+>", r"[\\w.]+", re.escape(n).replace(r"\<", "<")
-                                  .replace(r"\>", ">")) + "$") for n in names]
-    store = tmp_path / "ddlab.sqlite"
-    sweepkit.synthetic_sweep(store, [("measured", {"output_tok_s": 100.0}),
-                                     ("measured", {"output_tok_s": 150.0}),
-                                     ("crashed", "cuda_graph_replay")],
-                             grid={"budget": [4], "topk_cap": [1], "cuda_graph": [False]},
-                             extra=[["debug_drop_verify_field=num_token_non_padded"]])
-    columns = list(load_cells("synthetic", store=store).columns)
-    missing = [c for c in columns if not any(p.match(c) for p in patterns)]
-    assert not missing, f"cells.csv columns the README's table leaves out: {missing}"
-
-
 _NAMED_PATH = re.compile(r"(?<![\w/.-])((?:lib|notebooks|params|outputs|tests|docs|tools|bench|\.ci)"
                          r"/[\w./<>*-]*[\w/>*])")
 

@@ -18,8 +18,7 @@ from ddlab.config.bases import load_base
 from ddlab.config.variants import make_variant
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import load_host
-from ddlab.lab.sweep_plan import parameter_grid
-from ddlab.report.notebooks import parse_parameters
+from ddlab.report.parameters import parameter_grid, parse_parameters
 
 # (override key, flag, the text typed): a flag of each type the text meets
 TYPED = [

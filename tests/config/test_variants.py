@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlab.config.bases import Config, list_bases, load_base
-from ddlab.config.flags import FLAGS, closest
+from ddlab.config.flags import FLAGS
+from ddlab.core.checks import closest
 from ddlab.config.overrides import parse_overrides
 from ddlab.config.sglang import known_option_names
 from ddlab.config.variants import make_variant

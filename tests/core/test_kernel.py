@@ -18,16 +18,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import sweepkit
 from labkit import REPO
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 BIN = Path(sys.executable).parent
-
-
-@pytest.fixture
-def project(tmp_path):
-    return sweepkit.make_project(tmp_path)
 
 
 def _errors(path: Path) -> list[dict]:

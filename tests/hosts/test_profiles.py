@@ -78,14 +78,13 @@ def test_bad_profiles_name_value_and_allowed(data, words):
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "params" / "hosts").mkdir(parents=True)
-    (tmp_path / "params" / "hosts" / "gpu-a.yaml").write_text("transport: ssh\nhostname: a\n")
-    monkeypatch.setenv("DDLAB_ROOT", str(tmp_path))
-    return tmp_path
+def gpu_a(project):
+    """The test project (tests/conftest.py) with one SSH profile, gpu-a."""
+    (project.root / "params" / "hosts" / "gpu-a.yaml").write_text("transport: ssh\nhostname: a\n")
+    return project
 
 
-def test_unknown_host_lists_profiles_and_suggests(project):
+def test_unknown_host_lists_profiles_and_suggests(gpu_a):
     with pytest.raises(ConfigError) as info:
         load_host("gpu-b")
     text = str(info.value)
@@ -94,13 +93,13 @@ def test_unknown_host_lists_profiles_and_suggests(project):
 
 
 @pytest.mark.parametrize("name", ["../etc/passwd", "a/b", "", ".hidden"], ids=["dotdot", "slash", "empty", "dot"])
-def test_host_names_cannot_be_paths(project, name):
+def test_host_names_cannot_be_paths(gpu_a, name):
     with pytest.raises(ConfigError, match="must be a profile name"):
         load_host(name)
 
 
-def test_malformed_yaml_is_one_clear_error(project):
-    (project / "params" / "hosts" / "broken.yaml").write_text("transport: [ssh\n")
+def test_malformed_yaml_is_one_clear_error(gpu_a):
+    (gpu_a.root / "params" / "hosts" / "broken.yaml").write_text("transport: [ssh\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_host("broken")
 

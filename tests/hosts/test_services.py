@@ -118,6 +118,24 @@ def test_manager_for_follows_the_profile(ssh):
     assert isinstance(manager_for(local), ProcessManager)
 
 
+def test_every_transport_and_manager_a_profile_may_name_has_a_row():
+    """connect and manager_for read two tables (hosts.TRANSPORTS, hosts.MANAGERS): each
+    name a profile accepts has its row, and no row is a name no profile can give."""
+    from ddlab.hosts import MANAGERS, TRANSPORTS
+    from ddlab.hosts.profiles import _CHOICES
+
+    assert set(TRANSPORTS) == set(_CHOICES["transport"])
+    assert set(MANAGERS) == set(_CHOICES["service_manager"]) | set(_CHOICES["scheduler"]) - {""}
+
+
+@pytest.mark.parametrize("keys, kind", [
+    ({}, ProcessManager), ({"service_manager": "systemd"}, SystemdManager),
+], ids=["local-process", "local-systemd"])
+def test_manager_for_reads_the_table(keys, kind):
+    local = connect(HostProfile.from_dict({"state_dir": "/srv/ddlab", **keys}, name="l"))
+    assert type(manager_for(local)) is kind and type(local).__name__ == "LocalTransport"
+
+
 def test_systemd_unit_that_exits_3_is_failed_with_its_log(systemd):
     name = _name("exit3")
     systemd.track(name)

@@ -21,7 +21,7 @@ from ddlab.config.variants import make_variant
 from ddlab.core.errors import ConfigError
 from ddlab.lab import lossless as ll
 from ddlab.lab.deploy import deployed
-from ddlab.lab.sweep_plan import BASELINE_OVERRIDES
+from ddlab.sweeps.plan import BASELINE_OVERRIDES
 from ddlab.lab.watch import watch
 from labkit import clean, free_port, outputs_in, site_fixture  # noqa: F401 (clean: a fixture)
 
@@ -106,7 +106,7 @@ def test_bad_prompts_are_refused_with_the_value_and_the_fix(bad):
 
 
 def test_a_sweeps_prompts_and_tolerance_survive_the_store_and_bad_ones_stop_it_early(tmp_path):
-    from ddlab.lab.sweep_plan import SweepOptions
+    from ddlab.sweeps.plan import SweepOptions
 
     options = SweepOptions(lossless_prompts=PROMPTS_OF_MY_OWN, lossless_tolerance=0.99)
     again = SweepOptions(**json.loads(json.dumps(options.__dict__)))  # as the store keeps it

@@ -18,13 +18,13 @@ import httpx
 import pytest
 
 from ddlab.core.errors import ConfigError
-from ddlab.lab.measure import PROMPTS, load_prompts, measure
+from ddlab.lab.measure import BENCH_PROMPTS, load_prompts, measure
 from labkit import free_port, wait_for
 
 # 'kjh34 ...' is accepted poorly by the drafter (about 1.8 tokens per verify), the
 # code openings well (5-8): a warmup on it would pull a run's accept length down.
 LOW_ACCEPT = "kjh34 nm,./ 9(*&"
-MIXED = [LOW_ACCEPT, *PROMPTS[1:4]]
+MIXED = [LOW_ACCEPT, *BENCH_PROMPTS[1:4]]
 
 
 @pytest.fixture(scope="module")

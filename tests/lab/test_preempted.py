@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ddlab.lab.results import load_cells
-from ddlab.lab.store import Store
+from ddlab.sweeps.results import load_cells
+from ddlab.sweeps.store import Store
 from labkit import DDLAB, REPO, free_port, wait_for
 from sweepkit import target_pids
 

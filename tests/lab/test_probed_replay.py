@@ -18,7 +18,7 @@ import pytest
 
 import ddlab.target
 from ddlab.lab.deploy import deployed
-from ddlab.lab.sweep_plan import BASELINE_OVERRIDES
+from ddlab.sweeps.plan import BASELINE_OVERRIDES
 from ddlab.lab.watch import watch
 from labkit import FIELD_CRASH, clean, site_fixture  # noqa: F401 (clean: a fixture)
 

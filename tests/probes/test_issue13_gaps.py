@@ -28,8 +28,8 @@ from ddlab.config.bases import Config
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import load_host
 from ddlab.lab.deploy import deployed
-from ddlab.lab.results import load_cells
-from ddlab.lab.sweep_plan import plan_sweep
+from ddlab.sweeps.results import load_cells
+from ddlab.sweeps.plan import plan_sweep
 from ddlab.lab.watch import watch
 from ddlab.probes import install_files, probe_env, probe_records
 from ddlab.report import plots

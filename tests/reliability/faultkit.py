@@ -341,7 +341,7 @@ def requests_served(bench: Bench) -> int:
 
 
 def cells_done(bench: Bench) -> int:
-    from ddlab.lab.store import DONE_STATES, Store
+    from ddlab.sweeps.store import DONE_STATES, Store
 
     if not bench.store_path.exists():
         return 0

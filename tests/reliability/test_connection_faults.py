@@ -23,9 +23,9 @@ import pytest
 
 import ddlab
 from ddlab.hosts.ssh import SSHTransport
-from ddlab.lab.store import Store
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import Store
+from ddlab.sweeps.plan import SweepOptions, plan_sweep
+from ddlab.sweeps.run import run_sweep
 from labkit import last_json, said, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

@@ -36,7 +36,7 @@ from ddlab.config.variants import make_variant
 from ddlab.core.errors import ConfigError
 from ddlab.core.run_folders import new_run_dir, safe_name
 from ddlab.lab.deploy import Lab
-from ddlab.lab.sweep_plan import plan_sweep
+from ddlab.sweeps.plan import plan_sweep
 from labkit import wait_for
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -333,7 +333,7 @@ BAD_INPUT = [
     ("typo-option", ["deploy", "--host", "th", "--sett", "budget=8"], 2,
      ["unrecognized arguments: --sett"]),
     ("watch-timeout", ["watch", "--host", "th", "--timeout", "-1"], 1,
-     ["timeout_s=-1.0: must be a finite number > 0", "e.g. --timeout 600"]),
+     ["timeout_s=-1.0: must be a finite number of seconds > 0", "try --timeout 600"]),
     ("watch-timeout-type", ["watch", "--host", "th", "--timeout", "soon"], 2,
      ["invalid float value: 'soon'"]),
     ("run-typo-parameter", ["run", "sweep", "-p", "budgett", "4"], 2,

@@ -28,7 +28,7 @@ import faultkit as fk
 import pytest
 
 import sweepkit
-from ddlab.lab.store import DONE_STATES, Store, integrity_ok
+from ddlab.sweeps.store import DONE_STATES, Store, integrity_ok
 from labkit import KV_OOM, REPO, last_json, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -129,7 +129,7 @@ def test_f03_a_connection_lost_before_the_watch_loop_still_ends_in_its_verdict(l
 
 def test_f07_a_confirmed_huge_grid_is_planned_in_linear_time_and_printed_under_dry_run(local):
     """Before: 1,002 cells 21 s, 4,002 cells 336 s (quadratic), nothing printed."""
-    from ddlab.lab.sweep_plan import plan_sweep
+    from ddlab.sweeps.plan import plan_sweep
 
     with local.using():
         took = {}
@@ -160,7 +160,7 @@ def test_f07_a_confirmed_huge_grid_is_planned_in_linear_time_and_printed_under_d
     (["watch", "--host", "local", "--timeout", "inf"], "timeout_s=inf: must be a finite number"),
     (["watch", "--host", "local", "--grace=-inf"], "grace_s=-inf: must be a finite number"),
     (["run", "poll", "-p", "host", "local", "-p", "timeout_s", "nan"],
-     "timeout_s='nan': must be a finite number > 0"),
+     "timeout_s='nan': must be a finite number of seconds > 0"),
 ], ids=["timeout-inf", "grace-minus-inf", "papermill-timeout-nan"])
 def test_f08_inf_and_papermill_nan_are_refused_before_the_host(local, args, words):
     done = fk.ddlab_in(local, *args)

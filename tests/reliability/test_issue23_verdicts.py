@@ -58,7 +58,7 @@ def _lo_back(lo: dict) -> bool:
 
 
 def _th_cells_done(bench: fk.Bench) -> int:
-    from ddlab.lab.store import Store
+    from ddlab.sweeps.store import Store
 
     if not bench.store_path.exists():
         return 0

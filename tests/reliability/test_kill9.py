@@ -16,15 +16,15 @@ import re
 import signal
 import subprocess
 import textwrap
-from pathlib import Path
 
 import faultkit as fk
 import pytest
 
 import sweepkit
-from ddlab.lab.store import DONE_STATES, Store, integrity_ok
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import DONE_STATES, Store, integrity_ok
+from ddlab.sweeps.run import run_sweep
 from labkit import said, wait_for
+from testhost.procs import alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -33,21 +33,14 @@ GRID = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}  # + 1 bas
 
 def _sweep_script(bench: fk.Bench) -> list[str]:
     code = textwrap.dedent(f"""
-        from ddlab.lab.store import Store
-        from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-        from ddlab.lab.sweep_run import run_sweep
+        from ddlab.sweeps.store import Store
+        from ddlab.sweeps.plan import SweepOptions, plan_sweep
+        from ddlab.sweeps.run import run_sweep
         plan = plan_sweep({bench.base!r}, {GRID!r})
         run_sweep(plan, host="th", options=SweepOptions(**{fk.SMALL!r}),
                   store=Store({str(bench.store_path)!r}))
     """)
     return [fk.PYTHON, "-c", code]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _mid_cell(bench: fk.Bench, proc) -> str | None:
@@ -130,7 +123,7 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
         assert record["status"] == "failed" and (run_dir / "report.html").is_file()
     else:
         assert proc.returncode == -signal.SIGKILL and record["status"] == "running"
-        wait_for(lambda: not _alive(kernel), timeout_s=30, what="the orphaned kernel to exit")
+        wait_for(lambda: not alive(kernel), timeout_s=30, what="the orphaned kernel to exit")
     assert integrity_ok(bench.store_path)
     lock = bench.lock()
     assert lock["holder"]["pid"] == kernel and lock["variant"], "the dead kernel's lock is left"
@@ -148,7 +141,7 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
 
 RACE = """
 import multiprocessing, sys, traceback
-from ddlab.lab.store import Store
+from ddlab.sweeps.store import Store
 
 def open_store(path, barrier, errors):
     barrier.wait()

@@ -23,9 +23,9 @@ import time
 import faultkit as fk
 import pytest
 
-from ddlab.lab.store import Store
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import Store
+from ddlab.sweeps.plan import SweepOptions, plan_sweep
+from ddlab.sweeps.run import run_sweep
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

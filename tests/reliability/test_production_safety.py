@@ -22,7 +22,7 @@ import faultkit as fk
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
-from ddlab.lab.sweep_plan import SweepOptions
+from ddlab.sweeps.plan import SweepOptions
 from labkit import FIELD_CRASH, KV_OOM, REPLAY_FAULT, free_port, last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(300)]
@@ -326,7 +326,7 @@ def test_f08_nan_is_refused_before_the_host(local, args, words):
 
 
 def test_f08_nan_options_and_profile_keys_are_refused():
-    with pytest.raises(ConfigError, match="must be a finite number >= 0"):
+    with pytest.raises(ConfigError, match="must be a finite number of seconds >= 0"):
         SweepOptions(timeout_s=math.nan)
     with pytest.raises(ConfigError, match="connect_timeout_s=inf: must be a finite number"):
         HostProfile.from_dict({"connect_timeout_s": math.inf}, name="x")

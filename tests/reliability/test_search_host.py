@@ -19,8 +19,8 @@ import faultkit as fk
 import pytest
 
 import sweepkit
-from ddlab.lab.search_envelope import parse_search
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.envelope import parse_search
+from ddlab.sweeps.store import DONE_STATES, Store
 from labkit import REPLAY_FAULT, last_json, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -28,14 +28,13 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 AS_ASKED = ["--set", "env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
             "--set", "device_memory_gb=0.5", "--set", "cuda_graph_max_bs_decode=256",
             "--set", "context_length=131072", "--set", "max_running_requests=256"]
-SEARCH = ["context_length=4096..131072", "max_running_requests=1..256"]
-ENVELOPE = ["envelope", "--host", "th", *AS_ASKED, "--search", SEARCH[0], "--search", SEARCH[1],
+# the first key of tests/sweeps/test_search.py's walk-down (which searches max_running_requests
+# after it, on this machine): the interrupt and the resume over SSH are under test here
+SEARCH = ["context_length=4096..131072"]
+ENVELOPE = ["envelope", "--host", "th", *AS_ASKED, "--search", SEARCH[0],
             "--fallback", "cuda_graph=false", "--timeout", "120", "--max-trials", "24"]
-# the server cuts max_running_requests to its KV pool (issue 23 item 6: "256 (the top of the
-# range) serves" was said of a server that ran fewer); the answer is the value it ran
 ANSWER = ("context_length 16384 serves with graphs off; 32768 fails with kv_pool_oom (as "
-          "given, even 4096 fails with cuda_graph_capture); max_running_requests {n} serves "
-          "with graphs off; {m} is cut by the server")
+          "given, even 4096 fails with cuda_graph_capture)")
 
 
 def _fresh(bench: fk.Bench, tmp_path) -> fk.Bench:
@@ -83,8 +82,8 @@ def test_bisect_over_ssh_finds_the_dropped_verify_field(th, tmp_path):
 
 
 def test_an_interrupted_envelope_resumes_without_running_a_trial_twice(th, tmp_path):
-    """Also the walk-down over SSH: the resumed search gives the same answer, in the bound,
-    as tests/lab/test_search.py's walk-down on this machine."""
+    """Also the walk-down over SSH: the resumed search gives the same answer for
+    context_length, in the bound, as tests/sweeps/test_search.py's walk-down on this machine."""
     bench = _fresh(th, tmp_path)
     proc = fk.popen_ddlab(bench, *ENVELOPE)
     try:
@@ -112,16 +111,15 @@ def test_an_interrupted_envelope_resumes_without_running_a_trial_twice(th, tmp_p
     resumed = fk.ddlab_in(bench, *ENVELOPE, timeout_s=800)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     report = last_json(resumed.stdout)
-    slots = int(report["answer"].split("; max_running_requests ")[1].split()[0])
-    assert report["answer"] == ANSWER.format(n=slots, m=slots + 1), report["answer"]
+    assert report["answer"] == ANSWER, report["answer"]
     assert report["search_id"] == search_id and report["found"]
     trials = report["trials"]
     print(f"OUTCOME: {len(trials)} trials over SSH: {report['headline']}")
     assert (trials[0]["role"], trials[0]["failure"]) == ("ask", "kv_pool_oom")
     assert [t["failure"] for t in trials].count("cuda_graph_capture") == 1
     off = {t["point.context_length"]: t["outcome"] for t in trials
-           if t.get("point.cuda_graph") is False and t.get("point.max_running_requests") == 256}
-    assert off[4096] == off[16384] == "serves" and off[32768] == "fails with kv_pool_oom"
+           if t.get("point.cuda_graph") is False}
+    assert off[16384] == "serves" and off[32768] == "fails with kv_pool_oom", "both sides"
     assert len(trials) <= sum(math.ceil(math.log2(len(parse_search(s).values))) + 3
                               for s in SEARCH)
     assert all(t["run_dir"] for t in trials), "each trial's evidence is on disk"

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 import sweepkit
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.store import DONE_STATES, Store
 from labkit import last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(600)]

@@ -25,9 +25,9 @@ import pytest
 from ddlab.config.variants import make_variant
 from ddlab.diagnosis.diagnosis import phase_of
 from ddlab.lab.deploy import deployed
-from ddlab.lab.store import Store
-from ddlab.lab.sweep_plan import SweepOptions, plan_sweep
-from ddlab.lab.sweep_run import run_sweep
+from ddlab.sweeps.store import Store
+from ddlab.sweeps.plan import SweepOptions, plan_sweep
+from ddlab.sweeps.run import run_sweep
 from ddlab.lab.watch import watch
 from labkit import KV_OOM, REPLAY_FAULT, last_json, wait_for
 

@@ -18,8 +18,8 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 import ddlab
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.results import load_cells
-from ddlab.lab.store import Store
+from ddlab.sweeps.results import load_cells
+from ddlab.sweeps.store import Store
 from ddlab.report.compare import compare_figure, comparison_frame, config_label, sweep_list
 from labkit import DDLAB, REPO, free_port
 

@@ -24,13 +24,6 @@ SWEEP = ('import ddlab\n'
          'report')
 
 
-@pytest.fixture
-def project(tmp_path):
-    project = sweepkit.make_project(tmp_path)
-    with sweepkit.using(project):
-        yield project
-
-
 def test_outside_a_kernel_nobody_launched_one():
     assert not kernel.in_kernel() and kernel.launcher() == "" and kernel.terminal() is None
     assert kernel.to_terminal("nothing") is False

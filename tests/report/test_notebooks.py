@@ -22,20 +22,14 @@ import pytest
 
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.store import DONE_STATES, Store
 from ddlab.report import notebooks as runner
+from ddlab.report.parameters import parse_parameters
 from ddlab.core.version import __version__
 from labkit import DDLAB, REPO, wait_for
 from reportkit import IDS, first_in_body, landmarks, section
 
 SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32", "-p", "max_rounds", "3"]
-
-
-@pytest.fixture
-def project(tmp_path):
-    project = sweepkit.make_project(tmp_path)
-    with sweepkit.using(project):
-        yield project
 
 
 def _outputs(nb: dict) -> list[dict]:
@@ -271,12 +265,12 @@ def test_unknown_parameter_names_are_refused_before_the_kernel_starts(project):
 def test_parameters_from_pairs_and_files(tmp_path):
     path = tmp_path / "grid.yaml"
     path.write_text("budget: [4, 16]\nrequests: 4\n")
-    params = runner.parse_parameters([("requests", "2"), ("cuda_graph", "false"), ("resume", "")],
+    params = parse_parameters([("requests", "2"), ("cuda_graph", "false"), ("resume", "")],
                                      [path])
     assert params == {"budget": [4, 16], "requests": 2, "cuda_graph": False, "resume": ""}
     path.write_text("- not a mapping\n")
     with pytest.raises(ConfigError, match="must hold a mapping"):
-        runner.parse_parameters([], [path])
+        parse_parameters([], [path])
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 import sweepkit
 from ddlab.core.errors import ConfigError
-from ddlab.lab.results import load_cells
+from ddlab.sweeps.results import load_cells
 from ddlab.report import plots
 
 

@@ -15,8 +15,8 @@ import pytest
 
 import sweepkit
 from ddlab.core.version import __version__
-from ddlab.lab.results import load_cells, sweep_words
-from ddlab.lab.store import Store
+from ddlab.sweeps.results import load_cells, sweep_words
+from ddlab.sweeps.store import Store
 from ddlab.report import html as report_html
 from ddlab.report.kernel_runs import papermill_command
 from ddlab.report.provenance import gather

@@ -15,8 +15,8 @@ import pytest
 
 import sweepkit
 from ddlab.core.run_folders import record_verdict
-from ddlab.lab.results import load_cells
-from ddlab.lab.store import Store
+from ddlab.sweeps.results import load_cells
+from ddlab.sweeps.store import Store
 from ddlab.report import page
 from ddlab.report import html as report_html
 from ddlab.report.verdicts import sweep_verdict

@@ -48,6 +48,7 @@ from pathlib import Path
 import paramiko
 
 from testhost.ports import free_port
+from testhost.procs import children, descendants, exe, ns_pid, remove_stale
 
 __all__ = ["TestHost", "unavailable_reason", "BASE_DIR", "SSHD_UNIT", "UNIT_DIR"]
 
@@ -201,7 +202,7 @@ class TestHost:
             try:
                 proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                if self.systemd_pid in _children(proc.pid):
+                if self.systemd_pid in children(proc.pid):
                     os.kill(self.systemd_pid, signal.SIGKILL)
                 try:
                     proc.wait(timeout=5)
@@ -237,6 +238,17 @@ class TestHost:
             raise err
         return done
 
+    def ssh_client(self) -> paramiko.SSHClient:
+        """A plain paramiko client logged in to this host (its key checked, never added):
+        what a test uses to talk to the sshd without ddlab's transport in between."""
+        client = paramiko.SSHClient()
+        client.load_host_keys(str(self.known_hosts))
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        client.connect(self.hostname, port=self.ssh_port, username=self.user,
+                       key_filename=str(self.client_key), look_for_keys=False,
+                       allow_agent=False, timeout=10)
+        return client
+
     def profile(self, **overrides) -> dict:
         """A host profile dict for ``ddlab.hosts.HostProfile.from_dict`` reaching this host."""
         profile = {
@@ -253,11 +265,11 @@ class TestHost:
 
     def sshd_main_pid(self) -> int:
         """This machine's pid of the listening sshd (0 when it is not running)."""
-        ns_pid = self.run(["systemctl", "show", "-p", "MainPID", "--value", SSHD_UNIT]).stdout.strip()
-        if ns_pid in ("", "0"):
+        inner = self.run(["systemctl", "show", "-p", "MainPID", "--value", SSHD_UNIT]).stdout.strip()
+        if inner in ("", "0"):
             return 0
-        for pid in _descendants(self.systemd_pid):
-            if _ns_pid(pid) == int(ns_pid):
+        for pid in descendants(self.systemd_pid):
+            if ns_pid(pid) == int(inner):
                 return pid
         return 0
 
@@ -266,7 +278,7 @@ class TestHost:
         main = self.sshd_main_pid()
         if not main:
             return []
-        return [pid for pid in _descendants(main) if _exe(pid) == _SSHD_EXE]
+        return [pid for pid in descendants(main) if exe(pid) == _SSHD_EXE]
 
     def kill_ssh_sessions(self) -> int:
         """SIGKILL every per-connection sshd process (drops every client); returns how many."""
@@ -302,7 +314,7 @@ class TestHost:
 
     def _make_dir(self) -> None:
         self.base_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
-        _remove_stale(self.base_dir)
+        remove_stale(self.base_dir)
         self.shared_dir = self.base_dir / f"{os.getpid()}-{secrets.token_hex(4)}"
         self.shared_dir.mkdir(mode=0o700)
         (self.shared_dir / "owner.pid").write_text(f"{os.getpid()}\n")
@@ -332,8 +344,8 @@ class TestHost:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, cwd="/")
         while not self.systemd_pid:
-            kids = _children(self._unshare.pid)
-            if kids and _exe(kids[0]) == _SYSTEMD_EXE:
+            kids = children(self._unshare.pid)
+            if kids and exe(kids[0]) == _SYSTEMD_EXE:
                 self.systemd_pid = kids[0]
             else:
                 self._check_alive(deadline, "systemd to start")
@@ -415,56 +427,3 @@ def _server_key(port: int) -> str | None:
         transport.close()
 
 
-def _children(pid: int) -> list[int]:
-    """Direct children of pid (every thread's), from /proc."""
-    kids = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids += [int(p) for p in fh.read().split()]
-    except OSError:
-        pass
-    return kids
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], _children(pid)
-    while todo:
-        kid = todo.pop()
-        out.append(kid)
-        todo += _children(kid)
-    return out
-
-
-def _exe(pid: int) -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return ""
-
-
-def _ns_pid(pid: int) -> int:
-    """The pid that `pid` has inside its own (innermost) pid namespace."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
-    except OSError:
-        pass
-    return 0
-
-
-def _remove_stale(base_dir: Path) -> None:
-    """Remove host dirs whose owning test process is gone (a run killed before teardown)."""
-    for entry in base_dir.iterdir():
-        try:
-            owner = int((entry / "owner.pid").read_text())
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(entry, ignore_errors=True)
-        except PermissionError:
-            pass

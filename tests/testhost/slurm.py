@@ -103,6 +103,12 @@ from functools import cache
 from pathlib import Path
 from typing import Self
 
+try:
+    from testhost.procs import alive, descendants, kill_quietly, remove_stale
+except ImportError:  # the keeper (`python -I slurm.py keep PLAN`): only its own folder
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from procs import alive, descendants, kill_quietly, remove_stale
+
 __all__ = ["BASE_DIR", "SlurmCluster", "SlurmError", "parse_record"]
 
 BASE_DIR = Path(os.environ.get("DDLAB_TEST_SLURM_DIR", "/var/lib/ddlab-test-slurm"))
@@ -252,8 +258,8 @@ class SlurmCluster:
             try:
                 keeper.wait(timeout=timeout_s / 2)
             except subprocess.TimeoutExpired:
-                for pid in _descendants(keeper.pid):
-                    _kill(pid, signal.SIGKILL)
+                for pid in descendants(keeper.pid):
+                    kill_quietly(pid, signal.SIGKILL)
                 keeper.kill()
                 keeper.wait(timeout=5)
         elif keeper is not None:
@@ -471,7 +477,7 @@ class SlurmCluster:
 
     def _make_dir(self) -> None:
         self.base_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
-        _remove_stale(self.base_dir)
+        remove_stale(self.base_dir)
         self.dir = self.base_dir / f"{os.getpid()}-{secrets.token_hex(4)}"
         self.dir.mkdir(mode=0o755)
         (self.dir / "owner.pid").write_text(f"{os.getpid()}\n")
@@ -594,7 +600,7 @@ class SlurmCluster:
 
     def _wait_idle_node(self, deadline: float) -> None:
         while (state := self._node_state()) != "idle":
-            gone = [name for name, pid in self.pids.items() if not _alive(pid)]
+            gone = [name for name, pid in self.pids.items() if not alive(pid)]
             if gone or self._keeper is None or self._keeper.poll() is not None:
                 raise SlurmError(f"Slurm daemon(s) exited during start-up: {gone or 'keeper'}\n"
                                  + self.log_tails())
@@ -688,58 +694,6 @@ def _tcp_ready(port: int) -> bool:
         return False
 
 
-def _children(pid: int) -> list[int]:
-    kids = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                kids += [int(p) for p in fh.read().split()]
-    except OSError:
-        pass
-    return kids
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], _children(pid)
-    while todo:
-        kid = todo.pop()
-        out.append(kid)
-        todo += _children(kid)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    """True while pid runs (not gone, not a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _remove_stale(base_dir: Path) -> None:
-    """Remove cluster folders whose owning test process is gone (a run killed before
-    teardown; its keeper died with it and took the daemons along)."""
-    for entry in base_dir.iterdir():
-        try:
-            owner = int((entry / "owner.pid").read_text())
-        except (OSError, ValueError):
-            continue
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            shutil.rmtree(entry, ignore_errors=True)
-        except PermissionError:
-            pass
-
-
 # -- the keeper: `python slurm.py keep PLAN` -------------------------------------------
 
 _PR_SET_PDEATHSIG, _PR_SET_CHILD_SUBREAPER = 1, 36
@@ -821,7 +775,7 @@ def _keeper_main(plan_json: str) -> int:
     # stop: daemons first (slurmd, slurmctld, munged), then whatever is left below us
     for name in reversed(list(procs)):
         if procs[name].returncode is None:
-            _kill(procs[name].pid, signal.SIGTERM)
+            kill_quietly(procs[name].pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
     while any(p.returncode is None for p in procs.values()) and time.monotonic() < deadline:
         try:
@@ -834,11 +788,11 @@ def _keeper_main(plan_json: str) -> int:
         if not pid:
             time.sleep(0.02)
     for _round in range(50):
-        left = _descendants(os.getpid())
+        left = descendants(os.getpid())
         if not left:
             break
         for pid in left:
-            _kill(pid, signal.SIGKILL)
+            kill_quietly(pid, signal.SIGKILL)
         time.sleep(0.05)
         while True:
             try:

@@ -17,6 +17,7 @@ import paramiko
 import pytest
 from testhost.slurm import BASE_DIR, SlurmCluster
 from testhost.ports import free_port
+from testhost.procs import alive
 
 pytestmark = pytest.mark.testhost
 
@@ -41,27 +42,10 @@ def cluster(slurm):
     slurm.wait_idle()
 
 
-def _ssh(host) -> paramiko.SSHClient:
-    client = paramiko.SSHClient()
-    client.load_host_keys(str(host.known_hosts))
-    client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    client.connect(host.hostname, port=host.ssh_port, username=host.user,
-                   key_filename=str(host.client_key), look_for_keys=False, allow_agent=False,
-                   timeout=10)
-    return client
-
-
 def _remote(client: paramiko.SSHClient, command: str) -> tuple[int, str, str]:
     _stdin, stdout, stderr = client.exec_command(command, timeout=30)
     out, err = stdout.read().decode(), stderr.read().decode()
     return stdout.channel.recv_exit_status(), out, err
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def test_the_cluster_starts_fast_with_one_idle_node_outside_tmp(slurm):
@@ -139,7 +123,7 @@ def test_a_node_going_down_ends_its_jobs_NODE_FAIL(cluster):
 
 def test_slurm_commands_work_inside_the_test_host_over_its_sshd(cluster, testhost):
     system_conf = Path("/etc/slurm/slurm.conf").exists()  # a machine with its own Slurm
-    client = _ssh(testhost)
+    client = testhost.ssh_client()
     try:
         # without attach the login host needs SLURM_CONF (the munge socket is in slurm.conf)
         assert system_conf or _remote(client, "sinfo -h")[0] != 0
@@ -210,7 +194,7 @@ def test_a_second_cluster_runs_alongside_and_stop_ends_everything_it_started(slu
         folder = other.dir
     finally:
         other.stop()
-    left = [pid for pid in pids if _running(pid)]
+    left = [pid for pid in pids if alive(pid)]
     assert left == []
     assert not folder.exists()
     assert slurm.run(["sinfo", "-h", "-o", "%T"]).stdout.split()[0] in ("idle", "mixed")

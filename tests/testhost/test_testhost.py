@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import paramiko
 import pytest
 
 from testhost.host import BASE_DIR, SSHD_UNIT, TestHost, unavailable_reason
+from testhost.procs import alive
 
 pytestmark = pytest.mark.testhost
 
@@ -21,16 +21,6 @@ def _ssh_argv(host: TestHost, *extra: str) -> list[str]:
     return ["ssh", "-F", "/dev/null", "-i", str(host.client_key), "-p", str(host.ssh_port),
             "-o", f"UserKnownHostsFile={host.known_hosts}", "-o", "StrictHostKeyChecking=yes",
             "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", *extra, f"root@{host.hostname}"]
-
-
-def _paramiko_client(host: TestHost) -> paramiko.SSHClient:
-    client = paramiko.SSHClient()
-    client.load_host_keys(str(host.known_hosts))
-    client.set_missing_host_key_policy(paramiko.RejectPolicy())
-    client.connect(host.hostname, port=host.ssh_port, username=host.user,
-                   key_filename=str(host.client_key), look_for_keys=False, allow_agent=False,
-                   timeout=10)
-    return client
 
 
 def test_systemd_is_running_in_its_own_namespaces(testhost):
@@ -99,7 +89,7 @@ def test_sshd_listens_on_loopback_only(testhost):
 
 
 def test_killing_sessions_drops_a_live_connection(testhost):
-    client = _paramiko_client(testhost)
+    client = testhost.ssh_client()
     try:
         assert testhost.sshd_session_pids(), "an open connection has server-side sshd processes"
         assert testhost.kill_ssh_sessions() >= 1
@@ -113,7 +103,7 @@ def test_killing_sessions_drops_a_live_connection(testhost):
 
 
 def test_restart_sshd_drops_connections_and_comes_back(testhost):
-    client = _paramiko_client(testhost)
+    client = testhost.ssh_client()
     try:
         testhost.restart_sshd()
         deadline = time.monotonic() + 10
@@ -122,7 +112,7 @@ def test_restart_sshd_drops_connections_and_comes_back(testhost):
             time.sleep(0.02)
     finally:
         client.close()
-    again = _paramiko_client(testhost)
+    again = testhost.ssh_client()
     _, out, _ = again.exec_command("systemctl is-active " + SSHD_UNIT)
     assert out.read().decode().strip() == "active"
     again.close()
@@ -132,7 +122,7 @@ def test_shutdown_ends_everything_and_removes_its_dir():
     _skip_unless_possible()
     host = TestHost(base_dir=BASE_DIR / f"own-{os.getpid()}").start()
     pid, shared = host.systemd_pid, host.shared_dir
-    session = _paramiko_client(host)
+    session = host.ssh_client()
     host.shutdown()
     session.close()
     assert not Path(f"/proc/{pid}").exists()
@@ -156,7 +146,7 @@ def test_a_killed_test_process_takes_its_host_down():
         finally:
             os.kill(child.pid, signal.SIGKILL)
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and _zombie_or_alive(int(pid)):
+    while Path(f"/proc/{pid}").exists() and alive(int(pid)):
         assert time.monotonic() < deadline, "the namespace outlived its test process"
         time.sleep(0.05)
     assert Path(shared).exists()
@@ -169,14 +159,6 @@ def test_a_killed_test_process_takes_its_host_down():
 def test_a_base_dir_the_host_cannot_see_is_refused():
     with pytest.raises(ValueError, match="private"):
         TestHost(base_dir=Path("/tmp/somewhere"))
-
-
-def _zombie_or_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def _skip_unless_possible() -> None:

@@ -27,6 +27,7 @@ from ddlab.config.overrides import ALIASES
 from ddlab.config.sglang import OVERLAYS
 from ddlab.config.unit_fields import check_unit_fields
 from ddlab.core import yamlio
+from ddlab.core.checks import check_env_name, closest
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir
 from ddlab.core.redact import looks_secret, remember_secret
@@ -34,7 +35,6 @@ from ddlab.probes.spec import parse_probes
 
 __all__ = ["Config", "load_base", "list_bases"]
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _TOP_KEYS = ("base", "description", "command", "sglang", "flags", "env", "unit", "probes")
 # What the base says of the SGLang it runs on (not what runs: outside the hash).
@@ -155,7 +155,7 @@ def _mapping(value, what: str) -> dict:
 def _refuse_unknown_keys(d: Mapping, known: tuple, where: str) -> None:
     for key in d:
         if key not in known:
-            guess = flagreg.closest(str(key), known)
+            guess = closest(str(key), known)
             hint = f"did you mean {guess}? " if guess else ""
             raise ConfigError(f"{where} key {key!r}: must be one of {', '.join(known)}",
                               fix=f"{hint}flags go under flags:", key=key)
@@ -207,9 +207,7 @@ def _checked_sglang(given) -> dict:
 def _checked_env(given) -> dict:
     out = {}
     for name, value in _mapping(given, "env").items():
-        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
-            raise ConfigError(f"env name {name!r}: must match [A-Za-z_][A-Za-z0-9_]*",
-                              fix="rename it, e.g. SGLANG_DDTREE_MAX_TOPK", key=f"env.{name}")
+        check_env_name(name, key=f"env.{name}")
         if value is None:
             continue
         if not isinstance(value, (str, int, float, bool)):
@@ -239,7 +237,7 @@ def load_base(name_or_path: str | Path) -> Config:
         path = params_dir() / "base" / f"{text}.yaml"
         if not path.is_file():
             names = list_bases()
-            guess = flagreg.closest(text, names)
+            guess = closest(text, names)
             raise ConfigError(f"base {text!r}: not found; available: {', '.join(names) or 'none'}",
                               fix=f"did you mean {guess}?" if guess else
                               "pass a name above or a path to a YAML file", value=text)

@@ -28,10 +28,11 @@ from dataclasses import dataclass
 
 from ddlab.config.sglang import (OVERLAYS, flag_table, human_readable_int, known_option_names,
                                  releases)
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
 __all__ = ["Flag", "FLAGS", "normalize_name", "resolve_name", "spelled_like", "check_value",
-           "render_flag", "render_value", "closest", "graphs_on", "typed_value", "takes_null",
+           "render_flag", "render_value", "graphs_on", "typed_value", "takes_null",
            "table_switch", "SWITCH_ON"]
 
 # word: a name that the release's table checks (its choices change between releases);
@@ -239,44 +240,6 @@ def spelled_like(given: str, name: str) -> str:
     dashes and no underscore, else snake (``topk_cap``), as hints repeat what was typed."""
     kebab = "-" in given.removeprefix("--") and "_" not in given
     return name.replace("_", "-") if kebab else name.replace("-", "_")
-
-
-def closest(word: str, candidates, *, bound: int | None = None) -> str | None:
-    """The candidate within a small edit distance of ``word`` (None when none is close).
-
-    Damerau-Levenshtein (a swap of neighbours counts one), case-insensitive,
-    ``-`` and ``_`` the same. The default bound is 1 for names of up to 8
-    characters and 2 above: close enough for typos, far enough that different
-    real flags (``tp-size``/``dp-size`` are both registered) are not caught.
-    """
-    def key(s: str) -> str:
-        return s.lower().replace("_", "-")
-
-    w = key(word)
-    limit = bound if bound is not None else (1 if len(w) <= 8 else 2)
-    best, best_d = None, limit + 1
-    for cand in candidates:
-        d = _distance(w, key(cand), best_d)
-        if d < best_d and cand != word:
-            best, best_d = cand, d
-    return best
-
-
-def _distance(a: str, b: str, cap: int) -> int:
-    """Optimal-string-alignment distance, giving up (returns cap) past ``cap``."""
-    if abs(len(a) - len(b)) >= cap:
-        return cap
-    prev2, prev = None, list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        if min(cur) >= cap:
-            return cap
-        prev2, prev = prev, cur
-    return min(prev[-1], cap)
 
 
 # --- values -------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from ddlab.config import flags as flagreg
 from ddlab.config.sglang import known_option_names
 from ddlab.config.unit_fields import UNIT_FIELDS, unit_field_name
 from ddlab.core import yamlio
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
 __all__ = ["ALIASES", "alias_of", "parse_overrides", "in_words_given"]
@@ -100,7 +101,7 @@ def _target(key: str) -> tuple[str, str]:
             return "flags", flagreg.resolve_name(rest, explicit=True)[0]
         if space == "sglang":  # checked with the rest of the config
             return "sglang", rest
-        guess = flagreg.closest(space, ("env", "unit", "flags", "sglang")) or "flags"
+        guess = closest(space, ("env", "unit", "flags", "sglang")) or "flags"
         raise ConfigError(f"{key}: {space!r} is not a namespace; use env., unit., flags. "
                           "or sglang.",
                           fix=f"did you mean {guess}.{rest}?", key=key)

@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 
+from ddlab.core.checks import closest
+
 __all__ = ["FlagTable", "Finding", "flag_table", "table_of_parser", "releases", "nearest_release",
            "spelled", "history", "known_option_names", "human_readable_int", "OVERLAYS",
            "parse_version", "GENERATE"]
@@ -245,7 +247,7 @@ class FlagTable:
         if how.startswith("ambiguous"):
             return Finding("error", name, f"{name}: ambiguous option for {self.label} (could "
                            f"match {how.split(': ', 1)[1]})", "write the full option name")
-        guess = _closest(name, self.by_option)
+        guess = closest(name, self.by_option)
         hint = f"did you mean {guess}? " if guess else ""
         return Finding("error", name, f"{name}: not an option of {self.label} (argparse: "
                        f"unrecognized arguments)", f"{hint}a flag of a private build goes "
@@ -414,8 +416,3 @@ def _argparse_words(name: str, how: str) -> str:
     return f"unrecognized arguments: {name}"
 
 
-def _closest(name: str, options) -> str | None:
-    import difflib
-
-    found = difflib.get_close_matches(name, list(options), n=1, cutoff=0.85)
-    return found[0] if found else None

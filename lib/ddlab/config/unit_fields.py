@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from ddlab.config.flags import closest
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
 __all__ = ["UnitField", "UNIT_FIELDS", "RESTART_VALUES", "check_unit_fields",

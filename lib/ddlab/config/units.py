@@ -28,6 +28,7 @@ import re
 from ddlab.config.flags import render_flag
 from ddlab.config.unit_fields import UNIT_FIELDS
 from ddlab.config.variants import Variant
+from ddlab.core.checks import check_env_name
 from ddlab.core.errors import UnitError
 from ddlab.core.redact import looks_secret
 
@@ -109,9 +110,7 @@ def env_assignment(key: str, value: str) -> str:
 
     ``$`` stays as it is: ``Environment=`` does no variable expansion.
     """
-    if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        raise UnitError(f"env name {key!r}: must match [A-Za-z_][A-Za-z0-9_]*",
-                        fix="rename the variable, e.g. SGLANG_DDTREE_MAX_TOPK", key=key)
+    check_env_name(key, error=UnitError)
     if not isinstance(value, str):
         raise UnitError(f"env.{key}={value!r}: must be a string", fix="quote the value",
                         key=key, value=value)
@@ -216,9 +215,7 @@ def env_file_text(env: dict) -> str:
     """
     lines = []
     for key, value in env.items():
-        if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise UnitError(f"env name {key!r}: must match [A-Za-z_][A-Za-z0-9_]*",
-                            fix="rename the variable", key=key)
+        check_env_name(key, error=UnitError)
         if not isinstance(value, str):
             raise UnitError(f"env.{key}: must be a string", fix="quote the value", key=key)
         _refuse_unwritable(f"env.{key}", value)

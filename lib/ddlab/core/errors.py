@@ -12,9 +12,10 @@ caller's words (:mod:`ddlab.core.caller`: ``-p budget 32``, ``--set budget=32``,
     │   └── UnitError        a value cannot be written into a systemd unit
     ├── HostError            a host could not be reached or refused us
     │   ├── HostKeyError     its key is unknown or changed
-    │   ├── CommandError     a command on it failed (argv, exit code, output tail)
-    │   └── LockError        another ddlab run holds it
-    │       └── Preempted    another ddlab run took it from this one (exit code 9)
+    │   └── CommandError     a command on it failed (argv, exit code, output tail)
+    ├── LockError            another ddlab run holds the host (it answered: no
+    │   │                    connection fault, and nothing of ours to put back)
+    │   └── Preempted        another ddlab run took it from this one (exit code 9)
     ├── ServiceError         a service could not be installed, started or stopped
     ├── StateFileError       a ddlab state file on a host cannot be read (too big, a
     │                        symbolic link, not JSON, nested too deep): never trusted
@@ -26,7 +27,8 @@ caller's words (:mod:`ddlab.core.caller`: ``-p budget 32``, ``--set budget=32``,
 
 :class:`Interrupted` is a KeyboardInterrupt, so every clean-up that an interrupt
 runs still runs; it carries what the job knew when it stopped as declared
-fields, never as attributes pinned on afterwards.
+fields, never as attributes pinned on afterwards. Every name in ``__all__`` is in
+``ddlab.__all__``: a notebook catches ``ddlab.ConfigError`` or ``ddlab.LockError``.
 """
 
 from __future__ import annotations
@@ -114,8 +116,9 @@ class CommandError(HostError):
         return text
 
 
-class LockError(HostError):
-    """Another ddlab run holds the host's lock; the message names the holder."""
+class LockError(DdlabError):
+    """Another ddlab run holds the host's lock; the message names the holder. Not a
+    :class:`HostError`: the host answered, and a lost connection is another story."""
 
 
 class Preempted(LockError):

@@ -5,7 +5,7 @@
   the main thread can handle signals; another thread is marked in :data:`HELD_THREADS`
   for the block instead.
 - :func:`interrupt_thread`: raise KeyboardInterrupt in another thread (a pool sweep's
-  worker for one host, :mod:`ddlab.lab.pool`), never inside its held blocks: the caller
+  worker for one host, :mod:`ddlab.sweeps.pool`), never inside its held blocks: the caller
   checks :data:`HELD_THREADS` and raises while holding :data:`HELD_LOCK`, which a thread
   takes to enter a held block, so no interrupt lands in a block entered after the check.
 - :func:`forget_thread`: a thread that ends drops its marks (an interrupt that came while

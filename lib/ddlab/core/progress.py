@@ -33,7 +33,7 @@ from typing import Iterator, TextIO
 from ddlab.core.kernel import in_kernel, terminal, to_terminal
 from ddlab.core.redact import redact_text
 
-__all__ = ["Heartbeat", "Pace", "Slot", "duration_words", "in_kernel"]
+__all__ = ["Heartbeat", "Pace", "VerdictPlace", "duration_words", "in_kernel"]
 
 
 class Heartbeat:
@@ -145,7 +145,7 @@ class Heartbeat:
             self._handle.update({"text/plain": text}, raw=True)
 
 
-class Slot:
+class VerdictPlace:
     """A place in a notebook's output, shown now and filled later (the verdict
     goes first even though it is known last). Outside a kernel it does nothing:
     terminals print the verdict when it comes."""
@@ -158,7 +158,7 @@ class Slot:
             self._handle = display({"text/plain": placeholder}, raw=True, display_id=True)
 
     def update(self, obj) -> None:
-        """Fill the slot with ``obj`` (rich display) or a plain string."""
+        """Fill the place with ``obj`` (rich display) or a plain string."""
         if self._handle is None:
             return
         if isinstance(obj, str):

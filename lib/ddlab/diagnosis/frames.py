@@ -45,7 +45,10 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             r"|forward_batch_speculative_generation|forward_thread_func_?|verify|replay|replay_prepare"
             r"|get_next_batch_to_run|get_model_worker_batch|prepare_for_extend|prepare_for_decode"
             r"|retract_decode|resolve_batch_result|spec_prepare_for_decode|watchdog_thread"
-            r"|send_kvcache\w*|process_layers?|transfer_worker|transfer_sync|_pp_recv_proxy_tensors")
+            r"|send_kvcache\w*|process_layers?|transfer_worker|transfer_sync|_pp_recv_proxy_tensors"
+            # the tokenizer manager handing a request its output or its abort (0.4.10.post2
+            # managers/tokenizer_manager.py:1505, :1809; 0.5.23 :2480, :3577)
+            r"|_handle_batch_output|_handle_abort_req")
 
 FRAME_PHASES = (
     ("load_weights", _frames(_LOAD)),

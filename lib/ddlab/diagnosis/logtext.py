@@ -70,6 +70,9 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     r"^\[rank\d+\]: ?",                                                  # torch elastic
     r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\] ",        # vLLM-style logger
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| \w+ \| [\w.]+ \| ",              # SGLang 0.1 logger
+    # Python's exception-group gutter (traceback.TracebackException.format, 3.11+): "  | "
+    # before each line of a group's traceback, "  + " before its header
+    r"^ *(?:\| ?|\+ (?=Exception Group Traceback))",
 ))
 _PROGRESS_BAR_RE = re.compile(r"\d+%\s*\||Completed \| \d+/\d+|\|\s*\d+/\d+ \[")
 
@@ -214,6 +217,9 @@ _AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S*
 # A paste that begins mid-serving: batch lines and answered generation requests with no
 # startup line before them are serving too ("ready to roll" is long gone from the paste).
 _MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
+# The launcher's warmup is one request: a prefill batch with requests waiting behind it is
+# traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
+_QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 # Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start, the
 # NCCL communicator's init: 0.4.6.post5 distributed/device_communicators/pynccl.py:79, 0.5.23
 # pynccl.py:87): where one is in the log, the log shows the startup.
@@ -255,6 +261,8 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
             index = PHASES.index("serving")
         if not index and WARMUP_RE.search(line.msg):
             index = ready
+        if not index and _QUEUED_PREFILL.search(line.msg):
+            index = PHASES.index("serving")
         started = started or bool(_STARTUP_RE.search(line.msg))
         if index > best:
             best, at = index, line

@@ -28,7 +28,6 @@ Validation happens before anything touches a host.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import re
 import sys
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.core import yamlio
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir, project_root
 
@@ -190,8 +190,8 @@ UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/syste
 def _check(key: str, value, where: str):
     """One profile key's value, validated; the error says what is allowed."""
     if key not in _KEYS:
-        close = difflib.get_close_matches(str(key), _KEYS, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_KEYS)}"
+        close = closest(str(key), _KEYS)
+        hint = f"did you mean {close!r}?" if close else f"known keys: {', '.join(_KEYS)}"
         raise ConfigError(f"{where}: unknown key {key!r}: not a host profile key",
                           fix=hint, key=key, value=value)
     kind = _KEYS[key].type
@@ -303,8 +303,8 @@ def load_host(name: str = "local", **overrides) -> HostProfile:
         data = {}
     else:
         choices = available_hosts()
-        close = difflib.get_close_matches(name, choices, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest(name, choices)
+        hint = f"did you mean {close!r}? " if close else ""
         raise ConfigError(f"host={name!r}: no such profile; available: {', '.join(choices)}",
                           fix=f"{hint}or add {path}", value=name, available=choices)
     return HostProfile.from_dict({**data, **overrides}, name=name,

@@ -214,7 +214,9 @@ class AgentLost(Exception):
     """The agent's channel closed (the connection dropped, or the agent died)."""
 
 
-class _Slot:
+class _PendingReply:
+    """A request's answer, to come: set by the reader thread, awaited by the caller."""
+
     def __init__(self):
         self.event = threading.Event()
         self.reply = None
@@ -252,13 +254,13 @@ class AgentClient:
     def call(self, argv, data, timeout_s, wait_s):
         """(code, out, err, timed_out, skipped); raises AgentLost, or TimeoutError after
         wait_s. ``skipped``: [[at, n], [at, n]], what each stream left out (module docstring)."""
-        slot = _Slot()
+        pending = _PendingReply()
         with self._lock:
             if self.dead:
                 raise AgentLost("agent channel closed")
             self._next_id += 1
             request_id = self._next_id
-            self._pending[request_id] = slot
+            self._pending[request_id] = pending
         line = json.dumps({"id": request_id, "argv": argv, "timeout": timeout_s,
                            "stdin": None if data is None else _b64(data)}) + "\n"
         try:
@@ -268,13 +270,13 @@ class AgentClient:
             with self._lock:
                 self._pending.pop(request_id, None)
             raise AgentLost(repr(exc))
-        if not slot.event.wait(wait_s):
+        if not pending.event.wait(wait_s):
             with self._lock:
                 self._pending.pop(request_id, None)
             raise TimeoutError("the agent did not answer in %.0f s" % wait_s)
-        if slot.reply is None:
+        if pending.reply is None:
             raise AgentLost("agent channel closed")
-        reply = slot.reply
+        reply = pending.reply
         return (reply["code"], base64.b64decode(reply["out"]), base64.b64decode(reply["err"]),
                 reply["timed_out"], reply.get("skipped") or [[0, 0], [0, 0]])
 
@@ -284,18 +286,18 @@ class AgentClient:
                 message = _parse(line)
                 if isinstance(message, dict):
                     with self._lock:
-                        slot = self._pending.pop(message.get("id"), None)
-                    if slot is not None:
-                        slot.reply = message
-                        slot.event.set()
+                        pending = self._pending.pop(message.get("id"), None)
+                    if pending is not None:
+                        pending.reply = message
+                        pending.event.set()
         except Exception:
             pass
         finally:
             with self._lock:
                 self.dead = True
                 waiting, self._pending = list(self._pending.values()), {}
-            for slot in waiting:
-                slot.event.set()
+            for pending in waiting:
+                pending.event.set()
 
     def close(self):
         self.dead = True

@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ddlab.core.checks import check_env_name
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.hosts.transport import Transport
@@ -82,9 +83,7 @@ class ServiceSpec:
             raise ConfigError(f"workdir={self.workdir!r}: must not contain line breaks or NUL",
                               fix="use a plain directory path", value=self.workdir)
         for key in self.env:
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
-                raise ConfigError(f"env name {key!r}: must match [A-Za-z_][A-Za-z0-9_]*",
-                                  fix="rename the variable", key=key)
+            check_env_name(key)
 
     @property
     def unit(self) -> str:

@@ -32,7 +32,7 @@ from ddlab.core.errors import ConfigError
 from ddlab.core.paths import outputs_dir
 from ddlab.core.run_folders import write_json
 
-__all__ = ["PROMPTS", "MAX_NEW_TOKENS", "Output", "Reference", "LosslessCheck", "collect",
+__all__ = ["PROMPTS", "MAX_NEW_TOKENS", "TOLERANCE", "Output", "Reference", "LosslessCheck", "collect",
            "compare", "reference_key", "load_reference", "save_reference", "check_tolerance",
            "check_prompts",
            "model_identity", "speculative"]
@@ -44,6 +44,7 @@ PROMPTS = ("def fibonacci(n):\n    ",
            "import numpy as np\nimport pandas as pd\n\n",
            "Once upon a time, in a small village,")
 MAX_NEW_TOKENS = 32
+TOLERANCE = 1.0  # the token match rate that passes, by default: every token equal
 
 
 @dataclass

@@ -35,17 +35,18 @@ from pathlib import Path
 
 import httpx
 
+from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
 from ddlab.lab.stats import median_ci, relative_half_width
 
-__all__ = ["PROMPTS", "CI_FIGURES", "RequestResult", "Repetition", "Measurement", "load_prompts",
+__all__ = ["BENCH_PROMPTS", "CI_FIGURES", "RequestResult", "Repetition", "Measurement", "load_prompts",
            "check_stopping",
            "generate", "measure"]
 
 # Deterministic built-in prompts: Python source openings, which both a code
 # model on a GPU host and the embedded byte-level target continue sensibly.
-PROMPTS = [
+BENCH_PROMPTS = [
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
     "import os\nimport sys\n\n\ndef main(argv):\n",
     "class Stack:\n    def __init__(self):\n        self.items = []\n\n    def push(self, item):\n",
@@ -266,12 +267,12 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
     and when it stops. ``headers`` go with every request (the server's API key).
 
     ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
-    :data:`PROMPTS`. Every parameter is checked before the first request."""
-    _check_positive(requests=requests, concurrency=concurrency, max_new_tokens=max_new_tokens,
-                    repeats=repeats, max_rounds=max_rounds)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ConfigError(f"warmup={warmup!r}: must be an integer >= 0", fix="try warmup=2",
-                          key="warmup", value=warmup)
+    :data:`BENCH_PROMPTS`. Every parameter is checked before the first request."""
+    for name, value in (("requests", requests), ("concurrency", concurrency),
+                        ("max_new_tokens", max_new_tokens), ("repeats", repeats),
+                        ("max_rounds", max_rounds)):
+        check_number(name, value, minimum=1, integer=True)
+    check_number("warmup", warmup, integer=True, example=2)
     check_stopping(ci_target=ci_target, min_time_s=min_time_s, max_time_s=max_time_s)
     prompts = _check_prompts(prompts)
     config = {"base_url": base_url, "requests": requests, "concurrency": concurrency,
@@ -327,10 +328,7 @@ def check_stopping(*, ci_target, min_time_s, max_time_s) -> None:
                           "(0.05: the 95% interval within +-5 % of the median), or None",
                           fix="try ci_target=0.05", key="ci_target", value=ci_target)
     for name, value in (("min_time_s", min_time_s), ("max_time_s", max_time_s)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 \
-                or value == float("inf"):
-            raise ConfigError(f"{name}={value!r}: must be a finite number of seconds >= 0",
-                              fix=f"try {name}=10", key=name, value=value)
+        check_number(name, value, seconds=True, example=10)
     if max_time_s < min_time_s:
         raise ConfigError(f"max_time_s={max_time_s!r} is below min_time_s={min_time_s!r}",
                           fix="raise max_time_s or lower min_time_s", key="max_time_s",
@@ -361,7 +359,7 @@ def _one_repetition(client, base_url, prompts, requests, concurrency, max_new_to
 
 def _check_prompts(prompts) -> list[str]:
     if prompts is None:
-        return PROMPTS
+        return BENCH_PROMPTS
     if isinstance(prompts, (str, Path)):
         return load_prompts(prompts)
     prompts = list(prompts)
@@ -371,13 +369,6 @@ def _check_prompts(prompts) -> list[str]:
                           fix="give a list of prompts, a prompt file, or None for the built-in set",
                           key="prompts", value=bad or prompts)
     return prompts
-
-
-def _check_positive(**values) -> None:
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"{name}={value!r}: must be an integer >= 1",
-                              fix=f"try {name}=4", key=name, value=value)
 
 
 def _percentile(values: list[float], q: float) -> float | None:

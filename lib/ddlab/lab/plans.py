@@ -33,7 +33,9 @@ __all__ = ["DeployPlan", "DryRun", "make_plan"]
 
 @dataclass
 class DeployPlan:
-    """A validated variant for a host; see the module docstring."""
+    """A validated variant for a host, before anything touches it: the variant, its unit
+    (secrets masked) and the base's for a diff, the baseline's unit when read, notes (such
+    as which SGLang release the command was checked against); see the module docstring."""
 
     host: HostProfile
     variant: Variant

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ddlab.diagnosis import diagnosis as dx
 from ddlab.diagnosis.exits import CRASHED_EXIT
-from ddlab.lab.probes import ProbeResult
+from ddlab.lab.verify_requests import ProbeResult
 
 __all__ = ["Verdict", "PHASE_LABELS", "EXIT_CODES", "PROBE_FAILED_EXIT", "SCHEDULER_ENDED_EXIT",
            "PREEMPTED_EXIT"]

@@ -52,7 +52,7 @@ from pathlib import Path
 
 import httpx
 
-from ddlab.core.errors import HostError, HostKeyError, Interrupted, LockError, ServiceError
+from ddlab.core.errors import HostError, HostKeyError, Interrupted, ServiceError
 from ddlab.core.progress import Heartbeat
 from ddlab.core.redact import redact, redact_text
 from ddlab.config.flags import graphs_on
@@ -64,7 +64,7 @@ from ddlab.lab import lossless as ll
 from ddlab.lab.attempts import tried_before
 from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
 from ddlab.lab.preempted import preempted
-from ddlab.lab.probes import ProbeResult, probe_server
+from ddlab.lab.verify_requests import ProbeResult, probe_server
 from ddlab.lab.slurm_verdict import scheduler_ended
 from ddlab.probes import none_fields, probe_records
 from ddlab.lab.verdict import (EXIT_CODES, PHASE_LABELS, PREEMPTED_EXIT,  # noqa: F401
@@ -215,7 +215,7 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
                           stale_s=1.5 * beat.interval_s):
             state = loop.run(beat)
     except HostError as lost:  # the host stopped answering: a verdict of its own, never silence
-        if isinstance(lost, (HostKeyError, LockError)):
+        if isinstance(lost, HostKeyError):
             raise
         return _finish(loop, "connection_lost", beat, patterns, lost=str(lost))
     except KeyboardInterrupt as interrupt:

@@ -16,11 +16,11 @@ Python identifier: anything else is refused here, with the value and the fix.
 
 from __future__ import annotations
 
-import difflib
 import keyword
 import re
 from dataclasses import dataclass
 
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
 __all__ = ["EXAMPLE", "MAX_RECORDS", "MODES", "ProbeSpec", "parse_probe", "parse_probes"]
@@ -98,8 +98,8 @@ def _parse_mode(text: str, mode: str) -> tuple[str, int | None]:
     if name == "first" and not equals:
         raise _error(text, "mode 'first' needs a count", fix=f"try {path}:first=3")
     if name not in MODES or (name != "first" and equals):
-        guess = difflib.get_close_matches(name, MODES, n=1)
-        hint = f"did you mean {guess[0]}? " if guess else ""
+        guess = name if name in MODES else closest(name, MODES)  # time=3: time, without =
+        hint = f"did you mean {guess}? " if guess else ""
         raise _error(text, f"mode {mode!r} is unknown; allowed: error, first=N, time",
                      fix=f"{hint}try {path}:error, {path}:first=3 or {path}:time")
     if name != "first":

@@ -1,7 +1,7 @@
 """Sweeps compared: the same configs side by side, each sweep's median with its 95% interval.
 
 :func:`comparison_frame` puts the cells of several sweeps (each
-:func:`ddlab.lab.results.load_cells`'s frame) into one, matching a config across
+:func:`ddlab.sweeps.results.load_cells`'s frame) into one, matching a config across
 sweeps by what it is, not by its hash: the hash counts every flag, the port
 too, and each demo run picks a free port. A config is its role, budget, top-k
 cap, CUDA graphs and any other swept or extra value (:func:`config_label`:
@@ -27,8 +27,8 @@ from matplotlib.figure import Figure
 
 from ddlab.core import yamlio
 from ddlab.core.errors import ConfigError
-from ddlab.lab.results import METRICS
-from ddlab.lab.sweep_plan import describe_grid
+from ddlab.sweeps.results import METRICS
+from ddlab.sweeps.plan import describe_grid
 from ddlab.report.plots import CRASHED, SweepFigure, _need, _yerr
 
 __all__ = ["comparison_frame", "compare_figure", "config_label", "sweep_list", "sweep_title",
@@ -65,7 +65,7 @@ def workload(options: dict | None) -> str:
     """``8 requests x 128 tokens, concurrency 1``: what each cell of a sweep was measured
     with (its stored options; the defaults for what an old sweep did not store), with
     ``, 3 own prompts`` when it was given prompts of its own."""
-    from ddlab.lab.sweep_plan import SweepOptions
+    from ddlab.sweeps.plan import SweepOptions
 
     given = {**SweepOptions().__dict__, **(options or {})}
     words = (f"{given['requests']} requests x {given['max_new_tokens']} tokens, "

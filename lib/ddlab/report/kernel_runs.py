@@ -29,7 +29,8 @@ from ddlab.core.paths import outputs_dir
 from ddlab.core.redact import redact, redact_text
 from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_json
 from ddlab.report.html import write_index
-from ddlab.report.notebooks import parse_parameters, run_exit_code, run_outcome
+from ddlab.report.notebooks import run_exit_code, run_outcome
+from ddlab.report.parameters import parse_parameters
 from ddlab.report.page import Page, banner_title, banner_word, page_title, render_page
 from ddlab.report.provenance import PROVENANCE_FILE, command_line, gather, load_average
 

@@ -25,9 +25,7 @@ baseline back) runs there; the run then ends as ``interrupted``.
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import difflib
 import json
 import os
 import signal
@@ -37,8 +35,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddlab.core import yamlio
-from ddlab.core.caller import set_notebook_parameters
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
@@ -48,9 +44,10 @@ from ddlab.core.run_folders import new_run_dir, plain_text, utc_stamp, write_jso
 from ddlab.report.html import render_html, write_index
 from ddlab.report.page import Page, banner_title, banner_word, page_title, render_page
 from ddlab.report.notebook_libs import without_iri_grammar
+from ddlab.report.parameters import RUN_DIR_PARAMETER, check_declared, host_and_base
 from ddlab.report.provenance import load_average, notebook_run_provenance, run_command
 
-__all__ = ["NotebookRun", "NotebookRuns", "run_notebook", "find_notebook", "parse_parameters", "EXIT_CODES"]
+__all__ = ["NotebookRun", "NotebookRuns", "run_notebook", "find_notebook", "EXIT_CODES"]
 
 log = get_logger(__name__)
 
@@ -58,11 +55,13 @@ log = get_logger(__name__)
 EXIT_CODES = {"ok": 0, "failed": 1, "interrupted": 130}
 # A verdict without an exit code of its own (a sweep's): the states that are no success.
 VERDICT_EXITS = {"failed": 1, "error": 1, "interrupted": 130, "preempted": 9}
-RUN_DIR_PARAMETER = "run_dir"  # a notebook that declares it is told its run folder
 
 
 @dataclass
 class NotebookRun:
+    """One notebook run by ``ddlab run``: its folder, status and report, the verdict it left
+    (``verdict.json``), how long it took; ``render()`` is what ``ddlab run`` prints."""
+
     run_dir: Path
     status: str          # ok | failed | interrupted
     report: Path
@@ -154,72 +153,6 @@ def find_notebook(name: str) -> Path:
                       value=name)
 
 
-def parse_parameters(pairs=(), files=()) -> dict:
-    """``-p K V`` pairs (values parsed as YAML, like papermill) over ``-f`` YAML files;
-    a number keeps its text unless written in its own spelling (``-p budget 010``
-    reaches argv as ``010``; papermill's own ``-p`` reads it as 10: use ``-r``)."""
-    params: dict = {}
-    for file in files:
-        try:
-            data = yamlio.load(Path(file).read_text(), keep_text=True) or {}
-        except (OSError, ValueError) as err:
-            raise ConfigError(f"parameter file {str(file)!r}: {err}".replace("\n", " "),
-                              fix="give a readable YAML mapping", value=str(file)) from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"parameter file {str(file)!r}: must hold a mapping",
-                              fix="write `name: value` lines", value=str(file))
-        params.update(data)
-    for key, value in pairs:
-        try:
-            params[key] = yamlio.load(value, keep_text=True) if value != "" else ""
-        except ValueError:
-            params[key] = value
-    return params
-
-
-def _check_parameters(notebook: Path, params: dict) -> dict:
-    """Unknown parameter names are refused before the kernel starts; ``run_dir``
-    is ddlab's to set. Returns the notebook's declared parameters."""
-    without_iri_grammar()
-    import papermill
-
-    declared = papermill.inspect_notebook(str(notebook))
-    if RUN_DIR_PARAMETER in params:
-        raise ConfigError(f"parameter {RUN_DIR_PARAMETER}: set by ddlab run (the run folder)",
-                          fix=f"leave -p {RUN_DIR_PARAMETER} out", value=params[RUN_DIR_PARAMETER])
-    unknown = sorted(set(params) - set(declared))
-    if unknown:
-        near = [m for name in unknown for m in difflib.get_close_matches(name, declared, n=1)]
-        hint = f"did you mean {', '.join(near)}? " if near else ""
-        if len(unknown) == len(near) == 1:  # the command again, the name mended: -p budget 32
-            hint = f"did you mean -p {near[0]} {_shown(params[unknown[0]])}? "
-        raise ConfigError(f"parameter(s) {', '.join(unknown)}: not declared by {notebook.name}",
-                          fix=f"{hint}its parameters are: {', '.join(declared)}", value=unknown)
-    return declared
-
-
-def _shown(value) -> str:
-    """A parameter's value as typed after ``-p NAME`` (YAML; quoted when it has a space)."""
-    text = value if isinstance(value, str) else json.dumps(value)  # JSON is YAML
-    return f"'{text}'" if not text or any(c in text for c in " ,;)'") else text
-
-
-_DATA = (bool, int, float, str, list, dict, type(None))  # what papermill injects
-_KERNEL_NAMES = {"In", "Out", "exit", "quit", "get_ipython", "open"}
-
-
-def check_namespace(notebook: str, namespace: dict) -> None:
-    """The variables of a running notebook (``globals()``) that look injected by
-    papermill (plain data, not ``_``-named) but are not declared by ``notebook``
-    (``sweep`` or a path): a ConfigError naming each with the closest declared name."""
-    path = Path(notebook)
-    if path.suffix != ".ipynb":
-        path = project_root() / "notebooks" / f"{notebook}.ipynb"
-    injected = {k: v for k, v in namespace.items() if not k.startswith("_")
-                and k not in _KERNEL_NAMES and k != RUN_DIR_PARAMETER and isinstance(v, _DATA)}
-    set_notebook_parameters(_check_parameters(path, injected))  # fixes may say -p NAME
-
-
 def _run_name(params: dict, name: str | None) -> str:
     if name:
         return name
@@ -235,14 +168,14 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
 
     source = find_notebook(str(notebook))
     params = dict(parameters or {})
-    declared = _check_parameters(source, params)
+    declared = check_declared(source, params)
     root = Path(outputs) if outputs else outputs_dir()
     run_dir = new_run_dir(f"{source.stem}-{_run_name(params, name)}"[:120], parent=root)
     executed = run_dir / source.name
     record = {"kind": "ddlab run", "notebook": source.name, "parameters": redact(params),
               "status": "running", "started_utc": utc_stamp(), "run_dir": str(run_dir),
               "command": run_command(source.stem, params, name), "load_at_start": load_average(),
-              **_host_and_base(params, declared)}
+              **host_and_base(params, declared)}
     write_json(run_dir / "run.json", record)
     started = time.monotonic()
     status, error = "ok", ""
@@ -313,24 +246,6 @@ def _finish(run_dir: Path, source: Path, executed: Path, record: dict, status: s
                      error=error, headline=record["headline"],
                      next_step=redact_text(verdict.get("next_step") or ""), verdict=verdict,
                      duration_s=duration_s)
-
-
-def _host_and_base(params: dict, declared: dict) -> dict:
-    """The host profile and base config a run uses: its parameters', else the notebook's
-    defaults ("" is the host's default)."""
-    found = {}
-    for key in ("host", "base"):
-        value = params.get(key, _default(declared.get(key)))
-        if isinstance(value, str) and value:
-            found[key] = value
-    return found
-
-
-def _default(spec: dict | None):
-    try:
-        return ast.literal_eval(spec["default"]) if spec else None
-    except (ValueError, SyntaxError, KeyError):
-        return None
 
 
 def _mask_notebook(path: Path) -> None:

@@ -1,6 +1,6 @@
 """Plots of sweep results: functions take a DataFrame and return a Figure.
 
-The frame is :func:`ddlab.lab.results.load_cells`'s (one row per cell). Figures
+The frame is :func:`ddlab.sweeps.results.load_cells`'s (one row per cell). Figures
 with a 95% interval (``<metric>_ci_low`` / ``_ci_high``: throughput, TTFT,
 TPOT, speedup) are drawn with error bars, the baseline's as a band. Crashed
 cells are never dropped: they are drawn at their budget on a strip *below* the
@@ -20,7 +20,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ddlab.core.errors import ConfigError
-from ddlab.lab.results import METRICS
+from ddlab.sweeps.results import METRICS
 
 __all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput_vs_budget",
            "speedup_vs_budget", "heatmap", "overview", "Explorer", "explorer"]
@@ -98,14 +98,17 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
 
 
 def accept_length_vs_budget(frame: pd.DataFrame) -> Figure:
+    """Accept length (tokens per verify step) against the budget: :func:`metric_vs_budget`."""
     return metric_vs_budget(frame, "accept_length")
 
 
 def throughput_vs_budget(frame: pd.DataFrame) -> Figure:
+    """Output tok/s against the budget, 95% error bars: :func:`metric_vs_budget`."""
     return metric_vs_budget(frame, "output_tok_s")
 
 
 def speedup_vs_budget(frame: pd.DataFrame) -> Figure:
+    """Speedup over no speculation (same graphs setting) against the budget: :func:`metric_vs_budget`."""
     return metric_vs_budget(frame, "speedup")
 
 
@@ -343,4 +346,5 @@ class Explorer:
 
 
 def explorer(frame: pd.DataFrame, metric: str = "output_tok_s") -> Explorer:
+    """Live controls over a sweep's frame in JupyterLab (:class:`Explorer`)."""
     return Explorer(frame, metric)

@@ -33,8 +33,8 @@ import pandas as pd
 from ddlab.config.variants import describe_changes
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import outputs_dir, project_root
-from ddlab.lab.store import Store
-from ddlab.lab.sweep_plan import describe_grid
+from ddlab.sweeps.store import Store
+from ddlab.sweeps.plan import describe_grid
 from ddlab.report.notebooks import run_outcome
 
 __all__ = ["KINDS", "RUN_COLUMNS", "Runs", "list_runs", "shown_path"]
@@ -157,7 +157,7 @@ def _sweep_row(record: dict) -> dict:
 
 def _sweep_verdict(store: Store, row) -> list[str]:
     """``[headline, best]`` of a stored sweep, as its report would say them."""
-    from ddlab.lab.results import load_cells
+    from ddlab.sweeps.results import load_cells
     from ddlab.report.verdicts import sweep_verdict
 
     record = store.sweep(row["id"]) or {}
@@ -168,7 +168,7 @@ def _sweep_verdict(store: Store, row) -> list[str]:
 
 
 def _searched(inputs: dict) -> str:
-    """What a search (``ddlab.lab.search_run``, stored as a sweep) looked through."""
+    """What a search (``ddlab.sweeps.search_run``, stored as a sweep) looked through."""
     if inputs.get("search") == "bisect":
         return f"bisect: {len(inputs.get('changes') or [])} changes between a good and a bad config"
     keys = [f"{k[0]} {k[1]}..{k[2]}" for k in inputs.get("keys") or []

@@ -16,15 +16,17 @@ from html import escape
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.lab.search import CUT, describe_point, serves_as_asked
-from ddlab.lab.search_run import SearchRun, outcome_of
-from ddlab.lab.store import DONE_STATES, Store
+from ddlab.sweeps.search import CUT, describe_point, serves_as_asked
+from ddlab.sweeps.search_run import SearchRun, outcome_of
+from ddlab.sweeps.store import DONE_STATES, Store
 
 __all__ = ["SearchReport", "search_report", "trials_frame", "outcome_by_value"]
 
-# exit codes: answered; the answer is that nothing fits / nothing to bisect; the budget
-# ran out first; interrupted; failed (an error stopped it)
-EXIT_CODES = {"found": 0, "none": 3, "budget": 4, "interrupted": 130, "failed": 1,
+# exit codes: answered; the answer is that nothing fits / nothing to bisect (10: 3 is
+# "crashed" for every verb); the budget ran out first (4, as a watch's timeout);
+# interrupted; failed (an error stopped it). The table: ddlab.cli.EXIT_CODES.
+NOTHING_FOUND_EXIT = 10
+EXIT_CODES = {"found": 0, "none": NOTHING_FOUND_EXIT, "budget": 4, "interrupted": 130, "failed": 1,
               "dry-run": 0}
 SERVES, SAME, OTHER = "#1a7f37", "#cf222e", "#bc4c00"
 

@@ -310,10 +310,10 @@ def _interval(row: dict, key: str, fmt: str) -> str:
 
 def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
                   error: str = "", what: str = "", cautions=(), not_back=()) -> SweepVerdict:
-    """The verdict of a sweep's cells (``frame``: :func:`ddlab.lab.results.load_cells`'s);
+    """The verdict of a sweep's cells (``frame``: :func:`ddlab.sweeps.results.load_cells`'s);
     ``what``: the sweep in words; ``cautions``: warnings from outside its cells;
     ``not_back``: pool members whose production could not be put back."""
-    from ddlab.lab.results import summarize
+    from ddlab.sweeps.results import summarize
 
     crashed = frame[frame["status"].isin(["crashed", "timeout"])] if not frame.empty else frame
     crashes = [{k: (None if pd.isna(row[k]) else row[k]) for k in

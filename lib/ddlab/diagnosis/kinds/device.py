@@ -111,11 +111,19 @@ KERNEL_COMPILE = Signature(
               r"CalledProcessError: Command '\['ninja'",
               # Triton's make_cubin runs ptxas as a subprocess (check=True): its failure is the
               # JIT build's (triton/backends/nvidia/compiler.py:424 in 3.4, as the frame prints)
-              r"CalledProcessError: Command '\['[^']*\bptxas'"),
+              r"CalledProcessError: Command '\['[^']*\bptxas'",
+              # Triton builds its launcher with the host's C compiler (check_call): a failed
+              # build says the command and its status, also inside SGLang's "Ignore import
+              # error when loading sglang.srt.models.X" warning
+              r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+",
+              # a JIT build with no ninja (or nvcc) on PATH
+              r"Ninja is required to load C\+\+ extensions",
+              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'"),
     lines=(r"^compilation terminated\.$",
            # Triton's OutOfResources printed alone (a paste cut above its traceback)
            r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
+           r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+",
            r"Error building extension '"),
     priority=82,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
@@ -123,6 +131,9 @@ KERNEL_COMPILE = Signature(
              ("gcc / nvcc", "compilation terminated."),
              ("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: subprocess.run(ptxas_cmd, "
                             "check=True ...))"),
+             ("triton 3.4.0", "triton/runtime/build.py:51 (_build: subprocess.check_call(cc_cmd))"),
+             ("torch 2.13.0", "torch/utils/cpp_extension.py:2562 (Ninja is required ...), :2860 "
+                              "(command = ['ninja', '-v'], run by subprocess)"),
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
              ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
 

@@ -187,6 +187,19 @@ KV_EXHAUSTED = Signature(
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:239"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:613")))
 
+KV_ALLOC_FAILED = Signature(
+    "kv_alloc_failed", "slots_exhausted", "the KV cache's allocator found no free slots",
+    ("An allocation of KV-cache token slots failed inside SGLang's cache (mem_cache), with no CUDA "
+     "allocation failing: the pool was full for what the batch needed. Lower "
+     "`--max-running-requests` or `--chunked-prefill-size`, or give the pool more room with "
+     "`--mem-fraction-static`; with a cache integration (LMCache, HiCache) its own prefetch "
+     "reserves slots too: turn it off to confirm.",),
+    patterns=(r"\b[Ff]ailed to alloc(?:ate)?\b",),
+    context=(r"[/\\]mem_cache[/\\][\w/\\]+\.py\", line \d+",),
+    priority=60, phase="serving", fatal=True,
+    sources=(("0.5.23", "sglang/srt/mem_cache/storage/lmcache/lmcache_unified_radix_cache.py:512"),
+             ("0.5.23", "sglang/srt/mem_cache/embedding_cache_controller.py:592")))
+
 REQ_SLOTS = Signature(
     "req_slots_exhausted", "slots_exhausted", "the scheduler ran out of request slots",
     ("The request-slot pool (req_to_token) is full: lower `--max-running-requests`. If the "
@@ -304,5 +317,5 @@ HOST_OOM = Signature(
              ("Linux", "mm/oom_kill.c (Out of memory: Killed process)"),
              ("Linux", "errno ENOMEM (12)")))
 
-SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, REQ_SLOTS, REQ_SLOTS_OLD, MAMBA_SLOTS,
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_ALLOC_FAILED, REQ_SLOTS, REQ_SLOTS_OLD, MAMBA_SLOTS,
               RETRACT_EXHAUSTED, CUDA_OOM, HOST_OOM]

@@ -1,0 +1,72 @@
+"""Verify requests: HTTP requests that drive the speculative verify path of a ready server.
+
+"Ready" is not "works": in the field the replay crash came only with the first
+request after ready. :func:`probe_server` sends one request alone, then two at
+once (batch 2), greedily, and reports per request whether it was served and
+what the server said of its verify steps (``spec_verify_ct``, accept length). (A probe
+in the other sense, a function wrapped inside the server, is :mod:`ddlab.probes`.)
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
+
+from ddlab.lab.measure import BENCH_PROMPTS
+
+__all__ = ["ProbeResult", "probe_server"]
+
+
+@dataclass
+class ProbeResult:
+    """One probe request: did the verify path run, and what did it report."""
+
+    ok: bool
+    batch: int
+    status: int | None = None
+    error: str | None = None
+    completion_tokens: int = 0
+    spec_verify_ct: int | None = None
+    spec_accept_length: float | None = None
+    e2e_s: float = 0.0
+
+
+def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 60.0,
+                 headers=None) -> list[ProbeResult]:
+    """Drive the verify path: one request alone, then two at once (batch 2); ``headers``
+    go with each (the server's API key)."""
+    with httpx.Client(timeout=timeout_s, headers=headers) as client:
+        results = [_probe_one(client, base_url, BENCH_PROMPTS[0], max_new_tokens, batch=1)]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            results += list(pool.map(lambda p: _probe_one(client, base_url, p, max_new_tokens,
+                                                          batch=2), BENCH_PROMPTS[1:3]))
+    return results
+
+
+def _probe_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens: int,
+               *, batch: int) -> ProbeResult:
+    start = time.perf_counter()
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
+    try:
+        resp = client.post(f"{base_url}/generate", json=body)
+    except httpx.HTTPError as err:
+        return ProbeResult(ok=False, batch=batch, error=f"{type(err).__name__}: {err}",
+                           e2e_s=time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    if resp.status_code != 200:
+        return ProbeResult(ok=False, batch=batch, status=resp.status_code,
+                           error=f"HTTP {resp.status_code}: {resp.text[:200]}", e2e_s=elapsed)
+    try:
+        meta = resp.json().get("meta_info", {})
+    except (ValueError, AttributeError):
+        return ProbeResult(ok=False, batch=batch, status=200, e2e_s=elapsed,
+                           error=f"not a /generate answer: {resp.text[:200]!r}")
+    return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed,
+                       completion_tokens=int(meta.get("completion_tokens", 0)),
+                       spec_verify_ct=meta.get("spec_verify_ct"),
+                       spec_accept_length=meta.get("spec_accept_length"))
+
+
