@@ -30,7 +30,6 @@ naming the table used and the command that generates the missing one.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import re
@@ -41,6 +40,7 @@ from importlib import resources
 from ddlab.config.sglang import Finding, parse_version
 from ddlab.config.vllm_json import check_json_config, human_readable_int
 from ddlab.core import yamlio
+from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir
 
@@ -117,11 +117,9 @@ class VllmTable:
             return None, "ambiguous: " + ", ".join(matches)
         return (matches[0], "prefix") if matches else (None, "unrecognized")
 
-    def nearest(self, name: str) -> str:
-        """The known long option closest to ``name`` (there always is one)."""
-        longs = [o for o in self.by_option if o.startswith("--")]
-        found = difflib.get_close_matches(name, longs, n=1, cutoff=0.0)
-        return found[0]
+    def nearest(self, name: str) -> str | None:
+        """The known long option close to ``name`` (core.checks.closest), None when none is."""
+        return closest(name, [o for o in self.by_option if o.startswith("--")])
 
     def check(self, argv: list[str], *, custom_methods=()) -> list[Finding]:
         """What this release's parser makes of ``argv``, the words after ``vllm serve``."""
@@ -160,8 +158,9 @@ class VllmTable:
         when = (f" (removed in vLLM {past['removed_in']})" if past and past.get("removed_in")
                 and parse_version(past["removed_in"]) <= parse_version(self.version) else
                 f" (first in vLLM {past['first_seen']})" if past else "")
+        near = self.nearest(name)
         return Finding("error", name, f"{name}: not an option of {self.label}{when}",
-                       f"did you mean {self.nearest(name)}?")
+                       f"did you mean {near}?" if near else "vllm serve --help lists the options")
 
     def _values(self, option: str, action: dict, values: list[str], custom) -> list[Finding]:
         findings = []
@@ -231,7 +230,8 @@ def render_serve(config: Mapping, version: str | None = None, *, program=("vllm"
         if option not in table.by_option:  # a key is a full name: no abbreviation, no typo
             unknown.append(table._unknown(option, table.match(option)[1]))
         words += _words(table, option, value)
-    findings = unknown + table.check(words, custom_methods=custom_methods)
+    findings = unknown + [f for f in table.check(words, custom_methods=custom_methods)
+                          if f not in unknown]  # an unknown key is said once
     errors = [f for f in findings if f.level == "error"]
     if errors:
         more = f" (and {len(errors) - 1} more: " + "; ".join(map(str, errors[1:])) + ")" \

@@ -24,10 +24,10 @@ checkpoints allow.
 
 from __future__ import annotations
 
-import difflib
 import re
 
 from ddlab.config.sglang import Finding
+from ddlab.core.checks import closest
 
 __all__ = ["check_json_config", "human_readable_int"]
 
@@ -70,10 +70,10 @@ def check_json_config(section: dict, value, option: str, label: str, *,
 
 def _unknown_key(option: str, key: str, fields: dict, where: str, label: str) -> Finding:
     known = [n for n, f in fields.items() if f["init"] and not f.get("skip_validation")]
-    guess = difflib.get_close_matches(key.replace("-", "_"), known, n=1, cutoff=0.0)
+    guess = closest(key.replace("-", "_"), known)
     return Finding("error", option, f"{option} key {key!r}: not a field of {label}'s "
                    f"{where} (extra fields forbidden); its fields: {', '.join(known)}",
-                   f"did you mean {guess[0]}?")
+                   f"did you mean {guess}?" if guess else "use one of its fields")
 
 
 def _method(section: dict, name, option: str, label: str, custom) -> list[Finding]:
@@ -92,12 +92,12 @@ def _method(section: dict, name, option: str, label: str, custom) -> list[Findin
     if takes_str and name in custom:
         return [Finding("warning", option, f"{option} method {name!r}: no builtin of {label}; "
                         "it starts only if a plugin registers it", "check the plugin is installed")]
-    guess = difflib.get_close_matches(str(name), known, n=1, cutoff=0.0)
+    guess = closest(str(name), known)
     plugin = (" or one a vLLM plugin registers (name it in custom_methods)" if takes_str
               else "")
     return [Finding("error", option, f"{option} method {name!r}: not a speculative method of "
                     f"{label} (SpeculativeMethod, {where}); its methods: {', '.join(known)}"
-                    + plugin, f"did you mean {guess[0]}?")]
+                    + plugin, f"did you mean {guess}?" if guess else "use one of its methods")]
 
 
 # --- one value against a field's kinds --------------------------------------------------
