@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 
+from ddlab.config.argv import arity, free_words
 from ddlab.core.checks import closest
 
 __all__ = ["FlagTable", "Finding", "flag_table", "table_of_parser", "releases", "nearest_release",
@@ -205,12 +206,12 @@ class FlagTable:
             option, how = self.match(word)
             if option is None:
                 findings.append(self._unvouched(self._unknown(word.split("=", 1)[0], how)))
-                i += _free_words(argv[i:])
+                i += free_words(argv[i:])
                 continue
             action = self.by_option[option]
             inline = word.split("=", 1)[1:] if "=" in word else []
             try:
-                count = 0 if inline else _arity(option, action["nargs"], argv[i:])
+                count = 0 if inline else arity(option, action["nargs"], argv[i:])
             except ValueError as err:
                 findings.append(Finding("error", option, f"{err} ({self.label})",
                                         "give the flag its value"))
@@ -348,29 +349,6 @@ def _algorithms(release: str) -> dict:
 
 
 # --- argparse's rules, as the tables need them -----------------------------------------
-
-
-def _free_words(rest: list[str]) -> int:
-    """How many words after an unknown option look like its values (skipped, not judged)."""
-    return next((n for n, word in enumerate(rest) if _looks_like_option(word)), len(rest))
-
-
-def _looks_like_option(word: str) -> bool:
-    return word.startswith("-") and not re.fullmatch(r"-\d+(\.\d*)?([eE][-+]?\d+)?", word)
-
-
-def _arity(option: str, nargs, rest: list[str]) -> int:
-    """How many of the following words ``nargs`` takes; ValueError when too few are there."""
-    free = _free_words(rest)
-    if nargs in ("?", "*", "+"):
-        if nargs == "+" and free == 0:
-            raise ValueError(f"argument {option}: expected at least one argument")
-        return min(free, 1) if nargs == "?" else free
-    need = 1 if nargs is None else int(nargs)
-    if free < need:
-        raise ValueError(f"argument {option}: expected "
-                         + ("one argument" if need == 1 else f"{need} arguments"))
-    return need
 
 
 def human_readable_int(text: str) -> int:

@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 
+from ddlab.config.argv import arity, free_words
 from ddlab.config.sglang import Finding, parse_version
 from ddlab.config.vllm_json import check_json_config, human_readable_int
 from ddlab.core import yamlio
@@ -135,12 +136,12 @@ class VllmTable:
             option, how = self.match(word)
             if option is None:
                 findings.append(self._unknown(_dashed(word.split("=", 1)[0]), how))
-                i += _free_words(argv[i:])
+                i += free_words(argv[i:])
                 continue
             action = self.by_option[option]
             inline = word.split("=", 1)[1:] if "=" in word else []
             try:
-                count = 0 if inline else _arity(option, action["nargs"], argv[i:])
+                count = 0 if inline else arity(option, action["nargs"], argv[i:])
             except ValueError as err:
                 findings.append(Finding("error", option, f"{err} ({self.label})",
                                         "give the flag its value"))
@@ -309,27 +310,6 @@ def _dashed(name: str) -> str:
         return name
     head, dot, rest = name[2:].partition(".")
     return "--" + head.replace("_", "-") + dot + rest
-
-
-def _free_words(rest: list[str]) -> int:
-    return next((n for n, w in enumerate(rest) if _looks_like_option(w)), len(rest))
-
-
-def _looks_like_option(word: str) -> bool:
-    return word.startswith("-") and not re.fullmatch(r"-\d+(\.\d*)?([eE][-+]?\d+)?", word)
-
-
-def _arity(option: str, nargs, rest: list[str]) -> int:
-    free = _free_words(rest)
-    if nargs in ("?", "*", "+"):
-        if nargs == "+" and free == 0:
-            raise ValueError(f"argument {option}: expected at least one argument")
-        return min(free, 1) if nargs == "?" else free
-    need = 1 if nargs is None else int(nargs)
-    if free < need:
-        raise ValueError(f"argument {option}: expected "
-                         + ("one argument" if need == 1 else f"{need} arguments"))
-    return need
 
 
 def _human_or_auto(text: str) -> int:
