@@ -45,7 +45,7 @@ from ddlab.core.checks import closest
 
 __all__ = ["FlagTable", "Finding", "flag_table", "table_of_parser", "releases", "nearest_release",
            "spelled", "history", "known_option_names", "human_readable_int", "OVERLAYS",
-           "parse_version", "GENERATE"]
+           "parse_version", "stand_in", "GENERATE"]
 
 OVERLAYS = ("ddtree",)  # overlay name -> sglang_flags/<name>-fork.json
 _TABLES = "sglang_flags"
@@ -84,7 +84,13 @@ def releases() -> list[str]:
 def nearest_release(version: str | None) -> str:
     """The committed release whose parser stands for ``version``: the newest at or below
     it (the oldest when it is older than all); the newest when ``version`` is None."""
-    known = releases()
+    return stand_in(version, releases())
+
+
+def stand_in(version: str | None, known: list[str]) -> str:
+    """Of ``known`` releases (oldest first), the one whose table stands for ``version``: the
+    newest at or below it, the oldest when it is older than all, the newest for None. Both
+    families' tables (this module's and :mod:`ddlab.config.vllm`'s) are read so."""
     if not version:
         return known[-1]
     at_or_below = [r for r in known if parse_version(r) <= parse_version(version)]

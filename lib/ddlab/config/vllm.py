@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from ddlab.config.argv import arity, free_words
-from ddlab.config.sglang import Finding, parse_version
+from ddlab.config.sglang import Finding, parse_version, stand_in
 from ddlab.config.vllm_json import check_json_config, human_readable_int
 from ddlab.core import yamlio
 from ddlab.core.checks import closest
@@ -67,11 +67,7 @@ def releases() -> list[str]:
 def nearest_release(version: str | None) -> str:
     """The newest committed release at or below ``version`` (the oldest when it is older
     than all); the newest when ``version`` is None."""
-    known = releases()
-    if not version:
-        return known[-1]
-    at_or_below = [r for r in known if parse_version(r) <= parse_version(version)]
-    return at_or_below[-1] if at_or_below else known[0]
+    return stand_in(version, releases())
 
 
 @dataclass
