@@ -21,7 +21,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,12 +30,12 @@ import httpx
 import pytest
 
 import ddlab
+import browserkit
 import sweepkit
 from labkit import DDLAB, REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")  # as install-chromium.sh
 VIEWPORT = {"width": 1280, "height": 800}
 SECTIONS = ("#ddlab-verdict", "#ddlab-provenance", "#ddlab-table", "#ddlab-figures")
 SWEEP = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
@@ -48,30 +47,7 @@ JUPYTER = str(Path(sys.executable).with_name("jupyter"))
 @pytest.fixture(scope="module")
 def chromium():
     """A headless Chromium (Debian's) under Playwright; skips, saying why, where it cannot start."""
-    try:
-        from playwright.sync_api import Error, sync_playwright
-    except ImportError as err:
-        pytest.skip(f"Playwright is not installed ({err}); it is in the test extras: "
-                    "pip install -e '.[test]'")
-    executable = next((p for p in map(shutil.which, CHROMIUM_NAMES) if p), None)
-    if not executable:
-        pytest.skip(f"no Chromium on PATH (looked for {', '.join(CHROMIUM_NAMES)}); as root, "
-                    "`make hostdeps` installs Debian's (apt-get install chromium)")
-    with sync_playwright() as playwright:
-        try:
-            browser = playwright.chromium.launch(executable_path=executable, timeout=60_000)
-        except Error as err:
-            pytest.skip(f"Chromium at {executable} cannot start: {_launch_failure(err)}")
-        yield browser
-        browser.close()
-
-
-def _launch_failure(err: Exception) -> str:
-    """Playwright's first line and the last lines Chromium wrote to stderr."""
-    text = str(err)
-    said = [line.split("[err]", 1)[1].strip() for line in text.split("Call log:")[0].splitlines()
-            if "[err]" in line]
-    return "; ".join([text.splitlines()[0], *said[-3:]])
+    yield from browserkit.chromium()
 
 
 @pytest.fixture

@@ -1,23 +1,12 @@
-"""Host profiles and the transports that run commands on a host.
+"""Host profiles: how to reach a machine and how it runs services, read and checked.
 
-A host profile (``params/hosts/NAME.yaml``, or the built-in ``local``) says how
-to reach a machine and how it runs services. ``connect(profile)`` gives a
-:class:`Transport`: the one object every other module uses to touch a host.
-
-Contract, for every transport:
-
-- ``run(argv)`` takes an argv list, never a shell string; the SSH transport
-  quotes it with ``shlex.join`` and nothing else builds command lines.
-- Every command has a timeout (``command_timeout_s`` unless given); a command
-  that outlives it is killed (its process group) and raises
-  :class:`CommandError` with ``timed_out=True``. With ``check=True`` (the
-  default) a non-zero exit raises :class:`CommandError` with the argv, exit
-  code and output tail; argv values with secret-looking names are masked.
-- ``write_file`` is atomic (temp file + rename) and the file never exists with
-  looser permissions than ``mode``; ``read_file`` raises FileNotFoundError.
-- ``http_base(port)`` is a URL on *this* machine that reaches the host's
-  ``127.0.0.1:port`` (through the SSH connection by default, so the server
-  never has to listen on a public address).
+A host profile is ``params/hosts/NAME.yaml`` or the built-in ``local``: the address,
+user and port (or none, for this machine), host-key checking, the service manager
+(systemd, plain processes, Slurm), where units and state live, a baseline to put back,
+a pool of other hosts, overrides for every config deployed there. :func:`load_host`
+reads one into a :class:`HostProfile`; :func:`available_hosts` lists them. What a
+profile is used for, the transport that runs commands on the host, is
+:mod:`ddlab.hosts.transport`'s.
 
 Why profiles are strict (unknown keys, wrong types and unknown names raise
 :class:`ConfigError` naming the choices): a typo in a profile would otherwise

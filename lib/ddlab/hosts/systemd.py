@@ -1,21 +1,13 @@
-"""Service managers: start, stop, observe and read the logs of one server on a host.
+"""systemd as a service manager (:class:`ddlab.hosts.services.ServiceManager`): units in
+``unit_dir`` driven with ``systemctl``, logs from the journal.
 
-One interface (:class:`ServiceManager`), two ways a host runs a server:
-
-- :class:`SystemdManager`: a unit file in ``unit_dir`` (secret-named
-  variables apart, in a 0600 ``EnvironmentFile``), ``systemctl``, the
-  journal. State comes from one ``systemctl show``; logs of *this* start only
-  come from ``journalctl`` matched on the start's invocation id, so an earlier
-  crash never pollutes a later diagnosis.
-- :class:`ProcessManager` (:mod:`ddlab.hosts.processes`): for hosts without systemd
-  (most GPU containers): a detached process group with pid, status and log
-  files under the profile's ``state_dir``.
-
-Both answer ``state()`` with one command over the transport's persistent
-connection (a few ms), because a watcher polls it every ~0.2 s to see a crash
-within a second. ``read_logs(name, cursor=...)`` returns only what is new
-since the cursor, for the same watcher. Names are validated (no ``/``, no
-``..``) before anything touches the host.
+A variant's unit is written from its :class:`ServiceSpec` (:func:`plain_unit`), its
+secret-named variables apart in a 0600 ``EnvironmentFile``. ``state()`` is one
+``systemctl show`` (:func:`parse_show`) over the transport's persistent connection: a
+few ms, because a watcher polls it every ~0.2 s to see a crash within a second. The logs
+of *this* start only come from ``journalctl`` matched on the start's invocation id, so an
+earlier crash never pollutes a later diagnosis; ``read_logs(name, cursor=...)`` returns
+only what is new since the cursor.
 """
 
 from __future__ import annotations
