@@ -27,7 +27,7 @@ LIB = ROOT / "lib"
 # part of a lower layer. Parts of one layer are siblings and import each other never.
 # The package itself (ddlab/__init__.py) belongs to the front door: it re-exports ddlab.api.
 # lab is one variant on one host; sweeps, many cells (grids, pools, searches) built of it.
-LAYERS = {"core": 0, "probes": 1, "config": 2, "target": 2, "diagnosis": 3, "hosts": 3, "lab": 4,
+LAYERS = {"core": 0, "probes": 1, "config": 2, "target": 2, "crashes": 2, "diagnosis": 3, "hosts": 3, "lab": 4,
           "sweeps": 5, "report": 6, "api": 7, "cli": 8, "start": 9}
 
 
@@ -139,8 +139,9 @@ def test_the_checker_sees_a_cycle_and_an_upward_import(monkeypatch):
 
 # --- sizes: no crowded room, no module of two concepts -----------------------------------
 
-# A folder (the modules directly in it) holds at most this share of the library's lines:
-# a crowded one holds two concepts, as lab/ did before sweeps/ took its many cells.
+# A folder, its subfolders included, holds at most this share of the library's lines: a
+# crowded one holds two concepts, as lab/ did before sweeps/ took its many cells (and
+# diagnosis/ with its signature tables, 15.4 %, before crashes/ took them).
 MAX_FOLDER_SHARE = 0.15
 MAX_MODULE_LINES = 400
 # The modules past MAX_MODULE_LINES, each with its one concept: a module that passes it
@@ -163,16 +164,18 @@ def _lines(path: Path) -> int:
 
 
 def _folder_lines() -> dict[str, int]:
+    """Lines per folder below ddlab/, each module counted in every folder above it."""
     lines: dict[str, int] = {}
     for path in MODULES.values():
-        folder = str(path.parent.relative_to(LIB))
-        lines[folder] = lines.get(folder, 0) + _lines(path)
+        for folder in path.relative_to(LIB / "ddlab").parents:
+            if folder.parts:
+                lines[str(folder)] = lines.get(str(folder), 0) + _lines(path)
     return lines
 
 
 def test_no_folder_holds_more_than_its_share_of_the_lines():
     lines = _folder_lines()
-    total = sum(lines.values())
+    total = sum(_lines(path) for path in MODULES.values())
     crowded = {f: f"{n / total:.1%}" for f, n in lines.items() if n > MAX_FOLDER_SHARE * total}
     assert not crowded, f"folders past {MAX_FOLDER_SHARE:.0%} of {total} lines: {crowded}"
 

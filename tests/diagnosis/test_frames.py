@@ -1,10 +1,10 @@
-"""ddlab.diagnosis.frames: the phase frames show, in a traceback, faulthandler and py-spy."""
+"""ddlab.crashes.frames: the phase frames show, in a traceback, faulthandler and py-spy."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddlab.diagnosis.frames import frame_phases, shows_startup
+from ddlab.crashes.frames import frame_phases, shows_startup
 
 
 @pytest.mark.parametrize("frames, phases", [

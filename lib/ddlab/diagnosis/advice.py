@@ -27,7 +27,7 @@ import re
 from functools import cache
 
 from ddlab.config.sglang import flag_table, releases, spelled
-from ddlab.diagnosis.signature import Found, Signature
+from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["FAMILIES", "family", "render", "advise"]
 

@@ -32,7 +32,7 @@ up but before "ready to roll" is ``ready`` (the launcher's warmup request).
 Why: a crash report is only useful if it names the first real failure and the
 next thing to try, for the release and algorithm the user runs; the launcher's
 "scheduler is dead" tells neither. The texts live in
-:mod:`ddlab.diagnosis.kinds` so adding one is data.
+:mod:`ddlab.crashes.kinds` so adding one is data.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ from ddlab.diagnosis.logtext import (
     strip_prefix,
     summarize_decode,
 )
-from ddlab.diagnosis.frames import shows_startup
-from ddlab.diagnosis.kinds.graphs import copy_reading, piecewise_reading
-from ddlab.diagnosis.kinds.speculative import SPEC_FEATURE, combination as _combination
+from ddlab.crashes.frames import shows_startup
+from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
+from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
 from ddlab.diagnosis.readings import on_graph, spec_conflict
 from ddlab.diagnosis.rootcause import Candidate, root_cause
@@ -238,7 +238,7 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
     where = _where(best)
     look = f" It was raised at {where}: start reading there." if where else ""
     return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."
-            f"{look} If it recurs, add a Signature (ddlab.diagnosis.kinds) with a fixture log.")
+            f"{look} If it recurs, add a Signature (ddlab.crashes.kinds) with a fixture log.")
 
 
 def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from ddlab.diagnosis.frames import frame_phases, shows_startup
+from ddlab.crashes.frames import frame_phases, shows_startup
 from ddlab.diagnosis.logtext import PHASES, WARMUP_RE, Line, shows_startup_lines
 from ddlab.diagnosis.rootcause import Candidate
 from ddlab.diagnosis.tracebacks import Chain

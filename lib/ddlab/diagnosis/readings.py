@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import re
 
-from ddlab.diagnosis.frames import shows_startup
-from ddlab.diagnosis.kinds.speculative import FEATURE_FRAMES, SPEC_FEATURE, conflict
+from ddlab.crashes.frames import shows_startup
+from ddlab.crashes.kinds.speculative import FEATURE_FRAMES, SPEC_FEATURE, conflict
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.phase import is_startup
 from ddlab.diagnosis.rootcause import Candidate
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["on_graph", "spec_conflict"]
 

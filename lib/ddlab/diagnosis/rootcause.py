@@ -48,7 +48,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ddlab.diagnosis.kinds.requests import ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
+from ddlab.crashes.kinds.requests import ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SIGNATURES, WRAPPER_FRAMES, WRAPPER_LINES, WRAPPERS, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised

@@ -1,8 +1,8 @@
 """The registry of crash kinds and signatures ddlab recognises in an SGLang server log.
 
-Contract: :data:`SIGNATURES` joins the families in :mod:`ddlab.diagnosis.kinds`
+Contract: :data:`SIGNATURES` joins the families in :mod:`ddlab.crashes.kinds`
 (data, one module per family) into one list of
-:class:`~ddlab.diagnosis.signature.Signature`; :data:`KINDS` names every kind
+:class:`~ddlab.crashes.signature.Signature`; :data:`KINDS` names every kind
 (``unknown`` last) and :data:`KIND_MEANINGS` says in one line what each means.
 :data:`WRAPPERS` (searched in a chain's header and outermost ``Type: message``),
 :data:`WRAPPER_FRAMES` and :data:`WRAPPER_LINES` are the launcher's and warmup's
@@ -20,9 +20,9 @@ fixture, no source, or advice that proposes a flag the release lacks.
 
 from __future__ import annotations
 
-from ddlab.diagnosis.kinds import (device, graphs, launch, memory, native, requests, runtime, speculative,
+from ddlab.crashes.kinds import (device, graphs, launch, memory, native, requests, runtime, speculative,
                                    weights)
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPERS",
            "WRAPPER_FRAMES", "WRAPPER_LINES", "by_name", "regex"]

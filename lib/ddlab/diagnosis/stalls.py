@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from ddlab.diagnosis.kinds.runtime import HANG
+from ddlab.crashes.kinds.runtime import HANG
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.rootcause import Candidate
 

@@ -17,7 +17,7 @@ is a request's, whatever it raised: the handler turns it into a 500.
 
 from __future__ import annotations
 
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR"]
 

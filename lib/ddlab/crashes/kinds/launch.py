@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 
-from ddlab.diagnosis.kinds.graphs import more_room_for_graphs, smaller_graphs
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.kinds.graphs import more_room_for_graphs, smaller_graphs
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 

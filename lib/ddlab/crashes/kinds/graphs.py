@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading",
            "piecewise_reading"]

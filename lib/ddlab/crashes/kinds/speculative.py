@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ddlab.diagnosis.frames import STARTUP_FRAMES
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.frames import STARTUP_FRAMES
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "SPEC_FEATURE", "Feature", "FEATURES", "FEATURE_FRAMES", "conflict", "combination", "SPEC_PATH"]
 

@@ -37,7 +37,7 @@ speculative algorithm (``by_algorithm`` adds sentences per algorithm family).
 sizes), written the same way.
 
 Why a separate module: the registry (:mod:`ddlab.diagnosis.signatures`) and the
-data files (:mod:`ddlab.diagnosis.kinds`) both need these types.
+data files (:mod:`ddlab.crashes.kinds`) both need these types.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ is missing. An EAGLE3 drafter's ``midlayer.*`` names stay ``draft_incompatible``
 
 from __future__ import annotations
 
-from ddlab.diagnosis.signature import Signature
+from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES"]
 

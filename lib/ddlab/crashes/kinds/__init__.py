@@ -10,6 +10,6 @@ hangs and health checks), ``native`` (fatal signals), ``requests`` (one
 request's error, PD transfers) and ``speculative`` (speculative decoding
 combined with another feature).
 Each module's ``SIGNATURES`` is a list of
-:class:`ddlab.diagnosis.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
+:class:`ddlab.crashes.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
 joins them into the registry.
 """

@@ -19,8 +19,8 @@ flash-attn's head-dim limit, Triton's power-of-2 ``arange``) is
 
 from __future__ import annotations
 
-from ddlab.diagnosis.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.diagnosis.signature import Found, Signature, regex
+from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 
