@@ -96,6 +96,10 @@ TRITON_ARCH = Signature(
     priority=81,
     sources=(("triton 3.8.0", "triton/backends/nvidia/compiler.py (make_llir)"),))
 
+# A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
+# launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
+_COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
+
 KERNEL_COMPILE = Signature(
     "kernel_compile", "kernel_compile", "a kernel failed to build (Triton / flashinfer / nvcc JIT)",
     ("A just-in-time kernel build failed: read the compiler's first error. A missing CUDA header "
@@ -112,10 +116,8 @@ KERNEL_COMPILE = Signature(
               # Triton's make_cubin runs ptxas as a subprocess (check=True): its failure is the
               # JIT build's (triton/backends/nvidia/compiler.py:424 in 3.4, as the frame prints)
               r"CalledProcessError: Command '\['[^']*\bptxas'",
-              # Triton builds its launcher with the host's C compiler (check_call): a failed
-              # build says the command and its status, also inside SGLang's "Ignore import
-              # error when loading sglang.srt.models.X" warning
-              r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+",
+              # also inside SGLang's "Ignore import error when loading sglang.srt.models.X"
+              _COMPILER_FAILED,
               # a JIT build with no ninja (or nvcc) on PATH
               r"Ninja is required to load C\+\+ extensions",
               r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'"),
@@ -123,7 +125,7 @@ KERNEL_COMPILE = Signature(
            # Triton's OutOfResources printed alone (a paste cut above its traceback)
            r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
-           r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+",
+           _COMPILER_FAILED,
            r"Error building extension '"),
     priority=82,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
