@@ -497,3 +497,13 @@ def test_the_code_line_of_a_graph_setup_call_a_cut_paste_keeps_is_capture():
     from ddlab.crashes.frames import frame_phases
     assert frame_phases('  File "/x/model_runner.py", line 595, in initialize\n    self.init_cuda_graphs()\n') == \
         ["graph_capture"]
+
+
+def test_the_detokenizers_and_the_dp_controllers_event_loop_is_serving():
+    """h4038: ``DetokenizerManager hit an exception`` in its ``event_loop`` (0.5.23
+    managers/detokenizer_manager.py:184; the data-parallel controller's loop, :927 of
+    data_parallel_controller.py, dispatches requests the same way): serving."""
+    assert _said("h4038") == (True, "unknown", "serving")
+    from ddlab.crashes.frames import frame_phases
+    assert frame_phases('  File "/x/sglang/srt/managers/data_parallel_controller.py", line 927, in event_loop\n') == \
+        ["serving"]

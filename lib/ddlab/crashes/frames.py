@@ -49,7 +49,10 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             r"|send_kvcache\w*|process_layers?|transfer_worker|transfer_sync|_pp_recv_proxy_tensors"
             # the tokenizer manager handing a request its output or its abort (0.4.10.post2
             # managers/tokenizer_manager.py:1505, :1809; 0.5.23 :2480, :3577)
-            r"|_handle_batch_output|_handle_abort_req")
+            r"|_handle_batch_output|_handle_abort_req"
+            # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
+            # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
+            r"|event_loop")
 
 FRAME_PHASES = (
     ("load_weights", _frames(_LOAD)),
