@@ -507,3 +507,11 @@ def test_the_detokenizers_and_the_dp_controllers_event_loop_is_serving():
     from ddlab.crashes.frames import frame_phases
     assert frame_phases('  File "/x/sglang/srt/managers/data_parallel_controller.py", line 927, in event_loop\n') == \
         ["serving"]
+
+
+def test_a_traceback_header_cut_inside_is_still_a_traceback():
+    """h4031: the paste ends at "Scheduler hit an exception: Traceback (most recent call"
+    (SGLang's crash announcement, 0.5.23 managers/scheduler.py:6372): a crash, cut."""
+    assert _said("h4031") == (True, "unknown", "ready")
+    found = diagnose("[2026-06-30 10:41:04 TP13] Scheduler hit an exception: Traceback (most rec\n")
+    assert (found.crashed, found.kind) == (True, "unknown")
