@@ -515,3 +515,12 @@ def test_a_traceback_header_cut_inside_is_still_a_traceback():
     assert _said("h4031") == (True, "unknown", "ready")
     found = diagnose("[2026-06-30 10:41:04 TP13] Scheduler hit an exception: Traceback (most rec\n")
     assert (found.crashed, found.kind) == (True, "unknown")
+
+
+def test_a_kernel_refusing_the_configuration_inside_the_capture_wrapper_is_the_kind():
+    """h4028: "Capture cuda graph failed: Error in function 'VariableLengthMergeStates' at
+    .../cascade.cuh:697: Unsupported head_dim: 106": the wrapper names where (the capture),
+    flashinfer's refusal is the kind, as a lost peer or a kernel fault in it is."""
+    found = _real("h4028")
+    assert (found.crashed, found.kind, found.phase) == (True, "kernel_config_unsupported", "graph_capture")
+    assert "head_dim = 106" in found.suggestion

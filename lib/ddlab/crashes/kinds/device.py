@@ -14,7 +14,8 @@ same fault (``cuda_error_cut``, ranked below every message that names one).
 A kernel that has an instance for this GPU but not for this model's
 configuration (flashinfer's "Unsupported group_size" / "failed to dispatch",
 flash-attn's head-dim limit, Triton's power-of-2 ``arange``) is
-``kernel_config_unsupported``, not ``unsupported_gpu``.
+``kernel_config_unsupported``, not ``unsupported_gpu``; inside "Capture cuda graph
+failed: ..." too (the refusal is the kind, the capture is where).
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ KERNEL_CONFIG = Signature(
               r"only supports head dimension at most \d+",
               r"Number of heads in key/value must divide number of heads in query",
               r"arange's range must be a power of 2"),
-    priority=79, detail=_config_detail,
+    # above the capture wrapper (80) that often carries it: the refusal is the kind, the capture where
+    priority=81, detail=_config_detail,
     sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
              ("flashinfer 0.7.4", "include/flashinfer/utils.cuh:224 (Unsupported head_dim)"),
              ("flashinfer 0.7.4", "csrc/tvm_ffi_utils.h:92 (failed to dispatch data type)"),
