@@ -524,3 +524,13 @@ def test_a_kernel_refusing_the_configuration_inside_the_capture_wrapper_is_the_k
     found = _real("h4028")
     assert (found.crashed, found.kind, found.phase) == (True, "kernel_config_unsupported", "graph_capture")
     assert "head_dim = 106" in found.suggestion
+
+
+@pytest.mark.parametrize("log_id", ["h4004", "h4035"])
+def test_a_traceback_cut_inside_the_graph_runners_capture_is_a_capture_failure(log_id):
+    """h4004: cut after its first frame, CudaGraphRunner.__init__ (the try around
+    ``self.capture()``, 0.4.10.post2 cuda_graph_runner.py:387); h4035: cut in capture ->
+    capture_one_batch_size -> the backend's plan. The exception is lost, the capture is not."""
+    found = _real(log_id)
+    assert (found.crashed, found.kind, found.phase, found.signature) == (True, "cuda_graph_capture",
+                                                                         "graph_capture", "capture_error")
