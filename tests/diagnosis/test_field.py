@@ -534,3 +534,20 @@ def test_a_traceback_cut_inside_the_graph_runners_capture_is_a_capture_failure(l
     found = _real(log_id)
     assert (found.crashed, found.kind, found.phase, found.signature) == (True, "cuda_graph_capture",
                                                                          "graph_capture", "capture_error")
+
+
+def test_another_rank_failing_during_the_load_is_a_lost_peer():
+    """h4005: "TP rank 1 could finish the model loading, but there are other ranks that didn't
+    finish loading" (0.4.10.post2 model_runner.py:705): the cause is on another rank."""
+    found = _real("h4005")
+    assert (found.crashed, found.kind, found.phase, found.signature) == (True, "nccl", "load_weights",
+                                                                         "peer_failed_loading")
+    assert "other rank" in found.suggestion
+
+
+def test_a_monitored_barrier_waiting_on_a_failed_rank_is_a_lost_peer():
+    """h4036: torch's gloo "Rank 3 successfully reached monitoredBarrier, but received errors
+    while waiting for send/recv from rank 0" beside a scheduler traceback cut in its frames."""
+    found = _real("h4036")
+    assert (found.crashed, found.kind, found.signature) == (True, "nccl", "peer_barrier_failed")
+    assert "Rank 0 is the one that failed" in found.suggestion
