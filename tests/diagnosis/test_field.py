@@ -551,3 +551,14 @@ def test_a_monitored_barrier_waiting_on_a_failed_rank_is_a_lost_peer():
     found = _real("h4036")
     assert (found.crashed, found.kind, found.signature) == (True, "nccl", "peer_barrier_failed")
     assert "Rank 0 is the one that failed" in found.suggestion
+
+
+@pytest.mark.parametrize("log_id", ["h4026", "h4027"])
+def test_a_failed_weight_update_is_one_requests_error(log_id):
+    """h4026: "Failed to update parameter online: ..." and h4027: "Failed to initialize custom
+    process group: NCCL error ..." are what the model runner logs when it answers a weight-update
+    request with failure and goes on (0.4.10.post2 model_runner.py:817, :862; 0.5.23
+    weight_updater.py:142, :335): no crash, though NCCL's text is in one of them."""
+    found = _real(log_id)
+    assert (found.crashed, found.kind, found.phase, found.signature) == (False, "request_error", "serving",
+                                                                         "weight_update_failed")

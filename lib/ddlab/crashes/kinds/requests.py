@@ -3,7 +3,8 @@
 Not every error is a crash. An exception raised in an HTTP request handler
 (uvicorn logs "Exception in ASGI application" and answers 500), a request the
 tokenizer manager refuses (longer than the context), a KV transfer that failed
-for one request between a prefill and a decode server: the server goes on
+for one request between a prefill and a decode server, a weight update an RL
+trainer sent that the model runner answered with failure: the server goes on
 serving, so the diagnosis is ``crashed=False`` and kind ``request_error``, with
 the error and its own next step. These signatures are ``request``: when the
 process dies of one right after (an unexplained or cut traceback of the same
@@ -148,4 +149,21 @@ GRAMMAR_REJECTED = Signature(
              ("0.5.10", "sglang/srt/disaggregation/decode_schedule_batch_mixin.py:127"),
              ("0.5.10", "sglang/srt/constrained/xgrammar_backend.py:80 (Tokens not accepted: TOKEN)")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX, GRAMMAR_REJECTED]
+# the model runner catches a failed weight update (an RL trainer pushing weights into a running
+# server), logs it and answers that request with failure: the server goes on; above NCCL's own
+# errors (30), whose text the process-group failure carries
+_WEIGHT_UPDATE = (r"Failed to update parameter online: ", r"Failed to initialize custom process group: ")
+WEIGHT_UPDATE_FAILED = Signature(
+    "weight_update_failed", "request_error", "a weight update sent to the running server failed",
+    ("A request that updates the weights of the running server failed and was answered with the "
+     "error; the server kept serving, but after a failed parameter update its weights are partly "
+     "updated: resend the whole update. For a process group that did not form, check that the "
+     "trainer and the server agree on the address, port, world size and backend of the group, "
+     "and that they can reach each other (`nc -zv HOST PORT`).",),
+    patterns=_WEIGHT_UPDATE, lines=_WEIGHT_UPDATE, priority=35, phase="serving", request=True,
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:817"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:862"),
+             ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
+             ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
+
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX, GRAMMAR_REJECTED, WEIGHT_UPDATE_FAILED]
