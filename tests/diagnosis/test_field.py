@@ -562,3 +562,11 @@ def test_a_failed_weight_update_is_one_requests_error(log_id):
     found = _real(log_id)
     assert (found.crashed, found.kind, found.phase, found.signature) == (False, "request_error", "serving",
                                                                          "weight_update_failed")
+
+
+def test_the_pd_transfer_workers_logged_error_is_one_requests_error():
+    """h4040: "Unexpected transfer worker error for room N" with its traceback through the NIXL
+    transfer_worker (0.5.23 disaggregation/nixl/conn.py:1933: logged, the room failed, the
+    worker goes on): one request's transfer failed, no crash."""
+    found = _real("h4040")
+    assert (found.crashed, found.kind, found.signature) == (False, "request_error", "pd_transfer_worker")

@@ -125,6 +125,16 @@ PD_TRANSFER = Signature(
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))
 
+# a transfer worker thread catches what one room's transfer raised, logs it with its traceback
+# and marks that room failed (0.5.23 disaggregation/nixl/conn.py:1924-1933)
+PD_TRANSFER_WORKER = Signature(
+    "pd_transfer_worker", "pd_transfer", "a KV transfer worker failed one request's transfer",
+    PD_TRANSFER.advice,
+    lines=(r"Unexpected transfer worker error for room \d+",), patterns=(r".",),
+    context=(r'disaggregation[/\\]\w+[/\\]conn\.py", line \d+, in transfer_worker\s*$',),
+    priority=44, phase="serving", request=True, cut_ok=True, detail=_pd_detail,
+    sources=(("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1933"),))
+
 REQUEST_5XX = Signature(
     "request_http_5xx", "request_error", "the server answered a request with an error status",
     ("The server answered one request with a 5xx status (uvicorn's access line) and kept serving: "
@@ -166,4 +176,4 @@ WEIGHT_UPDATE_FAILED = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX, GRAMMAR_REJECTED, WEIGHT_UPDATE_FAILED]
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED, WEIGHT_UPDATE_FAILED]
