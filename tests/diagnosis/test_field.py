@@ -570,3 +570,10 @@ def test_the_pd_transfer_workers_logged_error_is_one_requests_error():
     worker goes on): one request's transfer failed, no crash."""
     found = _real("h4040")
     assert (found.crashed, found.kind, found.signature) == (False, "request_error", "pd_transfer_worker")
+
+
+def test_the_fast_tokenizer_refusing_a_requests_input_is_one_requests_error():
+    """h4039: tokenizers' "TextEncodeInput must be Union[...]" raised in the batch encode of one
+    request's input (an embedding request sending a form the fast tokenizer does not take)."""
+    found = _real("h4039")
+    assert (found.crashed, found.kind, found.signature) == (False, "request_error", "request_refused")

@@ -55,7 +55,10 @@ REQUEST_REFUSED = Signature(
     patterns=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
               r"Requested token count exceeds the model's maximum context length",
               r"\d+ validation errors? for \w*(?:Request|ReqInput)\b",
-              r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
+              r"Cannot use chat template functions because tokenizer\.chat_template is not set",
+              # the fast tokenizer refusing the form of one request's input (a list where text
+              # belongs); the server's own calls pass text
+              r"TextEncodeInput must be Union\["),
     lines=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
            r"Requested token count exceeds the model's maximum context length",
            r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
@@ -66,7 +69,9 @@ REQUEST_REFUSED = Signature(
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1372"),
              ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>"),
              ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
-                                   "chat template functions because tokenizer.chat_template is not set)")))
+                                   "chat template functions because tokenizer.chat_template is not set)"),
+             ("tokenizers 0.21", "bindings/python/src/tokenizer.rs (TextEncodeInput must be "
+                                 "Union[TextInputSequence, Tuple[InputSequence, InputSequence]])")))
 
 
 def _pd_detail(found: Found) -> str | None:
