@@ -577,3 +577,14 @@ def test_the_fast_tokenizer_refusing_a_requests_input_is_one_requests_error():
     request's input (an embedding request sending a form the fast tokenizer does not take)."""
     found = _real("h4039")
     assert (found.crashed, found.kind, found.signature) == (False, "request_error", "request_refused")
+
+
+def test_the_cuda_drivers_coredump_on_exception_notice_is_a_kernel_fault():
+    """h4002: the driver writes "Starting GPU coredump generation, set the
+    CUDA_COREDUMP_SHOW_PROGRESS ..." when a kernel hits a GPU exception
+    (CUDA_ENABLE_COREDUMP_ON_EXCEPTION); the scheduler's traceback below is cut at the
+    stream's synchronize. SGLang's own dump helper sets the progress variable, so its
+    dumps print no such hint (0.5.23 debug_utils/cuda_coredump.py)."""
+    found = _real("h4002")
+    assert (found.crashed, found.kind, found.phase, found.signature) == (True, "cuda_illegal_access", "serving",
+                                                                         "gpu_exception_coredump")

@@ -152,6 +152,22 @@ CUDA_ERROR_CUT = Signature(
                               "CUDA kernel errors might be asynchronously reported ...)"),))
 
 
+# the CUDA driver writes a GPU core dump when a kernel hits an exception, if the environment
+# asks it to (CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1); the hint to set the progress variable is
+# printed only when it is unset, which SGLang's own dump helper never leaves it (0.5.23
+# debug_utils/cuda_coredump.py:60 sets CUDA_COREDUMP_SHOW_PROGRESS=1 for its user-triggered dumps)
+COREDUMP_ON_EXCEPTION = Signature(
+    "gpu_exception_coredump", "cuda_illegal_access", "a GPU exception made the CUDA driver write a core dump",
+    ("The CUDA driver started a GPU core dump, which it does when a kernel faults (illegal "
+     "address, device-side assert): open the dump with `cuda-gdb` (`target cudacore FILE`) to see "
+     "the kernel.", _BISECT),
+    lines=(r"^Starting GPU coredump generation, set the CUDA_COREDUMP_SHOW_PROGRESS environment variable",),
+    priority=50, running=True, by_algorithm=_BY_ALGORITHM,
+    sources=(("CUDA driver", "GPU core dump on exception (CUDA_ENABLE_COREDUMP_ON_EXCEPTION): Starting GPU "
+                             "coredump generation, set the CUDA_COREDUMP_SHOW_PROGRESS environment variable "
+                             "to 1 to enable more detailed output"),
+             ("0.5.23", "sglang/srt/debug_utils/cuda_coredump.py:60")))
+
 def _config_detail(found: Found) -> str | None:
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
     if regex(r"arange's range must be a power of 2").search(found.text):
@@ -186,4 +202,4 @@ KERNEL_CONFIG = Signature(
              ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)")))
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
-              CUDA_ERROR_CUT]
+              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION]
