@@ -588,3 +588,15 @@ def test_the_cuda_drivers_coredump_on_exception_notice_is_a_kernel_fault():
     found = _real("h4002")
     assert (found.crashed, found.kind, found.phase, found.signature) == (True, "cuda_illegal_access", "serving",
                                                                          "gpu_exception_coredump")
+
+
+def test_the_warmup_failure_cut_at_its_header_is_a_failed_warmup_when_nothing_else_failed():
+    """h4021: "Initialization failed. warmup error: Traceback (most recent call last):" and
+    nothing after it (0.4.10.post2 entrypoints/http_server.py:1005): the launcher's warmup
+    request failed. Still an echo: a scheduler's own error in the log wins over it."""
+    assert _said("h4021") == (True, "health_check", "ready")
+    header = (REAL / "h4021.log").read_text().splitlines()[-1]
+    crashed = diagnose("[2025-10-22 10:29:27 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                       '  File "/x/sglang/srt/managers/scheduler.py", line 1, in event_loop_normal\n'
+                       "ValueError: something the scheduler raised\n" + header + "\n")
+    assert (crashed.crashed, crashed.kind) == (True, "unknown")

@@ -189,7 +189,8 @@ WARMUP_FAILED = Signature(
               r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused",
               r"JSONDecodeError|Expecting value: line \d+ column \d+"),
     context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error",),
-    priority=15, phase="ready", echo=True,
+    # a warmup traceback cut before its exception line is still the warmup failing (an echo)
+    priority=15, phase="ready", echo=True, cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1005"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2388"),
@@ -203,7 +204,8 @@ WARMUP_STATUS_CUT = Signature(
     WARMUP_FAILED.advice, patterns=(r"res=<Response \[\d+\]>",), types=r"AssertionError",
     context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",
              r"^\s*assert res\.status_code == 200\b"),
-    priority=15, phase="ready", echo=True, cut_ok=True,
+    # above warmup_failed (15), which a cut warmup traceback also matches: this one says more
+    priority=16, phase="ready", echo=True, cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
