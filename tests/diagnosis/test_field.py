@@ -600,3 +600,13 @@ def test_the_warmup_failure_cut_at_its_header_is_a_failed_warmup_when_nothing_el
                        '  File "/x/sglang/srt/managers/scheduler.py", line 1, in event_loop_normal\n'
                        "ValueError: something the scheduler raised\n" + header + "\n")
     assert (crashed.crashed, crashed.kind) == (True, "unknown")
+
+
+def test_a_traceback_cut_after_the_launchers_kill_report_is_its_report_not_a_cause():
+    """h4010: "Rank 0 scheduler is dead", "Exit code: -9" (SIGKILL from outside), then the
+    CLI's own traceback of starting the server, cut: the launcher reporting the death it just
+    saw. The same cut traceback before the kill line stays the cause."""
+    assert _said("h4010")[:2] == (True, "host_oom")
+    lines = (REAL / "h4010.log").read_text().splitlines()
+    before = diagnose("\n".join(lines[2:] + lines[:2]) + "\n")
+    assert before.kind == "unknown"
