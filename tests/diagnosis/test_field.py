@@ -610,3 +610,12 @@ def test_a_traceback_cut_after_the_launchers_kill_report_is_its_report_not_a_cau
     lines = (REAL / "h4010.log").read_text().splitlines()
     before = diagnose("\n".join(lines[2:] + lines[:2]) + "\n")
     assert before.kind == "unknown"
+
+
+def test_an_ascend_npu_kernel_fault_is_a_kernel_fault():
+    """h4032: the Ascend runtime's device error record ("there is an exception of aivec error",
+    "The MPU address access is invalid", "Kernel task happen error ... [vector core exception]")
+    under torch_npu's warning-level "EZ9999: Inner Error!": the accelerator's illegal access."""
+    found = _real("h4032")
+    assert (found.crashed, found.kind, found.signature) == (True, "cuda_illegal_access", "npu_kernel_fault")
+    assert "ASCEND_LAUNCH_BLOCKING=1" in found.suggestion

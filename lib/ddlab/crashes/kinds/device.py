@@ -168,6 +168,22 @@ COREDUMP_ON_EXCEPTION = Signature(
                              "to 1 to enable more detailed output"),
              ("0.5.23", "sglang/srt/debug_utils/cuda_coredump.py:60")))
 
+# an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
+# warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
+NPU_KERNEL_FAULT = Signature(
+    "npu_kernel_fault", "cuda_illegal_access", "an Ascend NPU kernel faulted (AI core / vector core exception)",
+    ("An NPU kernel faulted (an AI core or vector core exception, often an invalid address): "
+     "rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, then bisect: {graphs_off}, another "
+     "`--attention-backend`, and a newer CANN / torch_npu / SGLang if the operator is theirs.",),
+    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of \w+ error",
+           r"errorStr: The MPU address access is invalid",
+           r"Kernel task happen error, retCode=0x[0-9a-f]+, \[[\w ]+exception\]"),
+    priority=50, running=True,
+    sources=(("Ascend CANN 8.x", "runtime device_error_core_proc.cc:303, :322 (ProcessStarsCoreErrorInfo: "
+                                 "there is an exception of aivec error; The MPU address access is invalid)"),
+             ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
+                                 "error, retCode=0x31, [vector core exception])")))
+
 def _config_detail(found: Found) -> str | None:
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
     if regex(r"arange's range must be a power of 2").search(found.text):
@@ -202,4 +218,4 @@ KERNEL_CONFIG = Signature(
              ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)")))
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
-              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION]
+              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT]
