@@ -37,7 +37,8 @@ _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|
          r"|maybe_register_hicache\w*"
          # the KV pool's buffers allocated in its constructor (0.5.10 mem_cache/memory_pool.py:780, :845)
          r"|_create_buffers")
-_CAPTURE = (r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs|_?capture\w*")
+_GRAPH_SETUP = r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
+_CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*"
 _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
 _WARMUP = r"_wait_and_warmup|_execute_server_warmup"
 _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|process_batch_result\w*|forward_step"
@@ -48,12 +49,17 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             r"|send_kvcache\w*|process_layers?|transfer_worker|transfer_sync|_pp_recv_proxy_tensors"
             # the tokenizer manager handing a request its output or its abort (0.4.10.post2
             # managers/tokenizer_manager.py:1505, :1809; 0.5.23 :2480, :3577)
-            r"|_handle_batch_output|_handle_abort_req")
+            r"|_handle_batch_output|_handle_abort_req"
+            # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
+            # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
+            r"|event_loop")
 
 FRAME_PHASES = (
     ("load_weights", _frames(_LOAD)),
     ("memory_pool", _frames(_POOL)),
-    ("graph_capture", _frames(_CAPTURE)),
+    # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
+    # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
+    ("graph_capture", _frames(_CAPTURE, _GRAPH_SETUP)),
     ("ready", _frames(_WARMUP)),
     ("serving", _frames(_SERVING, r"event_loop_\w+|run_event_loop")),
 )

@@ -258,10 +258,15 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
 
 
 def _host_killed(best: Candidate | None, exit_seen: Exit, lines: list[Line]) -> bool:
-    """Killed from outside with nothing else to blame: the kernel's OOM killer, most likely."""
-    if best is not None and not (best.wrapper and best.signature is None):
+    """Killed from outside with nothing else to blame: the kernel's OOM killer, most likely. A
+    traceback cut before its exception line that starts after the launcher's "Exit code: -9" is
+    the launcher reporting that death, nothing to blame."""
+    killed_at = next((ln.no for ln in lines if re.search(r"Exit code: -9\b", ln.msg)), None)
+    reported = (best is not None and best.cut and best.signature is None and killed_at is not None
+                and best.first_no > killed_at)
+    if best is not None and not (best.wrapper and best.signature is None) and not reported:
         return False
-    if exit_seen.why == OOM_KILLER or any(re.search(r"Exit code: -9\b", ln.msg) for ln in lines):
+    if exit_seen.why == OOM_KILLER or killed_at is not None:
         return True
     return best is None and exit_seen.killed
 

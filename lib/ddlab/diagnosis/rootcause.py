@@ -119,7 +119,8 @@ def _chain_candidate(chain: Chain) -> Candidate:
         known = [s for s in SIGNATURES if s.matches_context(chain_text)]
         signature = max(known, key=lambda s: s.priority, default=None)
         return Candidate(*span, cause, signature, chain=chain, raised=outer, cut=signature is None,
-                         rank=rank, request=bool(signature and signature.request))
+                         wrapper=bool(signature and signature.echo), rank=rank,
+                         request=bool(signature and signature.request))
     if request:
         return Candidate(*span, outer.first_line, ASGI_ERROR, chain=chain, raised=outer, rank=rank,
                          request=True)

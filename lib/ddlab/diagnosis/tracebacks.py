@@ -34,7 +34,14 @@ from ddlab.diagnosis.logtext import Line
 
 __all__ = ["Frame", "Raised", "Chain", "find_chains"]
 
-_TRACEBACK_RE = re.compile(r"Traceback \(most recent call last\):\s*$")
+
+def _cut_anywhere(text: str) -> str:
+    """A regex for ``text`` or any prefix of it (a paste cut inside it)."""
+    return "".join(f"(?:{re.escape(ch)}" for ch in text) + ")?" * len(text)
+
+
+# the header; at the end of a paste also cut inside ("... hit an exception: Traceback (most rec")
+_TRACEBACK_RE = re.compile(rf"Traceback \(most rec{_cut_anywhere('ent call last):')}\s*$")
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"

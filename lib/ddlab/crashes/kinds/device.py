@@ -14,7 +14,8 @@ same fault (``cuda_error_cut``, ranked below every message that names one).
 A kernel that has an instance for this GPU but not for this model's
 configuration (flashinfer's "Unsupported group_size" / "failed to dispatch",
 flash-attn's head-dim limit, Triton's power-of-2 ``arange``) is
-``kernel_config_unsupported``, not ``unsupported_gpu``.
+``kernel_config_unsupported``, not ``unsupported_gpu``; inside "Capture cuda graph
+failed: ..." too (the refusal is the kind, the capture is where).
 """
 
 from __future__ import annotations
@@ -151,6 +152,38 @@ CUDA_ERROR_CUT = Signature(
                               "CUDA kernel errors might be asynchronously reported ...)"),))
 
 
+# the CUDA driver writes a GPU core dump when a kernel hits an exception, if the environment
+# asks it to (CUDA_ENABLE_COREDUMP_ON_EXCEPTION=1); the hint to set the progress variable is
+# printed only when it is unset, which SGLang's own dump helper never leaves it (0.5.23
+# debug_utils/cuda_coredump.py:60 sets CUDA_COREDUMP_SHOW_PROGRESS=1 for its user-triggered dumps)
+COREDUMP_ON_EXCEPTION = Signature(
+    "gpu_exception_coredump", "cuda_illegal_access", "a GPU exception made the CUDA driver write a core dump",
+    ("The CUDA driver started a GPU core dump, which it does when a kernel faults (illegal "
+     "address, device-side assert): open the dump with `cuda-gdb` (`target cudacore FILE`) to see "
+     "the kernel.", _BISECT),
+    lines=(r"^Starting GPU coredump generation, set the CUDA_COREDUMP_SHOW_PROGRESS environment variable",),
+    priority=50, running=True, by_algorithm=_BY_ALGORITHM,
+    sources=(("CUDA driver", "GPU core dump on exception (CUDA_ENABLE_COREDUMP_ON_EXCEPTION): Starting GPU "
+                             "coredump generation, set the CUDA_COREDUMP_SHOW_PROGRESS environment variable "
+                             "to 1 to enable more detailed output"),
+             ("0.5.23", "sglang/srt/debug_utils/cuda_coredump.py:60")))
+
+# an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
+# warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
+NPU_KERNEL_FAULT = Signature(
+    "npu_kernel_fault", "cuda_illegal_access", "an Ascend NPU kernel faulted (AI core / vector core exception)",
+    ("An NPU kernel faulted (an AI core or vector core exception, often an invalid address): "
+     "rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, then bisect: {graphs_off}, another "
+     "`--attention-backend`, and a newer CANN / torch_npu / SGLang if the operator is theirs.",),
+    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of \w+ error",
+           r"errorStr: The MPU address access is invalid",
+           r"Kernel task happen error, retCode=0x[0-9a-f]+, \[[\w ]+exception\]"),
+    priority=50, running=True,
+    sources=(("Ascend CANN 8.x", "runtime device_error_core_proc.cc:303, :322 (ProcessStarsCoreErrorInfo: "
+                                 "there is an exception of aivec error; The MPU address access is invalid)"),
+             ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
+                                 "error, retCode=0x31, [vector core exception])")))
+
 def _config_detail(found: Found) -> str | None:
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
     if regex(r"arange's range must be a power of 2").search(found.text):
@@ -175,7 +208,8 @@ KERNEL_CONFIG = Signature(
               r"only supports head dimension at most \d+",
               r"Number of heads in key/value must divide number of heads in query",
               r"arange's range must be a power of 2"),
-    priority=79, detail=_config_detail,
+    # above the capture wrapper (80) that often carries it: the refusal is the kind, the capture where
+    priority=81, detail=_config_detail,
     sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
              ("flashinfer 0.7.4", "include/flashinfer/utils.cuh:224 (Unsupported head_dim)"),
              ("flashinfer 0.7.4", "csrc/tvm_ffi_utils.h:92 (failed to dispatch data type)"),
@@ -184,4 +218,4 @@ KERNEL_CONFIG = Signature(
              ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)")))
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
-              CUDA_ERROR_CUT]
+              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT]

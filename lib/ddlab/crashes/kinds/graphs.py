@@ -38,7 +38,10 @@ REPLAY_FRAMES = (
     r"|^\s*[\w.]*\[:\s*(?:self\.)?raw_num_token\]\.copy_\(")
 EAGER_FRAMES = r'eager_runner\.py", line \d+|self\.eager_runner\.execute\('
 CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|init_all_cuda_graphs"
-                  r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\(")
+                  r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\("
+                  # inside a graph runner's constructor, where it captures (0.4.10.post2
+                  # cuda_graph_runner.py:387 ``self.capture()`` in ``__init__``)
+                  r'|graph_runner\.py", line \d+,? in __init__\s*$')
 _USE_GRAPHS_OFF = "retry with {graphs_off} to confirm the graph is at fault, then"
 
 
@@ -158,6 +161,8 @@ CAPTURE_ERROR = Signature(
     patterns=(r".",), types=r"(?:\w+\.)*(?:RuntimeError|\w*Error)",
     context=(CAPTURE_FRAMES,), absent=(EAGER_FRAMES,), priority=55, phase="graph_capture",
     detail=lambda found: smaller_graphs(found), by_algorithm=(_DDTREE_WIDTH,),
+    # a traceback cut before its exception line inside the capture: the capture failed
+    cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:384"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:599")))
 

@@ -3,7 +3,8 @@
 Not every error is a crash. An exception raised in an HTTP request handler
 (uvicorn logs "Exception in ASGI application" and answers 500), a request the
 tokenizer manager refuses (longer than the context), a KV transfer that failed
-for one request between a prefill and a decode server: the server goes on
+for one request between a prefill and a decode server, a weight update an RL
+trainer sent that the model runner answered with failure: the server goes on
 serving, so the diagnosis is ``crashed=False`` and kind ``request_error``, with
 the error and its own next step. These signatures are ``request``: when the
 process dies of one right after (an unexplained or cut traceback of the same
@@ -54,7 +55,10 @@ REQUEST_REFUSED = Signature(
     patterns=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
               r"Requested token count exceeds the model's maximum context length",
               r"\d+ validation errors? for \w*(?:Request|ReqInput)\b",
-              r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
+              r"Cannot use chat template functions because tokenizer\.chat_template is not set",
+              # the fast tokenizer refusing the form of one request's input (a list where text
+              # belongs); the server's own calls pass text
+              r"TextEncodeInput must be Union\["),
     lines=(r"is longer than the model's context length \(\d+ tokens\)\.(?!\s*Truncating)",
            r"Requested token count exceeds the model's maximum context length",
            r"Cannot use chat template functions because tokenizer\.chat_template is not set"),
@@ -65,7 +69,9 @@ REQUEST_REFUSED = Signature(
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1372"),
              ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>"),
              ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
-                                   "chat template functions because tokenizer.chat_template is not set)")))
+                                   "chat template functions because tokenizer.chat_template is not set)"),
+             ("tokenizers 0.21", "bindings/python/src/tokenizer.rs (TextEncodeInput must be "
+                                 "Union[TextInputSequence, Tuple[InputSequence, InputSequence]])")))
 
 
 def _pd_detail(found: Found) -> str | None:
@@ -124,6 +130,16 @@ PD_TRANSFER = Signature(
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))
 
+# a transfer worker thread catches what one room's transfer raised, logs it with its traceback
+# and marks that room failed (0.5.23 disaggregation/nixl/conn.py:1924-1933)
+PD_TRANSFER_WORKER = Signature(
+    "pd_transfer_worker", "pd_transfer", "a KV transfer worker failed one request's transfer",
+    PD_TRANSFER.advice,
+    lines=(r"Unexpected transfer worker error for room \d+",), patterns=(r".",),
+    context=(r'disaggregation[/\\]\w+[/\\]conn\.py", line \d+, in transfer_worker\s*$',),
+    priority=44, phase="serving", request=True, cut_ok=True, detail=_pd_detail,
+    sources=(("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1933"),))
+
 REQUEST_5XX = Signature(
     "request_http_5xx", "request_error", "the server answered a request with an error status",
     ("The server answered one request with a 5xx status (uvicorn's access line) and kept serving: "
@@ -148,4 +164,21 @@ GRAMMAR_REJECTED = Signature(
              ("0.5.10", "sglang/srt/disaggregation/decode_schedule_batch_mixin.py:127"),
              ("0.5.10", "sglang/srt/constrained/xgrammar_backend.py:80 (Tokens not accepted: TOKEN)")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, REQUEST_5XX, GRAMMAR_REJECTED]
+# the model runner catches a failed weight update (an RL trainer pushing weights into a running
+# server), logs it and answers that request with failure: the server goes on; above NCCL's own
+# errors (30), whose text the process-group failure carries
+_WEIGHT_UPDATE = (r"Failed to update parameter online: ", r"Failed to initialize custom process group: ")
+WEIGHT_UPDATE_FAILED = Signature(
+    "weight_update_failed", "request_error", "a weight update sent to the running server failed",
+    ("A request that updates the weights of the running server failed and was answered with the "
+     "error; the server kept serving, but after a failed parameter update its weights are partly "
+     "updated: resend the whole update. For a process group that did not form, check that the "
+     "trainer and the server agree on the address, port, world size and backend of the group, "
+     "and that they can reach each other (`nc -zv HOST PORT`).",),
+    patterns=_WEIGHT_UPDATE, lines=_WEIGHT_UPDATE, priority=35, phase="serving", request=True,
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:817"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:862"),
+             ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
+             ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
+
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED, WEIGHT_UPDATE_FAILED]

@@ -59,6 +59,38 @@ PEER_LOST = Signature(
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
              ("gloo", "gloo/transport/tcp/pair.cc (Connection closed by peer)")))
 
+def _failed_rank(found: Found) -> str | None:
+    if match := regex(r"from rank (\d+)").search(found.text):
+        return (f"Rank {match[1]} is the one that failed: its own log (on its node) holds the first "
+                "error.")
+    return None
+
+
+# consequences of another rank's failure: they rank just above NCCL's own errors (30), so the
+# failing rank's error wins when the log has it, and they win over a cut or unknown traceback
+PEER_FAILED_LOADING = Signature(
+    "peer_failed_loading", "nccl", "another rank did not finish loading the model",
+    ("This rank loaded its weights but another rank did not (SGLang's barrier after loading): "
+     "the other rank's own log holds the cause (often an out-of-memory kill or a slow node); "
+     "no setting of this rank fixes it.", _NCCL_ADVICE),
+    patterns=(r"could finish the model loading, but there are other ranks",),
+    lines=(r"could finish the model loading, but there are other ranks",),
+    priority=31, phase="load_weights",
+    sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:705"),
+             ("0.5.23", "sglang/srt/model_executor/model_runner_components/load_model_utils.py:394")))
+
+PEER_BARRIER = Signature(
+    "peer_barrier_failed", "nccl", "a rank waited at a barrier for a rank that failed",
+    ("This rank reached torch's monitored barrier and another rank reported an error or never "
+     "came: that rank failed first.", _NCCL_ADVICE),
+    patterns=(r"reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",),
+    lines=(r"reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",),
+    priority=31, detail=_failed_rank,
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier: "
+                             "Rank N successfully reached monitoredBarrier, but received errors while "
+                             "waiting for send/recv from rank M)"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:698")))
+
 _TP_RANK_LINE = r"^\[[^\]]*\bTP\d+\b[^\]]*\] "  # a line a scheduler rank stamped
 
 HEALTH_CHECK = Signature(
@@ -157,7 +189,8 @@ WARMUP_FAILED = Signature(
               r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused",
               r"JSONDecodeError|Expecting value: line \d+ column \d+"),
     context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error",),
-    priority=15, phase="ready", echo=True,
+    # a warmup traceback cut before its exception line is still the warmup failing (an echo)
+    priority=15, phase="ready", echo=True, cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1005"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2388"),
@@ -171,9 +204,10 @@ WARMUP_STATUS_CUT = Signature(
     WARMUP_FAILED.advice, patterns=(r"res=<Response \[\d+\]>",), types=r"AssertionError",
     context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",
              r"^\s*assert res\.status_code == 200\b"),
-    priority=15, phase="ready", echo=True, cut_ok=True,
+    # above warmup_failed (15), which a cut warmup traceback also matches: this one says more
+    priority=16, phase="ready", echo=True, cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, PEER_LOST, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED,
+SIGNATURES = [NCCL, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]
