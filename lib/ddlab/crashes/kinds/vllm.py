@@ -1,0 +1,438 @@
+"""vLLM: its crash texts, mapped onto ddlab's kinds, with advice in vLLM's words and flags.
+
+Texts are cited as ``(release, "vllm/path.py:line")`` in the wheels of 0.30.0, 0.33.0 and
+0.34.0 (the V1 engine) and 0.6.4.post1 (the V0 engine's texts, for older pastes); the
+line is where the text is written. Where a kind means the same as SGLang's it is the
+same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argument``
+...); no new kind was needed. Texts that come from the libraries both servers use
+(torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
+signatures with their patterns kept and their advice rewritten in vLLM's flags
+(:func:`_voiced`). The engine's own echoes of a death elsewhere ("Engine core
+initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
+failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
+``unknown``: they never win over the error they echo, and alone they say where that
+error is printed.
+
+Advice names vLLM's flags in backticks (``--gpu-memory-utilization``,
+``--max-model-len``, ``--enforce-eager``, ``--compilation-config``,
+``--speculative-config`` with ``num_speculative_tokens``); every one is taken by the
+parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ddlab.crashes.kinds import device, launch, memory, native, requests, runtime, weights
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "ECHO_LINES"]
+
+_V0 = "0.6.4.post1"
+
+
+def _utilization(found: Found) -> float | None:
+    value = found.facts.get("gpu_memory_utilization")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _more_utilization(found: Found) -> str:
+    now = _utilization(found)
+    if now is not None and round(now + 0.05, 2) <= 0.98:
+        return (f"`--gpu-memory-utilization` is {now:g}: try `--gpu-memory-utilization "
+                f"{round(now + 0.05, 2):.2f}` (the share of GPU memory vLLM may take).")
+    return ("Raise `--gpu-memory-utilization` (the share of GPU memory vLLM may take; "
+            "another process on the GPU counts against it).")
+
+
+def _kv_detail(found: Found) -> str:
+    estimate = regex(r"estimated maximum model length is (\d+)").search(found.text)
+    wanted = regex(r"max seq len \((\d+)\)").search(found.text)
+    said = [_more_utilization(found)]
+    if estimate:
+        said.append(f"Or serve shorter requests: vLLM computed that `--max-model-len "
+                    f"{estimate[1]}` fits (now {wanted[1] if wanted else 'longer'}).")
+    elif wanted:
+        said.append(f"Or a shorter `--max-model-len` than {wanted[1]}.")
+    if found.facts.get("speculative_method"):
+        said.append("The draft model's weights and its KV cache count too.")
+    return " ".join(said)
+
+
+def _spec_hint(found: Found) -> str | None:
+    tokens = found.facts.get("num_speculative_tokens")
+    if isinstance(tokens, int) and tokens > 1:
+        return (f"Fewer draft tokens need fewer slots: `num_speculative_tokens` {tokens} -> "
+                f"{max(tokens // 2, 1)} in `--speculative-config`.")
+    return None
+
+
+def _budget_detail(found: Found) -> str | None:
+    return _spec_hint(found)
+
+
+# --- the KV cache ---------------------------------------------------------------------
+
+KV_NO_MEMORY = Signature(
+    "vllm_kv_no_memory", "kv_pool_oom", "no GPU memory is left for the KV cache blocks",
+    ("After the weights, the profiling run's activations and (V1) the CUDA graphs, nothing of "
+     "the `--gpu-memory-utilization` share is left for the KV cache.",),
+    patterns=(r"No available memory for the cache blocks",),
+    lines=(r"No available memory for the cache blocks",),
+    context=(r"No available memory for the cache blocks",), cut_ok=True,
+    priority=72, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/worker/worker.py:493"),
+             ("0.30.0", "vllm/v1/core/kv_cache_utils.py:880"),
+             ("0.33.0", "vllm/v1/core/kv_cache_planning.py:58"),
+             ("0.34.0", "vllm/v1/core/kv_cache_planning.py:108")))
+
+KV_MAX_LEN = Signature(
+    "vllm_kv_max_len", "kv_pool_oom", "the KV cache cannot hold one request of --max-model-len",
+    ("The KV cache that fits is smaller than one request of `--max-model-len` tokens.",),
+    patterns=(r"To serve at least one request with the model\S* max seq len",
+              r"KV\s*cach?e?\s*is needed, which is larger than the available KV cache memory",
+              r"max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache"),
+    lines=(r"To serve at least one request with the model\S* max seq len",
+           r"max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache"),
+    context=(r"To serve at least one request|is larger than the maximum number of tokens",), cut_ok=True,
+    priority=73, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/worker/worker.py:499"),
+             ("0.30.0", "vllm/v1/core/kv_cache_utils.py:902"),
+             ("0.33.0", "vllm/v1/core/kv_cache_planning.py:80"),
+             ("0.34.0", "vllm/v1/core/kv_cache_planning.py:127")))
+
+# V0 logs the block count before it checks it ("# GPU blocks: %d, # CPU blocks: %d",
+# executor/gpu_executor.py:113 (0.6.4.post1)); 0 blocks raises at once (worker.py:493)
+GPU_BLOCKS_ZERO = Signature(
+    "vllm_gpu_blocks_zero", "kv_pool_oom", "the profiling run left 0 GPU blocks for the KV cache",
+    ("vLLM found room for 0 KV cache blocks after profiling, so the engine stops (\"No available "
+     "memory for the cache blocks\").",),
+    lines=(r"# GPU blocks: 0\b",), priority=71, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/executor/gpu_executor.py:113"),
+             (_V0, "vllm/executor/distributed_gpu_executor.py:57"),
+             (_V0, "vllm/worker/worker.py:493")))
+
+# V0 workers wrap a failed method: "Error executing method initialize_cache" (worker_base.py:478)
+# and "Exception in worker X while processing method initialize_cache" (multiproc_worker_utils.py:230);
+# initialize_cache checks the cache's size first (raise_if_cache_size_invalid, worker.py:268)
+INIT_CACHE_FAILED = Signature(
+    "vllm_initialize_cache_failed", "kv_pool_oom", "a V0 worker failed to initialize the KV cache",
+    ("The V0 worker's `initialize_cache` failed; it checks first that the KV cache holds one "
+     "request of `--max-model-len` (raise_if_cache_size_invalid), then warms up and captures the "
+     "CUDA graphs: the exception below this line says which.",),
+    lines=(r"Error executing method '?initialize_cache\b", r"while processing method initialize_cache\b"),
+    priority=40, phase="memory_pool", detail=_kv_detail,
+    sources=((_V0, "vllm/worker/worker_base.py:478"),
+             (_V0, "vllm/executor/multiproc_worker_utils.py:230"),
+             (_V0, "vllm/worker/worker.py:268")))
+
+# --- CUDA graphs ----------------------------------------------------------------------
+
+_CAPTURE_FRAMES = (r"(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
+                   r"|_capture_\w*graph\w*|capture)\s*$")
+_OOM = r"out of memory|OutOfMemoryError"
+_GRAPHS_OFF = ("`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then capture "
+               "fewer sizes, e.g. `--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`, or "
+               "only piecewise graphs: `--compilation-config {\"cudagraph_mode\":\"PIECEWISE\"}`.")
+
+CAPTURE = Signature(
+    "vllm_capture_failed", "cuda_graph_capture", "capturing CUDA graphs failed",
+    ("An operation in the model cannot be captured into a CUDA graph (or faulted while it was). "
+     + _GRAPHS_OFF,),
+    patterns=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
+              r"operation failed due to a previous error during capture", r"\bstream is capturing\b",
+              r"CUDA graph capture", r"capture (?:is )?(?:invalidated|unsupported)", r"."),
+    context=(_CAPTURE_FRAMES,), absent=(_OOM,), priority=80, phase="graph_capture",
+    sources=(("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830"),
+             ("0.33.0", "vllm/v1/worker/gpu_model_runner.py:6571"),
+             ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
+             ("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
+             (_V0, "vllm/worker/model_runner.py:1386"),
+             ("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)")))
+
+# the piecewise backend dispatches a batch by its token count to a compiled range; one outside
+# every range fails this assert (vllm/compilation/piecewise_backend.py:361 (0.34.0))
+PIECEWISE_RANGE = Signature(
+    "vllm_piecewise_range", "cuda_graph_replay", "a batch's token count is outside every compiled graph range",
+    ("A batch had more tokens than the compiled / captured graphs cover (a speculative step adds "
+     "its draft tokens to each request). Keep serving with `--enforce-eager`; else make the ranges "
+     "cover the batch: `--max-num-batched-tokens` at least the batch, fewer "
+     "`num_speculative_tokens` in `--speculative-config`.",),
+    patterns=(r"Shape: \d+ out of considered ranges", r"range_entry is not None"),
+    context=(r"assert range_entry is not None|Shape: \d+ out of considered ranges",), cut_ok=True,
+    priority=76, running=True,
+    sources=(("0.30.0", "vllm/compilation/piecewise_backend.py:362"),
+             ("0.33.0", "vllm/compilation/piecewise_backend.py:361"),
+             ("0.34.0", "vllm/compilation/piecewise_backend.py:361")))
+
+# --- arguments ------------------------------------------------------------------------
+
+
+def _argparse_detail(found: Found) -> str | None:
+    said = regex(r"error: argument ([-\w/]+)").search(found.text)
+    flag = said[1].split("/")[0] if said else None
+    if flag in ("--speculative-config", "--compilation-config") and "cannot be converted" in found.text:
+        return (f"{flag} takes one JSON argument: quote it for the shell, e.g. "
+                f"`{flag} {{\"method\":\"eagle3\",\"num_speculative_tokens\":3}}`" if flag ==
+                "--speculative-config" else
+                f"{flag} takes one JSON argument: quote it for the shell, e.g. "
+                f"`{flag} {{\"cudagraph_mode\":\"PIECEWISE\"}}`") + " (inside single quotes)."
+    unknown = regex(r"unrecognized arguments?: +(\S+)").search(found.text)
+    if unknown and "_" in unknown[1]:
+        return (f"{unknown[1]} looks like a config key: vLLM's flags are dashed and each takes its "
+                "own value (a space, not a quoted \"flag value\" pair).")
+    return None
+
+
+ARGPARSE = Signature(
+    "vllm_argparse", "bad_argument", "vllm serve rejected its command line",
+    ("Fix the flag argparse names (`vllm serve --help=all` lists the release's flags; they "
+     "change between releases).",),
+    lines=(r"\berror: (?:unrecognized arguments?|argument -|the following arguments are required"
+           r"|ambiguous option|one of the arguments|invalid choice|expected one argument)",
+           r"^usage: vllm\b"),
+    priority=90, phase="launch", detail=_argparse_detail,
+    sources=(("0.30.0", "vllm/engine/arg_utils.py:161"),
+             ("0.33.0", "vllm/engine/arg_utils.py:167"),
+             ("0.34.0", "vllm/engine/arg_utils.py:167"),
+             ("0.34.0", "vllm/entrypoints/cli/serve.py:172"),
+             ("python", "argparse.py (ArgumentParser.error)")))
+
+SPEC_CONFIG = Signature(
+    "vllm_speculative_config", "bad_argument", "--speculative-config was rejected",
+    ("vLLM refused the `--speculative-config` JSON when it built the engine config: fix the key "
+     "or value the message names (the parser takes any JSON; SpeculativeConfig checks it later).",),
+    patterns=(r"validation errors? for SpeculativeConfig",
+              r"'tensor_parallel_size' is not a valid argument in the speculative_config",
+              r"num_speculative_tokens must be provided with",
+              r"Expected num_speculative_tokens to be greater", r"Unknown speculative method",
+              r"is not supported with speculative method",
+              r"cannot be other value than 1 or target model tensor_parallel_size",
+              r"speculative_max_model_len=\d+ cannot be larger than"),
+    lines=(r"validation errors? for SpeculativeConfig", r"Unknown speculative method '",
+           r"'tensor_parallel_size' is not a valid argument in the speculative_config"),
+    priority=89, phase="launch",
+    sources=((_V0, "vllm/config.py:1428"), (_V0, "vllm/config.py:1516"), (_V0, "vllm/config.py:1616"),
+             ("0.30.0", "vllm/config/speculative.py:1780"), ("0.30.0", "vllm/config/speculative.py:1793"),
+             ("0.33.0", "vllm/config/speculative.py:1942"), ("0.33.0", "vllm/config/speculative.py:1868"),
+             ("0.34.0", "vllm/config/speculative.py:1630"), ("0.34.0", "vllm/config/speculative.py:1649"),
+             ("0.34.0", "vllm/config/speculative.py:1655"), ("0.34.0", "vllm/config/speculative.py:1662"),
+             ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549")))
+
+# the scheduler's token budget less the draft slots of every request is <= 0
+SPEC_BUDGET = Signature(
+    "vllm_spec_token_budget", "bad_argument", "the draft tokens take the whole scheduling budget",
+    ("Each request reserves `num_speculative_tokens` draft slots in the step's token budget: raise "
+     "`--max-num-batched-tokens`, or lower `num_speculative_tokens` in `--speculative-config` or "
+     "`--max-num-seqs`.",),
+    patterns=(r"max_num_scheduled_tokens is set to -?\d+.{0,80}?does not allow any tokens to be scheduled",),
+    lines=(r"max_num_scheduled_tokens is set to -?\d+.{0,80}?does not allow any tokens to be scheduled",),
+    priority=88, phase="launch", detail=_budget_detail,
+    sources=(("0.30.0", "vllm/config/vllm.py:2127"), ("0.33.0", "vllm/config/vllm.py:2352"),
+             ("0.34.0", "vllm/config/vllm.py:2274")))
+
+CONFIG_INVALID = Signature(
+    "vllm_config_invalid", "bad_argument", "an engine config refused its arguments",
+    ("vLLM's config classes validate the arguments when the engine config is built: the "
+     "\"Value error\" line under the validation error names the value; fix that flag (or the "
+     "model's config file it was read from).",),
+    patterns=(r"validation errors? for (?:ModelConfig|VllmConfig|CacheConfig|SchedulerConfig|ParallelConfig"
+              r"|CompilationConfig|LoadConfig|DeviceConfig|StructuredOutputsConfig|EngineArgs)",),
+    lines=(r"validation errors? for (?:ModelConfig|VllmConfig|CacheConfig|SchedulerConfig|ParallelConfig"
+           r"|CompilationConfig)\b",),
+    priority=40, phase="launch",
+    sources=(("0.34.0", "vllm/engine/arg_utils.py:2172"), ("0.34.0", "vllm/config/utils.py:72"),
+             ("pydantic 2", "pydantic_core ValidationError (N validation error for X)")))
+
+# --- speculative decoding: draft vs target --------------------------------------------
+
+_DRAFT_ARCH = r"'(?:Eagle3?[A-Z]\w+|\w+Eagle3?|\w*MTP\w*|Medusa\w*|MLPSpeculator\w*)'"
+DRAFT_MISMATCH = Signature(
+    "vllm_draft_mismatch", "draft_incompatible", "the draft model does not fit the method or the target",
+    ("The draft checkpoint does not match the speculative method or the target: an EAGLE-3 head "
+     "needs `\"method\":\"eagle3\"` (vLLM prefixes Eagle / Eagle3 to the draft's architecture), an "
+     "EAGLE-1 head `\"method\":\"eagle\"`, and a draft must share the target's tokenizer. Fix "
+     "`method` or `model` in `--speculative-config`.",),
+    patterns=(r"Target and draft model should have the same vocabulary size",
+              rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",
+              rf"Model architectures \[{_DRAFT_ARCH}\] are not supported"),
+    lines=(r"Target and draft model should have the same vocabulary size",
+           rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model"),
+    priority=87, phase="load_weights",
+    sources=(("0.30.0", "vllm/config/speculative.py:1845"), ("0.33.0", "vllm/config/speculative.py:2050"),
+             ("0.34.0", "vllm/config/speculative.py:1735"),
+             ("0.34.0", "vllm/transformers_utils/configs/eagle.py:51"),
+             ("0.34.0", "vllm/transformers_utils/configs/eagle.py:62"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1397")))
+
+# the V0 speculative worker with a tensor-parallel draft (spec_decode_worker.py:690 (0.6.4.post1))
+SPEC_TP_DRAFT = Signature(
+    "vllm_spec_tp_draft", "spec_feature_conflict", "speculative decoding with a tensor-parallel draft failed",
+    ("The V0 speculative worker cannot handle a step where the tensor-parallel draft workers "
+     "propose nothing: run the draft on one GPU (`\"draft_tensor_parallel_size\":1` in "
+     "`--speculative-config`) or move to the V1 engine (a newer vLLM).",),
+    patterns=(r"Cannot handle cases where distributed draft workers generate no tokens",),
+    lines=(r"Cannot handle cases where distributed draft workers generate no tokens",),
+    priority=80, phase="serving",
+    sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:690"),))
+
+# --- the engine: echoes of a death elsewhere, and a stall ----------------------------
+
+ECHO_LINES = (
+    r"Engine core initialization failed\. See root cause above", r"EngineCore failed to start\.",
+    r"EngineCore encountered a fatal error\.", r"EngineCore encountered an issue\. See stack trace",
+    r"AsyncLLM output_handler failed\.", r"\bEngineDeadError\b", r"Engine process failed to start",
+    r"Engine background task failed", r"AsyncEngineDeadError", r"MQLLMEngineDeadError",
+    r"Frontend process failed during engine core initialization",
+)
+ENGINE_DEAD = Signature(
+    "vllm_engine_dead", "unknown", "the engine core process died",
+    ("The API server only echoes the engine core's death: the engine core's own traceback (the "
+     "lines tagged `(EngineCore_DP0 pid=N)`, or the worker's) is printed above this and names the "
+     "cause; get the whole log from the start.",),
+    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True,
+    sources=(("0.30.0", "vllm/v1/engine/utils.py:1321"), ("0.33.0", "vllm/v1/engine/utils.py:1474"),
+             ("0.34.0", "vllm/v1/engine/utils.py:1478"), ("0.34.0", "vllm/v1/engine/core.py:1757"),
+             ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
+             ("0.34.0", "vllm/v1/engine/async_llm.py:957"),
+             (_V0, "vllm/entrypoints/openai/api_server.py:211"),
+             (_V0, "vllm/engine/async_llm_engine.py:65")))
+
+# every process waits on the shared-memory message queue; a rank that stops answering leaves
+# the others printing this once a minute (shm_broadcast.py:115 (0.34.0))
+SHM_STALL = Signature(
+    "vllm_shm_stall", "hang", "the engine's processes stopped answering each other",
+    ("A process of the engine stopped (a rank stuck in a collective, a hung kernel) and the others "
+     "wait for it on the shared-memory queue. `py-spy dump --pid PID` on each EngineCore / worker "
+     "process shows where it waits; retry with `--enforce-eager` to rule out a graph hang, and "
+     "with NCCL_DEBUG=INFO when tensor or data parallel ranks are involved.",),
+    lines=(r"No available shared memory broadcast block found in \d+ seconds?",),
+    priority=22, running=True,
+    cleared_by=(r"Avg prompt throughput: [\d.]*[1-9][\d.]* tokens/s", r"Graph capturing finished",
+                r"Application startup complete", r"init engine \(profile, create kv cache"),
+    sources=(("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:104"),
+             ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
+             ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))
+
+# --- callers written for another vLLM release -----------------------------------------
+
+API_MISMATCH = Signature(
+    "vllm_api_mismatch", "dependency_mismatch", "the code driving vLLM was written for another vLLM release",
+    ("The program that builds the engine (a training framework, a script) passes an argument or "
+     "reads an attribute this vLLM release does not have: install the vLLM version that program "
+     "pins, or a release of the program made for this vLLM.",),
+    patterns=(r"(?:EngineArgs|AsyncEngineArgs|LLM|SamplingParams|LLMEngine|AsyncLLMEngine)\.__init__\(\) got an "
+              r"unexpected keyword argument",
+              r"'(?:LLMEngine|AsyncLLMEngine|AsyncLLM|LLM|EngineCoreClient|SyncMPClient)' object has no attribute"),
+    priority=78,
+    sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
+             (_V0, "vllm/entrypoints/llm.py:179")))
+
+# --- library texts (torch, NCCL, Hugging Face, transformers, Triton): SGLang's patterns ----
+
+_LIBRARY = re.compile(r"^(?!\d)")  # a source that is no SGLang release
+
+
+def _voiced(signature: Signature, advice: tuple[str, ...], *, sources=(), **changes) -> Signature:
+    """SGLang's signature for a library's text, its advice in vLLM's words."""
+    kept = tuple(s for s in signature.sources if _LIBRARY.match(s[0]) and not s[0].startswith("sglang"))
+    changes = {"detail": None, **changes}
+    return replace(signature, name=f"vllm_{signature.name}", advice=advice, by_algorithm=(),
+                   sources=kept + tuple(sources), **changes)
+
+
+_CUDA_OOM_BY_PHASE = {
+    "load_weights": "The weights alone do not fit: more GPUs (`--tensor-parallel-size 2`), a "
+                    "quantized checkpoint, or a smaller model.",
+    "memory_pool": "The profiling run (the largest batch, `--max-num-batched-tokens`) did not "
+                   "fit: lower `--max-num-batched-tokens` or `--max-num-seqs`.",
+    "graph_capture": "The CUDA graphs did not fit: `--enforce-eager` confirms it; capture fewer "
+                     "sizes (`--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`) or "
+                     "lower `--gpu-memory-utilization` to leave room outside the KV cache.",
+    "serving": "A batch while serving did not fit next to the KV cache: lower "
+               "`--gpu-memory-utilization` (more room for activations), `--max-num-seqs` or "
+               "`--max-num-batched-tokens`.",
+}
+
+
+def _cuda_oom_detail(found: Found) -> str:
+    return _CUDA_OOM_BY_PHASE.get(found.phase) or (
+        "Where it ran out decides: weights (more GPUs: `--tensor-parallel-size 2`), graphs "
+        "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
+
+
+CUDA_OOM = _voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
+HOST_OOM = _voiced(memory.HOST_OOM, (
+    "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
+    "more RAM and a larger /dev/shm (docker's `--shm-size`, or `--ipc=host`).",))
+ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
+    "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
+    "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
+    "attention backend; with speculative decoding, check that the draft's context length covers "
+    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",),
+    # a Triton / inductor kernel's device assert, as the CUDA runtime prints it
+    lines=device.ILLEGAL_ACCESS.lines + (
+        r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
+CUDA_ERROR_CUT = _voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
+UNSUPPORTED_GPU = _voiced(device.UNSUPPORTED_GPU, (
+    "A kernel in this install was not built for this GPU's compute capability "
+    "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
+    "for it, or use a supported GPU.",))
+TRITON_ARCH = _voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
+KERNEL_COMPILE = _voiced(device.KERNEL_COMPILE, (
+    "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
+    "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
+    "`--enforce-eager` skips torch.compile's kernels.",))
+KERNEL_CONFIG = _voiced(device.KERNEL_CONFIG, (
+    "A kernel refuses this model's configuration on this GPU: pick another attention backend "
+    "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",))
+NCCL = _voiced(runtime.NCCL, (
+    "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
+    "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (`--ipc=host`), and P2P "
+    "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
+    "all-reduce. Another rank's error, if any, is the real cause.",))
+PORT_IN_USE = _voiced(launch.PORT_IN_USE, (
+    "Free the port (an old server still running? `ss -ltnp` shows who holds it) or start this "
+    "one on another `--port`.",),
+    sources=((_V0, "vllm/entrypoints/openai/api_server.py:579"),
+             ("0.30.0", "vllm/entrypoints/launchers/launcher.py:225"),
+             ("0.34.0", "vllm/entrypoints/launchers/launcher.py:354")))
+MODEL_NOT_FOUND = _voiced(launch.MODEL_NOT_FOUND, (
+    "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
+    "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
+    "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
+    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token)
+    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b",))
+ARCH_UNSUPPORTED = _voiced(launch.ARCH_UNSUPPORTED, (
+    "This vLLM (or its transformers) does not know the model's architecture: a newer vLLM, "
+    "`--trust-remote-code` for a model with its own code, or `--model-impl transformers`.",),
+    sources=((_V0, "vllm/model_executor/models/registry.py:353"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
+MODEL_TYPE_KEY = _voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
+DEPENDENCY = _voiced(launch.DEPENDENCY, (
+    "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
+    "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
+OP_MISMATCH = _voiced(launch.OP_MISMATCH, DEPENDENCY.advice)
+IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
+UNREADABLE = _voiced(weights.UNREADABLE, (
+    "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
+    "`--quantization` / `--load-format` that matches the files.",))
+WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice)
+NATIVE = _voiced(native.NATIVE_CRASH, (
+    "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
+    "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
+    "graphs and compiled kernels.",))
+ASGI = _voiced(requests.ASGI_ERROR, (
+    "One request failed and the server kept serving: the traceback names what the request "
+    "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
+REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
+
+SIGNATURES: list[Signature] = [
+    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
+    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, CONFIG_INVALID, DRAFT_MISMATCH, SPEC_TP_DRAFT,
+    ENGINE_DEAD, SHM_STALL, API_MISMATCH,
+    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
+    KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
+    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, NATIVE, ASGI, REFUSED,
+]
