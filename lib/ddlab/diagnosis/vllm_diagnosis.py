@@ -161,6 +161,18 @@ def _unknown_advice(best: Candidate | None) -> str:
             f"{look}")
 
 
+_VALIDATION_RE = re.compile(r"\d+ validation errors? for \w+\s*$")
+_VALUE_ERROR_RE = re.compile(r"^\s*Value error, (.+?)(?: \[type=.*)?$", re.M)
+
+
+def _cause(said: str | None, best: Candidate | None) -> str | None:
+    """pydantic's first line names only the class; the "Value error, ..." line under it says why."""
+    if not said or best is None or best.raised is None or not _VALIDATION_RE.search(said.splitlines()[0]):
+        return said
+    why = _VALUE_ERROR_RE.search(best.raised.text)
+    return f"{said}: {why[1][:200]}" if why else said
+
+
 # --- the entry point ----------------------------------------------------------------
 
 def diagnose_vllm(text: str, patterns=(), *, version: str | None = None, algorithm: str | None = None,
@@ -193,7 +205,7 @@ def diagnose_vllm(text: str, patterns=(), *, version: str | None = None, algorit
     facts = {**facts, "vllm_version": version} if version else facts
     suggestion = (advise_vllm(signature, found) if signature else
                   _unknown_advice(best) if crashed else None)
-    cause = dg._cause(best, exit_seen) if crashed or request else None
+    cause = _cause(dg._cause(best, exit_seen), best) if crashed or request else None
     kind = signature.kind if signature else ("unknown" if crashed else None)
     title = signature.title if signature else None
     if request and not crashed:

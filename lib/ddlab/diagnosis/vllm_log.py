@@ -51,7 +51,7 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
 
 _VLLM_MARKS = re.compile(
     rf"^\s*(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*|Worker_TP\d*|LLMRayActor)\b"
-    r"|[/\\]vllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
+    r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
     r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\."
     # names and texts only vLLM writes: its config keys and engine parts, its model registry's error
@@ -172,7 +172,9 @@ _SIZE_RES = (
 )
 
 
-def _literal(text: str):
+def _literal(text):
+    if not isinstance(text, str):
+        return text
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -191,10 +193,14 @@ def _args(msg: str) -> dict:
     return {}
 
 
+def _as_dict(value) -> dict | None:
+    value = _literal(value)
+    return value if isinstance(value, dict) else None
+
+
 def _method(spec) -> str | None:
-    if isinstance(spec, str):
-        spec = _literal(spec)
-    if isinstance(spec, dict):
+    spec = _as_dict(spec)
+    if spec is not None:
         method = spec.get("method")
         return str(method) if method else ("draft_model" if spec.get("model") else None)
     return None
@@ -204,7 +210,7 @@ def vllm_facts(lines: list[Line]) -> dict:
     """What a vLLM log states about itself: ``vllm_version`` (the API server's version line
     or the banner), the chosen args, ``speculative_method``, ``num_speculative_tokens`` and
     the sizes vLLM reports (weights, KV cache, graphs)."""
-    facts: dict = {"family": "vllm"}
+    facts: dict = {}
     for line in lines:
         msg = line.msg
         for regex in _VERSION_RES:
@@ -222,7 +228,7 @@ def vllm_facts(lines: list[Line]) -> dict:
     method = _method(spec) or (facts.get("speculative_model") and "draft_model")
     if method:
         facts["speculative_method"] = method
-        tokens = _literal(spec).get("num_speculative_tokens") if isinstance(_literal(spec or "{}"), dict) else None
+        tokens = (_as_dict(spec) or {}).get("num_speculative_tokens")
         if tokens is not None:
             facts.setdefault("num_speculative_tokens", tokens)
     return {k: v for k, v in facts.items() if v is not None}

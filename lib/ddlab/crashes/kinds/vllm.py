@@ -173,14 +173,13 @@ def _argparse_detail(found: Found) -> str | None:
     said = regex(r"error: argument ([-\w/]+)").search(found.text)
     flag = said[1].split("/")[0] if said else None
     if flag in ("--speculative-config", "--compilation-config") and "cannot be converted" in found.text:
-        return (f"{flag} takes one JSON argument: quote it for the shell, e.g. "
-                f"`{flag} {{\"method\":\"eagle3\",\"num_speculative_tokens\":3}}`" if flag ==
-                "--speculative-config" else
-                f"{flag} takes one JSON argument: quote it for the shell, e.g. "
-                f"`{flag} {{\"cudagraph_mode\":\"PIECEWISE\"}}`") + " (inside single quotes)."
+        example = ('{"method":"eagle3","num_speculative_tokens":3}' if flag == "--speculative-config"
+                   else '{"cudagraph_mode":"PIECEWISE"}')
+        return (f"`{flag}` takes one JSON argument, quoted for the shell as a whole (single quotes "
+                f"around it): `{flag} {example}`.")
     unknown = regex(r"unrecognized arguments?: +(\S+)").search(found.text)
     if unknown and "_" in unknown[1]:
-        return (f"{unknown[1]} looks like a config key: vLLM's flags are dashed and each takes its "
+        return (f"\"{unknown[1]}\" looks like a config key: vLLM's flags are dashed and each takes its "
                 "own value (a space, not a quoted \"flag value\" pair).")
     return None
 
@@ -248,22 +247,33 @@ CONFIG_INVALID = Signature(
 # --- speculative decoding: draft vs target --------------------------------------------
 
 _DRAFT_ARCH = r"'(?:Eagle3?[A-Z]\w+|\w+Eagle3?|\w*MTP\w*|Medusa\w*|MLPSpeculator\w*)'"
-DRAFT_MISMATCH = Signature(
-    "vllm_draft_mismatch", "draft_incompatible", "the draft model does not fit the method or the target",
-    ("The draft checkpoint does not match the speculative method or the target: an EAGLE-3 head "
-     "needs `\"method\":\"eagle3\"` (vLLM prefixes Eagle / Eagle3 to the draft's architecture), an "
-     "EAGLE-1 head `\"method\":\"eagle\"`, and a draft must share the target's tokenizer. Fix "
-     "`method` or `model` in `--speculative-config`.",),
-    patterns=(r"Target and draft model should have the same vocabulary size",
-              rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",
-              rf"Model architectures \[{_DRAFT_ARCH}\] are not supported"),
-    lines=(r"Target and draft model should have the same vocabulary size",
-           rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model"),
-    priority=87, phase="load_weights",
+_DRAFT_ADVICE = ("The draft checkpoint does not match the speculative method or the target: an "
+                 "EAGLE-3 head needs `\"method\":\"eagle3\"` (vLLM prefixes Eagle / Eagle3 to the draft's "
+                 "architecture), an EAGLE-1 head `\"method\":\"eagle\"`, and a draft must share the "
+                 "target's tokenizer. Fix `method` or `model` in `--speculative-config`.")
+# checked when the speculative config is built (a pydantic model validator): ranked above the
+# config's generic refusal, which it is raised as
+DRAFT_VOCAB = Signature(
+    "vllm_draft_vocab", "draft_incompatible", "the draft model's vocabulary is not the target's",
+    (_DRAFT_ADVICE,),
+    patterns=(r"Target and draft model should have the same vocabulary size",),
+    lines=(r"Target and draft model should have the same vocabulary size",),
+    priority=91, phase="launch",
     sources=(("0.30.0", "vllm/config/speculative.py:1845"), ("0.33.0", "vllm/config/speculative.py:2050"),
-             ("0.34.0", "vllm/config/speculative.py:1735"),
-             ("0.34.0", "vllm/transformers_utils/configs/eagle.py:51"),
+             ("0.34.0", "vllm/config/speculative.py:1735")))
+
+# the draft's architecture with the method's prefix is no model vLLM knows: raised when the
+# draft model is resolved and loaded
+DRAFT_ARCH = Signature(
+    "vllm_draft_arch", "draft_incompatible", "the draft model's architecture does not fit the method",
+    (_DRAFT_ADVICE,),
+    patterns=(rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",
+              rf"Model architectures \[{_DRAFT_ARCH}\] are not supported"),
+    lines=(rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",),
+    priority=87, phase="load_weights",
+    sources=(("0.34.0", "vllm/transformers_utils/configs/eagle.py:51"),
              ("0.34.0", "vllm/transformers_utils/configs/eagle.py:62"),
+             ("0.30.0", "vllm/model_executor/models/registry.py:1269"),
              ("0.34.0", "vllm/model_executor/models/registry.py:1397")))
 
 # the V0 speculative worker with a tensor-parallel draft (spec_decode_worker.py:690 (0.6.4.post1))
@@ -365,7 +375,7 @@ def _cuda_oom_detail(found: Found) -> str:
 CUDA_OOM = _voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
 HOST_OOM = _voiced(memory.HOST_OOM, (
     "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
-    "more RAM and a larger /dev/shm (docker's `--shm-size`, or `--ipc=host`).",))
+    "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))
 ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
     "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
     "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
@@ -389,7 +399,7 @@ KERNEL_CONFIG = _voiced(device.KERNEL_CONFIG, (
     "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",))
 NCCL = _voiced(runtime.NCCL, (
     "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
-    "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (`--ipc=host`), and P2P "
+    "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
     "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
     "all-reduce. Another rank's error, if any, is the real cause.",))
 PORT_IN_USE = _voiced(launch.PORT_IN_USE, (
@@ -418,7 +428,8 @@ IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
 UNREADABLE = _voiced(weights.UNREADABLE, (
     "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
     "`--quantization` / `--load-format` that matches the files.",))
-WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice)
+WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
+                     sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
 NATIVE = _voiced(native.NATIVE_CRASH, (
     "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
     "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
@@ -430,7 +441,7 @@ REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
-    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, CONFIG_INVALID, DRAFT_MISMATCH, SPEC_TP_DRAFT,
+    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, CONFIG_INVALID, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
     ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
     KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
