@@ -51,7 +51,8 @@ def test_fixture_diagnosis(name):
     assert result.family == "vllm"
     assert (result.crashed, result.kind, result.phase, result.signature) == (
         want["crashed"], want["kind"], want["phase"], want["signature"]), result.render()
-    assert (result.suggestion is None) == (not want["crashed"])
+    said = want["crashed"] or want["kind"] == "request_error"  # one request's error has its next step
+    assert (result.suggestion is None) == (not said) and (result.cause is None) == (not said)
 
 
 @pytest.mark.parametrize("log_id", sorted(INDEX["corpus"]))
@@ -111,6 +112,8 @@ _CITED = {
     "vllm_shm_stall": "No available shared memory broadcast block found",
     "vllm_piecewise_range": "assert range_entry is not None",
     "vllm_gpu_blocks_zero": "# GPU blocks",
+    "vllm_max_len_over_model": "than the derived max_model_len",
+    "vllm_bf16_gpu": "Bfloat16 is only supported on GPUs",
 }
 
 
@@ -295,6 +298,11 @@ def test_a_v0_worker_header_carries_the_message_of_a_cut_traceback():
 def test_an_echo_never_wins_over_the_error_it_echoes():
     result = diagnose(_read(VLLM / "cuda_graph_capture__0.34.0__not-permitted-while-capturing.log"))
     assert result.signature == "vllm_capture_failed" and "stream is capturing" in result.cause
+
+
+def test_max_model_len_advice_names_the_models_length():
+    result = diagnose(_read(VLLM / "bad_argument__0.34.0__max-model-len-over-model.log"))
+    assert "`--max-model-len 40960`" in result.suggestion
 
 
 def test_pydantic_cause_names_the_value_error():

@@ -143,6 +143,9 @@ CAPTURE = Signature(
     patterns=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
               r"operation failed due to a previous error during capture", r"\bstream is capturing\b",
               r"CUDA graph capture", r"capture (?:is )?(?:invalidated|unsupported)", r"."),
+    # torch's texts that only a capture writes, also as lines (a paste without the frames)
+    lines=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture(?:Invalidated|Unsupported)",
+           r"operation failed due to a previous error during capture", r"captures_underway"),
     context=(_CAPTURE_FRAMES,), absent=(_OOM,), priority=80, phase="graph_capture",
     sources=(("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830"),
              ("0.33.0", "vllm/v1/worker/gpu_model_runner.py:6571"),
@@ -167,6 +170,35 @@ PIECEWISE_RANGE = Signature(
              ("0.34.0", "vllm/compilation/piecewise_backend.py:361")))
 
 # --- arguments ------------------------------------------------------------------------
+
+
+def _derived_detail(found: Found) -> str | None:
+    said = regex(r"derived max_model_len \((\w+)=(\d+)").search(found.text)
+    if said:
+        return f"The model's config says {said[1]}={said[2]}: `--max-model-len {said[2]}` at most."
+    return None
+
+
+MAX_LEN_OVER_MODEL = Signature(
+    "vllm_max_len_over_model", "bad_argument", "--max-model-len is longer than the model's own",
+    ("`--max-model-len` asks for more tokens than the model's config.json allows: give at most the "
+     "model's length (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides the check, at the risk of wrong "
+     "output past the trained positions).",),
+    patterns=(r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",),
+    lines=(r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",),
+    priority=89, phase="launch", detail=_derived_detail,
+    sources=((_V0, "vllm/config.py:1982"), ("0.30.0", "vllm/config/model.py:2525"),
+             ("0.33.0", "vllm/config/model.py:2665"), ("0.34.0", "vllm/config/model.py:2709")))
+
+BF16_GPU = Signature(
+    "vllm_bf16_gpu", "unsupported_gpu", "this GPU cannot run bfloat16",
+    ("The GPU is older than compute capability 8.0 and has no bfloat16: run the model in float16 "
+     "with `--dtype half`, or use an Ampere or newer GPU.",),
+    patterns=(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",),
+    lines=(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",),
+    priority=85, phase="launch",
+    sources=((_V0, "vllm/worker/worker.py:480"), ("0.30.0", "vllm/platforms/cuda.py:681"),
+             ("0.33.0", "vllm/platforms/cuda.py:651"), ("0.34.0", "vllm/platforms/cuda.py:692")))
 
 
 def _argparse_detail(found: Found) -> str | None:
@@ -438,12 +470,25 @@ ASGI = _voiced(requests.ASGI_ERROR, (
     "One request failed and the server kept serving: the traceback names what the request "
     "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
 REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
+# the OpenAI server refusing one request (answered 400) while it keeps serving
+REQUEST_TOO_LONG = Signature(
+    "vllm_request_refused", "request_error", "vLLM refused one request",
+    ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
+     "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
+     "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
+    patterns=(r"This model's maximum context length is \d+ tokens",),
+    lines=(r"This model's maximum context length is \d+ tokens",),
+    priority=12, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
+             (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
+             ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
+             ("0.34.0", "vllm/renderers/params.py:405")))
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
-    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, CONFIG_INVALID, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
+    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
     ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
     KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
-    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, NATIVE, ASGI, REFUSED,
+    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, NATIVE, ASGI, REFUSED, REQUEST_TOO_LONG,
 ]
