@@ -232,6 +232,7 @@ def test_vllm_prefixes_are_peeled(raw, msg):
     ("GPU KV cache size: 693,024 tokens, Maximum concurrency for 8,192 tokens per request: 84.60x", "memory_pool"),
     ("Graph capturing finished in 7 secs, took 0.62 GiB", "graph_capture"),
     ("Capturing cudagraphs for decoding. This may lead to unexpected consequences", "graph_capture"),
+    ("init engine (profile, create kv cache, warmup model) took 36.87 s", "ready"),
     ("Starting vLLM server on http://0.0.0.0:8000", "ready"),
     ("Starting vLLM API server 0 on http://0.0.0.0:8000", "ready"),
     ("Application startup complete.", "ready"),
@@ -303,6 +304,25 @@ def test_an_echo_never_wins_over_the_error_it_echoes():
 def test_max_model_len_advice_names_the_models_length():
     result = diagnose(_read(VLLM / "bad_argument__0.34.0__max-model-len-over-model.log"))
     assert "`--max-model-len 40960`" in result.suggestion
+
+
+def test_a_crash_after_startup_complete_is_serving_and_before_it_ready():
+    lines = _read(VLLM / "healthy__0.34.0__eagle3-metrics.log").splitlines()
+    oom = ("(EngineCore_DP0 pid=4182) ERROR 12-03 09:01:40 [core.py:1759] torch.OutOfMemoryError: CUDA out of "
+           "memory. Tried to allocate 2.00 GiB.")
+    started = lines.index(next(ln for ln in lines if "Application startup complete" in ln))
+    assert diagnose("\n".join(lines[:started + 1] + [oom])).phase == "serving"
+    assert diagnose("\n".join(lines[:started] + [oom])).phase == "ready"
+    routes = next(i for i, ln in enumerate(lines) if "init engine" in ln)
+    assert diagnose("\n".join(lines[:routes] + [oom])).phase == "graph_capture"
+
+
+def test_the_cli_reads_a_vllm_log(capsys):
+    from ddlab import cli
+    code = cli.main(["diagnose", str(REAL / "vb17.log"), "--json", "--family", "vllm", "--vllm-version", "0.30.0"])
+    shown = json.loads(capsys.readouterr().out)
+    assert code == 3 and shown["family"] == "vllm" and shown["kind"] == "kv_pool_oom"
+    assert shown["facts"]["vllm_version"] == "0.30.0"
 
 
 def test_pydantic_cause_names_the_value_error():

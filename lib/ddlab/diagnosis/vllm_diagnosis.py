@@ -32,6 +32,7 @@ from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import VLLM
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_log import (
+    VLLM_READY_RE,
     parse_metrics_lines,
     summarize_metrics,
     vllm_facts,
@@ -107,6 +108,10 @@ def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signat
                 if ln.no <= best.last_no)
     if (phase == "launch" and signature is not None and signature.running
             and not _STARTUP_FRAMES.search(frames) and not shown):
+        phase = "serving"
+    # vLLM serves once uvicorn says so (no warmup request follows, unlike SGLang's launcher):
+    # a crash after "Application startup complete." is a crash while serving
+    if phase == "ready" and any(VLLM_READY_RE.search(ln.msg) for ln in lines if ln.no < best.first_no):
         phase = "serving"
     return phase
 

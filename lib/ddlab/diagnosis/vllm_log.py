@@ -96,18 +96,21 @@ _PHASE_MARKERS = (
         r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory"
         r"|# GPU blocks: \d|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform"
         r"|Compiling a graph for")),
-    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0)), "Graph capturing
+    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing
+    # cudagraphs for decoding", worker/model_runner.py:1400 (0.6.4.post1)), "Graph capturing
     # finished" (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518
-    # (0.6.4.post1)), "init engine (profile, create kv cache, warmup model) took"
-    # (v1/engine/core.py:459 (0.34.0))
+    # (0.6.4.post1))
     ("graph_capture", re.compile(
         r"Capturing CUDA graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
-        r"|Graph capturing finished|init engine \(profile, create kv cache, warmup model\) took")),
-    # the API server: "Starting vLLM server on" (entrypoints/launchers/api_server/entry.py:139
-    # (0.34.0)), "Starting vLLM API server" (older), the routes (launchers/launcher.py:188,
-    # :197 (0.34.0)), uvicorn's start and "Application startup complete."
+        r"|Graph capturing finished")),
+    # the engine is built and takes requests: "init engine (profile, create kv cache, warmup
+    # model) took" (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server
+    # on" (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server"
+    # (older), the routes (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and
+    # "Application startup complete."
     ("ready", re.compile(
-        r"Starting vLLM (?:API )?server|Available routes are|Route: /|Uvicorn running on"
+        r"init engine \(profile, create kv cache, warmup model\) took"
+        r"|Starting vLLM (?:API )?server|Available routes are|Route: /|Uvicorn running on"
         r"|Application startup complete|Started server process")),
     # serving: the periodic metrics line (v1/metrics/loggers.py:283 (0.34.0); V0
     # engine/metrics.py:450 (0.6.4.post1)), the speculative metrics (v1/spec_decode/metrics.py:121
