@@ -121,9 +121,10 @@ _PHASE_MARKERS = (
 )
 # vLLM serves once uvicorn has started it ("Application startup complete." follows the routes)
 VLLM_READY_RE = re.compile(r"Application startup complete|Uvicorn running on")
-# lines that show the server (or the engine) carrying on past an error
+# lines that show the server (or the engine) carrying on past an error: a metrics line counts
+# only when tokens moved (the API server keeps logging while a stuck engine sends nothing new)
 VLLM_PROGRESS_RE = re.compile(
-    r"Application startup complete|Avg prompt throughput: [\d.]+ tokens/s|SpecDecoding metrics:"
+    r"Application startup complete|Avg (?:prompt|generation) throughput: [\d.]*[1-9][\d.]* tokens/s"
     r"|\"(?:POST|GET) /(?:v1/|generate)\S* HTTP/[\d.]+\" 200")
 
 
