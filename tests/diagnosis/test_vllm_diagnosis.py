@@ -301,6 +301,11 @@ def test_an_echo_never_wins_over_the_error_it_echoes():
     assert result.signature == "vllm_capture_failed" and "stream is capturing" in result.cause
 
 
+def test_sequence_parallel_advice_picks_a_draft_count_that_divides():
+    result = diagnose(_read(VLLM / "bad_argument__0.30.0__spec-tokens-vs-sequence-parallel.log"))
+    assert "`num_speculative_tokens` 3 fits (now 4)" in result.suggestion  # 3 + 1 divides TP 4
+
+
 def test_max_model_len_advice_names_the_models_length():
     result = diagnose(_read(VLLM / "bad_argument__0.34.0__max-model-len-over-model.log"))
     assert "`--max-model-len 40960`" in result.suggestion

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from ddlab.config.vllm import vllm_table
+from ddlab.crashes.kinds.vllm import SERVING_ECHOES
 from ddlab.crashes.signature import Found, Signature
 from ddlab.diagnosis.exits import exit_of, last_run
 from ddlab.diagnosis.logtext import PHASES, Line
@@ -58,8 +59,9 @@ _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run
          r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
          r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine")
 _CAPTURE = r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
+# (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
 _INIT = (r"init_device|init_worker_distributed_environment|init_distributed_environment"
-         r"|initialize_model_parallel|run_engine_core|_init_executor|_init_workers_ray")
+         r"|initialize_model_parallel|_init_executor|_init_workers_ray")
 _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
             r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"
             r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req")
@@ -101,6 +103,9 @@ def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signat
                  frames: str) -> str:
     hints = [signature.phase] if signature and signature.phase else []
     hints += _frame_phases(frames)
+    if not _STARTUP_FRAMES.search(frames) and any(
+            re.search(p, ln.msg) for ln in lines for p in SERVING_ECHOES):
+        hints.append("serving")  # the engine's busy loop died (or dumped its batch)
     phase = max([reached, *hints], key=PHASES.index)
     if best is None:
         return phase

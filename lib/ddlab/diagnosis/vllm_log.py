@@ -47,6 +47,8 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_STAMP}",
     # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) ")
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[\w+\] \(\w+\) ",
+    # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
+    r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
 ))
 
 _VLLM_MARKS = re.compile(

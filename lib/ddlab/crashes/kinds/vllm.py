@@ -27,7 +27,7 @@ from dataclasses import replace
 from ddlab.crashes.kinds import device, launch, memory, native, requests, runtime, weights
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "ECHO_LINES"]
+__all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
 
 _V0 = "0.6.4.post1"
 
@@ -144,8 +144,13 @@ CAPTURE = Signature(
               r"operation failed due to a previous error during capture", r"\bstream is capturing\b",
               r"CUDA graph capture", r"capture (?:is )?(?:invalidated|unsupported)", r"."),
     # torch's texts that only a capture writes, also as lines (a paste without the frames)
-    lines=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture(?:Invalidated|Unsupported)",
-           r"operation failed due to a previous error during capture", r"captures_underway"),
+    # (the CUDA runtime's strings for the stream-capture errors 900-907, e.g. in NCCL's
+    # "NCCL WARN Cuda failure '...'" line when a collective runs inside a capture)
+    lines=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
+           r"operation failed due to a previous error during capture", r"captures_underway",
+           r"dependency created on uncaptured work in another stream",
+           r"operation would make the legacy stream depend on a capturing blocking stream",
+           r"capture sequence contains a fork that was not joined"),
     context=(_CAPTURE_FRAMES,), absent=(_OOM,), priority=80, phase="graph_capture",
     sources=(("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830"),
              ("0.33.0", "vllm/v1/worker/gpu_model_runner.py:6571"),
@@ -189,6 +194,32 @@ MAX_LEN_OVER_MODEL = Signature(
     priority=89, phase="launch", detail=_derived_detail,
     sources=((_V0, "vllm/config.py:1982"), ("0.30.0", "vllm/config/model.py:2525"),
              ("0.33.0", "vllm/config/model.py:2665"), ("0.34.0", "vllm/config/model.py:2709")))
+
+def _sp_detail(found: Found) -> str | None:
+    said = regex(r"multiple of (\d+) \(num_speculative_tokens \+ 1\).{0,80}?and (\d+) \(tensor_parallel_size\)").search(found.text)
+    if not said:
+        return None
+    now, tp = int(said[1]) - 1, int(said[2])
+    fits = [k for k in range(1, max(now, tp) + 1) if tp % (k + 1) == 0 or (k + 1) % tp == 0]
+    below = [k for k in fits if k <= now]
+    pick = max(below) if below else min(fits)
+    return (f"With tensor_parallel_size {tp}, `num_speculative_tokens` {pick} fits (now {now}): set it in "
+            "`--speculative-config`.")
+
+
+# spec decode's graph shapes (multiples of num_speculative_tokens + 1) against sequence
+# parallelism's (multiples of the TP size): config/compilation.py:1558 (0.30.0)
+SPEC_SP_SHAPES = Signature(
+    "vllm_spec_sp_shapes", "bad_argument", "speculative decoding's graph sizes and sequence parallelism disagree",
+    ("With sequence parallelism every CUDA graph size must be a multiple of the TP size, and with "
+     "speculative decoding a multiple of `num_speculative_tokens` + 1: pick `num_speculative_tokens` in "
+     "`--speculative-config` so that one divides the other, or turn sequence parallelism off "
+     "(the compilation config's pass_config enable_sp).",),
+    patterns=(r"Can't determine cudagraph shapes that are both a multiple of",),
+    lines=(r"Can't determine cudagraph shapes that are both a multiple of",),
+    priority=89, phase="launch", detail=_sp_detail,
+    sources=(("0.30.0", "vllm/config/compilation.py:1558"),
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:438")))
 
 BF16_GPU = Signature(
     "vllm_bf16_gpu", "unsupported_gpu", "this GPU cannot run bfloat16",
@@ -278,7 +309,11 @@ CONFIG_INVALID = Signature(
 
 # --- speculative decoding: draft vs target --------------------------------------------
 
-_DRAFT_ARCH = r"'(?:Eagle3?[A-Z]\w+|\w+Eagle3?|\w*MTP\w*|Medusa\w*|MLPSpeculator\w*)'"
+# vLLM puts Eagle / Eagle3 before the draft's own architecture unless it starts so
+# (transformers_utils/configs/eagle.py:51, :62 (0.34.0)): an architecture marked twice is an
+# EAGLE-3 checkpoint given to method eagle (or the reverse), a method / checkpoint mismatch; one
+# marked once that vLLM lacks is an architecture it does not support (arch_unsupported)
+_DRAFT_ARCH = r"'(?:Eagle3?\w*Eagle3?\w*|Eagle3?\w*ForCausalLMEagle\w*)'"
 _DRAFT_ADVICE = ("The draft checkpoint does not match the speculative method or the target: an "
                  "EAGLE-3 head needs `\"method\":\"eagle3\"` (vLLM prefixes Eagle / Eagle3 to the draft's "
                  "architecture), an EAGLE-1 head `\"method\":\"eagle\"`, and a draft must share the "
@@ -322,6 +357,11 @@ SPEC_TP_DRAFT = Signature(
 # --- the engine: echoes of a death elsewhere, and a stall ----------------------------
 
 ECHO_LINES = (
+    # a worker process gone (v1/executor/multiproc_executor.py:405 (0.34.0), :315 (0.30.0);
+    # older: "Worker proc X died unexpectedly, shutting down executor"; ray_executor_v2.py:523),
+    # the engine dumping the batch it failed on (logging_utils/dump_input.py:73 (0.34.0))
+    r"Worker proc \S+ died unexpectedly", r"RayWorkerProc rank=\d+ died unexpectedly",
+    r"Dumping input data for V1 LLM engine",
     r"Engine core initialization failed\. See root cause above", r"EngineCore failed to start\.",
     r"EngineCore encountered a fatal error\.", r"EngineCore encountered an issue\. See stack trace",
     r"AsyncLLM output_handler failed\.", r"\bEngineDeadError\b", r"Engine process failed to start",
@@ -339,7 +379,16 @@ ENGINE_DEAD = Signature(
              ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
              ("0.34.0", "vllm/v1/engine/async_llm.py:957"),
              (_V0, "vllm/entrypoints/openai/api_server.py:211"),
-             (_V0, "vllm/engine/async_llm_engine.py:65")))
+             (_V0, "vllm/engine/async_llm_engine.py:65"),
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:315"),
+             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
+             ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
+             ("0.34.0", "vllm/logging_utils/dump_input.py:73")))
+
+# the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
+# after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
+SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
+                  r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed")
 
 # every process waits on the shared-memory message queue; a rank that stops answering leaves
 # the others printing this once a minute (shm_broadcast.py:115 (0.34.0))
@@ -486,7 +535,7 @@ REQUEST_TOO_LONG = Signature(
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
-    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
+    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
     ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
     KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
