@@ -68,6 +68,8 @@ from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, 
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
 from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
 from ddlab.diagnosis.tracebacks import Chain, find_chains
+from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
+from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
 from ddlab.diagnosis.vllm_log import FAMILIES, detect_family
 
 __all__ = [
@@ -330,14 +332,13 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     ran) let the advice move on to the next lever and name commands for that host.
     ``family`` is the server family that wrote the log (``sglang`` | ``vllm``; None: told
     from the text, :func:`~ddlab.diagnosis.vllm_log.detect_family`); a vLLM log is read in
-    vLLM's dialect (:func:`~ddlab.diagnosis.vllm_diagnosis.diagnose_vllm`, ``version`` a vLLM
+    vLLM's dialect (:mod:`~ddlab.diagnosis.vllm_diagnosis`, ``version`` a vLLM
     release, ``algorithm`` its speculative method)."""
     if family not in (None, *FAMILIES):
         raise ConfigError(f"family {family!r}: not a server family", fix=f"one of {', '.join(FAMILIES)}",
                           value=family)
     if (family or detect_family(text or "")) == "vllm":
-        from ddlab.diagnosis.vllm_diagnosis import diagnose_vllm
-        return diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
+        return _diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
     compiled = _compile(patterns)
     lines = last_run(split_lines(text or ""))
     phase, phase_line = phase_reached(lines)
@@ -406,6 +407,27 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         exit_status=exit_seen.status, signature=signature.name if signature else None,
         title=title, facts=facts,
         sglang_version=version, algorithm=algorithm,
+        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
+
+
+def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> Diagnosis:
+    """A vLLM log (:mod:`.vllm_diagnosis` reads and judges it; the evidence, the cause and a
+    kill from outside are this module's, as for SGLang)."""
+    compiled = _compile(patterns)
+    log = read_vllm(text)
+    best = log.best
+    if _host_killed(best, log.exit_seen, log.lines):
+        first = log.exit_seen.lines[0].no if log.exit_seen.lines else 0
+        best = vllm_host_oom(first, log.exit_seen.why or "killed", log.exit_seen.lines)
+    said = judge_vllm(log, best, version=version, algorithm=algorithm, tried=tried, host=host)
+    signature = said.signature
+    return Diagnosis(
+        crashed=said.crashed, kind=said.kind, phase=said.phase,
+        cause=vllm_cause(_cause(best, log.exit_seen), best) if said.crashed or said.request else None,
+        evidence=_evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),
+        suggestion=said.suggestion, decode=said.decode, exit_status=log.exit_seen.status,
+        signature=signature.name if signature else None, title=said.title, facts=said.facts,
+        algorithm=said.algorithm, family="vllm",
         sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
 
 

@@ -1,9 +1,9 @@
-"""Diagnose a vLLM server log: the same verdict as SGLang's, read in vLLM's dialect.
+"""A vLLM server log read for a diagnosis: the same verdict as SGLang's, in vLLM's dialect.
 
-Contract: :func:`diagnose_vllm` (reached through
-:func:`ddlab.diagnosis.diagnosis.diagnose` with ``family="vllm"``, or when the text
-is detected as vLLM's) returns a :class:`~ddlab.diagnosis.diagnosis.Diagnosis` with
-``family="vllm"``. The lines are read with vLLM's prefixes peeled
+Contract: :func:`ddlab.diagnosis.diagnosis.diagnose` (with ``family="vllm"``, or when
+the text is detected as vLLM's) reads the log with :func:`read_vllm` and judges it with
+:func:`judge_vllm`, then builds its :class:`~ddlab.diagnosis.diagnosis.Diagnosis` with
+``family="vllm"`` (this module imports nothing of it). The lines are read with vLLM's prefixes peeled
 (:mod:`.vllm_log`); the exception chains, the exit and the root-cause rules are
 SGLang's (:mod:`.tracebacks`, :mod:`.exits`, :mod:`.rootcause`) over vLLM's registry
 (:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Two
@@ -23,10 +23,12 @@ release's parser table (:func:`ddlab.config.vllm.vllm_table`) refuses is dropped
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
 from ddlab.config.vllm import vllm_table
 from ddlab.crashes.kinds.vllm import SERVING_ECHOES
 from ddlab.crashes.signature import Found, Signature
-from ddlab.diagnosis.exits import exit_of, last_run
+from ddlab.diagnosis.exits import Exit, exit_of, last_run
 from ddlab.diagnosis.logtext import PHASES, Line
 from ddlab.diagnosis.phase import frames_near
 from ddlab.diagnosis.rootcause import Candidate, root_cause
@@ -42,7 +44,8 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_reached,
 )
 
-__all__ = ["diagnose_vllm", "FRAME_PHASES", "advise_vllm"]
+__all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
+           "FRAME_PHASES", "advise_vllm"]
 
 _IN = r"(?:,| line \d+) in "
 
@@ -183,51 +186,81 @@ def _cause(said: str | None, best: Candidate | None) -> str | None:
     return f"{said}: {why[1][:200]}" if why else said
 
 
-# --- the entry point ----------------------------------------------------------------
+# --- the reading ----------------------------------------------------------------------
 
-def diagnose_vllm(text: str, patterns=(), *, version: str | None = None, algorithm: str | None = None,
-                  tried: dict | None = None, host: str | None = None):
-    """Diagnose one vLLM server log (see the module docstring); the arguments are
-    :func:`ddlab.diagnosis.diagnosis.diagnose`'s, ``version`` a vLLM release."""
-    from ddlab.diagnosis import diagnosis as dg  # the Diagnosis record and its shared helpers
+@dataclass
+class VllmLog:
+    """A vLLM log read: its lines, the phase it reached, its facts, chains, exit, root cause."""
 
-    compiled = dg._compile(patterns)
+    lines: list[Line]
+    reached: str
+    phase_line: Line | None
+    facts: dict
+    chains: list[Chain]
+    exit_seen: Exit
+    best: Candidate | None
+
+
+@dataclass
+class VllmVerdict:
+    """What :func:`judge_vllm` says of a read log: :class:`~ddlab.diagnosis.diagnosis.Diagnosis`'s
+    fields that depend on vLLM's dialect."""
+
+    crashed: bool
+    request: bool
+    kind: str | None
+    phase: str
+    signature: Signature | None
+    title: str | None
+    suggestion: str | None
+    facts: dict
+    algorithm: str | None
+    decode: dict | None
+
+
+def read_vllm(text: str) -> VllmLog:
+    """The lines (vLLM's prefixes peeled, the last run), the phase reached, the facts, the
+    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry."""
     lines = last_run(vllm_lines(text or ""))
-    phase, phase_line = vllm_phase_reached(lines)
-    facts, chains, exit_seen = vllm_facts(lines), _with_worker_message(find_chains(lines)), exit_of(lines)
-    best = root_cause(lines, chains, VLLM)
-    if dg._host_killed(best, exit_seen, lines):
-        first = exit_seen.lines[0].no if exit_seen.lines else 0
-        host_oom = next(s for s in VLLM.signatures if s.kind == "host_oom")
-        best = Candidate(first, first, exit_seen.why or "killed", host_oom, lines=exit_seen.lines)
+    reached, phase_line = vllm_phase_reached(lines)
+    chains = _with_worker_message(find_chains(lines))
+    return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
+                   root_cause(lines, chains, VLLM))
+
+
+def host_oom(first: int, why: str, lines: list[Line]) -> Candidate:
+    """A kill from outside with nothing else to blame, as vLLM's host_oom."""
+    signature = next(s for s in VLLM.signatures if s.kind == "host_oom")
+    return Candidate(first, first, why, signature, lines=lines)
+
+
+def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = None,
+               algorithm: str | None = None, tried: dict | None = None, host: str | None = None) -> VllmVerdict:
+    """Crashed or not, the kind, the phase, the advice (for ``version`` or the log's release and
+    ``algorithm`` or its speculative method) and the metrics summary, for the root cause ``best``."""
     request = best is not None and best.request
-    crashed = (best is not None and not request) or exit_seen.failed
+    crashed = (best is not None and not request) or log.exit_seen.failed
     signature = best.signature if best else None
-    frames = frames_near(best, chains, lines)
-    phase = _crash_phase(lines, phase, best, signature, frames)
-    if request and not crashed:
-        phase = "serving"
-    version = version or facts.get("vllm_version")
-    algorithm = algorithm or facts.get("speculative_method")
+    frames = frames_near(best, log.chains, log.lines)
+    phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
+    version = version or log.facts.get("vllm_version")
+    algorithm = algorithm or log.facts.get("speculative_method")
     found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),
-                  best.chain.text if best and best.chain else "", phase, facts, (), version,
+                  best.chain.text if best and best.chain else "", phase, log.facts, (), version,
                   algorithm, tried=dict(tried or {}), host=host, frames=frames)
-    facts = {**facts, "vllm_version": version} if version else facts
     suggestion = (advise_vllm(signature, found) if signature else
                   _unknown_advice(best) if crashed else None)
-    cause = _cause(dg._cause(best, exit_seen), best) if crashed or request else None
     kind = signature.kind if signature else ("unknown" if crashed else None)
-    title = signature.title if signature else None
     if request and not crashed:
         kind = "request_error"
-    elif request and kind == "request_error":
-        kind, signature, title = "unknown", None, None
-    records = parse_metrics_lines(lines)
-    return dg.Diagnosis(
-        crashed=crashed, kind=kind, phase=phase, cause=cause,
-        evidence=dg._evidence(lines, best, phase_line, exit_seen, compiled, crashed),
-        suggestion=suggestion, decode=summarize_metrics(records) if records else None,
-        exit_status=exit_seen.status, signature=signature.name if signature else None,
-        title=title, facts=facts, sglang_version=None, algorithm=algorithm,
-        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [],
-        family="vllm")
+    elif request and kind == "request_error":  # the process failed, and not of this request
+        kind, signature = "unknown", None
+    records = parse_metrics_lines(log.lines)
+    return VllmVerdict(crashed, request, kind, phase, signature, signature.title if signature else None,
+                       suggestion, {**log.facts, "vllm_version": version} if version else log.facts,
+                       algorithm, summarize_metrics(records) if records else None)
+
+
+def vllm_cause(said: str | None, best: Candidate | None) -> str | None:
+    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line."""
+    return _cause(said, best)

@@ -7,7 +7,8 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 ...); no new kind was needed. Texts that come from the libraries both servers use
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
-(:func:`_voiced`). The engine's own echoes of a death elsewhere ("Engine core
+(:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
+draft against the target) are :mod:`.vllm_speculative`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -21,15 +22,12 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-import re
-from dataclasses import replace
-
-from ddlab.crashes.kinds import device, launch, memory, native, requests, runtime, weights
+from ddlab.crashes.kinds import vllm_library, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
 
-_V0 = "0.6.4.post1"
+_V0 = vllm_library.V0
 
 
 def _utilization(found: Found) -> float | None:
@@ -58,18 +56,6 @@ def _kv_detail(found: Found) -> str:
     if found.facts.get("speculative_method"):
         said.append("The draft model's weights and its KV cache count too.")
     return " ".join(said)
-
-
-def _spec_hint(found: Found) -> str | None:
-    tokens = found.facts.get("num_speculative_tokens")
-    if isinstance(tokens, int) and tokens > 1:
-        return (f"Fewer draft tokens need fewer slots: `num_speculative_tokens` {tokens} -> "
-                f"{max(tokens // 2, 1)} in `--speculative-config`.")
-    return None
-
-
-def _budget_detail(found: Found) -> str | None:
-    return _spec_hint(found)
 
 
 # --- the KV cache ---------------------------------------------------------------------
@@ -195,32 +181,6 @@ MAX_LEN_OVER_MODEL = Signature(
     sources=((_V0, "vllm/config.py:1982"), ("0.30.0", "vllm/config/model.py:2525"),
              ("0.33.0", "vllm/config/model.py:2665"), ("0.34.0", "vllm/config/model.py:2709")))
 
-def _sp_detail(found: Found) -> str | None:
-    said = regex(r"multiple of (\d+) \(num_speculative_tokens \+ 1\).{0,80}?and (\d+) \(tensor_parallel_size\)").search(found.text)
-    if not said:
-        return None
-    now, tp = int(said[1]) - 1, int(said[2])
-    fits = [k for k in range(1, max(now, tp) + 1) if tp % (k + 1) == 0 or (k + 1) % tp == 0]
-    below = [k for k in fits if k <= now]
-    pick = max(below) if below else min(fits)
-    return (f"With tensor_parallel_size {tp}, `num_speculative_tokens` {pick} fits (now {now}): set it in "
-            "`--speculative-config`.")
-
-
-# spec decode's graph shapes (multiples of num_speculative_tokens + 1) against sequence
-# parallelism's (multiples of the TP size): config/compilation.py:1558 (0.30.0)
-SPEC_SP_SHAPES = Signature(
-    "vllm_spec_sp_shapes", "bad_argument", "speculative decoding's graph sizes and sequence parallelism disagree",
-    ("With sequence parallelism every CUDA graph size must be a multiple of the TP size, and with "
-     "speculative decoding a multiple of `num_speculative_tokens` + 1: pick `num_speculative_tokens` in "
-     "`--speculative-config` so that one divides the other, or turn sequence parallelism off "
-     "(the compilation config's pass_config enable_sp).",),
-    patterns=(r"Can't determine cudagraph shapes that are both a multiple of",),
-    lines=(r"Can't determine cudagraph shapes that are both a multiple of",),
-    priority=89, phase="launch", detail=_sp_detail,
-    sources=(("0.30.0", "vllm/config/compilation.py:1558"),
-             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:438")))
-
 BF16_GPU = Signature(
     "vllm_bf16_gpu", "unsupported_gpu", "this GPU cannot run bfloat16",
     ("The GPU is older than compute capability 8.0 and has no bfloat16: run the model in float16 "
@@ -261,39 +221,6 @@ ARGPARSE = Signature(
              ("0.34.0", "vllm/entrypoints/cli/serve.py:172"),
              ("python", "argparse.py (ArgumentParser.error)")))
 
-SPEC_CONFIG = Signature(
-    "vllm_speculative_config", "bad_argument", "--speculative-config was rejected",
-    ("vLLM refused the `--speculative-config` JSON when it built the engine config: fix the key "
-     "or value the message names (the parser takes any JSON; SpeculativeConfig checks it later).",),
-    patterns=(r"validation errors? for SpeculativeConfig",
-              r"'tensor_parallel_size' is not a valid argument in the speculative_config",
-              r"num_speculative_tokens must be provided with",
-              r"Expected num_speculative_tokens to be greater", r"Unknown speculative method",
-              r"is not supported with speculative method",
-              r"cannot be other value than 1 or target model tensor_parallel_size",
-              r"speculative_max_model_len=\d+ cannot be larger than"),
-    lines=(r"validation errors? for SpeculativeConfig", r"Unknown speculative method '",
-           r"'tensor_parallel_size' is not a valid argument in the speculative_config"),
-    priority=89, phase="launch",
-    sources=((_V0, "vllm/config.py:1428"), (_V0, "vllm/config.py:1516"), (_V0, "vllm/config.py:1616"),
-             ("0.30.0", "vllm/config/speculative.py:1780"), ("0.30.0", "vllm/config/speculative.py:1793"),
-             ("0.33.0", "vllm/config/speculative.py:1942"), ("0.33.0", "vllm/config/speculative.py:1868"),
-             ("0.34.0", "vllm/config/speculative.py:1630"), ("0.34.0", "vllm/config/speculative.py:1649"),
-             ("0.34.0", "vllm/config/speculative.py:1655"), ("0.34.0", "vllm/config/speculative.py:1662"),
-             ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549")))
-
-# the scheduler's token budget less the draft slots of every request is <= 0
-SPEC_BUDGET = Signature(
-    "vllm_spec_token_budget", "bad_argument", "the draft tokens take the whole scheduling budget",
-    ("Each request reserves `num_speculative_tokens` draft slots in the step's token budget: raise "
-     "`--max-num-batched-tokens`, or lower `num_speculative_tokens` in `--speculative-config` or "
-     "`--max-num-seqs`.",),
-    patterns=(r"max_num_scheduled_tokens is set to -?\d+.{0,80}?does not allow any tokens to be scheduled",),
-    lines=(r"max_num_scheduled_tokens is set to -?\d+.{0,80}?does not allow any tokens to be scheduled",),
-    priority=88, phase="launch", detail=_budget_detail,
-    sources=(("0.30.0", "vllm/config/vllm.py:2127"), ("0.33.0", "vllm/config/vllm.py:2352"),
-             ("0.34.0", "vllm/config/vllm.py:2274")))
-
 CONFIG_INVALID = Signature(
     "vllm_config_invalid", "bad_argument", "an engine config refused its arguments",
     ("vLLM's config classes validate the arguments when the engine config is built: the "
@@ -306,53 +233,6 @@ CONFIG_INVALID = Signature(
     priority=40, phase="launch",
     sources=(("0.34.0", "vllm/engine/arg_utils.py:2172"), ("0.34.0", "vllm/config/utils.py:72"),
              ("pydantic 2", "pydantic_core ValidationError (N validation error for X)")))
-
-# --- speculative decoding: draft vs target --------------------------------------------
-
-# vLLM puts Eagle / Eagle3 before the draft's own architecture unless it starts so
-# (transformers_utils/configs/eagle.py:51, :62 (0.34.0)): an architecture marked twice is an
-# EAGLE-3 checkpoint given to method eagle (or the reverse), a method / checkpoint mismatch; one
-# marked once that vLLM lacks is an architecture it does not support (arch_unsupported)
-_DRAFT_ARCH = r"'(?:Eagle3?\w*Eagle3?\w*|Eagle3?\w*ForCausalLMEagle\w*)'"
-_DRAFT_ADVICE = ("The draft checkpoint does not match the speculative method or the target: an "
-                 "EAGLE-3 head needs `\"method\":\"eagle3\"` (vLLM prefixes Eagle / Eagle3 to the draft's "
-                 "architecture), an EAGLE-1 head `\"method\":\"eagle\"`, and a draft must share the "
-                 "target's tokenizer. Fix `method` or `model` in `--speculative-config`.")
-# checked when the speculative config is built (a pydantic model validator): ranked above the
-# config's generic refusal, which it is raised as
-DRAFT_VOCAB = Signature(
-    "vllm_draft_vocab", "draft_incompatible", "the draft model's vocabulary is not the target's",
-    (_DRAFT_ADVICE,),
-    patterns=(r"Target and draft model should have the same vocabulary size",),
-    lines=(r"Target and draft model should have the same vocabulary size",),
-    priority=91, phase="launch",
-    sources=(("0.30.0", "vllm/config/speculative.py:1845"), ("0.33.0", "vllm/config/speculative.py:2050"),
-             ("0.34.0", "vllm/config/speculative.py:1735")))
-
-# the draft's architecture with the method's prefix is no model vLLM knows: raised when the
-# draft model is resolved and loaded
-DRAFT_ARCH = Signature(
-    "vllm_draft_arch", "draft_incompatible", "the draft model's architecture does not fit the method",
-    (_DRAFT_ADVICE,),
-    patterns=(rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",
-              rf"Model architectures \[{_DRAFT_ARCH}\] are not supported"),
-    lines=(rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",),
-    priority=87, phase="load_weights",
-    sources=(("0.34.0", "vllm/transformers_utils/configs/eagle.py:51"),
-             ("0.34.0", "vllm/transformers_utils/configs/eagle.py:62"),
-             ("0.30.0", "vllm/model_executor/models/registry.py:1269"),
-             ("0.34.0", "vllm/model_executor/models/registry.py:1397")))
-
-# the V0 speculative worker with a tensor-parallel draft (spec_decode_worker.py:690 (0.6.4.post1))
-SPEC_TP_DRAFT = Signature(
-    "vllm_spec_tp_draft", "spec_feature_conflict", "speculative decoding with a tensor-parallel draft failed",
-    ("The V0 speculative worker cannot handle a step where the tensor-parallel draft workers "
-     "propose nothing: run the draft on one GPU (`\"draft_tensor_parallel_size\":1` in "
-     "`--speculative-config`) or move to the V1 engine (a newer vLLM).",),
-    patterns=(r"Cannot handle cases where distributed draft workers generate no tokens",),
-    lines=(r"Cannot handle cases where distributed draft workers generate no tokens",),
-    priority=80, phase="serving",
-    sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:690"),))
 
 # --- the engine: echoes of a death elsewhere, and a stall ----------------------------
 
@@ -420,105 +300,6 @@ API_MISMATCH = Signature(
     sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
              (_V0, "vllm/entrypoints/llm.py:179")))
 
-# --- library texts (torch, NCCL, Hugging Face, transformers, Triton): SGLang's patterns ----
-
-_LIBRARY = re.compile(r"^(?!\d)")  # a source that is no SGLang release
-
-
-def _voiced(signature: Signature, advice: tuple[str, ...], *, sources=(), **changes) -> Signature:
-    """SGLang's signature for a library's text, its advice in vLLM's words."""
-    kept = tuple(s for s in signature.sources if _LIBRARY.match(s[0]) and not s[0].startswith("sglang"))
-    changes = {"detail": None, **changes}
-    return replace(signature, name=f"vllm_{signature.name}", advice=advice, by_algorithm=(),
-                   sources=kept + tuple(sources), **changes)
-
-
-_CUDA_OOM_BY_PHASE = {
-    "load_weights": "The weights alone do not fit: more GPUs (`--tensor-parallel-size 2`), a "
-                    "quantized checkpoint, or a smaller model.",
-    "memory_pool": "The profiling run (the largest batch, `--max-num-batched-tokens`) did not "
-                   "fit: lower `--max-num-batched-tokens` or `--max-num-seqs`.",
-    "graph_capture": "The CUDA graphs did not fit: `--enforce-eager` confirms it; capture fewer "
-                     "sizes (`--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`) or "
-                     "lower `--gpu-memory-utilization` to leave room outside the KV cache.",
-    "serving": "A batch while serving did not fit next to the KV cache: lower "
-               "`--gpu-memory-utilization` (more room for activations), `--max-num-seqs` or "
-               "`--max-num-batched-tokens`.",
-}
-
-
-def _cuda_oom_detail(found: Found) -> str:
-    return _CUDA_OOM_BY_PHASE.get(found.phase) or (
-        "Where it ran out decides: weights (more GPUs: `--tensor-parallel-size 2`), graphs "
-        "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
-
-
-CUDA_OOM = _voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
-HOST_OOM = _voiced(memory.HOST_OOM, (
-    "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
-    "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))
-ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
-    "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
-    "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
-    "attention backend; with speculative decoding, check that the draft's context length covers "
-    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",),
-    # a Triton / inductor kernel's device assert, as the CUDA runtime prints it
-    lines=device.ILLEGAL_ACCESS.lines + (
-        r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
-CUDA_ERROR_CUT = _voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
-UNSUPPORTED_GPU = _voiced(device.UNSUPPORTED_GPU, (
-    "A kernel in this install was not built for this GPU's compute capability "
-    "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
-    "for it, or use a supported GPU.",))
-TRITON_ARCH = _voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
-KERNEL_COMPILE = _voiced(device.KERNEL_COMPILE, (
-    "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
-    "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
-    "`--enforce-eager` skips torch.compile's kernels.",))
-KERNEL_CONFIG = _voiced(device.KERNEL_CONFIG, (
-    "A kernel refuses this model's configuration on this GPU: pick another attention backend "
-    "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",))
-NCCL = _voiced(runtime.NCCL, (
-    "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
-    "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
-    "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
-    "all-reduce. Another rank's error, if any, is the real cause.",))
-PORT_IN_USE = _voiced(launch.PORT_IN_USE, (
-    "Free the port (an old server still running? `ss -ltnp` shows who holds it) or start this "
-    "one on another `--port`.",),
-    sources=((_V0, "vllm/entrypoints/openai/api_server.py:579"),
-             ("0.30.0", "vllm/entrypoints/launchers/launcher.py:225"),
-             ("0.34.0", "vllm/entrypoints/launchers/launcher.py:354")))
-MODEL_NOT_FOUND = _voiced(launch.MODEL_NOT_FOUND, (
-    "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
-    "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
-    "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
-    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token)
-    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b",))
-ARCH_UNSUPPORTED = _voiced(launch.ARCH_UNSUPPORTED, (
-    "This vLLM (or its transformers) does not know the model's architecture: a newer vLLM, "
-    "`--trust-remote-code` for a model with its own code, or `--model-impl transformers`.",),
-    sources=((_V0, "vllm/model_executor/models/registry.py:353"),
-             ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
-MODEL_TYPE_KEY = _voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
-DEPENDENCY = _voiced(launch.DEPENDENCY, (
-    "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
-    "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
-OP_MISMATCH = _voiced(launch.OP_MISMATCH, DEPENDENCY.advice)
-IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
-UNREADABLE = _voiced(weights.UNREADABLE, (
-    "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
-    "`--quantization` / `--load-format` that matches the files.",))
-WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
-                     sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
-NATIVE = _voiced(native.NATIVE_CRASH, (
-    "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
-    "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
-    "graphs and compiled kernels.",))
-ASGI = _voiced(requests.ASGI_ERROR, (
-    "One request failed and the server kept serving: the traceback names what the request "
-    "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
-REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
 # the OpenAI server refusing one request (answered 400) while it keeps serving
 REQUEST_TOO_LONG = Signature(
     "vllm_request_refused", "request_error", "vLLM refused one request",
@@ -535,9 +316,6 @@ REQUEST_TOO_LONG = Signature(
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
-    ARGPARSE, SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
-    ENGINE_DEAD, SHM_STALL, API_MISMATCH,
-    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
-    KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
-    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, NATIVE, ASGI, REFUSED, REQUEST_TOO_LONG,
+    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
+    REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
 ]
