@@ -14,6 +14,10 @@ measurement);
 
     python tools/diagnosis_corpus.py --split work --misses
     python tools/diagnosis_corpus.py --split heldout
+
+``--corpus vllm-real`` measures the vLLM corpus (tests/fixtures/logs/vllm-real/, issue 28)
+the same way, broken down by labelled kind, speculative method and paste format; its
+held-out split is measured once (docs/diagnosis.md, "vLLM").
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from pathlib import Path
 
 from ddlab.diagnosis.diagnosis import diagnose
 
-REAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs" / "real"
+LOGS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs"
+REAL = LOGS / "real"
 
 
 def load(split: str) -> list[dict]:
@@ -78,7 +83,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("work", "heldout", "all"), default="work")
     parser.add_argument("--misses", action="store_true", help="list every miss")
+    parser.add_argument("--corpus", choices=("real", "vllm-real"), default="real",
+                        help="the SGLang corpus (default) or vLLM's (issue 28)")
     args = parser.parse_args(argv)
+    global REAL
+    REAL = LOGS / args.corpus
     logs = {log["id"]: log for log in load(args.split)}
     if not logs:
         print(f"{args.split}: no logs with split {args.split!r} in {REAL / 'manifest.json'} (a "
@@ -89,7 +98,7 @@ def main(argv=None) -> int:
     rows = [judged(log) for log in logs.values()]
     phased = [r for r in rows if r["phase"] is not None]
     kinded = [r for r in rows if r["kind"] is not None]
-    counts = {"split": args.split, "logs": len(rows),
+    counts = {"corpus": args.corpus, "split": args.split, "logs": len(rows),
               "crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in kinded),
               "kind_logs": len(kinded), "phase": sum(r["phase"] for r in phased),
               "phase_logs": len(phased)}
@@ -98,10 +107,14 @@ def main(argv=None) -> int:
           "(logs that show it)")
     print("by labelled kind:")
     print("\n".join(table(rows, logs, lambda log: [str(log["kind"])])))
-    print("by issue-24 class:")
-    print("\n".join(table(rows, logs, issue_class)))
-    print("by release family:")
-    print("\n".join(table(rows, logs, lambda log: [family(log["sglang"])])))
+    if args.corpus == "vllm-real":
+        print("by speculative method / feature:")
+        print("\n".join(table(rows, logs, lambda log: log["features"] or ["(none)"])))
+    else:
+        print("by issue-24 class:")
+        print("\n".join(table(rows, logs, issue_class)))
+        print("by release family:")
+        print("\n".join(table(rows, logs, lambda log: [family(log["sglang"])])))
     print("by paste format:")
     print("\n".join(table(rows, logs, lambda log: log["paste"] or ["plain"])))
     if args.misses:

@@ -137,6 +137,10 @@ def _args_diagnose(p: argparse.ArgumentParser) -> None:
                    help="write the advice for this SGLang release (default: what the log says)")
     p.add_argument("--algorithm", metavar="NAME", default=None,
                    help="the speculative algorithm (DDTREE, DFLASH, EAGLE...; default: the log's)")
+    p.add_argument("--family", choices=("sglang", "vllm"), default=None,
+                   help="the server that wrote the log (default: told from the text)")
+    p.add_argument("--vllm-version", metavar="X.Y.Z", default=None,
+                   help="write a vLLM log's advice for this vLLM release (default: what the log says)")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 whenever the log was read, crash or not (default: 3 on a "
                         "crash, as ddlab watch)")
@@ -146,7 +150,8 @@ def _args_diagnose(p: argparse.ArgumentParser) -> None:
 
 def _run_diagnose(args) -> int:
     return _show(api.diagnose(args.logfile, patterns=args.patterns,
-                              sglang_version=args.sglang_version, algorithm=args.algorithm),
+                              sglang_version=args.sglang_version, algorithm=args.algorithm,
+                              family=args.family, vllm_version=args.vllm_version),
                  json_only=args.json, exit_code=not args.exit_zero)
 
 

@@ -30,14 +30,17 @@ __all__ = ["diagnose", "render_unit", "run_notebook", "notebook_parameters", "ch
 
 
 def diagnose(log_text: str | os.PathLike, *, patterns=(), sglang_version: str | None = None,
-             algorithm: str | None = None) -> Diagnosis:
+             algorithm: str | None = None, family: str | None = None,
+             vllm_version: str | None = None) -> Diagnosis:
     """Crashed or not, the kind, the phase, the cause and the next step, from a server
     log: its text, or a path to a saved log (``Path("-")`` reads stdin). The advice is
     written for ``sglang_version`` and ``algorithm`` (None: what the log says, else
-    neutral)."""
+    neutral). ``family`` is the server that wrote the log (``sglang`` | ``vllm``; None: told
+    from the text); a vLLM log's advice is written for ``vllm_version`` and its speculative
+    method (``algorithm``)."""
     text = read_log(os.fspath(log_text)) if isinstance(log_text, os.PathLike) else log_text
-    return _diagnose(text, patterns=patterns, version=sglang_version or None,
-                     algorithm=algorithm or None)
+    return _diagnose(text, patterns=patterns, version=(vllm_version or sglang_version or None),
+                     algorithm=algorithm or None, family=family or None)
 
 def render_unit(base: str = "local", overrides=(), *, host: str | HostProfile = "local") -> str:
     """The systemd unit ``deploy`` would install for base + overrides on ``host``

@@ -68,6 +68,9 @@ from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, 
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
 from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
 from ddlab.diagnosis.tracebacks import Chain, find_chains
+from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
+from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
+from ddlab.diagnosis.vllm_log import FAMILIES, detect_family
 
 __all__ = [
     "Diagnosis", "diagnose", "read_log", "SIGNATURES", "Signature", "KINDS", "PHASES",
@@ -110,6 +113,7 @@ class Diagnosis:
     sglang_version: str | None = None
     algorithm: str | None = None
     sources: list[str] = field(default_factory=list)
+    family: str = "sglang"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -130,13 +134,17 @@ class Diagnosis:
             rows += ["evidence:"] + [f"  | {line}" for line in self.evidence]
         if self.suggestion:
             rows.append(f"suggestion: {self.suggestion}")
-        if self.crashed and (self.sglang_version or self.algorithm):
+        if self.family == "vllm" and self.crashed:
+            rows.append(f"advice for: vLLM {self.facts.get('vllm_version') or '(any)'}, "
+                        f"{self.algorithm or 'any speculative method'}")
+        elif self.crashed and (self.sglang_version or self.algorithm):
             rows.append(f"advice for: SGLang {self.sglang_version or '(any)'}, "
                         f"{self.algorithm or 'any algorithm'}")
         if self.sources:
             rows.append("texts from: " + "; ".join(self.sources[:4]))
         if self.decode:
-            rows.append(f"decode:     {_decode_text(self.decode)}")
+            text = _metrics_text(self.decode) if self.family == "vllm" else _decode_text(self.decode)
+            rows.append(f"{'metrics' if self.family == 'vllm' else 'decode'}:{' ' * (4 if self.family == 'vllm' else 5)}{text}")
         if self.facts:
             rows.append("facts:      " + ", ".join(f"{k}={v}" for k, v in self.facts.items()))
         return "\n".join(rows)
@@ -160,6 +168,18 @@ def _decode_text(decode: dict) -> str:
             f"(last {decode.get('accept_len_last')}); gen throughput mean "
             f"{decode.get('gen_throughput_tok_s_mean')} / max {decode.get('gen_throughput_tok_s_max')} "
             f"tok/s; cuda graph {graphs}")
+
+
+def _metrics_text(summary: dict) -> str:
+    text = (f"{summary['count']} metrics lines; gen throughput mean "
+            f"{summary.get('gen_throughput_tok_s_mean')} / max {summary.get('gen_throughput_tok_s_max')} "
+            f"tok/s; running max {summary.get('running_max')}, waiting max {summary.get('waiting_max')}")
+    if summary.get("spec_count"):
+        text += (f"; {summary['spec_count']} speculative lines: mean acceptance length "
+                 f"{summary.get('accept_len_mean')} (last {summary.get('accept_len_last')}), accepted "
+                 f"{summary.get('accepted_tokens')} of {summary.get('drafted_tokens')} drafted tokens, "
+                 f"per position {summary.get('per_position_acceptance_mean')}")
+    return text
 
 
 # --- context -------------------------------------------------------------------------
@@ -310,11 +330,20 @@ def _for_whom(version, algorithm, facts: dict, frames: str) -> tuple[str | None,
 
 def diagnose(text: str, patterns=(), *, version: str | None = None,
              algorithm: str | None = None, tried: dict | None = None,
-             host: str | None = None) -> Diagnosis:
+             host: str | None = None, family: str | None = None) -> Diagnosis:
     """Diagnose one server log; ``patterns`` (regexes) add matching lines as evidence;
     ``version`` / ``algorithm`` choose the advice (None: from the log, else neutral);
     ``tried`` (key -> values that already failed the same way) and ``host`` (where it
-    ran) let the advice move on to the next lever and name commands for that host."""
+    ran) let the advice move on to the next lever and name commands for that host.
+    ``family`` is the server family that wrote the log (``sglang`` | ``vllm``; None: told
+    from the text, :func:`~ddlab.diagnosis.vllm_log.detect_family`); a vLLM log is read in
+    vLLM's dialect (:mod:`~ddlab.diagnosis.vllm_diagnosis`, ``version`` a vLLM
+    release, ``algorithm`` its speculative method)."""
+    if family not in (None, *FAMILIES):
+        raise ConfigError(f"family {family!r}: not a server family", fix=f"one of {', '.join(FAMILIES)}",
+                          value=family)
+    if (family or detect_family(text or "")) == "vllm":
+        return _diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
     compiled = _compile(patterns)
     lines = last_run(split_lines(text or ""))
     phase, phase_line = phase_reached(lines)
@@ -383,6 +412,27 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         exit_status=exit_seen.status, signature=signature.name if signature else None,
         title=title, facts=facts,
         sglang_version=version, algorithm=algorithm,
+        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
+
+
+def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> Diagnosis:
+    """A vLLM log (:mod:`.vllm_diagnosis` reads and judges it; the evidence, the cause and a
+    kill from outside are this module's, as for SGLang)."""
+    compiled = _compile(patterns)
+    log = read_vllm(text)
+    best = log.best
+    if _host_killed(best, log.exit_seen, log.lines):
+        first = log.exit_seen.lines[0].no if log.exit_seen.lines else 0
+        best = vllm_host_oom(first, log.exit_seen.why or "killed", log.exit_seen.lines)
+    said = judge_vllm(log, best, version=version, algorithm=algorithm, tried=tried, host=host)
+    signature = said.signature
+    return Diagnosis(
+        crashed=said.crashed, kind=said.kind, phase=said.phase,
+        cause=vllm_cause(_cause(best, log.exit_seen), best) if said.crashed or said.request else None,
+        evidence=_evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),
+        suggestion=said.suggestion, decode=said.decode, exit_status=log.exit_seen.status,
+        signature=signature.name if signature else None, title=said.title, facts=said.facts,
+        algorithm=said.algorithm, family="vllm",
         sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
 
 

@@ -106,15 +106,16 @@ def _clean(raw: str) -> str:
     return _CONTROL_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
 
 
-def _unprefix(text: str) -> tuple[str, str | None]:
-    """``text`` without the collectors' and writers' prefixes (see the module docstring),
-    and the severity of a C++ log prefix among them (``W`` for a warning)."""
+def _unprefix(text: str, extra: tuple[re.Pattern, ...] = ()) -> tuple[str, str | None]:
+    """``text`` without the collectors' and writers' prefixes (see the module docstring)
+    and a dialect's own (``extra``, tried after them), and the severity of a C++ log prefix
+    among them (``W`` for a warning)."""
     level = None
-    for _ in range(5):
+    for _ in range(5 + len(extra)):
         if cpp := _CPP_LOG_RE.match(text):
             text, level = text[cpp.end():], cpp["level"]
             continue
-        for prefix in _PASTE_PREFIXES:
+        for prefix in (*_PASTE_PREFIXES, *extra):
             match = prefix.match(text)
             if match and match.end():
                 text = text[match.end():]
@@ -169,8 +170,10 @@ def _unescaped(text: str) -> str:
     return text.replace('\\"', '"') if _ESCAPED_FRAME_RE.match(text) else text
 
 
-def split_lines(text: str) -> list[Line]:
-    """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled)."""
+def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
+    """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled);
+    ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
+    process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
     for no, raw in enumerate(_dedented(text.splitlines()), start=1):
         cleaned = _clean(raw)
@@ -181,7 +184,7 @@ def split_lines(text: str) -> list[Line]:
         if journal:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
-        cleaned, level = _unprefix(cleaned)
+        cleaned, level = _unprefix(cleaned, extra)
         for part in _glued(_unescaped(cleaned)):
             time = rank = None
             msg = part

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 from ddlab.crashes.kinds.requests import ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
-from ddlab.diagnosis.signatures import SIGNATURES, WRAPPER_FRAMES, WRAPPER_LINES, WRAPPERS, Signature, regex
+from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised
 
 __all__ = ["Candidate", "candidates", "root_cause", "clean_cause"]
@@ -86,37 +86,38 @@ def clean_cause(text: str) -> str:
     return _CPP_RE.sub("", _LEVEL_RE.sub("", text.strip())).strip()
 
 
-def _best(type_name: str, text: str, chain_text: str, request: bool = False) -> Signature | None:
-    hits = [s for s in SIGNATURES if s.matches_exception(type_name, text, chain_text)
+def _best(type_name: str, text: str, chain_text: str, request: bool = False,
+          registry: Registry = SGLANG) -> Signature | None:
+    hits = [s for s in registry.signatures if s.matches_exception(type_name, text, chain_text)
             and (s.request or not request)]
     return max(hits, key=lambda s: s.priority, default=None)
 
 
-def _is_wrapper(chain: Chain) -> bool:
+def _is_wrapper(chain: Chain, registry: Registry = SGLANG) -> bool:
     texts = (chain.header, chain.outermost.text)
-    return (any(regex(w).search(t) for w in WRAPPERS for t in texts)
-            or bool(regex(WRAPPER_FRAMES, re.M).search(chain.text)))
+    return (any(regex(w).search(t) for w in registry.wrappers for t in texts)
+            or bool(registry.wrapper_frames and regex(registry.wrapper_frames, re.M).search(chain.text)))
 
 
 def _rank(lines: list[Line]) -> str | None:
     return next((ln.rank for ln in lines if ln.stamped), None)
 
 
-def _chain_candidate(chain: Chain) -> Candidate:
+def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
     chain_text, rank = chain.text, _rank(chain.lines)
     span = (chain.first_no, chain.last_no)
     # raised in an HTTP request handler: one request's error, whatever it raised
     request = bool(regex(REQUEST_FRAMES, re.M).search(chain_text)
                    and not regex(NOT_A_REQUEST, re.M).search(chain_text))
     for raised in reversed(chain.raised):  # outermost first
-        if raised.type and (signature := _best(raised.type, raised.text, chain_text, request)):
+        if raised.type and (signature := _best(raised.type, raised.text, chain_text, request, registry)):
             return Candidate(*span, raised.first_line, signature, wrapper=signature.echo,
                              chain=chain, raised=raised, rank=rank, request=signature.request)
     outer = chain.outermost
     if not outer.type:
         where = chain.header or "frames with no exception line"
         cause = f"the log ends inside a traceback ({where}): its exception line is missing"
-        known = [s for s in SIGNATURES if s.matches_context(chain_text)]
+        known = [s for s in registry.signatures if s.matches_context(chain_text)]
         signature = max(known, key=lambda s: s.priority, default=None)
         return Candidate(*span, cause, signature, chain=chain, raised=outer, cut=signature is None,
                          wrapper=bool(signature and signature.echo), rank=rank,
@@ -124,21 +125,21 @@ def _chain_candidate(chain: Chain) -> Candidate:
     if request:
         return Candidate(*span, outer.first_line, ASGI_ERROR, chain=chain, raised=outer, rank=rank,
                          request=True)
-    return Candidate(*span, outer.first_line, None, wrapper=_is_wrapper(chain),
+    return Candidate(*span, outer.first_line, None, wrapper=_is_wrapper(chain, registry),
                      chain=chain, raised=outer, rank=rank)
 
 
-def _line_candidate(line: Line) -> Candidate | None:
+def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
     if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
         return None
-    hits = [s for s in SIGNATURES if s.matches_line(line.msg)]
+    hits = [s for s in registry.signatures if s.matches_line(line.msg)]
     cause = clean_cause(line.msg)
     if hits:
         best = max(hits, key=lambda s: s.priority)
         order = next(i for i, p in enumerate(best.lines) if regex(p, re.I).search(line.msg))
         return Candidate(line.no, line.no, cause, best, wrapper=best.echo, lines=[line], rank=line.rank,
                          request=best.request, order=order)
-    if any(regex(p, re.I).search(line.msg) for p in WRAPPER_LINES):
+    if any(regex(p, re.I).search(line.msg) for p in registry.wrapper_lines):
         return Candidate(line.no, line.no, cause, None, wrapper=True, lines=[line], rank=line.rank)
     if _NATIVE_RE.search(line.msg):
         return Candidate(line.no, line.no, cause, None, lines=[line], rank=line.rank)
@@ -160,14 +161,17 @@ def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], adva
     return candidate.signature is None and advanced > candidate.last_no
 
 
-def candidates(lines: list[Line], chains: list[Chain]) -> list[Candidate]:
-    """Every error the server did not carry on past (see the module docstring)."""
+def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLANG) -> list[Candidate]:
+    """Every error the server did not carry on past (see the module docstring); ``registry``:
+    the server family's signatures, echoes and progress lines (SGLang's by default)."""
     covered = {line.no for chain in chains for line in chain.lines}
-    found = [_chain_candidate(chain) for chain in chains
+    found = [_chain_candidate(chain, registry) for chain in chains
              if chain.outermost.type != "KeyboardInterrupt"]  # someone pressed Ctrl-C: a stop
-    found += [c for line in lines if line.no not in covered and (c := _line_candidate(line))]
-    progress = [(ln.no, ln.rank) for ln in lines if _PROGRESS_RE.search(ln.msg)]
-    advanced = max((ln.no for ln in lines if phase_marker(ln.msg) and not is_progress_bar(ln.msg)),
+    found += [c for line in lines if line.no not in covered and (c := _line_candidate(line, registry))]
+    progress_re = registry.progress or _PROGRESS_RE
+    marker = registry.phase_marker or phase_marker
+    progress = [(ln.no, ln.rank) for ln in lines if progress_re.search(ln.msg)]
+    advanced = max((ln.no for ln in lines if marker(ln.msg) and not is_progress_bar(ln.msg)),
                    default=0)
     # a request's error does not stop the server: the server carrying on is what makes it one
     return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
@@ -203,11 +207,12 @@ def _explained(crash: Candidate, requests: list[Candidate]) -> Candidate | None:
     return max(before, key=lambda r: (r.last_no, r.signature.priority), default=None)
 
 
-def root_cause(lines: list[Line], chains: list[Chain]) -> Candidate | None:
+def root_cause(lines: list[Line], chains: list[Chain], registry: Registry = SGLANG) -> Candidate | None:
     """The candidate that explains the crash (rules in the module docstring), or None. A
     request error is returned (``request=True``) only when nothing crashed, or when the crash
-    is explained by it (the candidate then has ``request=False``)."""
-    found = candidates(lines, chains)
+    is explained by it (the candidate then has ``request=False``). ``registry`` is the server
+    family's (:data:`~ddlab.diagnosis.signatures.SGLANG` unless given)."""
+    found = candidates(lines, chains, registry)
     requests = [c for c in found if c.request]
     crash = _pick([c for c in found if not c.request])
     if crash is not None:

@@ -20,12 +20,18 @@ fixture, no source, or advice that proposes a flag the release lacks.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from ddlab.crashes.kinds import (device, graphs, launch, memory, native, requests, runtime, speculative,
-                                   weights)
+                                   vllm, weights)
 from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
 
 __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPERS",
-           "WRAPPER_FRAMES", "WRAPPER_LINES", "by_name", "regex"]
+           "WRAPPER_FRAMES", "WRAPPER_LINES", "by_name", "regex", "Registry", "SGLANG", "VLLM",
+           "VLLM_SIGNATURES", "registry"]
 
 KIND_MEANINGS = {
     "kv_pool_oom": "the KV cache pool (or a hybrid model's state cache) does not fit at startup",
@@ -77,9 +83,43 @@ WRAPPER_LINES = (
 )
 
 
+VLLM_SIGNATURES: list[Signature] = list(vllm.SIGNATURES)
+# Python's own ends of a run that are no crash of vLLM's, and torch.multiprocessing's echo
+VLLM_WRAPPERS = (r"^EOFError\b", r"^KeyboardInterrupt\b", r"^SystemExit\b", r"Connection refused",
+                 r"^requests\.exceptions\.ConnectionError", *vllm.ECHO_LINES)
+
+
+@dataclass(frozen=True)
+class Registry:
+    """What :mod:`.rootcause` needs of a server family: its signatures, the generic echoes
+    (searched in a chain's header and outermost exception; frames; plain lines), the lines
+    that show the server carried on (None: SGLang's batch and "ready to roll" lines) and the
+    function that reads a startup phase line (None: SGLang's)."""
+
+    family: str
+    signatures: tuple[Signature, ...]
+    wrappers: tuple[str, ...]
+    wrapper_frames: str
+    wrapper_lines: tuple[str, ...]
+    progress: re.Pattern | None = None
+    phase_marker: Callable[[str], str | None] | None = None
+
+
+SGLANG = Registry("sglang", tuple(SIGNATURES), WRAPPERS, WRAPPER_FRAMES, WRAPPER_LINES)
+VLLM = Registry("vllm", tuple(VLLM_SIGNATURES), VLLM_WRAPPERS, "", (), VLLM_PROGRESS_RE, vllm_phase_marker)
+
+
+def registry(family: str) -> Registry:
+    """The registry of ``family`` (``sglang`` | ``vllm``)."""
+    return {"sglang": SGLANG, "vllm": VLLM}[family]
+
+
 def by_name(name: str) -> Signature:
     """The signature called ``name`` (KeyError lists the names)."""
     for signature in SIGNATURES:
+        if signature.name == name:
+            return signature
+    for signature in VLLM_SIGNATURES:
         if signature.name == name:
             return signature
     raise KeyError(f"{name}: not a signature; known: {', '.join(s.name for s in SIGNATURES)}")

@@ -8,7 +8,8 @@ files the loader cannot read or place), ``device`` (kernel faults, GPU support,
 kernel builds, kernels refusing a model configuration), ``runtime`` (NCCL,
 hangs and health checks), ``native`` (fatal signals), ``requests`` (one
 request's error, PD transfers) and ``speculative`` (speculative decoding
-combined with another feature).
+combined with another feature); ``vllm``, ``vllm_speculative`` and ``vllm_library``
+are vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28).
 Each module's ``SIGNATURES`` is a list of
 :class:`ddlab.crashes.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
 joins them into the registry.

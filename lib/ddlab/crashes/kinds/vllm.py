@@ -1,0 +1,321 @@
+"""vLLM: its crash texts, mapped onto ddlab's kinds, with advice in vLLM's words and flags.
+
+Texts are cited as ``(release, "vllm/path.py:line")`` in the wheels of 0.30.0, 0.33.0 and
+0.34.0 (the V1 engine) and 0.6.4.post1 (the V0 engine's texts, for older pastes); the
+line is where the text is written. Where a kind means the same as SGLang's it is the
+same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argument``
+...); no new kind was needed. Texts that come from the libraries both servers use
+(torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
+signatures with their patterns kept and their advice rewritten in vLLM's flags
+(:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
+draft against the target) are :mod:`.vllm_speculative`. The engine's own echoes of a death elsewhere ("Engine core
+initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
+failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
+``unknown``: they never win over the error they echo, and alone they say where that
+error is printed.
+
+Advice names vLLM's flags in backticks (``--gpu-memory-utilization``,
+``--max-model-len``, ``--enforce-eager``, ``--compilation-config``,
+``--speculative-config`` with ``num_speculative_tokens``); every one is taken by the
+parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.py).
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.kinds import vllm_library, vllm_speculative
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
+
+_V0 = vllm_library.V0
+
+
+def _utilization(found: Found) -> float | None:
+    value = found.facts.get("gpu_memory_utilization")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _more_utilization(found: Found) -> str:
+    now = _utilization(found)
+    if now is not None and round(now + 0.05, 2) <= 0.98:
+        return (f"`--gpu-memory-utilization` is {now:g}: try `--gpu-memory-utilization "
+                f"{round(now + 0.05, 2):.2f}` (the share of GPU memory vLLM may take).")
+    return ("Raise `--gpu-memory-utilization` (the share of GPU memory vLLM may take; "
+            "another process on the GPU counts against it).")
+
+
+def _kv_detail(found: Found) -> str:
+    estimate = regex(r"estimated maximum model length is (\d+)").search(found.text)
+    wanted = regex(r"max seq len \((\d+)\)").search(found.text)
+    said = [_more_utilization(found)]
+    if estimate:
+        said.append(f"Or serve shorter requests: vLLM computed that `--max-model-len "
+                    f"{estimate[1]}` fits (now {wanted[1] if wanted else 'longer'}).")
+    elif wanted:
+        said.append(f"Or a shorter `--max-model-len` than {wanted[1]}.")
+    if found.facts.get("speculative_method"):
+        said.append("The draft model's weights and its KV cache count too.")
+    return " ".join(said)
+
+
+# --- the KV cache ---------------------------------------------------------------------
+
+KV_NO_MEMORY = Signature(
+    "vllm_kv_no_memory", "kv_pool_oom", "no GPU memory is left for the KV cache blocks",
+    ("After the weights, the profiling run's activations and (V1) the CUDA graphs, nothing of "
+     "the `--gpu-memory-utilization` share is left for the KV cache.",),
+    patterns=(r"No available memory for the cache blocks",),
+    lines=(r"No available memory for the cache blocks",),
+    context=(r"No available memory for the cache blocks",), cut_ok=True,
+    priority=72, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/worker/worker.py:493"),
+             ("0.30.0", "vllm/v1/core/kv_cache_utils.py:880"),
+             ("0.33.0", "vllm/v1/core/kv_cache_planning.py:58"),
+             ("0.34.0", "vllm/v1/core/kv_cache_planning.py:108")))
+
+KV_MAX_LEN = Signature(
+    "vllm_kv_max_len", "kv_pool_oom", "the KV cache cannot hold one request of --max-model-len",
+    ("The KV cache that fits is smaller than one request of `--max-model-len` tokens.",),
+    patterns=(r"To serve at least one request with the model\S* max seq len",
+              r"KV\s*cach?e?\s*is needed, which is larger than the available KV cache memory",
+              r"max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache"),
+    lines=(r"To serve at least one request with the model\S* max seq len",
+           r"max seq len \(\d+\) is larger than the maximum number of tokens that can be stored in KV cache"),
+    context=(r"To serve at least one request|is larger than the maximum number of tokens",), cut_ok=True,
+    priority=73, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/worker/worker.py:499"),
+             ("0.30.0", "vllm/v1/core/kv_cache_utils.py:902"),
+             ("0.33.0", "vllm/v1/core/kv_cache_planning.py:80"),
+             ("0.34.0", "vllm/v1/core/kv_cache_planning.py:127")))
+
+# V0 logs the block count before it checks it ("# GPU blocks: %d, # CPU blocks: %d",
+# executor/gpu_executor.py:113 (0.6.4.post1)); 0 blocks raises at once (worker.py:493)
+GPU_BLOCKS_ZERO = Signature(
+    "vllm_gpu_blocks_zero", "kv_pool_oom", "the profiling run left 0 GPU blocks for the KV cache",
+    ("vLLM found room for 0 KV cache blocks after profiling, so the engine stops (\"No available "
+     "memory for the cache blocks\").",),
+    lines=(r"# GPU blocks: 0\b",), priority=71, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/executor/gpu_executor.py:113"),
+             (_V0, "vllm/executor/distributed_gpu_executor.py:57"),
+             (_V0, "vllm/worker/worker.py:493")))
+
+# V0 workers wrap a failed method: "Error executing method initialize_cache" (worker_base.py:478)
+# and "Exception in worker X while processing method initialize_cache" (multiproc_worker_utils.py:230);
+# initialize_cache checks the cache's size first (raise_if_cache_size_invalid, worker.py:268)
+INIT_CACHE_FAILED = Signature(
+    "vllm_initialize_cache_failed", "kv_pool_oom", "a V0 worker failed to initialize the KV cache",
+    ("The V0 worker's `initialize_cache` failed; it checks first that the KV cache holds one "
+     "request of `--max-model-len` (raise_if_cache_size_invalid), then warms up and captures the "
+     "CUDA graphs: the exception below this line says which.",),
+    lines=(r"Error executing method '?initialize_cache\b", r"while processing method initialize_cache\b"),
+    priority=40, phase="memory_pool", detail=_kv_detail,
+    sources=((_V0, "vllm/worker/worker_base.py:478"),
+             (_V0, "vllm/executor/multiproc_worker_utils.py:230"),
+             (_V0, "vllm/worker/worker.py:268")))
+
+# --- CUDA graphs ----------------------------------------------------------------------
+
+_CAPTURE_FRAMES = (r"(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
+                   r"|_capture_\w*graph\w*|capture)\s*$")
+_OOM = r"out of memory|OutOfMemoryError"
+_GRAPHS_OFF = ("`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then capture "
+               "fewer sizes, e.g. `--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`, or "
+               "only piecewise graphs: `--compilation-config {\"cudagraph_mode\":\"PIECEWISE\"}`.")
+
+CAPTURE = Signature(
+    "vllm_capture_failed", "cuda_graph_capture", "capturing CUDA graphs failed",
+    ("An operation in the model cannot be captured into a CUDA graph (or faulted while it was). "
+     + _GRAPHS_OFF,),
+    patterns=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
+              r"operation failed due to a previous error during capture", r"\bstream is capturing\b",
+              r"CUDA graph capture", r"capture (?:is )?(?:invalidated|unsupported)", r"."),
+    # torch's texts that only a capture writes, also as lines (a paste without the frames)
+    # (the CUDA runtime's strings for the stream-capture errors 900-907, e.g. in NCCL's
+    # "NCCL WARN Cuda failure '...'" line when a collective runs inside a capture)
+    lines=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
+           r"operation failed due to a previous error during capture", r"captures_underway",
+           r"dependency created on uncaptured work in another stream",
+           r"operation would make the legacy stream depend on a capturing blocking stream",
+           r"capture sequence contains a fork that was not joined"),
+    context=(_CAPTURE_FRAMES,), absent=(_OOM,), priority=80, phase="graph_capture",
+    sources=(("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830"),
+             ("0.33.0", "vllm/v1/worker/gpu_model_runner.py:6571"),
+             ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
+             ("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
+             (_V0, "vllm/worker/model_runner.py:1386"),
+             ("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)")))
+
+# the piecewise backend dispatches a batch by its token count to a compiled range; one outside
+# every range fails this assert (vllm/compilation/piecewise_backend.py:361 (0.34.0))
+PIECEWISE_RANGE = Signature(
+    "vllm_piecewise_range", "cuda_graph_replay", "a batch's token count is outside every compiled graph range",
+    ("A batch had more tokens than the compiled / captured graphs cover (a speculative step adds "
+     "its draft tokens to each request). Keep serving with `--enforce-eager`; else make the ranges "
+     "cover the batch: `--max-num-batched-tokens` at least the batch, fewer "
+     "`num_speculative_tokens` in `--speculative-config`.",),
+    patterns=(r"Shape: \d+ out of considered ranges", r"range_entry is not None"),
+    context=(r"assert range_entry is not None|Shape: \d+ out of considered ranges",), cut_ok=True,
+    priority=76, running=True,
+    sources=(("0.30.0", "vllm/compilation/piecewise_backend.py:362"),
+             ("0.33.0", "vllm/compilation/piecewise_backend.py:361"),
+             ("0.34.0", "vllm/compilation/piecewise_backend.py:361")))
+
+# --- arguments ------------------------------------------------------------------------
+
+
+def _derived_detail(found: Found) -> str | None:
+    said = regex(r"derived max_model_len \((\w+)=(\d+)").search(found.text)
+    if said:
+        return f"The model's config says {said[1]}={said[2]}: `--max-model-len {said[2]}` at most."
+    return None
+
+
+MAX_LEN_OVER_MODEL = Signature(
+    "vllm_max_len_over_model", "bad_argument", "--max-model-len is longer than the model's own",
+    ("`--max-model-len` asks for more tokens than the model's config.json allows: give at most the "
+     "model's length (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 overrides the check, at the risk of wrong "
+     "output past the trained positions).",),
+    patterns=(r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",),
+    lines=(r"User-specified max_model_len \(\d+\) is greater than the derived max_model_len",),
+    priority=89, phase="launch", detail=_derived_detail,
+    sources=((_V0, "vllm/config.py:1982"), ("0.30.0", "vllm/config/model.py:2525"),
+             ("0.33.0", "vllm/config/model.py:2665"), ("0.34.0", "vllm/config/model.py:2709")))
+
+BF16_GPU = Signature(
+    "vllm_bf16_gpu", "unsupported_gpu", "this GPU cannot run bfloat16",
+    ("The GPU is older than compute capability 8.0 and has no bfloat16: run the model in float16 "
+     "with `--dtype half`, or use an Ampere or newer GPU.",),
+    patterns=(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",),
+    lines=(r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",),
+    priority=85, phase="launch",
+    sources=((_V0, "vllm/worker/worker.py:480"), ("0.30.0", "vllm/platforms/cuda.py:681"),
+             ("0.33.0", "vllm/platforms/cuda.py:651"), ("0.34.0", "vllm/platforms/cuda.py:692")))
+
+
+def _argparse_detail(found: Found) -> str | None:
+    said = regex(r"error: argument ([-\w/]+)").search(found.text)
+    flag = said[1].split("/")[0] if said else None
+    if flag in ("--speculative-config", "--compilation-config") and "cannot be converted" in found.text:
+        example = ('{"method":"eagle3","num_speculative_tokens":3}' if flag == "--speculative-config"
+                   else '{"cudagraph_mode":"PIECEWISE"}')
+        return (f"`{flag}` takes one JSON argument, quoted for the shell as a whole (single quotes "
+                f"around it): `{flag} {example}`.")
+    unknown = regex(r"unrecognized arguments?: +(\S+)").search(found.text)
+    if unknown and "_" in unknown[1]:
+        return (f"\"{unknown[1]}\" looks like a config key: vLLM's flags are dashed and each takes its "
+                "own value (a space, not a quoted \"flag value\" pair).")
+    return None
+
+
+ARGPARSE = Signature(
+    "vllm_argparse", "bad_argument", "vllm serve rejected its command line",
+    ("Fix the flag argparse names (`vllm serve --help=all` lists the release's flags; they "
+     "change between releases).",),
+    lines=(r"\berror: (?:unrecognized arguments?|argument -|the following arguments are required"
+           r"|ambiguous option|one of the arguments|invalid choice|expected one argument)",
+           r"^usage: vllm\b"),
+    priority=90, phase="launch", detail=_argparse_detail,
+    sources=(("0.30.0", "vllm/engine/arg_utils.py:161"),
+             ("0.33.0", "vllm/engine/arg_utils.py:167"),
+             ("0.34.0", "vllm/engine/arg_utils.py:167"),
+             ("0.34.0", "vllm/entrypoints/cli/serve.py:172"),
+             ("python", "argparse.py (ArgumentParser.error)")))
+
+CONFIG_INVALID = Signature(
+    "vllm_config_invalid", "bad_argument", "an engine config refused its arguments",
+    ("vLLM's config classes validate the arguments when the engine config is built: the "
+     "\"Value error\" line under the validation error names the value; fix that flag (or the "
+     "model's config file it was read from).",),
+    patterns=(r"validation errors? for (?:ModelConfig|VllmConfig|CacheConfig|SchedulerConfig|ParallelConfig"
+              r"|CompilationConfig|LoadConfig|DeviceConfig|StructuredOutputsConfig|EngineArgs)",),
+    lines=(r"validation errors? for (?:ModelConfig|VllmConfig|CacheConfig|SchedulerConfig|ParallelConfig"
+           r"|CompilationConfig)\b",),
+    priority=40, phase="launch",
+    sources=(("0.34.0", "vllm/engine/arg_utils.py:2172"), ("0.34.0", "vllm/config/utils.py:72"),
+             ("pydantic 2", "pydantic_core ValidationError (N validation error for X)")))
+
+# --- the engine: echoes of a death elsewhere, and a stall ----------------------------
+
+ECHO_LINES = (
+    # a worker process gone (v1/executor/multiproc_executor.py:405 (0.34.0), :315 (0.30.0);
+    # older: "Worker proc X died unexpectedly, shutting down executor"; ray_executor_v2.py:523),
+    # the engine dumping the batch it failed on (logging_utils/dump_input.py:73 (0.34.0))
+    r"Worker proc \S+ died unexpectedly", r"RayWorkerProc rank=\d+ died unexpectedly",
+    r"Dumping input data for V1 LLM engine",
+    r"Engine core initialization failed\. See root cause above", r"EngineCore failed to start\.",
+    r"EngineCore encountered a fatal error\.", r"EngineCore encountered an issue\. See stack trace",
+    r"AsyncLLM output_handler failed\.", r"\bEngineDeadError\b", r"Engine process failed to start",
+    r"Engine background task failed", r"AsyncEngineDeadError", r"MQLLMEngineDeadError",
+    r"Frontend process failed during engine core initialization",
+)
+ENGINE_DEAD = Signature(
+    "vllm_engine_dead", "unknown", "the engine core process died",
+    ("The API server only echoes the engine core's death: the engine core's own traceback (the "
+     "lines tagged `(EngineCore_DP0 pid=N)`, or the worker's) is printed above this and names the "
+     "cause; get the whole log from the start.",),
+    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True,
+    sources=(("0.30.0", "vllm/v1/engine/utils.py:1321"), ("0.33.0", "vllm/v1/engine/utils.py:1474"),
+             ("0.34.0", "vllm/v1/engine/utils.py:1478"), ("0.34.0", "vllm/v1/engine/core.py:1757"),
+             ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
+             ("0.34.0", "vllm/v1/engine/async_llm.py:957"),
+             (_V0, "vllm/entrypoints/openai/api_server.py:211"),
+             (_V0, "vllm/engine/async_llm_engine.py:65"),
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:315"),
+             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
+             ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
+             ("0.34.0", "vllm/logging_utils/dump_input.py:73")))
+
+# the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
+# after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
+SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
+                  r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed")
+
+# every process waits on the shared-memory message queue; a rank that stops answering leaves
+# the others printing this once a minute (shm_broadcast.py:115 (0.34.0))
+SHM_STALL = Signature(
+    "vllm_shm_stall", "hang", "the engine's processes stopped answering each other",
+    ("A process of the engine stopped (a rank stuck in a collective, a hung kernel) and the others "
+     "wait for it on the shared-memory queue. `py-spy dump --pid PID` on each EngineCore / worker "
+     "process shows where it waits; retry with `--enforce-eager` to rule out a graph hang, and "
+     "with NCCL_DEBUG=INFO when tensor or data parallel ranks are involved.",),
+    lines=(r"No available shared memory broadcast block found in \d+ seconds?",),
+    priority=22, running=True,
+    cleared_by=(r"Avg prompt throughput: [\d.]*[1-9][\d.]* tokens/s", r"Graph capturing finished",
+                r"Application startup complete", r"init engine \(profile, create kv cache"),
+    sources=(("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:104"),
+             ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
+             ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))
+
+# --- callers written for another vLLM release -----------------------------------------
+
+API_MISMATCH = Signature(
+    "vllm_api_mismatch", "dependency_mismatch", "the code driving vLLM was written for another vLLM release",
+    ("The program that builds the engine (a training framework, a script) passes an argument or "
+     "reads an attribute this vLLM release does not have: install the vLLM version that program "
+     "pins, or a release of the program made for this vLLM.",),
+    patterns=(r"(?:EngineArgs|AsyncEngineArgs|LLM|SamplingParams|LLMEngine|AsyncLLMEngine)\.__init__\(\) got an "
+              r"unexpected keyword argument",
+              r"'(?:LLMEngine|AsyncLLMEngine|AsyncLLM|LLM|EngineCoreClient|SyncMPClient)' object has no attribute"),
+    priority=78,
+    sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
+             (_V0, "vllm/entrypoints/llm.py:179")))
+
+# the OpenAI server refusing one request (answered 400) while it keeps serving
+REQUEST_TOO_LONG = Signature(
+    "vllm_request_refused", "request_error", "vLLM refused one request",
+    ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
+     "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
+     "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
+    patterns=(r"This model's maximum context length is \d+ tokens",),
+    lines=(r"This model's maximum context length is \d+ tokens",),
+    priority=12, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
+             (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
+             ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
+             ("0.34.0", "vllm/renderers/params.py:405")))
+
+SIGNATURES: list[Signature] = [
+    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
+    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
+    REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
+]

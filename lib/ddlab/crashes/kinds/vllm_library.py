@@ -1,0 +1,126 @@
+"""vLLM: the libraries' crash texts (torch, NCCL, Hugging Face, transformers, Triton), advice in vLLM's words.
+
+Both servers meet the same library texts: a CUDA OOM, an illegal memory access, an NCCL
+error, a gated repo, an unknown architecture, a kernel build. Their signatures are
+SGLang's (:mod:`.memory`, :mod:`.device`, :mod:`.runtime`, :mod:`.launch`, :mod:`.weights`,
+:mod:`.native`, :mod:`.requests`) with the patterns kept, the sources that are SGLang's
+dropped (the library's stay, vLLM's are added where vLLM writes the text) and the advice
+rewritten in vLLM's flags (:func:`_voiced`); each is called ``vllm_<name>``.
+:mod:`.vllm` joins them to vLLM's own texts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ddlab.crashes.kinds import device, launch, memory, native, requests, runtime, weights
+from ddlab.crashes.signature import Found, Signature
+
+__all__ = ["SIGNATURES", "V0"]
+
+V0 = "0.6.4.post1"  # the V0 engine's release whose texts older pastes show
+_V0 = V0
+
+_LIBRARY = re.compile(r"^(?!\d)")  # a source that is no SGLang release
+
+
+def _voiced(signature: Signature, advice: tuple[str, ...], *, sources=(), **changes) -> Signature:
+    """SGLang's signature for a library's text, its advice in vLLM's words."""
+    kept = tuple(s for s in signature.sources if _LIBRARY.match(s[0]) and not s[0].startswith("sglang"))
+    changes = {"detail": None, **changes}
+    return replace(signature, name=f"vllm_{signature.name}", advice=advice, by_algorithm=(),
+                   sources=kept + tuple(sources), **changes)
+
+
+_CUDA_OOM_BY_PHASE = {
+    "load_weights": "The weights alone do not fit: more GPUs (`--tensor-parallel-size 2`), a "
+                    "quantized checkpoint, or a smaller model.",
+    "memory_pool": "The profiling run (the largest batch, `--max-num-batched-tokens`) did not "
+                   "fit: lower `--max-num-batched-tokens` or `--max-num-seqs`.",
+    "graph_capture": "The CUDA graphs did not fit: `--enforce-eager` confirms it; capture fewer "
+                     "sizes (`--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`) or "
+                     "lower `--gpu-memory-utilization` to leave room outside the KV cache.",
+    "serving": "A batch while serving did not fit next to the KV cache: lower "
+               "`--gpu-memory-utilization` (more room for activations), `--max-num-seqs` or "
+               "`--max-num-batched-tokens`.",
+}
+
+
+def _cuda_oom_detail(found: Found) -> str:
+    return _CUDA_OOM_BY_PHASE.get(found.phase) or (
+        "Where it ran out decides: weights (more GPUs: `--tensor-parallel-size 2`), graphs "
+        "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
+
+
+CUDA_OOM = _voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
+HOST_OOM = _voiced(memory.HOST_OOM, (
+    "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
+    "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))
+ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
+    "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
+    "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
+    "attention backend; with speculative decoding, check that the draft's context length covers "
+    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",),
+    # a Triton / inductor kernel's device assert, as the CUDA runtime prints it
+    lines=device.ILLEGAL_ACCESS.lines + (
+        r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
+CUDA_ERROR_CUT = _voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
+UNSUPPORTED_GPU = _voiced(device.UNSUPPORTED_GPU, (
+    "A kernel in this install was not built for this GPU's compute capability "
+    "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
+    "for it, or use a supported GPU.",))
+TRITON_ARCH = _voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
+KERNEL_COMPILE = _voiced(device.KERNEL_COMPILE, (
+    "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
+    "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
+    "`--enforce-eager` skips torch.compile's kernels.",))
+KERNEL_CONFIG = _voiced(device.KERNEL_CONFIG, (
+    "A kernel refuses this model's configuration on this GPU: pick another attention backend "
+    "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",))
+NCCL = _voiced(runtime.NCCL, (
+    "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
+    "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
+    "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
+    "all-reduce. Another rank's error, if any, is the real cause.",))
+PORT_IN_USE = _voiced(launch.PORT_IN_USE, (
+    "Free the port (an old server still running? `ss -ltnp` shows who holds it) or start this "
+    "one on another `--port`.",),
+    sources=((_V0, "vllm/entrypoints/openai/api_server.py:579"),
+             ("0.30.0", "vllm/entrypoints/launchers/launcher.py:225"),
+             ("0.34.0", "vllm/entrypoints/launchers/launcher.py:354")))
+MODEL_NOT_FOUND = _voiced(launch.MODEL_NOT_FOUND, (
+    "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
+    "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
+    "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
+    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token)
+    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b",))
+ARCH_UNSUPPORTED = _voiced(launch.ARCH_UNSUPPORTED, (
+    "This vLLM (or its transformers) does not know the model's architecture: a newer vLLM, "
+    "`--trust-remote-code` for a model with its own code, or `--model-impl transformers`.",),
+    sources=((_V0, "vllm/model_executor/models/registry.py:353"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
+MODEL_TYPE_KEY = _voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
+DEPENDENCY = _voiced(launch.DEPENDENCY, (
+    "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
+    "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
+OP_MISMATCH = _voiced(launch.OP_MISMATCH, DEPENDENCY.advice)
+IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
+UNREADABLE = _voiced(weights.UNREADABLE, (
+    "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
+    "`--quantization` / `--load-format` that matches the files.",))
+WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
+                     sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
+NATIVE = _voiced(native.NATIVE_CRASH, (
+    "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
+    "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
+    "graphs and compiled kernels.",))
+ASGI = _voiced(requests.ASGI_ERROR, (
+    "One request failed and the server kept serving: the traceback names what the request "
+    "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
+REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
+SIGNATURES: list[Signature] = [
+    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
+    KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
+    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, NATIVE, ASGI, REFUSED,
+]

@@ -1,0 +1,135 @@
+"""vLLM: speculative decoding's crash texts: its config refused, its budget, the draft against the target.
+
+``--speculative-config`` is only ``json.loads`` at parse time; ``SpeculativeConfig``
+checks it when the engine config is built (pydantic validators), and so do the
+scheduler's token budget and the graph sizes spec decode needs. Sources as in
+:mod:`.vllm`: ``(release, "vllm/path.py:line")`` in the wheels.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.kinds.vllm_library import V0
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES"]
+
+_V0 = V0
+
+
+def _budget_detail(found: Found) -> str | None:
+    tokens = found.facts.get("num_speculative_tokens")
+    if isinstance(tokens, int) and tokens > 1:
+        return (f"Fewer draft tokens need fewer slots: `num_speculative_tokens` {tokens} -> "
+                f"{max(tokens // 2, 1)} in `--speculative-config`.")
+    return None
+
+
+def _sp_detail(found: Found) -> str | None:
+    said = regex(r"multiple of (\d+) \(num_speculative_tokens \+ 1\).{0,80}?and (\d+) "
+                 r"\(tensor_parallel_size\)").search(found.text)
+    if not said:
+        return None
+    now, tp = int(said[1]) - 1, int(said[2])
+    fits = [k for k in range(1, max(now, tp) + 1) if tp % (k + 1) == 0 or (k + 1) % tp == 0]
+    below = [k for k in fits if k <= now]
+    pick = max(below) if below else min(fits)
+    return (f"With tensor_parallel_size {tp}, `num_speculative_tokens` {pick} fits (now {now}): set it in "
+            "`--speculative-config`.")
+
+
+# spec decode's graph shapes (multiples of num_speculative_tokens + 1) against sequence
+# parallelism's (multiples of the TP size): config/compilation.py:1558 (0.30.0)
+SPEC_SP_SHAPES = Signature(
+    "vllm_spec_sp_shapes", "bad_argument", "speculative decoding's graph sizes and sequence parallelism disagree",
+    ("With sequence parallelism every CUDA graph size must be a multiple of the TP size, and with "
+     "speculative decoding a multiple of `num_speculative_tokens` + 1: pick `num_speculative_tokens` in "
+     "`--speculative-config` so that one divides the other, or turn sequence parallelism off "
+     "(the compilation config's pass_config enable_sp).",),
+    patterns=(r"Can't determine cudagraph shapes that are both a multiple of",),
+    lines=(r"Can't determine cudagraph shapes that are both a multiple of",),
+    priority=89, phase="launch", detail=_sp_detail,
+    sources=(("0.30.0", "vllm/config/compilation.py:1558"),
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:438")))
+
+
+SPEC_CONFIG = Signature(
+    "vllm_speculative_config", "bad_argument", "--speculative-config was rejected",
+    ("vLLM refused the `--speculative-config` JSON when it built the engine config: fix the key "
+     "or value the message names (the parser takes any JSON; SpeculativeConfig checks it later).",),
+    patterns=(r"validation errors? for SpeculativeConfig",
+              r"'tensor_parallel_size' is not a valid argument in the speculative_config",
+              r"num_speculative_tokens must be provided with",
+              r"Expected num_speculative_tokens to be greater", r"Unknown speculative method",
+              r"is not supported with speculative method",
+              r"cannot be other value than 1 or target model tensor_parallel_size",
+              r"speculative_max_model_len=\d+ cannot be larger than"),
+    lines=(r"validation errors? for SpeculativeConfig", r"Unknown speculative method '",
+           r"'tensor_parallel_size' is not a valid argument in the speculative_config"),
+    priority=89, phase="launch",
+    sources=((_V0, "vllm/config.py:1428"), (_V0, "vllm/config.py:1516"), (_V0, "vllm/config.py:1616"),
+             ("0.30.0", "vllm/config/speculative.py:1780"), ("0.30.0", "vllm/config/speculative.py:1793"),
+             ("0.33.0", "vllm/config/speculative.py:1942"), ("0.33.0", "vllm/config/speculative.py:1868"),
+             ("0.34.0", "vllm/config/speculative.py:1630"), ("0.34.0", "vllm/config/speculative.py:1649"),
+             ("0.34.0", "vllm/config/speculative.py:1655"), ("0.34.0", "vllm/config/speculative.py:1662"),
+             ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549")))
+
+# the scheduler's token budget less the draft slots of every request is <= 0
+SPEC_BUDGET = Signature(
+    "vllm_spec_token_budget", "bad_argument", "the draft tokens take the whole scheduling budget",
+    ("Each request reserves `num_speculative_tokens` draft slots in the step's token budget: raise "
+     "`--max-num-batched-tokens`, or lower `num_speculative_tokens` in `--speculative-config` or "
+     "`--max-num-seqs`.",),
+    patterns=(r"max_num_scheduled_tokens is set to -?\d+.{0,80}?does not allow any tokens to be scheduled",),
+    lines=(r"max_num_scheduled_tokens is set to -?\d+.{0,80}?does not allow any tokens to be scheduled",),
+    priority=88, phase="launch", detail=_budget_detail,
+    sources=(("0.30.0", "vllm/config/vllm.py:2127"), ("0.33.0", "vllm/config/vllm.py:2352"),
+             ("0.34.0", "vllm/config/vllm.py:2274")))
+
+# --- speculative decoding: draft vs target --------------------------------------------
+
+# vLLM puts Eagle / Eagle3 before the draft's own architecture unless it starts so
+# (transformers_utils/configs/eagle.py:51, :62 (0.34.0)): an architecture marked twice is an
+# EAGLE-3 checkpoint given to method eagle (or the reverse), a method / checkpoint mismatch; one
+# marked once that vLLM lacks is an architecture it does not support (arch_unsupported)
+_DRAFT_ARCH = r"'(?:Eagle3?\w*Eagle3?\w*|Eagle3?\w*ForCausalLMEagle\w*)'"
+_DRAFT_ADVICE = ("The draft checkpoint does not match the speculative method or the target: an "
+                 "EAGLE-3 head needs `\"method\":\"eagle3\"` (vLLM prefixes Eagle / Eagle3 to the draft's "
+                 "architecture), an EAGLE-1 head `\"method\":\"eagle\"`, and a draft must share the "
+                 "target's tokenizer. Fix `method` or `model` in `--speculative-config`.")
+# checked when the speculative config is built (a pydantic model validator): ranked above the
+# config's generic refusal, which it is raised as
+DRAFT_VOCAB = Signature(
+    "vllm_draft_vocab", "draft_incompatible", "the draft model's vocabulary is not the target's",
+    (_DRAFT_ADVICE,),
+    patterns=(r"Target and draft model should have the same vocabulary size",),
+    lines=(r"Target and draft model should have the same vocabulary size",),
+    priority=91, phase="launch",
+    sources=(("0.30.0", "vllm/config/speculative.py:1845"), ("0.33.0", "vllm/config/speculative.py:2050"),
+             ("0.34.0", "vllm/config/speculative.py:1735")))
+
+# the draft's architecture with the method's prefix is no model vLLM knows: raised when the
+# draft model is resolved and loaded
+DRAFT_ARCH = Signature(
+    "vllm_draft_arch", "draft_incompatible", "the draft model's architecture does not fit the method",
+    (_DRAFT_ADVICE,),
+    patterns=(rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",
+              rf"Model architectures \[{_DRAFT_ARCH}\] are not supported"),
+    lines=(rf"Cannot find model module\. {_DRAFT_ARCH} is not a registered model",),
+    priority=87, phase="load_weights",
+    sources=(("0.34.0", "vllm/transformers_utils/configs/eagle.py:51"),
+             ("0.34.0", "vllm/transformers_utils/configs/eagle.py:62"),
+             ("0.30.0", "vllm/model_executor/models/registry.py:1269"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1397")))
+
+# the V0 speculative worker with a tensor-parallel draft (spec_decode_worker.py:690 (0.6.4.post1))
+SPEC_TP_DRAFT = Signature(
+    "vllm_spec_tp_draft", "spec_feature_conflict", "speculative decoding with a tensor-parallel draft failed",
+    ("The V0 speculative worker cannot handle a step where the tensor-parallel draft workers "
+     "propose nothing: run the draft on one GPU (`\"draft_tensor_parallel_size\":1` in "
+     "`--speculative-config`) or move to the V1 engine (a newer vLLM).",),
+    patterns=(r"Cannot handle cases where distributed draft workers generate no tokens",),
+    lines=(r"Cannot handle cases where distributed draft workers generate no tokens",),
+    priority=80, phase="serving",
+    sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:690"),))
+
+SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT]

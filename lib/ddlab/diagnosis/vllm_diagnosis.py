@@ -1,0 +1,266 @@
+"""A vLLM server log read for a diagnosis: the same verdict as SGLang's, in vLLM's dialect.
+
+Contract: :func:`ddlab.diagnosis.diagnosis.diagnose` (with ``family="vllm"``, or when
+the text is detected as vLLM's) reads the log with :func:`read_vllm` and judges it with
+:func:`judge_vllm`, then builds its :class:`~ddlab.diagnosis.diagnosis.Diagnosis` with
+``family="vllm"`` (this module imports nothing of it). The lines are read with vLLM's prefixes peeled
+(:mod:`.vllm_log`); the exception chains, the exit and the root-cause rules are
+SGLang's (:mod:`.tracebacks`, :mod:`.exits`, :mod:`.rootcause`) over vLLM's registry
+(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Two
+readings are vLLM's own: a V0 worker's "Exception in worker X while processing method
+M: MESSAGE, Traceback ..." header carries the exception's message (0.6.2 and older),
+so a traceback cut below it is read by that message; and the phase is the last vLLM
+phase line reached, raised to the signature's phase and to the phase vLLM's frames
+show (:data:`FRAME_PHASES`: startup frames win over serving frames). A fault only a
+running server meets, in a paste that shows nothing of the startup, is ``serving``.
+
+The advice is the signature's sentences in vLLM's flags; for a release given (or read
+from the log: the API server's version line, the banner) a sentence whose flag that
+release's parser table (:func:`ddlab.config.vllm.vllm_table`) refuses is dropped.
+``decode`` is the summary of vLLM's metrics lines (:func:`.vllm_log.summarize_metrics`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ddlab.config.vllm import vllm_table
+from ddlab.crashes.kinds.vllm import SERVING_ECHOES
+from ddlab.crashes.signature import Found, Signature
+from ddlab.diagnosis.exits import Exit, exit_of, last_run
+from ddlab.diagnosis.logtext import PHASES, Line
+from ddlab.diagnosis.phase import frames_near
+from ddlab.diagnosis.rootcause import Candidate, root_cause
+from ddlab.diagnosis.signatures import VLLM
+from ddlab.diagnosis.tracebacks import Chain, find_chains
+from ddlab.diagnosis.vllm_log import (
+    VLLM_READY_RE,
+    parse_metrics_lines,
+    summarize_metrics,
+    vllm_facts,
+    vllm_lines,
+    vllm_phase_marker,
+    vllm_phase_reached,
+)
+
+__all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
+           "FRAME_PHASES", "advise_vllm"]
+
+_IN = r"(?:,| line \d+) in "
+
+
+def _frames(names: str) -> re.Pattern:
+    return re.compile(rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*$", re.M)
+
+
+# vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
+# v1/worker/gpu_model_runner.py, v1/engine/core.py, v1/core/kv_cache_utils.py; V0 0.6.4.post1:
+# worker/worker.py, worker/model_runner.py, engine/llm_engine.py, spec_decode/)
+_LOAD = r"load_model|load_weights|_initialize_model|get_model|initialize_model|download_weights_from_hf\w*"
+_POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
+         r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
+         r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine")
+_CAPTURE = r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
+# (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
+_INIT = (r"init_device|init_worker_distributed_environment|init_distributed_environment"
+         r"|initialize_model_parallel|_init_executor|_init_workers_ray")
+_SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
+            r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"
+            r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req")
+FRAME_PHASES = (
+    ("load_weights", _frames(_LOAD)),
+    ("memory_pool", _frames(_POOL)),
+    ("graph_capture", _frames(_CAPTURE)),
+    ("serving", _frames(_SERVING)),
+)
+_STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}")
+# lines that show the startup (where one is, the paste is no mid-serving fragment)
+_STARTUP_RE = re.compile(r"non-default args:|args: Namespace\(|vLLM (?:API )?server version|Initializing an? "
+                         r"(?:V1 )?LLM engine|Automatically detected platform|Starting to load model"
+                         r"|EngineCore failed to start|Engine core initialization failed")
+# 0.6.2 and older: "Exception in worker X while processing method M: MESSAGE, Traceback ..."
+_WORKER_HEADER_RE = re.compile(r"while processing method \w+: (?P<msg>.+?),?\s*$")
+
+
+def _frame_phases(frames: str) -> list[str]:
+    found = [name for name, pattern in FRAME_PHASES if pattern.search(frames)]
+    if "serving" in found and _STARTUP_FRAMES.search(frames):
+        found.remove("serving")
+    return found
+
+
+def _with_worker_message(chains: list[Chain]) -> list[Chain]:
+    """A V0 worker's traceback cut below its header: the header's message is its exception."""
+    for chain in chains:
+        outer = chain.outermost
+        said = _WORKER_HEADER_RE.search(chain.header or "")
+        if not outer.type and said:
+            outer.type, outer.message = "Exception", said["msg"]
+            outer.exc_lines = [outer.start] if outer.start else []
+            chain.cut = False
+    return chains
+
+
+def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signature: Signature | None,
+                 frames: str) -> str:
+    hints = [signature.phase] if signature and signature.phase else []
+    hints += _frame_phases(frames)
+    if not _STARTUP_FRAMES.search(frames) and any(
+            re.search(p, ln.msg) for ln in lines for p in SERVING_ECHOES):
+        hints.append("serving")  # the engine's busy loop died (or dumped its batch)
+    phase = max([reached, *hints], key=PHASES.index)
+    if best is None:
+        return phase
+    shown = any(_STARTUP_RE.search(ln.msg) or vllm_phase_marker(ln.msg) for ln in lines
+                if ln.no <= best.last_no)
+    if (phase == "launch" and signature is not None and signature.running
+            and not _STARTUP_FRAMES.search(frames) and not shown):
+        phase = "serving"
+    # vLLM serves once uvicorn says so (no warmup request follows, unlike SGLang's launcher):
+    # a crash after "Application startup complete." is a crash while serving
+    if phase == "ready" and any(VLLM_READY_RE.search(ln.msg) for ln in lines if ln.no < best.first_no):
+        phase = "serving"
+    return phase
+
+
+# --- advice -------------------------------------------------------------------------
+
+_FRAGMENT_RE = re.compile(r"`(--[^`]*)`")
+
+
+def _accepted(fragment: str, version: str) -> bool:
+    table = vllm_table(version)
+    words = fragment.split()
+    if len(words) == 1 and "=" not in words[0]:
+        return table.match(words[0])[0] is not None
+    return not any(f.level == "error" for f in table.check(words))
+
+
+def advise_vllm(signature: Signature, found: Found) -> str:
+    """The signature's sentences and detail; for a known release, only those whose flags its
+    parser table takes (every release of the tables takes them all today)."""
+    sentences = list(signature.advice)
+    extra = signature.detail(found) if signature.detail else None
+    if extra:
+        sentences.append(extra)
+    if found.version:
+        sentences = [s for s in sentences if all(_accepted(f, found.version) for f in _FRAGMENT_RE.findall(s))]
+    return " ".join(s for s in sentences if s)
+
+
+def _where(best: Candidate) -> str | None:
+    frames = best.raised.frames if best.raised is not None else []
+    ours = [f for f in frames if "vllm" in f.file] or frames
+    if not ours:
+        return None
+    frame = ours[-1]
+    at = frame.file.rfind("vllm/")
+    path = frame.file[at:] if at >= 0 else frame.file
+    return f"{path}:{frame.line} ({frame.func})" if frame.func else f"{path}:{frame.line}"
+
+
+def _unknown_advice(best: Candidate | None) -> str:
+    if best is None:
+        return ("The process failed without an error in this log: get the whole log from the start "
+                "(the engine core's lines are tagged `(EngineCore_DP0 pid=N)`).")
+    where = _where(best)
+    if best.cut:
+        at = f"; its last frame is {where}" if where else ""
+        return (f"The log ends inside a traceback (line {best.first_no}){at}: get the whole log, the "
+                "exception line below the frames names the error.")
+    look = f" It was raised at {where}: start reading there." if where else ""
+    return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."
+            f"{look}")
+
+
+_VALIDATION_RE = re.compile(r"\d+ validation errors? for \w+\s*$")
+_VALUE_ERROR_RE = re.compile(r"^\s*Value error, (.+?)(?: \[type=.*)?$", re.M)
+
+
+def _cause(said: str | None, best: Candidate | None) -> str | None:
+    """pydantic's first line names only the class; the "Value error, ..." line under it says why."""
+    if not said or best is None or best.raised is None or not _VALIDATION_RE.search(said.splitlines()[0]):
+        return said
+    why = _VALUE_ERROR_RE.search(best.raised.text)
+    return f"{said}: {why[1][:200]}" if why else said
+
+
+# --- the reading ----------------------------------------------------------------------
+
+@dataclass
+class VllmLog:
+    """A vLLM log read: its lines, the phase it reached, its facts, chains, exit, root cause."""
+
+    lines: list[Line]
+    reached: str
+    phase_line: Line | None
+    facts: dict
+    chains: list[Chain]
+    exit_seen: Exit
+    best: Candidate | None
+
+
+@dataclass
+class VllmVerdict:
+    """What :func:`judge_vllm` says of a read log: :class:`~ddlab.diagnosis.diagnosis.Diagnosis`'s
+    fields that depend on vLLM's dialect."""
+
+    crashed: bool
+    request: bool
+    kind: str | None
+    phase: str
+    signature: Signature | None
+    title: str | None
+    suggestion: str | None
+    facts: dict
+    algorithm: str | None
+    decode: dict | None
+
+
+def read_vllm(text: str) -> VllmLog:
+    """The lines (vLLM's prefixes peeled, the last run), the phase reached, the facts, the
+    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry."""
+    lines = last_run(vllm_lines(text or ""))
+    reached, phase_line = vllm_phase_reached(lines)
+    chains = _with_worker_message(find_chains(lines))
+    return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
+                   root_cause(lines, chains, VLLM))
+
+
+def host_oom(first: int, why: str, lines: list[Line]) -> Candidate:
+    """A kill from outside with nothing else to blame, as vLLM's host_oom."""
+    signature = next(s for s in VLLM.signatures if s.kind == "host_oom")
+    return Candidate(first, first, why, signature, lines=lines)
+
+
+def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = None,
+               algorithm: str | None = None, tried: dict | None = None, host: str | None = None) -> VllmVerdict:
+    """Crashed or not, the kind, the phase, the advice (for ``version`` or the log's release and
+    ``algorithm`` or its speculative method) and the metrics summary, for the root cause ``best``."""
+    request = best is not None and best.request
+    crashed = (best is not None and not request) or log.exit_seen.failed
+    signature = best.signature if best else None
+    frames = frames_near(best, log.chains, log.lines)
+    phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
+    version = version or log.facts.get("vllm_version")
+    algorithm = algorithm or log.facts.get("speculative_method")
+    found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),
+                  best.chain.text if best and best.chain else "", phase, log.facts, (), version,
+                  algorithm, tried=dict(tried or {}), host=host, frames=frames)
+    suggestion = (advise_vllm(signature, found) if signature else
+                  _unknown_advice(best) if crashed else None)
+    kind = signature.kind if signature else ("unknown" if crashed else None)
+    if request and not crashed:
+        kind = "request_error"
+    elif request and kind == "request_error":  # the process failed, and not of this request
+        kind, signature = "unknown", None
+    records = parse_metrics_lines(log.lines)
+    return VllmVerdict(crashed, request, kind, phase, signature, signature.title if signature else None,
+                       suggestion, {**log.facts, "vllm_version": version} if version else log.facts,
+                       algorithm, summarize_metrics(records) if records else None)
+
+
+def vllm_cause(said: str | None, best: Candidate | None) -> str | None:
+    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line."""
+    return _cause(said, best)

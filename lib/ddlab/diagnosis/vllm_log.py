@@ -1,0 +1,366 @@
+"""Reading a vLLM server log: which family wrote it, vLLM's line prefixes, startup phases, metrics.
+
+Contract: :func:`detect_family` says whether a log is vLLM's or SGLang's from its
+text (``sglang`` unless vLLM's marks outnumber SGLang's: every log ddlab read before
+vLLM keeps its reading). :func:`vllm_lines` splits a vLLM log into
+:class:`~ddlab.diagnosis.logtext.Line` records with vLLM's own prefixes peeled
+after the collectors': the process tag ``(EngineCore_DP0 pid=N)``, ``(APIServer
+pid=N)``, ``(VllmWorker rank=N pid=N)``, ``(VllmWorkerProcess pid=N)``, ``(Worker_TP1
+pid=N)`` and the logger's stamp ``INFO 12-03 10:00:00 [file.py:N]`` (0.8 on; before:
+``INFO 12-03 10:00:00 file.py:N]``), written by ``_FORMAT`` (vllm/logger.py:28 (0.34.0))
+on every line of a record, tracebacks included (``NewLineFormatter``,
+vllm/logging_utils/formatter.py:74 (0.34.0)).
+
+:func:`vllm_phase_reached` is the last startup phase a vLLM log reached, from
+the lines vLLM writes at each step (the releases' ``path:line`` at each marker below);
+:func:`vllm_facts` the facts it states (the release, the non-default args or the
+0.6-era ``args: Namespace(...)``, the speculative method, sizes of the weights and
+the KV cache); :func:`parse_metrics_lines` the periodic metrics line (throughput,
+running / waiting requests, KV cache usage) and the speculative metrics lines (mean
+acceptance length, per-position acceptance rate, accepted / drafted tokens; the V0
+engine's "Speculative metrics: Draft acceptance rate ..."), and
+:func:`summarize_metrics` their summary.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import asdict, dataclass
+
+from ddlab.diagnosis.logtext import PHASES, Line, split_lines
+
+__all__ = ["FAMILIES", "detect_family", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
+           "vllm_phase_marker", "vllm_facts", "MetricsRecord", "parse_metrics_lines",
+           "summarize_metrics", "VLLM_READY_RE", "VLLM_PROGRESS_RE"]
+
+FAMILIES = ("sglang", "vllm")
+
+# the process tag vLLM puts before each line of a child process (vllm/utils/system_utils.py
+# decorate_logs, and the logger's %(vllm_process_name)s): one word, then optional words
+# (rank=N, TP0), then pid=N; Ray adds ", ip=host"
+_PROC = r"\([A-Za-z][\w-]*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
+_STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])(?: |$)"
+VLLM_PREFIXES = tuple(re.compile(p) for p in (
+    rf"^{_PROC}",
+    rf"^{_STAMP}",
+    # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) ")
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[\w+\] \(\w+\) ",
+    # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
+    r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
+))
+
+_VLLM_MARKS = re.compile(
+    rf"^\s*(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*|Worker_TP\d*|LLMRayActor)\b"
+    r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
+    r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
+    r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\."
+    # names and texts only vLLM writes: its config keys and engine parts, its model registry's error
+    r"|\b(?:gpu_memory_utilization|max_model_len|max_num_scheduled_tokens|num_speculative_tokens"
+    r"|speculative_config|EngineCore\w*|AsyncLLM\w*|LLMEngine|SpecDecodeWorker|VllmWorker\w*)\b"
+    r"|# GPU blocks: \d|Cannot find model module\.", re.M)
+_SGLANG_MARKS = re.compile(
+    r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
+
+
+def detect_family(text: str) -> str:
+    """``vllm`` when vLLM's marks (its stamp, process tags, ``vllm/`` paths, its name, its
+    config keys) are on more than three times as many lines as SGLang's (its name,
+    ``server_args=``, ``launch_server``, its batch lines, its stamp); else ``sglang``. SGLang
+    imports vLLM in many releases, so an SGLang log may carry a few of vLLM's lines."""
+    lines = (text or "").splitlines()
+    vllm = sum(1 for ln in lines if _VLLM_MARKS.search(ln))
+    sglang = sum(1 for ln in lines if _SGLANG_MARKS.search(ln))
+    return "vllm" if vllm > 3 * sglang else "sglang"
+
+
+def vllm_lines(text: str) -> list[Line]:
+    """The log's lines with the collectors' and vLLM's own prefixes peeled."""
+    return split_lines(text, extra=VLLM_PREFIXES)
+
+
+# --- startup phases ---------------------------------------------------------------
+# Each marker is a line vLLM writes when a step starts or ends (V1: 0.30.0 / 0.33.0 / 0.34.0;
+# V0: 0.6.4.post1), strongest last.
+_PHASE_MARKERS = (
+    # "Starting to load model" (v1/worker/gpu_model_runner.py), the loaders' shard bars,
+    # "Loading weights took" (model_loader/default_loader.py:544 (0.34.0)): the draft loads after
+    ("load_weights", re.compile(
+        r"Starting to load model|Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights took"
+        r"|Loading drafter model")),
+    # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0);
+    # V0 "Loading model weights took": worker/model_runner.py:1077 (0.6.4.post1)); then the
+    # profiling run (torch.compile runs in it), the KV cache's size
+    # (v1/worker/gpu_worker.py:796, v1/core/kv_cache_utils.py:1169 (0.34.0); V0 "# GPU blocks":
+    # executor/gpu_executor.py:113 (0.6.4.post1))
+    ("memory_pool", re.compile(
+        r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory"
+        r"|# GPU blocks: \d|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform"
+        r"|Compiling a graph for")),
+    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing
+    # cudagraphs for decoding", worker/model_runner.py:1400 (0.6.4.post1)), "Graph capturing
+    # finished" (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518
+    # (0.6.4.post1))
+    ("graph_capture", re.compile(
+        r"Capturing CUDA graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
+        r"|Graph capturing finished")),
+    # the engine is built and takes requests: "init engine (profile, create kv cache, warmup
+    # model) took" (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server
+    # on" (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server"
+    # (older), the routes (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and
+    # "Application startup complete."
+    ("ready", re.compile(
+        r"init engine \(profile, create kv cache, warmup model\) took"
+        r"|Starting vLLM (?:API )?server|Available routes are|Route: /|Uvicorn running on"
+        r"|Application startup complete|Started server process")),
+    # serving: the periodic metrics line (v1/metrics/loggers.py:283 (0.34.0); V0
+    # engine/metrics.py:450 (0.6.4.post1)), the speculative metrics (v1/spec_decode/metrics.py:121
+    # (0.34.0); V0 engine/metrics.py:484), a request answered, an offline generate's bar
+    ("serving", re.compile(
+        r"Avg prompt throughput: [\d.]+ tokens/s|SpecDecoding metrics:|Speculative metrics:"
+        r"|\"(?:POST|GET) /(?:v1/|generate|invocations)\S* HTTP/[\d.]+\" 200|Processed prompts:|Added request")),
+)
+# vLLM serves once uvicorn has started it ("Application startup complete." follows the routes)
+VLLM_READY_RE = re.compile(r"Application startup complete|Uvicorn running on")
+# lines that show the server (or the engine) carrying on past an error: a metrics line counts
+# only when tokens moved (the API server keeps logging while a stuck engine sends nothing new)
+VLLM_PROGRESS_RE = re.compile(
+    r"Application startup complete|Avg (?:prompt|generation) throughput: [\d.]*[1-9][\d.]* tokens/s"
+    r"|\"(?:POST|GET) /(?:v1/|generate)\S* HTTP/[\d.]+\" 200")
+
+
+def vllm_phase_marker(msg: str) -> str | None:
+    """The phase a vLLM line announces, or None."""
+    for name, regex in reversed(_PHASE_MARKERS):
+        if regex.search(msg):
+            return name
+    return None
+
+
+def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
+    """The last startup phase reached, and the line that first reached it (a drafter's
+    "Loading weights took" after the target's KV cache does not go back)."""
+    best, at = 0, None
+    for line in lines:
+        name = vllm_phase_marker(line.msg)
+        index = PHASES.index(name) if name else 0
+        if index > best:
+            best, at = index, line
+    return PHASES[best], at
+
+
+# --- facts ------------------------------------------------------------------------
+
+_VERSION_RES = (
+    re.compile(r"vLLM (?:API )?server version:? v?(\d+\.\d+[\w.+-]*)"),   # "vLLM API server version 0.6.1"
+    re.compile(r"\bversion (\d+\.\d+\.\d+[\w.+-]*)\s*$"),                 # the banner: "... version 0.19.0"
+    re.compile(r"Initializing a V1 LLM engine \(v(\d+\.\d+[\w.+-]*)\)"),
+    re.compile(r"Initializing an LLM engine \(v(\d+\.\d+[\w.+-]*)\)"),
+)
+_NON_DEFAULT_RE = re.compile(r"non-default args: (\{.*\})\s*$")
+_NAMESPACE_RE = re.compile(r"\bargs: Namespace\((.*)")
+_KV_RE = re.compile(r"\b(?P<key>[a-z_][a-z0-9_]*)=(?P<value>'[^']*'|\"[^\"]*\"|\{[^{}]*\}|[^,()\s]+)")
+_ARG_KEYS = (
+    "model", "model_tag", "served_model_name", "speculative_config", "gpu_memory_utilization",
+    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "compilation_config",
+    "tensor_parallel_size", "data_parallel_size", "port", "kv_cache_dtype", "num_speculative_tokens",
+    "speculative_model", "block_size", "quantization", "cpu_offload_gb",
+)
+_SIZE_RES = (
+    ("weights_gib", re.compile(r"Model loading took ([\d.]+) ?GiB")),
+    ("weights_gib", re.compile(r"Loading model weights took ([\d.]+) ?GB")),
+    ("available_kv_cache_gib", re.compile(r"Available KV cache memory: ([\d.]+) ?GiB")),
+    ("kv_cache_tokens", re.compile(r"KV cache size: ([\d,]+) tokens")),
+    ("max_concurrency", re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x")),
+    ("gpu_blocks", re.compile(r"# GPU blocks: (\d+)")),
+    ("graph_capture_gib", re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")),
+)
+
+
+def _literal(text):
+    if not isinstance(text, str):
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return text.strip("'\"")
+
+
+def _args(msg: str) -> dict:
+    if match := _NON_DEFAULT_RE.search(msg):
+        value = _literal(match[1])
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if k in _ARG_KEYS}
+        return {m["key"]: _literal(m["value"]) for m in re.finditer(
+            r"'(?P<key>[a-z_]+)': (?P<value>'[^']*'|\{[^{}]*\}|[^,{}]+)", match[1]) if m["key"] in _ARG_KEYS}
+    if match := _NAMESPACE_RE.search(msg):
+        return {m["key"]: _literal(m["value"]) for m in _KV_RE.finditer(match[1]) if m["key"] in _ARG_KEYS}
+    return {}
+
+
+def _as_dict(value) -> dict | None:
+    value = _literal(value)
+    return value if isinstance(value, dict) else None
+
+
+def _method(spec) -> str | None:
+    spec = _as_dict(spec)
+    if spec is not None:
+        method = spec.get("method")
+        return str(method) if method else ("draft_model" if spec.get("model") else None)
+    return None
+
+
+def vllm_facts(lines: list[Line]) -> dict:
+    """What a vLLM log states about itself: ``vllm_version`` (the API server's version line
+    or the banner), the chosen args, ``speculative_method``, ``num_speculative_tokens`` and
+    the sizes vLLM reports (weights, KV cache, graphs)."""
+    facts: dict = {}
+    for line in lines:
+        msg = line.msg
+        for regex in _VERSION_RES:
+            if match := regex.search(msg):
+                facts.setdefault("vllm_version", match[1])
+        for key, value in _args(msg).items():
+            facts.setdefault(key, value)
+        for key, regex in _SIZE_RES:
+            if match := regex.search(msg):
+                text = match[1].replace(",", "")
+                facts[key] = int(text) if text.isdigit() else float(text)
+        if match := re.search(r"Configuring SpecDecodeWorker with proposer=<class '[\w.]+\.(\w+)'>", msg):
+            facts.setdefault("speculative_proposer", match[1])
+    spec = facts.get("speculative_config")
+    method = _method(spec) or (facts.get("speculative_model") and "draft_model")
+    if method:
+        facts["speculative_method"] = method
+        tokens = (_as_dict(spec) or {}).get("num_speculative_tokens")
+        if tokens is not None:
+            facts.setdefault("num_speculative_tokens", tokens)
+    return {k: v for k, v in facts.items() if v is not None}
+
+
+# --- metrics lines ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MetricsRecord:
+    """One metrics line of vLLM: the periodic stats (``kind="stats"``) or the speculative
+    decoding metrics (``kind="spec"``); fields the line lacks stay None."""
+
+    line_no: int
+    kind: str
+    engine: str | None = None
+    prompt_tok_s: float | None = None
+    gen_tok_s: float | None = None
+    running: int | None = None
+    waiting: int | None = None
+    kv_cache_usage_pct: float | None = None
+    prefix_cache_hit_pct: float | None = None
+    mean_acceptance_length: float | None = None
+    accepted_tok_s: float | None = None
+    drafted_tok_s: float | None = None
+    accepted_tokens: int | None = None
+    drafted_tokens: int | None = None
+    per_position_acceptance: tuple[float, ...] | None = None
+    draft_acceptance_rate: float | None = None   # 0..1 (V1 prints a percentage)
+    num_speculative_tokens: int | None = None     # V0 only
+    emitted_tokens: int | None = None             # V0 only
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_ENGINE_RE = re.compile(r"^Engine (\d+): ")
+_STATS = (  # V1 0.34.0 v1/metrics/loggers.py:283; V0 0.6.4.post1 engine/metrics.py:450
+    ("prompt_tok_s", r"Avg prompt throughput: ([\d.]+) tokens/s", float),
+    ("gen_tok_s", r"Avg generation throughput: ([\d.]+) tokens/s", float),
+    ("running", r"Running: (\d+) reqs", int),
+    ("waiting", r"(?:Waiting|Pending): (\d+) reqs", int),
+    ("kv_cache_usage_pct", r"KV cache usage: ([\d.]+)%", float),
+    ("prefix_cache_hit_pct", r"Prefix cache hit rate: ([\d.]+)%", float),
+)
+_SPEC = (  # V1 0.34.0 v1/spec_decode/metrics.py:121
+    ("mean_acceptance_length", r"Mean acceptance length: ([\d.]+|nan)", float),
+    ("accepted_tok_s", r"Accepted throughput: ([\d.]+) tokens/s", float),
+    ("drafted_tok_s", r"Drafted throughput: ([\d.]+) tokens/s", float),
+    ("accepted_tokens", r"Accepted: (\d+) tokens", int),
+    ("drafted_tokens", r"Drafted: (\d+) tokens", int),
+    ("draft_acceptance_rate", r"Avg Draft acceptance rate: ([\d.]+|nan)%", lambda t: float(t) / 100),
+)
+_SPEC_V0 = (  # V0 0.6.4.post1 engine/metrics.py:484
+    ("draft_acceptance_rate", r"Draft acceptance rate: ([\d.]+|nan)", float),
+    ("num_speculative_tokens", r"Number of speculative tokens: (\d+)", int),
+    ("accepted_tokens", r"Number of accepted tokens: (\d+)", int),
+    ("drafted_tokens", r"Number of draft tokens: (\d+)", int),
+    ("emitted_tokens", r"Number of emitted tokens: (\d+)", int),
+)
+_PER_POSITION_RE = re.compile(r"Per-position acceptance rate: ((?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
+
+
+def _fields(msg: str, table) -> dict:
+    values = {}
+    for name, pattern, convert in table:
+        if name not in values and (match := re.search(pattern, msg)):
+            values[name] = convert(match[1])
+    return values
+
+
+def _metrics_record(line: Line) -> MetricsRecord | None:
+    msg = line.msg
+    engine = _ENGINE_RE.match(msg)
+    where = {"line_no": line.no, "engine": engine[1] if engine else None}
+    if "SpecDecoding metrics:" in msg:
+        values = _fields(msg, _SPEC)
+        if rates := _PER_POSITION_RE.search(msg):
+            values["per_position_acceptance"] = tuple(float(r) for r in rates[1].split(", "))
+        return MetricsRecord(kind="spec", **where, **values)
+    if "Speculative metrics:" in msg:
+        return MetricsRecord(kind="spec", **where, **_fields(msg, _SPEC_V0))
+    if re.search(_STATS[0][1], msg):
+        return MetricsRecord(kind="stats", **where, **_fields(msg, _STATS))
+    return None
+
+
+def parse_metrics_lines(text_or_lines) -> list[MetricsRecord]:
+    """Every metrics line of a vLLM log (text or :class:`Line` list), in order."""
+    lines = vllm_lines(text_or_lines) if isinstance(text_or_lines, str) else text_or_lines
+    return [record for line in lines if (record := _metrics_record(line))]
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v == v]  # nan (no drafts yet) is no figure
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def summarize_metrics(records: list[MetricsRecord]) -> dict:
+    """Summary figures: generation throughput (mean over lines that generated, max), the
+    most running / waiting requests, and speculative decoding's acceptance: the mean
+    acceptance length over the lines (and the last), the overall acceptance (accepted /
+    drafted tokens, summed), the mean per-position acceptance rate."""
+    stats = [r for r in records if r.kind == "stats"]
+    spec = [r for r in records if r.kind == "spec"]
+    busy = [r.gen_tok_s for r in stats if r.gen_tok_s]
+    summary = {
+        "count": len(stats), "spec_count": len(spec),
+        "gen_throughput_tok_s_mean": _mean(busy),
+        "gen_throughput_tok_s_max": max(busy, default=None),
+        "running_max": max((r.running for r in stats if r.running is not None), default=None),
+        "waiting_max": max((r.waiting for r in stats if r.waiting is not None), default=None),
+        "kv_cache_usage_pct_max": max((r.kv_cache_usage_pct for r in stats
+                                       if r.kv_cache_usage_pct is not None), default=None),
+    }
+    if spec:
+        lengths = [r.mean_acceptance_length for r in spec if r.mean_acceptance_length is not None]
+        accepted = sum(r.accepted_tokens or 0 for r in spec)
+        drafted = sum(r.drafted_tokens or 0 for r in spec)
+        rows = [r.per_position_acceptance for r in spec if r.per_position_acceptance]
+        width = max((len(row) for row in rows), default=0)
+        summary.update({
+            "accept_len_mean": _mean(lengths),
+            "accept_len_last": lengths[-1] if lengths else None,
+            "accepted_tokens": accepted, "drafted_tokens": drafted,
+            "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
+            "per_position_acceptance_mean": [
+                _mean([row[i] for row in rows if len(row) > i]) for i in range(width)] or None,
+        })
+    return summary

@@ -1,0 +1,335 @@
+"""ddlab.diagnose on vLLM's logs (issue 28 item 3): the dialect, the signatures, the advice.
+
+Fixtures: tests/fixtures/logs/vllm/ (written from vLLM 0.34.0's real texts and frames,
+index.json says which) and the work split of the real corpus (tests/fixtures/logs/vllm-real/;
+the held-out split is only counted, in test_vllm_corpus_floors). Library texts that both
+servers meet (torch, NCCL, Hugging Face) are SGLang's fixtures read in vLLM's dialect.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ddlab.config.vllm import vllm_table
+from ddlab.core.errors import ConfigError
+from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.diagnosis.signatures import SIGNATURES, VLLM_SIGNATURES
+from ddlab.diagnosis.vllm_log import (
+    detect_family,
+    parse_metrics_lines,
+    summarize_metrics,
+    vllm_facts,
+    vllm_lines,
+    vllm_phase_marker,
+)
+
+LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
+VLLM = LOGS / "vllm"
+REAL = LOGS / "vllm-real"
+INDEX = json.loads((VLLM / "index.json").read_text())
+FIXTURES = INDEX["fixtures"]
+MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
+WORK = [i for i, log in MANIFEST.items() if log["split"] == "work"]
+RELEASES = ("0.30.0", "0.33.0", "0.34.0")
+WHEELS = Path("/work/wheels/vllm")
+_FRAGMENT = re.compile(r"`([^`]*)`")
+_QUOTE = re.compile(r'"[^"]*"')
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_fixture_diagnosis(name):
+    want = FIXTURES[name]
+    result = diagnose(_read(VLLM / name))
+    assert result.family == "vllm"
+    assert (result.crashed, result.kind, result.phase, result.signature) == (
+        want["crashed"], want["kind"], want["phase"], want["signature"]), result.render()
+    said = want["crashed"] or want["kind"] == "request_error"  # one request's error has its next step
+    assert (result.suggestion is None) == (not said) and (result.cause is None) == (not said)
+
+
+@pytest.mark.parametrize("log_id", sorted(INDEX["corpus"]))
+def test_work_logs_show_their_signature(log_id):
+    assert MANIFEST[log_id]["split"] == "work"
+    assert diagnose(_read(REAL / f"{log_id}.log")).signature == INDEX["corpus"][log_id]
+
+
+def _voiced_fixtures() -> dict[str, Path]:
+    """For each SGLang signature vLLM's registry reuses, an SGLang fixture it explains."""
+    parents = {s.name for s in SIGNATURES}
+    wanted = {s.name[len("vllm_"):] for s in VLLM_SIGNATURES if s.name[len("vllm_"):] in parents}
+    found = {}
+    paths = sorted(LOGS.glob("*.log")) + sorted(LOGS.glob("sglang/*.log")) + sorted(LOGS.glob("pastes/*.log"))
+    paths += [LOGS / "real" / f"{i}.log" for i in ("a025", "b031", "a004")]
+    for path in paths:
+        said = diagnose(_read(path), family="sglang").signature
+        if said in wanted and said not in found:
+            found[said] = path
+    return found
+
+
+def test_every_vllm_signature_has_a_fixture():
+    shown = {want["signature"] for want in FIXTURES.values()} | set(INDEX["corpus"].values())
+    voiced = _voiced_fixtures()
+    for parent, path in voiced.items():  # the library's text, read in vLLM's dialect
+        result = diagnose(_read(path), family="vllm")
+        assert result.signature == f"vllm_{parent}", (path.name, result.render())
+        shown.add(result.signature)
+    missing = [s.name for s in VLLM_SIGNATURES if s.name not in shown]
+    assert not missing, f"vLLM signatures without a fixture: {missing}"
+
+
+@pytest.mark.parametrize("signature", VLLM_SIGNATURES, ids=[s.name for s in VLLM_SIGNATURES])
+def test_vllm_signature_is_well_formed_and_cites_the_wheel(signature):
+    assert signature.name.startswith("vllm_") and (signature.patterns or signature.lines)
+    assert signature.advice or signature.detail
+    assert signature.sources
+    for origin, where in signature.sources:
+        if origin[:1].isdigit():  # a vLLM release: a path in its wheel, with its line
+            assert origin in (*RELEASES, "0.6.4.post1"), origin
+            path, line = re.fullmatch(r"(vllm/\S+\.py):(\d+)", where).groups()
+            if (WHEELS / origin).is_dir():
+                text = (WHEELS / origin / path).read_text().splitlines()
+                assert int(line) <= len(text), (origin, where)
+
+
+# the decisive text of each vLLM-own signature at its first cited line (or the line below,
+# where the string is split over two)
+_CITED = {
+    "vllm_kv_no_memory": "No available memory for the cache blocks",
+    "vllm_kv_max_len": "max seq len",
+    "vllm_spec_token_budget": "max_num_scheduled_tokens is set to",
+    "vllm_draft_vocab": "same vocabulary size",
+    "vllm_spec_tp_draft": "Cannot handle cases where distributed draft",
+    "vllm_engine_dead": "Engine core initialization failed",
+    "vllm_shm_stall": "No available shared memory broadcast block found",
+    "vllm_piecewise_range": "assert range_entry is not None",
+    "vllm_gpu_blocks_zero": "# GPU blocks",
+    "vllm_max_len_over_model": "than the derived max_model_len",
+    "vllm_bf16_gpu": "Bfloat16 is only supported on GPUs",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CITED))
+def test_the_cited_line_holds_the_text(name):
+    signature = next(s for s in VLLM_SIGNATURES if s.name == name)
+    origin, where = signature.sources[0]
+    if not (WHEELS / origin).is_dir():
+        pytest.skip(f"no unpacked wheel at {WHEELS / origin}")
+    path, line = where.rsplit(":", 1)
+    text = (WHEELS / origin / path).read_text().splitlines()
+    assert _CITED[name] in " ".join(text[int(line) - 1:int(line) + 1]), where
+
+
+def _proposals(suggestion: str) -> list[list[str]]:
+    rest = _QUOTE.sub("", _FRAGMENT.sub("", suggestion))
+    assert not re.search(r"(?<![\w-])--[a-z]", rest), f"a flag outside backticks: {suggestion}"
+    return [f.split() for f in _FRAGMENT.findall(suggestion) if f.startswith("--")]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_proposed_flag_is_taken_by_each_tabled_release(release):
+    table = vllm_table(release)
+    texts = [_read(VLLM / name) for name in FIXTURES] + [_read(REAL / f"{i}.log") for i in WORK]
+    texts += [_read(path) for path in _voiced_fixtures().values()]
+    problems, proposed = [], 0
+    for text in texts:
+        for version in (None, release):
+            result = diagnose(text, family="vllm", version=version)
+            for argv in _proposals(result.suggestion or ""):
+                proposed += 1
+                if len(argv) == 1:
+                    problems += [] if table.match(argv[0])[0] else [f"{argv[0]}: no such option"]
+                else:
+                    problems += [str(f) for f in table.check(argv) if f.level == "error"]
+    assert proposed > 40 and not problems, "\n".join(problems)
+
+
+def test_the_advice_speaks_vllm_not_sglang():
+    for text in [_read(VLLM / name) for name in FIXTURES] + [_read(REAL / f"{i}.log") for i in WORK]:
+        suggestion = diagnose(text, family="vllm").suggestion or ""
+        assert not re.search(r"mem-fraction-static|cuda-graph|speculative-num|sglang", suggestion, re.I), suggestion
+
+
+def test_kv_advice_uses_the_logs_own_figures():
+    text = _read(REAL / "vb17.log")  # "the estimated maximum model length is 127776"
+    assert "`--max-model-len 127776`" in diagnose(text).suggestion
+    head = _read(VLLM / "healthy__0.34.0__eagle3-metrics.log").splitlines()[:8]
+    kv = "\n".join(head + ["(EngineCore_DP0 pid=4182) ERROR 12-03 09:01:05 [core.py:1757] ValueError: No "
+                           "available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                           "when initializing the engine."])
+    result = diagnose(kv)
+    assert result.kind == "kv_pool_oom" and "`--gpu-memory-utilization 0.90`" in result.suggestion
+    assert "draft model" in result.suggestion  # an eagle3 config: the draft's cache counts too
+
+
+def test_the_speculative_budget_advice_halves_the_logs_draft_tokens():
+    head = _read(VLLM / "healthy__0.34.0__eagle3-metrics.log").splitlines()[:6]
+    text = "\n".join(head + ["(APIServer pid=4011) ValueError: max_num_scheduled_tokens is set to -1792 based "
+                             "on the speculative decoding settings, which does not allow any tokens to be "
+                             "scheduled. Increase max_num_batched_tokens to accommodate the additional draft "
+                             "token slots, or decrease num_speculative_tokens."])
+    result = diagnose(text)
+    assert result.kind == "bad_argument" and "`num_speculative_tokens` 3 -> 1" in result.suggestion
+
+
+# --- the dialect -----------------------------------------------------------------------
+
+def _sglang_logs() -> list[Path]:
+    return [p for p in sorted(LOGS.rglob("*.log")) if not p.parent.name.startswith("vllm")]
+
+
+def test_every_sglang_log_is_read_as_sglang():
+    """No SGLang log (fixtures, pastes, the 238 real ones) is routed to vLLM's reading, so
+    SGLang's diagnosis is unchanged; some carry a few of vLLM's lines (SGLang imports vLLM)."""
+    wrong = [p.name for p in _sglang_logs() if detect_family(_read(p)) != "sglang"]
+    assert not wrong
+    assert len(_sglang_logs()) > 300
+
+
+def test_vllm_logs_are_read_as_vllm():
+    assert all(detect_family(_read(VLLM / name)) == "vllm" for name in FIXTURES)
+    work = [i for i in WORK if detect_family(_read(REAL / f"{i}.log")) == "vllm"]
+    assert len(work) >= len(WORK) - 1  # va20: a Hugging Face 401 traceback, nothing of vLLM's
+
+
+def test_family_can_be_given_and_is_checked():
+    text = _read(REAL / "va20.log")  # a bare huggingface_hub 401: no mark of either family
+    assert diagnose(text).family == "sglang"
+    assert diagnose(text, family="vllm").family == "vllm"
+    with pytest.raises(ConfigError, match="not a server family"):
+        diagnose(text, family="tgi")
+
+
+@pytest.mark.parametrize("raw, msg", [
+    ("(EngineCore_DP0 pid=223840) ERROR 10-25 13:08:43 [core.py:708]   File \"x.py\", line 1, in f",
+     '  File "x.py", line 1, in f'),
+    ("(APIServer pid=6539) INFO 04-18 20:22:57 [utils.py:233] non-default args: {}", "non-default args: {}"),
+    ("(VllmWorker rank=1 pid=77) WARNING 05-01 10:00:00 [custom_all_reduce.py:137] P2P off", "P2P off"),
+    ("(VllmWorkerProcess pid=232) ERROR 08-23 08:25:25 multiproc_worker_utils.py:226] NCCL error", "NCCL error"),
+    ("INFO 10-10 10:23:00 api_server.py:526] vLLM API server version 0.6.1", "vLLM API server version 0.6.1"),
+    ("vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: x", "ValueError: x"),
+    ("2026-06-09 14:01:52.982 [Error] (Process) (EngineCore pid=42521) ERROR 06-09 14:01:52 [core.py:1136] "
+     "ValueError: y", "ValueError: y"),
+])
+def test_vllm_prefixes_are_peeled(raw, msg):
+    assert vllm_lines(raw)[0].msg == msg
+
+
+@pytest.mark.parametrize("msg, phase", [
+    ("Starting to load model Qwen/Qwen3-8B...", "load_weights"),
+    ("Loading weights took 0.42 seconds", "load_weights"),
+    ("Model loading took 16.12 GiB memory and 18.553112 seconds", "memory_pool"),
+    ("Loading model weights took 13.4966 GB", "memory_pool"),
+    ("# GPU blocks: 22839, # CPU blocks: 2048", "memory_pool"),
+    ("GPU KV cache size: 693,024 tokens, Maximum concurrency for 8,192 tokens per request: 84.60x", "memory_pool"),
+    ("Graph capturing finished in 7 secs, took 0.62 GiB", "graph_capture"),
+    ("Capturing cudagraphs for decoding. This may lead to unexpected consequences", "graph_capture"),
+    ("init engine (profile, create kv cache, warmup model) took 36.87 s", "ready"),
+    ("Starting vLLM server on http://0.0.0.0:8000", "ready"),
+    ("Starting vLLM API server 0 on http://0.0.0.0:8000", "ready"),
+    ("Application startup complete.", "ready"),
+    ("Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 3.0 tokens/s, "
+     "Running: 1 reqs, Waiting: 0 reqs", "serving"),
+    ("Automatically detected platform cuda.", None),
+])
+def test_vllm_phase_lines(msg, phase):
+    assert vllm_phase_marker(msg) == phase
+
+
+def test_metrics_lines_v1_and_v0():
+    text = "\n".join([
+        "(APIServer pid=1) INFO 12-03 09:01:31 [loggers.py:283] Engine 000: Avg prompt throughput: 412.3 tokens/s, "
+        "Avg generation throughput: 1830.5 tokens/s, Running: 16 reqs, Waiting: 3 reqs, GPU KV cache usage: 3.1%, "
+        "Prefix cache hit rate: 12.5%",
+        "(APIServer pid=1) INFO 12-03 09:01:31 [metrics.py:121] SpecDecoding metrics: Mean acceptance length: 2.84, "
+        "Accepted throughput: 1186.20 tokens/s, Drafted throughput: 1934.40 tokens/s, Accepted: 11862 tokens, "
+        "Drafted: 19344 tokens, Per-position acceptance rate: 0.781, 0.612, 0.447, Avg Draft acceptance rate: 61.3%",
+        "INFO 07-24 03:59:01 metrics.py:449] Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 40.1 "
+        "tokens/s, Running: 2 reqs, Swapped: 0 reqs, Pending: 1 reqs, GPU KV cache usage: 0.2%, CPU KV cache usage: 0.0%.",
+        "INFO 07-24 03:59:01 metrics.py:471] Speculative metrics: Draft acceptance rate: 0.512, System efficiency: "
+        "0.601, Number of speculative tokens: 4, Number of accepted tokens: 2048, Number of draft tokens: 4000, "
+        "Number of emitted tokens: 3100.",
+    ])
+    stats, spec, old_stats, old_spec = parse_metrics_lines(text)
+    assert (stats.engine, stats.gen_tok_s, stats.running, stats.waiting, stats.kv_cache_usage_pct) == (
+        "000", 1830.5, 16, 3, 3.1)
+    assert spec.mean_acceptance_length == 2.84 and spec.per_position_acceptance == (0.781, 0.612, 0.447)
+    assert (spec.accepted_tokens, spec.drafted_tokens, spec.draft_acceptance_rate) == (11862, 19344, 0.613)
+    assert (old_stats.waiting, old_stats.gen_tok_s) == (1, 40.1)
+    assert (old_spec.num_speculative_tokens, old_spec.accepted_tokens, old_spec.draft_acceptance_rate) == (4, 2048, 0.512)
+    summary = summarize_metrics([stats, spec, old_stats, old_spec])
+    assert summary["acceptance_rate"] == round((11862 + 2048) / (19344 + 4000), 4)
+    assert summary["accept_len_mean"] == 2.84 and summary["waiting_max"] == 3
+
+
+def test_a_healthy_log_reports_its_metrics_and_facts():
+    result = diagnose(_read(VLLM / "healthy__0.34.0__eagle3-metrics.log"))
+    assert not result.crashed and result.phase == "serving" and result.family == "vllm"
+    assert result.decode["spec_count"] == 2 and result.decode["accept_len_last"] == 2.96
+    assert result.decode["per_position_acceptance_mean"] == [0.7905, 0.626, 0.4835]
+    facts = result.facts
+    assert (facts["vllm_version"], facts["speculative_method"], facts["num_speculative_tokens"]) == ("0.34.0", "eagle3", 3)
+    assert (facts["gpu_memory_utilization"], facts["kv_cache_tokens"], facts["weights_gib"]) == (0.85, 693024, 16.12)
+    rendered = result.render()
+    assert "mean acceptance length 2.9" in rendered and "metrics:" in rendered
+
+
+def test_v0_namespace_args_are_facts():
+    line = ("INFO 10-10 10:23:00 api_server.py:527] args: Namespace(model_tag='facebook/opt-125m', port=19000, "
+            "gpu_memory_utilization=0.9, max_model_len=4096, speculative_model='facebook/opt-125m', "
+            "num_speculative_tokens=5)")
+    facts = vllm_facts(vllm_lines(line))
+    assert (facts["port"], facts["gpu_memory_utilization"], facts["max_model_len"]) == (19000, 0.9, 4096)
+    assert facts["speculative_method"] == "draft_model" and facts["num_speculative_tokens"] == 5
+
+
+def test_a_v0_worker_header_carries_the_message_of_a_cut_traceback():
+    result = diagnose(_read(REAL / "va18.log"))  # "... while processing method init_device: NCCL error: ..."
+    assert (result.kind, result.signature) == ("nccl", "vllm_nccl")
+
+
+def test_an_echo_never_wins_over_the_error_it_echoes():
+    result = diagnose(_read(VLLM / "cuda_graph_capture__0.34.0__not-permitted-while-capturing.log"))
+    assert result.signature == "vllm_capture_failed" and "stream is capturing" in result.cause
+
+
+def test_sequence_parallel_advice_picks_a_draft_count_that_divides():
+    result = diagnose(_read(VLLM / "bad_argument__0.30.0__spec-tokens-vs-sequence-parallel.log"))
+    assert "`num_speculative_tokens` 3 fits (now 4)" in result.suggestion  # 3 + 1 divides TP 4
+
+
+def test_max_model_len_advice_names_the_models_length():
+    result = diagnose(_read(VLLM / "bad_argument__0.34.0__max-model-len-over-model.log"))
+    assert "`--max-model-len 40960`" in result.suggestion
+
+
+def test_a_crash_after_startup_complete_is_serving_and_before_it_ready():
+    lines = _read(VLLM / "healthy__0.34.0__eagle3-metrics.log").splitlines()
+    oom = ("(EngineCore_DP0 pid=4182) ERROR 12-03 09:01:40 [core.py:1759] torch.OutOfMemoryError: CUDA out of "
+           "memory. Tried to allocate 2.00 GiB.")
+    started = lines.index(next(ln for ln in lines if "Application startup complete" in ln))
+    assert diagnose("\n".join(lines[:started + 1] + [oom])).phase == "serving"
+    assert diagnose("\n".join(lines[:started] + [oom])).phase == "ready"
+    routes = next(i for i, ln in enumerate(lines) if "init engine" in ln)
+    assert diagnose("\n".join(lines[:routes] + [oom])).phase == "graph_capture"
+
+
+def test_the_cli_reads_a_vllm_log(capsys):
+    from ddlab import cli
+    code = cli.main(["diagnose", str(REAL / "vb17.log"), "--json", "--family", "vllm", "--vllm-version", "0.30.0"])
+    shown = json.loads(capsys.readouterr().out)
+    assert code == 3 and shown["family"] == "vllm" and shown["kind"] == "kv_pool_oom"
+    assert shown["facts"]["vllm_version"] == "0.30.0"
+
+
+def test_pydantic_cause_names_the_value_error():
+    result = diagnose(_read(VLLM / "bad_argument__0.34.0__speculative-config-tensor-parallel.log"))
+    assert "'tensor_parallel_size' is not a valid argument" in result.cause
