@@ -240,9 +240,15 @@ def _checked_env(given) -> dict:
 # --- bases --------------------------------------------------------------------------
 
 
-def list_bases() -> list[str]:
-    """Names of the shipped base configs (``params/base/*.yaml``), every family's."""
-    return sorted(p.stem for p in (params_dir() / "base").glob("*.yaml"))
+def list_bases(family: str | None = None) -> list[str]:
+    """Names of the shipped base configs (``params/base/*.yaml``): every family's, or
+    those of ``family`` (``sglang``: the bases that name none too)."""
+    paths = sorted((params_dir() / "base").glob("*.yaml"))
+    if family is None:
+        return [p.stem for p in paths]
+    wanted = family_named(family).name
+    return [p.stem for p in paths
+            if ((yamlio.load(p.read_text()) or {}).get("family") or DEFAULT_FAMILY) == wanted]
 
 
 def load_base(name_or_path: str | Path) -> Config:

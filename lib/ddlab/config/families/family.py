@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ddlab.config.overrides import change_order
+from ddlab.core.errors import ConfigError
 
 
 __all__ = ["Family", "HttpApi", "Knob", "DEFAULT_FAMILY", "TARGET_MODULE", "version_probe"]
@@ -53,6 +54,7 @@ class Family:
     label: str = ""                 # as people write it: SGLang, vLLM
     package: str = ""               # the distribution (and import) name on a host
     server_module: str = ""         # what `python -m` runs on a real host
+    version_named_in: str = ""      # where a user names the release a host cannot tell
     log_dialect: str = ""
     acceptance: str = ""            # the acceptance figure's name in the family's words
     api: HttpApi
@@ -93,6 +95,21 @@ class Family:
         """A change's place in names and descriptions (SGLang: the registry's order)."""
         return change_order(kind, name)
 
+    def check_grid(self, keys, *, base: str = "") -> None:
+        """A sweep's grid keys, refused before any cell is made when one is neither a knob
+        nor an option of the family's server (a ConfigError naming the key and the knobs).
+        SGLang passes any key through as a flag (its near misses are refused per cell)."""
+        if self.name == DEFAULT_FAMILY:
+            return
+        for key in keys:
+            try:
+                self.override_target(key)
+            except ConfigError as err:
+                raise ConfigError(f"grid key {key!r}: base {base} is of the {self.name} "
+                                  f"family, whose knobs are {self.knob_words()}; {key!r} is "
+                                  f"none of them nor an option of {self.label}", fix=err.fix,
+                                  key=key, family=self.name, knobs=list(self.knobs)) from None
+
     def flag_token(self, key: str, new) -> tuple[str, bool] | None:
         """A change's word in a variant's name and whether it says the value exactly;
         None: the generic word (:mod:`ddlab.config.variants`)."""
@@ -111,7 +128,7 @@ class Family:
 
     @property
     def version_probe(self) -> str:
-        return version_probe(self.package)
+        return version_probe(self.package, self.version_named_in)
 
     def knob_for(self, key: str) -> Knob | None:
         """The knob ``key`` names, in snake or kebab spelling."""
@@ -167,11 +184,12 @@ if version is None:
 where = list(spec.submodule_search_locations or ())[:1] or [spec.origin]
 if not version or version.startswith('0.0.0') or version == 'dev':
     sys.exit(f"{PACKAGE} at {where[0]} has no version ({version or 'none'}): no metadata, "
-             "no _version.py; name it in the base (" + PACKAGE + ".version)")
+             "no _version.py; name it in @NAME_IT@")
 print(version)
 """
 
 
-def version_probe(package: str) -> str:
-    """The script that prints ``package``'s version on a host (see ``_VERSION_PROBE``)."""
-    return _VERSION_PROBE.replace("@PACKAGE@", package)
+def version_probe(package: str, name_it: str) -> str:
+    """The script that prints ``package``'s version on a host (see ``_VERSION_PROBE``);
+    ``name_it``: where a user names the version when the host cannot say."""
+    return _VERSION_PROBE.replace("@PACKAGE@", package).replace("@NAME_IT@", name_it)

@@ -29,6 +29,7 @@ class SGLangFamily(Family):
     label = "SGLang"
     package = "sglang"
     server_module = "sglang.launch_server"
+    version_named_in = "the host profile (sglang_version)"
     log_dialect = "sglang"
     # completion tokens per verify step: meta_info's spec_accept_length
     # (sglang/srt/managers/tokenizer_manager.py:3166 (0.5.23)); ddlab takes it per run

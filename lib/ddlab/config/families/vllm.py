@@ -49,6 +49,7 @@ class VllmFamily(Family):
     label = "vLLM"
     package = "vllm"
     server_module = "vllm.entrypoints.cli.main"
+    version_named_in = "the base (vllm.version)"
     log_dialect = "vllm"
     # "Mean acceptance length: %.2f" = 1 + accepted / drafts, "conventionally including
     # the bonus token" (vllm/v1/spec_decode/metrics.py:114, :122 (0.34.0)); on /metrics
@@ -187,8 +188,9 @@ class VllmFamily(Family):
         hint = f"did you mean {guess}? " if guess else ""
         return ConfigError(f"{key}: not a knob or a vllm serve option of the vllm family; its "
                            f"knobs: {self.knob_words()}",
-                           fix=f"{hint}a vllm serve option in snake case (max_num_seqs), "
-                               f"{_SPEC}.KEY for a speculative key, env.X, unit.X",
+                           fix=f"{hint}else a knob, a vllm serve option in snake case "
+                               f"(max_num_seqs), {_SPEC}.KEY (a key of the speculative "
+                               "config), env.X or unit.X",
                            key=key, knobs=list(self.knobs))
 
     # --- names -------------------------------------------------------------------------
