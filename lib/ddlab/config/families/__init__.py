@@ -28,15 +28,15 @@ is a module that makes a :class:`Family` and a row in :data:`FAMILIES`.
 
 from __future__ import annotations
 
-from ddlab.config.families.family import (DEFAULT_FAMILY, TARGET_MODULE, Family, HttpApi, Knob,
-                                          version_probe)
+from ddlab.config.families.family import (DEFAULT_FAMILY, EMBEDDED_MODELS, TARGET_MODULE,
+                                          Family, HttpApi, Knob, version_probe)
 from ddlab.config.families.sglang import SGLANG
 from ddlab.config.families.vllm import VLLM
 from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
 __all__ = ["Family", "HttpApi", "Knob", "FAMILIES", "DEFAULT_FAMILY", "TARGET_MODULE",
-           "family_named", "version_probe"]
+           "EMBEDDED_MODELS", "family_named", "version_probe"]
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (SGLANG, VLLM)}
 
@@ -48,7 +48,9 @@ def family_named(name) -> Family:
         return FAMILIES[DEFAULT_FAMILY]
     if isinstance(name, str) and name in FAMILIES:
         return FAMILIES[name]
-    guess = closest(str(name).lower(), list(FAMILIES)) if isinstance(name, str) else None
+    lower = str(name).lower()
+    guess = (lower if lower in FAMILIES else closest(lower, list(FAMILIES))) \
+        if isinstance(name, str) else None
     hint = f"did you mean {guess}? " if guess else ""
     raise ConfigError(f"family={name!r}: not a server family ddlab knows; known: "
                       + ", ".join(FAMILIES),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -10,10 +11,13 @@ from ddlab.config.overrides import change_order
 from ddlab.core.errors import ConfigError
 
 
-__all__ = ["Family", "HttpApi", "Knob", "DEFAULT_FAMILY", "TARGET_MODULE", "version_probe"]
+__all__ = ["Family", "HttpApi", "Knob", "DEFAULT_FAMILY", "TARGET_MODULE", "EMBEDDED_MODELS",
+           "version_probe"]
 
 DEFAULT_FAMILY = "sglang"  # a base that names none: every base written before families
 TARGET_MODULE = "ddlab.target"  # the embedded server: `python -m ddlab.target [--dialect D]`
+# the embedded target's built-in checkpoints, target and drafter (ddlab.target.checkpoint)
+EMBEDDED_MODELS = ("ddlab-tiny", "ddlab-tiny-drafter")
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Family:
     default_grid: dict = {}
     baseline: dict = {}             # overrides that remove speculation (the baseline cell)
     model_flag: str = ""            # the flag naming the model, as flags hold it
+    draft_flag: str = ""            # the flag naming the draft model (dotted: inside JSON)
     algorithm_key: str = ""         # the change that names the algorithm (nospec when removed)
     spec_prefix: str = ""           # flags (and dotted keys) that belong to speculation
     false_removes: bool = True      # an override's false removes a flag (vLLM: --no-X)
@@ -117,10 +122,17 @@ class Family:
 
     def embedded(self, config):
         """``config`` as the embedded target runs it in this family's dialect: ``python
-        -m ddlab.target`` with the host's interpreter, the flags as they are."""
-        import dataclasses
-
-        return dataclasses.replace(config, python=None, module=TARGET_MODULE)
+        -m ddlab.target`` with the host's interpreter, its model and draft model the
+        target's built-in checkpoints (:data:`EMBEDDED_MODELS`), the other flags as they
+        are (validated again, as every config is made)."""
+        flags = dict(config.flags)
+        for key, model in zip((self.model_flag, self.draft_flag), EMBEDDED_MODELS):
+            name, _, inner = key.partition(".")
+            if inner and isinstance(flags.get(name), Mapping) and inner in flags[name]:
+                flags[name] = {**flags[name], inner: model}
+            elif not inner and (name in flags or key == self.model_flag):
+                flags[name] = model
+        return dataclasses.replace(config, python=None, module=TARGET_MODULE, flags=flags)
 
     def flat_flags(self, flags: Mapping) -> dict:
         """The flags as changes see them (vLLM: a JSON flag's keys one by one)."""

@@ -57,6 +57,7 @@ class SGLangFamily(Family):
                 "speculative_ddtree_budget": None, "speculative_ddtree_topk_cap": None,
                 "speculative_dflash_block_size": None, "speculative_num_draft_tokens": None}
     model_flag = "model-path"
+    draft_flag = "speculative-draft-model-path"
     algorithm_key = "speculative-algorithm"
     spec_prefix = "speculative-"
 

@@ -76,6 +76,7 @@ class VllmFamily(Family):
     default_grid = {"num_speculative_tokens": (2, 4), "cuda_graph": (True, False)}
     baseline = {_SPEC: None}
     model_flag = "model"
+    draft_flag = f"{_SPEC}.model"
     algorithm_key = f"{_SPEC}.method"
     spec_prefix = f"{_SPEC}."
     false_removes = False
