@@ -89,8 +89,7 @@ def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Va
             scalars[kind] = value
         elif kind == "flags" and "." in name:  # a key inside a JSON flag (vLLM)
             _set_inside(parts["flags"], name, value)
-        elif kind == "flags" and family.false_removes and value is None \
-                and flagreg.takes_null(name):
+        elif kind == "flags" and value is None and family.null_is_a_value(name):
             parts[kind][name] = "null"  # --disaggregation-mode null: a value of its own
         elif value is None or (kind == "flags" and value is False and family.false_removes):
             parts[kind].pop(name, None)
@@ -161,7 +160,7 @@ def _variant_name(base_name: str, changes: dict, config: Config, *, unnamed=()) 
     family = config.family
     named, exact = _named_changes(changes, family.flat_flags(config.flags), family)
     named = {k: v for k, v in named.items() if k not in INCIDENTAL or k not in unnamed}
-    tokens = [family.flag_token(key, new) or _token(key, new, family.false_removes)
+    tokens = [family.flag_token(key, new) or _token(key, new, family.registry)
               for key, (_, new) in named.items()]
     name = "-".join([_slug(base_name), *(text for text, _ in tokens)])
     exact = exact and _slug(base_name) == str(base_name).lower()
@@ -189,13 +188,13 @@ def _named_changes(changes: dict, flags: dict, family) -> tuple[dict, bool]:
     return (quiet or named), exact
 
 
-def _token(key: str, new, sglang: bool = True) -> tuple[str, bool]:
-    """A change's part of the name, and whether it says the new value exactly (a flag of
-    another family than SGLang's is never read as one of SGLang's registry)."""
+def _token(key: str, new, registry=flagreg.FLAGS) -> tuple[str, bool]:
+    """A change's part of the name, and whether it says the new value exactly; a flag of
+    the family's ``registry`` (SGLang's FLAGS; vLLM has none) by its short name."""
     if key == "probes":  # probe-replay for ...CudaGraphRunner.replay; the hash says which
         last = [p.split(":")[0].rsplit(".", 1)[-1] for p in new or ()]
         return ("probe-" + "-".join(_slug(n) for n in last[:2])) if last else "no-probes", False
-    flag = flagreg.FLAGS.get(key) if sglang else None
+    flag = registry.get(key)
     if flag is not None and new not in (None, True) and holds_secret(new):
         return flag.short, False  # a secret inside a value never becomes part of a name
     if flag is None:  # an unknown flag, env.X, unit.X, python, module

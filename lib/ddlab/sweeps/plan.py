@@ -174,9 +174,9 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
     extras = [_mapping(overrides) for overrides in extra]
     hosts = list(hosts) if len(hosts) > 1 else []
     _check_size(dims, extras, baseline, max_cells, len(hosts) or 1)
-    family.check_grid(dims, base=base)  # a key the family does not know: refused here
-    if family.name == "sglang":
-        _check_algorithm(base, base_config, dims, fixed_overrides)
+    fixed_config = make_variant(base_config, fixed_overrides).config if fixed_overrides \
+        else base_config
+    family.check_grid(dims, base=base, flags=fixed_config.flags)  # its knobs, or refused
     cells: list[Cell] = []
     seen: set[str] = set()
     shared: dict[tuple, object] = {}  # fixed keys kept -> the base with them applied
@@ -296,24 +296,6 @@ def sweep_id_for(plan: SweepPlan, host: str, host_base: str = "") -> str:
     words = [utc_stamp(), host, *([base] if base != Path(host_base or host).stem else []),
              grid_words(plan.grid, plan.extra)]
     return safe_name("-".join(words)[:120].rstrip("-."))
-
-
-def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
-    """DDTree's knobs on a base that runs another algorithm are a mistake, not a sweep:
-    upstream SGLang has no ``--speculative-ddtree-*`` flag (0.5.23's parser: unrecognized
-    arguments), and DFLASH would not read them if it had."""
-    from ddlab.config.overrides import ALIASES
-
-    flags = make_variant(config, fixed).config.flags if fixed else config.flags
-    algorithm = str(flags.get("speculative-algorithm") or "").upper()
-    ddtree_keys = [k for k in dims if ALIASES.get(k, k).replace("_", "-")
-                   .startswith("speculative-ddtree-")]
-    if ddtree_keys and algorithm != "DDTREE":
-        raise ConfigError(
-            f"base {base}: runs {algorithm or 'no speculation'}, but the grid varies "
-            f"{', '.join(ddtree_keys)}, DDTree's knobs",
-            fix="pick a DDTree base, or leave them out: -p budget '[]' -p topk_cap '[]' "
-                "(a grid of other flags goes in -p grid)", value=ddtree_keys)
 
 
 def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int, hosts: int = 1) -> None:

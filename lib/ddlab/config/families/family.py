@@ -70,6 +70,7 @@ class Family:
     algorithm_key: str = ""         # the change that names the algorithm (nospec when removed)
     spec_prefix: str = ""           # flags (and dotted keys) that belong to speculation
     false_removes: bool = True      # an override's false removes a flag (vLLM: --no-X)
+    registry: dict = {}             # ddlab's table of the family's flags, name -> Flag (FLAGS)
 
     def check_flags(self, flags: Mapping, *, release: Mapping) -> dict:
         """The base's flags, validated and normalised (names, values as typed)."""
@@ -96,16 +97,19 @@ class Family:
         """``(kind, name)``: where one override key goes (see :meth:`resolve_overrides`)."""
         raise NotImplementedError
 
+    def null_is_a_value(self, name: str) -> bool:
+        """Whether an override's null is the text ``null`` for flag ``name`` (one of its
+        choices), not its removal."""
+        return False
+
     def change_order(self, kind: str, name: str) -> tuple:
         """A change's place in names and descriptions (SGLang: the registry's order)."""
         return change_order(kind, name)
 
-    def check_grid(self, keys, *, base: str = "") -> None:
+    def check_grid(self, keys, *, base: str = "", flags: Mapping | None = None) -> None:
         """A sweep's grid keys, refused before any cell is made when one is neither a knob
-        nor an option of the family's server (a ConfigError naming the key and the knobs).
-        SGLang passes any key through as a flag (its near misses are refused per cell)."""
-        if self.name == DEFAULT_FAMILY:
-            return
+        nor an option of the family's server (a ConfigError naming the key and the
+        knobs); ``flags``: the base's, with the sweep's fixed overrides applied."""
         for key in keys:
             try:
                 self.override_target(key)

@@ -60,6 +60,7 @@ class SGLangFamily(Family):
     draft_flag = "speculative-draft-model-path"
     algorithm_key = "speculative-algorithm"
     spec_prefix = "speculative-"
+    registry = flagreg.FLAGS
 
     def check_base_flag_names(self, flags: Mapping) -> None:
         for raw in flags:
@@ -87,11 +88,29 @@ class SGLangFamily(Family):
     def parser_words(self, config) -> list[str]:
         return list(chain.from_iterable(self.command_groups(config)))
 
+    def null_is_a_value(self, name: str) -> bool:
+        return flagreg.takes_null(name)  # --disaggregation-mode null
+
     def resolve_overrides(self, overrides: dict) -> dict:
         return resolve_overrides(overrides)
 
     def override_target(self, key: str) -> tuple[str, str]:
         return _target(key)
+
+    def check_grid(self, keys, *, base: str = "", flags: Mapping | None = None) -> None:
+        """Any key passes as a flag (a near miss is refused when its cell is made); but
+        DDTree's knobs on a base that runs another algorithm are a mistake, not a sweep:
+        upstream SGLang has no ``--speculative-ddtree-*`` flag (0.5.23's parser:
+        unrecognized arguments), and DFLASH would not read them if it had."""
+        algorithm = str((flags or {}).get("speculative-algorithm") or "").upper()
+        ddtree_keys = [k for k in keys if ALIASES.get(k, k).replace("_", "-")
+                       .startswith("speculative-ddtree-")]
+        if ddtree_keys and algorithm != "DDTREE":
+            raise ConfigError(
+                f"base {base}: runs {algorithm or 'no speculation'}, but the grid varies "
+                f"{', '.join(ddtree_keys)}, DDTree's knobs",
+                fix="pick a DDTree base, or leave them out: -p budget '[]' -p topk_cap '[]' "
+                    "(a grid of other flags goes in -p grid)", value=ddtree_keys)
 
     def flag_token(self, key: str, new):
         return None  # the registry's short names (ddlab.config.variants)
