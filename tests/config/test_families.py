@@ -199,6 +199,7 @@ def test_sglangs_knobs_on_a_vllm_base_are_refused_naming_the_knobs(key):
         make_variant("vllm-eagle3", [f"{key}=8"])
     assert caught.value.message.startswith(f"{key}: not a knob")
     assert "num_speculative_tokens, method, cuda_graph" in caught.value.message
+    assert ("is an SGLang knob" in caught.value.message) == (key in ("budget", "topk_cap"))
 
 
 def test_a_vllm_knobs_value_is_checked_by_the_real_fields():

@@ -116,7 +116,8 @@ class Family:
             except ConfigError as err:
                 raise ConfigError(f"grid key {key!r}: base {base} is of the {self.name} "
                                   f"family, whose knobs are {self.knob_words()}; {key!r} is "
-                                  f"none of them nor an option of {self.label}", fix=err.fix,
+                                  f"none of them nor an option of {self.label}",
+                                  fix=f"leave it out of the grid (-p {key} '[]'), or {err.fix}",
                                   key=key, family=self.name, knobs=list(self.knobs)) from None
 
     def flag_token(self, key: str, new) -> tuple[str, bool] | None:

@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 
 from ddlab.config.families.family import TARGET_MODULE, Family, HttpApi, Knob
-from ddlab.config.overrides import change_order
+from ddlab.config.overrides import ALIASES, change_order
 from ddlab.config.unit_fields import unit_field_name
 from ddlab.config.vllm import (JSON_CONFIGS, all_options, option_of, option_words, render_serve,
                                vllm_table)
@@ -187,9 +187,10 @@ class VllmFamily(Family):
     def _unknown(self, key: str, name: str) -> ConfigError:
         guess = closest(name, [*self.knobs, *(o[2:].replace("-", "_") for o in _known_options())])
         hint = f"did you mean {guess}? " if guess else ""
-        return ConfigError(f"{key}: not a knob or a vllm serve option of the vllm family; its "
-                           f"knobs: {self.knob_words()}",
-                           fix=f"{hint}else a knob, a vllm serve option in snake case "
+        sglangs = f" ({name} is an SGLang knob)" if name in ALIASES else ""
+        return ConfigError(f"{key}: not a knob or a vllm serve option of the vllm family"
+                           f"{sglangs}; its knobs: {self.knob_words()}",
+                           fix=f"{hint}use a knob, a vllm serve option in snake case "
                                f"(max_num_seqs), {_SPEC}.KEY (a key of the speculative "
                                "config), env.X or unit.X",
                            key=key, knobs=list(self.knobs))
