@@ -30,7 +30,7 @@ def _for(base: str) -> list[str]:
     return [r for r in releases() if parse_version(r) >= parse_version(since)]
 
 
-CASES = [(base, release, overrides) for base in list_bases() if base != "local"
+CASES = [(base, release, overrides) for base in list_bases("sglang") if base != "local"
          for release in _for(base) for overrides in OVERRIDES
          if base == "ddtree" or not any(o.split("=")[0] in ("budget", "topk_cap") for o in overrides)]
 

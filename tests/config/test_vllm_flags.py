@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ddlab.config.bases import load_base
+from ddlab.config.bases import list_bases, load_base
 from ddlab.config.vllm import (load_vllm_base, nearest_release, releases, render_serve,
                                vllm_base_names, vllm_table)
 from ddlab.core.errors import ConfigError
@@ -108,10 +108,11 @@ def test_hidden_negatives_are_recorded_where_vllm_registers_them():
 # --- the bases ------------------------------------------------------------------------------
 
 
-def test_the_vllm_bases_are_shipped_apart_from_the_sglang_loader():
-    assert vllm_base_names() == BASES
-    with pytest.raises(ConfigError, match="config key 'family'"):
-        load_base(ROOT / "params" / "base" / "vllm" / "vllm-eagle3.yaml")
+def test_the_vllm_bases_are_bases_like_the_others():
+    assert vllm_base_names() == BASES == list_bases("vllm")
+    for base in BASES:  # by name and by path, as every base loads
+        assert load_base(base).family.name == "vllm"
+        assert load_base(ROOT / "params" / "base" / f"{base}.yaml").flags == load_base(base).flags
 
 
 @pytest.mark.parametrize("version", RELEASES, ids=RELEASES)

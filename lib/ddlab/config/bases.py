@@ -1,18 +1,23 @@
 """Base configs: what a server runs, validated and hashed.
 
-A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md): the
-command (python + module), server flags, environment, unit fields.
-:class:`Config` validates everything when it is made, before anything touches
-a host: flags (:mod:`ddlab.config.flags`), env names, unit fields
+A base config is YAML in ``params/base/NAME.yaml`` (see docs/DESIGN.md): its
+server family (``family: sglang | vllm``, none is sglang), the command (python +
+module), server flags, environment, unit fields, and the release it is written for
+under the family's own key (``sglang:`` or ``vllm:``). :class:`Config` validates
+everything when it is made, before anything touches a host: the family
+(:mod:`ddlab.config.families`), its flags (SGLang: :mod:`ddlab.config.flags`;
+vLLM: the release's parser table), env names, unit fields
 (:mod:`ddlab.config.unit_fields`), the module.
 
 ``Config.hash``: 12 hex of sha256 over the canonical JSON of what runs
-(python, module, flags, env, unit); the base name and description are not part
-of it, and neither is flag order (argparse does not care).
+(python, module, flags, env, unit; the family when it is not sglang); the base
+name and description are not part of it, and neither is flag order (argparse
+does not care).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -23,7 +28,7 @@ from itertools import chain
 from pathlib import Path
 
 from ddlab.config import flags as flagreg
-from ddlab.config.overrides import ALIASES
+from ddlab.config.families import DEFAULT_FAMILY, Family, family_named
 from ddlab.config.sglang import OVERLAYS
 from ddlab.config.unit_fields import check_unit_fields
 from ddlab.core import yamlio
@@ -36,12 +41,17 @@ from ddlab.probes.spec import parse_probes
 __all__ = ["Config", "load_base", "list_bases"]
 
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
-_TOP_KEYS = ("base", "description", "command", "sglang", "flags", "env", "unit", "probes")
+_TOP_KEYS = ("base", "family", "description", "command", "sglang", "vllm", "flags", "env",
+             "unit", "probes")
 # What the base says of the SGLang it runs on (not what runs: outside the hash).
 SGLANG_KEYS = {"version": "the SGLang release on the host, e.g. 0.5.23 (else deploy asks the host)",
                "since": "the oldest SGLang release the base is written for",
                "fork": f"a fork whose flags the release lacks: {', '.join(OVERLAYS)}",
                "extra_flags": "flags of a private build, as a list (taken as they are)"}
+VLLM_KEYS = {"version": "the vLLM release on the host, e.g. 0.34.0 (else deploy asks the host)",
+             "since": "the oldest vLLM release the base is written for"}
+# The release section of each family: its key in a base, and the keys it takes.
+RELEASE_KEYS = {"sglang": SGLANG_KEYS, "vllm": VLLM_KEYS}
 
 
 @dataclass(frozen=True)
@@ -57,9 +67,13 @@ class Config:
     unit: dict = field(default_factory=dict)
     sglang: dict = field(default_factory=dict)
     probes: tuple = ()   # DOTTED.PATH[:MODE] texts (ddlab.probes), canonical, in order
+    family: Family | str = DEFAULT_FAMILY   # a name is read as its Family (config.families)
+    vllm: dict = field(default_factory=dict)
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731
+        put("family", self.family if isinstance(self.family, Family)
+            else family_named(self.family))
         put("description", " ".join(str(self.description or "").split()))
         if self.python is not None and (not isinstance(self.python, str) or not self.python):
             raise ConfigError(f"python={self.python!r}: must be a path or null (the host's)",
@@ -67,13 +81,14 @@ class Config:
         if not isinstance(self.module, str) or not _MODULE.fullmatch(self.module):
             raise ConfigError(f"module={self.module!r}: must be a dotted module name",
                               fix="try --set module=sglang.launch_server", key="module")
-        put("flags", _checked_flags(self.flags))
+        for name in RELEASE_KEYS:
+            put(name, _checked_release(getattr(self, name), name, self.family.name))
+        put("flags", self.family.check_flags(_mapping(self.flags, "flags"), release=self.release))
         put("env", _checked_env(self.env))
         for name, value in [*self.flags.items(), *self.env.items()]:  # masked from now on
             if looks_secret(name):
                 remember_secret(name, value)
         put("unit", check_unit_fields(_mapping(self.unit, "unit")))
-        put("sglang", _checked_sglang(self.sglang))
         put("probes", tuple(spec.to_text() for spec in parse_probes(self.probes or ())))
 
     @classmethod
@@ -88,28 +103,36 @@ class Config:
             raise ConfigError(f"command={command!r}: must be a mapping with python and module",
                               fix="write command: {python: null, module: sglang.launch_server}")
         _refuse_unknown_keys(command, ("python", "module"), "command")
+        family = family_named(d.get("family"))
         flags = _mapping(d.get("flags"), "flags")
-        for raw in flags:
-            if raw in ALIASES:  # a notebook alias here would pass through as --budget
-                raise ConfigError(f"flags key {raw!r}: is a notebook alias, not a flag",
-                                  fix=f"write {ALIASES[raw]}: (or \"--{raw}\": for a "
-                                      "flag of that very name)", key=raw)
-            flagreg.resolve_name(raw)
+        family.check_base_flag_names(flags)
         return cls(base=str(base or d.get("base") or "config"),
                    description=d.get("description") or "",
                    python=command.get("python"), module=command.get("module"), flags=flags,
                    env=_mapping(d.get("env"), "env"), unit=_mapping(d.get("unit"), "unit"),
-                   sglang=_mapping(d.get("sglang"), "sglang"), probes=d.get("probes") or ())
+                   sglang=_mapping(d.get("sglang"), "sglang"), probes=d.get("probes") or (),
+                   family=family, vllm=_mapping(d.get("vllm"), "vllm"))
+
+    @property
+    def release(self) -> dict:
+        """The family's release section (``sglang:`` or ``vllm:``): version, since, ..."""
+        return getattr(self, self.family.name)
 
     def to_dict(self) -> dict:
-        """The base-file shape; unknown flags written ``--name`` (verbatim on reload)."""
-        return {"base": self.base, "description": self.description,
-                "command": {"python": self.python, "module": self.module},
-                "flags": {(n if n in flagreg.FLAGS else f"--{n}"): copy_value(v)
-                          for n, v in self.flags.items()},
-                "env": dict(self.env), "unit": {k: copy_value(v) for k, v in self.unit.items()},
-                "sglang": {k: copy_value(v) for k, v in self.sglang.items()},
-                "probes": list(self.probes)}
+        """The base-file shape; unknown SGLang flags written ``--name`` (verbatim on
+        reload); ``family`` and its release section only for a family other than sglang."""
+        out = {"base": self.base, "description": self.description,
+               "command": {"python": self.python, "module": self.module},
+               "flags": {(n if n in flagreg.FLAGS else f"--{n}"): copy_value(v)
+                         for n, v in self.flags.items()},
+               "env": dict(self.env), "unit": {k: copy_value(v) for k, v in self.unit.items()},
+               "sglang": {k: copy_value(v) for k, v in self.sglang.items()},
+               "probes": list(self.probes)}
+        if self.family.name == DEFAULT_FAMILY:
+            return out
+        del out["sglang"]
+        return {**out, "family": self.family.name, "flags": copy.deepcopy(self.flags),
+                self.family.name: copy.deepcopy(self.release)}
 
     @functools.cached_property
     def hash(self) -> str:
@@ -122,6 +145,8 @@ class Config:
 
         payload = {"python": self.python, "module": self.module, "flags": blind(self.flags),
                    "env": blind(self.env), "unit": self.unit}
+        if self.family.name != DEFAULT_FAMILY:  # every SGLang hash stays what it was
+            payload["family"] = self.family.name
         if self.probes:  # a probed server is another variant (the baseline never has any)
             payload["probes"] = list(self.probes)
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
@@ -135,7 +160,7 @@ class Config:
             raise ConfigError(f"python: not set by base {self.base!r} and none given",
                               fix="pass the host's interpreter (python=...) or "
                                   "--set python=/path/to/python", key="python")
-        words = chain.from_iterable(flagreg.render_flag(n, v) for n, v in self.flags.items())
+        words = chain.from_iterable(self.family.command_groups(self))
         return [exe, "-m", self.module, *words]
 
 
@@ -161,32 +186,27 @@ def _refuse_unknown_keys(d: Mapping, known: tuple, where: str) -> None:
                               fix=f"{hint}flags go under flags:", key=key)
 
 
-def _checked_flags(given) -> dict:
+def _checked_release(given, section: str, family: str) -> dict:
+    """A release section (``sglang:``, ``vllm:``): only the config's own family's."""
+    keys, given = RELEASE_KEYS[section], _mapping(given, section)
+    if given and section != family:
+        raise ConfigError(f"{section}: {', '.join(map(str, given))}: a {family} base names its "
+                          f"release under {family}:, not {section}:",
+                          fix=f"write {family}: {{{', '.join(RELEASE_KEYS[family])}}}",
+                          key=section)
     out = {}
-    for raw, value in _mapping(given, "flags").items():
-        name, _ = flagreg.normalize_name(raw)
-        if name in out:
-            raise ConfigError(f"flag {name}: given twice (as snake and kebab case?)",
-                              fix="keep one spelling", key=name)
-        checked = flagreg.check_value(name, value)
-        if checked is not None:
-            out[name] = checked
-    return out
-
-
-def _checked_sglang(given) -> dict:
-    out = {}
-    for key, value in _mapping(given, "sglang").items():
-        if key not in SGLANG_KEYS:
-            raise ConfigError(f"sglang.{key}: not a key ddlab knows; known: "
-                              + ", ".join(SGLANG_KEYS), fix="; ".join(
-                                  f"{k}: {v}" for k, v in SGLANG_KEYS.items()), key=f"sglang.{key}")
+    for key, value in given.items():
+        if key not in keys:
+            raise ConfigError(f"{section}.{key}: not a key ddlab knows; known: "
+                              + ", ".join(keys), fix="; ".join(
+                                  f"{k}: {v}" for k, v in keys.items()), key=f"{section}.{key}")
         if value is None:
             continue
         if key in ("version", "since") and not re.fullmatch(r"\d+(\.\d+){1,3}([.-]?(post|dev|rc)\d*)?",
                                                  str(value)):
-            raise ConfigError(f"sglang.{key}={value!r}: must be a release number",
-                              fix=f"e.g. --set sglang.{key}=0.5.23", key=f"sglang.{key}",
+            example = "0.5.23" if section == "sglang" else "0.34.0"
+            raise ConfigError(f"{section}.{key}={value!r}: must be a release number",
+                              fix=f"e.g. --set {section}.{key}={example}", key=f"{section}.{key}",
                               value=value)
         if key == "fork" and value not in OVERLAYS:
             raise ConfigError(f"sglang.fork={value!r}: ddlab has no table of that fork",
@@ -220,9 +240,15 @@ def _checked_env(given) -> dict:
 # --- bases --------------------------------------------------------------------------
 
 
-def list_bases() -> list[str]:
-    """Names of the shipped base configs (``params/base/*.yaml``)."""
-    return sorted(p.stem for p in (params_dir() / "base").glob("*.yaml"))
+def list_bases(family: str | None = None) -> list[str]:
+    """Names of the shipped base configs (``params/base/*.yaml``): every family's, or
+    those of ``family`` (``sglang``: the bases that name none too)."""
+    paths = sorted((params_dir() / "base").glob("*.yaml"))
+    if family is None:
+        return [p.stem for p in paths]
+    wanted = family_named(family).name
+    return [p.stem for p in paths
+            if ((yamlio.load(p.read_text()) or {}).get("family") or DEFAULT_FAMILY) == wanted]
 
 
 def load_base(name_or_path: str | Path) -> Config:

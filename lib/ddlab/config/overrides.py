@@ -150,7 +150,8 @@ def change_order(kind: str, name: str) -> tuple:
         return (0, known.index(name), "") if name in known else (1, 0, name)
     if kind == "unit":
         return (3, list(UNIT_FIELDS).index(name), "")
-    return ({"env": 2, "python": 4, "module": 5, "sglang": 6, "probes": 7}[kind], 0, name)
+    return ({"env": 2, "python": 4, "module": 5, "sglang": 6, "vllm": 6, "probes": 7}[kind], 0,
+            name)
 
 
 def resolve_overrides(overrides: dict) -> dict:

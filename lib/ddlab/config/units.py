@@ -236,8 +236,8 @@ def _exec_lines(executable: str, config) -> str:
     """ExecStart's value, ``config.argv()`` quoted: the command on the first line,
     one flag per continued line (a trailing backslash joins them, systemd.syntax(7))."""
     groups = [f"{_executable(executable)} -m {exec_quote(config.module)}"]
-    for name, value in config.flags.items():
-        groups.append(" ".join(exec_quote(a) for a in render_flag(name, value)))
+    for words in config.family.command_groups(config):  # one flag a line
+        groups.append(" ".join(exec_quote(a) for a in words))
     return " \\\n    ".join(groups)
 
 

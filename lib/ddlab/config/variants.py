@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ddlab.config import flags as flagreg
 from ddlab.config.bases import Config, copy_value, load_base
-from ddlab.config.overrides import change_order, in_words_given, parse_overrides, resolve_overrides
+from ddlab.config.overrides import in_words_given, parse_overrides
 from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, holds_secret, looks_secret
 
@@ -79,16 +79,19 @@ def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Va
     nothing else changed (a sweep's fixed port: the same in every cell)."""
     if not isinstance(base, Config):
         base = load_base(base)
+    family = base.family
     parts = {"flags": dict(base.flags), "env": dict(base.env), "unit": dict(base.unit),
-             "sglang": dict(base.sglang)}
+             "sglang": dict(base.sglang), "vllm": dict(base.vllm)}
     scalars = {"python": base.python, "module": base.module, "probes": base.probes}
     given = parse_overrides(overrides)
-    for (kind, name), value in resolve_overrides(given).items():
+    for (kind, name), value in family.resolve_overrides(given).items():
         if kind in scalars:
             scalars[kind] = value
-        elif kind == "flags" and value is None and flagreg.takes_null(name):
+        elif kind == "flags" and "." in name:  # a key inside a JSON flag (vLLM)
+            _set_inside(parts["flags"], name, value)
+        elif kind == "flags" and value is None and family.null_is_a_value(name):
             parts[kind][name] = "null"  # --disaggregation-mode null: a value of its own
-        elif value is None or (kind == "flags" and value is False):
+        elif value is None or (kind == "flags" and value is False and family.false_removes):
             parts[kind].pop(name, None)
         else:
             parts[kind][name] = value
@@ -99,6 +102,21 @@ def make_variant(base: Config | str | Path, overrides=None, *, unnamed=()) -> Va
     changes = _changes(base, config)
     return Variant(base=base, config=config, changes=changes,
                    name=_variant_name(base.base, changes, config, unnamed=unnamed))
+
+
+def _set_inside(flags: dict, dotted: str, value) -> None:
+    """``speculative_config.num_speculative_tokens = 4``: the JSON flag copied, its key set
+    (null removes the key, and the flag when no key is left)."""
+    name, _, key = dotted.partition(".")
+    inner = dict(flags.get(name) or {})
+    if value is None:
+        inner.pop(key, None)
+    else:
+        inner[key] = value
+    if inner:
+        flags[name] = inner
+    else:
+        flags.pop(name, None)
 
 
 def on_host(variant: Variant, overrides: dict | None) -> Variant:
@@ -113,19 +131,22 @@ def on_host(variant: Variant, overrides: dict | None) -> Variant:
 
 
 def _changes(old: Config, new: Config) -> dict:
-    keys = [("flags", n) for n in {**old.flags, **new.flags}]
+    flat_old, flat_new = old.family.flat_flags(old.flags), new.family.flat_flags(new.flags)
+    keys = [("flags", n) for n in {**flat_old, **flat_new}]
     keys += [("env", n) for n in {**old.env, **new.env}]
     keys += [("unit", n) for n in {**old.unit, **new.unit}]
     keys += [("python", "python"), ("module", "module"), ("probes", "probes")]
     out = {}
-    for kind, name in sorted(keys, key=lambda t: change_order(*t)):
+    for kind, name in sorted(keys, key=lambda t: new.family.change_order(*t)):
         if kind in ("python", "module", "probes"):
             before, after = getattr(old, kind), getattr(new, kind)
             label = kind
+        elif kind == "flags":
+            before, after = flat_old.get(name), flat_new.get(name)
+            label = name if name not in ("python", "module") else f"flags.{name}"
         else:
             before, after = getattr(old, kind).get(name), getattr(new, kind).get(name)
-            plain = kind == "flags" and name not in ("python", "module")
-            label = name if plain else f"{kind}.{name}"
+            label = f"{kind}.{name}"
         if before != after:
             out[label] = (before, after)
     return out
@@ -136,9 +157,11 @@ def _changes(old: Config, new: Config) -> dict:
 
 def _variant_name(base_name: str, changes: dict, config: Config, *, unnamed=()) -> str:
     """``ddtree-b32-k8-nograph``; ends in ``-`` + 8 hex of the hash when inexact or long."""
-    named, exact = _named_changes(changes, config.flags)
+    family = config.family
+    named, exact = _named_changes(changes, family.flat_flags(config.flags), family)
     named = {k: v for k, v in named.items() if k not in INCIDENTAL or k not in unnamed}
-    tokens = [_token(key, new) for key, (_, new) in named.items()]
+    tokens = [family.flag_token(key, new) or _token(key, new, family.registry)
+              for key, (_, new) in named.items()]
     name = "-".join([_slug(base_name), *(text for text, _ in tokens)])
     exact = exact and _slug(base_name) == str(base_name).lower()
     if len(name) > _MAX_NAME or not exact or not all(ok for _, ok in tokens):
@@ -146,7 +169,7 @@ def _variant_name(base_name: str, changes: dict, config: Config, *, unnamed=()) 
     return name
 
 
-def _named_changes(changes: dict, flags: dict) -> tuple[dict, bool]:
+def _named_changes(changes: dict, flags: dict, family) -> tuple[dict, bool]:
     """The changes a name spells, and whether together they still say the config.
 
     Speculation removed whole (no ``speculative-*`` flag left) is one token,
@@ -154,22 +177,24 @@ def _named_changes(changes: dict, flags: dict) -> tuple[dict, bool]:
     speculative flags stay is inexact (the hash tells the two apart). An
     incidental flag (``port``) is named only when nothing else changed."""
     named, exact = dict(changes), True
-    if named.get("speculative-algorithm", (None, True))[1] is None:
-        if any(flag.startswith("speculative-") for flag in flags):
+    algorithm, spec = family.algorithm_key, family.spec_prefix
+    if named.get(algorithm, (None, True))[1] is None:
+        if any(flag.startswith(spec) for flag in flags):
             exact = False
         else:
-            named = {k: v for k, v in named.items() if k == "speculative-algorithm"
-                     or not (k.startswith("speculative-") and v[1] is None)}
+            named = {k: v for k, v in named.items() if k == algorithm
+                     or not (k.startswith(spec) and v[1] is None)}
     quiet = {k: v for k, v in named.items() if k not in INCIDENTAL}
     return (quiet or named), exact
 
 
-def _token(key: str, new) -> tuple[str, bool]:
-    """A change's part of the name, and whether it says the new value exactly."""
+def _token(key: str, new, registry=flagreg.FLAGS) -> tuple[str, bool]:
+    """A change's part of the name, and whether it says the new value exactly; a flag of
+    the family's ``registry`` (SGLang's FLAGS; vLLM has none) by its short name."""
     if key == "probes":  # probe-replay for ...CudaGraphRunner.replay; the hash says which
         last = [p.split(":")[0].rsplit(".", 1)[-1] for p in new or ()]
         return ("probe-" + "-".join(_slug(n) for n in last[:2])) if last else "no-probes", False
-    flag = flagreg.FLAGS.get(key)
+    flag = registry.get(key)
     if flag is not None and new not in (None, True) and holds_secret(new):
         return flag.short, False  # a secret inside a value never becomes part of a name
     if flag is None:  # an unknown flag, env.X, unit.X, python, module

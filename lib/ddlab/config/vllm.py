@@ -19,9 +19,9 @@ as the release's argparse would (:meth:`VllmTable.check`, with
 with a :class:`~ddlab.core.errors.ConfigError` naming the flag and the nearest
 known one, the allowed values, or the release's config fields and methods.
 
-The vLLM bases live in ``params/base/vllm/`` (:func:`load_vllm_base`): the
-SGLang base loader (:mod:`ddlab.config.bases`) refuses their ``family: vllm``
-key, so they stay apart until the server family becomes a plug-in (issue 28).
+The vLLM bases are bases like the others (``params/base/vllm-*.yaml``, ``family:
+vllm``; :mod:`ddlab.config.families.vllm` makes them a command);
+:func:`load_vllm_base` reads one's mapping as typed.
 
 A release without its own table is read with the nearest older one (the
 oldest, when it is older than all), and the findings say so first: a warning
@@ -45,8 +45,8 @@ from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import params_dir
 
-__all__ = ["VllmTable", "Rendered", "vllm_table", "releases", "nearest_release",
-           "render_serve", "load_vllm_base", "vllm_base_names", "GENERATE"]
+__all__ = ["VllmTable", "Rendered", "vllm_table", "releases", "nearest_release", "all_options",
+           "render_serve", "option_of", "option_words", "load_vllm_base", "vllm_base_names", "GENERATE"]
 
 _TABLES = "vllm_flags"
 GENERATE = "python tools/vllm_flags.py"  # + VERSION --setup: its venv, table and the index
@@ -57,6 +57,12 @@ JSON_CONFIGS = {"--speculative-config": "speculative_config",
 @functools.cache
 def _read(name: str) -> dict:
     return json.loads(resources.files(__package__).joinpath(_TABLES, name).read_text())
+
+
+@functools.cache
+def all_options() -> frozenset:
+    """Every long option of every tabled release (``--max-num-seqs``), removed ones too."""
+    return frozenset(o for o in _read("index.json")["flags"] if o.startswith("--"))
 
 
 def releases() -> list[str]:
@@ -81,6 +87,8 @@ class VllmTable:
     @functools.cached_property
     def by_option(self) -> dict[str, dict]:
         return {o: a for a in self.table["options"] for o in a["options"]}
+
+    product = "vLLM"
 
     @property
     def label(self) -> str:
@@ -221,12 +229,12 @@ def render_serve(config: Mapping, version: str | None = None, *, program=("vllm"
                           fix="e.g. model: Qwen/Qwen3-8B", key="model")
     words, unknown = [str(config["model"])], []
     for key, value in config.items():
-        option = _option(str(key))
+        option = option_of(str(key))
         if key == "model":
             continue
         if option not in table.by_option:  # a key is a full name: no abbreviation, no typo
             unknown.append(table._unknown(option, table.match(option)[1]))
-        words += _words(table, option, value)
+        words += option_words(table, option, value)
     findings = unknown + [f for f in table.check(words, custom_methods=custom_methods)
                           if f not in unknown]  # an unknown key is said once
     errors = [f for f in findings if f.level == "error"]
@@ -239,12 +247,12 @@ def render_serve(config: Mapping, version: str | None = None, *, program=("vllm"
                     tuple(f for f in findings if f.level == "warning"))
 
 
-def _option(key: str) -> str:
+def option_of(key: str) -> str:
     """A mapping key as its option: ``max_num_seqs`` -> ``--max-num-seqs``."""
     return key if key.startswith("-") else "--" + key.replace("_", "-")
 
 
-def _words(table: VllmTable, option: str, value) -> list[str]:
+def option_words(table: VllmTable, option: str, value) -> list[str]:
     """The argv words of one option and its value."""
     action = table.by_option.get(option, {})
     if value is None:
@@ -277,22 +285,20 @@ def _text(value) -> str:
 
 
 def vllm_base_names() -> list[str]:
-    """Names of the shipped vLLM bases (``params/base/vllm/*.yaml``)."""
-    return sorted(p.stem for p in (params_dir() / "base" / "vllm").glob("*.yaml"))
+    """Names of the shipped bases that say ``family: vllm`` (``params/base/*.yaml``)."""
+    return sorted(p.stem for p in (params_dir() / "base").glob("*.yaml")
+                  if (yamlio.load(p.read_text()) or {}).get("family") == "vllm")
 
 
 def load_vllm_base(name: str) -> dict:
-    """A vLLM base as a mapping, its values as typed (:func:`ddlab.core.yamlio.load`)."""
-    path = params_dir() / "base" / "vllm" / f"{name}.yaml"
-    if not path.is_file():
+    """A vLLM base's mapping, its values as typed (:func:`ddlab.core.yamlio.load`); the
+    validated :class:`~ddlab.config.bases.Config` is ``load_base(name)``."""
+    path = params_dir() / "base" / f"{name}.yaml"
+    data = yamlio.load(path.read_text(), keep_text=True) or {} if path.is_file() else None
+    if data is None or data.get("family") != "vllm":
         raise ConfigError(f"vLLM base {name!r}: not found; available: "
                           f"{', '.join(vllm_base_names()) or 'none'}", value=name,
                           fix="pass one of the names above")
-    data = yamlio.load(path.read_text(), keep_text=True) or {}
-    if data.get("family") != "vllm" or not isinstance(data.get("flags"), Mapping):
-        raise ConfigError(f"{path}: family={data.get('family')!r}: a vLLM base says "
-                          "family: vllm and has a flags: mapping", fix="edit the file",
-                          path=str(path))
     return data
 
 

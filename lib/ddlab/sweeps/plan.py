@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.config.bases import load_base
+from ddlab.config.families import SGLANG
 from ddlab.config.variants import Variant, make_variant
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
@@ -34,12 +35,12 @@ __all__ = ["DEFAULT_GRID", "DEFAULT_OPTIONS", "BASELINE_OVERRIDES", "Cell", "Swe
            "plan_sweep", "plan_from_store", "describe_grid", "grid_words", "grid_word_list", "sweep_id_for"]
 
 MAX_CELLS = 500  # above this a grid must be confirmed (max_cells)
-DEFAULT_GRID = {"budget": (4, 16, 32), "topk_cap": (1, 4), "cuda_graph": (True, False)}
+# An SGLang base's grid and baseline; each family has its own (config.families): a vLLM
+# base's grid is num_speculative_tokens x cuda_graph, its baseline no speculative_config.
+DEFAULT_GRID = SGLANG.default_grid
 # The no-speculation baseline: every speculative flag removed.
-BASELINE_OVERRIDES = {"speculative_algorithm": None, "speculative_draft_model_path": None,
-                      "speculative_ddtree_budget": None, "speculative_ddtree_topk_cap": None,
-                      "speculative_dflash_block_size": None, "speculative_num_draft_tokens": None}
-GRAPH_KEYS = ("cuda_graph",)
+BASELINE_OVERRIDES = SGLANG.baseline
+GRAPH_KEYS = ("cuda_graph",)  # every family's knob for CUDA graphs on / off
 
 
 @dataclass(frozen=True)
@@ -166,21 +167,24 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
     ``max_cells`` to mean it. Planning takes time linear in the cells.
     """
     base_config = load_base(base)
-    grid = dict(DEFAULT_GRID if grid is None else grid)
+    family = base_config.family  # one sweep, one family: its knobs, grid and baseline
+    grid = dict(family.default_grid if grid is None else grid)
     dims = {key: _as_list(key, values) for key, values in grid.items()}
     fixed_overrides = _mapping(fixed)
     extras = [_mapping(overrides) for overrides in extra]
     hosts = list(hosts) if len(hosts) > 1 else []
     _check_size(dims, extras, baseline, max_cells, len(hosts) or 1)
-    _check_algorithm(base, base_config, dims, fixed_overrides)
+    fixed_config = make_variant(base_config, fixed_overrides).config if fixed_overrides \
+        else base_config
+    family.check_grid(dims, base=base, flags=fixed_config.flags)  # its knobs, or refused
     cells: list[Cell] = []
     seen: set[str] = set()
     shared: dict[tuple, object] = {}  # fixed keys kept -> the base with them applied
 
     def add(role: str, point: dict, overrides: dict, host: str = "") -> None:
         # a cell's own value wins over a fixed one for the same flag, whatever each is called
-        targets = {_flag_of(k) for k in overrides}
-        fixed = {k: v for k, v in fixed_overrides.items() if _flag_of(k) not in targets}
+        targets = {_flag_of(k, family) for k in overrides}
+        fixed = {k: v for k, v in fixed_overrides.items() if _flag_of(k, family) not in targets}
         # a cell is named by what it changes: the fixed overrides are every cell's, so the
         # name is taken against the base with them applied (b32-nograph, not
         # device-cuda-env-pythonpath-b32-nograph); its config is the same either way
@@ -204,7 +208,7 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
         for value in sorted(graph_values, key=lambda v: v is not False):
             point = {} if value is None else {"cuda_graph": value}
             for host in hosts or [""]:
-                add("baseline", point, {**BASELINE_OVERRIDES, **point}, host)
+                add("baseline", point, {**family.baseline, **point}, host)
     for values in itertools.product(*dims.values()):
         point = dict(zip(dims, values))
         add("grid", point, point)
@@ -214,20 +218,20 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
                      baseline=baseline, cells=cells, hosts=hosts)
 
 
-def _flag_of(key: str) -> str:
+def _flag_of(key: str, family=SGLANG) -> str:
     """The flag an override key names (``algorithm`` and ``speculative_algorithm`` are one)."""
-    from ddlab.config.overrides import _target
-
     try:
-        return "%s.%s" % _target(key)
+        return "%s.%s" % family.override_target(key)
     except ConfigError:  # a bad key is refused with its own message when the cell is made
         return key
+
 
 
 # --- what a sweep varies, in words ----------------------------------------------------
 
 # a built-in dimension: (its word in a description, its word in a sweep id)
 _DIMENSION_WORDS = {"budget": ("budget", "b"), "topk_cap": ("cap", "cap"),
+                    "num_speculative_tokens": ("tokens", "t"), "method": ("method", "m"),
                     "cuda_graph": ("graphs", "graphs")}
 
 
@@ -292,24 +296,6 @@ def sweep_id_for(plan: SweepPlan, host: str, host_base: str = "") -> str:
     words = [utc_stamp(), host, *([base] if base != Path(host_base or host).stem else []),
              grid_words(plan.grid, plan.extra)]
     return safe_name("-".join(words)[:120].rstrip("-."))
-
-
-def _check_algorithm(base, config, dims: dict, fixed: dict) -> None:
-    """DDTree's knobs on a base that runs another algorithm are a mistake, not a sweep:
-    upstream SGLang has no ``--speculative-ddtree-*`` flag (0.5.23's parser: unrecognized
-    arguments), and DFLASH would not read them if it had."""
-    from ddlab.config.overrides import ALIASES
-
-    flags = make_variant(config, fixed).config.flags if fixed else config.flags
-    algorithm = str(flags.get("speculative-algorithm") or "").upper()
-    ddtree_keys = [k for k in dims if ALIASES.get(k, k).replace("_", "-")
-                   .startswith("speculative-ddtree-")]
-    if ddtree_keys and algorithm != "DDTREE":
-        raise ConfigError(
-            f"base {base}: runs {algorithm or 'no speculation'}, but the grid varies "
-            f"{', '.join(ddtree_keys)}, DDTree's knobs",
-            fix="pick a DDTree base, or leave them out: -p budget '[]' -p topk_cap '[]' "
-                "(a grid of other flags goes in -p grid)", value=ddtree_keys)
 
 
 def _check_size(dims: dict, extras: list, baseline: bool, max_cells: int, hosts: int = 1) -> None:
