@@ -82,7 +82,9 @@ class SweepOptions:
     """How each ready cell is measured (see :func:`ddlab.lab.measure.measure`) and watched."""
 
     requests: int = 8
-    concurrency: int = 1
+    # requests in flight: one level, or several (a workload sweep: each cell's server
+    # measured at every level, one start per cell; ddlab.sweeps.workload)
+    concurrency: int | tuple = 1
     max_new_tokens: int = 128
     warmup: int = 1
     repeats: int = 1
@@ -102,6 +104,19 @@ class SweepOptions:
     max_rounds: int = 10
     # measure each measured baseline again after the grid, so drift falls on both sides
     bracket: bool = True
+    # prompt sets: shipped names (chat, code, math) or JSONL paths; () is the built-in
+    # benchmark prompts for one level, every shipped set for a workload sweep
+    prompts: tuple = ()
+
+    @property
+    def levels(self) -> tuple:
+        """The concurrency levels, lowest first (one for a single-level sweep)."""
+        return self.concurrency if isinstance(self.concurrency, tuple) else (self.concurrency,)
+
+    @property
+    def workload(self) -> bool:
+        """More than one concurrency level: each cell measured at every level."""
+        return len(self.levels) > 1
 
     def __post_init__(self):
         from ddlab.lab.lossless import PROMPTS, check_prompts, check_tolerance
@@ -112,11 +127,41 @@ class SweepOptions:
         object.__setattr__(self, "lossless_prompts", () if prompts == PROMPTS else prompts)
         check_stopping(ci_target=self.ci_target, min_time_s=self.min_time_s,
                        max_time_s=self.max_time_s)
-        for name in ("requests", "concurrency", "max_new_tokens", "repeats", "max_rounds"):
+        object.__setattr__(self, "concurrency", _levels(self.concurrency))
+        object.__setattr__(self, "prompts", _prompt_names(self.prompts))
+        for level in self.levels:
+            check_number("concurrency", level, minimum=1, integer=True, example=4)
+        for name in ("requests", "max_new_tokens", "repeats", "max_rounds"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
         check_number("warmup", self.warmup, integer=True, example=1)
         for name in ("timeout_s", "grace_s"):
             check_number(name, getattr(self, name), seconds=True)
+
+
+def _levels(value):
+    """One level stays an int (a single-level sweep, as before); several become a
+    sorted tuple without repeats (a stored list comes back a tuple)."""
+    if not isinstance(value, (list, tuple)):
+        return value
+    if not value:
+        raise ConfigError("concurrency=[]: needs at least one level",
+                          fix="e.g. -p concurrency 1, or -p concurrency '[1, 4, 16]'",
+                          key="concurrency", value=value)
+    for level in value:
+        check_number("concurrency", level, minimum=1, integer=True, example=4)
+    levels = tuple(sorted(set(value)))
+    return levels[0] if len(levels) == 1 else levels
+
+
+def _prompt_names(value) -> tuple:
+    """Prompt set names or paths, as a tuple of strings (one string: one set)."""
+    value = [value] if isinstance(value, str) and value else list(value or ())
+    bad = [v for v in value if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise ConfigError(f"prompts={bad!r}: each must be a set's name or a file's path",
+                          fix="e.g. -p prompts '[chat, code, math]' or '[my_prompts.jsonl]'",
+                          key="prompts", value=bad)
+    return tuple(value)
 
 
 # The sweep's options and their defaults are defined once: SweepOptions' fields (less
