@@ -41,11 +41,12 @@ __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", 
            "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters",
            "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
+           "pareto", "speedup_vs_concurrency", "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
 # Figures of a sweep's frame (ddlab.report.plots): loaded on first use, with matplotlib.
 PLOTS = ("accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
          "explorer")
+WORKLOAD_PLOTS = ("pareto", "speedup_vs_concurrency")  # a workload sweep's report.levels
 
 
 def __getattr__(name: str):
@@ -53,4 +54,8 @@ def __getattr__(name: str):
         from ddlab.report import plots
 
         return getattr(plots, name)
+    if name in WORKLOAD_PLOTS:
+        from ddlab.report import workload_plots
+
+        return getattr(workload_plots, name)
     raise AttributeError(f"module 'ddlab.api' has no attribute {name!r}")

@@ -263,6 +263,11 @@ def plot(sweep: str | list = "latest", *, metric: str = "output_tok_s",
                "throughput": plots.throughput_vs_budget(report.frame),
                "speedup": plots.speedup_vs_budget(report.frame),
                f"heatmap-{metric}": plots.heatmap(report.frame, metric)}
+    if not report.levels.empty:  # a workload sweep: its Pareto and speedup by concurrency
+        from ddlab.report.workload_plots import pareto, speedup_vs_concurrency
+
+        figures.update({"pareto": pareto(report.levels),
+                        "speedup-by-concurrency": speedup_vs_concurrency(report.levels)})
     if report.frame.get("host") is not None and report.frame["host"].nunique() > 1:
         figures["by-host"] = plots.by_host(report.frame, "speedup")  # a pool: a panel per host
     if len(sweeps) > 1:

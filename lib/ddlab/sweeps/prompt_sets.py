@@ -31,8 +31,11 @@ class PromptSet:
 
 
 def shipped_path(name: str) -> Path:
-    """Where a shipped set lives: ``params/prompts/NAME.jsonl``."""
-    return params_dir() / "prompts" / f"{name}.jsonl"
+    """Where a shipped set lives: the project's ``params/prompts/NAME.jsonl``, else the one
+    beside ddlab's own source (a project of its own need not copy them)."""
+    path = params_dir() / "prompts" / f"{name}.jsonl"
+    own = Path(__file__).resolve().parents[3] / "params" / "prompts" / f"{name}.jsonl"
+    return path if path.is_file() or not own.is_file() else own
 
 
 def load_sets(names) -> list[PromptSet]:

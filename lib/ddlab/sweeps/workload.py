@@ -48,8 +48,11 @@ from ddlab.sweeps.prompt_sets import SHIPPED, load_sets, mixed
 __all__ = ["COUNTERS", "read_counters", "measure_workload", "accept_per_position",
            "duration_bound", "METRICS_FLAG"]
 
-# the two counters that give an accept length when differenced (SGLang's names)
-COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total")
+# the two counters that give an accept length when differenced (SGLang's names), and the
+# finished requests (0.5.23 metrics_collector.py:1940-1942, :2136): a level's server is
+# the one that served the levels before it when this only grows, by that level's requests
+COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total",
+            "sglang:num_requests_total")
 METRICS_FLAG = {"enable_metrics": True}  # a workload sweep's fixed override: /metrics served
 _SET_CONCURRENCY = 1   # each set's acceptance pass: one request at a time
 
@@ -146,11 +149,14 @@ def _level(client, base_url, level, prompts, options, headers, label, record) ->
                      ci_target=options.ci_target, min_time_s=options.min_time_s,
                      max_time_s=options.max_time_s, max_rounds=options.max_rounds,
                      prompts=prompts, label=f"{label} c{level}", record=record, headers=headers)
-    server = _accept_from(before, read_counters(client, base_url))
+    after = read_counters(client, base_url)
+    server = _accept_from(before, after)
     user, low, high = _user_tok_s(result)
     summary = {"concurrency": level, **result.summary(), "user_tok_s": user,
                "user_tok_s_ci_low": low, "user_tok_s_ci_high": high,
-               "accept_length_server": server}
+               "accept_length_server": server,
+               # the server's own count of finished requests after this level (None: no /metrics)
+               "server_requests_after": after[COUNTERS[2]] if after else None}
     return summary, result.to_dict()
 
 
