@@ -191,3 +191,24 @@ def test_the_workload_figures_draw_and_a_single_level_sweep_has_none(workload):
     assert len(pareto.axes[0].lines) >= 2  # the config's curve and the baseline's
     assert [t.get_text() for t in speedup.axes[0].get_xticklabels()] == [str(c) for c in LEVELS]
     assert ddlab.pareto(pd.DataFrame()) is None
+
+
+def test_results_md_names_every_levels_csv_column(workload):
+    """docs/results.md: each column of levels.csv is in its levels table or, for the cell's
+    own columns, in the cells.csv table."""
+    from labkit import REPO
+
+    text = (REPO / "docs" / "results.md").read_text()
+    named = set()
+    for marker in ("csv-columns", "levels-columns"):
+        lines = text.split(f"<!-- {marker} -->", 1)[1].splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+        end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+        named |= set(re.findall(r"`([^`]+)`", "\n".join(row.split("|")[1]
+                                                         for row in lines[start + 2:end])))
+    patterns = [re.compile(re.escape(n).replace(r"<figure>", r"\w+").replace(r"<key>", r"[\w.]+")
+                           + "$") for n in named]
+    columns = pd.read_csv(workload[2] / "levels.csv").columns
+    missing = [c for c in columns if not any(p.match(c) for p in patterns)
+               and not any(c == f"{n}{end}" for n in named for end in ("_ci_low", "_ci_high"))]
+    assert not missing, f"levels.csv columns docs/results.md leaves out: {missing}"

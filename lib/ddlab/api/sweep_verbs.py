@@ -40,14 +40,14 @@ _D = DEFAULT_OPTIONS  # the sweep's options and defaults, defined once (ddlab.sw
 def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"],
           topk_cap=DEFAULT_GRID["topk_cap"], cuda_graph=DEFAULT_GRID["cuda_graph"],
           grid: dict | None = None, fixed=(), extra=(),
-          baseline: bool = True, requests: int = _D.requests, concurrency=_D.concurrency,
+          baseline: bool = True, requests: int = _D.requests, concurrency: int | list = _D.concurrency,
           max_new_tokens: int = _D.max_new_tokens, warmup: int = _D.warmup,
           repeats: int = _D.repeats, ci_target: float | None = _D.ci_target,
           min_time_s: float = _D.min_time_s, max_time_s: float = _D.max_time_s,
           max_rounds: int = _D.max_rounds, bracket: bool = _D.bracket,
           timeout_s: float = _D.timeout_s, probe: bool = _D.probe,
           lossless_tolerance: float = _D.lossless_tolerance,
-          lossless_prompts=_D.lossless_prompts, prompts=_D.prompts, resume: str = "",
+          lossless_prompts=_D.lossless_prompts, prompts: list | tuple = _D.prompts, resume: str = "",
           dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
           run_dir: str | Path | None = None, wait_s: float | None = None) -> SweepReport:
     """Plan, run (or resume) and report one sweep.

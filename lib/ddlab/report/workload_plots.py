@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from ddlab.report.plots import SweepFigure, _need
 
@@ -38,7 +39,7 @@ def _err(rows: pd.DataFrame, metric: str):
                       np.nan_to_num(high.to_numpy(dtype=float) - values)]).clip(min=0)
 
 
-def pareto(levels: pd.DataFrame) -> SweepFigure | None:
+def pareto(levels: pd.DataFrame) -> Figure | None:
     """Per-user tok/s (y) against total tok/s (x), a curve per config, the baseline dashed."""
     if levels is None or levels.empty:
         return None
@@ -64,7 +65,7 @@ def pareto(levels: pd.DataFrame) -> SweepFigure | None:
     return fig
 
 
-def speedup_vs_concurrency(levels: pd.DataFrame) -> SweepFigure | None:
+def speedup_vs_concurrency(levels: pd.DataFrame) -> Figure | None:
     """Speedup over no speculation at each level, a line per config, 95% error bars."""
     if levels is None or levels.empty:
         return None
