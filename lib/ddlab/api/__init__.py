@@ -44,18 +44,18 @@ __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", 
            "pareto", "speedup_vs_concurrency", "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
 # Figures of a sweep's frame (ddlab.report.plots): loaded on first use, with matplotlib.
+WORKLOAD_PLOTS = ("pareto", "speedup_vs_concurrency")  # of a workload sweep's report.levels
 PLOTS = ("accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-         "explorer")
-WORKLOAD_PLOTS = ("pareto", "speedup_vs_concurrency")  # a workload sweep's report.levels
+         "explorer", *WORKLOAD_PLOTS)
 
 
 def __getattr__(name: str):
-    if name in PLOTS:
-        from ddlab.report import plots
-
-        return getattr(plots, name)
     if name in WORKLOAD_PLOTS:
         from ddlab.report import workload_plots
 
         return getattr(workload_plots, name)
+    if name in PLOTS:
+        from ddlab.report import plots
+
+        return getattr(plots, name)
     raise AttributeError(f"module 'ddlab.api' has no attribute {name!r}")

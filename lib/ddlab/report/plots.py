@@ -13,13 +13,11 @@ leaks between calls.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.core.errors import ConfigError
+from ddlab.report.figure_base import SweepFigure, _need
 from ddlab.sweeps.results import METRICS
 
 __all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput_vs_budget",
@@ -27,23 +25,6 @@ __all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput
 
 CRASHED = ("crashed", "timeout")
 ENDED = ("scheduler_ended",)  # a job the scheduler ended (time limit, preemption): no crash
-
-
-class SweepFigure(Figure):
-    """A Figure that shows itself in a notebook (as PNG) without pyplot."""
-
-    def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-        return buffer.getvalue()
-
-
-def _need(frame: pd.DataFrame, *columns: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"column(s) {', '.join(map(repr, missing))}: not in the frame",
-                          fix=f"available columns: {', '.join(map(str, frame.columns))}",
-                          value=missing)
 
 
 def _graph_modes(frame: pd.DataFrame) -> list[bool]:

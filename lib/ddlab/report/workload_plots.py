@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.report.plots import SweepFigure, _need
+from ddlab.report.figure_base import SweepFigure, _need
 
 __all__ = ["pareto", "speedup_vs_concurrency", "workload_figures"]
 

@@ -40,12 +40,14 @@ import statistics
 
 import httpx
 
+from ddlab.core.checks import check_number
+from ddlab.core.errors import ConfigError
 from ddlab.core.progress import duration_words
 from ddlab.lab.measure import Measurement, generate, measure
 from ddlab.lab.stats import median_ci
 from ddlab.sweeps.prompt_sets import SHIPPED, load_sets, mixed
 
-__all__ = ["COUNTERS", "read_counters", "measure_workload", "accept_per_position",
+__all__ = ["check_levels", "prompt_names", "COUNTERS", "read_counters", "measure_workload", "accept_per_position",
            "duration_bound", "METRICS_FLAG"]
 
 # the two counters that give an accept length when differenced (SGLang's names), and the
@@ -55,6 +57,33 @@ COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total",
             "sglang:num_requests_total")
 METRICS_FLAG = {"enable_metrics": True}  # a workload sweep's fixed override: /metrics served
 _SET_CONCURRENCY = 1   # each set's acceptance pass: one request at a time
+
+
+def check_levels(value):
+    """One level stays an int (a single-level sweep, as before); several become a
+    sorted tuple without repeats (a stored list comes back a tuple)."""
+    if not isinstance(value, (list, tuple)):
+        check_number("concurrency", value, minimum=1, integer=True, example=4)
+        return value
+    if not value:
+        raise ConfigError("concurrency=[]: needs at least one level",
+                          fix="e.g. -p concurrency 1, or -p concurrency '[1, 4, 16]'",
+                          key="concurrency", value=value)
+    for level in value:
+        check_number("concurrency", level, minimum=1, integer=True, example=4)
+    levels = tuple(sorted(set(value)))
+    return levels[0] if len(levels) == 1 else levels
+
+
+def prompt_names(value) -> tuple:
+    """Prompt set names or paths, as a tuple of strings (one string: one set)."""
+    value = [value] if isinstance(value, str) and value else list(value or ())
+    bad = [v for v in value if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise ConfigError(f"prompts={bad!r}: each must be a set's name or a file's path",
+                          fix="e.g. -p prompts '[chat, code, math]' or '[my_prompts.jsonl]'",
+                          key="prompts", value=bad)
+    return tuple(value)
 
 
 def read_counters(client: httpx.Client, base_url: str) -> dict | None:
