@@ -87,3 +87,22 @@ def test_the_pareto_draws_the_baselines_curve_and_each_configs():
     assert labels == ["base (no speculation)", "local-b16", "local-b32"]
     speed = speedup_vs_concurrency(frame)
     assert [t.get_text() for t in speed.axes[0].get_xticklabels()] == [str(c) for c in LEVELS]
+
+
+def test_the_explorer_offers_the_workload_views_only_with_levels():
+    from ddlab.report.plots import VIEWS, explorer
+
+    levels = _levels({"local-b16": PAYS_THEN_LOSES})
+    levels["budget"] = [None if r == "baseline" else 16 for r in levels["role"]]
+    levels["topk_cap"] = [None if r == "baseline" else 4 for r in levels["role"]]
+    levels["cuda_graph"] = False
+    cells = levels[levels["concurrency"] == 1]
+    live = explorer(cells, "output_tok_s", levels=levels)
+    assert list(live.view.options) == list(VIEWS)
+    live.view.value = VIEWS[1]
+    drawn = live.figure()
+    assert drawn.axes[0].get_xlabel() == "total output throughput (tok/s)"
+    live.caps.value = ()  # only the baseline left: its curve alone
+    assert [t.get_text() for t in live.figure().axes[0].get_legend().get_texts()] == [
+        "base (no speculation)"]
+    assert list(explorer(cells, "output_tok_s").view.options) == [VIEWS[0]]

@@ -24,7 +24,7 @@ from ddlab.sweeps.prompt_sets import SHIPPED, load_sets, mixed
 from ddlab.sweeps.store import Store
 from ddlab.sweeps.workload import accept_per_position
 
-LEVELS = [1, 2, 4]
+LEVELS = [1, 4, 16]
 START_BANNER = "The server is fired up and ready to roll!"
 
 
@@ -135,6 +135,8 @@ def test_each_cell_starts_its_server_once_not_once_per_level(workload):
         served = [lv["n_requests_total"] for lv in levels]
         assert all(b - a == n for a, b, n in zip(after, after[1:], served[1:])), (after, served)
         assert after[0] > served[0]  # the warmup and acceptance passes came first, same server
+        # 16 clients connecting at once are all served (the target's listen backlog)
+        assert [lv["n_failed_total"] for lv in levels] == [0] * len(LEVELS)
 
 
 def test_each_level_has_its_interval_and_a_speedup_at_the_same_level(workload):

@@ -23,7 +23,12 @@ import pandas as pd
 
 from ddlab.lab.stats import missing
 from ddlab.lab.verdict import PREEMPTED_EXIT
-from ddlab.report.workload_words import workload_details, workload_headline, workload_next_step
+from ddlab.report.workload_words import (
+    workload_details,
+    workload_headline,
+    workload_next_step,
+    workload_warnings,
+)
 
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS", "HEADLINE_MAX"]
 
@@ -137,7 +142,7 @@ class SweepVerdict:
         if s.get("load_warnings"):
             out.append(f"load: {_names(s['load_warnings'])} measured on a busy host or against a "
                        "drifting baseline: their figures are suspect (see load_warning)")
-        return out + list(self.cautions)
+        return out + workload_warnings(self.workload) + list(self.cautions)
 
     @property
     def details(self) -> list[str]:

@@ -13,7 +13,8 @@ per cell of accept lengths by prompt set (and by draft position).
 
 from __future__ import annotations
 
-__all__ = ["workload_answer", "workload_headline", "workload_details", "workload_next_step"]
+__all__ = ["workload_answer", "workload_headline", "workload_details", "workload_next_step",
+           "workload_warnings"]
 
 _POSITIONS_SHOWN = 4
 
@@ -32,7 +33,11 @@ def workload_answer(levels_frame, sets: list[dict]) -> dict:
                           | {"by_level": {str(k): v for k, v in c["levels"].items()},
                              "speedups": {str(k): v for k, v in c["speedups"].items()}}
                           for c in found],
-            "best_per_level": best_per_level(levels_frame), "prompt_sets": sets}
+            "best_per_level": best_per_level(levels_frame), "prompt_sets": sets,
+            "failed": [{"name": r["name"], "concurrency": int(r["concurrency"]),
+                        "failed": int(r["n_failed"]), "requests": int(r["n_requests_total"])}
+                       for _, r in levels_frame.iterrows()
+                       if "n_failed" in r and r["n_failed"] and r["n_failed"] == r["n_failed"]]}
 
 
 def _top(answer: dict) -> dict | None:
@@ -95,6 +100,18 @@ def _sets_words(sets: list[dict]) -> str:
     if positions:
         words += "; accepted at draft position 1/2/3/4: " + ", ".join(positions)
     return words
+
+
+def workload_warnings(answer: dict) -> list[str]:
+    """Levels where requests failed: their figures are not of that load."""
+    failed = answer.get("failed") or []
+    if not failed:
+        return []
+    shown = ", ".join(f"{f['name']} at {f['concurrency']} ({f['failed']} of {f['requests']})"
+                      for f in failed[:6])
+    more = f" and {len(failed) - 6} more" if len(failed) > 6 else ""
+    return [f"requests failed under load: {shown}{more}: those levels' figures are not of "
+            "that load (see each cell's bench.json)"]
 
 
 def workload_next_step(answer: dict) -> str:

@@ -68,7 +68,8 @@ def _level_row(sweep_id: str, cell: dict, level: dict, brackets: list[dict]) -> 
     row.update({key: level.get(key) for key in ("concurrency", "user_tok_s", "user_tok_s_ci_low",
                                                  "user_tok_s_ci_high", "accept_length_server",
                                                  "server_requests_after")})
-    row["n_failed"] = level.get("n_failed_total")
+    row["n_failed"], row["n_requests_total"] = level.get("n_failed_total"), level.get(
+        "n_requests_total")
     return row
 
 

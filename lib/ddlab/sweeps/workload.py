@@ -215,14 +215,16 @@ def measure_workload(base_url: str, options, *, label: str = "bench", record=Non
 
 
 def duration_bound(cells: int, options, *, bracketed: int = 0) -> str:
-    """What a workload sweep's plan says before it starts: the measuring it may take at
-    most (each level stops at ``max_time_s`` whatever its interval; a round under way
-    finishes), besides each cell's server start."""
+    """What a workload sweep's plan says before it starts: the measuring it may take (a
+    level stops at ``max_time_s`` whatever its interval, once it has its first rounds: 3
+    with ``ci_target``, ``repeats`` without), besides each cell's server start."""
     levels = len(options.levels)
     measurements = (cells + bracketed) * levels
     bound = measurements * options.max_time_s
-    return (f"workload: {cells} cells{f' (+{bracketed} re-measured baselines)' if bracketed else ''}"
-            f" x {levels} levels ({', '.join(map(str, options.levels))}) = {measurements} "
-            f"measurements on {cells + bracketed} server starts; measuring takes at most "
-            f"{duration_words(bound)} ({measurements} x max_time_s {options.max_time_s:g} s), "
-            f"plus the starts and a short acceptance pass per prompt set per cell")
+    again = f" (+{bracketed} re-measured baselines)" if bracketed else ""
+    return (f"workload: {cells} cells{again} x {levels} levels "
+            f"({', '.join(map(str, options.levels))}) = {measurements} measurements on "
+            f"{cells + bracketed} server starts; measuring takes about {duration_words(bound)} "
+            f"at most ({measurements} x max_time_s {options.max_time_s:g} s; a level slower "
+            "than that stops after its first rounds), plus the starts and an acceptance pass "
+            "per prompt set per cell")
