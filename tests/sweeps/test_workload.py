@@ -79,7 +79,8 @@ def _frame(name: str, intervals: list[tuple]) -> pd.DataFrame:
     ([(1.5, 2.0), (1.1, 1.3), (1.05, 1.2)], 4, None, None, True),
     ([(0.9, 1.2), (0.7, 0.9)], None, 1, 2, False),
     ([(1.2, 1.4), (0.7, 0.9), (0.95, 1.1)], 1, 4, 2, False),
-], ids=["pays-ties-loses", "every-level", "never-pays", "loses-before-it-ties"])
+    ([(1.5, 2.0), (0.9, 1.1), (1.2, 1.5)], 1, 2, None, False),
+], ids=["pays-ties-loses", "every-level", "never-pays", "loses-before-it-ties", "pays-again"])
 def test_crossover_reads_each_levels_interval(intervals, up_to, ties, loses, every):
     found = crossover(_frame("b16", intervals))[0]
     assert (found["pays_up_to"], found["ties_at"], found["loses_at"], found["every_level"]) == (
@@ -93,6 +94,9 @@ def test_crossover_reads_each_levels_interval(intervals, up_to, ties, loses, eve
         assert f"pays up to concurrency {up_to} ({(low + high) / 2:.2f}x [{low:.2f}-{high:.2f}])" in words
     if loses and up_to:
         assert f"loses at {loses} (" in words
+    again = [c for c, (low, _) in zip((1, 2, 4, 8), intervals) if low > 1 and c > (ties or 99)]
+    assert found["pays_again_at"] == (again[0] if again else None)
+    assert ("pays again at" in words) == bool(again)
 
 
 def test_a_level_measured_once_has_no_interval_and_claims_nothing():

@@ -46,11 +46,13 @@ def pareto(levels: pd.DataFrame) -> Figure | None:
     _need(levels, "name", "role", "concurrency", "output_tok_s", "user_tok_s")
     fig = SweepFigure(figsize=(7.5, 4.8))
     ax = fig.subplots()
+    baselines = iter(("black", "dimgray", "darkgray"))  # one per graphs setting (and host)
     for n, (name, rows) in enumerate(_configs(levels)):
         baseline = (rows["role"] == "baseline").all()
         ax.errorbar(rows["output_tok_s"], rows["user_tok_s"], xerr=_err(rows, "output_tok_s"),
                     yerr=_err(rows, "user_tok_s"), marker="s" if baseline else "o",
-                    linestyle="--" if baseline else "-", color="black" if baseline else f"C{n}",
+                    linestyle="--" if baseline else "-",
+                    color=next(baselines, "gray") if baseline else f"C{n}",
                     capsize=2, label=f"{name} (no speculation)" if baseline else name)
         for _, row in rows.iterrows():
             ax.annotate(f"c{int(row['concurrency'])}", (row["output_tok_s"], row["user_tok_s"]),

@@ -11,7 +11,8 @@ the grid pools its rounds per level). A single-level sweep has no such rows (emp
 :func:`crossover` says per speculative config where it stops paying: the highest level
 up to which every level's speedup interval lies above 1 ("pays up to"), the first level
 after that whose interval holds 1 ("ties at") and the first whose interval lies below 1
-("loses at"); or "pays at every level tried". :func:`best_per_level` names the fastest
+("loses at"); or "pays at every level tried"; a level past those that pays again is
+said too ("pays again at"). :func:`best_per_level` names the fastest
 config at each level (by speedup), with the configs that tie with it.
 :func:`prompt_sets` gives each cell's accept length per prompt set.
 """
@@ -107,6 +108,8 @@ def crossover(frame: pd.DataFrame) -> list[dict]:
                  "pays_up_to": said[paying - 1][0] if paying else None,
                  "ties_at": next((c for c, v, _ in rest if v == "ties"), None),
                  "loses_at": next((c for c, v, _ in rest if v == "loses"), None),
+                 # past a tie or a loss, a level that pays again (noise, or a batch shape)
+                 "pays_again_at": next((c for c, v, _ in rest if v == "pays"), None),
                  "every_level": paying == len(said) and bool(said)}
         found["speedups"] = {c: _speedup(r) for c, _, r in said}
         found["words"] = _crossover_words(found)
@@ -150,6 +153,9 @@ def _crossover_words(found: dict) -> str:
         parts.append(f"ties at {ties}")
     if loses is not None:
         parts.append(f"loses at {loses} ({_x(speedups[loses])})")
+    again = found.get("pays_again_at")
+    if again is not None:
+        parts.append(f"pays again at {again} ({_x(speedups[again])})")
     return "; ".join(parts)
 
 
