@@ -58,7 +58,7 @@ def workload_headline(answer: dict, full: bool) -> str:
         return ""
     if top is None:
         return f". No config pays at any level tried ({levels[0]}-{levels[-1]})"
-    words = top["words"]
+    words = top["words"].split("; pays again")[0]  # the details say it
     if not full:
         words = words.split(" (")[0]
     return f". {words}"
