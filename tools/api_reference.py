@@ -38,6 +38,7 @@ SECTIONS = [
     ("ddlab.api.search_verbs", "Searches"),
     ("ddlab.api.tool_verbs", "Logs, units, notebooks, the embedded server"),
     ("ddlab.report.plots", "Figures"),
+    ("ddlab.report.workload_plots", "Figures of a workload sweep"),
     ("ddlab.core.errors", "Errors"),
 ]
 # The constants' one line each (a constant has no docstring); the value is read from ddlab.

@@ -44,7 +44,7 @@ __all__ = ["DdlabError", "ConfigError", "UnitError", "HostError", "HostKeyError"
            "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters",
            "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
+           "pareto", "speedup_vs_concurrency", "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
 
 def __getattr__(name: str):

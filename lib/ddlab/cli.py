@@ -265,8 +265,13 @@ def _args_sweep(p: argparse.ArgumentParser) -> None:
                    help="an override for every cell (repeatable)")
     p.add_argument("--extra", type=_values, default=(), metavar="YAML",
                    help="extra cells: a list of override mappings")
+    p.add_argument("--concurrency", type=_values, default=D.concurrency, metavar="LEVELS",
+                   help="requests in flight at once; several, '[1, 4, 16]': a workload sweep, "
+                        f"each cell measured at every level on one start (default {D.concurrency})")
+    p.add_argument("--prompts", type=_values, default=list(D.prompts), metavar="SETS",
+                   help="prompt sets: chat, code, math (shipped) or JSONL files, a YAML list "
+                        "(default: the built-in prompts; a workload sweep: every shipped set)")
     for name, kind, what in (("requests", int, "measured requests per round (warmup excluded)"),
-                             ("concurrency", int, "requests in flight at once"),
                              ("max-new-tokens", int, "tokens per request"),
                              ("warmup", int, "requests per cell before measuring (excluded)"),
                              ("repeats", int, "measured rounds per cell at least (3 with "
@@ -310,7 +315,8 @@ def _run_sweep(args) -> int:
                        max_rounds=args.max_rounds, bracket=args.bracket,
                        timeout_s=args.timeout_s, probe=args.probe,
                        lossless_tolerance=args.lossless_tolerance,
-                       lossless_prompts=args.lossless_prompts, resume=args.resume,
+                       lossless_prompts=args.lossless_prompts, prompts=args.prompts,
+                       resume=args.resume,
                        dry_run=args.dry_run, max_cells=args.max_cells, wait_s=args.wait_s)
     return _show(report.verdict)
 

@@ -41,14 +41,19 @@ __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", 
            "diagnose", "render_unit", "run_notebook", "notebook_parameters", "check_parameters",
            "demo", "serve_target",
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-           "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
+           "pareto", "speedup_vs_concurrency", "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
 # Figures of a sweep's frame (ddlab.report.plots): loaded on first use, with matplotlib.
+WORKLOAD_PLOTS = ("pareto", "speedup_vs_concurrency")  # of a workload sweep's report.levels
 PLOTS = ("accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-         "explorer")
+         "explorer", *WORKLOAD_PLOTS)
 
 
 def __getattr__(name: str):
+    if name in WORKLOAD_PLOTS:
+        from ddlab.report import workload_plots
+
+        return getattr(workload_plots, name)
     if name in PLOTS:
         from ddlab.report import plots
 

@@ -40,14 +40,14 @@ _D = DEFAULT_OPTIONS  # the sweep's options and defaults, defined once (ddlab.sw
 def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"],
           topk_cap=DEFAULT_GRID["topk_cap"], cuda_graph=DEFAULT_GRID["cuda_graph"],
           grid: dict | None = None, fixed=(), extra=(),
-          baseline: bool = True, requests: int = _D.requests, concurrency: int = _D.concurrency,
+          baseline: bool = True, requests: int = _D.requests, concurrency: int | list = _D.concurrency,
           max_new_tokens: int = _D.max_new_tokens, warmup: int = _D.warmup,
           repeats: int = _D.repeats, ci_target: float | None = _D.ci_target,
           min_time_s: float = _D.min_time_s, max_time_s: float = _D.max_time_s,
           max_rounds: int = _D.max_rounds, bracket: bool = _D.bracket,
           timeout_s: float = _D.timeout_s, probe: bool = _D.probe,
           lossless_tolerance: float = _D.lossless_tolerance,
-          lossless_prompts=_D.lossless_prompts, resume: str = "",
+          lossless_prompts=_D.lossless_prompts, prompts: list | tuple = _D.prompts, resume: str = "",
           dry_run: bool = False, max_cells: int = MAX_CELLS, store: Store | None = None,
           run_dir: str | Path | None = None, wait_s: float | None = None) -> SweepReport:
     """Plan, run (or resume) and report one sweep.
@@ -75,20 +75,31 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
     another ddlab run holding the host, up to that many seconds. A sweep whose host
     another run takes stops ``preempted`` (its cell too, never crashed; exit code 9),
     and its resume runs that cell again.
+
+    ``concurrency``: one level, or several (``[1, 4, 16]``): a workload sweep, each cell's
+    server started once and measured at every level, each level to its own interval, the
+    no-speculation baseline at the same levels; its verdict says up to which level each
+    config pays (:mod:`ddlab.sweeps.workload`, :mod:`ddlab.sweeps.levels`). ``prompts``:
+    prompt sets, shipped (``chat``, ``code``, ``math``) or JSONL files; a workload sweep
+    measures each set's accept length from the server's counters (it turns on
+    ``enable_metrics``) and uses every shipped set when none is given.
     """
     check_wait(wait_s)
     profiles = load_pool(host or "local")  # one host, a pool profile, or a list of hosts
     profile = profiles[0]
-    options = SweepOptions(requests=requests, concurrency=concurrency,
+    options = SweepOptions(requests=requests,
+                           concurrency=parameter_value("concurrency", concurrency),
                            max_new_tokens=max_new_tokens, warmup=warmup, repeats=repeats,
                            ci_target=ci_target or None,  # 0: exactly `repeats` rounds
                            min_time_s=min_time_s, max_time_s=max_time_s,
                            max_rounds=max_rounds, bracket=bracket, timeout_s=timeout_s,
                            probe=probe, lossless_tolerance=lossless_tolerance,
-                           lossless_prompts=parameter_value("lossless_prompts", lossless_prompts))
+                           lossless_prompts=parameter_value("lossless_prompts", lossless_prompts),
+                           prompts=parameter_value("prompts", prompts))
     plan = None if resume else plan_sweep(base or pool_base(profiles),
                                           parameter_grid(budget, topk_cap, cuda_graph, grid),
-                                          fixed=parameter_value("fixed", fixed),
+                                          fixed=_with_metrics(parameter_value("fixed", fixed),
+                                                              options),
                                           extra=parameter_extras(extra), baseline=baseline,
                                           max_cells=max_cells, hosts=[p.name for p in profiles])
     store = store or Store()
@@ -122,6 +133,22 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
     report.provenance = _keep_records(own, report, opened, profile, run_dir)
     return report
 
+def _with_metrics(fixed, options: SweepOptions):
+    """A workload sweep's acceptance comes from the server's counters: ``enable_metrics``
+    joins ``fixed`` (given as a mapping or KEY=VALUE items) unless the user set it."""
+    from ddlab.sweeps.workload import METRICS_FLAG
+
+    if not options.workload:
+        return fixed
+    fixed = [fixed] if isinstance(fixed, str) else fixed
+    items = fixed.items() if isinstance(fixed, dict) else [str(i).partition("=")[::2]
+                                                           for i in fixed or ()]
+    if any(k.replace("-", "_").removeprefix("flags.") == "enable_metrics" for k, _ in items):
+        return fixed
+    return {**fixed, **METRICS_FLAG} if isinstance(fixed, dict) else [
+        *(fixed or ()), *(f"{k}=true" for k in METRICS_FLAG)]
+
+
 def _keep_records(own, report, opened: Sweep | None, profile: HostProfile, run_dir,
                   err: BaseException | None = None) -> dict:
     """The sweep's provenance (returned) kept with it and in ``run_dir``; the kernel's own
@@ -146,13 +173,33 @@ def _report(store: Store, sweep_id: str, status: str, resume: str, run_dir, *,
     from ddlab.report.verdicts import SweepReport, sweep_verdict
 
     frame = load_cells(sweep_id, store=store) if frame is None else frame
+    levels, answer = _workload(store, sweep_id)
     verdict = sweep_verdict(frame, sweep_id=sweep_id, status=status, resume=resume, error=error,
                             what=what or sweep_words(store.sweep(sweep_id)), cautions=cautions,
-                            not_back=not_back)
+                            not_back=not_back, workload=answer)
     record_verdict(verdict.to_dict(), run_dir)
     if run_dir and Path(run_dir).is_dir() and not frame.empty:
         frame.to_csv(Path(run_dir) / "cells.csv", index=False)
-    return SweepReport(sweep_id=sweep_id, frame=frame, verdict=verdict)
+    if run_dir and Path(run_dir).is_dir() and not levels.empty:
+        levels.drop(columns=["samples"], errors="ignore").to_csv(Path(run_dir) / "levels.csv",
+                                                                 index=False)
+    return SweepReport(sweep_id=sweep_id, frame=frame, verdict=verdict, levels=levels)
+
+
+def _workload(store: Store, sweep_id: str):
+    """A stored sweep's levels frame and its workload answer (empty ones for a sweep at one
+    level, or a dry run's, which the store does not hold)."""
+    import pandas as pd
+
+    record = store.sweep(sweep_id)
+    if not record or not isinstance((record.get("options") or {}).get("concurrency"), list):
+        return pd.DataFrame(), {}
+    from ddlab.report.workload_words import workload_answer
+    from ddlab.sweeps.levels import load_levels, prompt_sets
+
+    levels = load_levels(sweep_id, store=store)
+    answer = workload_answer(levels, prompt_sets(sweep_id, store))
+    return levels, answer or {"levels": list(record["options"]["concurrency"])}
 
 def _report_failure(store: Store, place: VerdictPlace, opened: Sweep | None, err: BaseException,
                     run_dir) -> SweepReport | None:
@@ -216,6 +263,11 @@ def plot(sweep: str | list = "latest", *, metric: str = "output_tok_s",
                "throughput": plots.throughput_vs_budget(report.frame),
                "speedup": plots.speedup_vs_budget(report.frame),
                f"heatmap-{metric}": plots.heatmap(report.frame, metric)}
+    if not report.levels.empty:  # a workload sweep: its Pareto and speedup by concurrency
+        from ddlab.report.workload_plots import pareto, speedup_vs_concurrency
+
+        figures.update({"pareto": pareto(report.levels),
+                        "speedup-by-concurrency": speedup_vs_concurrency(report.levels)})
     if report.frame.get("host") is not None and report.frame["host"].nunique() > 1:
         figures["by-host"] = plots.by_host(report.frame, "speedup")  # a pool: a panel per host
     if len(sweeps) > 1:

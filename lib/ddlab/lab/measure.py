@@ -70,6 +70,9 @@ class RequestResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     spec_verify_ct: int | None = None
+    # [k]: the request's verify steps that accepted k drafts, where the server says
+    # (SGLang 0.5.23 meta_info spec_correct_drafts_histogram, tokenizer_manager.py:3193-3201)
+    spec_correct_drafts_histogram: list | None = None
     e2e_s: float = 0.0
     ttft_s: float | None = None
     itl_s: list[float] = field(default_factory=list)
@@ -239,6 +242,8 @@ def _absorb_meta(result: RequestResult, chunk: dict, meta: dict) -> None:
     result.completion_tokens = int(meta.get("completion_tokens", result.completion_tokens))
     if meta.get("spec_verify_ct") is not None:
         result.spec_verify_ct = int(meta["spec_verify_ct"])
+    if isinstance(meta.get("spec_correct_drafts_histogram"), list):
+        result.spec_correct_drafts_histogram = [int(n) for n in meta["spec_correct_drafts_histogram"]]
     finish = meta.get("finish_reason")
     if isinstance(finish, dict):
         result.finish_reason = finish.get("type")

@@ -13,13 +13,11 @@ leaks between calls.
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.core.errors import ConfigError
+from ddlab.report.figure_base import SweepFigure, _need
 from ddlab.sweeps.results import METRICS
 
 __all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput_vs_budget",
@@ -27,23 +25,6 @@ __all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput
 
 CRASHED = ("crashed", "timeout")
 ENDED = ("scheduler_ended",)  # a job the scheduler ended (time limit, preemption): no crash
-
-
-class SweepFigure(Figure):
-    """A Figure that shows itself in a notebook (as PNG) without pyplot."""
-
-    def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-        return buffer.getvalue()
-
-
-def _need(frame: pd.DataFrame, *columns: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise ConfigError(f"column(s) {', '.join(map(repr, missing))}: not in the frame",
-                          fix=f"available columns: {', '.join(map(str, frame.columns))}",
-                          value=missing)
 
 
 def _graph_modes(frame: pd.DataFrame) -> list[bool]:
@@ -302,42 +283,67 @@ def overview(frame: pd.DataFrame) -> list[Figure]:
     return figures
 
 
+VIEWS = ("metric by budget", "Pareto (per user vs total)", "speedup by concurrency")
+
+
 class Explorer:
     """ipywidgets controls over a sweep's frame: pick the metric, the graph
-    modes and the top-k caps; the figure (an Image widget) redraws. Live in
+    modes and the top-k caps (and for a workload sweep the view: its Pareto or its
+    speedup by concurrency); the figure (an Image widget) redraws. Live in
     JupyterLab; a headless run (papermill, HTML) keeps a one-line note, since
     the static figures above already hold the data. No Output widget: its
     display capture intermittently stalled headless kernels."""
 
     NOTE = "(interactive controls: open this notebook in JupyterLab to filter and switch metrics)"
 
-    def __init__(self, frame: pd.DataFrame, metric: str = "output_tok_s"):
+    def __init__(self, frame: pd.DataFrame, metric: str = "output_tok_s",
+                 levels: pd.DataFrame | None = None):
         import ipywidgets as w
 
         _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
         self.frame = frame
+        self.levels = levels if levels is not None else pd.DataFrame()
         caps = sorted(set(frame["topk_cap"].dropna()))
         self.metric = w.Dropdown(options=[m for m in METRICS if m in frame.columns],
                                  value=metric, description="metric")
+        # a workload sweep: its two figures too, filtered by the same controls
+        self.view = w.Dropdown(options=list(VIEWS) if not self.levels.empty else VIEWS[:1],
+                               value=VIEWS[0], description="view")
         self.graphs = w.SelectMultiple(options=[("on", True), ("off", False)], value=(True, False),
                                        description="cuda graph")
         self.caps = w.SelectMultiple(options=[(f"{c:g}", c) for c in caps], value=tuple(caps),
                                      description="top-k cap")
         self.image = w.Image(format="png")
-        for control in (self.metric, self.graphs, self.caps):
+        for control in (self.metric, self.view, self.graphs, self.caps):
             control.observe(lambda change: self.redraw(), names="value")
-        self.box = w.VBox([w.HBox([self.metric, self.graphs, self.caps]), self.image])
+        controls = [self.metric, self.graphs, self.caps]
+        controls += [self.view] if not self.levels.empty else []
+        self.box = w.VBox([w.HBox(controls), self.image])
         self.redraw()
 
-    def filtered(self) -> pd.DataFrame:
-        f = self.frame
+    def _keep(self, f: pd.DataFrame) -> pd.DataFrame:
         keep = f["cuda_graph"].isin(self.graphs.value) & (
             f["topk_cap"].isin(self.caps.value) | (f["role"] == "baseline"))
         return f[keep]
 
-    def redraw(self) -> None:
+    def filtered(self) -> pd.DataFrame:
+        return self._keep(self.frame)
+
+    def figure(self):
+        """The figure the controls choose (None: nothing to draw)."""
+        if self.view.value != VIEWS[0]:
+            from ddlab.report import workload_plots
+
+            part = self._keep(self.levels)
+            draw = (workload_plots.pareto if self.view.value == VIEWS[1]
+                    else workload_plots.speedup_vs_concurrency)
+            return None if part.empty else draw(part)
         part = self.filtered()
-        self.image.value = b"" if part.empty else metric_vs_budget(part, self.metric.value)._repr_png_()
+        return None if part.empty else metric_vs_budget(part, self.metric.value)
+
+    def redraw(self) -> None:
+        figure = self.figure()
+        self.image.value = b"" if figure is None else figure._repr_png_()
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.box._repr_mimebundle_(**kwargs)
@@ -345,6 +351,9 @@ class Explorer:
         return bundle
 
 
-def explorer(frame: pd.DataFrame, metric: str = "output_tok_s") -> Explorer:
-    """Live controls over a sweep's frame in JupyterLab (:class:`Explorer`)."""
-    return Explorer(frame, metric)
+def explorer(frame: pd.DataFrame, metric: str = "output_tok_s",
+             levels: pd.DataFrame | None = None) -> Explorer:
+    """Live controls over a sweep's frame in JupyterLab (:class:`Explorer`); given a
+    workload sweep's ``levels`` (``report.levels``), its Pareto and speedup by
+    concurrency too (the ``view`` control)."""
+    return Explorer(frame, metric, levels)

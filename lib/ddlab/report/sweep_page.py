@@ -46,7 +46,28 @@ def sweep_blocks(report: SweepReport) -> list[Block]:
              else [Block("markdown", "no cells (the sweep stopped before planning any)")])
     return [Block("heading", "Cells"), Block("markdown", _CELLS), *cells,
             Block("heading", "Acceptance length, throughput, speedup"),
-            Block("markdown", _FIGURES), *_figures(report)]
+            Block("markdown", _FIGURES), *_figures(report), *_workload(report)]
+
+
+_WORKLOAD = ("Each config's server measured at every concurrency level on one start. Pareto: "
+             "per-user tok/s against total tok/s, the no-speculation baseline dashed; then the "
+             "speedup at each level with its 95% interval (below 1x, speculation loses).")
+
+
+def _workload(report: SweepReport) -> list[Block]:
+    """A workload sweep's Pareto and speedup by concurrency (none for one level)."""
+    levels = getattr(report, "levels", None)
+    if levels is None or levels.empty or not levels["output_tok_s"].notna().any():
+        return []
+    from ddlab.report.workload_plots import workload_figures
+
+    try:
+        figures = workload_figures(levels)
+    except Exception as err:  # noqa: BLE001 - the verdict and table still make a report
+        log.warning(f"sweep report: the workload figures could not be drawn: {err}")
+        return [Block("figures-note", f"workload figures unavailable: {err}")]
+    return [Block("heading", "Under load: Pareto and speedup by concurrency"),
+            Block("markdown", _WORKLOAD), *(Block("figure", _png(f)) for f in figures)]
 
 
 def _figures(report: SweepReport) -> list[Block]:

@@ -23,6 +23,12 @@ import pandas as pd
 
 from ddlab.lab.stats import missing
 from ddlab.lab.verdict import PREEMPTED_EXIT
+from ddlab.report.workload_words import (
+    workload_details,
+    workload_headline,
+    workload_next_step,
+    workload_warnings,
+)
 
 __all__ = ["SweepVerdict", "SweepReport", "sweep_verdict", "TABLE_COLUMNS", "HEADLINE_MAX"]
 
@@ -51,6 +57,9 @@ class SweepVerdict:
     cautions: list[str] = field(default_factory=list)  # warnings from outside its cells
     # pool members whose production could not be put back: host, baseline, why, command
     hosts_not_back: list[dict] = field(default_factory=list)
+    # a workload sweep's answer (several concurrency levels): levels, crossover per config,
+    # best per level, accept length per prompt set (ddlab.report.workload_words)
+    workload: dict = field(default_factory=dict)
 
     @property
     def headline(self) -> str:
@@ -66,10 +75,12 @@ class SweepVerdict:
         if self.hosts_not_back:  # never cut: production is down there
             hosts = ", ".join(d["host"] for d in self.hosts_not_back)
             stopped = f"; production NOT put back on {hosts}{stopped}"
-        for counts, best in ((self._counts(True, True), self._best(True)),
-                             (self._counts(False, True), self._best(True)),
-                             (self._counts(False, False), self._best(True)),
-                             (self._counts(False, False), self._best(False))):
+        bests = ((self._best(True), self._best(False)) if not self.workload else
+                 (workload_headline(self.workload, True), workload_headline(self.workload, False)))
+        for counts, best in ((self._counts(True, True), bests[0]),
+                             (self._counts(False, True), bests[0]),
+                             (self._counts(False, False), bests[0]),
+                             (self._counts(False, False), bests[1])):
             head = f"{state}{counts}{best}{tail}"
             if len(head + stopped) <= HEADLINE_MAX:
                 return head + stopped
@@ -92,6 +103,10 @@ class SweepVerdict:
             words += f", {s['preempted']} preempted" + (" (not crashed)" if full else "")
         if s.get("hosts"):
             words += f" over {len(s['hosts'])} hosts" + (f" ({', '.join(s['hosts'])})" if hosts else "")
+        if self.workload.get("levels"):
+            levels = self.workload["levels"]
+            words = words.replace(" cells,", f" cells x {len(levels)} levels"
+                                  + (f" ({levels[0]}-{levels[-1]})," if full else ","), 1)
         return words
 
     def _best(self, full: bool) -> str:
@@ -127,19 +142,19 @@ class SweepVerdict:
         if s.get("load_warnings"):
             out.append(f"load: {_names(s['load_warnings'])} measured on a busy host or against a "
                        "drifting baseline: their figures are suspect (see load_warning)")
-        return out + list(self.cautions)
+        return out + workload_warnings(self.workload) + list(self.cautions)
 
     @property
     def details(self) -> list[str]:
         """The lines below the headline: the best cell in full, ties, wrong output, the
         cells the scheduler ended, each warning, what stopped the sweep."""
         s = self.summary
-        rows = []
-        best = s.get("best")
+        rows = workload_details(self.workload) if self.workload else []
+        best = s.get("best") if not self.workload else None  # per level, above
         if best:
             label = "fastest, a tie within noise" if s.get("ties") else "best"
             rows.append(f"{label}: {_described(best, s.get('hosts'))}")
-        if s.get("ties"):
+        if s.get("ties") and not self.workload:
             shown = "; ".join(_described(t, s.get("hosts"), brief=True)
                               for t in s["ties"][:_NAMES_SHOWN])
             more = (f"; and {len(s['ties']) - _NAMES_SHOWN} more" if len(s["ties"]) > _NAMES_SHOWN
@@ -185,6 +200,8 @@ class SweepVerdict:
             return (f"{self.summary['ended_cells'][0]}: the scheduler ended its job "
                     f"({', '.join(self.summary.get('ended_kinds', []))}): raise the profile's "
                     "time_limit (or use another partition), then resume the sweep")
+        if self.workload:
+            return workload_next_step(self.workload)
         if self.summary.get("ties"):
             return ("tell the tied cells apart: sweep just them with a tighter ci_target and "
                     "more max_rounds, on a quiet host")
@@ -204,7 +221,7 @@ class SweepVerdict:
                 "warnings": self.warnings, "next_step": self.next_step, "notes": self.notes,
                 "what": self.what, "sweep_id": self.sweep_id, "summary": self.summary,
                 "crashes": self.crashes, "hosts_not_back": self.hosts_not_back,
-                "exit_code": self.exit_code}
+                "exit_code": self.exit_code, **({"workload": self.workload} if self.workload else {})}
 
     @property
     def notes(self) -> list[str]:
@@ -309,10 +326,12 @@ def _interval(row: dict, key: str, fmt: str) -> str:
 
 
 def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: str = "",
-                  error: str = "", what: str = "", cautions=(), not_back=()) -> SweepVerdict:
+                  error: str = "", what: str = "", cautions=(), not_back=(),
+                  workload: dict | None = None) -> SweepVerdict:
     """The verdict of a sweep's cells (``frame``: :func:`ddlab.sweeps.results.load_cells`'s);
     ``what``: the sweep in words; ``cautions``: warnings from outside its cells;
-    ``not_back``: pool members whose production could not be put back."""
+    ``not_back``: pool members whose production could not be put back; ``workload``: a
+    workload sweep's answer (:func:`ddlab.report.workload_words.workload_answer`)."""
     from ddlab.sweeps.results import summarize
 
     crashed = frame[frame["status"].isin(["crashed", "timeout"])] if not frame.empty else frame
@@ -321,7 +340,8 @@ def sweep_verdict(frame: pd.DataFrame, *, sweep_id: str, status: str, resume: st
                for _, row in crashed.iterrows()]
     return SweepVerdict(sweep_id=sweep_id, status=status, summary=summarize(frame),
                         resume=resume, crashes=crashes, error=" ".join(error.split()),
-                        what=what, cautions=list(cautions), hosts_not_back=list(not_back))
+                        what=what, cautions=list(cautions), hosts_not_back=list(not_back),
+                        workload=dict(workload or {}))
 
 
 @dataclass
@@ -332,6 +352,8 @@ class SweepReport:
     frame: pd.DataFrame
     verdict: SweepVerdict
     provenance: dict = field(default_factory=dict)  # where and with what it ran (report.provenance)
+    # a workload sweep: a row per cell and level (ddlab.sweeps.levels.load_levels); else empty
+    levels: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def table(self) -> pd.DataFrame:
         """The cells with the columns a reader wants first, as text ready to show: figures

@@ -29,6 +29,14 @@ from ddlab.core.errors import ConfigError
 from ddlab.core.redact import MASK, looks_secret
 from ddlab.core.run_folders import plain_text, safe_name, utc_stamp
 from ddlab.lab.lossless import TOLERANCE
+from ddlab.sweeps.grid_words import (  # noqa: F401 - what a sweep varies, in words
+    _as_list,
+    _flag_of,
+    _word,
+    describe_grid,
+    grid_word_list,
+    grid_words,
+)
 from ddlab.sweeps.store import Store
 
 __all__ = ["DEFAULT_GRID", "DEFAULT_OPTIONS", "BASELINE_OVERRIDES", "Cell", "SweepOptions", "SweepPlan",
@@ -70,20 +78,12 @@ class Cell:
         return safe_name(text or self.role)
 
 
-def _word(value) -> str:
-    if value is True:
-        return "on"
-    if value is False:
-        return "off"
-    return "none" if value is None else str(value)
-
-
 @dataclass(frozen=True)
 class SweepOptions:
     """How each ready cell is measured (see :func:`ddlab.lab.measure.measure`) and watched."""
 
     requests: int = 8
-    concurrency: int = 1
+    concurrency: int | tuple = 1  # several levels: a workload sweep (ddlab.sweeps.workload)
     max_new_tokens: int = 128
     warmup: int = 1
     repeats: int = 1
@@ -103,6 +103,17 @@ class SweepOptions:
     max_rounds: int = 10
     # measure each measured baseline again after the grid, so drift falls on both sides
     bracket: bool = True
+    prompts: tuple = ()  # prompt sets (ddlab.sweeps.prompt_sets); () the built-in prompts
+
+    @property
+    def levels(self) -> tuple:
+        """The concurrency levels, lowest first (one for a single-level sweep)."""
+        return self.concurrency if isinstance(self.concurrency, tuple) else (self.concurrency,)
+
+    @property
+    def workload(self) -> bool:
+        """More than one concurrency level: each cell measured at every level."""
+        return len(self.levels) > 1
 
     def __post_init__(self):
         from ddlab.lab.lossless import PROMPTS, check_prompts, check_tolerance
@@ -113,7 +124,11 @@ class SweepOptions:
         object.__setattr__(self, "lossless_prompts", () if prompts == PROMPTS else prompts)
         check_stopping(ci_target=self.ci_target, min_time_s=self.min_time_s,
                        max_time_s=self.max_time_s)
-        for name in ("requests", "concurrency", "max_new_tokens", "repeats", "max_rounds"):
+        from ddlab.sweeps.workload import check_levels, prompt_names
+
+        object.__setattr__(self, "concurrency", check_levels(self.concurrency))
+        object.__setattr__(self, "prompts", prompt_names(self.prompts))
+        for name in ("requests", "max_new_tokens", "repeats", "max_rounds"):
             check_number(name, getattr(self, name), minimum=1, integer=True)
         check_number("warmup", self.warmup, integer=True, example=1)
         for name in ("timeout_s", "grace_s"):
@@ -125,14 +140,6 @@ class SweepOptions:
 # `ddlab sweep`'s options read them here; the sweep notebook's parameters cell must hold
 # literals, and tests/sweeps/test_options.py holds it (and the other two) to them.
 DEFAULT_OPTIONS = SweepOptions()
-
-
-def _as_list(key: str, values) -> list:
-    values = list(values) if isinstance(values, (list, tuple)) else [values]
-    if not values:
-        raise ConfigError(f"{key}=[]: a grid dimension needs at least one value",
-                          fix=f"e.g. -p {key} 16, or a list such as [4, 16, 32]", key=key)
-    return values
 
 
 @dataclass(frozen=True)
@@ -216,77 +223,6 @@ def plan_sweep(base: str = "local", grid: dict | None = None, *, fixed=(),
         add("extra", overrides, overrides)
     return SweepPlan(base=str(base), grid=dims, fixed=fixed_overrides, extra=extras,
                      baseline=baseline, cells=cells, hosts=hosts)
-
-
-def _flag_of(key: str, family=SGLANG) -> str:
-    """The flag an override key names (``algorithm`` and ``speculative_algorithm`` are one)."""
-    try:
-        return "%s.%s" % family.override_target(key)
-    except ConfigError:  # a bad key is refused with its own message when the cell is made
-        return key
-
-
-
-# --- what a sweep varies, in words ----------------------------------------------------
-
-# a built-in dimension: (its word in a description, its word in a sweep id)
-_DIMENSION_WORDS = {"budget": ("budget", "b"), "topk_cap": ("cap", "cap"),
-                    "num_speculative_tokens": ("tokens", "t"), "method": ("method", "m"),
-                    "cuda_graph": ("graphs", "graphs")}
-
-
-def describe_grid(grid: dict, extra=()) -> str:
-    """``budget 4,16,32 × cap 1,4 × graphs on,off + 1 extra``: what a sweep varies
-    (its titles and ``ddlab runs``); a secret-named dimension's values are masked."""
-    parts = [f"{_DIMENSION_WORDS.get(k, (k,))[0]} "
-             f"{'***' if looks_secret(k) else ','.join(_word(v) for v in _as_list(k, values))}"
-             for k, values in _ordered(grid)]
-    text = " × ".join(parts) or "no grid"
-    return f"{text} + {len(extra)} extra" if extra else text
-
-
-def grid_words(grid: dict, extra=()) -> str:
-    """``b4.16.32-cap1.4-graphs-1extra``: the grid in a few folder-safe characters, for
-    sweep ids (``graphs`` is on and off, ``graph`` / ``nograph`` one of them)."""
-    return "-".join(grid_word_list(grid, extra))[:64].strip("-.") or "nogrid"
-
-
-def grid_word_list(grid: dict, extra=()) -> list[str]:
-    """:func:`grid_words` a word each: ``["b4.16.32", "cap1.4", "graphs", "1extra"]``
-    (a report's title joins them with `` x ``)."""
-    words = []
-    for key, values in _ordered(grid):
-        values = _as_list(key, values)
-        if key == "cuda_graph":
-            words.append("graphs" if len(set(values)) > 1 else "graph" if values[0] else "nograph")
-            continue
-        head = _DIMENSION_WORDS.get(key, (None, None))[1] or _short_of(key)
-        shown = "masked" if looks_secret(key) else ".".join(_id_word(v) for v in values)
-        words.append(plain_text(f"{head}{shown}")[:24].strip("-."))
-    if extra:
-        words.append(f"{len(extra)}extra")
-    return words
-
-
-def _ordered(grid: dict) -> list[tuple]:
-    """Budget, cap, graphs first (the store keeps a grid's keys sorted), then the rest."""
-    order = list(_DIMENSION_WORDS)
-    return sorted(grid.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order
-                  else len(order))
-
-
-def _short_of(key: str) -> str:
-    """A dimension's head in a sweep id: the flag's short name (``mem``), or its last word."""
-    from ddlab.config.flags import FLAGS
-
-    flag = FLAGS.get(_flag_of(key).partition(".")[2])
-    return flag.short if flag is not None and flag.short else key.rpartition(".")[2][:12]
-
-
-def _id_word(value) -> str:
-    if isinstance(value, float):
-        return repr(value).replace("-", "m").replace(".", "p")
-    return plain_text(_word(value)).lower()[:12]
 
 
 def sweep_id_for(plan: SweepPlan, host: str, host_base: str = "") -> str:

@@ -44,6 +44,8 @@ from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.measure import measure
 from ddlab.sweeps.pool import CellSteps, run_pool
+from ddlab.sweeps.prompt_sets import load_sets, mixed
+from ddlab.sweeps.workload import duration_bound, measure_workload
 from ddlab.sweeps.store import DONE_STATES, Store, find_sweep
 from ddlab.sweeps.plan import (
     Cell,
@@ -97,6 +99,11 @@ class Sweep:
             mark = "done, skipped" if cell.hash in self.skipped else "to run"
             rows.append(f"  {cell.position:3d}  {cell.role:8s}  {cell.variant.name:40s} "
                         f"{cell.hash}  {cell.label}  [{mark}]")
+        if self.options.workload:  # how long it may take, said before it starts
+            todo = [c for c in self.cells if c.hash not in self.skipped]
+            again = sum(c.role == "baseline" for c in todo) if self.options.bracket and any(
+                c.role != "baseline" for c in todo) else 0
+            rows.append(duration_bound(len(todo), self.options, bracketed=again))
         return "\n".join(rows)
 
 
@@ -421,20 +428,14 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
         link = lab.transport.link
         server = _main_pid(lab, deployed)
         before = hostload.sample(lab.transport)
-        result = measure(lab.server_url(deployed), requests=options.requests,
-                         concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
-                         warmup=options.warmup, repeats=options.repeats,
-                         ci_target=options.ci_target, min_time_s=options.min_time_s,
-                         max_time_s=options.max_time_s, max_rounds=options.max_rounds,
-                         label=f"bench {deployed.name}", record=run_dir / "heartbeat.log",
-                         headers=lab.server_headers(deployed))
+        summary, evidence = _bench(lab, deployed, run_dir, options)
         load = hostload.window(before, hostload.sample(lab.transport),
                                ours=(server, hostload.local_pid(lab.transport)))
-        write_json(run_dir / "bench.json", {**result.to_dict(), "load": load})
+        write_json(run_dir / "bench.json", {**evidence, "load": load})
         if load["load_warning"]:
             log.info(f"[sweep] {deployed.name}: {load['load_warning']}: its figures are suspect")
         after = watch(lab, timeout_s=30.0, probe=False, heartbeat_s=30.0)
-        metrics = {**result.summary(), **load}
+        metrics = {**summary, **load}
         if after.state != "ready" or not (metrics["n_failed_total"]
                                           and lab.transport.link != link):
             return (metrics if after.state == "ready" else None), after
@@ -445,6 +446,24 @@ def _measure_cell(lab: Lab, deployed, run_dir: Path, options: SweepOptions):
                             fix="check the connection to the host; resume redoes this cell",
                             host=lab.name)
         log.info(f"[sweep] {deployed.name}: {lost}; benchmarking again")
+
+
+def _bench(lab: Lab, deployed, run_dir: Path, options: SweepOptions) -> tuple[dict, dict]:
+    """The cell's figures and its evidence (``bench.json``): at its one concurrency, or
+    at every level of a workload sweep on this one start (:mod:`ddlab.sweeps.workload`)."""
+    label, record, headers = f"bench {deployed.name}", run_dir / "heartbeat.log", \
+        lab.server_headers(deployed)
+    if options.workload:
+        return measure_workload(lab.server_url(deployed), options, label=label, record=record,
+                                headers=headers)
+    result = measure(lab.server_url(deployed), requests=options.requests,
+                     concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
+                     warmup=options.warmup, repeats=options.repeats,
+                     ci_target=options.ci_target, min_time_s=options.min_time_s,
+                     max_time_s=options.max_time_s, max_rounds=options.max_rounds,
+                     prompts=mixed(load_sets(options.prompts)) if options.prompts else None,
+                     label=label, record=record, headers=headers)
+    return result.summary(), result.to_dict()
 
 
 def _main_pid(lab: Lab, deployed) -> int:

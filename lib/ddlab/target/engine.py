@@ -55,6 +55,7 @@ class Req:
         self.output_ids, self.finish_reason, self.aborted = [], None, False
         self.slot = self.seq_len = self.bonus = None
         self.verify_ct = self.correct_drafts = 0
+        self.correct_drafts_histogram = []  # [k]: verify steps that accepted k drafts (SGLang's)
         self.created, self.first_token_at, self.finished_at = time.perf_counter(), None, None
         self.token_times = []
 
@@ -69,7 +70,15 @@ class Req:
                         spec_accept_length=len(self.output_ids) / max(1, self.verify_ct),
                         spec_accept_rate=self.correct_drafts / proposed if proposed else 0.0,
                         spec_num_correct_drafts=self.correct_drafts, spec_num_proposed_drafts=proposed)
+            if self.correct_drafts_histogram:  # 0.5.23 tokenizer_manager.py:3193-3201
+                meta["spec_correct_drafts_histogram"] = list(self.correct_drafts_histogram)
         return meta
+
+
+def _count(histogram: list, k: int) -> None:
+    """One step that accepted ``k`` drafts (0.5.23 schedule_batch.py:1566-1572)."""
+    histogram.extend([0] * (k + 1 - len(histogram)))
+    histogram[k] += 1
 
 
 class Engine:
@@ -166,6 +175,7 @@ class Engine:
             req.bonus = tokens[-1]
             req.verify_ct += 1
             req.correct_drafts += accept_len - 1
+            _count(req.correct_drafts_histogram, accept_len - 1)
             n = self._emit(req, tokens)
             iv["tokens"] += n
             iv["accepted"] += accept_len

@@ -150,6 +150,10 @@ class TargetHTTPServer(ThreadingHTTPServer):
     client may connect before :meth:`serve_forever` runs (the warmup does)."""
 
     daemon_threads = True
+    # listen()'s backlog: socketserver's 5 reset connections when 16 clients connect at
+    # once (a workload sweep's level); uvicorn's default, which SGLang serves with, is 2048
+    # (uvicorn 0.54.0 config.py:233)
+    request_queue_size = 2048
 
     def __init__(self, sock: socket.socket, routes: dict, *, allowed, bad_request):
         super().__init__(sock.getsockname()[:2], _Handler, bind_and_activate=False)
