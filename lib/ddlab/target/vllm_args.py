@@ -115,7 +115,7 @@ def _dashes(argv) -> list[str]:
 
 
 def human_readable_int_or_auto(text: str) -> int:
-    """vLLM's ``human_readable_int_or_auto`` (vllm/utils/argparse_utils.py:30 (0.34.0)): ``auto``
+    """vLLM's ``human_readable_int_or_auto`` (vllm/utils/argparse_utils.py:77 (0.34.0)): ``auto``
     and ``-1`` = the model's (-1 here); ``25.6k`` = 25600, ``1K`` = 1024, no decimals with a
     binary suffix."""
     value = text.strip()
@@ -135,7 +135,7 @@ def human_readable_int_or_auto(text: str) -> int:
 
 
 class _EnableDisable(argparse.Action):
-    """vLLM's ``EnableDisableAction`` (vllm/utils/argparse_utils.py:151): ``--x`` on,
+    """vLLM's ``EnableDisableAction`` (vllm/utils/argparse_utils.py:120): ``--x`` on,
     ``--no-x`` (or ``--disable-x`` for ``--enable-x``) off."""
 
     def __init__(self, option_strings, dest, **kw):
@@ -186,7 +186,7 @@ def build_vllm_parser(prog="python -m ddlab.target --dialect vllm") -> argparse.
 
 
 def non_default_args(ns: argparse.Namespace) -> dict:
-    """``get_non_default_args`` (vllm/entrypoints/common/startup.py:60-91): what differs from
+    """``get_non_default_args`` (vllm/entrypoints/common/startup.py:63-91): what differs from
     the parser's defaults, as vLLM names it (``model`` too when given positionally)."""
     defaults = vars(build_vllm_parser().parse_args([]))
     return {k: v for k, v in vars(ns).items() if defaults.get(k) != v}

@@ -16,7 +16,7 @@ device's static buffers) carries the target's own file and line. Lines vLLM
 does not print (SGLang's per-batch lines, its memory-pool lines) are None.
 Where vLLM's words would lie the target's truth wins: the pid is the one
 process's (both prefixes: the target is one process), the KV pool's device is
-``CPU`` on CPU (vLLM's own name for a CPU pool, kv_cache_utils.py:1146-1148),
+``CPU`` on CPU (vLLM's own name for a CPU pool, kv_cache_utils.py:1152-1154),
 the version is ``0.34.0+ddlab``.
 
 Kept free of torch: ``python -m ddlab.target`` imports it on its start path.
@@ -164,7 +164,7 @@ class VllmWords(Generation):
 
     def kv_capacity(self, device: str, tokens: int, max_model_len: int, concurrency: float):
         """vllm/v1/core/kv_cache_utils.py:1168 (the pool's device: ``GPU`` on CUDA, else its
-        type upper-cased, :1146-1148)."""
+        type upper-cased, :1152-1154)."""
         pools = "GPU" if device == "cuda" else device.upper()
         return line(f"{pools} KV cache size: {tokens:,} tokens, Maximum concurrency for "
                     f"{max_model_len:,} tokens per request: {concurrency:.2f}x",
@@ -188,7 +188,7 @@ class VllmWords(Generation):
 
     def capture_end(self, role, speculative, bs, elapsed_s, used_gb, avail_gb):
         """``capture_model`` (vllm/v1/worker/gpu/model_runner.py:1216); the draft's capture
-        is inside it (``self.speculator.capture()``, :1191): no line of its own."""
+        is inside it (``self.speculator.capture()``, :1194): no line of its own."""
         if role == "draft":
             return None
         return line(f"Graph capturing finished in {elapsed_s:.0f} secs, took {used_gb:.2f} GiB",

@@ -7,7 +7,7 @@ the file:line of each is beside it):
 1. API server: the version and model (vllm/entrypoints/common/startup.py:38: the logo, or
    ``vLLM server version X, serving model M`` with VLLM_DISABLE_LOG_LOGO=1), ``non-default
    args: {...}`` (startup.py:96), then the **bind** (``setup_server``,
-   vllm/entrypoints/launchers/launcher.py:373-381: before the engine, so a taken port fails at
+   vllm/entrypoints/launchers/launcher.py:373-380: before the engine, so a taken port fails at
    once: ``OSError: [Errno 98] Address already in use``, exit 1), then the engine config:
    ``Resolved architecture: ...`` (vllm/config/model.py:761), ``Using max model len N``
    (model.py:2214), ``Chunked prefill is enabled with max_num_batched_tokens=N.``
@@ -37,7 +37,7 @@ health.py:22-33), ``/ping``, ``/version``, ``/v1/models``, ``POST /v1/completion
 ``vllm_metrics``). Every ``VLLM_LOG_STATS_INTERVAL`` seconds (10, vLLM's default,
 vllm/envs.py:925-928) unless ``--disable-log-stats``: ``Engine 000: Avg prompt throughput: ...``
 (vllm/v1/metrics/loggers.py:335) and, with speculation, ``SpecDecoding metrics: ...``
-(vllm/v1/spec_decode/metrics.py:120); an idle interval logs nothing (loggers.py:284: DEBUG).
+(vllm/v1/spec_decode/metrics.py:120); an idle interval logs nothing (loggers.py:280: DEBUG).
 
 The engine core dying while serving (a fault: ``--debug-drop-verify-field positions``):
 ``EngineCore encountered a fatal error.`` + traceback (core.py:1759), ``AsyncLLM output_handler
@@ -220,7 +220,7 @@ def _models(state) -> dict:
 
 
 def _bad_request(path: str, exc: BadRequest) -> Reply:
-    """vLLM's ``ErrorResponse`` (vllm/entrypoints/serve/exception_handling/error_response.py)."""
+    """vLLM's ``ErrorResponse`` (vllm/entrypoints/serve/exception_handling/error_response.py:14-72)."""
     kind = "InternalServerError" if exc.status >= 500 else "BadRequestError"
     return json_reply({"error": {"message": str(exc), "type": kind, "param": None, "code": exc.status}},
                       exc.status)
@@ -229,8 +229,8 @@ def _bad_request(path: str, exc: BadRequest) -> Reply:
 # --- metrics -------------------------------------------------------------------------------
 
 def render_metrics(state) -> str:
-    """Prometheus text under vLLM 0.34.0's names (vllm/v1/metrics/loggers.py:480-1020,
-    vllm/v1/spec_decode/metrics.py:200-262), labels ``model_name`` and ``engine``, counters with
+    """Prometheus text under vLLM 0.34.0's names (vllm/v1/metrics/loggers.py:499-961,
+    vllm/v1/spec_decode/metrics.py:229-258), labels ``model_name`` and ``engine``, counters with
     prometheus_client's ``_total``."""
     eng, name = state.engine, state.name
     lab = f'model_name="{name}",engine="0"'
@@ -304,7 +304,7 @@ class _StatsLogger:
         per_pos = [a - (self.last[5][i] if i < len(self.last[5]) else 0) for i, a in enumerate(snap[5])]
         self.last, self.last_t, self.last_throughputs = snap, now, (prompt_tp, gen_tp)
         if idle:
-            return  # loggers.py:284: an idle engine logs at DEBUG
+            return  # loggers.py:280: an idle engine logs at DEBUG
         device = "GPU" if eng.runner.device.type == "cuda" else eng.runner.device.type.upper()
         _log(f"Engine 000: Avg prompt throughput: {prompt_tp:.1f} tokens/s, Avg generation throughput: "
              f"{gen_tp:.1f} tokens/s, Running: {len(eng.running)} reqs, Waiting: {len(eng.waiting)} reqs, "
@@ -358,7 +358,7 @@ def main(argv=None, prog="python -m ddlab.target --dialect vllm") -> int:
     _log(f"non-default args: {non_default_args_of(args)}", "startup.py:96")
     try:
         sock = _bind(args.host, args.port)
-    except OSError as e:  # setup_server's bind, before the engine (launcher.py:373-381)
+    except OSError as e:  # setup_server's bind, before the engine (launcher.py:373-380)
         traceback.print_exception(OSError(e.errno, os.strerror(e.errno)))
         return 1
     try:
