@@ -23,7 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ddlab.target.vllm_lines import CLIENT_MESSAGE, ENGINE_DEAD, KV_HINT, SOURCE_PARTS, SOURCES
+from ddlab.target.vllm_lines import CLIENT_MESSAGE, ENGINE_DEAD, KV_HINT
+from vllm_sources import SOURCE_PARTS, SOURCES
 from testhost.ports import free_port
 
 WHEEL = Path(os.environ.get("DDLAB_VLLM_WHEEL_DIR", "/work/wheels/vllm/0.34.0"))

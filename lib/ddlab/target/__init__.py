@@ -38,7 +38,21 @@ __all__ = ["main"]
 
 
 def main(argv=None, prog="python -m ddlab.target") -> int:
-    """Run the server (blocks); see ``ddlab.target.args`` for the flags."""
+    """Run the server (blocks); see ``ddlab.target.args`` for the flags, ``vllm_args`` for
+    ``--dialect vllm``'s."""
+    import sys
+
+    from ddlab.target.vllm_args import dialect_of
+
+    dialect, argv = dialect_of(sys.argv[1:] if argv is None else argv)
+    if dialect == "vllm":
+        from ddlab.target.vllm_server import main as serve_vllm
+
+        return serve_vllm(argv, f"{prog} --dialect vllm")
+    if dialect != "sglang":
+        print(f"{prog}: error: argument --dialect: invalid choice: {dialect!r} (choose from 'sglang', "
+              "'vllm')", file=sys.stderr)
+        return 2
     from ddlab.target.server import main as serve
 
     return serve(argv, prog)

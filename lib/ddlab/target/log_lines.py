@@ -335,10 +335,8 @@ GENERATIONS = {g.name: g for g in (Generation(), Generation04())}
 LOG_FORMATS = tuple(GENERATIONS)
 
 
-def generation(name: str) -> Generation:
-    """The words of ``--log-format`` ``name``; ``vllm`` is the vLLM dialect's (``vllm_lines``)."""
-    if name == "vllm":
-        from ddlab.target.vllm_lines import VLLM
+DIALECTS: dict[str, Generation] = {}  # other servers' words, registered by their module (vllm_lines)
 
-        return VLLM
-    return GENERATIONS[name]
+
+def generation(name: str) -> Generation:
+    return GENERATIONS.get(name) or DIALECTS[name]

@@ -311,17 +311,6 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def main(argv=None, prog="python -m ddlab.target") -> int:
-    from ddlab.target.vllm_args import dialect_of
-
-    dialect, argv = dialect_of(sys.argv[1:] if argv is None else argv)
-    if dialect == "vllm":
-        from ddlab.target.vllm_server import main as vllm_main
-
-        return vllm_main(argv, f"{prog} --dialect vllm")
-    if dialect != "sglang":
-        print(f"{prog}: error: argument --dialect: invalid choice: {dialect!r} (choose from 'sglang', "
-              "'vllm')", file=sys.stderr)
-        return 2
     args, warnings = parse_command_line(argv, prog)
     setup_logging(args.log_level, args.log_level_http)
     state = ServerState(args)

@@ -1,45 +1,16 @@
 """``python -m ddlab.target --dialect vllm [vllm serve flags]``: vLLM 0.34.0's flags, for what the
 target can do, resolved into the engine's ``ServerArgs``.
 
-Contract: ``parse_vllm_args(argv) -> VllmServerArgs`` (argv without ``--dialect vllm``). Parsed
-as ``vllm serve`` parses them (vllm/entrypoints/cli/serve.py, vllm/entrypoints/common/cli_args.py,
-vllm/engine/arg_utils.py (0.34.0); each flag's line is beside it below, as ddlab's table of the
-release records it, lib/ddlab/config/vllm_flags/vllm-0.34.0.json): the model positionally
-(``model_tag``, which wins over ``--model``, serve.py:56-57) or ``--model``; underscores in a flag's
-name read as dashes (``FlexibleArgumentParser.parse_args``, vllm/utils/argparse_utils.py:379-395);
-argparse's errors (``unrecognized arguments``, exit 2) otherwise.
-
-What each flag does here:
-
-- ``--speculative-config``/``-sc`` JSON (arg_utils.py:1896, ``json.loads`` at parse time): its keys
-  are checked against the real ``SpeculativeConfig`` fields of 0.34.0 (ddlab's table), as vLLM's
-  pydantic class does when the engine config is made (a key that is no field: "Unexpected keyword
-  argument"). ``method``: ``eagle``/``eagle3`` run the target's drafter as a chain of
-  ``num_speculative_tokens`` (1..15: the drafter's block is 16), ``ngram`` runs prompt lookup on
-  the request's own tokens (``prompt_lookup_min``/``_max``, default 5 each as vLLM's,
-  vllm/config/speculative.py:551-556); with ``"speculative_token_tree"`` absent. ``model`` names
-  the drafter (default: the built-in target's own). Another method of 0.34.0 (mtp, draft_model,
-  suffix, dflash, ...) is refused in the target's words; ``num_speculative_tokens`` missing or not
-  > 0 in vLLM's (speculative.py:1653-1664; the field's ``gt=0``, :455).
-- ``--enforce-eager`` (arg_utils.py:1007): no graphs. ``--compilation-config``/``-cc``
-  (arg_utils.py:1921) ``{"cudagraph_mode": ...}``: ``NONE`` = no graphs, any other of vLLM's modes
-  (read upper-cased, vllm/config/compilation.py:1028) = the target's decode graphs;
-  ``cudagraph_capture_sizes`` / ``--cudagraph-capture-sizes`` (arg_utils.py:1854) = the batch
-  sizes captured; ``max_cudagraph_capture_size`` / ``--max-cudagraph-capture-size``
-  (arg_utils.py:1857) = the largest. Other CompilationConfig fields are accepted and unused.
-- ``--gpu-memory-utilization`` (arg_utils.py:1403; 0.34.0 resolves None to 0.92 on a GPU):
-  weights + KV pool share of the device budget. ``--max-num-seqs`` (:1772; vLLM's default for
-  the API server on a device under 70 GiB: 256, arg_utils.py:3040-3043). ``--max-model-len``
-  (:998, ``human_readable_int_or_auto``: ``32k``, ``1K``, ``auto``, ``-1``). ``--port`` (8000),
-  ``--host`` (None: every interface), ``--api-key``, ``--uvicorn-log-level``,
-  ``--disable-uvicorn-access-log`` (cli_args.py:283), ``--served-model-name`` (:1037), ``--seed``
-  (:985), ``--tensor-parallel-size``/``-tp`` (:1223, 1 only), ``--max-num-batched-tokens`` (:1758,
-  logged only), ``--enable-prefix-caching`` (:1420, accepted: the target caches no prefixes),
-  ``--disable-log-stats`` (:1950: no periodic stats lines).
-- The target's own, as in the SGLang dialect: ``--device``, ``--device-memory-gb``,
-  ``--cpu-threads``, and the fault switches ``--debug-drop-verify-field``,
-  ``--debug-drop-verify-mode``, ``--debug-graph-tokens-per-req``, ``--debug-load-delay-s``.
-
+Contract: ``parse_vllm_args(argv) -> VllmServerArgs`` (argv without ``--dialect vllm``), parsed
+as ``vllm serve`` parses them (each flag's source in docs/target.md, "vLLM dialect"): the model
+positionally (wins over ``--model``, vllm/entrypoints/cli/serve.py:56-57); underscores in a
+flag's name read as dashes (vllm/utils/argparse_utils.py:379-395); argparse's errors otherwise
+(exit 2). ``--speculative-config``: ``eagle``/``eagle3`` run the drafter as a chain of
+``num_speculative_tokens`` (DFLASH's path with block size k + 1), ``ngram`` prompt lookup on
+the request's own tokens; its keys are checked against the real ``SpeculativeConfig`` fields
+(ddlab's 0.34.0 table) and a bad one is kept as ``vllm_spec_error``, raised where vLLM raises
+it (when the API server makes the engine config). ``--enforce-eager`` or ``cudagraph_mode:
+NONE``: no graphs. The target's own switches (device, budget, faults) as in the SGLang dialect.
 Kept free of torch (the start path).
 """
 
@@ -53,6 +24,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
+from ddlab.target import vllm_lines  # noqa: F401 (registers the dialect's words for the engine)
 from ddlab.target.args import (DROP_MODES, VERIFY_FIELDS, ServerArgs, _non_negative_float, _positive)
 
 __all__ = ["VllmServerArgs", "build_vllm_parser", "parse_vllm_args", "METHODS", "dialect_of",
@@ -75,6 +47,7 @@ class VllmServerArgs(ServerArgs):
     port: int = 8000
     host: str = ""
     ngram: tuple | None = None
+    vllm_spec_error: Exception | None = None
     spec_method: str | None = None
     num_speculative_tokens: int | None = None
     enforce_eager: bool = False
@@ -273,7 +246,6 @@ def parse_vllm_args(argv=None, prog="python -m ddlab.target --dialect vllm") -> 
         disable_log_stats=ns.disable_log_stats, uvicorn_log_level=ns.uvicorn_log_level,
         disable_uvicorn_access_log=ns.disable_uvicorn_access_log, vllm=vars(ns))
     if ns.speculative_config is not None:
-        args.vllm_spec_error = None
         try:
             spec = _speculative(ns.speculative_config, parser.error)
         except ValueError as e:
