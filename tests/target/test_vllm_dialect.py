@@ -425,3 +425,20 @@ def test_a_kv_cache_too_small_fails_the_engine_start_in_vllms_words(util, text):
     assert "[core.py:1757] EngineCore failed to start." in done.stderr
     assert text in done.stderr
     assert "Engine core initialization failed" in done.stderr
+
+
+def test_sigterm_stops_uvicorn_gracefully_and_exits_0(tmp_path):
+    s = Server(tmp_path, "--enforce-eager")
+    s.wait()
+    s.proc.terminate()
+    assert s.exit_code() == 0
+    tail = s.log().split(READY, 1)[1]
+    assert tail.split() == "INFO: Shutting down INFO: Waiting for application shutdown. INFO: Application " \
+                           "shutdown complete. INFO: Finished server process [{}]".format(s.proc.pid).split()
+
+
+def test_an_unknown_dialect_is_refused(capsys):
+    from ddlab.target import main
+
+    assert main(["--dialect", "trtllm", "--port", "1"]) == 2
+    assert "argument --dialect: invalid choice: 'trtllm' (choose from 'sglang', 'vllm')" in capsys.readouterr().err
