@@ -84,3 +84,37 @@ def test_block_sized_graph_is_skipped_by_0_5_23s_width_guard(reference):
                "--debug-graph-tokens-per-req", "16")
     assert e.generate([PROMPTS[0]], 64)[0].output_ids == reference[0]
     assert not e.runner.last_used_graph
+
+
+# --- the vLLM dialect on CUDA (issue 28 item 4): the same engine, vLLM's flags ----------------
+
+def vllm_engine(*flags):
+    from ddlab.target.vllm_args import parse_vllm_args
+
+    return Engine(parse_vllm_args(["--device", "cuda", *flags]))
+
+
+VLLM_CONFIGS = {
+    "eagle3-k4": ("-sc", '{"method": "eagle3", "num_speculative_tokens": 4}'),
+    "eagle-k15": ("-sc", '{"method": "eagle", "num_speculative_tokens": 15}'),
+    "ngram-k4": ("-sc", '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 2, '
+                        '"prompt_lookup_max": 3}'),
+}
+
+
+@pytest.mark.parametrize("flags", VLLM_CONFIGS.values(), ids=VLLM_CONFIGS.keys())
+def test_vllm_dialect_graphs_are_captured_and_lossless(reference, flags):
+    e = vllm_engine(*flags)
+    assert e.runner.graph_runner.graphs and e.spec.num_draft_slots in (4, 15)
+    assert [e.generate([p], 64)[0].output_ids for p in PROMPTS] == reference
+    assert [r.output_ids for r in e.generate(PROMPTS[:3], 64)] == reference[:3]
+    assert e.metrics.num_drafts > 0 and e.runner.last_used_graph
+    eager = vllm_engine(*flags, "--enforce-eager")
+    assert eager.runner.graph_runner is None
+    assert [r.output_ids for r in eager.generate(PROMPTS, 64)] == reference
+
+
+def test_vllm_dialect_replay_crash_on_cuda():
+    e = vllm_engine(*VLLM_CONFIGS["eagle3-k4"], "--debug-drop-verify-field", "positions")
+    with pytest.raises(TypeError, match="NoneType"):
+        e.generate([PROMPTS[0]], 8)

@@ -7,8 +7,8 @@ drafter (trained by ``python -m ddlab.target.train``, shipped as fp16
 safetensors in ``weights/``), decoded greedily and losslessly with no
 speculation, a DFlash chain, or a DDTree best-first tree verified in one
 batched forward pass, behind SGLang's flag names, HTTP API and log lines
-(SGLang 0.5.23's by default, 0.4.x's with ``--log-format 0.4``). Every
-figure it reports comes from decoding it did.
+(SGLang 0.5.23's by default, 0.4.x's with ``--log-format 0.4``), or behind vLLM
+0.34.0's with ``--dialect vllm``. Every figure it reports comes from decoding it did.
 
 Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
 
@@ -28,6 +28,9 @@ Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
     server.py             endpoints; main: launcher, engine, uvicorn's start, warmup
     openai_api.py         /v1/models, /v1/completions, /v1/chat/completions
     requests.py           what a request may ask, for both HTTP APIs
+    vllm_args.py          --dialect vllm: vLLM 0.34.0's serve flags -> ServerArgs
+    vllm_lines.py         vLLM's log format, lines and crash texts, each with its source line
+    vllm_server.py        --dialect vllm: vLLM's startup order, endpoints, /metrics, stats lines
     train.py              training of both networks
 """
 
@@ -35,7 +38,21 @@ __all__ = ["main"]
 
 
 def main(argv=None, prog="python -m ddlab.target") -> int:
-    """Run the server (blocks); see ``ddlab.target.args`` for the flags."""
+    """Run the server (blocks); see ``ddlab.target.args`` for the flags, ``vllm_args`` for
+    ``--dialect vllm``'s."""
+    import sys
+
+    from ddlab.target.vllm_args import dialect_of
+
+    dialect, argv = dialect_of(sys.argv[1:] if argv is None else argv)
+    if dialect == "vllm":
+        from ddlab.target.vllm_server import main as serve_vllm
+
+        return serve_vllm(argv, f"{prog} --dialect vllm")
+    if dialect != "sglang":
+        print(f"{prog}: error: argument --dialect: invalid choice: {dialect!r} (choose from 'sglang', "
+              "'vllm')", file=sys.stderr)
+        return 2
     from ddlab.target.server import main as serve
 
     return serve(argv, prog)

@@ -13,8 +13,10 @@ import warnings
 
 from ddlab.target.args import log_format_of
 from ddlab.target.log_lines import generation
+from ddlab.target.vllm_args import dialect_of
 
-said = generation(log_format_of(sys.argv[1:])).entrypoint_warning("ddlab.target", "ddlab target")
+said = None if dialect_of(sys.argv[1:])[0] != "sglang" else \
+    generation(log_format_of(sys.argv[1:])).entrypoint_warning("ddlab.target", "ddlab target")
 if said:
     warnings.warn(
         said, UserWarning, stacklevel=1)

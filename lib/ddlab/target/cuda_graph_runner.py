@@ -66,6 +66,12 @@ def capture_graph(forward, pool=None):
     return graph, output
 
 
+
+def _log(said) -> None:
+    """Log a line the dialect says (None: it says nothing there)."""
+    if said:
+        logger.info(said)
+
 class ForwardBatch:
     """One verify (or decode) step's inputs, flattened over (request, token)."""
 
@@ -137,8 +143,11 @@ class CudaGraphRunner:
     def capture(self, memory, backend="full") -> float:
         """Allocate the static buffers and capture (CUDA) or dry-run (CPU) each batch size."""
         need, spec = self.static_bytes(), self.runner.spec.algorithm is not None
-        logger.info(self.words.capture_begin("target", spec, self.T, backend, memory.avail_gb()))
+        _log(self.words.capture_begin("target", spec, self.T, backend, memory.avail_gb()))
         t0, before = time.perf_counter(), memory.avail_bytes()
+        if need > memory.avail_bytes() and (
+                oom := self.words.capture_error(need, memory.avail_bytes(), memory.total_bytes)):
+            raise oom  # a dialect whose server does not wrap the allocator's error (vLLM)
         try:
             if need > memory.avail_bytes():
                 raise RuntimeError(f"static verify buffers for bs {self.bs_list} x {self.T} tokens/req "
@@ -151,10 +160,9 @@ class CudaGraphRunner:
         memory.charge(need)
         used = (before - memory.avail_bytes()) / GB
         if not self.cuda:
-            logger.info(f"CPU device: static buffers allocated for bs {self.bs_list} x {self.T} "
-                        f"tokens/req; the forward runs from them without CUDA graph capture")
-        logger.info(self.words.capture_end("target", spec, self.bs_list, time.perf_counter() - t0, used,
-                                           memory.avail_gb()))
+            _log(self.words.cpu_static_buffers(self.bs_list, self.T))
+        _log(self.words.capture_end("target", spec, self.bs_list, time.perf_counter() - t0, used,
+                                    memory.avail_gb()))
         return used
 
     def _forward(self, bs):
@@ -234,7 +242,7 @@ class DraftGraphRunner:
 
     def capture(self, memory, backend="full") -> float:
         block = self.runner.spec.block_size
-        logger.info(self.words.capture_begin("draft", True, block, backend, memory.avail_gb()))
+        _log(self.words.capture_begin("draft", True, block, backend, memory.avail_gb()))
         t0, before, dev = time.perf_counter(), memory.avail_bytes(), self.runner.device
         try:
             self.inputs = torch.zeros(3, self.max_bs, dtype=torch.long, device=dev)
@@ -246,8 +254,8 @@ class DraftGraphRunner:
         except RuntimeError as e:  # SGLang's wrapper: raised inside the except, no "from"
             raise Exception(f"Capture cuda graph failed: {e}\n{self.words.capture_failed_msg}")
         used = (before - memory.avail_bytes()) / GB
-        logger.info(self.words.capture_end("draft", True, self.bs_list, time.perf_counter() - t0, used,
-                                           memory.avail_gb()))
+        _log(self.words.capture_end("draft", True, self.bs_list, time.perf_counter() - t0, used,
+                                    memory.avail_gb()))
         return used
 
     def _forward(self, bs):

@@ -90,11 +90,11 @@ class Engine:
         self.max_running_requests = self.runner.max_running_requests
         self.context_len = self.runner.context_len
         self.words = self.runner.words
-        logger.info(f"max_total_num_tokens={self.pool.capacity_tokens}, "
-                    f"chunked_prefill_size={args.chunked_prefill_size}, "
-                    f"max_prefill_tokens={args.max_prefill_tokens}, "
-                    f"max_running_requests={self.max_running_requests}, context_len={self.context_len}, "
-                    f"available_gpu_mem={self.runner.memory.avail_gb():.2f} GB")
+        said = self.words.max_total(tokens=self.pool.capacity_tokens, chunked=args.chunked_prefill_size,
+                                    max_prefill=args.max_prefill_tokens, running=self.max_running_requests,
+                                    context_len=self.context_len, avail_gb=self.runner.memory.avail_gb())
+        if said:
+            logger.info(said)
         self.waiting, self.running = collections.deque(), []
         self.cond = threading.Condition()
         self.metrics = Metrics()
@@ -164,13 +164,18 @@ class Engine:
         now, n_new = time.perf_counter(), sum(len(r.input_ids) for r in reqs)
         input_tok_s = n_new / max(now - self._last_prefill_log, 1e-9)
         self._last_prefill_log = now
-        logger.info(self.words.prefill(len(reqs), n_new, self._token_usage(), len(self.running),
-                                       len(self.waiting), input_tok_s))
+        said = self.words.prefill(len(reqs), n_new, self._token_usage(), len(self.running),
+                                  len(self.waiting), input_tok_s)
+        if said:
+            logger.info(said)
 
     def _decode(self):
         results = decode_step(self.runner, self.spec, self.running)
         iv = self._interval
-        for req, (tokens, accept_len) in zip(self.running, results):
+        m = self.metrics
+        for req, (tokens, accept_len, drafted) in zip(self.running, results):
+            if drafted:  # vLLM's SpecDecodingStats.observe_draft (a request with no draft: none)
+                m.observe_draft(drafted, accept_len - 1)
             req.seq_len += accept_len
             req.bonus = tokens[-1]
             req.verify_ct += 1
@@ -243,9 +248,11 @@ class Engine:
             m.spec_accept_length, m.spec_accept_rate = accept
             m.accepted_total += iv["accepted"]
             m.verifies_total += iv["verifies"]
-        logger.info(self.words.decode(len(self.running), sum(r.seq_len for r in self.running),
-                                      self._token_usage(), accept, self.runner.last_used_graph,
-                                      m.gen_throughput, len(self.waiting)))
+        said = self.words.decode(len(self.running), sum(r.seq_len for r in self.running),
+                                 self._token_usage(), accept, self.runner.last_used_graph,
+                                 m.gen_throughput, len(self.waiting))
+        if said:
+            logger.info(said)
         self._interval = {"steps": 0, "tokens": 0, "verifies": 0, "accepted": 0, "t0": now}
 
     def run_forever(self, on_crash) -> None:
@@ -261,7 +268,7 @@ class Engine:
                 self.metrics.num_running, self.metrics.num_queue = len(self.running), len(self.waiting)
                 self.metrics.token_usage = self._token_usage()
         except BaseException:
-            logger.error(f"Scheduler hit an exception: {traceback.format_exc()}")
+            self.words.log_scheduler_crash(logger, traceback.format_exc())
             on_crash()
 
     def generate(self, prompts, max_new_tokens=128, **kw) -> list[Req]:

@@ -144,6 +144,49 @@ class Generation:
         return (f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, K size: {_gb(k_gb)}, "
                 f"V size: {_gb(v_gb)}")
 
+    # Hooks the vLLM dialect words differently (vllm_lines); SGLang's texts, or nothing.
+
+    def load_begin(self, avail_gb: float) -> str | None:
+        return f"Load weight begin. avail mem={_gb(avail_gb)}"
+
+    def model_loaded(self, used_bytes: float, elapsed_s: float) -> str | None:
+        return None
+
+    def memory_pool_end(self, avail_gb: float) -> str | None:
+        return f"Memory pool end. avail mem={_gb(avail_gb)}"
+
+    def kv_available(self, nbytes: int) -> str | None:
+        return None
+
+    def kv_capacity(self, device: str, tokens: int, max_model_len: int, concurrency: float) -> str | None:
+        return None
+
+    def kv_pool_error(self, rest_bytes: int, needed_bytes: int, max_model_len: int,
+                      estimated_max_len: int) -> Exception:
+        """A KV pool that cannot hold one request (the same words in 0.4 and 0.5.23)."""
+        return RuntimeError(NOT_ENOUGH_MEMORY)
+
+    def capture_error(self, need_bytes: int, avail_bytes: int, total_bytes: int) -> Exception | None:
+        """The error static buffers that do not fit raise (None: the target's RuntimeError,
+        inside SGLang's ``Capture cuda graph failed`` wrapper)."""
+        return None
+
+    def cpu_static_buffers(self, bs_list, tokens) -> str | None:
+        return (f"CPU device: static buffers allocated for bs {bs_list} x {tokens} tokens/req; "
+                "the forward runs from them without CUDA graph capture")
+
+    def max_total(self, *, tokens, chunked, max_prefill, running, context_len, avail_gb) -> str | None:
+        return (f"max_total_num_tokens={tokens}, chunked_prefill_size={chunked}, "
+                f"max_prefill_tokens={max_prefill}, max_running_requests={running}, "
+                f"context_len={context_len}, available_gpu_mem={avail_gb:.2f} GB")
+
+    longer_context_env = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+    dialect = "sglang"
+
+    def log_scheduler_crash(self, logger, formatted_traceback: str) -> None:
+        """The scheduler thread's last words (0.5.23 scheduler.py's ``run_scheduler_process``)."""
+        logger.error(f"Scheduler hit an exception: {formatted_traceback}")
+
     def draft_runner(self, algorithm: str, block_size: int, drafter_arch: str) -> str | None:
         """The DFLASH worker's init line (DDTree's own line is ``spec.describe``)."""
         if algorithm != "DFLASH":
@@ -292,5 +335,8 @@ GENERATIONS = {g.name: g for g in (Generation(), Generation04())}
 LOG_FORMATS = tuple(GENERATIONS)
 
 
+DIALECTS: dict[str, Generation] = {}  # other servers' words, registered by their module (vllm_lines)
+
+
 def generation(name: str) -> Generation:
-    return GENERATIONS[name]
+    return GENERATIONS.get(name) or DIALECTS[name]

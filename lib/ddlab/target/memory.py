@@ -60,12 +60,13 @@ def tensor_bytes(tensors) -> int:
 
 
 def plan_kv_pool(memory: DeviceMemory, mem_fraction_static: float, slot_bytes: int,
-                 max_running_requests: int) -> int:
-    """How many request slots the KV pool gets (>= 1, plus the padding slot), or SGLang's error."""
+                 max_running_requests: int, error=None) -> int:
+    """How many request slots the KV pool gets (>= 1, plus the padding slot), or SGLang's error
+    (``error(rest_bytes)``: the exception to raise instead, given what the pool could have)."""
     rest = memory.avail_bytes() - memory.total_bytes * (1 - mem_fraction_static)
     slots = int(rest // slot_bytes) - 1 if rest > 0 else 0
     if slots < 1:
-        raise RuntimeError(NOT_ENOUGH_MEMORY)
+        raise error(rest - slot_bytes) if error else RuntimeError(NOT_ENOUGH_MEMORY)
     return min(slots, max_running_requests)
 
 

@@ -51,6 +51,19 @@ class Metrics:
         self.token_usage = 0.0
         self.verify_calls = self.generation_tokens = self.prompt_tokens = self.requests = 0
         self.ttft, self.itl, self.e2e = Histogram(), Histogram(), Histogram()
+        # vLLM's speculative counters (vllm/v1/spec_decode/metrics.py:26-49 (0.34.0)), lifetime
+        self.num_drafts = self.num_draft_tokens = self.num_accepted_tokens = 0
+        self.accepted_per_pos: list[int] = []
+        self.finished_by_reason: dict[str, int] = {}
+
+    def observe_draft(self, num_draft_tokens: int, num_accepted_tokens: int) -> None:
+        self.num_drafts += 1
+        self.num_draft_tokens += num_draft_tokens
+        self.num_accepted_tokens += num_accepted_tokens
+        if len(self.accepted_per_pos) < num_accepted_tokens:
+            self.accepted_per_pos += [0] * (num_accepted_tokens - len(self.accepted_per_pos))
+        for i in range(num_accepted_tokens):
+            self.accepted_per_pos[i] += 1
 
     @property
     def avg_spec_accept_length(self):
@@ -59,6 +72,8 @@ class Metrics:
 
     def observe_finished(self, req) -> None:
         self.requests += 1
+        reason = (req.finish_reason or {}).get("type", "abort")
+        self.finished_by_reason[reason] = self.finished_by_reason.get(reason, 0) + 1
         self.ttft.observe(req.first_token_at - req.created)
         self.e2e.observe(req.finished_at - req.created)
         for (t_prev, _), (t, n) in zip(req.token_times, req.token_times[1:]):

@@ -63,7 +63,7 @@ def context_length(asked: int | None, derived: int, words) -> int:
     if not asked or asked <= derived:
         return asked or derived
     warning, error = words.longer_context(asked, derived)
-    allowed = os.environ.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", words.longer_context_default)
+    allowed = os.environ.get(words.longer_context_env, words.longer_context_default)
     if allowed.lower() not in words.truthy:
         raise ValueError(error)
     logger.warning(warning)
@@ -80,8 +80,10 @@ class ModelRunner:
     def __init__(self, args, spec):
         self.args, self.spec, self.words = args, spec, generation(args.log_format)
         self._init_device()
+        t_load = time.perf_counter()
         self.target = self._load(args.model_path, delay_s=args.debug_load_delay_s)
-        self.drafter = self._load(spec.draft_path) if spec.algorithm else None
+        self.drafter = self._load(spec.draft_path) if spec.uses_drafter else None
+        self._log(self.words.model_loaded(self.weight_gb * GB, time.perf_counter() - t_load))
         spec.resolve(self.drafter)
         if self.drafter is not None:
             self._log(spec.describe(self.words, self.drafter.cfg.architecture),
@@ -110,7 +112,7 @@ class ModelRunner:
                                        self.memory.used_gb()))
 
     def _load(self, path, *, delay_s: float = 0.0):
-        logger.info(f"Load weight begin. avail mem={self.memory.avail_gb():.2f} GB")
+        self._log(self.words.load_begin(self.memory.avail_gb()))
         t0, before = time.perf_counter(), self.memory.avail_bytes()
         model = load_model(path, self.device)
         time.sleep(delay_s)  # --debug-load-delay-s: a GPU host's minutes of weight loading
@@ -128,7 +130,13 @@ class ModelRunner:
         with_drafter = self.drafter is not None
         slot_bytes = KVPool.slot_bytes(cfg.n_layer, cfg.d_model, self.slot_tokens, with_drafter)
         want = self.args.max_running_requests or 48
-        slots = plan_kv_pool(self.memory, self.args.mem_fraction_static, slot_bytes, want)
+        slots = plan_kv_pool(self.memory, self.args.mem_fraction_static, slot_bytes, want,
+                             error=lambda rest: self.words.kv_pool_error(
+                                 rest, slot_bytes, self.context_len,
+                                 int(rest // (slot_bytes // self.slot_tokens)) - spec.tokens_per_req))
+        self._log(self.words.kv_available(slots * slot_bytes),
+                  self.words.kv_capacity(self.device.type, slots * self.slot_tokens, self.context_len,
+                                         slots * self.slot_tokens / self.context_len))
         self.pool = KVPool(cfg.n_layer, cfg.n_head, cfg.d_model // cfg.n_head, cfg.d_model, slots,
                            self.slot_tokens, self.device, with_drafter)
         self.max_running_requests = slots
@@ -147,7 +155,7 @@ class ModelRunner:
         self.memory.charge(k_bytes + v_bytes)
         self._log(self.words.kv_allocated(str(k[0].dtype), self.pool.capacity_tokens, k_bytes / GB,
                                           v_bytes / GB),
-                  f"Memory pool end. avail mem={self.memory.avail_gb():.2f} GB")
+                  self.words.memory_pool_end(self.memory.avail_gb()))
 
     def _init_graphs(self):
         """SGLang's ``capture_cuda_graphs`` per worker, target then drafter (0.5.23

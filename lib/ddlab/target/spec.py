@@ -31,14 +31,28 @@ __all__ = ["SpecConfig", "decode_step", "draft_path"]
 
 class SpecConfig:
     def __init__(self, args):
-        self.algorithm = speculative_algorithm(args.speculative_algorithm)  # None, DFLASH or DDTREE
-        self.draft_path = draft_path(args)
+        # None, DFLASH, DDTREE; or NGRAM (the vLLM dialect's prompt lookup: no drafter)
+        self.ngram = getattr(args, "ngram", None)  # (min n, max n) or None
+        self.algorithm = "NGRAM" if self.ngram else speculative_algorithm(args.speculative_algorithm)
+        self.draft_path = None if self.ngram else draft_path(args)
         self.block_size = args.speculative_dflash_block_size or args.speculative_num_draft_tokens
         self.budget, self.topk_cap = args.speculative_ddtree_budget, args.speculative_ddtree_topk_cap
         self.tokens_per_req = 1
 
+    @property
+    def uses_drafter(self) -> bool:
+        return self.algorithm in ("DFLASH", "DDTREE")
+
+    @property
+    def num_draft_slots(self) -> int:
+        """Draft tokens per request and step at most (vLLM's ``num_speculative_tokens``)."""
+        return self.tokens_per_req - 1
+
     def resolve(self, drafter):
         """Fill defaults from the drafter's config and check the flags against it."""
+        if self.algorithm == "NGRAM":
+            self.tokens_per_req = self.block_size
+            return
         if drafter is None:
             self.block_size = self.budget = None
             return
@@ -72,11 +86,26 @@ def draft_path(args) -> str | None:
     return path
 
 
-def _trees(runner, spec, dev_in, bonus):
+def ngram_proposal(ids: list[int], k: int, n_min: int, n_max: int) -> list[int]:
+    """Prompt lookup on a request's own tokens (vLLM's ``ngram`` method): the longest suffix of
+    ``ids`` (n_max down to n_min tokens) that occurred earlier; the up to ``k`` tokens that
+    followed its most recent earlier occurrence. [] when no suffix recurs."""
+    for n in range(min(n_max, len(ids) - 1), n_min - 1, -1):
+        suffix = ids[-n:]
+        for start in range(len(ids) - n - 1, -1, -1):
+            if ids[start:start + n] == suffix:
+                return ids[start + n:start + n + k]
+    return []
+
+
+def _trees(runner, spec, dev_in, bonus, reqs=None):
     """Each request's draft tree as (tokens, parent, depth) lists, padded to T nodes."""
     T = spec.tokens_per_req
     if spec.algorithm is None:
         return [([b], [0], [0]) for b in bonus]
+    if spec.algorithm == "NGRAM":
+        return [pad_tree(*chain(ngram_proposal(r.input_ids + r.output_ids, T - 1, *spec.ngram), b), T)
+                for r, b in zip(reqs, bonus)]
     proposal = runner.propose(dev_in[0], dev_in[1], dev_in[2])
     if spec.algorithm == "DFLASH":
         return [chain(ids, b) for ids, b in zip(proposal, bonus)]
@@ -112,17 +141,19 @@ def build_batch(runner, spec, trees, slots, seqs):
 
 
 def decode_step(runner, spec, reqs):
-    """Advance each request by one verify: -> [(new tokens, accept length)], one per request."""
+    """Advance each request by one verify: -> [(new tokens, accept length, draft tokens)], one
+    per request (accept length = root + accepted drafts = tokens gained)."""
     S = runner.slot_tokens
     slots, seqs, bonus = [r.slot for r in reqs], [r.seq_len for r in reqs], [r.bonus for r in reqs]
-    dev_in = torch.tensor([slots, seqs, bonus]).to(runner.device) if spec.algorithm else None
-    trees = _trees(runner, spec, dev_in, bonus)
+    dev_in = torch.tensor([slots, seqs, bonus]).to(runner.device) if spec.uses_drafter else None
+    trees = _trees(runner, spec, dev_in, bonus, reqs)
     fb = build_batch(runner, spec, trees, slots, seqs)
     target_ids = runner.forward_verify(fb, max(seqs), slots).tolist()
     out, src, dst = [], [], []
     for (tokens, parent, _), tgt, slot, seq in zip(trees, target_ids, slots, seqs):
         path, nxt = walk(tokens, parent, tgt)
-        out.append(([tokens[i] for i in path[1:]] + [nxt], len(path)))
+        drafted = sum(1 for i, p in enumerate(parent) if p != i)  # real nodes (padding: own parent)
+        out.append(([tokens[i] for i in path[1:]] + [nxt], len(path), drafted))
         base = slot * S + seq
         for j, node in enumerate(path):
             if node != j:
