@@ -89,6 +89,23 @@ def test_the_pareto_draws_the_baselines_curve_and_each_configs():
     assert [t.get_text() for t in speed.axes[0].get_xticklabels()] == [str(c) for c in LEVELS]
 
 
+def test_a_config_has_one_colour_in_both_workload_figures():
+    """The Pareto draws the baseline too, the speedup figure does not: before, counting the
+    baseline shifted every config's colour between the two (H200 run, 2026-12-03)."""
+    from matplotlib.colors import to_hex
+
+    frame = _levels({"local-b16": PAYS_THEN_LOSES, "local-b32": EVERY})
+
+    def colours(figure):  # each config's error-bar curve, by its label
+        return {bars.get_label(): to_hex(bars.lines[0].get_color())
+                for bars in figure.axes[0].containers if bars.get_label().startswith("local")}
+
+    pareto_colours, speedup_colours = colours(pareto(frame)), colours(speedup_vs_concurrency(frame))
+    assert set(pareto_colours) == {"local-b16", "local-b32"}
+    assert pareto_colours == speedup_colours
+    assert len(set(pareto_colours.values())) == 2
+
+
 def test_the_explorer_offers_the_workload_views_only_with_levels():
     from ddlab.report.plots import VIEWS, explorer
 

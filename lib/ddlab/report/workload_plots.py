@@ -30,6 +30,13 @@ def _configs(frame: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
             for name, rows in measured.groupby("name", sort=False)]
 
 
+def _colours(levels: pd.DataFrame) -> dict[str, str]:
+    """One colour per speculative config, the same in every workload figure (the Pareto
+    also draws the baselines, the speedup figure does not: counting them shifted colours)."""
+    spec = levels[levels["role"] != "baseline"]
+    return {name: f"C{n}" for n, name in enumerate(spec["name"].drop_duplicates())}
+
+
 def _err(rows: pd.DataFrame, metric: str):
     low, high = rows.get(f"{metric}_ci_low"), rows.get(f"{metric}_ci_high")
     if low is None or high is None or low.isna().all():
@@ -47,12 +54,13 @@ def pareto(levels: pd.DataFrame) -> Figure | None:
     fig = SweepFigure(figsize=(7.5, 4.8))
     ax = fig.subplots()
     baselines = iter(("black", "dimgray", "darkgray"))  # one per graphs setting (and host)
-    for n, (name, rows) in enumerate(_configs(levels)):
+    colours = _colours(levels)
+    for name, rows in _configs(levels):
         baseline = (rows["role"] == "baseline").all()
         ax.errorbar(rows["output_tok_s"], rows["user_tok_s"], xerr=_err(rows, "output_tok_s"),
                     yerr=_err(rows, "user_tok_s"), marker="s" if baseline else "o",
                     linestyle="--" if baseline else "-",
-                    color=next(baselines, "gray") if baseline else f"C{n}",
+                    color=next(baselines, "gray") if baseline else colours[name],
                     capsize=2, label=f"{name} (no speculation)" if baseline else name)
         for _, row in rows.iterrows():
             ax.annotate(f"c{int(row['concurrency'])}", (row["output_tok_s"], row["user_tok_s"]),
@@ -75,9 +83,10 @@ def speedup_vs_concurrency(levels: pd.DataFrame) -> Figure | None:
     fig = SweepFigure(figsize=(7.5, 4.2))
     ax = fig.subplots()
     spec = levels[(levels["role"] != "baseline") & levels["speedup"].notna()]
-    for n, (name, rows) in enumerate(_configs(spec)):
+    colours = _colours(levels)
+    for name, rows in _configs(spec):
         ax.errorbar(rows["concurrency"], rows["speedup"], yerr=_err(rows, "speedup"),
-                    marker="o", capsize=3, color=f"C{n}", label=name)
+                    marker="o", capsize=3, color=colours[name], label=name)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="no speculation (1x)")
     ax.set_xscale("log", base=2)
     ticks = sorted(int(c) for c in levels["concurrency"].dropna().unique())
