@@ -18,7 +18,6 @@ import re
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -28,7 +27,7 @@ import httpx
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from testhost.ports import free_port
+from targetkit import TargetProcess
 
 READY = "The server is fired up and ready to roll!"
 PROMPT = "def parse_args(argv=None):\n    parser = argparse.ArgumentParser("
@@ -44,49 +43,14 @@ def reads_as_real(log: str, fixture: str):
     return mine
 
 
-class Server:
-    """One ``python -m ddlab.target`` process, its log in a file."""
+class Server(TargetProcess):
+    """One ``python -m ddlab.target`` process (``cli``: ``ddlab target``), its log in a file."""
+
+    ready = READY
 
     def __init__(self, tmp_path, *flags, port=None, cli=False):
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp_path / f"server-{self.port}.log"
         head = [sys.executable, "-m", *(("ddlab.cli", "target") if cli else ("ddlab.target",))]
-        self.started = time.monotonic()
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen([*head, "--port", str(self.port), *flags], stdout=log,
-                                         stderr=subprocess.STDOUT)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait(self, text=READY, timeout_s=60.0) -> float:
-        """Seconds until ``text`` is in the log; fails if the process exits first."""
-        while time.monotonic() - self.started < timeout_s:
-            if text in self.log():
-                return time.monotonic() - self.started
-            if self.proc.poll() is not None:
-                pytest.fail(f"server exited {self.proc.returncode} before {text!r}:\n{self.log()[-3000:]}")
-            time.sleep(0.05)
-        pytest.fail(f"no {text!r} within {timeout_s} s:\n{self.log()[-3000:]}")
-
-    def exit_code(self, timeout_s=30.0) -> int:
-        return self.proc.wait(timeout=timeout_s)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def post(self, path, body, **kw):
-        return httpx.post(self.url + path, json=body, timeout=60, **kw)
-
-    def get(self, path):
-        return httpx.get(self.url + path, timeout=60)
+        super().__init__(tmp_path, head, *flags, port=port)
 
 
 def generate(server, text=PROMPT, n=128, **extra):

@@ -25,6 +25,7 @@ import pytest
 
 from ddlab.target.vllm_lines import CLIENT_MESSAGE, ENGINE_DEAD, KV_HINT
 from vllm_sources import SOURCE_PARTS, SOURCES
+from targetkit import TargetProcess
 from testhost.ports import free_port
 
 WHEEL = Path(os.environ.get("DDLAB_VLLM_WHEEL_DIR", "/work/wheels/vllm/0.34.0"))
@@ -37,43 +38,15 @@ LINE = re.compile(r"^\((APIServer|EngineCore_DP0) pid=(\d+)\) (INFO|WARNING|ERRO
                   r"\[([\w.]+:\d+)\] (.*)$")
 
 
-class Server:
+class Server(TargetProcess):
     """One ``python -m ddlab.target --dialect vllm`` process, its log in a file."""
 
+    ready, name, keep_cr = READY, "vllm", True  # keeps vLLM's \r\n
+
     def __init__(self, tmp_path, *flags, env=None, port=None):
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp_path / f"vllm-{self.port}.log"
-        self.started = time.monotonic()
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "ddlab.target", "--dialect", "vllm", "--host", "127.0.0.1",
-                 "--port", str(self.port), *flags], stdout=log, stderr=subprocess.STDOUT,
-                env={**os.environ, "VLLM_LOG_STATS_INTERVAL": "0.5", **(env or {})})
-
-    def log(self) -> str:
-        return self.log_path.read_bytes().decode(errors="replace")  # keeps vLLM's \r\n
-
-    def wait(self, text=READY, timeout_s=60.0):
-        while time.monotonic() - self.started < timeout_s:
-            if text in self.log():
-                return
-            if self.proc.poll() is not None:
-                pytest.fail(f"exited {self.proc.returncode} before {text!r}:\n{self.log()[-3000:]}")
-            time.sleep(0.05)
-        pytest.fail(f"no {text!r} within {timeout_s} s:\n{self.log()[-3000:]}")
-
-    def exit_code(self, timeout_s=60.0) -> int:
-        return self.proc.wait(timeout=timeout_s)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__(tmp_path, [sys.executable, "-m", "ddlab.target", "--dialect", "vllm",
+                                    "--host", "127.0.0.1"], *flags, port=port,
+                         env={"VLLM_LOG_STATS_INTERVAL": "0.5", **(env or {})})
 
 
 def complete(server, n=64, chat=False, prompt=PROMPT):
