@@ -17,47 +17,19 @@ acceptance labelled as its own figure (mean acceptance length).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.report.figure_base import SweepFigure, _need
+from ddlab.report.figure_base import DDTREE_AXIS, PlotAxis, SweepFigure, _need, axis_of
 from ddlab.sweeps.results import METRICS
 
-__all__ = ["metric_vs_budget", "axis_of", "PlotAxis", "by_host", "accept_length_vs_budget", "throughput_vs_budget",
+__all__ = ["metric_vs_budget", "axis_of", "PlotAxis", "by_host", "accept_length_vs_budget",
+           "throughput_vs_budget",
            "speedup_vs_budget", "heatmap", "overview", "Explorer", "explorer"]
 
 CRASHED = ("crashed", "timeout")
 ENDED = ("scheduler_ended",)  # a job the scheduler ended (time limit, preemption): no crash
-
-
-@dataclass(frozen=True)
-class PlotAxis:
-    """What a sweep's figures put on x and draw a line per, in its family's words."""
-
-    x: str = "budget"
-    group: str = "topk_cap"
-    x_label: str = "DDTree budget (nodes)"
-    group_label: str = "top-k cap"
-    group_short: str = "k"
-    accept_label: str = METRICS["accept_length"]
-
-
-DDTREE_AXIS = PlotAxis()
-VLLM_AXIS = PlotAxis("num_speculative_tokens", "method",
-                     "num_speculative_tokens (tokens drafted per step)", "method", "method",
-                     "mean acceptance length (1 + accepted / drafts)")
-
-
-def axis_of(frame: pd.DataFrame) -> PlotAxis:
-    """The family's axis: vLLM's when the cells carry ``num_speculative_tokens`` and no
-    budget (:mod:`ddlab.sweeps.results`), DDTree's otherwise."""
-    if VLLM_AXIS.x in frame and frame[VLLM_AXIS.x].notna().any() \
-            and not frame["budget"].notna().any():
-        return VLLM_AXIS
-    return DDTREE_AXIS
 
 
 def _label(frame: pd.DataFrame, metric: str) -> str:
@@ -211,7 +183,8 @@ def _crash_strip(ax, part: pd.DataFrame, axis: PlotAxis = DDTREE_AXIS) -> None:
         colour = "red" if crash else "grey"
         ax.plot([x], [0.5], marker="x" if crash else "o", color=colour, markersize=10,
                 mew=2.5, fillstyle="full" if crash else "none", clip_on=False)
-        ax.annotate(f"{row['kind']} ({axis.group_short}={_fmt(row[axis.group])})", (x, 0.5), xytext=(6, -3 + 8 * (i % 2)),
+        ax.annotate(f"{row['kind']} ({axis.group_short}={_fmt(row[axis.group])})", (x, 0.5),
+                    xytext=(6, -3 + 8 * (i % 2)),
                     textcoords="offset points", color=colour, fontsize=7)
 
 

@@ -290,30 +290,27 @@ def _described(row: dict, hosts=None, *, brief: bool = False) -> str:
             f"{_interval(row, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
 
 
-def _vllm(frame: pd.DataFrame) -> bool:
+def _vllm(frame: pd.DataFrame) -> bool:  # a vLLM sweep's frame (its cells say their family)
     return "family" in frame and bool((frame["family"] == "vllm").any())
 
 
 def _table_columns(frame: pd.DataFrame) -> list[str]:
     """TABLE_COLUMNS; a vLLM sweep's knobs in place of DDTree's budget and cap."""
-    if not _vllm(frame):
-        return TABLE_COLUMNS
     at = TABLE_COLUMNS.index("budget")
-    return [*TABLE_COLUMNS[:at], "num_speculative_tokens", "method", *TABLE_COLUMNS[at + 2:]]
+    return [*TABLE_COLUMNS[:at], "num_speculative_tokens", "method", *TABLE_COLUMNS[at + 2:]] \
+        if _vllm(frame) else TABLE_COLUMNS
 
 
-def _accept_words(row: dict) -> str:
-    """The acceptance figure's name in the cell's family's words."""
+def _accept_words(row: dict) -> str:  # the acceptance figure in the cell's family's words
     return "mean acceptance length" if row.get("family") == "vllm" else "accept length"
 
 
 def _point(best: dict) -> str:
     """`` (budget 16, cap 4, graphs off)``: a variant's name omits what equals its base
     (a vLLM cell: `` (num_speculative_tokens 4, method eagle3, graphs off)``)."""
-    keys = (("budget", "budget"), ("topk_cap", "cap"), ("num_speculative_tokens",
-                                                       "num_speculative_tokens"), ("method", "method"))
-    words = [f"{label} {best[key]:g}" if not isinstance(best[key], str) else f"{label} {best[key]}"
-             for key, label in keys if not missing(best.get(key))]
+    keys = ("budget", "cap", "num_speculative_tokens", "method")
+    words = [f"{key} {best[k]}" if isinstance(best[k], str) else f"{key} {best[k]:g}"
+             for k, key in zip(("budget", "topk_cap", *keys[2:]), keys) if not missing(best.get(k))]
     if best.get("cuda_graph") is not None:
         words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
     return f" ({', '.join(words)})" if words else ""
@@ -321,8 +318,7 @@ def _point(best: dict) -> str:
 
 _FORMATS = {"accept_length": ".2f", "output_tok_s": ".1f", "speedup": ".2f",
             "ttft_ms_p50": ".1f", "tpot_ms_p50": ".2f", "budget": "g", "topk_cap": "g",
-            "num_speculative_tokens": "g",
-            "rounds": ".0f"}
+            "num_speculative_tokens": "g", "rounds": ".0f"}
 
 
 def _shown(column: str, value) -> str:
@@ -394,9 +390,8 @@ class SweepReport:
         if "speedup_note" in shown:
             out["speedup"] = [v or ("n/a" if isinstance(note, str) and note else "")
                               for v, note in zip(out["speedup"], shown["speedup_note"])]
-        if _vllm(shown):  # the family's own words for its acceptance figure
-            out = out.rename(columns={"accept_length": "mean acceptance length"})
-        return out
+        return out.rename(columns={"accept_length": "mean acceptance length"}) if _vllm(shown) \
+            else out
 
     def _repr_html_(self) -> str:
         return self.verdict._repr_html_()
