@@ -128,7 +128,7 @@ def test_the_silent_wrong_tokens_are_flagged_by_the_lossless_check(swept):
     wrong = _cell(frame, "wrong_output")
     said = str(wrong["lossless"])  # against the no-speculation baseline's text, by characters
     assert "diverges at token" in said and "fails tolerance" in said, said
-    assert "seq_lens" in wrong["name"]
+    assert "seq-lens" in wrong["name"]
     assert pd.notna(wrong["output_tok_s"])  # measured, so a plot shows how fast it is wrong
 
 
