@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from ddlab.api.common import check_wait
 from ddlab.core.errors import ConfigError, DdlabError
+from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.progress import VerdictPlace
 from ddlab.core.run_folders import new_run_dir, record_verdict
@@ -33,6 +34,8 @@ if TYPE_CHECKING:  # pandas and matplotlib load when a sweep is reported, not on
 
 __all__ = ["sweep", "load_report", "plot", "compare_sweeps", "runs", "MAX_CELLS"]
 
+
+log = get_logger(__name__)
 
 _D = DEFAULT_OPTIONS  # the sweep's options and defaults, defined once (ddlab.sweeps.plan)
 
@@ -96,8 +99,9 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
                            probe=probe, lossless_tolerance=lossless_tolerance,
                            lossless_prompts=parameter_value("lossless_prompts", lossless_prompts),
                            prompts=parameter_value("prompts", prompts))
-    plan = None if resume else plan_sweep(base or pool_base(profiles),
-                                          parameter_grid(budget, topk_cap, cuda_graph, grid),
+    base = base or ("" if resume else pool_base(profiles))
+    plan = None if resume else plan_sweep(base, family_grid(base, budget, topk_cap, cuda_graph,
+                                                            grid),
                                           fixed=_with_metrics(parameter_value("fixed", fixed),
                                                               options),
                                           extra=parameter_extras(extra), baseline=baseline,
@@ -132,6 +136,34 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
     place.update(report.verdict)
     report.provenance = _keep_records(own, report, opened, profile, run_dir)
     return report
+
+def family_grid(base, budget, topk_cap, cuda_graph, more) -> dict:
+    """The grid from the sweep's parameters for ``base``'s family. Their defaults are
+    DDTree's (``budget`` 4,16,32 x ``topk_cap`` 1,4, SGLang's default grid): on a base of
+    another family, a DDTree dimension left at its default is left out and the family's
+    own default grid stands in (vLLM: ``num_speculative_tokens`` 2,4), under ``more``
+    and a ``cuda_graph`` given; one set otherwise is kept (and refused by the plan:
+    it is not that family's knob)."""
+    from ddlab.config.bases import load_base
+    from ddlab.config.families import DEFAULT_FAMILY
+
+    family = load_base(base).family
+    if family.name == DEFAULT_FAMILY:
+        return parameter_grid(budget, topk_cap, cuda_graph, more)
+    own = {k: v for k, v in (("budget", budget), ("topk_cap", topk_cap))
+           if not _is_default(k, v)}
+    given = parameter_grid(own.get("budget"), own.get("topk_cap"), cuda_graph, more)
+    defaults = {k: list(v) for k, v in family.default_grid.items()}
+    log.info(f"base {base} is of the {family.name} family: DDTree's budget and topk_cap do "
+             f"not apply; its default grid: {defaults}")
+    return {**defaults, **given}
+
+
+def _is_default(key: str, value) -> bool:
+    """Whether a DDTree dimension's parameter is its default (as a list, or YAML text)."""
+    read = parameter_grid(value, None, None, None).get("budget")
+    return isinstance(read, (list, tuple)) and list(read) == list(DEFAULT_GRID[key])
+
 
 def _with_metrics(fixed, options: SweepOptions):
     """A workload sweep's acceptance comes from the server's counters: ``enable_metrics``

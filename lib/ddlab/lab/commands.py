@@ -26,6 +26,7 @@ notes say why). ``sglang_version_on``, ``ask_sglang_version`` and
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from ddlab.config.bases import Config
@@ -90,11 +91,22 @@ def check_command(config: Config, *, version: str | None = None,
     table = _table_for(config, version or declared)
     if table is None:
         return CommandCheck(None, version_source=source)
-    findings = table.check(config.family.parser_words(config))
+    findings = table.check(config.family.parser_words(_as_server_reads(config)))
     findings += _since(config, table)
     return CommandCheck(table, findings, version_source=source if table.product in ("SGLang",
                                                                                     "vLLM")
                         else "its own parser")
+
+
+def _as_server_reads(config: Config) -> Config:
+    """The config whose words the server's own parser reads: on the embedded target in
+    another family's dialect, without the target's own switches (its faults, its device:
+    ``family.target_switches``), which that family's real server would refuse."""
+    switches = getattr(config.family, "target_switches", ())
+    if config.module != TARGET_MODULE or not any(k in config.flags for k in switches):
+        return config
+    return dataclasses.replace(config, flags={k: v for k, v in config.flags.items()
+                                              if k not in switches})
 
 
 def _table_for(config: Config, version: str | None) -> FlagTable | VllmTable | None:

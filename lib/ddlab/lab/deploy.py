@@ -52,7 +52,7 @@ from ddlab.hosts.lock import HostLock, LockFile, Preemption
 from ddlab.hosts.profiles import HostProfile, load_host
 from ddlab.hosts.services import ServiceSpec, ServiceState, unit_name
 from ddlab.lab.commands import check_command, sglang_version_on
-from ddlab.lab.plans import probe_folder, probes_environment
+from ddlab.lab.plans import as_host_runs, probe_folder, probes_environment
 from ddlab.probes import probe_files
 
 __all__ = ["Lab", "Deployed", "PortTaken", "deployed", "add_restore_hint",
@@ -247,8 +247,11 @@ class Lab:
                     log.info(f"{self.name}: {note}")
 
     def on_host(self, variant: Variant) -> Variant:
-        """The variant as this host runs it: the profile's ``overrides`` on top
-        (a ConfigError naming the profile when one is not a valid override)."""
+        """The variant as this host runs it: on the embedded target where the host runs
+        its family there (:func:`ddlab.lab.plans.as_host_runs`), the profile's
+        ``overrides`` on top (a ConfigError naming the profile when one is not a valid
+        override)."""
+        variant = as_host_runs(variant, self.profile)
         overrides = dict(self.profile.overrides)
         if self.profile.slot:  # a pool's i-th job on a cluster: its own port (hosts/pools.py)
             port = int(variant.config.flags.get("port") or DEFAULT_PORT)

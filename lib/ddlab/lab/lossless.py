@@ -13,7 +13,10 @@ A reference is the same model without speculation: the no-speculation cell of
 a sweep, or any watched variant that runs none (a base with its speculative
 flags removed: ``--set speculative_algorithm=null`` and the other ``speculative_*`` keys).
 It is kept in the store (``outputs/references/``) by model + prompts + max
-tokens, so it is measured once and reused. Where exactness cannot hold
+tokens, so it is measured once and reused. A family without its own generate (vLLM) is
+asked by ``/v1/completions`` at temperature 0 (:mod:`ddlab.lab.family_api`): each prompt
+alone, then all of them sent at once, one request each (the embedded target takes one
+prompt per completions request), and the text is compared (no ids come back). Where exactness cannot hold
 (non-deterministic kernels), ``tolerance`` is the token match rate that still
 passes; :attr:`LosslessCheck.compared` says what was compared either way.
 """
@@ -23,14 +26,17 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
 
+from ddlab.config.families import DEFAULT_FAMILY, Family, family_named
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import outputs_dir
 from ddlab.core.run_folders import write_json
+from ddlab.lab.family_api import completion_body, completion_text, speculative_flags, uses_generate
 
 __all__ = ["PROMPTS", "MAX_NEW_TOKENS", "TOLERANCE", "Output", "Reference", "LosslessCheck", "collect",
            "compare", "reference_key", "load_reference", "save_reference", "check_tolerance",
@@ -162,8 +168,11 @@ def model_identity(info: dict, fallback: str | None = None) -> str:
     return " ".join([str(model), *extra])
 
 
-def speculative(flags: dict, info: dict | None = None) -> bool:
-    """Whether the server decodes speculatively: its flags, else its ``/server_info``."""
+def speculative(flags: dict, info: dict | None = None, family: Family | None = None) -> bool:
+    """Whether the server decodes speculatively: its flags (by ``family``'s algorithm
+    key; None: SGLang), else its ``/server_info``."""
+    if family is not None and family.name != DEFAULT_FAMILY:
+        return speculative_flags(flags, family)
     algorithm = flags.get("speculative-algorithm")
     if algorithm is None and info:
         algorithm = info.get("speculative_algorithm")
@@ -200,7 +209,8 @@ def save_reference(reference: Reference, *, store: Path | None = None) -> Path:
 
 
 def collect(base_url: str, *, prompts=PROMPTS, max_new_tokens: int = MAX_NEW_TOKENS,
-            headers=None, timeout_s: float = 60.0) -> list[Output]:
+            headers=None, timeout_s: float = 60.0, family: Family | str | None = None,
+            model: str | None = None) -> list[Output]:
     """Each prompt alone (batch 1), then all of them in one batch request (a stale static
     buffer shows when the batch differs from the last one), temperature 0; so
     ``2 * len(prompts)`` outputs. A failed request raises httpx's error or a ValueError
@@ -213,7 +223,12 @@ def collect(base_url: str, *, prompts=PROMPTS, max_new_tokens: int = MAX_NEW_TOK
     waits), not one request per prompt sent at the same moment: on a loaded host those
     arrived one after another, each decoded alone, and a variant that is wrong only in
     batches passed (seen: the 0.5.23 skip-mode fault called lossless, twice in one run
-    of the suite beside another)."""
+    of the suite beside another). ``family``: the server's (None: SGLang); one without
+    its own generate is asked by ``/v1/completions`` (``model``: the served name)."""
+    family = family if isinstance(family, Family) else family_named(family)
+    if not uses_generate(family):
+        return _collect_completions(base_url, prompts, max_new_tokens, headers=headers,
+                                    timeout_s=timeout_s, model=model)
     with httpx.Client(timeout=timeout_s, headers=headers) as client:
         alone = [_output(_generate(client, base_url, p, max_new_tokens)) for p in prompts]
         together = _generate(client, base_url, list(prompts), max_new_tokens)
@@ -221,6 +236,23 @@ def collect(base_url: str, *, prompts=PROMPTS, max_new_tokens: int = MAX_NEW_TOK
         raise ValueError(f"a batch of {len(prompts)} prompts: the server answered "
                          f"{type(together).__name__} {str(together)[:200]}")
     return alone + [_output(item) for item in together]
+
+
+def _collect_completions(base_url: str, prompts, max_new_tokens: int, *, headers, timeout_s,
+                         model) -> list[Output]:
+    """Each prompt alone, then all at once (a thread each), by ``/v1/completions``."""
+    def one(client, prompt):
+        resp = client.post(f"{base_url}/v1/completions",
+                           json=completion_body(prompt, max_new_tokens, model=model))
+        if resp.status_code != 200:
+            raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
+        return Output(ids=[], text=completion_text(resp.json())[0])
+
+    with httpx.Client(timeout=timeout_s, headers=headers) as client:
+        alone = [one(client, p) for p in prompts]
+        with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+            together = list(pool.map(lambda p: one(client, p), prompts))
+    return alone + together
 
 
 def _generate(client: httpx.Client, base_url: str, prompt, max_new_tokens: int):

@@ -22,6 +22,12 @@ p50 and e2e p50 carry ``_ci_low``/``_ci_high`` (:mod:`ddlab.lab.stats`), and
 ``output_tok_s_samples`` keeps the round throughputs (a speedup's interval
 needs both sides' samples). Accept length is exact (a count ratio), no CI.
 Threads, not asyncio, so it runs unchanged inside a Jupyter kernel's event loop.
+
+A family without its own generate (vLLM, ``family="vllm"``) is asked by a streamed
+``/v1/completions`` (:func:`complete`; its tokens from the usage chunk at the end, the
+ITL per chunk spread over the tokens it carried on average), and its accept length is
+its own figure, the mean acceptance length ``1 + accepted / drafts`` from ``/metrics``,
+differenced around each round (:mod:`ddlab.lab.family_api`): exact, no CI, as SGLang's.
 """
 
 from __future__ import annotations
@@ -30,19 +36,22 @@ import json
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import httpx
 
+from ddlab.config.families import Family, family_named
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
+from ddlab.lab.bench_requests import RequestResult, complete, generate
+from ddlab.lab.family_api import SpecCounters, spec_counters, uses_generate
 from ddlab.lab.stats import median_ci, relative_half_width
 
 __all__ = ["BENCH_PROMPTS", "CI_FIGURES", "RequestResult", "Repetition", "Measurement", "load_prompts",
            "check_stopping",
-           "generate", "measure"]
+           "generate", "complete", "measure"]
 
 # Deterministic built-in prompts: Python source openings, which both a code
 # model on a GPU host and the embedded byte-level target continue sensibly.
@@ -63,30 +72,14 @@ BENCH_PROMPTS = [
 
 
 @dataclass
-class RequestResult:
-    prompt_index: int
-    ok: bool
-    error: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    spec_verify_ct: int | None = None
-    # [k]: the request's verify steps that accepted k drafts, where the server says
-    # (SGLang 0.5.23 meta_info spec_correct_drafts_histogram, tokenizer_manager.py:3193-3201)
-    spec_correct_drafts_histogram: list | None = None
-    e2e_s: float = 0.0
-    ttft_s: float | None = None
-    itl_s: list[float] = field(default_factory=list)
-    finish_reason: str | None = None
-    text: str = ""
-
-
-@dataclass
 class Repetition:
     """One measured run (warmup excluded)."""
 
     requests: list[RequestResult]
     wall_s: float
     concurrency: int
+    # the server's acceptance counters' change over the round (vLLM's /metrics), if read
+    spec: tuple | None = None   # (accepted tokens, drafts)
 
     def summary(self) -> dict:
         ok = [r for r in self.requests if r.ok]
@@ -99,7 +92,8 @@ class Repetition:
             "n_failed": len(self.requests) - len(ok),
             "completion_tokens": tokens,
             "wall_s": self.wall_s,
-            "accept_length": tokens / verify_total if verify_total else None,
+            "accept_length": _acceptance(self.spec) if self.spec is not None else
+                             tokens / verify_total if verify_total else None,
             "output_tok_s": tokens / self.wall_s if self.wall_s > 0 else None,
             "requests_s": len(ok) / self.wall_s if self.wall_s > 0 else None,
         }
@@ -149,6 +143,9 @@ class Measurement:
         verify = [r.spec_verify_ct for run in self.runs for r in run.requests if r.ok]
         if verify and None not in verify and sum(verify):  # exact over all rounds
             out["accept_length"] = tokens / sum(verify)
+        spec = [run.spec for run in self.runs]
+        if spec and None not in spec:  # the family's own counters, over all rounds
+            out["accept_length"] = _acceptance(tuple(map(sum, zip(*spec))))
         for key in CI_FIGURES:
             _, low, high = median_ci([s[key] for s in per_run])
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = low, high
@@ -159,6 +156,7 @@ class Measurement:
     def to_dict(self) -> dict:
         return {"config": self.config, "summary": self.summary(), "stopped": self.stopped,
                 "runs": [{"wall_s": r.wall_s, "concurrency": r.concurrency,
+                          **({"spec": r.spec} if r.spec is not None else {}),
                           "requests": [asdict(q) for q in r.requests]} for r in self.runs]}
 
 
@@ -197,68 +195,9 @@ def _json_prompt(path: Path, number: int, line: str) -> str:
     return text
 
 
-def generate(client: httpx.Client, base_url: str, text: str, *, max_new_tokens: int,
-             prompt_index: int = 0, timeout_s: float = 120.0) -> RequestResult:
-    """One streamed ``/generate`` at temperature 0, timed chunk by chunk."""
-    body = {"text": text, "stream": True,
-            "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
-    result = RequestResult(prompt_index=prompt_index, ok=False)
-    start = last = time.perf_counter()
-    seen_tokens = 0
-    try:
-        with client.stream("POST", f"{base_url}/generate", json=body, timeout=timeout_s) as resp:
-            if resp.status_code != 200:
-                resp.read()
-                result.error = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                return result
-            for chunk in _sse_events(resp):
-                now = time.perf_counter()
-                if "error" in chunk:  # SGLang streams a failure this way, status still 200
-                    result.error = f"server error: {str(chunk['error'])[:200]}"
-                    return result
-                meta = chunk.get("meta_info", {})
-                tokens = int(meta.get("completion_tokens", seen_tokens))
-                new = tokens - seen_tokens
-                if new > 0:
-                    if result.ttft_s is None:  # tokens beyond the first came with it
-                        result.ttft_s = now - start
-                        result.itl_s.extend([0.0] * (new - 1))
-                    else:
-                        result.itl_s.extend([(now - last) / new] * new)
-                    seen_tokens = tokens
-                    last = now
-                _absorb_meta(result, chunk, meta)
-        result.ok = True
-    except (httpx.HTTPError, json.JSONDecodeError) as err:
-        result.error = f"{type(err).__name__}: {err}"
-    finally:
-        result.e2e_s = time.perf_counter() - start
-    return result
-
-
-def _absorb_meta(result: RequestResult, chunk: dict, meta: dict) -> None:
-    result.text = chunk.get("text", result.text)
-    result.prompt_tokens = int(meta.get("prompt_tokens", result.prompt_tokens))
-    result.completion_tokens = int(meta.get("completion_tokens", result.completion_tokens))
-    if meta.get("spec_verify_ct") is not None:
-        result.spec_verify_ct = int(meta["spec_verify_ct"])
-    if isinstance(meta.get("spec_correct_drafts_histogram"), list):
-        result.spec_correct_drafts_histogram = [int(n) for n in meta["spec_correct_drafts_histogram"]]
-    finish = meta.get("finish_reason")
-    if isinstance(finish, dict):
-        result.finish_reason = finish.get("type")
-    elif finish:
-        result.finish_reason = str(finish)
-
-
-def _sse_events(resp: httpx.Response):
-    for line in resp.iter_lines():
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            return
-        yield json.loads(data)
+def _acceptance(spec: tuple) -> float | None:
+    accepted, drafts = spec
+    return 1 + accepted / drafts if drafts else None
 
 
 def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
@@ -267,9 +206,11 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
             max_time_s: float = 120.0, max_rounds: int = 20,
             prompts: list[str] | str | Path | None = None, timeout_s: float = 120.0,
             label: str = "bench", record: Path | None = None,
-            headers=None) -> Measurement:
+            headers=None, family: Family | str | None = None) -> Measurement:
     """Benchmark the server at ``base_url``; see the module docstring for the figures
-    and when it stops. ``headers`` go with every request (the server's API key).
+    and when it stops. ``headers`` go with every request (the server's API key);
+    ``family``: the server's (None: SGLang), which says how it is asked and where its
+    acceptance comes from.
 
     ``prompts``: a list, a prompt file (:func:`load_prompts`), or None for
     :data:`BENCH_PROMPTS`. Every parameter is checked before the first request."""
@@ -280,15 +221,18 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
     check_number("warmup", warmup, integer=True, example=2)
     check_stopping(ci_target=ci_target, min_time_s=min_time_s, max_time_s=max_time_s)
     prompts = _check_prompts(prompts)
+    family = family if isinstance(family, Family) else family_named(family)
+    ask = generate if uses_generate(family) else complete
     config = {"base_url": base_url, "requests": requests, "concurrency": concurrency,
               "max_new_tokens": max_new_tokens, "warmup": warmup, "repeats": repeats,
               "ci_target": ci_target, "min_time_s": min_time_s, "max_time_s": max_time_s,
-              "max_rounds": max_rounds, "n_prompts": len(prompts)}
+              "max_rounds": max_rounds, "n_prompts": len(prompts),
+              **({} if uses_generate(family) else {"family": family.name})}
     limits = httpx.Limits(max_connections=concurrency + 1)
     with httpx.Client(limits=limits, headers=headers) as client, \
             Heartbeat(label, interval_s=5.0, record=record) as beat:
         for i in range(warmup):
-            generate(client, base_url, prompts[i % len(prompts)], max_new_tokens=max_new_tokens,
+            ask(client, base_url, prompts[i % len(prompts)], max_new_tokens=max_new_tokens,
                      prompt_index=i % len(prompts), timeout_s=timeout_s)
             beat.beat(f"warmup {i + 1}/{warmup}")
         runs: list[Repetition] = []
@@ -298,8 +242,10 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
         started = time.monotonic()
         stopped = "repeats"
         while True:
+            before = _counters(client, base_url, family)
             runs.append(_one_repetition(client, base_url, prompts, requests, concurrency,
-                                        max_new_tokens, timeout_s, beat, len(runs)))
+                                        max_new_tokens, timeout_s, beat, len(runs), ask))
+            runs[-1].spec = _difference(before, _counters(client, base_url, family))
             rates.append(runs[-1].summary()["output_tok_s"])
             if len(runs) < least:
                 continue
@@ -344,12 +290,28 @@ def _pct(width: float) -> str:
     return "?" if width == float("inf") else f"{width:.1%}"
 
 
+def _counters(client, base_url: str, family: Family) -> SpecCounters | None:
+    """The family's acceptance counters (None: it has none, or the server shows none)."""
+    if uses_generate(family):
+        return None
+    try:
+        return spec_counters(client, base_url, family)
+    except httpx.HTTPError:
+        return None
+
+
+def _difference(before: SpecCounters | None, after: SpecCounters | None) -> tuple | None:
+    if before is None or after is None:
+        return None
+    return (after.accepted - before.accepted, after.drafts - before.drafts)
+
+
 def _one_repetition(client, base_url, prompts, requests, concurrency, max_new_tokens, timeout_s,
-             beat: Heartbeat, repeat: int) -> Repetition:
+             beat: Heartbeat, repeat: int, ask=generate) -> Repetition:
     results: list[RequestResult] = []
     start = time.perf_counter()
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(generate, client, base_url, prompts[i % len(prompts)],
+        futures = [pool.submit(ask, client, base_url, prompts[i % len(prompts)],
                                max_new_tokens=max_new_tokens, prompt_index=i % len(prompts),
                                timeout_s=timeout_s) for i in range(requests)]
         for future in as_completed(futures):

@@ -10,6 +10,12 @@ reached is said in the notes, and the newest table is used). With
 nothing is changed on the host. The unit texts are for reading
 (printed, displayed, diffed): their secret values are masked. What is
 installed is rendered again by the deploy, with the real values.
+
+:func:`as_host_runs` is where a host picks the embedded target: on a ``local``
+host a base of a family in :data:`EMBEDDED_ON_LOCAL` (vLLM) runs as
+``family.embedded(config)``, i.e. ``python -m ddlab.target --dialect vllm
+ddlab-tiny ...``; SGLang's embedded target is its own base (``local``, the local
+host's default), so its other bases are unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +24,9 @@ import difflib
 from dataclasses import dataclass, field
 from html import escape
 
+import dataclasses
+
+from ddlab.config.families import TARGET_MODULE
 from ddlab.config.units import render_unit
 from ddlab.config.variants import Variant, make_variant
 from ddlab.core.errors import ConfigError
@@ -28,7 +37,33 @@ from ddlab.hosts.services import unit_name
 from ddlab.lab.commands import ask_sglang_version, check_command
 from ddlab.probes import probe_env
 
-__all__ = ["DeployPlan", "DryRun", "make_plan"]
+__all__ = ["DeployPlan", "DryRun", "make_plan", "as_host_runs", "EMBEDDED_ON_LOCAL"]
+
+# families whose bases a `local` host runs on the embedded target, in the family's dialect
+# (their servers are not what this machine runs: `python -m ddlab.target --dialect vllm`)
+EMBEDDED_ON_LOCAL = ("vllm",)
+_MODEL_SIZED = ("max_model_len",)  # a base's figures for its real model, not the target's
+
+
+def as_host_runs(variant: Variant, profile: HostProfile) -> Variant:
+    """``variant`` as ``profile``'s host runs it, before its overrides: on a ``local``
+    host, a base of a family in :data:`EMBEDDED_ON_LOCAL` runs on the embedded target
+    (``family.embedded``: the target's models and interpreter, the base's own working
+    directory dropped for the host's, and its ``max_model_len`` unless the variant sets
+    it); anything else as it is. Name and changes stay the
+    variant's (as a profile's overrides: how a host runs it, not what it changes)."""
+    config = variant.config
+    if profile.transport != "local" or config.module == TARGET_MODULE \
+            or config.family.name not in EMBEDDED_ON_LOCAL:
+        return variant
+    embedded = config.family.embedded(config)
+    unit = {k: v for k, v in embedded.unit.items() if k != "working_directory"}
+    # the base's length is its real model's (Qwen3-8B's 32768): the target's model has its
+    # own, and would refuse a longer one as vLLM does; a length the variant sets is kept
+    flags = {k: v for k, v in embedded.flags.items()
+             if k not in _MODEL_SIZED or k in variant.changes}
+    return dataclasses.replace(variant, config=dataclasses.replace(embedded, unit=unit,
+                                                                   flags=flags))
 
 
 @dataclass
@@ -103,7 +138,7 @@ def make_plan(profile: HostProfile, base: str | None = None, overrides=(), *,
     (:mod:`ddlab.lab.commands`: the release the config or the profile names, else the
     one the host says it runs, else the newest; the deploy checks again); with
     ``read_baseline`` also fetch the baseline's unit."""
-    variant = make_variant(base or profile.base, overrides)
+    variant = as_host_runs(make_variant(base or profile.base, overrides), profile)
     if profile.baseline_service and unit_name(variant.unit_name) == unit_name(profile.baseline_service):
         raise ConfigError(f"{variant.unit_name}: is {profile.name}'s baseline_service; a variant "
                           "may never take production's name", key="baseline_service",

@@ -3,8 +3,10 @@
 "Ready" is not "works": in the field the replay crash came only with the first
 request after ready. :func:`probe_server` sends one request alone, then two at
 once (batch 2), greedily, and reports per request whether it was served and
-what the server said of its verify steps (``spec_verify_ct``, accept length). (A probe
-in the other sense, a function wrapped inside the server, is :mod:`ddlab.probes`.)
+what the server said of its verify steps (``spec_verify_ct``, accept length). A family
+without its own generate (vLLM) is asked by ``/v1/completions`` (:mod:`ddlab.lab.family_api`);
+its answer says nothing of verify steps. (A probe in the other sense, a function wrapped
+inside the server, is :mod:`ddlab.probes`.)
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 
 import httpx
 
+from ddlab.config.families import Family, family_named
+from ddlab.lab.family_api import completion_body, completion_text, uses_generate
 from ddlab.lab.measure import BENCH_PROMPTS
 
 __all__ = ["ProbeResult", "probe_server"]
@@ -35,19 +39,43 @@ class ProbeResult:
 
 
 def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 60.0,
-                 headers=None) -> list[ProbeResult]:
+                 headers=None, family: Family | str | None = None,
+                 model: str | None = None) -> list[ProbeResult]:
     """Drive the verify path: one request alone, then two at once (batch 2); ``headers``
-    go with each (the server's API key)."""
+    go with each (the server's API key); ``family``: the server's (None: SGLang), ``model``
+    the served model's name for OpenAI's completions."""
+    family = family if isinstance(family, Family) else family_named(family)
+    one = _probe_one if uses_generate(family) else _complete_one
     with httpx.Client(timeout=timeout_s, headers=headers) as client:
-        results = [_probe_one(client, base_url, BENCH_PROMPTS[0], max_new_tokens, batch=1)]
+        results = [one(client, base_url, BENCH_PROMPTS[0], max_new_tokens, batch=1, model=model)]
         with ThreadPoolExecutor(max_workers=2) as pool:
-            results += list(pool.map(lambda p: _probe_one(client, base_url, p, max_new_tokens,
-                                                          batch=2), BENCH_PROMPTS[1:3]))
+            results += list(pool.map(lambda p: one(client, base_url, p, max_new_tokens,
+                                                   batch=2, model=model), BENCH_PROMPTS[1:3]))
     return results
 
 
+def _complete_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens: int,
+                  *, batch: int, model: str | None = None) -> ProbeResult:
+    start = time.perf_counter()
+    try:
+        resp = client.post(f"{base_url}/v1/completions",
+                           json=completion_body(prompt, max_new_tokens, model=model))
+    except httpx.HTTPError as err:
+        return ProbeResult(ok=False, batch=batch, error=f"{type(err).__name__}: {err}",
+                           e2e_s=time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    if resp.status_code != 200:
+        return ProbeResult(ok=False, batch=batch, status=resp.status_code,
+                           error=f"HTTP {resp.status_code}: {resp.text[:200]}", e2e_s=elapsed)
+    try:
+        _, tokens = completion_text(resp.json())
+    except ValueError as err:
+        return ProbeResult(ok=False, batch=batch, status=200, e2e_s=elapsed, error=str(err))
+    return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed, completion_tokens=tokens)
+
+
 def _probe_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens: int,
-               *, batch: int) -> ProbeResult:
+               *, batch: int, model: str | None = None) -> ProbeResult:
     start = time.perf_counter()
     body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
     try:

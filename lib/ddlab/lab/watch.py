@@ -33,6 +33,12 @@ server's address is known, whether the server answers.
 - *interrupted*: Ctrl-C; recorded, then :class:`ddlab.core.errors.Interrupted`
   (a KeyboardInterrupt carrying the verdict) is raised so the caller restores.
 
+The server's family (the run folder's ``config.json``, :mod:`ddlab.config.families`)
+says how: its log dialect for the phase and the diagnosis (vLLM's "Application startup
+complete." is its ready line), its ``server_info`` paths (vLLM has none), its requests
+for the probes and the lossless check (:mod:`ddlab.lab.family_api`), its CUDA-graph
+switch and its knobs in the advice.
+
 Whatever the end, the diagnosis of this start's log (:mod:`ddlab.diagnosis.diagnosis`)
 and the verdict are written to the run folder (``journal.log``,
 ``verdict.json``) before :func:`watch` returns or raises. The diagnosis reads
@@ -55,14 +61,15 @@ import httpx
 from ddlab.core.errors import HostError, HostKeyError, Interrupted, ServiceError
 from ddlab.core.progress import Heartbeat
 from ddlab.core.redact import redact, redact_text
-from ddlab.config.flags import graphs_on
 from ddlab.core.run_folders import write_json, write_text
 from ddlab.diagnosis import diagnosis as dx
 from ddlab.diagnosis.probe_advice import skip_path_probe
+from ddlab.diagnosis.vllm_log import vllm_lines, vllm_phase_reached
 from ddlab.hosts.services import ServiceState
 from ddlab.lab import lossless as ll
 from ddlab.lab.attempts import tried_before
 from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
+from ddlab.lab.family_api import family_of_run, graphs_on_flags
 from ddlab.lab.preempted import preempted
 from ddlab.lab.verify_requests import ProbeResult, probe_server
 from ddlab.lab.slurm_verdict import scheduler_ended
@@ -97,6 +104,7 @@ class _ReadyChecker(threading.Thread):
         self.identified: bool | None = None
         self.stranger = ""
         self.info: dict = {}
+        self.health, self.info_paths = "/health", ("/server_info", "/get_server_info")
 
     def run(self) -> None:
         with httpx.Client(timeout=2.0, headers=self.headers) as client:
@@ -116,7 +124,7 @@ class _ReadyChecker(threading.Thread):
         """/health 200 is ready and 503 is starting (SGLang's meaning); a server
         without /health is ready once /v1/models lists a model."""
         try:
-            health = client.get(f"{self.base_url}/health").status_code
+            health = client.get(f"{self.base_url}{self.health}").status_code
             if health == 503:
                 return
             resp = client.get(f"{self.base_url}/v1/models")
@@ -131,7 +139,7 @@ class _ReadyChecker(threading.Thread):
             pass
 
     def _identify(self, client: httpx.Client) -> bool | None:
-        for path in ("/server_info", "/get_server_info"):
+        for path in self.info_paths:
             resp = client.get(f"{self.base_url}{path}")
             info = resp.json() if resp.status_code == 200 else None
             if isinstance(info, dict) and "port" in info:
@@ -148,17 +156,17 @@ class _Follower:
     """This start's log, fetched incrementally; its phase (read again only when the log
     grew) and last line for the heartbeat."""
 
-    def __init__(self, lab: Lab, deployed: Deployed):
-        self.lab, self.deployed = lab, deployed
+    def __init__(self, lab: Lab, deployed: Deployed, dialect: str = "sglang"):
+        self.lab, self.deployed, self.dialect = lab, deployed, dialect
         self.text, self.cursor = "", None
-        self.phase = dx.phase_of("")
+        self.phase = _phase_of("", dialect)
 
     def poll(self) -> None:
         more, self.cursor = self.lab.manager.read_logs(
             self.deployed.service, invocation=self.deployed.invocation or None, cursor=self.cursor)
         if more:
             self.text += more
-            self.phase = dx.phase_of(self.text)
+            self.phase = _phase_of(self.text, self.dialect)
 
     @property
     def says_ready(self) -> bool:
@@ -182,6 +190,13 @@ class _Follower:
         return f"{phase} | {last}"
 
 
+def _phase_of(text: str, dialect: str) -> str:
+    """The startup phase the log reached, read in its family's log dialect."""
+    if dialect == "vllm":
+        return vllm_phase_reached(vllm_lines(text))[0]
+    return dx.phase_of(text)
+
+
 def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: float = 5.0,
           poll_s: float = 0.2, heartbeat_s: float = 5.0, patterns=(), lossless: bool = True,
           lossless_tolerance: float = 1.0, prompts=()) -> Verdict:
@@ -197,8 +212,10 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
                            fix=f"deploy one first: ddlab deploy --host {lab.name}")
     run_dir = Path(deployed.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    follower = _Follower(lab, deployed)
+    family = family_of_run(run_dir)
+    follower = _Follower(lab, deployed, family.log_dialect)
     checker = _ReadyChecker(None, deployed.port)  # its URL once it runs; its API key below
+    checker.health, checker.info_paths = family.api.health, tuple(family.api.server_info)
     loop = _Loop(lab, deployed, follower, checker, timeout_s=timeout_s, probe=probe,
                  grace_s=grace_s, poll_s=poll_s)
     loop.lossless_asked = (tuple(prompts), lossless_tolerance) if probe and lossless else None
@@ -258,6 +275,7 @@ class _Loop:
     def __init__(self, lab, deployed, follower, checker, *, timeout_s, probe, grace_s, poll_s):
         self.lab, self.deployed, self.follower, self.checker = lab, deployed, follower, checker
         self.deployed_flags, self.sglang_version = _deployed(deployed)
+        self.family = family_of_run(deployed.run_dir)
         self.timeout_s, self.probe, self.grace_s, self.poll_s = timeout_s, probe, grace_s, poll_s
         self.started = time.monotonic()
         self.state: ServiceState | None = None
@@ -353,7 +371,8 @@ class _Loop:
             for _attempt in range(3):
                 link = self.lab.transport.link
                 self.probes = probe_server(self.lab.server_url(self.deployed),
-                                           headers=self.checker.headers)
+                                           headers=self.checker.headers, family=self.family,
+                                           model=self.checker.model)
                 lost = any(not p.ok and p.status is None for p in self.probes)
                 if not (lost and self.lab.transport.link != link):
                     break
@@ -373,10 +392,11 @@ class _Loop:
         started = time.monotonic()
         try:
             outputs = ll.collect(self.lab.server_url(self.deployed), prompts=prompts,
-                                 headers=self.checker.headers)
+                                 headers=self.checker.headers, family=self.family,
+                                 model=self.checker.model)
         except (httpx.HTTPError, ValueError) as err:
             return {"checked": False, "why": f"the check's requests failed: {err}"}
-        speculative = ll.speculative(self.deployed_flags, info)
+        speculative = ll.speculative(self.deployed_flags, info, self.family)
         reference = ll.load_reference(model, prompts)
         took = round(time.monotonic() - started, 3)
         if reference is None and not speculative:
@@ -391,8 +411,7 @@ class _Loop:
             return {"checked": False, "took_s": took,
                     "why": f"no reference for {model} yet: a variant without speculation records "
                            "one: a sweep's no-speculation baseline cell, or a watch of this base "
-                           "with its speculative flags removed (--set speculative_algorithm=null "
-                           "and the other speculative_* keys)"}
+                           f"with its speculative flags removed ({_baseline_words(self.family)})"}
         check = ll.compare(reference, outputs, tolerance=tolerance)
         return {"checked": True, "took_s": took, **check.to_dict()}
 
@@ -405,6 +424,12 @@ class _Loop:
         if self.checker.stranger:
             text += f" | NOT the variant answering: {self.checker.stranger}"
         return text
+
+
+def _baseline_words(family) -> str:
+    if family.name == "sglang":
+        return "--set speculative_algorithm=null and the other speculative_* keys"
+    return " ".join(f"--set {key}=null" for key in family.baseline)
 
 
 # systemd's own reasons for a start that never ran the server (exit statuses 200-243,
@@ -450,7 +475,7 @@ def _notes(loop: _Loop, diagnosis: dx.Diagnosis) -> list[str]:
         notes.append(f"the baseline {baseline} is stopped while the variant runs: ddlab restore "
                      f"--host {shlex.quote(loop.lab.profile.handle)} puts it back")
     ran = diagnosis.decode.get("cuda_graph") if isinstance(diagnosis.decode, dict) else None
-    if graphs_on(loop.deployed_flags) and ran is False:
+    if graphs_on_flags(loop.deployed_flags, loop.family) and ran is False:
         notes.append("CUDA graphs were asked for, but every decode line says cuda graph: False: "
                      "the batch did not fit the captured graphs (its width or size), so these "
                      "figures are eager ones")
@@ -481,9 +506,15 @@ def _not_lossless(diagnosis: dx.Diagnosis, loop: _Loop, text: str) -> dx.Diagnos
     next step (graphs are the usual suspect: SGLang 0.5.23's fill_from skips a None
     field and replays stale buffers, sglang/srt/model_executor/cuda_graph_buffer_registry.py)."""
     check = loop.lossless
-    graphs = graphs_on(loop.deployed_flags)
+    graphs = graphs_on_flags(loop.deployed_flags, loop.family)
     nones = none_fields(probe_records(text), events=("call",))  # a first=N probe's calls
-    if graphs and nones:
+    depth = next(iter(loop.family.knobs), "budget")
+    if loop.family.name != "sglang":  # no DDTree, no --probe-fn of the SGLang target
+        step = ("deploy the same variant with CUDA graphs off (--set cuda_graph=false): if its "
+                "tokens are right, the graphs replay stale buffers" if graphs else
+                f"graphs are off, so the verify path itself is wrong: sweep {depth} down to "
+                "the smallest that still differs")
+    elif graphs and nones:
         step = (f"{', '.join(nones)} is None in the verify batch the graph copies: the replay "
                 "runs on that field's stale buffer; fix what drops it, or run with CUDA graphs "
                 "off (--set cuda_graph=false) meanwhile")
@@ -530,9 +561,11 @@ def _finish(loop: _Loop, state: str, beat: Heartbeat, patterns, *, lost: str = "
         text = loop.follower.text
     s = loop.state
     # the raw log (masking destroys evidence); advice for the release and algorithm in use
-    algorithm = loop.deployed_flags.get("speculative-algorithm")
+    family = loop.family
+    algorithm = family.flat_flags(loop.deployed_flags).get(family.algorithm_key)
     how = {"patterns": patterns, "version": loop.sglang_version, "host": loop.lab.profile.handle,
-           "algorithm": str(algorithm) if algorithm else None}
+           "algorithm": str(algorithm) if algorithm else None,
+           **({"family": family.log_dialect} if family.name != "sglang" else {})}
     diagnosis = dx.diagnose(text, **how)
     tried = tried_before(loop.lab.name, str(_run_config(loop.deployed).get("base") or ""),
                          diagnosis.kind or "", exclude=loop.deployed.run_dir) \

@@ -9,6 +9,10 @@ labelled with their crash kind, so a plot shows which corner of the grid fails
 and why. The caller saves or displays the figure. Figures are made
 without pyplot, so nothing is shown twice in a notebook and no global state
 leaks between calls.
+
+The axes are the sweep's family's knobs (:func:`axis_of`): SGLang's DDTree budget on x,
+a line per top-k cap; vLLM's ``num_speculative_tokens`` on x, a line per method, its
+acceptance labelled as its own figure (mean acceptance length).
 """
 
 from __future__ import annotations
@@ -17,14 +21,19 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ddlab.report.figure_base import SweepFigure, _need
+from ddlab.report.figure_base import DDTREE_AXIS, PlotAxis, SweepFigure, _need, axis_of
 from ddlab.sweeps.results import METRICS
 
-__all__ = ["metric_vs_budget", "by_host", "accept_length_vs_budget", "throughput_vs_budget",
+__all__ = ["metric_vs_budget", "axis_of", "PlotAxis", "by_host", "accept_length_vs_budget",
+           "throughput_vs_budget",
            "speedup_vs_budget", "heatmap", "overview", "Explorer", "explorer"]
 
 CRASHED = ("crashed", "timeout")
 ENDED = ("scheduler_ended",)  # a job the scheduler ended (time limit, preemption): no crash
+
+
+def _label(frame: pd.DataFrame, metric: str) -> str:
+    return axis_of(frame).accept_label if metric == "accept_length" else METRICS.get(metric, metric)
 
 
 def _graph_modes(frame: pd.DataFrame) -> list[bool]:
@@ -37,12 +46,16 @@ def _title(mode: bool) -> str:
 
 
 def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figure:
-    """``metric`` against DDTree budget, one line per top-k cap, graphs on | off side by side.
+    """``metric`` against DDTree budget, one line per top-k cap, graphs on | off side by side
+    (a vLLM sweep: against ``num_speculative_tokens``, a line per method; :func:`axis_of`).
 
     The no-speculation baseline is a dashed line; crashed cells are red x's
     at the axis bottom, labelled with their kind.
     """
     _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
+    axis = axis_of(frame)
+    if axis is not DDTREE_AXIS:
+        _need(frame, axis.x, axis.group)
     modes = _graph_modes(frame)
     cells = frame[frame["role"] != "baseline"]
     grid = cells[cells["role"] == "grid"]  # an extra cell (a fault) joins no cap's line
@@ -53,27 +66,27 @@ def metric_vs_budget(frame: pd.DataFrame, metric: str = "accept_length") -> Figu
     for column, (ax, mode) in enumerate(zip(axes[0], modes)):
         part = cells[cells["cuda_graph"] == mode]  # crashed and wrong cells: every one
         drawn = False
-        for cap, rows in grid[grid["cuda_graph"] == mode].groupby("topk_cap", dropna=False):
-            ok = rows[(rows["status"] == "measured") & rows[metric].notna()].sort_values("budget")
+        for cap, rows in grid[grid["cuda_graph"] == mode].groupby(axis.group, dropna=False):
+            ok = rows[(rows["status"] == "measured") & rows[metric].notna()].sort_values(axis.x)
             drawn = drawn or not ok.empty
-            ax.errorbar(ok["budget"], ok[metric], yerr=_yerr(ok, metric), marker="o", capsize=3,
-                        label=f"top-k cap {_fmt(cap)}")
+            ax.errorbar(ok[axis.x], ok[metric], yerr=_yerr(ok, metric), marker="o", capsize=3,
+                        label=f"{axis.group_label} {_fmt(cap)}")
         _baseline(ax, frame, mode, metric)
-        _wrong(ax, part, metric)
+        _wrong(ax, part, metric, axis)
         if not drawn:
             _nothing_drawn(ax, part, metric)
         ax.set_title(_title(mode))
-        _budget_limits(ax, grid)
+        _budget_limits(ax, grid, axis)
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         bottom = axes[1][column] if strip else ax
         if strip:
-            _crash_strip(bottom, part)
-        bottom.set_xlabel("DDTree budget (nodes)")
-        _budget_ticks(bottom, grid)
-    axes[0][0].set_ylabel(METRICS.get(metric, metric))
-    fig.suptitle(f"{METRICS.get(metric, metric)} vs budget")
+            _crash_strip(bottom, part, axis)
+        bottom.set_xlabel(axis.x_label)
+        _budget_ticks(bottom, grid, axis)
+    axes[0][0].set_ylabel(_label(frame, metric))
+    fig.suptitle(f"{_label(frame, metric)} vs {axis.x if axis is not DDTREE_AXIS else 'budget'}")
     fig.tight_layout()
     return fig
 
@@ -94,6 +107,8 @@ def speedup_vs_budget(frame: pd.DataFrame) -> Figure:
 
 
 def _fmt(value) -> str:
+    if isinstance(value, str):
+        return value
     return "none" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:g}"
 
 
@@ -116,9 +131,9 @@ def _nothing_drawn(ax, part: pd.DataFrame, metric: str) -> None:
             va="center", color="#9a6700", fontsize=9)
 
 
-def _budget_limits(ax, grid: pd.DataFrame) -> None:
+def _budget_limits(ax, grid: pd.DataFrame, axis: PlotAxis = DDTREE_AXIS) -> None:
     """The budgets' span (a log axis needs positive limits, also on an empty panel)."""
-    budgets = sorted(set(grid["budget"].dropna()))
+    budgets = sorted(set(grid[axis.x].dropna()))
     if budgets:
         ax.set_xlim(budgets[0] / 1.5, budgets[-1] * 1.5)
 
@@ -138,20 +153,20 @@ def _baseline(ax, frame: pd.DataFrame, mode: bool, metric: str) -> None:
         ax.axhspan(low, high, color="grey", alpha=0.15, linewidth=0)
 
 
-def _wrong(ax, part: pd.DataFrame, metric: str) -> None:
+def _wrong(ax, part: pd.DataFrame, metric: str, axis: PlotAxis = DDTREE_AXIS) -> None:
     """Cells that served other tokens than the model's own: drawn where they measured,
     as red rings off the lines, so a fast wrong cell never reads as the best one."""
     wrong = part[(part["status"] == "wrong_output") & part[metric].notna()]
     if wrong.empty:
         return
-    ax.scatter(wrong["budget"].fillna(1), wrong[metric], s=140, facecolors="none",
+    ax.scatter(wrong[axis.x].fillna(1), wrong[metric], s=140, facecolors="none",
                edgecolors="red", linewidths=2, zorder=5, label="WRONG OUTPUT (not lossless)")
     for _, row in wrong.iterrows():
-        ax.annotate(f"wrong (k={_fmt(row['topk_cap'])})", (row["budget"], row[metric]),
+        ax.annotate(f"wrong ({axis.group_short}={_fmt(row[axis.group])})", (row[axis.x], row[metric]),
                     xytext=(6, -10), textcoords="offset points", color="red", fontsize=7)
 
 
-def _crash_strip(ax, part: pd.DataFrame) -> None:
+def _crash_strip(ax, part: pd.DataFrame, axis: PlotAxis = DDTREE_AXIS) -> None:
     """Crashed cells on their own strip under the data axis: a red x at the cell's budget
     with its kind; the strip has no y scale, so a crash never reads as a low value."""
     ax.set_yticks([])
@@ -163,17 +178,18 @@ def _crash_strip(ax, part: pd.DataFrame) -> None:
         ax.spines[side].set_visible(False)
     shown = part[part["status"].isin((*CRASHED, *ENDED))]
     for i, (_, row) in enumerate(shown.iterrows()):
-        x = row["budget"] if pd.notna(row["budget"]) else 1
+        x = row[axis.x] if pd.notna(row[axis.x]) else 1
         crash = row["status"] in CRASHED  # a scheduler's end is grey: the server did not fail
         colour = "red" if crash else "grey"
         ax.plot([x], [0.5], marker="x" if crash else "o", color=colour, markersize=10,
                 mew=2.5, fillstyle="full" if crash else "none", clip_on=False)
-        ax.annotate(f"{row['kind']} (k={_fmt(row['topk_cap'])})", (x, 0.5), xytext=(6, -3 + 8 * (i % 2)),
+        ax.annotate(f"{row['kind']} ({axis.group_short}={_fmt(row[axis.group])})", (x, 0.5),
+                    xytext=(6, -3 + 8 * (i % 2)),
                     textcoords="offset points", color=colour, fontsize=7)
 
 
-def _budget_ticks(ax, grid: pd.DataFrame) -> None:
-    budgets = sorted(set(grid["budget"].dropna()))
+def _budget_ticks(ax, grid: pd.DataFrame, axis: PlotAxis = DDTREE_AXIS) -> None:
+    budgets = sorted(set(grid[axis.x].dropna()))
     if budgets:
         ax.set_xticks(budgets)
         ax.set_xticklabels([f"{b:g}" for b in budgets])
@@ -182,10 +198,11 @@ def _budget_ticks(ax, grid: pd.DataFrame) -> None:
 def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
     """Budget x top-k cap heatmap of ``metric``, graphs on | off; crashed cells say their kind."""
     _need(frame, metric, "budget", "topk_cap", "cuda_graph", "status", "role")
-    grid = frame[(frame["role"] == "grid") & frame["budget"].notna()]
+    axis = axis_of(frame)
+    grid = frame[(frame["role"] == "grid") & frame[axis.x].notna()]
     modes = _graph_modes(grid if not grid.empty else frame)
-    budgets = sorted(set(grid["budget"]))
-    caps = sorted(set(grid["topk_cap"].dropna()))
+    budgets = sorted(set(grid[axis.x]))
+    caps = sorted(set(grid[axis.group].dropna()))
     fig = SweepFigure(figsize=(1.2 * max(len(budgets), 1) * len(modes) + 3, 3.5),
                       layout="constrained")  # room for the suptitle and the colorbar
     axes = fig.subplots(1, len(modes), squeeze=False)
@@ -195,7 +212,9 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
         part = grid[grid["cuda_graph"] == mode]
         data = np.full((len(caps), len(budgets)), np.nan)
         for _, row in part.iterrows():
-            i, j = caps.index(row["topk_cap"]), budgets.index(row["budget"])
+            if pd.isna(row[axis.group]):
+                continue
+            i, j = caps.index(row[axis.group]), budgets.index(row[axis.x])
             if row["status"] == "measured":
                 data[i, j] = row[metric]
             value = row[metric] if row["status"] == "measured" else None
@@ -205,12 +224,13 @@ def heatmap(frame: pd.DataFrame, metric: str = "output_tok_s") -> Figure:
                     else "grey" if row["status"] in ENDED else "white" if dark else "black")
         image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", alpha=0.85)
         ax.set_xticks(range(len(budgets)), [f"{b:g}" for b in budgets])
-        ax.set_yticks(range(len(caps)), [f"{c:g}" for c in caps])
-        ax.set_xlabel("DDTree budget")
-        ax.set_ylabel("top-k cap")
+        ax.set_yticks(range(len(caps)), [_fmt(c) for c in caps])
+        ax.set_xlabel("DDTree budget" if axis is DDTREE_AXIS else axis.x)
+        ax.set_ylabel(axis.group_label)
         ax.set_title(_title(mode))
-    fig.colorbar(image, ax=axes[0].tolist(), label=METRICS.get(metric, metric))
-    fig.suptitle(f"{METRICS.get(metric, metric)}: budget x top-k cap")
+    fig.colorbar(image, ax=axes[0].tolist(), label=_label(frame, metric))
+    fig.suptitle(f"{_label(frame, metric)}: " + ("budget x top-k cap" if axis is DDTREE_AXIS
+                                                 else f"{axis.x} x {axis.group}"))
     return fig
 
 

@@ -215,17 +215,22 @@ def _device(facts: dict, local: bool) -> str:
 
 
 def _base_config(profile, base: str | None):
+    """The base as the host runs it (a vLLM base on ``local``: the embedded target)."""
     from ddlab.config.bases import load_base
+    from ddlab.config.variants import make_variant
+    from ddlab.lab.plans import as_host_runs
 
     try:
-        return load_base(base or (profile.base if profile is not None else "") or "local")
+        config = load_base(base or (profile.base if profile is not None else "") or "local")
+        return config if profile is None else as_host_runs(make_variant(config), profile).config
     except Exception:  # noqa: BLE001 - a run that failed on its base still gets a report
         return None
 
 
 def _server(profile, config, facts: dict) -> str:
     if config is not None and config.module.startswith("ddlab.target"):
-        return f"ddlab.target {__version__} (ddlab's embedded server, SGLang's API)"
+        return (f"ddlab.target {__version__} (ddlab's embedded server, "
+                f"{config.family.label}'s API)")
     version = facts.get("sglang") or (profile.sglang_version if profile is not None else "")
     source = "installed on the host" if facts.get("sglang") else "named by the host profile"
     return f"SGLang {version} ({source})" if version else "SGLang (version unknown)"
@@ -234,6 +239,8 @@ def _server(profile, config, facts: dict) -> str:
 def _model(config) -> str:
     if config is None:
         return UNKNOWN
-    model = config.flags.get("model-path") or UNKNOWN
-    draft = config.flags.get("speculative-draft-model-path")
+    family = config.family  # the flags that name the models, in the family's words
+    flat = family.flat_flags(config.flags)
+    model = flat.get(family.model_flag) or UNKNOWN
+    draft = flat.get(family.draft_flag)
     return f"{model} (draft {draft}; base {config.base})" if draft else f"{model} (base {config.base})"

@@ -285,15 +285,32 @@ def _described(row: dict, hosts=None, *, brief: bool = False) -> str:
     elif row.get("speedup_note"):
         speed = f", speedup {row['speedup_note']}"
     accept = ("" if missing(row.get("accept_length")) else
-              f", accept length {row['accept_length']:.2f}")
+              f", {_accept_words(row)} {row['accept_length']:.2f}")
     return (f"{row['name']}{_point(row)}{where} at {row['output_tok_s']:.1f}"
             f"{_interval(row, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
 
 
+def _vllm(frame: pd.DataFrame) -> bool:  # a vLLM sweep's frame (its cells say their family)
+    return "family" in frame and bool((frame["family"] == "vllm").any())
+
+
+def _table_columns(frame: pd.DataFrame) -> list[str]:
+    """TABLE_COLUMNS; a vLLM sweep's knobs in place of DDTree's budget and cap."""
+    at = TABLE_COLUMNS.index("budget")
+    return [*TABLE_COLUMNS[:at], "num_speculative_tokens", "method", *TABLE_COLUMNS[at + 2:]] \
+        if _vllm(frame) else TABLE_COLUMNS
+
+
+def _accept_words(row: dict) -> str:  # the acceptance figure in the cell's family's words
+    return "mean acceptance length" if row.get("family") == "vllm" else "accept length"
+
+
 def _point(best: dict) -> str:
-    """`` (budget 16, cap 4, graphs off)``: a variant's name omits what equals its base."""
-    words = [f"{label} {best[key]:g}" for key, label in (("budget", "budget"), ("topk_cap", "cap"))
-             if not missing(best.get(key))]
+    """`` (budget 16, cap 4, graphs off)``: a variant's name omits what equals its base
+    (a vLLM cell: `` (num_speculative_tokens 4, method eagle3, graphs off)``)."""
+    keys = ("budget", "cap", "num_speculative_tokens", "method")
+    words = [f"{key} {best[k]}" if isinstance(best[k], str) else f"{key} {best[k]:g}"
+             for k, key in zip(("budget", "topk_cap", *keys[2:]), keys) if not missing(best.get(k))]
     if best.get("cuda_graph") is not None:
         words.append(f"graphs {'on' if best['cuda_graph'] else 'off'}")
     return f" ({', '.join(words)})" if words else ""
@@ -301,7 +318,7 @@ def _point(best: dict) -> str:
 
 _FORMATS = {"accept_length": ".2f", "output_tok_s": ".1f", "speedup": ".2f",
             "ttft_ms_p50": ".1f", "tpot_ms_p50": ".2f", "budget": "g", "topk_cap": "g",
-            "rounds": ".0f"}
+            "num_speculative_tokens": "g", "rounds": ".0f"}
 
 
 def _shown(column: str, value) -> str:
@@ -368,12 +385,13 @@ class SweepReport:
         shown["speedup_ci"] = [_span(r.get("speedup_ci_low"), r.get("speedup_ci_high"), ".2f")
                                + (" noise" if r.get("within_noise") is True else "")
                                for _, r in shown.iterrows()]
-        cols = [c for c in TABLE_COLUMNS if c in shown.columns]
+        cols = [c for c in _table_columns(shown) if c in shown.columns]
         out = pd.DataFrame({c: [_shown(c, v) for v in shown[c]] for c in cols}, index=shown.index)
         if "speedup_note" in shown:
             out["speedup"] = [v or ("n/a" if isinstance(note, str) and note else "")
                               for v, note in zip(out["speedup"], shown["speedup_note"])]
-        return out
+        return out.rename(columns={"accept_length": "mean acceptance length"}) if _vllm(shown) \
+            else out
 
     def _repr_html_(self) -> str:
         return self.verdict._repr_html_()

@@ -21,6 +21,13 @@ the host's ``drift`` over the sweep (a re-measurement that failed leaves
 ``bracket_note``: ``drift not measured: ...``); and the load columns
 (``load_before``, ``load_after``, ``cpu_other``, ``load_warning``) say how busy
 the host was while the cell was measured (:mod:`ddlab.lab.hostload`).
+
+A cell of another family than SGLang says so (``family``) and has its own knobs'
+columns instead of DDTree's (vLLM: ``num_speculative_tokens``, ``method``; ``budget`` and
+``topk_cap`` empty); ``cuda_graph`` is read by its family (vLLM: not ``enforce_eager``),
+``algorithm`` is its method, and ``accept_length`` its own acceptance figure (vLLM's
+mean acceptance length, :mod:`ddlab.lab.family_api`). An SGLang sweep's columns are
+as they always were.
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ddlab.config.families import DEFAULT_FAMILY, family_named
 from ddlab.config.flags import graphs_on, typed_value
+from ddlab.lab.family_api import graphs_on_flags
 from ddlab.lab.measure import CI_FIGURES
 from ddlab.lab.stats import includes, median_ci, missing, overlaps, ratio_ci
 from ddlab.sweeps.store import Store, find_sweep
@@ -145,8 +154,20 @@ def plan_frame(sweep) -> pd.DataFrame:
     return frame
 
 
+def _family_columns(config: dict) -> dict:
+    """A non-SGLang cell's own columns: its family, its knobs' values, graphs, algorithm."""
+    family = family_named(config.get("family"))
+    flat = family.flat_flags(config.get("flags") or {})
+    method = flat.get(family.algorithm_key)
+    return {"family": family.name, "algorithm": str(method).upper() if method else "NONE",
+            "cuda_graph": graphs_on_flags(config.get("flags") or {}, family),
+            **{name: flat.get(knob.sets) for name, knob in family.knobs.items()
+               if name != "cuda_graph"}}
+
+
 def _row(sweep_id: str, cell: dict) -> dict:
-    flags = ((cell.get("config") or {}).get("config") or {}).get("flags", {})
+    config = (cell.get("config") or {}).get("config") or {}
+    flags = config.get("flags", {})
     verdict = cell.get("verdict") or {}
     metrics = cell.get("metrics") or {}
     algorithm = flags.get("speculative-algorithm") or "NONE"
@@ -173,6 +194,8 @@ def _row(sweep_id: str, cell: dict) -> dict:
         # a Slurm job's node (None elsewhere): where the cell really ran
         "node": (verdict.get("service_state") or {}).get("node") or None,
     }
+    if (config.get("family") or DEFAULT_FAMILY) != DEFAULT_FAMILY:
+        row.update(_family_columns(config))
     if cell["status"] == "timeout":
         row["kind"] = "timeout"
     for key in METRICS:
@@ -304,8 +327,13 @@ _BEST_KEYS = ("name", "budget", "topk_cap", "cuda_graph", "output_tok_s", "outpu
               "speedup_ci_high", "within_noise", "speedup_note", "host")
 
 
+_FAMILY_KEYS = ("family", "num_speculative_tokens", "method")  # a non-SGLang cell's own
+
+
 def _described(row) -> dict:
-    return {k: (None if missing(row.get(k)) else row.get(k)) for k in _BEST_KEYS}
+    out = {k: (None if missing(row.get(k)) else row.get(k)) for k in _BEST_KEYS}
+    out.update({k: row.get(k) for k in _FAMILY_KEYS if not missing(row.get(k))})
+    return out
 
 
 def _ci(row, key: str = "output_tok_s") -> tuple:

@@ -42,6 +42,7 @@ from ddlab.hosts.pools import load_pool, pool_label, slots
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
+from ddlab.lab.family_api import family_of_run
 from ddlab.lab.measure import measure
 from ddlab.sweeps.pool import CellSteps, run_pool
 from ddlab.sweeps.prompt_sets import load_sets, mixed
@@ -462,7 +463,8 @@ def _bench(lab: Lab, deployed, run_dir: Path, options: SweepOptions) -> tuple[di
                      ci_target=options.ci_target, min_time_s=options.min_time_s,
                      max_time_s=options.max_time_s, max_rounds=options.max_rounds,
                      prompts=mixed(load_sets(options.prompts)) if options.prompts else None,
-                     label=label, record=record, headers=headers)
+                     label=label, record=record, headers=headers,
+                     family=family_of_run(deployed.run_dir))
     return result.summary(), result.to_dict()
 
 

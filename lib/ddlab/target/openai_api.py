@@ -1,7 +1,9 @@
 """OpenAI-shaped endpoints of the target: ``/v1/models``, ``/v1/completions``, ``/v1/chat/completions``.
 
 Contract: the shapes SGLang serves (``object``, ``choices``, ``usage``;
-streaming as ``data: {chunk}`` lines then ``data: [DONE]``). A chat is
+streaming as ``data: {chunk}`` lines then ``data: [DONE]``; with
+``stream_options.include_usage`` a last chunk of no choices carries the usage, as vLLM
+0.34.0's vllm/entrypoints/openai/completion/serving.py:581-610). A chat is
 flattened to ``role: content`` lines ending in ``assistant: `` (the model
 is a byte-level code model; there is no chat template to honour). Omitted
 ``max_tokens`` is 16, as OpenAI's default; ``n`` must be 1.
@@ -67,16 +69,20 @@ def completions(state, body: dict, chat: bool) -> Reply:
             "model": body.get("model") or state.name}
     kind = "chat.completion" if chat else "text_completion"
     if body.get("stream"):
-        return stream_reply(_stream(state, req, head, kind, chat))
+        return stream_reply(_stream(state, req, head, kind, chat,
+                                    bool((body.get("stream_options") or {}).get("include_usage"))))
     for _ in state.run(req):
         pass
-    usage = {"prompt_tokens": len(req.input_ids), "completion_tokens": len(req.output_ids),
-             "total_tokens": len(req.input_ids) + len(req.output_ids)}
     return json_reply({**head, "object": kind, "choices": [_choice(req, decode_text(req.output_ids), chat)],
-                       "usage": usage})
+                       "usage": _usage(req)})
 
 
-def _stream(state, req, head, kind, chat):
+def _usage(req) -> dict:
+    return {"prompt_tokens": len(req.input_ids), "completion_tokens": len(req.output_ids),
+            "total_tokens": len(req.input_ids) + len(req.output_ids)}
+
+
+def _stream(state, req, head, kind, chat, usage=False):
     sent = ""
     try:
         for r in state.run(req):
@@ -85,6 +91,8 @@ def _stream(state, req, head, kind, chat):
                      "choices": [_choice(r, text[len(sent):], chat, delta=True)]}
             sent = text
             yield f"data: {json.dumps(chunk)}\n\n"
+        if usage:  # stream_options.include_usage: the usage in a last chunk of no choices
+            yield f"data: {json.dumps({**head, 'object': kind, 'choices': [], 'usage': _usage(req)})}\n\n"
         yield "data: [DONE]\n\n"
     finally:
         if req.finish_reason is None:

@@ -35,11 +35,16 @@ from ddlab.config.vllm import (JSON_CONFIGS, all_options, option_of, option_word
 from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
-__all__ = ["VLLM", "VllmFamily"]
+__all__ = ["VLLM", "VllmFamily", "TARGET_SWITCHES"]
 
 _NAME = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")
 _JSON_FLAGS = tuple(JSON_CONFIGS.values())   # speculative_config, compilation_config
 _SPEC = "speculative_config"
+# the embedded target's own switches in vLLM's dialect (ddlab/target/vllm_args.py:150-157:
+# device, faults): no vLLM option, so kept out of the release's check when the config is
+# made; ddlab.lab.commands refuses them for a real vLLM and passes them to the target
+TARGET_SWITCHES = ("device", "device_memory_gb", "cpu_threads", "debug_drop_verify_field",
+                   "debug_drop_verify_mode", "debug_graph_tokens_per_req", "debug_load_delay_s")
 
 
 class VllmFamily(Family):
@@ -80,6 +85,7 @@ class VllmFamily(Family):
     algorithm_key = f"{_SPEC}.method"
     spec_prefix = f"{_SPEC}."
     false_removes = False
+    target_switches = TARGET_SWITCHES
 
     # --- the base's flags and the command --------------------------------------------
 
@@ -95,7 +101,8 @@ class VllmFamily(Family):
         if not out.get("model"):
             raise ConfigError("vllm flags: need a model (vllm serve MODEL)",
                               fix="e.g. flags: {model: Qwen/Qwen3-8B}", key="model")
-        render_serve(out, release.get("version"))  # the release's parser: ConfigError
+        render_serve({k: v for k, v in out.items() if k not in TARGET_SWITCHES},
+                     release.get("version"))  # the release's parser: ConfigError
         return out
 
     def command_groups(self, config) -> list[list[str]]:
