@@ -119,6 +119,7 @@ def workload(tmp_path_factory):
     return project, report, run_dir
 
 
+@pytest.mark.slow  # a real workload sweep (the module's fixture, ~18 s)
 def test_each_cell_starts_its_server_once_not_once_per_level(workload):
     project, report, _ = workload
     cells = report.frame
@@ -143,6 +144,7 @@ def test_each_cell_starts_its_server_once_not_once_per_level(workload):
         assert [lv["n_failed_total"] for lv in levels] == [0] * len(LEVELS)
 
 
+@pytest.mark.slow  # a real workload sweep (the module's fixture, ~18 s)
 def test_each_level_has_its_interval_and_a_speedup_at_the_same_level(workload):
     _, report, run_dir = workload
     levels = report.levels
@@ -161,6 +163,7 @@ def test_each_level_has_its_interval_and_a_speedup_at_the_same_level(workload):
     assert len(written) == len(levels) and "user_tok_s" in written
 
 
+@pytest.mark.slow  # a real workload sweep (the module's fixture, ~18 s)
 def test_the_verdict_says_where_each_config_stops_paying(workload):
     _, report, run_dir = workload
     verdict = report.verdict
@@ -176,6 +179,7 @@ def test_the_verdict_says_where_each_config_stops_paying(workload):
     assert stored["workload"]["crossover"][0]["words"] == config["words"]
 
 
+@pytest.mark.slow  # a real workload sweep (the module's fixture, ~18 s)
 def test_acceptance_per_prompt_set_comes_from_the_servers_counters(workload):
     _, report, _ = workload
     cells = {c["role"]: c for c in report.verdict.workload["prompt_sets"]}
@@ -190,6 +194,7 @@ def test_acceptance_per_prompt_set_comes_from_the_servers_counters(workload):
     assert all(s["accept_length"] is None for s in cells["baseline"]["sets"])  # no speculation
 
 
+@pytest.mark.slow  # a real workload sweep (the module's fixture, ~18 s)
 def test_the_workload_figures_draw_and_a_single_level_sweep_has_none(workload):
     _, report, _ = workload
     pareto = ddlab.pareto(report.levels)
@@ -199,6 +204,7 @@ def test_the_workload_figures_draw_and_a_single_level_sweep_has_none(workload):
     assert ddlab.pareto(pd.DataFrame()) is None
 
 
+@pytest.mark.slow  # a real workload sweep (the module's fixture, ~18 s)
 def test_results_md_names_every_levels_csv_column(workload):
     """docs/results.md: each column of levels.csv is in its levels table or, for the cell's
     own columns, in the cells.csv table."""

@@ -171,6 +171,7 @@ def test_startup_lines_are_vllms_in_vllms_order_and_fit_their_sources(eagle):
     assert re.search(r"\[startup\.py:38\] .*version 0\.34\.0\+ddlab", log)
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm(plain, tmp_path):
     assert "Graph capturing finished" not in plain.log()
     assert "[model_runner.py:1149]" not in plain.log()
@@ -253,6 +254,7 @@ def test_metrics_use_vllms_names_and_move_with_requests(eagle):
 
 # --- lossless ------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 @pytest.mark.parametrize("flags", [EAGLE, NGRAM, ["--speculative-config",
                                                   '{"method": "eagle", "num_speculative_tokens": 15}']])
 def test_greedy_tokens_equal_the_non_speculative_ones(flags):
@@ -282,6 +284,7 @@ def _run(*flags, env=None, timeout=90):
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_flags_as_vllm_serve_reads_them():
     from ddlab.target.vllm_args import parse_vllm_args
 
@@ -311,6 +314,7 @@ def test_flags_as_vllm_serve_reads_them():
      "ValueError: User-specified max_model_len (1000) is greater than the derived max_model_len "
      "(max_position_embeddings=320"),
 ])
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_bad_arguments_fail_before_the_engine_in_vllms_words(flags, rc, text):
     done = _run(*flags)
     assert done.returncode == rc, done.stderr[-2000:]
@@ -318,6 +322,7 @@ def test_bad_arguments_fail_before_the_engine_in_vllms_words(flags, rc, text):
     assert "Initializing a V1 LLM engine" not in done.stderr
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_a_busy_port_fails_at_the_bind_before_the_engine(tmp_path, plain):
     s = Server(tmp_path, "--enforce-eager", port=plain.port)
     assert s.exit_code() == 1
@@ -328,6 +333,7 @@ def test_a_busy_port_fails_at_the_bind_before_the_engine(tmp_path, plain):
 
 # --- the faults ----------------------------------------------------------------------------
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_replay_crash_kills_the_engine_core_as_vllms_does(tmp_path):
     s = Server(tmp_path, *EAGLE, "--debug-drop-verify-field", "positions")
     try:
@@ -351,6 +357,7 @@ def test_replay_crash_kills_the_engine_core_as_vllms_does(tmp_path):
         s.stop()
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_a_dropped_field_skipped_serves_wrong_tokens_and_stays_up(tmp_path, plain):
     s = Server(tmp_path, *EAGLE, "--debug-drop-verify-field", "seq_lens")
     try:
@@ -363,6 +370,7 @@ def test_a_dropped_field_skipped_serves_wrong_tokens_and_stays_up(tmp_path, plai
         s.stop()
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_static_buffers_that_do_not_fit_fail_the_engine_start_with_the_allocators_oom(tmp_path):
     flags = ["--max-num-seqs", "8", "--max-model-len", "8192", "--device-memory-gb", "0.5",
              "-sc", '{"method": "eagle", "num_speculative_tokens": 15}']
@@ -376,6 +384,7 @@ def test_static_buffers_that_do_not_fit_fail_the_engine_start_with_the_allocator
     assert "[model.py:2722] User-specified max_model_len (8192)" in err  # the allowed warning
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_the_same_envelope_starts_with_enforce_eager(monkeypatch):
     """The capture fault's fallback: without graphs nothing is captured (in-process)."""
     from ddlab.target.engine import Engine
@@ -392,6 +401,7 @@ def test_the_same_envelope_starts_with_enforce_eager(monkeypatch):
     ("0.0005", "ValueError: No available memory for the cache blocks. " + KV_HINT),
     ("0.004", "ValueError: To serve at least one request with the model's max seq len (320), ("),
 ])
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_a_kv_cache_too_small_fails_the_engine_start_in_vllms_words(util, text):
     done = _run("--gpu-memory-utilization", util)
     assert done.returncode == 1
@@ -400,6 +410,7 @@ def test_a_kv_cache_too_small_fails_the_engine_start_in_vllms_words(util, text):
     assert "Engine core initialization failed" in done.stderr
 
 
+@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 def test_sigterm_stops_uvicorn_gracefully_and_exits_0(tmp_path):
     s = Server(tmp_path, "--enforce-eager")
     s.wait()
