@@ -56,30 +56,39 @@ def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 
 
 def _complete_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens: int,
                   *, batch: int, model: str | None = None) -> ProbeResult:
-    start = time.perf_counter()
-    try:
-        resp = client.post(f"{base_url}/v1/completions",
-                           json=completion_body(prompt, max_new_tokens, model=model))
-    except httpx.HTTPError as err:
-        return ProbeResult(ok=False, batch=batch, error=f"{type(err).__name__}: {err}",
-                           e2e_s=time.perf_counter() - start)
-    elapsed = time.perf_counter() - start
-    if resp.status_code != 200:
-        return ProbeResult(ok=False, batch=batch, status=resp.status_code,
-                           error=f"HTTP {resp.status_code}: {resp.text[:200]}", e2e_s=elapsed)
-    try:
-        _, tokens = completion_text(resp.json())
-    except ValueError as err:
-        return ProbeResult(ok=False, batch=batch, status=200, e2e_s=elapsed, error=str(err))
-    return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed, completion_tokens=tokens)
+    """One greedy ``/v1/completions`` (vLLM's, and SGLang's OpenAI route)."""
+
+    def read(answer) -> dict:
+        return {"completion_tokens": completion_text(answer)[1]}
+
+    return _request_one(client, f"{base_url}/v1/completions",
+                        completion_body(prompt, max_new_tokens, model=model), read, batch=batch)
 
 
 def _probe_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens: int,
                *, batch: int, model: str | None = None) -> ProbeResult:
-    start = time.perf_counter()
+    """One greedy SGLang ``/generate``, with its speculative counters."""
+
+    def read(answer) -> dict:
+        try:
+            meta = answer.get("meta_info", {})
+        except AttributeError:
+            raise ValueError(f"not a /generate answer: {str(answer)[:200]!r}") from None
+        return {"completion_tokens": int(meta.get("completion_tokens", 0)),
+                "spec_verify_ct": meta.get("spec_verify_ct"),
+                "spec_accept_length": meta.get("spec_accept_length")}
+
     body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
+    return _request_one(client, f"{base_url}/generate", body, read, batch=batch)
+
+
+def _request_one(client: httpx.Client, url: str, body: dict, read, *, batch: int) -> ProbeResult:
+    """POST ``body``; a transport error, a status other than 200, an answer that is not JSON
+    or one ``read`` refuses (ValueError) is a failed probe with its reason, else ``read``'s
+    fields."""
+    start = time.perf_counter()
     try:
-        resp = client.post(f"{base_url}/generate", json=body)
+        resp = client.post(url, json=body)
     except httpx.HTTPError as err:
         return ProbeResult(ok=False, batch=batch, error=f"{type(err).__name__}: {err}",
                            e2e_s=time.perf_counter() - start)
@@ -88,13 +97,15 @@ def _probe_one(client: httpx.Client, base_url: str, prompt: str, max_new_tokens:
         return ProbeResult(ok=False, batch=batch, status=resp.status_code,
                            error=f"HTTP {resp.status_code}: {resp.text[:200]}", e2e_s=elapsed)
     try:
-        meta = resp.json().get("meta_info", {})
-    except (ValueError, AttributeError):
+        answer = resp.json()
+    except ValueError:
+        route = "/" + url.split("/", 3)[-1]
         return ProbeResult(ok=False, batch=batch, status=200, e2e_s=elapsed,
-                           error=f"not a /generate answer: {resp.text[:200]!r}")
-    return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed,
-                       completion_tokens=int(meta.get("completion_tokens", 0)),
-                       spec_verify_ct=meta.get("spec_verify_ct"),
-                       spec_accept_length=meta.get("spec_accept_length"))
+                           error=f"not a {route} answer: {resp.text[:200]!r}")
+    try:
+        fields = read(answer)
+    except ValueError as err:  # JSON, but not the answer this route gives
+        return ProbeResult(ok=False, batch=batch, status=200, e2e_s=elapsed, error=str(err))
+    return ProbeResult(ok=True, batch=batch, status=200, e2e_s=elapsed, **fields)
 
 
