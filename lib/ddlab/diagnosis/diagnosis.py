@@ -229,18 +229,6 @@ def _evidence(lines, best, phase_line, exit_seen, patterns, crashed) -> list[str
 
 # --- cause and advice when no signature explains it -----------------------------------
 
-def _where(best: Candidate) -> str | None:
-    """The innermost SGLang frame of the failing exception (any frame if none is SGLang's)."""
-    frames = best.raised.frames if best.raised is not None else []
-    ours = [f for f in frames if "sglang" in f.file] or frames
-    if not ours:
-        return None
-    frame = ours[-1]
-    at = frame.file.rfind("sglang/")
-    path = frame.file[at:] if at >= 0 else frame.file
-    return f"{path}:{frame.line} ({frame.func})" if frame.func else f"{path}:{frame.line}"
-
-
 def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
     native = r"Segmentation fault|Aborted|core-dump|SEGV|ABRT|Fatal Python"
     if exit_seen.why and re.search(native, exit_seen.why):
@@ -251,11 +239,11 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
         return ("The process failed without an error in this log: read the whole journal "
                 "(`journalctl -u UNIT -o cat`), the lines before the exit usually say why.")
     if best.cut:
-        where = _where(best)
+        where = best.where("sglang")
         at = f"; its last frame is {where}" if where else ""
         return (f"The log ends inside a traceback (line {best.first_no}){at}: get the whole log "
                 "(`journalctl -u UNIT -o cat`), the exception line below the frames names the error.")
-    where = _where(best)
+    where = best.where("sglang")
     look = f" It was raised at {where}: start reading there." if where else ""
     return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."
             f"{look} If it recurs, add a Signature (ddlab.crashes.kinds) with a fixture log.")

@@ -80,6 +80,18 @@ class Candidate:
     request: bool = False  # one request's error: the server kept serving unless it died of it
     order: int = 0  # which of its signature's ``lines`` matched: the first is the most telling
 
+    def where(self, package: str) -> str | None:
+        """``package/x.py:N (func)``: the innermost frame of the failing exception in
+        ``package`` (``sglang``, ``vllm``; any frame if none is), its path from the package."""
+        frames = self.raised.frames if self.raised is not None else []
+        ours = [f for f in frames if package in f.file] or frames
+        if not ours:
+            return None
+        frame = ours[-1]
+        at = frame.file.rfind(f"{package}/")
+        path = frame.file[at:] if at >= 0 else frame.file
+        return f"{path}:{frame.line} ({frame.func})" if frame.func else f"{path}:{frame.line}"
+
 
 def clean_cause(text: str) -> str:
     """The message of a line: no level prefix, no C++ ``what():``."""

@@ -149,22 +149,11 @@ def advise_vllm(signature: Signature, found: Found) -> str:
     return " ".join(s for s in sentences if s)
 
 
-def _where(best: Candidate) -> str | None:
-    frames = best.raised.frames if best.raised is not None else []
-    ours = [f for f in frames if "vllm" in f.file] or frames
-    if not ours:
-        return None
-    frame = ours[-1]
-    at = frame.file.rfind("vllm/")
-    path = frame.file[at:] if at >= 0 else frame.file
-    return f"{path}:{frame.line} ({frame.func})" if frame.func else f"{path}:{frame.line}"
-
-
 def _unknown_advice(best: Candidate | None) -> str:
     if best is None:
         return ("The process failed without an error in this log: get the whole log from the start "
                 "(the engine core's lines are tagged `(EngineCore_DP0 pid=N)`).")
-    where = _where(best)
+    where = best.where("vllm")
     if best.cut:
         at = f"; its last frame is {where}" if where else ""
         return (f"The log ends inside a traceback (line {best.first_no}){at}: get the whole log, the "
