@@ -13,6 +13,8 @@ per cell of accept lengths by prompt set (and by draft position).
 
 from __future__ import annotations
 
+from ddlab.sweeps.levels import speedup_words
+
 __all__ = ["workload_answer", "workload_headline", "workload_details", "workload_next_step",
            "workload_warnings"]
 
@@ -68,7 +70,7 @@ def workload_details(answer: dict) -> list[str]:
     """A line per config's crossover, per level's best, per cell's accept lengths by set."""
     rows = [f"crossover: {c['words']}" for c in answer.get("crossover") or []]
     for best in answer.get("best_per_level") or []:
-        x = _x(best)
+        x = speedup_words(best)
         said = {"pays": "", "ties": ", within noise of no speculation",
                 "loses": ", slower than no speculation"}.get(best["level_verdict"], "")
         ties = f" (ties with {', '.join(best['ties'])})" if best["ties"] else ""
@@ -78,14 +80,6 @@ def workload_details(answer: dict) -> list[str]:
             continue
         rows.append(f"accept length by prompt set, {cell['name']}: {_sets_words(cell['sets'])}")
     return rows
-
-
-def _x(best: dict) -> str:
-    if best.get("speedup") is None:
-        return "n/a"
-    ci = ("" if best.get("speedup_ci_low") is None else
-          f" [{best['speedup_ci_low']:.2f}-{best['speedup_ci_high']:.2f}]")
-    return f"{best['speedup']:.2f}x{ci}"
 
 
 def _sets_words(sets: list[dict]) -> str:

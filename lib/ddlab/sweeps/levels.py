@@ -28,7 +28,7 @@ from ddlab.sweeps.results import _add_speedups, _pooled, _row, resolve_sweep
 from ddlab.sweeps.store import Store
 
 __all__ = ["load_levels", "levels_of", "crossover", "best_per_level", "prompt_sets",
-           "LEVEL_COLUMNS", "verdict_of_level"]
+           "LEVEL_COLUMNS", "verdict_of_level", "speedup_words"]
 
 LEVEL_COLUMNS = ["name", "role", "status", "budget", "topk_cap", "cuda_graph", "host",
                  "concurrency", "output_tok_s", "output_tok_s_ci_low", "output_tok_s_ci_high",
@@ -122,7 +122,7 @@ def _speedup(row) -> dict:
             for k in ("speedup", "speedup_ci_low", "speedup_ci_high")}
 
 
-def _x(speedup: dict) -> str:
+def speedup_words(speedup: dict) -> str:
     """``1.90x [1.70-2.10]``."""
     if speedup.get("speedup") is None:
         return "n/a"
@@ -138,24 +138,25 @@ def _crossover_words(found: dict) -> str:
     levels = sorted(speedups)
     if found["every_level"]:
         top = levels[-1]
-        return (f"{name} pays at every level tried ({levels[0]}-{top}; {_x(speedups[top])} "
+        return (f"{name} pays at every level tried ({levels[0]}-{top}; {speedup_words(speedups[top])} "
                 f"at {top})")
     ties, loses = found["ties_at"], found["loses_at"]
     if found["pays_up_to"] is not None:
         parts = [f"{name} pays up to concurrency {found['pays_up_to']} "
-                 f"({_x(speedups[found['pays_up_to']])})"]
+                 f"({speedup_words(speedups[found['pays_up_to']])})"]
     elif ties == levels[0]:
-        parts, ties = [f"{name} never pays: ties at concurrency {ties} ({_x(speedups[ties])})"], None
+        parts, ties = [f"{name} never pays: ties at concurrency {ties} "
+                       f"({speedup_words(speedups[ties])})"], None
     else:
         parts, loses = [f"{name} never pays: loses at concurrency {levels[0]} "
-                        f"({_x(speedups[levels[0]])})"], None
+                        f"({speedup_words(speedups[levels[0]])})"], None
     if ties is not None:
         parts.append(f"ties at {ties}")
     if loses is not None:
-        parts.append(f"loses at {loses} ({_x(speedups[loses])})")
+        parts.append(f"loses at {loses} ({speedup_words(speedups[loses])})")
     again = found.get("pays_again_at")
     if again is not None:
-        parts.append(f"pays again at {again} ({_x(speedups[again])})")
+        parts.append(f"pays again at {again} ({speedup_words(speedups[again])})")
     return "; ".join(parts)
 
 
