@@ -13,6 +13,9 @@
 #   bench/gpu_sweep.sh full     # budget x cap x graphs + the 2 baselines + 5 fault cells
 #   bench/gpu_sweep.sh faults   # B16 cap 4 graphs on/off, the 2 baselines, the 5 fault cells
 #   DEVICE=cpu PY=.venv/bin/python bench/gpu_sweep.sh cpu   # the same grid on CPU, graphs off
+#   bench/gpu_sweep.sh vllm     # issue 28: base vllm-eagle3 (the target in vLLM's dialect),
+#                               # num_speculative_tokens x graphs/eager + baselines + 2 faults
+#   DEVICE=cpu PY=.venv/bin/python bench/gpu_sweep.sh vllm-cpu  # the same on CPU, eager only
 # Knobs (environment): OUT (results; default /tmp/gpu-sweep-out), PY (python3),
 #   DEVICE (cuda), BUDGETS, CAPS, GRAPHS, REQUESTS (8), MAX_NEW_TOKENS (128),
 #   REPEATS (3: rounds at least), CI_TARGET (0.05: measure until the tok/s 95% interval
@@ -65,7 +68,9 @@ case $MODE in
   full)  BUDGETS=${BUDGETS:-[4, 8, 16, 32, 64]} CAPS=${CAPS:-[1, 2, 4, 8]} GRAPHS=${GRAPHS:-[true, false]} ;;
   cpu)   BUDGETS=${BUDGETS:-[4, 8, 16, 32, 64]} CAPS=${CAPS:-[1, 2, 4, 8]} GRAPHS=${GRAPHS:-[false]}
          FAULTS=${FAULTS_CPU:-0} WHEELS=${WHEELS:-0} ;;
-  *) echo "usage: $0 smoke|faults|full|cpu" >&2; exit 2 ;;
+  vllm)  TOKENS=${TOKENS:-[1, 2, 3, 4, 6, 8]} GRAPHS=${GRAPHS:-[true, false]} ;;
+  vllm-cpu) TOKENS=${TOKENS:-[1, 2, 4]} GRAPHS=${GRAPHS:-[false]} FAULTS=${FAULTS_CPU:-0} WHEELS=${WHEELS:-0} ;;
+  *) echo "usage: $0 smoke|faults|full|cpu|vllm|vllm-cpu" >&2; exit 2 ;;
 esac
 mkdir -p "$OUT" "$WORK"
 exec > >(tee "$OUT/log.txt") 2>&1
@@ -112,9 +117,30 @@ EOF
 cat "$OUT/provenance.txt"
 
 # --- 3. parameters and the notebook -----------------------------------------------
-FIXED="{device: $DEVICE"
+case $MODE in vllm*) DEVKEY=flags.device ;; *) DEVKEY=device ;; esac
+FIXED="{$DEVKEY: $DEVICE"
 [ "$PYPATH" = "$ROOT/lib" ] || FIXED="$FIXED, env.PYTHONPATH: '$PYPATH'"  # the server's imports
 FIXED="$FIXED}"
+case $MODE in vllm*) {
+  # vLLM's family: its own knobs (num_speculative_tokens; graphs = not --enforce-eager), its
+  # acceptance figure (mean acceptance length, from /metrics), its log dialect (issue 28)
+  echo "base: vllm-eagle3"
+  echo "grid: {num_speculative_tokens: $TOKENS}"
+  echo "cuda_graph: $GRAPHS"
+  echo "requests: $REQUESTS"
+  echo "max_new_tokens: $MAX_NEW_TOKENS"
+  echo "repeats: $REPEATS"
+  echo "ci_target: $CI_TARGET"
+  echo "max_rounds: $MAX_ROUNDS"
+  echo "warmup: 1"
+  echo "timeout_s: 120"
+  echo "fixed: $FIXED"
+  if [ "$FAULTS" = 1 ]; then
+    # (a) a field dropped before the graph's copy: a replay crash; (b) seq_lens skipped:
+    # wrong tokens, no crash (the lossless check's case)
+    echo "extra: [{flags.debug_drop_verify_field: positions}, {flags.debug_drop_verify_field: seq_lens}]"
+  fi
+} > "$WORK/params.yaml" ;; *)
 {
   echo "budget: $BUDGETS"
   echo "topk_cap: $CAPS"
@@ -142,7 +168,8 @@ FIXED="$FIXED}"
     #     left (1 - mem_fraction_static) cannot hold their static buffers
     echo "  - {budget: 16, topk_cap: 4, cuda_graph: true, max_running_requests: 1000000, cuda_graph_max_bs_decode: 1000000}"
   fi
-} > "$WORK/params.yaml"
+} > "$WORK/params.yaml" ;;
+esac
 stamp "parameters:"; cat "$WORK/params.yaml"
 cp "$ROOT/notebooks/sweep.ipynb" "$WORK/sweep.ipynb"  # the project's notebook as it is
 
