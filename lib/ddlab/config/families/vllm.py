@@ -38,6 +38,9 @@ from ddlab.core.errors import ConfigError
 __all__ = ["VLLM", "VllmFamily", "TARGET_SWITCHES"]
 
 _NAME = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")
+# sizes an envelope searches in powers of two (ddlab's choice, as for SGLang's context-length,
+# max-prefill-tokens, cuda-graph-max-bs in ddlab.config.flags)
+_POW2_SIZES = ("max_model_len", "max_num_batched_tokens", "max_cudagraph_capture_size")
 _JSON_FLAGS = tuple(JSON_CONFIGS.values())   # speculative_config, compilation_config
 _SPEC = "speculative_config"
 # the embedded target's own switches in vLLM's dialect (ddlab/target/vllm_args.py:150-157:
@@ -196,7 +199,9 @@ class VllmFamily(Family):
         kind = ("int" if typed == "int" else "human_int" if typed.startswith("human_readable_int")
                 else "float" if typed == "float" else "switch" if action.get("nargs") == 0
                 else "str")
-        return Flag(name=name, kind=kind, short="", help=action.get("where") or "")
+        sized = name in _POW2_SIZES  # as SGLang's context-length, max-prefill-tokens
+        return Flag(name=name, kind=kind, short="", help=action.get("where") or "",
+                    min=1 if sized else None, pow2=sized)
 
     # --- overrides ---------------------------------------------------------------------
 
