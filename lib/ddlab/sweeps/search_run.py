@@ -214,7 +214,7 @@ class _Runner:
 def _served_model(config) -> str:
     """The name the server lists at ``/v1/models``, which a watch keys the lossless
     reference by where there is no ``/server_info`` (vLLM): ``--served-model-name``'s
-    first, else the model (vllm/entrypoints/launchers/api_server/app_state.py:48-61,
+    first, else the model (vllm/entrypoints/launchers/api_server/app_state.py:49-61,
     vllm/entrypoints/openai/models/serving.py:64-70 (0.34.0))."""
     names = config.flags.get("served_model_name")
     if isinstance(names, (list, tuple)):
