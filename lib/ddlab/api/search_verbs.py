@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ddlab.api.common import check_positive, check_wait
 from ddlab.core.errors import DdlabError, Interrupted
+from ddlab.core.log import get_logger
 from ddlab.core.progress import VerdictPlace
 from ddlab.core.run_folders import record_verdict
 from ddlab.hosts.profiles import load_host
@@ -23,6 +24,8 @@ if TYPE_CHECKING:  # pandas and matplotlib load when a search is reported, not o
     from ddlab.report.search_report import SearchReport
 
 __all__ = ["bisect", "envelope"]
+
+log = get_logger(__name__)
 
 
 def bisect(*, host: str = "", base: str = "", good=(), bad=(), max_trials: int = 12,
@@ -68,11 +71,29 @@ def envelope(*, host: str = "", base: str = "", fixed=(), search=(), fallback=()
 
     check_wait(wait_s)
     profile = load_host(host or "local")
-    plan = plan_envelope(profile, base or profile.base, parameter_value("fixed", fixed),
-                         parameter_value("search", search), parameter_value("fallback", fallback),
+    base = base or profile.base
+    plan = plan_envelope(profile, base, parameter_value("fixed", fixed),
+                         _family_search(base, parameter_value("search", search)),
+                         parameter_value("fallback", fallback),
                          options=_search_options(timeout_s, probe), max_trials=max_trials,
                          max_time_s=max_time_s)
     return _search(plan, dry_run=dry_run, store=store, run_dir=run_dir, wait_s=wait_s)
+
+def _family_search(base, search):
+    """The envelope notebook's default search is SGLang's (``context_length``,
+    ``max_running_requests``); on a base of another family, left at that default, the
+    family's own stands in (vLLM: ``num_speculative_tokens``, ``max_num_seqs``)."""
+    from ddlab.config.bases import load_base
+    from ddlab.config.families import DEFAULT_FAMILY, family_named
+
+    if not isinstance(search, dict) or search != family_named(DEFAULT_FAMILY).default_search:
+        return search
+    family = load_base(base).family
+    if family.name == DEFAULT_FAMILY:
+        return search
+    log.info(f"base {base} is of the {family.name} family: {', '.join(search)} are SGLang's; "
+             f"its default search: {family.default_search}")
+    return dict(family.default_search)
 
 def _search_options(timeout_s: float, probe: bool) -> SweepOptions:
     """A trial's watch: until ready within ``timeout_s``, probes (and the lossless check)."""

@@ -103,7 +103,7 @@ def sweep(*, host: str | list = "", base: str = "", budget=DEFAULT_GRID["budget"
     plan = None if resume else plan_sweep(base, family_grid(base, budget, topk_cap, cuda_graph,
                                                             grid),
                                           fixed=_with_metrics(parameter_value("fixed", fixed),
-                                                              options),
+                                                              options, base),
                                           extra=parameter_extras(extra), baseline=baseline,
                                           max_cells=max_cells, hosts=[p.name for p in profiles])
     store = store or Store()
@@ -165,20 +165,25 @@ def _is_default(key: str, value) -> bool:
     return isinstance(read, (list, tuple)) and list(read) == list(DEFAULT_GRID[key])
 
 
-def _with_metrics(fixed, options: SweepOptions):
-    """A workload sweep's acceptance comes from the server's counters: ``enable_metrics``
-    joins ``fixed`` (given as a mapping or KEY=VALUE items) unless the user set it."""
-    from ddlab.sweeps.workload import METRICS_FLAG
+def _with_metrics(fixed, options: SweepOptions, base=None):
+    """A workload sweep's acceptance comes from the server's counters: the base family's
+    ``metrics_overrides`` (SGLang's ``enable_metrics``; vLLM's none: it serves /metrics
+    always) join ``fixed`` (given as a mapping or KEY=VALUE items) unless the user set it."""
+    from ddlab.config.bases import load_base
+    from ddlab.config.families import family_named
 
     if not options.workload:
+        return fixed
+    metrics = (load_base(base).family if base else family_named(None)).metrics_overrides
+    if not metrics:
         return fixed
     fixed = [fixed] if isinstance(fixed, str) else fixed
     items = fixed.items() if isinstance(fixed, dict) else [str(i).partition("=")[::2]
                                                            for i in fixed or ()]
     if any(k.replace("-", "_").removeprefix("flags.") == "enable_metrics" for k, _ in items):
         return fixed
-    return {**fixed, **METRICS_FLAG} if isinstance(fixed, dict) else [
-        *(fixed or ()), *(f"{k}=true" for k in METRICS_FLAG)]
+    return {**fixed, **metrics} if isinstance(fixed, dict) else [
+        *(fixed or ()), *(f"{k}=true" for k in metrics)]
 
 
 def _keep_records(own, report, opened: Sweep | None, profile: HostProfile, run_dir,

@@ -48,6 +48,7 @@ class SearchReport:
     error: str = ""
     failure: str = ""            # bisect: the bad config's failure
     found_after: int = 0         # bisect: the trials it took to find the culprit
+    deploy: str = ""             # envelope on a base of another family: its values, deployed
 
     @property
     def outcome(self) -> str:
@@ -81,6 +82,8 @@ class SearchReport:
             more = " with a larger max_trials / max_time_s" if self.status == "budget" else ""
             return f"run the same {self.kind} again{more}: its finished trials are reused"
         if self.kind == "envelope":
+            if self.found and self.deploy:
+                return f"deploy the envelope's values ({self.deploy}), then sweep around them"
             return ("deploy the envelope's values (ddlab deploy --set ...), then sweep around "
                     "them" if self.found else "widen the ranges, or add a fallback")
         return ("look at the culprit's code path (ddlab deploy --probe-fn ...), or keep it out"
@@ -133,6 +136,7 @@ def trials_frame(store: Store, search_id: str, run: SearchRun | None = None) -> 
     the envelope's keys)."""
     known = {json.dumps(t.point, sort_keys=True, default=str): t for t in (run.trials if run else [])}
     envelope = run is not None and run.plan.kind == "envelope" and run.result is not None
+    family = run.plan.family if run is not None else None
     rows = []
     for cell in store.cells(search_id):
         if cell["role"] != "trial" or cell["status"] not in DONE_STATES:
@@ -147,7 +151,7 @@ def trials_frame(store: Store, search_id: str, run: SearchRun | None = None) -> 
         row = {"trial": trial.number if trial else None, "role": trial.role if trial else "trial",
                "level": trial.level if trial else None,
                "fallback": run.result.level_words(trial.level) if envelope and trial else "",
-               "changes": describe_point(point), "applied": list(point),
+               "changes": describe_point(point, family), "applied": list(point),
                "outcome": words, "failure": failure, "phase": outcome.phase,
                "cause": outcome.cut if failure == CUT else outcome.cause, "note": outcome.note,
                "reused": bool(trial and trial.outcome.reused), "name": cell["name"],
@@ -189,7 +193,28 @@ def search_report(run: SearchRun | None, *, store: Store, search_id: str, kind: 
     return SearchReport(kind=kind, search_id=search_id, status=status, answer=result.answer,
                         found=result.found, known=known, uncertain=result.uncertain(),
                         trials=frame, plan=plan, error=error, failure=failure,
-                        found_after=getattr(result, "found_after", 0))
+                        found_after=getattr(result, "found_after", 0),
+                        deploy=_deploy_words(run) if kind == "envelope" else "")
+
+
+def _deploy_words(run: SearchRun) -> str:
+    """``ddlab deploy --base vllm-eagle3 --set num_speculative_tokens=2 --set
+    cuda_graph=false``: the envelope's answer with the fallbacks it kept, on a base of a
+    family other than SGLang ('' for SGLang's, whose next step is unchanged)."""
+    from ddlab.config.families import DEFAULT_FAMILY
+    from ddlab.config.flags import render_value
+    from ddlab.core.redact import MASK, holds_secret, looks_secret
+    from ddlab.sweeps.search_plan import _merge
+
+    plan = run.plan
+    if plan.family.name == DEFAULT_FAMILY or not run.result.found:
+        return ""
+    settings = _merge(plan.fixed, run.result.point(), plan.family)
+    host = "" if plan.profile.name == "local" else f" --host {plan.profile.name}"
+    shown = {k: MASK if looks_secret(k.rpartition(".")[2]) or holds_secret(v) else v
+             for k, v in settings.items()}
+    return (f"ddlab deploy{host} --base {plan.base}"
+            + "".join(f" --set {k}={render_value(v)}" for k, v in shown.items()))
 
 
 class _SearchFigure(Figure):

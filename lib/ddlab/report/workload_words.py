@@ -30,7 +30,9 @@ def workload_answer(levels_frame, sets: list[dict]) -> dict:
     if not levels:
         return {}
     found = crossover(levels_frame)
-    return {"levels": levels,
+    families = set(levels_frame["family"].dropna()) if "family" in levels_frame else set()
+    family = {"family": families.pop()} if len(families) == 1 and families != {"sglang"} else {}
+    return {**family, "levels": levels,
             "crossover": [{k: v for k, v in c.items() if k not in ("levels", "speedups")}
                           | {"by_level": {str(k): v for k, v in c["levels"].items()},
                              "speedups": {str(k): v for k, v in c["speedups"].items()}}
@@ -75,11 +77,24 @@ def workload_details(answer: dict) -> list[str]:
                 "loses": ", slower than no speculation"}.get(best["level_verdict"], "")
         ties = f" (ties with {', '.join(best['ties'])})" if best["ties"] else ""
         rows.append(f"best at concurrency {best['concurrency']}: {best['name']} {x}{said}{ties}")
+    figure = _acceptance_words(answer)
     for cell in answer.get("prompt_sets") or []:
         if cell["role"] == "baseline":
             continue
-        rows.append(f"accept length by prompt set, {cell['name']}: {_sets_words(cell['sets'])}")
+        rows.append(f"{figure} by prompt set, {cell['name']}: {_sets_words(cell['sets'])}")
     return rows
+
+
+def _family(answer: dict):
+    """The sweep's server family (SGLang when the answer names none)."""
+    from ddlab.config.families import FAMILIES, family_named
+
+    return FAMILIES.get(answer.get("family")) or family_named(None)
+
+
+def _acceptance_words(answer: dict) -> str:
+    """The acceptance figure's name: SGLang's accept length, vLLM's mean acceptance length."""
+    return _family(answer).acceptance
 
 
 def _sets_words(sets: list[dict]) -> str:
@@ -92,7 +107,10 @@ def _sets_words(sets: list[dict]) -> str:
                                            [:_POSITIONS_SHOWN])
                  for s in sets if s.get("accept_per_position")]
     if positions:
-        words += "; accepted at draft position 1/2/3/4: " + ", ".join(positions)
+        shown = max(min(len(s["accept_per_position"]), _POSITIONS_SHOWN) for s in sets
+                    if s.get("accept_per_position"))
+        words += (f"; accepted at draft position {'/'.join(map(str, range(1, shown + 1)))}: "
+                  + ", ".join(positions))
     return words
 
 
@@ -111,7 +129,10 @@ def workload_warnings(answer: dict) -> list[str]:
 def workload_next_step(answer: dict) -> str:
     top = _top(answer)
     if top is None:
-        return ("no config pays even at the lowest level: sweep smaller budgets, or check the "
+        family = _family(answer)
+        smaller = ("smaller budgets" if "budget" in family.knobs else
+                   f"fewer {next(iter(family.knobs))}")  # vLLM: num_speculative_tokens
+        return (f"no config pays even at the lowest level: sweep {smaller}, or check the "
                 "drafter's acceptance per prompt set above")
     if top["every_level"]:
         return (f"{top['name']} pays at every level tried: add higher levels "

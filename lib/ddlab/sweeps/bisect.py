@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ddlab.config import flags as flagreg
 from ddlab.config.bases import Config
-from ddlab.config.overrides import ALIASES
+from ddlab.config.families import DEFAULT_FAMILY
 from ddlab.sweeps.search import Outcome, OutOfBudget, Trials, describe_point
 
 __all__ = ["Change", "changes_between", "Bisection", "bisect_search"]
@@ -26,36 +25,36 @@ __all__ = ["Change", "changes_between", "Bisection", "bisect_search"]
 
 @dataclass(frozen=True)
 class Change:
-    """One override that tells the bad config from the good one (value None: removed)."""
+    """One override that tells the bad config from the good one (value None: removed);
+    ``family``: the configs' (its words in the label)."""
 
     key: str
     value: object
+    family: object = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
-        return describe_point({self.key: self.value})
+        return describe_point({self.key: self.value}, self.family)
 
 
 def changes_between(good: Config, bad: Config) -> list[Change]:
-    """The overrides that turn ``good`` into ``bad``, one per key, in canonical order."""
-    out = []
-    for name in {**good.flags, **bad.flags}:
-        before, after = good.flags.get(name), bad.flags.get(name)
-        if before == after:
-            continue
-        if name == ALIASES["cuda_graph"]:
-            out.append(Change("cuda_graph", after is None))
-        else:
-            key = name.replace("-", "_") if name in flagreg.FLAGS else f"flags.{name}"
-            out.append(Change(key, after))
+    """The overrides that turn ``good`` into ``bad``, one per key, in canonical order:
+    the flags as the family names them (:meth:`Family.flag_changes`: vLLM's knobs and the
+    keys inside ``--speculative-config`` one by one), then env, unit, the command."""
+    family = good.family
+    out = [Change(key, value, family) for key, value in family.flag_changes(good.flags, bad.flags)]
     for kind in ("env", "unit"):
         old, new = getattr(good, kind), getattr(bad, kind)
-        out += [Change(f"{kind}.{n}", new.get(n)) for n in sorted({**old, **new})
+        out += [Change(f"{kind}.{n}", new.get(n), family) for n in sorted({**old, **new})
+                if old.get(n) != new.get(n)]
+    if family.name != DEFAULT_FAMILY:  # its release section (vllm.version), as --set names it
+        old, new = good.release, bad.release
+        out += [Change(f"{family.name}.{n}", new.get(n), family) for n in sorted({**old, **new})
                 if old.get(n) != new.get(n)]
     for kind in ("python", "module", "probes"):
         if getattr(good, kind) != getattr(bad, kind):
             value = getattr(bad, kind)
-            out.append(Change(kind, list(value) if kind == "probes" else value))
+            out.append(Change(kind, list(value) if kind == "probes" else value, family))
     return out
 
 

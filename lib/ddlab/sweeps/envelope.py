@@ -48,17 +48,21 @@ class KeySpec:
                 f"({len(self.values)} candidates, {steps})")
 
 
-def parse_search(item) -> KeySpec:
+def parse_search(item, family=None) -> KeySpec:
     """``context_length=4096..131072`` (``..HI`` or ``LO..``: the other end from the flag
-    table), a ``(key, lo, hi)`` tuple, or a one-key mapping ``{key: "LO..HI"}``."""
+    table), a ``(key, lo, hi)`` tuple, or a one-key mapping ``{key: "LO..HI"}``.
+    ``family``: the base's (None: SGLang), whose keys and flag table are read."""
     key, lo, hi = _search_parts(item)
-    kind, name = _target(key)
-    flag = flagreg.FLAGS.get(name) if kind == "flags" else None
+    kind, name = family.override_target(key) if family is not None else _target(key)
+    table = family.search_flag if family is not None else flagreg.FLAGS.get
+    flag = table(name) if kind == "flags" else None
     if flag is not None and flag.kind not in ("int", "human_int"):
+        sizes = ("num_speculative_tokens, max_num_seqs, max_model_len"
+                 if family is not None and family.name == "vllm" else
+                 "context_length, max_running_requests, cuda_graph_max_bs_decode")
         raise ConfigError(f"--search {key}: {flag.name} is not an integer flag ({flag.kind}); "
                           "the envelope searches integer values", key=key,
-                          fix="search a size such as context_length, max_running_requests, "
-                              "cuda_graph_max_bs_decode; sweep other flags instead")
+                          fix=f"search a size such as {sizes}; sweep other flags instead")
     lo = _bound(key, lo, flag, "min")
     hi = _bound(key, hi, flag, "max")
     if max(abs(lo), abs(hi)) > MAX_VALUE:
@@ -125,9 +129,12 @@ def parse_fallbacks(items) -> list[dict]:
 
 
 def start_value(spec: KeySpec, config: Config):
-    """The key's value in ``config`` (None when it does not set it)."""
-    kind, name = _target(spec.key)
-    value = config.flags.get(name) if kind == "flags" else getattr(config, kind, {}).get(name)
+    """The key's value in ``config`` (None when it does not set it); a key inside a JSON
+    flag (vLLM's ``num_speculative_tokens``) read there."""
+    family = config.family
+    kind, name = family.override_target(spec.key)
+    value = family.flat_flags(config.flags).get(name) if kind == "flags" \
+        else getattr(config, kind, {}).get(name)
     if value is None or isinstance(value, bool):
         return None
     try:
@@ -159,6 +166,7 @@ class Envelope:
     keys: list[KeySpec]
     fallbacks: list[dict]
     current: dict                # key -> the value it has now (given, then found)
+    family: object = None        # the base's: the words of its fallbacks (None: SGLang's)
     level: int = 0
     results: list[KeyResult] = field(default_factory=list)
     spent: str = ""              # why the budget stopped it ('' when it finished)
@@ -177,7 +185,8 @@ class Envelope:
         return {**self.overrides(), **values}
 
     def level_words(self, level: int) -> str:
-        return "as given" if level == 0 else f"with {describe_point(self.overrides(level))}"
+        return "as given" if level == 0 else \
+            f"with {describe_point(self.overrides(level), self.family)}"
 
     @property
     def answer(self) -> str:
@@ -226,11 +235,12 @@ def _fails(failure: str) -> str:
 
 
 def envelope_search(keys: list[KeySpec], fallbacks: list[dict], trials: Trials,
-                    start: dict) -> Envelope:
+                    start: dict, family=None) -> Envelope:
     """The largest value of each key that serves (module docstring); ``start``: each
     key's value in the start config (None: not set). The first trial is the start
-    config as given (with every key at its given value)."""
-    env = Envelope(keys=list(keys), fallbacks=list(fallbacks), current=dict(start))
+    config as given (with every key at its given value). ``family``: its words."""
+    env = Envelope(keys=list(keys), fallbacks=list(fallbacks), current=dict(start),
+                   family=family)
     try:
         env.asked_serves = trials(env.point(), role="ask").ok
         for spec in keys:

@@ -456,7 +456,7 @@ def _bench(lab: Lab, deployed, run_dir: Path, options: SweepOptions) -> tuple[di
         lab.server_headers(deployed)
     if options.workload:
         return measure_workload(lab.server_url(deployed), options, label=label, record=record,
-                                headers=headers)
+                                headers=headers, family=family_of_run(deployed.run_dir))
     result = measure(lab.server_url(deployed), requests=options.requests,
                      concurrency=options.concurrency, max_new_tokens=options.max_new_tokens,
                      warmup=options.warmup, repeats=options.repeats,

@@ -124,11 +124,16 @@ class Trials:
         return list(self.done.values())
 
 
-def describe_point(point: dict) -> str:
-    """``context_length=16384, graphs off``: a point (or fallback) in words."""
+def describe_point(point: dict, family=None) -> str:
+    """``context_length=16384, graphs off``: a point (or fallback) in words; ``family``
+    (a :class:`ddlab.config.families.Family`, None: SGLang's words) may say an item in its
+    own (vLLM: ``graphs off (--enforce-eager)``)."""
     words = []
     for key, value in point.items():
-        if key == "cuda_graph" and isinstance(value, bool):
+        own = family.point_words(key, value) if family is not None else None
+        if own is not None:
+            words.append(own)
+        elif key == "cuda_graph" and isinstance(value, bool):
             words.append("graphs on" if value else "graphs off")
         else:
             shown = "(removed)" if value is None else flagreg.render_value(value)

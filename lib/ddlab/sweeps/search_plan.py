@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddlab.config.bases import Config, load_base
 from ddlab.config.overrides import _target, parse_overrides
 from ddlab.config.units import render_unit
 from ddlab.config.variants import Variant, make_variant
@@ -74,10 +75,15 @@ class SearchPlan:
                 "fallbacks": self.fallbacks, "max_trials": self.max_trials,
                 "max_time_s": self.max_time_s}
 
+    @property
+    def family(self):
+        """The base's server family (:mod:`ddlab.config.families`): its keys and words."""
+        return self.start.config.family
+
     def variant(self, point: dict) -> Variant:
         """The config a point of the search stands for: the base, the fixed overrides
         (those the point does not set itself), the point."""
-        return make_variant(self.base, _merge(self.fixed, point))
+        return make_variant(self.base, _merge(self.fixed, point, self.family))
 
     def render(self) -> str:
         """The plan in words (a dry run's output)."""
@@ -91,16 +97,17 @@ class SearchPlan:
         else:
             rows.append(f"  as asked: {self.start.name} ({self.start.hash})")
             rows += [f"  search {spec.describe()}" for spec in self.keys]
-            rows += [f"  fallback {n}: {sx.describe_point(f)}"
+            rows += [f"  fallback {n}: {sx.describe_point(f, self.family)}"
                      for n, f in enumerate(self.fallbacks, 1)]
         return "\n".join(rows)
 
 
-def _merge(fixed: dict, point: dict) -> dict:
-    """``fixed`` without what ``point`` sets (whatever each calls it), then ``point``."""
+def _merge(fixed: dict, point: dict, family=None) -> dict:
+    """``fixed`` without what ``point`` sets (whatever each calls it, in ``family``'s
+    words; None: SGLang's), then ``point``."""
     def where(key):
         try:
-            return _target(key)
+            return family.override_target(key) if family is not None else _target(key)
         except ConfigError:  # refused with its own message when the variant is made
             return key
 
@@ -171,11 +178,13 @@ def plan_envelope(profile: HostProfile, base: str, fixed=(), search=(), fallback
     _check_count("--search", items, MAX_SEARCH_KEYS, "keys")
     _check_count("--fallback", [fallback] if isinstance(fallback, (str, dict)) else
                  list(fallback or ()), MAX_FALLBACKS, "fallbacks")
-    keys = [se.parse_search(item) for item in items]
+    family = (base if isinstance(base, Config) else load_base(base)).family
+    keys = [se.parse_search(item, family) for item in items]
     if not keys:
+        example = ", ".join(f"{k}={v}" for k, v in list(family.default_search.items())[:1])
         raise ConfigError("envelope: nothing to search", value=search,
-                          fix="e.g. --search context_length=4096..131072")
-    names = [_target(k.key) for k in keys]
+                          fix=f"e.g. --search {example or 'context_length=4096..131072'}")
+    names = [family.override_target(k.key) for k in keys]
     if len(set(names)) != len(names):
         raise ConfigError("envelope: a key is searched twice", value=[k.key for k in keys],
                           fix="give each key one --search")

@@ -25,11 +25,13 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 
+from ddlab.config.families import DEFAULT_FAMILY
 from ddlab.config.overrides import _target
 from ddlab.config.variants import Variant, make_variant
 from ddlab.core.errors import HostError, Preempted
 from ddlab.core.log import get_logger
 from ddlab.lab import lossless as ll
+from ddlab.lab.plans import as_host_runs
 from ddlab.sweeps import search as sx
 from ddlab.sweeps import bisect as sb
 from ddlab.sweeps import envelope as se
@@ -73,7 +75,8 @@ def run_search(plan: SearchPlan, *, store: Store | None = None,
             if plan.kind == "bisect":
                 result = sb.bisect_search(plan.changes, trials)
             else:
-                result = se.envelope_search(plan.keys, plan.fallbacks, trials, plan.start_values)
+                result = se.envelope_search(plan.keys, plan.fallbacks, trials, plan.start_values,
+                                            plan.family)
         status = "budget" if result.spent else "done"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -132,14 +135,15 @@ class _Runner:
     def run(self, variant: Variant, point: dict, role: str) -> sx.Outcome:
         row = self.rows.get(variant.hash)
         asked = point if self.plan.kind == "envelope" else None
+        family = self.plan.family
         if row is not None and row["status"] in DONE_STATES:
-            return outcome_of(row, reused=True, asked=asked)
+            return outcome_of(row, reused=True, asked=asked, family=family)
         cell = Cell(self._position(row), role, dict(point), variant)
         self.store.plan_cell(self.sweep.sweep_id, config_hash=cell.hash, name=variant.name,
                              position=cell.position, point=cell.point, role=role,
                              config=variant.to_dict())
         lab = self._host(variant)
-        what = sx.describe_point(point) if role == "trial" else role
+        what = sx.describe_point(point, family) if role == "trial" else role
         log.info(f"[{self.plan.kind}] {role} {what}: {variant.name}")
         started = time.monotonic()
         run_cell(lab, self.store, self.sweep, cell, bench=False)
@@ -150,7 +154,7 @@ class _Runner:
                             f"{row['status']}, which says nothing of the config",
                             fix="check the host, then run the same search again: it resumes "
                                 "with this trial", host=self.plan.profile.name)
-        outcome = outcome_of(row, asked=asked)
+        outcome = outcome_of(row, asked=asked, family=family)
         log.info(f"[{self.plan.kind}] {role} {what}: {outcome.words} "
                  f"({time.monotonic() - started:.1f} s)")
         return outcome
@@ -174,28 +178,56 @@ class _Runner:
 
     def reference(self) -> str:
         """The lossless reference for the trials' model, run first when there is none."""
-        config = self.plan.start.config
-        if not ll.speculative(config.flags):
-            return ""
-        model = ll.model_identity({k.replace("-", "_"): config.flags.get(k) for k in
-                                   ("model-path", "dtype", "quantization", "kv-cache-dtype")})
+        config, family = self.plan.start.config, self.plan.family
+        if family.name == DEFAULT_FAMILY:
+            if not ll.speculative(config.flags):
+                return ""
+            model = ll.model_identity({k.replace("-", "_"): config.flags.get(k) for k in
+                                       ("model-path", "dtype", "quantization", "kv-cache-dtype")})
+            own = {**BASELINE_OVERRIDES, "cuda_graph": False}
+        else:
+            if not ll.speculative(config.flags, family=family):
+                return ""
+            model = ll.model_identity({}, _served_model(
+                as_host_runs(self.plan.start, self.plan.profile).config))
+            own = {**family.baseline, "cuda_graph": False}
         if ll.load_reference(model) is not None:
             return ""
-        own = {**BASELINE_OVERRIDES, "cuda_graph": False}
         # the reference's own keys win over a fixed one for the same flag, whatever each is
         # called (--set budget=32 and speculative_ddtree_budget: None are one flag), as a
-        # sweep's cells do; a searched key is left at the base's value
-        dropped = {_target(k.key) for k in self.plan.keys} | {_target(k) for k in own}
-        fixed = {k: v for k, v in self.plan.fixed.items() if _target(k) not in dropped}
+        # sweep's cells do (a key inside a JSON flag the reference removes goes with it); a
+        # searched key is left at the base's value
+        target = family.override_target
+        dropped = {target(k.key) for k in self.plan.keys} | {target(k) for k in own}
+
+        def kept(key) -> bool:
+            kind, name = target(key)
+            return not any(kind == k and (name == n or name.startswith(f"{n}."))
+                           for k, n in dropped)
+
+        fixed = {k: v for k, v in self.plan.fixed.items() if kept(k)}
         variant = make_variant(self.plan.base, {**fixed, **own})
         outcome = self.run(variant, {"cuda_graph": False}, "baseline")
         return f"reference for {model}: {variant.name} {outcome.words}"
 
 
-def outcome_of(row: dict, *, reused: bool = False, asked: dict | None = None) -> sx.Outcome:
+def _served_model(config) -> str:
+    """The name the server lists at ``/v1/models``, which a watch keys the lossless
+    reference by where there is no ``/server_info`` (vLLM): ``--served-model-name``'s
+    first, else the model (vllm/entrypoints/launchers/api_server/app_state.py:49-61,
+    vllm/entrypoints/openai/models/serving.py:64-70 (0.34.0))."""
+    names = config.flags.get("served_model_name")
+    if isinstance(names, (list, tuple)):
+        names = names[0] if names else None
+    return str(names or config.flags.get(config.family.model_flag))
+
+
+def outcome_of(row: dict, *, reused: bool = False, asked: dict | None = None,
+               family=None) -> sx.Outcome:
     """A finished cell (a store row) as a search outcome. ``asked``: the envelope's point;
     its keys the server ran otherwise (cut max_running_requests to fit) are the outcome's
-    ``cut_keys``: the envelope never counts such a value as serving."""
+    ``cut_keys``: the envelope never counts such a value as serving. ``family``: the
+    base's, whose override keys ``asked`` holds (None: SGLang's)."""
     verdict, status = row.get("verdict") or {}, row["status"]
     where = {"phase": verdict.get("phase") or "", "cause": verdict.get("cause") or "",
              "run_dir": row.get("run_dir") or verdict.get("run_dir") or "", "reused": reused}
@@ -206,7 +238,7 @@ def outcome_of(row: dict, *, reused: bool = False, asked: dict | None = None) ->
                 **where, "cause": failed[0].get("error") or "a probe request failed"})
         lossless = verdict.get("lossless") or {}
         note = "" if lossless.get("checked") else str(lossless.get("why") or "")
-        keys, cut = _cut_keys(asked or {}, verdict.get("ran_otherwise") or {})
+        keys, cut = _cut_keys(asked or {}, verdict.get("ran_otherwise") or {}, family)
         return sx.Outcome("serves", note=note, cut_keys=keys, cut=cut,
                           **{**where, "phase": "", "cause": ""})
     if status == "wrong_output":
@@ -216,12 +248,12 @@ def outcome_of(row: dict, *, reused: bool = False, asked: dict | None = None) ->
     return sx.Outcome("crashed", verdict.get("kind") or "unknown", **where)
 
 
-def _cut_keys(point: dict, ran_otherwise: dict) -> tuple[tuple, str]:
+def _cut_keys(point: dict, ran_otherwise: dict, family=None) -> tuple[tuple, str]:
     """The point's keys the server ran otherwise than asked, and in words (``the server
     ran max_running_requests=3, not 256``)."""
     keys, words = [], []
     for key, value in point.items():
-        kind, flag = _target(key)
+        kind, flag = family.override_target(key) if family is not None else _target(key)
         cut = ran_otherwise.get(flag) if kind == "flags" else None
         if cut and str(cut.get("asked")) == str(value):
             keys.append(key)

@@ -30,20 +30,32 @@ Per cell, after ``warmup`` requests:
    then over rounds with its interval; total tok/s is the round's tokens over its wall
    time, as in a single-level sweep.
 
+A vLLM server (``family="vllm"``) is asked by ``/v1/completions`` (:mod:`ddlab.lab.family_api`)
+and its acceptance is its own figure, the mean acceptance length ``1 + accepted / drafts``
+from ``vllm:spec_decode_num_accepted_tokens_total`` and ``vllm:spec_decode_num_drafts_total``
+differenced the same way (vllm/v1/spec_decode/metrics.py:186-190 (0.34.0)); per position,
+``vllm:spec_decode_num_accepted_tokens_per_pos_total`` over the drafts (:192-195, the
+counter at :255: the share of drafts whose position p was accepted, i.e. that accepted at
+least p, as SGLang's per position); its finished requests ``vllm:request_success_total``
+(vllm/v1/metrics/loggers.py:809). vLLM serves ``/metrics`` without a flag.
+
 A request rate (open-loop arrivals) is not a level kind yet: levels are closed-loop
 concurrency. :func:`duration_bound` is what the plan says before it starts.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 
 import httpx
 
+from ddlab.config.families import Family, family_named
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import duration_words
-from ddlab.lab.measure import Measurement, generate, measure
+from ddlab.lab.family_api import uses_generate
+from ddlab.lab.measure import Measurement, complete, generate, measure
 from ddlab.lab.stats import median_ci
 from ddlab.sweeps.prompt_sets import SHIPPED, load_sets, mixed
 
@@ -56,6 +68,11 @@ __all__ = ["check_levels", "prompt_names", "COUNTERS", "read_counters", "measure
 COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total",
             "sglang:num_requests_total")
 METRICS_FLAG = {"enable_metrics": True}  # a workload sweep's fixed override: /metrics served
+# vLLM's: (accepted tokens, drafts, finished requests); and the accepted tokens per position
+VLLM_COUNTERS = ("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total",
+                 "vllm:request_success_total")
+_VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+_POSITION = re.compile(r'position="(\d+)"')
 _SET_CONCURRENCY = 1   # each set's acceptance pass: one request at a time
 
 
@@ -86,37 +103,71 @@ def prompt_names(value) -> tuple:
     return tuple(value)
 
 
-def read_counters(client: httpx.Client, base_url: str) -> dict | None:
-    """The counters of :data:`COUNTERS` from ``/metrics`` (summed over label sets), or None
-    when the server serves none (no ``--enable-metrics``, another server)."""
+def _names(family: Family | None) -> tuple:
+    """The family's counters: (what gives the acceptance, twice; finished requests)."""
+    return VLLM_COUNTERS if family is not None and family.name == "vllm" else COUNTERS
+
+
+def read_counters(client: httpx.Client, base_url: str, family: Family | None = None) -> dict | None:
+    """The family's counters (:data:`COUNTERS`, SGLang's; :data:`VLLM_COUNTERS`) from
+    ``/metrics`` (summed over label sets; vLLM's accepted tokens per position too, by
+    position), or None when the server serves none (no ``--enable-metrics``, another
+    server, no speculation on vLLM)."""
     try:
         reply = client.get(f"{base_url}/metrics", timeout=10.0)
     except httpx.HTTPError:
         return None
     if reply.status_code != 200:
         return None
-    found = dict.fromkeys(COUNTERS, 0.0)
+    names = _names(family)
+    found = dict.fromkeys(names, 0.0)
+    per_pos: dict[int, float] = {}
     seen = False
     for line in reply.text.splitlines():
         if line.startswith("#") or not line.strip():
             continue
         series, _, value = line.partition("} ") if "{" in line else line.partition(" ")
         name = series.partition("{")[0]
-        if name in found:
+        if name in found or name == _VLLM_PER_POS:
             try:
-                found[name] += float(value.split()[0])
-                seen = True
+                number = float(value.split()[0])
             except (ValueError, IndexError):
                 continue
+            if name in found:
+                found[name] += number
+                seen = True
+            elif (position := _POSITION.search(series)) is not None:
+                per_pos[int(position[1])] = per_pos.get(int(position[1]), 0.0) + number
+    if per_pos and names is VLLM_COUNTERS:
+        found["per_pos"] = per_pos
     return found if seen else None
 
 
-def _accept_from(before: dict | None, after: dict | None) -> float | None:
+def _accept_from(before: dict | None, after: dict | None,
+                 family: Family | None = None) -> float | None:
+    """The acceptance between two readings in the family's own figure: SGLang's accept
+    length (tokens / verify steps), vLLM's mean acceptance length (1 + accepted / drafts)."""
     if not before or not after:
         return None
-    tokens = after[COUNTERS[0]] - before[COUNTERS[0]]
-    verifies = after[COUNTERS[1]] - before[COUNTERS[1]]
-    return tokens / verifies if verifies > 0 else None
+    names = _names(family)
+    first = after[names[0]] - before[names[0]]
+    second = after[names[1]] - before[names[1]]
+    if second <= 0:
+        return None
+    return 1 + first / second if names is VLLM_COUNTERS else first / second
+
+
+def _per_position_from(before: dict | None, after: dict | None) -> list[float]:
+    """vLLM: per draft position p = 1, 2, ..., accepted at p over the drafts, between two
+    readings ([] without them)."""
+    if not before or not after or "per_pos" not in after:
+        return []
+    drafts = after[VLLM_COUNTERS[1]] - before[VLLM_COUNTERS[1]]
+    if drafts <= 0:
+        return []
+    old = before.get("per_pos") or {}
+    return [round((after["per_pos"][p] - old.get(p, 0.0)) / drafts, 4)
+            for p in sorted(after["per_pos"])]
 
 
 def accept_per_position(histograms) -> list[float]:
@@ -152,13 +203,14 @@ def _user_tok_s(result: Measurement) -> tuple:
     return median_ci(rounds)
 
 
-def _set_pass(client, base_url, prompt_set, options, headers) -> dict:
-    before = read_counters(client, base_url)
+def _set_pass(client, base_url, prompt_set, options, headers, family=None) -> dict:
+    before = read_counters(client, base_url, family)
     result = measure(base_url, requests=len(prompt_set.prompts), concurrency=_SET_CONCURRENCY,
                      max_new_tokens=options.max_new_tokens, warmup=0, repeats=1,
                      prompts=list(prompt_set.prompts), label=f"acceptance {prompt_set.name}",
-                     headers=headers)
-    server = _accept_from(before, read_counters(client, base_url))
+                     headers=headers, family=family)
+    after = read_counters(client, base_url, family)
+    server = _accept_from(before, after, family)
     requests = _requests_accept(result)
     histograms = [r.spec_correct_drafts_histogram for run in result.runs for r in run.requests
                   if r.ok and r.spec_correct_drafts_histogram]
@@ -167,45 +219,51 @@ def _set_pass(client, base_url, prompt_set, options, headers) -> dict:
             "accept_source": "server counters" if server is not None
             else "request meta" if requests is not None else None,
             "accept_length_requests": requests,
-            "accept_per_position": accept_per_position(histograms),
+            "accept_per_position": accept_per_position(histograms) if histograms
+            else _per_position_from(before, after),
             "n_failed": sum(not r.ok for run in result.runs for r in run.requests)}
 
 
-def _level(client, base_url, level, prompts, options, headers, label, record) -> tuple:
-    before = read_counters(client, base_url)
+def _level(client, base_url, level, prompts, options, headers, label, record,
+           family=None) -> tuple:
+    before = read_counters(client, base_url, family)
     result = measure(base_url, requests=max(options.requests, level), concurrency=level,
                      max_new_tokens=options.max_new_tokens, warmup=0, repeats=options.repeats,
                      ci_target=options.ci_target, min_time_s=options.min_time_s,
                      max_time_s=options.max_time_s, max_rounds=options.max_rounds,
-                     prompts=prompts, label=f"{label} c{level}", record=record, headers=headers)
-    after = read_counters(client, base_url)
-    server = _accept_from(before, after)
+                     prompts=prompts, label=f"{label} c{level}", record=record, headers=headers,
+                     family=family)
+    after = read_counters(client, base_url, family)
+    server = _accept_from(before, after, family)
     user, low, high = _user_tok_s(result)
     summary = {"concurrency": level, **result.summary(), "user_tok_s": user,
                "user_tok_s_ci_low": low, "user_tok_s_ci_high": high,
                "accept_length_server": server,
                # the server's own count of finished requests after this level (None: no /metrics)
-               "server_requests_after": after[COUNTERS[2]] if after else None}
+               "server_requests_after": after[_names(family)[2]] if after else None}
     return summary, result.to_dict()
 
 
 def measure_workload(base_url: str, options, *, label: str = "bench", record=None,
-                     headers=None) -> tuple[dict, dict]:
+                     headers=None, family: Family | str | None = None) -> tuple[dict, dict]:
     """Measure a ready server at every level of ``options`` (a :class:`SweepOptions`);
     returns ``(metrics, evidence)``: the metrics the store keeps (the lowest level's
     figures at the top, as a single-level cell's, plus ``levels`` and ``prompt_sets``)
-    and what ``bench.json`` keeps (every request of every level)."""
+    and what ``bench.json`` keeps (every request of every level). ``family``: the
+    server's (None: SGLang), which says how it is asked and where its acceptance is."""
+    family = family if isinstance(family, Family) else family_named(family)
+    ask = generate if uses_generate(family) else complete
     sets = load_sets(options.prompts or SHIPPED)
     prompts = mixed(sets)
     with httpx.Client(headers=headers) as client:
         for i in range(options.warmup):
-            generate(client, base_url, prompts[i % len(prompts)],
-                     max_new_tokens=options.max_new_tokens, prompt_index=i % len(prompts))
-        per_set = [_set_pass(client, base_url, s, options, headers) for s in sets]
+            ask(client, base_url, prompts[i % len(prompts)],
+                max_new_tokens=options.max_new_tokens, prompt_index=i % len(prompts))
+        per_set = [_set_pass(client, base_url, s, options, headers, family) for s in sets]
         levels, evidence = [], []
         for level in options.levels:
             summary, runs = _level(client, base_url, level, prompts, options, headers, label,
-                                   record)
+                                   record, family)
             levels.append(summary)
             evidence.append(runs)
     metrics = {**levels[0], "levels": levels, "prompt_sets": per_set,

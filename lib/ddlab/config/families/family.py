@@ -71,6 +71,8 @@ class Family:
     spec_prefix: str = ""           # flags (and dotted keys) that belong to speculation
     false_removes: bool = True      # an override's false removes a flag (vLLM: --no-X)
     registry: dict = {}             # ddlab's table of the family's flags, name -> Flag (FLAGS)
+    metrics_overrides: dict = {}    # what makes the server count on /metrics (a workload sweep)
+    default_search: dict = {}       # the envelope notebook's search: key -> "LO..HI"
 
     def check_flags(self, flags: Mapping, *, release: Mapping) -> dict:
         """The base's flags, validated and normalised (names, values as typed)."""
@@ -138,6 +140,22 @@ class Family:
             elif not inner and (name in flags or key == self.model_flag):
                 flags[name] = model
         return dataclasses.replace(config, python=None, module=TARGET_MODULE, flags=flags)
+
+    def flag_changes(self, before: Mapping, after: Mapping) -> list[tuple[str, object]]:
+        """The overrides ``(key, value)`` that turn flags ``before`` into ``after``, one per
+        key, each key as an override names it (a knob where one sets the flag; value None:
+        removed): what a bisect tries one by one."""
+        raise NotImplementedError
+
+    def point_words(self, key: str, value) -> str | None:
+        """An override in the family's words for a search's answer and trials (vLLM:
+        ``graphs off (--enforce-eager)``); None: the generic words."""
+        return None
+
+    def search_flag(self, name: str):
+        """The :class:`ddlab.config.flags.Flag` an envelope searches for flag ``name`` (its
+        kind, bounds, powers of two), None when the family's table does not know it."""
+        return self.registry.get(name)
 
     def flat_flags(self, flags: Mapping) -> dict:
         """The flags as changes see them (vLLM: a JSON flag's keys one by one)."""

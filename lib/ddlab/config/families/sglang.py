@@ -61,6 +61,10 @@ class SGLangFamily(Family):
     algorithm_key = "speculative-algorithm"
     spec_prefix = "speculative-"
     registry = flagreg.FLAGS
+    # /metrics and its counters only with --enable-metrics (sglang/srt/utils/common.py:2849
+    # (0.5.23)): a workload sweep's acceptance comes from them (ddlab.sweeps.workload)
+    metrics_overrides = {"enable_metrics": True}
+    default_search = {"context_length": "4096..131072", "max_running_requests": "8..256"}
 
     def check_base_flag_names(self, flags: Mapping) -> None:
         for raw in flags:
@@ -111,6 +115,19 @@ class SGLangFamily(Family):
                 f"{', '.join(ddtree_keys)}, DDTree's knobs",
                 fix="pick a DDTree base, or leave them out: -p budget '[]' -p topk_cap '[]' "
                     "(a grid of other flags goes in -p grid)", value=ddtree_keys)
+
+    def flag_changes(self, before: Mapping, after: Mapping) -> list[tuple[str, object]]:
+        out = []
+        for name in {**before, **after}:
+            old, new = before.get(name), after.get(name)
+            if old == new:
+                continue
+            if name == ALIASES["cuda_graph"]:
+                out.append(("cuda_graph", new is None))
+            else:
+                out.append((name.replace("-", "_") if name in flagreg.FLAGS else f"flags.{name}",
+                            new))
+        return out
 
     def flag_token(self, key: str, new):
         return None  # the registry's short names (ddlab.config.variants)

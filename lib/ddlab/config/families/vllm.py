@@ -38,6 +38,9 @@ from ddlab.core.errors import ConfigError
 __all__ = ["VLLM", "VllmFamily", "TARGET_SWITCHES"]
 
 _NAME = re.compile(r"[a-z0-9]+(_[a-z0-9]+)*")
+# sizes an envelope searches in powers of two (ddlab's choice, as for SGLang's context-length,
+# max-prefill-tokens, cuda-graph-max-bs in ddlab.config.flags)
+_POW2_SIZES = ("max_model_len", "max_num_batched_tokens", "max_cudagraph_capture_size")
 _JSON_FLAGS = tuple(JSON_CONFIGS.values())   # speculative_config, compilation_config
 _SPEC = "speculative_config"
 # the embedded target's own switches in vLLM's dialect (ddlab/target/vllm_args.py:150-157:
@@ -86,6 +89,11 @@ class VllmFamily(Family):
     spec_prefix = f"{_SPEC}."
     false_removes = False
     target_switches = TARGET_SWITCHES
+    # /metrics is always served, its counters too unless --disable-log-stats
+    # (vllm/entrypoints/serve/instrumentator/metrics.py:77 (0.34.0)): nothing to turn on
+    metrics_overrides: dict = {}
+    # the envelope notebook's search on a vLLM base: the drafted tokens, then the batch
+    default_search = {"num_speculative_tokens": "1..16", "max_num_seqs": "8..256"}
 
     # --- the base's flags and the command --------------------------------------------
 
@@ -129,6 +137,72 @@ class VllmFamily(Family):
                 out[name] = value
         return out
 
+    def flag_changes(self, before: Mapping, after: Mapping) -> list[tuple[str, object]]:
+        """Per flag; a JSON flag set on both sides key by key (``num_speculative_tokens``,
+        ``speculative_config.model``), one set on one side only as a whole
+        (``speculative_config=None``: no speculation); a knob's flag as the knob
+        (``cuda_graph=False`` for ``enforce_eager: true``)."""
+        out = []
+        for name in {**before, **after}:
+            old, new = before.get(name), after.get(name)
+            if old == new:
+                continue
+            if name in _JSON_FLAGS and isinstance(old, Mapping) and isinstance(new, Mapping):
+                old, new = ({_snake(k): v for k, v in side.items()} for side in (old, new))
+                out += [self._change_key(f"{name}.{key}", new.get(key))
+                        for key in {**old, **new} if old.get(key) != new.get(key)]
+            else:
+                out.append(self._change_key(name, new))
+        return out
+
+    def _change_key(self, flag: str, value) -> tuple[str, object]:
+        """``(override key, value)`` that sets ``flag`` to ``value``."""
+        knob = next((k for k in self.knobs.values() if k.sets == flag), None)
+        if knob is not None and (not knob.negated or isinstance(value, bool)):
+            return knob.name, (not value) if knob.negated else value
+        if "." in flag or flag == "model" or option_of(flag) in _known_options():
+            return flag, value
+        if flag in TARGET_SWITCHES:
+            return flag, value
+        return f"flags.{flag}", value
+
+    def point_words(self, key: str, value) -> str | None:
+        """CUDA graphs in vLLM's flags: ``graphs off (--enforce-eager)``."""
+        if self.knob_for(key) is self.knobs["cuda_graph"] and isinstance(value, bool):
+            return "graphs on (--no-enforce-eager)" if value else "graphs off (--enforce-eager)"
+        return None
+
+    def search_flag(self, name: str):
+        """A searched flag as a :class:`ddlab.config.flags.Flag` from the newest table: its
+        kind (an integer option, ``human_readable_int``, a JSON field typed int) and bounds
+        (``num_speculative_tokens > 0``: vllm/config/speculative.py:455 (0.34.0)); None when
+        the table does not type it (a target switch, ``flags.X``)."""
+        from ddlab.config.flags import Flag
+
+        table = vllm_table(None)
+        space, dot, key = name.partition(".")
+        if dot:
+            field = ((table.table.get(space) or {}).get("fields") or {}).get(key)
+            if field is None:
+                return None
+            kinds = [k for k in field.get("kinds") or () if k != "none"]
+            kind = "int" if kinds == ["int"] else "float" if "float" in kinds else "str"
+            bounds = field.get("bounds") or {}
+            low = bounds.get("gt", bounds.get("ge"))
+            high = bounds.get("lt", bounds.get("le"))
+            return Flag(name=name, kind=kind, short="", help=field.get("where") or "",
+                        min=low, max=high, min_open="gt" in bounds)
+        action = table.by_option.get(option_of(name))
+        if action is None:
+            return None
+        typed = str(action.get("type") or "")
+        kind = ("int" if typed == "int" else "human_int" if typed.startswith("human_readable_int")
+                else "float" if typed == "float" else "switch" if action.get("nargs") == 0
+                else "str")
+        sized = name in _POW2_SIZES  # as SGLang's context-length, max-prefill-tokens
+        return Flag(name=name, kind=kind, short="", help=action.get("where") or "",
+                    min=1 if sized else None, pow2=sized)
+
     # --- overrides ---------------------------------------------------------------------
 
     def resolve_overrides(self, overrides: dict) -> dict:
@@ -170,6 +244,8 @@ class VllmFamily(Family):
             return self._dotted(key, space.lower().removeprefix("--").replace("-", "_"), rest)
         name = _snake(key)
         if name == "model" or option_of(name) in _known_options():
+            return "flags", name
+        if name in TARGET_SWITCHES:  # the embedded target's own (refused on a real vLLM)
             return "flags", name
         raise self._unknown(key, name)
 
