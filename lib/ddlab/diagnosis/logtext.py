@@ -23,7 +23,10 @@ The facts a log states (server args, DDTree sizes) are :mod:`.facts`.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+from ddlab.diagnosis.pastes import (error_body_message, join_wrapped_frames, peel_relay_level,
+                                    split_flattened, split_glued_terminate)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -185,15 +188,30 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
         cleaned, level = _unprefix(cleaned, extra)
-        for part in _glued(_unescaped(cleaned)):
+        for part in _parts(_unescaped(cleaned)):
             time = rank = None
             msg = part
             stamp = _SGLANG_RE.match(msg)
             if stamp:
                 time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
                 msg = msg[stamp.end():]
-            lines.append(Line(no, part, msg, ident, pid, time, rank, level))
-    return lines
+            lines.append(Line(no, part, error_body_message(msg), ident, pid, time, rank, level))
+    return join_wrapped_frames(peel_relay_level(lines, _restamp))
+
+
+def _parts(text: str) -> list[str]:
+    """The lines one pasted line really holds (:mod:`.pastes`; tqdm-glued text split)."""
+    return [piece for flat in split_flattened(text) for glued in _glued(flat)
+            for piece in split_glued_terminate(glued)]
+
+
+def _restamp(line: Line, msg: str) -> Line:
+    """``line`` with the message ``msg``, stamped by SGLang's own stamp in it (if any)."""
+    stamp = _SGLANG_RE.match(msg)
+    if not stamp:
+        return replace(line, msg=msg, time=None, rank=None)
+    return replace(line, msg=msg[stamp.end():], time=stamp["time"] or stamp["bare"],
+                   rank=stamp["tags"].strip() or None)
 
 
 # --- startup phases -----------------------------------------------------------
