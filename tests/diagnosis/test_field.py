@@ -292,7 +292,8 @@ def test_the_work_split_does_not_regress():
     rows = [tool.judged(log) for log in tool.load("work")]
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows if r["kind"] is not None),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
-    assert len(rows) == 326  # held-out rounds 1 (43 logs), 2 (53), 3 (41), 4 (41) and 5 (47) were folded in after their one measurement
+    # held-out rounds 1 (43 logs), 2 (53), 3 (41), 4 (41) and 5 (47) were folded in after their one measurement
+    assert len(rows) == 326
     assert sum(r["kind"] is None for r in rows) == sum(bool(log.get("kind_disputed")) for log in MANIFEST.values())
     assert all(got[key] >= floor for key, floor in WORK_FLOOR.items()), (got, WORK_FLOOR)
 
@@ -648,7 +649,8 @@ def test_the_schedulers_pool_and_cache_setup_frame_is_the_memory_pool():
     managers/scheduler.py:561): cut there, the phase is the pool's."""
     assert _said("h5016") == (True, "unknown", "memory_pool")
     from ddlab.crashes.frames import frame_phases
-    assert frame_phases('  File "/x/scheduler.py", line 736, in init_memory_pool_and_cache\n') == ["memory_pool"]
+    frame = '  File "/x/scheduler.py", line 736, in init_memory_pool_and_cache\n'
+    assert frame_phases(frame) == ["memory_pool"]
 
 
 def test_sgl_kernels_loader_report_without_its_headline_names_the_missing_library():
@@ -663,7 +665,8 @@ def test_torch_distributeds_rendezvous_timing_out_is_nodes_that_never_met():
     """h5026: torch's c10d client gave up reaching node 0's store ('The client socket has timed
     out after 600000ms while trying to connect to (host, port)'): no NCCL error, no exception."""
     found = _real("h5026")
-    assert (found.crashed, found.kind, found.phase, found.signature) == (True, "nccl", "launch", "dist_init_timeout")
+    assert (found.crashed, found.kind, found.phase, found.signature) == (True, "nccl", "launch",
+                                                                         "dist_init_timeout")
     assert "`nc -zv sws-8h100grid-05 8000`" in found.suggestion and "`--dist-init-addr`" in found.suggestion
 
 
@@ -689,7 +692,8 @@ def test_a_kernels_bounds_check_is_an_out_of_range_access_until_the_server_serve
     0.4.2's EAGLE tree kernel, boundscheck=True); the check prints and the kernel goes on, so a
     batch line after it means the server served on."""
     found = _real("h5033")
-    assert (found.crashed, found.kind, found.signature) == (True, "cuda_illegal_access", "kernel_bounds_check")
+    assert (found.crashed, found.kind, found.signature) == (True, "cuda_illegal_access",
+                                                           "kernel_bounds_check")
     assert "Index 64 was used on a dimension of size 63" in found.suggestion
     line = (REAL / "h5033.log").read_text().splitlines()[0]
     served = diagnose(f"{line}\n[2025-02-12 07:00:42 TP0] Decode batch. #running-req: 1, #token: 40, "

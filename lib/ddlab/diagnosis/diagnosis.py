@@ -256,7 +256,8 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     if best is None:
         return exit_seen.why
     if best.signature is FATAL_SIGNAL_DUMP:
-        return f"a fatal signal's thread dump (faulthandler), the scheduler running a step: {best.cause.strip()}"
+        return ("a fatal signal's thread dump (faulthandler), the scheduler running a step: "
+                f"{best.cause.strip()}")
     if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
         if _DUMPED_LOOP_RE.match(best.cause):
             return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"

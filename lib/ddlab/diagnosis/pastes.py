@@ -1,6 +1,6 @@
 """Paste formats that move a log's line boundaries, put back before anything reads the lines.
 
-Contract: :func:`split_flattened`, :func:`split_glued_terminate` and
+Contract: :func:`split_flattened`, :func:`split_glued_bar`, :func:`split_glued_terminate` and
 :func:`error_body_message` take one line's text (its collector prefixes already
 peeled) and return the lines it really was; :func:`join_wrapped_frames` and
 :func:`peel_relay_level` take :class:`ddlab.diagnosis.logtext.Line` records and
@@ -16,7 +16,8 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *Relayed*: a launcher that re-logs a child's stderr line by line with its own
   ``[time] ERROR: `` (a level and one space; uvicorn's own level prefix is
   padded) in front of every line of a traceback.
-- *Glued*: the C++ runtime's "terminate called recursively" (libstdc++'s
+- *Glued*: another writer's text after a tqdm bar (tqdm redraws with CR and no newline), and
+  the C++ runtime's "terminate called recursively" (libstdc++'s
   verbose terminate handler, then abort) written into the middle of another
   writer's line.
 - *A client's answer*: the server's JSON error body pasted from the client
@@ -31,8 +32,8 @@ import keyword
 import re
 from dataclasses import replace
 
-__all__ = ["split_flattened", "split_glued_terminate", "error_body_message", "join_wrapped_frames",
-           "peel_relay_level"]
+__all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
+           "join_wrapped_frames", "peel_relay_level"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -59,6 +60,28 @@ def split_flattened(text: str) -> list[str]:
         else:
             out.append(part)
     return out
+
+
+# --- text glued after a progress bar -------------------------------------------------------
+
+# tqdm redraws its bar with CR and no newline, so whatever another writer prints next
+# (faulthandler's "Fatal Python error: Segmentation fault", an exception, a log record)
+# lands on the bar's line. A bar ends with its "[elapsed<remaining, rate]" block
+# ({l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]);
+# a fatal error can also interrupt a bar before that block.
+_GLUED_RE = re.compile(r"^(?P<bar>.*?\d+%\s*(?:Completed\s*)?\|(?:[^|]*\|)?\s*\d+/\d+ \[[\d:?]+<[^\]]*\])"
+                       r"\s*(?P<tail>\S.*)$"
+                       r"|^(?P<cut>.*?\d+%\s*\|.*?)(?P<fatal>Fatal Python error: .*)$")
+
+
+def split_glued_bar(text: str) -> list[str]:
+    """A line that holds a progress bar with another writer's text glued to its end, as two."""
+    match = _GLUED_RE.match(text)
+    if not match:
+        return [text]
+    if match["bar"] is not None:
+        return [match["bar"], *split_glued_bar(match["tail"])]
+    return [match["cut"].rstrip(), match["fatal"]]
 
 
 # --- glued C++ runtime messages ----------------------------------------------------------

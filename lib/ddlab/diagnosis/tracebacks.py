@@ -44,7 +44,8 @@ def _cut_anywhere(text: str) -> str:
 # anywhere inside after SGLang's announcement of a traceback ("<Process> hit an exception:
 # {traceback}", 0.4.10.post2 managers/scheduler.py:2574, 0.5.23 :6372 and the other processes')
 _TRACEBACK_RE = re.compile(rf"(?:Traceback \(most rec{_cut_anywhere('ent call last):')}"
-                           rf"|(?<=hit an exception: ){_cut_anywhere('Traceback (most recent call last):')})\s*$")
+                           rf"|(?<=hit an exception: )"
+                           rf"{_cut_anywhere('Traceback (most recent call last):')})\s*$")
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"

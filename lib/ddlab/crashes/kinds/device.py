@@ -228,7 +228,8 @@ def _bounds_detail(found: Found) -> str | None:
 # speculative/build_eagle_tree.py:10 with boundscheck=True at :78) checks each tensor index in
 # the kernel and prints when it is out of range; the kernel goes on with the index
 KERNEL_BOUNDS_CHECK = Signature(
-    "kernel_bounds_check", "cuda_illegal_access", "a kernel's bounds check caught an out-of-range tensor index",
+    "kernel_bounds_check", "cuda_illegal_access",
+    "a kernel's bounds check caught an out-of-range tensor index",
     ("A GPU kernel indexed a tensor past its end (its bounds check printed this; the access itself "
      "still happened, so what the kernel wrote is not to be trusted and a fault may follow).", _BISECT),
     lines=(r"^Out Of Bound Tensor access detected at dim\[-?\d+\]",),

@@ -260,7 +260,8 @@ DEPENDENCY = Signature(
            r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
            r"Could not load any common_ops library", r"is less than the minimum required version",
            # the rest of sgl_kernel's loader report, when a paste cut its headline
-           r"^Error details from previous import attempts:", r"^Please ensure sgl_kernel is properly installed"),
+           r"^Error details from previous import attempts:",
+           r"^Please ensure sgl_kernel is properly installed"),
     priority=78, phase="launch", detail=_missing_library,
     sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
              ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
@@ -269,8 +270,8 @@ DEPENDENCY = Signature(
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
-             ("sgl-kernel (sgl-project/sglang 00acd8d)", "sgl-kernel/python/sgl_kernel/load_utils.py:48 "
-                                                        "(_load_architecture_specific_ops: the loader report)")))
+             ("sgl-kernel (sgl-project/sglang 00acd8d)",
+              "sgl-kernel/python/sgl_kernel/load_utils.py:48 (_load_architecture_specific_ops: its report)")))
 
 _DEP_API = r"\b(?:Batch\w*Wrapper|flashinfer\w*|sgl_kernel\w*|LMCache\w*|lmcache\w*|vllm\w*|deep_gemm\w*)"
 

@@ -227,7 +227,8 @@ REQ_SLOTS = Signature(
 # utils/common.py:3774), strict by default (SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE, 0.5.10
 # environ.py:220): a traceback cut inside that call still says a leak was found
 MEMORY_CHECK_CUT = Signature(
-    "memory_check_failed", "slots_exhausted", "the scheduler's idle memory check found the pools' accounting wrong",
+    "memory_check_failed", "slots_exhausted",
+    "the scheduler's idle memory check found the pools' accounting wrong",
     REQ_SLOTS.advice + ("The check raises only because SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE is on "
                         "(the default): setting it to 0 turns it into a warning, so the server keeps "
                         "serving while you report the leak with this log.",),

@@ -107,11 +107,12 @@ NATIVE_CRASH = Signature(
 # whose scheduler thread was waiting (its innermost frame a wait) is a hang the signal ended
 # (runtime.HANG_DUMP); one whose scheduler was running a step is the signal's: this reading.
 FATAL_SIGNAL_DUMP = Signature(
-    "fatal_signal_dump", "native_crash", "a fatal signal's thread dump: the scheduler was running, not waiting",
+    "fatal_signal_dump", "native_crash",
+    "a fatal signal's thread dump: the scheduler was running, not waiting",
     NATIVE_CRASH.advice,
     lines=(r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$',),
     priority=10, fatal=True, running=True, detail=_native_detail,
-    sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error -> faulthandler_dump_traceback: "
+    sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: each thread's "
                               "Thread 0x... (most recent call first), File \"...\", line N in f)"),
              ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2516"),
              ("0.5.10", "sglang/srt/managers/scheduler.py:3551"),

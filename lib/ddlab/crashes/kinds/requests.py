@@ -203,4 +203,5 @@ WEIGHT_UPDATE_FAILED = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED, WEIGHT_UPDATE_FAILED]
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED,
+              WEIGHT_UPDATE_FAILED]

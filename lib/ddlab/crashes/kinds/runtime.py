@@ -95,7 +95,8 @@ def _rendezvous(found: Found) -> str | None:
     if match := regex(r"connect to \(([\w.:-]+), (\d+)\)|connect/validate to host ([\w.:-]+):(\d+)"
                       r"|failed to connect to \[?([\w.:-]+?)\]?:(\d+)").search(found.text):
         host, port = next((match[i], match[i + 1]) for i in (1, 3, 5) if match[i])
-        return f"This node waited for {host}:{port}: `nc -zv {host} {port}` from here tells whether it is reachable."
+        return (f"This node waited for {host}:{port}: `nc -zv {host} {port}` from here tells whether it is "
+                "reachable.")
     return None
 
 
@@ -204,7 +205,8 @@ HANG = Signature(
 
 # faulthandler prints the same frames for a fatal signal as for a dump on request: a
 # scheduler in its event loop is a hang only when no fatal signal is there (native_crash
-# ranks above this one)
+# ranks above this one) and its thread was waiting; SGLang's faulthandler dumps only on a fatal
+# signal, so a dump of a scheduler running a step is native.FATAL_SIGNAL_DUMP (dump_reading)
 HANG_DUMP = Signature(
     "hang_thread_dump", "hang", "a thread dump shows the scheduler waiting in its event loop",
     HANG.advice, lines=(_FAULTHANDLER_LOOP,), priority=11, phase="serving", running=True,
@@ -243,5 +245,6 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED,
+SIGNATURES = [NCCL, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
+              HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]
