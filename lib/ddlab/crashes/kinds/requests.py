@@ -136,7 +136,7 @@ PD_TRANSFER = Signature(
 _PD_SETUP = (r"Mooncake memory registration failed", r"Mooncake Transfer Engine initialization failed",
              r"NIXL memory registration failed")
 PD_SETUP = Signature(
-    "pd_transfer_setup", "pd_transfer", "the PD transfer engine could not set up (register the KV buffers)",
+    "pd_transfer_setup", "pd_transfer", "the PD transfer engine could not start or register the KV buffers",
     ("The KV transfer engine of PD disaggregation failed while the server started: it could not "
      "register the KV cache's GPU memory with the NIC (RDMA) or could not start. The transfer "
      "library's own line above this one gives the reason (Mooncake: \"Failed to register memory "
