@@ -34,6 +34,9 @@ def _frames(names: str, calls: str = "") -> re.Pattern:
 
 _LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader"
 _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
+         # the scheduler's pool and radix cache (HiCache's storage included: 0.4.10.post2
+         # managers/scheduler.py:561, called from its constructor at :393)
+         r"|init_memory_pool_and_cache"
          r"|maybe_register_hicache\w*"
          # the KV pool's buffers allocated in its constructor (0.5.10 mem_cache/memory_pool.py:780, :845)
          r"|_create_buffers")

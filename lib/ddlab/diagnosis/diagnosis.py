@@ -60,6 +60,8 @@ from ddlab.diagnosis.logtext import (
 )
 from ddlab.crashes.frames import shows_startup
 from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
+from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, dump_reading
+from ddlab.crashes.kinds.runtime import HANG_DUMP
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
 from ddlab.diagnosis.readings import on_graph, spec_conflict
@@ -253,6 +255,9 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     """One line: the exception's message or the fatal line, cut near 240 characters."""
     if best is None:
         return exit_seen.why
+    if best.signature is FATAL_SIGNAL_DUMP:
+        return ("a fatal signal's thread dump (faulthandler), the scheduler running a step: "
+                f"{best.cause.strip()}")
     if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
         if _DUMPED_LOOP_RE.match(best.cause):
             return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"
@@ -344,6 +349,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
     frames = frames_near(best, chains, lines)
     signature = piecewise_reading(signature, shows_startup(frames))
+    if best is not None and (dumped := dump_reading(signature, frames, HANG_DUMP)) is not signature:
+        signature = best.signature = dumped  # a fatal signal's dump of a running scheduler
     phase = crash_phase(lines, phase, best, signature, frames)
     version, algorithm = _for_whom(version, algorithm, facts, frames)
     markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))

@@ -23,7 +23,10 @@ The facts a log states (server args, DDTree sizes) are :mod:`.facts`.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+
+from ddlab.diagnosis.pastes import (error_body_message, join_wrapped_frames, peel_relay_level,
+                                    split_flattened, split_glued_bar, split_glued_terminate)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -125,26 +128,6 @@ def _unprefix(text: str, extra: tuple[re.Pattern, ...] = ()) -> tuple[str, str |
     return text, level
 
 
-# tqdm redraws its bar with CR and no newline, so whatever another writer prints next
-# (faulthandler's "Fatal Python error: Segmentation fault", an exception, a log record)
-# lands on the bar's line. A bar ends with its "[elapsed<remaining, rate]" block
-# ({l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]);
-# a fatal error can also interrupt a bar before that block.
-_GLUED_RE = re.compile(r"^(?P<bar>.*?\d+%\s*(?:Completed\s*)?\|(?:[^|]*\|)?\s*\d+/\d+ \[[\d:?]+<[^\]]*\])"
-                       r"\s*(?P<tail>\S.*)$"
-                       r"|^(?P<cut>.*?\d+%\s*\|.*?)(?P<fatal>Fatal Python error: .*)$")
-
-
-def _glued(text: str) -> list[str]:
-    """A line that holds a progress bar with another writer's text glued to its end, as two."""
-    match = _GLUED_RE.match(text)
-    if not match:
-        return [text]
-    if match["bar"] is not None:
-        return [match["bar"], *_glued(match["tail"])]
-    return [match["cut"].rstrip(), match["fatal"]]
-
-
 def is_progress_bar(msg: str) -> bool:
     """A tqdm line (weights, graph capture): printed by any rank, in any order."""
     return bool(_PROGRESS_BAR_RE.search(msg))
@@ -185,15 +168,30 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
         cleaned, level = _unprefix(cleaned, extra)
-        for part in _glued(_unescaped(cleaned)):
+        for part in _parts(_unescaped(cleaned)):
             time = rank = None
             msg = part
             stamp = _SGLANG_RE.match(msg)
             if stamp:
                 time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
                 msg = msg[stamp.end():]
-            lines.append(Line(no, part, msg, ident, pid, time, rank, level))
-    return lines
+            lines.append(Line(no, part, error_body_message(msg), ident, pid, time, rank, level))
+    return join_wrapped_frames(peel_relay_level(lines, _restamp))
+
+
+def _parts(text: str) -> list[str]:
+    """The lines one pasted line really holds (:mod:`.pastes`; tqdm-glued text split)."""
+    return [piece for flat in split_flattened(text) for glued in split_glued_bar(flat)
+            for piece in split_glued_terminate(glued)]
+
+
+def _restamp(line: Line, msg: str) -> Line:
+    """``line`` with the message ``msg``, stamped by SGLang's own stamp in it (if any)."""
+    stamp = _SGLANG_RE.match(msg)
+    if not stamp:
+        return replace(line, msg=msg, time=None, rank=None)
+    return replace(line, msg=msg[stamp.end():], time=stamp["time"] or stamp["bare"],
+                   rank=stamp["tags"].strip() or None)
 
 
 # --- startup phases -----------------------------------------------------------

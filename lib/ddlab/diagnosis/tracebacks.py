@@ -40,15 +40,21 @@ def _cut_anywhere(text: str) -> str:
     return "".join(f"(?:{re.escape(ch)}" for ch in text) + ")?" * len(text)
 
 
-# the header; at the end of a paste also cut inside ("... hit an exception: Traceback (most rec")
-_TRACEBACK_RE = re.compile(rf"Traceback \(most rec{_cut_anywhere('ent call last):')}\s*$")
+# the header; at the end of a paste also cut inside ("... hit an exception: Traceback (most rec"),
+# anywhere inside after SGLang's announcement of a traceback ("<Process> hit an exception:
+# {traceback}", 0.4.10.post2 managers/scheduler.py:2574, 0.5.23 :6372 and the other processes')
+_TRACEBACK_RE = re.compile(rf"(?:Traceback \(most rec{_cut_anywhere('ent call last):')}"
+                           rf"|(?<=hit an exception: )"
+                           rf"{_cut_anywhere('Traceback (most recent call last):')})\s*$")
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
 _EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::(?:[ \t]+(?P<msg>.*))?)?$")
+# the separator of two blocks; at the end of a paste also cut inside ("During handling of the
+# above exception, another exceptio")
 _CHAIN_RE = re.compile(
-    r"^\s*(?:During handling of the above exception, another exception occurred"
-    r"|The above exception was the direct cause of the following exception):\s*$")
+    rf"^\s*(?:During handling{_cut_anywhere(' of the above exception, another exception occurred:')}"
+    rf"|The above exception{_cut_anywhere(' was the direct cause of the following exception:')})\s*$")
 _RECORD_START_RE = re.compile(
     r"^(?:Killed\b|Aborted\b|Segmentation fault\b|Fatal Python error|usage: "
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|\S+\.service: |\S+: line \d+: )")

@@ -217,5 +217,27 @@ KERNEL_CONFIG = Signature(
              ("flash-attn 2", "csrc/flash_attn/flash_api.cpp (only supports head dimension at most 256)"),
              ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)")))
 
+def _bounds_detail(found: Found) -> str | None:
+    if match := regex(r"at dim\[(-?\d+)\]: assert\((-?\d+) < (\d+)\)").search(found.text):
+        return (f"Index {match[2]} was used on a dimension of size {match[3]} (dim {match[1]}): one past "
+                "its end or more.")
+    return None
+
+
+# cutex (the PyCUDA kernels SGLang's first EAGLE tree builder compiled, sglang 0.4.2
+# speculative/build_eagle_tree.py:10 with boundscheck=True at :78) checks each tensor index in
+# the kernel and prints when it is out of range; the kernel goes on with the index
+KERNEL_BOUNDS_CHECK = Signature(
+    "kernel_bounds_check", "cuda_illegal_access",
+    "a kernel's bounds check caught an out-of-range tensor index",
+    ("A GPU kernel indexed a tensor past its end (its bounds check printed this; the access itself "
+     "still happened, so what the kernel wrote is not to be trusted and a fault may follow).", _BISECT),
+    lines=(r"^Out Of Bound Tensor access detected at dim\[-?\d+\]",),
+    priority=83, running=True, by_algorithm=_BY_ALGORITHM, detail=_bounds_detail,
+    sources=(("cutex 0.3.9", "cutex/include/PyCUDATensorAccessor.cuh:5 (_CUTEX_MEMCHECK_IMPL_: Out Of Bound "
+                             "Tensor access detected at dim[D]: assert(I < N), a printf)"),
+             ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
+                              "boundscheck=True at :78)")))
+
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
-              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT]
+              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, KERNEL_BOUNDS_CHECK]

@@ -232,6 +232,15 @@ MODEL_TYPE_ALONE = Signature(
                                  r"|^KeyError: '[a-z]+\d+[a-z0-9]*'$",),
     absent=(r'File "',), priority=30, phase="launch", sources=_ARCH_SOURCES)
 
+def _missing_library(found: Found) -> str | None:
+    if match := regex(r"\b(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file").search(found.text):
+        return (f"{match[1]} is not on this system's library path: the package that loads it was built "
+                "against it (a CUDA library's number is the CUDA major release it comes from). Install "
+                "it, or the package's build for what is installed (`ldconfig -p | grep "
+                f"{match[1].split('.so')[0]}` lists the versions present).")
+    return None
+
+
 DEPENDENCY = Signature(
     "dependency_mismatch", "dependency_mismatch", "installed packages do not match each other",
     ("A package is missing or was built against another version of its dependencies: an "
@@ -246,16 +255,23 @@ DEPENDENCY = Signature(
               r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
               r"name 'sgl_\w+' is not defined", r"is already used by a Transformers model",
               r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found"),
-    lines=(r"\.so: undefined symbol: ", r"Could not load any common_ops library",
-           r"is less than the minimum required version"),
-    priority=78, phase="launch",
+    lines=(r"\.so: undefined symbol: ",
+           # the dynamic linker's words in an import's message (a list item of sgl_kernel's report)
+           r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
+           r"Could not load any common_ops library", r"is less than the minimum required version",
+           # the rest of sgl_kernel's loader report, when a paste cut its headline
+           r"^Error details from previous import attempts:",
+           r"^Please ensure sgl_kernel is properly installed"),
+    priority=78, phase="launch", detail=_missing_library,
     sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
              ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
              ("0.5.10", "sglang/srt/utils/common.py:1011"),
              ("0.5.10", "sglang/srt/entrypoints/engine.py:1140"),
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
-             ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681")))
+             ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
+             ("sgl-kernel (sgl-project/sglang 00acd8d)",
+              "sgl-kernel/python/sgl_kernel/load_utils.py:48 (_load_architecture_specific_ops: its report)")))
 
 _DEP_API = r"\b(?:Batch\w*Wrapper|flashinfer\w*|sgl_kernel\w*|LMCache\w*|lmcache\w*|vllm\w*|deep_gemm\w*)"
 

@@ -221,6 +221,28 @@ REQ_SLOTS = Signature(
              ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:282"),
              ("0.4.10.post2", "sglang/srt/managers/scheduler.py:1339")))
 
+# the scheduler's idle self-check of its pools: raise_error_or_warn raises only the leak messages
+# above (0.5.10 managers/scheduler_runtime_checker_mixin.py:266, :283 in _check_req_pool and
+# check_memory; 0.5.23 scheduler_components/invariant_checker.py:408-454; raise at 0.5.10
+# utils/common.py:3774), strict by default (SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE, 0.5.10
+# environ.py:220): a traceback cut inside that call still says a leak was found
+MEMORY_CHECK_CUT = Signature(
+    "memory_check_failed", "slots_exhausted",
+    "the scheduler's idle memory check found the pools' accounting wrong",
+    REQ_SLOTS.advice + ("The check raises only because SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE is on "
+                        "(the default): setting it to 0 turns it into a warning, so the server keeps "
+                        "serving while you report the leak with this log.",),
+    context=(r"(?:,| line \d+) in (?:check_memory|_check_req_pool|_report_leak|_check_kv_page_invariants"
+             r"|self_check_during_idle)\s*$",
+             r"(?:,| line \d+) in raise_error_or_warn\s*$|^\s*raise_error_or_warn\($"),
+    patterns=(r"\b(?:memory leak detected|KV double free|KV page use-after-free)\b",),
+    priority=74, phase="serving", fatal=True, cut_ok=True,
+    sources=(("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:283"),
+             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:266"),
+             ("0.5.10", "sglang/srt/utils/common.py:3774"),
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:454"),
+             ("0.5.23", "sglang/srt/utils/common.py:5066")))
+
 REQ_SLOTS_OLD = Signature(
     "req_slots_none", "slots_exhausted", "the request-slot pool ran out (SGLang 0.1.x: its alloc returned None)",
     REQ_SLOTS.advice,
@@ -317,5 +339,6 @@ HOST_OOM = Signature(
              ("Linux", "mm/oom_kill.c (Out of memory: Killed process)"),
              ("Linux", "errno ENOMEM (12)")))
 
-SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_ALLOC_FAILED, REQ_SLOTS, REQ_SLOTS_OLD, MAMBA_SLOTS,
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT,
+              REQ_SLOTS_OLD, MAMBA_SLOTS,
               RETRACT_EXHAUSTED, CUDA_OOM, HOST_OOM]

@@ -22,7 +22,7 @@ import re
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "SIGNALS"]
+__all__ = ["SIGNATURES", "SIGNALS", "FATAL_SIGNAL_DUMP", "dump_reading", "dumped_while_running"]
 
 SIGNALS = r"Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction"
 _EXIT_SIGNAL = r"-(?:4|6|7|8|11)\b"  # SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV as a negative exit code
@@ -85,15 +85,65 @@ NATIVE_CRASH = Signature(
            rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)",
            # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
            # line (several processes' headers run together) still shows a fatal error
-           r"^Fatal Python error: ?"),
+           r"^Fatal Python error: ?",
+           # libstdc++'s terminate handler, then abort(): terminate re-entered (a second thread
+           # throwing while the first terminates), or called with no exception to report
+           r"^terminate called recursively", r"^terminate called without an active exception"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
                               "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
              ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
              ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
+             ("libstdc++ 12.2.0", "libsupc++/vterminate.cc (__verbose_terminate_handler: terminate "
+                                  "called recursively / without an active exception, then abort())"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006")))
 
-SIGNATURES = [NATIVE_CRASH]
+# SGLang enables faulthandler in its scheduler (0.4.10.post2 managers/scheduler.py:2516, 0.5.10
+# :3551, 0.5.23 :6295: ``faulthandler.enable()``, no dump_traceback_later, no register), and its
+# watchdog dumps with py-spy: a faulthandler-format dump in its log is a fatal signal's. A dump
+# whose scheduler thread was waiting (its innermost frame a wait) is a hang the signal ended
+# (runtime.HANG_DUMP); one whose scheduler was running a step is the signal's: this reading.
+FATAL_SIGNAL_DUMP = Signature(
+    "fatal_signal_dump", "native_crash",
+    "a fatal signal's thread dump: the scheduler was running, not waiting",
+    NATIVE_CRASH.advice,
+    lines=(r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$',),
+    priority=10, fatal=True, running=True, detail=_native_detail,
+    sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: each thread's "
+                              "Thread 0x... (most recent call first), File \"...\", line N in f)"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2516"),
+             ("0.5.10", "sglang/srt/managers/scheduler.py:3551"),
+             ("0.5.23", "sglang/srt/managers/scheduler.py:6295")))
+
+_DUMP_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+")
+_DUMP_LOOP = re.compile(r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$')
+# a thread that waits: in the standard library's waits, or in a function named for one
+_WAITING = re.compile(r'File "[^"]*(?:threading|queue|selectors|connection|socket)\.py"'
+                      r"|\bin (?:_?wait\w*|recv\w*|\w+_recv\w*|poll|select|acquire|join|get|sleep|synchronize"
+                      r"|barrier|all_reduce|all_gather|broadcast|resolve_batch_result)\s*$")
+
+
+def dumped_while_running(frames: str) -> bool:
+    """In a faulthandler dump, the thread that runs the scheduler's event loop was inside a
+    step, not waiting: its innermost frame (the first printed) is no wait."""
+    block: list[str] = []
+    for line in frames.splitlines():
+        if _DUMP_THREAD.match(line):
+            block = []
+        elif _DUMP_FRAME.match(line):
+            block.append(line)
+            if _DUMP_LOOP.match(line):
+                return not _WAITING.search(block[0])
+    return False
+
+
+def dump_reading(signature: Signature | None, frames: str, hang: Signature) -> Signature | None:
+    """A dumped scheduler read as a hang (``hang``), whose thread was running a step when the
+    dump was written: the fatal signal's dump (faulthandler writes SGLang's only on one)."""
+    return FATAL_SIGNAL_DUMP if signature is hang and dumped_while_running(frames) else signature
+
+
+SIGNATURES = [NATIVE_CRASH, FATAL_SIGNAL_DUMP]

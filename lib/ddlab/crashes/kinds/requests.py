@@ -130,6 +130,28 @@ PD_TRANSFER = Signature(
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))
 
+# the transfer engine could not set up at startup (no request involved): the scheduler's
+# constructor builds the KV manager, which registers the KV pool's buffers with the engine
+# (0.5.23 managers/scheduler.py:689 init_disaggregation, after the pool); that failing is fatal
+_PD_SETUP = (r"Mooncake memory registration failed", r"Mooncake Transfer Engine initialization failed",
+             r"NIXL memory registration failed")
+PD_SETUP = Signature(
+    "pd_transfer_setup", "pd_transfer", "the PD transfer engine could not start or register the KV buffers",
+    ("The KV transfer engine of PD disaggregation failed while the server started: it could not "
+     "register the KV cache's GPU memory with the NIC (RDMA) or could not start. The transfer "
+     "library's own line above this one gives the reason (Mooncake: \"Failed to register memory "
+     "...: <errno>\"). Check that `--disaggregation-ib-device` names RDMA devices this GPU can "
+     "reach, that GPUDirect RDMA is loaded (`lsmod | grep peermem`), the locked-memory limit "
+     "(`ulimit -l` unlimited in the container), and that both servers run the same transfer "
+     "backend (`--disaggregation-transfer-backend`) version.",),
+    patterns=_PD_SETUP, lines=_PD_SETUP, priority=46, phase="memory_pool", fatal=True,
+    sources=(("0.5.23", "sglang/srt/distributed/device_communicators/mooncake_transfer_engine.py:150"),
+             ("0.5.23", "sglang/srt/distributed/device_communicators/mooncake_transfer_engine.py:153"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/transfer_engine.py:77"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/nixl/conn.py:172"),
+             ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1998"),
+             ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:277")))
+
 # a transfer worker thread catches what one room's transfer raised, logs it with its traceback
 # and marks that room failed (0.5.23 disaggregation/nixl/conn.py:1924-1933)
 PD_TRANSFER_WORKER = Signature(
@@ -181,4 +203,5 @@ WEIGHT_UPDATE_FAILED = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED, WEIGHT_UPDATE_FAILED]
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED,
+              WEIGHT_UPDATE_FAILED]

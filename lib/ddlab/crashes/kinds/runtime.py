@@ -91,6 +91,41 @@ PEER_BARRIER = Signature(
                              "waiting for send/recv from rank M)"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:698")))
 
+def _rendezvous(found: Found) -> str | None:
+    if match := regex(r"connect to \(([\w.:-]+), (\d+)\)|connect/validate to host ([\w.:-]+):(\d+)"
+                      r"|failed to connect to \[?([\w.:-]+?)\]?:(\d+)").search(found.text):
+        host, port = next((match[i], match[i + 1]) for i in (1, 3, 5) if match[i])
+        return (f"This node waited for {host}:{port}: `nc -zv {host} {port}` from here tells whether it is "
+                "reachable.")
+    return None
+
+
+# torch's TCPStore client (torch.distributed's rendezvous: SGLang's --dist-init-addr) gave up
+# reaching the store on the first node; no NCCL communicator exists yet
+DIST_INIT_TIMEOUT = Signature(
+    "dist_init_timeout", "nccl", "torch distributed could not reach the rendezvous of the nodes",
+    ("torch.distributed could not reach the rendezvous store (node 0's `--dist-init-addr`) before "
+     "its timeout: the nodes never met. Start node 0 first and check that every node passes the "
+     "same `--dist-init-addr` and `--nnodes` and its own `--node-rank`, that node 0's address is the "
+     "one other nodes can reach, and that no firewall blocks the port; GLOO_SOCKET_IFNAME / "
+     "NCCL_SOCKET_IFNAME pick the interface.",),
+    patterns=(r"The client socket has timed out after \d+\s*m?s while trying to connect to",
+              r"The client socket has failed to connect to",
+              r"TCP client failed to connect/validate to host \S+ - timed out",
+              r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
+    lines=(r"The client socket has timed out after \d+\s*m?s while trying to connect to",
+           r"The client socket has failed to connect to",
+           r"TCP client failed to connect/validate to host \S+ - timed out",
+           r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
+    priority=32, phase="launch", detail=_rendezvous,
+    sources=(("torch 2.13.0", "torch/csrc/distributed/c10d/socket.cpp (The client socket has timed out after "
+                              "{} while trying to connect to ({}, {}); has failed to connect to ...)"),
+             ("torch 2.13.0", "torch/csrc/distributed/c10d/TCPStore.cpp (TCP client failed to "
+                              "connect/validate to host {}:{} - timed out; Timed out after {} seconds "
+                              "waiting for clients. {}/{} clients joined.)"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:551"),
+             ("0.5.23", "sglang/srt/distributed/bootstrap.py:322")))
+
 _TP_RANK_LINE = r"^\[[^\]]*\bTP\d+\b[^\]]*\] "  # a line a scheduler rank stamped
 
 HEALTH_CHECK = Signature(
@@ -170,7 +205,8 @@ HANG = Signature(
 
 # faulthandler prints the same frames for a fatal signal as for a dump on request: a
 # scheduler in its event loop is a hang only when no fatal signal is there (native_crash
-# ranks above this one)
+# ranks above this one) and its thread was waiting; SGLang's faulthandler dumps only on a fatal
+# signal, so a dump of a scheduler running a step is native.FATAL_SIGNAL_DUMP (dump_reading)
 HANG_DUMP = Signature(
     "hang_thread_dump", "hang", "a thread dump shows the scheduler waiting in its event loop",
     HANG.advice, lines=(_FAULTHANDLER_LOOP,), priority=11, phase="serving", running=True,
@@ -209,5 +245,6 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, HANG, HANG_DUMP, HEALTH_CHECK, HEALTH_UNAVAILABLE, WARMUP_FAILED,
+SIGNATURES = [NCCL, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
+              HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]

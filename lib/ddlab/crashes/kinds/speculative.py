@@ -82,7 +82,10 @@ _REGISTRY_KEYS = ("mamba_scheduler_strategy", "mamba_radix_cache_strategy")
 FEATURES = (
     Feature("hybrid Mamba", r"mamba", "mamba-radix-cache-strategy", "no_buffer",
             "extra_buffer", "mamba_radix_cache_strategy"),
-    Feature("LoRA", r"[/\\]lora[/\\]|\blora_\w+|\w+_lora\b", "enable-lora", "null", "true", "enable_lora"),
+    # not MLA's low-rank query / KV compression (DeepSeek's q_lora, kv_lora: 0.5.23
+    # models/deepseek_v2.py:2559 q_b_proj_forward(q_lora)), which every DeepSeek model runs
+    Feature("LoRA", r"[/\\]lora[/\\]|\blora_\w+|\b(?!(?:q|kv)_lora\b)\w+_lora\b", "enable-lora", "null",
+            "true", "enable_lora"),
     Feature("grammar / structured output", r"grammar|xgrammar|llguidance|vocab_mask|[/\\]constrained[/\\]",
             "grammar-backend", "none", "xgrammar"),
     Feature("DP attention", r"dp_attention", "enable-dp-attention", "null", "true", "enable_dp_attention"),

@@ -1,0 +1,165 @@
+"""Paste formats that move a log's line boundaries, put back before anything reads the lines.
+
+Contract: :func:`split_flattened`, :func:`split_glued_bar`, :func:`split_glued_terminate` and
+:func:`error_body_message` take one line's text (its collector prefixes already
+peeled) and return the lines it really was; :func:`join_wrapped_frames` and
+:func:`peel_relay_level` take :class:`ddlab.diagnosis.logtext.Line` records and
+return them with a terminal's wrap undone and a relaying logger's level field
+peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
+
+- *Flattened*: a traceback whose line breaks became single spaces (a paste
+  through a one-line field): "... (most recent call last):   File "x", line 1,
+  in f     code KeyError: 'k'  During handling ...". Each printed line began with
+  its own indentation (frames 2, code 4), the exception line with none.
+- *Wrapped*: a terminal wrapped a long frame line at its width, so the function's
+  name (or its tail) is on the next line: ``line 218, in exposed`` / ``_step``.
+- *Relayed*: a launcher that re-logs a child's stderr line by line with its own
+  ``[time] ERROR: `` (a level and one space; uvicorn's own level prefix is
+  padded) in front of every line of a traceback.
+- *Glued*: another writer's text after a tqdm bar (tqdm redraws with CR and no newline), and
+  the C++ runtime's "terminate called recursively" (libstdc++'s
+  verbose terminate handler, then abort) written into the middle of another
+  writer's line.
+- *A client's answer*: the server's JSON error body pasted from the client
+  (SGLang's ``ErrorResponse``: ``{"object": "error", "message": ...}``), read as
+  the message it carries.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+from dataclasses import replace
+
+__all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
+           "join_wrapped_frames", "peel_relay_level"]
+
+# --- flattened tracebacks ------------------------------------------------------------
+
+_FLAT_RE = re.compile(r'Traceback \(most recent call last\): {1,3}File "')
+_FLAT_FRAME = r' (?=  File "[^"]+", line \d+)'                      # "  File ..." began a line
+_FLAT_CODE = r"(?<=\S) (?= {4,}\S)"                                  # so did a code or caret line
+_FLAT_LINK = (r"  (?=During handling of the above exception, another exception occurred:"
+              r"|The above exception was the direct cause of the following exception:)"
+              r"|(?:(?<=occurred:)|(?<=exception:))  (?=Traceback \(most rec)")
+_FLAT_SPLIT = re.compile(f"{_FLAT_FRAME}|{_FLAT_CODE}|{_FLAT_LINK}")
+# the exception line after a frame's code line: "Type: message" (or a bare Type at the end)
+_FLAT_EXC = re.compile(r" (?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Warning|Failure)"
+                       r"(?:: |:?$))")
+
+
+def split_flattened(text: str) -> list[str]:
+    """A traceback flattened onto one line, as the lines it was printed as."""
+    if not _FLAT_RE.search(text):
+        return [text]
+    out = []
+    for part in _FLAT_SPLIT.split(text):
+        if part.startswith("    ") and (exc := _FLAT_EXC.search(part)):  # code, then the exception
+            out += [part[:exc.start()], part[exc.end():]]
+        else:
+            out.append(part)
+    return out
+
+
+# --- text glued after a progress bar -------------------------------------------------------
+
+# tqdm redraws its bar with CR and no newline, so whatever another writer prints next
+# (faulthandler's "Fatal Python error: Segmentation fault", an exception, a log record)
+# lands on the bar's line. A bar ends with its "[elapsed<remaining, rate]" block
+# ({l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]);
+# a fatal error can also interrupt a bar before that block.
+_GLUED_RE = re.compile(r"^(?P<bar>.*?\d+%\s*(?:Completed\s*)?\|(?:[^|]*\|)?\s*\d+/\d+ \[[\d:?]+<[^\]]*\])"
+                       r"\s*(?P<tail>\S.*)$"
+                       r"|^(?P<cut>.*?\d+%\s*\|.*?)(?P<fatal>Fatal Python error: .*)$")
+
+
+def split_glued_bar(text: str) -> list[str]:
+    """A line that holds a progress bar with another writer's text glued to its end, as two."""
+    match = _GLUED_RE.match(text)
+    if not match:
+        return [text]
+    if match["bar"] is not None:
+        return [match["bar"], *split_glued_bar(match["tail"])]
+    return [match["cut"].rstrip(), match["fatal"]]
+
+
+# --- glued C++ runtime messages ----------------------------------------------------------
+
+# libstdc++ 12.2.0 libsupc++/vterminate.cc (__gnu_cxx::__verbose_terminate_handler): written
+# unbuffered to stderr, so it lands inside whatever line another writer was printing
+_TERMINATE_RE = re.compile(r"^(?P<head>.*\S)(?P<tail>terminate called (?:recursively|after throwing an "
+                           r"instance of|without an active exception).*)$")
+
+
+def split_glued_terminate(text: str) -> list[str]:
+    """A line with the C++ runtime's terminate message glued into it, as two."""
+    match = _TERMINATE_RE.match(text)
+    return [match["head"], match["tail"]] if match else [text]
+
+
+# --- a client's copy of the server's error answer -------------------------------------------
+
+# SGLang's OpenAI-compatible error body (0.4.10.post2 entrypoints/openai/protocol.py:48,
+# 0.5.23 :106 ErrorResponse; 0.5.23 entrypoints/openai/serving_base.py:214 fills it)
+_ERROR_BODY_RE = re.compile(r'^\{\s*"object"\s*:\s*"error"\s*,\s*"message"\s*:\s*"(?P<msg>(?:[^"\\]|\\.)*)"')
+
+
+def error_body_message(text: str) -> str:
+    """The message of the server's JSON error answer (a quote escaped by the paste read as
+    a quote); any other text as it is."""
+    match = _ERROR_BODY_RE.match(text.strip())
+    if not match:
+        return text
+    raw = match["msg"].replace("\\'", "'")
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:
+        return raw
+
+
+# --- wrapped frame lines ----------------------------------------------------------------
+
+_WRAPPED_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+,? in(?: (?P<name>\S+))?$')
+_NAME_REST_RE = re.compile(r"^ ?[\w<>.]+$")
+_TERMINAL_WIDTH = 80  # a line wraps at the terminal's width; a shorter one ended there
+
+
+def _wrapped_rest(frame, line) -> bool:
+    """``line`` is the rest of ``frame``'s function name, which the terminal wrapped."""
+    match = _WRAPPED_FRAME_RE.match(frame.msg)
+    rest = line.msg.strip()
+    if not (match and line.no == frame.no + 1 and _NAME_REST_RE.match(line.msg)) or keyword.iskeyword(rest):
+        return False
+    return match["name"] is None or len(frame.text) >= _TERMINAL_WIDTH
+
+
+def join_wrapped_frames(lines: list) -> list:
+    """Frame lines a terminal wrapped inside the function's name, joined again."""
+    out: list = []
+    for line in lines:
+        if out and _wrapped_rest(out[-1], line):
+            out[-1] = replace(out[-1], text=out[-1].text + line.msg, msg=out[-1].msg + line.msg)
+            continue
+        out.append(line)
+    return out
+
+
+# --- a launcher relaying a child's stderr --------------------------------------------------
+
+_RELAYED_HEADER_RE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL): Traceback \(most recent call last\):")
+
+
+def peel_relay_level(lines: list, restamp) -> list:
+    """Where a stamped line is ``LEVEL: Traceback ...`` (one space: a relay's format, not
+    uvicorn's padded prefix), that ``LEVEL: `` is peeled from every stamped line that has it;
+    the relay's stamp goes with it (``restamp(line, msg)`` reads the message's own stamp)."""
+    levels = {m[1] for ln in lines if ln.stamped and (m := _RELAYED_HEADER_RE.match(ln.msg))}
+    if not levels:
+        return lines
+    out = []
+    for line in lines:
+        level = next((lv for lv in levels if line.stamped and (line.msg == f"{lv}:"
+                                                             or line.msg.startswith(f"{lv}: "))), None)
+        out.append(restamp(line, line.msg[len(level) + 2:]) if level else line)
+    return out
