@@ -23,7 +23,7 @@ release's parser table (:func:`ddlab.config.vllm.vllm_table`) refuses is dropped
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddlab.config.vllm import vllm_table
 from ddlab.crashes.kinds.vllm import SERVING_ECHOES
@@ -207,14 +207,23 @@ class VllmVerdict:
     decode: dict | None
 
 
+# the worker monitor's report that a process ended (v1/executor/multiproc_executor.py:405 (0.34.0),
+# :315 (0.30.0); ray_executor_v2.py:523): a death, not a stall; the others' shared-memory
+# stalls around it are them waiting on the dead process
+_DIED_RE = re.compile(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\d+ died unexpectedly")
+_NO_HANG = replace(VLLM, signatures=tuple(s for s in VLLM.signatures if s.kind != "hang"))
+
+
 def read_vllm(text: str) -> VllmLog:
     """The lines (vLLM's prefixes peeled, the last run), the phase reached, the facts, the
-    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry."""
+    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry
+    (with no hang where a worker died)."""
     lines = last_run(vllm_lines(text or ""))
     reached, phase_line = vllm_phase_reached(lines)
     chains = _with_worker_message(find_chains(lines))
+    registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
-                   root_cause(lines, chains, VLLM))
+                   root_cause(lines, chains, registry))
 
 
 def host_oom(first: int, why: str, lines: list[Line]) -> Candidate:

@@ -4,7 +4,8 @@ The texts are the writers' own: CPython's faulthandler ("Fatal Python error:
 Segmentation fault", then each thread's frames, the crashing one under
 "Current thread 0x..."), tvm-ffi's segfault handler (SGLang's JIT kernels load
 it: "!!!!!!! Segfault encountered !!!!!!!" and native frames), UCX's ("====
-backtrace (tid: N) ===="), glog's failure signal handler, and SGLang's own
+backtrace (tid: N) ===="), glog's failure signal handler, the shell's report of
+a child a signal killed ("Segmentation fault (core dumped)"), and SGLang's own
 report of a child that died of a signal ("crashed with exit code -11", dynamo's
 "Exit code: -6 (SIGABRT)"). A native crash ranks below every Python
 exception a signature knows: an abort that a C++ ``what():`` explains (the NCCL
@@ -85,13 +86,18 @@ NATIVE_CRASH = Signature(
            rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)",
            # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
            # line (several processes' headers run together) still shows a fatal error
-           r"^Fatal Python error: ?"),
+           r"^Fatal Python error: ?",
+           # the shell's report of a child killed by a fatal signal: strsignal's name, " (core
+           # dumped)" with a core; from a script, "FILE: line N: PID NAME (core dumped) COMMAND"
+           rf"^(?:{SIGNALS})(?: \(core dumped\))?\s*$",
+           rf"^\S+: line \d+: +\d+ (?:{SIGNALS}) +(?:\(core dumped\) )?\S"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
                               "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
              ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
              ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
+             ("bash 5.2", "jobs.c (a job's status: strsignal(WTERMSIG) and \" (core dumped)\")"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006")))
