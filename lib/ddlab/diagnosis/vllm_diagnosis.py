@@ -6,10 +6,11 @@ the text is detected as vLLM's) reads the log with :func:`read_vllm` and judges 
 ``family="vllm"`` (this module imports nothing of it). The lines are read with vLLM's prefixes peeled
 (:mod:`.vllm_log`); the exception chains, the exit and the root-cause rules are
 SGLang's (:mod:`.tracebacks`, :mod:`.exits`, :mod:`.rootcause`) over vLLM's registry
-(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Two
+(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Three
 readings are vLLM's own: a V0 worker's "Exception in worker X while processing method
 M: MESSAGE, Traceback ..." header carries the exception's message (0.6.2 and older),
-so a traceback cut below it is read by that message; and the phase is the last vLLM
+so a traceback cut below it is read by that message; a log whose worker monitor says a
+worker died holds no hang (the stalls are the others waiting on it); and the phase is the last vLLM
 phase line reached, raised to the signature's phase and to the phase vLLM's frames
 show (:data:`FRAME_PHASES`: startup frames win over serving frames). A fault only a
 running server meets, in a paste that shows nothing of the startup, is ``serving``.
