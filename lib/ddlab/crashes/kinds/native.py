@@ -82,24 +82,24 @@ NATIVE_CRASH = Signature(
            r"^==== backtrace \(tid:\s*\d+\) ====",
            r"^\*\*\* (?:SIG\w+|Aborted at) .{0,80}(?:received|\(@0x)",
            r"^Current thread 0x[0-9a-f]+ \(most recent call first\):",
+           # the shell's report of a child killed by a fatal signal: strsignal's name, " (core
+           # dumped)" with a core; from a script, "FILE: line N: PID NAME (core dumped) COMMAND"
+           rf"^(?:{SIGNALS})(?: \(core dumped\))?\s*$",
+           rf"^\S+: line \d+: +\d+ (?:{SIGNALS}) +(?:\(core dumped\) )?\S",
            rf"crashed with exit code {_EXIT_SIGNAL}", rf"Exit code: {_EXIT_SIGNAL}",
            rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)",
            # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
            # line (several processes' headers run together) still shows a fatal error
-           r"^Fatal Python error: ?",
-           # the shell's report of a child killed by a fatal signal: strsignal's name, " (core
-           # dumped)" with a core; from a script, "FILE: line N: PID NAME (core dumped) COMMAND"
-           rf"^(?:{SIGNALS})(?: \(core dumped\))?\s*$",
-           rf"^\S+: line \d+: +\d+ (?:{SIGNALS}) +(?:\(core dumped\) )?\S"),
+           r"^Fatal Python error: ?"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
                               "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
              ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
              ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
-             ("bash 5.2", "jobs.c (a job's status: strsignal(WTERMSIG) and \" (core dumped)\")"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
-             ("0.5.23", "sglang/srt/entrypoints/engine.py:2006")))
+             ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
+             ("bash 5.2", "jobs.c (a job's status: strsignal(WTERMSIG) and \" (core dumped)\")")))
 
 SIGNATURES = [NATIVE_CRASH]
