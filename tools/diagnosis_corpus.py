@@ -16,8 +16,9 @@ measurement);
     python tools/diagnosis_corpus.py --split heldout
 
 ``--corpus vllm-real`` measures the vLLM corpus (tests/fixtures/logs/vllm-real/, issue 28)
-the same way, broken down by labelled kind, speculative method and paste format; its
-held-out split is measured once (docs/diagnosis.md, "vLLM").
+the same way, broken down by labelled kind, speculative method and paste format; its held-out
+rounds, 13 and 31 logs, were each measured once and folded into ``work`` like SGLang's
+(docs/diagnosis.md, "vLLM").
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPE
 
 KIND_MEANINGS = {
     "kv_pool_oom": "the KV cache pool (or a hybrid model's state cache) does not fit at startup",
-    "cuda_oom": "a CUDA allocation failed (weights, activations, graph memory)",
+    "cuda_oom": "a CUDA allocation failed (weights, activations, graph memory), or vLLM refused one "
+                "at startup (less GPU memory free than --gpu-memory-utilization asks for)",
     "slots_exhausted": "the scheduler ran out of request slots or KV token slots while serving",
     "host_oom": "host RAM or /dev/shm ran out (the kernel's OOM killer, ENOMEM)",
     "cuda_graph_capture": "capturing CUDA graphs failed",

@@ -6,10 +6,11 @@ the text is detected as vLLM's) reads the log with :func:`read_vllm` and judges 
 ``family="vllm"`` (this module imports nothing of it). The lines are read with vLLM's prefixes peeled
 (:mod:`.vllm_log`); the exception chains, the exit and the root-cause rules are
 SGLang's (:mod:`.tracebacks`, :mod:`.exits`, :mod:`.rootcause`) over vLLM's registry
-(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Two
+(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Three
 readings are vLLM's own: a V0 worker's "Exception in worker X while processing method
 M: MESSAGE, Traceback ..." header carries the exception's message (0.6.2 and older),
-so a traceback cut below it is read by that message; and the phase is the last vLLM
+so a traceback cut below it is read by that message; a log whose worker monitor says a
+worker died holds no hang (the stalls are the others waiting on it); and the phase is the last vLLM
 phase line reached, raised to the signature's phase and to the phase vLLM's frames
 show (:data:`FRAME_PHASES`: startup frames win over serving frames). A fault only a
 running server meets, in a paste that shows nothing of the startup, is ``serving``.
@@ -23,7 +24,7 @@ release's parser table (:func:`ddlab.config.vllm.vllm_table`) refuses is dropped
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddlab.config.vllm import vllm_table
 from ddlab.crashes.kinds.vllm import SERVING_ECHOES
@@ -207,14 +208,23 @@ class VllmVerdict:
     decode: dict | None
 
 
+# the worker monitor's report that a process ended (v1/executor/multiproc_executor.py:405 (0.34.0),
+# :315 (0.30.0); ray_executor_v2.py:523): a death, not a stall; the others' shared-memory
+# stalls around it are them waiting on the dead process
+_DIED_RE = re.compile(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\d+ died unexpectedly")
+_NO_HANG = replace(VLLM, signatures=tuple(s for s in VLLM.signatures if s.kind != "hang"))
+
+
 def read_vllm(text: str) -> VllmLog:
     """The lines (vLLM's prefixes peeled, the last run), the phase reached, the facts, the
-    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry."""
+    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry
+    (with no hang where a worker died)."""
     lines = last_run(vllm_lines(text or ""))
     reached, phase_line = vllm_phase_reached(lines)
     chains = _with_worker_message(find_chains(lines))
+    registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
-                   root_cause(lines, chains, VLLM))
+                   root_cause(lines, chains, registry))
 
 
 def host_oom(first: int, why: str, lines: list[Line]) -> Candidate:

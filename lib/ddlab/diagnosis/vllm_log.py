@@ -59,7 +59,16 @@ _VLLM_MARKS = re.compile(
     # names and texts only vLLM writes: its config keys and engine parts, its model registry's error
     r"|\b(?:gpu_memory_utilization|max_model_len|max_num_scheduled_tokens|num_speculative_tokens"
     r"|speculative_config|EngineCore\w*|AsyncLLM\w*|LLMEngine|SpecDecodeWorker|VllmWorker\w*)\b"
-    r"|# GPU blocks: \d|Cannot find model module\.", re.M)
+    r"|# GPU blocks: \d|Cannot find model module\."
+    # texts no SGLang release writes (both wheels, 0.4.10.post2 and 0.5.23, searched): vLLM's top
+    # config class and its V2 model runner (vllm/config/vllm.py:3087 (0.30.0)), the dtype check
+    # (vllm/platforms/cuda.py:692 (0.34.0)), the startup memory check (vllm/v1/worker/utils.py:790
+    # (0.34.0)), the offline LLM's bar (vllm/entrypoints/common/offline.py:601
+    # (0.34.0), entrypoints/llm.py:931 (0.6.4.post1)), its environment variables (vllm/envs.py)
+    # and the installed package's frames
+    r"|\bVllmConfig\b|\bModel Runner V2\b|Bfloat16 is only supported on GPUs with compute capability"
+    r"|Free memory on device\b[^(]{0,30}\([\d.]+/[\d.]+ GiB\) on startup"
+    r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm[/\\]", re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
 

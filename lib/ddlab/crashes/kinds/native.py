@@ -4,7 +4,8 @@ The texts are the writers' own: CPython's faulthandler ("Fatal Python error:
 Segmentation fault", then each thread's frames, the crashing one under
 "Current thread 0x..."), tvm-ffi's segfault handler (SGLang's JIT kernels load
 it: "!!!!!!! Segfault encountered !!!!!!!" and native frames), UCX's ("====
-backtrace (tid: N) ===="), glog's failure signal handler, and SGLang's own
+backtrace (tid: N) ===="), glog's failure signal handler, the shell's report of
+a child a signal killed ("Segmentation fault (core dumped)"), and SGLang's own
 report of a child that died of a signal ("crashed with exit code -11", dynamo's
 "Exit code: -6 (SIGABRT)"). A native crash ranks below every Python
 exception a signature knows: an abort that a C++ ``what():`` explains (the NCCL
@@ -81,6 +82,10 @@ NATIVE_CRASH = Signature(
            r"^==== backtrace \(tid:\s*\d+\) ====",
            r"^\*\*\* (?:SIG\w+|Aborted at) .{0,80}(?:received|\(@0x)",
            r"^Current thread 0x[0-9a-f]+ \(most recent call first\):",
+           # the shell's report of a child killed by a fatal signal: strsignal's name, " (core
+           # dumped)" with a core; from a script, "FILE: line N: PID NAME (core dumped) COMMAND"
+           rf"^(?:{SIGNALS})(?: \(core dumped\))?\s*$",
+           rf"^\S+: line \d+: +\d+ (?:{SIGNALS}) +(?:\(core dumped\) )?\S",
            rf"crashed with exit code {_EXIT_SIGNAL}", rf"Exit code: {_EXIT_SIGNAL}",
            rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)",
            # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
@@ -99,7 +104,8 @@ NATIVE_CRASH = Signature(
                                   "called recursively / without an active exception, then abort())"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
-             ("0.5.23", "sglang/srt/entrypoints/engine.py:2006")))
+             ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
+             ("bash 5.2", "jobs.c (a job's status: strsignal(WTERMSIG) and \" (core dumped)\")")))
 
 # SGLang enables faulthandler in its scheduler (0.4.10.post2 managers/scheduler.py:2516, 0.5.10
 # :3551, 0.5.23 :6295: ``faulthandler.enable()``, no dump_traceback_later, no register), and its

@@ -314,8 +314,62 @@ REQUEST_TOO_LONG = Signature(
              ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
              ("0.34.0", "vllm/renderers/params.py:405")))
 
+# --- round 2 of the corpus: the startup memory check, NCCL's init cut short -----------
+
+_FREE_RE = (r"Free memory on device\b[^(]{0,30}\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less "
+            r"than (?P<what>desired GPU memory utilization|the engine's budget)")
+
+
+def _free_detail(found: Found) -> str | None:
+    said = regex(_FREE_RE).search(found.text)
+    if not said or said["what"] != "desired GPU memory utilization" or not float(said["total"]):
+        return None
+    share = int(float(said["free"]) / float(said["total"]) * 100) / 100 - 0.01
+    if share < 0.1:
+        return None
+    return (f"{said['free']} of {said['total']} GiB were free: `--gpu-memory-utilization {share:.2f}` is "
+            "the most that fits beside what the GPU already holds (less room for the KV cache).")
+
+
+# V1 reserves `--gpu-memory-utilization` x the GPU's memory for the engine (weights, activations,
+# graphs, KV cache) and refuses to start when less than that is free (request_memory,
+# vllm/v1/worker/utils.py:790 (0.34.0)): the allocation that would fail is refused before it is
+# made, so the kind is a CUDA OOM's and the fix is the opposite of the KV cache's (a smaller share)
+STARTUP_FREE_MEMORY = Signature(
+    "vllm_startup_free_memory", "cuda_oom", "less GPU memory is free than --gpu-memory-utilization asks for",
+    ("vLLM takes `--gpu-memory-utilization` of the GPU's whole memory and checks at startup that so "
+     "much is free; another process (an old server, a notebook, another rank's model) holds the rest: "
+     "free the GPU (`nvidia-smi` lists who holds it) or lower `--gpu-memory-utilization` to the share "
+     "that is free.",),
+    patterns=(_FREE_RE,), lines=(_FREE_RE,), priority=74, phase="launch", fatal=True, detail=_free_detail,
+    sources=(("0.34.0", "vllm/v1/worker/utils.py:790"), ("0.34.0", "vllm/v1/worker/utils.py:764"),
+             ("0.33.0", "vllm/v1/worker/utils.py:763"), ("0.33.0", "vllm/v1/worker/utils.py:742"),
+             ("0.30.0", "vllm/v1/worker/utils.py:545")))
+
+# NCCL's communicator init between the ranks (pynccl.py:180 (0.30.0-0.34.0), :99 (0.6.4.post1)):
+# below the call only NCCL_CHECK raises ("NCCL error: ...", pynccl_wrapper.py:464 (0.34.0), :223
+# (0.6.4.post1)), so a traceback cut there is NCCL's failure; its whole text is vllm_nccl's
+NCCL_INIT_CUT = Signature(
+    "vllm_nccl_init_cut", "nccl", "NCCL's communicator init failed (the traceback is cut below it)",
+    ("The traceback ends inside NCCL's communicator init (`ncclCommInitRank`), the first "
+     "connection between the ranks; the \"NCCL error: ...\" line below it is cut off. Rerun with "
+     "NCCL_DEBUG=INFO to see why the ranks could not connect; check the GPUs are visible "
+     "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host) and "
+     "P2P works (NCCL_P2P_DISABLE=1 to test).",),
+    patterns=(r"NCCL error",), context=(r"self\.nccl\.ncclCommInitRank\(|, in ncclCommInitRank\s*$",),
+    cut_ok=True, priority=29, phase="launch",
+    sources=((_V0, "vllm/distributed/device_communicators/pynccl.py:99"),
+             ("0.30.0", "vllm/distributed/device_communicators/pynccl.py:180"),
+             ("0.33.0", "vllm/distributed/device_communicators/pynccl.py:180"),
+             ("0.34.0", "vllm/distributed/device_communicators/pynccl.py:180"),
+             ("0.34.0", "vllm/distributed/device_communicators/pynccl_wrapper.py:464"),
+             (_V0, "vllm/distributed/device_communicators/pynccl_wrapper.py:223")))
+
+ROUND2 = [STARTUP_FREE_MEMORY, NCCL_INIT_CUT]
+
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
+    *ROUND2,
 ]

@@ -108,7 +108,11 @@ OP_MISMATCH = _voiced(launch.OP_MISMATCH, DEPENDENCY.advice)
 IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
 UNREADABLE = _voiced(weights.UNREADABLE, (
     "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
-    "`--quantization` / `--load-format` that matches the files.",))
+    "`--quantization` / `--load-format` that matches the files.",), detail=weights.shape_detail,
+    sources=((_V0, "vllm/model_executor/model_loader/weight_utils.py:538"),
+             ("0.30.0", "vllm/model_executor/model_loader/weight_utils.py:1254"),
+             ("0.33.0", "vllm/model_executor/model_loader/weight_utils.py:1539"),
+             ("0.34.0", "vllm/model_executor/model_loader/weight_utils.py:1598")))
 WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
                      sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
 NATIVE = _voiced(native.NATIVE_CRASH, (

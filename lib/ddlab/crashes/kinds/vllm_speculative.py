@@ -52,6 +52,14 @@ SPEC_SP_SHAPES = Signature(
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:438")))
 
 
+def _draft_detail(found: Found) -> str | None:
+    if not regex(r"num_speculative_tokens was provided without speculative_model").search(found.text):
+        return None
+    return ("Draft tokens need a drafter: give `--speculative-config` a \"model\" (a draft model) or a "
+            "\"method\" (ngram, or the model's own MTP heads) beside \"num_speculative_tokens\" "
+            "(vLLM 0.6's speculative_model argument).")
+
+
 SPEC_CONFIG = Signature(
     "vllm_speculative_config", "bad_argument", "--speculative-config was rejected",
     ("vLLM refused the `--speculative-config` JSON when it built the engine config: fix the key "
@@ -62,16 +70,19 @@ SPEC_CONFIG = Signature(
               r"Expected num_speculative_tokens to be greater", r"Unknown speculative method",
               r"is not supported with speculative method",
               r"cannot be other value than 1 or target model tensor_parallel_size",
-              r"speculative_max_model_len=\d+ cannot be larger than"),
+              r"speculative_max_model_len=\d+ cannot be larger than",
+              r"num_speculative_tokens was provided without speculative_model"),
     lines=(r"validation errors? for SpeculativeConfig", r"Unknown speculative method '",
-           r"'tensor_parallel_size' is not a valid argument in the speculative_config"),
-    priority=89, phase="launch",
+           r"'tensor_parallel_size' is not a valid argument in the speculative_config",
+           r"num_speculative_tokens was provided without speculative_model"),
+    priority=89, phase="launch", detail=_draft_detail,
     sources=((_V0, "vllm/config.py:1428"), (_V0, "vllm/config.py:1516"), (_V0, "vllm/config.py:1616"),
              ("0.30.0", "vllm/config/speculative.py:1780"), ("0.30.0", "vllm/config/speculative.py:1793"),
              ("0.33.0", "vllm/config/speculative.py:1942"), ("0.33.0", "vllm/config/speculative.py:1868"),
              ("0.34.0", "vllm/config/speculative.py:1630"), ("0.34.0", "vllm/config/speculative.py:1649"),
              ("0.34.0", "vllm/config/speculative.py:1655"), ("0.34.0", "vllm/config/speculative.py:1662"),
-             ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549")))
+             ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549"),
+             (_V0, "vllm/config.py:1315")))
 
 # the scheduler's token budget less the draft slots of every request is <= 0
 SPEC_BUDGET = Signature(

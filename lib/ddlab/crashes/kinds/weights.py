@@ -6,15 +6,16 @@ pointer instead of the tensor file), a ``torch.load`` of a file that is no
 checkpoint, a tensor name the model has no parameter for (SGLang's
 ``load_weights`` looks every checkpoint name up in ``params_dict[name]``: a
 quantized checkpoint whose names the model does not expect, a tied embedding
-stored anyway), keys left over after loading, a quantization whose config file
-is missing. An EAGLE3 drafter's ``midlayer.*`` names stay ``draft_incompatible``.
+stored anyway), a tensor whose shape is not its parameter's (the default
+loader's check, the same text in vLLM's), keys left over after loading, a
+quantization whose config file is missing. An EAGLE3 drafter's ``midlayer.*`` names stay ``draft_incompatible``.
 """
 
 from __future__ import annotations
 
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES"]
+__all__ = ["SIGNATURES", "shape_detail"]
 
 # a fused MoE layer's quantization tensors carry the projection's prefix: w13_weight_scale_inv,
 # w2_input_scale (0.5.23 layers/quantization/fp8.py:1719 registers "w2_weight_scale_inv"); a
@@ -35,6 +36,23 @@ _SOURCES = (("0.4.10.post2", "sglang/srt/models/llama.py:621"),
             ("0.5.23", "sglang/srt/model_loader/loader.py:1678"),
             ("0.5.23", "sglang/srt/model_loader/weight_utils.py:389"))
 
+# the default weight loader's shape check, written alike by both servers (SGLang's
+# model_loader/weight_utils.py copies vLLM's): a tensor whose shape is not the parameter's
+_SHAPE = r"Attempted to load weight \(.{0,80}?\) into parameter \("
+
+
+def shape_detail(found: Found) -> str | None:
+    """The shapes the loader compared, when it was the shape check that refused."""
+    said = regex(r"Attempted to load weight \((?:torch\.Size\()?(\[[^\]]*\])\)?\) into parameter "
+                 r"\((?:torch\.Size\()?(\[[^\]]*\])").search(found.text)
+    if not said:
+        return None
+    return (f"A tensor of shape {said[1]} was offered to a parameter of shape {said[2]}: the checkpoint "
+            "was made for another configuration than the config.json it came with (another size, "
+            "another converter; for a draft model, a conversion for another speculative method or "
+            "release).")
+
+
 WEIGHT_NAME = Signature(
     "weight_name_unknown", "weights_unreadable", "the checkpoint holds a tensor the model cannot place",
     (_ADVICE,),
@@ -54,9 +72,11 @@ UNREADABLE = Signature(
               r"\bHeaderTooLarge\b|\bMetadataIncompleteBuffer\b|\bInvalidHeaderDeserialization\b",
               r"invalid load key", r"UnpicklingError", r"PytorchStreamReader failed reading zip archive",
               r"Weights only load failed", r"Missing keys \(.*\) in loaded state",
-              r"Cannot find the config file for \w+"),
-    priority=80, phase="load_weights",
+              r"Cannot find the config file for \w+", _SHAPE),
+    priority=80, phase="load_weights", detail=shape_detail,
     sources=(*_SOURCES,
+             ("0.4.10.post2", "sglang/srt/model_loader/weight_utils.py:650"),
+             ("0.5.23", "sglang/srt/model_loader/weight_utils.py:1583"),
              ("safetensors 0.6", "bindings/python/src/lib.rs (Error while deserializing header: ...)"),
              ("torch 2.14.1", "torch/serialization.py (Weights only load failed; invalid load key)"),
              ("torch 2.14.1", "caffe2/serialize/inline_container.cc (PytorchStreamReader failed "
