@@ -248,12 +248,12 @@ def main(argv=None, prog="python -m ddlab.target --dialect vllm") -> int:
     state.http = TargetHTTPServer(sock, routes, bad_request=_bad_request,
                                   allowed=lambda method, path, auth: _allowed(method, path, auth,
                                                                               args.api_key))
-    uvicorn_log.info("Application startup complete.")
-    interval = float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10") or 10)
-    if not args.disable_log_stats and interval > 0:
-        threading.Thread(target=StatsLogger(state, interval).run, name="stats", daemon=True).start()
-    _install_signals(state)
+    _install_signals(state)  # before the ready line: a SIGTERM right after it stops gracefully
     try:
+        uvicorn_log.info("Application startup complete.")
+        interval = float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10") or 10)
+        if not args.disable_log_stats and interval > 0:
+            threading.Thread(target=StatsLogger(state, interval).run, name="stats", daemon=True).start()
         state.http.serve_forever(poll_interval=0.5)
     except Stop:
         _uvicorn_stop(state, pid)
