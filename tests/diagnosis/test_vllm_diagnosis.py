@@ -111,6 +111,7 @@ _CITED = {
     "vllm_engine_dead": "Engine core initialization failed",
     "vllm_shm_stall": "No available shared memory broadcast block found",
     "vllm_piecewise_range": "assert range_entry is not None",
+    "vllm_replay_inputs": "static_tensor.copy_(runtime_tensor)",
     "vllm_gpu_blocks_zero": "# GPU blocks",
     "vllm_max_len_over_model": "than the derived max_model_len",
     "vllm_bf16_gpu": "Bfloat16 is only supported on GPUs",
@@ -340,3 +341,55 @@ def test_the_cli_reads_a_vllm_log(capsys):
 def test_pydantic_cause_names_the_value_error():
     result = diagnose(_read(VLLM / "bad_argument__0.34.0__speculative-config-tensor-parallel.log"))
     assert "'tensor_parallel_size' is not a valid argument" in result.cause
+
+
+# --- a CUDA graph replay's inputs (the copy into the graph's static buffers) -----------------
+
+_SITE = "/usr/local/lib/python3.12/dist-packages/vllm"
+_TAG = "(EngineCore_DP0 pid=4182) ERROR 12-03 09:01:32 [core.py:1759] "
+# the frames above the copy: the engine's busy loop down to a piecewise step's model call
+_STEP = [f'  File "{_SITE}/v1/engine/core.py", line 1860, in _process_engine_step',
+         "    outputs, model_executed = self.step_fn()",
+         f'  File "{_SITE}/v1/worker/gpu/model_runner.py", line 2159, in execute_model',
+         "    model_output = self.cudagraph_manager.run_pw_graph("]
+
+
+def _engine_death(frames: list[str], last: str) -> str:
+    lines = _read(VLLM / "healthy__0.34.0__eagle3-metrics.log").splitlines()
+    started = lines.index(next(ln for ln in lines if "Application startup complete" in ln))
+    crash = ["EngineCore encountered a fatal error.", "Traceback (most recent call last):", *_STEP,
+             *frames, last]
+    return "\n".join(lines[:started + 1] + [_TAG + ln for ln in crash])
+
+
+@pytest.mark.parametrize("frames, last", [
+    ([f'  File "{_SITE}/compilation/backends.py", line 94, in copy_and_call',
+      "    static_tensor.copy_(runtime_tensor)"],
+     "RuntimeError: The size of tensor a (40) must match the size of tensor b (48) at non-singleton dimension 0"),
+    ([f'  File "{_SITE}/compilation/cuda_graph.py", line 348, in __call__',
+      "    assert new_input_addresses == entry.input_addresses, ("],
+     "AssertionError: Input addresses for cudagraphs are different during replay. Expected [1, 2], got [1, 3]"),
+    ([f'  File "{_SITE}/worker/model_runner.py", line 1851, in forward',
+      '    self.input_buffers["positions"].copy_(positions, non_blocking=True)'],
+     "TypeError: copy_(): argument 'src' (position 1) must be Tensor, not NoneType"),
+], ids=["copy-and-call-size", "wrapper-debug-addresses", "v0-graph-runner-none"])
+def test_a_replays_inputs_are_read_from_vllms_copy_frames(frames, last):
+    result = diagnose(_engine_death(frames, last))
+    assert (result.kind, result.signature, result.phase) == ("cuda_graph_replay", "vllm_replay_inputs",
+                                                             "serving"), result.render()
+    assert "`--enforce-eager`" in result.suggestion and "cudagraph_mode" in result.suggestion
+
+
+def test_a_none_through_cudagraphwrapper_that_does_not_replay_is_no_replay_fault():
+    """CUDAGraphWrapper hands a batch it does not replay to the model itself (its NONE-mode
+    pass-through, vllm/compilation/cuda_graph.py:255 (0.34.0)): the error is the model's."""
+    frames = [f'  File "{_SITE}/compilation/cuda_graph.py", line 255, in __call__',
+              "    return self.runnable(*args, **kwargs)"]
+    result = diagnose(_engine_death(frames, "AttributeError: 'NoneType' object has no attribute 'shape'"))
+    assert result.crashed and result.kind != "cuda_graph_replay", result.render()
+
+
+def test_the_replay_advice_names_the_compilers_copy_and_the_none():
+    result = diagnose(_read(VLLM / "cuda_graph_replay__0.34.0__copy-and-call-none.log"))
+    assert "FULL_DECODE_ONLY, which has none, is the mode to try first" in result.suggestion
+    assert "An input was None" in result.suggestion and result.cause.startswith("AttributeError")

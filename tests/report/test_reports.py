@@ -190,6 +190,37 @@ def test_provenance_says_what_where_and_with_what():
     assert unknown["host"].startswith("nosuch (ConfigError: host='nosuch'"), "a report, not a crash"
 
 
+def test_a_vllm_base_on_local_names_the_vllm_release_its_target_reports():
+    from ddlab.target.vllm_lines import VERSION
+
+    vllm, sglang = gather("local", base="vllm-eagle3"), gather("local")
+    assert vllm["server"] == (f"ddlab.target {__version__} (ddlab's embedded server, vLLM's API, "
+                              f"reporting vLLM {VERSION})")
+    assert "sglang" not in json.dumps(vllm).lower()
+    assert sglang["server"] == f"ddlab.target {__version__} (ddlab's embedded server, SGLang's API)"
+
+
+def test_a_vllm_hosts_version_comes_from_the_familys_probe(tmp_path, monkeypatch):
+    """On a host that runs vLLM itself, its release as the vLLM family's version probe reads it
+    (here a checkout without metadata: vllm/_version.py, as vllm/_version.py:21 (0.34.0)
+    writes it); an SGLang base on the same host asks for SGLang, which it has not."""
+    from ddlab.config.bases import load_base
+    from ddlab.hosts.profiles import load_host
+    from ddlab.report.provenance import _host_facts, _server
+
+    (tmp_path / "vllm").mkdir()
+    (tmp_path / "vllm" / "__init__.py").write_text("raise ImportError('the probe must not import vllm')\n")
+    (tmp_path / "vllm" / "_version.py").write_text("__version__ = version = '0.34.0'\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    profile, vllm, sglang = load_host("local"), load_base("vllm-eagle3"), load_base("ddtree")
+    facts = _host_facts(profile, vllm)
+    assert facts["server"] == "0.34.0" and facts["torch"]
+    assert _server(profile, vllm, facts) == "vLLM 0.34.0 (installed on the host)"
+    assert _server(profile, vllm, {}) == "vLLM (version unknown)"
+    assert "server" not in _host_facts(profile, sglang)  # no sglang here
+    assert _server(profile, sglang, {}) == "SGLang (version unknown)"
+
+
 @pytest.mark.parametrize("text, shown", [
     ("report: /m/x/outputs/run/report.html", "report: report.html"),
     ("papermill notebooks/sweep.ipynb /m/x/out.ipynb -p budget 32",

@@ -112,16 +112,22 @@ def test_the_replay_fault_is_a_crash_read_in_vllms_dialect(swept):
     assert crashed["phase"] == "serving"  # after "Application startup complete.", at the probe
     verdict = json.loads((Path(crashed["run_dir"]) / "verdict.json").read_text())
     assert verdict["family"] == "vllm", verdict["family"]
-    assert "EngineCore" in verdict["cause"]  # the engine core's death, in vLLM's words
+    log = (Path(crashed["run_dir"]) / "journal.log").read_text()
+    assert "EngineCore encountered a fatal error." in log  # the engine core's death, in vLLM's words
+    assert "vllm.v1.engine.exceptions.EngineDeadError" in log
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the vLLM signatures (crashes/kinds/vllm.py) know no "
-                   "replay crash: the target's vLLM dialect writes SGLang's replay frames "
-                   "(_copy_replay_inputs) under the engine core's tag, read as the echo, unknown")
 def test_the_replay_faults_kind_is_read_from_vllms_text(swept):
+    import json
+
     _, _, _, frame = swept
-    assert _cell(frame, "crashed")["kind"] == "cuda_graph_replay"
+    crashed = _cell(frame, "crashed")
+    assert crashed["kind"] == "cuda_graph_replay"  # vllm_replay_inputs: the copy_and_call frame
+    verdict = json.loads((Path(crashed["run_dir"]) / "verdict.json").read_text())
+    assert verdict["signature"] == "vllm_replay_inputs"
+    assert verdict["cause"] == "AttributeError: 'NoneType' object has no attribute 'shape'"
+    assert "`--enforce-eager`" in verdict["suggestion"] and "cudagraph_mode" in verdict["suggestion"]
 
 
 @pytest.mark.slow

@@ -140,6 +140,22 @@ def test_each_cited_line_is_a_logging_call_with_that_format_in_the_wheel(src):
         assert fmt in _literals(path, n, n + 12), (src, fmt, _literals(path, n, n + 12))
 
 
+@pytest.mark.skipif(not WHEEL.is_dir(), reason=f"the vLLM 0.34.0 wheel is not unpacked at {WHEEL}")
+def test_each_frame_of_the_engine_cores_death_is_that_line_of_the_wheel():
+    """vllm_graphs writes the engine core's and the API server's tracebacks in vLLM's frames:
+    each (file, line, function, code) is that line of the 0.34.0 wheel, in that function."""
+    from ddlab.target.vllm_graphs import API_FRAMES, COPY_LINES, FRAMES
+
+    copies = [("vllm/compilation/backends.py", n, "copy_and_call", code) for code, n in COPY_LINES.items()]
+    for rel, n, func, code in (*FRAMES, *copies, *API_FRAMES):
+        lines = (WHEEL.parent / "0.34.0" / rel).read_text().splitlines()
+        assert lines[n - 1].strip() == code, (rel, n, lines[n - 1])
+        indent = len(lines[n - 1]) - len(lines[n - 1].lstrip())
+        defs = [ln for ln in lines[:n] if re.match(r"\s*(async )?def \w+", ln)
+                and len(ln) - len(ln.lstrip()) < indent]  # the function the line is in
+        assert re.match(rf"\s*(async )?def {func}\(", defs[-1]), (rel, n, defs[-1])
+
+
 def test_startup_lines_are_vllms_in_vllms_order_and_fit_their_sources(eagle):
     rows = [LINE.match(r.rstrip("\r")) for r in eagle.log().splitlines()]
     rows = [m for m in rows if m]
@@ -347,8 +363,13 @@ def test_replay_crash_kills_the_engine_core_as_vllms_does(tmp_path):
         log = s.log()
         assert re.search(r"\(EngineCore_DP0 pid=\d+\) ERROR [\d: -]+\[core\.py:1759\] EngineCore "
                          r"encountered a fatal error\.\r\n", log)
-        assert re.search(r"\[core\.py:1759\] TypeError: copy_\(\): argument 'other' \(position 1\) must "
-                         r"be Tensor, not NoneType", log)
+        # the copy into the graph's input buffers, in vLLM's frames (vllm_graphs.FRAMES)
+        assert re.search(r"\[core\.py:1759\]   File \"\S+/vllm/v1/engine/core\.py\", line 1743, in "
+                         r"run_engine_core\r\n", log)
+        assert re.search(r"\[core\.py:1759\]   File \"\S+/vllm/compilation/backends\.py\", line 87, in "
+                         r"copy_and_call\r\n[^\n]*\n[^\n]*\[core\.py:1759\] AttributeError: 'NoneType' object has no "
+                         r"attribute 'shape'", log)
+        assert "ddlab/target" not in log  # no frame of the target's own
         assert re.search(r"\(APIServer pid=\d+\) ERROR [\d: -]+\[async_llm\.py:957\] AsyncLLM "
                          r"output_handler failed\.", log)
         assert f"vllm.v1.engine.exceptions.EngineDeadError: {ENGINE_DEAD}" in log

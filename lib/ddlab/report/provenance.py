@@ -5,14 +5,17 @@ apart is where and with what they ran. :func:`gather` collects it, in the order
 a report shows it: ddlab's version and git commit (``+dirty`` when the checkout
 has changes), the host profile and the machines (this one's hostname; the
 host's, for SSH), the device and GPU name, the server (ddlab's embedded target,
-or SGLang with the version ddlab knows of), the model (the base config's
-``model-path``), torch and Python, the command that reproduces the run, and
+with the release whose dialect it speaks for a vLLM base; else the base family's
+server, SGLang or vLLM, with the version the family's version probe reads on the
+host, or the one the profile or the base names), the model (the base config's
+model flag), torch and Python, the command that reproduces the run, and
 the load average (this machine's at the start of a run, else the host's at
 its end).
 
 The host's facts come from one short command run with the host's own Python
-through its transport (package versions from metadata, GPU names from
-``nvidia-smi``: no CUDA context is made next to a server starting on that GPU);
+through its transport (torch's version from metadata, the server's from the base
+family's ``version_probe`` run by that Python, GPU names from ``nvidia-smi``: no CUDA
+context is made next to a server starting on that GPU);
 ``probe_host=False``, or any failure, leaves them "unknown". A run keeps what
 :func:`gather` returns as ``provenance.json`` (and in ``run.json``).
 """
@@ -33,6 +36,7 @@ from ddlab.core.paths import outputs_dir
 from ddlab.core.redact import redact
 from ddlab.core.run_folders import write_json
 from ddlab.core.version import __version__
+from ddlab.target.vllm_lines import VERSION as VLLM_DIALECT
 
 __all__ = ["gather", "stored", "sweep_provenance", "notebook_run_provenance", "run_command",
            "command_line", "load_average", "PROVENANCE_FILE"]
@@ -43,13 +47,18 @@ _CHECKOUT = Path(__file__).resolve().parents[3]  # lib/ddlab/report -> the check
 
 # Run with the host's Python: one JSON line of what it has.
 _HOST_FACTS = """
-import importlib.metadata as m, json, os, platform, shutil, subprocess
+import importlib.metadata as m, json, os, platform, shutil, subprocess, sys
 out = {"python": platform.python_version(), "load": os.getloadavg(), "cpus": os.cpu_count()}
-for name in ("torch", "sglang"):
-    try:
-        out[name] = m.version(name)
-    except Exception:
-        pass
+try:
+    out["torch"] = m.version("torch")
+except Exception:
+    pass
+try:
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=20)
+    if done.returncode == 0 and done.stdout.split():
+        out["server"] = done.stdout.split()[-1]
+except Exception:
+    pass
 smi = shutil.which("nvidia-smi")
 if smi:
     try:
@@ -75,9 +84,9 @@ def gather(host=None, *, base: str | None = None, command: str = "",
         profile, host_error = None, f"{type(err).__name__}: {err}"
     else:
         host_error = ""
-    facts = _host_facts(profile) if profile is not None and probe_host else {}
-    local = profile is not None and profile.transport == "local"
     config = _base_config(profile, base)
+    facts = _host_facts(profile, config) if profile is not None and probe_host else {}
+    local = profile is not None and profile.transport == "local"
     return {
         "ddlab": __version__,
         "commit": _commit(),
@@ -191,13 +200,16 @@ def _commit() -> str:
     return f"{head}{'+dirty' if dirty else ''}" if head else "unknown (not a git checkout)"
 
 
-def _host_facts(profile) -> dict:
+def _host_facts(profile, config) -> dict:
+    from ddlab.config.families import FAMILIES
     from ddlab.hosts import connect
 
+    family = config.family if config is not None else FAMILIES["sglang"]
+    script = f"PROBE = {family.version_probe!r}\n{_HOST_FACTS}"
     try:
         transport = connect(profile)
         try:
-            done = transport.run([profile.python, "-c", _HOST_FACTS], timeout_s=30, check=False)
+            done = transport.run([profile.python, "-c", script], timeout_s=30, check=False)
         finally:
             transport.close()
         return json.loads(done.stdout.strip().splitlines()[-1]) if done.exit_code == 0 else {}
@@ -228,12 +240,16 @@ def _base_config(profile, base: str | None):
 
 
 def _server(profile, config, facts: dict) -> str:
+    family = config.family.name if config is not None else "sglang"
     if config is not None and config.module.startswith("ddlab.target"):
-        return (f"ddlab.target {__version__} (ddlab's embedded server, "
-                f"{config.family.label}'s API)")
-    version = facts.get("sglang") or (profile.sglang_version if profile is not None else "")
-    source = "installed on the host" if facts.get("sglang") else "named by the host profile"
-    return f"SGLang {version} ({source})" if version else "SGLang (version unknown)"
+        said = f", reporting vLLM {VLLM_DIALECT}" if family == "vllm" else ""
+        return f"ddlab.target {__version__} (ddlab's embedded server, {config.family.label}'s API{said})"
+    named, by = ((profile.sglang_version if profile is not None else "", "the host profile")
+                 if family == "sglang" else (config.release.get("version") or "", "the base"))
+    version = facts.get("server") or named
+    source = "installed on the host" if facts.get("server") else f"named by {by}"
+    label = "SGLang" if family == "sglang" else config.family.label
+    return f"{label} {version} ({source})" if version else f"{label} (version unknown)"
 
 
 def _model(config) -> str:

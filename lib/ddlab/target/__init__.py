@@ -31,6 +31,7 @@ Run it as ``python -m ddlab.target --port P ...`` or ``ddlab target ...``.
     vllm_args.py          --dialect vllm: vLLM 0.34.0's serve flags -> ServerArgs
     vllm_lines.py         vLLM's log format, lines and crash texts, each with its source line
     vllm_server.py        --dialect vllm: vLLM's startup order, endpoints, /metrics, stats lines
+    vllm_graphs.py        --dialect vllm: graph inputs as vLLM copies them, its death in vLLM's frames
     train.py              training of both networks
 """
 

@@ -35,9 +35,10 @@ from ddlab.target.runner.decode_cuda_graph_runner import DecodeCudaGraphRunner
 from ddlab.target.log_lines import generation
 from ddlab.target.memory import GB, DeviceMemory, KVPool, plan_kv_pool, tensor_bytes
 from ddlab.target.model import KVView
+from ddlab.target.vllm_graphs import VllmGraphRunner
 
 # The class each log generation's model runner builds (log_lines.py: graph_runner).
-GRAPH_RUNNERS = {cls.__name__: cls for cls in (CudaGraphRunner, DecodeCudaGraphRunner)}
+GRAPH_RUNNERS = {cls.__name__: cls for cls in (CudaGraphRunner, DecodeCudaGraphRunner, VllmGraphRunner)}
 
 __all__ = ["ModelRunner", "attention_mask", "context_length"]
 

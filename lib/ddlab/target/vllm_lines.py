@@ -104,7 +104,7 @@ class VllmWords(Generation):
 
     name = "vllm"
     dialect = "vllm"
-    graph_runner = "DecodeCudaGraphRunner"
+    graph_runner = "VllmGraphRunner"  # vllm_graphs: the inputs copied as vLLM copies them
     capture_failed_msg = ""
     model_info_path = "/v1/models"
     sigterm_stops_server = True
@@ -239,8 +239,17 @@ class VllmWords(Generation):
 
     def log_scheduler_crash(self, logger, formatted_traceback: str) -> None:
         """``run_engine_core``'s handler (vllm/v1/engine/core.py:1759 (0.34.0)), with the
-        traceback under the same prefix."""
-        logger.exception(line("EngineCore encountered a fatal error.", "core.py:1759", ENGINE))
+        traceback under the same prefix: vLLM's frames for a failed graph input copy
+        (vllm_graphs), else the target's own."""
+        import sys
+
+        from ddlab.target.vllm_graphs import engine_core_traceback
+
+        said = engine_core_traceback(sys.exc_info()[1])
+        if said is None:
+            logger.exception(line("EngineCore encountered a fatal error.", "core.py:1759", ENGINE))
+        else:
+            logger.error(line(f"EngineCore encountered a fatal error.\n{said}", "core.py:1759", ENGINE))
 
     # --- serving: vLLM logs no per-batch lines (its stats logger does, every interval) ---
 

@@ -34,7 +34,7 @@ from ddlab.target.vllm_lines import (API, CLIENT_MESSAGE, ENGINE, ENGINE_DEAD, V
                                      log_line, process)
 from ddlab.target.vllm_metrics import StatsLogger, render_metrics
 
-__all__ = ["main", "EngineDeadError"]
+__all__ = ["main"]
 
 logger = logging.getLogger("ddlab.target")
 
@@ -42,14 +42,6 @@ _LOGO = ("\n       \u2588     \u2588     \u2588\u2584   \u2584\u2588\n"
          " \u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version {v}\n"
          "  \u2588\u2584\u2588\u2580 \u2588     \u2588     \u2588     \u2588  model   {m}\n"
          "   \u2580\u2580  \u2580\u2580\u2580\u2580\u2580 \u2580\u2580\u2580\u2580\u2580 \u2580     \u2580\n")
-
-
-class EngineDeadError(Exception):
-    """vLLM's ``EngineDeadError`` (vllm/v1/engine/exceptions.py:12-28), named as a traceback
-    names it, so that the log reads as vLLM's."""
-
-
-EngineDeadError.__module__ = "vllm.v1.engine.exceptions"
 
 
 class VllmState(ServerState):
@@ -193,11 +185,11 @@ def _bad_request(path: str, exc: BadRequest) -> Reply:
 def _engine_died(state) -> None:
     """The engine core's thread died (its line is logged): the API server's output handler
     fails, the requests in flight get 500, and the watchdog stops uvicorn."""
+    from ddlab.target.vllm_graphs import output_handler_traceback
+
     state.dead = True
-    try:
-        raise EngineDeadError(ENGINE_DEAD)
-    except EngineDeadError:
-        log_line("AsyncLLM output_handler failed.", "async_llm.py:957", API, logging.ERROR, exc_info=True)
+    log_line(f"AsyncLLM output_handler failed.\n{output_handler_traceback(ENGINE_DEAD)}", "async_llm.py:957",
+             API, logging.ERROR)
     eng = state.engine
     with eng.cond:
         reqs = [*eng.waiting, *eng.running]
@@ -256,12 +248,12 @@ def main(argv=None, prog="python -m ddlab.target --dialect vllm") -> int:
     state.http = TargetHTTPServer(sock, routes, bad_request=_bad_request,
                                   allowed=lambda method, path, auth: _allowed(method, path, auth,
                                                                               args.api_key))
-    uvicorn_log.info("Application startup complete.")
-    interval = float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10") or 10)
-    if not args.disable_log_stats and interval > 0:
-        threading.Thread(target=StatsLogger(state, interval).run, name="stats", daemon=True).start()
-    _install_signals(state)
+    _install_signals(state)  # before the ready line: a SIGTERM right after it stops gracefully
     try:
+        uvicorn_log.info("Application startup complete.")
+        interval = float(os.environ.get("VLLM_LOG_STATS_INTERVAL", "10") or 10)
+        if not args.disable_log_stats and interval > 0:
+            threading.Thread(target=StatsLogger(state, interval).run, name="stats", daemon=True).start()
         state.http.serve_forever(poll_interval=0.5)
     except Stop:
         _uvicorn_stop(state, pid)

@@ -22,6 +22,8 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
+import re
+
 from ddlab.crashes.kinds import vllm_library, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
@@ -159,6 +161,53 @@ PIECEWISE_RANGE = Signature(
     sources=(("0.30.0", "vllm/compilation/piecewise_backend.py:362"),
              ("0.33.0", "vllm/compilation/piecewise_backend.py:361"),
              ("0.34.0", "vllm/compilation/piecewise_backend.py:361")))
+
+# A replay's inputs, where vLLM copies them into the captured graph's static buffers: V1's
+# compiler-managed buffers, each input of symbolic (batch) size copied before the piecewise
+# graphs run (copy_and_call, compilation/backends.py:83-98 (0.34.0)); V0's CUDAGraphRunner.forward,
+# its batch copied into input_buffers, then replayed (worker/model_runner.py:1850-1880
+# (0.6.4.post1)); CUDAGraphWrapper's replay itself, which with debug logging first checks the
+# inputs' addresses against the capture's (compilation/cuda_graph.py:345-357 (0.34.0)). It copies
+# nothing (its docstring, :160-166): a frame through it that is no replay proves nothing.
+_REPLAY_INPUT_FRAMES = (r'backends\.py", line \d+, in copy_and_call\s*$'
+                        r'|^\s*self\.input_buffers\[["\']\w+["\']\]\.copy_\('
+                        r'|cuda_graph\.py", line \d+, in __call__\s*\n\s*(?:entry\.cudagraph\.replay\(\)'
+                        r"|assert new_input_addresses)")
+_COPY_FRAME_RE = r'backends\.py", line \d+, in copy_and_call'
+
+
+def _replay_inputs_detail(found: Found) -> str | None:
+    said = []
+    if regex(_COPY_FRAME_RE, re.M).search(found.chain_text):
+        said.append("The failing copy is the compiler's (`cudagraph_copy_inputs`), made before the "
+                    "piecewise graphs run: FULL_DECODE_ONLY, which has none, is the mode to try first.")
+    if regex(r"NoneType").search(found.text):
+        said.append("An input was None: the batch the model runner or the drafter built lacks a tensor "
+                    "(`VLLM_LOGGING_LEVEL=DEBUG` makes CUDAGraphWrapper check each replay's inputs "
+                    "against the capture's).")
+    sizes = regex(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)").search(found.text)
+    if sizes:
+        said.append(f"The copy saw sizes {sizes[1]} and {sizes[2]}: the batch is larger than the "
+                    "graph's static buffers (a speculative step adds its draft tokens).")
+    return " ".join(said) or None
+
+
+REPLAY_INPUTS = Signature(
+    "vllm_replay_inputs", "cuda_graph_replay", "a CUDA graph replay got inputs it was not captured with",
+    ("The inputs copied into a captured CUDA graph's static buffers for its replay were missing, or "
+     "of another size or place than at capture.",
+     "`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then narrow the graphs with "
+     "`--compilation-config {\"cudagraph_mode\":\"FULL_DECODE_ONLY\"}` (full graphs for decode "
+     "batches only, no piecewise graphs) or `--compilation-config {\"cudagraph_mode\":\"PIECEWISE\"}` "
+     "(piecewise graphs only).",),
+    patterns=(r"NoneType", r"size of tensor a \(\d+\) must match the size of tensor b",
+              r"Input addresses for cudagraphs are different during replay"),
+    context=(_REPLAY_INPUT_FRAMES,), priority=77, phase="serving", detail=_replay_inputs_detail,
+    sources=(("0.34.0", "vllm/compilation/backends.py:94"), ("0.34.0", "vllm/compilation/backends.py:87"),
+             ("0.33.0", "vllm/compilation/backends.py:90"), ("0.30.0", "vllm/compilation/backends.py:89"),
+             ("0.34.0", "vllm/compilation/cuda_graph.py:357"), ("0.34.0", "vllm/compilation/cuda_graph.py:348"),
+             ("0.33.0", "vllm/compilation/cuda_graph.py:361"), ("0.30.0", "vllm/compilation/cuda_graph.py:362"),
+             (_V0, "vllm/worker/model_runner.py:1851")))
 
 # --- arguments ------------------------------------------------------------------------
 
@@ -368,7 +417,7 @@ NCCL_INIT_CUT = Signature(
 ROUND2 = [STARTUP_FREE_MEMORY, NCCL_INIT_CUT]
 
 SIGNATURES: list[Signature] = [
-    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE,
+    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     *ROUND2,
