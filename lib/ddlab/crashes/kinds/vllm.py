@@ -8,7 +8,7 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -22,9 +22,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-import re
-
-from ddlab.crashes.kinds import vllm_library, vllm_speculative
+from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
@@ -114,100 +112,6 @@ INIT_CACHE_FAILED = Signature(
     sources=((_V0, "vllm/worker/worker_base.py:478"),
              (_V0, "vllm/executor/multiproc_worker_utils.py:230"),
              (_V0, "vllm/worker/worker.py:268")))
-
-# --- CUDA graphs ----------------------------------------------------------------------
-
-_CAPTURE_FRAMES = (r"(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
-                   r"|_capture_\w*graph\w*|capture)\s*$")
-_OOM = r"out of memory|OutOfMemoryError"
-_GRAPHS_OFF = ("`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then capture "
-               "fewer sizes, e.g. `--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`, or "
-               "only piecewise graphs: `--compilation-config {\"cudagraph_mode\":\"PIECEWISE\"}`.")
-
-CAPTURE = Signature(
-    "vllm_capture_failed", "cuda_graph_capture", "capturing CUDA graphs failed",
-    ("An operation in the model cannot be captured into a CUDA graph (or faulted while it was). "
-     + _GRAPHS_OFF,),
-    patterns=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
-              r"operation failed due to a previous error during capture", r"\bstream is capturing\b",
-              r"CUDA graph capture", r"capture (?:is )?(?:invalidated|unsupported)", r"."),
-    # torch's texts that only a capture writes, also as lines (a paste without the frames)
-    # (the CUDA runtime's strings for the stream-capture errors 900-907, e.g. in NCCL's
-    # "NCCL WARN Cuda failure '...'" line when a collective runs inside a capture)
-    lines=(r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
-           r"operation failed due to a previous error during capture", r"captures_underway",
-           r"dependency created on uncaptured work in another stream",
-           r"operation would make the legacy stream depend on a capturing blocking stream",
-           r"capture sequence contains a fork that was not joined"),
-    context=(_CAPTURE_FRAMES,), absent=(_OOM,), priority=80, phase="graph_capture",
-    sources=(("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830"),
-             ("0.33.0", "vllm/v1/worker/gpu_model_runner.py:6571"),
-             ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
-             ("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
-             (_V0, "vllm/worker/model_runner.py:1386"),
-             ("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)")))
-
-# the piecewise backend dispatches a batch by its token count to a compiled range; one outside
-# every range fails this assert (vllm/compilation/piecewise_backend.py:361 (0.34.0))
-PIECEWISE_RANGE = Signature(
-    "vllm_piecewise_range", "cuda_graph_replay", "a batch's token count is outside every compiled graph range",
-    ("A batch had more tokens than the compiled / captured graphs cover (a speculative step adds "
-     "its draft tokens to each request). Keep serving with `--enforce-eager`; else make the ranges "
-     "cover the batch: `--max-num-batched-tokens` at least the batch, fewer "
-     "`num_speculative_tokens` in `--speculative-config`.",),
-    patterns=(r"Shape: \d+ out of considered ranges", r"range_entry is not None"),
-    context=(r"assert range_entry is not None|Shape: \d+ out of considered ranges",), cut_ok=True,
-    priority=76, running=True,
-    sources=(("0.30.0", "vllm/compilation/piecewise_backend.py:362"),
-             ("0.33.0", "vllm/compilation/piecewise_backend.py:361"),
-             ("0.34.0", "vllm/compilation/piecewise_backend.py:361")))
-
-# A replay's inputs, where vLLM copies them into the captured graph's static buffers: V1's
-# compiler-managed buffers, each input of symbolic (batch) size copied before the piecewise
-# graphs run (copy_and_call, compilation/backends.py:83-98 (0.34.0)); V0's CUDAGraphRunner.forward,
-# its batch copied into input_buffers, then replayed (worker/model_runner.py:1850-1880
-# (0.6.4.post1)); CUDAGraphWrapper's replay itself, which with debug logging first checks the
-# inputs' addresses against the capture's (compilation/cuda_graph.py:345-357 (0.34.0)). It copies
-# nothing (its docstring, :160-166): a frame through it that is no replay proves nothing.
-_REPLAY_INPUT_FRAMES = (r'backends\.py", line \d+, in copy_and_call\s*$'
-                        r'|^\s*self\.input_buffers\[["\']\w+["\']\]\.copy_\('
-                        r'|cuda_graph\.py", line \d+, in __call__\s*\n\s*(?:entry\.cudagraph\.replay\(\)'
-                        r"|assert new_input_addresses)")
-_COPY_FRAME_RE = r'backends\.py", line \d+, in copy_and_call'
-
-
-def _replay_inputs_detail(found: Found) -> str | None:
-    said = []
-    if regex(_COPY_FRAME_RE, re.M).search(found.chain_text):
-        said.append("The failing copy is the compiler's (`cudagraph_copy_inputs`), made before the "
-                    "piecewise graphs run: FULL_DECODE_ONLY, which has none, is the mode to try first.")
-    if regex(r"NoneType").search(found.text):
-        said.append("An input was None: the batch the model runner or the drafter built lacks a tensor "
-                    "(`VLLM_LOGGING_LEVEL=DEBUG` makes CUDAGraphWrapper check each replay's inputs "
-                    "against the capture's).")
-    sizes = regex(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)").search(found.text)
-    if sizes:
-        said.append(f"The copy saw sizes {sizes[1]} and {sizes[2]}: the batch is larger than the "
-                    "graph's static buffers (a speculative step adds its draft tokens).")
-    return " ".join(said) or None
-
-
-REPLAY_INPUTS = Signature(
-    "vllm_replay_inputs", "cuda_graph_replay", "a CUDA graph replay got inputs it was not captured with",
-    ("The inputs copied into a captured CUDA graph's static buffers for its replay were missing, or "
-     "of another size or place than at capture.",
-     "`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then narrow the graphs with "
-     "`--compilation-config {\"cudagraph_mode\":\"FULL_DECODE_ONLY\"}` (full graphs for decode "
-     "batches only, no piecewise graphs) or `--compilation-config {\"cudagraph_mode\":\"PIECEWISE\"}` "
-     "(piecewise graphs only).",),
-    patterns=(r"NoneType", r"size of tensor a \(\d+\) must match the size of tensor b",
-              r"Input addresses for cudagraphs are different during replay"),
-    context=(_REPLAY_INPUT_FRAMES,), priority=77, phase="serving", detail=_replay_inputs_detail,
-    sources=(("0.34.0", "vllm/compilation/backends.py:94"), ("0.34.0", "vllm/compilation/backends.py:87"),
-             ("0.33.0", "vllm/compilation/backends.py:90"), ("0.30.0", "vllm/compilation/backends.py:89"),
-             ("0.34.0", "vllm/compilation/cuda_graph.py:357"), ("0.34.0", "vllm/compilation/cuda_graph.py:348"),
-             ("0.33.0", "vllm/compilation/cuda_graph.py:361"), ("0.30.0", "vllm/compilation/cuda_graph.py:362"),
-             (_V0, "vllm/worker/model_runner.py:1851")))
 
 # --- arguments ------------------------------------------------------------------------
 
@@ -417,7 +321,7 @@ NCCL_INIT_CUT = Signature(
 ROUND2 = [STARTUP_FREE_MEMORY, NCCL_INIT_CUT]
 
 SIGNATURES: list[Signature] = [
-    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS,
+    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     *ROUND2,
