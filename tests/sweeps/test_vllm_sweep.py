@@ -36,6 +36,15 @@ def test_a_vllm_base_takes_its_familys_default_grid_in_place_of_ddtrees():
         "num_speculative_tokens": [2, 4], "cuda_graph": [True, False]}  # papermill's text
 
 
+def test_the_line_names_the_grid_the_sweep_uses_not_only_the_familys_default(caplog):
+    caplog.set_level("INFO", logger="ddlab")
+    family_grid("vllm-eagle3", DEFAULT_GRID["budget"], DEFAULT_GRID["topk_cap"], None,
+                "{num_speculative_tokens: [1, 8]}")
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "{'num_speculative_tokens': [1, 8], 'cuda_graph': [True, False]}" in said, said
+    assert "the family's default for cuda_graph" in said, said  # the one key not given
+
+
 def test_an_sglang_base_keeps_the_ddtree_defaults():
     grid = family_grid("local", DEFAULT_GRID["budget"], DEFAULT_GRID["topk_cap"],
                        DEFAULT_GRID["cuda_graph"], None)

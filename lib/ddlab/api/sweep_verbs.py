@@ -154,9 +154,12 @@ def family_grid(base, budget, topk_cap, cuda_graph, more) -> dict:
            if not _is_default(k, v)}
     given = parameter_grid(own.get("budget"), own.get("topk_cap"), cuda_graph, more)
     defaults = {k: list(v) for k, v in family.default_grid.items()}
+    grid = {**defaults, **given}
+    kept = [k for k in defaults if k not in given]
+    whence = (f"the family's default for {', '.join(kept)}" if kept else "as given")
     log.info(f"base {base} is of the {family.name} family: DDTree's budget and topk_cap do "
-             f"not apply; its default grid: {defaults}")
-    return {**defaults, **given}
+             f"not apply; its grid: {grid} ({whence})")
+    return grid
 
 
 def _is_default(key: str, value) -> bool:
