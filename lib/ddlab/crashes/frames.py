@@ -39,7 +39,11 @@ _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|
          r"|init_memory_pool_and_cache"
          r"|maybe_register_hicache\w*"
          # the KV pool's buffers allocated in its constructor (0.5.10 mem_cache/memory_pool.py:780, :845)
-         r"|_create_buffers")
+         r"|_create_buffers"
+         # the pools' builders, run once at startup (0.5.23 mem_cache/memory_pool.py:1426
+         # _init_mamba_pool, kv_cache_configurator.py:585 _init_pools, :865 _init_unified_mamba_pools,
+         # deepseek_v4_memory_pool.py:1541 _init_compressed_pools)
+         r"|_init_\w*pools?")
 _GRAPH_SETUP = r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
 _CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*"
 _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
