@@ -57,6 +57,11 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # the tokenizer manager handing a request its output or its abort (0.4.10.post2
             # managers/tokenizer_manager.py:1505, :1809; 0.5.23 :2480, :3577)
             r"|_handle_batch_output|_handle_abort_req"
+            # the scheduler admitting a waiting request into a prefill batch, and HiCache loading
+            # its prefix back from host memory (0.4.10.post2 managers/schedule_policy.py:497,
+            # mem_cache/base_prefix_cache.py:86; 0.5.23 schedule_policy.py:1395,
+            # mem_cache/unified_radix_cache.py:3586, :1820)
+            r"|add_one_req\w*|init_load_back|load_back"
             # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
             # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
             r"|event_loop")
