@@ -20,7 +20,7 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *Glued*: another writer's text after a tqdm bar (tqdm redraws with CR and no newline), and
   the C++ runtime's "terminate called recursively" (libstdc++'s
   verbose terminate handler, then abort) written into the middle of another
-  writer's line.
+  writer's line; so can CPython's "Fatal Python error: " header.
 - *A client's answer*: the server's JSON error body pasted from the client
   (SGLang's ``ErrorResponse``: ``{"object": "error", "message": ...}``), read as
   the message it carries.
@@ -88,13 +88,17 @@ def split_glued_bar(text: str) -> list[str]:
 # --- glued C++ runtime messages ----------------------------------------------------------
 
 # libstdc++ 12.2.0 libsupc++/vterminate.cc (__gnu_cxx::__verbose_terminate_handler): written
-# unbuffered to stderr, so it lands inside whatever line another writer was printing
-_TERMINATE_RE = re.compile(r"^(?P<head>.*\S)(?P<tail>terminate called (?:recursively|after throwing an "
-                           r"instance of|without an active exception).*)$")
+# unbuffered to stderr, so it lands inside whatever line another writer was printing; so does
+# CPython's fatal error header, written straight to the stderr descriptor (CPython 3.12
+# Modules/faulthandler.c faulthandler_fatal_error, Python/pylifecycle.c fatal_error: "Fatal
+# Python error: "), as when two processes' dumps run together
+_TERMINATE_RE = re.compile(r"^(?P<head>.*\S)(?P<tail>(?:terminate called (?:recursively|after throwing an "
+                           r"instance of|without an active exception)|Fatal Python error: ).*)$")
 
 
 def split_glued_terminate(text: str) -> list[str]:
-    """A line with the C++ runtime's terminate message glued into it, as two."""
+    """A line with the C++ runtime's terminate message (or CPython's fatal error header) glued
+    into it, as two."""
     match = _TERMINATE_RE.match(text)
     return [match["head"], match["tail"]] if match else [text]
 
