@@ -207,11 +207,11 @@ _PHASE_MARKERS = (
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
+_READY_MARK = dict(_PHASE_MARKERS)["ready"]
 # The HTTP server is up and the launcher's warmup request runs: past graph capture,
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
-# A custom warmup (--warmups) runs in the app's lifespan, before it serves: "Running warmup NAME"
-# (0.4.10.post2 srt/warmup.py:33 from entrypoints/http_server.py:151; 0.5.23
-# srt/entrypoints/warmup.py:37 from entrypoints/http_server.py:420).
+# A --warmups warmup runs in the app's lifespan before it serves: "Running warmup NAME" (0.4.10.post2
+# srt/warmup.py:33 from entrypoints/http_server.py:151; 0.5.23 srt/entrypoints/warmup.py:37, :420).
 WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP"
                        r"|Running warmup \S")
 # A decode step that ran out of KV room retracts requests (0.4.6 managers/scheduler.py:1336
@@ -235,11 +235,6 @@ _STARTUP_RE = re.compile(
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)
-
-
-# logged once the warmup request returned (0.4.10.post2 entrypoints/http_server.py:1107, 0.5.23
-# entrypoints/http_server.py:2600): any request or batch line before it in the run was the warmup's
-_READY_LINE = re.compile(r"The server is fired up and ready to roll")
 
 
 def _phase_index(msg: str, ready: bool) -> int:
@@ -276,8 +271,10 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
         if not index and _QUEUED_PREFILL.search(line.msg):
             index = PHASES.index("serving")
         started = started or bool(_STARTUP_RE.search(line.msg))
-        if index == ready and _READY_LINE.search(line.msg) and best > ready:
-            best, at = ready, line  # "ready to roll" comes after the warmup: what came before was the warmup's
+        # "ready to roll" is logged once the warmup returned (0.4.10.post2 entrypoints/http_server.py:1107,
+        # 0.5.23 :2600): a request or batch line before it in the run was the warmup's
+        if best > ready and _READY_MARK.search(line.msg):
+            best, at = ready, line
         if index > best:
             best, at = index, line
     return PHASES[best], at
