@@ -39,7 +39,11 @@ _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|
          r"|init_memory_pool_and_cache"
          r"|maybe_register_hicache\w*"
          # the KV pool's buffers allocated in its constructor (0.5.10 mem_cache/memory_pool.py:780, :845)
-         r"|_create_buffers")
+         r"|_create_buffers"
+         # the pools' builders, run once at startup (0.5.23 mem_cache/memory_pool.py:1426
+         # _init_mamba_pool, kv_cache_configurator.py:585 _init_pools, :865 _init_unified_mamba_pools,
+         # deepseek_v4_memory_pool.py:1541 _init_compressed_pools)
+         r"|_init_\w*pools?")
 _GRAPH_SETUP = r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
 _CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*"
 _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
@@ -53,6 +57,11 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # the tokenizer manager handing a request its output or its abort (0.4.10.post2
             # managers/tokenizer_manager.py:1505, :1809; 0.5.23 :2480, :3577)
             r"|_handle_batch_output|_handle_abort_req"
+            # the scheduler admitting a waiting request into a prefill batch, and HiCache loading
+            # its prefix back from host memory (0.4.10.post2 managers/schedule_policy.py:497,
+            # mem_cache/base_prefix_cache.py:86; 0.5.23 schedule_policy.py:1395,
+            # mem_cache/unified_radix_cache.py:3586, :1820)
+            r"|add_one_req\w*|init_load_back|load_back"
             # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
             # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
             r"|event_loop")

@@ -207,9 +207,13 @@ _PHASE_MARKERS = (
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
+_READY_MARK = dict(_PHASE_MARKERS)["ready"]
 # The HTTP server is up and the launcher's warmup request runs: past graph capture,
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
-WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP")
+# A --warmups warmup runs in the app's lifespan before it serves: "Running warmup NAME" (0.4.10.post2
+# srt/warmup.py:33 from entrypoints/http_server.py:151; 0.5.23 srt/entrypoints/warmup.py:37, :420).
+WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP"
+                       r"|Running warmup \S")
 # A decode step that ran out of KV room retracts requests (0.4.6 managers/scheduler.py:1336
 # "Decode out of memory happened", 0.4.10.post2 scheduler.py:1666 and 0.5.10 scheduler.py:2596
 # "KV cache pool is full. Retract requests."): only a decode batch being served does that.
@@ -217,7 +221,9 @@ _RETRACT = r"Decode out of memory happened\.|KV cache pool is full\. Retract req
 _AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
 # A paste that begins mid-serving: batch lines and answered generation requests with no
 # startup line before them are serving too ("ready to roll" is long gone from the paste).
-_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
+# Any endpoint a client POSTs to counts (an RL trainer's /update_weights_from_tensor, a line cut
+# inside its path), but the launcher's post-warmup /freeze_gc (0.5.23 entrypoints/http_server.py:2561).
+_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}")
 # The launcher's warmup is one request: a prefill batch with requests waiting behind it is
 # traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
 _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
@@ -265,6 +271,10 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
         if not index and _QUEUED_PREFILL.search(line.msg):
             index = PHASES.index("serving")
         started = started or bool(_STARTUP_RE.search(line.msg))
+        # "ready to roll" is logged once the warmup returned (0.4.10.post2 entrypoints/http_server.py:1107,
+        # 0.5.23 :2600): a request or batch line before it in the run was the warmup's
+        if best > ready and _READY_MARK.search(line.msg):
+            best, at = ready, line
         if index > best:
             best, at = index, line
     return PHASES[best], at

@@ -12,14 +12,15 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
   in f     code KeyError: 'k'  During handling ...". Each printed line began with
   its own indentation (frames 2, code 4), the exception line with none.
 - *Wrapped*: a terminal wrapped a long frame line at its width, so the function's
-  name (or its tail) is on the next line: ``line 218, in exposed`` / ``_step``.
+  name (or its tail) is on the next line: ``line 218, in exposed`` / ``_step``; or a
+  reporter broke it after the path: ``File "x.py",`` / ``line 499, in f``.
 - *Relayed*: a launcher that re-logs a child's stderr line by line with its own
   ``[time] ERROR: `` (a level and one space; uvicorn's own level prefix is
   padded) in front of every line of a traceback.
 - *Glued*: another writer's text after a tqdm bar (tqdm redraws with CR and no newline), and
   the C++ runtime's "terminate called recursively" (libstdc++'s
   verbose terminate handler, then abort) written into the middle of another
-  writer's line.
+  writer's line; so can CPython's "Fatal Python error: " header.
 - *A client's answer*: the server's JSON error body pasted from the client
   (SGLang's ``ErrorResponse``: ``{"object": "error", "message": ...}``), read as
   the message it carries.
@@ -87,13 +88,17 @@ def split_glued_bar(text: str) -> list[str]:
 # --- glued C++ runtime messages ----------------------------------------------------------
 
 # libstdc++ 12.2.0 libsupc++/vterminate.cc (__gnu_cxx::__verbose_terminate_handler): written
-# unbuffered to stderr, so it lands inside whatever line another writer was printing
-_TERMINATE_RE = re.compile(r"^(?P<head>.*\S)(?P<tail>terminate called (?:recursively|after throwing an "
-                           r"instance of|without an active exception).*)$")
+# unbuffered to stderr, so it lands inside whatever line another writer was printing; so does
+# CPython's fatal error header, written straight to the stderr descriptor (CPython 3.12
+# Modules/faulthandler.c faulthandler_fatal_error, Python/pylifecycle.c fatal_error: "Fatal
+# Python error: "), as when two processes' dumps run together
+_TERMINATE_RE = re.compile(r"^(?P<head>.*\S)(?P<tail>(?:terminate called (?:recursively|after throwing an "
+                           r"instance of|without an active exception)|Fatal Python error: ).*)$")
 
 
 def split_glued_terminate(text: str) -> list[str]:
-    """A line with the C++ runtime's terminate message glued into it, as two."""
+    """A line with the C++ runtime's terminate message (or CPython's fatal error header) glued
+    into it, as two."""
     match = _TERMINATE_RE.match(text)
     return [match["head"], match["tail"]] if match else [text]
 
@@ -134,12 +139,28 @@ def _wrapped_rest(frame, line) -> bool:
     return match["name"] is None or len(frame.text) >= _TERMINAL_WIDTH
 
 
+# a frame line broken after its path's comma (a reporter reflowing the paste onto short lines):
+# ``File "x.py",`` then ``line 499, in _init_mamba_pool``
+_REFLOWED_HEAD_RE = re.compile(r'^\s*File "[^"]+",$')
+_REFLOWED_TAIL_RE = re.compile(r"^\s*line \d+, in [\w<>.]+$")
+
+
+def _reflowed_rest(frame, line) -> bool:
+    return (line.no == frame.no + 1 and bool(_REFLOWED_HEAD_RE.match(frame.msg))
+            and bool(_REFLOWED_TAIL_RE.match(line.msg)))
+
+
 def join_wrapped_frames(lines: list) -> list:
-    """Frame lines a terminal wrapped inside the function's name, joined again."""
+    """Frame lines a terminal wrapped inside the function's name (or a reporter broke after
+    the path), joined again."""
     out: list = []
     for line in lines:
         if out and _wrapped_rest(out[-1], line):
             out[-1] = replace(out[-1], text=out[-1].text + line.msg, msg=out[-1].msg + line.msg)
+            continue
+        if out and _reflowed_rest(out[-1], line):
+            rest = f" {line.msg.strip()}"
+            out[-1] = replace(out[-1], text=out[-1].text + rest, msg=out[-1].msg + rest)
             continue
         out.append(line)
     return out

@@ -20,7 +20,9 @@ process", either spelling). The rules:
    the earliest in the log (the first rank to fail started it).
 4. With nothing recognised, the earliest complete exception is the cause (kind
    ``unknown``), then a traceback the log cuts before its exception line, then
-   a generic echo.
+   a generic echo. A log with no candidate at all but a c10 backtrace's frame
+   (``frame #N: ...``, only a C++ exception's message carries one) has that
+   frame as its cause: a paste cut to the middle of the exception.
 
 "Carried on past": a recognised error is survived when "ready to roll" or a
 batch line of the same rank (or of no rank) follows it, or a line its
@@ -60,6 +62,10 @@ _LEVEL_RE = re.compile(r"^(?:ERROR|CRITICAL|FATAL|WARNING):\s*")
 _NATIVE_RE = re.compile(r"^Fatal Python error: ")  # CPython's own fatal errors, not exceptions
 _QUIET_LEVELS = ("I", "W")  # a C++ log line at INFO or WARNING severity decides nothing
 _NEAR = 6  # lines between a request's error and the traceback of the death it explains
+# a frame of c10's backtrace (torch c10/util/Backtrace.cpp: "frame #N: SYMBOL + OFFSET (ADDR in
+# LIB)"), which only a C++ exception's message carries (c10::Error::what()): where the log shows
+# nothing else, a paste cut to the middle of that message, an error the process died of
+_C10_FRAME_RE = re.compile(r"^frame #\d+: .+ \(0x[0-9a-f]+ in \S+\)\s*$")
 _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an instance of \S+\s*)")
 
 
@@ -180,6 +186,8 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     found = [_chain_candidate(chain, registry) for chain in chains
              if chain.outermost.type != "KeyboardInterrupt"]  # someone pressed Ctrl-C: a stop
     found += [c for line in lines if line.no not in covered and (c := _line_candidate(line, registry))]
+    if not found and (frame := next((ln for ln in lines if _C10_FRAME_RE.search(ln.msg)), None)):
+        found = [Candidate(frame.no, frame.no, clean_cause(frame.msg), None, lines=[frame], rank=frame.rank)]
     progress_re = registry.progress or _PROGRESS_RE
     marker = registry.phase_marker or phase_marker
     progress = [(ln.no, ln.rank) for ln in lines if progress_re.search(ln.msg)]

@@ -299,6 +299,21 @@ OP_MISMATCH = Signature(
              ("0.4.10.post2", "sglang/srt/layers/attention/flashinfer_backend.py:1339"),
              ("0.5.10", "sglang/srt/mem_cache/storage/lmcache/lmc_radix_cache.py:86")))
 
+# the same, where the callee's name does not say its library but the calling module does: the
+# last frame before the TypeError is SGLang's adapter named for a kernel library, calling into it
+# (0.5.23 layers/moe/moe_runner/flashinfer_cutedsl.py:318 imports CuteDslMoEWrapper from
+# flashinfer and builds it at :353); a call with arguments the callee does not declare raises
+# there, with no frame of the callee
+_ADAPTER_LAST_FRAME = (r'File "[^"]*[/\\](?:flashinfer|sgl_kernel|deep_gemm|lmcache|cutlass)\w*\.py", line \d+,? in \w+\n'
+                       r'(?:(?!\s*File ").*\n)*(?:\w+\.)*TypeError: ')
+ADAPTER_CALL_MISMATCH = Signature(
+    "adapter_call_mismatch", "dependency_mismatch", "a kernel library's API does not match this SGLang",
+    OP_MISMATCH.advice,
+    patterns=(r"\(\) (?:got an unexpected keyword argument|missing \d+ required (?:positional |keyword-only )?"
+              r"arguments?)",),
+    types=r"(?:\w+\.)*TypeError", context=(_ADAPTER_LAST_FRAME,), priority=79,
+    sources=(("0.5.23", "sglang/srt/layers/moe/moe_runner/flashinfer_cutedsl.py:353"),))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -327,4 +342,4 @@ DRAFT_INCOMPATIBLE = Signature(
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
               MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
-              OP_MISMATCH, IMPORT_ERROR, DRAFT_INCOMPATIBLE]
+              OP_MISMATCH, ADAPTER_CALL_MISMATCH, IMPORT_ERROR, DRAFT_INCOMPATIBLE]

@@ -34,6 +34,12 @@ _NCCL_ADVICE = ("Check NCCL: rerun with NCCL_DEBUG=INFO; make sure every GPU of 
                 "NCCL_P2P_DISABLE=1 or `--disable-custom-all-reduce`. If another rank crashed "
                 "first, its error is the real cause.")
 
+# NCCL's own trace of a failed call returning up its stack (NCCL_DEBUG=INFO; NCCLCHECK in
+# src/include/checks.h logs "file:line -> result" for a result other than ncclSuccess): one that
+# returns through init.cc is the communicator's creation failing (ncclCommInitRank), a paste
+# whose Python traceback is cut still says NCCL
+_NCCL_INIT_FAILED = r"\bNCCL INFO init\.cc:\d+ -> [1-9]\d*\s*$"
+
 NCCL = Signature(
     "nccl", "nccl", "NCCL / distributed communication failed",
     (_NCCL_ADVICE,),
@@ -48,6 +54,16 @@ NCCL = Signature(
              ("0.5.10", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:376"),
              ("0.5.23", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:474"),
              ("torch 2.14.1", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp")))
+
+# not ``running``: a communicator is created at startup (and by a group made later), so the
+# phase is what the log shows, launch where it shows nothing
+NCCL_INIT = Signature(
+    "nccl_init_failed", "nccl", "NCCL could not create its communicator",
+    ("NCCL's own trace shows the communicator's creation failing (ncclCommInitRank); the NCCL WARN "
+     "line above it says why (a peer node it could not connect to, a transport it could not set "
+     "up).", _NCCL_ADVICE),
+    patterns=(_NCCL_INIT_FAILED,), lines=(_NCCL_INIT_FAILED,), priority=30,
+    sources=(("NCCL", "src/include/checks.h (NCCLCHECK: \"%s:%d -> %d\"), src/init.cc"),))
 
 PEER_LOST = Signature(
     "capture_peer_lost", "nccl", "a distributed peer was lost (seen during graph capture)",
@@ -245,6 +261,6 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
+SIGNATURES = [NCCL, NCCL_INIT, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]
