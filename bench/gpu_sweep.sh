@@ -121,11 +121,7 @@ case $MODE in vllm*) DEVKEY=flags.device ;; *) DEVKEY=device ;; esac
 FIXED="{$DEVKEY: $DEVICE"
 [ "$PYPATH" = "$ROOT/lib" ] || FIXED="$FIXED, env.PYTHONPATH: '$PYPATH'"  # the server's imports
 FIXED="$FIXED}"
-case $MODE in vllm*) {
-  # vLLM's family: its own knobs (num_speculative_tokens; graphs = not --enforce-eager), its
-  # acceptance figure (mean acceptance length, from /metrics), its log dialect (issue 28)
-  echo "base: vllm-eagle3"
-  echo "grid: {num_speculative_tokens: $TOKENS}"
+measure_params() {  # what every mode's sweep measures with
   echo "cuda_graph: $GRAPHS"
   echo "requests: $REQUESTS"
   echo "max_new_tokens: $MAX_NEW_TOKENS"
@@ -135,6 +131,13 @@ case $MODE in vllm*) {
   echo "warmup: 1"
   echo "timeout_s: 120"
   echo "fixed: $FIXED"
+}
+case $MODE in vllm*) {
+  # vLLM's family: its own knobs (num_speculative_tokens; graphs = not --enforce-eager), its
+  # acceptance figure (mean acceptance length, from /metrics), its log dialect (issue 28)
+  echo "base: vllm-eagle3"
+  echo "grid: {num_speculative_tokens: $TOKENS}"
+  measure_params
   if [ "$FAULTS" = 1 ]; then
     # (a) a field dropped before the graph's copy: a replay crash; (b) seq_lens skipped:
     # wrong tokens, no crash (the lossless check's case)
@@ -144,15 +147,7 @@ case $MODE in vllm*) {
 {
   echo "budget: $BUDGETS"
   echo "topk_cap: $CAPS"
-  echo "cuda_graph: $GRAPHS"
-  echo "requests: $REQUESTS"
-  echo "max_new_tokens: $MAX_NEW_TOKENS"
-  echo "repeats: $REPEATS"
-  echo "ci_target: $CI_TARGET"
-  echo "max_rounds: $MAX_ROUNDS"
-  echo "warmup: 1"
-  echo "timeout_s: 120"
-  echo "fixed: $FIXED"
+  measure_params
   if [ "$FAULTS" = 1 ]; then
     echo "extra:"
     # (a) a verify field dropped before the graph's copy: a replay crash (cuda_graph_replay)
