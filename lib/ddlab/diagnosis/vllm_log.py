@@ -65,7 +65,11 @@ _VLLM_MARKS = re.compile(
     # (vllm/platforms/cuda.py:692 (0.34.0)), the startup memory check (vllm/v1/worker/utils.py:790
     # (0.34.0)), the offline LLM's bar (vllm/entrypoints/common/offline.py:601
     # (0.34.0), entrypoints/llm.py:931 (0.6.4.post1)), its environment variables (vllm/envs.py)
-    # and the installed package's frames
+    # and the installed package's frames; the pipeline-parallel refusal's second sentence
+    # (vllm/config/model.py:1595 (0.34.0), config.py:541 (0.6.4.post1))
+    r"|Supported models implement the `SupportsPP` interface"
+    # V0's speculative-decoding metrics line (vllm/engine/metrics.py:484 (0.6.4.post1))
+    r"|Speculative metrics: Draft acceptance rate:"
     r"|\bVllmConfig\b|\bModel Runner V2\b|Bfloat16 is only supported on GPUs with compute capability"
     r"|Free memory on device\b[^(]{0,30}\([\d.]+/[\d.]+ GiB\) on startup"
     r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm[/\\]", re.M)

@@ -320,9 +320,70 @@ NCCL_INIT_CUT = Signature(
 
 ROUND2 = [STARTUP_FREE_MEMORY, NCCL_INIT_CUT]
 
+# --- round 3 of the corpus: texts vLLM writes that no signature read -------------------
+
+# csrc/custom_all_reduce.cuh's CUDACHECK prints "Failed: Cuda error %s:%d '%s'" with its own
+# __FILE__ and exits the process (the format and the path are in vllm/_C_stable_libtorch.abi3.so
+# (0.34.0)): a CUDA call of vLLM's custom all-reduce (the tensor-parallel communicator beside
+# NCCL) failed; the path may be cut, so the file's name is matched as far as it is shown
+_CUSTOM_AR = r"^Failed: Cuda error \S*/custom_all_red"
+CUSTOM_ALL_REDUCE = Signature(
+    "vllm_custom_all_reduce", "nccl", "vLLM's custom all-reduce failed a CUDA call",
+    ("vLLM's own all-reduce between the tensor-parallel GPUs (used instead of NCCL for small "
+     "tensors over NVLink or PCIe P2P) failed a CUDA call and ended the process: retry with "
+     "`--disable-custom-all-reduce` (NCCL does every all-reduce); if that runs, P2P between these "
+     "GPUs is the suspect (NCCL_P2P_DISABLE=1, the driver, IOMMU).",),
+    patterns=(_CUSTOM_AR,), lines=(_CUSTOM_AR,), priority=60, fatal=True, running=True,
+    sources=(("vllm csrc", "csrc/custom_all_reduce.cuh (CUDACHECK; its format and __FILE__ are in "
+                           "vllm/_C_stable_libtorch.abi3.so of the 0.34.0 wheel)"),))
+
+# the model's class lacks SupportsPP and --pipeline-parallel-size > 1 was given: refused when
+# the config is verified, before any engine work
+PP_UNSUPPORTED = Signature(
+    "vllm_pp_unsupported", "bad_argument", "the model does not support pipeline parallelism",
+    ("This model's implementation in vLLM has no pipeline parallelism: drop "
+     "`--pipeline-parallel-size` (use `--tensor-parallel-size` across the GPUs instead).",),
+    patterns=(r"Pipeline parallelism is not supported for this model",),
+    lines=(r"Pipeline parallelism is not supported for this model",),
+    priority=88, phase="launch",
+    sources=((_V0, "vllm/config.py:540"), ("0.30.0", "vllm/config/model.py:1441"),
+             ("0.33.0", "vllm/config/model.py:1574"), ("0.34.0", "vllm/config/model.py:1594")))
+
+# the GGUF loader takes a local file only; a Hugging Face id (or a missing path) is refused
+# when the weights are prepared
+GGUF_NOT_A_FILE = Signature(
+    "vllm_gguf_not_a_file", "model_not_found", "the GGUF loader was given no local file",
+    ("vLLM's GGUF loader reads one local .gguf file: pass its path (download it first), not a "
+     "Hugging Face repository id; a draft model given with a GGUF target is loaded the same way.",),
+    patterns=(r"(?:^|ValueError: )\S+ is not a file\.",), types=r"(?:\w+\.)*ValueError",
+    lines=(r"^ValueError: \S+ is not a file\.\s*$",),
+    priority=80, phase="load_weights",
+    sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
+
+# the V0 speculative worker asserts that the draft's and the target's vocabulary sizes agree
+# (a bare assert: the exception line is only "AssertionError")
+DRAFT_VOCAB_V0 = Signature(
+    "vllm_draft_vocab_v0", "draft_incompatible", "the draft model's vocabulary is not the target's",
+    vllm_speculative.DRAFT_VOCAB.advice,
+    patterns=(r"",), types=r"AssertionError", context=(r", in _vocab_size\s*$",),
+    priority=91,
+    sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:1067"),))
+
+# the executor waits for its workers' answer to a collective RPC with a timeout (V1's
+# multiproc executor): the workers stopped answering a model step, the engine gives up
+RPC_TIMEOUT = Signature(
+    "vllm_rpc_timeout", "hang", "the engine's workers stopped answering",
+    SHM_STALL.advice,
+    patterns=(r"RPC call to \w+ timed out\.",), types=r"(?:\w+\.)*TimeoutError",
+    priority=24,
+    sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
+             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
+
+ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, DRAFT_VOCAB_V0, RPC_TIMEOUT]
+
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
-    *ROUND2,
+    *ROUND2, *ROUND3,
 ]
