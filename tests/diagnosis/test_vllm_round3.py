@@ -130,3 +130,19 @@ def test_the_texts_are_vllms(release, path, text):
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")
     assert text in source.read_text()
+
+
+def test_a_dead_engine_is_not_carried_past_by_a_streamed_200():
+    """EngineDeadError (v1/engine/exceptions.py:13 (0.34.0): "Unrecoverable"): the engine is gone; a
+    "200 OK" access line after it is a stream whose headers went out first, not the server serving."""
+    found = diagnose(_read("vd10.log"))
+    assert (found.crashed, found.kind, found.phase) == (True, "unknown", "serving")
+    ok = 'INFO:     10.0.0.1:4000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+    text = ("ERROR 03-13 06:55:20 [async_llm.py:480] AsyncLLM output_handler failed.\n"
+            "ERROR 03-13 06:55:20 [async_llm.py:480] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
+            "encountered an issue. See stack trace (above) for the root cause.\n") + ok * 2
+    assert diagnose(text).crashed
+    # one request's refusal before the same access lines is still survived
+    refused = ("ERROR 03-13 06:55:20 [serving_chat.py:200] This model's maximum context length is 4096 "
+               "tokens. However, you requested 5000 tokens.\n") + ok * 2
+    assert not diagnose(refused, family="vllm").crashed

@@ -201,12 +201,16 @@ ECHO_LINES = (
     r"Engine background task failed", r"AsyncEngineDeadError", r"MQLLMEngineDeadError",
     r"Frontend process failed during engine core initialization",
 )
+# fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
+# written when its headers go out (uvicorn), before the engine's death reaches the stream, and
+# after EngineDeadError every request fails (v1/engine/exceptions.py:13 (0.34.0): "Raised when
+# the EngineCore dies. Unrecoverable.")
 ENGINE_DEAD = Signature(
     "vllm_engine_dead", "unknown", "the engine core process died",
     ("The API server only echoes the engine core's death: the engine core's own traceback (the "
      "lines tagged `(EngineCore_DP0 pid=N)`, or the worker's) is printed above this and names the "
      "cause; get the whole log from the start.",),
-    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True,
+    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True, fatal=True,
     sources=(("0.30.0", "vllm/v1/engine/utils.py:1321"), ("0.33.0", "vllm/v1/engine/utils.py:1474"),
              ("0.34.0", "vllm/v1/engine/utils.py:1478"), ("0.34.0", "vllm/v1/engine/core.py:1757"),
              ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
