@@ -146,3 +146,20 @@ def test_a_dead_engine_is_not_carried_past_by_a_streamed_200():
     refused = ("ERROR 03-13 06:55:20 [serving_chat.py:200] This model's maximum context length is 4096 "
                "tokens. However, you requested 5000 tokens.\n") + ok * 2
     assert not diagnose(refused, family="vllm").crashed
+
+
+def test_a_streamed_requests_caught_error_is_a_request_error_unless_the_engine_died():
+    """serving_chat.py:577 (0.6.4.post1), chat_completion/serving.py:963 (0.34.0): the handler logs
+    "Error in chat completion stream generator." with the traceback and answers an error chunk."""
+    found = diagnose(_read("vd03.log"))
+    assert (found.crashed, found.kind, found.phase) == (False, "request_error", "serving")
+    head = ("ERROR 07-07 18:10:20 [serving.py:963] Error in chat completion stream generator.\n"
+            "ERROR 07-07 18:10:20 [serving.py:963] Traceback (most recent call last):\n"
+            'ERROR 07-07 18:10:20 [serving.py:963]   File "/usr/lib/python3/site-packages/vllm/entrypoints/'
+            'openai/chat_completion/serving.py", line 700, in chat_completion_stream_generator\n'
+            "ERROR 07-07 18:10:20 [serving.py:963]     async for res in result_generator:\n")
+    bad_value = head + "ERROR 07-07 18:10:20 [serving.py:963] ValueError: invalid JSON schema\n"
+    assert _said(bad_value) == (False, "request_error", "vllm_stream_error")
+    dead = head + ("ERROR 07-07 18:10:20 [serving.py:963] vllm.v1.engine.exceptions.EngineDeadError: "
+                   "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
+    assert _said(dead)[:2] == (True, "unknown")

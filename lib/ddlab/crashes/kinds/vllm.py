@@ -383,7 +383,30 @@ RPC_TIMEOUT = Signature(
     sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
 
-ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, DRAFT_VOCAB_V0, RPC_TIMEOUT]
+# the OpenAI server's streaming handlers catch what one request's stream raised, log it with its
+# traceback and send the client an error chunk (logger.exception, then create_error_response):
+# one request's error, the server serves on. Ranked below every other signature, so an error
+# of a kind of its own (a dead engine, a CUDA fault) raised into the stream keeps that kind
+_STREAM_ERROR = r"Error in (?:chat )?completion stream generator\."
+# the handler that caught it is the traceback's outermost frame (chat_completion/serving.py:473,
+# :510, completion/serving.py:343 (0.34.0); serving_chat.py:250, serving_completion.py:232 (0.6.4.post1))
+_STREAM_FRAME = r", in (?:chat_)?completion_stream_generator(?:_raw)?\s*$"
+STREAM_ERROR = Signature(
+    "vllm_stream_error", "request_error", "one streamed request failed in its handler",
+    ("One streamed request raised in vLLM's OpenAI handler and got an error chunk; the server kept "
+     "serving. The traceback under \"Error in ... stream generator\" names the request's fault (its "
+     "sampling or structured-output parameters, the chat template): fix the request, or report the "
+     "traceback if the request is valid.",),
+    patterns=(r".",), context=(rf"{_STREAM_ERROR}|{_STREAM_FRAME}",), lines=(_STREAM_ERROR,), cut_ok=True,
+    priority=4, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_chat.py:577"),
+             ("0.30.0", "vllm/entrypoints/openai/chat_completion/serving.py:906"),
+             ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:498"),
+             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:963"),
+             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:623"),
+             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:510")))
+
+ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, DRAFT_VOCAB_V0, RPC_TIMEOUT, STREAM_ERROR]
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
