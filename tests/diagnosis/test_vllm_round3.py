@@ -163,3 +163,48 @@ def test_a_streamed_requests_caught_error_is_a_request_error_unless_the_engine_d
     dead = head + ("ERROR 07-07 18:10:20 [serving.py:963] vllm.v1.engine.exceptions.EngineDeadError: "
                    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
     assert _said(dead)[:2] == (True, "unknown")
+
+
+# --- phases -------------------------------------------------------------------------------
+
+_TAG = "(EngineCore_DP0 pid=1) ERROR 10-30 02:44:31 [core.py:782] "
+
+
+@pytest.mark.parametrize("log_id", ["vd09", "vd25"])
+def test_a_traceback_cut_below_a_call_is_in_that_calls_step(log_id):
+    """The last frame's code line is the call in progress: ``self._initialize_kv_caches(`` is the
+    KV cache's setup (v1/engine/core.py), whether the line is whole or cut."""
+    assert diagnose(_read(f"{log_id}.log")).phase == "memory_pool"
+
+
+def test_the_call_in_progress_is_read_only_where_the_traceback_is_cut():
+    head = (_TAG + "Traceback (most recent call last):\n"
+            + _TAG + '  File "/usr/lib/python3/site-packages/vllm/v1/engine/core.py", line 110, in __init__\n'
+            + _TAG + "    self.model_executor.determine_available_memory()\n")
+    assert diagnose(head).phase == "memory_pool"
+    whole = head + _TAG + "ValueError: something else\n"  # complete: the frames alone say where
+    assert diagnose(whole).phase == "launch"
+
+
+def test_torchs_capture_frames_are_graph_capture():
+    """vd01: torch.cuda.graph's __exit__ -> capture_end (torch/cuda/graphs.py) runs only in a capture."""
+    found = diagnose(_read("vd01.log"))
+    assert (found.kind, found.phase) == ("cuda_oom", "graph_capture")
+
+
+def test_rays_repeat_suffix_is_peeled_and_nccl_init_frames_are_startup():
+    """vd19: Ray's " [repeated 6x across cluster]" on each line; ncclCommInitRank (pynccl.py:180
+    (0.34.0)) runs when the ranks' groups are built, at startup."""
+    found = diagnose(_read("vd19.log"))
+    assert (found.kind, found.phase) == ("nccl", "launch")
+    plain = _read("vd19.log").replace(" [repeated 6x across cluster]", "")
+    assert diagnose(plain).phase == "launch"
+
+
+def test_the_api_servers_supported_tasks_line_is_ready():
+    """launchers/api_server/entry.py:135 (0.30.0, 0.34.0): "Supported tasks: [...]" once the engine is built."""
+    text = ("(APIServer pid=1) INFO 08-18 14:15:04 [api_server.py:1100] vLLM API server version 0.11.0\n"
+            "(APIServer pid=1) INFO 08-18 14:15:04 [api_server.py:592] Supported tasks: ['generate']\n")
+    assert diagnose(text).phase == "ready"
+    said = "ValueError: This model does not support 'embed'. Supported tasks: ['generate']\n"
+    assert diagnose(said, family="vllm").phase != "ready"
