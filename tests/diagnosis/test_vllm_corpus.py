@@ -55,7 +55,8 @@ def test_rounds_1_2_and_3_were_measured_once_and_folded_into_work():
     assert len(ROUND3) == 43 and {log["id"][:2] for log in ROUND3} == {"vd"}
     assert all(log["split"] == "work" for log in ROUND1 + ROUND2 + ROUND3)
     assert not {log["url"] for log in ROUND2} & {log["url"] for log in ROUND1}, "round 2: new threads"
-    assert not {log["url"] for log in ROUND3} & {log["url"] for log in ROUND1 + ROUND2}, "round 3: new threads"
+    earlier = {log["url"] for log in ROUND1 + ROUND2}
+    assert not {log["url"] for log in ROUND3} & earlier, "round 3: new threads"
 
 
 def test_labellers_and_a_disputed_or_changed_kind_is_marked():

@@ -56,7 +56,8 @@ def test_pipeline_parallel_refusal_is_a_bad_argument_and_vllms():
     assert detect_family(one_line) == "vllm"
     assert _said(one_line) == (True, "bad_argument", "vllm_pp_unsupported")
     tb = ("Traceback (most recent call last):\n"
-          '  File "/usr/lib/python3/site-packages/vllm/config/model.py", line 1593, in verify_with_parallel_config\n'
+          '  File "/usr/lib/python3/site-packages/vllm/config/model.py", line 1593, in '
+          'verify_with_parallel_config\n'
           "    raise NotImplementedError(\n" + one_line + "\n")
     assert _said(tb) == (True, "bad_argument", "vllm_pp_unsupported")
 
@@ -202,7 +203,8 @@ def test_rays_repeat_suffix_is_peeled_and_nccl_init_frames_are_startup():
 
 
 def test_the_api_servers_supported_tasks_line_is_ready():
-    """launchers/api_server/entry.py:135 (0.30.0, 0.34.0): "Supported tasks: [...]" once the engine is built."""
+    """launchers/api_server/entry.py:135 (0.30.0, 0.34.0): "Supported tasks: [...]" once the
+    engine is built."""
     text = ("(APIServer pid=1) INFO 08-18 14:15:04 [api_server.py:1100] vLLM API server version 0.11.0\n"
             "(APIServer pid=1) INFO 08-18 14:15:04 [api_server.py:592] Supported tasks: ['generate']\n")
     assert diagnose(text).phase == "ready"

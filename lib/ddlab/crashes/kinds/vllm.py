@@ -8,7 +8,7 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -22,7 +22,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_speculative
+from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_requests, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
@@ -257,20 +257,6 @@ API_MISMATCH = Signature(
     sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
              (_V0, "vllm/entrypoints/llm.py:179")))
 
-# the OpenAI server refusing one request (answered 400) while it keeps serving
-REQUEST_TOO_LONG = Signature(
-    "vllm_request_refused", "request_error", "vLLM refused one request",
-    ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
-     "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
-     "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
-    patterns=(r"This model's maximum context length is \d+ tokens",),
-    lines=(r"This model's maximum context length is \d+ tokens",),
-    priority=12, request=True, phase="serving",
-    sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
-             (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
-             ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
-             ("0.34.0", "vllm/renderers/params.py:405")))
-
 # --- round 2 of the corpus: the startup memory check, NCCL's init cut short -----------
 
 _FREE_RE = (r"Free memory on device\b[^(]{0,30}\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less "
@@ -364,15 +350,6 @@ GGUF_NOT_A_FILE = Signature(
     priority=80, phase="load_weights",
     sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
 
-# the V0 speculative worker asserts that the draft's and the target's vocabulary sizes agree
-# (a bare assert: the exception line is only "AssertionError")
-DRAFT_VOCAB_V0 = Signature(
-    "vllm_draft_vocab_v0", "draft_incompatible", "the draft model's vocabulary is not the target's",
-    vllm_speculative.DRAFT_VOCAB.advice,
-    patterns=(r"",), types=r"AssertionError", context=(r", in _vocab_size\s*$",),
-    priority=91,
-    sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:1067"),))
-
 # the executor waits for its workers' answer to a collective RPC with a timeout (V1's
 # multiproc executor): the workers stopped answering a model step, the engine gives up
 RPC_TIMEOUT = Signature(
@@ -383,34 +360,12 @@ RPC_TIMEOUT = Signature(
     sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
 
-# the OpenAI server's streaming handlers catch what one request's stream raised, log it with its
-# traceback and send the client an error chunk (logger.exception, then create_error_response):
-# one request's error, the server serves on. Ranked below every other signature, so an error
-# of a kind of its own (a dead engine, a CUDA fault) raised into the stream keeps that kind
-_STREAM_ERROR = r"Error in (?:chat )?completion stream generator\."
-# the handler that caught it is the traceback's outermost frame (chat_completion/serving.py:473,
-# :510, completion/serving.py:343 (0.34.0); serving_chat.py:250, serving_completion.py:232 (0.6.4.post1))
-_STREAM_FRAME = r", in (?:chat_)?completion_stream_generator(?:_raw)?\s*$"
-STREAM_ERROR = Signature(
-    "vllm_stream_error", "request_error", "one streamed request failed in its handler",
-    ("One streamed request raised in vLLM's OpenAI handler and got an error chunk; the server kept "
-     "serving. The traceback under \"Error in ... stream generator\" names the request's fault (its "
-     "sampling or structured-output parameters, the chat template): fix the request, or report the "
-     "traceback if the request is valid.",),
-    patterns=(r".",), context=(rf"{_STREAM_ERROR}|{_STREAM_FRAME}",), lines=(_STREAM_ERROR,), cut_ok=True,
-    priority=4, request=True, phase="serving",
-    sources=((_V0, "vllm/entrypoints/openai/serving_chat.py:577"),
-             ("0.30.0", "vllm/entrypoints/openai/chat_completion/serving.py:906"),
-             ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:498"),
-             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:963"),
-             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:623"),
-             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:510")))
-
-ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, DRAFT_VOCAB_V0, RPC_TIMEOUT, STREAM_ERROR]
+ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, vllm_speculative.DRAFT_VOCAB_V0, RPC_TIMEOUT,
+          vllm_requests.STREAM_ERROR]
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
-    REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
+    vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     *ROUND2, *ROUND3,
 ]
