@@ -68,6 +68,7 @@ def _voiced_fixtures() -> dict[str, Path]:
     found = {}
     paths = sorted(LOGS.glob("*.log")) + sorted(LOGS.glob("sglang/*.log")) + sorted(LOGS.glob("pastes/*.log"))
     paths += [LOGS / "real" / f"{i}.log" for i in ("a025", "b031", "a004")]
+    paths += [REAL / "vd21.log"]  # a bare KeyError naming a tensor: no SGLang fixture has one alone
     for path in paths:
         said = diagnose(_read(path), family="sglang").signature
         if said in wanted and said not in found:
@@ -202,7 +203,9 @@ def test_vllm_logs_are_read_as_vllm():
     `requests.exceptions` for an echo)."""
     assert all(detect_family(_read(VLLM / name)) == "vllm" for name in FIXTURES)
     unmarked = [i for i in WORK if detect_family(_read(REAL / f"{i}.log")) != "vllm"]
-    assert len(unmarked) <= 5, unmarked
+    # round 3 added four: a bare KeyError (vd21), a Triton error (vd32) and torch's ProcessGroupNCCL
+    # watchdog (vd38, vd39)
+    assert len(unmarked) <= 9, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

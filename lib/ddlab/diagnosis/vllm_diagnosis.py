@@ -62,10 +62,14 @@ _LOAD = r"load_model|load_weights|_initialize_model|get_model|initialize_model|d
 _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
          r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
          r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine")
-_CAPTURE = r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
+# (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
+_CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
+            r"|capture_begin|capture_end")
 # (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
+# (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
+# (0.30.0-0.34.0), :99 (0.6.4.post1))
 _INIT = (r"init_device|init_worker_distributed_environment|init_distributed_environment"
-         r"|initialize_model_parallel|_init_executor|_init_workers_ray")
+         r"|initialize_model_parallel|_init_executor|_init_workers_ray|ncclCommInitRank")
 _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
             r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"
             r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req")
@@ -101,6 +105,18 @@ def _with_worker_message(chains: list[Chain]) -> list[Chain]:
             outer.exc_lines = [outer.start] if outer.start else []
             chain.cut = False
     return chains
+
+
+_CALL_RE = re.compile(r"(\w+)\(")
+
+
+def _call_in_progress(best: Candidate | None) -> str:
+    """A traceback cut below its last frame: that frame's code line is the call it was making
+    (``self._initialize_kv_caches(`` cut there is the KV cache's setup), read as one frame more."""
+    if best is None or not best.cut or best.raised is None or not best.raised.frames:
+        return ""
+    called = _CALL_RE.findall(best.raised.frames[-1].code or "")
+    return f"\n, in {called[-1]}" if called else ""
 
 
 def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signature: Signature | None,
@@ -240,7 +256,7 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     request = best is not None and best.request
     crashed = (best is not None and not request) or log.exit_seen.failed
     signature = best.signature if best else None
-    frames = frames_near(best, log.chains, log.lines)
+    frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best)
     phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
     version = version or log.facts.get("vllm_version")
     algorithm = algorithm or log.facts.get("speculative_method")

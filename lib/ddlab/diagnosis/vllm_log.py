@@ -65,7 +65,11 @@ _VLLM_MARKS = re.compile(
     # (vllm/platforms/cuda.py:692 (0.34.0)), the startup memory check (vllm/v1/worker/utils.py:790
     # (0.34.0)), the offline LLM's bar (vllm/entrypoints/common/offline.py:601
     # (0.34.0), entrypoints/llm.py:931 (0.6.4.post1)), its environment variables (vllm/envs.py)
-    # and the installed package's frames
+    # and the installed package's frames; the pipeline-parallel refusal's second sentence
+    # (vllm/config/model.py:1595 (0.34.0), config.py:541 (0.6.4.post1))
+    r"|Supported models implement the `SupportsPP` interface"
+    # V0's speculative-decoding metrics line (vllm/engine/metrics.py:484 (0.6.4.post1))
+    r"|Speculative metrics: Draft acceptance rate:"
     r"|\bVllmConfig\b|\bModel Runner V2\b|Bfloat16 is only supported on GPUs with compute capability"
     r"|Free memory on device\b[^(]{0,30}\([\d.]+/[\d.]+ GiB\) on startup"
     r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm[/\\]", re.M)
@@ -84,9 +88,14 @@ def detect_family(text: str) -> str:
     return "vllm" if vllm > 3 * sglang else "sglang"
 
 
+# Ray's log deduplication appends " [repeated Nx across cluster]" to a line its workers printed
+# alike (ray/_private/ray_logging.py); vLLM's Ray workers' tracebacks come so
+_RAY_REPEATED_RE = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\r?$)", re.M)
+
+
 def vllm_lines(text: str) -> list[Line]:
-    """The log's lines with the collectors' and vLLM's own prefixes peeled."""
-    return split_lines(text, extra=VLLM_PREFIXES)
+    """The log's lines with the collectors' and vLLM's own prefixes (and Ray's repeat suffix) peeled."""
+    return split_lines(_RAY_REPEATED_RE.sub("", text), extra=VLLM_PREFIXES)
 
 
 # --- startup phases ---------------------------------------------------------------
@@ -117,12 +126,13 @@ _PHASE_MARKERS = (
     # the engine is built and takes requests: "init engine (profile, create kv cache, warmup
     # model) took" (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server
     # on" (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server"
-    # (older), the routes (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and
+    # (older), the tasks the engine serves ("Supported tasks: [...]", launchers/api_server/entry.py:135
+    # (0.34.0), :135 (0.30.0)), the routes (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and
     # "Application startup complete."
     ("ready", re.compile(
         r"init engine \(profile, create kv cache, warmup model\) took"
         r"|Starting vLLM (?:API )?server|Available routes are|Route: /|Uvicorn running on"
-        r"|Application startup complete|Started server process")),
+        r"|Application startup complete|Started server process|^Supported tasks: \[")),
     # serving: the periodic metrics line (v1/metrics/loggers.py:283 (0.34.0); V0
     # engine/metrics.py:450 (0.6.4.post1)), the speculative metrics (v1/spec_decode/metrics.py:121
     # (0.34.0); V0 engine/metrics.py:484), a request answered, an offline generate's bar

@@ -8,7 +8,7 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -22,7 +22,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_speculative
+from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_requests, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
@@ -201,12 +201,16 @@ ECHO_LINES = (
     r"Engine background task failed", r"AsyncEngineDeadError", r"MQLLMEngineDeadError",
     r"Frontend process failed during engine core initialization",
 )
+# fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
+# written when its headers go out (uvicorn), before the engine's death reaches the stream, and
+# after EngineDeadError every request fails (v1/engine/exceptions.py:13 (0.34.0): "Raised when
+# the EngineCore dies. Unrecoverable.")
 ENGINE_DEAD = Signature(
     "vllm_engine_dead", "unknown", "the engine core process died",
     ("The API server only echoes the engine core's death: the engine core's own traceback (the "
      "lines tagged `(EngineCore_DP0 pid=N)`, or the worker's) is printed above this and names the "
      "cause; get the whole log from the start.",),
-    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True,
+    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True, fatal=True,
     sources=(("0.30.0", "vllm/v1/engine/utils.py:1321"), ("0.33.0", "vllm/v1/engine/utils.py:1474"),
              ("0.34.0", "vllm/v1/engine/utils.py:1478"), ("0.34.0", "vllm/v1/engine/core.py:1757"),
              ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
@@ -252,20 +256,6 @@ API_MISMATCH = Signature(
     priority=78,
     sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
              (_V0, "vllm/entrypoints/llm.py:179")))
-
-# the OpenAI server refusing one request (answered 400) while it keeps serving
-REQUEST_TOO_LONG = Signature(
-    "vllm_request_refused", "request_error", "vLLM refused one request",
-    ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
-     "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
-     "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
-    patterns=(r"This model's maximum context length is \d+ tokens",),
-    lines=(r"This model's maximum context length is \d+ tokens",),
-    priority=12, request=True, phase="serving",
-    sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
-             (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
-             ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
-             ("0.34.0", "vllm/renderers/params.py:405")))
 
 # --- round 2 of the corpus: the startup memory check, NCCL's init cut short -----------
 
@@ -320,9 +310,62 @@ NCCL_INIT_CUT = Signature(
 
 ROUND2 = [STARTUP_FREE_MEMORY, NCCL_INIT_CUT]
 
+# --- round 3 of the corpus: texts vLLM writes that no signature read -------------------
+
+# csrc/custom_all_reduce.cuh's CUDACHECK prints "Failed: Cuda error %s:%d '%s'" with its own
+# __FILE__ and exits the process (the format and the path are in vllm/_C_stable_libtorch.abi3.so
+# (0.34.0)): a CUDA call of vLLM's custom all-reduce (the tensor-parallel communicator beside
+# NCCL) failed; the path may be cut, so the file's name is matched as far as it is shown
+_CUSTOM_AR = r"^Failed: Cuda error \S*/custom_all_red"
+CUSTOM_ALL_REDUCE = Signature(
+    "vllm_custom_all_reduce", "nccl", "vLLM's custom all-reduce failed a CUDA call",
+    ("vLLM's own all-reduce between the tensor-parallel GPUs (used instead of NCCL for small "
+     "tensors over NVLink or PCIe P2P) failed a CUDA call and ended the process: retry with "
+     "`--disable-custom-all-reduce` (NCCL does every all-reduce); if that runs, P2P between these "
+     "GPUs is the suspect (NCCL_P2P_DISABLE=1, the driver, IOMMU).",),
+    patterns=(_CUSTOM_AR,), lines=(_CUSTOM_AR,), priority=60, fatal=True, running=True,
+    sources=(("vllm csrc", "csrc/custom_all_reduce.cuh (CUDACHECK; its format and __FILE__ are in "
+                           "vllm/_C_stable_libtorch.abi3.so of the 0.34.0 wheel)"),))
+
+# the model's class lacks SupportsPP and --pipeline-parallel-size > 1 was given: refused when
+# the config is verified, before any engine work
+PP_UNSUPPORTED = Signature(
+    "vllm_pp_unsupported", "bad_argument", "the model does not support pipeline parallelism",
+    ("This model's implementation in vLLM has no pipeline parallelism: drop "
+     "`--pipeline-parallel-size` (use `--tensor-parallel-size` across the GPUs instead).",),
+    patterns=(r"Pipeline parallelism is not supported for this model",),
+    lines=(r"Pipeline parallelism is not supported for this model",),
+    priority=88, phase="launch",
+    sources=((_V0, "vllm/config.py:540"), ("0.30.0", "vllm/config/model.py:1441"),
+             ("0.33.0", "vllm/config/model.py:1574"), ("0.34.0", "vllm/config/model.py:1594")))
+
+# the GGUF loader takes a local file only; a Hugging Face id (or a missing path) is refused
+# when the weights are prepared
+GGUF_NOT_A_FILE = Signature(
+    "vllm_gguf_not_a_file", "model_not_found", "the GGUF loader was given no local file",
+    ("vLLM's GGUF loader reads one local .gguf file: pass its path (download it first), not a "
+     "Hugging Face repository id; a draft model given with a GGUF target is loaded the same way.",),
+    patterns=(r"(?:^|ValueError: )\S+ is not a file\.",), types=r"(?:\w+\.)*ValueError",
+    lines=(r"^ValueError: \S+ is not a file\.\s*$",),
+    priority=80, phase="load_weights",
+    sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
+
+# the executor waits for its workers' answer to a collective RPC with a timeout (V1's
+# multiproc executor): the workers stopped answering a model step, the engine gives up
+RPC_TIMEOUT = Signature(
+    "vllm_rpc_timeout", "hang", "the engine's workers stopped answering",
+    SHM_STALL.advice,
+    patterns=(r"RPC call to \w+ timed out\.",), types=r"(?:\w+\.)*TimeoutError",
+    priority=24,
+    sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
+             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
+
+ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, vllm_speculative.DRAFT_VOCAB_V0, RPC_TIMEOUT,
+          vllm_requests.STREAM_ERROR]
+
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
-    REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
-    *ROUND2,
+    vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
+    *ROUND2, *ROUND3,
 ]

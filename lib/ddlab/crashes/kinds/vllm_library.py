@@ -115,6 +115,9 @@ UNREADABLE = _voiced(weights.UNREADABLE, (
              ("0.34.0", "vllm/model_executor/model_loader/weight_utils.py:1598")))
 WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
                      sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
+# the same KeyError with no frames above it (a paste of its last line): a checkpoint tensor's name
+WEIGHT_NAME_ALONE = _voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
+                            sources=WEIGHT_NAME.sources[-1:])
 NATIVE = _voiced(native.NATIVE_CRASH, (
     "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
     "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
@@ -126,5 +129,5 @@ REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
     KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
-    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, NATIVE, ASGI, REFUSED,
+    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI, REFUSED,
 ]

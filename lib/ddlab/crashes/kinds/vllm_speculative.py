@@ -143,4 +143,13 @@ SPEC_TP_DRAFT = Signature(
     priority=80, phase="serving",
     sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:690"),))
 
+# the V0 speculative worker asserts that the draft's and the target's vocabulary sizes agree
+# (a bare assert: the exception line is only "AssertionError")
+DRAFT_VOCAB_V0 = Signature(
+    "vllm_draft_vocab_v0", "draft_incompatible", "the draft model's vocabulary is not the target's",
+    DRAFT_VOCAB.advice,
+    patterns=(r"",), types=r"AssertionError", context=(r", in _vocab_size\s*$",),
+    priority=91,
+    sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:1067"),))
+
 SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT]

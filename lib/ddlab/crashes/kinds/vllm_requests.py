@@ -1,0 +1,51 @@
+"""vLLM: one request's errors, the OpenAI server answering it with an error and serving on.
+
+Signatures marked ``request`` (:mod:`ddlab.diagnosis.rootcause`: they never make a crash of
+their own). Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.kinds.vllm_library import V0
+from ddlab.crashes.signature import Signature
+
+__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR"]
+
+_V0 = V0
+
+# the OpenAI server refusing one request (answered 400) while it keeps serving
+REQUEST_TOO_LONG = Signature(
+    "vllm_request_refused", "request_error", "vLLM refused one request",
+    ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
+     "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
+     "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
+    patterns=(r"This model's maximum context length is \d+ tokens",),
+    lines=(r"This model's maximum context length is \d+ tokens",),
+    priority=12, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
+             (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
+             ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
+             ("0.34.0", "vllm/renderers/params.py:405")))
+
+# the OpenAI server's streaming handlers catch what one request's stream raised, log it with its
+# traceback and send the client an error chunk (logger.exception, then create_error_response):
+# one request's error, the server serves on. Ranked below every other signature, so an error
+# of a kind of its own (a dead engine, a CUDA fault) raised into the stream keeps that kind
+_STREAM_ERROR = r"Error in (?:chat )?completion stream generator\."
+# the handler that caught it is the traceback's outermost frame (chat_completion/serving.py:473,
+# :510, completion/serving.py:343 (0.34.0); serving_chat.py:250, serving_completion.py:232 (0.6.4.post1))
+_STREAM_FRAME = r", in (?:chat_)?completion_stream_generator(?:_raw)?\s*$"
+STREAM_ERROR = Signature(
+    "vllm_stream_error", "request_error", "one streamed request failed in its handler",
+    ("One streamed request raised in vLLM's OpenAI handler and got an error chunk; the server kept "
+     "serving. The traceback under \"Error in ... stream generator\" names the request's fault (its "
+     "sampling or structured-output parameters, the chat template): fix the request, or report the "
+     "traceback if the request is valid.",),
+    patterns=(r".",), context=(rf"{_STREAM_ERROR}|{_STREAM_FRAME}",), lines=(_STREAM_ERROR,), cut_ok=True,
+    priority=4, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_chat.py:577"),
+             ("0.30.0", "vllm/entrypoints/openai/chat_completion/serving.py:906"),
+             ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:498"),
+             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:963"),
+             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:623"),
+             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:510")))
