@@ -136,7 +136,8 @@ def _proposals(suggestion: str) -> list[list[str]]:
     return [f.split() for f in _FRAGMENT.findall(suggestion) if f.startswith("--")]
 
 
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("release", [r if r == RELEASES[-1] else pytest.param(r, marks=pytest.mark.slow)
+                                     for r in RELEASES])  # make check: the newest; make test: all
 def test_every_proposed_flag_is_taken_by_each_tabled_release(release):
     table = vllm_table(release)
     texts = [_read(VLLM / name) for name in FIXTURES] + [_read(REAL / f"{i}.log") for i in WORK]
