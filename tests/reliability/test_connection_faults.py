@@ -117,6 +117,24 @@ def test_ssh_killed_again_and_again_mid_watch_still_reaches_the_verdict(bench):
     bench.assert_put_back()
 
 
+def test_probes_cut_by_drops_are_sent_again_until_the_link_holds(bench):
+    """The cuts go on past the ready line, through the probes: a probe request lost with
+    the tunnel (no HTTP status, the link changed) says nothing of the server; the watch
+    sends it again for as long as the transport rides out a drop (once a request cut a moment
+    before paramiko marked the link dead, or cut three times, was a failed probe, and a healthy
+    server's verdict said a probe failed: a make test run, 2026-12-03)."""
+    assert fk.ddlab_in(bench, "deploy", "--host", "th").returncode == 0
+    with fk.killing_ssh(bench.testhost, every_s=0.4, for_s=7.0, start_s=0.5) as kills:
+        watched = fk.ddlab_in(bench, "watch", "--host", "th", "--probe", "--grace", "1",
+                              "--timeout", "90")
+    print(f"OUTCOME: watch with {len(kills)} cuts over the probes: exit {watched.returncode}")
+    assert watched.returncode == 0, watched.stderr[-3000:]
+    verdict = last_json(watched.stdout)
+    assert verdict["state"] == "ready" and all(p["ok"] for p in verdict["probes"]), verdict
+    assert fk.ddlab_in(bench, "restore", "--host", "th").returncode == 0
+    bench.assert_put_back()
+
+
 def test_a_watch_whose_connection_keeps_dropping_fails_clearly_then_restore_works(bench):
     assert fk.ddlab_in(bench, "deploy", "--host", "th").returncode == 0
     with fk.killing_ssh(bench.testhost, every_s=0.05, start_s=1.0):

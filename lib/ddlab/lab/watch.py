@@ -368,16 +368,25 @@ class _Loop:
 
     def _run_probes(self) -> None:
         """Probe; probes lost with a dropped SSH connection (no HTTP status, and the
-        connection dropped meanwhile) say nothing of the server: probe again (twice at most)."""
+        connection dropped meanwhile) say nothing of the server: probe again, for as long
+        as the transport rides out a drop (``connect_timeout_s`` from the first loss, as
+        a host command does), half a second apart. A request the server itself cut (its
+        process died under it) leaves the link as it was: a failed probe at once."""
         try:
-            for _attempt in range(3):
+            window_s = self.lab.profile.connect_timeout_s
+            first_loss = None
+            while True:
                 link = self.lab.transport.link
                 self.probes = probe_server(self.lab.server_url(self.deployed),
                                            headers=self.checker.headers, family=self.family,
                                            model=self.checker.model)
                 lost = any(not p.ok and p.status is None for p in self.probes)
-                if not (lost and self.lab.transport.link != link):
+                if not (lost and self._link_changed(link)):
                     break
+                first_loss = first_loss if first_loss is not None else time.monotonic()
+                if time.monotonic() - first_loss >= window_s:
+                    break
+                time.sleep(0.5)  # the reconnect is the next command's or the tunnel's
             if self.lossless_asked and self.probes and all(p.ok for p in self.probes):
                 self._checking = True
                 self.lossless = self._lossless_check(*self.lossless_asked)
@@ -385,6 +394,18 @@ class _Loop:
             self.probes = [ProbeResult(ok=False, batch=1, error=f"{type(err).__name__}: {err}")]
         finally:
             self._probe_done_at = time.monotonic()
+
+    def _link_changed(self, link: tuple, settle_s: float = 1.0) -> bool:
+        """Whether the connection dropped since ``link`` was read. A tunnel's channel can
+        close (the request lost) a moment before paramiko marks its transport dead: look
+        again for up to ``settle_s`` before calling the request cut by the server. A
+        transport with no connection to lose (``local``: an empty link) is not waited on."""
+        deadline = time.monotonic() + (settle_s if link else 0.0)
+        while self.lab.transport.link == link:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def _lossless_check(self, prompts, tolerance) -> dict:
         """The variant's greedy tokens against the model's own (the stored reference);
