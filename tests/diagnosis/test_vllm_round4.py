@@ -79,7 +79,8 @@ def test_widened_spaces_in_the_metrics_line_still_read_as_serving():
     assert found.decode["count"] == text.count("Avg generation throughput")
     assert found.decode == diagnose(text.replace("   ", " ")).decode  # as if the spaces were single
     # a metrics line that moved no tokens is no progress, widened or not: the reading is the same
-    idle = "INFO 04-06 16:08:02 [loggers.py:80] Avg   prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s"
+    idle = ("INFO 04-06 16:08:02 [loggers.py:80] Avg   prompt throughput: 0.0 tokens/s, Avg generation "
+            "throughput: 0.0 tokens/s")
     assert diagnose(idle).phase == diagnose(idle.replace("   ", " ")).phase
 
 
@@ -273,7 +274,8 @@ def test_the_engine_core_process_dying_is_a_crash():
     ("0.34.0", "vllm/model_executor/model_loader/default_loader.py", "Following weights were not initialized from"),
     ("0.6.4.post1", "vllm/model_executor/models/eagle.py", "Found bias in the loaded weights"),
     ("0.6.4.post1", "vllm/spec_decode/spec_decode_worker.py", "EAGLE does not support TP > 1 yet"),
-    ("0.30.0", "vllm/model_executor/models/qwen3_dflash.py", "DFlash drafters with mixed sliding/full attention require"),
+    ("0.30.0", "vllm/model_executor/models/qwen3_dflash.py",
+     "DFlash drafters with mixed sliding/full attention require"),
     ("0.34.0", "vllm/v1/attention/backends/gdn_attn.py", "assert not (num_decodes > 0 and num_spec_decodes > 0)"),
     ("0.34.0", "vllm/v1/core/sched/scheduler.py", "def update_draft_token_ids_in_output"),
     ("0.30.0", "vllm/v1/spec_decode/llm_base_proposer.py", "self.hidden_states[:num_tokens] = target_hidden_states"),

@@ -45,11 +45,9 @@ _STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\
 VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_PROC}",
     rf"^{_STAMP}",
-    # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) ")
-    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[\w+\] \(\w+\) ",
-    # a launcher's time and level before vLLM's process tag ("2026-07-28 06:23:24 [ERROR]   (APIServer
-    # pid=N) ..."): the tag is peeled next
-    rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[[A-Za-z]+\]\s+(?={_PROC})",
+    # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) "), or a
+    # launcher's time and level before vLLM's process tag, which is peeled next ("... [ERROR]   (APIServer")
+    rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
 ))
@@ -76,11 +74,8 @@ _VLLM_MARKS = re.compile(
     r"|\bVllmConfig\b|\bModel Runner V2\b|Bfloat16 is only supported on GPUs with compute capability"
     r"|Free memory on device\b[^(]{0,30}\([\d.]+/[\d.]+ GiB\) on startup"
     r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm(?:_ascend)?[/\\]"
-    # (round 4) vLLM's plugin for Ascend NPUs, installed as vllm_ascend (SGLang's wheels name it only
-    # in a dummy module's __file__); pydantic's dataclass input, ArgsKwargs: vLLM's config classes
-    # are pydantic dataclasses (SGLang's ServerArgs is a plain one); the generic weight loader's
-    # refusal (vllm/model_executor/models/utils.py:454 (0.34.0), :216 (0.6.4.post1); no SGLang wheel
-    # writes it)
+    # (round 4: vllm_ascend's frames; pydantic's ArgsKwargs input of vLLM's config dataclasses; the
+    # weight loader's refusal, models/utils.py:454 (0.34.0): no SGLang wheel writes them)
     r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '", re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
@@ -102,32 +97,19 @@ def detect_family(text: str) -> str:
 _RAY_REPEATED_RE = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\r?$)", re.M)
 
 
-# a record whose line breaks were lost (a paste flattened onto one line) still carries the process
-# tag vLLM writes before every line of a child's record (decorate_logs): where the line's own
-# leading tag recurs inside it, a line of the record starts there
+# a record flattened onto one line keeps the tag vLLM writes before each line (decorate_logs): a line
+# starts where the leading tag recurs; a viewer's widened spaces in a metrics line are made single
 _LEAD_TAG_RE = re.compile(rf"^\s*(?P<tag>{_PROC[:-2]})\s")
-# a log viewer that widens the spaces inside the metrics line ("Avg   prompt throughput")
 _WIDE_METRICS_RE = re.compile(r"\bAvg\s+(?:prompt|generation)\s+throughput:")
 
 
-def _unflattened(text: str) -> str:
-    out = []
-    for raw in text.splitlines():
-        lead = _LEAD_TAG_RE.match(raw)
-        if lead and raw.count(lead["tag"]) > 1:
-            out.append(re.sub(rf"\s+(?={re.escape(lead['tag'])}\s)", "\n", raw))
-        else:
-            out.append(raw)
-    return "\n".join(out)
-
-
 def vllm_lines(text: str) -> list[Line]:
-    """The log's lines with the collectors' and vLLM's own prefixes (and Ray's repeat suffix)
-    peeled; a record flattened onto one line split where its process tag recurs, and a metrics
-    line's widened spaces made single."""
-    lines = split_lines(_unflattened(_RAY_REPEATED_RE.sub("", text)), extra=VLLM_PREFIXES)
+    """The lines, the collectors' and vLLM's prefixes (and Ray's repeat suffix) peeled (above)."""
+    text = "\n".join(re.sub(rf"(?<=\S)\s+(?={re.escape(lead['tag'])}\s)", "\n", raw)
+                     if (lead := _LEAD_TAG_RE.match(raw)) else raw
+                     for raw in _RAY_REPEATED_RE.sub("", text).splitlines())
     return [replace(ln, msg=re.sub(r"(?<=\S) {2,}(?=\S)", " ", ln.msg)) if _WIDE_METRICS_RE.search(ln.msg)
-            else ln for ln in lines]
+            else ln for ln in split_lines(text, extra=VLLM_PREFIXES)]
 
 
 # --- startup phases ---------------------------------------------------------------

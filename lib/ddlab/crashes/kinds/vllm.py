@@ -8,7 +8,7 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, the texts round 4 of the corpus showed :mod:`.vllm_round4`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that

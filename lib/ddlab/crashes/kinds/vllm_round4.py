@@ -126,7 +126,8 @@ _CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErr
                   r"operation would make the legacy stream depend on a capturing blocking stream",
                   r"capture sequence contains a fork that was not joined")
 CAPTURE_TEXT = Signature(
-    "vllm_capture_unsupported_op", "cuda_graph_capture", "an operation that cannot be captured ran during a CUDA graph capture",
+    "vllm_capture_unsupported_op", "cuda_graph_capture",
+    "an operation that cannot be captured ran during a CUDA graph capture",
     ("An operation ran that a CUDA graph cannot capture (a collective outside the graph's stream, a "
      "host sync, an allocation). " + _GRAPHS_OFF,),
     patterns=_CAPTURE_TEXTS, absent=(_OOM,), priority=79, phase="graph_capture",
@@ -188,7 +189,8 @@ DRAFT_HIDDEN = Signature(
     ("The drafter takes the target's hidden states, and its width is not the target's: the draft "
      "(EAGLE / MTP head) was made for another target model. Use the draft trained for this target "
      "in `--speculative-config`.",),
-    patterns=(_SIZES,), context=(r"hidden_states\[:num_tokens\] = target_hidden_states|, in set_inputs_first_pass\s*$",), priority=86,
+    patterns=(_SIZES,), priority=86,
+    context=(r"hidden_states\[:num_tokens\] = target_hidden_states|, in set_inputs_first_pass\s*$",),
     sources=(("0.30.0", "vllm/v1/spec_decode/llm_base_proposer.py:855"),
              ("0.33.0", "vllm/v1/spec_decode/llm_base_proposer.py:851"),
              ("vllm-ascend", "vllm_ascend/spec_decode/eagle_proposer.py (set_inputs_first_pass, as its "
