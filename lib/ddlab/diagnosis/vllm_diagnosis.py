@@ -72,7 +72,10 @@ _INIT = (r"init_device|init_worker_distributed_environment|init_distributed_envi
          r"|initialize_model_parallel|_init_executor|_init_workers_ray|ncclCommInitRank")
 _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
             r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"
-            r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req")
+            r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req"
+            # a request's LoRA adapter activated (V0 worker/model_runner.py set_active_loras ->
+            # lora/models.py:376 activate_adapter (0.6.4.post1); 0.34.0 lora/model_manager.py:355)
+            r"|activate_adapter|set_active_adapters|set_active_loras")
 FRAME_PHASES = (
     ("load_weights", _frames(_LOAD)),
     ("memory_pool", _frames(_POOL)),
@@ -115,7 +118,9 @@ def _call_in_progress(best: Candidate | None) -> str:
     (``self._initialize_kv_caches(`` cut there is the KV cache's setup), read as one frame more."""
     if best is None or not best.cut or best.raised is None or not best.raised.frames:
         return ""
-    called = _CALL_RE.findall(best.raised.frames[-1].code or "")
+    # (a frame line cut before its code: the frame above it was making the call)
+    code = next((frame.code for frame in reversed(best.raised.frames) if frame.code), "")
+    called = _CALL_RE.findall(code)
     return f"\n, in {called[-1]}" if called else ""
 
 

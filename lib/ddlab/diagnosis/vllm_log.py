@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
@@ -45,8 +45,9 @@ _STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\
 VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_PROC}",
     rf"^{_STAMP}",
-    # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) ")
-    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[\w+\] \(\w+\) ",
+    # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) "), or a
+    # launcher's time and level before vLLM's process tag, which is peeled next ("... [ERROR]   (APIServer")
+    rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
 ))
@@ -72,7 +73,10 @@ _VLLM_MARKS = re.compile(
     r"|Speculative metrics: Draft acceptance rate:"
     r"|\bVllmConfig\b|\bModel Runner V2\b|Bfloat16 is only supported on GPUs with compute capability"
     r"|Free memory on device\b[^(]{0,30}\([\d.]+/[\d.]+ GiB\) on startup"
-    r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm[/\\]", re.M)
+    r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm(?:_ascend)?[/\\]"
+    # (round 4: vllm_ascend's frames; pydantic's ArgsKwargs input of vLLM's config dataclasses; the
+    # weight loader's refusal, models/utils.py:454 (0.34.0): no SGLang wheel writes them)
+    r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '", re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
 
@@ -93,9 +97,19 @@ def detect_family(text: str) -> str:
 _RAY_REPEATED_RE = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\r?$)", re.M)
 
 
+# a record flattened onto one line keeps the tag vLLM writes before each line (decorate_logs): a line
+# starts where the leading tag recurs; a viewer's widened spaces in a metrics line are made single
+_LEAD_TAG_RE = re.compile(rf"^\s*(?P<tag>{_PROC[:-2]})\s")
+_WIDE_METRICS_RE = re.compile(r"\bAvg\s+(?:prompt|generation)\s+throughput:")
+
+
 def vllm_lines(text: str) -> list[Line]:
-    """The log's lines with the collectors' and vLLM's own prefixes (and Ray's repeat suffix) peeled."""
-    return split_lines(_RAY_REPEATED_RE.sub("", text), extra=VLLM_PREFIXES)
+    """The lines, the collectors' and vLLM's prefixes (and Ray's repeat suffix) peeled (above)."""
+    text = "\n".join(re.sub(rf"(?<=\S)\s+(?={re.escape(lead['tag'])}\s)", "\n", raw)
+                     if (lead := _LEAD_TAG_RE.match(raw)) else raw
+                     for raw in _RAY_REPEATED_RE.sub("", text).splitlines())
+    return [replace(ln, msg=re.sub(r"(?<=\S) {2,}(?=\S)", " ", ln.msg)) if _WIDE_METRICS_RE.search(ln.msg)
+            else ln for ln in split_lines(text, extra=VLLM_PREFIXES)]
 
 
 # --- startup phases ---------------------------------------------------------------

@@ -8,7 +8,7 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, the texts round 4 of the corpus showed :mod:`.vllm_round4`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -22,7 +22,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_requests, vllm_speculative
+from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_requests, vllm_round4, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
@@ -200,6 +200,12 @@ ECHO_LINES = (
     r"AsyncLLM output_handler failed\.", r"\bEngineDeadError\b", r"Engine process failed to start",
     r"Engine background task failed", r"AsyncEngineDeadError", r"MQLLMEngineDeadError",
     r"Frontend process failed during engine core initialization",
+    # (round 4) the client's and the launcher's report of the engine core process gone
+    # (v1/utils.py:593 (0.34.0) "Engine core process X died unexpectedly."; older releases'
+    # core_client: "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."),
+    # a worker's failed start, logged above its traceback (v1/executor/multiproc_executor.py:1091
+    # (0.34.0), :944 (0.30.0))
+    r"Engine core proc(?:ess)? \S+ died unexpectedly", r"WorkerProc failed to start\.",
 )
 # fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
 # written when its headers go out (uvicorn), before the engine's death reaches the stream, and
@@ -220,7 +226,10 @@ ENGINE_DEAD = Signature(
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:315"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
              ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
-             ("0.34.0", "vllm/logging_utils/dump_input.py:73")))
+             ("0.34.0", "vllm/logging_utils/dump_input.py:73"),
+             ("0.34.0", "vllm/v1/utils.py:593"),
+             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:1091"),
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:944")))
 
 # the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
 # after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
@@ -367,5 +376,5 @@ SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
-    *ROUND2, *ROUND3,
+    *ROUND2, *ROUND3, *vllm_round4.SIGNATURES,
 ]

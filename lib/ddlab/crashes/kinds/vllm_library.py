@@ -116,8 +116,10 @@ UNREADABLE = _voiced(weights.UNREADABLE, (
 WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
                      sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
 # the same KeyError with no frames above it (a paste of its last line): a checkpoint tensor's name
+# (round 4: a frame printed only after it, another worker's traceback below the line, is not its own)
 WEIGHT_NAME_ALONE = _voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
-                            sources=WEIGHT_NAME.sources[-1:])
+                            sources=WEIGHT_NAME.sources[-1:],
+                            absent=(r'File "[^\n]*\n(?:.*\n)*?\s*KeyError: ',))
 NATIVE = _voiced(native.NATIVE_CRASH, (
     "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
     "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "

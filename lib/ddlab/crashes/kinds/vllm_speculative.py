@@ -71,7 +71,9 @@ SPEC_CONFIG = Signature(
               r"is not supported with speculative method",
               r"cannot be other value than 1 or target model tensor_parallel_size",
               r"speculative_max_model_len=\d+ cannot be larger than",
-              r"num_speculative_tokens was provided without speculative_model"),
+              r"num_speculative_tokens was provided without speculative_model",
+              # V0's speculative worker refusing a combination when it is created
+              r"EAGLE does not support TP > 1 yet"),
     lines=(r"validation errors? for SpeculativeConfig", r"Unknown speculative method '",
            r"'tensor_parallel_size' is not a valid argument in the speculative_config",
            r"num_speculative_tokens was provided without speculative_model"),
@@ -82,7 +84,7 @@ SPEC_CONFIG = Signature(
              ("0.34.0", "vllm/config/speculative.py:1630"), ("0.34.0", "vllm/config/speculative.py:1649"),
              ("0.34.0", "vllm/config/speculative.py:1655"), ("0.34.0", "vllm/config/speculative.py:1662"),
              ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549"),
-             (_V0, "vllm/config.py:1315")))
+             (_V0, "vllm/config.py:1315"), (_V0, "vllm/spec_decode/spec_decode_worker.py:166")))
 
 # the scheduler's token budget less the draft slots of every request is <= 0
 SPEC_BUDGET = Signature(

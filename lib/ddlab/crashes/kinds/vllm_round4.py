@@ -1,0 +1,201 @@
+"""vLLM: texts round 4 of the vLLM corpus (ve01-ve30) showed that no signature read.
+
+Each is a text or a frame of vLLM's own source (cited ``(release, "vllm/path.py:line")`` in the
+wheels of 0.30.0, 0.33.0, 0.34.0 and 0.6.4.post1, as in :mod:`.vllm`), or of vllm-ascend as its
+log shows it. Grouped by kind: the weight loaders' refusals (``weights_unreadable``), the config's
+own checks (``bad_argument``), a capture's error strings and a capture cut short
+(``cuda_graph_capture``), speculative decoding against a hybrid model's backend or a grammar
+(``spec_feature_conflict``), and a drafter whose hidden size is not the target's
+(``draft_incompatible``).
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.kinds.vllm_graphs import _CAPTURE_FRAMES, _GRAPHS_OFF, _OOM
+from ddlab.crashes.kinds.vllm_library import V0 as _V0
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES"]
+
+# --- weights: the loaders' refusals ---------------------------------------------------
+
+_NO_PARAM = r"There is no module or parameter named '(?P<name>[^']+)' in (?P<model>\w+)"
+
+
+def _no_param_detail(found: Found) -> str | None:
+    said = regex(_NO_PARAM).search(found.text)
+    if not said:
+        return None
+    return (f"The checkpoint names '{said['name']}', which {said['model']} does not have: the weights "
+            "were saved for another class or layout (a multimodal checkpoint's prefix, a draft saved as "
+            "a whole model, another converter) than the architecture vLLM built.")
+
+
+# the generic loader (AutoWeightsLoader._load_module) walks the model's modules by each checkpoint
+# name's prefix and raises where a prefix names none
+NO_SUCH_PARAM = Signature(
+    "vllm_no_such_param", "weights_unreadable", "the checkpoint names a module the model does not have",
+    ("The checkpoint's tensor names do not fit the model class vLLM built from config.json: check "
+     "`architectures` in config.json against the weights; for a draft (EAGLE, MTP), use a checkpoint "
+     "converted for this vLLM release and method.",),
+    patterns=(_NO_PARAM,), lines=(rf"^(?:ValueError: )?{_NO_PARAM}",),
+    priority=82, phase="load_weights", detail=_no_param_detail,
+    sources=(("0.34.0", "vllm/model_executor/models/utils.py:454"),
+             ("0.33.0", "vllm/model_executor/models/utils.py:443"),
+             ("0.30.0", "vllm/model_executor/models/utils.py:412"),
+             (_V0, "vllm/model_executor/models/utils.py:216")))
+
+# the default loader checks that every parameter got a tensor (strict loading)
+_NOT_INIT = r"Following weights were not initialized from checkpoint"
+NOT_INITIALIZED = Signature(
+    "vllm_weights_not_initialized", "weights_unreadable", "the checkpoint lacks tensors the model needs",
+    ("Parameters of the model got no tensor from the checkpoint: the checkpoint lacks them (a fine-tune "
+     "saved without a part, e.g. its MTP layers when a speculative method uses them) or names them "
+     "otherwise; save the checkpoint whole, or drop the method that needs the missing part.",),
+    patterns=(_NOT_INIT,), lines=(_NOT_INIT,), priority=82, phase="load_weights", fatal=True,
+    sources=(("0.34.0", "vllm/model_executor/model_loader/default_loader.py:611"),
+             ("0.33.0", "vllm/model_executor/model_loader/default_loader.py:570"),
+             ("0.30.0", "vllm/model_executor/model_loader/default_loader.py:468")))
+
+# V0's EAGLE model builds its fc layer with a bias only when config.json says eagle_fc_bias
+EAGLE_BIAS = Signature(
+    "vllm_eagle_fc_bias", "weights_unreadable", "the EAGLE checkpoint has a bias its config does not declare",
+    ("The EAGLE checkpoint holds `fc.bias`, but its config.json does not set \"eagle_fc_bias\": true, so "
+     "vLLM built the layer without one: add that key to the draft's config.json (or convert the "
+     "checkpoint with the converter for this release).",),
+    patterns=(r"Found bias in the loaded weights but the model config doesn't have bias",),
+    priority=82, phase="load_weights",
+    sources=((_V0, "vllm/model_executor/models/eagle.py:153"), (_V0, "vllm/model_executor/models/eagle.py:51")))
+
+# a LoRA adapter's matrices are copied into the layer's stacked buffers when it is activated (per
+# request's adapter); a size that is not the layer's is an adapter made for another model
+_SIZES = (r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+          r"|expanded size of the tensor \(\d+\) must match the existing size \(\d+\)")
+LORA_SHAPE = Signature(
+    "vllm_lora_shape", "weights_unreadable", "a LoRA adapter's tensors do not fit the model",
+    ("A LoRA adapter's matrix has another size than the layer it is applied to: the adapter was "
+     "trained for another model (another hidden size); with speculative decoding, an adapter meant for "
+     "the target is also applied to the draft model.",),
+    patterns=(_SIZES,), context=(r", in set_lora\s*$",), priority=81,
+    sources=((_V0, "vllm/lora/models.py:408"), (_V0, "vllm/lora/layers.py:269"),
+             ("0.34.0", "vllm/lora/model_manager.py:396"), ("0.34.0", "vllm/lora/layers/base.py:85")))
+
+# --- arguments: the config's own checks -----------------------------------------------
+
+# an exception raised in a check of vLLM's config classes (vllm/config/*.py; V0: vllm/config.py):
+# __post_init__, the pydantic validators, _verify_args / verify_*; NotImplementedError is not
+# wrapped by pydantic, so it arrives bare. The raising frame is the last one of the chain.
+_CONFIG_CHECK = (r'vllm[/\\]config(?:[/\\]\w+)?\.py", line \d+, in (?:__init__|__post_init__|_?verify\w*'
+                 r'|\w*validat\w*|_check\w*)\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+CONFIG_CHECK = Signature(
+    "vllm_config_check", "bad_argument", "vLLM's config refused the arguments",
+    ("vLLM's config classes check the arguments (and the speculative config's JSON) when the engine "
+     "config is built, before anything loads: the exception names the value or combination refused; "
+     "change that flag or `--speculative-config` key, or use a release that supports it.",),
+    patterns=(r".",), context=(_CONFIG_CHECK,), cut_ok=True, priority=34, phase="launch",
+    sources=(("0.34.0", "vllm/config/speculative.py:1646"), ("0.34.0", "vllm/engine/arg_utils.py:2172"),
+             ("0.34.0", "vllm/config/utils.py:77"), (_V0, "vllm/config.py:1428")))
+
+# pydantic's line for a ValueError raised in a validator of a pydantic dataclass (vLLM's config
+# classes): "Value error, MESSAGE [type=value_error, input_value=ArgsKwargs((), {...}), ...]"
+_VALUE_ERROR_LINE = r"^\s*Value error, .{0,2000}?\[type=value_error, input_value=ArgsKwargs\("
+CONFIG_VALUE_ERROR = Signature(
+    "vllm_config_value_error", "bad_argument", "a vLLM config class refused a value",
+    CONFIG_CHECK.advice, lines=(_VALUE_ERROR_LINE,), priority=36, phase="launch", fatal=True,
+    sources=(("0.34.0", "vllm/config/utils.py:77"),
+             ("pydantic 2", "pydantic_core ValidationError (Value error, ... [type=value_error])")))
+
+# a feature of the release that only the V2 model runner has, refused with the switch named
+V2_RUNNER = Signature(
+    "vllm_needs_v2_runner", "bad_argument", "the configuration needs vLLM's V2 model runner",
+    ("This model or feature runs only on vLLM's V2 model runner: relaunch with "
+     "VLLM_USE_V2_MODEL_RUNNER=1 in the environment (or drop the feature).",),
+    patterns=(r"requires? (?:the )?V2 model runner", r"requires? VLLM_USE_V2_MODEL_RUNNER=1"),
+    absent=(r"input_processor\.py",), priority=84, phase="launch",
+    sources=(("0.30.0", "vllm/model_executor/models/qwen3_dflash.py:128"),
+             ("0.33.0", "vllm/model_executor/models/qwen3_dflash.py:134"),
+             ("0.30.0", "vllm/distributed/ec_transfer/ec_connector/cpu/connector.py:42")))
+
+# --- CUDA graphs: the capture -----------------------------------------------------------
+
+# CUDA's stream-capture error strings are written only while a stream captures (the runtime's
+# errors 900-907): the exception names the capture even when its frames are cut off
+_CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
+                  r"operation failed due to a previous error during capture",
+                  r"dependency created on uncaptured work in another stream",
+                  r"operation would make the legacy stream depend on a capturing blocking stream",
+                  r"capture sequence contains a fork that was not joined")
+CAPTURE_TEXT = Signature(
+    "vllm_capture_unsupported_op", "cuda_graph_capture",
+    "an operation that cannot be captured ran during a CUDA graph capture",
+    ("An operation ran that a CUDA graph cannot capture (a collective outside the graph's stream, a "
+     "host sync, an allocation). " + _GRAPHS_OFF,),
+    patterns=_CAPTURE_TEXTS, absent=(_OOM,), priority=79, phase="graph_capture",
+    sources=(("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)"),
+             ("cuda runtime", "cudaErrorStreamCapture* (errors 900-907), their strings as torch prints them")))
+
+# a traceback cut inside the capture frames: the capture failed; what raised is cut off
+CAPTURE_CUT = Signature(
+    "vllm_capture_cut", "cuda_graph_capture", "capturing CUDA graphs failed (the traceback is cut)",
+    ("The traceback ends inside vLLM's CUDA graph capture; the exception line below it is cut off (an "
+     "out-of-memory there is `cuda_oom`: get the whole log to tell). " + _GRAPHS_OFF,),
+    # (a whole exception in these frames is vllm_capture_failed's, ranked far above)
+    patterns=(r".",), context=(_CAPTURE_FRAMES,), absent=(_OOM,), cut_ok=True, priority=30,
+    phase="graph_capture",
+    sources=(("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
+             ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
+             ("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830")))
+
+# --- speculative decoding against another feature -----------------------------------------
+
+# the GDN (gated delta net) linear-attention backend of hybrid models builds a batch's metadata
+# for plain decodes or speculative decodes, never both: asserted in its build()
+GDN_SPEC_MIXED = Signature(
+    "vllm_gdn_spec_mixed", "spec_feature_conflict",
+    "a hybrid model's GDN attention got a batch mixing plain and speculative decodes",
+    ("The GDN linear-attention backend (Qwen3-Next and other hybrid models) cannot take a batch that "
+     "mixes plain decodes and speculative decodes: run this model without `--speculative-config`, or "
+     "a release where the backend takes both; `--max-num-seqs 1` avoids mixed batches meanwhile.",),
+    patterns=(r".",), types=r"(?:\w+\.)*AssertionError",
+    context=(r"assert not \(num_decodes > 0 and num_spec_decodes > 0\)",), cut_ok=True,
+    priority=83, running=True,
+    sources=(("0.30.0", "vllm/v1/attention/backends/gdn_attn.py:420"),
+             ("0.33.0", "vllm/v1/attention/backends/gdn_attn.py:606"),
+             ("0.34.0", "vllm/v1/attention/backends/gdn_attn.py:622")))
+
+# the scheduler passes each request's draft tokens through its grammar (structured outputs)
+SPEC_GRAMMAR = Signature(
+    "vllm_spec_grammar", "spec_feature_conflict", "a grammar failed on speculative draft tokens",
+    ("The structured-output grammar failed while checking a request's draft tokens: speculative "
+     "decoding with structured outputs (`response_format`, guided decoding) hit this release's grammar "
+     "backend; serve grammar-constrained requests without `--speculative-config`, try another "
+     "structured-output backend, or a newer vLLM.",),
+    patterns=(r".",), context=(r", in update_draft_token_ids\w*\s*$", r"\bvalidate_tokens\("),
+    cut_ok=True, priority=83, running=True, phase="serving",
+    sources=(("0.34.0", "vllm/v1/core/sched/scheduler.py:3016"),
+             ("0.34.0", "vllm/v1/structured_output/__init__.py:380"),
+             ("0.30.0", "vllm/v1/core/sched/scheduler.py:2449"),
+             ("0.30.0", "vllm/v1/structured_output/__init__.py:311")))
+
+# --- the draft against the target ---------------------------------------------------------
+
+# the EAGLE-style proposer copies the target's hidden states into its own buffer, sized by the
+# draft's hidden size: another width is a draft made for another target. The copy is in
+# set_inputs_first_pass, whose other copies (token ids, positions) are of sizes the proposer sets
+# itself, so a size mismatch there is the hidden states' (the frame or the code line suffices: a
+# paste may keep one of them)
+DRAFT_HIDDEN = Signature(
+    "vllm_draft_hidden_size", "draft_incompatible", "the drafter's hidden size is not the target's",
+    ("The drafter takes the target's hidden states, and its width is not the target's: the draft "
+     "(EAGLE / MTP head) was made for another target model. Use the draft trained for this target "
+     "in `--speculative-config`.",),
+    patterns=(_SIZES,), priority=86,
+    context=(r"hidden_states\[:num_tokens\] = target_hidden_states|, in set_inputs_first_pass\s*$",),
+    sources=(("0.30.0", "vllm/v1/spec_decode/llm_base_proposer.py:855"),
+             ("0.33.0", "vllm/v1/spec_decode/llm_base_proposer.py:851"),
+             ("vllm-ascend", "vllm_ascend/spec_decode/eagle_proposer.py (set_inputs_first_pass, as its "
+                             "log shows it)")))
+
+SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
+                               CONFIG_VALUE_ERROR, V2_RUNNER, CAPTURE_TEXT, CAPTURE_CUT, GDN_SPEC_MIXED,
+                               SPEC_GRAMMAR, DRAFT_HIDDEN]
