@@ -24,6 +24,9 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *A client's answer*: the server's JSON error body pasted from the client
   (SGLang's ``ErrorResponse``: ``{"object": "error", "message": ...}``), read as
   the message it carries.
+- *Inline code*: a line the reporter wrapped in markdown's inline code span
+  (`` `ImportError: ...` ``; a span may open on one line and close on a later one),
+  read without the backticks.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import re
 from dataclasses import replace
 
 __all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
-           "join_wrapped_frames", "peel_relay_level"]
+           "join_wrapped_frames", "peel_relay_level", "unquote_inline_code"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -121,6 +124,22 @@ def error_body_message(text: str) -> str:
         return json.loads(f'"{raw}"')
     except ValueError:
         return raw
+
+
+# --- a markdown inline code span around a line ------------------------------------------------
+
+# GitHub's inline code: a run of one or two backticks opens a span, the same run closes it (a span
+# may go on over line breaks); three open a fenced block, left alone. Python and SGLang print no
+# backtick at a line's ends, so one there is the reporter's.
+_INLINE_OPEN_RE = re.compile(r"^(?P<run>`{1,2})(?!`)(?P<body>[^`]+)(?P=run)?$")
+_INLINE_CLOSE_RE = re.compile(r"^(?P<body>[^`]*[^`\s])`{1,2}$")
+
+
+def unquote_inline_code(text: str) -> str:
+    """A line inside a markdown inline code span, without the span's backticks (one that opens
+    it at the start, or closes it at the end); a line with a backtick inside it as it is."""
+    match = _INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)
+    return match["body"] if match else text
 
 
 # --- wrapped frame lines ----------------------------------------------------------------

@@ -87,6 +87,37 @@ MISSING_OPTION = Signature(
     sources=(("0.5.14", "sglang/srt/arg_groups/speculative_hook.py:144"),
              ("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:326")))
 
+def _spec_args_detail(found: Found) -> str | None:
+    match = regex(r"requires? (speculative_\w+) ?== ?(speculative_\w+) ?\+ ?(\d+), got (\d+) and (\d+)").search(
+        found.text)
+    if not match:
+        return None
+    want, base = (f"`--{name.replace('_', '-')}`" for name in match.group(1, 2))
+    return f"It got {match[4]} and {match[5]}: set {want} to {base} + {match[3]}."
+
+
+# A speculative worker checks the speculative arguments it was built with (auto-filled values
+# included) and refuses them in its own words, naming the ServerArgs fields: "topk=1 requires
+# speculative_num_draft_tokens == speculative_num_steps + 1, got 8 and 5" (0.5.23
+# speculative/base_spec_worker.py:126, multi_layer_eagle_worker_v2.py:151; "DFLASH Domino requires
+# speculative_num_draft_tokens > 1", dflash_worker_v2.py:527; "DSpark speculative_num_draft_tokens
+# must be >= 2", dspark_components/dspark_config.py:55); the same words from the argument checks
+# (server_args.py, arg_groups/) are server_args_error
+_SPEC_ARG_RULE = (r"\brequires? (?:that )?speculative_[a-z_]+ ?(?:==|!=|>=|<=|>|<|=)",
+                  r"\bspeculative_[a-z_]+ must (?:be|match|equal)\b")
+SPEC_ARGS_REFUSED = Signature(
+    "spec_args_refused", "bad_argument", "the speculative arguments do not go together",
+    ("The speculative worker refused its arguments at startup (the release fills steps, top-k and "
+     "draft tokens for some models when they are not given): set `--speculative-num-steps`, "
+     "`--speculative-eagle-topk` and `--speculative-num-draft-tokens` explicitly, as the message "
+     "requires.",),
+    types=r"(?:\w+\.)*(?:AssertionError|ValueError)", patterns=_SPEC_ARG_RULE,
+    absent=(_SERVING_FRAMES, _ARGS_CHECK), priority=87, phase="launch", detail=_spec_args_detail,
+    sources=(("0.5.23", "sglang/srt/speculative/base_spec_worker.py:126"),
+             ("0.5.23", "sglang/srt/speculative/multi_layer_eagle_worker_v2.py:151"),
+             ("0.5.23", "sglang/srt/speculative/dflash_worker_v2.py:527"),
+             ("0.5.23", "sglang/srt/speculative/dspark_components/dspark_config.py:55")))
+
 SERVER_ARGS_ERROR = Signature(
     "server_args_error", "bad_argument", "the server arguments were rejected",
     ("The server arguments were refused while being checked: read the message and fix or drop "
@@ -232,6 +263,44 @@ MODEL_TYPE_ALONE = Signature(
                                  r"|^KeyError: '[a-z]+\d+[a-z0-9]*'$",),
     absent=(r'File "',), priority=30, phase="launch", sources=_ARCH_SOURCES)
 
+def _mm_processor_detail(found: Found) -> str | None:
+    match = regex(r"No processor registered for architecture: (\[[^\]]*\]?)").search(found.text)
+    return f"The architecture: {match[1]}." if match else None
+
+
+# SGLang's multimodal processors register themselves by architecture when their module imports;
+# a module that fails to import is skipped with a warning ("Ignore import error when loading
+# sglang.srt.multimodal.processors.X: ...", 0.4.10.post2 managers/multimodal_processor.py:23,
+# 0.5.23 :24), so the model is then unknown to this install as a multimodal model
+MM_PROCESSOR_MISSING = Signature(
+    "mm_processor_missing", "arch_unsupported", "no multimodal processor for the model's architecture",
+    ("This SGLang has no multimodal processor for the model's architecture. Look earlier in the log "
+     "for \"Ignore import error when loading sglang.srt.multimodal.processors...\": a processor whose "
+     "module failed to import (a missing or mismatched package) is skipped, and installing what it "
+     "names brings it back; else the architecture is newer than this release: upgrade SGLang.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"No processor registered for architecture",),
+    priority=84, phase="launch", detail=_mm_processor_detail,
+    sources=(("0.4.10.post2", "sglang/srt/managers/multimodal_processor.py:47"),
+             ("0.5.23", "sglang/srt/managers/multimodal_processor.py:86")))
+
+# SGLang reads the model's text settings (hidden_size, num_attention_heads ...) from the
+# checkpoint's config, or from the sub-config of a multimodal layout it knows (text_config,
+# language_config, thinker_config ...: 0.4.10.post2 hf_transformers_utils.py:72 get_hf_text_config,
+# 0.5.23 utils/hf_transformers/common.py:547); a config class of another layout has no such
+# attribute where ModelConfig reads it (0.4.10.post2 configs/model_config.py:186, 0.5.23 :1566)
+CONFIG_LAYOUT_UNKNOWN = Signature(
+    "config_layout_unknown", "arch_unsupported", "SGLang cannot read the model's config",
+    ("SGLang found no text-model settings in the checkpoint's config: its config class is of a "
+     "layout this release does not know (a multimodal or remote-code model it does not support). "
+     "Upgrade SGLang to a release that lists the architecture, or serve a supported variant.",),
+    types=r"(?:\w+\.)*AttributeError", patterns=(r"'\w*Config' object has no attribute '\w+'",),
+    context=(r"configs[/\\]model_config\.py",), priority=72, phase="launch",
+    sources=(("0.4.10.post2", "sglang/srt/configs/model_config.py:186"),
+             ("0.4.10.post2", "sglang/srt/hf_transformers_utils.py:72"),
+             ("0.5.23", "sglang/srt/configs/model_config.py:1566"),
+             ("0.5.23", "sglang/srt/utils/hf_transformers/common.py:547")))
+
+
 def _missing_library(found: Found) -> str | None:
     if match := regex(r"\b(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file").search(found.text):
         return (f"{match[1]} is not on this system's library path: the package that loads it was built "
@@ -339,7 +408,8 @@ DRAFT_INCOMPATIBLE = Signature(
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:548"),
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:684")))
 
-SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE,
+SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
-              MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
+              MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN,
+              MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
               OP_MISMATCH, ADAPTER_CALL_MISMATCH, IMPORT_ERROR, DRAFT_INCOMPATIBLE]
