@@ -935,3 +935,47 @@ def test_a_speculative_worker_refusing_its_arguments_is_bad_argument():
                'event_loop_normal\n    f()\nAssertionError: topk=1 requires speculative_num_draft_tokens == '
                "speculative_num_steps + 1, got 4 and 2\n")
     assert diagnose(serving).kind != "bad_argument"
+
+
+def test_flashinfers_invalid_prefill_configuration_is_a_kernel_refusing_the_model():
+    """h7017: "Invalid configuration : NUM_MMA_Q=2 ... please create an issue" (flashinfer
+    include/flashinfer/attention/prefill.cuh, KTraits::IsInvalid()): head size 32, wrapped over two lines."""
+    assert _said("h7017")[:2] == (True, "kernel_config_unsupported")
+
+
+def test_a_triton_kernels_head_dim_assert_is_a_kernel_refusing_the_model():
+    """h7018: ``assert Lq in {16, 32, 64, 128, 256, 576}`` (SGLang's Triton kernels' shape
+    constraints, 0.4.10.post2 layers/attention/triton_ops/double_sparsity_attention.py:575); the
+    advice leaves Triton, and a bare AssertionError under that code line reads the same."""
+    found = _real("h7018")
+    assert (found.kind, found.signature) == ("kernel_config_unsupported", "triton_head_dim")
+    assert "the model's is 80" in found.suggestion and "triton is the most general" not in found.suggestion
+    tb = ('Traceback (most recent call last):\n  File "/x/sglang/srt/layers/attention/triton_ops/decode.py", '
+          'line 9, in decode\n    assert Lk in {16, 32, 64, 128}\nAssertionError\n')
+    assert diagnose(tb).kind == "kernel_config_unsupported"
+    assert diagnose(tb.replace("Lk in", "page in")).kind == "unknown"
+
+
+def test_a_mixed_transformers_install_is_a_dependency_mismatch():
+    """h7022: ``import transformers`` fails in its lazy module: "Backend should be defined in the
+    BACKENDS_MAPPING" (transformers 5.22.2 utils/import_utils.py:2503), cut inside the line."""
+    assert _said("h7022")[:2] == (True, "dependency_mismatch")
+
+
+def test_mooncakes_failed_tcp_write_with_the_server_going_on_is_a_request_error():
+    """h7020: Mooncake's TCP transport "Session::writeBody failed. Error: Bad address" six times
+    (tcp_transport.cpp, the slice marked failed), nothing showing the server died."""
+    assert _said("h7020") == (False, "request_error", "serving")
+
+
+def test_an_exception_line_cut_inside_a_torch_type_name_is_that_type():
+    """h7034: the paste ends at "torch.O" under the Triton backend's graph-state torch.empty: only
+    torch.OutOfMemoryError fits (torch 2.13.0 libtorch_python's exception names), so cuda_oom at
+    graph capture; a prefix several names fit stays a cut traceback."""
+    assert _said("h7034") == (True, "cuda_oom", "graph_capture")
+    from ddlab.diagnosis.tracebacks import cut_type
+    assert cut_type("torch.O") == "torch.OutOfMemoryError" and cut_type("torch.cuda.Out") == "torch.cuda.OutOfMemoryError"
+    assert cut_type("torch.distributed.Dist") is None and cut_type("torch.OutOfMemoryError") is None
+    tb = 'Traceback (most recent call last):\n  File "/x/sglang/srt/models/m.py", line 9, in f\n    x = g()\n{}\n'
+    assert diagnose(tb.format("torch.Ou")).kind == "cuda_oom"
+    assert diagnose(tb.format("torch.d")).kind == "unknown"  # torch.distributed's several fit

@@ -323,7 +323,10 @@ DEPENDENCY = Signature(
               r"|xgrammar|outlines|flash_attn|deep_gemm)",
               r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
               r"name 'sgl_\w+' is not defined", r"is already used by a Transformers model",
-              r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found"),
+              r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found",
+              # transformers' lazy module meets a backend its own BACKENDS_MAPPING lacks: files of
+              # two transformers releases mixed in one install (an interrupted upgrade)
+              r"Backend should be defined in the BACKENDS_MAPPING"),
     lines=(r"\.so: undefined symbol: ",
            # the dynamic linker's words in an import's message (a list item of sgl_kernel's report)
            r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
@@ -339,6 +342,7 @@ DEPENDENCY = Signature(
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
+             ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
              ("sgl-kernel (sgl-project/sglang 00acd8d)",
               "sgl-kernel/python/sgl_kernel/load_utils.py:48 (_load_architecture_specific_ops: its report)")))
 
