@@ -45,10 +45,12 @@ def judged(log: dict) -> dict:
     """What ddlab says of one log, and whether each figure agrees with the labels."""
     found = diagnose((REAL / f"{log['id']}.log").read_text(encoding="utf-8"))
     kind = found.kind if found.crashed or found.kind == "request_error" else None
-    # a kind the two labellers did not agree on ("kind_disputed": [one, other]) is not measured
+    # a kind the two labellers did not agree on ("kind_disputed": [one, other]) is not measured,
+    # nor a phase a second look disputes ("phase_disputed": [labelled, second look])
     return {"id": log["id"], "crashed": found.crashed == log["crashed"],
             "kind": None if log.get("kind_disputed") else kind == log["kind"],
-            "phase": None if not log["phase_in_log"] else found.phase == log["phase"],
+            "phase": None if not log["phase_in_log"] or log.get("phase_disputed")
+            else found.phase == log["phase"],
             "said": (found.crashed, kind, found.phase), "want": (log["crashed"], log["kind"],
                                                                  log["phase"])}
 
