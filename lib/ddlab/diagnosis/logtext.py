@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, replace
 
-from ddlab.diagnosis.pastes import (error_body_message, join_wrapped_frames, peel_line_numbers,
+from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
                                     peel_relay_level, split_flattened, split_glued_bar,
                                     split_glued_terminate, unquote_inline_code)
 
@@ -138,15 +138,6 @@ def is_progress_bar(msg: str) -> bool:
     return bool(_PROGRESS_BAR_RE.search(msg))
 
 
-def _dedented(raws: list[str]) -> list[str]:
-    """A paste whose every line is indented (a markdown indented code block: 4 or more; a list
-    item's continuation: 2 or 3, "- " or "1. ") with that indentation removed, so a traceback's
-    own indentation reads as printed and an exception line alone starts its line."""
-    filled = [raw for raw in raws if raw.strip()]
-    indent = min((len(raw) - len(raw.lstrip(" ")) for raw in filled), default=0)
-    return [raw[indent:] for raw in raws] if indent else raws
-
-
 # a traceback copied out of a JSON string keeps its escaped quotes: File \"path\", line N
 _ESCAPED_FRAME_RE = re.compile(r'^\s*File \\"')
 
@@ -161,7 +152,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
     ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
-    for no, raw in enumerate(_dedented(peel_line_numbers(text.splitlines())), start=1):
+    for no, raw in enumerate(dedented(peel_line_numbers(text.splitlines())), start=1):
         cleaned = unquote_inline_code(_clean(raw))
         if _JOURNAL_MARK_RE.match(cleaned):
             continue

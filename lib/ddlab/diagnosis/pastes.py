@@ -24,6 +24,8 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *A client's answer*: the server's JSON error body pasted from the client
   (SGLang's ``ErrorResponse``: ``{"object": "error", "message": ...}``), read as
   the message it carries.
+- *Indented*: a whole paste shifted right by the same indentation (a markdown code block, a
+  list item's continuation), shifted back.
 - *Line numbers*: a paste copied out of an editor or pager with each line's number in
   front (vim's ``:set number``: ``16433 [2026-...] ...``), numbers rising down the paste.
 - *Inline code*: a line the reporter wrapped in markdown's inline code span
@@ -39,7 +41,7 @@ import re
 from dataclasses import replace
 
 __all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
-           "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "peel_line_numbers"]
+           "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "peel_line_numbers", "dedented"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -126,6 +128,17 @@ def error_body_message(text: str) -> str:
         return json.loads(f'"{raw}"')
     except ValueError:
         return raw
+
+
+# --- a paste indented as a whole ------------------------------------------------------------------
+
+def dedented(raws: list[str]) -> list[str]:
+    """A paste whose every line is indented (a markdown indented code block: 4 or more; a list
+    item's continuation: 2 or 3, "- " or "1. ") with that indentation removed, so a traceback's
+    own indentation reads as printed and an exception line alone starts its line."""
+    filled = [raw for raw in raws if raw.strip()]
+    indent = min((len(raw) - len(raw.lstrip(" ")) for raw in filled), default=0)
+    return [raw[indent:] for raw in raws] if indent else raws
 
 
 # --- an editor's line numbers ------------------------------------------------------------------
