@@ -8,8 +8,8 @@ kind, by SGLang release family and by paste format; ``--misses`` lists each miss
 URL. The last line is one JSON object with the counts.
 
 A held-out set is measured once, then folded into ``work`` (its logs keep
-``heldout_round``: rounds 1 to 6, 43, 53, 41, 41, 47 and 42 logs, were folded in after their
-single measurement);
+``heldout_round``: rounds 1 to 7, 43, 53, 41, 41, 47, 42 and 40 logs, were folded in after
+their single measurement);
 ``--split heldout`` with no held-out logs in the manifest says so and measures nothing.
 
     python tools/diagnosis_corpus.py --split work --misses
@@ -45,10 +45,12 @@ def judged(log: dict) -> dict:
     """What ddlab says of one log, and whether each figure agrees with the labels."""
     found = diagnose((REAL / f"{log['id']}.log").read_text(encoding="utf-8"))
     kind = found.kind if found.crashed or found.kind == "request_error" else None
-    # a kind the two labellers did not agree on ("kind_disputed": [one, other]) is not measured
+    # a kind the two labellers did not agree on ("kind_disputed": [one, other]) is not measured,
+    # nor a phase a second look disputes ("phase_disputed": [labelled, second look])
     return {"id": log["id"], "crashed": found.crashed == log["crashed"],
             "kind": None if log.get("kind_disputed") else kind == log["kind"],
-            "phase": None if not log["phase_in_log"] else found.phase == log["phase"],
+            "phase": None if not log["phase_in_log"] or log.get("phase_disputed")
+            else found.phase == log["phase"],
             "said": (found.crashed, kind, found.phase), "want": (log["crashed"], log["kind"],
                                                                  log["phase"])}
 

@@ -62,6 +62,11 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # mem_cache/base_prefix_cache.py:86; 0.5.23 schedule_policy.py:1395,
             # mem_cache/unified_radix_cache.py:3586, :1820)
             r"|add_one_req\w*|init_load_back|load_back"
+            # the grammar backend filling a request's vocab mask for its next token (0.4.10.post2
+            # sampling/sampling_batch_info.py:171, :193 from model_executor/model_runner.py:1702;
+            # 0.5.23 constrained/base_grammar_backend.py:84, model_runner.py:2085): a constrained
+            # request being decoded, which the launcher's warmup never is
+            r"|fill_vocab_mask\w*|update_regex_vocab_mask|fill_next_token_bitmask"
             # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
             # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
             r"|event_loop")

@@ -255,6 +255,10 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     """One line: the exception's message or the fatal line, cut near 240 characters."""
     if best is None:
         return exit_seen.why
+    if best.signature is not None and best.signature.kind == "native_crash" \
+            and best.cause.startswith("Extension modules:"):
+        return ("a fatal signal's thread dump, its header cut (CPython lists the extension modules "
+                f"only after a fatal error): {best.cause[:120]} ...")
     if best.signature is FATAL_SIGNAL_DUMP:
         return ("a fatal signal's thread dump (faulthandler), the scheduler running a step: "
                 f"{best.cause.strip()}")

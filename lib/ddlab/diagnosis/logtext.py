@@ -25,8 +25,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, replace
 
-from ddlab.diagnosis.pastes import (error_body_message, join_wrapped_frames, peel_relay_level,
-                                    split_flattened, split_glued_bar, split_glued_terminate)
+from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
+                                    peel_relay_level, split_flattened, split_glued_bar,
+                                    split_glued_terminate, unquote_inline_code)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -37,6 +38,7 @@ __all__ = [
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_CTIME = rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}}"  # C's ctime(), no newline
 _JOURNAL_TS = (
     r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?"
     rf"(?:{_MONTH} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
@@ -71,6 +73,9 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
     rf"^{_COLOUR}\((?:[\w-]+ )?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",      # Ray actor, engine core
     r"^\[rank\d+\]: ?",                                                  # torch elastic
+    # Open MPI's mpirun --timestamp-output / --tag-output: ctime, [jobid,rank], <stream>: (open-mpi/ompi
+    # orte/mca/iof/base/iof_base_output.c, orte_iof_base_write_output); a line cut before its colon too
+    rf"^(?:{_CTIME}(?:\[\d+,\d+\])?|\[\d+,\d+\])<(?:stdout|stderr|stddiag)>(?::|$)",
     r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\] ",        # vLLM-style logger
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| \w+ \| [\w.]+ \| ",              # SGLang 0.1 logger
     # Python's exception-group gutter (traceback.TracebackException.format, 3.11+): "  | "
@@ -133,17 +138,6 @@ def is_progress_bar(msg: str) -> bool:
     return bool(_PROGRESS_BAR_RE.search(msg))
 
 
-_CODE_BLOCK_INDENT = 4  # markdown's indented code block: every line of the paste shifted by 4+
-
-
-def _dedented(raws: list[str]) -> list[str]:
-    """A paste whose every line is indented by 4 or more (a markdown indented code block) with
-    that indentation removed, so a traceback's own indentation reads as printed."""
-    filled = [raw for raw in raws if raw.strip()]
-    indent = min((len(raw) - len(raw.lstrip(" ")) for raw in filled), default=0)
-    return [raw[indent:] for raw in raws] if indent >= _CODE_BLOCK_INDENT else raws
-
-
 # a traceback copied out of a JSON string keeps its escaped quotes: File \"path\", line N
 _ESCAPED_FRAME_RE = re.compile(r'^\s*File \\"')
 
@@ -158,8 +152,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
     ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
-    for no, raw in enumerate(_dedented(text.splitlines()), start=1):
-        cleaned = _clean(raw)
+    for no, raw in enumerate(dedented(peel_line_numbers(text.splitlines())), start=1):
+        cleaned = unquote_inline_code(_clean(raw))
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
         ident = pid = None
@@ -199,7 +193,9 @@ def _restamp(line: Line, msg: str) -> Line:
 PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "serving")
 _PHASE_MARKERS = (
     ("load_weights", re.compile(
-        r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:", re.I)),
+        r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
+        # SGLang Diffusion's DiT loader (0.5.6.post1 multimodal_gen/runtime/loader/component_loader.py:659)
+        r"|Loading model from \d+ safetensors files", re.I)),
     ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
     # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
@@ -232,6 +228,7 @@ _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 # pynccl.py:87): where one is in the log, the log shows the startup.
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
+    r"|Loading model from \d+ safetensors files"
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)

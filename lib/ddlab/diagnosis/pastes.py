@@ -24,6 +24,13 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *A client's answer*: the server's JSON error body pasted from the client
   (SGLang's ``ErrorResponse``: ``{"object": "error", "message": ...}``), read as
   the message it carries.
+- *Indented*: a whole paste shifted right by the same indentation (a markdown code block, a
+  list item's continuation), shifted back.
+- *Line numbers*: a paste copied out of an editor or pager with each line's number in
+  front (vim's ``:set number``: ``16433 [2026-...] ...``), numbers rising down the paste.
+- *Inline code*: a line the reporter wrapped in markdown's inline code span
+  (`` `ImportError: ...` ``; a span may open on one line and close on a later one),
+  read without the backticks.
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ import re
 from dataclasses import replace
 
 __all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
-           "join_wrapped_frames", "peel_relay_level"]
+           "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "peel_line_numbers", "dedented"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -121,6 +128,59 @@ def error_body_message(text: str) -> str:
         return json.loads(f'"{raw}"')
     except ValueError:
         return raw
+
+
+# --- a paste indented as a whole ------------------------------------------------------------------
+
+def dedented(raws: list[str]) -> list[str]:
+    """A paste whose every line is indented (a markdown indented code block: 4 or more; a list
+    item's continuation: 2 or 3, "- " or "1. ") with that indentation removed, so a traceback's
+    own indentation reads as printed and an exception line alone starts its line."""
+    filled = [raw for raw in raws if raw.strip()]
+    indent = min((len(raw) - len(raw.lstrip(" ")) for raw in filled), default=0)
+    return [raw[indent:] for raw in raws] if indent else raws
+
+
+# --- an editor's line numbers ------------------------------------------------------------------
+
+# vim's ``:set number`` (and less -N, cat -n) puts the line's number and a space (or a tab) in front
+# of each line; a line the editor shows empty keeps its bare number. No SGLang or Python line starts
+# so, and a collector's epoch-ms prefix has 13 digits: up to 7 are a line number.
+_LINE_NO_RE = re.compile(r"^ *(\d{1,7})(?:[ \t]|$)")
+_NUMBERED_SHARE = 0.8  # of the paste's lines; the rest is the editor's own (its file status line)
+
+
+def peel_line_numbers(raws: list[str]) -> list[str]:
+    """A paste whose lines (all but a few) start with a line number, the numbers rising, mostly
+    one by one (a few skipped lines allowed), without those numbers."""
+    numbered = [(i, m) for i, raw in enumerate(raws) if (m := _LINE_NO_RE.match(raw))]
+    filled = sum(1 for raw in raws if raw.strip())
+    if len(numbered) < 3 or len(numbered) < _NUMBERED_SHARE * filled:
+        return raws
+    values = [int(m[1]) for _, m in numbered]
+    steps = [b - a for a, b in zip(values, values[1:])]
+    if min(steps) < 1 or sum(step == 1 for step in steps) < _NUMBERED_SHARE * len(steps):
+        return raws
+    out = list(raws)
+    for i, match in numbered:
+        out[i] = raws[i][match.end():]
+    return out
+
+
+# --- a markdown inline code span around a line ------------------------------------------------
+
+# GitHub's inline code: a run of one or two backticks opens a span, the same run closes it (a span
+# may go on over line breaks); three open a fenced block, left alone. Python and SGLang print no
+# backtick at a line's ends, so one there is the reporter's.
+_INLINE_OPEN_RE = re.compile(r"^(?P<run>`{1,2})(?!`)(?P<body>[^`]+)(?P=run)?$")
+_INLINE_CLOSE_RE = re.compile(r"^(?P<body>[^`]*[^`\s])`{1,2}$")
+
+
+def unquote_inline_code(text: str) -> str:
+    """A line inside a markdown inline code span, without the span's backticks (one that opens
+    it at the start, or closes it at the end); a line with a backtick inside it as it is."""
+    match = _INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)
+    return match["body"] if match else text
 
 
 # --- wrapped frame lines ----------------------------------------------------------------

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ddlab.crashes.kinds import (device, graphs, launch, memory, native, requests, runtime, speculative,
-                                   vllm, weights)
+from ddlab.crashes.kinds import (device, graphs, launch, memory, models, native, requests, runtime,
+                                   speculative, vllm, weights)
 from ddlab.crashes.signature import Found, Signature, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
 
@@ -65,8 +65,8 @@ KIND_MEANINGS = {
 KINDS = tuple(KIND_MEANINGS)
 
 SIGNATURES: list[Signature] = [
-    *launch.SIGNATURES, *weights.SIGNATURES, *memory.SIGNATURES, *graphs.SIGNATURES, *device.SIGNATURES,
-    *runtime.SIGNATURES, *native.SIGNATURES, *requests.SIGNATURES, *speculative.SIGNATURES,
+    *launch.SIGNATURES, *models.SIGNATURES, *weights.SIGNATURES, *memory.SIGNATURES, *graphs.SIGNATURES,
+    *device.SIGNATURES, *runtime.SIGNATURES, *native.SIGNATURES, *requests.SIGNATURES, *speculative.SIGNATURES,
 ]
 
 WRAPPERS = (

@@ -12,7 +12,8 @@ an *orphan*: a one-block chain with no frames. Frames with no
 mid-traceback) open a block all the same, and ``File`` lines whose indentation
 was stripped still count. A traceback that never reaches its exception line
 (the log or the paste ends first) is kept as a *cut* chain: it says a crash
-was being reported, not which.
+was being reported, not which; unless the paste ends inside the exception
+line's type name and only one of torch's own types fits it (``torch.O``).
 
 Why a state machine and not one regex: SGLang prints tracebacks from several
 processes (TP ranks, scheduler, tokenizer manager, launcher) into one stream.
@@ -310,6 +311,41 @@ def _reunite(chains: list[Chain]) -> list[Chain]:
     return kept
 
 
+# torch's own exception types as its C++ extension names them (torch 2.13.0 libtorch_python,
+# torch/csrc/Exceptions.cpp: PyErr_NewExceptionWithDoc), and the torch.cuda spelling of older
+# releases: a paste cut inside one of these names ("torch.O") still says which, when only one fits
+_TORCH_TYPES = ("torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "torch.AcceleratorError",
+                "torch.FatalError", "torch.linalg.LinAlgError", "torch.distributed.DistError",
+                "torch.distributed.DistBackendError", "torch.distributed.DistNetworkError",
+                "torch.distributed.DistStoreError", "torch.distributed.QueueEmptyError")
+
+
+def cut_type(msg: str) -> str | None:
+    """The torch exception type whose name a paste cut (``torch.O``), when only one fits."""
+    text = msg.strip()
+    if not re.fullmatch(r"torch\.[\w.]+", text):
+        return None
+    fits = [name for name in _TORCH_TYPES if name.startswith(text) and name != text]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _complete_cut_type(chains: list[Chain], lines: list[Line]) -> None:
+    """A traceback whose paste ends inside its exception line's type name: that type, where only
+    one of torch's fits (the message is lost)."""
+    last = next((ln for ln in reversed(lines) if ln.msg.strip()), None)
+    name = cut_type(last.msg) if last is not None else None
+    if not chains or not name or not chains[-1].raised[-1].frames:
+        return
+    block = chains[-1].raised[-1]
+    # a prefix with no lowercase letter ("torch.O") is no exception line: the block is cut; one
+    # with ("torch.Ou") was read as an exception of that name, with no message
+    cut = chains[-1].cut and not block.type and last.no > chains[-1].last_no
+    if cut or (block.exc_lines == [last] and not block.message):
+        block.type, block.exc_lines = name, [last]
+        block.message = f"(the paste ends inside this line: {last.msg.strip()!r})"
+        chains[-1].cut = False
+
+
 def find_chains(lines: list[Line]) -> list[Chain]:
     """Every exception chain (orphan exception lines and cut tracebacks included), in log order."""
     parser = _Parser()
@@ -317,4 +353,6 @@ def find_chains(lines: list[Line]) -> list[Chain]:
         parser.feed(line)
     if parser.block is not None:
         parser._drop_open_block()
-    return _reunite(parser.chains)
+    chains = _reunite(parser.chains)
+    _complete_cut_type(chains, lines)
+    return chains

@@ -3,7 +3,8 @@
 ``memory`` (the KV pool at startup, CUDA allocations, the scheduler's slots
 while serving, host RAM), ``graphs`` (CUDA graph capture, replay, and the eager
 runner that shares their copy helpers), ``launch`` (arguments, ports, model
-repos, architectures, packages, draft checkpoints), ``weights`` (checkpoint
+repos, packages, draft checkpoints), ``models`` (architectures, model types and config
+layouts the install does not know), ``weights`` (checkpoint
 files the loader cannot read or place), ``device`` (kernel faults, GPU support,
 kernel builds, kernels refusing a model configuration), ``runtime`` (NCCL,
 hangs and health checks), ``native`` (fatal signals), ``requests`` (one

@@ -207,7 +207,10 @@ KERNEL_CONFIG = Signature(
               r"failed to dispatch\b",
               r"only supports head dimension at most \d+",
               r"Number of heads in key/value must divide number of heads in query",
-              r"arange's range must be a power of 2"),
+              r"arange's range must be a power of 2",
+              # flashinfer's prefill: no tile configuration is valid for this head dim / dtype
+              r"Invalid configuration : NUM_MMA_Q=\d+"),
+    lines=(r"Invalid configuration : NUM_MMA_Q=\d+",),
     # above the capture wrapper (80) that often carries it: the refusal is the kind, the capture where
     priority=81, detail=_config_detail,
     sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
@@ -215,7 +218,31 @@ KERNEL_CONFIG = Signature(
              ("flashinfer 0.7.4", "csrc/tvm_ffi_utils.h:92 (failed to dispatch data type)"),
              ("flashinfer 0.0.4", "python/csrc/pytorch_extension_utils.h:105 (failed to dispatch group_size)"),
              ("flash-attn 2", "csrc/flash_attn/flash_api.cpp (only supports head dimension at most 256)"),
-             ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)")))
+             ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)"),
+             ("flashinfer 0.2.5", "include/flashinfer/attention/prefill.cuh (KTraits::IsInvalid(): Invalid "
+                                  "configuration : NUM_MMA_Q=... please create an issue)")))
+
+# SGLang's Triton attention kernels check the head dim they were written for ("# shape
+# constraints": ``assert Lk in {16, 32, 64, 128, 256, 576}``, 0.4.10.post2
+# layers/attention/triton_ops/double_sparsity_attention.py:575, and in 0.2.x's triton kernels):
+# the AssertionError carries no message, its code line (or a paste's quote of it) says what
+_HEAD_DIM_ASSERT = r"\bassert L[qkv]\w* in \{\d+(?:, ?\d+)*\}"
+
+
+def _head_dim_detail(found: Found) -> str | None:
+    sizes = regex(_HEAD_DIM_ASSERT).search(found.chain_text or found.text)
+    got = regex(r"where L[qkv]\w* = (\d+)").search(found.chain_text or found.text)
+    said = f"The kernel takes head dims {sizes[0].split(' in ', 1)[1]}" if sizes else None
+    return (f"{said}; the model's is {got[1]}." if got else f"{said}.") if said else None
+
+
+TRITON_HEAD_DIM = Signature(
+    "triton_head_dim", "kernel_config_unsupported", "a Triton attention kernel does not take this head dim",
+    ("SGLang's Triton attention kernel was not written for this model's head dim: pick another "
+     "`--attention-backend` that has it (flashinfer, fa3), or a newer SGLang whose Triton kernels take it.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r".",), context=(_HEAD_DIM_ASSERT,), priority=81,
+    detail=_head_dim_detail,
+    sources=(("0.4.10.post2", "sglang/srt/layers/attention/triton_ops/double_sparsity_attention.py:575"),))
 
 def _bounds_detail(found: Found) -> str | None:
     if match := regex(r"at dim\[(-?\d+)\]: assert\((-?\d+) < (\d+)\)").search(found.text):
@@ -240,4 +267,5 @@ KERNEL_BOUNDS_CHECK = Signature(
                               "boundscheck=True at :78)")))
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
+              TRITON_HEAD_DIM,
               CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, KERNEL_BOUNDS_CHECK]

@@ -123,13 +123,29 @@ _SIZE_TEXTS = (r"size of tensor a \(\d+\) must match the size of tensor b",
 _DDTREE_WIDTH = ("ddtree", "DDTree's verify batch holds budget+1 tokens per request, not the "
                            "block size: every buffer the verify path fills must be sized for that.")
 
+# The CUDA runtime's stream-capture errors (cudaErrorStreamCaptureUnsupported 900 ...
+# cudaErrorStreamCaptureWrongThread 908), in cudaGetErrorString's words, which HIP returns too
+# (ROCm/clr hipamd/src/hip_error.cpp, ihipGetErrorString): only a capture in progress meets
+# them. torch prints them as "CUDA error: ..." ("HIP error: ..." on ROCm), also on its own line
+# under the NCCL watchdog's "Process group watchdog thread terminated with exception:".
+_CAPTURE_ERRORS = ("operation not permitted when stream is capturing",
+                   "operation failed due to a previous error during capture",
+                   "operation would result in a merge of separate capture sequences",
+                   "capture was not ended in the same stream as it began",
+                   "capturing stream has unjoined work",
+                   "dependency created on uncaptured work in another stream",
+                   "operation would make the legacy stream depend on a capturing blocking stream",
+                   "operation not permitted on an event last recorded in a capturing stream",
+                   "attempt to terminate a thread-local capture sequence from another thread")
+_CAPTURE_ERROR_LINE = rf"\b(?:CUDA|HIP) error: (?:{'|'.join(_CAPTURE_ERRORS)})"
+
 CAPTURE_FAILED = Signature(
     "capture_failed", "cuda_graph_capture", "CUDA graph capture failed",
     (f"Graph capture failed: {_USE_GRAPHS_OFF} capture smaller graphs or leave them more "
      "memory; `--enable-torch-compile` (if set) is the next suspect.",),
-    patterns=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",
-              r"operation not permitted when stream is capturing",
-              r"cudaErrorStreamCapture\w+", r"stream capture (?:invalidated|unsupported)",
+    patterns=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", *_CAPTURE_ERRORS,
+              r"cudaErrorStreamCapture\w+", r"(?:cuda|hip)ErrorCapturedEvent",
+              r"stream capture (?:invalidated|unsupported)",
               r"(?:during|while) (?:CUDA )?graph capture",
               r"operation failed due to a previous error during capture"),
     # the "Possible solutions" list the capture wrapper appends to its message, which a paste
@@ -137,7 +153,7 @@ CAPTURE_FAILED = Signature(
     # (0.4.3.post2 cuda_graph_runner.py:242, 0.4.6 cuda_graph_runner.py:283-284, 0.4.10.post2
     # cuda_graph_runner.py:837-838, 0.5.10 cuda_graph_runner.py:1234-1235, 0.5.23
     # runner_backend_utils/__init__.py:18, cpu_graph_runner.py:1077)
-    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed",
+    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", _CAPTURE_ERROR_LINE,
            r"^\d\. disable (?:decode )?cuda graph by --(?:disable-cuda-graph\b|cuda-graph-backend-decode=disabled)",
            r"^\d\. disable torch compile by not using --enable-torch-compile"),
     priority=80, phase="graph_capture", detail=_capture_detail, by_algorithm=(_DDTREE_WIDTH,),
@@ -151,7 +167,10 @@ CAPTURE_FAILED = Signature(
              ("0.5.18", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:464"),
              ("0.5.20", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:467"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:603"),
-             ("0.5.23", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:297")))
+             ("0.5.23", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:297"),
+             ("CUDA runtime", "cudaErrorStreamCaptureUnsupported (900) ... cudaErrorCapturedEvent (907), "
+                              "cudaErrorStreamCaptureWrongThread (908)"),
+             ("ROCm clr", "hipamd/src/hip_error.cpp (ihipGetErrorString: the same texts for HIP)")))
 
 CAPTURE_ERROR = Signature(
     "capture_error", "cuda_graph_capture", "an error inside CUDA graph capture",

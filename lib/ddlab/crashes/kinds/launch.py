@@ -1,4 +1,4 @@
-"""Launch: arguments, ports, model repositories, architectures, packages, draft checkpoints.
+"""Launch: arguments, ports, model repositories, packages, draft checkpoints.
 
 Texts: docs/sglang.md sections 4.5-4.7 (arguments, ports, the hub). The hub's
 texts are transformers' and huggingface_hub's, not SGLang's (SGLang adds no
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 
+from ddlab.crashes.kinds.models import ARCH_UNSUPPORTED, MODEL_TYPE_KEY  # vllm_library voices them from here
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES"]
+__all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY"]
 
 _USER_ERRORS = r"(?:\w+\.)*(?:ValueError|AssertionError|NotImplementedError|TypeError|KeyError)"
 # A flag a runtime error names as its own remedy ("... ran out, try to increase
@@ -86,6 +87,37 @@ MISSING_OPTION = Signature(
                        for fam in ("dflash", "ddtree", "eagle")),
     sources=(("0.5.14", "sglang/srt/arg_groups/speculative_hook.py:144"),
              ("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:326")))
+
+def _spec_args_detail(found: Found) -> str | None:
+    match = regex(r"requires? (speculative_\w+) ?== ?(speculative_\w+) ?\+ ?(\d+), got (\d+) and (\d+)").search(
+        found.text)
+    if not match:
+        return None
+    want, base = (f"`--{name.replace('_', '-')}`" for name in match.group(1, 2))
+    return f"It got {match[4]} and {match[5]}: set {want} to {base} + {match[3]}."
+
+
+# A speculative worker checks the speculative arguments it was built with (auto-filled values
+# included) and refuses them in its own words, naming the ServerArgs fields: "topk=1 requires
+# speculative_num_draft_tokens == speculative_num_steps + 1, got 8 and 5" (0.5.23
+# speculative/base_spec_worker.py:126, multi_layer_eagle_worker_v2.py:151; "DFLASH Domino requires
+# speculative_num_draft_tokens > 1", dflash_worker_v2.py:527; "DSpark speculative_num_draft_tokens
+# must be >= 2", dspark_components/dspark_config.py:55); the same words from the argument checks
+# (server_args.py, arg_groups/) are server_args_error
+_SPEC_ARG_RULE = (r"\brequires? (?:that )?speculative_[a-z_]+ ?(?:==|!=|>=|<=|>|<|=)",
+                  r"\bspeculative_[a-z_]+ must (?:be|match|equal)\b")
+SPEC_ARGS_REFUSED = Signature(
+    "spec_args_refused", "bad_argument", "the speculative arguments do not go together",
+    ("The speculative worker refused its arguments at startup (the release fills steps, top-k and "
+     "draft tokens for some models when they are not given): set `--speculative-num-steps`, "
+     "`--speculative-eagle-topk` and `--speculative-num-draft-tokens` explicitly, as the message "
+     "requires.",),
+    types=r"(?:\w+\.)*(?:AssertionError|ValueError)", patterns=_SPEC_ARG_RULE,
+    absent=(_SERVING_FRAMES, _ARGS_CHECK), priority=87, phase="launch", detail=_spec_args_detail,
+    sources=(("0.5.23", "sglang/srt/speculative/base_spec_worker.py:126"),
+             ("0.5.23", "sglang/srt/speculative/multi_layer_eagle_worker_v2.py:151"),
+             ("0.5.23", "sglang/srt/speculative/dflash_worker_v2.py:527"),
+             ("0.5.23", "sglang/srt/speculative/dspark_components/dspark_config.py:55")))
 
 SERVER_ARGS_ERROR = Signature(
     "server_args_error", "bad_argument", "the server arguments were rejected",
@@ -200,38 +232,6 @@ MODEL_NOT_FOUND = Signature(
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:295"),
              ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86")))
 
-_NEWER_ARCH = ("The checkpoint's model type is newer than the installed transformers (or this "
-               "SGLang): upgrade transformers to a release that knows it, or SGLang (its pin moves "
-               "with new models); `--trust-remote-code` helps only if the repo ships its own code.")
-_ARCH_SOURCES = (("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:432"),
-                 ("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:107"),
-                 ("0.4.10.post2", "sglang/srt/models/registry.py:33"),
-                 ("0.5.10", "sglang/srt/models/registry.py:49"),
-                 ("0.5.23", "sglang/srt/models/registry.py:64"))
-
-ARCH_UNSUPPORTED = Signature(
-    "arch_unsupported", "arch_unsupported", "the model's architecture is unknown to this install",
-    (_NEWER_ARCH,),
-    patterns=(r"does not recognize this architecture",
-              r"Model architectures? .{0,300}? not supported for now",
-              r"Unrecognized model_type", r"Unrecognized configuration class"),
-    lines=(r"does not recognize this architecture", r"are not supported for now\."),
-    priority=84, phase="launch", sources=_ARCH_SOURCES)
-
-MODEL_TYPE_KEY = Signature(
-    "model_type_key", "arch_unsupported", "transformers has no config class for the model type",
-    (_NEWER_ARCH,),
-    types=r"KeyError", patterns=(r"^KeyError: '[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*'$",),
-    context=(r"configuration_auto\.py|CONFIG_MAPPING|get_config|AutoConfig|model_config\.py",),
-    priority=70, phase="launch", sources=_ARCH_SOURCES)
-
-MODEL_TYPE_ALONE = Signature(
-    "model_type_key_alone", "arch_unsupported", "a KeyError that names a model type",
-    (_NEWER_ARCH,),
-    types=r"KeyError", patterns=(r"^KeyError: '(?=[a-z0-9_-]*[0-9_])[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+'$"
-                                 r"|^KeyError: '[a-z]+\d+[a-z0-9]*'$",),
-    absent=(r'File "',), priority=30, phase="launch", sources=_ARCH_SOURCES)
-
 def _missing_library(found: Found) -> str | None:
     if match := regex(r"\b(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file").search(found.text):
         return (f"{match[1]} is not on this system's library path: the package that loads it was built "
@@ -254,7 +254,10 @@ DEPENDENCY = Signature(
               r"|xgrammar|outlines|flash_attn|deep_gemm)",
               r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
               r"name 'sgl_\w+' is not defined", r"is already used by a Transformers model",
-              r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found"),
+              r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found",
+              # transformers' lazy module meets a backend its own BACKENDS_MAPPING lacks: files of
+              # two transformers releases mixed in one install (an interrupted upgrade)
+              r"Backend should be defined in the BACKENDS_MAPPING"),
     lines=(r"\.so: undefined symbol: ",
            # the dynamic linker's words in an import's message (a list item of sgl_kernel's report)
            r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
@@ -270,6 +273,7 @@ DEPENDENCY = Signature(
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
+             ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
              ("sgl-kernel (sgl-project/sglang 00acd8d)",
               "sgl-kernel/python/sgl_kernel/load_utils.py:48 (_load_architecture_specific_ops: its report)")))
 
@@ -339,7 +343,7 @@ DRAFT_INCOMPATIBLE = Signature(
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:548"),
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:684")))
 
-SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SERVER_ARGS_ERROR, FLAG_VALUE,
+SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
-              MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, MODEL_TYPE_ALONE, DEPENDENCY,
+              MODEL_NOT_FOUND, DEPENDENCY,
               OP_MISMATCH, ADAPTER_CALL_MISMATCH, IMPORT_ERROR, DRAFT_INCOMPATIBLE]

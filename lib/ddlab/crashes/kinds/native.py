@@ -2,7 +2,7 @@
 
 The texts are the writers' own: CPython's faulthandler ("Fatal Python error:
 Segmentation fault", then each thread's frames, the crashing one under
-"Current thread 0x..."), tvm-ffi's segfault handler (SGLang's JIT kernels load
+"Current thread 0x...", then "Extension modules: ..."), tvm-ffi's segfault handler (SGLang's JIT kernels load
 it: "!!!!!!! Segfault encountered !!!!!!!" and native frames), UCX's ("====
 backtrace (tid: N) ===="), glog's failure signal handler, the shell's report of
 a child a signal killed ("Segmentation fault (core dumped)"), and SGLang's own
@@ -93,10 +93,16 @@ NATIVE_CRASH = Signature(
            r"^Fatal Python error: ?",
            # libstdc++'s terminate handler, then abort(): terminate re-entered (a second thread
            # throwing while the first terminates), or called with no exception to report
-           r"^terminate called recursively", r"^terminate called without an active exception"),
+           r"^terminate called recursively", r"^terminate called without an active exception",
+           # CPython lists the loaded extension modules after a fatal error's thread dump, and
+           # nowhere else (faulthandler's own dump_traceback and its watchdog do not): a paste
+           # cut after the dump's header still shows the fatal signal
+           r"^Extension modules: \S"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
                               "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),
+             ("CPython 3.12", "Python/pylifecycle.c (_Py_DumpExtensionModules: Extension modules: ..., "
+                              "called by faulthandler_fatal_error and fatal_error only)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
              ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
              ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),

@@ -106,7 +106,7 @@ PD_TRANSFER = Signature(
            r"timed out after [\d.]+s (?:in KVPoll\.\w+|waiting for KV transfer)",
            r"Error fetching prefill (?:parallel |server )?info from bootstrap",
            r"TcpTransport::\w+ encountered an (?:ASIO )?exception",
-           r"\bSession::readBody failed\b",
+           r"\bSession::(?:readBody|writeBody) failed\b",
            r"Unexpected code in http response, (?:GET|PUT|DELETE) \S*metadata",
            r"Worker: Process failed for slice", r"Worker: Cannot make connection for endpoint"),
     priority=45, phase="serving", request=True, detail=_pd_detail,
@@ -126,6 +126,8 @@ PD_TRANSFER = Signature(
              ("0.5.23", "sglang/srt/disaggregation/common/conn.py:103"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:523"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:223"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp "
+                                  "(Session::writeBody: \"Session::writeBody failed. ... Error: \", the slice failed)"),
              ("Mooncake 5bc114c~1", "mooncake-transfer-engine/src/transfer_metadata_plugin.cpp:233"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))

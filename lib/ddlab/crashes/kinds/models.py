@@ -1,0 +1,86 @@
+"""The model SGLang is asked to serve: an architecture, a model type or a config layout it does not know.
+
+Texts: transformers' (an unknown model type or configuration class; a KeyError of
+CONFIG_MAPPING), SGLang's model registry ("Model architectures [...] are not
+supported for now"), its multimodal processor registry, and ``ModelConfig``
+reading text settings from a config class of a layout it does not know. The kind
+is ``arch_unsupported``: a newer transformers or SGLang, or a processor whose
+module failed to import.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY"]
+
+_NEWER_ARCH = ("The checkpoint's model type is newer than the installed transformers (or this "
+               "SGLang): upgrade transformers to a release that knows it, or SGLang (its pin moves "
+               "with new models); `--trust-remote-code` helps only if the repo ships its own code.")
+_ARCH_SOURCES = (("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:432"),
+                 ("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:107"),
+                 ("0.4.10.post2", "sglang/srt/models/registry.py:33"),
+                 ("0.5.10", "sglang/srt/models/registry.py:49"),
+                 ("0.5.23", "sglang/srt/models/registry.py:64"))
+
+ARCH_UNSUPPORTED = Signature(
+    "arch_unsupported", "arch_unsupported", "the model's architecture is unknown to this install",
+    (_NEWER_ARCH,),
+    patterns=(r"does not recognize this architecture",
+              r"Model architectures? .{0,300}? not supported for now",
+              r"Unrecognized model_type", r"Unrecognized configuration class"),
+    lines=(r"does not recognize this architecture", r"are not supported for now\."),
+    priority=84, phase="launch", sources=_ARCH_SOURCES)
+
+MODEL_TYPE_KEY = Signature(
+    "model_type_key", "arch_unsupported", "transformers has no config class for the model type",
+    (_NEWER_ARCH,),
+    types=r"KeyError", patterns=(r"^KeyError: '[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*'$",),
+    context=(r"configuration_auto\.py|CONFIG_MAPPING|get_config|AutoConfig|model_config\.py",),
+    priority=70, phase="launch", sources=_ARCH_SOURCES)
+
+MODEL_TYPE_ALONE = Signature(
+    "model_type_key_alone", "arch_unsupported", "a KeyError that names a model type",
+    (_NEWER_ARCH,),
+    types=r"KeyError", patterns=(r"^KeyError: '(?=[a-z0-9_-]*[0-9_])[a-z][a-z0-9]*(?:[_-][a-z0-9]+)+'$"
+                                 r"|^KeyError: '[a-z]+\d+[a-z0-9]*'$",),
+    absent=(r'File "',), priority=30, phase="launch", sources=_ARCH_SOURCES)
+
+def _mm_processor_detail(found: Found) -> str | None:
+    match = regex(r"No processor registered for architecture: (\[[^\]]*\]?)").search(found.text)
+    return f"The architecture: {match[1]}." if match else None
+
+
+# SGLang's multimodal processors register themselves by architecture when their module imports;
+# a module that fails to import is skipped with a warning ("Ignore import error when loading
+# sglang.srt.multimodal.processors.X: ...", 0.4.10.post2 managers/multimodal_processor.py:23,
+# 0.5.23 :24), so the model is then unknown to this install as a multimodal model
+MM_PROCESSOR_MISSING = Signature(
+    "mm_processor_missing", "arch_unsupported", "no multimodal processor for the model's architecture",
+    ("This SGLang has no multimodal processor for the model's architecture. Look earlier in the log "
+     "for \"Ignore import error when loading sglang.srt.multimodal.processors...\": a processor whose "
+     "module failed to import (a missing or mismatched package) is skipped, and installing what it "
+     "names brings it back; else the architecture is newer than this release: upgrade SGLang.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"No processor registered for architecture",),
+    priority=84, phase="launch", detail=_mm_processor_detail,
+    sources=(("0.4.10.post2", "sglang/srt/managers/multimodal_processor.py:47"),
+             ("0.5.23", "sglang/srt/managers/multimodal_processor.py:86")))
+
+# SGLang reads the model's text settings (hidden_size, num_attention_heads ...) from the
+# checkpoint's config, or from the sub-config of a multimodal layout it knows (text_config,
+# language_config, thinker_config ...: 0.4.10.post2 hf_transformers_utils.py:72 get_hf_text_config,
+# 0.5.23 utils/hf_transformers/common.py:547); a config class of another layout has no such
+# attribute where ModelConfig reads it (0.4.10.post2 configs/model_config.py:186, 0.5.23 :1566)
+CONFIG_LAYOUT_UNKNOWN = Signature(
+    "config_layout_unknown", "arch_unsupported", "SGLang cannot read the model's config",
+    ("SGLang found no text-model settings in the checkpoint's config: its config class is of a "
+     "layout this release does not know (a multimodal or remote-code model it does not support). "
+     "Upgrade SGLang to a release that lists the architecture, or serve a supported variant.",),
+    types=r"(?:\w+\.)*AttributeError", patterns=(r"'\w*Config' object has no attribute '\w+'",),
+    context=(r"configs[/\\]model_config\.py",), priority=72, phase="launch",
+    sources=(("0.4.10.post2", "sglang/srt/configs/model_config.py:186"),
+             ("0.4.10.post2", "sglang/srt/hf_transformers_utils.py:72"),
+             ("0.5.23", "sglang/srt/configs/model_config.py:1566"),
+             ("0.5.23", "sglang/srt/utils/hf_transformers/common.py:547")))
+
+SIGNATURES = [ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_ALONE]
