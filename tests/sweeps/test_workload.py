@@ -224,3 +224,55 @@ def test_results_md_names_every_levels_csv_column(workload):
     missing = [c for c in columns if not any(p.match(c) for p in patterns)
                and not any(c == f"{n}{end}" for n in named for end in ("_ci_low", "_ci_high"))]
     assert not missing, f"levels.csv columns docs/results.md leaves out: {missing}"
+
+
+# --- the family says where its acceptance is (a plug-in, no branch on its name) -------
+
+
+def test_a_third_familys_counters_give_its_own_acceptance_without_a_branch_on_its_name():
+    """A family names its counters and its formula (MetricsCounters); the workload reads
+    whatever a family names: a family ddlab has never heard of needs no code here."""
+    import copy
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import httpx
+
+    from ddlab.config.families import MetricsCounters, family_named
+    from ddlab.sweeps.workload import _accept_from, _per_position_from, read_counters
+
+    readings = iter([
+        "# HELP x:acc_total accepted\nx:acc_total{engine=\"0\"} 10\nx:acc_total{engine=\"1\"} 2\n"
+        "x:steps_total 8\nx:done_total 1\nx:acc_pos_total{position=\"0\"} 7\n"
+        "sglang:generation_tokens_total 999\nsglang:spec_verify_calls_total 1\n",
+        "x:acc_total{engine=\"0\"} 40\nx:acc_total{engine=\"1\"} 12\n"
+        "x:steps_total 24\nx:done_total 3\nx:acc_pos_total{position=\"0\"} 19\n"
+        "sglang:generation_tokens_total 999\nsglang:spec_verify_calls_total 1\n"])
+
+    class Metrics(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            body = next(readings).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    third = copy.copy(family_named("vllm"))
+    third.name = "third"
+    third.counters = MetricsCounters("x:acc_total", "x:steps_total", "x:done_total",
+                                     per_position="x:acc_pos_total", bonus=0.5)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with httpx.Client() as client:
+            before, after = read_counters(client, url, third), read_counters(client, url, third)
+    finally:
+        server.shutdown()
+    assert (before["x:acc_total"], after["x:acc_total"], after["x:done_total"]) == (12, 52, 3)
+    assert _accept_from(before, after, third) == 0.5 + 40 / 16  # its formula, its counters
+    assert _per_position_from(before, after, third) == [0.75]     # (19 - 7) / 16
+    assert "sglang:generation_tokens_total" not in after  # another family's counters: not read

@@ -29,9 +29,6 @@ from ddlab.config.families import FAMILIES, DEFAULT_FAMILY, Family, family_named
 __all__ = ["family_of_run", "uses_generate", "completion_body", "completion_text",
            "SpecCounters", "spec_counters", "speculative_flags", "graphs_on_flags"]
 
-# the family's acceptance counters on /metrics: (accepted tokens, drafts), as exposed
-_COUNTERS = {"vllm": ("vllm:spec_decode_num_accepted_tokens_total",
-                      "vllm:spec_decode_num_drafts_total")}
 _SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>\S+)")
 
 
@@ -74,23 +71,17 @@ def completion_text(data) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class SpecCounters:
-    """The server's acceptance counters at one moment: accepted tokens, drafts."""
+    """The server's acceptance counters at one moment (its family's
+    :class:`~ddlab.config.families.MetricsCounters`): accepted tokens, steps (drafts)."""
 
     accepted: float
     drafts: float
 
-    def acceptance_since(self, before: "SpecCounters") -> float | None:
-        """The mean acceptance length between ``before`` and now (None: no draft)."""
-        drafts = self.drafts - before.drafts
-        return 1 + (self.accepted - before.accepted) / drafts if drafts > 0 else None
-
 
 def spec_counters(client: httpx.Client, base_url: str, family: Family) -> SpecCounters | None:
     """The family's acceptance counters from ``/metrics``, summed over engines; None when
-    the family has none or the server exposes none (no speculation)."""
-    names = _COUNTERS.get(family.name)
-    if names is None:
-        return None
+    the server exposes none (no speculation, no metrics)."""
+    names = (family.counters.accepted, family.counters.steps)
     resp = client.get(f"{base_url}{family.api.metrics}")
     if resp.status_code != 200:
         return None

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import httpx
 
-from ddlab.config.families import Family, family_named
+from ddlab.config.families import Family, MetricsCounters, family_named
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
@@ -78,8 +78,10 @@ class Repetition:
     requests: list[RequestResult]
     wall_s: float
     concurrency: int
-    # the server's acceptance counters' change over the round (vLLM's /metrics), if read
+    # the server's acceptance counters' change over the round (vLLM's /metrics), if read,
+    # and the family's counters that say how they give its figure
     spec: tuple | None = None   # (accepted tokens, drafts)
+    counters: MetricsCounters | None = None
 
     def summary(self) -> dict:
         ok = [r for r in self.requests if r.ok]
@@ -92,7 +94,7 @@ class Repetition:
             "n_failed": len(self.requests) - len(ok),
             "completion_tokens": tokens,
             "wall_s": self.wall_s,
-            "accept_length": _acceptance(self.spec) if self.spec is not None else
+            "accept_length": self.counters.acceptance(*self.spec) if self.spec is not None else
                              tokens / verify_total if verify_total else None,
             "output_tok_s": tokens / self.wall_s if self.wall_s > 0 else None,
             "requests_s": len(ok) / self.wall_s if self.wall_s > 0 else None,
@@ -145,7 +147,7 @@ class Measurement:
             out["accept_length"] = tokens / sum(verify)
         spec = [run.spec for run in self.runs]
         if spec and None not in spec:  # the family's own counters, over all rounds
-            out["accept_length"] = _acceptance(tuple(map(sum, zip(*spec))))
+            out["accept_length"] = self.runs[0].counters.acceptance(*map(sum, zip(*spec)))
         for key in CI_FIGURES:
             _, low, high = median_ci([s[key] for s in per_run])
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = low, high
@@ -195,11 +197,6 @@ def _json_prompt(path: Path, number: int, line: str) -> str:
     return text
 
 
-def _acceptance(spec: tuple) -> float | None:
-    accepted, drafts = spec
-    return 1 + accepted / drafts if drafts else None
-
-
 def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
             max_new_tokens: int = 128, warmup: int = 2, repeats: int = 1,
             ci_target: float | None = None, min_time_s: float = 0.0,
@@ -246,6 +243,7 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
             runs.append(_one_repetition(client, base_url, prompts, requests, concurrency,
                                         max_new_tokens, timeout_s, beat, len(runs), ask))
             runs[-1].spec = _difference(before, _counters(client, base_url, family))
+            runs[-1].counters = family.counters
             rates.append(runs[-1].summary()["output_tok_s"])
             if len(runs) < least:
                 continue

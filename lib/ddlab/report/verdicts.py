@@ -21,6 +21,7 @@ from numbers import Real
 
 import pandas as pd
 
+from ddlab.config.families import FAMILIES, family_named
 from ddlab.lab.stats import missing
 from ddlab.lab.verdict import PREEMPTED_EXIT
 from ddlab.report.workload_words import (
@@ -302,7 +303,9 @@ def _table_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def _accept_words(row: dict) -> str:  # the acceptance figure in the cell's family's words
-    return "mean acceptance length" if row.get("family") == "vllm" else "accept length"
+    family = row.get("family")
+    known = FAMILIES.get(family) if isinstance(family, str) else None
+    return (known or family_named(None)).acceptance
 
 
 def _point(best: dict) -> str:

@@ -50,7 +50,7 @@ import statistics
 
 import httpx
 
-from ddlab.config.families import Family, family_named
+from ddlab.config.families import Family, MetricsCounters, family_named
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import duration_words
@@ -62,16 +62,9 @@ from ddlab.sweeps.prompt_sets import SHIPPED, load_sets, mixed
 __all__ = ["check_levels", "prompt_names", "COUNTERS", "read_counters", "measure_workload", "accept_per_position",
            "duration_bound", "METRICS_FLAG"]
 
-# the two counters that give an accept length when differenced (SGLang's names), and the
-# finished requests (0.5.23 metrics_collector.py:1940-1942, :2136): a level's server is
-# the one that served the levels before it when this only grows, by that level's requests
-COUNTERS = ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total",
-            "sglang:num_requests_total")
+# SGLang's counters (ddlab.config.families: each family's MetricsCounters), as before families
+COUNTERS = family_named(None).counters.names
 METRICS_FLAG = {"enable_metrics": True}  # a workload sweep's fixed override: /metrics served
-# vLLM's: (accepted tokens, drafts, finished requests); and the accepted tokens per position
-VLLM_COUNTERS = ("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total",
-                 "vllm:request_success_total")
-_VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 _POSITION = re.compile(r'position="(\d+)"')
 _SET_CONCURRENCY = 1   # each set's acceptance pass: one request at a time
 
@@ -103,24 +96,24 @@ def prompt_names(value) -> tuple:
     return tuple(value)
 
 
-def _names(family: Family | None) -> tuple:
-    """The family's counters: (what gives the acceptance, twice; finished requests)."""
-    return VLLM_COUNTERS if family is not None and family.name == "vllm" else COUNTERS
+def _counters_of(family: Family | None) -> MetricsCounters:
+    """The family's acceptance counters (SGLang's when none is named)."""
+    return (family or family_named(None)).counters
 
 
 def read_counters(client: httpx.Client, base_url: str, family: Family | None = None) -> dict | None:
-    """The family's counters (:data:`COUNTERS`, SGLang's; :data:`VLLM_COUNTERS`) from
-    ``/metrics`` (summed over label sets; vLLM's accepted tokens per position too, by
-    position), or None when the server serves none (no ``--enable-metrics``, another
-    server, no speculation on vLLM)."""
+    """The family's counters (its :class:`~ddlab.config.families.MetricsCounters`) from
+    ``/metrics``, summed over label sets, and the accepted drafts per position by position
+    where the family counts them; None when the server serves none (no
+    ``--enable-metrics``, another server, no speculation on vLLM)."""
     try:
         reply = client.get(f"{base_url}/metrics", timeout=10.0)
     except httpx.HTTPError:
         return None
     if reply.status_code != 200:
         return None
-    names = _names(family)
-    found = dict.fromkeys(names, 0.0)
+    counters = _counters_of(family)
+    found = dict.fromkeys(counters.names, 0.0)
     per_pos: dict[int, float] = {}
     seen = False
     for line in reply.text.splitlines():
@@ -128,7 +121,7 @@ def read_counters(client: httpx.Client, base_url: str, family: Family | None = N
             continue
         series, _, value = line.partition("} ") if "{" in line else line.partition(" ")
         name = series.partition("{")[0]
-        if name in found or name == _VLLM_PER_POS:
+        if name in found or (counters.per_position and name == counters.per_position):
             try:
                 number = float(value.split()[0])
             except (ValueError, IndexError):
@@ -138,35 +131,34 @@ def read_counters(client: httpx.Client, base_url: str, family: Family | None = N
                 seen = True
             elif (position := _POSITION.search(series)) is not None:
                 per_pos[int(position[1])] = per_pos.get(int(position[1]), 0.0) + number
-    if per_pos and names is VLLM_COUNTERS:
+    if per_pos:
         found["per_pos"] = per_pos
     return found if seen else None
 
 
 def _accept_from(before: dict | None, after: dict | None,
                  family: Family | None = None) -> float | None:
-    """The acceptance between two readings in the family's own figure: SGLang's accept
-    length (tokens / verify steps), vLLM's mean acceptance length (1 + accepted / drafts)."""
+    """The acceptance between two readings in the family's own figure (SGLang's accept
+    length, tokens / verify steps; vLLM's mean acceptance length, 1 + accepted / drafts)."""
     if not before or not after:
         return None
-    names = _names(family)
-    first = after[names[0]] - before[names[0]]
-    second = after[names[1]] - before[names[1]]
-    if second <= 0:
-        return None
-    return 1 + first / second if names is VLLM_COUNTERS else first / second
+    counters = _counters_of(family)
+    return counters.acceptance(after[counters.accepted] - before[counters.accepted],
+                               after[counters.steps] - before[counters.steps])
 
 
-def _per_position_from(before: dict | None, after: dict | None) -> list[float]:
-    """vLLM: per draft position p = 1, 2, ..., accepted at p over the drafts, between two
-    readings ([] without them)."""
+def _per_position_from(before: dict | None, after: dict | None,
+                       family: Family | None = None) -> list[float]:
+    """Per draft position p = 1, 2, ..., accepted at p over the steps, between two
+    readings ([] without them, or for a family that counts no positions)."""
     if not before or not after or "per_pos" not in after:
         return []
-    drafts = after[VLLM_COUNTERS[1]] - before[VLLM_COUNTERS[1]]
-    if drafts <= 0:
+    steps_name = _counters_of(family).steps
+    steps = after[steps_name] - before[steps_name]
+    if steps <= 0:
         return []
     old = before.get("per_pos") or {}
-    return [round((after["per_pos"][p] - old.get(p, 0.0)) / drafts, 4)
+    return [round((after["per_pos"][p] - old.get(p, 0.0)) / steps, 4)
             for p in sorted(after["per_pos"])]
 
 
@@ -220,7 +212,7 @@ def _set_pass(client, base_url, prompt_set, options, headers, family=None) -> di
             else "request meta" if requests is not None else None,
             "accept_length_requests": requests,
             "accept_per_position": accept_per_position(histograms) if histograms
-            else _per_position_from(before, after),
+            else _per_position_from(before, after, family),
             "n_failed": sum(not r.ok for run in result.runs for r in run.requests)}
 
 
@@ -240,7 +232,7 @@ def _level(client, base_url, level, prompts, options, headers, label, record,
                "user_tok_s_ci_low": low, "user_tok_s_ci_high": high,
                "accept_length_server": server,
                # the server's own count of finished requests after this level (None: no /metrics)
-               "server_requests_after": after[_names(family)[2]] if after else None}
+               "server_requests_after": after[_counters_of(family).requests] if after else None}
     return summary, result.to_dict()
 
 

@@ -29,14 +29,15 @@ is a module that makes a :class:`Family` and a row in :data:`FAMILIES`.
 from __future__ import annotations
 
 from ddlab.config.families.family import (DEFAULT_FAMILY, EMBEDDED_MODELS, TARGET_MODULE,
-                                          Family, HttpApi, Knob, version_probe)
+                                          Family, HttpApi, Knob, MetricsCounters,
+                                          version_probe)
 from ddlab.config.families.sglang import SGLANG
 from ddlab.config.families.vllm import VLLM
 from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
 
-__all__ = ["Family", "HttpApi", "Knob", "FAMILIES", "DEFAULT_FAMILY", "TARGET_MODULE",
-           "EMBEDDED_MODELS", "family_named", "version_probe"]
+__all__ = ["Family", "HttpApi", "Knob", "MetricsCounters", "FAMILIES", "DEFAULT_FAMILY",
+           "TARGET_MODULE", "EMBEDDED_MODELS", "family_named", "version_probe"]
 
 FAMILIES: dict[str, Family] = {family.name: family for family in (SGLANG, VLLM)}
 

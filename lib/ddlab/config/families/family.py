@@ -11,7 +11,7 @@ from ddlab.config.overrides import change_order
 from ddlab.core.errors import ConfigError
 
 
-__all__ = ["Family", "HttpApi", "Knob", "DEFAULT_FAMILY", "TARGET_MODULE", "EMBEDDED_MODELS",
+__all__ = ["Family", "HttpApi", "Knob", "MetricsCounters", "DEFAULT_FAMILY", "TARGET_MODULE", "EMBEDDED_MODELS",
            "version_probe"]
 
 DEFAULT_FAMILY = "sglang"  # a base that names none: every base written before families
@@ -32,6 +32,29 @@ class HttpApi:
     server_info: tuple = ()         # what the server says of itself, newest name first
     version: str | None = None      # the running server's release
     sources: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricsCounters:
+    """Where a family's acceptance is on its ``/metrics``: two counters that give it when
+    differenced (``accepted`` over ``steps``, plus ``bonus``: the token a step emits of
+    its own when ``accepted`` counts drafts only), the finished requests, and the accepted
+    drafts per position (a counter labelled ``position``; "" when the family has none)."""
+
+    accepted: str
+    steps: str
+    requests: str
+    per_position: str = ""
+    bonus: float = 0.0
+
+    @property
+    def names(self) -> tuple:
+        """(accepted, steps, requests): the counters every reading holds."""
+        return self.accepted, self.steps, self.requests
+
+    def acceptance(self, accepted: float, steps: float) -> float | None:
+        """The family's figure from two counters' changes (None: no step)."""
+        return self.bonus + accepted / steps if steps > 0 else None
 
 
 @dataclass(frozen=True)
@@ -72,6 +95,7 @@ class Family:
     false_removes: bool = True      # an override's false removes a flag (vLLM: --no-X)
     registry: dict = {}             # ddlab's table of the family's flags, name -> Flag (FLAGS)
     metrics_overrides: dict = {}    # what makes the server count on /metrics (a workload sweep)
+    counters: MetricsCounters       # its acceptance on /metrics (workload sweeps, vLLM's bench)
     default_search: dict = {}       # the envelope notebook's search: key -> "LO..HI"
 
     def check_flags(self, flags: Mapping, *, release: Mapping) -> dict:

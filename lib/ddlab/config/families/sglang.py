@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from itertools import chain
 
 from ddlab.config import flags as flagreg
-from ddlab.config.families.family import Family, HttpApi, Knob
+from ddlab.config.families.family import Family, HttpApi, Knob, MetricsCounters
 from ddlab.config.overrides import ALIASES, _target, resolve_overrides
 from ddlab.core.errors import ConfigError
 
@@ -64,6 +64,10 @@ class SGLangFamily(Family):
     # /metrics and its counters only with --enable-metrics (sglang/srt/utils/common.py:2849
     # (0.5.23)): a workload sweep's acceptance comes from them (ddlab.sweeps.workload)
     metrics_overrides = {"enable_metrics": True}
+    # tokens generated over verify steps, differenced: the accept length (the tokens hold the
+    # step's own); finished requests (0.5.23 metrics_collector.py:1940-1942, :2136)
+    counters = MetricsCounters("sglang:generation_tokens_total", "sglang:spec_verify_calls_total",
+                               "sglang:num_requests_total")
     default_search = {"context_length": "4096..131072", "max_running_requests": "8..256"}
 
     def check_base_flag_names(self, flags: Mapping) -> None:

@@ -27,7 +27,7 @@ import copy
 import re
 from collections.abc import Mapping
 
-from ddlab.config.families.family import TARGET_MODULE, Family, HttpApi, Knob
+from ddlab.config.families.family import TARGET_MODULE, Family, HttpApi, Knob, MetricsCounters
 from ddlab.config.overrides import ALIASES, change_order
 from ddlab.config.unit_fields import unit_field_name
 from ddlab.config.vllm import (JSON_CONFIGS, all_options, option_of, option_words, render_serve,
@@ -92,6 +92,13 @@ class VllmFamily(Family):
     # /metrics is always served, its counters too unless --disable-log-stats
     # (vllm/entrypoints/serve/instrumentator/metrics.py:77 (0.34.0)): nothing to turn on
     metrics_overrides: dict = {}
+    # accepted draft tokens over drafts, plus the bonus token: the mean acceptance length
+    # (vllm/v1/spec_decode/metrics.py:186-195 (0.34.0)); per position, the accepted tokens
+    # labelled position; finished requests (vllm/v1/metrics/loggers.py:809)
+    counters = MetricsCounters("vllm:spec_decode_num_accepted_tokens_total",
+                               "vllm:spec_decode_num_drafts_total", "vllm:request_success_total",
+                               per_position="vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                               bonus=1.0)
     # the envelope notebook's search on a vLLM base: the drafted tokens, then the batch
     default_search = {"num_speculative_tokens": "1..16", "max_num_seqs": "8..256"}
 
