@@ -272,6 +272,7 @@ def test_a_third_familys_counters_give_its_own_acceptance_without_a_branch_on_it
             before, after = read_counters(client, url, third), read_counters(client, url, third)
     finally:
         server.shutdown()
+        server.server_close()
     assert (before["x:acc_total"], after["x:acc_total"], after["x:done_total"]) == (12, 52, 3)
     assert _accept_from(before, after, third) == 0.5 + 40 / 16  # its formula, its counters
     assert _per_position_from(before, after, third) == [0.75]     # (19 - 7) / 16

@@ -4,10 +4,9 @@
   :data:`HEADLINE_MAX` characters (its state, the counts, the best cell or "no
   winner within noise", how many warnings), then the details (the best cell in
   full, the ties, each warning: load, speedups that have no baseline, drift not
-  measured, graphs asked for but not run, sweeps of other workloads compared),
-  then what to try next; it displays itself in notebooks (the sweep notebook's
-  first output). However many cells tie or warn, the headline stays one line: a
-  terminal, a banner and the index show it whole.
+  measured, graphs asked for but not run, sweeps of other workloads compared), then
+  what to try next; it displays itself in notebooks (the sweep notebook's first
+  output). However many cells tie or warn, the headline stays one line.
 - :class:`SweepReport`: the verdict with the cells as a DataFrame; ``table()`` is
   the display table: no NaN, None or <NA> in it (blank), a speedup without a
   baseline is ``n/a`` with its note.
@@ -303,9 +302,7 @@ def _table_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def _accept_words(row: dict) -> str:  # the acceptance figure in the cell's family's words
-    family = row.get("family")
-    known = FAMILIES.get(family) if isinstance(family, str) else None
-    return (known or family_named(None)).acceptance
+    return FAMILIES.get(str(row.get("family")), family_named(None)).acceptance
 
 
 def _point(best: dict) -> str:
