@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddlab.config.families import FAMILIES
+from ddlab.config.families import FAMILIES, family_named
 from ddlab.config.variants import make_variant
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import HostProfile, load_host
@@ -96,4 +96,8 @@ def test_vllm_is_asked_by_completions_greedily_with_the_usage_at_the_end():
     ((10, 5), (10, 5), None),   # no draft in between: no figure
 ], ids=["drafts", "none"])
 def test_mean_acceptance_length_is_vllms_own_formula(before, after, want):
-    assert SpecCounters(*after).acceptance_since(SpecCounters(*before)) == want
+    counters = family_named("vllm").counters  # the family's own counters and formula
+    accepted, drafts = (SpecCounters(*after).accepted - SpecCounters(*before).accepted,
+                        SpecCounters(*after).drafts - SpecCounters(*before).drafts)
+    assert counters.acceptance(accepted, drafts) == want
+    assert family_named("sglang").counters.acceptance(30, 10) == 3.0  # tokens hold the bonus
