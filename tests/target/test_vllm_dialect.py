@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.target.vllm_lines import CLIENT_MESSAGE, ENGINE_DEAD, KV_HINT
 from vllm_sources import SOURCE_PARTS, SOURCES
 from targetkit import TargetProcess
@@ -324,8 +325,13 @@ def test_flags_as_vllm_serve_reads_them():
     (["-sc", '{"method": "eagle", "num_speculative_tokens": 2, "metod": 1}'], 1,
      "1 validation error for SpeculativeConfig\nmetod\n  Unexpected keyword argument"),
     (["-sc", '{"method": "eagle"}'], 1,
-     "ValueError: num_speculative_tokens must be provided with speculative model unless the draft "
-     "model config contains an n_predict parameter."),
+     "ValueError: 1 validation error for SpeculativeConfig\n  Value error, num_speculative_tokens "
+     "must be provided with speculative model unless the draft model config contains an "
+     "n_predict parameter. [type=value_error, input_value=ArgsKwargs((), {'method': 'eagle'})"),
+    # past the drafter's block: refused where vLLM's own validator refuses, in its words (was a
+    # bare ValueError that diagnose read as unknown)
+    (["-sc", '{"method": "eagle", "num_speculative_tokens": 20}'], 1,
+     "  Value error, num_speculative_tokens=20: ddlab's target drafter proposes at most 15"),
     (["--max-model-len", "1000"], 1,
      "ValueError: User-specified max_model_len (1000) is greater than the derived max_model_len "
      "(max_position_embeddings=320"),
@@ -336,6 +342,8 @@ def test_bad_arguments_fail_before_the_engine_in_vllms_words(flags, rc, text):
     assert done.returncode == rc, done.stderr[-2000:]
     assert text in done.stderr
     assert "Initializing a V1 LLM engine" not in done.stderr
+    if rc == 1 and "validation error" in text:  # what a user sees after: a bad argument
+        assert diagnose(done.stderr).kind == "bad_argument", diagnose(done.stderr)
 
 
 @pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers

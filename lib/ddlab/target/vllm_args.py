@@ -169,6 +169,15 @@ def _spec_fields() -> dict:
     return json.loads(_TABLE.read_text())["speculative_config"]["fields"]
 
 
+def _value_error(sc: dict, words: str) -> ValueError:
+    """A check of SpeculativeConfig's own (its ``_verify_args``, a pydantic ``model_validator``:
+    vllm/config/speculative.py:1645-1664 (0.34.0)) refusing the config, in pydantic's words
+    for a ValueError raised inside a validator of a dataclass built from keywords."""
+    return ValueError(f"1 validation error for SpeculativeConfig\n  Value error, {words} "
+                      f"[type=value_error, input_value=ArgsKwargs((), {sc!r}), "
+                      "input_type=ArgsKwargs]")
+
+
 def _speculative(sc, error) -> dict:
     """The speculative config as the target runs it; vLLM's errors (or the target's words for a
     method it does not run)."""
@@ -195,11 +204,12 @@ def _speculative(sc, error) -> dict:
                          f"{', '.join(METHODS)} (its drafter as an EAGLE-like chain, or prompt "
                          "lookup), not this one")
     if k is None:  # speculative.py:1653-1658
-        raise ValueError("num_speculative_tokens must be provided with speculative model unless the "
-                         "draft model config contains an n_predict parameter.")
+        raise _value_error(sc, "num_speculative_tokens must be provided with speculative model "
+                               "unless the draft model config contains an n_predict parameter.")
     if k > MOST_DRAFT_TOKENS and method != "ngram":
-        raise ValueError(f"num_speculative_tokens={k}: ddlab's target drafter proposes at most "
-                         f"{MOST_DRAFT_TOKENS} tokens (its block is {MOST_DRAFT_TOKENS + 1})")
+        raise _value_error(sc, f"num_speculative_tokens={k}: ddlab's target drafter proposes at "
+                               f"most {MOST_DRAFT_TOKENS} tokens (its block is "
+                               f"{MOST_DRAFT_TOKENS + 1})")
     lo, hi = sc.get("prompt_lookup_min"), sc.get("prompt_lookup_max")
     lo, hi = lo or hi or 5, hi or lo or 5  # speculative.py:551-556
     if method == "ngram" and not 1 <= lo <= hi:
