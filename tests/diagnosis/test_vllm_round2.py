@@ -9,26 +9,12 @@ the SGLang corpus floors).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.signatures import VLLM_SIGNATURES
 from ddlab.diagnosis.vllm_log import detect_family
-
-LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
-REAL = LOGS / "vllm-real"
-WHEELS = Path("/work/wheels/vllm")
-
-
-def _read(path: Path) -> str:
-    return path.read_bytes().decode("utf-8")
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.signature
+from fieldkit import VLLM_REAL, VLLM_WHEELS, read_log, said
 
 
 # --- which family wrote it: texts only vLLM writes -------------------------------------
@@ -57,9 +43,9 @@ def test_texts_only_vllm_writes_mark_the_family(line):
 
 
 def test_round2_one_liners_are_read_as_vllm():
-    assert _said(_read(REAL / "vc12.log")) == (True, "bad_argument", "vllm_config_invalid")
-    assert _said(_read(REAL / "vc29.log")) == (True, "unsupported_gpu", "vllm_bf16_gpu")
-    healthy = diagnose(_read(REAL / "vc21.log"))  # an offline generate to 100 %: serving
+    assert said(read_log(VLLM_REAL / "vc12.log")) == (True, "bad_argument", "vllm_config_invalid")
+    assert said(read_log(VLLM_REAL / "vc29.log")) == (True, "unsupported_gpu", "vllm_bf16_gpu")
+    healthy = diagnose(read_log(VLLM_REAL / "vc21.log"))  # an offline generate to 100 %: serving
     assert (healthy.family, healthy.crashed, healthy.phase) == ("vllm", False, "serving")
 
 
@@ -74,8 +60,8 @@ _FREE_EXTERNAL = ("ValueError: Free memory on device cuda:0 (20.0/79.19 GiB) on 
 
 
 @pytest.mark.parametrize("text, share", [
-    (_read(REAL / "vc15.log"), "0.79"),   # 3.22 of 4.0 GiB free: at most 0.80, less a margin
-    (_read(REAL / "vc16.log"), "0.65"),   # 31.44 of 47.38 GiB
+    (read_log(VLLM_REAL / "vc15.log"), "0.79"),   # 3.22 of 4.0 GiB free: at most 0.80, less a margin
+    (read_log(VLLM_REAL / "vc16.log"), "0.65"),   # 31.44 of 47.38 GiB
     (_FREE_034, "0.74"),                  # 0.34.0's form names the device
     (_FREE_EXTERNAL, None),               # the external-weights variant: no single share to give
 ], ids=["vc15", "vc16", "0.34.0", "external-weights"])
@@ -100,7 +86,7 @@ _NCCL_034 = """(Worker_TP1 pid=2201) ERROR 12-03 10:00:02 [multiproc_executor.py
 (Worker_TP1 pid=2201) ERROR 12-03 10:00:02 [multiproc_executor.py:772]     self.NCCL_CHECK("""
 
 
-@pytest.mark.parametrize("text", [_read(REAL / "vc28.log"), _NCCL_034], ids=["vc28-0.6", "0.34.0"])
+@pytest.mark.parametrize("text", [read_log(VLLM_REAL / "vc28.log"), _NCCL_034], ids=["vc28-0.6", "0.34.0"])
 def test_a_traceback_cut_inside_nccl_init_is_nccl(text):
     found = diagnose(text)
     assert (found.crashed, found.kind, found.signature, found.phase) == (
@@ -111,7 +97,7 @@ def test_a_traceback_cut_inside_nccl_init_is_nccl(text):
 def test_the_whole_nccl_error_keeps_ncclss_own_signature():
     whole = _NCCL_034 + "\n" + _NCCL_034.splitlines()[0].split("Traceback")[0] + \
         "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)"
-    assert _said(whole) == (True, "nccl", "vllm_nccl")
+    assert said(whole) == (True, "nccl", "vllm_nccl")
 
 
 def test_a_traceback_cut_elsewhere_in_pynccl_is_not_read_as_init():
@@ -124,7 +110,7 @@ def test_a_traceback_cut_elsewhere_in_pynccl_is_not_read_as_init():
 
 def test_v0_draft_tokens_without_a_draft_model_is_bad_argument():
     # vllm/config.py:1315 (0.6.4.post1)
-    assert _said(_read(REAL / "vc14.log")) == (True, "bad_argument", "vllm_speculative_config")
+    assert said(read_log(VLLM_REAL / "vc14.log")) == (True, "bad_argument", "vllm_speculative_config")
 
 
 # --- a worker that died is no hang ------------------------------------------------------
@@ -132,10 +118,10 @@ def test_v0_draft_tokens_without_a_draft_model_is_bad_argument():
 def test_a_dead_worker_is_no_hang():
     """vLLM's worker monitor says a process ended (multiproc_executor.py:405 (0.34.0)); the
     shared-memory stalls around it are the others waiting on it."""
-    assert _said(_read(REAL / "vc03.log")) == (True, "unknown", "vllm_engine_dead")
-    stalls = "\n".join(ln for ln in _read(REAL / "vc03.log").splitlines() if "died unexpectedly" not in ln)
-    assert _said(stalls)[1:] == ("hang", "vllm_shm_stall")
-    assert _said(_read(REAL / "va25.log"))[1] == "hang"  # stalls alone stay a hang
+    assert said(read_log(VLLM_REAL / "vc03.log")) == (True, "unknown", "vllm_engine_dead")
+    stalls = "\n".join(ln for ln in read_log(VLLM_REAL / "vc03.log").splitlines() if "died unexpectedly" not in ln)
+    assert said(stalls)[1:] == ("hang", "vllm_shm_stall")
+    assert said(read_log(VLLM_REAL / "va25.log"))[1] == "hang"  # stalls alone stay a hang
 
 
 # --- texts both servers share ----------------------------------------------------------
@@ -157,7 +143,7 @@ def test_a_weight_of_the_wrong_shape_is_weights_unreadable_in_both_families(fami
 ], ids=["interactive", "no-core", "script"])
 @pytest.mark.parametrize("family", [None, "sglang", "vllm"])
 def test_the_shells_report_of_a_fatal_signal_is_a_native_crash(line, family):
-    assert _said(line, family)[:2] == (True, "native_crash")
+    assert said(line, family)[:2] == (True, "native_crash")
 
 
 @pytest.mark.parametrize("line", ["Segmentation fault handler installed", "we saw: Segmentation fault (core dumped)"])
@@ -177,8 +163,8 @@ _CITED = {
 def test_the_cited_lines_hold_the_text(name):
     signature = next(s for s in VLLM_SIGNATURES if s.name == name)
     for origin, where in signature.sources:
-        if not (WHEELS / origin).is_dir():
+        if not (VLLM_WHEELS / origin).is_dir():
             continue
         path, line = where.rsplit(":", 1)
-        text = (WHEELS / origin / path).read_text().splitlines()
+        text = (VLLM_WHEELS / origin / path).read_text().splitlines()
         assert any(said in text[int(line) - 1] for said in _CITED[name]), (origin, where)

@@ -9,24 +9,11 @@ a third. SGLang's reading of every SGLang log is unchanged
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family
-
-REAL = Path(__file__).parents[1] / "fixtures" / "logs" / "vllm-real"
-WHEELS = Path("/work/wheels/vllm")
-
-
-def _read(name: str) -> str:
-    return (REAL / name).read_bytes().decode("utf-8")
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.signature
+from fieldkit import VLLM_WHEELS, read_log, said
 
 
 _DEAD = ("ERROR 06-26 23:10:17 [async_llm.py:420] vllm.v1.engine.exceptions.EngineDeadError: EngineCore "
@@ -36,35 +23,35 @@ _DEAD = ("ERROR 06-26 23:10:17 [async_llm.py:420] vllm.v1.engine.exceptions.Engi
 
 def test_custom_all_reduce_cuda_failure_is_nccl_cut_or_whole():
     """csrc/custom_all_reduce.cuh's CUDACHECK: "Failed: Cuda error %s:%d '%s'" then exit."""
-    assert _said(_read("vd07.log")) == (True, "nccl", "vllm_custom_all_reduce")
+    assert said(read_log("vd07.log")) == (True, "nccl", "vllm_custom_all_reduce")
     whole = _DEAD + ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:368 'peer access is not "
                      "supported between these two devices'\n")
-    assert _said(whole) == (True, "nccl", "vllm_custom_all_reduce")
+    assert said(whole) == (True, "nccl", "vllm_custom_all_reduce")
     # a CUDA error with a kind of its own, named whole, keeps that kind (the fault is the kernel's)
     illegal = whole.replace("peer access is not supported between these two devices",
                             "an illegal memory access was encountered")
-    assert _said(illegal)[1] == "cuda_illegal_access"
+    assert said(illegal)[1] == "cuda_illegal_access"
     # the same macro's text from another file is no custom all-reduce
     other = _DEAD + "Failed: Cuda error /workspace/csrc/other_kernel.cu:12 'invalid argument'\n"
-    assert _said(other)[2] != "vllm_custom_all_reduce"
+    assert said(other)[2] != "vllm_custom_all_reduce"
 
 
 def test_pipeline_parallel_refusal_is_a_bad_argument_and_vllms():
-    assert _said(_read("vd22.log")) == (True, "bad_argument", "vllm_pp_unsupported")
+    assert said(read_log("vd22.log")) == (True, "bad_argument", "vllm_pp_unsupported")
     one_line = ("NotImplementedError: Pipeline parallelism is not supported for this model. Supported "
                 "models implement the `SupportsPP` interface.")
     assert detect_family(one_line) == "vllm"
-    assert _said(one_line) == (True, "bad_argument", "vllm_pp_unsupported")
+    assert said(one_line) == (True, "bad_argument", "vllm_pp_unsupported")
     tb = ("Traceback (most recent call last):\n"
           '  File "/usr/lib/python3/site-packages/vllm/config/model.py", line 1593, in '
           'verify_with_parallel_config\n'
           "    raise NotImplementedError(\n" + one_line + "\n")
-    assert _said(tb) == (True, "bad_argument", "vllm_pp_unsupported")
+    assert said(tb) == (True, "bad_argument", "vllm_pp_unsupported")
 
 
 def test_gguf_loader_given_no_file_is_model_not_found():
     """model_loader/loader.py:1113 (0.6.4.post1): ValueError(f"{model_name_or_path} is not a file.")."""
-    assert _said(_read("vd17.log")) == (True, "model_not_found", "vllm_gguf_not_a_file")
+    assert said(read_log("vd17.log")) == (True, "model_not_found", "vllm_gguf_not_a_file")
     tb = ("Traceback (most recent call last):\n"
           '  File "/usr/lib/python3/site-packages/vllm/model_executor/model_loader/loader.py", line 1113, '
           "in _prepare_weights\n"
@@ -73,22 +60,22 @@ def test_gguf_loader_given_no_file_is_model_not_found():
     found = diagnose(tb)
     assert (found.crashed, found.kind, found.phase) == (True, "model_not_found", "load_weights")
     # a sentence that only ends so is not the loader's
-    assert _said(tb.replace("ValueError: /models/qwen-q4.gguf", "ValueError: the config path given"))[2] \
+    assert said(tb.replace("ValueError: /models/qwen-q4.gguf", "ValueError: the config path given"))[2] \
         != "vllm_gguf_not_a_file"
 
 
 def test_v0_draft_vocab_assert_is_draft_incompatible():
     """spec_decode/spec_decode_worker.py:1067 (0.6.4.post1): a bare assert in _vocab_size."""
-    assert _said(_read("vd33.log")) == (True, "draft_incompatible", "vllm_draft_vocab_v0")
-    src = (WHEELS / "0.6.4.post1" / "vllm" / "spec_decode" / "spec_decode_worker.py").read_text().splitlines()
+    assert said(read_log("vd33.log")) == (True, "draft_incompatible", "vllm_draft_vocab_v0")
+    src = (VLLM_WHEELS / "0.6.4.post1" / "vllm" / "spec_decode" / "spec_decode_worker.py").read_text().splitlines()
     assert "assert all(vocab_sizes[0] == vocab_size" in src[1066]
-    elsewhere = _read("vd33.log").replace("in _vocab_size", "in _verify_tokens")
-    assert _said(elsewhere)[1] != "draft_incompatible"
+    elsewhere = read_log("vd33.log").replace("in _vocab_size", "in _verify_tokens")
+    assert said(elsewhere)[1] != "draft_incompatible"
 
 
 def test_executor_rpc_timeout_is_a_hang():
     """v1/executor/multiproc_executor.py:533 (0.34.0), :435 (0.30.0): the workers did not answer."""
-    assert _said(_read("vd36.log")) == (True, "hang", "vllm_rpc_timeout")
+    assert said(read_log("vd36.log")) == (True, "hang", "vllm_rpc_timeout")
     tb = ("(EngineCore_DP0 pid=1) ERROR 11-20 10:00:00 [core.py:900] Traceback (most recent call last):\n"
           '(EngineCore_DP0 pid=1) ERROR 11-20 10:00:00 [core.py:900]   File "/usr/lib/python3/site-packages/'
           'vllm/v1/executor/multiproc_executor.py", line 533, in collective_rpc\n'
@@ -96,24 +83,24 @@ def test_executor_rpc_timeout_is_a_hang():
           "{method} timed out.\") from e\n"
           "(EngineCore_DP0 pid=1) ERROR 11-20 10:00:00 [core.py:900] TimeoutError: RPC call to "
           "sample_tokens timed out.\n")
-    assert _said(tb) == (True, "hang", "vllm_rpc_timeout")
-    assert _said(tb.replace("RPC call to sample_tokens timed out.", "timed out"))[1] != "hang"
+    assert said(tb) == (True, "hang", "vllm_rpc_timeout")
+    assert said(tb.replace("RPC call to sample_tokens timed out.", "timed out"))[1] != "hang"
 
 
 def test_a_bare_keyerror_naming_a_tensor_is_weights_unreadable_in_vllms_reading_too():
     """vLLM's registry voices SGLang's "KeyError naming a checkpoint tensor, no frames" as well:
     read as vLLM's, a model's load_weights (params_dict[name], models/llama4.py:620 (0.34.0))."""
-    text = _read("vd21.log")
+    text = read_log("vd21.log")
     assert diagnose(text, family="vllm").kind == diagnose(text, family="sglang").kind == "weights_unreadable"
-    assert _said(text, "vllm")[2] == "vllm_weight_name_unknown_alone"
+    assert said(text, "vllm")[2] == "vllm_weight_name_unknown_alone"
     framed = ("Traceback (most recent call last):\n  File \"x.py\", line 3, in f\n    d[k]\n"
               "KeyError: 'model.layers.43.mtp_block.main_norm.weight'\n")
-    assert _said(framed, "vllm")[2] != "vllm_weight_name_unknown_alone"  # frames: not a bare paste
+    assert said(framed, "vllm")[2] != "vllm_weight_name_unknown_alone"  # frames: not a bare paste
 
 
 def test_v0_speculative_metrics_line_marks_vllm_serving():
     """vllm/engine/metrics.py:484 (0.6.4.post1): "Speculative metrics: Draft acceptance rate: ..."."""
-    found = diagnose(_read("vd02.log"))
+    found = diagnose(read_log("vd02.log"))
     assert (found.family, found.crashed, found.kind, found.phase) == ("vllm", False, None, "serving")
     assert detect_family("Speculative metrics: Draft acceptance rate: 0.5") == "vllm"
 
@@ -127,7 +114,7 @@ def test_v0_speculative_metrics_line_marks_vllm_serving():
     ("0.34.0", "vllm/config/model.py", "Supported models implement the `SupportsPP` interface."),
 ])
 def test_the_texts_are_vllms(release, path, text):
-    source = WHEELS / release / path
+    source = VLLM_WHEELS / release / path
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")
     assert text in source.read_text()
@@ -136,7 +123,7 @@ def test_the_texts_are_vllms(release, path, text):
 def test_a_dead_engine_is_not_carried_past_by_a_streamed_200():
     """EngineDeadError (v1/engine/exceptions.py:13 (0.34.0): "Unrecoverable"): the engine is gone; a
     "200 OK" access line after it is a stream whose headers went out first, not the server serving."""
-    found = diagnose(_read("vd10.log"))
+    found = diagnose(read_log("vd10.log"))
     assert (found.crashed, found.kind, found.phase) == (True, "unknown", "serving")
     ok = 'INFO:     10.0.0.1:4000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
     text = ("ERROR 03-13 06:55:20 [async_llm.py:480] AsyncLLM output_handler failed.\n"
@@ -152,7 +139,7 @@ def test_a_dead_engine_is_not_carried_past_by_a_streamed_200():
 def test_a_streamed_requests_caught_error_is_a_request_error_unless_the_engine_died():
     """serving_chat.py:577 (0.6.4.post1), chat_completion/serving.py:963 (0.34.0): the handler logs
     "Error in chat completion stream generator." with the traceback and answers an error chunk."""
-    found = diagnose(_read("vd03.log"))
+    found = diagnose(read_log("vd03.log"))
     assert (found.crashed, found.kind, found.phase) == (False, "request_error", "serving")
     head = ("ERROR 07-07 18:10:20 [serving.py:963] Error in chat completion stream generator.\n"
             "ERROR 07-07 18:10:20 [serving.py:963] Traceback (most recent call last):\n"
@@ -160,10 +147,10 @@ def test_a_streamed_requests_caught_error_is_a_request_error_unless_the_engine_d
             'openai/chat_completion/serving.py", line 700, in chat_completion_stream_generator\n'
             "ERROR 07-07 18:10:20 [serving.py:963]     async for res in result_generator:\n")
     bad_value = head + "ERROR 07-07 18:10:20 [serving.py:963] ValueError: invalid JSON schema\n"
-    assert _said(bad_value) == (False, "request_error", "vllm_stream_error")
+    assert said(bad_value) == (False, "request_error", "vllm_stream_error")
     dead = head + ("ERROR 07-07 18:10:20 [serving.py:963] vllm.v1.engine.exceptions.EngineDeadError: "
                    "EngineCore encountered an issue. See stack trace (above) for the root cause.\n")
-    assert _said(dead)[:2] == (True, "unknown")
+    assert said(dead)[:2] == (True, "unknown")
 
 
 # --- phases -------------------------------------------------------------------------------
@@ -175,7 +162,7 @@ _TAG = "(EngineCore_DP0 pid=1) ERROR 10-30 02:44:31 [core.py:782] "
 def test_a_traceback_cut_below_a_call_is_in_that_calls_step(log_id):
     """The last frame's code line is the call in progress: ``self._initialize_kv_caches(`` is the
     KV cache's setup (v1/engine/core.py), whether the line is whole or cut."""
-    assert diagnose(_read(f"{log_id}.log")).phase == "memory_pool"
+    assert diagnose(read_log(f"{log_id}.log")).phase == "memory_pool"
 
 
 def test_the_call_in_progress_is_read_only_where_the_traceback_is_cut():
@@ -189,16 +176,16 @@ def test_the_call_in_progress_is_read_only_where_the_traceback_is_cut():
 
 def test_torchs_capture_frames_are_graph_capture():
     """vd01: torch.cuda.graph's __exit__ -> capture_end (torch/cuda/graphs.py) runs only in a capture."""
-    found = diagnose(_read("vd01.log"))
+    found = diagnose(read_log("vd01.log"))
     assert (found.kind, found.phase) == ("cuda_oom", "graph_capture")
 
 
 def test_rays_repeat_suffix_is_peeled_and_nccl_init_frames_are_startup():
     """vd19: Ray's " [repeated 6x across cluster]" on each line; ncclCommInitRank (pynccl.py:180
     (0.34.0)) runs when the ranks' groups are built, at startup."""
-    found = diagnose(_read("vd19.log"))
+    found = diagnose(read_log("vd19.log"))
     assert (found.kind, found.phase) == ("nccl", "launch")
-    plain = _read("vd19.log").replace(" [repeated 6x across cluster]", "")
+    plain = read_log("vd19.log").replace(" [repeated 6x across cluster]", "")
     assert diagnose(plain).phase == "launch"
 
 
