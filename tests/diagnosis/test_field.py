@@ -1025,3 +1025,14 @@ def test_a_disputed_phase_is_not_counted():
     assert tool.judged(log)["phase"] is None
     assert tool.judged({**log, "phase_disputed": None})["phase"] is False
 
+
+# --- held-out round 8's misses, fixed by general rules (docs/diagnosis.md) -------------------
+
+def test_sglangs_package_check_finding_no_install_is_a_dependency_mismatch():
+    """h8032: assert_pkg_version's PackageNotFoundError branch, "flashinfer with minimum required version
+    0.1.6 is not installed" (0.4.10.post2 utils.py:855, 0.5.23 utils/common.py:2435), quoted alone."""
+    found = _real("h8032")
+    assert (found.crashed, found.kind) == (True, "dependency_mismatch")
+    assert "install flashinfer 0.1.6 or newer" in found.suggestion
+    line = "Exception: sgl-kernel with minimum required version 0.3.5 is not installed. Please reinstall.\n"
+    assert diagnose(line).kind == "dependency_mismatch"

@@ -233,6 +233,14 @@ MODEL_NOT_FOUND = Signature(
              ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86")))
 
 def _missing_library(found: Found) -> str | None:
+    # assert_pkg_version's PackageNotFoundError branch (0.4.10.post2 utils.py:855, 0.5.23
+    # utils/common.py:2435): no distribution of that name is installed where the server runs
+    match = regex(r"\b([\w.-]+) with minimum required version (\S+?)\.? is not installed").search(found.text)
+    if match:
+        return (f"No {match[1]} distribution is installed in the server's environment (SGLang looks it up by "
+                f"its package name; a build installed under another name, or into another environment, is "
+                f"not seen): install {match[1]} {match[2]} or newer there (`pip show {match[1]}` must find "
+                "it).")
     if match := regex(r"\b(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file").search(found.text):
         return (f"{match[1]} is not on this system's library path: the package that loads it was built "
                 "against it (a CUDA library's number is the CUDA major release it comes from). Install "
@@ -250,6 +258,8 @@ DEPENDENCY = Signature(
      "`pip check` lists conflicts.",),
     patterns=(r"undefined symbol", r"Could not load any common_ops library",
               r"is less than the minimum required version", r"Please reinstall the latest version with",
+              # the same check finding no installed distribution at all (PackageNotFoundError)
+              r"with minimum required version \S+ is not installed",
               r"No module named '(?:sgl_kernel|sglang_kernel|flashinfer|vllm|triton|torch|transformers"
               r"|xgrammar|outlines|flash_attn|deep_gemm)",
               r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
@@ -262,15 +272,18 @@ DEPENDENCY = Signature(
            # the dynamic linker's words in an import's message (a list item of sgl_kernel's report)
            r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
            r"Could not load any common_ops library", r"is less than the minimum required version",
+           r"with minimum required version \S+ is not installed",
            # the rest of sgl_kernel's loader report, when a paste cut its headline
            r"^Error details from previous import attempts:",
            r"^Please ensure sgl_kernel is properly installed"),
     priority=78, phase="launch", detail=_missing_library,
     sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
+             ("0.4.10.post2", "sglang/srt/utils.py:855"),
              ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
              ("0.5.10", "sglang/srt/utils/common.py:1011"),
              ("0.5.10", "sglang/srt/entrypoints/engine.py:1140"),
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
+             ("0.5.23", "sglang/srt/utils/common.py:2435"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
              ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
