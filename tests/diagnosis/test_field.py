@@ -1036,3 +1036,15 @@ def test_sglangs_package_check_finding_no_install_is_a_dependency_mismatch():
     assert "install flashinfer 0.1.6 or newer" in found.suggestion
     line = "Exception: sgl-kernel with minimum required version 0.3.5 is not installed. Please reinstall.\n"
     assert diagnose(line).kind == "dependency_mismatch"
+
+
+def test_the_model_loader_starting_is_load_weights():
+    """h8030: eight ranks choose the ModelOpt loader and start loading ("Using ModelOptModelLoader due
+    to ModelOpt quantization config.", "ModelOptModelLoader: Loading base model...", "Model is already
+    quantized, loading directly...": 0.5.23 model_loader/loader.py:4207, :3821, :3828, from
+    model_runner_components/load_model_utils.py:327, :346), cut there: not crashed, load_weights."""
+    assert _said("h8030") == (False, None, "load_weights")
+    for line in ("Using IncModelLoader due to AutoRound quantization config.",
+                 "IncModelLoader: Loading model...", "Model is already quantized, loading directly..."):
+        assert phase_of(f"[2025-10-24 06:22:56 TP0] {line}") == "load_weights"
+    assert phase_of("[2025-10-24 06:22:56 TP0] Loading the ModelLoader docs") == "launch"
