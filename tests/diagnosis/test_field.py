@@ -1028,6 +1028,19 @@ def test_a_disputed_phase_is_not_counted():
 
 # --- held-out round 8's misses, fixed by general rules (docs/diagnosis.md) -------------------
 
+def test_a_line_in_markdown_emphasis_is_read_without_its_markers():
+    """h8016: transformers' "does not appear to have a file named preprocessor_config.json" wrapped
+    in ``**_..._**`` by the reporter: model_not_found, the advice naming the missing file. A name
+    with underscores, glog's ``*** SIGSEGV ... ***`` and a line with markers inside are left."""
+    found = _real("h8016")
+    assert (found.crashed, found.kind) == (True, "model_not_found")
+    assert "has no preprocessor_config.json" in found.suggestion
+    lines = ["**_ValueError: bad value_**", "*RuntimeError: boom*", "_not a crash at all_", "__init__",
+             "*** SIGSEGV received at time=1 on cpu 3 ***", "a **bold** word", "**half"]
+    assert [ln.msg for ln in split_lines("\n".join(lines))] == ["ValueError: bad value", "RuntimeError: boom",
+                                                                "not a crash at all", *lines[3:]]
+
+
 def test_sglangs_package_check_finding_no_install_is_a_dependency_mismatch():
     """h8032: assert_pkg_version's PackageNotFoundError branch, "flashinfer with minimum required version
     0.1.6 is not installed" (0.4.10.post2 utils.py:855, 0.5.23 utils/common.py:2435), quoted alone."""

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
                                     peel_relay_level, split_flattened, split_glued_bar,
-                                    split_glued_terminate, unquote_inline_code)
+                                    split_glued_terminate, unquote_emphasis, unquote_inline_code)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -153,7 +153,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
     for no, raw in enumerate(dedented(peel_line_numbers(text.splitlines())), start=1):
-        cleaned = unquote_inline_code(_clean(raw))
+        cleaned = unquote_emphasis(unquote_inline_code(_clean(raw)))
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
         ident = pid = None

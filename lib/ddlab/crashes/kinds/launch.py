@@ -190,6 +190,11 @@ def _hub_detail(found: Found) -> str | None:
     if regex(r"couldn't connect to|LocalEntryNotFoundError|offline").search(text):
         return ("The host could not reach huggingface.co and the files are not cached: download "
                 "them first (`hf download REPO`), then run with HF_HUB_OFFLINE=1.")
+    # transformers' cached_file: the repo (or folder) exists but lacks the file asked for
+    if match := regex(r"does not appear to have (?:a )?files? named ([\w.-]+?)\.?(?:\s|$)").search(text):
+        return (f"The repo (or folder) exists but has no {match[1]}: a fine-tuned checkpoint often ships "
+                "without its base model's processor or tokenizer files; copy them from the base model's "
+                "repo into a local folder with the weights and give that folder as `--model-path`.")
     if regex(r"not a valid model identifier|Repository Not Found|Repo id must").search(text):
         return "The name is neither a Hugging Face repo nor an existing folder: check its spelling."
     return None
