@@ -1028,6 +1028,24 @@ def test_a_disputed_phase_is_not_counted():
 
 # --- held-out round 8's misses, fixed by general rules (docs/diagnosis.md) -------------------
 
+def test_an_amd_gpus_page_fault_is_an_illegal_access():
+    """h8014: only the host kernel's amdgpu fault records (dmesg -T), two GPUs' interleaved:
+    "VM_L2_PROTECTION_FAULT_STATUS:0x00341051" and its fields (Linux drivers/gpu/drm/amd/amdgpu/
+    gmc_v9_0.c, gmc_v9_0_process_interrupt); ROCr's own line before it aborts reads the same
+    (ROCR-Runtime src/core/runtime/runtime.cpp, VMFaultHandler). Another amdgpu line is no fault."""
+    found = _real("h8014")
+    assert (found.crashed, found.kind, found.signature) == (True, "cuda_illegal_access", "amd_gpu_page_fault")
+    assert "HIP_LAUNCH_BLOCKING=1" in found.suggestion
+    rocr = diagnose("Memory access fault by GPU node-2 (Agent handle: 0x55d0c0) on address 0x7f2e00000000. "
+                    "Reason: Page not present or supervisor privilege.\n")
+    assert (rocr.crashed, rocr.kind, rocr.phase) == (True, "cuda_illegal_access", "serving")
+    header = diagnose("[Tue Sep  9 02:30:28 2025] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault "
+                      "(src_id:0 ring:0 vmid:8 pasid:32770)\n")
+    assert (header.crashed, header.kind) == (True, "cuda_illegal_access")
+    other = "[Tue Sep  9 02:30:28 2025] amdgpu 0000:c6:00.0: amdgpu: SMU is initialized successfully!\n"
+    assert not diagnose(other).crashed
+
+
 def test_a_line_in_markdown_emphasis_is_read_without_its_markers():
     """h8016: transformers' "does not appear to have a file named preprocessor_config.json" wrapped
     in ``**_..._**`` by the reporter: model_not_found, the advice naming the missing file. A name
