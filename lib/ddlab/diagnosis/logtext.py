@@ -191,18 +191,14 @@ def _restamp(line: Line, msg: str) -> Line:
 # --- startup phases -----------------------------------------------------------
 
 PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "serving")
-# The model loader chosen and starting, after "Load weight begin" (0.5.23 model_executor/
-# model_runner_components/load_model_utils.py:327 get_model_loader, :346 loader.load_model):
-# model_loader/loader.py:4174, :4207, :4219 "Using XModelLoader ...", :3555 / :3821 "XModelLoader:
-# Loading ...", :3559 / :3828 "Model is already quantized, loading directly..."
-_MODEL_LOADER = (r"Using \w+ModelLoader\b|\b\w+ModelLoader: Loading\b"
-                 r"|Model is already quantized, loading directly")
+# The model loader chosen and starting, after "Load weight begin" (0.5.23 load_model_utils.py:327, :346;
+# model_loader/loader.py:4174, :4207, :4219 "Using X...", :3555, :3821 "X: Loading ...", :3559, :3828)
+_MODEL_LOADER = r"Using \w+ModelLoader\b|\w+ModelLoader: Loading|Model is already quantized, loading directly"
 _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
         # SGLang Diffusion's DiT loader (0.5.6.post1 multimodal_gen/runtime/loader/component_loader.py:659)
-        r"|Loading model from \d+ safetensors files"
-        rf"|{_MODEL_LOADER}", re.I)),
+        rf"|Loading model from \d+ safetensors files|{_MODEL_LOADER}", re.I)),
     ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
     # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
