@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, replace
 
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
                                     peel_relay_level, split_flattened, split_glued_bar,
-                                    split_glued_terminate, unquote_inline_code)
+                                    split_glued_terminate, unquote_emphasis, unquote_inline_code)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -153,7 +153,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
     for no, raw in enumerate(dedented(peel_line_numbers(text.splitlines())), start=1):
-        cleaned = unquote_inline_code(_clean(raw))
+        cleaned = unquote_emphasis(unquote_inline_code(_clean(raw)))
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
         ident = pid = None
@@ -191,11 +191,14 @@ def _restamp(line: Line, msg: str) -> Line:
 # --- startup phases -----------------------------------------------------------
 
 PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "serving")
+# The model loader chosen and starting, after "Load weight begin" (0.5.23 load_model_utils.py:327, :346;
+# model_loader/loader.py:4174, :4207, :4219 "Using X...", :3555, :3821 "X: Loading ...", :3559, :3828)
+_MODEL_LOADER = r"Using \w+ModelLoader\b|\w+ModelLoader: Loading|Model is already quantized, loading directly"
 _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
         # SGLang Diffusion's DiT loader (0.5.6.post1 multimodal_gen/runtime/loader/component_loader.py:659)
-        r"|Loading model from \d+ safetensors files", re.I)),
+        rf"|Loading model from \d+ safetensors files|{_MODEL_LOADER}", re.I)),
     ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
     # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
@@ -228,7 +231,7 @@ _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 # pynccl.py:87): where one is in the log, the log shows the startup.
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
-    r"|Loading model from \d+ safetensors files"
+    rf"|Loading model from \d+ safetensors files|{_MODEL_LOADER}"
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)

@@ -31,6 +31,8 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *Inline code*: a line the reporter wrapped in markdown's inline code span
   (`` `ImportError: ...` ``; a span may open on one line and close on a later one),
   read without the backticks.
+- *Emphasis*: a whole line the reporter wrapped in markdown emphasis (``**_OSError: ..._**``),
+  read without the markers.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ import re
 from dataclasses import replace
 
 __all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
-           "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "peel_line_numbers", "dedented"]
+           "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "unquote_emphasis",
+           "peel_line_numbers", "dedented"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -181,6 +184,27 @@ def unquote_inline_code(text: str) -> str:
     it at the start, or closes it at the end); a line with a backtick inside it as it is."""
     match = _INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)
     return match["body"] if match else text
+
+
+# --- markdown emphasis around a line ------------------------------------------------------
+
+# GitHub's emphasis: a run of up to three of ``*`` / ``_`` opens it, the same run reversed closes it
+# (``**_text_**``: bold italic). Python and SGLang start no line with ``*`` and end none with ``_*``;
+# a name with underscores (``__init__``, ``_pickle.X: y_``) has no space inside, or ends in the same
+# run it starts with only by chance, so an ``_``-only run counts only around words with a space
+# between them, starting with a letter.
+_EMPHASIS_RE = re.compile(r"^(?P<run>[*_]{1,3})(?P<body>[^\s*_].*[^\s*_])(?P<close>[*_]{1,3})$")
+
+
+def unquote_emphasis(text: str) -> str:
+    """A whole line in markdown emphasis (``**...**``, ``_..._``, ``**_..._**``), without the
+    markers; any other line as it is."""
+    match = _EMPHASIS_RE.match(text)
+    if not match or match["close"] != match["run"][::-1]:
+        return text
+    if "*" not in match["run"] and not (" " in match["body"] and match["body"][0].isalpha()):
+        return text
+    return match["body"]
 
 
 # --- wrapped frame lines ----------------------------------------------------------------

@@ -184,6 +184,28 @@ NPU_KERNEL_FAULT = Signature(
              ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
                                  "error, retCode=0x31, [vector core exception])")))
 
+# an AMD GPU's page fault: the amdgpu kernel driver's report in the host's kernel log (dmesg), one
+# record per fault ("[gfxhub0] no-retry page fault (src_id:0 ring:0 vmid:8 pasid:32770)", " for process
+# python3 pid N ...", "VM_L2_PROTECTION_FAULT_STATUS:0x00341051", its fields; a fault the driver
+# recovered is not printed), or ROCr's own line in the process's stderr before it aborts: a kernel
+# read or wrote an address not mapped for it, ROCm's illegal memory access
+AMD_GPU_PAGE_FAULT = Signature(
+    "amd_gpu_page_fault", "cuda_illegal_access", "an AMD GPU kernel faulted: a page fault on the GPU",
+    ("A kernel on the AMD GPU read or wrote an address not mapped for it (the amdgpu driver's page "
+     "fault report in the host's kernel log, `dmesg`, names the process; ROCr then aborts it with "
+     "'Memory access fault by GPU node-N'): rerun with HIP_LAUNCH_BLOCKING=1 (or "
+     "AMD_SERIALIZE_KERNEL=3) to find the kernel that faults, then bisect: {graphs_off}, another "
+     "`--attention-backend`, and a newer ROCm / aiter / SGLang if the kernel is theirs.",),
+    lines=(r"\b(?:GC|MM)?VM_L2_PROTECTION_FAULT_STATUS:0x[0-9a-f]+",
+           r"\] (?:retry |no-retry )?page fault \(src_id:\d+ ring:\d+ vmid:\d+",
+           r"\bMemory access fault by GPU node-\d+"),
+    priority=50, running=True, by_algorithm=_BY_ALGORITHM,
+    sources=(("Linux (gregkh/linux 11747c5)",
+              "drivers/gpu/drm/amd/amdgpu/gmc_v9_0.c (gmc_v9_0_process_interrupt: [%s] %s page fault "
+              "(src_id:%u ring:%u vmid:%u pasid:%u), VM_L2_PROTECTION_FAULT_STATUS:0x%08X)"),
+             ("ROCR-Runtime", "src/core/runtime/runtime.cpp (VMFaultHandler: Memory access fault by GPU "
+                              "node-%u (Agent handle: %p) on address %p%s. Reason: %s.)")))
+
 def _config_detail(found: Found) -> str | None:
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
     if regex(r"arange's range must be a power of 2").search(found.text):
@@ -268,4 +290,5 @@ KERNEL_BOUNDS_CHECK = Signature(
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
               TRITON_HEAD_DIM,
-              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, KERNEL_BOUNDS_CHECK]
+              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, AMD_GPU_PAGE_FAULT,
+              KERNEL_BOUNDS_CHECK]

@@ -190,6 +190,11 @@ def _hub_detail(found: Found) -> str | None:
     if regex(r"couldn't connect to|LocalEntryNotFoundError|offline").search(text):
         return ("The host could not reach huggingface.co and the files are not cached: download "
                 "them first (`hf download REPO`), then run with HF_HUB_OFFLINE=1.")
+    # transformers' cached_file: the repo (or folder) exists but lacks the file asked for
+    if match := regex(r"does not appear to have (?:a )?files? named ([\w.-]+?)\.?(?:\s|$)").search(text):
+        return (f"The repo (or folder) exists but has no {match[1]}: a fine-tuned checkpoint often ships "
+                "without its base model's processor or tokenizer files; copy them from the base model's "
+                "repo into a local folder with the weights and give that folder as `--model-path`.")
     if regex(r"not a valid model identifier|Repository Not Found|Repo id must").search(text):
         return "The name is neither a Hugging Face repo nor an existing folder: check its spelling."
     return None
@@ -233,6 +238,14 @@ MODEL_NOT_FOUND = Signature(
              ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86")))
 
 def _missing_library(found: Found) -> str | None:
+    # assert_pkg_version's PackageNotFoundError branch (0.4.10.post2 utils.py:855, 0.5.23
+    # utils/common.py:2435): no distribution of that name is installed where the server runs
+    match = regex(r"\b([\w.-]+) with minimum required version (\S+?)\.? is not installed").search(found.text)
+    if match:
+        return (f"No {match[1]} distribution is installed in the server's environment (SGLang looks it up by "
+                f"its package name; a build installed under another name, or into another environment, is "
+                f"not seen): install {match[1]} {match[2]} or newer there (`pip show {match[1]}` must find "
+                "it).")
     if match := regex(r"\b(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file").search(found.text):
         return (f"{match[1]} is not on this system's library path: the package that loads it was built "
                 "against it (a CUDA library's number is the CUDA major release it comes from). Install "
@@ -250,6 +263,8 @@ DEPENDENCY = Signature(
      "`pip check` lists conflicts.",),
     patterns=(r"undefined symbol", r"Could not load any common_ops library",
               r"is less than the minimum required version", r"Please reinstall the latest version with",
+              # the same check finding no installed distribution at all (PackageNotFoundError)
+              r"with minimum required version \S+ is not installed",
               r"No module named '(?:sgl_kernel|sglang_kernel|flashinfer|vllm|triton|torch|transformers"
               r"|xgrammar|outlines|flash_attn|deep_gemm)",
               r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
@@ -262,15 +277,18 @@ DEPENDENCY = Signature(
            # the dynamic linker's words in an import's message (a list item of sgl_kernel's report)
            r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
            r"Could not load any common_ops library", r"is less than the minimum required version",
+           r"with minimum required version \S+ is not installed",
            # the rest of sgl_kernel's loader report, when a paste cut its headline
            r"^Error details from previous import attempts:",
            r"^Please ensure sgl_kernel is properly installed"),
     priority=78, phase="launch", detail=_missing_library,
     sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
+             ("0.4.10.post2", "sglang/srt/utils.py:855"),
              ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
              ("0.5.10", "sglang/srt/utils/common.py:1011"),
              ("0.5.10", "sglang/srt/entrypoints/engine.py:1140"),
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
+             ("0.5.23", "sglang/srt/utils/common.py:2435"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
              ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
