@@ -50,6 +50,9 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
+    # DJL Serving (LMI, which runs vLLM) relaying its Python worker's output, as its logs show it:
+    # "INFO  PyProcess W-162-model-stdout: " (round 5: the level may be cut)
+    r"^[A-Z]*\s+PyProcess W-[\w.-]+-std(?:out|err):\s",
 ))
 
 _VLLM_MARKS = re.compile(
@@ -76,7 +79,10 @@ _VLLM_MARKS = re.compile(
     r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm(?:_ascend)?[/\\]"
     # (round 4: vllm_ascend's frames; pydantic's ArgsKwargs input of vLLM's config dataclasses; the
     # weight loader's refusal, models/utils.py:454 (0.34.0): no SGLang wheel writes them)
-    r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '", re.M)
+    r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '"
+    # (round 5: V0's spec-decode worker's vocabulary assert, spec_decode/spec_decode_worker.py:1067
+    # (0.6.4.post1), printed as its traceback's code line; no SGLang wheel has it)
+    r"|assert all\(vocab_sizes\[0\] == vocab_size for", re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
 
@@ -100,6 +106,8 @@ _RAY_REPEATED_RE = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\
 # a record flattened onto one line keeps the tag vLLM writes before each line (decorate_logs): a line
 # starts where the leading tag recurs; a viewer's widened spaces in a metrics line are made single
 _LEAD_TAG_RE = re.compile(rf"^\s*(?P<tag>{_PROC[:-2]})\s")
+# a frame line a terminal wrapped inside its path: the next line (no quote before it) ends the path
+_WRAPPED_FRAME_RE = re.compile(r'(File "[^"\n]*?)[ \t]*\r?\n(?=[^"\n]*", line \d+)')
 _WIDE_METRICS_RE = re.compile(r"\bAvg\s+(?:prompt|generation)\s+throughput:")
 
 
@@ -107,7 +115,7 @@ def vllm_lines(text: str) -> list[Line]:
     """The lines, the collectors' and vLLM's prefixes (and Ray's repeat suffix) peeled (above)."""
     text = "\n".join(re.sub(rf"(?<=\S)\s+(?={re.escape(lead['tag'])}\s)", "\n", raw)
                      if (lead := _LEAD_TAG_RE.match(raw)) else raw
-                     for raw in _RAY_REPEATED_RE.sub("", text).splitlines())
+                     for raw in _WRAPPED_FRAME_RE.sub(r"\1", _RAY_REPEATED_RE.sub("", text)).splitlines())
     return [replace(ln, msg=re.sub(r"(?<=\S) {2,}(?=\S)", " ", ln.msg)) if _WIDE_METRICS_RE.search(ln.msg)
             else ln for ln in split_lines(text, extra=VLLM_PREFIXES)]
 
