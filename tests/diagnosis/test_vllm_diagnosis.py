@@ -18,14 +18,8 @@ from ddlab.config.vllm import vllm_table
 from ddlab.core.errors import ConfigError
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.signatures import SIGNATURES, VLLM_SIGNATURES
-from ddlab.diagnosis.vllm_log import (
-    detect_family,
-    parse_metrics_lines,
-    summarize_metrics,
-    vllm_facts,
-    vllm_lines,
-    vllm_phase_marker,
-)
+from ddlab.diagnosis.vllm_log import detect_family, vllm_facts, vllm_lines, vllm_phase_marker
+from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 VLLM = LOGS / "vllm"

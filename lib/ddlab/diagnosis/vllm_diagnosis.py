@@ -18,7 +18,7 @@ running server meets, in a paste that shows nothing of the startup, is ``serving
 The advice is the signature's sentences in vLLM's flags; for a release given (or read
 from the log: the API server's version line, the banner) a sentence whose flag that
 release's parser table (:func:`ddlab.config.vllm.vllm_table`) refuses is dropped.
-``decode`` is the summary of vLLM's metrics lines (:func:`.vllm_log.summarize_metrics`).
+``decode`` is the summary of vLLM's metrics lines (:func:`.vllm_metrics.summarize_metrics`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,12 @@ from ddlab.diagnosis.signatures import VLLM
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_log import (
     VLLM_READY_RE,
-    parse_metrics_lines,
-    summarize_metrics,
     vllm_facts,
     vllm_lines,
     vllm_phase_marker,
     vllm_phase_reached,
 )
+from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
            "FRAME_PHASES", "advise_vllm"]
