@@ -18,14 +18,8 @@ from ddlab.config.vllm import vllm_table
 from ddlab.core.errors import ConfigError
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.signatures import SIGNATURES, VLLM_SIGNATURES
-from ddlab.diagnosis.vllm_log import (
-    detect_family,
-    parse_metrics_lines,
-    summarize_metrics,
-    vllm_facts,
-    vllm_lines,
-    vllm_phase_marker,
-)
+from ddlab.diagnosis.vllm_log import detect_family, vllm_facts, vllm_lines, vllm_phase_marker
+from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 VLLM = LOGS / "vllm"
@@ -128,6 +122,8 @@ _CITED = {
     "vllm_gdn_spec_mixed": "assert not (num_decodes > 0 and num_spec_decodes > 0)",
     "vllm_spec_grammar": "def update_draft_token_ids_in_output",
     "vllm_draft_hidden_size": "self.hidden_states[:num_tokens] = target_hidden_states",
+    # round 5
+    "vllm_request_preprocess": "Error in preprocessing prompt inputs",
 }
 
 
@@ -217,8 +213,9 @@ def test_vllm_logs_are_read_as_vllm():
     assert all(detect_family(_read(VLLM / name)) == "vllm" for name in FIXTURES)
     unmarked = [i for i in WORK if detect_family(_read(REAL / f"{i}.log")) != "vllm"]
     # round 3 added four: a bare KeyError (vd21), a Triton error (vd32) and torch's ProcessGroupNCCL
-    # watchdog (vd38, vd39); round 4 one: V0 stamps inside a terminal box's borders (ve02)
-    assert len(unmarked) <= 10, unmarked
+    # watchdog (vd38, vd39); round 4 one: V0 stamps inside a terminal box's borders (ve02); round 5
+    # one: three lines of Ascend CANN's graph engine, which SGLang's NPU backend runs too (vf20)
+    assert len(unmarked) <= 11, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

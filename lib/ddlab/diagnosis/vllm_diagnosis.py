@@ -18,7 +18,7 @@ running server meets, in a paste that shows nothing of the startup, is ``serving
 The advice is the signature's sentences in vLLM's flags; for a release given (or read
 from the log: the API server's version line, the banner) a sentence whose flag that
 release's parser table (:func:`ddlab.config.vllm.vllm_table`) refuses is dropped.
-``decode`` is the summary of vLLM's metrics lines (:func:`.vllm_log.summarize_metrics`).
+``decode`` is the summary of vLLM's metrics lines (:func:`.vllm_metrics.summarize_metrics`).
 """
 
 from __future__ import annotations
@@ -37,13 +37,12 @@ from ddlab.diagnosis.signatures import VLLM
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_log import (
     VLLM_READY_RE,
-    parse_metrics_lines,
-    summarize_metrics,
     vllm_facts,
     vllm_lines,
     vllm_phase_marker,
     vllm_phase_reached,
 )
+from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
            "FRAME_PHASES", "advise_vllm"]
@@ -58,7 +57,10 @@ def _frames(names: str) -> re.Pattern:
 # vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
 # v1/worker/gpu_model_runner.py, v1/engine/core.py, v1/core/kv_cache_utils.py; V0 0.6.4.post1:
 # worker/worker.py, worker/model_runner.py, engine/llm_engine.py, spec_decode/)
-_LOAD = r"load_model|load_weights|_initialize_model|get_model|initialize_model|download_weights_from_hf\w*"
+# (the loaded weights are processed in load_model: a quantized layer repacked for its kernel,
+# model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95 (0.34.0))
+_LOAD = (r"load_model|load_weights|_initialize_model|get_model|initialize_model|download_weights_from_hf\w*"
+         r"|process_weights_after_loading|\w+_marlin_repack")
 _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
          r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
          r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine")
@@ -111,6 +113,15 @@ def _with_worker_message(chains: list[Chain]) -> list[Chain]:
 
 
 _CALL_RE = re.compile(r"(\w+)\(")
+# the executor runs a method on every worker by its name (v1/executor/abstract.py:132, :137 (0.34.0);
+# V0 executor/ray_gpu_executor.py:279 (0.6.4.post1)): a traceback cut in the executor's frames is
+# in that method
+_RPC_RE = re.compile(r"\b(?:collective_rpc|_run_workers)\(\s*[\"'](\w+)[\"']")
+
+
+def _rpc_methods(frames: str) -> str:
+    """The worker methods the executor's calls in ``frames`` name, one frame line each."""
+    return "".join(f"\n, in {name}" for name in _RPC_RE.findall(frames))
 
 
 def _call_in_progress(best: Candidate | None) -> str:
@@ -262,6 +273,7 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     crashed = (best is not None and not request) or log.exit_seen.failed
     signature = best.signature if best else None
     frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best)
+    frames += _rpc_methods(frames)
     phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
     version = version or log.facts.get("vllm_version")
     algorithm = algorithm or log.facts.get("speculative_method")

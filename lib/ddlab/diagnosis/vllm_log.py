@@ -15,24 +15,19 @@ vllm/logging_utils/formatter.py:74 (0.34.0)).
 the lines vLLM writes at each step (the releases' ``path:line`` at each marker below);
 :func:`vllm_facts` the facts it states (the release, the non-default args or the
 0.6-era ``args: Namespace(...)``, the speculative method, sizes of the weights and
-the KV cache); :func:`parse_metrics_lines` the periodic metrics line (throughput,
-running / waiting requests, KV cache usage) and the speculative metrics lines (mean
-acceptance length, per-position acceptance rate, accepted / drafted tokens; the V0
-engine's "Speculative metrics: Draft acceptance rate ..."), and
-:func:`summarize_metrics` their summary.
+the KV cache). Its metrics lines are read by :mod:`.vllm_metrics`.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
 __all__ = ["FAMILIES", "detect_family", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
-           "vllm_phase_marker", "vllm_facts", "MetricsRecord", "parse_metrics_lines",
-           "summarize_metrics", "VLLM_READY_RE", "VLLM_PROGRESS_RE"]
+           "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE"]
 
 FAMILIES = ("sglang", "vllm")
 
@@ -50,6 +45,9 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
+    # DJL Serving (LMI, which runs vLLM) relaying its Python worker's output, as its logs show it:
+    # "INFO  PyProcess W-162-model-stdout: " (round 5: the level may be cut)
+    r"^[A-Z]*\s+PyProcess W-[\w.-]+-std(?:out|err):\s",
 ))
 
 _VLLM_MARKS = re.compile(
@@ -76,7 +74,10 @@ _VLLM_MARKS = re.compile(
     r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm(?:_ascend)?[/\\]"
     # (round 4: vllm_ascend's frames; pydantic's ArgsKwargs input of vLLM's config dataclasses; the
     # weight loader's refusal, models/utils.py:454 (0.34.0): no SGLang wheel writes them)
-    r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '", re.M)
+    r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '"
+    # (round 5: V0's spec-decode worker's vocabulary assert, spec_decode/spec_decode_worker.py:1067
+    # (0.6.4.post1), printed as its traceback's code line; no SGLang wheel has it)
+    r"|assert all\(vocab_sizes\[0\] == vocab_size for", re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
 
@@ -100,6 +101,8 @@ _RAY_REPEATED_RE = re.compile(r"[ \t]*\[repeated \d+x across cluster\][ \t]*(?=\
 # a record flattened onto one line keeps the tag vLLM writes before each line (decorate_logs): a line
 # starts where the leading tag recurs; a viewer's widened spaces in a metrics line are made single
 _LEAD_TAG_RE = re.compile(rf"^\s*(?P<tag>{_PROC[:-2]})\s")
+# a frame line a terminal wrapped inside its path: the next line (no quote before it) ends the path
+_WRAPPED_FRAME_RE = re.compile(r'(File "[^"\n]*?)[ \t]*\r?\n(?=[^"\n]*", line \d+)')
 _WIDE_METRICS_RE = re.compile(r"\bAvg\s+(?:prompt|generation)\s+throughput:")
 
 
@@ -107,7 +110,7 @@ def vllm_lines(text: str) -> list[Line]:
     """The lines, the collectors' and vLLM's prefixes (and Ray's repeat suffix) peeled (above)."""
     text = "\n".join(re.sub(rf"(?<=\S)\s+(?={re.escape(lead['tag'])}\s)", "\n", raw)
                      if (lead := _LEAD_TAG_RE.match(raw)) else raw
-                     for raw in _RAY_REPEATED_RE.sub("", text).splitlines())
+                     for raw in _WRAPPED_FRAME_RE.sub(r"\1", _RAY_REPEATED_RE.sub("", text)).splitlines())
     return [replace(ln, msg=re.sub(r"(?<=\S) {2,}(?=\S)", " ", ln.msg)) if _WIDE_METRICS_RE.search(ln.msg)
             else ln for ln in split_lines(text, extra=VLLM_PREFIXES)]
 
@@ -271,129 +274,3 @@ def vllm_facts(lines: list[Line]) -> dict:
         if tokens is not None:
             facts.setdefault("num_speculative_tokens", tokens)
     return {k: v for k, v in facts.items() if v is not None}
-
-
-# --- metrics lines ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class MetricsRecord:
-    """One metrics line of vLLM: the periodic stats (``kind="stats"``) or the speculative
-    decoding metrics (``kind="spec"``); fields the line lacks stay None."""
-
-    line_no: int
-    kind: str
-    engine: str | None = None
-    prompt_tok_s: float | None = None
-    gen_tok_s: float | None = None
-    running: int | None = None
-    waiting: int | None = None
-    kv_cache_usage_pct: float | None = None
-    prefix_cache_hit_pct: float | None = None
-    mean_acceptance_length: float | None = None
-    accepted_tok_s: float | None = None
-    drafted_tok_s: float | None = None
-    accepted_tokens: int | None = None
-    drafted_tokens: int | None = None
-    per_position_acceptance: tuple[float, ...] | None = None
-    draft_acceptance_rate: float | None = None   # 0..1 (V1 prints a percentage)
-    num_speculative_tokens: int | None = None     # V0 only
-    emitted_tokens: int | None = None             # V0 only
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-_ENGINE_RE = re.compile(r"^Engine (\d+): ")
-_STATS = (  # V1 0.34.0 v1/metrics/loggers.py:283; V0 0.6.4.post1 engine/metrics.py:450
-    ("prompt_tok_s", r"Avg prompt throughput: ([\d.]+) tokens/s", float),
-    ("gen_tok_s", r"Avg generation throughput: ([\d.]+) tokens/s", float),
-    ("running", r"Running: (\d+) reqs", int),
-    ("waiting", r"(?:Waiting|Pending): (\d+) reqs", int),
-    ("kv_cache_usage_pct", r"KV cache usage: ([\d.]+)%", float),
-    ("prefix_cache_hit_pct", r"Prefix cache hit rate: ([\d.]+)%", float),
-)
-_SPEC = (  # V1 0.34.0 v1/spec_decode/metrics.py:121
-    ("mean_acceptance_length", r"Mean acceptance length: ([\d.]+|nan)", float),
-    ("accepted_tok_s", r"Accepted throughput: ([\d.]+) tokens/s", float),
-    ("drafted_tok_s", r"Drafted throughput: ([\d.]+) tokens/s", float),
-    ("accepted_tokens", r"Accepted: (\d+) tokens", int),
-    ("drafted_tokens", r"Drafted: (\d+) tokens", int),
-    ("draft_acceptance_rate", r"Avg Draft acceptance rate: ([\d.]+|nan)%", lambda t: float(t) / 100),
-)
-_SPEC_V0 = (  # V0 0.6.4.post1 engine/metrics.py:484
-    ("draft_acceptance_rate", r"Draft acceptance rate: ([\d.]+|nan)", float),
-    ("num_speculative_tokens", r"Number of speculative tokens: (\d+)", int),
-    ("accepted_tokens", r"Number of accepted tokens: (\d+)", int),
-    ("drafted_tokens", r"Number of draft tokens: (\d+)", int),
-    ("emitted_tokens", r"Number of emitted tokens: (\d+)", int),
-)
-_PER_POSITION_RE = re.compile(r"Per-position acceptance rate: ((?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
-
-
-def _fields(msg: str, table) -> dict:
-    values = {}
-    for name, pattern, convert in table:
-        if name not in values and (match := re.search(pattern, msg)):
-            values[name] = convert(match[1])
-    return values
-
-
-def _metrics_record(line: Line) -> MetricsRecord | None:
-    msg = line.msg
-    engine = _ENGINE_RE.match(msg)
-    where = {"line_no": line.no, "engine": engine[1] if engine else None}
-    if "SpecDecoding metrics:" in msg:
-        values = _fields(msg, _SPEC)
-        if rates := _PER_POSITION_RE.search(msg):
-            values["per_position_acceptance"] = tuple(float(r) for r in rates[1].split(", "))
-        return MetricsRecord(kind="spec", **where, **values)
-    if "Speculative metrics:" in msg:
-        return MetricsRecord(kind="spec", **where, **_fields(msg, _SPEC_V0))
-    if re.search(_STATS[0][1], msg):
-        return MetricsRecord(kind="stats", **where, **_fields(msg, _STATS))
-    return None
-
-
-def parse_metrics_lines(text_or_lines) -> list[MetricsRecord]:
-    """Every metrics line of a vLLM log (text or :class:`Line` list), in order."""
-    lines = vllm_lines(text_or_lines) if isinstance(text_or_lines, str) else text_or_lines
-    return [record for line in lines if (record := _metrics_record(line))]
-
-
-def _mean(values) -> float | None:
-    values = [v for v in values if v == v]  # nan (no drafts yet) is no figure
-    return round(sum(values) / len(values), 4) if values else None
-
-
-def summarize_metrics(records: list[MetricsRecord]) -> dict:
-    """Summary figures: generation throughput (mean over lines that generated, max), the
-    most running / waiting requests, and speculative decoding's acceptance: the mean
-    acceptance length over the lines (and the last), the overall acceptance (accepted /
-    drafted tokens, summed), the mean per-position acceptance rate."""
-    stats = [r for r in records if r.kind == "stats"]
-    spec = [r for r in records if r.kind == "spec"]
-    busy = [r.gen_tok_s for r in stats if r.gen_tok_s]
-    summary = {
-        "count": len(stats), "spec_count": len(spec),
-        "gen_throughput_tok_s_mean": _mean(busy),
-        "gen_throughput_tok_s_max": max(busy, default=None),
-        "running_max": max((r.running for r in stats if r.running is not None), default=None),
-        "waiting_max": max((r.waiting for r in stats if r.waiting is not None), default=None),
-        "kv_cache_usage_pct_max": max((r.kv_cache_usage_pct for r in stats
-                                       if r.kv_cache_usage_pct is not None), default=None),
-    }
-    if spec:
-        lengths = [r.mean_acceptance_length for r in spec if r.mean_acceptance_length is not None]
-        accepted = sum(r.accepted_tokens or 0 for r in spec)
-        drafted = sum(r.drafted_tokens or 0 for r in spec)
-        rows = [r.per_position_acceptance for r in spec if r.per_position_acceptance]
-        width = max((len(row) for row in rows), default=0)
-        summary.update({
-            "accept_len_mean": _mean(lengths),
-            "accept_len_last": lengths[-1] if lengths else None,
-            "accepted_tokens": accepted, "drafted_tokens": drafted,
-            "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
-            "per_position_acceptance_mean": [
-                _mean([row[i] for row in rows if len(row) > i]) for i in range(width)] or None,
-        })
-    return summary

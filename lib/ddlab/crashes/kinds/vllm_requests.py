@@ -9,7 +9,7 @@ from __future__ import annotations
 from ddlab.crashes.kinds.vllm_library import V0
 from ddlab.crashes.signature import Signature
 
-__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR"]
+__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR"]
 
 _V0 = V0
 
@@ -49,3 +49,26 @@ STREAM_ERROR = Signature(
              ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:963"),
              ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:623"),
              ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:510")))
+
+# the OpenAI server's handlers render and tokenize each request's prompt; what that raises is logged
+# with its traceback and answered with an error (logger.exception("Error in preprocessing prompt
+# inputs"), then create_error_response): one request's error. The handler is the traceback's outer
+# frame under vllm/entrypoints/openai/ (the offline LLM's own _preprocess_chat, entrypoints/common/,
+# is no request). Ranked low like the stream's (round 5)
+_PREPROCESS = r"Error in preprocessing prompt inputs"
+_HANDLER_FRAME = (r"entrypoints[/\\]openai[/\\][\w/\\]*\.py\", line \d+, in (?:create_chat_completion"
+                  r"|create_completion|create_embedding|_preprocess_chat|_preprocess_completion"
+                  r"|render_chat_request)\s*$")
+PREPROCESS_ERROR = Signature(
+    "vllm_request_preprocess", "request_error", "one request's prompt could not be prepared",
+    ("The OpenAI server could not render or tokenize one request's prompt (its messages, the chat "
+     "template, its length) and answered it with an error; the server kept serving. The message under "
+     "the traceback names the request's fault: fix the request (a prompt plus `max_tokens` within "
+     "`--max-model-len`, messages the chat template takes).",),
+    patterns=(r".",), context=(rf"{_PREPROCESS}|{_HANDLER_FRAME}",), lines=(_PREPROCESS,), cut_ok=True,
+    priority=4, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
+             (_V0, "vllm/entrypoints/openai/serving_completion.py:112"),
+             (_V0, "vllm/entrypoints/openai/serving_engine.py:424"),
+             ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:288"),
+             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:160")))

@@ -146,12 +146,14 @@ SPEC_TP_DRAFT = Signature(
     sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:690"),))
 
 # the V0 speculative worker asserts that the draft's and the target's vocabulary sizes agree
-# (a bare assert: the exception line is only "AssertionError")
+# (a bare assert: the exception line is only "AssertionError"); its code line is the assert's own
+# text, so a paste that kept only that line and the exception's still names it (round 5)
+_VOCAB_ASSERT = r"^\s*assert all\(vocab_sizes\[0\] == vocab_size for vocab_size in vocab_sizes\)"
 DRAFT_VOCAB_V0 = Signature(
     "vllm_draft_vocab_v0", "draft_incompatible", "the draft model's vocabulary is not the target's",
     DRAFT_VOCAB.advice,
-    patterns=(r"",), types=r"AssertionError", context=(r", in _vocab_size\s*$",),
-    priority=91,
+    patterns=(r"",), types=r"AssertionError", context=(rf", in _vocab_size\s*$|{_VOCAB_ASSERT}",),
+    lines=(_VOCAB_ASSERT,), priority=91,
     sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:1067"),))
 
 SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT]
