@@ -8,7 +8,7 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, the texts round 4 of the corpus showed :mod:`.vllm_round4`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, a start refused by the weight loaders or the config's own checks :mod:`.vllm_loading`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -22,7 +22,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_requests, vllm_round4, vllm_speculative
+from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_loading, vllm_requests, vllm_speculative
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
@@ -377,5 +377,5 @@ SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
-    *ROUND2, *ROUND3, *vllm_round4.SIGNATURES, *ROUND5,
+    *ROUND2, *ROUND3, *vllm_loading.SIGNATURES, *ROUND5,
 ]

@@ -102,4 +102,33 @@ REPLAY_INPUTS = Signature(
              ("0.33.0", "vllm/compilation/cuda_graph.py:361"), ("0.30.0", "vllm/compilation/cuda_graph.py:362"),
              (_V0, "vllm/worker/model_runner.py:1851")))
 
-SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS]
+# CUDA's stream-capture error strings are written only while a stream captures (the runtime's
+# errors 900-907): the exception names the capture even when its frames are cut off
+_CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
+                  r"operation failed due to a previous error during capture",
+                  r"dependency created on uncaptured work in another stream",
+                  r"operation would make the legacy stream depend on a capturing blocking stream",
+                  r"capture sequence contains a fork that was not joined")
+CAPTURE_TEXT = Signature(
+    "vllm_capture_unsupported_op", "cuda_graph_capture",
+    "an operation that cannot be captured ran during a CUDA graph capture",
+    ("An operation ran that a CUDA graph cannot capture (a collective outside the graph's stream, a "
+     "host sync, an allocation). " + _GRAPHS_OFF,),
+    patterns=_CAPTURE_TEXTS, absent=(_OOM,), priority=79, phase="graph_capture",
+    sources=(("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)"),
+             ("cuda runtime", "cudaErrorStreamCapture* (errors 900-907), their strings as torch prints them")))
+
+# a traceback cut inside the capture frames: the capture failed; what raised is cut off
+CAPTURE_CUT = Signature(
+    "vllm_capture_cut", "cuda_graph_capture", "capturing CUDA graphs failed (the traceback is cut)",
+    ("The traceback ends inside vLLM's CUDA graph capture; the exception line below it is cut off (an "
+     "out-of-memory there is `cuda_oom`: get the whole log to tell). " + _GRAPHS_OFF,),
+    # (a whole exception in these frames is vllm_capture_failed's, ranked far above)
+    patterns=(r".",), context=(_CAPTURE_FRAMES,), absent=(_OOM,), cut_ok=True, priority=30,
+    phase="graph_capture",
+    sources=(("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
+             ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
+             ("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830")))
+
+
+SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT]

@@ -9,6 +9,7 @@ scheduler's token budget and the graph sizes spec decode needs. Sources as in
 from __future__ import annotations
 
 from ddlab.crashes.kinds.vllm_library import V0
+from ddlab.crashes.kinds.vllm_loading import SIZES
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -156,4 +157,56 @@ DRAFT_VOCAB_V0 = Signature(
     lines=(_VOCAB_ASSERT,), priority=91,
     sources=((_V0, "vllm/spec_decode/spec_decode_worker.py:1067"),))
 
-SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT]
+# --- speculative decoding against another feature -----------------------------------------
+
+# the GDN (gated delta net) linear-attention backend of hybrid models builds a batch's metadata
+# for plain decodes or speculative decodes, never both: asserted in its build()
+GDN_SPEC_MIXED = Signature(
+    "vllm_gdn_spec_mixed", "spec_feature_conflict",
+    "a hybrid model's GDN attention got a batch mixing plain and speculative decodes",
+    ("The GDN linear-attention backend (Qwen3-Next and other hybrid models) cannot take a batch that "
+     "mixes plain decodes and speculative decodes: run this model without `--speculative-config`, or "
+     "a release where the backend takes both; `--max-num-seqs 1` avoids mixed batches meanwhile.",),
+    patterns=(r".",), types=r"(?:\w+\.)*AssertionError",
+    context=(r"assert not \(num_decodes > 0 and num_spec_decodes > 0\)",), cut_ok=True,
+    priority=83, running=True,
+    sources=(("0.30.0", "vllm/v1/attention/backends/gdn_attn.py:420"),
+             ("0.33.0", "vllm/v1/attention/backends/gdn_attn.py:606"),
+             ("0.34.0", "vllm/v1/attention/backends/gdn_attn.py:622")))
+
+# the scheduler passes each request's draft tokens through its grammar (structured outputs)
+SPEC_GRAMMAR = Signature(
+    "vllm_spec_grammar", "spec_feature_conflict", "a grammar failed on speculative draft tokens",
+    ("The structured-output grammar failed while checking a request's draft tokens: speculative "
+     "decoding with structured outputs (`response_format`, guided decoding) hit this release's grammar "
+     "backend; serve grammar-constrained requests without `--speculative-config`, try another "
+     "structured-output backend, or a newer vLLM.",),
+    patterns=(r".",), context=(r", in update_draft_token_ids\w*\s*$", r"\bvalidate_tokens\("),
+    cut_ok=True, priority=83, running=True, phase="serving",
+    sources=(("0.34.0", "vllm/v1/core/sched/scheduler.py:3016"),
+             ("0.34.0", "vllm/v1/structured_output/__init__.py:380"),
+             ("0.30.0", "vllm/v1/core/sched/scheduler.py:2449"),
+             ("0.30.0", "vllm/v1/structured_output/__init__.py:311")))
+
+# --- the draft against the target ---------------------------------------------------------
+
+# the EAGLE-style proposer copies the target's hidden states into its own buffer, sized by the
+# draft's hidden size: another width is a draft made for another target. The copy is in
+# set_inputs_first_pass, whose other copies (token ids, positions) are of sizes the proposer sets
+# itself, so a size mismatch there is the hidden states' (the frame or the code line suffices: a
+# paste may keep one of them)
+DRAFT_HIDDEN = Signature(
+    "vllm_draft_hidden_size", "draft_incompatible", "the drafter's hidden size is not the target's",
+    ("The drafter takes the target's hidden states, and its width is not the target's: the draft "
+     "(EAGLE / MTP head) was made for another target model. Use the draft trained for this target "
+     "in `--speculative-config`.",),
+    patterns=(SIZES,), priority=86,
+    context=(r"hidden_states\[:num_tokens\] = target_hidden_states|, in set_inputs_first_pass\s*$",),
+    sources=(("0.30.0", "vllm/v1/spec_decode/llm_base_proposer.py:855"),
+             ("0.33.0", "vllm/v1/spec_decode/llm_base_proposer.py:851"),
+             ("vllm-ascend", "vllm_ascend/spec_decode/eagle_proposer.py (set_inputs_first_pass, as its "
+                             "log shows it)")))
+
+
+SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
+                               GDN_SPEC_MIXED, SPEC_GRAMMAR, DRAFT_HIDDEN]

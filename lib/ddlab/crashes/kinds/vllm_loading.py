@@ -1,21 +1,19 @@
-"""vLLM: texts round 4 of the vLLM corpus (ve01-ve30) showed that no signature read.
+"""vLLM: a start refused before the engine runs: the weight loaders' refusals (``weights_unreadable``)
+and the config's own checks (``bad_argument``: a check in vLLM's config classes, pydantic's words for a
+validator's ValueError, the V2 model runner's requirement).
 
 Each is a text or a frame of vLLM's own source (cited ``(release, "vllm/path.py:line")`` in the
 wheels of 0.30.0, 0.33.0, 0.34.0 and 0.6.4.post1, as in :mod:`.vllm`), or of vllm-ascend as its
-log shows it. Grouped by kind: the weight loaders' refusals (``weights_unreadable``), the config's
-own checks (``bad_argument``), a capture's error strings and a capture cut short
-(``cuda_graph_capture``), speculative decoding against a hybrid model's backend or a grammar
-(``spec_feature_conflict``), and a drafter whose hidden size is not the target's
-(``draft_incompatible``).
+log shows it. (Found by round 4 of the vLLM corpus, like the capture texts now in
+:mod:`.vllm_graphs` and the speculative conflicts in :mod:`.vllm_speculative`.)
 """
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds.vllm_graphs import _CAPTURE_FRAMES, _GRAPHS_OFF, _OOM
 from ddlab.crashes.kinds.vllm_library import V0 as _V0
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES"]
+__all__ = ["SIGNATURES", "SIZES"]
 
 # --- weights: the loaders' refusals ---------------------------------------------------
 
@@ -69,14 +67,14 @@ EAGLE_BIAS = Signature(
 
 # a LoRA adapter's matrices are copied into the layer's stacked buffers when it is activated (per
 # request's adapter); a size that is not the layer's is an adapter made for another model
-_SIZES = (r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+SIZES = (r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
           r"|expanded size of the tensor \(\d+\) must match the existing size \(\d+\)")
 LORA_SHAPE = Signature(
     "vllm_lora_shape", "weights_unreadable", "a LoRA adapter's tensors do not fit the model",
     ("A LoRA adapter's matrix has another size than the layer it is applied to: the adapter was "
      "trained for another model (another hidden size); with speculative decoding, an adapter meant for "
      "the target is also applied to the draft model.",),
-    patterns=(_SIZES,), context=(r", in set_lora\s*$",), priority=81,
+    patterns=(SIZES,), context=(r", in set_lora\s*$",), priority=81,
     sources=((_V0, "vllm/lora/models.py:408"), (_V0, "vllm/lora/layers.py:269"),
              ("0.34.0", "vllm/lora/model_manager.py:396"), ("0.34.0", "vllm/lora/layers/base.py:85")))
 
@@ -116,86 +114,5 @@ V2_RUNNER = Signature(
              ("0.33.0", "vllm/model_executor/models/qwen3_dflash.py:134"),
              ("0.30.0", "vllm/distributed/ec_transfer/ec_connector/cpu/connector.py:42")))
 
-# --- CUDA graphs: the capture -----------------------------------------------------------
-
-# CUDA's stream-capture error strings are written only while a stream captures (the runtime's
-# errors 900-907): the exception names the capture even when its frames are cut off
-_CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
-                  r"operation failed due to a previous error during capture",
-                  r"dependency created on uncaptured work in another stream",
-                  r"operation would make the legacy stream depend on a capturing blocking stream",
-                  r"capture sequence contains a fork that was not joined")
-CAPTURE_TEXT = Signature(
-    "vllm_capture_unsupported_op", "cuda_graph_capture",
-    "an operation that cannot be captured ran during a CUDA graph capture",
-    ("An operation ran that a CUDA graph cannot capture (a collective outside the graph's stream, a "
-     "host sync, an allocation). " + _GRAPHS_OFF,),
-    patterns=_CAPTURE_TEXTS, absent=(_OOM,), priority=79, phase="graph_capture",
-    sources=(("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)"),
-             ("cuda runtime", "cudaErrorStreamCapture* (errors 900-907), their strings as torch prints them")))
-
-# a traceback cut inside the capture frames: the capture failed; what raised is cut off
-CAPTURE_CUT = Signature(
-    "vllm_capture_cut", "cuda_graph_capture", "capturing CUDA graphs failed (the traceback is cut)",
-    ("The traceback ends inside vLLM's CUDA graph capture; the exception line below it is cut off (an "
-     "out-of-memory there is `cuda_oom`: get the whole log to tell). " + _GRAPHS_OFF,),
-    # (a whole exception in these frames is vllm_capture_failed's, ranked far above)
-    patterns=(r".",), context=(_CAPTURE_FRAMES,), absent=(_OOM,), cut_ok=True, priority=30,
-    phase="graph_capture",
-    sources=(("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
-             ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
-             ("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830")))
-
-# --- speculative decoding against another feature -----------------------------------------
-
-# the GDN (gated delta net) linear-attention backend of hybrid models builds a batch's metadata
-# for plain decodes or speculative decodes, never both: asserted in its build()
-GDN_SPEC_MIXED = Signature(
-    "vllm_gdn_spec_mixed", "spec_feature_conflict",
-    "a hybrid model's GDN attention got a batch mixing plain and speculative decodes",
-    ("The GDN linear-attention backend (Qwen3-Next and other hybrid models) cannot take a batch that "
-     "mixes plain decodes and speculative decodes: run this model without `--speculative-config`, or "
-     "a release where the backend takes both; `--max-num-seqs 1` avoids mixed batches meanwhile.",),
-    patterns=(r".",), types=r"(?:\w+\.)*AssertionError",
-    context=(r"assert not \(num_decodes > 0 and num_spec_decodes > 0\)",), cut_ok=True,
-    priority=83, running=True,
-    sources=(("0.30.0", "vllm/v1/attention/backends/gdn_attn.py:420"),
-             ("0.33.0", "vllm/v1/attention/backends/gdn_attn.py:606"),
-             ("0.34.0", "vllm/v1/attention/backends/gdn_attn.py:622")))
-
-# the scheduler passes each request's draft tokens through its grammar (structured outputs)
-SPEC_GRAMMAR = Signature(
-    "vllm_spec_grammar", "spec_feature_conflict", "a grammar failed on speculative draft tokens",
-    ("The structured-output grammar failed while checking a request's draft tokens: speculative "
-     "decoding with structured outputs (`response_format`, guided decoding) hit this release's grammar "
-     "backend; serve grammar-constrained requests without `--speculative-config`, try another "
-     "structured-output backend, or a newer vLLM.",),
-    patterns=(r".",), context=(r", in update_draft_token_ids\w*\s*$", r"\bvalidate_tokens\("),
-    cut_ok=True, priority=83, running=True, phase="serving",
-    sources=(("0.34.0", "vllm/v1/core/sched/scheduler.py:3016"),
-             ("0.34.0", "vllm/v1/structured_output/__init__.py:380"),
-             ("0.30.0", "vllm/v1/core/sched/scheduler.py:2449"),
-             ("0.30.0", "vllm/v1/structured_output/__init__.py:311")))
-
-# --- the draft against the target ---------------------------------------------------------
-
-# the EAGLE-style proposer copies the target's hidden states into its own buffer, sized by the
-# draft's hidden size: another width is a draft made for another target. The copy is in
-# set_inputs_first_pass, whose other copies (token ids, positions) are of sizes the proposer sets
-# itself, so a size mismatch there is the hidden states' (the frame or the code line suffices: a
-# paste may keep one of them)
-DRAFT_HIDDEN = Signature(
-    "vllm_draft_hidden_size", "draft_incompatible", "the drafter's hidden size is not the target's",
-    ("The drafter takes the target's hidden states, and its width is not the target's: the draft "
-     "(EAGLE / MTP head) was made for another target model. Use the draft trained for this target "
-     "in `--speculative-config`.",),
-    patterns=(_SIZES,), priority=86,
-    context=(r"hidden_states\[:num_tokens\] = target_hidden_states|, in set_inputs_first_pass\s*$",),
-    sources=(("0.30.0", "vllm/v1/spec_decode/llm_base_proposer.py:855"),
-             ("0.33.0", "vllm/v1/spec_decode/llm_base_proposer.py:851"),
-             ("vllm-ascend", "vllm_ascend/spec_decode/eagle_proposer.py (set_inputs_first_pass, as its "
-                             "log shows it)")))
-
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
-                               CONFIG_VALUE_ERROR, V2_RUNNER, CAPTURE_TEXT, CAPTURE_CUT, GDN_SPEC_MIXED,
-                               SPEC_GRAMMAR, DRAFT_HIDDEN]
+                               CONFIG_VALUE_ERROR, V2_RUNNER]
