@@ -266,7 +266,7 @@ API_MISMATCH = Signature(
     sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
              (_V0, "vllm/entrypoints/llm.py:179")))
 
-# --- round 2 of the corpus: the startup memory check, NCCL's init cut short -----------
+# --- the startup memory check, NCCL's init cut short ----------------------------------
 
 _FREE_RE = (r"Free memory on device\b[^(]{0,30}\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less "
             r"than (?P<what>desired GPU memory utilization|the engine's budget)")
@@ -317,9 +317,8 @@ NCCL_INIT_CUT = Signature(
              ("0.34.0", "vllm/distributed/device_communicators/pynccl_wrapper.py:464"),
              (_V0, "vllm/distributed/device_communicators/pynccl_wrapper.py:223")))
 
-ROUND2 = [STARTUP_FREE_MEMORY, NCCL_INIT_CUT]
 
-# --- round 3 of the corpus: texts vLLM writes that no signature read -------------------
+# --- the custom all-reduce, pipeline parallelism, GGUF files, a workers' RPC timeout ----
 
 # csrc/custom_all_reduce.cuh's CUDACHECK prints "Failed: Cuda error %s:%d '%s'" with its own
 # __FILE__ and exits the process (the format and the path are in vllm/_C_stable_libtorch.abi3.so
@@ -369,13 +368,12 @@ RPC_TIMEOUT = Signature(
     sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
 
-ROUND3 = [CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE, vllm_speculative.DRAFT_VOCAB_V0, RPC_TIMEOUT,
-          vllm_requests.STREAM_ERROR]
-ROUND5 = [vllm_requests.PREPROCESS_ERROR]
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
-    *ROUND2, *ROUND3, *vllm_loading.SIGNATURES, *ROUND5,
+    STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
+    vllm_speculative.DRAFT_VOCAB_V0, RPC_TIMEOUT, vllm_requests.STREAM_ERROR, *vllm_loading.SIGNATURES,
+    vllm_requests.PREPROCESS_ERROR,
 ]
