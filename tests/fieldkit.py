@@ -1,10 +1,13 @@
 """Helpers for the tests of real vLLM logs (tests/diagnosis/test_vllm_round*.py): where the
-corpus and the unpacked wheels are, a log read as bytes decoded (its line ends kept), and
-what ``diagnose`` says of it in one tuple."""
+corpus and the unpacked wheels are, a log read as bytes decoded (its line ends kept), what
+``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, and a
+text checked against the wheel it is cited from."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 
@@ -24,3 +27,27 @@ def said(text: str, family: str | None = None) -> tuple:
     """``(crashed, kind, signature)``: what ``diagnose`` says of ``text``."""
     found = diagnose(text, family=family)
     return found.crashed, found.kind, found.signature
+
+
+# the stamp vLLM's logger puts on each line of a traceback it logs (an engine core's)
+STAMP = "ERROR 12-03 10:00:00 [core.py:1000] "
+
+
+def vllm_traceback(*frames: tuple[str, int, str, str], exc: str | None, head: str = STAMP) -> str:
+    """A traceback as vLLM's logger writes it, ``head`` (a process tag, the stamp) on every
+    line; ``frames``: (path under site-packages, line, function, code); ``exc`` None: cut."""
+    out = [head + "Traceback (most recent call last):"]
+    for path, line, func, code in frames:
+        out += [f'{head}  File "/usr/lib/python3.12/site-packages/{path}", line {line}, in {func}',
+                f"{head}    {code}"]
+    if exc:
+        out.append(head + exc)
+    return "\n".join(out) + "\n"
+
+
+def assert_in_wheel(release: str, path: str, text: str) -> None:
+    """``text`` is in ``path`` of vLLM ``release``'s unpacked wheel (skips where it is not)."""
+    source = VLLM_WHEELS / release / path
+    if not source.exists():
+        pytest.skip(f"{source} not unpacked here")
+    assert text in source.read_text()

@@ -14,19 +14,15 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family, vllm_lines
-from fieldkit import VLLM_WHEELS, read_log, said
+from fieldkit import STAMP, assert_in_wheel, read_log, said, vllm_traceback
 
 
-def _tb(*frames: tuple[str, int, str, str], exc: str | None, tag: str = "(EngineCore_DP0 pid=7) ") -> str:
-    """A V1 traceback as vLLM's logger writes it (the tag and stamp on every line); exc None: cut."""
-    head = f"{tag}ERROR 12-03 10:00:00 [core.py:1000] "
-    out = [head + "Traceback (most recent call last):"]
-    for path, line, func, code in frames:
-        out += [f'{head}  File "/usr/lib/python3.12/site-packages/{path}", line {line}, in {func}',
-                f"{head}    {code}"]
-    if exc:
-        out.append(head + exc)
-    return "\n".join(out) + "\n"
+_ENGINE = "(EngineCore_DP0 pid=7) "  # V1's engine core tags each line it logs
+
+
+def _tb(*frames: tuple[str, int, str, str], exc: str | None, tag: str = _ENGINE) -> str:
+    """A V1 traceback as the engine core's logger writes it (the tag and stamp on every line)."""
+    return vllm_traceback(*frames, exc=exc, head=tag + STAMP)
 
 
 # --- the paste's shape -------------------------------------------------------------------
@@ -270,7 +266,4 @@ def test_the_engine_core_process_dying_is_a_crash():
     ("0.34.0", "vllm/v1/executor/multiproc_executor.py", 'logger.exception("WorkerProc failed to start.")'),
 ])
 def test_the_texts_are_vllms(release, path, text):
-    source = VLLM_WHEELS / release / path
-    if not source.exists():
-        pytest.skip(f"{source} not unpacked here")
-    assert text in source.read_text()
+    assert_in_wheel(release, path, text)

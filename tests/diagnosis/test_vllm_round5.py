@@ -11,23 +11,12 @@ from __future__ import annotations
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family, vllm_lines
-from fieldkit import read_log
+from fieldkit import read_log, vllm_traceback
 
 
 def _said(text: str, family: str | None = None) -> tuple:  # the phase, where fieldkit's says the signature
     found = diagnose(text, family=family)
     return found.crashed, found.kind, found.phase
-
-
-def _tb(*frames: tuple[str, int, str, str], exc: str | None, head: str = "ERROR 12-03 10:00:00 [core.py:1000] ") -> str:
-    """A traceback as vLLM's logger writes it (the stamp on every line); ``exc`` None: cut."""
-    out = [head + "Traceback (most recent call last):"]
-    for path, line, func, code in frames:
-        out += [f'{head}  File "/usr/lib/python3.12/site-packages/{path}", line {line}, in {func}',
-                f"{head}    {code}"]
-    if exc:
-        out.append(head + exc)
-    return "\n".join(out) + "\n"
 
 
 # --- the paste's shape -------------------------------------------------------------------
@@ -47,7 +36,7 @@ def test_a_frame_line_a_terminal_wrapped_inside_its_path_is_joined():
     """vf10: a V0 Ray engine's traceback whose paths the terminal wrapped onto lines of their own
     (cut before the exception): a crash, not nothing; launch."""
     assert _said(read_log("vf10.log")) == (True, "unknown", "launch")
-    text = _tb(("vllm/v1/engine/core.py", 86, "__init__", "self._initialize_kv_caches(vllm_config)"),
+    text = vllm_traceback(("vllm/v1/engine/core.py", 86, "__init__", "self._initialize_kv_caches(vllm_config)"),
                ("vllm/v1/worker/gpu_model_runner.py", 3001, "capture_model", "self._capture_cudagraphs("),
                exc="RuntimeError: boom")
     wrapped = text.replace('worker/gpu_model_runner.py"', 'worker/gpu_mo \ndel_runner.py"', 1)
@@ -84,7 +73,7 @@ def test_the_method_the_executor_runs_on_its_workers_is_a_frame():
     workers were compiling and capturing graphs (v1/executor/abstract.py:137 (0.34.0)), not sizing the
     KV cache. V0: _run_workers("load_model") (executor/ray_gpu_executor.py:280 (0.6.4.post1))."""
     assert _said(read_log("vf19.log")) == (True, "unknown", "graph_capture")
-    v0 = _tb(("vllm/engine/llm_engine.py", 300, "__init__", "self.model_executor = executor_class("),
+    v0 = vllm_traceback(("vllm/engine/llm_engine.py", 300, "__init__", "self.model_executor = executor_class("),
              ("vllm/executor/ray_gpu_executor.py", 280, "_init_workers_ray",
               'self._run_workers("load_model",'),
              ("vllm/executor/ray_gpu_executor.py", 400, "_run_workers", "ray_worker_outputs = ray.get("),
@@ -100,13 +89,13 @@ def test_a_quantized_layers_repack_after_loading_is_load_weights():
     load_model (model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95
     (0.34.0))."""
     assert _said(read_log("vf26.log")) == (True, "cuda_oom", "load_weights")
-    text = _tb(("vllm/v1/engine/core.py", 86, "__init__", "self.model_executor = executor_class(vllm_config)"),
+    text = vllm_traceback(("vllm/v1/engine/core.py", 86, "__init__", "self.model_executor = executor_class(vllm_config)"),
                ("vllm/model_executor/model_loader/utils.py", 160, "process_weights_after_loading",
                 "quant_method.process_weights_after_loading(module)"),
                exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
     assert _said(text) == (True, "cuda_oom", "load_weights")
     # the same OOM in a serving step stays serving
-    step = _tb(("vllm/v1/engine/core.py", 900, "run_busy_loop", "self._process_engine_step()"),
+    step = vllm_traceback(("vllm/v1/engine/core.py", 900, "run_busy_loop", "self._process_engine_step()"),
                ("vllm/v1/worker/gpu_model_runner.py", 2500, "execute_model", "hidden = self.model("),
                exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
     assert _said(step) == (True, "cuda_oom", "serving")
@@ -121,14 +110,14 @@ def test_a_prompt_the_openai_server_could_not_prepare_is_one_requests_error():
     found = diagnose(read_log("vf21.log"))
     assert (found.crashed, found.kind, found.phase) == (False, "request_error", "serving")
     head = "ERROR 12-03 10:00:00 [serving.py:300] "
-    whole = head + "Error in preprocessing prompt inputs\n" + _tb(
+    whole = head + "Error in preprocessing prompt inputs\n" + vllm_traceback(
         ("vllm/entrypoints/openai/chat_completion/serving.py", 320, "create_chat_completion",
          "result = await self.render_chat_request(request)"),
         ("jinja2/environment.py", 942, "handle_exception", "raise rewrite_traceback_stack(source=source)"),
         exc="jinja2.exceptions.TemplateError: Conversation roles must alternate", head=head)
     assert _said(whole) == (False, "request_error", "serving")
     # the offline LLM's own _preprocess_chat (entrypoints/common/offline.py) is no request
-    offline = _tb(("vllm/entrypoints/llm.py", 900, "chat", "prompts = self._preprocess_chat("),
+    offline = vllm_traceback(("vllm/entrypoints/llm.py", 900, "chat", "prompts = self._preprocess_chat("),
                   ("vllm/entrypoints/common/offline.py", 160, "_preprocess_chat", "conversation = parse("),
                   exc="jinja2.exceptions.TemplateError: Conversation roles must alternate", head=head)
     assert _said(offline)[:2] == (True, "unknown")

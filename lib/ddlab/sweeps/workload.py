@@ -59,12 +59,9 @@ from ddlab.lab.measure import Measurement, complete, generate, measure
 from ddlab.lab.stats import median_ci
 from ddlab.sweeps.prompt_sets import SHIPPED, load_sets, mixed
 
-__all__ = ["check_levels", "prompt_names", "COUNTERS", "read_counters", "measure_workload", "accept_per_position",
-           "duration_bound", "METRICS_FLAG"]
+__all__ = ["check_levels", "prompt_names", "read_counters", "measure_workload", "accept_per_position",
+           "duration_bound"]
 
-# SGLang's counters (ddlab.config.families: each family's MetricsCounters), as before families
-COUNTERS = family_named(None).counters.names
-METRICS_FLAG = {"enable_metrics": True}  # a workload sweep's fixed override: /metrics served
 _POSITION = re.compile(r'position="(\d+)"')
 _SET_CONCURRENCY = 1   # each set's acceptance pass: one request at a time
 
