@@ -56,7 +56,8 @@ def pytest_runtest_protocol(item, nextitem):
     runtestprotocol(item, nextitem=nextitem)
     item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
     record = {"test": item.nodeid, "cpu_s": (int(usage.read_text()) - before) / 1e9,
-              "wall_s": time.monotonic() - started}
+              "wall_s": time.monotonic() - started, "ended": time.time(),
+              "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
     with open(_STATE["out"], "a") as out:
         out.write(json.dumps(record) + "\n")
     return True
@@ -75,6 +76,23 @@ def main(path: str) -> None:
     print("by test:")
     for r in sorted(rows, key=lambda r: -r["cpu_s"])[:40]:
         print(f"  {r['cpu_s']:7.1f}  (wall {r['wall_s']:6.1f})  {r['test']}")
+    _tail(rows)
+
+
+def _tail(rows: list[dict]) -> None:
+    """When each worker ran its last test: a worker idle long before the others is time a
+    long test started late cost the run (records of older runs have no end times)."""
+    rows = [r for r in rows if "ended" in r]
+    if not rows:
+        return
+    first = min(r["ended"] - r["wall_s"] for r in rows)
+    last = max(r["ended"] for r in rows)
+    print(f"run: {last - first:.0f} s from the first test's start to the last test's end")
+    for worker in sorted({r["worker"] for r in rows}):
+        mine = [r for r in rows if r["worker"] == worker]
+        end = max(mine, key=lambda r: r["ended"])
+        print(f"  {worker}: {len(mine)} tests, idle for the last {last - end['ended']:.0f} s; "
+              f"last: {end['test']} ({end['wall_s']:.0f} s)")
 
 
 if __name__ == "__main__":

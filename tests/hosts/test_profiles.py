@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import signal
 import stat
 import subprocess
 import sys
 import threading
 import time
 import uuid
+import warnings
 import re
 from pathlib import Path
 
@@ -211,6 +215,27 @@ def test_a_hung_command_is_killed_at_its_timeout(transport, scratch):
     assert time.monotonic() - start < 6
     for pid in pidfile.read_text().split():  # the shell and its child
         assert not _alive(transport, pid), "outlived its timeout"
+
+
+def test_ctrl_c_mid_command_on_this_machine_leaves_no_zombie_and_no_open_pipe(tmp_path):
+    """A Ctrl-C (here: SIGINT to this process) while a local command runs: the command is
+    killed, its exit status collected and its pipes closed before the interrupt goes on;
+    before, it stayed a zombie with two open pipes until the garbage collector warned
+    ("subprocess N is still running", a failed test under -W error) in a later test."""
+    pidfile = tmp_path / "cmd.pid"
+    transport = connect("local")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            timer.start()
+            transport.run(["sh", "-c", f"echo $$ > {pidfile}; exec sleep 30"], timeout_s=20)
+        pid = int(pidfile.read_text())
+        state = Path(f"/proc/{pid}/stat")
+        assert not state.exists(), f"left as {state.read_text().split()[2]} (Z: a zombie)"
+        gc.collect()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, leaks
 
 
 def test_files_are_written_atomically_with_restrictive_modes(transport, scratch):

@@ -187,8 +187,9 @@ class LocalTransport(Transport):
             return Completed(argv, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - start)
         try:
             out, err, timed_out = communicate(proc, data, timeout_s)
-        except BaseException:  # communicate closed the pipes
+        except BaseException:  # Ctrl-C mid-command: no child, zombie or pipe is left behind
             _kill_group(proc)
+            _reap(proc)
             raise
         (out, out_skipped), (err, err_skipped) = out.value(), err.value()
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
@@ -230,6 +231,22 @@ def _kill_group(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """Close a killed command's pipes and collect its exit status (bounded: SIGKILL is
+    seen at once), so that it leaves no zombie and no open file: an interrupt can land
+    before :func:`communicate` has closed them."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            try:
+                stream.close()
+            except (OSError, ValueError):
+                pass
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
         pass
 
 
