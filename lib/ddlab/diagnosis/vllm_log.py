@@ -77,7 +77,16 @@ _VLLM_MARKS = re.compile(
     r"|\binput_value=ArgsKwargs\(|There is no module or parameter named '"
     # (round 5: V0's spec-decode worker's vocabulary assert, spec_decode/spec_decode_worker.py:1067
     # (0.6.4.post1), printed as its traceback's code line; no SGLang wheel has it)
-    r"|assert all\(vocab_sizes\[0\] == vocab_size for", re.M)
+    r"|assert all\(vocab_sizes\[0\] == vocab_size for"
+    # (round 6, each in no SGLang wheel: the default loader's unfilled parameters,
+    # model_loader/default_loader.py:611 (0.34.0); the V1 model runner's method without a drafter,
+    # v1/worker/gpu_model_runner.py:698 (0.30.0); V1's refusal of speculation, platforms/rocm.py:184
+    # (0.7.3); the attention heads against the TP size, config/model.py:1581 (0.34.0); V1's
+    # speculative metrics line, v1/spec_decode/metrics.py:121 (0.34.0))
+    r"|Following weights were not initialized from checkpoint|Unknown speculative decoding method:"
+    r"|Speculative decoding is not yet supported on VLLM V1"
+    r"|Total number of attention heads \(\d+\) must be divisible by tensor parallel size|SpecDecoding metrics:",
+    re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
 
@@ -160,10 +169,13 @@ _PHASE_MARKERS = (
 # vLLM serves once uvicorn has started it ("Application startup complete." follows the routes)
 VLLM_READY_RE = re.compile(r"Application startup complete|Uvicorn running on")
 # lines that show the server (or the engine) carrying on past an error: a metrics line counts
-# only when tokens moved (the API server keeps logging while a stuck engine sends nothing new)
+# only when tokens moved (the API server keeps logging while a stuck engine sends nothing new); an
+# answered POST generated, while a GET reads stored state without the engine (GET /v1/models, a
+# job's status GET /v1/responses/{id}: openai/models/api_router.py:20,
+# openai/responses/api_router.py:80 (0.34.0); round 6: a video job polled while the engine hung)
 VLLM_PROGRESS_RE = re.compile(
     r"Application startup complete|Avg (?:prompt|generation) throughput: [\d.]*[1-9][\d.]* tokens/s"
-    r"|\"(?:POST|GET) /(?:v1/|generate)\S* HTTP/[\d.]+\" 200")
+    r"|\"POST /(?:v1/|generate)\S* HTTP/[\d.]+\" 200")
 
 
 def vllm_phase_marker(msg: str) -> str | None:

@@ -103,6 +103,32 @@ CONFIG_VALUE_ERROR = Signature(
     sources=(("0.34.0", "vllm/config/utils.py:77"),
              ("pydantic 2", "pydantic_core ValidationError (Value error, ... [type=value_error])")))
 
+# the model's attention heads are split over the TP ranks (verify_with_parallel_config, which the
+# engine config runs before anything loads; round 6)
+_TP_HEADS = r"Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)"
+
+
+def _tp_heads_detail(found: Found) -> str | None:
+    said = regex(_TP_HEADS).search(found.text)
+    if not said:
+        return None
+    heads, tp = int(said[1]), int(said[2])
+    fits = [d for d in range(1, heads + 1) if heads % d == 0]
+    near = [max(d for d in fits if d < tp)] + [d for d in fits if d > tp][:1]
+    sizes = " or ".join(str(d) for d in near)
+    return f"{heads} attention heads split evenly over `--tensor-parallel-size` {sizes} (now {tp})."
+
+
+TP_HEADS = Signature(
+    "vllm_tp_heads", "bad_argument", "the attention heads do not divide over the tensor-parallel ranks",
+    ("Each tensor-parallel rank takes an equal share of the model's attention heads: pick a "
+     "`--tensor-parallel-size` that divides them (and use the other GPUs for data or pipeline "
+     "parallelism).",),
+    patterns=(_TP_HEADS,), lines=(_TP_HEADS,), priority=88, phase="launch", fatal=True,
+    detail=_tp_heads_detail,
+    sources=(("0.34.0", "vllm/config/model.py:1581"), ("0.33.0", "vllm/config/model.py:1561"),
+             ("0.30.0", "vllm/config/model.py:1428"), (_V0, "vllm/config.py:531")))
+
 # a feature of the release that only the V2 model runner has, refused with the switch named
 V2_RUNNER = Signature(
     "vllm_needs_v2_runner", "bad_argument", "the configuration needs vLLM's V2 model runner",
@@ -115,4 +141,4 @@ V2_RUNNER = Signature(
              ("0.30.0", "vllm/distributed/ec_transfer/ec_connector/cpu/connector.py:42")))
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
-                               CONFIG_VALUE_ERROR, V2_RUNNER]
+                               CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER]

@@ -87,6 +87,30 @@ SPEC_CONFIG = Signature(
              ("0.34.0", "vllm/config/speculative.py:1400"), ("0.34.0", "vllm/config/speculative.py:1549"),
              (_V0, "vllm/config.py:1315"), (_V0, "vllm/spec_decode/spec_decode_worker.py:166")))
 
+# the V1 model runner builds a drafter per method; a method the config took but the runner has no
+# drafter for is refused when the runner is built (round 6: mlp_speculator)
+SPEC_METHOD_UNROUTED = Signature(
+    "vllm_spec_method_unrouted", "bad_argument", "this release's model runner has no drafter for the method",
+    ("The speculative config took the method, but this release's V1 model runner builds no drafter for "
+     "it: pick a method the release runs (eagle, eagle3, ngram, mtp, draft_model ...) as \"method\" in "
+     "`--speculative-config`, or a release that runs this one.",),
+    patterns=(r"Unknown speculative decoding method: ",), lines=(r"Unknown speculative decoding method: ",),
+    priority=89, phase="launch", fatal=True,
+    sources=(("0.30.0", "vllm/v1/worker/gpu_model_runner.py:698"),
+             ("0.33.0", "vllm/v1/worker/gpu_model_runner.py:663")))
+
+# vLLM 0.7's V1 engine ran no speculative decoding at all; its platform check refused any
+# speculative config when VLLM_USE_V1 was set (round 6, quoted in a thread)
+SPEC_V1_UNSUPPORTED = Signature(
+    "vllm_spec_v1_unsupported", "bad_argument", "this release's V1 engine runs no speculative decoding",
+    ("This vLLM release's V1 engine runs no speculative decoding: relaunch with VLLM_USE_V1=0 (its V0 "
+     "engine runs it), use vLLM 0.8 or later (V1 with ngram and EAGLE drafts), or drop "
+     "`--speculative-config`.",),
+    patterns=(r"Speculative decoding is not yet supported on VLLM V1",),
+    lines=(r"Speculative decoding is not yet supported on VLLM V1",),
+    priority=89, phase="launch", fatal=True,
+    sources=(("0.7.3", "vllm/platforms/rocm.py:184"),))
+
 # the scheduler's token budget less the draft slots of every request is <= 0
 SPEC_BUDGET = Signature(
     "vllm_spec_token_budget", "bad_argument", "the draft tokens take the whole scheduling budget",
@@ -208,5 +232,5 @@ DRAFT_HIDDEN = Signature(
                              "log shows it)")))
 
 
-SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_BUDGET, SPEC_SP_SHAPES, DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT,
-                               GDN_SPEC_MIXED, SPEC_GRAMMAR, DRAFT_HIDDEN]
+SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, SPEC_BUDGET, SPEC_SP_SHAPES,
+                               DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR, DRAFT_HIDDEN]
