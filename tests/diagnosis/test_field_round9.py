@@ -121,3 +121,28 @@ def test_the_diffusion_servers_warmup_failing_is_a_health_check_at_ready():
     found = _real("h9037")
     assert (found.crashed, found.kind, found.phase) == (True, "health_check", "ready")
     assert "no_proxy" in found.suggestion
+
+
+# --- phases: h9007 (a cache flush is serving), h9008 (a startup is as far as its slowest rank) ----
+
+def test_a_cache_flush_is_a_running_server():
+    """h9007: slime's RL loop (Ray prefixes): eight ranks' "Cache flushed successfully!" and
+    ``GET /flush_cache`` answered 200, no startup line: a flush is a running scheduler's answer to a
+    client (0.4.10.post2 managers/scheduler.py:2172, 0.5.23 :5538; http_server.py:1025): serving."""
+    assert _said(_real("h9007")) == (False, None, "serving")
+    assert diagnose("[2026-01-02 15:29:24 TP0] Cache flushed successfully!\n").phase == "serving"
+    # after a startup line the flush does not jump the phase (the rule is for mid-serving pastes)
+    started = "[2025-02-22 08:19:45 TP0] Load weight begin. avail mem=70 GB\n[2025-02-22 08:19:45 TP0] Cache flushed successfully!\n"
+    assert diagnose(started).phase == "load_weights"
+
+
+def test_a_startup_is_as_far_as_its_slowest_rank():
+    """h9008: eight ranks begin loading, four print "Load weight end", the paste stops: the other
+    four are still loading (load_weights). A rank that printed "Memory pool end" is past the pool
+    (h8029 stays graph_capture)."""
+    assert _said(_real("h9008")) == (False, None, "load_weights")
+    assert _said(_real("h8029")) == (False, None, "graph_capture")
+    lines = ("[2025-02-22 08:19:45 TP0] Load weight begin. avail mem=78 GB\n[2025-02-22 08:19:45 TP1] Load weight begin. avail mem=78 GB\n"
+             "[2025-02-22 08:19:45 TP0] Load weight end. type=X, avail mem=37 GB\n")
+    assert diagnose(lines).phase == "load_weights"
+    assert diagnose(lines + "[2025-02-22 08:19:45 TP1] Load weight end. type=X, avail mem=37 GB\n").phase == "memory_pool"

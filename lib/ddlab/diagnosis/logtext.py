@@ -207,6 +207,7 @@ _PHASE_MARKERS = (
     ("serving", re.compile(r"Decode batch\b")),
 )
 _READY_MARK = dict(_PHASE_MARKERS)["ready"]
+_PHASE_END = re.compile(r"Memory pool end|Capture\b.{0,40}\bcuda graph end", re.I)
 # The HTTP server is up and the launcher's warmup request runs: past graph capture,
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
 # A --warmups warmup runs in the app's lifespan before it serves: "Running warmup NAME" (0.4.10.post2
@@ -222,7 +223,12 @@ _AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S*
 # startup line before them are serving too ("ready to roll" is long gone from the paste).
 # Any endpoint a client POSTs to counts (an RL trainer's /update_weights_from_tensor, a line cut
 # inside its path), but the launcher's post-warmup /freeze_gc (0.5.23 entrypoints/http_server.py:2561).
-_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}")
+# A cache flush only a running scheduler does, on a client's request (an RL trainer's before a weight
+# update): "Cache flushed successfully!" (0.4.10.post2 managers/scheduler.py:2172, 0.5.23 :5538), and
+# /flush_cache answered (GET or POST, 0.5.23 entrypoints/http_server.py:1025).
+_FLUSHED = r"Cache flushed successfully!|\"(?:GET|POST) /flush_cache\S* HTTP/[\d.]+\" 200"
+_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}"
+                          rf"|{_FLUSHED}")
 # The launcher's warmup is one request: a prefill batch with requests waiting behind it is
 # traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
 _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
@@ -258,11 +264,19 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     answered generation request with no startup line before it is ``serving``: the paste
     began mid-serving. The HTTP server up (uvicorn's start) is ``ready``: the launcher's
     warmup runs; batch lines count as serving only after "ready to roll" (the warmup's own
-    prefill is no serving)."""
+    prefill is no serving). Before the HTTP server is up, a startup is only as far as its slowest
+    rank: ranks that began loading and never printed "Load weight end" are still loading."""
     best, at, started, fired = 0, None, False, False
     ready = PHASES.index("ready")
+    ranks: dict[str, tuple[int, Line]] = {}  # each stamped rank's own startup phase
     for line in lines:
         index = _phase_index(line.msg, fired)
+        # a rank that printed the end of its phase is past it: "Memory pool end" (0.4.10.post2
+        # model_executor/model_runner.py:1304, 0.5.23 mem_cache/kv_cache_configurator.py:499) is
+        # that rank's capture starting
+        own = index + 1 if _PHASE_END.search(line.msg) else index
+        if 0 < index < ready and line.rank and own > ranks.get(line.rank, (0, None))[0]:
+            ranks[line.rank] = (own, line)
         fired = fired or index >= ready
         if not index and not started and _MID_SERVING.search(line.msg):
             index = PHASES.index("serving")
@@ -277,6 +291,9 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
             best, at = ready, line
         if index > best:
             best, at = index, line
+    slowest = min(ranks.values(), key=lambda r: r[0], default=None)
+    if best < ready and slowest is not None and slowest[0] < best:
+        best, at = slowest
     return PHASES[best], at
 
 
