@@ -146,3 +146,19 @@ def test_a_startup_is_as_far_as_its_slowest_rank():
              "[2025-02-22 08:19:45 TP0] Load weight end. type=X, avail mem=37 GB\n")
     assert diagnose(lines).phase == "load_weights"
     assert diagnose(lines + "[2025-02-22 08:19:45 TP1] Load weight end. type=X, avail mem=37 GB\n").phase == "memory_pool"
+
+
+# --- h9018: a scheduler ended by SIGQUIT (kind disputed on a second look: unknown) -------------
+
+def test_a_scheduler_ended_by_a_sent_signal_points_at_the_process_that_failed():
+    """h9018: only the launcher's "Rank 0 scheduler died during initialization (exit code: -3)"
+    (0.5.23 entrypoints/engine.py:2006). -3 is SIGQUIT, which SGLang sends when a process fails
+    (managers/scheduler.py:6373, utils/watchdog.py:163): no native fault, the cause is outside the
+    excerpt. The label (native_crash) is disputed (manifest: unknown); the advice says where to look."""
+    assert MANIFEST["h9018"]["kind_disputed"] == ["native_crash", "unknown"]
+    found = _real("h9018")
+    assert (found.crashed, found.kind) == (True, "unknown")
+    assert "ended by SIGQUIT (exit code -3)" in found.suggestion
+    segv = diagnose("RuntimeError: Rank 0 scheduler died during initialization (exit code: -11). If exit code "
+                    "is -9 (SIGKILL), a common cause is the OS OOM killer.\n")
+    assert segv.kind == "native_crash"
