@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.diagnosis.logtext import split_lines
 
 REAL = Path(__file__).parent.parent / "fixtures" / "logs" / "real"
 MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
@@ -162,3 +163,30 @@ def test_a_scheduler_ended_by_a_sent_signal_points_at_the_process_that_failed():
     segv = diagnose("RuntimeError: Rank 0 scheduler died during initialization (exit code: -11). If exit code "
                     "is -9 (SIGKILL), a common cause is the OS OOM killer.\n")
     assert segv.kind == "native_crash"
+
+
+# --- h9032: a paste that lost every space and line break ----------------------------------------
+
+_ASGI = ('[2026-02-03 11:41:46] INFO:     10.0.0.1:20847 - "POST /v1/chat/completions HTTP/1.1" 500 Internal '
+         "Server Error\n[2026-02-03 11:41:46] ERROR:    Exception in ASGI application\n"
+         "Traceback (most recent call last):\n"
+         '  File "/usr/lib/python3.12/site-packages/uvicorn/protocols/http/httptools_impl.py", line 411, in run_asgi\n'
+         "    result = await app(  # type: ignore[func-returns-value]\n"
+         '  File "/usr/lib/python3.12/site-packages/fastapi/applications.py", line 1054, in __call__\n'
+         "    await super().__call__(scope, receive, send)\n")
+
+
+def test_a_paste_with_no_space_left_is_read_as_its_lines():
+    """h9032: uvicorn's 500 access line, "Exception in ASGI application" and the traceback through
+    the middleware, pasted with every space and line break removed: the fixed machine texts (SGLang's
+    stamp, Python's traceback header and frame lines, uvicorn's texts) are put back where they began
+    a line; one request's error, not a crash. A line with spaces is left as it is."""
+    assert _said(_real("h9032")) == (False, "request_error", "serving")
+    spaceless = "".join(_ASGI.split())
+    assert _said(diagnose(spaceless)) == _said(diagnose(_ASGI)) == (False, "request_error", "serving")
+    lines = split_lines(spaceless)
+    assert lines[0].time == "2026-02-03 11:41:46" and lines[2].msg == "Traceback (most recent call last):"
+    assert lines[3].msg.startswith('  File "/usr/lib/python3.12/site-packages/uvicorn/protocols/http/'
+                                   'httptools_impl.py", line 411, in run_asgi')
+    assert [ln.msg for ln in split_lines("a line, with spaces: Traceback(mostrecentcalllast):")] == [
+        "a line, with spaces: Traceback(mostrecentcalllast):"]

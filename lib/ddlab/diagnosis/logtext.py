@@ -26,7 +26,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
-                                    peel_relay_level, split_flattened, split_glued_bar,
+                                    peel_relay_level, respaced, split_flattened, split_glued_bar,
                                     split_glued_terminate, unquote_emphasis, unquote_inline_code)
 
 __all__ = [
@@ -175,8 +175,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
 
 def _parts(text: str) -> list[str]:
     """The lines one pasted line really holds (:mod:`.pastes`; tqdm-glued text split)."""
-    return [piece for flat in split_flattened(text) for glued in split_glued_bar(flat)
-            for piece in split_glued_terminate(glued)]
+    return [piece for spaced in respaced(text) for flat in split_flattened(spaced)
+            for glued in split_glued_bar(flat) for piece in split_glued_terminate(glued)]
 
 
 def _restamp(line: Line, msg: str) -> Line:
