@@ -47,17 +47,8 @@ from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_run
 from ddlab.diagnosis.facts import parse_facts
-from ddlab.diagnosis.logtext import (
-    PHASES,
-    DecodeRecord,
-    Line,
-    parse_decode_lines,
-    phase_of,
-    phase_reached,
-    split_lines,
-    strip_prefix,
-    summarize_decode,
-)
+from ddlab.diagnosis.decode_lines import DecodeRecord, parse_decode_lines, summarize_decode
+from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
 from ddlab.crashes.frames import shows_startup
 from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
 from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, dump_reading
