@@ -67,6 +67,10 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # 0.5.23 constrained/base_grammar_backend.py:84, model_runner.py:2085): a constrained
             # request being decoded, which the launcher's warmup never is
             r"|fill_vocab_mask\w*|update_regex_vocab_mask|fill_next_token_bitmask"
+            # the scheduler moving requests whose grammar compiled into its waiting queue (0.4.10.post2
+            # managers/scheduler.py:2017 from get_new_batch_prefill :1496; 0.5.23
+            # constrained/grammar_manager.py:211): a grammar queue only constrained requests fill
+            r"|move_ready_grammar_requests|get_ready_grammar_requests"
             # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
             # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
             r"|event_loop")

@@ -55,7 +55,7 @@ from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, dump_reading
 from ddlab.crashes.kinds.runtime import HANG_DUMP
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
-from ddlab.diagnosis.readings import on_graph, spec_conflict
+from ddlab.diagnosis.readings import on_graph, shm_reading, spec_conflict
 from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
@@ -354,6 +354,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     signature = piecewise_reading(signature, shows_startup(frames))
     if best is not None and (dumped := dump_reading(signature, frames, HANG_DUMP)) is not signature:
         signature = best.signature = dumped  # a fatal signal's dump of a running scheduler
+    if best is not None and (shm := shm_reading(signature, best.cause, lines)) is not signature:
+        signature = best.signature = shm  # a bus error while /dev/shm was full
     phase = crash_phase(lines, phase, best, signature, frames)
     version, algorithm = _for_whom(version, algorithm, facts, frames)
     markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))

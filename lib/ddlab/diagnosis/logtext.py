@@ -26,9 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
-                                    peel_relay_level, respaced, split_flattened, split_glued_bar,
-                                    split_glued_terminate, unquote_emphasis, unquote_inline_code)
+from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
+                                    peel_line_numbers, peel_relay_level, respaced, split_flattened,
+                                    split_glued_bar, split_glued_terminate, unlinked, unquote_emphasis,
+                                    unquote_inline_code)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -152,8 +153,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
     ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
-    for no, raw in enumerate(dedented(peel_line_numbers(text.splitlines())), start=1):
-        cleaned = unquote_emphasis(unquote_inline_code(_clean(raw)))
+    for no, raw in enumerate(dedented(peel_line_numbers(json_records(text.splitlines()))), start=1):
+        cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):
             continue
         ident = pid = None
@@ -212,8 +213,12 @@ _PHASE_END = re.compile(r"Memory pool end|Capture\b.{0,40}\bcuda graph end", re.
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
 # A --warmups warmup runs in the app's lifespan before it serves: "Running warmup NAME" (0.4.10.post2
 # srt/warmup.py:33 from entrypoints/http_server.py:151; 0.5.23 srt/entrypoints/warmup.py:37, :420).
+# uvicorn's own start lines come before those (uvicorn 0.54.0 server.py:101 "Started server process
+# [N]", lifespan/on.py:48 "Waiting for application startup."): SGLang starts uvicorn once its
+# schedulers reported ready (0.5.23 entrypoints/http_server.py:3156 Engine._launch_subprocesses
+# waits for them), and the app's startup starts the warmup thread (:450)
 WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP"
-                       r"|Running warmup \S")
+                       r"|Running warmup \S|Started server process \[\d+\]|Waiting for application startup\.")
 # A decode step that ran out of KV room retracts requests (0.4.6 managers/scheduler.py:1336
 # "Decode out of memory happened", 0.4.10.post2 scheduler.py:1666 and 0.5.10 scheduler.py:2596
 # "KV cache pool is full. Retract requests."): only a decode batch being served does that.

@@ -33,6 +33,9 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
   read without the backticks.
 - *Emphasis*: a whole line the reporter wrapped in markdown emphasis (``**_OSError: ..._**``),
   read without the markers.
+- *Container JSON logs*: Docker's json-file records (``{"log":"...","stream":...}``), several
+  on one pasted line, read as the lines they carry (escapes decoded: ANSI colours, quotes).
+- *Issue links*: GitHub turning ``#N`` into a link (``frame [#45](https://...)``), read as ``#N``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from dataclasses import replace
 
 __all__ = ["respaced", "split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
            "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "unquote_emphasis",
-           "peel_line_numbers", "dedented"]
+           "peel_line_numbers", "dedented", "json_records", "unlinked"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -164,12 +167,17 @@ def split_glued_bar(text: str) -> list[str]:
 # Python error: "), as when two processes' dumps run together
 _TERMINATE_RE = re.compile(r"^(?P<head>.*\S)(?P<tail>(?:terminate called (?:recursively|after throwing an "
                            r"instance of|without an active exception)|Fatal Python error: ).*)$")
+# CPython's list of extension modules after a fatal error's dump is written the same way (3.12
+# Python/pylifecycle.c _Py_DumpExtensionModules: "Extension modules: " and names joined by ", "),
+# module names only: another writer's text glued after a name (a stamped record's "[") is its own line
+_MODULES_RE = re.compile(r"^(?P<head>Extension modules: [\w.]+(?:, [\w.]+)*(?: \(total: \d+\))?)"
+                         r"(?P<tail>[^\w\s,.(].*)$")
 
 
 def split_glued_terminate(text: str) -> list[str]:
     """A line with the C++ runtime's terminate message (or CPython's fatal error header) glued
-    into it, as two."""
-    match = _TERMINATE_RE.match(text)
+    into it, as two; so is an extension module list with another writer's line glued to it."""
+    match = _TERMINATE_RE.match(text) or _MODULES_RE.match(text)
     return [match["head"], match["tail"]] if match else [text]
 
 
@@ -244,6 +252,44 @@ def unquote_inline_code(text: str) -> str:
     it at the start, or closes it at the end); a line with a backtick inside it as it is."""
     match = _INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)
     return match["body"] if match else text
+
+
+# --- container JSON log records -------------------------------------------------------------
+
+# Docker's json-file log driver writes each line a container printed as one JSON object,
+# {"log":"LINE\n","stream":"stderr","time":"..."}; a paste of `docker logs` from the files (or a
+# collector) runs them together. The record's string is the line, its escapes JSON's.
+_RECORD_RE = re.compile(r'\{"log":\s*"(?P<log>(?:[^"\\]|\\.)*)"(?:,\s*"\w+":\s*"(?:[^"\\]|\\.)*")*\s*\}')
+
+
+def json_records(raws: list[str]) -> list[str]:
+    """Pasted lines, each line that holds container JSON log records as the lines they carry
+    (text outside the records, a record the paste cut, kept as it is)."""
+    out: list[str] = []
+    for raw in raws:
+        records = list(_RECORD_RE.finditer(raw))
+        if not records:
+            out.append(raw)
+            continue
+        at = 0
+        for record in records:
+            out += [raw[at:record.start()].strip()] if raw[at:record.start()].strip() else []
+            out += json.loads(f'"{record["log"]}"').splitlines() or [""]
+            at = record.end()
+        out += [raw[at:].strip()] if raw[at:].strip() else []
+    return out
+
+
+# --- GitHub's issue links -------------------------------------------------------------------
+
+# GitHub renders "#N" in a comment as a link to issue or pull N; copied back as markdown it is
+# "[#N](https://github.com/OWNER/REPO/pull/N)" (a c10 backtrace's "frame #N:" among them)
+_ISSUE_LINK_RE = re.compile(r"\[#(\d+)\]\(https?://github\.com/[^)\s]+/(?:issues|pull)/\1\)")
+
+
+def unlinked(text: str) -> str:
+    """``text`` with GitHub's issue links put back as the ``#N`` they were."""
+    return _ISSUE_LINK_RE.sub(r"#\1", text)
 
 
 # --- markdown emphasis around a line ------------------------------------------------------

@@ -64,6 +64,19 @@ def _first_collective(cause: str) -> bool:
     return seq is not None and int(seq[1]) <= _FIRST_COLLECTIVES
 
 
+def _rewrapped(lines: list[Line], best: Candidate | None) -> str:
+    """Lines right below the cause that quote its message: a wrapper re-raising it with where it
+    was raised ("Capture cuda graph failed: " + the error, 0.5.23 model_executor/
+    runner_backend_utils/__init__.py:18)."""
+    if best is None:
+        return ""
+    message = best.cause.split(": ", 1)[-1].strip()
+    if len(message) < 24:
+        return ""
+    return "".join(f"\n{ln.msg}" for ln in lines if ln.no > best.first_no and ln.no - best.last_no <= 3
+                   and message in ln.msg)
+
+
 def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
     """The crash's traceback and those printed right around it (another rank's echo, the
     scheduler's traceback below a kernel's assert) and the thread dumps around it."""
@@ -83,6 +96,7 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
     hints = [signature.phase] if signature and signature.phase else []
     said = best.cause if best is not None else ""
     said += f"\n{best.chain.header}" if best is not None and best.chain is not None else ""
+    said += _rewrapped(lines, best)
     hints += [name for name, text in _TEXT_PHASES if text.search(said)]
     hints += frame_phases(frames)
     hints += ["serving"] if _spec_step(said, frames) else []

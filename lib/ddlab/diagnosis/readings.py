@@ -7,7 +7,8 @@ True|False``; else graphs were captured: True; else None);
 another feature (:mod:`.kinds.speculative`) and may be called that: an
 unknown or cut crash, a generic echo, or a graph-replay / eager-runner reading
 whose innermost frames are the feature's own code; never a startup crash, never
-a more specific kind.
+a more specific kind; :func:`shm_reading` reads a native crash by SIGBUS in a log that says
+the disk space ran out (ENOSPC) as shared memory full (``host_oom``).
 
 Why apart from the signatures: both need more than the traceback (the batch
 lines before it, the server args, the phase), which a signature never sees.
@@ -18,13 +19,27 @@ from __future__ import annotations
 import re
 
 from ddlab.crashes.frames import shows_startup
+from ddlab.crashes.kinds.memory import SHM_FULL
+from ddlab.crashes.kinds.native import NATIVE_CRASH
 from ddlab.crashes.kinds.speculative import FEATURE_FRAMES, SPEC_FEATURE, conflict
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.phase import is_startup
 from ddlab.diagnosis.rootcause import Candidate
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["on_graph", "spec_conflict"]
+__all__ = ["on_graph", "spec_conflict", "shm_reading"]
+
+# SIGBUS by name (faulthandler, the shell) or as a child's exit code (SGLang: "exit code: -7")
+_SIGBUS_RE = re.compile(r"\bBus error\b|\bSIGBUS\b|exit code:? -7\b")
+_ENOSPC_RE = re.compile(r"\[Errno 28\] No space left on device")
+
+
+def shm_reading(signature: Signature | None, cause: str, lines: list[Line]) -> Signature | None:
+    """A native crash by SIGBUS where the log says no space was left (ENOSPC): /dev/shm full
+    (:data:`~ddlab.crashes.kinds.memory.SHM_FULL`); any other reading is kept."""
+    if signature is NATIVE_CRASH and _SIGBUS_RE.search(cause) and any(_ENOSPC_RE.search(ln.msg) for ln in lines):
+        return SHM_FULL
+    return signature
 
 _GRAPH_SAID_RE = re.compile(r"\b(?:Prefill|Decode) batch\b.*\bcuda graph: (True|False)")
 _GRAPHS_CAPTURED_RE = re.compile(r"Capture\b.{0,40}\bcuda graph end", re.I)

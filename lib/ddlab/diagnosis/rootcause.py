@@ -189,10 +189,12 @@ def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], adva
 def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLANG) -> list[Candidate]:
     """Every error the server did not carry on past (see the module docstring); ``registry``:
     the server family's signatures, echoes and progress lines (SGLang's by default)."""
-    covered = {line.no for chain in chains for line in chain.lines}
+    # a pasted line split in two (a glued writer's text) keeps its number: the raw text tells them apart
+    covered = {(line.no, line.text) for chain in chains for line in chain.lines}
     found = [_chain_candidate(chain, registry) for chain in chains
              if chain.outermost.type != "KeyboardInterrupt"]  # someone pressed Ctrl-C: a stop
-    found += [c for line in lines if line.no not in covered and (c := _line_candidate(line, registry))]
+    found += [c for line in lines if (line.no, line.text) not in covered
+              and (c := _line_candidate(line, registry))]
     if not found and (frame := next((ln for ln in lines if _C10_FRAME_RE.search(ln.msg)), None)):
         found = [Candidate(frame.no, frame.no, clean_cause(frame.msg), None, lines=[frame], rank=frame.rank)]
     progress_re = registry.progress or _PROGRESS_RE

@@ -198,13 +198,18 @@ AMD_GPU_PAGE_FAULT = Signature(
      "`--attention-backend`, and a newer ROCm / aiter / SGLang if the kernel is theirs.",),
     lines=(r"\b(?:GC|MM)?VM_L2_PROTECTION_FAULT_STATUS:0x[0-9a-f]+",
            r"\] (?:retry |no-retry )?page fault \(src_id:\d+ ring:\d+ vmid:\d+",
-           r"\bMemory access fault by GPU node-\d+"),
+           r"\bMemory access fault by GPU node-\d+",
+           # the HIP runtime's queue callback: a kernel raised a hardware exception (a memory
+           # fault among them) and the queue aborts, then the process (CLR rocdevice.cpp)
+           r"aborting with error : HSA_STATUS_ERROR_(?:EXCEPTION|MEMORY_APERTURE_VIOLATION|MEMORY_FAULT)\b"),
     priority=50, running=True, by_algorithm=_BY_ALGORITHM,
     sources=(("Linux (gregkh/linux 11747c5)",
               "drivers/gpu/drm/amd/amdgpu/gmc_v9_0.c (gmc_v9_0_process_interrupt: [%s] %s page fault "
               "(src_id:%u ring:%u vmid:%u pasid:%u), VM_L2_PROTECTION_FAULT_STATUS:0x%08X)"),
              ("ROCR-Runtime", "src/core/runtime/runtime.cpp (VMFaultHandler: Memory access fault by GPU "
-                              "node-%u (Agent handle: %p) on address %p%s. Reason: %s.)")))
+                              "node-%u (Agent handle: %p) on address %p%s. Reason: %s.)"),
+             ("ROCm CLR", "rocclr/device/rocm/rocdevice.cpp (Device::callbackQueue: Callback: Queue %p "
+                          "aborting with error : %s code: 0x%x, then abort())")))
 
 def _config_detail(found: Found) -> str | None:
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)

@@ -268,7 +268,12 @@ DEPENDENCY = Signature(
               r"No module named '(?:sgl_kernel|sglang_kernel|flashinfer|vllm|triton|torch|transformers"
               r"|xgrammar|outlines|flash_attn|deep_gemm)",
               r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
-              r"name 'sgl_\w+' is not defined", r"is already used by a Transformers model",
+              r"name 'sgl_\w+' is not defined",
+              # a device's extension SGLang imports only where it is installed and the device
+              # found (0.5.23 hardware_backend/npu/utils.py:216 ``import torch_npu``, guarded by
+              # is_npu(), utils/common.py:189): the code that uses it ran without it
+              r"name 'torch_npu' is not defined",
+              r"is already used by a Transformers model",
               r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found",
               # transformers' lazy module meets a backend its own BACKENDS_MAPPING lacks: files of
               # two transformers releases mixed in one install (an interrupted upgrade)
@@ -336,6 +341,24 @@ ADAPTER_CALL_MISMATCH = Signature(
     types=r"(?:\w+\.)*TypeError", context=(_ADAPTER_LAST_FRAME,), priority=79,
     sources=(("0.5.23", "sglang/srt/layers/moe/moe_runner/flashinfer_cutedsl.py:353"),))
 
+# a kernel library refusing the installed CUDA toolkit (CUTLASS's CuTe DSL: "CuTe Experimental
+# module is only supported on Cuda toolkit 13.1 and above!"): it refuses the same way wherever it
+# is called, so a capture wrapper around it (0.5.23 model_executor/runner_backend_utils/__init__.py:18,
+# "Capture cuda graph failed: ...") is no capture problem; it ranks above the capture failure
+TOOLKIT_REFUSED = Signature(
+    "toolkit_refused", "dependency_mismatch", "a kernel library refuses the installed CUDA toolkit",
+    ("A kernel library refused the CUDA toolkit installed with it: it needs the newer toolkit its "
+     "message names. Install that CUDA toolkit (or the CUDA build of torch and the library that "
+     "bundles it), or the library release your SGLang release pins for this toolkit; turning CUDA "
+     "graphs off does not help, the library refuses in eager mode too.",),
+    patterns=(r"is only supported on (?:the )?CUDA toolkit [\d.]+ and (?:above|later|newer)",
+              r"requires (?:the )?CUDA toolkit [\d.]+ or (?:above|later|newer)"),
+    lines=(r"is only supported on (?:the )?CUDA toolkit [\d.]+ and (?:above|later|newer)",),
+    priority=81, phase="launch",
+    sources=(("0.5.23", "sglang/srt/model_executor/runner_backend_utils/__init__.py:18"),
+             ("nvidia-cutlass-dsl", "cutlass/cute/experimental (CuTe Experimental module is only supported "
+                                    "on Cuda toolkit 13.1 and above!)")))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -364,4 +387,4 @@ DRAFT_INCOMPATIBLE = Signature(
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
               MODEL_NOT_FOUND, DEPENDENCY,
-              OP_MISMATCH, ADAPTER_CALL_MISMATCH, IMPORT_ERROR, DRAFT_INCOMPATIBLE]
+              OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, IMPORT_ERROR, DRAFT_INCOMPATIBLE]

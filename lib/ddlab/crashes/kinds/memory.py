@@ -339,6 +339,29 @@ HOST_OOM = Signature(
              ("Linux", "mm/oom_kill.c (Out of memory: Killed process)"),
              ("Linux", "errno ENOMEM (12)")))
 
+# a process killed by SIGBUS (exit code -7) in a log that also says "[Errno 28] No space left on
+# device": a page of a tmpfs mapping (/dev/shm: shared tensors, POSIX semaphores) that tmpfs could
+# not back faults with SIGBUS (Linux mm/shmem.c, shmem_fault: VM_FAULT_SIGBUS on -ENOSPC);
+# joblib's probe of a multiprocessing semaphore warns with the errno (joblib
+# _multiprocessing_helpers.py:44); SGLang reports the child's signal as its exit code (0.5.23
+# entrypoints/engine.py:2006, "scheduler died during initialization (exit code: -7)").
+# Read so by :func:`ddlab.diagnosis.readings.shm_reading`; alone it matches only torch's own
+# words for the same fault in a DataLoader worker (torch/csrc/DataLoader.cpp, handler_SIGBUS).
+SHM_FULL = Signature(
+    "shm_full", "host_oom", "a bus error while the host's shared memory (/dev/shm) was full",
+    ("A process died of SIGBUS while the host's shared memory was full (No space left on device): "
+     "a page of /dev/shm could not be backed. `df -h /dev/shm` shows it; give the container a "
+     "larger /dev/shm (docker's `--shm-size`, or `--ipc=host`), remove stale files there, or run "
+     "fewer processes per host.",),
+    lines=(r"Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory",),
+    priority=65, fatal=True,
+    sources=(("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
+             ("torch 2.9", "torch/csrc/DataLoader.cpp (handler_SIGBUS: ERROR: Unexpected bus error encountered in "
+                           "worker. This might be caused by insufficient shared memory (shm).)"),
+             ("Linux", "mm/shmem.c (shmem_fault: VM_FAULT_SIGBUS when tmpfs has no space)"),
+             ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "
+                        "the OSError's text in a UserWarning)")))
+
 SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT,
               REQ_SLOTS_OLD, MAMBA_SLOTS,
-              RETRACT_EXHAUSTED, CUDA_OOM, HOST_OOM]
+              RETRACT_EXHAUSTED, CUDA_OOM, HOST_OOM, SHM_FULL]

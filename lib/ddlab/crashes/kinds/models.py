@@ -39,6 +39,19 @@ MODEL_TYPE_KEY = Signature(
     context=(r"configuration_auto\.py|CONFIG_MAPPING|get_config|AutoConfig|model_config\.py",),
     priority=70, phase="launch", sources=_ARCH_SOURCES)
 
+# a traceback cut below transformers' config lookup: AutoConfig.from_pretrained's
+# ``CONFIG_MAPPING[config_dict["model_type"]]`` followed by a deeper frame is the lazy mapping's
+# own __getitem__ raising KeyError for a model type this transformers does not know
+# (transformers 5.19.0 models/auto/configuration_auto.py:107), which from_pretrained turns into
+# "does not recognize this architecture" (:432); the paste ends before either exception line
+MODEL_TYPE_LOOKUP_CUT = Signature(
+    "model_type_lookup_cut", "arch_unsupported", "transformers' config lookup failed for the model type",
+    (_NEWER_ARCH,),
+    patterns=(r".",),
+    context=(r'configuration_auto\.py", line \d+, in from_pretrained\n\s*config_class = '
+             r'CONFIG_MAPPING\[config_dict\["model_type"\]\]\n(?:\s*[~^]+\n)?\s*File "',),
+    priority=69, phase="launch", cut_ok=True, sources=_ARCH_SOURCES)
+
 MODEL_TYPE_ALONE = Signature(
     "model_type_key_alone", "arch_unsupported", "a KeyError that names a model type",
     (_NEWER_ARCH,),
@@ -83,4 +96,5 @@ CONFIG_LAYOUT_UNKNOWN = Signature(
              ("0.5.23", "sglang/srt/configs/model_config.py:1566"),
              ("0.5.23", "sglang/srt/utils/hf_transformers/common.py:547")))
 
-SIGNATURES = [ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_ALONE]
+SIGNATURES = [ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT,
+              MODEL_TYPE_ALONE]

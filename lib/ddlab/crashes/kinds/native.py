@@ -103,7 +103,10 @@ NATIVE_CRASH = Signature(
            # CPython lists the loaded extension modules after a fatal error's thread dump, and
            # nowhere else (faulthandler's own dump_traceback and its watchdog do not): a paste
            # cut after the dump's header still shows the fatal signal
-           r"^Extension modules: \S"),
+           r"^Extension modules: \S",
+           # the list's end, " (total: N)" (3.12 Python/pylifecycle.c _Py_DumpExtensionModules),
+           # where a paste starts inside the list
+           r"^[\w.]+(?:, [\w.]+)+ \(total: \d+\)\s*$"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
                               "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),

@@ -103,6 +103,9 @@ PD_TRANSFER = Signature(
               r"Error fetching prefill (?:parallel |server )?info from bootstrap",
               r"timed out after [\d.]+s (?:in KVPoll\.\w+|waiting for KV transfer)"),
     lines=(r"(?:Prefill|Decode) (?:transfer|bootstrap|handshake) failed for request",
+           # the same line with the request's ids elided ("...") before its exception: the
+           # receiver's KVTransferError (0.5.23 disaggregation/decode.py:2864, " with exception {e}")
+           r"(?:Prefill|Decode) transfer failed\b.{0,200}\bKVTransferError\b",
            r"timed out after [\d.]+s (?:in KVPoll\.\w+|waiting for KV transfer)",
            r"Error fetching prefill (?:parallel |server )?info from bootstrap",
            r"TcpTransport::\w+ encountered an (?:ASIO )?exception",
@@ -135,8 +138,13 @@ PD_TRANSFER = Signature(
 # the transfer engine could not set up at startup (no request involved): the scheduler's
 # constructor builds the KV manager, which registers the KV pool's buffers with the engine
 # (0.5.23 managers/scheduler.py:689 init_disaggregation, after the pool); that failing is fatal
+# Ascend's transfer engine (memfabric) likewise, in the scheduler's KV manager (0.5.23
+# disaggregation/ascend/transfer_engine.py:83, logged then raised); NIXL's agent failing to create
+# its transport backend (UCX) when the KV manager builds it (nixl src/core/nixl_agent.cpp,
+# createBackend: "backend 'UCX' encountered error during ... setup with status NIXL_ERR_BACKEND")
 _PD_SETUP = (r"Mooncake memory registration failed", r"Mooncake Transfer Engine initialization failed",
-             r"NIXL memory registration failed")
+             r"NIXL memory registration failed", r"Ascend Transfer Engine initialization failed",
+             r"createBackend: backend '\w+' encountered error during [\w\s-]{0,40}setup with status NIXL_ERR_\w+")
 PD_SETUP = Signature(
     "pd_transfer_setup", "pd_transfer", "the PD transfer engine could not start or register the KV buffers",
     ("The KV transfer engine of PD disaggregation failed while the server started: it could not "
@@ -152,7 +160,10 @@ PD_SETUP = Signature(
              ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/transfer_engine.py:77"),
              ("0.4.10.post2", "sglang/srt/disaggregation/nixl/conn.py:172"),
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1998"),
-             ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:277")))
+             ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:277"),
+             ("0.5.23", "sglang/srt/disaggregation/ascend/transfer_engine.py:83"),
+             ("NIXL (ai-dynamo/nixl)", "src/core/nixl_agent.cpp (nixlAgent::createBackend: backend '...' "
+                                       "encountered error during ... setup with status NIXL_ERR_BACKEND)")))
 
 # a transfer worker thread catches what one room's transfer raised, logs it with its traceback
 # and marks that room failed (0.5.23 disaggregation/nixl/conn.py:1924-1933)
