@@ -89,6 +89,7 @@ def test_a_bus_error_is_shared_memory_only_where_the_log_says_no_space_was_left(
     died = "RuntimeError: Rank 0 scheduler died during initialization (exit code: -7)\n"
     full = ".../joblib/_multiprocessing_helpers.py:44: UserWarning: [Errno 28] No space left on device.\n"
     assert diagnose(died + full).kind == "host_oom"
+    assert diagnose("Worker exited. Exit code: -7 (SIGBUS)\n" + full).kind == "host_oom"
     assert diagnose(died).kind == "native_crash"
     assert diagnose(died.replace("-7", "-11") + full).kind == "native_crash"  # SIGSEGV is no shm fault
 

@@ -29,8 +29,9 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["on_graph", "spec_conflict", "shm_reading"]
 
-# SIGBUS by name (faulthandler, the shell) or as a child's exit code (SGLang: "exit code: -7")
-_SIGBUS_RE = re.compile(r"\bBus error\b|\bSIGBUS\b|exit code:? -7\b")
+# SIGBUS by name (faulthandler, the shell) or as a child's exit code (SGLang's "exit code: -7",
+# "crashed with exit code -7"; dynamo's "Exit code: -7 (SIGBUS)")
+_SIGBUS_RE = re.compile(r"\bBus error\b|\bSIGBUS\b|exit code:? -7\b", re.I)
 _ENOSPC_RE = re.compile(r"\[Errno 28\] No space left on device")
 
 
