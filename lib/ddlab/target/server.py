@@ -311,7 +311,12 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def main(argv=None, prog="python -m ddlab.target") -> int:
-    args, warnings = parse_command_line(argv, prog)
+    return run(*parse_command_line(argv, prog))
+
+
+def run(args, warnings) -> int:
+    """The server for parsed flags (:func:`ddlab.target.main` parses them before torch is
+    imported: a refused flag costs no second of it)."""
     setup_logging(args.log_level, args.log_level_http)
     state = ServerState(args)
     state.life.install()

@@ -207,7 +207,11 @@ def _engine_died(state) -> None:
 
 
 def main(argv=None, prog="python -m ddlab.target --dialect vllm") -> int:
-    args = parse_vllm_args(argv, prog)
+    return run(parse_vllm_args(argv, prog))
+
+
+def run(args) -> int:
+    """The server for parsed flags (parsed before torch is imported, as in ``server.run``)."""
     setup_logging(args)
     state = VllmState(args)
     pid = os.getpid()
