@@ -83,7 +83,7 @@ def test_f01_a_unit_ddlab_did_not_install_is_never_written_over(th):
 def test_f01_a_lock_naming_production_as_the_variant_deletes_nothing(th):
     """A hand-edited lock.json (variant.service = the baseline) must not make restore
     remove the baseline's unit."""
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    assert fk.ddlab_in(th, "deploy", "--host", "th", "--base", fk.idle_base(th)).returncode == 0
     lock = th.lock()
     deployed = lock["variant"]["service"]
     lock["variant"]["service"] = th.baseline
@@ -104,7 +104,7 @@ def test_f01_lock_and_install_record_both_naming_production_still_delete_nothing
     """The audit's case: installed.json edited too, so that it claims production's unit
     (pending: any content). The ownership record is the host's, so it cannot be the last
     word: the profile's baseline_service is never removed, whatever the host's files say."""
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    assert fk.ddlab_in(th, "deploy", "--host", "th", "--base", fk.idle_base(th)).returncode == 0
     lock = th.lock()
     deployed = lock["variant"]["service"]
     lock["variant"]["service"] = th.baseline
@@ -128,7 +128,7 @@ def test_f01_lock_and_install_record_both_naming_production_still_delete_nothing
 
 
 def test_f01_the_baselines_unit_is_backed_up_and_put_back_verbatim(th):
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    assert fk.ddlab_in(th, "deploy", "--host", "th", "--base", fk.idle_base(th)).returncode == 0
     baseline = th.lock()["baseline"]
     original = th.transport.read_file(baseline["definition"])
     assert th.transport.read_file(baseline["backup"]) == original, "a copy, before the stop"
