@@ -261,13 +261,14 @@ def test_an_unreachable_host_fails_fast_and_changes_nothing(bench, kind, request
         assert "check that" in line, "says what to do"
         print(f"OUTCOME: {kind}: ddlab {argv[0]} exit 1 after {took_s:.1f} s: {line[:160]}")
         assert took_s < limit_s, f"{argv[0]} took {took_s:.1f} s"
-    started = time.monotonic()
-    ran = fk.ddlab_in(bench, "run", "sweep", "-p", "host", "gone", "-p", "budget", "4",
-                      "-p", "topk_cap", "4", "-p", "cuda_graph", "false")
-    assert ran.returncode == 1, ran.stderr[-3000:]
-    assert ran.stdout.startswith("FAILED: SWEEP FAILED: 2 cells, 0 measured, 0 crashed; stopped by "
-                                 f"HostError: root@127.0.0.1:{port}: {want}"), ran.stdout
-    assert time.monotonic() - started < 90
+    if kind == "silent-port":  # a sweep meets the same HostError from either: once is enough
+        started = time.monotonic()
+        ran = fk.ddlab_in(bench, "run", "sweep", "-p", "host", "gone", "-p", "budget", "4",
+                          "-p", "topk_cap", "4", "-p", "cuda_graph", "false")
+        assert ran.returncode == 1, ran.stderr[-3000:]
+        assert ran.stdout.startswith("FAILED: SWEEP FAILED: 2 cells, 0 measured, 0 crashed; "
+                                     f"stopped by HostError: root@127.0.0.1:{port}: {want}"), ran.stdout
+        assert time.monotonic() - started < 90
     assert fk.sshd_logins(bench.testhost) == logins, "no login reached the real sshd"
     bench.assert_put_back()  # the real host: untouched
 
