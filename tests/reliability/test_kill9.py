@@ -28,7 +28,7 @@ from testhost.procs import alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-GRID = {"budget": [4, 8], "topk_cap": [4], "cuda_graph": [False]}  # + 1 baseline cell
+GRID = {"budget": [4], "topk_cap": [4], "cuda_graph": [False]}  # + 1 baseline cell
 # the kill, not the figures, is under test: no probes or lossless check (a cell's server
 # still runs for seconds: the kill lands in it)
 OPTIONS = {**fk.SMALL, "probe": False}
@@ -86,7 +86,7 @@ def test_kill_9_mid_cell_on_the_test_host_then_resume(th, tmp_path):
     assert taken and f"pid {proc.pid}" in taken[0] and "its process is gone" in taken[0], messages
     assert any("1 run(s) left unfinished by a killed process marked lost" in m for m in messages)
     assert any(f"stopped and removed {service}" in m for m in messages), "the orphan went first"
-    assert len(status) == 3 and set(status.values()) <= set(DONE_STATES), "the full grid"
+    assert len(status) == 2 and set(status.values()) <= set(DONE_STATES), "the full grid"
     counts = sweepkit.run_counts(bench.store_path, sweep_id)
     for config_hash, states in counts.items():
         assert sum(n for s, n in states.items() if s in DONE_STATES) == 1, states
