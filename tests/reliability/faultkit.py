@@ -515,6 +515,20 @@ def shim_base(bench: Bench, module: str, *, name: str, env: dict | None = None,
     return name
 
 
+def idle_base(bench: Bench) -> str:
+    """A base config ``<base>-idle`` whose server runs and idles (``shims/argv_dump``, no
+    torch): for tests of the host's state files around a deploy, where the server itself
+    is not under test (a target's start is ~1.2 CPU-s). Made once per bench."""
+    name = f"{bench.base}-idle"
+    if not (bench.root / "params" / "base" / f"{name}.yaml").is_file():
+        root = bench.testhost.shared_dir if bench.testhost else bench.project.root.parent
+        folder = Path(root) / f"idle-{bench.base}"  # a folder the host's processes see
+        folder.mkdir(mode=0o777, exist_ok=True)
+        folder.chmod(0o777)
+        shim_base(bench, "argv_dump", name=name, env={"ARGV_DUMP_DIR": str(folder)})
+    return name
+
+
 def copy_notebooks_guard() -> None:
     """Notebooks are symlinked into projects; a test must never write into them."""
     for path in (REPO / "notebooks").glob("*.ipynb"):

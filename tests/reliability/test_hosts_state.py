@@ -35,6 +35,13 @@ def thp(testhost, tmp_path_factory):
         yield bench
 
 
+@pytest.fixture
+def idle(th) -> list[str]:
+    """``--base`` of a variant that runs and idles: these tests read the host's state
+    files around a deploy, not the server (faultkit's ``idle_base``)."""
+    return ["--base", fk.idle_base(th)]
+
+
 def _state_path(bench: fk.Bench, name: str) -> str:
     return f"{bench.state_dir}/{name}"
 
@@ -213,8 +220,8 @@ def test_i02_a_100_mb_state_file_is_refused_in_under_a_second(th):
         th.transport.run(["rm", "-f", "--", path])
 
 
-def test_i02_after_a_deploy_a_hostile_installed_json_still_gets_production_back(th):
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+def test_i02_after_a_deploy_a_hostile_installed_json_still_gets_production_back(th, idle):
+    assert fk.ddlab_in(th, "deploy", "--host", "th", *idle).returncode == 0
     variant = th.current_service()
     path = _state_path(th, "installed.json")
     saved = th.transport.read_file(path)
@@ -233,8 +240,8 @@ def test_i02_after_a_deploy_a_hostile_installed_json_still_gets_production_back(
 
 
 @pytest.mark.parametrize("kind", ["deep", "binary", "symlink", "huge"])
-def test_i02_a_bad_lock_json_is_one_line_and_restore_force_puts_production_back(th, kind):
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+def test_i02_a_bad_lock_json_is_one_line_and_restore_force_puts_production_back(th, kind, idle):
+    assert fk.ddlab_in(th, "deploy", "--host", "th", *idle).returncode == 0
     variant = th.current_service()
     th.transport.run(["rm", "-f", "--", th.lock_path])
     _hostile(th, th.lock_path, kind)
@@ -257,13 +264,13 @@ def test_i02_a_bad_lock_json_is_one_line_and_restore_force_puts_production_back(
 # --- 4: restore starts only the profile's baseline ----------------------------------
 
 
-def test_i04_restore_never_starts_a_unit_the_hosts_lock_names_as_the_baseline(th):
+def test_i04_restore_never_starts_a_unit_the_hosts_lock_names_as_the_baseline(th, idle):
     canary = f"ddlab-test-canary-{th.base}.service"
     ran = f"{th.testhost.shared_dir}/canary-{th.base}-ran"
     th.manager.install(ServiceSpec(canary, ["/bin/sh", "-c", f"touch {ran}; sleep 3600"],
                                    workdir="/"))
     try:
-        assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+        assert fk.ddlab_in(th, "deploy", "--host", "th", *idle).returncode == 0
         assert not th.baseline_active()
         lock = th.lock()
         lock["baseline"] = {"service": canary, "was_active": True}

@@ -1,6 +1,7 @@
 """Interrupts (issue 6, item 1): SIGINT (and SIGTERM) to ``ddlab watch``, to a
-papermill-run sweep notebook's kernel and to ``ddlab run sweep``, during start-up,
-during the bench and during the restore.
+papermill-run sweep notebook's kernel and to ``ddlab run sweep``, during start-up
+(``ddlab watch`` and papermill), during the bench (``ddlab run``) and during the restore
+(all three): the kernel's code is the same whoever sends the SIGINT.
 
 Whatever the moment: the baseline ends active (and answering ``/health``), the
 variant is gone, the lock is released, finished cells are in the store once,
@@ -35,11 +36,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 PAPERMILL = str(Path(sys.executable).with_name("papermill"))
 GRID = ["-p", "budget", "[4]", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",  # 2 cells
-        # the interrupt, not the figures, is under test: 3 rounds a cell, no re-measuring
-        "-p", "max_rounds", "3", "-p", "bracket", "False"]
+        # the interrupt, not the figures, is under test: one round a cell, no re-measuring,
+        # no probes or lossless check (READY comes after them: the bench moment's window is
+        # its bench alone either way)
+        "-p", "max_rounds", "3", "-p", "ci_target", "0", "-p", "bracket", "False",
+        "-p", "probe", "False"]
 # a bench of ~2 s to hit, in one round (the resume measures both cells again the same way)
-BENCH_SIZE = ["-p", "requests", "8", "-p", "max_new_tokens", "128", "-p", "ci_target", "0"]
-QUICK_SIZE = ["-p", "requests", "1", "-p", "max_new_tokens", "8"]
+BENCH_SIZE = ["-p", "requests", "8", "-p", "max_new_tokens", "128"]
+QUICK_SIZE = ["-p", "requests", "1", "-p", "max_new_tokens", "8", "-p", "warmup", "0"]
 
 
 @pytest.fixture(scope="module")
@@ -139,9 +143,6 @@ def test_ddlab_watch_interrupted_during_the_restore_finishes_it_first(th_slow, t
 # --- sweeps: papermill's kernel and ddlab run ---------------------------------------------
 
 
-MOMENTS = ["start-up", "bench", "restore"]
-
-
 def _baseline(moment: str) -> str:
     """A slow baseline where the moment is its restore; a quick one elsewhere (cheaper)."""
     return "slow" if moment == "restore" else "quick"
@@ -213,14 +214,17 @@ def _notebook_text(path: Path) -> str:
     return "\n".join(json.dumps(o) for c in nb["cells"] for o in c.get("outputs", []))
 
 
-@pytest.mark.parametrize("moment", MOMENTS)
+# No "bench" moment here: a SIGINT mid-bench is the same KeyboardInterrupt in the same kernel
+# code (ddlab.sweep's bench) whoever sends it, and test_sigint_to_ddlab_run_sweep[bench] has
+# it; the start-up and restore moments check what is papermill's own (the notebook's first
+# output and resume line, papermill -p resume latest). A bench moment here cost 15 CPU-s.
+@pytest.mark.parametrize("moment", ["start-up", "restore"])
 def test_sigint_to_the_sweep_notebooks_kernel(request, tmp_path, moment):
     """papermill notebooks/sweep.ipynb ...; SIGINT to the kernel (what Jupyter's
     'interrupt kernel' sends); then papermill -p resume latest."""
     bench = _fresh(request.getfixturevalue(f"local_{_baseline(moment)}"), tmp_path)
-    size = BENCH_SIZE if moment == "bench" else QUICK_SIZE
     out = tmp_path / "sweep.ipynb"
-    proc = _papermill(bench, out, *GRID, *size)
+    proc = _papermill(bench, out, *GRID, *QUICK_SIZE)
     try:
         kernel = wait_for(lambda: fk.kernel_of(proc.pid), timeout_s=60, what="the kernel")
         _reach(bench, moment, proc)
@@ -235,7 +239,7 @@ def test_sigint_to_the_sweep_notebooks_kernel(request, tmp_path, moment):
     assert first.startswith("SWEEP INTERRUPTED: 2 cells"), first
     assert f"resume it: ddlab run sweep -p resume {sweep_id}" in first, "the verdict says how"
     assert f"[sweep] resume with: ddlab run sweep -p resume {sweep_id}" in _notebook_text(out)
-    assert len(done) == {"start-up": 0, "bench": 0, "restore": 2}[moment]
+    assert len(done) == {"start-up": 0, "restore": 2}[moment]
     _put_back_and_answering(bench)
 
     resumed = _papermill(bench, tmp_path / "resumed.ipynb", "-p", "resume", "latest")
@@ -245,7 +249,13 @@ def test_sigint_to_the_sweep_notebooks_kernel(request, tmp_path, moment):
     _assert_resumed(bench, sweep_id, done)
 
 
-@pytest.mark.parametrize("moment", MOMENTS)
+# No "start-up" moment here: the kernel's code for a SIGINT in a cell's start-up is the
+# papermill test's (test_sigint_to_the_sweep_notebooks_kernel[start-up]); putting a frozen
+# server on the test host back after a SIGINT in its start-up is
+# test_ddlab_watch_interrupted_during_start_up_restores (the same Lab restore); ddlab run's own
+# output on an interrupt, and a resume of a sweep with no finished cell over ddlab run on the
+# test host, are the bench moment's. A start-up moment here cost 10 CPU-s.
+@pytest.mark.parametrize("moment", ["bench", "restore"])
 def test_sigint_to_ddlab_run_sweep(request, tmp_path, moment):
     """ddlab run sweep on the test host; SIGINT to ddlab run (forwarded to its kernel)."""
     bench = _fresh(request.getfixturevalue(f"th_{_baseline(moment)}"), tmp_path)
@@ -268,7 +278,7 @@ def test_sigint_to_ddlab_run_sweep(request, tmp_path, moment):
     assert record["status"] == "interrupted"
     assert json.loads((run_dir / "verdict.json").read_text())["next_step"] == \
         f"resume it: ddlab run sweep -p resume {sweep_id}"
-    assert len(done) == {"start-up": 0, "bench": 0, "restore": 2}[moment]
+    assert len(done) == {"bench": 0, "restore": 2}[moment]
     _put_back_and_answering(bench)
 
     resumed = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", sweep_id, timeout_s=240)

@@ -57,14 +57,18 @@ def test_f02_an_answer_on_the_port_before_the_variants_log_says_ready_is_never_r
 
 
 def test_f03_no_silence_longer_than_a_heartbeat_while_the_host_is_unreachable(th):
-    """test_f03_* bounds the whole watch; this bounds each silence in it: stderr gets a
-    line at least every heartbeat interval (5 s, with slack for a loaded machine) from
-    the freeze to the verdict. Before: no line for 90 s."""
+    """A watch whose sshd dies (frozen: every session dropped) beats and ends with a
+    connection_lost verdict, exit 6, within one reconnect window (finding 3, was
+    test_production_safety.py's test_f03_a_watch_whose_sshd_dies_...: one deploy and one
+    watch now check both); and each silence in it is bounded: stderr gets a line at least
+    every heartbeat interval (5 s, with slack for a loaded machine) from the freeze to the
+    verdict. Before: no line for 90 s."""
     assert fk.ddlab_in(th, "deploy", "--host", "th", "--set", "skip_server_warmup=true",
                        "--set", "mem_fraction_static=0.5").returncode == 0
     watch = subprocess.Popen([DDLAB, "watch", "--host", "th", "--timeout", "120", "--probe",
                               "--grace", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=th.env(), cwd=REPO)
+    started = time.monotonic()
     lines: list[tuple[float, str]] = []
     reader = threading.Thread(target=lambda: lines.extend(
         (time.monotonic(), line) for line in iter(watch.stderr.readline, "")), daemon=True)
@@ -82,9 +86,18 @@ def test_f03_no_silence_longer_than_a_heartbeat_while_the_host_is_unreachable(th
             if watch.poll() is None:
                 watch.kill()
             reader.join(timeout=5)
+    took_s = ended - started
     said = "".join(f"{t - frozen:+7.1f} {l}" for t, l in lines)
     assert watch.returncode == 6 and last_json(out)["state"] == "connection_lost", \
         f"exit {watch.returncode}, stdout {out!r}, stderr:\n{said[-3000:]}"
+    verdict = last_json(out)
+    assert verdict["state"] == "connection_lost" and verdict["exit_code"] == 6
+    assert "when the host answers" in verdict["next_step"]
+    assert "reconnecting" in "".join(l for _, l in lines), "the reconnect attempts beat the heartbeat"
+    window_s = th.profile.connect_timeout_s
+    # 12-14 s on an idle machine; before the fix 99 s (a window per command, stacked).
+    # The bound leaves room for a loaded CI machine, far below the old behaviour.
+    assert took_s < 4 * window_s, f"{took_s:.0f} s: one reconnect window, not stacked ones"
     times = [frozen] + [t for t, _ in lines if t > frozen] + [ended]
     gaps = [b - a for a, b in itertools.pairwise(times)]
     longest = max(gaps)

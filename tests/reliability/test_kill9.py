@@ -28,7 +28,10 @@ from testhost.procs import alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-GRID = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}  # + 1 baseline cell
+GRID = {"budget": [4], "topk_cap": [4], "cuda_graph": [False]}  # + 1 baseline cell
+# the kill, not the figures, is under test: no probes or lossless check (a cell's server
+# still runs for seconds: the kill lands in it)
+OPTIONS = {**fk.SMALL, "probe": False}
 
 
 def _sweep_script(bench: fk.Bench) -> list[str]:
@@ -37,7 +40,7 @@ def _sweep_script(bench: fk.Bench) -> list[str]:
         from ddlab.sweeps.plan import SweepOptions, plan_sweep
         from ddlab.sweeps.run import run_sweep
         plan = plan_sweep({bench.base!r}, {GRID!r})
-        run_sweep(plan, host="th", options=SweepOptions(**{fk.SMALL!r}),
+        run_sweep(plan, host="th", options=SweepOptions(**{OPTIONS!r}),
                   store=Store({str(bench.store_path)!r}))
     """)
     return [fk.PYTHON, "-c", code]
@@ -83,7 +86,7 @@ def test_kill_9_mid_cell_on_the_test_host_then_resume(th, tmp_path):
     assert taken and f"pid {proc.pid}" in taken[0] and "its process is gone" in taken[0], messages
     assert any("1 run(s) left unfinished by a killed process marked lost" in m for m in messages)
     assert any(f"stopped and removed {service}" in m for m in messages), "the orphan went first"
-    assert len(status) == 4 and set(status.values()) <= set(DONE_STATES), "the full grid"
+    assert len(status) == 2 and set(status.values()) <= set(DONE_STATES), "the full grid"
     counts = sweepkit.run_counts(bench.store_path, sweep_id)
     for config_hash, states in counts.items():
         assert sum(n for s, n in states.items() if s in DONE_STATES) == 1, states
@@ -102,10 +105,12 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
     way ``-p resume latest`` takes the lock over and finishes the grid."""
     bench = th
     bench.project.outputs = tmp_path / "outputs"
-    proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "host", "th", "-p", "budget", "[4, 8]",
+    proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "host", "th", "-p", "budget", "[4]",
                           "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
                           "-p", "requests", "1", "-p", "max_new_tokens", "8",
-                          "-p", "max_rounds", "3", "-p", "bracket", "False")
+                          "-p", "max_rounds", "3", "-p", "ci_target", "0",
+                          "-p", "bracket", "False", "-p", "probe", "False",
+                          "-p", "warmup", "0")  # 2 cells: the kill lands in the second
     try:
         kernel = wait_for(lambda: fk.kernel_of(proc.pid), timeout_s=60, what="the kernel")
         wait_for(lambda: _mid_cell(bench, proc), timeout_s=120, what="a cell in flight")
@@ -131,7 +136,7 @@ def test_kill_9_of_a_ddlab_run_sweep(th, tmp_path, victim):
     resumed = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", timeout_s=240)
     # the verdict (why it failed) is on stdout, the progress on stderr: both, when it fails
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
-    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 3 cells, 3 measured", resumed.stdout), resumed.stdout
+    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 2 cells, 2 measured", resumed.stdout), resumed.stdout
     assert f"pid {kernel}" in resumed.stderr and "its process is gone" in resumed.stderr
     with Store(bench.store_path) as store:
         sweep_id = store.latest_sweep_id()

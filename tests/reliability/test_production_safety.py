@@ -83,7 +83,7 @@ def test_f01_a_unit_ddlab_did_not_install_is_never_written_over(th):
 def test_f01_a_lock_naming_production_as_the_variant_deletes_nothing(th):
     """A hand-edited lock.json (variant.service = the baseline) must not make restore
     remove the baseline's unit."""
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    assert fk.ddlab_in(th, "deploy", "--host", "th", "--base", fk.idle_base(th)).returncode == 0
     lock = th.lock()
     deployed = lock["variant"]["service"]
     lock["variant"]["service"] = th.baseline
@@ -104,7 +104,7 @@ def test_f01_lock_and_install_record_both_naming_production_still_delete_nothing
     """The audit's case: installed.json edited too, so that it claims production's unit
     (pending: any content). The ownership record is the host's, so it cannot be the last
     word: the profile's baseline_service is never removed, whatever the host's files say."""
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    assert fk.ddlab_in(th, "deploy", "--host", "th", "--base", fk.idle_base(th)).returncode == 0
     lock = th.lock()
     deployed = lock["variant"]["service"]
     lock["variant"]["service"] = th.baseline
@@ -128,7 +128,7 @@ def test_f01_lock_and_install_record_both_naming_production_still_delete_nothing
 
 
 def test_f01_the_baselines_unit_is_backed_up_and_put_back_verbatim(th):
-    assert fk.ddlab_in(th, "deploy", "--host", "th").returncode == 0
+    assert fk.ddlab_in(th, "deploy", "--host", "th", "--base", fk.idle_base(th)).returncode == 0
     baseline = th.lock()["baseline"]
     original = th.transport.read_file(baseline["definition"])
     assert th.transport.read_file(baseline["backup"]) == original, "a copy, before the stop"
@@ -207,32 +207,10 @@ def test_f02_a_responder_that_names_another_port_is_not_the_variant(tmp_path):
 # --- 3: a watch whose sshd dies is never silent, and ends with its verdict ------------
 
 
-def test_f03_a_watch_whose_sshd_dies_beats_and_ends_with_a_connection_lost_verdict(th):
-    assert fk.ddlab_in(th, "deploy", "--host", "th", "--set", KV_OOM.replace("0.001", "0.5"),
-                       "--set", "skip_server_warmup=true").returncode == 0
-    watch = fk.popen_ddlab(th, "watch", "--host", "th", "--timeout", "120", "--probe",
-                           "--grace", "60")
-    started = time.monotonic()
-    try:
-        wait_for(lambda: (th.lock() or {}).get("holder", {}).get("pid") == watch.pid,
-                 timeout_s=60, what="the watch to hold the host")
-        with th.testhost.sshd_unreachable():  # the host stops answering
-            out, err = fk.finish(watch, timeout_s=90)
-            took_s = time.monotonic() - started
-    finally:
-        if watch.poll() is None:
-            watch.kill()
-    assert watch.returncode == 6, (out, err[-2000:])
-    verdict = last_json(out)
-    assert verdict["state"] == "connection_lost" and verdict["exit_code"] == 6
-    assert "when the host answers" in verdict["next_step"]
-    assert "reconnecting" in err, "the reconnect attempts beat the heartbeat"
-    window_s = th.profile.connect_timeout_s
-    # 12-14 s on an idle machine; before the fix 99 s (a window per command, stacked).
-    # The bound leaves room for a loaded CI machine, far below the old behaviour.
-    assert took_s < 4 * window_s, f"{took_s:.0f} s: one reconnect window, not stacked ones"
-    assert fk.ddlab_in(th, "restore", "--host", "th").returncode == 0
-    th.assert_put_back()
+# test_issue12_gaps.py::test_f03_no_silence_longer_than_a_heartbeat_while_the_host_is_unreachable
+# checks this finding: its one deploy and sshd-frozen watch assert both what this module's f03
+# asserted (exit 6, the connection_lost verdict and its next step, "reconnecting", within
+# one reconnect window) and the bound on each silence.
 
 
 # --- 4: masking keeps evidence ---------------------------------------------------------

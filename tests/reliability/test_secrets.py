@@ -179,7 +179,8 @@ def test_a_sweep_with_secrets_resumes_once_they_are_given_again(local, tmp_path)
     fixed = json.dumps({**secrets, "env.SHIM_RECORD": str(record)})
     small = ["-p", "requests", "1", "-p", "max_new_tokens", "8", "-p", "max_rounds", "3",
              "-p", "bracket", "False"]
-    proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "[4, 8]",
+    # 2 cells (the baseline and budget 4): the interrupt lands in the second
+    proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "[4]",
                           "-p", "topk_cap", "4", "-p", "cuda_graph", "false", "-p", "fixed", fixed,
                           *small)
     wait_for(lambda: fk.cells_done(bench) >= 1 or proc.poll() is not None, timeout_s=120,
@@ -194,7 +195,7 @@ def test_a_sweep_with_secrets_resumes_once_they_are_given_again(local, tmp_path)
     with Store(bench.store_path) as store:
         sweep_id = store.latest_sweep_id()
         runs_before = _runs(bench, sweep_id)
-        assert 1 <= sum(s in DONE_STATES for s in store.cell_status(sweep_id).values()) < 3
+        assert 1 <= sum(s in DONE_STATES for s in store.cell_status(sweep_id).values()) < 2
     record.unlink(missing_ok=True)
 
     bare = fk.ddlab_in(bench, "run", "sweep", "-p", "resume", "latest", timeout_s=300)
@@ -215,7 +216,7 @@ def test_a_sweep_with_secrets_resumes_once_they_are_given_again(local, tmp_path)
                         json.dumps(secrets), timeout_s=300)
     printed += [again.stdout, again.stderr]
     assert again.returncode == 0, again.stderr[-3000:]
-    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 3 cells, 3 measured", again.stdout), again.stdout
+    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 2 cells, 2 measured", again.stdout), again.stdout
     server = json.loads(record.read_text())  # the last cell the resume ran
     assert server["env"]["HF_TOKEN"] == HF_TOKEN
     assert server["argv"][server["argv"].index("--api-key") + 1] == API_KEY
@@ -280,9 +281,10 @@ def test_host_keys_are_checked_before_anything_runs(th, tmp_path, known):
             assert f"ssh-keyscan -p {bench.testhost.ssh_port}" in line
         else:
             assert "HAS CHANGED" in line and "refused" in line and "ssh-keygen -R" in line, line
-    ran = fk.ddlab_in(bench, "run", "sweep", "-p", "host", "stranger", "-p", "budget", "4",
-                      "-p", "topk_cap", "4", "-p", "cuda_graph", "false")
-    assert ran.returncode == 1 and "stopped by HostKeyError" in ran.stdout, ran.stdout
+    if known == "unknown":  # a changed key is the same HostKeyError to a sweep: once is enough
+        ran = fk.ddlab_in(bench, "run", "sweep", "-p", "host", "stranger", "-p", "budget", "4",
+                          "-p", "topk_cap", "4", "-p", "cuda_graph", "false")
+        assert ran.returncode == 1 and "stopped by HostKeyError" in ran.stdout, ran.stdout
     assert known_hosts.read_text() == before, "known_hosts untouched"
     assert fk.sshd_logins(bench.testhost) == logins, "no login happened"
     assert bench.lock() is None and bench.baseline_active()
