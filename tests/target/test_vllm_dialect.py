@@ -271,17 +271,30 @@ def test_metrics_use_vllms_names_and_move_with_requests(eagle):
 
 # --- lossless ------------------------------------------------------------------------------
 
+GREEDY_PROMPTS = [list(PROMPT.encode()), list(b"import os\nimport sys\n\n\ndef main("),
+                  list(b"class Foo:\n    def __init__(self):\n        self.x = 1\n        self.")]
+
+
+@pytest.fixture(scope="module")
+def plain_greedy():
+    """The plain (eager, no speculation) engine's greedy tokens for GREEDY_PROMPTS, 96
+    each: computed once, read by each speculative config's comparison."""
+    from ddlab.target.engine import Engine
+    from ddlab.target.vllm_args import parse_vllm_args
+
+    return [r.output_ids for r in Engine(parse_vllm_args(["--enforce-eager"])).generate(
+        GREEDY_PROMPTS, 96)]
+
+
 @pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 @pytest.mark.parametrize("flags", [EAGLE, NGRAM, ["--speculative-config",
                                                   '{"method": "eagle", "num_speculative_tokens": 15}']])
-def test_greedy_tokens_equal_the_non_speculative_ones(flags):
+def test_greedy_tokens_equal_the_non_speculative_ones(flags, plain_greedy):
     """In-process (the same engine the server runs): batched, 96 tokens, byte for byte."""
     from ddlab.target.engine import Engine
     from ddlab.target.vllm_args import parse_vllm_args
 
-    prompts = [list(PROMPT.encode()), list(b"import os\nimport sys\n\n\ndef main("),
-               list(b"class Foo:\n    def __init__(self):\n        self.x = 1\n        self.")]
-    plain_out = [r.output_ids for r in Engine(parse_vllm_args(["--enforce-eager"])).generate(prompts, 96)]
+    prompts, plain_out = GREEDY_PROMPTS, plain_greedy
     engine = Engine(parse_vllm_args(flags))
     out = [r.output_ids for r in engine.generate(prompts, 96)]
     assert out == plain_out
