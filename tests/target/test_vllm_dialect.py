@@ -188,8 +188,10 @@ def test_startup_lines_are_vllms_in_vllms_order_and_fit_their_sources(eagle):
     assert re.search(r"\[startup\.py:38\] .*version 0\.34\.0\+ddlab", log)
 
 
-@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
-def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm(plain, tmp_path):
+def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm_and_sigterm_exits_0(plain, tmp_path):
+    """An eager server logs no capture; cudagraph_mode none warns as vLLM does. Its server
+    also shows the graceful stop (SIGTERM: uvicorn's shutdown lines, exit 0), which had a
+    server of its own (--enforce-eager) before: the stop is the same in either mode."""
     assert "Graph capturing finished" not in plain.log()
     assert "[model_runner.py:1149]" not in plain.log()
     s = Server(tmp_path, "--compilation-config", '{"cudagraph_mode": "none"}')
@@ -198,8 +200,13 @@ def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm(plain, tmp_path):
         log = s.log()
         assert "Graph capturing finished" not in log
         assert re.search(r"WARNING .*\[model_runner\.py:1149\] Skipping encoder and decoder CUDA graph", log)
+        s.proc.terminate()
+        assert s.exit_code() == 0
     finally:
         s.stop()
+    tail = s.log().split(READY, 1)[1]
+    assert tail.split() == "INFO: Shutting down INFO: Waiting for application shutdown. INFO: Application " \
+                           "shutdown complete. INFO: Finished server process [{}]".format(s.proc.pid).split()
 
 
 def test_stats_lines_every_interval_with_spec_decoding_figures(eagle):
@@ -453,16 +460,6 @@ def test_a_kv_cache_too_small_fails_the_engine_start_in_vllms_words(util, text):
 
 
 @pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
-def test_sigterm_stops_uvicorn_gracefully_and_exits_0(tmp_path):
-    s = Server(tmp_path, "--enforce-eager")
-    s.wait()
-    s.proc.terminate()
-    assert s.exit_code() == 0
-    tail = s.log().split(READY, 1)[1]
-    assert tail.split() == "INFO: Shutting down INFO: Waiting for application shutdown. INFO: Application " \
-                           "shutdown complete. INFO: Finished server process [{}]".format(s.proc.pid).split()
-
-
 def test_an_unknown_dialect_is_refused(capsys):
     from ddlab.target import main
 
