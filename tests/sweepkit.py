@@ -275,3 +275,26 @@ def bracket_run(path: Path, sweep_id: str, cell, state: str, verdict: dict,
                                config=cell.variant.to_dict(), sweep_id=sweep_id,
                                run_dir=f"/runs/bracket-{cell.label}")
         store.finish_run(run_id, state=state, verdict=verdict, metrics=metrics)
+
+
+def once_per_run(tmp_path_factory, name: str, build) -> dict:
+    """``build(folder)``'s JSON-able dict, built once per test run in a fresh ``folder``:
+    under pytest-xdist the first worker to ask builds it, the others wait on a file lock
+    and read the same dict (as :func:`shared_sweep`'s sweep). For a module fixture whose
+    tests only read what it built: worksteal may split a module's tests over workers,
+    and each worker would build a module fixture of its own. A build that fails leaves
+    no record: the next worker to ask builds again, and fails the same way."""
+    import fcntl
+    import json
+    import tempfile
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their parent is this run's
+        base = base.parent
+    record = base / f"{name}.json"
+    with open(base / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not record.is_file():
+            folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
+            record.write_text(json.dumps(build(folder)))
+    return json.loads(record.read_text())

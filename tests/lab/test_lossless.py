@@ -25,7 +25,12 @@ from ddlab.sweeps.plan import BASELINE_OVERRIDES
 from ddlab.lab.watch import watch
 from labkit import clean, free_port, outputs_in, site_fixture  # noqa: F401 (clean: a fixture)
 
-site = site_fixture("process-local", "systemd-ssh")
+# process-local only: the lossless check (the reference, the batch, the comparison) and the
+# READY verdict's decode-line notes are the same code on every host kind; the skip mode's
+# WRONG OUTPUT on systemd-ssh (reference, check, journal over SSH) is
+# tests/lab/test_probed_replay.py's skip-mode test, and reading a systemd unit's journal
+# over SSH is every systemd-ssh test of tests/lab/test_watch.py
+site = site_fixture("process-local")
 
 
 def _reference(*ids_lists, accept=None) -> ll.Reference:

@@ -17,13 +17,10 @@ why. Playwright adds ``--no-sandbox`` itself, so Chromium starts as root too.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import httpx
@@ -31,16 +28,13 @@ import pytest
 
 import ddlab
 import browserkit
-import sweepkit
-from labkit import DDLAB, REPO
+import reportkit
+from labkit import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 VIEWPORT = {"width": 1280, "height": 800}
 SECTIONS = ("#ddlab-verdict", "#ddlab-provenance", "#ddlab-table", "#ddlab-figures")
-SWEEP = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
-         "-p", "requests", "2", "-p", "max_new_tokens", "16", "-p", "max_rounds", "3",
-         "-p", "bracket", "False"]
 JUPYTER = str(Path(sys.executable).with_name("jupyter"))
 
 
@@ -61,25 +55,10 @@ def page(chromium):
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory) -> Path:
-    """The run folder of one small ``ddlab run sweep``, built once per test run: under
-    pytest-xdist the first worker to ask runs it, the others wait on a file lock."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their parent is this run's
-        base = base.parent
-    record = base / "browser-sweep.txt"
-    with open(base / "browser-sweep.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not record.is_file():
-            record.write_text(str(_run_sweep(Path(tempfile.mkdtemp(prefix="browser-sweep-", dir=base)))))
-    return Path(record.read_text())
-
-
-def _run_sweep(folder: Path) -> Path:
-    project = sweepkit.make_project(folder)
-    done = subprocess.run([DDLAB, "run", "sweep", *SWEEP], capture_output=True, text=True, cwd=REPO,
-                          env=project.env(), timeout=300)
-    assert done.returncode == 0, f"ddlab run sweep failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
-    return project.runs()[-1]
+    """The run folder of one small ``ddlab run sweep`` (budget 4 x cap 1, graphs off), built
+    once per test run and shared with tests/report/test_runs.py (reportkit.small_run_sweep):
+    under pytest-xdist the first worker to ask runs it, the others wait on a file lock."""
+    return reportkit.small_run_sweep(tmp_path_factory)[1]
 
 
 def _words(text: str) -> str:

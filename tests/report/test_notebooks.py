@@ -90,42 +90,6 @@ def test_papermill_errors_speak_in_p_words(project, tmp_path):
     assert not project.state.exists() and not project.runs(), "validation stopped it first"
 
 
-@pytest.mark.slow
-def test_ddlab_run_sweep_keeps_the_notebook_report_data_and_index(project):
-    done = _run("sweep", "-p", "budget", "32", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
-                *SMALL, project=project)
-    assert done.returncode == 0, done.stderr[-3000:]
-    run_dir = project.runs()[-1]
-    assert done.stdout.splitlines()[-1] == str(run_dir / "report.html"), "the last line: the report"
-    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 2 cells, 2 measured", done.stdout), done.stdout
-    assert "[sweep] cell 2/2: measured" in done.stderr, "the sweep's progress, in the terminal"
-    assert "[IPKernelApp]" not in done.stderr, "the kernel's own log reads as an error: kept quiet"
-    assert {p.name for p in run_dir.iterdir()} >= {"sweep.ipynb", "report.html", "run.json",
-                                                   "cells.csv", "verdict.json"}
-    record = json.loads((run_dir / "run.json").read_text())
-    assert record["status"] == "ok" and record["parameters"]["budget"] == 32
-    assert record["headline"].startswith("SWEEP DONE")
-    assert len((run_dir / "cells.csv").read_text().strip().splitlines()) == 3, "header + 2 cells"
-
-    nb = json.loads((run_dir / "sweep.ipynb").read_text())
-    assert _text(_outputs(nb)[0]).startswith("SWEEP DONE"), "the verdict is the first output"
-    html = (run_dir / "report.html").read_text()
-    assert _banner(html).split()[1:3] == ["SWEEP", "DONE:"], "the status banner comes first"
-    assert _banner(html).split()[0] in ("OK:", "WARNINGS:"), "a busy host warns"
-    assert "ddlab.sweep(" not in html and "import ddlab" not in html, "inputs hidden"
-    assert html.count("<img") >= 3, "the figures"
-    assert landmarks(html) == IDS and "ddlab-verdict" in first_in_body(html)
-    provenance = json.loads((run_dir / "provenance.json").read_text())
-    assert provenance["ddlab"] == __version__ and provenance["host"] == "local"
-    assert provenance["command"] == ("ddlab run sweep -p budget 32 -p topk_cap 4 -p cuda_graph "
-                                     "false -p requests 2 -p max_new_tokens 32 -p max_rounds 3")
-    assert provenance["command"] in html and record["provenance"] == provenance
-    assert html.count("<details") == 1 and "[sweep] cell 2/2: measured" in html, "progress, folded"
-    index = (project.outputs / "index.html").read_text()
-    assert f"href='{run_dir.name}/report.html'" in index and record["headline"][:40] in index
-    sweepkit.assert_host_put_back(project)
-
-
 def _page(html: str) -> str:
     """The page less its embedded PNGs (base64 text holds any letters)."""
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:", html)
@@ -152,14 +116,50 @@ def _one_page(html: str, *, title: str, headline: str, machine: list[Path]) -> l
     return re.findall(r"<h2>([^<]+)</h2>", text)
 
 
+def _keeps_the_notebook_report_data_and_index(project, done) -> None:
+    """What `ddlab run sweep -p budget 4 -p topk_cap 4` (graphs on and off: 2 baselines and
+    2 grid cells) leaves: the notebook, the report, the data, the provenance, the index."""
+    run_dir = project.runs()[-1]
+    assert done.stdout.splitlines()[-1] == str(run_dir / "report.html"), "the last line: the report"
+    assert re.match(r"(OK|WARNINGS): SWEEP DONE: 4 cells, 4 measured", done.stdout), done.stdout
+    assert "[sweep] cell 4/4: measured" in done.stderr, "the sweep's progress, in the terminal"
+    assert "[IPKernelApp]" not in done.stderr, "the kernel's own log reads as an error: kept quiet"
+    assert {p.name for p in run_dir.iterdir()} >= {"sweep.ipynb", "report.html", "run.json",
+                                                   "cells.csv", "verdict.json"}
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["status"] == "ok" and record["parameters"]["budget"] == 4
+    assert record["headline"].startswith("SWEEP DONE")
+    assert len((run_dir / "cells.csv").read_text().strip().splitlines()) == 5, "header + 4 cells"
+
+    nb = json.loads((run_dir / "sweep.ipynb").read_text())
+    assert _text(_outputs(nb)[0]).startswith("SWEEP DONE"), "the verdict is the first output"
+    html = (run_dir / "report.html").read_text()
+    assert _banner(html).split()[1:3] == ["SWEEP", "DONE:"], "the status banner comes first"
+    assert _banner(html).split()[0] in ("OK:", "WARNINGS:"), "a busy host warns"
+    assert "ddlab.sweep(" not in html and "import ddlab" not in html, "inputs hidden"
+    assert html.count("<img") >= 3, "the figures"
+    assert landmarks(html) == IDS and "ddlab-verdict" in first_in_body(html)
+    provenance = json.loads((run_dir / "provenance.json").read_text())
+    assert provenance["ddlab"] == __version__ and provenance["host"] == "local"
+    assert provenance["command"] == ("ddlab run sweep -p budget 4 -p topk_cap 4 -p requests 2 "
+                                     "-p max_new_tokens 32 -p max_rounds 3")
+    assert provenance["command"] in html and record["provenance"] == provenance
+    assert html.count("<details") == 1 and "[sweep] cell 4/4: measured" in html, "progress, folded"
+    index = (project.outputs / "index.html").read_text()
+    assert f"href='{run_dir.name}/report.html'" in index and record["headline"][:40] in index
+    sweepkit.assert_host_put_back(project)
+
+
 @pytest.mark.slow
 def test_ddlab_run_plain_papermill_and_ddlab_run_plot_give_one_page(project, tmp_path):
     """Issue 22: `ddlab run` reports were nbconvert's (titled "Notebook", NaN and <NA>, a table
     cut at 1280 px, widget state, CDN scripts, absolute paths) and differed from plain
-    papermill's; now all three paths write the one ddlab page."""
+    papermill's; now all three paths write the one ddlab page. And `ddlab run sweep` keeps
+    the notebook, its report, its data and the index entry (one sweep for both checks)."""
     machine = [project.root, project.outputs, tmp_path, REPO, Path.home()]
     ran = _run("sweep", "-p", "budget", "4", "-p", "topk_cap", "4", *SMALL, project=project)
     assert ran.returncode == 0, ran.stderr[-3000:]
+    _keeps_the_notebook_report_data_and_index(project, ran)
     out = tmp_path / "out.ipynb"
     pm = _papermill("notebooks/sweep.ipynb", str(out), "-p", "budget", "16", "-p", "topk_cap", "4",
                     "-p", "cuda_graph", "false", *SMALL, project=project)

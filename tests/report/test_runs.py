@@ -16,14 +16,12 @@ from pathlib import Path
 import pytest
 
 import ddlab
+import reportkit
 import sweepkit
 from ddlab.config.variants import make_variant
 from ddlab.report.runs import RUN_COLUMNS, list_runs
 from labkit import DDLAB, REPO
 
-SMALL = ["-p", "budget", "4", "-p", "topk_cap", "1", "-p", "cuda_graph", "false",
-         "-p", "requests", "2", "-p", "max_new_tokens", "16", "-p", "max_rounds", "3",
-         "-p", "bracket", "False"]
 
 
 def _ddlab(project, *args: str) -> subprocess.CompletedProcess:
@@ -33,13 +31,10 @@ def _ddlab(project, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory):
-    """A real sweep through its notebook, then ``ddlab plot`` of it."""
-    project = sweepkit.make_project(tmp_path_factory.mktemp("runs"))
-    swept = _ddlab(project, "run", "sweep", *SMALL)
-    assert swept.returncode == 0, swept.stderr[-3000:]
-    plotted = _ddlab(project, "plot")
-    assert plotted.returncode == 0, plotted.stderr[-3000:]
-    return project, Path(swept.stdout.splitlines()[-1]).parent
+    """A real sweep through its notebook (budget 4 x cap 1, graphs off), then ``ddlab plot``
+    of it: built once per test run and shared with tests/report/test_browser.py, which
+    only reads it (reportkit.small_run_sweep); nothing here adds a run to it."""
+    return reportkit.small_run_sweep(tmp_path_factory)
 
 
 @pytest.mark.slow

@@ -194,8 +194,9 @@ def test_resume_of_an_unknown_sweep_lists_the_known_ones(shared):
 
 @pytest.mark.slow
 def test_a_sweep_killed_with_kill_9_and_resumed_runs_no_finished_cell_twice(project):
-    """The issue's Must-show: kill -9 midway, resume, the full grid, nothing twice."""
-    grid = {"budget": [4, 8, 16], "topk_cap": [4], "cuda_graph": [False]}
+    """The issue's Must-show: kill -9 midway, resume, the full grid, nothing twice. (A grid
+    of 2 and its baseline: 3 cells, killed after the first committed one.)"""
+    grid = {"budget": [4, 8], "topk_cap": [4], "cuda_graph": [False]}
     with subprocess.Popen(sweepkit.sweep_script(project, grid), env=project.env(),
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as child:
         try:
@@ -208,7 +209,7 @@ def test_a_sweep_killed_with_kill_9_and_resumed_runs_no_finished_cell_twice(proj
         done_before = {h for h, s in store.cell_status(sweep_id).items() if s in DONE_STATES}
     lock = json.loads(project.lock_path.read_text())
     assert lock["holder"]["pid"] == child.pid, "the killed run left its lock behind"
-    assert 1 <= len(done_before) < 4, "killed midway"
+    assert 1 <= len(done_before) < 3, "killed midway"
 
     with Store(project.store_path) as store, said() as messages:
         sweep = run_sweep(resume=sweep_id, store=store)
@@ -216,7 +217,7 @@ def test_a_sweep_killed_with_kill_9_and_resumed_runs_no_finished_cell_twice(proj
     assert sweep.status == "done"
     assert any("taking over the lock held by" in m and f"pid {child.pid}" in m
                and "its process is gone" in m for m in messages), messages
-    assert len(status) == 4 and set(status.values()) <= set(DONE_STATES), "the full grid"
+    assert len(status) == 3 and set(status.values()) <= set(DONE_STATES), "the full grid"
     assert set(sweep.skipped) == done_before and not done_before & set(sweep.finished)
     counts = sweepkit.run_counts(project.store_path, sweep_id)
     for config_hash in status:

@@ -62,10 +62,8 @@ def test_a_budget_given_on_a_vllm_base_is_still_refused_by_the_plan():
         plan_sweep("vllm-eagle3", grid)
 
 
-@pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    """The project and the run folder of one ``ddlab run sweep`` of vllm-eagle3 on local."""
-    project = sweepkit.make_project(tmp_path_factory.mktemp("vllm-sweep"))
+def _sweep(folder: Path) -> dict:
+    project = sweepkit.make_project(folder)
     base = project.root / "params" / "base" / "vllm-eagle3.yaml"
     data = yaml.safe_load(base.read_text())
     data["flags"]["port"] = project.port
@@ -74,8 +72,22 @@ def swept(tmp_path_factory):
                           cwd=REPO, env=project.env(), timeout=600)
     runs = project.runs()
     assert runs, f"no run folder:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    frame = pd.read_csv(runs[-1] / "cells.csv")
-    return project, done, runs[-1], frame
+    return {"folder": str(folder), "port": project.port, "run_dir": str(runs[-1]),
+            "returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    """The project and the run folder of one ``ddlab run sweep`` of vllm-eagle3 on local:
+    built once per test run (sweepkit.once_per_run), its tests only read it."""
+    built = sweepkit.once_per_run(tmp_path_factory, "vllm-sweep", _sweep)
+    folder = Path(built["folder"])
+    project = sweepkit.Project(root=folder / "project", state=folder / "state",
+                               outputs=folder / "outputs", port=built["port"])
+    done = subprocess.CompletedProcess([DDLAB, "run", "sweep", *SWEEP], built["returncode"],
+                                       built["stdout"], built["stderr"])
+    run_dir = Path(built["run_dir"])
+    return project, done, run_dir, pd.read_csv(run_dir / "cells.csv")
 
 
 def _cell(frame, status: str):

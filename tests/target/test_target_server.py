@@ -181,19 +181,6 @@ def test_without_speculation_the_graph_is_a_decode_graph_and_decode_lines_have_n
     assert decode and not any("accept" in line for line in decode)
 
 
-def test_a_deprecated_flag_is_logged_as_sglang_logs_it(tmp_path):
-    s = Server(tmp_path, "--disable-cuda-graph", "--skip-server-warmup")
-    try:
-        s.wait()
-    finally:
-        s.stop()
-    first = next(line for line in s.log().splitlines() if line.startswith("["))  # after python -m's warning
-    assert re.fullmatch(r"\[[\d-]+ [\d:]+\] \x1b\[1;33m'--disable-cuda-graph' is deprecated and will be "
-                        r"removed in a future release\. "
-                        r"Use '--cuda-graph-backend-\{decode,prefill\}=disabled' instead\.\x1b\[0m", first)
-    assert "Capture" not in s.log()
-
-
 def test_ddtree_128_tokens_match_a_non_speculative_server(ddtree, plain):
     spec, base = generate(ddtree), generate(plain)
     assert spec["text"] == base["text"] and spec["output_ids"] == base["output_ids"]
@@ -347,8 +334,11 @@ def test_a_client_that_resets_its_connection_leaves_no_traceback_in_the_log(ddtr
     assert "Traceback" not in log and "Exception occurred" not in log, log[-2000:]
 
 
-@pytest.mark.slow
-def test_with_log_level_http_info_it_prints_uvicorns_lines_as_sglang_logs_them(tmp_path):
+def test_a_deprecated_flag_and_uvicorns_lines_at_log_level_http_info_are_logged_as_sglang_logs_them(
+        tmp_path):
+    """One eager server for two of its log's promises: the deprecated --disable-cuda-graph
+    warned first, as SGLang does (no capture after it), and with --log-level-http info
+    uvicorn's own lines, as SGLang logs them. (Two tests before, a server each.)"""
     s = Server(tmp_path, "--log-level-http", "info", "--disable-cuda-graph")
     try:
         s.wait()
@@ -361,6 +351,11 @@ def test_with_log_level_http_info_it_prints_uvicorns_lines_as_sglang_logs_them(t
     finally:
         s.stop()
     assert s.proc.returncode == 0, "SIGTERM drains and exits 0, as SGLang 0.5.23 does once serving"
+    first = next(line for line in s.log().splitlines() if line.startswith("["))  # after python -m's warning
+    assert re.fullmatch(r"\[[\d-]+ [\d:]+\] \x1b\[1;33m'--disable-cuda-graph' is deprecated and will be "
+                        r"removed in a future release\. "
+                        r"Use '--cuda-graph-backend-\{decode,prefill\}=disabled' instead\.\x1b\[0m", first)
+    assert "Capture" not in s.log()
 
 
 @pytest.mark.slow

@@ -188,8 +188,10 @@ def test_startup_lines_are_vllms_in_vllms_order_and_fit_their_sources(eagle):
     assert re.search(r"\[startup\.py:38\] .*version 0\.34\.0\+ddlab", log)
 
 
-@pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
-def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm(plain, tmp_path):
+def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm_and_sigterm_exits_0(plain, tmp_path):
+    """An eager server logs no capture; cudagraph_mode none warns as vLLM does. Its server
+    also shows the graceful stop (SIGTERM: uvicorn's shutdown lines, exit 0), which had a
+    server of its own (--enforce-eager) before: the stop is the same in either mode."""
     assert "Graph capturing finished" not in plain.log()
     assert "[model_runner.py:1149]" not in plain.log()
     s = Server(tmp_path, "--compilation-config", '{"cudagraph_mode": "none"}')
@@ -198,8 +200,13 @@ def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm(plain, tmp_path):
         log = s.log()
         assert "Graph capturing finished" not in log
         assert re.search(r"WARNING .*\[model_runner\.py:1149\] Skipping encoder and decoder CUDA graph", log)
+        s.proc.terminate()
+        assert s.exit_code() == 0
     finally:
         s.stop()
+    tail = s.log().split(READY, 1)[1]
+    assert tail.split() == "INFO: Shutting down INFO: Waiting for application shutdown. INFO: Application " \
+                           "shutdown complete. INFO: Finished server process [{}]".format(s.proc.pid).split()
 
 
 def test_stats_lines_every_interval_with_spec_decoding_figures(eagle):
@@ -271,17 +278,30 @@ def test_metrics_use_vllms_names_and_move_with_requests(eagle):
 
 # --- lossless ------------------------------------------------------------------------------
 
+GREEDY_PROMPTS = [list(PROMPT.encode()), list(b"import os\nimport sys\n\n\ndef main("),
+                  list(b"class Foo:\n    def __init__(self):\n        self.x = 1\n        self.")]
+
+
+@pytest.fixture(scope="module")
+def plain_greedy():
+    """The plain (eager, no speculation) engine's greedy tokens for GREEDY_PROMPTS, 96
+    each: computed once, read by each speculative config's comparison."""
+    from ddlab.target.engine import Engine
+    from ddlab.target.vllm_args import parse_vllm_args
+
+    return [r.output_ids for r in Engine(parse_vllm_args(["--enforce-eager"])).generate(
+        GREEDY_PROMPTS, 96)]
+
+
 @pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
 @pytest.mark.parametrize("flags", [EAGLE, NGRAM, ["--speculative-config",
                                                   '{"method": "eagle", "num_speculative_tokens": 15}']])
-def test_greedy_tokens_equal_the_non_speculative_ones(flags):
+def test_greedy_tokens_equal_the_non_speculative_ones(flags, plain_greedy):
     """In-process (the same engine the server runs): batched, 96 tokens, byte for byte."""
     from ddlab.target.engine import Engine
     from ddlab.target.vllm_args import parse_vllm_args
 
-    prompts = [list(PROMPT.encode()), list(b"import os\nimport sys\n\n\ndef main("),
-               list(b"class Foo:\n    def __init__(self):\n        self.x = 1\n        self.")]
-    plain_out = [r.output_ids for r in Engine(parse_vllm_args(["--enforce-eager"])).generate(prompts, 96)]
+    prompts, plain_out = GREEDY_PROMPTS, plain_greedy
     engine = Engine(parse_vllm_args(flags))
     out = [r.output_ids for r in engine.generate(prompts, 96)]
     assert out == plain_out
@@ -440,16 +460,6 @@ def test_a_kv_cache_too_small_fails_the_engine_start_in_vllms_words(util, text):
 
 
 @pytest.mark.slow  # a server or an engine of its own; make check keeps the module's two shared servers
-def test_sigterm_stops_uvicorn_gracefully_and_exits_0(tmp_path):
-    s = Server(tmp_path, "--enforce-eager")
-    s.wait()
-    s.proc.terminate()
-    assert s.exit_code() == 0
-    tail = s.log().split(READY, 1)[1]
-    assert tail.split() == "INFO: Shutting down INFO: Waiting for application shutdown. INFO: Application " \
-                           "shutdown complete. INFO: Finished server process [{}]".format(s.proc.pid).split()
-
-
 def test_an_unknown_dialect_is_refused(capsys):
     from ddlab.target import main
 
