@@ -46,6 +46,37 @@ def test_each_family_fills_the_interface(name):
     assert set(family.default_grid) <= set(family.knobs)  # a default grid varies knobs
     assert "cuda_graph" in family.knobs  # graphs on / off: one word in every family
     assert family.baseline and all(value is None for value in family.baseline.values())
+    # what reports and the envelope say in the family's words (no branch on its name)
+    assert set(family.table_knobs) <= set(family.knobs) and family.table_knobs, "its table's knobs"
+    assert isinstance(family.table_accept, str) and family.table_accept
+    for size in family.search_sizes:  # named as what a search can take: its integer flags
+        assert family.search_flag(family.override_target(size)[1]).kind in ("int", "human_int"), size
+
+
+def test_a_third_familys_words_reach_the_envelopes_error_and_the_sweep_table(monkeypatch, tmp_path):
+    """The envelope's "search a size such as ..." and a sweep table's knob and acceptance
+    columns come from the family's attributes; before, both branched on the name "vllm",
+    and any other family got SGLang's words."""
+    import copy
+
+    import sweepkit
+    from ddlab.report.verdicts import SweepReport, sweep_verdict
+    from ddlab.sweeps.envelope import parse_search
+    from ddlab.sweeps.results import load_cells
+
+    third = copy.copy(family_named("sglang"))
+    third.name, third.search_sizes = "third", ("max_running_requests",)
+    third.table_knobs, third.table_accept = ("speculative_ddtree_budget",), "tokens per step"
+    monkeypatch.setitem(FAMILIES, "third", third)
+    with pytest.raises(ConfigError) as info:
+        parse_search("mem_fraction_static=0.5..0.9", third)
+    assert info.value.fix.startswith("search a size such as max_running_requests;"), info.value.fix
+    sweepkit.synthetic_sweep(tmp_path / "ddlab.sqlite", [("measured", {"output_tok_s": 100.0})] * 6)
+    frame = load_cells(store=tmp_path / "ddlab.sqlite").assign(family="third",
+                                                               speculative_ddtree_budget=16)
+    table = SweepReport(sweep_id="s", frame=frame, verdict=sweep_verdict(frame, sweep_id="s", status="done")).table()
+    assert "speculative_ddtree_budget" in table and "tokens per step" in table
+    assert not {"budget", "topk_cap", "accept_length", "num_speculative_tokens"} & set(table.columns)
 
 
 def test_a_base_without_a_family_is_sglang_and_every_shipped_base_loads():

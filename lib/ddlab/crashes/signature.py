@@ -23,6 +23,9 @@ own kind. ``running`` marks a fault only a running server meets (a kernel
 fault reported asynchronously, a collective timing out, a fatal signal): where
 the log shows nothing of the startup, its phase is ``serving``. ``cut_ok``: the
 ``context`` alone decides, also for a traceback cut before its exception line.
+``explains``: its ``lines`` are a library's warning (torch's store socket timing out): such a
+line never decides alone, whatever its severity; it explains a traceback the same process cuts or
+leaves unexplained right after it, as a request's error does.
 ``cleared_by``: regexes of later lines (their whole text, SGLang's stamp
 included) that show the server carried on past it (a scheduler rank still
 logging after a failed health check).
@@ -97,6 +100,7 @@ class Signature:
     request: bool = False
     running: bool = False
     cut_ok: bool = False
+    explains: bool = False
     cleared_by: tuple[str, ...] = ()
 
     def matches_exception(self, type_name: str, text: str, chain_text: str) -> bool:

@@ -47,17 +47,8 @@ from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_run
 from ddlab.diagnosis.facts import parse_facts
-from ddlab.diagnosis.logtext import (
-    PHASES,
-    DecodeRecord,
-    Line,
-    parse_decode_lines,
-    phase_of,
-    phase_reached,
-    split_lines,
-    strip_prefix,
-    summarize_decode,
-)
+from ddlab.diagnosis.decode_lines import DecodeRecord, parse_decode_lines, summarize_decode
+from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
 from ddlab.crashes.frames import shows_startup
 from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
 from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, dump_reading
@@ -82,6 +73,8 @@ __all__ = [
 _MARKER_RE = re.compile(r"\b[A-Z][A-Z0-9]*_DIAG\b")
 _EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+|exit code:? -?\d+")
 _MAX_EVIDENCE = 40
+# a child's negative exit code that is a signal sent to it, not a fault (those are native_crash)
+_SENT_SIGNALS = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "15": "SIGTERM"}
 _DUMPED_LOOP_RE = re.compile(r'^\s*(?:File "|event_loop_)')  # a hang told by a dumped frame
 _WORKER_FRAMES = (("DDTREE", r"ddtree_worker"), ("DFLASH", r"dflash_worker"),
                   ("EAGLE", r"eagle_worker"), ("NGRAM", r"ngram_worker"))
@@ -245,6 +238,12 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
         at = f"; its last frame is {where}" if where else ""
         return (f"The log ends inside a traceback (line {best.first_no}){at}: get the whole log "
                 "(`journalctl -u UNIT -o cat`), the exception line below the frames names the error.")
+    if (sent := re.search(r"exit code:? -(\d+)\b", best.cause, re.I)) and sent[1] in _SENT_SIGNALS:
+        name = _SENT_SIGNALS[sent[1]]
+        return (f"The process was ended by {name} (exit code -{sent[1]}), a signal another process sent, "
+                "not a fault of its own (SGLang sends SIGQUIT when one of its processes fails: "
+                "managers/scheduler.py after \"Scheduler hit an exception\", utils/watchdog.py): the first "
+                "error is that process's, earlier in the log; get the whole log (`journalctl -u UNIT -o cat`).")
     where = best.where("sglang")
     look = f" It was raised at {where}: start reading there." if where else ""
     return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."

@@ -1,4 +1,4 @@
-"""Reading an SGLang server log as text: prefixes, startup phases, decode lines.
+"""Reading an SGLang server log as text: prefixes and startup phases.
 
 Contract: :func:`split_lines` turns any of the forms ddlab meets -- journal
 ``short``/``short-precise``/``short-iso``/``short-iso-precise``/``short-full``/
@@ -12,10 +12,11 @@ torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes), then
 splits SGLang's own ``[2026-11-29 09:53:16 DP0 TP1] `` stamp into ``time`` and
 ``rank`` (tags ``DP PP ATTN_CP MOE_DP TP EP``; none at all on a one-GPU
 server). Everything downstream (tracebacks, signatures, phases, decode lines)
-reads ``Line.msg``, so no recogniser is anchored to one layout.
+reads ``Line.msg``, so no recogniser is anchored to one layout. The ``Decode batch`` lines'
+figures are :mod:`.decode_lines`.
 
 Why here and not in :mod:`ddlab.diagnosis.diagnosis`: the watch heartbeat needs
-:func:`phase_of` and the bench needs :func:`parse_decode_lines` without the
+:func:`phase_of` and the bench needs the decode lines (:mod:`.decode_lines`) without the
 crash machinery; :mod:`ddlab.diagnosis.diagnosis` re-exports them (DESIGN.md).
 The facts a log states (server args, DDTree sizes) are :mod:`.facts`.
 """
@@ -23,16 +24,15 @@ The facts a log states (server args, DDTree sizes) are :mod:`.facts`.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, peel_line_numbers,
-                                    peel_relay_level, split_flattened, split_glued_bar,
+                                    peel_relay_level, respaced, split_flattened, split_glued_bar,
                                     split_glued_terminate, unquote_emphasis, unquote_inline_code)
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
-    "DecodeRecord", "parse_decode_lines", "summarize_decode", "is_progress_bar", "WARMUP_RE",
-    "shows_startup_lines",
+    "is_progress_bar", "WARMUP_RE", "shows_startup_lines",
 ]
 
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
@@ -175,8 +175,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
 
 def _parts(text: str) -> list[str]:
     """The lines one pasted line really holds (:mod:`.pastes`; tqdm-glued text split)."""
-    return [piece for flat in split_flattened(text) for glued in split_glued_bar(flat)
-            for piece in split_glued_terminate(glued)]
+    return [piece for spaced in respaced(text) for flat in split_flattened(spaced)
+            for glued in split_glued_bar(flat) for piece in split_glued_terminate(glued)]
 
 
 def _restamp(line: Line, msg: str) -> Line:
@@ -207,6 +207,7 @@ _PHASE_MARKERS = (
     ("serving", re.compile(r"Decode batch\b")),
 )
 _READY_MARK = dict(_PHASE_MARKERS)["ready"]
+_PHASE_END = re.compile(r"Memory pool end|Capture\b.{0,40}\bcuda graph end", re.I)
 # The HTTP server is up and the launcher's warmup request runs: past graph capture,
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
 # A --warmups warmup runs in the app's lifespan before it serves: "Running warmup NAME" (0.4.10.post2
@@ -222,7 +223,12 @@ _AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S*
 # startup line before them are serving too ("ready to roll" is long gone from the paste).
 # Any endpoint a client POSTs to counts (an RL trainer's /update_weights_from_tensor, a line cut
 # inside its path), but the launcher's post-warmup /freeze_gc (0.5.23 entrypoints/http_server.py:2561).
-_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}")
+# A cache flush only a running scheduler does, on a client's request (an RL trainer's before a weight
+# update): "Cache flushed successfully!" (0.4.10.post2 managers/scheduler.py:2172, 0.5.23 :5538), and
+# /flush_cache answered (GET or POST, 0.5.23 entrypoints/http_server.py:1025).
+_FLUSHED = r"Cache flushed successfully!|\"(?:GET|POST) /flush_cache\S* HTTP/[\d.]+\" 200"
+_MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}"
+                          rf"|{_FLUSHED}")
 # The launcher's warmup is one request: a prefill batch with requests waiting behind it is
 # traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
 _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
@@ -258,11 +264,19 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     answered generation request with no startup line before it is ``serving``: the paste
     began mid-serving. The HTTP server up (uvicorn's start) is ``ready``: the launcher's
     warmup runs; batch lines count as serving only after "ready to roll" (the warmup's own
-    prefill is no serving)."""
+    prefill is no serving). Before the HTTP server is up, a startup is only as far as its slowest
+    rank: ranks that began loading and never printed "Load weight end" are still loading."""
     best, at, started, fired = 0, None, False, False
     ready = PHASES.index("ready")
+    ranks: dict[str, tuple[int, Line]] = {}  # each stamped rank's own startup phase
     for line in lines:
         index = _phase_index(line.msg, fired)
+        # a rank that printed the end of its phase is past it: "Memory pool end" (0.4.10.post2
+        # model_executor/model_runner.py:1304, 0.5.23 mem_cache/kv_cache_configurator.py:499) is
+        # that rank's capture starting
+        own = index + 1 if _PHASE_END.search(line.msg) else index
+        if 0 < index < ready and line.rank and own > ranks.get(line.rank, (0, None))[0]:
+            ranks[line.rank] = (own, line)
         fired = fired or index >= ready
         if not index and not started and _MID_SERVING.search(line.msg):
             index = PHASES.index("serving")
@@ -277,6 +291,9 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
             best, at = ready, line
         if index > best:
             best, at = index, line
+    slowest = min(ranks.values(), key=lambda r: r[0], default=None)
+    if best < ready and slowest is not None and slowest[0] < best:
+        best, at = slowest
     return PHASES[best], at
 
 
@@ -289,110 +306,3 @@ def shows_startup_lines(lines: list[Line]) -> bool:
 def phase_of(text: str) -> str:
     """The last startup phase the log reached (``launch`` ... ``serving``)."""
     return phase_reached(split_lines(text))[0]
-
-
-# --- decode lines ---------------------------------------------------------------
-
-@dataclass(frozen=True)
-class DecodeRecord:
-    """One ``Decode batch`` line; fields the line lacks stay None."""
-
-    line_no: int
-    time: str | None = None
-    rank: str | None = None
-    running_req: int | None = None
-    token: int | None = None
-    token_usage: float | None = None
-    full_token: int | None = None
-    full_token_usage: float | None = None
-    mamba_num: int | None = None
-    mamba_usage: float | None = None
-    accept_len: float | None = None
-    accept_rate: float | None = None
-    cuda_graph: bool | None = None
-    gen_throughput_tok_s: float | None = None
-    queue_req: int | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _to_bool(value: str) -> bool:
-    return value.strip().lower() in ("true", "1", "yes", "on")
-
-
-_DECODE_RE = re.compile(r"Decode batch\b[.,:]?\s*(?P<body>.*)$")
-_PAIR_RE = re.compile(r"(?P<key>#?[A-Za-z][^:,]*?):\s*(?P<value>[^,]+)")
-_DECODE_FIELDS = (  # (key regex, field, converter); first match wins
-    (r"#running-req", "running_req", int),
-    (r"#full token", "full_token", int),
-    (r"#token", "token", int),
-    (r"full token usage", "full_token_usage", float),
-    (r"token usage", "token_usage", float),
-    (r"mamba num", "mamba_num", int),
-    (r"mamba usage", "mamba_usage", float),
-    (r"accept len", "accept_len", float),
-    (r"accept rate", "accept_rate", float),
-    (r"cuda graph", "cuda_graph", _to_bool),
-    (r"gen throughput", "gen_throughput_tok_s", float),
-    (r"#queue-req", "queue_req", int),
-)
-
-
-def _decode_field(key: str):
-    key = key.strip().lower()
-    for pattern, name, convert in _DECODE_FIELDS:
-        if re.fullmatch(pattern + r"(?:\s*\(.*\))?", key):
-            return name, convert
-    return None, None
-
-
-def _decode_record(line: Line) -> DecodeRecord | None:
-    match = _DECODE_RE.search(line.msg)
-    if not match:
-        return None
-    values = {}
-    for pair in _PAIR_RE.finditer(match["body"]):
-        name, convert = _decode_field(pair["key"])
-        if name and name not in values:
-            try:
-                values[name] = convert(pair["value"].strip())
-            except ValueError:
-                values[name] = None
-    return DecodeRecord(line_no=line.no, time=line.time, rank=line.rank, **values)
-
-
-def parse_decode_lines(text_or_lines) -> list[DecodeRecord]:
-    """Every ``Decode batch`` line of a log (text or :class:`Line` list), in order."""
-    lines = split_lines(text_or_lines) if isinstance(text_or_lines, str) else text_or_lines
-    return [record for line in lines if (record := _decode_record(line))]
-
-
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
-
-
-def summarize_decode(records: list[DecodeRecord]) -> dict:
-    """Summary figures: count, accept length mean/last, throughput mean/max, graphs."""
-    if not records:
-        return {"count": 0}
-
-    def column(name):
-        return [getattr(r, name) for r in records if getattr(r, name) is not None]
-
-    accept, rate, speed = column("accept_len"), column("accept_rate"), column("gen_throughput_tok_s")
-    usage = column("token_usage") or column("full_token_usage")
-    graphs = set(column("cuda_graph"))
-    return {
-        "count": len(records),
-        "accept_len_mean": _mean(accept),
-        "accept_len_last": accept[-1] if accept else None,
-        "accept_rate_mean": _mean(rate),
-        "gen_throughput_tok_s_mean": _mean(speed),
-        "gen_throughput_tok_s_max": max(speed) if speed else None,
-        "gen_throughput_tok_s_last": speed[-1] if speed else None,
-        "running_req_max": max(column("running_req"), default=None),
-        "queue_req_max": max(column("queue_req"), default=None),
-        "token_usage_max": max(usage, default=None),
-        "cuda_graph": graphs.pop() if len(graphs) == 1 else None,
-    }

@@ -42,7 +42,7 @@ import keyword
 import re
 from dataclasses import replace
 
-__all__ = ["split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
+__all__ = ["respaced", "split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
            "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "unquote_emphasis",
            "peel_line_numbers", "dedented"]
 
@@ -70,6 +70,66 @@ def split_flattened(text: str) -> list[str]:
             out += [part[:exc.start()], part[exc.end():]]
         else:
             out.append(part)
+    return out
+
+
+# --- a paste that lost every space and line break -------------------------------------------
+
+# A paste through a field that strips whitespace keeps the machine texts' words but not their
+# spaces or line breaks: "[2026-02-0311:41:46]ERROR:ExceptioninASGIapplicationTraceback(mostrecent
+# calllast):File\"/x/uvicorn/protocols/http/httptools_impl.py\",line411,inrun_asgiresult=...".
+# The fixed texts are put back where they start a line: SGLang's stamp (0.5.23 utils/log_utils.py
+# "[%(asctime)s%(prefix)s] ", asctime "%Y-%m-%d %H:%M:%S"), Python's traceback header, frame
+# lines ('  File "{}", line {}, in {}', CPython Lib/traceback.py) and chain separators, uvicorn's
+# access line ('%s - "%s %s HTTP/%s" %d', uvicorn/logging.py:107) and "Exception in ASGI
+# application" (uvicorn/protocols/http/httptools_impl.py:426). A frame's function name and its
+# code stay glued (nothing tells where one ends); its path and line number are whole.
+_TAG_RE = re.compile(r"[A-Z_]+\d+")
+
+
+def _spaced_tags(tags: str) -> str:
+    """``DP0TP1`` -> `` DP0 TP1`` (the stamp's rank tags, each after a space)."""
+    return "".join(f" {tag}" for tag in _TAG_RE.findall(tags))
+
+
+_SPACELESS_RE = re.compile(r'Traceback\(mostrecentcalllast\):|File"[^"]+",line\d+,in')
+_SPACELESS_BREAK = re.compile(
+    r'(?=\[\d{4}-\d\d-\d\d\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[A-Z_]+\d+)*\])|(?=Traceback\(mostrecentcalllast\):)'
+    r'|(?<=\(mostrecentcalllast\):)|(?=File"[^"]+",line\d+,in)'
+    r'|(?=Duringhandlingoftheaboveexception,anotherexceptionoccurred:)'
+    r'|(?=Theaboveexceptionwasthedirectcauseofthefollowingexception:)')
+_SPACELESS_TEXTS = (
+    (re.compile(r"^\[(\d{4}-\d\d-\d\d)(\d\d:\d\d:\d\d(?:[.,]\d+)?)((?:[A-Z_]+\d+)*)\]"),
+     lambda m: f"[{m[1]} {m[2]}{_spaced_tags(m[3])}] "),
+    (re.compile(r"^Traceback\(mostrecentcalllast\):"), lambda m: "Traceback (most recent call last):"),
+    (re.compile(r'^File"([^"]+)",line(\d+),in'), lambda m: f'  File "{m[1]}", line {m[2]}, in '),
+    (re.compile(r"^Duringhandlingoftheaboveexception,anotherexceptionoccurred:"),
+     lambda m: "During handling of the above exception, another exception occurred:"),
+    (re.compile(r"^Theaboveexceptionwasthedirectcauseofthefollowingexception:"),
+     lambda m: "The above exception was the direct cause of the following exception:"),
+)
+_SPACELESS_INLINE = (
+    (re.compile(r"(INFO|WARNING|ERROR|DEBUG|CRITICAL):(?=\d{1,3}(?:\.\d{1,3}){3}:\d+-\"|Exceptionin)"),
+     lambda m: f"{m[1]}:     "),
+    (re.compile(r'(\d{1,3}(?:\.\d{1,3}){3}:\d+)-"(GET|POST|PUT|DELETE|PATCH)(/\S*?)HTTP/([\d.]+)"(\d{3})'),
+     lambda m: f'{m[1]} - "{m[2]} {m[3]} HTTP/{m[4]}" {m[5]} '),
+    (re.compile(r"ExceptioninASGIapplication"), lambda m: "Exception in ASGI application"),
+)
+
+
+def respaced(text: str) -> list[str]:
+    """A paste with no space and no line break left, as the lines its machine texts began."""
+    if " " in text or not _SPACELESS_RE.search(text):
+        return [text]
+    out = []
+    for part in filter(None, _SPACELESS_BREAK.split(text)):
+        for pattern, spaced in _SPACELESS_TEXTS:
+            if match := pattern.match(part):
+                part = spaced(match) + part[match.end():]
+                break
+        for pattern, spaced in _SPACELESS_INLINE:
+            part = pattern.sub(spaced, part)
+        out.append(part)
     return out
 
 

@@ -36,6 +36,10 @@ signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
 over its ``usage:`` block). A native crash after an unexplained exception is
 its teardown: the exception is the cause.
 
+A warning a signature reads (``explains``: torch's store socket timing out) is set apart the
+same way: never the crash alone, it explains a cut or unexplained traceback the same rank prints
+right after it.
+
 Request errors (signatures marked ``request``, and any traceback through the
 HTTP server's request handlers) are set apart: the crash is picked among the
 others; when there is none, the most specific request error is returned
@@ -85,6 +89,7 @@ class Candidate:
     rank: str | None = None
     request: bool = False  # one request's error: the server kept serving unless it died of it
     order: int = 0  # which of its signature's ``lines`` matched: the first is the most telling
+    warning: bool = False  # a warning line (``explains``): only explains a crash right after it
 
     def where(self, package: str) -> str | None:
         """``package/x.py:N (func)``: the innermost frame of the failing exception in
@@ -148,15 +153,17 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
 
 
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
-    if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
-        return None
     hits = [s for s in registry.signatures if s.matches_line(line.msg)]
+    if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
+        hits = [s for s in hits if s.explains]  # a warning that may explain what follows it
+        if not hits:
+            return None
     cause = clean_cause(line.msg)
     if hits:
         best = max(hits, key=lambda s: s.priority)
         order = next(i for i, p in enumerate(best.lines) if regex(p, re.I).search(line.msg))
         return Candidate(line.no, line.no, cause, best, wrapper=best.echo, lines=[line], rank=line.rank,
-                         request=best.request, order=order)
+                         request=best.request, order=order, warning=best.explains)
     if any(regex(p, re.I).search(line.msg) for p in registry.wrapper_lines):
         return Candidate(line.no, line.no, cause, None, wrapper=True, lines=[line], rank=line.rank)
     if _NATIVE_RE.search(line.msg):
@@ -234,11 +241,12 @@ def root_cause(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     family's (:data:`~ddlab.diagnosis.signatures.SGLANG` unless given)."""
     found = candidates(lines, chains, registry)
     requests = [c for c in found if c.request]
-    crash = _pick([c for c in found if not c.request])
+    warnings = [c for c in found if c.warning and not c.request]
+    crash = _pick([c for c in found if not c.request and not c.warning])
     if crash is not None:
-        cause = _explained(crash, requests)
+        cause = _explained(crash, requests + warnings)
         if cause is None:
             return crash
-        cause.request = False
+        cause.request = cause.warning = False
         return cause
     return max(requests, key=lambda c: (c.signature.priority, -c.first_no), default=None)

@@ -290,15 +290,15 @@ def _described(row: dict, hosts=None, *, brief: bool = False) -> str:
             f"{_interval(row, 'output_tok_s', '.1f')} tok/s{speed}{accept}")
 
 
-def _vllm(frame: pd.DataFrame) -> bool:  # a vLLM sweep's frame (its cells say their family)
-    return "family" in frame and bool((frame["family"] == "vllm").any())
+def _family(frame: pd.DataFrame):  # a sweep's family: its cells say it (older: none, SGLang)
+    named = frame["family"].dropna().astype(str) if "family" in frame else ()
+    return FAMILIES.get(next(iter(named), ""), family_named(None))
 
 
 def _table_columns(frame: pd.DataFrame) -> list[str]:
-    """TABLE_COLUMNS; a vLLM sweep's knobs in place of DDTree's budget and cap."""
+    """TABLE_COLUMNS with the sweep's family's knobs in place of DDTree's budget and cap."""
     at = TABLE_COLUMNS.index("budget")
-    return [*TABLE_COLUMNS[:at], "num_speculative_tokens", "method", *TABLE_COLUMNS[at + 2:]] \
-        if _vllm(frame) else TABLE_COLUMNS
+    return [*TABLE_COLUMNS[:at], *_family(frame).table_knobs, *TABLE_COLUMNS[at + 2:]]
 
 
 def _accept_words(row: dict) -> str:  # the acceptance figure in the cell's family's words
@@ -390,8 +390,7 @@ class SweepReport:
         if "speedup_note" in shown:
             out["speedup"] = [v or ("n/a" if isinstance(note, str) and note else "")
                               for v, note in zip(out["speedup"], shown["speedup_note"])]
-        return out.rename(columns={"accept_length": "mean acceptance length"}) if _vllm(shown) \
-            else out
+        return out.rename(columns={"accept_length": _family(shown).table_accept})
 
     def _repr_html_(self) -> str:
         return self.verdict._repr_html_()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ddlab.config import flags as flagreg
 from ddlab.config.bases import Config
+from ddlab.config.families import family_named
 from ddlab.config.overrides import _target, parse_overrides
 from ddlab.config.sglang import human_readable_int
 from ddlab.core.errors import ConfigError
@@ -57,9 +58,7 @@ def parse_search(item, family=None) -> KeySpec:
     table = family.search_flag if family is not None else flagreg.FLAGS.get
     flag = table(name) if kind == "flags" else None
     if flag is not None and flag.kind not in ("int", "human_int"):
-        sizes = ("num_speculative_tokens, max_num_seqs, max_model_len"
-                 if family is not None and family.name == "vllm" else
-                 "context_length, max_running_requests, cuda_graph_max_bs_decode")
+        sizes = ", ".join((family or family_named(None)).search_sizes)
         raise ConfigError(f"--search {key}: {flag.name} is not an integer flag ({flag.kind}); "
                           "the envelope searches integer values", key=key,
                           fix=f"search a size such as {sizes}; sweep other flags instead")

@@ -97,6 +97,9 @@ class Family:
     metrics_overrides: dict = {}    # what makes the server count on /metrics (a workload sweep)
     counters: MetricsCounters       # its acceptance on /metrics (workload sweeps, vLLM's bench)
     default_search: dict = {}       # the envelope notebook's search: key -> "LO..HI"
+    search_sizes: tuple = ()        # integer flags an envelope is for, named when one is not
+    table_knobs: tuple = ()         # a sweep table's knob columns (after kind)
+    table_accept: str = "accept_length"  # the table's acceptance column, in the family's words
 
     def check_flags(self, flags: Mapping, *, release: Mapping) -> dict:
         """The base's flags, validated and normalised (names, values as typed)."""

@@ -53,6 +53,8 @@ class SGLangFamily(Family):
                                 "or off: false sets --disable-cuda-graph", "nograph",
                                 negated=True)}
     default_grid = {"budget": (4, 16, 32), "topk_cap": (1, 4), "cuda_graph": (True, False)}
+    search_sizes = ("context_length", "max_running_requests", "cuda_graph_max_bs_decode")
+    table_knobs = ("budget", "topk_cap")
     baseline = {"speculative_algorithm": None, "speculative_draft_model_path": None,
                 "speculative_ddtree_budget": None, "speculative_ddtree_topk_cap": None,
                 "speculative_dflash_block_size": None, "speculative_num_draft_tokens": None}

@@ -82,6 +82,9 @@ class VllmFamily(Family):
              "cuda_graph": Knob("cuda_graph", "enforce_eager", "CUDA graphs on (true) or off: "
                                 "false sets --enforce-eager", "eager", negated=True)}
     default_grid = {"num_speculative_tokens": (2, 4), "cuda_graph": (True, False)}
+    search_sizes = ("num_speculative_tokens", "max_num_seqs", "max_model_len")
+    table_knobs = ("num_speculative_tokens", "method")
+    table_accept = "mean acceptance length"
     baseline = {_SPEC: None}
     model_flag = "model"
     draft_flag = f"{_SPEC}.model"

@@ -23,8 +23,14 @@ import re
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "SIGNALS", "FATAL_SIGNAL_DUMP", "dump_reading", "dumped_while_running"]
+__all__ = ["SIGNATURES", "SIGNALS", "FATAL_SIGNAL_DUMP", "LOOP_FILE", "dump_reading", "dumped_while_running"]
 
+# the files that define the scheduler's event loops (``event_loop_*``): the Scheduler and its
+# mixins, 0.4.10.post2 managers/scheduler.py:753, disaggregation/prefill.py:266, decode.py:661;
+# 0.5.23 managers/scheduler.py:2026, managers/scheduler_pp_mixin.py:217 (event_loop_pp_disagg_prefill),
+# disaggregation/prefill.py:684, disaggregation/decode.py:3123, multiplex/multiplexing_mixin.py:100,
+# hardware_backend/mlx/scheduler_mixin.py:123 (a dump may print the file name alone: "prefill.py")
+LOOP_FILE = r"(?:scheduler\w*|prefill|decode|multiplexing_mixin)\.py"
 SIGNALS = r"Segmentation fault|Bus error|Aborted|Floating point exception|Illegal instruction"
 _EXIT_SIGNAL = r"-(?:4|6|7|8|11)\b"  # SIGILL SIGABRT SIGBUS SIGFPE SIGSEGV as a negative exit code
 _DUMP_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>\S+)', re.M)
@@ -122,7 +128,7 @@ FATAL_SIGNAL_DUMP = Signature(
     "fatal_signal_dump", "native_crash",
     "a fatal signal's thread dump: the scheduler was running, not waiting",
     NATIVE_CRASH.advice,
-    lines=(r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$',),
+    lines=(rf'^\s*File "[^"]*{LOOP_FILE}", line \d+ in event_loop_\w+\s*$',),
     priority=10, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: each thread's "
                               "Thread 0x... (most recent call first), File \"...\", line N in f)"),
@@ -131,7 +137,7 @@ FATAL_SIGNAL_DUMP = Signature(
              ("0.5.23", "sglang/srt/managers/scheduler.py:6295")))
 
 _DUMP_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+")
-_DUMP_LOOP = re.compile(r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$')
+_DUMP_LOOP = re.compile(rf'^\s*File "[^"]*{LOOP_FILE}", line \d+ in event_loop_\w+\s*$')
 # a thread that waits: in the standard library's waits, or in a function named for one
 _WAITING = re.compile(r'File "[^"]*(?:threading|queue|selectors|connection|socket)\.py"'
                       r"|\bin (?:_?wait\w*|recv\w*|\w+_recv\w*|poll|select|acquire|join|get|sleep|synchronize"

@@ -164,6 +164,35 @@ PD_TRANSFER_WORKER = Signature(
     priority=44, phase="serving", request=True, cut_ok=True, detail=_pd_detail,
     sources=(("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1933"),))
 
+# a thread of the PD KV manager died of an uncaught exception: Python's threading.excepthook prints
+# "Exception in thread Thread-N (TARGET):" (Python 3.10+ names a thread after its target) over
+# the traceback. The threads are the KV managers' loops, started once and never restarted:
+# 0.4.10.post2 disaggregation/nixl/conn.py:387 and mooncake/conn.py:690 (bootstrap_thread),
+# mooncake/conn.py:780 (decode_thread); 0.5.23 nixl/conn.py:3426 (bootstrap_thread_guarded,
+# which logs "prefill bootstrap_thread died on engine_rank=N; requests to this rank will time
+# out in KVPoll.Bootstrapping", :3419), :1043 (decode_listener_thread), mooncake/conn.py:3036,
+# :3075, mori/conn.py:1003, :1040 (bootstrap_worker, decode_worker). A paste may cut the name.
+_PD_THREAD = (r"^Exception in thread [\w-]+ \((?:bootstrap_(?:th|wo)|decode_(?:thread|listener|worker))",
+              r"\bbootstrap_thread died on engine_rank=")
+PD_THREAD_DIED = Signature(
+    "pd_thread_died", "pd_transfer", "a thread of the PD transfer died (bootstrap or decode loop)",
+    ("A thread of the KV manager of PD disaggregation died of an uncaught exception (SGLang never "
+     "restarts it): this rank takes no more transfers, every request sent to it times out while "
+     "the process lives on. Read the transfer library's error just above (NIXL / Mooncake) and the "
+     "thread's traceback; restart the server after fixing it, and check that prefill and decode "
+     "run the same SGLang and transfer backend (`--disaggregation-transfer-backend`) versions.",),
+    lines=_PD_THREAD, priority=47, phase="serving", fatal=True, running=True, detail=_pd_detail,
+    sources=(("0.4.10.post2", "sglang/srt/disaggregation/nixl/conn.py:387"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:690"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:780"),
+             ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:3419"),
+             ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:3426"),
+             ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1043"),
+             ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:3036"),
+             ("0.5.23", "sglang/srt/disaggregation/mori/conn.py:1003"),
+             ("CPython 3.10", "Lib/threading.py (excepthook: Exception in thread NAME:; Thread names a "
+                              "thread 'Thread-N (target)')")))
+
 REQUEST_5XX = Signature(
     "request_http_5xx", "request_error", "the server answered a request with an error status",
     ("The server answered one request with a 5xx status (uvicorn's access line) and kept serving: "
@@ -172,6 +201,37 @@ REQUEST_5XX = Signature(
     lines=(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 5\d\d\b',),
     priority=9, phase="serving", request=True,
     sources=(("uvicorn 0.54.0", "uvicorn/logging.py:107 (AccessFormatter: \"METHOD PATH HTTP/v\" STATUS)"),))
+
+_HTTP_4XX = {"400": "the body is not one this endpoint takes (a field, a value out of range, a model "
+                     "name it does not serve)",
+             "401": "no API key or a wrong one: the server runs with `--api-key`, the client must send "
+                    "it (`Authorization: Bearer KEY`)",
+             "403": "the key is not allowed this endpoint",
+             "404": "the path or the model is not served here (the OpenAI routes are under /v1/; "
+                    "`--served-model-name` sets the model's name)",
+             "413": "the body is larger than the server accepts",
+             "422": "the body does not validate against the endpoint's schema"}
+
+
+def _http_4xx(found: Found) -> str | None:
+    codes = dict.fromkeys(regex(r'HTTP/[\d.]+" (4\d\d)\b').findall(found.text))
+    said = [f"{code}: {_HTTP_4XX[code]}" for code in codes if code in _HTTP_4XX]
+    return ("Refused with " + "; ".join(said) + ".") if said else None
+
+
+# uvicorn's access line of a request the server answered with a client error: refused as sent
+# (a bad body, no or a wrong API key, an unknown path or model), the server serving on. Only a
+# request a client sends (POST ...): a GET the launcher or a probe makes proves nothing.
+REQUEST_4XX = Signature(
+    "request_http_4xx", "request_error", "the server refused a request as the client sent it",
+    ("The server answered a request with a 4xx status (uvicorn's access line) and kept serving: the "
+     "request is refused as the client sent it. Fix the client's request (its body, its API key, "
+     "its path or model name); the server needs no change unless every client is refused the same "
+     "way.",),
+    lines=(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 4\d\d\b',),
+    priority=8, phase="serving", request=True, detail=_http_4xx,
+    sources=(("uvicorn 0.54.0", "uvicorn/logging.py:107 (AccessFormatter: \"METHOD PATH HTTP/v\" STATUS)"),
+             ("0.5.23", "sglang/srt/utils/auth.py:196")))
 
 GRAMMAR_REJECTED = Signature(
     "grammar_token_rejected", "request_error", "the grammar rejected a token of one constrained request",
@@ -205,5 +265,6 @@ WEIGHT_UPDATE_FAILED = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, REQUEST_5XX, GRAMMAR_REJECTED,
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, PD_THREAD_DIED, REQUEST_5XX,
+              REQUEST_4XX, GRAMMAR_REJECTED,
               WEIGHT_UPDATE_FAILED]

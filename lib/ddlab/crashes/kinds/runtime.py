@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from ddlab.crashes.kinds.native import LOOP_FILE
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -64,6 +65,57 @@ NCCL_INIT = Signature(
      "up).", _NCCL_ADVICE),
     patterns=(_NCCL_INIT_FAILED,), lines=(_NCCL_INIT_FAILED,), priority=30,
     sources=(("NCCL", "src/include/checks.h (NCCLCHECK: \"%s:%d -> %d\"), src/init.cc"),))
+
+# NCCL's network transport failing while it moves data: the InfiniBand verbs completion of a
+# send or receive came back with an error status (src/transport/net_ib.cc, ncclIbTest: "NET/IB :
+# Got completion from peer %s with error %d, opcode %d, len %d, vendor err %d", then it returns
+# ncclRemoteError), and NCCL's proxy progress thread stopping on such an error (src/proxy.cc,
+# ncclProxyProgress: INFO "%s:%d -> %d [Progress Thread]", the result stored as the
+# communicator's async error): every collective of that communicator fails from then on
+_NCCL_NET = (r"\bNCCL WARN NET/IB ?: Got completion from peer \S+ with error \d+",
+             r"\bNCCL INFO \S+\.cc:\d+ -> [1-9]\d* \[Progress Thread\]\s*$")
+# ibv_wc_status (rdma-core libibverbs/verbs.h), the ones a lost link or peer gives
+_IB_STATUS = {"5": "IBV_WC_WR_FLUSH_ERR: the queue pair was already in error, this request was flushed",
+              "12": "IBV_WC_RETRY_EXC_ERR: the transport retry counter was exceeded, the peer's NIC never "
+                    "acknowledged (a link down, a wrong RoCE GID index, the peer gone)",
+              "13": "IBV_WC_RNR_RETRY_EXC_ERR: the peer had no receive posted in time"}
+
+
+def _ib_status(found: Found) -> str | None:
+    codes = [c for c in dict.fromkeys(regex(r"with error (\d+)").findall(found.text)) if c in _IB_STATUS]
+    return " ".join(f"Completion error {c} is {_IB_STATUS[c]}." for c in codes) or None
+
+
+NCCL_NET = Signature(
+    "nccl_net_error", "nccl", "NCCL's network transport failed (an InfiniBand completion error)",
+    ("NCCL's InfiniBand / RoCE transport got an error completion from the peer node and its proxy "
+     "thread stopped: the collectives between the nodes fail. Check the fabric between the nodes "
+     "(`ibstat`, `ibv_devinfo`, the links' error counters), that NCCL_IB_HCA names the NICs that "
+     "reach the other node and, on RoCE, NCCL_IB_GID_INDEX; NCCL_IB_DISABLE=1 (TCP sockets) tells a "
+     "fabric fault from the rest.", _NCCL_ADVICE),
+    patterns=_NCCL_NET, lines=_NCCL_NET, priority=30, detail=_ib_status,
+    sources=(("NCCL 2.21", "src/transport/net_ib.cc (ncclIbTest: NET/IB : Got completion from peer %s "
+                           "with error %d, opcode %d, len %d, vendor err %d)"),
+             ("NCCL 2.21", "src/proxy.cc (ncclProxyProgress: \"%s:%d -> %d [Progress Thread]\")")))
+
+# torch's TCPStore client waited for a key another rank never wrote: its socket read timed out
+# (torch/csrc/distributed/c10d/socket.cpp, SocketImpl::waitForInput: C10D_WARNING "waitForInput:
+# socket {} timed out after {}ms"; TCPStore.cpp, TCPStore::doWait then raises DistStoreError "wait
+# timeout after {}ms"). The line is a warning: alone it decides nothing; it explains the traceback
+# the same process cuts or leaves unexplained right after it (``explains``).
+_STORE_WAIT = (r"\bwaitForInput: socket .{0,300}? timed out after \d+\s*ms",
+               r"\bwait timeout after \d+\s*ms, keys:")
+STORE_WAIT_TIMEOUT = Signature(
+    "store_wait_timeout", "nccl", "a rank waited on torch's store for a peer that never came",
+    ("This rank waited on torch.distributed's store (the TCPStore on node 0) for a key another rank "
+     "never wrote, until the timeout: that rank died, hung or never reached the same point. Its own "
+     "log holds the first error; a rank that is only slow needs a longer timeout (SGLang's "
+     "`--dist-timeout`).", _NCCL_ADVICE),
+    patterns=_STORE_WAIT, lines=_STORE_WAIT, priority=29, explains=True,
+    sources=(("torch 2.9.1", "torch/csrc/distributed/c10d/socket.cpp (SocketImpl::waitForInput: "
+                             "waitForInput: socket {} timed out after {}ms)"),
+             ("torch 2.9.1", "torch/csrc/distributed/c10d/TCPStore.cpp (TCPStore::doWait: wait "
+                             "timeout after {}ms, keys: {})")))
 
 PEER_LOST = Signature(
     "capture_peer_lost", "nccl", "a distributed peer was lost (seen during graph capture)",
@@ -169,8 +221,8 @@ HEALTH_UNAVAILABLE = Signature(
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:736")))
 
 
-_PYSPY_LOOP = r"^\s*event_loop_\w+ \(\S*scheduler\S*\.py:\d+\)\s*$"  # py-spy: func (file:line)
-_FAULTHANDLER_LOOP = r'^\s*File "[^"]*scheduler\w*\.py", line \d+ in event_loop_\w+\s*$'
+_PYSPY_LOOP = rf"^\s*event_loop_\w+ \((?:\S*/)?{LOOP_FILE}:\d+\)\s*$"  # py-spy: func (file:line)
+_FAULTHANDLER_LOOP = rf'^\s*File "[^"]*{LOOP_FILE}", line \d+ in event_loop_\w+\s*$'
 _WHERE = (r"^\s*(?P<func>[A-Za-z_]\w*) \((?P<file>[\w./-]+\.py):(?P<line>\d+)\)\s*$",
           r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+),? in (?P<func>\S+)')
 
@@ -189,7 +241,8 @@ def _hang_detail(found: Found) -> str | None:
     parts = []
     if where := _stuck_at(found):
         parts.append(f"The dumped stack waits in {where}.")
-        if regex(r"recv|all_reduce|all_gather|broadcast|barrier|wait|resolve_batch_result|_pp_recv").search(where):
+        if regex(r"recv|\bsend\b|send_|all_reduce|all_gather|broadcast|barrier|wait|resolve_batch_result"
+                 r"|_pp_recv").search(where):
             parts.append("A wait on another rank or thread: find the rank that stopped first "
                          "(its own log), it holds the others.")
     if timeout := found.facts.get("watchdog_timeout"):
@@ -239,15 +292,21 @@ WARMUP_FAILED = Signature(
      "proxy in the environment (set no_proxy=127.0.0.1,localhost).",),
     patterns=(r"Read timed out|ReadTimeout|TimeoutError|timed out",
               r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused",
-              r"JSONDecodeError|Expecting value: line \d+ column \d+"),
-    context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error",),
+              r"JSONDecodeError|Expecting value: line \d+ column \d+",
+              # SGLang Diffusion's server waits for its own /health (0.5.13) or /liveness (0.5.23)
+              # before its warmup, then aborts the startup
+              r"HTTP server did not become (?:ready|live) at \S+"),
+    context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error"
+             r"|_run_server_warmup_after_http_\w+|_wait_until_http_(?:ready|live)",),
     # a warmup traceback cut before its exception line is still the warmup failing (an echo)
     priority=15, phase="ready", echo=True, cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1005"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2388"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2494"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2533")))
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2533"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:101"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:124")))
 
 # the warmup's traceback cut right after its status check: that line raises only for a
 # response that is not 200 (the message with the status is what the paste lost)
@@ -261,6 +320,6 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, NCCL_INIT, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
+SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]
