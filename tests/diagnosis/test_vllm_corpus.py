@@ -19,7 +19,7 @@ KINDS_OR_NONE = {None, "unknown", "kv_pool_oom", "cuda_oom", "host_oom", "cuda_g
                  "cuda_graph_replay", "cuda_illegal_access", "unsupported_gpu", "kernel_compile",
                  "kernel_config_unsupported", "bad_argument", "port_in_use", "model_not_found",
                  "arch_unsupported", "dependency_mismatch", "draft_incompatible", "nccl", "hang",
-                 "native_crash", "weights_unreadable", "request_error", "spec_feature_conflict"}
+                 "native_crash", "weights_unreadable", "request_error", "spec_feature_conflict", "pd_transfer"}
 
 
 def test_at_least_40_labelled_logs_each_with_its_file_and_its_evidence_verbatim():
@@ -38,6 +38,7 @@ ROUND3 = [log for log in LOGS if log.get("heldout_round") == 3]
 ROUND4 = [log for log in LOGS if log.get("heldout_round") == 4]
 ROUND5 = [log for log in LOGS if log.get("heldout_round") == 5]
 ROUND6 = [log for log in LOGS if log.get("heldout_round") == 6]
+ROUND7 = [log for log in LOGS if log.get("heldout_round") == 7]
 
 
 def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
@@ -53,13 +54,14 @@ def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
     assert all(len(rounds) == 1 for rounds in by_url.values()), "a thread's logs stay in one round"
 
 
-def test_rounds_1_to_6_were_measured_once_and_folded_into_work():
+def test_rounds_1_to_7_were_measured_once_and_folded_into_work():
     assert len(ROUND2) == 31 and {log["id"][:2] for log in ROUND2} == {"vc"}
     assert len(ROUND3) == 43 and {log["id"][:2] for log in ROUND3} == {"vd"}
     assert len(ROUND4) == 30 and {log["id"][:2] for log in ROUND4} == {"ve"}
     assert len(ROUND5) == 30 and {log["id"][:2] for log in ROUND5} == {"vf"}
     assert len(ROUND6) == 30 and {log["id"][:2] for log in ROUND6} == {"vg"}
-    assert all(log["split"] == "work" for log in ROUND1 + ROUND2 + ROUND3 + ROUND4 + ROUND5 + ROUND6)
+    assert len(ROUND7) == 30 and {log["id"][:2] for log in ROUND7} == {"vh"}
+    assert all(log["split"] == "work" for log in ROUND1 + ROUND2 + ROUND3 + ROUND4 + ROUND5 + ROUND6 + ROUND7)
     assert not {log["url"] for log in ROUND2} & {log["url"] for log in ROUND1}, "round 2: new threads"
     earlier = {log["url"] for log in ROUND1 + ROUND2}
     assert not {log["url"] for log in ROUND3} & earlier, "round 3: new threads"
@@ -69,24 +71,29 @@ def test_rounds_1_to_6_were_measured_once_and_folded_into_work():
     assert not {log["url"] for log in ROUND5} & earlier, "round 5: new threads"
     earlier |= {log["url"] for log in ROUND5}
     assert not {log["url"] for log in ROUND6} & earlier, "round 6: new threads"
+    earlier |= {log["url"] for log in ROUND6}
+    assert not {log["url"] for log in ROUND7} & earlier, "round 7: new threads"
 
 
 def test_labellers_and_a_disputed_or_changed_kind_is_marked():
-    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 6: one, no second
+    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 7: one, no second
     labeller. A label changed after its measurement keeps the one before, and why; a label of
-    rounds 3 to 6 that read wrong on a second look after its measurement is marked
+    rounds 3 to 7 that read wrong on a second look after its measurement is marked
     ``kind_disputed`` with the reason (kind not measured), a phase ``phase_disputed`` (phase not
     measured)."""
     for log in ROUND1:
         assert log["second_labeller"], log["id"]
         disputed = log.get("kind_disputed")
         assert (log["labels"] == "both labellers") == (disputed is None), log["id"]
-    for log in ROUND2 + ROUND3 + ROUND4 + ROUND5 + ROUND6:
+    for log in ROUND2 + ROUND3 + ROUND4 + ROUND5 + ROUND6 + ROUND7:
         assert "second_labeller" not in log, log["id"]
         assert log["labels"].startswith("one labeller"), log["id"]
     for log in ROUND2:
         assert "kind_disputed" not in log, log["id"]
     for log in LOGS:
+        if "kind_disputed" in log and log.get("heldout_round", 0) >= 3:  # [labelled, second look] (round 7: vh05)
+            assert log["kind_disputed"][0] == log["kind"] and log["second_look"], log["id"]
+            assert log["kind_disputed"][1] in KINDS_OR_NONE and log["kind_disputed"][1] != log["kind"], log["id"]
         if "phase_disputed" in log:  # [labelled, second look], not counted for phase (round 6: vg26)
             assert log["phase_disputed"][0] == log["phase"] and log["second_look"], log["id"]
         if "relabelled" in log:
@@ -98,11 +105,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # The work split was developed on. Each held-out round was measured once (round 1 at b81f43f:
 # crashed 12/13, kind 9/13, phase 8/10; round 2 at 92f8cbd: 31/31, 22/31, 15/16; round 3 at
 # 01aaf86: 42/43, 36/43, 24/31; round 4 at 9067d4e: 25/30, 12/30, 14/17; round 5 at 6b19477:
-# 25/30, 25/30, 21/24; round 6 at 942e594: 27/30, 25/30, 16/18), then its misses
+# 25/30, 25/30, 21/24; round 6 at 942e594: 27/30, 25/30, 16/18;
+# round 7 at 633bd27: 29/30, 24/30, 19/22), then its misses
 # were read and fixed and it was folded into work (docs/diagnosis.md, "vLLM"): no held-out logs
 # are left, so there is no held-out floor; the work floor is what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase.
-FLOORS = {"work": (209, 206, 136)}
+FLOORS = {"work": (239, 235, 158)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

@@ -219,8 +219,9 @@ def test_vllm_logs_are_read_as_vllm():
     # round 3 added four: a bare KeyError (vd21), a Triton error (vd32) and torch's ProcessGroupNCCL
     # watchdog (vd38, vd39); round 4 one: V0 stamps inside a terminal box's borders (ve02); round 5
     # one: three lines of Ascend CANN's graph engine, which SGLang's NPU backend runs too (vf20); round 6
-    # one: torch's CUDA OOM line alone (vg13)
-    assert len(unmarked) <= 12, unmarked
+    # one: torch's CUDA OOM line alone (vg13); round 7 two: uvicorn's lines alone (vh11) and the
+    # kerutils host lines FlashMLA and SGLang's kernels both print (vh27)
+    assert len(unmarked) <= 14, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

@@ -43,7 +43,9 @@ _CTIME = rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{
 _JOURNAL_TS = (
     r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?"
     rf"(?:{_MONTH} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
-    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{2,5})?"
+    # (a zone's letters, never a log level: "...Z ERROR 04-07 02:11:20" is docker's time before vLLM's stamp)
+    r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"(?: (?!(?:ERROR|DEBUG|TRACE|FATAL|INFO|WARN)\b)[A-Z]{2,5})?"
     r"|\d{9,}\.\d+"
     r"|\[\s*\d+\.\d+\])"
 )

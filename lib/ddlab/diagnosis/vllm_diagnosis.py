@@ -124,6 +124,23 @@ def _rpc_methods(frames: str) -> str:
     return "".join(f"\n, in {name}" for name in _RPC_RE.findall(frames))
 
 
+_CODE_RE = re.compile(r"^\s+(?!File \")\S")
+
+
+def _code_above(best: Candidate | None, lines: list[Line]) -> str:
+    """A paste cut inside a traceback's frames: the code lines above its first frame line (their
+    frame's "File" line cut off) are the calls the frames below were making, read with them."""
+    if best is None:
+        return ""
+    above = [ln for ln in lines if ln.no < best.first_no]
+    code = []
+    for ln in reversed(above):
+        if not _CODE_RE.match(ln.msg):
+            return ""
+        code.insert(0, ln.msg)
+    return "\n" + "\n".join(code) if code else ""
+
+
 def _call_in_progress(best: Candidate | None) -> str:
     """A traceback cut below its last frame: that frame's code line is the call it was making
     (``self._initialize_kv_caches(`` cut there is the KV cache's setup), read as one frame more."""
@@ -272,7 +289,7 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     request = best is not None and best.request
     crashed = (best is not None and not request) or log.exit_seen.failed
     signature = best.signature if best else None
-    frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best)
+    frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best) + _code_above(best, log.lines)
     frames += _rpc_methods(frames)
     phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
     version = version or log.facts.get("vllm_version")

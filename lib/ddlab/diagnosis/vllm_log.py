@@ -50,6 +50,9 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     r"^[A-Z]*\s+PyProcess W-[\w.-]+-std(?:out|err):\s",
 ))
 
+# vLLM's Prometheus counters of served work (v1/metrics/loggers.py, v1/spec_decode/metrics.py:231 (0.34.0))
+VLLM_COUNTER = (r"^\s*vllm:(?:spec_decode_num_(?:accepted_tokens|draft_tokens|drafts)\w*|generation_tokens"
+                r"|prompt_tokens|request_success)_total")
 _VLLM_MARKS = re.compile(
     rf"^\s*(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*|Worker_TP\d*|LLMRayActor)\b"
     r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
@@ -85,7 +88,11 @@ _VLLM_MARKS = re.compile(
     # speculative metrics line, v1/spec_decode/metrics.py:121 (0.34.0))
     r"|Following weights were not initialized from checkpoint|Unknown speculative decoding method:"
     r"|Speculative decoding is not yet supported on VLLM V1"
-    r"|Total number of attention heads \(\d+\) must be divisible by tensor parallel size|SpecDecoding metrics:",
+    r"|Total number of attention heads \(\d+\) must be divisible by tensor parallel size|SpecDecoding metrics:"
+    # (round 7, in no SGLang wheel: NIXL's handshake check, kv_connector/v1/nixl/base_worker.py:2970 (0.34.0))
+    r"|Number of KV layers must match between (?:prefill and decode|producer and consumer)"
+    # (its Prometheus series: "vllm:" and a metric name, v1/metrics/loggers.py (0.34.0))
+    r"|^\s*vllm:[a-z_]+(?:\{|\s)",
     re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
@@ -147,7 +154,10 @@ _PHASE_MARKERS = (
     # finished" (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518
     # (0.6.4.post1))
     ("graph_capture", re.compile(
-        r"Capturing CUDA graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
+        # (round 7: the drafters' bars name what they capture, "Capturing prefill CUDA graphs",
+        # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139,
+        # multi_module_mtp/speculator.py:138 (0.34.0))
+        r"Capturing (?:[\w-]+ ){0,3}CUDA graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
         r"|Graph capturing finished")),
     # the engine is built and takes requests: "init engine (profile, create kv cache, warmup
     # model) took" (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server
@@ -164,7 +174,10 @@ _PHASE_MARKERS = (
     # (0.34.0); V0 engine/metrics.py:484), a request answered, an offline generate's bar
     ("serving", re.compile(
         r"Avg prompt throughput: [\d.]+ tokens/s|SpecDecoding metrics:|Speculative metrics:"
-        r"|\"(?:POST|GET) /(?:v1/|generate|invocations)\S* HTTP/[\d.]+\" 200|Processed prompts:|Added request")),
+        r"|\"(?:POST|GET) /(?:v1/|generate|invocations)\S* HTTP/[\d.]+\" 200|Processed prompts:|Added request"
+    # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,
+    # :255; v1/metrics/loggers.py (0.34.0)), as Prometheus writes it or a dashboard's table ("name{...} | N")
+    rf"|{VLLM_COUNTER}\{{[^}}]*\}}\s*\|?\s*0*[1-9][\d.]*(?:e\+?\d+)?\s*$")),
 )
 # vLLM serves once uvicorn has started it ("Application startup complete." follows the routes)
 VLLM_READY_RE = re.compile(r"Application startup complete|Uvicorn running on")

@@ -237,7 +237,9 @@ KERNEL_CONFIG = Signature(
               r"arange's range must be a power of 2",
               # flashinfer's prefill: no tile configuration is valid for this head dim / dtype
               r"Invalid configuration : NUM_MMA_Q=\d+"),
-    lines=(r"Invalid configuration : NUM_MMA_Q=\d+",),
+    lines=(r"Invalid configuration : NUM_MMA_Q=\d+",
+           # kerutils (FlashMLA's host code): cuTensorMapEncodeTiled refused the tensor it was handed
+           r"^Failed to create tensormap\s*$"),
     # above the capture wrapper (80) that often carries it: the refusal is the kind, the capture where
     priority=81, detail=_config_detail,
     sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
@@ -247,7 +249,9 @@ KERNEL_CONFIG = Signature(
              ("flash-attn 2", "csrc/flash_attn/flash_api.cpp (only supports head dimension at most 256)"),
              ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)"),
              ("flashinfer 0.2.5", "include/flashinfer/attention/prefill.cuh (KTraits::IsInvalid(): Invalid "
-                                  "configuration : NUM_MMA_Q=... please create an issue)")))
+                                  "configuration : NUM_MMA_Q=... please create an issue)"),
+             ("sglang 0.5.23", "sglang/kernels/jit/csrc/deep_select/vendor/3rdparty/kerutils/include/kerutils/"
+                               "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)")))
 
 # SGLang's Triton attention kernels check the head dim they were written for ("# shape
 # constraints": ``assert Lk in {16, 32, 64, 128, 256, 576}``, 0.4.10.post2

@@ -140,5 +140,39 @@ V2_RUNNER = Signature(
              ("0.33.0", "vllm/model_executor/models/qwen3_dflash.py:134"),
              ("0.30.0", "vllm/distributed/ec_transfer/ec_connector/cpu/connector.py:42")))
 
+# (round 7) vLLM reads the text model's settings (num_attention_heads, hidden_size ...) from the
+# model's config class (config.py:526 (0.6.4.post1); transformers_utils/model_arch_config_convertor.py:557
+# (0.30.0)), also a draft's while the speculative config is built (engine/arg_utils.py:2172 (0.34.0)):
+# a config class without one is a layout vLLM cannot read, as SGLang's config_layout_unknown. vLLM's
+# own engine config classes (VllmConfig, CacheConfig ...) lacking a field are a plugin or release
+# mismatch, not the model's
+_ENGINE_CONFIGS = (r"'(?:Vllm|Model|Cache|Parallel|Scheduler|Compilation|Speculative|Device|Load|LoRA|Lora"
+                   r"|Observability|KVTransfer|KVEvents|StructuredOutputs|DecodingConfig|Pooler|Multi\w*)Config'")
+MODEL_CONFIG_LAYOUT = Signature(
+    "vllm_model_config_layout", "arch_unsupported", "vLLM cannot read a setting of the model's config",
+    ("The model's (or the draft's) config class lacks a setting vLLM reads to build the engine: its "
+     "layout is one this release does not know (a speculator, multimodal or remote-code config). Use a "
+     "vLLM release that lists the architecture (or method), or a checkpoint whose config has the setting.",),
+    types=r"(?:\w+\.)*AttributeError", patterns=(r"'\w*Config' object has no attribute '\w+'",),
+    absent=(rf"{_ENGINE_CONFIGS} object has no attribute",), priority=72, phase="launch",
+    sources=((_V0, "vllm/config.py:526"),
+             ("0.30.0", "vllm/transformers_utils/model_arch_config_convertor.py:557"),
+             ("0.34.0", "vllm/engine/arg_utils.py:2172")))
+
+# --- PD disaggregation: the two sides' KV caches do not fit -------------------------------
+
+# NIXL's handshake checks the remote side's KV layout against its own (_validate_remote_agent_handshake):
+# another count of KV layers means no block the prefill side sends fits the decode side's cache
+_KV_LAYERS = r"Number of KV layers must match between (?:prefill and decode|producer and consumer)"
+PD_KV_LAYOUT = Signature(
+    "vllm_pd_kv_layout", "pd_transfer", "the prefill and decode sides' KV caches have other layouts",
+    ("The prefill and decode instances hold KV caches of different layouts (another count of KV layers): "
+     "both must serve the same model with the same layer layout; a speculative drafter on one side only "
+     "adds its layers there. Give both sides the same `--speculative-config` (or none) and model.",),
+    patterns=(_KV_LAYERS,), lines=(rf"^(?:AssertionError: )?{_KV_LAYERS}",), priority=85, running=True,
+    sources=(("0.30.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2369"),
+             ("0.33.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2905"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2970")))
+
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
-                               CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER]
+                               CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT, PD_KV_LAYOUT]
