@@ -23,7 +23,7 @@ from ddlab.config.variants import make_variant
 from ddlab.hosts.profiles import HostProfile
 from ddlab.lab.deploy import NO_BASELINE_SLURM, deployed
 from ddlab.lab.watch import watch
-from labkit import KV_OOM, free_port, write_base
+from labkit import KV_OOM, free_port, wait_for, write_base
 
 SLOW_START = "debug_load_delay_s=120"  # the target sits in load_weights: a job that runs, not ready
 
@@ -73,10 +73,17 @@ def test_a_variant_runs_as_a_job_is_probed_through_the_login_host_and_cancelled_
 @pytest.mark.slow
 def test_a_job_past_its_time_limit_is_scheduler_ended_not_a_crash(slurm_host, slurm_cluster, tmp_path):
     """Slurm's time limits are whole minutes, checked every 30 s: the job is made to run
-    out of time (``scontrol update TimeLimit=0``) once it runs; TIMEOUT at the next check."""
+    out of time (``scontrol update TimeLimit=0``) once its server is loading its weights (the
+    phase the cause must name; expired as soon as it ran, a check within the second the
+    target takes to import torch found it still in launch); TIMEOUT at the next check."""
     profile = slurm_host(time_limit="5")
     with deployed(profile, _variant(tmp_path, SLOW_START)) as (lab, dep):
-        _once_running(slurm_cluster, dep.invocation, lambda: slurm_cluster.expire(int(dep.invocation)))
+        def expire_while_loading():
+            wait_for(lambda: "Load weight begin" in lab.manager.logs(dep.service), timeout_s=60,
+                     what="the server to start loading its weights")
+            slurm_cluster.expire(int(dep.invocation))
+
+        _once_running(slurm_cluster, dep.invocation, expire_while_loading)
         verdict = watch(lab, timeout_s=90)
     d = verdict.diagnosis
     assert (verdict.state, d.kind, d.crashed, verdict.exit_code) == (
