@@ -1,5 +1,6 @@
-"""Helpers for the tests of real vLLM logs (tests/diagnosis/test_vllm_round*.py): where the
-corpus and the unpacked wheels are, a log read as bytes decoded (its line ends kept), what
+"""Helpers for the tests of real logs (tests/diagnosis/test_field*.py, test_vllm_round*.py):
+where the corpora and the unpacked wheels are, a work-split SGLang log diagnosed and its
+reading in the labels' terms, a vLLM log read as bytes decoded (its line ends kept), what
 ``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, and a
 text checked against the wheel it is cited from."""
 
@@ -7,14 +8,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import json
+
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 VLLM_REAL = LOGS / "vllm-real"
+REAL = LOGS / "real"  # SGLang's
+REAL_MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
 # the vLLM wheels, unpacked for reading (tools/ fetch them; a test that reads one skips without)
 VLLM_WHEELS = Path("/work/wheels/vllm")
+
+
+def real(log_id: str):
+    """The diagnosis of SGLang corpus log ``log_id``, which must be of the work split (a
+    held-out log is read by no test)."""
+    assert REAL_MANIFEST[log_id]["split"] == "work", f"{log_id}: only work-split logs are read by tests"
+    return diagnose((REAL / f"{log_id}.log").read_text(encoding="utf-8"))
+
+
+def reading(found) -> tuple:
+    """``(crashed, kind, phase)`` as the labels put them: a kind only for a crash or a
+    request's error."""
+    return found.crashed, found.kind if found.crashed or found.kind == "request_error" else None, found.phase
 
 
 def read_log(name: str | Path) -> str:

@@ -8,25 +8,11 @@ texts, and fails on 942e594.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.logtext import split_lines
-
-REAL = Path(__file__).parent.parent / "fixtures" / "logs" / "real"
-MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
-
-
-def _real(log_id: str):
-    assert MANIFEST[log_id]["split"] == "work", f"{log_id}: only work-split logs are read by tests"
-    return diagnose((REAL / f"{log_id}.log").read_text(encoding="utf-8"))
-
-
-def _said(found) -> tuple:
-    return found.crashed, found.kind if found.crashed or found.kind == "request_error" else None, found.phase
+from fieldkit import REAL_MANIFEST as MANIFEST, real as _real, reading as _said
 
 
 # --- h9014: torch's store socket timing out explains the cut traceback right after it ---------
