@@ -55,8 +55,8 @@ def test_each_family_fills_the_interface(name):
 
 def test_a_third_familys_words_reach_the_envelopes_error_and_the_sweep_table(monkeypatch, tmp_path):
     """The envelope's "search a size such as ..." and a sweep table's knob and acceptance
-    columns come from the family's attributes; before, both branched on the name "vllm",
-    and any other family got SGLang's words."""
+    columns come from the family's attributes, and a verdict's "without speculation" words
+    from its baseline keys; before, these branched on the names "vllm" and "sglang"."""
     import copy
 
     import sweepkit
@@ -77,6 +77,9 @@ def test_a_third_familys_words_reach_the_envelopes_error_and_the_sweep_table(mon
     table = SweepReport(sweep_id="s", frame=frame, verdict=sweep_verdict(frame, sweep_id="s", status="done")).table()
     assert "speculative_ddtree_budget" in table and "tokens per step" in table
     assert not {"budget", "topk_cap", "accept_length", "num_speculative_tokens"} & set(table.columns)
+    other = copy.copy(family_named("vllm"))  # a family that says no words of its own
+    other.baseline = {"draft_config": None}  # how to run it without speculation: its keys
+    assert other.baseline_words() == "--set draft_config=null"
 
 
 def test_a_base_without_a_family_is_sglang_and_every_shipped_base_loads():

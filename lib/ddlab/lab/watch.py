@@ -434,7 +434,7 @@ class _Loop:
             return {"checked": False, "took_s": took,
                     "why": f"no reference for {model} yet: a variant without speculation records "
                            "one: a sweep's no-speculation baseline cell, or a watch of this base "
-                           f"with its speculative flags removed ({_baseline_words(self.family)})"}
+                           f"with its speculative flags removed ({self.family.baseline_words()})"}
         check = ll.compare(reference, outputs, tolerance=tolerance)
         return {"checked": True, "took_s": took, **check.to_dict()}
 
@@ -447,12 +447,6 @@ class _Loop:
         if self.checker.stranger:
             text += f" | NOT the variant answering: {self.checker.stranger}"
         return text
-
-
-def _baseline_words(family) -> str:
-    if family.name == "sglang":
-        return "--set speculative_algorithm=null and the other speculative_* keys"
-    return " ".join(f"--set {key}=null" for key in family.baseline)
 
 
 # systemd's own reasons for a start that never ran the server (exit statuses 200-243,

@@ -192,6 +192,11 @@ class Family:
     def version_probe(self) -> str:
         return version_probe(self.package, self.version_named_in)
 
+    def baseline_words(self) -> str:
+        """How a user removes the speculative flags, as ``--set`` overrides (a verdict's
+        advice for a variant that must run without speculation)."""
+        return " ".join(f"--set {key}=null" for key in self.baseline)
+
     def knob_for(self, key: str) -> Knob | None:
         """The knob ``key`` names, in snake or kebab spelling."""
         return self.knobs.get(key.replace("-", "_")) if isinstance(key, str) else None

@@ -72,6 +72,9 @@ class SGLangFamily(Family):
                                "sglang:num_requests_total")
     default_search = {"context_length": "4096..131072", "max_running_requests": "8..256"}
 
+    def baseline_words(self) -> str:  # six keys: the one that matters, then the rest by kind
+        return "--set speculative_algorithm=null and the other speculative_* keys"
+
     def check_base_flag_names(self, flags: Mapping) -> None:
         for raw in flags:
             if raw in ALIASES:  # a notebook alias here would pass through as --budget
