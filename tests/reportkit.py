@@ -52,38 +52,28 @@ def small_run_sweep(tmp_path_factory):
     (under pytest-xdist the first worker to ask runs it, the others wait on a file lock), so
     its users only read it: tests/report/test_runs.py (``ddlab runs`` over it) and
     tests/report/test_browser.py (its report in a browser)."""
-    import fcntl
-    import json
-    import os
     import subprocess
-    import tempfile
     from pathlib import Path
 
     import sweepkit
     from labkit import DDLAB, REPO
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their parent is this run's
-        base = base.parent
-    record = base / "small-run-sweep.json"
-    with open(base / "small-run-sweep.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not record.is_file():
-            folder = Path(tempfile.mkdtemp(prefix="small-run-sweep-", dir=base))
-            project = sweepkit.make_project(folder)
+    def build(folder: Path) -> dict:
+        project = sweepkit.make_project(folder)
 
-            def ddlab(*args: str) -> subprocess.CompletedProcess:
-                return subprocess.run([DDLAB, *args], capture_output=True, text=True, cwd=REPO,
-                                      env=project.env(), timeout=300)
+        def ddlab(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([DDLAB, *args], capture_output=True, text=True, cwd=REPO,
+                                  env=project.env(), timeout=300)
 
-            swept = ddlab("run", "sweep", *SMALL_RUN_SWEEP)
-            assert swept.returncode == 0, \
-                f"ddlab run sweep failed:\n{swept.stdout[-2000:]}\n{swept.stderr[-3000:]}"
-            plotted = ddlab("plot")
-            assert plotted.returncode == 0, plotted.stderr[-3000:]
-            record.write_text(json.dumps({"folder": str(folder), "port": project.port,
-                                          "run_dir": str(Path(swept.stdout.splitlines()[-1]).parent)}))
-    data = json.loads(record.read_text())
+        swept = ddlab("run", "sweep", *SMALL_RUN_SWEEP)
+        assert swept.returncode == 0, \
+            f"ddlab run sweep failed:\n{swept.stdout[-2000:]}\n{swept.stderr[-3000:]}"
+        plotted = ddlab("plot")
+        assert plotted.returncode == 0, plotted.stderr[-3000:]
+        return {"folder": str(folder), "port": project.port,
+                "run_dir": str(Path(swept.stdout.splitlines()[-1]).parent)}
+
+    data = sweepkit.once_per_run(tmp_path_factory, "small-run-sweep", build)
     folder = Path(data["folder"])
     project = sweepkit.Project(root=folder / "project", state=folder / "state",
                                outputs=folder / "outputs", port=data["port"])

@@ -171,23 +171,14 @@ def shared_sweep(tmp_path_factory) -> SharedSweep:
 
 
 def _built_once(tmp_path_factory) -> SharedSweep:
-    """The sweep, built by whichever worker of this run asks first."""
-    import fcntl
-    import json
+    """The sweep, built by whichever worker of this run asks first (:func:`once_per_run`)."""
+    def build(folder: Path) -> dict:
+        built = _run_shared(folder)
+        return {"folder": str(folder), "port": built.project.port, "sweep_id": built.sweep_id,
+                "hashes": built.hashes, "messages": built.messages}
 
-    run_dir = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1...: their parent is this run's
-        run_dir = run_dir.parent
-    folder, record = run_dir / "shared-sweep", run_dir / "shared-sweep.json"
-    with open(run_dir / "shared-sweep.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not record.is_file():
-            folder.mkdir()
-            built = _run_shared(folder)
-            record.write_text(json.dumps({"folder": str(folder), "port": built.project.port,
-                                          "sweep_id": built.sweep_id, "hashes": built.hashes,
-                                          "messages": built.messages}))
-    data = json.loads(record.read_text())
+    data = once_per_run(tmp_path_factory, "shared-sweep", build)
+    folder = Path(data["folder"])
     project = Project(root=folder / "project", state=folder / "state", outputs=folder / "outputs",
                       port=data["port"])
     return SharedSweep(project=project, sweep_id=data["sweep_id"], messages=data["messages"],
