@@ -155,13 +155,18 @@ def communicate(proc, data, timeout, limit=MAX_OUT_BYTES):
             except subprocess.TimeoutExpired:
                 pass
     finally:  # also when interrupted: no pipe is left open
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            try:
-                if stream is not None:
-                    stream.close()
-            except (OSError, ValueError):
-                pass
+        close_pipes(proc)
     return out, err, timed_out
+
+
+def close_pipes(proc):
+    """Close a process's pipes (those it has); closing one twice is harmless."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if stream is not None:
+                stream.close()
+        except (OSError, ValueError):
+            pass
 
 
 def _run(req):

@@ -46,7 +46,7 @@ from pathlib import Path
 from ddlab.core.errors import CommandError, ConfigError
 from ddlab.core.redact import redact_argv
 from ddlab.hosts.profiles import HostProfile
-from ddlab.hosts.remote_exec import communicate
+from ddlab.hosts.remote_exec import close_pipes, communicate
 
 __all__ = ["Transport", "LocalTransport", "Completed", "url_host"]
 
@@ -238,12 +238,7 @@ def _reap(proc: subprocess.Popen) -> None:
     """Close a killed command's pipes and collect its exit status (bounded: SIGKILL is
     seen at once), so that it leaves no zombie and no open file: an interrupt can land
     before :func:`communicate` has closed them."""
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
-            try:
-                stream.close()
-            except (OSError, ValueError):
-                pass
+    close_pipes(proc)
     try:
         proc.wait(5)
     except subprocess.TimeoutExpired:

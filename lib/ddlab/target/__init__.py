@@ -52,7 +52,7 @@ def main(argv=None, prog="python -m ddlab.target") -> int:
         from ddlab.target.vllm_args import parse_vllm_args
 
         parsed = parse_vllm_args(argv, f"{prog} --dialect vllm")
-        from ddlab.target.vllm_server import run as serve_vllm
+        from ddlab.target.vllm_server import main as serve_vllm
 
         return serve_vllm(parsed)
     if dialect != "sglang":
@@ -62,6 +62,6 @@ def main(argv=None, prog="python -m ddlab.target") -> int:
     from ddlab.target.args import parse_command_line
 
     args, warnings = parse_command_line(argv, prog)
-    from ddlab.target.server import run as serve
+    from ddlab.target.server import main as serve
 
     return serve(args, warnings)

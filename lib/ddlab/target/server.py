@@ -47,7 +47,6 @@ import time
 import traceback
 
 from ddlab.target import launcher, openai_api
-from ddlab.target.args import parse_command_line
 from ddlab.target.engine import Engine, Req
 from ddlab.target.http_server import TargetHTTPServer, uvicorn_log, uvicorn_loggers
 from ddlab.target.lifecycle import Lifecycle, Stop
@@ -310,13 +309,9 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def main(argv=None, prog="python -m ddlab.target") -> int:
-    return run(*parse_command_line(argv, prog))
-
-
-def run(args, warnings) -> int:
-    """The server for parsed flags (:func:`ddlab.target.main` parses them before torch is
-    imported: a refused flag costs no second of it)."""
+def main(args, warnings) -> int:
+    """The server for parsed flags (``args.parse_command_line``; :func:`ddlab.target.main`
+    parses them before this module imports torch: a refused flag costs no second of it)."""
     setup_logging(args.log_level, args.log_level_http)
     state = ServerState(args)
     state.life.install()

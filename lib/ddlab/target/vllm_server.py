@@ -29,7 +29,7 @@ from ddlab.target.http_server import TargetHTTPServer, access_log, uvicorn_log, 
 from ddlab.target.lifecycle import Stop
 from ddlab.target.requests import BadRequest, Reply, json_reply
 from ddlab.target.server import ServerState, _allowed, _bind
-from ddlab.target.vllm_args import non_default_args, parse_vllm_args
+from ddlab.target.vllm_args import non_default_args
 from ddlab.target.vllm_lines import (API, CLIENT_MESSAGE, ENGINE, ENGINE_DEAD, VERSION, VllmFormatter,
                                      log_line, process)
 from ddlab.target.vllm_metrics import StatsLogger, render_metrics
@@ -206,12 +206,9 @@ def _engine_died(state) -> None:
     threading.Thread(target=stop, name="watchdog", daemon=True).start()
 
 
-def main(argv=None, prog="python -m ddlab.target --dialect vllm") -> int:
-    return run(parse_vllm_args(argv, prog))
-
-
-def run(args) -> int:
-    """The server for parsed flags (parsed before torch is imported, as in ``server.run``)."""
+def main(args) -> int:
+    """The server for parsed flags (``vllm_args.parse_vllm_args``, parsed before this module
+    imports torch, as for ``server.main``)."""
     setup_logging(args)
     state = VllmState(args)
     pid = os.getpid()
