@@ -32,7 +32,11 @@ def _frames(names: str, calls: str = "") -> re.Pattern:
     return re.compile(rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*${call}", re.M)
 
 
-_LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader"
+# the LoRA manager built right after the model loaded, before the memory pool (0.4.10.post2
+# model_executor/model_runner.py:328 between load_model :285 and init_memory_pool :331; 0.5.23 :733 after
+# load_model :715): it loads the adapters' weights and wraps the model's layers (lora/lora_manager.py
+# init_state); only startup calls it (a request's adapter load is load_lora_adapter)
+_LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader|init_lora_manager"
 _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
          # the scheduler's pool and radix cache (HiCache's storage included: 0.4.10.post2
          # managers/scheduler.py:561, called from its constructor at :393)

@@ -27,8 +27,9 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
-                                    peel_line_numbers, peel_relay_level, respaced, split_flattened,
-                                    split_glued_bar, split_glued_terminate, unlinked, unquote_emphasis,
+                                    peel_box_border, peel_line_numbers, peel_relay_level, respaced,
+                                    split_flattened, split_glued_bar, split_glued_terminate, unlinked,
+                                    unquote_emphasis,
                                     unquote_inline_code)
 
 __all__ = [
@@ -155,7 +156,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
     ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
     lines = []
-    for no, raw in enumerate(dedented(peel_line_numbers(json_records(text.splitlines()))), start=1):
+    raws = dedented(peel_line_numbers(peel_box_border(json_records(text.splitlines()))))
+    for no, raw in enumerate(raws, start=1):
         cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):
             continue

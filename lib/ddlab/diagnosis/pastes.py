@@ -36,6 +36,8 @@ peeled. :func:`ddlab.diagnosis.logtext.split_lines` applies them all.
 - *Container JSON logs*: Docker's json-file records (``{"log":"...","stream":...}``), several
   on one pasted line, read as the lines they carry (escapes decoded: ANSI colours, quotes).
 - *Issue links*: GitHub turning ``#N`` into a link (``frame [#45](https://...)``), read as ``#N``.
+- *Box border*: a paste copied out of a terminal UI that frames the log in a box (each line padded
+  and closed by ``│``, later lines opened by it), read without the frame.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from dataclasses import replace
 
 __all__ = ["respaced", "split_flattened", "split_glued_bar", "split_glued_terminate", "error_body_message",
            "join_wrapped_frames", "peel_relay_level", "unquote_inline_code", "unquote_emphasis",
-           "peel_line_numbers", "dedented", "json_records", "unlinked"]
+           "peel_line_numbers", "dedented", "json_records", "unlinked", "peel_box_border"]
 
 # --- flattened tracebacks ------------------------------------------------------------
 
@@ -236,6 +238,28 @@ def peel_line_numbers(raws: list[str]) -> list[str]:
     for i, match in numbered:
         out[i] = raws[i][match.end():]
     return out
+
+
+# --- a terminal UI's box border ----------------------------------------------------------------
+
+# A log copied out of a terminal UI that frames it (a pager or log viewer drawing a box with
+# box-drawing characters, U+2502 and its heavy and double forms) keeps the frame: each line padded with
+# spaces to the box's width and closed by the border, a line after the first opened by it and one
+# space. Neither Python nor SGLang ends a line with one, so a paste whose lines (all but a few) end in
+# one is such a copy, read without the frame.
+_BOX = "\u2502\u2503\u2551"
+_BOX_END_RE = re.compile(rf"\s*[{_BOX}]\s*$")
+_BOX_START_RE = re.compile(rf"^\s*[{_BOX}] ?")
+_BOXED_SHARE = 0.8  # of the paste's lines; the last one may be cut before its border
+
+
+def peel_box_border(raws: list[str]) -> list[str]:
+    """A paste framed by a terminal UI's box (its lines end in a vertical border), without the frame."""
+    filled = [raw for raw in raws if raw.strip()]
+    boxed = sum(1 for raw in filled if _BOX_END_RE.search(raw))
+    if boxed < 2 or boxed < _BOXED_SHARE * len(filled):
+        return raws
+    return [_BOX_START_RE.sub("", _BOX_END_RE.sub("", raw), count=1) for raw in raws]
 
 
 # --- a markdown inline code span around a line ------------------------------------------------

@@ -30,7 +30,10 @@ _FAULTS = (r"illegal memory access", r"device-side assert(?:ion)? triggered",
            r"an illegal instruction was encountered", r"cudaErrorIllegalAddress")
 _FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|unspecified launch failure"
                 r"|misaligned address|an illegal instruction)",
-                r"\.cu:\d+: .{0,160}\bAssertion\b")
+                r"\.cu:\d+: .{0,160}\bAssertion\b",
+                # a kernel library's own check (FlashMLA csrc/utils.h: "CUDA error (%s:%d): %s")
+                r"CUDA error \([^()]+:\d+\): (?:an illegal memory access|unspecified launch failure"
+                r"|misaligned address|an illegal instruction)")
 _BISECT = ("Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel that faults (the frame that "
            "reports it is often not the one that caused it); then bisect: {graphs_off}, another "
            "`--attention-backend`, and a newer SGLang / sgl-kernel if the kernel is theirs.")
@@ -211,6 +214,35 @@ AMD_GPU_PAGE_FAULT = Signature(
              ("ROCm CLR", "rocclr/device/rocm/rocdevice.cpp (Device::callbackQueue: Callback: Queue %p "
                           "aborting with error : %s code: 0x%x, then abort())")))
 
+# an NVIDIA GPU's fault as the kernel driver reports it in the host's kernel log (dmesg, journalctl -k):
+# "NVRM: Xid (PCI:0000:10:00): 31, pid=N, name=python3, channel 0x..., intr 00000000. MMU Fault: ENGINE
+# GRAPHICS GPC1 GPCCLIENT_T1_11 faulted @ 0x7f0b_27600000. Fault is of type FAULT_PDE
+# ACCESS_TYPE_VIRT_READ". Xid 31 is ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT (open-gpu-kernel-modules
+# src/common/sdk/nvidia/inc/nverror.h): a GPU memory page fault, an engine read or wrote an address not
+# mapped for the channel (kern_gmmu_gv100.c, kgmmuServiceMmuFault_GV100, sets that notifier and resets
+# the channel; the process sees cudaErrorIllegalAddress); Xid 13 (ROBUST_CHANNEL_GR_EXCEPTION) with an
+# SM exception ("Graphics SM Warp Exception ...: Out Of Range Address", "Illegal Instruction ...",
+# "Misaligned ...") is a kernel's own out-of-range or illegal access. NVIDIA's Xid catalogue: both
+# "typically application-level bugs". The line names the process (pid, name); a fault only a running
+# process meets.
+_XID_FAULT = (r"\bNVRM: Xid \(PCI:[0-9a-f:.]+\): 31,.{0,200}?\bMMU Fault\b",
+              r"\bNVRM: Xid \(PCI:[0-9a-f:.]+\): 13,.{0,120}?\bGraphics SM (?:Warp|Global) Exception\b"
+              r".{0,120}?(?:Out Of Range|Illegal|Misaligned)")
+NVIDIA_XID_FAULT = Signature(
+    "nvidia_xid_fault", "cuda_illegal_access", "an NVIDIA GPU kernel faulted: the driver's Xid (page fault)",
+    ("The NVIDIA driver reported a GPU fault of the process (Xid 31: a kernel read or wrote an address "
+     "not mapped for it, a page fault; Xid 13 with an SM exception: an out-of-range or illegal access): "
+     "the process's own log shows it as an illegal memory access. Check that the pid in the line is "
+     "the server's.", _BISECT),
+    lines=_XID_FAULT, priority=50, running=True, by_algorithm=_BY_ALGORITHM,
+    sources=(("open-gpu-kernel-modules", "src/common/sdk/nvidia/inc/nverror.h "
+                                         "(ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT: Xid 31; "
+                                         "ROBUST_CHANNEL_GR_EXCEPTION: Xid 13)"),
+             ("open-gpu-kernel-modules", "src/nvidia/src/kernel/gpu/mmu/arch/volta/kern_gmmu_gv100.c "
+                                         "(kgmmuServiceMmuFault_GV100)"),
+             ("NVIDIA Xid catalogue", "docs.nvidia.com/deploy/xid-errors (31: GPU memory page fault; "
+                                      "13: Graphics Engine Exception)")))
+
 def _config_detail(found: Found) -> str | None:
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
     if regex(r"arange's range must be a power of 2").search(found.text):
@@ -252,6 +284,68 @@ KERNEL_CONFIG = Signature(
                                   "configuration : NUM_MMA_Q=... please create an issue)"),
              ("sglang 0.5.23", "sglang/kernels/jit/csrc/deep_select/vendor/3rdparty/kerutils/include/kerutils/"
                                "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)")))
+
+# A kernel library's host code checking the tensors it was handed before it launches (flashinfer's
+# launchers through tvm-ffi: TVM_FFI_ICHECK_EQ(gemm1_weights.dtype(), dl_float8_e4m3fn) << "FP8 block
+# scale MoE: gemm1_weights must be fp8.", flashinfer 0.7.4 data/csrc/trtllm_fused_moe_kernel_launcher.cu:
+# 6110-6111); a failed check raises InternalError "Check failed: x op y (a vs. b) : message" or "Check
+# failed: (cond) is false: message" (apache-tvm-ffi 0.1.15 include/tvm/ffi/error.h:466-473, :485-492):
+# the kernel refuses this configuration (a dtype, a shape, a token count). A paste cut right after
+# "Check" is the same text. Below the replay plan's reading (73): a plan step that refuses a batch
+# inside graph replay is the graph's batch, not the model's configuration.
+_TVM_CHECK = r"InternalError: Check(?: failed: | not null: |\s*$)"
+
+
+def _check_detail(found: Found) -> str | None:
+    said = r"Check failed: (?P<expr>.+?) \((?P<got>[^()]*?) vs\. (?P<want>[^()]*?)\) ?:\s*(?P<msg>[^\n]*)"
+    if match := regex(said).search(found.text):
+        why = f": {match['msg'].strip().rstrip('.')}" if match["msg"].strip() else ""
+        return f"The kernel's check {match['expr']} failed ({match['got']} vs. {match['want']}){why}."
+    return None
+
+
+KERNEL_CHECK = Signature(
+    "kernel_check_failed", "kernel_config_unsupported",
+    "a kernel library's check refused the tensors it was given",
+    ("A kernel library's host code checked the inputs it was handed (a dtype, a shape, a count) and "
+     "refused them before launching: this model's configuration (its weights' dtype or quantization, "
+     "its head or token counts, the speculative step's token count) is not one that kernel takes. "
+     "Choose a backend whose kernel takes it for that layer (`--attention-backend`).",
+     "For a MoE layer, `--moe-runner-backend` picks its kernel.",
+     "Or install a kernel library that takes it (`pip show flashinfer-python sgl-kernel` says which are "
+     "installed), or a checkpoint quantized the way the kernel expects."),
+    types=r"(?:\w+\.)*InternalError", patterns=(_TVM_CHECK,), priority=72, detail=_check_detail,
+    sources=(("apache-tvm-ffi 0.1.15", "include/tvm/ffi/error.h:466-473 (TVM_FFI_CHECK_BINARY_OP / "
+                                       "TVM_FFI_CHECK: Check failed: x op y (a vs. b) : , Check failed: "
+                                       "(cond) is false: ), :481-483 (Check not null: ), :485-492 "
+                                       "(TVM_FFI_ICHECK*: InternalError)"),
+             ("flashinfer 0.7.4", "data/csrc/trtllm_fused_moe_kernel_launcher.cu:6110-6111 (FP8 block "
+                                  "scale MoE: gemm1_weights must be fp8.)")))
+
+# A kernel library's own CUDA check on its launch (FlashMLA csrc/utils.h CHECK_CUDA: fprintf(stderr,
+# "CUDA error (%s:%d): %s\n", __FILE__, __LINE__, cudaGetErrorString(status_)); exit(1), and
+# CHECK_CUDA_KERNEL_LAUNCH() on cudaGetLastError()): "invalid argument" (cudaErrorInvalidValue) or
+# "invalid configuration argument" (cudaErrorInvalidConfiguration) is the launch this shape asked for
+# refused (FlashMLA's decode scheduling-metadata kernel sizes its dynamic shared memory by the batch,
+# sizeof(int) * (b*3+1), then cudaFuncSetAttribute(MaxDynamicSharedMemorySize) and the launch:
+# csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu, run_get_decoding_sched_meta_kernel),
+# not a fault; the process exits there. The same check's fault messages are an illegal access.
+_LAUNCH_REFUSED = r"\bCUDA error \([^()]+\.(?:cu|cuh|h|cc|cpp):\d+\): invalid (?:configuration )?argument\s*$"
+KERNEL_LAUNCH_REFUSED = Signature(
+    "kernel_launch_refused", "kernel_config_unsupported",
+    "a kernel library's launch was refused for this shape (invalid argument)",
+    ("A kernel library's own CUDA check found its launch refused with an invalid argument: the launch "
+     "configuration it computed for this batch or model shape (grid, block, shared memory) is not one "
+     "the GPU takes, so the kernel does not support this configuration. The file in the line names the "
+     "kernel: choose a backend that does not use it (`--attention-backend`), keep the batch within what "
+     "it takes (`--max-running-requests`), or install a newer release of that library.",),
+    lines=(_LAUNCH_REFUSED,), priority=81, fatal=True,
+    sources=(("FlashMLA", "csrc/utils.h (CHECK_CUDA: CUDA error (%s:%d): %s, then exit(1); "
+                          "CHECK_CUDA_KERNEL_LAUNCH)"),
+             ("FlashMLA", "csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu "
+                          "(run_get_decoding_sched_meta_kernel)"),
+             ("CUDA runtime", "cudaErrorInvalidValue (1): invalid argument; cudaErrorInvalidConfiguration "
+                              "(9): invalid configuration argument")))
 
 # SGLang's Triton attention kernels check the head dim they were written for ("# shape
 # constraints": ``assert Lk in {16, 32, 64, 128, 256, 576}``, 0.4.10.post2
@@ -298,6 +392,6 @@ KERNEL_BOUNDS_CHECK = Signature(
                               "boundscheck=True at :78)")))
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
-              TRITON_HEAD_DIM,
-              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, AMD_GPU_PAGE_FAULT,
+              KERNEL_CHECK, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
+              CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT,
               KERNEL_BOUNDS_CHECK]

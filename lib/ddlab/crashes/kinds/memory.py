@@ -320,6 +320,34 @@ CUDA_OOM = Signature(
     sources=(("torch 2.14.1", "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so)"),
              ("CUDA runtime", "cudaErrorMemoryAllocation (2)")))
 
+# torch's caching allocator logging a failed cudaMalloc before it decides (c10/cuda/
+# CUDACachingAllocator.cpp, alloc_block, the line the log's C++ prefix names, CUDACachingAllocator.cpp:
+# 3933: LOG(WARNING) "memory allocation failed with OOM on device N while trying to allocate X bytes
+# (free: F, total: T)." on cudaErrorMemoryAllocation; a first attempt is forgiven, the cache freed and
+# the allocation retried; a second raises OutOfMemoryError through malloc's TORCH_CHECK_WITH). A
+# warning: it decides nothing alone (the retry may succeed), it explains the traceback the same process
+# cuts or leaves unexplained right after it (``explains``), as torch's store warning does.
+_ALLOC_OOM = r"\bmemory allocation failed with OOM on device \d+ while trying to allocate \d+ bytes"
+
+
+def _alloc_detail(found: Found) -> str | None:
+    sizes = regex(r"allocate (\d+) bytes \(free: (\d+), total: (\d+)\)").search(found.text)
+    said = _cuda_oom_detail(found)
+    if sizes is None:
+        return said
+    want, free, total = (int(n) / 2**30 for n in sizes.groups())
+    return f"It asked for {want:.2f} GiB with {free:.2f} GiB of {total:.2f} GiB free. {said or ''}".strip()
+
+
+ALLOC_OOM_WARNING = Signature(
+    "allocator_oom", "cuda_oom", "CUDA ran out of memory (the caching allocator's failed allocation)",
+    (),
+    patterns=(_ALLOC_OOM,), lines=(_ALLOC_OOM,), priority=60, explains=True, detail=_alloc_detail,
+    sources=(("torch", "c10/cuda/CUDACachingAllocator.cpp:3933 (alloc_block: LOG(WARNING) memory "
+                       "allocation failed with OOM on device {} while trying to allocate {} bytes "
+                       "(free: {}, total: {}).)"),
+             ("CUDA runtime", "cudaErrorMemoryAllocation (2)")))
+
 HOST_OOM = Signature(
     "host_oom", "host_oom", "the host ran out of memory (RAM or /dev/shm)",
     ("Host memory ran out, not GPU memory: `dmesg -T | grep -i oom` (or `journalctl -k`) shows "
@@ -364,4 +392,4 @@ SHM_FULL = Signature(
 
 SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT,
               REQ_SLOTS_OLD, MAMBA_SLOTS,
-              RETRACT_EXHAUSTED, CUDA_OOM, HOST_OOM, SHM_FULL]
+              RETRACT_EXHAUSTED, CUDA_OOM, ALLOC_OOM_WARNING, HOST_OOM, SHM_FULL]

@@ -159,6 +159,34 @@ PEER_BARRIER = Signature(
                              "waiting for send/recv from rank M)"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:698")))
 
+# torch's Gloo process group could not connect its full mesh of ranks (torch/csrc/distributed/c10d/
+# ProcessGroupGloo.cpp, the ProcessGroupGloo constructor: connectFullMesh's std::runtime_error caught
+# and logged, then raised, as "Gloo connectFullMesh failed with " + what; gloo's TCP pair gives the
+# socket error, "[.../gloo/transport/tcp/pair.cc:N] no error" when the connect itself timed out).
+# SGLang builds a gloo group beside each NCCL group (its CPU group, 0.4.10.post2
+# distributed/parallel_state.py:240, 0.5.23 :404), so the ranks never met over that interface: often
+# the interface Gloo bound to (where the host name does not resolve to a local address torch falls
+# back to loopback: ProcessGroupGloo.cpp createDefaultDevice, its warning names GLOO_SOCKET_IFNAME).
+# Not ``running``: a group is made at startup, the phase is what the log shows.
+_GLOO_MESH = r"\bGloo connectFullMesh failed with\b"
+GLOO_MESH = Signature(
+    "gloo_mesh_failed", "nccl", "torch's Gloo process group could not connect the ranks",
+    ("The ranks could not connect their Gloo (CPU) process group, which SGLang creates next to each "
+     "NCCL group: check that every node reaches the others on the interface torch picked (set "
+     "GLOO_SOCKET_IFNAME, and NCCL_SOCKET_IFNAME, to the interface that carries `--dist-init-addr`: "
+     "where the host name does not resolve to a local address torch binds Gloo to loopback), that no "
+     "firewall blocks the ports between the nodes, and that every rank started; with "
+     "\"Connection reset / closed by peer\" another rank died first and its log holds the cause.",
+     _NCCL_ADVICE),
+    patterns=(_GLOO_MESH,), lines=(_GLOO_MESH,), priority=32,
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (ProcessGroupGloo::"
+                             "ProcessGroupGloo: context->connectFullMesh, on std::runtime_error "
+                             "logAndThrow(\"Gloo connectFullMesh failed with \" + what))"),
+             ("gloo", "gloo/transport/tcp/pair.cc (the pair's connect error)"),
+             ("0.4.10.post2", "sglang/srt/distributed/parallel_state.py:240"),
+             ("0.5.23", "sglang/srt/distributed/parallel_state.py:404")))
+
+
 def _rendezvous(found: Found) -> str | None:
     if match := regex(r"connect to \(([\w.:-]+), (\d+)\)|connect/validate to host ([\w.:-]+):(\d+)"
                       r"|failed to connect to \[?([\w.:-]+?)\]?:(\d+)").search(found.text):
@@ -320,6 +348,7 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, PEER_LOST, PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
+SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, GLOO_MESH, PEER_LOST, PEER_FAILED_LOADING,
+              PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]
