@@ -90,7 +90,8 @@ def test_an_nvidia_xid_of_a_kernel_fault_is_an_illegal_access():
              "0x7f0b_27600000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ\n")
     xid13 = ("NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 0): Out Of Range "
              "Address\n")
-    for text in (xid31, xid13):
+    older = "NVRM: Xid (PCI:0000:02:00): 31, Ch 00000018, engmask 00000101, intr 10000000\n"  # no "MMU Fault"
+    for text in (xid31, xid13, older):
         found = diagnose(text)
         assert (found.crashed, found.kind, found.phase) == (True, "cuda_illegal_access", "serving")
     # the bus lost, an ECC row remapped: the GPU's health, not a kernel's access

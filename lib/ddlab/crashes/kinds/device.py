@@ -225,7 +225,7 @@ AMD_GPU_PAGE_FAULT = Signature(
 # "Misaligned ...") is a kernel's own out-of-range or illegal access. NVIDIA's Xid catalogue: both
 # "typically application-level bugs". The line names the process (pid, name); a fault only a running
 # process meets.
-_XID_FAULT = (r"\bNVRM: Xid \(PCI:[0-9a-f:.]+\): 31,.{0,200}?\bMMU Fault\b",
+_XID_FAULT = (r"\bNVRM: Xid \(PCI:[0-9a-f:.]+\): 31, ",  # older drivers print "Ch 00000010, intr ..." only
               r"\bNVRM: Xid \(PCI:[0-9a-f:.]+\): 13,.{0,120}?\bGraphics SM (?:Warp|Global) Exception\b"
               r".{0,120}?(?:Out Of Range|Illegal|Misaligned)")
 NVIDIA_XID_FAULT = Signature(
