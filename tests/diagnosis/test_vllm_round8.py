@@ -37,7 +37,7 @@ def _in_no_sglang_wheel(text: str) -> None:
 
 def test_the_kv_cache_check_for_one_request_at_the_max_len_is_vllms_text():
     """vi13: V1's check that the KV cache holds one request at the model's max seq len
-    (kv_cache_planning.py:127 (0.34.0), kv_cache_utils.py:902 (0.30.0)), alone and wrapped by the
+    (kv_cache_planning.py:125 (0.34.0), kv_cache_utils.py:900 (0.30.0)), alone and wrapped by the
     writer onto three lines, had no vLLM mark: read as SGLang's, unknown."""
     assert_in_wheel("0.34.0", "vllm/v1/core/kv_cache_planning.py",
                     "To serve at least one request with the model's max seq len")
@@ -45,7 +45,7 @@ def test_the_kv_cache_check_for_one_request_at_the_max_len_is_vllms_text():
     text = read_log("vi13.log")
     assert detect_family(text) == "vllm"
     assert _said(text) == (True, "kv_pool_oom", "memory_pool")
-    # V0's wording of the same check (worker/worker.py:499 (0.6.4.post1)), one line
+    # V0's wording of the same check (worker/worker.py:500 (0.6.4.post1)), one line
     assert_in_wheel("0.6.4.post1", "vllm/worker/worker.py", "is larger than the maximum number of tokens that can be ")
     v0 = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that "
           "can be stored in KV cache (20144). Try increasing `gpu_memory_utilization` or decreasing "

@@ -94,7 +94,7 @@ _VLLM_MARKS = re.compile(
     # (its Prometheus series: "vllm:" and a metric name, v1/metrics/loggers.py (0.34.0))
     r"|^\s*vllm:[a-z_]+(?:\{|\s)"
     # (round 8, in no SGLang wheel: the KV cache's check for one request at the max seq len,
-    # v1/core/kv_cache_planning.py:127 (0.34.0), V0's worker/worker.py:499 (0.6.4.post1); the
+    # v1/core/kv_cache_planning.py:125 (0.34.0), V0's worker/worker.py:500 (0.6.4.post1); the
     # speculative config class, config/speculative.py (0.34.0), config.py (0.6.4.post1))
     r"|To serve at least one request with the model's max seq len"
     r"|is larger than the maximum number of tokens that can be stored in KV cache|\bSpeculativeConfig\b",
