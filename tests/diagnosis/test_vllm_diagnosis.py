@@ -128,6 +128,10 @@ _CITED = {
     "vllm_spec_method_unrouted": "Unknown speculative decoding method",
     "vllm_spec_v1_unsupported": "Speculative decoding is not yet supported on VLLM V1",
     "vllm_tp_heads": "Total number of attention heads",
+    # round 8
+    "vllm_graph_batch_missing": "model_executable = self.graph_runners[virtual_engine][",
+    "vllm_worker_method_failed": "Error executing method",
+    "vllm_no_architectures": "No model architectures are specified",
 }
 
 

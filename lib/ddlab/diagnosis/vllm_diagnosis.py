@@ -58,9 +58,11 @@ def _frames(names: str) -> re.Pattern:
 # v1/worker/gpu_model_runner.py, v1/engine/core.py, v1/core/kv_cache_utils.py; V0 0.6.4.post1:
 # worker/worker.py, worker/model_runner.py, engine/llm_engine.py, spec_decode/)
 # (the loaded weights are processed in load_model: a quantized layer repacked for its kernel,
-# model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95 (0.34.0))
+# model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95 (0.34.0); round 8: the
+# layers create their weights while initialize_model builds the model, layers/linear.py:179, :382,
+# model_loader/base_loader.py:54 (0.34.0))
 _LOAD = (r"load_model|load_weights|_initialize_model|get_model|initialize_model|download_weights_from_hf\w*"
-         r"|process_weights_after_loading|\w+_marlin_repack")
+         r"|process_weights_after_loading|\w+_marlin_repack|create_weights")
 _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
          r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
          r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine")
@@ -75,6 +77,9 @@ _INIT = (r"init_device|init_worker_distributed_environment|init_distributed_envi
 _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
             r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"
             r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req"
+            # V0's TP workers' step loop, run from the executor's execute_model
+            # (worker/worker_base.py:78, executor/distributed_gpu_executor.py:77 (0.6.4.post1))
+            r"|start_worker_execution_loop"
             # a request's LoRA adapter activated (V0 worker/model_runner.py set_active_loras ->
             # lora/models.py:376 activate_adapter (0.6.4.post1); 0.34.0 lora/model_manager.py:355)
             r"|activate_adapter|set_active_adapters|set_active_loras")
@@ -115,13 +120,15 @@ def _with_worker_message(chains: list[Chain]) -> list[Chain]:
 _CALL_RE = re.compile(r"(\w+)\(")
 # the executor runs a method on every worker by its name (v1/executor/abstract.py:132, :137 (0.34.0);
 # V0 executor/ray_gpu_executor.py:279 (0.6.4.post1)): a traceback cut in the executor's frames is
-# in that method
-_RPC_RE = re.compile(r"\b(?:collective_rpc|_run_workers)\(\s*[\"'](\w+)[\"']")
+# in that method; so is the worker wrapper's report of the method that raised (round 8:
+# worker/worker_base.py:478 (0.6.4.post1), :579 (0.7.3), v1/executor/ray_utils.py:87 (0.30.0))
+_RPC_RE = re.compile(r"\b(?:collective_rpc|_run_workers)\(\s*[\"'](\w+)[\"']"
+                     r"|Error executing method '?(\w+)'?\. This might cause deadlock")
 
 
 def _rpc_methods(frames: str) -> str:
     """The worker methods the executor's calls in ``frames`` name, one frame line each."""
-    return "".join(f"\n, in {name}" for name in _RPC_RE.findall(frames))
+    return "".join(f"\n, in {rpc or failed}" for rpc, failed in _RPC_RE.findall(frames))
 
 
 _CODE_RE = re.compile(r"^\s+(?!File \")\S")
@@ -290,7 +297,7 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     crashed = (best is not None and not request) or log.exit_seen.failed
     signature = best.signature if best else None
     frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best) + _code_above(best, log.lines)
-    frames += _rpc_methods(frames)
+    frames += _rpc_methods(frames + (f"\n{best.cause}" if best else ""))
     phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
     version = version or log.facts.get("vllm_version")
     algorithm = algorithm or log.facts.get("speculative_method")

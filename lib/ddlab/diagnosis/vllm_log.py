@@ -92,7 +92,12 @@ _VLLM_MARKS = re.compile(
     # (round 7, in no SGLang wheel: NIXL's handshake check, kv_connector/v1/nixl/base_worker.py:2970 (0.34.0))
     r"|Number of KV layers must match between (?:prefill and decode|producer and consumer)"
     # (its Prometheus series: "vllm:" and a metric name, v1/metrics/loggers.py (0.34.0))
-    r"|^\s*vllm:[a-z_]+(?:\{|\s)",
+    r"|^\s*vllm:[a-z_]+(?:\{|\s)"
+    # (round 8, in no SGLang wheel: the KV cache's check for one request at the max seq len,
+    # v1/core/kv_cache_planning.py:125 (0.34.0), V0's worker/worker.py:500 (0.6.4.post1); the
+    # speculative config class, config/speculative.py (0.34.0), config.py (0.6.4.post1))
+    r"|To serve at least one request with the model's max seq len"
+    r"|is larger than the maximum number of tokens that can be stored in KV cache|\bSpeculativeConfig\b",
     re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)

@@ -113,6 +113,19 @@ INIT_CACHE_FAILED = Signature(
              (_V0, "vllm/executor/multiproc_worker_utils.py:230"),
              (_V0, "vllm/worker/worker.py:268")))
 
+# the worker wrapper logs a method that raised, then re-raises it (worker/worker_base.py:478
+# (0.6.4.post1), :579 (0.7.3); v1/executor/ray_utils.py:87 (0.30.0)): the worker's own traceback
+# follows; alone (cut below it) a crash of unknown cause, in the method's phase (vllm_diagnosis)
+WORKER_METHOD_FAILED = Signature(
+    "vllm_worker_method_failed", "unknown", "a worker's method raised",
+    ("A worker process's method raised; the wrapper only reports it. The worker's traceback is "
+     "printed right below this line (in a Ray cluster its lines carry `(RayWorkerWrapper pid=N)`) "
+     "and names the error: get the whole log.",),
+    lines=(r"Error executing method '?\w+'?\. This might cause deadlock in distributed execution",),
+    priority=4, echo=True, fatal=True,
+    sources=((_V0, "vllm/worker/worker_base.py:478"), ("0.7.3", "vllm/worker/worker_base.py:579"),
+             ("0.30.0", "vllm/v1/executor/ray_utils.py:87")))
+
 # --- arguments ------------------------------------------------------------------------
 
 
@@ -370,7 +383,7 @@ RPC_TIMEOUT = Signature(
 
 
 SIGNATURES: list[Signature] = [
-    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, *vllm_graphs.SIGNATURES,
+    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,

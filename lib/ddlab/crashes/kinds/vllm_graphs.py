@@ -1,5 +1,5 @@
 """vLLM: its CUDA graphs' crash texts (capture, a batch outside the compiled ranges, a replay's
-inputs), mapped onto ddlab's kinds with advice in vLLM's flags; cited as in :mod:`.vllm`."""
+inputs, V0's batch size with no captured graph), mapped onto ddlab's kinds with advice in vLLM's flags; cited as in :mod:`.vllm`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from ddlab.crashes.kinds.vllm_library import V0 as _V0
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS"]
+__all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING"]
 
 _CAPTURE_FRAMES = (r"(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
                    r"|_capture_\w*graph\w*|capture)\s*$")
@@ -131,4 +131,22 @@ CAPTURE_CUT = Signature(
              ("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830")))
 
 
-SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT]
+# V0 runs a decode batch through the graph captured for its (padded) size, looked up in the
+# runner's dict of graphs by batch size (worker/model_runner.py:1637, spec_decode/draft_model_runner.py:249
+# (0.6.4.post1); model_runner.py:1683 (0.7.3); 0.4: `self.graph_runners[graph_batch_size]`): a
+# KeyError raised at that lookup is a batch size no graph was captured for (V0 captures sizes up to
+# `--max-num-seqs`, model_runner.py:998 (0.6.4.post1); a speculative step's scorer expands the batch by
+# the draft tokens)
+GRAPH_BATCH_MISSING = Signature(
+    "vllm_graph_batch_missing", "cuda_graph_replay", "no CUDA graph was captured for the decode batch's size",
+    ("The decode batch has a size for which no CUDA graph was captured (V0 captures batch sizes up "
+     "to `--max-num-seqs`; speculative decoding's scorer runs each request with its draft tokens, a "
+     "larger batch). `--enforce-eager` (no CUDA graphs) confirms it and keeps serving; else a larger "
+     "`--max-num-seqs` or fewer `num_speculative_tokens` in `--speculative-config`.",),
+    types=r"KeyError", patterns=(r".",),
+    context=(r"graph_runners\[[^\n]*\n(?:[ \t]+(?!File \")[^\n]*\n){0,3}?[ \t]*KeyError\b",),
+    priority=78, running=True, phase="serving",
+    sources=((_V0, "vllm/worker/model_runner.py:1637"), (_V0, "vllm/spec_decode/draft_model_runner.py:249"),
+             ("0.7.3", "vllm/worker/model_runner.py:1683")))
+
+SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING]

@@ -1,6 +1,7 @@
 """vLLM: a start refused before the engine runs: the weight loaders' refusals (``weights_unreadable``)
 and the config's own checks (``bad_argument``: a check in vLLM's config classes, pydantic's words for a
-validator's ValueError, the V2 model runner's requirement).
+validator's ValueError, the V2 model runner's requirement), and a model config vLLM cannot read
+(``arch_unsupported``: a layout without a setting it reads, no architecture named).
 
 Each is a text or a frame of vLLM's own source (cited ``(release, "vllm/path.py:line")`` in the
 wheels of 0.30.0, 0.33.0, 0.34.0 and 0.6.4.post1, as in :mod:`.vllm`), or of vllm-ascend as its
@@ -159,6 +160,24 @@ MODEL_CONFIG_LAYOUT = Signature(
              ("0.30.0", "vllm/transformers_utils/model_arch_config_convertor.py:557"),
              ("0.34.0", "vllm/engine/arg_utils.py:2172")))
 
+# (round 8) the model registry picks the model class by the architectures the model's config names
+# (inspect_model_cls / resolve_model_cls, model_executor/models/registry.py:1454, :1507 (0.34.0), :1375
+# (0.33.0), :1326 (0.30.0)), run while ModelConfig is built (pydantic words it "Value error, ..."): a
+# config naming none is an architecture vLLM cannot tell. V0 only warns (registry.py:376 (0.6.4.post1))
+_NO_ARCH = r"No model architectures are specified"
+NO_ARCHITECTURES = Signature(
+    "vllm_no_architectures", "arch_unsupported", "the model's config names no architecture",
+    ("The model's config.json names no `architectures`, so vLLM cannot pick a model class: a "
+     "checkpoint of a model type that needs its own plug-in or code (register it, or "
+     "`--trust-remote-code` where the repo ships code), or a config missing the key: add it, or "
+     "`--hf-overrides {\"architectures\":[\"XForCausalLM\"]}` with the model's class.",),
+    types=r"(?:\w+\.)*(?:ValueError|ValidationError)", patterns=(_NO_ARCH,),
+    lines=(rf"^\s*Value error, {_NO_ARCH}",), priority=84, phase="launch",
+    sources=(("0.34.0", "vllm/model_executor/models/registry.py:1454"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1507"),
+             ("0.33.0", "vllm/model_executor/models/registry.py:1375"),
+             ("0.30.0", "vllm/model_executor/models/registry.py:1326")))
+
 # --- PD disaggregation: the two sides' KV caches do not fit -------------------------------
 
 # NIXL's handshake checks the remote side's KV layout against its own (_validate_remote_agent_handshake):
@@ -175,4 +194,5 @@ PD_KV_LAYOUT = Signature(
              ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2970")))
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
-                               CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT, PD_KV_LAYOUT]
+                               CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES,
+                               PD_KV_LAYOUT]
