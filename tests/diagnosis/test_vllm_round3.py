@@ -67,12 +67,14 @@ def test_gguf_loader_given_no_file_is_model_not_found():
 def test_v0_draft_vocab_assert_is_draft_incompatible():
     """spec_decode/spec_decode_worker.py:1067 (0.6.4.post1): a bare assert in _vocab_size."""
     assert said(read_log("vd33.log")) == (True, "draft_incompatible", "vllm_draft_vocab_v0")
-    src = (VLLM_WHEELS / "0.6.4.post1" / "vllm" / "spec_decode" / "spec_decode_worker.py").read_text().splitlines()
-    assert "assert all(vocab_sizes[0] == vocab_size" in src[1066]
     # another bare assert elsewhere is not it (round 5: the assert's own code line names it, frame or not)
     elsewhere = read_log("vd33.log").replace("in _vocab_size", "in _verify_tokens").replace(
         "assert all(vocab_sizes[0] == vocab_size for vocab_size in vocab_sizes)", "assert all(t >= 0 for t in ids)")
     assert said(elsewhere)[1] != "draft_incompatible"
+    source = VLLM_WHEELS / "0.6.4.post1" / "vllm" / "spec_decode" / "spec_decode_worker.py"
+    if not source.exists():  # CI has no unpacked wheels: the reading above is still checked
+        pytest.skip(f"{source} not unpacked here")
+    assert "assert all(vocab_sizes[0] == vocab_size" in source.read_text().splitlines()[1066]
 
 
 def test_executor_rpc_timeout_is_a_hang():
