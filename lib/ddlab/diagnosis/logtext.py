@@ -8,7 +8,8 @@ journal prefix, ANSI colour codes and control characters, CR of CRLF, and the
 prefixes other collectors put in front of each line (docker compose
 ``name  | ``, Kubernetes ``<time> stdout F `` and ``[pod/x/y] ``, cloud logging
 ``ERROR <time> ``, CI and collector timestamps, Ray ``(Actor pid=N, ip=A) ``,
-torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes), then
+torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes, Akash Console's
+``[service]: ``), then
 splits SGLang's own ``[2026-11-29 09:53:16 DP0 TP1] `` stamp into ``time`` and
 ``rank`` (tags ``DP PP ATTN_CP MOE_DP TP EP``; none at all on a one-GPU
 server). Everything downstream (tracebacks, signatures, phases, decode lines)
@@ -77,6 +78,10 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
     rf"^{_COLOUR}\((?:[\w-]+ )?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",      # Ray actor, engine core
     r"^\[rank\d+\]: ?",                                                  # torch elastic
+    # Akash Console's lease log viewer: "[service]: " (the pod name before its first "-"; an SDL
+    # service name is lowercase), akash-network/console apps/deploy-web/src/services/
+    # provider-proxy/logFormatters.ts:6 (formatLogMessage)
+    r"^\[[a-z0-9]*\]: ",
     # Open MPI's mpirun --timestamp-output / --tag-output: ctime, [jobid,rank], <stream>: (open-mpi/ompi
     # orte/mca/iof/base/iof_base_output.c, orte_iof_base_write_output); a line cut before its colon too
     rf"^(?:{_CTIME}(?:\[\d+,\d+\])?|\[\d+,\d+\])<(?:stdout|stderr|stddiag)>(?::|$)",

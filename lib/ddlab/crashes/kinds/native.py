@@ -86,6 +86,10 @@ NATIVE_CRASH = Signature(
     lines=(rf"^Fatal Python error: .{{0,40}}(?:{SIGNALS})",
            r"!!!!!!! Segfault encountered !!!!!!!",
            r"^==== backtrace \(tid:\s*\d+\) ====",
+           # one frame of that backtrace ("%2d 0x%016lx %s()  %s:%u", UCS_DEBUG_BACKTRACE_LINE_FMT),
+           # printed bare to stderr only by ucs_handle_error (a fatal signal, a fatal error then
+           # abort()); UCX's logger prefixes its own copies: a paste that starts below the header
+           r"^\s*\d{1,3} 0x[0-9a-f]{16} \S+\(\)  \S+:\d+\s*$",
            r"^\*\*\* (?:SIG\w+|Aborted at) .{0,80}(?:received|\(@0x)",
            r"^Current thread 0x[0-9a-f]+ \(most recent call first\):",
            # the shell's report of a child killed by a fatal signal: strsignal's name, " (core
@@ -114,6 +118,7 @@ NATIVE_CRASH = Signature(
                               "called by faulthandler_fatal_error and fatal_error only)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
              ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
+             ("UCX 9466d10", "src/ucs/debug/debug.c:45 (a frame: %2d 0x%016lx %s()  %s:%u), :666, :1094"),
              ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
              ("libstdc++ 12.2.0", "libsupc++/vterminate.cc (__verbose_terminate_handler: terminate "
                                   "called recursively / without an active exception, then abort())"),

@@ -5,7 +5,8 @@ error, a gated repo, an unknown architecture, a kernel build. Their signatures a
 SGLang's (:mod:`.memory`, :mod:`.device`, :mod:`.runtime`, :mod:`.launch`, :mod:`.weights`,
 :mod:`.native`, :mod:`.requests`) with the patterns kept, the sources that are SGLang's
 dropped (the library's stay, vLLM's are added where vLLM writes the text) and the advice
-rewritten in vLLM's flags (:func:`_voiced`); each is called ``vllm_<name>``.
+rewritten in vLLM's flags (:func:`_voiced`); each is called ``vllm_<name>``. vLLM's own warning
+that its compiled ops failed to link (a dynamic linker's words inside it) is here too.
 :mod:`.vllm` joins them to vLLM's own texts.
 """
 
@@ -118,6 +119,25 @@ MODEL_TYPE_KEY = _voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
 DEPENDENCY = _voiced(launch.DEPENDENCY, (
     "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
     "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
+# (round 9) vLLM imports its compiled ops and only warns when that fails ("Failed to import from
+# vllm._C with %r", _custom_ops.py:20 (0.6.4.post1), :21 (0.7.3, 0.8.5); platforms/interface.py:382,
+# cpu.py:677 (0.34.0): "Failed to import from vllm._C: %s"); the process dies later, where an op is
+# first called. A dynamic linker's missing symbol in that message (glibc's "undefined symbol: ",
+# elf/dl-lookup.c:806; macOS dyld's "Symbol not found: ", dyld/Loader.cpp:3175) is an extension built
+# against another torch: a warning that explains a traceback cut or left unexplained right after it
+_C_IMPORT = (r"Failed to import from vllm\._C\w*(?: with|:) ImportError\(.{0,400}?"
+             r"(?:undefined symbol: |Symbol not found: )")
+C_EXTENSION_LINK = Signature(
+    "vllm_c_extension_link", "dependency_mismatch", "vLLM's compiled ops were built against another torch",
+    ("vLLM's compiled extension (vllm._C) does not link against the installed torch (a symbol it "
+     "needs is missing): install the torch this vLLM release pins (`pip install vllm==X` brings it), or "
+     "rebuild vLLM from source against the installed torch (a clean build: remove build/ and the .so "
+     "files first).",),
+    lines=(_C_IMPORT,), priority=30, phase="launch", explains=True,
+    sources=((V0, "vllm/_custom_ops.py:20"), ("0.7.3", "vllm/_custom_ops.py:21"),
+             ("0.34.0", "vllm/platforms/interface.py:382"), ("0.34.0", "vllm/platforms/cpu.py:677"),
+             ("glibc 2.42.9000", "elf/dl-lookup.c:806 (undefined symbol: %s%s%s)"),
+             ("dyld-1378", "dyld/Loader.cpp:3175 (Symbol not found: %s / Referenced from / Expected in)")))
 OP_MISMATCH = _voiced(launch.OP_MISMATCH, DEPENDENCY.advice)
 IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
 UNREADABLE = _voiced(weights.UNREADABLE, (
@@ -145,5 +165,5 @@ REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
     KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
-    OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI, REFUSED,
+    C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI, REFUSED,
 ]

@@ -1,7 +1,9 @@
 """vLLM: a start refused before the engine runs: the weight loaders' refusals (``weights_unreadable``)
 and the config's own checks (``bad_argument``: a check in vLLM's config classes, pydantic's words for a
 validator's ValueError, the V2 model runner's requirement), and a model config vLLM cannot read
-(``arch_unsupported``: a layout without a setting it reads, no architecture named).
+(``arch_unsupported``: a layout without a setting it reads, no architecture named); round 9 added
+the argument parser's own refusals, a traceback cut in the loop that reads the checkpoint files and a
+negative KV cache share that explains an engine's cut traceback.
 
 Each is a text or a frame of vLLM's own source (cited ``(release, "vllm/path.py:line")`` in the
 wheels of 0.30.0, 0.33.0, 0.34.0 and 0.6.4.post1, as in :mod:`.vllm`), or of vllm-ascend as its
@@ -178,6 +180,58 @@ NO_ARCHITECTURES = Signature(
              ("0.33.0", "vllm/model_executor/models/registry.py:1375"),
              ("0.30.0", "vllm/model_executor/models/registry.py:1326")))
 
+# --- (round 9) the command line, the checkpoint files, the KV cache's share ------------------
+
+# vLLM's argument parser (FlexibleArgumentParser: vllm/utils.py up to 0.8, vllm/utils/argparse_utils.py
+# since) raises ValueError itself for a command line it refuses (`vllm serve --model X`, utils.py:1343
+# (0.8.5); no model or a bad --config, argparse_utils.py:366, :555, :580, :635 (0.34.0)); 0.6 and 0.7
+# refuse `--model` in the serve command (scripts.py:34 (0.6.4.post1), entrypoints/cli/serve.py:27
+# (0.7.3)). Since 0.30 the `--model` text is only a warning line, which no exception carries
+_PARSER_RAISED = (r'vllm[/\\]utils(?:[/\\]argparse_utils)?\.py", line \d+, in (?:parse_args|_pull_args_from_config'
+                  r'|_?load_config_file)\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+                  r"|^(?:ValueError: )?With `vllm serve`, you should provide the model as a positional argument")
+CLI_REFUSED = Signature(
+    "vllm_cli_refused", "bad_argument", "vLLM's argument parser refused the command line",
+    ("vLLM's own argument parser refused the command line before anything started: the message "
+     "names what to change (`vllm serve MODEL --flag value`: the model is the first positional "
+     "argument, or `model:` in the `--config` YAML file).",),
+    patterns=(r".",), context=(_PARSER_RAISED,), priority=86, phase="launch",
+    sources=(("0.34.0", "vllm/utils/argparse_utils.py:366"),
+             ("0.34.0", "vllm/utils/argparse_utils.py:580"), ("0.34.0", "vllm/utils/argparse_utils.py:635"),
+             (_V0, "vllm/scripts.py:34"), ("0.7.3", "vllm/entrypoints/cli/serve.py:27")))
+
+# A model's load_weights iterates the loader's checkpoint iterator (the generic AutoWeightsLoader's
+# generators over it, model_executor/models/utils.py:99, :108 (0.7.3), :281, :291 (0.34.0)); below
+# that loop only the loader's generators run, which open and read the checkpoint files
+# (model_loader/loader.py:351 -> weight_utils.py:425 safe_open, :460 torch.load (0.7.3)). A
+# traceback cut right at that loop (its exception line missing) failed reading the files
+_WEIGHTS_LOOP = (r'vllm[/\\]model_executor[/\\]models[/\\]\w+\.py", line \d+, in (?:load_weights|<genexpr>'
+                 r'|_groupby_prefix|_load_module)\s*\n[ \t]*for [\w, ()]+ in (?:weights|group)\b[^\n]*\Z')
+WEIGHTS_ITERATION_CUT = Signature(
+    "vllm_weights_iteration_cut", "weights_unreadable", "reading the checkpoint files failed (the traceback is cut)",
+    ("The traceback stops where the model's weight loader reads the checkpoint files (the error line "
+     "is cut off): a shard that is truncated or not a safetensors / PyTorch file (a Git LFS pointer, an "
+     "interrupted download). Check the files (`huggingface-cli download` again, or compare sizes) and "
+     "that `--load-format` matches them.",),
+    patterns=(r".",), context=(_WEIGHTS_LOOP,), cut_ok=True, priority=30, phase="load_weights",
+    sources=(("0.7.3", "vllm/model_executor/models/utils.py:99"), ("0.7.3", "vllm/model_executor/models/utils.py:108"),
+             ("0.34.0", "vllm/model_executor/models/utils.py:281"),
+             ("0.7.3", "vllm/model_executor/model_loader/weight_utils.py:425")))
+
+# V1's worker logs the memory left for the KV cache after profiling ("Available KV cache memory: %s
+# GiB", v1/worker/gpu_worker.py:641 (0.30.0), :796 (0.34.0)); at or below zero the engine's check
+# raises "No available memory for the cache blocks" (v1/core/kv_cache_utils.py:878 (0.30.0),
+# kv_cache_planning.py:106 (0.34.0)). A negative figure explains an engine traceback cut right after it
+_KV_NEGATIVE = r"Available KV cache memory: -\d"
+KV_NEGATIVE = Signature(
+    "vllm_kv_negative", "kv_pool_oom", "no GPU memory was left for the KV cache (a negative share)",
+    ("After the weights and the profiling run nothing of the `--gpu-memory-utilization` share was left "
+     "for the KV cache (the figure is negative): raise `--gpu-memory-utilization`, or lower "
+     "`--max-num-batched-tokens` / `--max-model-len` (a smaller profiling batch), or use more GPUs.",),
+    lines=(_KV_NEGATIVE,), priority=30, phase="memory_pool", explains=True,
+    sources=(("0.30.0", "vllm/v1/worker/gpu_worker.py:641"), ("0.34.0", "vllm/v1/worker/gpu_worker.py:796"),
+             ("0.30.0", "vllm/v1/core/kv_cache_utils.py:878"), ("0.34.0", "vllm/v1/core/kv_cache_planning.py:106")))
+
 # --- PD disaggregation: the two sides' KV caches do not fit -------------------------------
 
 # NIXL's handshake checks the remote side's KV layout against its own (_validate_remote_agent_handshake):
@@ -195,4 +249,4 @@ PD_KV_LAYOUT = Signature(
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
                                CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES,
-                               PD_KV_LAYOUT]
+                               PD_KV_LAYOUT, CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE]

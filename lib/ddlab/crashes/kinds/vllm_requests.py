@@ -58,7 +58,7 @@ STREAM_ERROR = Signature(
 _PREPROCESS = r"Error in preprocessing prompt inputs"
 _HANDLER_FRAME = (r"entrypoints[/\\]openai[/\\][\w/\\]*\.py\", line \d+, in (?:create_chat_completion"
                   r"|create_completion|create_embedding|_preprocess_chat|_preprocess_completion"
-                  r"|render_chat_request)\s*$")
+                  r"|render_chat_request|render_completion_request)\s*$")
 PREPROCESS_ERROR = Signature(
     "vllm_request_preprocess", "request_error", "one request's prompt could not be prepared",
     ("The OpenAI server could not render or tokenize one request's prompt (its messages, the chat "
@@ -71,4 +71,7 @@ PREPROCESS_ERROR = Signature(
              (_V0, "vllm/entrypoints/openai/serving_completion.py:112"),
              (_V0, "vllm/entrypoints/openai/serving_engine.py:424"),
              ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:288"),
-             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:160")))
+             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:160"),
+             # (round 9) the completion handler's renderer step, as the chat one's
+             ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:88"),
+             ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:139")))
