@@ -105,7 +105,8 @@ def test_the_grammar_barrier_argument_is_no_grammar_in_use():
     assert (found.crashed, found.kind, found.phase) == (True, "unknown", "serving")
     # a grammar backend's own frame in the same path is the feature
     constrained = _SPEC_V2 + ('  File "/sgl/python/sglang/srt/constrained/xgrammar_backend.py", line 84, in '
-                              'fill_vocab_mask\n    self.matchers[idx].fill_next_token_bitmask(vocab_mask, idx)\n')
+                              'fill_vocab_mask\n'
+                              '    self.matchers[idx].fill_next_token_bitmask(vocab_mask, idx)\n')
     assert diagnose(constrained).kind == "spec_feature_conflict"
     assert_in_sglang_wheel("0.5.23", "sglang/srt/managers/scheduler.py",
                            'fwd_kwargs["grammar_barrier"] = (')
@@ -130,7 +131,8 @@ def test_a_quantization_constructor_or_create_weights_is_the_weights_phase():
                '    return fused_marlin_moe(x, layer.w13_weight_packed)\n'
                "RuntimeError: expected scalar type Half but found BFloat16\n")
     assert diagnose(applied).phase != "load_weights"
-    backend = ('  File "/sgl/python/sglang/srt/layers/attention/flashinfer_backend.py", line 120, in __init__\n'
+    backend = ('  File "/sgl/python/sglang/srt/layers/attention/flashinfer_backend.py", line 120, in '
+               '__init__\n'
                '    self.workspace_buffer = torch.empty(size, dtype=torch.uint8)\n'
                "RuntimeError: boom\n")
     assert diagnose(backend).phase != "load_weights"
@@ -155,7 +157,8 @@ def test_a_kernel_librarys_dtype_check_of_a_tensor_is_a_configuration_it_refuses
     # flashinfer's f"{name} must have dtype {allowed}, got {tensor.dtype}" (flashinfer 0.7.4
     # gdn_prefill.py:1811-1815, cudnn/prefill.py:2356, mamba/selective_state_update.py:285)
     for text in ("ValueError: state_checkpoints must have dtype float32, got torch.bfloat16\n",
-                 "ValueError: state_checkpoints must have dtype float32, bfloat16, float16, got torch.float64\n",
+                 "ValueError: state_checkpoints must have dtype float32, bfloat16, float16, got "
+                 "torch.float64\n",
                  "ValueError: lse must have dtype torch.float32, got torch.bfloat16\n"):
         found = diagnose(text)
         assert (found.crashed, found.kind, found.signature) == (True, "kernel_config_unsupported",

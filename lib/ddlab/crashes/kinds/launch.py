@@ -150,7 +150,8 @@ DTYPE_REQUIRED = Signature(
      "`--dtype` to the one the message names (or use a checkpoint quantized for the dtype you want).",),
     patterns=(r"\bis required for [\w ]+\. Set dtype=torch\.\w+",), types=_USER_ERRORS, priority=45,
     phase="load_weights", detail=_dtype_detail,
-    sources=(("0.4.10.post2", "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors_moe.py:338"),))
+    sources=(("0.4.10.post2",
+              "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors_moe.py:338"),))
 
 def _context_detail(found: Found) -> str | None:
     match = regex(r"context_length \((\d+)\) is greater than the derived context_length "

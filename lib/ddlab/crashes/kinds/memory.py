@@ -196,7 +196,8 @@ KV_EXHAUSTED_CUT = Signature(
     "the KV cache ran out of token slots while serving (its allocator's error cut off)",
     KV_EXHAUSTED.advice,
     patterns=KV_EXHAUSTED.patterns,
-    context=(r"(?:,| line \d+) in alloc_(?:paged_)?token_slots(?:_extend|_decode)?\s*\n\s*raise RuntimeError\(",),
+    context=(r"(?:,| line \d+) in alloc_(?:paged_)?token_slots(?:_extend|_decode)?\s*\n"
+             r"\s*raise RuntimeError\(",),
     priority=73, phase="serving", fatal=True, cut_ok=True, by_algorithm=KV_EXHAUSTED.by_algorithm,
     sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:977"),
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1011"),
@@ -408,6 +409,7 @@ SHM_FULL = Signature(
              ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "
                         "the OSError's text in a UserWarning)")))
 
-SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT,
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED,
+              REQ_SLOTS, MEMORY_CHECK_CUT,
               REQ_SLOTS_OLD, MAMBA_SLOTS,
               RETRACT_EXHAUSTED, CUDA_OOM, ALLOC_OOM_WARNING, HOST_OOM, SHM_FULL]
