@@ -2,7 +2,7 @@
 where the corpora and the unpacked wheels are, a work-split SGLang log diagnosed and its
 reading in the labels' terms, a vLLM log read as bytes decoded (its line ends kept), what
 ``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, and a
-text checked against the wheel it is cited from."""
+text checked against the (vLLM or SGLang) wheel it is cited from."""
 
 from __future__ import annotations
 
@@ -66,6 +66,18 @@ def vllm_traceback(*frames: tuple[str, int, str, str], exc: str | None, head: st
 def assert_in_wheel(release: str, path: str, text: str) -> None:
     """``text`` is in ``path`` of vLLM ``release``'s unpacked wheel (skips where it is not)."""
     source = VLLM_WHEELS / release / path
+    if not source.exists():
+        pytest.skip(f"{source} not unpacked here")
+    assert text in source.read_text()
+
+
+# the SGLang wheels, unpacked for reading like vLLM's (a test that reads one skips without)
+SGLANG_WHEELS = Path("/work/wheels")
+
+
+def assert_in_sglang_wheel(release: str, path: str, text: str) -> None:
+    """``text`` is in ``path`` of SGLang ``release``'s unpacked wheel (skips where it is not)."""
+    source = SGLANG_WHEELS / f"sglang-{release}" / path
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")
     assert text in source.read_text()

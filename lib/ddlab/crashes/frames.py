@@ -36,7 +36,14 @@ def _frames(names: str, calls: str = "") -> re.Pattern:
 # model_executor/model_runner.py:328 between load_model :285 and init_memory_pool :331; 0.5.23 :733 after
 # load_model :715): it loads the adapters' weights and wraps the model's layers (lora/lora_manager.py
 # init_state); only startup calls it (a request's adapter load is load_lora_adapter)
-_LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader|init_lora_manager"
+# A quantization method's create_weights is called by a layer's constructor only (0.4.10.post2
+# layers/moe/fused_moe_triton/layer.py:164 in FusedMoE.__init__; 0.5.23 :561), and the layers are built
+# by _initialize_model (0.5.23 model_loader/loader.py:309); the quantization config is made right before
+# it (0.5.23 model_loader/loader.py:837, initialize_model_for_startup) and a layer's quant method in the
+# layer's __init__ (get_quant_method, 0.5.23 layer.py:500): a constructor in
+# sglang/srt/layers/quantization/ is the model being built, after the loader started
+_LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader|init_lora_manager|create_weights"
+_QUANT_BUILT = r'sglang[/\\]srt[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$'
 _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
          # the scheduler's pool and radix cache (HiCache's storage included: 0.4.10.post2
          # managers/scheduler.py:561, called from its constructor at :393)
@@ -80,7 +87,7 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             r"|event_loop")
 
 FRAME_PHASES = (
-    ("load_weights", _frames(_LOAD)),
+    ("load_weights", re.compile(rf"{_frames(_LOAD).pattern}|{_QUANT_BUILT}", re.M)),
     ("memory_pool", _frames(_POOL)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack

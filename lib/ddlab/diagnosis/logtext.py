@@ -51,8 +51,11 @@ _JOURNAL_TS = (
     r"|\d{9,}\.\d+"
     r"|\[\s*\d+\.\d+\])"
 )
+# (a host is never a date followed by a time: "<ISO>Z 2024-11-14 22:16:37,096 - ..." is a collector's
+# stamp before a program's own, whose "22:" no ident is)
 _JOURNAL_RE = re.compile(
-    rf"^{_JOURNAL_TS} (?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?")
+    rf"^{_JOURNAL_TS} (?!\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d)"
+    r"(?P<host>[\w.-]+) (?P<ident>[^\s\[\]:]+)(?:\[(?P<pid>\d+)\])?: ?")
 _JOURNAL_MARK_RE = re.compile(r"^-- .* --$")  # "-- Boot ... --", "-- No entries --"
 _SGLANG_RE = re.compile(
     r"^(?:\[(?P<time>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"

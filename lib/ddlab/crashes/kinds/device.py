@@ -322,6 +322,30 @@ KERNEL_CHECK = Signature(
              ("flashinfer 0.7.4", "data/csrc/trtllm_fused_moe_kernel_launcher.cu:6110-6111 (FP8 block "
                                   "scale MoE: gemm1_weights must be fp8.)")))
 
+# A kernel library's Python wrapper checking a tensor's dtype before it launches: flashinfer raises
+# ValueError(f"{name} must have dtype {allowed}, got {tensor.dtype}") (flashinfer 0.7.4
+# flashinfer/gdn_prefill.py:1811-1815 in chunk_gated_delta_rule, its allowed list
+# _format_dtype_list(_STATE_DTYPES), :61, which older releases kept to float32;
+# flashinfer/mamba/selective_state_update.py:285; flashinfer/cudnn/prefill.py:2356): the tensor SGLang
+# handed it is in a dtype this kernel does not take. "got torch.X" is a tensor's dtype printed, so
+# a kernel's input, not a setting's value.
+_DTYPE_REFUSED = r"\b\w+ must have dtype (?:torch\.)?\w+(?:(?:,| or|, or) (?:torch\.)?\w+)*, got torch\.\w+"
+KERNEL_DTYPE_REFUSED = Signature(
+    "kernel_dtype_refused", "kernel_config_unsupported",
+    "a kernel library refused the dtype of a tensor it was handed",
+    ("A kernel library's wrapper checked a tensor's dtype and refused it before launching: this "
+     "model's configuration (the dtype SGLang keeps that state or cache in) is not one the kernel "
+     "takes. Choose a backend that does not use that kernel for the layer (`--attention-backend`; "
+     "for a hybrid linear-attention model its own backend flag), or a kernel library release that "
+     "takes the dtype (`pip show flashinfer-python sgl-kernel` says which are installed).",),
+    types=r"(?:\w+\.)*(?:ValueError|TypeError)", patterns=(_DTYPE_REFUSED,), priority=70,
+    sources=(("flashinfer 0.7.4", "flashinfer/gdn_prefill.py:1811-1815 (state_checkpoints must have dtype "
+                                  "{allowed}, got {dtype})"),
+             ("flashinfer 0.7.4", "flashinfer/mamba/selective_state_update.py:285 (rand_seed must have "
+                                  "dtype int64, got {dtype})"),
+             ("flashinfer 0.7.4", "flashinfer/cudnn/prefill.py:2356 (lse must have dtype torch.float32, "
+                                  "got {dtype})")))
+
 # A kernel library's own CUDA check on its launch (FlashMLA csrc/utils.h CHECK_CUDA: fprintf(stderr,
 # "CUDA error (%s:%d): %s\n", __FILE__, __LINE__, cudaGetErrorString(status_)); exit(1), and
 # CHECK_CUDA_KERNEL_LAUNCH() on cudaGetLastError()): "invalid argument" (cudaErrorInvalidValue) or
@@ -392,6 +416,6 @@ KERNEL_BOUNDS_CHECK = Signature(
                               "boundscheck=True at :78)")))
 
 SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE, KERNEL_CONFIG,
-              KERNEL_CHECK, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
+              KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
               CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT, AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT,
               KERNEL_BOUNDS_CHECK]

@@ -135,6 +135,24 @@ FLAG_VALUE = Signature(
     sources=(("0.5.23", "sglang/srt/arg_groups/speculative_hook.py:177"),))
 
 
+def _dtype_detail(found: Found) -> str | None:
+    match = regex(r"Set dtype=torch\.(\w+)").search(found.text)
+    return f"Start the server with `--dtype {match[1]}`, as the message says." if match else None
+
+
+# a quantization method that builds its weights in one dtype only asserts it and names the setting:
+# "float16 is required for MoE compressed models. Set dtype=torch.float16" (0.4.10.post2
+# layers/quantization/compressed_tensors/compressed_tensors_moe.py:338, CompressedTensorsWNA16MoEMethod
+# .create_weights; the launch's dtype, bfloat16 by default for such a model, is what it refuses)
+DTYPE_REQUIRED = Signature(
+    "dtype_required", "bad_argument", "the model's quantization needs another --dtype",
+    ("The quantized layers are built in one dtype only and the server's dtype is another: set "
+     "`--dtype` to the one the message names (or use a checkpoint quantized for the dtype you want).",),
+    patterns=(r"\bis required for [\w ]+\. Set dtype=torch\.\w+",), types=_USER_ERRORS, priority=45,
+    phase="load_weights", detail=_dtype_detail,
+    sources=(("0.4.10.post2",
+              "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors_moe.py:338"),))
+
 def _context_detail(found: Found) -> str | None:
     match = regex(r"context_length \((\d+)\) is greater than the derived context_length "
                   r"\((\d+)\)").search(found.text)
@@ -385,6 +403,7 @@ DRAFT_INCOMPATIBLE = Signature(
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:684")))
 
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
+              DTYPE_REQUIRED,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
               MODEL_NOT_FOUND, DEPENDENCY,
               OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, IMPORT_ERROR, DRAFT_INCOMPATIBLE]

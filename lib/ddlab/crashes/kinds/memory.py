@@ -187,6 +187,25 @@ KV_EXHAUSTED = Signature(
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:239"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:613")))
 
+# the token-slot allocators raise one thing only, the "Prefill/Decode out of memory" RuntimeError above
+# (0.4.10.post2 managers/schedule_batch.py:977, :1011, :1039 in alloc_token_slots,
+# alloc_paged_token_slots_extend, alloc_paged_token_slots_decode; 0.5.23 mem_cache/allocation.py:170,
+# :246, :620, the same three functions): a traceback cut on that raise line still says the slots ran out
+KV_EXHAUSTED_CUT = Signature(
+    "kv_tokens_exhausted_cut", "slots_exhausted",
+    "the KV cache ran out of token slots while serving (its allocator's error cut off)",
+    KV_EXHAUSTED.advice,
+    patterns=KV_EXHAUSTED.patterns,
+    context=(r"(?:,| line \d+) in alloc_(?:paged_)?token_slots(?:_extend|_decode)?\s*\n"
+             r"\s*raise RuntimeError\(",),
+    priority=73, phase="serving", fatal=True, cut_ok=True, by_algorithm=KV_EXHAUSTED.by_algorithm,
+    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:977"),
+             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1011"),
+             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1039"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:170"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:246"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:620")))
+
 KV_ALLOC_FAILED = Signature(
     "kv_alloc_failed", "slots_exhausted", "the KV cache's allocator found no free slots",
     ("An allocation of KV-cache token slots failed inside SGLang's cache (mem_cache), with no CUDA "
@@ -390,6 +409,7 @@ SHM_FULL = Signature(
              ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "
                         "the OSError's text in a UserWarning)")))
 
-SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT,
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED,
+              REQ_SLOTS, MEMORY_CHECK_CUT,
               REQ_SLOTS_OLD, MAMBA_SLOTS,
               RETRACT_EXHAUSTED, CUDA_OOM, ALLOC_OOM_WARNING, HOST_OOM, SHM_FULL]

@@ -86,7 +86,11 @@ FEATURES = (
     # models/deepseek_v2.py:2559 q_b_proj_forward(q_lora)), which every DeepSeek model runs
     Feature("LoRA", r"[/\\]lora[/\\]|\blora_\w+|\b(?!(?:q|kv)_lora\b)\w+_lora\b", "enable-lora", "null",
             "true", "enable_lora"),
-    Feature("grammar / structured output", r"grammar|xgrammar|llguidance|vocab_mask|[/\\]constrained[/\\]",
+    # not the grammar_barrier argument: the scheduler hands it to every spec v2 worker that could
+    # overlap a grammar, whether or not any request uses one (0.5.23 managers/scheduler.py:4698,
+    # speculative/spec_info.py:172; dspark_components/dspark_worker_v2.py:780 passes it on)
+    Feature("grammar / structured output",
+            r"grammar(?!_barrier\b)|xgrammar|llguidance|vocab_mask|[/\\]constrained[/\\]",
             "grammar-backend", "none", "xgrammar"),
     Feature("DP attention", r"dp_attention", "enable-dp-attention", "null", "true", "enable_dp_attention"),
     Feature("PD disaggregation", r"[/\\]disaggregation[/\\]|_disagg_\w+|\bdisagg_(?:decode|prefill)",
