@@ -72,6 +72,25 @@ def test_the_token_slot_allocators_raise_only_their_out_of_memory_error():
                            'f"{phase_str} out of memory. Try to lower your batch size.\\n"')
 
 
+def test_the_unpaged_allocators_bare_out_of_memory_is_slots_exhausted():
+    """0.5.23's alloc_token_slots logs and raises "Out of memory. Try to lower your batch size."
+    with no Prefill/Decode in front (mem_cache/allocation.py:163); the paged ones and 0.4's name
+    the phase. Each is the KV pool's token slots running out, not a CUDA allocation."""
+    error = ("[2026-12-04 10:00:01] Scheduler hit an exception: Traceback (most recent call last):\n"
+             '  File "/sgl/python/sglang/srt/mem_cache/allocation.py", line 170, in alloc_token_slots\n'
+             "    raise RuntimeError(error_msg)\n"
+             "RuntimeError: Out of memory. Try to lower your batch size.\nTry to allocate 4096 tokens.\n")
+    found = diagnose(error)
+    assert (found.crashed, found.kind, found.signature) == (True, "slots_exhausted", "kv_tokens_exhausted")
+    # the logged line alone (logger.error before the raise), as a journal shows it
+    alone = diagnose("[2026-12-04 10:00:01 TP0] Out of memory. Try to lower your batch size.\n")
+    assert (alone.crashed, alone.kind) == (True, "slots_exhausted")
+    # torch's own CUDA out-of-memory text is not it
+    assert diagnose("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n").kind == "cuda_oom"
+    assert_in_sglang_wheel("0.5.23", "sglang/srt/mem_cache/allocation.py",
+                           'f"Out of memory. Try to lower your batch size.\\n"')
+
+
 # --- h12015: a collector's stamp before a Python logger's, before SGLang's ---------------------
 
 def test_a_collectors_stamp_before_a_programs_own_stamp_is_no_journal_host():

@@ -167,8 +167,9 @@ KV_EXHAUSTED = Signature(
     ("No CUDA allocation failed: the scheduler took in more tokens than the KV pool holds. "
      "Lower `--max-running-requests` or `--chunked-prefill-size`, or give the pool more room "
      "with `--mem-fraction-static`.",),
-    patterns=(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size",),
-    lines=(r"(?:Prefill|Decode) out of memory\. Try to lower your batch size",),
+    # 0.5.23's unpaged alloc_token_slots says it with no phase in front (allocation.py:163)
+    patterns=(r"(?:(?:Prefill|Decode) o|\bO)ut of memory\. Try to lower your batch size",),
+    lines=(r"(?:(?:Prefill|Decode) o|\bO)ut of memory\. Try to lower your batch size",),
     priority=74, phase="serving", fatal=True,
     by_algorithm=(
         ("eagle", "Each verify step reserves `--speculative-num-draft-tokens` KV slots per "
@@ -184,6 +185,7 @@ KV_EXHAUSTED = Signature(
              ("0.5.14", "sglang/srt/mem_cache/common.py:396"),
              ("0.5.18", "sglang/srt/mem_cache/allocation.py:218"),
              ("0.5.20", "sglang/srt/mem_cache/allocation.py:231"),
+             ("0.5.23", "sglang/srt/mem_cache/allocation.py:163"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:239"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:613")))
 
