@@ -111,15 +111,16 @@ def test_on_trace_ready_outside_a_graph_runner_is_not_the_capture():
 def test_the_graph_runner_installs_on_trace_ready_only_around_its_capture():
     runner = "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py"
     assert_in_sglang_wheel("0.5.23", runner, "            def on_trace_ready(prof):")
-    assert_in_sglang_wheel("0.5.23", runner, "            profile_context = self._init_profile_context_and_memory_record()")
+    assert_in_sglang_wheel("0.5.23", runner,
+                           "            profile_context = self._init_profile_context_and_memory_record()")
 
 
 # --- h13010: an Ascend op the installed CANN does not have, under the capture wrapper ---------------
 
 _OP_MISSING = ("aclnnLightningIndexer or aclnnLightningIndexerGetWorkspaceSize not in libopapi.so, or "
                "libopapi.sonot found.")
-_CAPTURE = ('  File "/usr/local/lib/python3.11/site-packages/sglang/srt/model_executor/cuda_graph_runner.py", '
-            'line 393, in __init__\n'
+_CAPTURE = ('  File "/usr/local/lib/python3.11/site-packages/sglang/srt/model_executor/'
+            'cuda_graph_runner.py", line 393, in __init__\n'
             '    raise Exception(\n'
             'Exception: Capture cuda graph failed: {said}\n'
             'Possible solutions:\n'

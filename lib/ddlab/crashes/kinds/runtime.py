@@ -192,9 +192,10 @@ GLOO_MESH = Signature(
 # unbound_buffer.cc: "Timed out waiting Nms for recv/send operation" :79, :130), each prefixed with
 # GLOO_ERROR_MSG's "[file:line] ". SGLang's CPU group is gloo: broadcast_pyobj, which shares each
 # loop's requests among the ranks (0.4.10.post2 utils.py:1063, 0.5.23 utils/common.py:2715, over the
-# gloo group made at 0.5.23 distributed/parallel_state.py:404), and its barriers run over it, so every rank still alive raises the same error once a peer died or
-# hung. Another rank's own error explains it (it ranks just above NCCL's echo, with PEER_LOST's
-# reading outside capture); ``running``: a collective between the ranks, no startup step.
+# gloo group made at 0.5.23 distributed/parallel_state.py:404), and its barriers run over it, so
+# every rank still alive raises the same error once a peer died or hung. Another rank's own error
+# explains it (it ranks just above NCCL's echo; PEER_LOST's reading, outside capture); ``running``:
+# a collective between the ranks, no startup step.
 _GLOO_PEER = (r"gloo[/\\]transport[/\\]tcp[/\\]\w+\.cc:\d+\] (?:Read error|Read timeout|Write timeout"
               r"|Connection closed by peer|Timed out waiting \d+\s*ms for (?:recv|send) operation)")
 GLOO_PEER_LOST = Signature(
