@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "frame_phases", "shows_startup"]
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "shows_startup"]
 
 _IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
 
@@ -57,6 +57,11 @@ _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|
          r"|_init_\w*pools?")
 _GRAPH_SETUP = r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
 _CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*"
+# a graph runner's profiler callback: the runner makes its profiler only around the capture
+# (--enable-profile-cuda-graph; 0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1273 in
+# _capture, the callback defined at :1015 and handed to torch's profiler at :1044), so its frame is
+# the capture under way; the scheduler's own profiler has no such frame in a graph runner
+CAPTURE_PROFILER = r'graph_runner\.py", line \d+,? in on_trace_ready\s*$'
 _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
 _WARMUP = r"_wait_and_warmup|_execute_server_warmup"
 _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|process_batch_result\w*|forward_step"
@@ -91,7 +96,7 @@ FRAME_PHASES = (
     ("memory_pool", _frames(_POOL)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
-    ("graph_capture", _frames(_CAPTURE, _GRAPH_SETUP)),
+    ("graph_capture", re.compile(rf"{_frames(_CAPTURE, _GRAPH_SETUP).pattern}|{CAPTURE_PROFILER}", re.M)),
     ("ready", _frames(_WARMUP)),
     ("serving", _frames(_SERVING, r"event_loop_\w+|run_event_loop")),
 )
@@ -99,7 +104,7 @@ FRAME_PHASES = (
 _BUILT = (r'sglang[/\\]srt[/\\](?:(?:distributed|model_executor|layers|models)[/\\][\w/\\]*'
           r'|managers[/\\](?:scheduler|tp_worker)\w*)\.py", line \d+,? in __init__\s*$')
 STARTUP_FRAMES = re.compile(
-    rf"{_frames(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_BUILT}"
+    rf"{_frames(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_BUILT}|{CAPTURE_PROFILER}"
     r"|^\s*(?:[\w.]+ = )?(?:Scheduler|TpModelWorker\w*|TpWorkerClass|ModelRunner|\w+Worker)\(\s*$", re.M)
 
 

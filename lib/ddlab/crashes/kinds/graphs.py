@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from ddlab.crashes.frames import CAPTURE_PROFILER
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading",
@@ -41,7 +42,9 @@ CAPTURE_FRAMES = (r", in (?:_?capture\w*|init_cuda_graphs|init_device_graphs|ini
                   r"|capture_cuda_graphs|capture_decode_graph)\s*$|CudaGraphRunner\("
                   # inside a graph runner's constructor, where it captures (0.4.10.post2
                   # cuda_graph_runner.py:387 ``self.capture()`` in ``__init__``)
-                  r'|graph_runner\.py", line \d+,? in __init__\s*$')
+                  r'|graph_runner\.py", line \d+,? in __init__\s*$'
+                  # the profiler callback a graph runner hands torch only around its capture
+                  rf"|{CAPTURE_PROFILER}")
 _USE_GRAPHS_OFF = "retry with {graphs_off} to confirm the graph is at fault, then"
 
 

@@ -377,6 +377,30 @@ TOOLKIT_REFUSED = Signature(
              ("nvidia-cutlass-dsl", "cutlass/cute/experimental (CuTe Experimental module is only supported "
                                     "on Cuda toolkit 13.1 and above!)")))
 
+# torch_npu's op plugin calling an Ascend op the installed CANN does not have: EXEC_NPU_CMD looks up
+# OP and OPGetWorkspaceSize in CANN's op library and checks them ("OP or OPGetWorkspaceSize not in
+# libopapi.so, or libopapi.so not found.": Ascend/op-plugin 7.1.0 op_plugin/utils/op_api_common.h:
+# 1121-1123 in EXEC_NPU_CMD_V1, "...sonot found." there; 517f2e7 :350-359, with a space). The op
+# plugin was built for a newer CANN (or another CANN environment is sourced): the same call fails in
+# eager mode, so a capture wrapper around it ("Capture cuda graph failed: " + the error, 0.4.10.post2
+# cuda_graph_runner.py:390, 0.5.23 runner/decode_cuda_graph_runner.py:603) is no capture problem;
+# it ranks above the capture failure, as the toolkit's refusal does
+_ASCEND_OP_MISSING = r"\b(\w+) or \1GetWorkspaceSize not in [\w.]+\.so, or [\w.]+\.so ?not found"
+ASCEND_OP_MISSING = Signature(
+    "ascend_op_missing", "dependency_mismatch", "the installed CANN lacks an op torch_npu calls",
+    ("torch_npu (its op plugin) called an Ascend op that the installed CANN's op library "
+     "(libopapi.so) does not have: the CANN toolkit and kernels are older than the torch_npu "
+     "(and SGLang) release needs, or the CANN environment (`source "
+     "/usr/local/Ascend/ascend-toolkit/set_env.sh`) is not the one loaded. Install the CANN "
+     "release that torch_npu release pins; turning graphs off does not help, the op is missing "
+     "in eager mode too.",),
+    patterns=(_ASCEND_OP_MISSING,), lines=(_ASCEND_OP_MISSING,), priority=81,
+    sources=(("Ascend/op-plugin 7.1.0", "op_plugin/utils/op_api_common.h:1121-1123 (EXEC_NPU_CMD_V1)"),
+             ("Ascend/op-plugin 517f2e7", "op_plugin/utils/op_api_common.h:350-359 (EXEC_NPU_CMD_V1)"),
+             ("torch-npu 2.8.0", "torch_npu/lib/libtorch_npu.so (' not in ', ', or ', 'libopapi.so')"),
+             ("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
+             ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:603")))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -406,4 +430,5 @@ SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SE
               DTYPE_REQUIRED,
               CONTEXT_OVER_MODEL, PORT_IN_USE,
               MODEL_NOT_FOUND, DEPENDENCY,
-              OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, IMPORT_ERROR, DRAFT_INCOMPATIBLE]
+              OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, ASCEND_OP_MISSING, IMPORT_ERROR,
+              DRAFT_INCOMPATIBLE]

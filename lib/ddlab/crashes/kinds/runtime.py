@@ -186,6 +186,36 @@ GLOO_MESH = Signature(
              ("0.4.10.post2", "sglang/srt/distributed/parallel_state.py:240"),
              ("0.5.23", "sglang/srt/distributed/parallel_state.py:404")))
 
+# gloo's TCP transport losing its peer in the middle of a collective (gloo/transport/tcp/pair.cc,
+# Pair::read: "Read error " + peer + ": " + strerror(errno) :538, "Read timeout " + peer :523,
+# "Connection closed by peer " + peer :554; Pair::write: "Write timeout " + peer :314;
+# unbound_buffer.cc: "Timed out waiting Nms for recv/send operation" :79, :130), each prefixed with
+# GLOO_ERROR_MSG's "[file:line] ". SGLang's CPU group is gloo: broadcast_pyobj, which shares each
+# loop's requests among the ranks (0.4.10.post2 utils.py:1063, 0.5.23 utils/common.py:2715, over the
+# gloo group made at 0.5.23 distributed/parallel_state.py:404), and its barriers run over it, so
+# every rank still alive raises the same error once a peer died or hung. Another rank's own error
+# explains it (it ranks just above NCCL's echo; PEER_LOST's reading, outside capture); ``running``:
+# a collective between the ranks, no startup step.
+_GLOO_PEER = (r"gloo[/\\]transport[/\\]tcp[/\\]\w+\.cc:\d+\] (?:Read error|Read timeout|Write timeout"
+              r"|Connection closed by peer|Timed out waiting \d+\s*ms for (?:recv|send) operation)")
+GLOO_PEER_LOST = Signature(
+    "gloo_peer_lost", "nccl", "a peer rank was lost in a gloo collective (SGLang's CPU group)",
+    ("gloo's TCP transport lost the connection to another rank in the middle of a collective "
+     "(SGLang shares each step's requests among the ranks over its gloo CPU group): that rank "
+     "died, hung or its node became unreachable. Its own log (on its node) holds the first "
+     "error; a timeout with no error anywhere is the network between the nodes (GLOO_SOCKET_IFNAME "
+     "picks the interface).", _NCCL_ADVICE),
+    patterns=(_GLOO_PEER,), lines=(_GLOO_PEER,), priority=31, running=True,
+    sources=(("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:538 (Read error)"),
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:554 (Connection closed by peer)"),
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:523 (Read timeout), :314 "
+                                             "(Write timeout)"),
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/unbound_buffer.cc:79, :130 "
+                                             "(Timed out waiting)"),
+             ("0.4.10.post2", "sglang/srt/utils.py:1063"),
+             ("0.5.23", "sglang/srt/utils/common.py:2715"),
+             ("0.5.23", "sglang/srt/distributed/parallel_state.py:404")))
+
 
 def _rendezvous(found: Found) -> str | None:
     if match := regex(r"connect to \(([\w.:-]+), (\d+)\)|connect/validate to host ([\w.:-]+):(\d+)"
@@ -348,7 +378,7 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, GLOO_MESH, PEER_LOST, PEER_FAILED_LOADING,
-              PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
+SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, GLOO_MESH, GLOO_PEER_LOST, PEER_LOST,
+              PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]
