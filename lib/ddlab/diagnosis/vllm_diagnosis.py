@@ -121,14 +121,18 @@ _CALL_RE = re.compile(r"(\w+)\(")
 # the executor runs a method on every worker by its name (v1/executor/abstract.py:132, :137 (0.34.0);
 # V0 executor/ray_gpu_executor.py:279 (0.6.4.post1)): a traceback cut in the executor's frames is
 # in that method; so is the worker wrapper's report of the method that raised (round 8:
-# worker/worker_base.py:478 (0.6.4.post1), :579 (0.7.3), v1/executor/ray_utils.py:87 (0.30.0))
+# worker/worker_base.py:478 (0.6.4.post1), :579 (0.7.3), v1/executor/ray_utils.py:87 (0.30.0)), and
+# a V0 multiprocessing worker's (round 10: executor/multiproc_worker_utils.py:230 (0.6.4.post1),
+# :243 (0.7.3); the driver runs the method on every worker at once, so another worker's header
+# names it too)
 _RPC_RE = re.compile(r"\b(?:collective_rpc|_run_workers)\(\s*[\"'](\w+)[\"']"
-                     r"|Error executing method '?(\w+)'?\. This might cause deadlock")
+                     r"|Error executing method '?(\w+)'?\. This might cause deadlock"
+                     r"|Exception in worker \S+ while processing method (\w+)")
 
 
 def _rpc_methods(frames: str) -> str:
     """The worker methods the executor's calls in ``frames`` name, one frame line each."""
-    return "".join(f"\n, in {rpc or failed}" for rpc, failed in _RPC_RE.findall(frames))
+    return "".join(f"\n, in {''.join(method)}" for method in _RPC_RE.findall(frames))
 
 
 _CODE_RE = re.compile(r"^\s+(?!File \")\S")

@@ -260,7 +260,14 @@ SHM_STALL = Signature(
     lines=(r"No available shared memory broadcast block found in \d+ seconds?",),
     priority=22, running=True,
     cleared_by=(r"Avg prompt throughput: [\d.]*[1-9][\d.]* tokens/s", r"Graph capturing finished",
-                r"Application startup complete", r"init engine \(profile, create kv cache"),
+                r"Application startup complete", r"init engine \(profile, create kv cache",
+                # the notice names the slow work it may be (compilation, weight / KV cache work):
+                # a later line that ends such a step, in any process, shows the wait was that work
+                # (round 10: backends.py:422, monitor.py:20, gpu_worker.py:796, default_loader.py:544,
+                # gpu/model_runner.py:442 (0.34.0); backends.py:394, gpu_worker.py:641 (0.30.0))
+                r"Compiling a graph for compile range .* takes [\d.]+ s",
+                r"torch\.compile (?:takes|took) [\d.]+ s in total", r"Available KV cache memory: [\d.]+ GiB",
+                r"Loading weights took [\d.]+ seconds", r"Model loading took \S+ GiB memory"),
     sources=(("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:104"),
              ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
              ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))

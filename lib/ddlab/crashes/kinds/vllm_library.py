@@ -104,12 +104,19 @@ PORT_IN_USE = _voiced(launch.PORT_IN_USE, (
     sources=((_V0, "vllm/entrypoints/openai/api_server.py:579"),
              ("0.30.0", "vllm/entrypoints/launchers/launcher.py:225"),
              ("0.34.0", "vllm/entrypoints/launchers/launcher.py:354")))
+_NO_REPO = r"Invalid repository ID or local directory specified: '"
 MODEL_NOT_FOUND = _voiced(launch.MODEL_NOT_FOUND, (
     "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
     "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
     "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
-    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token)
-    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b",))
+    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token); vLLM's own
+    # refusal when no config is found at the repo id or folder (round 10: get_config's ValueError,
+    # raised from whatever the lookup raised)
+    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b", _NO_REPO),
+    lines=launch.MODEL_NOT_FOUND.lines + (rf"^(?:ValueError: )?{_NO_REPO}",),
+    sources=(("0.30.0", "vllm/transformers_utils/config.py:790"),
+             ("0.33.0", "vllm/transformers_utils/config.py:912"),
+             ("0.34.0", "vllm/transformers_utils/config.py:957")))
 ARCH_UNSUPPORTED = _voiced(launch.ARCH_UNSUPPORTED, (
     "This vLLM (or its transformers) does not know the model's architecture: a newer vLLM, "
     "`--trust-remote-code` for a model with its own code, or `--model-impl transformers`.",),
