@@ -1,16 +1,18 @@
 """The crash signatures ddlab knows, by family: data, one module per family.
 
-``memory`` (the KV pool at startup, CUDA allocations, the scheduler's slots
-while serving, host RAM), ``graphs`` (CUDA graph capture, replay, and the eager
-runner that shares their copy helpers), ``launch`` (arguments, ports, model
-repos, packages, draft checkpoints), ``models`` (architectures, model types and config
-layouts the install does not know), ``weights`` (checkpoint
-files the loader cannot read or place), ``device`` (kernel faults, GPU support,
-kernel builds, kernels refusing a model configuration), ``runtime`` (NCCL,
-hangs and health checks), ``native`` (fatal signals), ``requests`` (one
-request's error, PD transfers) and ``speculative`` (speculative decoding
-combined with another feature); ``vllm``, ``vllm_speculative`` and ``vllm_library``
-are vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28).
+``memory`` (the KV pool at startup, CUDA allocations, host RAM), ``slots`` (the
+scheduler's slots while serving), ``graphs`` (CUDA graph capture, replay, and the eager
+runner that shares their copy helpers), ``launch`` (arguments, ports, model repos, draft
+checkpoints), ``packages`` (installed packages that do not match), ``models``
+(architectures, model types and config layouts the install does not know), ``weights``
+(checkpoint files the loader cannot read or place), ``device`` (kernel faults, GPU
+support, kernel builds), ``kernels`` (kernels refusing a model configuration),
+``runtime`` (NCCL, hangs and health checks), ``native`` (fatal signals), ``requests``
+(one request's error, PD transfers) and ``speculative`` (speculative decoding combined
+with another feature); ``vllm``, ``vllm_speculative`` and ``vllm_library`` are vLLM's
+texts on the same kinds, their advice in vLLM's flags (issue 28). ``slots``,
+``packages`` and ``kernels`` are spliced into ``memory``'s, ``launch``'s and ``device``'s
+lists where they stood, so the registry's order is unchanged.
 Each module's ``SIGNATURES`` is a list of
 :class:`ddlab.crashes.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
 joins them into the registry.

@@ -1,9 +1,8 @@
-"""Memory: the KV pool at startup, CUDA allocations, the scheduler's slots while serving, host RAM.
+"""Memory: the KV pool at startup, CUDA allocations, host RAM.
 
-Texts and citations: docs/sglang.md section 4.1. "Prefill/Decode out of
-memory" and "alloc_req_slots runs out of memory" say "memory" but no CUDA
-allocation failed: the scheduler ran out of KV token slots or request slots
-(``slots_exhausted``), which ``--mem-fraction-static`` alone does not fix.
+Texts and citations: docs/sglang.md section 4.1. The scheduler's slots running out while
+serving (``slots_exhausted``: "memory" in the text, no CUDA allocation failed) are
+:mod:`.slots`, spliced into :data:`SIGNATURES` where they always stood.
 
 The KV pool's next step moves along the levers instead of looping: a higher
 ``--mem-fraction-static`` (SGLang's own floor when it prints one, else +0.04) only
@@ -18,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ddlab.crashes.kinds.graphs import more_room_for_graphs, smaller_graphs
+from ddlab.crashes.kinds import slots
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -162,150 +162,6 @@ SWA_POOL = Signature(
              ("0.5.23", "sglang/srt/model_executor/pool_configurator.py:1027"),
              ("0.5.23", "sglang/srt/model_executor/pool_configurator.py:1681")))
 
-KV_EXHAUSTED = Signature(
-    "kv_tokens_exhausted", "slots_exhausted", "the KV cache ran out of token slots while serving",
-    ("No CUDA allocation failed: the scheduler took in more tokens than the KV pool holds. "
-     "Lower `--max-running-requests` or `--chunked-prefill-size`, or give the pool more room "
-     "with `--mem-fraction-static`.",),
-    # 0.5.23's unpaged alloc_token_slots says it with no phase in front (allocation.py:163)
-    patterns=(r"(?:(?:Prefill|Decode) o|\bO)ut of memory\. Try to lower your batch size",),
-    lines=(r"(?:(?:Prefill|Decode) o|\bO)ut of memory\. Try to lower your batch size",),
-    priority=74, phase="serving", fatal=True,
-    by_algorithm=(
-        ("eagle", "Each verify step reserves `--speculative-num-draft-tokens` KV slots per "
-                  "request: fewer draft tokens need fewer."),
-        ("dflash", "Each DFLASH verify step reserves a whole block of KV slots per request: a "
-                   "smaller `--speculative-dflash-block-size` needs fewer."),
-        ("ddtree", "Each DDTree verify step reserves budget+1 KV slots per request: a smaller "
-                   "`--speculative-ddtree-budget` needs fewer.")),
-    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1006"),
-             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1034"),
-             ("0.5.10", "sglang/srt/mem_cache/common.py:285"),
-             ("0.5.10", "sglang/srt/mem_cache/common.py:411"),
-             ("0.5.14", "sglang/srt/mem_cache/common.py:396"),
-             ("0.5.18", "sglang/srt/mem_cache/allocation.py:218"),
-             ("0.5.20", "sglang/srt/mem_cache/allocation.py:231"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:163"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:239"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:613")))
-
-# the token-slot allocators raise one thing only, the "Prefill/Decode out of memory" RuntimeError above
-# (0.4.10.post2 managers/schedule_batch.py:977, :1011, :1039 in alloc_token_slots,
-# alloc_paged_token_slots_extend, alloc_paged_token_slots_decode; 0.5.23 mem_cache/allocation.py:170,
-# :246, :620, the same three functions): a traceback cut on that raise line still says the slots ran out
-KV_EXHAUSTED_CUT = Signature(
-    "kv_tokens_exhausted_cut", "slots_exhausted",
-    "the KV cache ran out of token slots while serving (its allocator's error cut off)",
-    KV_EXHAUSTED.advice,
-    patterns=KV_EXHAUSTED.patterns,
-    context=(r"(?:,| line \d+) in alloc_(?:paged_)?token_slots(?:_extend|_decode)?\s*\n"
-             r"\s*raise RuntimeError\(",),
-    priority=73, phase="serving", fatal=True, cut_ok=True, by_algorithm=KV_EXHAUSTED.by_algorithm,
-    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:977"),
-             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1011"),
-             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1039"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:170"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:246"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:620")))
-
-KV_ALLOC_FAILED = Signature(
-    "kv_alloc_failed", "slots_exhausted", "the KV cache's allocator found no free slots",
-    ("An allocation of KV-cache token slots failed inside SGLang's cache (mem_cache), with no CUDA "
-     "allocation failing: the pool was full for what the batch needed. Lower "
-     "`--max-running-requests` or `--chunked-prefill-size`, or give the pool more room with "
-     "`--mem-fraction-static`; with a cache integration (LMCache, HiCache) its own prefetch "
-     "reserves slots too: turn it off to confirm.",),
-    patterns=(r"\b[Ff]ailed to alloc(?:ate)?\b",),
-    context=(r"[/\\]mem_cache[/\\][\w/\\]+\.py\", line \d+",),
-    priority=60, phase="serving", fatal=True,
-    sources=(("0.5.23", "sglang/srt/mem_cache/storage/lmcache/lmcache_unified_radix_cache.py:512"),
-             ("0.5.23", "sglang/srt/mem_cache/embedding_cache_controller.py:592")))
-
-REQ_SLOTS = Signature(
-    "req_slots_exhausted", "slots_exhausted", "the scheduler ran out of request slots",
-    ("The request-slot pool (req_to_token) is full: lower `--max-running-requests`. If the "
-     "message says a leak (slots never come back after the batch drains), lowering it only "
-     "delays the crash: it is an SGLang bug, report it with this log.",),
-    patterns=(r"alloc_req_slots runs out of memory", r"\b\w+ memory leak detected"),
-    lines=(r"alloc_req_slots runs out of memory", r"req_to_token_pool memory leak detected"),
-    priority=75, phase="serving", fatal=True,
-    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:953"),
-             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:1351"),
-             ("0.5.10", "sglang/srt/mem_cache/common.py:320"),
-             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:261"),
-             ("0.5.14", "sglang/srt/mem_cache/common.py:434"),
-             ("0.5.18", "sglang/srt/mem_cache/allocation.py:265"),
-             ("0.5.20", "sglang/srt/mem_cache/allocation.py:326"),
-             ("0.5.23", "sglang/srt/mem_cache/allocation.py:345"),
-             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:440"),
-             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:453"),
-             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:282"),
-             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:1339")))
-
-# the scheduler's idle self-check of its pools: raise_error_or_warn raises only the leak messages
-# above (0.5.10 managers/scheduler_runtime_checker_mixin.py:266, :283 in _check_req_pool and
-# check_memory; 0.5.23 scheduler_components/invariant_checker.py:408-454; raise at 0.5.10
-# utils/common.py:3774), strict by default (SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE, 0.5.10
-# environ.py:220): a traceback cut inside that call still says a leak was found
-MEMORY_CHECK_CUT = Signature(
-    "memory_check_failed", "slots_exhausted",
-    "the scheduler's idle memory check found the pools' accounting wrong",
-    REQ_SLOTS.advice + ("The check raises only because SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE is on "
-                        "(the default): setting it to 0 turns it into a warning, so the server keeps "
-                        "serving while you report the leak with this log.",),
-    context=(r"(?:,| line \d+) in (?:check_memory|_check_req_pool|_report_leak|_check_kv_page_invariants"
-             r"|self_check_during_idle)\s*$",
-             r"(?:,| line \d+) in raise_error_or_warn\s*$|^\s*raise_error_or_warn\($"),
-    patterns=(r"\b(?:memory leak detected|KV double free|KV page use-after-free)\b",),
-    priority=74, phase="serving", fatal=True, cut_ok=True,
-    sources=(("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:283"),
-             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:266"),
-             ("0.5.10", "sglang/srt/utils/common.py:3774"),
-             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:454"),
-             ("0.5.23", "sglang/srt/utils/common.py:5066")))
-
-REQ_SLOTS_OLD = Signature(
-    "req_slots_none", "slots_exhausted", "the request-slot pool ran out (SGLang 0.1.x: its alloc returned None)",
-    REQ_SLOTS.advice,
-    types=r"AttributeError", patterns=(r"'NoneType' object has no attribute 'cpu'",),
-    context=(r"req_pool_indices\w* = req_pool_indices\.cpu\(\)",), priority=74, phase="serving",
-    sources=(("sglang 0.1.12", "sglang/srt/memory_pool.py:20 (ReqToTokenPool.alloc returns None)"),
-             ("sglang 0.1.12", "sglang/srt/managers/router/infer_batch.py:206")))
-
-MAMBA_SLOTS = Signature(
-    "mamba_slots_exhausted", "slots_exhausted", "the hybrid model's Mamba state slots ran out while serving",
-    ("A hybrid (Mamba / linear-attention) model keeps a state slot per running request (two with "
-     "the extra buffer for prefix caching): they ran out, no CUDA allocation failed. Give the "
-     "state pool a larger share (`--mamba-full-memory-ratio`, as the message says) or run fewer "
-     "requests at once (`--max-running-requests`).",),
-    patterns=(r"Not enough space for mamba (?:ping pong idx|cache)", r"Can not alloc mamba cache"),
-    lines=(r"Not enough space for mamba (?:ping pong idx|cache)", r"Can not alloc mamba cache"),
-    priority=76, phase="serving", fatal=True,
-    by_algorithm=tuple((fam, "Speculative decoding keeps extra states per request: fewer "
-                        "`--speculative-num-draft-tokens` need fewer.")
-                       for fam in ("eagle", "dflash", "ddtree")),
-    sources=(("0.5.10", "sglang/srt/mem_cache/memory_pool.py:556"),
-             ("0.5.10", "sglang/srt/mem_cache/memory_pool.py:545"),
-             ("0.5.10", "sglang/srt/mem_cache/mamba_radix_cache.py:671"),
-             ("0.5.14", "sglang/srt/mem_cache/memory_pool.py:779"),
-             ("0.5.18", "sglang/srt/mem_cache/unified_cache/components/mamba_component.py:492"),
-             ("0.5.20", "sglang/srt/mem_cache/memory_pool.py:1598"),
-             ("0.5.23", "sglang/srt/mem_cache/memory_pool.py:1621"),
-             ("0.5.23", "sglang/srt/mem_cache/memory_pool.py:1762"),
-             ("0.5.23", "sglang/srt/mem_cache/unified_cache/components/mamba.py:221")))
-
-RETRACT_EXHAUSTED = Signature(
-    "retract_exhausted", "slots_exhausted", "the KV cache had no room even for one request after retracting",
-    ("The scheduler retracted every request it could and the KV pool still has no free token "
-     "slot for the last one: the pool is too small for one request of this length. Shorten the "
-     "requests (`--context-length`), or give the pool more room (`--mem-fraction-static`).",),
-    patterns=(r"No space left for only one request",),
-    lines=(r"No space left for only one request",),
-    priority=74, phase="serving", fatal=True,
-    sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1437"),
-             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1433"),
-             ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1483")))
-
 
 _OOM_BY_PHASE = {
     "launch": "The weights do not fit: free the GPU (nvidia-smi: an old server still running?), "
@@ -411,7 +267,5 @@ SHM_FULL = Signature(
              ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "
                         "the OSError's text in a UserWarning)")))
 
-SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED,
-              REQ_SLOTS, MEMORY_CHECK_CUT,
-              REQ_SLOTS_OLD, MAMBA_SLOTS,
-              RETRACT_EXHAUSTED, CUDA_OOM, ALLOC_OOM_WARNING, HOST_OOM, SHM_FULL]
+SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, *slots.SIGNATURES, CUDA_OOM, ALLOC_OOM_WARNING,
+              HOST_OOM, SHM_FULL]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import device, launch, memory, native, requests, runtime, weights
+from ddlab.crashes.kinds import device, kernels, launch, memory, native, packages, requests, runtime, weights
 from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["SIGNATURES", "V0"]
@@ -84,11 +84,11 @@ KERNEL_COMPILE = _voiced(device.KERNEL_COMPILE, (
 _MARLIN_SHAPE = (r"Weight (?:in|out)put_size_per_partition = \d+ is not divisible by\s+"
                  r"(?:min_thread_[nk]|group_size)\b")
 _CANN_TILING = r"\[FUNC:\w+\]\[FILE:\w+_tiling\.cpp\]"
-KERNEL_CONFIG = _voiced(device.KERNEL_CONFIG, (
+KERNEL_CONFIG = _voiced(kernels.KERNEL_CONFIG, (
     "A kernel refuses this model's configuration on this GPU: pick another attention backend "
     "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",),
-    patterns=device.KERNEL_CONFIG.patterns + (_MARLIN_SHAPE, _CANN_TILING),
-    lines=device.KERNEL_CONFIG.lines + (rf"^(?:ValueError: )?{_MARLIN_SHAPE}", _CANN_TILING),
+    patterns=kernels.KERNEL_CONFIG.patterns + (_MARLIN_SHAPE, _CANN_TILING),
+    lines=kernels.KERNEL_CONFIG.lines + (rf"^(?:ValueError: )?{_MARLIN_SHAPE}", _CANN_TILING),
     sources=((_V0, "vllm/model_executor/layers/quantization/utils/marlin_utils.py:108"),
              ("0.34.0", "vllm/model_executor/layers/quantization/utils/marlin_utils.py:191"),
              ("vllm-ascend", "CANN's operator tiling check, as its log shows it: [FUNC:Check...]"
@@ -123,7 +123,7 @@ ARCH_UNSUPPORTED = _voiced(launch.ARCH_UNSUPPORTED, (
     sources=((_V0, "vllm/model_executor/models/registry.py:353"),
              ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
 MODEL_TYPE_KEY = _voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
-DEPENDENCY = _voiced(launch.DEPENDENCY, (
+DEPENDENCY = _voiced(packages.DEPENDENCY, (
     "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
     "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
 # (round 9) vLLM imports its compiled ops and only warns when that fails ("Failed to import from
@@ -145,8 +145,8 @@ C_EXTENSION_LINK = Signature(
              ("0.34.0", "vllm/platforms/interface.py:382"), ("0.34.0", "vllm/platforms/cpu.py:677"),
              ("glibc 2.42.9000", "elf/dl-lookup.c:806 (undefined symbol: %s%s%s)"),
              ("dyld-1378", "dyld/Loader.cpp:3175 (Symbol not found: %s / Referenced from / Expected in)")))
-OP_MISMATCH = _voiced(launch.OP_MISMATCH, DEPENDENCY.advice)
-IMPORT_ERROR = _voiced(launch.IMPORT_ERROR, DEPENDENCY.advice)
+OP_MISMATCH = _voiced(packages.OP_MISMATCH, DEPENDENCY.advice)
+IMPORT_ERROR = _voiced(packages.IMPORT_ERROR, DEPENDENCY.advice)
 UNREADABLE = _voiced(weights.UNREADABLE, (
     "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
     "`--quantization` / `--load-format` that matches the files.",), detail=weights.shape_detail,

@@ -1,0 +1,166 @@
+"""Kernels refusing a model configuration on a GPU they otherwise support (``kernel_config_unsupported``).
+
+flashinfer's "Unsupported group_size" / "failed to dispatch", flash-attn's head-dim limit, Triton's
+power-of-2 ``arange`` and head-dim asserts, a kernel library's tvm-ffi check, its dtype check of a
+tensor, its own CUDA check finding a launch refused: the refusal is the kind, inside "Capture cuda
+graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES"]
+
+
+def _config_detail(found: Found) -> str | None:
+    said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
+    if regex(r"arange's range must be a power of 2").search(found.text):
+        return ("A Triton kernel sizes a block by a count that is not a power of 2: with speculative "
+                "decoding that is usually the draft-token count (`--speculative-num-draft-tokens`): "
+                "try a power of 2.")
+    if said:
+        return f"The kernel refused {said[1].replace(chr(10), '').replace(' ', '')} = {said[2]}."
+    return None
+
+
+KERNEL_CONFIG = Signature(
+    "kernel_config_unsupported", "kernel_config_unsupported",
+    "an attention kernel does not support this model configuration",
+    ("A kernel refused this model's configuration (GQA group size, head dim, page size, dtype) "
+     "on a GPU it otherwise supports: pick another `--attention-backend` (triton is the most "
+     "general), or a newer kernel library (flashinfer / sgl-kernel) that has an instance for it "
+     "(`pip show flashinfer-python sgl-kernel` says which are installed).",),
+    patterns=(r"Unsupported (?:group_size|head_dim|num_mma_q|max_mma_kv|cta_tile_q|mask_mode|ROPE_DIM"
+              r"|pos_encoding_mode|aligned_vec_size)\b",
+              r"failed to dispatch\b",
+              r"only supports head dimension at most \d+",
+              r"Number of heads in key/value must divide number of heads in query",
+              r"arange's range must be a power of 2",
+              # flashinfer's prefill: no tile configuration is valid for this head dim / dtype
+              r"Invalid configuration : NUM_MMA_Q=\d+"),
+    lines=(r"Invalid configuration : NUM_MMA_Q=\d+",
+           # kerutils (FlashMLA's host code): cuTensorMapEncodeTiled refused the tensor it was handed
+           r"^Failed to create tensormap\s*$"),
+    # above the capture wrapper (80) that often carries it: the refusal is the kind, the capture where
+    priority=81, detail=_config_detail,
+    sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
+             ("flashinfer 0.7.4", "include/flashinfer/utils.cuh:224 (Unsupported head_dim)"),
+             ("flashinfer 0.7.4", "csrc/tvm_ffi_utils.h:92 (failed to dispatch data type)"),
+             ("flashinfer 0.0.4", "python/csrc/pytorch_extension_utils.h:105 (failed to dispatch group_size)"),
+             ("flash-attn 2", "csrc/flash_attn/flash_api.cpp (only supports head dimension at most 256)"),
+             ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)"),
+             ("flashinfer 0.2.5", "include/flashinfer/attention/prefill.cuh (KTraits::IsInvalid(): Invalid "
+                                  "configuration : NUM_MMA_Q=... please create an issue)"),
+             ("sglang 0.5.23", "sglang/kernels/jit/csrc/deep_select/vendor/3rdparty/kerutils/include/kerutils/"
+                               "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)")))
+
+# A kernel library's host code checking the tensors it was handed before it launches (flashinfer's
+# launchers through tvm-ffi: TVM_FFI_ICHECK_EQ(gemm1_weights.dtype(), dl_float8_e4m3fn) << "FP8 block
+# scale MoE: gemm1_weights must be fp8.", flashinfer 0.7.4 data/csrc/trtllm_fused_moe_kernel_launcher.cu:
+# 6110-6111); a failed check raises InternalError "Check failed: x op y (a vs. b) : message" or "Check
+# failed: (cond) is false: message" (apache-tvm-ffi 0.1.15 include/tvm/ffi/error.h:466-473, :485-492):
+# the kernel refuses this configuration (a dtype, a shape, a token count). A paste cut right after
+# "Check" is the same text. Below the replay plan's reading (73): a plan step that refuses a batch
+# inside graph replay is the graph's batch, not the model's configuration.
+_TVM_CHECK = r"InternalError: Check(?: failed: | not null: |\s*$)"
+
+
+def _check_detail(found: Found) -> str | None:
+    said = r"Check failed: (?P<expr>.+?) \((?P<got>[^()]*?) vs\. (?P<want>[^()]*?)\) ?:\s*(?P<msg>[^\n]*)"
+    if match := regex(said).search(found.text):
+        why = f": {match['msg'].strip().rstrip('.')}" if match["msg"].strip() else ""
+        return f"The kernel's check {match['expr']} failed ({match['got']} vs. {match['want']}){why}."
+    return None
+
+
+KERNEL_CHECK = Signature(
+    "kernel_check_failed", "kernel_config_unsupported",
+    "a kernel library's check refused the tensors it was given",
+    ("A kernel library's host code checked the inputs it was handed (a dtype, a shape, a count) and "
+     "refused them before launching: this model's configuration (its weights' dtype or quantization, "
+     "its head or token counts, the speculative step's token count) is not one that kernel takes. "
+     "Choose a backend whose kernel takes it for that layer (`--attention-backend`).",
+     "For a MoE layer, `--moe-runner-backend` picks its kernel.",
+     "Or install a kernel library that takes it (`pip show flashinfer-python sgl-kernel` says which are "
+     "installed), or a checkpoint quantized the way the kernel expects."),
+    types=r"(?:\w+\.)*InternalError", patterns=(_TVM_CHECK,), priority=72, detail=_check_detail,
+    sources=(("apache-tvm-ffi 0.1.15", "include/tvm/ffi/error.h:466-473 (TVM_FFI_CHECK_BINARY_OP / "
+                                       "TVM_FFI_CHECK: Check failed: x op y (a vs. b) : , Check failed: "
+                                       "(cond) is false: ), :481-483 (Check not null: ), :485-492 "
+                                       "(TVM_FFI_ICHECK*: InternalError)"),
+             ("flashinfer 0.7.4", "data/csrc/trtllm_fused_moe_kernel_launcher.cu:6110-6111 (FP8 block "
+                                  "scale MoE: gemm1_weights must be fp8.)")))
+
+# A kernel library's Python wrapper checking a tensor's dtype before it launches: flashinfer raises
+# ValueError(f"{name} must have dtype {allowed}, got {tensor.dtype}") (flashinfer 0.7.4
+# flashinfer/gdn_prefill.py:1811-1815 in chunk_gated_delta_rule, its allowed list
+# _format_dtype_list(_STATE_DTYPES), :61, which older releases kept to float32;
+# flashinfer/mamba/selective_state_update.py:285; flashinfer/cudnn/prefill.py:2356): the tensor SGLang
+# handed it is in a dtype this kernel does not take. "got torch.X" is a tensor's dtype printed, so
+# a kernel's input, not a setting's value.
+_DTYPE_REFUSED = r"\b\w+ must have dtype (?:torch\.)?\w+(?:(?:,| or|, or) (?:torch\.)?\w+)*, got torch\.\w+"
+KERNEL_DTYPE_REFUSED = Signature(
+    "kernel_dtype_refused", "kernel_config_unsupported",
+    "a kernel library refused the dtype of a tensor it was handed",
+    ("A kernel library's wrapper checked a tensor's dtype and refused it before launching: this "
+     "model's configuration (the dtype SGLang keeps that state or cache in) is not one the kernel "
+     "takes. Choose a backend that does not use that kernel for the layer (`--attention-backend`; "
+     "for a hybrid linear-attention model its own backend flag), or a kernel library release that "
+     "takes the dtype (`pip show flashinfer-python sgl-kernel` says which are installed).",),
+    types=r"(?:\w+\.)*(?:ValueError|TypeError)", patterns=(_DTYPE_REFUSED,), priority=70,
+    sources=(("flashinfer 0.7.4", "flashinfer/gdn_prefill.py:1811-1815 (state_checkpoints must have dtype "
+                                  "{allowed}, got {dtype})"),
+             ("flashinfer 0.7.4", "flashinfer/mamba/selective_state_update.py:285 (rand_seed must have "
+                                  "dtype int64, got {dtype})"),
+             ("flashinfer 0.7.4", "flashinfer/cudnn/prefill.py:2356 (lse must have dtype torch.float32, "
+                                  "got {dtype})")))
+
+# A kernel library's own CUDA check on its launch (FlashMLA csrc/utils.h CHECK_CUDA: fprintf(stderr,
+# "CUDA error (%s:%d): %s\n", __FILE__, __LINE__, cudaGetErrorString(status_)); exit(1), and
+# CHECK_CUDA_KERNEL_LAUNCH() on cudaGetLastError()): "invalid argument" (cudaErrorInvalidValue) or
+# "invalid configuration argument" (cudaErrorInvalidConfiguration) is the launch this shape asked for
+# refused (FlashMLA's decode scheduling-metadata kernel sizes its dynamic shared memory by the batch,
+# sizeof(int) * (b*3+1), then cudaFuncSetAttribute(MaxDynamicSharedMemorySize) and the launch:
+# csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu, run_get_decoding_sched_meta_kernel),
+# not a fault; the process exits there. The same check's fault messages are an illegal access.
+_LAUNCH_REFUSED = r"\bCUDA error \([^()]+\.(?:cu|cuh|h|cc|cpp):\d+\): invalid (?:configuration )?argument\s*$"
+KERNEL_LAUNCH_REFUSED = Signature(
+    "kernel_launch_refused", "kernel_config_unsupported",
+    "a kernel library's launch was refused for this shape (invalid argument)",
+    ("A kernel library's own CUDA check found its launch refused with an invalid argument: the launch "
+     "configuration it computed for this batch or model shape (grid, block, shared memory) is not one "
+     "the GPU takes, so the kernel does not support this configuration. The file in the line names the "
+     "kernel: choose a backend that does not use it (`--attention-backend`), keep the batch within what "
+     "it takes (`--max-running-requests`), or install a newer release of that library.",),
+    lines=(_LAUNCH_REFUSED,), priority=81, fatal=True,
+    sources=(("FlashMLA", "csrc/utils.h (CHECK_CUDA: CUDA error (%s:%d): %s, then exit(1); "
+                          "CHECK_CUDA_KERNEL_LAUNCH)"),
+             ("FlashMLA", "csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu "
+                          "(run_get_decoding_sched_meta_kernel)"),
+             ("CUDA runtime", "cudaErrorInvalidValue (1): invalid argument; cudaErrorInvalidConfiguration "
+                              "(9): invalid configuration argument")))
+
+# SGLang's Triton attention kernels check the head dim they were written for ("# shape
+# constraints": ``assert Lk in {16, 32, 64, 128, 256, 576}``, 0.4.10.post2
+# layers/attention/triton_ops/double_sparsity_attention.py:575, and in 0.2.x's triton kernels):
+# the AssertionError carries no message, its code line (or a paste's quote of it) says what
+_HEAD_DIM_ASSERT = r"\bassert L[qkv]\w* in \{\d+(?:, ?\d+)*\}"
+
+
+def _head_dim_detail(found: Found) -> str | None:
+    sizes = regex(_HEAD_DIM_ASSERT).search(found.chain_text or found.text)
+    got = regex(r"where L[qkv]\w* = (\d+)").search(found.chain_text or found.text)
+    said = f"The kernel takes head dims {sizes[0].split(' in ', 1)[1]}" if sizes else None
+    return (f"{said}; the model's is {got[1]}." if got else f"{said}.") if said else None
+
+
+TRITON_HEAD_DIM = Signature(
+    "triton_head_dim", "kernel_config_unsupported", "a Triton attention kernel does not take this head dim",
+    ("SGLang's Triton attention kernel was not written for this model's head dim: pick another "
+     "`--attention-backend` that has it (flashinfer, fa3), or a newer SGLang whose Triton kernels take it.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r".",), context=(_HEAD_DIM_ASSERT,), priority=81,
+    detail=_head_dim_detail,
+    sources=(("0.4.10.post2", "sglang/srt/layers/attention/triton_ops/double_sparsity_attention.py:575"),))
+
+SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM]

@@ -1,0 +1,170 @@
+"""Packages: installed packages that do not match (``dependency_mismatch``).
+
+An undefined symbol, a version check, an import that fails, a shared library that cannot be
+opened, a compiled op called with arguments its build does not declare, a kernel library refusing
+the installed CUDA toolkit, a device extension's op missing from its runtime library. :mod:`.launch`
+splices this list into its own.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES"]
+
+
+def _missing_library(found: Found) -> str | None:
+    # assert_pkg_version's PackageNotFoundError branch (0.4.10.post2 utils.py:855, 0.5.23
+    # utils/common.py:2435): no distribution of that name is installed where the server runs
+    match = regex(r"\b([\w.-]+) with minimum required version (\S+?)\.? is not installed").search(found.text)
+    if match:
+        return (f"No {match[1]} distribution is installed in the server's environment (SGLang looks it up by "
+                f"its package name; a build installed under another name, or into another environment, is "
+                f"not seen): install {match[1]} {match[2]} or newer there (`pip show {match[1]}` must find "
+                "it).")
+    if match := regex(r"\b(lib[\w+-]+\.so(?:\.\d+)*): cannot open shared object file").search(found.text):
+        return (f"{match[1]} is not on this system's library path: the package that loads it was built "
+                "against it (a CUDA library's number is the CUDA major release it comes from). Install "
+                "it, or the package's build for what is installed (`ldconfig -p | grep "
+                f"{match[1].split('.so')[0]}` lists the versions present).")
+    return None
+
+
+DEPENDENCY = Signature(
+    "dependency_mismatch", "dependency_mismatch", "installed packages do not match each other",
+    ("A package is missing or was built against another version of its dependencies: an "
+     "'undefined symbol' in sgl_kernel or flashinfer means it was built for another torch. "
+     "Install the versions your SGLang release pins, in a fresh environment (`pip install "
+     "\"sglang[all]==VERSION\"`), or the sgl-kernel / flashinfer build for the installed torch; "
+     "`pip check` lists conflicts.",),
+    patterns=(r"undefined symbol", r"Could not load any common_ops library",
+              r"is less than the minimum required version", r"Please reinstall the latest version with",
+              # the same check finding no installed distribution at all (PackageNotFoundError)
+              r"with minimum required version \S+ is not installed",
+              r"No module named '(?:sgl_kernel|sglang_kernel|flashinfer|vllm|triton|torch|transformers"
+              r"|xgrammar|outlines|flash_attn|deep_gemm)",
+              r"cannot import name '\w+' from '(?:sgl_kernel|flashinfer|torch|transformers|vllm|triton)",
+              r"name 'sgl_\w+' is not defined",
+              # a device's extension SGLang imports only where it is installed and the device
+              # found (0.5.23 hardware_backend/npu/utils.py:216 ``import torch_npu``, guarded by
+              # is_npu(), utils/common.py:189): the code that uses it ran without it
+              r"name 'torch_npu' is not defined",
+              r"is already used by a Transformers model",
+              r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found",
+              # transformers' lazy module meets a backend its own BACKENDS_MAPPING lacks: files of
+              # two transformers releases mixed in one install (an interrupted upgrade)
+              r"Backend should be defined in the BACKENDS_MAPPING"),
+    lines=(r"\.so: undefined symbol: ",
+           # the dynamic linker's words in an import's message (a list item of sgl_kernel's report)
+           r"^\W{0,3}(?:ImportError|OSError): \S+\.so[\w.]*: cannot open shared object file",
+           r"Could not load any common_ops library", r"is less than the minimum required version",
+           r"with minimum required version \S+ is not installed",
+           # the rest of sgl_kernel's loader report, when a paste cut its headline
+           r"^Error details from previous import attempts:",
+           r"^Please ensure sgl_kernel is properly installed"),
+    priority=78, phase="launch", detail=_missing_library,
+    sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
+             ("0.4.10.post2", "sglang/srt/utils.py:855"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
+             ("0.5.10", "sglang/srt/utils/common.py:1011"),
+             ("0.5.10", "sglang/srt/entrypoints/engine.py:1140"),
+             ("0.5.23", "sglang/srt/utils/common.py:2431"),
+             ("0.5.23", "sglang/srt/utils/common.py:2435"),
+             ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
+             ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
+             ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
+             ("sgl-kernel (sgl-project/sglang 00acd8d)",
+              "sgl-kernel/python/sgl_kernel/load_utils.py:48 (_load_architecture_specific_ops: its report)")))
+
+_DEP_API = r"\b(?:Batch\w*Wrapper|flashinfer\w*|sgl_kernel\w*|LMCache\w*|lmcache\w*|vllm\w*|deep_gemm\w*)"
+
+OP_MISMATCH = Signature(
+    "compiled_op_mismatch", "dependency_mismatch", "a kernel library's API does not match this SGLang",
+    ("SGLang called a compiled op (or a kernel library's function) with arguments its installed "
+     "build does not take: the library (flashinfer, sgl-kernel, LMCache ...) is another version "
+     "than this SGLang release was written for. Install the version the release pins (`pip "
+     "install \"sglang[all]==VERSION\"` in a fresh environment, or the pinned flashinfer / "
+     "sgl-kernel alone); `pip show flashinfer-python sgl-kernel` says what is installed.",),
+    patterns=(r"\(\) expected at most \d+ argument\(s\) but received \d+ argument\(s\)",
+              r"\(\) is missing value for argument '\w+'\. Declaration:",
+              r"\(\) takes \d+ positional argument\(s\) but \d+ was/were given",
+              # the installed kernel library was built without an op this SGLang calls
+              # (torch 2.13 torch/_ops.py:1393, _OpNamespace.__getattr__)
+              r"'_OpNamespace' '\w+' object has no attribute '\w+'",
+              _DEP_API + r"[\w.]*\(\) (?:missing \d+ required (?:positional |keyword-only )?arguments?"
+              r"|got an unexpected keyword argument|takes \d+ positional arguments? but)"),
+    priority=79,
+    sources=(("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
+                              "expected at most N argument(s) but received M argument(s))"),
+             ("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
+                              "is missing value for argument)"),
+             ("torch 2.13.0", "torch/_ops.py:1393 ('_OpNamespace' 'NS' object has no attribute 'OP')"),
+             ("0.4.10.post2", "sglang/srt/layers/attention/flashinfer_backend.py:1339"),
+             ("0.5.10", "sglang/srt/mem_cache/storage/lmcache/lmc_radix_cache.py:86")))
+
+# the same, where the callee's name does not say its library but the calling module does: the
+# last frame before the TypeError is SGLang's adapter named for a kernel library, calling into it
+# (0.5.23 layers/moe/moe_runner/flashinfer_cutedsl.py:318 imports CuteDslMoEWrapper from
+# flashinfer and builds it at :353); a call with arguments the callee does not declare raises
+# there, with no frame of the callee
+_ADAPTER_LAST_FRAME = (r'File "[^"]*[/\\](?:flashinfer|sgl_kernel|deep_gemm|lmcache|cutlass)\w*\.py", line \d+,? in \w+\n'
+                       r'(?:(?!\s*File ").*\n)*(?:\w+\.)*TypeError: ')
+ADAPTER_CALL_MISMATCH = Signature(
+    "adapter_call_mismatch", "dependency_mismatch", "a kernel library's API does not match this SGLang",
+    OP_MISMATCH.advice,
+    patterns=(r"\(\) (?:got an unexpected keyword argument|missing \d+ required (?:positional |keyword-only )?"
+              r"arguments?)",),
+    types=r"(?:\w+\.)*TypeError", context=(_ADAPTER_LAST_FRAME,), priority=79,
+    sources=(("0.5.23", "sglang/srt/layers/moe/moe_runner/flashinfer_cutedsl.py:353"),))
+
+# a kernel library refusing the installed CUDA toolkit (CUTLASS's CuTe DSL: "CuTe Experimental
+# module is only supported on Cuda toolkit 13.1 and above!"): it refuses the same way wherever it
+# is called, so a capture wrapper around it (0.5.23 model_executor/runner_backend_utils/__init__.py:18,
+# "Capture cuda graph failed: ...") is no capture problem; it ranks above the capture failure
+TOOLKIT_REFUSED = Signature(
+    "toolkit_refused", "dependency_mismatch", "a kernel library refuses the installed CUDA toolkit",
+    ("A kernel library refused the CUDA toolkit installed with it: it needs the newer toolkit its "
+     "message names. Install that CUDA toolkit (or the CUDA build of torch and the library that "
+     "bundles it), or the library release your SGLang release pins for this toolkit; turning CUDA "
+     "graphs off does not help, the library refuses in eager mode too.",),
+    patterns=(r"is only supported on (?:the )?CUDA toolkit [\d.]+ and (?:above|later|newer)",
+              r"requires (?:the )?CUDA toolkit [\d.]+ or (?:above|later|newer)"),
+    lines=(r"is only supported on (?:the )?CUDA toolkit [\d.]+ and (?:above|later|newer)",),
+    priority=81, phase="launch",
+    sources=(("0.5.23", "sglang/srt/model_executor/runner_backend_utils/__init__.py:18"),
+             ("nvidia-cutlass-dsl", "cutlass/cute/experimental (CuTe Experimental module is only supported "
+                                    "on Cuda toolkit 13.1 and above!)")))
+
+# torch_npu's op plugin calling an Ascend op the installed CANN does not have: EXEC_NPU_CMD looks up
+# OP and OPGetWorkspaceSize in CANN's op library and checks them ("OP or OPGetWorkspaceSize not in
+# libopapi.so, or libopapi.so not found.": Ascend/op-plugin 7.1.0 op_plugin/utils/op_api_common.h:
+# 1121-1123 in EXEC_NPU_CMD_V1, "...sonot found." there; 517f2e7 :350-359, with a space). The op
+# plugin was built for a newer CANN (or another CANN environment is sourced): the same call fails in
+# eager mode, so a capture wrapper around it ("Capture cuda graph failed: " + the error, 0.4.10.post2
+# cuda_graph_runner.py:390, 0.5.23 runner/decode_cuda_graph_runner.py:603) is no capture problem;
+# it ranks above the capture failure, as the toolkit's refusal does
+_ASCEND_OP_MISSING = r"\b(\w+) or \1GetWorkspaceSize not in [\w.]+\.so, or [\w.]+\.so ?not found"
+ASCEND_OP_MISSING = Signature(
+    "ascend_op_missing", "dependency_mismatch", "the installed CANN lacks an op torch_npu calls",
+    ("torch_npu (its op plugin) called an Ascend op that the installed CANN's op library "
+     "(libopapi.so) does not have: the CANN toolkit and kernels are older than the torch_npu "
+     "(and SGLang) release needs, or the CANN environment (`source "
+     "/usr/local/Ascend/ascend-toolkit/set_env.sh`) is not the one loaded. Install the CANN "
+     "release that torch_npu release pins; turning graphs off does not help, the op is missing "
+     "in eager mode too.",),
+    patterns=(_ASCEND_OP_MISSING,), lines=(_ASCEND_OP_MISSING,), priority=81,
+    sources=(("Ascend/op-plugin 7.1.0", "op_plugin/utils/op_api_common.h:1121-1123 (EXEC_NPU_CMD_V1)"),
+             ("Ascend/op-plugin 517f2e7", "op_plugin/utils/op_api_common.h:350-359 (EXEC_NPU_CMD_V1)"),
+             ("torch-npu 2.8.0", "torch_npu/lib/libtorch_npu.so (' not in ', ', or ', 'libopapi.so')"),
+             ("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
+             ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:603")))
+
+IMPORT_ERROR = Signature(
+    "import_error", "dependency_mismatch", "a module could not be imported",
+    ("A module could not be imported: install the package it names at the version your SGLang "
+     "release pins (`pip check` lists conflicts).",),
+    patterns=(r".",), types=r"(?:\w+\.)*(?:ImportError|ModuleNotFoundError)", priority=45,
+    sources=(("python", "ImportError / ModuleNotFoundError"),))
+
+SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
+              IMPORT_ERROR]
