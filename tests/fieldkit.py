@@ -35,6 +35,17 @@ def reading(found) -> tuple:
     return found.crashed, found.kind if found.crashed or found.kind == "request_error" else None, found.phase
 
 
+def assert_reads_as_labelled(log_id: str, signature: str | None) -> None:
+    """SGLang corpus log ``log_id`` (work split) reads as its labels: crashed and kind, the
+    phase where the log shows it (and no second look disputes it), by ``signature``."""
+    found, log = real(log_id), REAL_MANIFEST[log_id]
+    got = reading(found)
+    assert got[:2] == (log["crashed"], log["kind"]), (log_id, got)
+    assert found.signature == signature, (log_id, found.signature)
+    if log["phase_in_log"] and not log.get("phase_disputed"):
+        assert got[2] == log["phase"], (log_id, got)
+
+
 def read_log(name: str | Path) -> str:
     """A corpus log by its file name (or any path), as its bytes decode: CRLF stays CRLF."""
     path = name if isinstance(name, Path) else VLLM_REAL / name

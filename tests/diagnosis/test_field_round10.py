@@ -12,12 +12,8 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.logtext import split_lines
-from fieldkit import REAL_MANIFEST as MANIFEST, real as _real, reading as _said
+from fieldkit import REAL_MANIFEST as MANIFEST, assert_reads_as_labelled, real as _real, reading as _said
 
-
-def _labels(log_id: str) -> tuple:
-    log = MANIFEST[log_id]
-    return log["crashed"], log["kind"]
 
 
 # --- kinds: each round-10 log reads as labelled -----------------------------------------------
@@ -35,8 +31,7 @@ def _labels(log_id: str) -> tuple:
     ("h10035", "toolkit_refused"),         # a library refusing the CUDA toolkit inside capture
 ])
 def test_round10_kind_misses_read_as_labelled(log_id, signature):
-    found = _real(log_id)
-    assert _said(found)[:2] == _labels(log_id) and found.signature == signature
+    assert_reads_as_labelled(log_id, signature)
 
 
 def test_a_container_json_log_of_a_native_backtrace_is_a_crash():

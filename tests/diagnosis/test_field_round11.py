@@ -12,12 +12,8 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.pastes import peel_box_border
-from fieldkit import REAL_MANIFEST as MANIFEST, real as _real, reading as _said
+from fieldkit import REAL_MANIFEST as MANIFEST, assert_reads_as_labelled, real as _real, reading as _said
 
-
-def _labels(log_id: str) -> tuple:
-    log = MANIFEST[log_id]
-    return log["crashed"], log["kind"]
 
 
 # --- kinds: each round-11 log reads as labelled -----------------------------------------------
@@ -33,8 +29,7 @@ def _labels(log_id: str) -> tuple:
     ("h11008", None),                     # a box-bordered cut traceback: a crash no signature names
 ])
 def test_round11_kind_misses_read_as_labelled(log_id, signature):
-    found = _real(log_id)
-    assert _said(found)[:2] == _labels(log_id) and found.signature == signature
+    assert_reads_as_labelled(log_id, signature)
 
 
 # --- the same rules on lines written from the source texts -----------------------------------

@@ -13,12 +13,8 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.logtext import split_lines
-from fieldkit import REAL_MANIFEST as MANIFEST, assert_in_sglang_wheel, real as _real, reading as _said
+from fieldkit import assert_in_sglang_wheel, assert_reads_as_labelled, reading as _said
 
-
-def _labels(log_id: str) -> tuple:
-    log = MANIFEST[log_id]
-    return log["crashed"], log["kind"], log["phase"]
 
 
 # --- each round-12 miss reads as labelled ------------------------------------------------------
@@ -32,12 +28,7 @@ def _labels(log_id: str) -> tuple:
     ("h12026", "kernel_dtype_refused"),     # flashinfer refusing a bfloat16 state tensor
 ])
 def test_round12_misses_read_as_labelled(log_id, signature):
-    found = _real(log_id)
-    crashed, kind, phase = _labels(log_id)
-    said = _said(found)
-    assert said[:2] == (crashed, kind) and found.signature == signature
-    if MANIFEST[log_id]["phase_in_log"]:
-        assert said[2] == phase
+    assert_reads_as_labelled(log_id, signature)
 
 
 # --- h12008: a traceback cut on the token-slot allocator's raise ---------------------------------

@@ -12,12 +12,8 @@ from __future__ import annotations
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import REAL_MANIFEST as MANIFEST, assert_in_sglang_wheel, real as _real, reading as _said
+from fieldkit import assert_in_sglang_wheel, assert_reads_as_labelled, reading as _said
 
-
-def _labels(log_id: str) -> tuple:
-    log = MANIFEST[log_id]
-    return log["crashed"], log["kind"], log["phase"]
 
 
 # --- each round-13 miss reads as labelled ------------------------------------------------------
@@ -28,12 +24,7 @@ def _labels(log_id: str) -> tuple:
     ("h13010", "ascend_op_missing"),  # the capture wrapper around an op CANN does not have
 ])
 def test_round13_misses_read_as_labelled(log_id, signature):
-    found = _real(log_id)
-    crashed, kind, phase = _labels(log_id)
-    said = _said(found)
-    assert said[:2] == (crashed, kind) and found.signature == signature
-    if MANIFEST[log_id]["phase_in_log"]:
-        assert said[2] == phase
+    assert_reads_as_labelled(log_id, signature)
 
 
 # --- h13001: gloo's TCP transport losing its peer in a collective --------------------------------
