@@ -31,10 +31,16 @@ def _evidence(verdict) -> dict:
     return json.loads((run_dir / "verdict.json").read_text())
 
 
-@pytest.mark.slow
-def test_a_variant_becomes_ready_and_the_probe_drives_the_verify_path(clean):
+def test_a_variant_with_an_api_key_becomes_ready_and_the_probe_drives_the_verify_path(clean):
+    """A production server runs with --api-key: without it every request but /health
+    is refused (401), and a watch would never see the verify path. ddlab reads the key
+    from the definition it installed and sends it; outputs never hold it. One server for
+    both checks, the ready watch's and the key's (not slow: make check ran the key's). A
+    watch probing a server with no key: test_a_killed_ssh_connection_mid_watch_is_recovered
+    (over SSH), tests/lab/test_lossless.py's watches (process-local), every sweep cell."""
     site = clean
-    variant = site.variant()
+    key = "sk-watch-test-7f3a9c"
+    variant = site.variant(f"api-key={key}")
     with deployed(site.profile, variant) as (lab, dep):
         assert not site.baseline_active(), "the baseline is stopped while the variant runs"
         assert site.lock()["variant"]["service"] == dep.service == variant.unit_name
@@ -44,20 +50,6 @@ def test_a_variant_becomes_ready_and_the_probe_drives_the_verify_path(clean):
     assert [p.batch for p in verdict.probes] == [1, 2, 2]
     assert all(p.ok and p.completion_tokens > 0 and p.spec_verify_ct for p in verdict.probes)
     assert _evidence(verdict)["state"] == "ready"
-    site.assert_put_back(dep.service)
-
-
-def test_a_server_with_an_api_key_is_watched_and_probed_with_it(clean):
-    """A production server runs with --api-key: without it every request but /health
-    is refused (401), and a watch would never see the verify path. ddlab reads the key
-    from the definition it installed and sends it; outputs never hold it."""
-    site = clean
-    key = "sk-watch-test-7f3a9c"
-    variant = site.variant(f"api-key={key}")
-    with deployed(site.profile, variant) as (lab, dep):
-        verdict = watch(lab, timeout_s=90, probe=True, grace_s=1)
-    assert verdict.state == "ready", verdict.render()
-    assert all(p.ok and p.completion_tokens > 0 for p in verdict.probes), verdict.probes
     for path in Path(verdict.run_dir).iterdir():
         assert key not in path.read_text(errors="replace"), path.name
     site.assert_put_back(dep.service)

@@ -147,7 +147,8 @@ def test_secrets_in_a_sweep_run_never_leak(local, tmp_path):
     run = fk.ddlab_in(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "4",
                       "-p", "topk_cap", "4", "-p", "cuda_graph", "false", "-p", "fixed", fixed,
                       "-p", "extra", extra, "-p", "requests", "1", "-p", "max_new_tokens", "8",
-                      "-p", "max_rounds", "3", timeout_s=300)  # bracketed: its evidence too
+                      "-p", "max_rounds", "3", "-p", "ci_target", "0",  # one round a cell
+                      timeout_s=300)  # bracketed and probed: their evidence too
     assert run.returncode == 0, run.stderr[-3000:]
     assert re.match(r"(OK|WARNINGS): SWEEP DONE: 3 cells, 3 measured", run.stdout), run.stdout
     run_dir = bench.project.runs()[-1]
@@ -177,8 +178,11 @@ def test_a_sweep_with_secrets_resumes_once_they_are_given_again(local, tmp_path)
     record = tmp_path / "server.json"  # outside outputs: it holds the secrets in clear
     secrets = {"env.HF_TOKEN": HF_TOKEN, "flags.api-key": API_KEY}
     fixed = json.dumps({**secrets, "env.SHIM_RECORD": str(record)})
+    # the secrets' way through an interrupt and a resume is under test, not the probe (the
+    # probed run's evidence is test_secrets_in_a_sweep_run_never_leak's): one round a cell
     small = ["-p", "requests", "1", "-p", "max_new_tokens", "8", "-p", "max_rounds", "3",
-             "-p", "bracket", "False"]
+             "-p", "ci_target", "0", "-p", "bracket", "False", "-p", "probe", "False",
+             "-p", "warmup", "0"]
     # 2 cells (the baseline and budget 4): the interrupt lands in the second
     proc = fk.popen_ddlab(bench, "run", "sweep", "-p", "base", base, "-p", "budget", "[4]",
                           "-p", "topk_cap", "4", "-p", "cuda_graph", "false", "-p", "fixed", fixed,

@@ -20,7 +20,7 @@ from reportkit import IDS, landmarks
 
 SWEEP = ('import ddlab\n'
          'report = ddlab.sweep(budget=4, topk_cap=1, cuda_graph=False, requests=2,\n'
-         '                     max_new_tokens=16, max_rounds=2)\n'
+         '                     max_new_tokens=16, max_rounds=2, bracket=False)\n'
          'report')
 
 

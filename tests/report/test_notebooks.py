@@ -30,6 +30,9 @@ from labkit import DDLAB, REPO, wait_for
 from reportkit import IDS, first_in_body, landmarks, section
 
 SMALL = ["-p", "requests", "2", "-p", "max_new_tokens", "32", "-p", "max_rounds", "3"]
+# the page, the progress lines and the interrupt are under test, not the figures: one round a
+# cell (no re-measuring to an interval), the baselines not measured again after the grid
+ONE_ROUND = ["-p", "ci_target", "0", "-p", "bracket", "false"]
 
 
 def _outputs(nb: dict) -> list[dict]:
@@ -142,7 +145,8 @@ def _keeps_the_notebook_report_data_and_index(project, done) -> None:
     provenance = json.loads((run_dir / "provenance.json").read_text())
     assert provenance["ddlab"] == __version__ and provenance["host"] == "local"
     assert provenance["command"] == ("ddlab run sweep -p budget 4 -p topk_cap 4 -p requests 2 "
-                                     "-p max_new_tokens 32 -p max_rounds 3")
+                                     "-p max_new_tokens 32 -p max_rounds 3 -p ci_target 0 "
+                                     "-p bracket false")
     assert provenance["command"] in html and record["provenance"] == provenance
     assert html.count("<details") == 1 and "[sweep] cell 4/4: measured" in html, "progress, folded"
     index = (project.outputs / "index.html").read_text()
@@ -157,12 +161,13 @@ def test_ddlab_run_plain_papermill_and_ddlab_run_plot_give_one_page(project, tmp
     papermill's; now all three paths write the one ddlab page. And `ddlab run sweep` keeps
     the notebook, its report, its data and the index entry (one sweep for both checks)."""
     machine = [project.root, project.outputs, tmp_path, REPO, Path.home()]
-    ran = _run("sweep", "-p", "budget", "4", "-p", "topk_cap", "4", *SMALL, project=project)
+    ran = _run("sweep", "-p", "budget", "4", "-p", "topk_cap", "4", *SMALL, *ONE_ROUND,
+               project=project)
     assert ran.returncode == 0, ran.stderr[-3000:]
     _keeps_the_notebook_report_data_and_index(project, ran)
     out = tmp_path / "out.ipynb"
     pm = _papermill("notebooks/sweep.ipynb", str(out), "-p", "budget", "16", "-p", "topk_cap", "4",
-                    "-p", "cuda_graph", "false", *SMALL, project=project)
+                    "-p", "cuda_graph", "false", *SMALL, *ONE_ROUND, project=project)
     assert pm.returncode == 0, pm.stderr[-3000:]
     plotted = _run("plot", project=project)
     assert plotted.returncode == 0, plotted.stderr[-3000:]
@@ -195,7 +200,7 @@ def test_ddlab_run_piped_to_a_file_says_each_cell_as_it_ends_then_the_total(proj
     started = time.monotonic()
     arrived = []
     with subprocess.Popen([DDLAB, "run", "sweep", "-p", "budget", "[4, 16]", "-p", "topk_cap", "4",
-                           "-p", "cuda_graph", "true", "-p", "bracket", "false", *SMALL],
+                           "-p", "cuda_graph", "true", *SMALL, *ONE_ROUND],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO,
                           env=project.env()) as proc:
         for line in proc.stdout:
@@ -300,8 +305,9 @@ def test_the_plot_notebook_runs_headless_on_a_finished_sweep(tmp_path_factory):
 
 @pytest.mark.slow
 def test_ctrl_c_interrupts_a_sweep_run_which_then_resumes_from_the_notebook(project):
+    # the interrupt and the resume are under test, not the probe (READY comes after it)
     args = ["sweep", "-p", "budget", "[4, 16]", "-p", "topk_cap", "4", "-p", "cuda_graph", "false",
-            *SMALL]
+            *SMALL, *ONE_ROUND, "-p", "probe", "False"]
     with subprocess.Popen([DDLAB, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True, cwd=REPO, env=project.env()) as proc:
         try:
