@@ -108,11 +108,9 @@ def checkouts(tmp_path):
 def test_two_checkouts_one_forces_local_while_the_other_sweeps(checkouts):
     a, b, port = checkouts
     home = a.home
-    # the preemption is under test, not the probe: no probe or warmup (the cell's server
-    # start, seconds, is the window the deploy --force lands in)
     victim = a.start("sweep", "--budget", "[4, 16]", "--topk-cap", "4", "--cuda-graph", "false",
                      "--requests", "4", "--max-new-tokens", "32", "--ci-target", "0",
-                     "--no-bracket", "--no-probe", "--warmup", "0", "--timeout", "120")
+                     "--no-bracket", "--timeout", "120")
     # the second cell deployed (the first, the baseline, measured): take the host then
     wait_for(lambda: victim.said(r"cell 2/3") and (_lock(home) or {}).get("variant"),
              timeout_s=120, what="the sweep's second cell to be deployed")
@@ -185,8 +183,7 @@ def test_a_sweep_told_to_wait_queues_behind_the_run_that_took_its_host_then_fini
     # a grid of 1 and its baseline: the host taken while the grid cell is deployed
     victim = a.start("sweep", "--budget", "4", "--topk-cap", "4", "--cuda-graph", "false",
                      "--requests", "4", "--max-new-tokens", "32", "--ci-target", "0",
-                     "--no-bracket", "--no-probe", "--warmup", "0", "--timeout", "120",
-                     "--wait", "120")  # no probe or warmup: the queueing is under test
+                     "--no-bracket", "--timeout", "120", "--wait", "120")
     wait_for(lambda: victim.said(r"cell 2/2") and (_lock(home) or {}).get("variant"),
              timeout_s=120, what="the sweep's second cell to be deployed")
     forcer = b.start("deploy", "--host", "local", "--set", "budget=8", "--force")
