@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddlab.core.errors import ConfigError, ServiceError
+from ddlab.core.errors import CommandError, ConfigError, ServiceError
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.processes import ProcessManager
 from ddlab.hosts.profiles import HostProfile
@@ -223,6 +223,15 @@ def test_systemd_crash_loop_shows_restarts_rising(systemd):
         return seen[-1].n_restarts >= 2
     _wait_for(restarted_twice, what="restarts")
     assert any(s.failed for s in seen), "between restarts the state reads as a crash"
+
+
+def test_systemd_read_logs_before_the_first_line_is_empty_not_an_error(systemd):
+    """A start polled before journald has written a line of it: journalctl with --show-cursor
+    and nothing to show exits 1 with no word on systemd before 254 (systemd/systemd#26899,
+    fixed by 9556e79; Debian 12 ships 252). No lines yet, not a failed command."""
+    assert systemd.read_logs(_name("quiet"), invocation="0" * 32) == ("", None)
+    with pytest.raises(CommandError, match="exited 1"):  # a failure that says why is still one
+        systemd.read_logs(_name("quiet"), invocation="0" * 32, cursor="not-a-cursor")
 
 
 def test_systemd_read_logs_returns_only_new_lines(systemd, testhost):

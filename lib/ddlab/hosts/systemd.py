@@ -19,7 +19,7 @@ import time
 from ddlab.core.errors import ConfigError, ServiceError
 from ddlab.core.redact import looks_secret
 from ddlab.hosts.services import ServiceManager, ServiceSpec, ServiceState, bounded_lines, unit_name
-from ddlab.hosts.transport import Transport
+from ddlab.hosts.transport import Transport, command_error
 
 __all__ = ["SystemdManager", "parse_show", "plain_unit"]
 
@@ -141,7 +141,13 @@ class SystemdManager(ServiceManager):
                 "--show-cursor"]
         if cursor:
             argv.append(f"--after-cursor={cursor}")
-        done = self.transport.run(argv)  # bounded: a huge journal is its first and last MB
+        done = self.transport.run(argv, check=False)  # bounded: a huge journal is its first and last MB
+        if done.exit_code == 1 and not done.stdout.strip() and not done.stderr.strip():
+            # nothing of this start written yet: journalctl before systemd 254 exits 1 with no
+            # word when --show-cursor has nothing to show (systemd/systemd#26899; Debian 12: 252)
+            return "", cursor
+        if done.exit_code != 0:
+            raise command_error(self.transport.profile, done)
         text = bounded_lines(done.stdout_bytes, done.skipped)[0] if done.skipped[1] else done.stdout
         body, marker, rest = text.rpartition("-- cursor: ")
         if not marker:
