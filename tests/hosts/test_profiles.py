@@ -6,6 +6,7 @@ import gc
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -346,6 +347,18 @@ def test_a_dropped_connection_is_reopened_transparently(profile, testhost, agent
         assert testhost.kill_ssh_sessions() >= 1
         assert ssh.run(["echo", "back"]).stdout == "back\n"
         assert ssh.connects == 2
+
+
+def test_closing_a_link_that_died_unnoticed_is_quiet_and_the_next_use_reconnects(profile, testhost):
+    """A link whose socket died before paramiko's reader saw it (an SSH cut, a NAT drop): closing
+    it sends a channel close that fails with EOFError. Closing is the reconnect's first step and
+    every error path's last: it must not raise, or it hides the error it cleans up after (a
+    watch under repeated SSH cuts failed so, make test, 2026-12-04)."""
+    with SSHTransport(profile(), agent=True) as ssh:
+        ssh.write_file("/tmp/ddlab-close-test", b"x")  # an SFTP channel open on the link
+        ssh._clients[-1].get_transport().sock.shutdown(socket.SHUT_WR)  # dead, not yet seen
+        ssh.close()
+        assert ssh.run(["echo", "back"]).stdout == "back\n"
 
 
 def test_a_connection_dropped_mid_command_reruns_it_once(profile, testhost):

@@ -157,14 +157,18 @@ class SSHTransport(Transport):
             self._drop()
 
     def _drop(self) -> None:
+        """Let go of the link. A link that died before paramiko's reader saw it fails the
+        channel closes it still sends (EOFError, a socket error): nothing is left to close
+        then, and the drop is the reconnect's first step and every error path's last, so it
+        never raises (it would hide the error it cleans up after)."""
         with self._lock:
-            if self._agent is not None:
-                self._agent.close()
-            if self._sftp is not None:
-                self._sftp.close()
+            for part in (self._agent, self._sftp, *reversed(self._clients)):
+                if part is not None:
+                    try:
+                        part.close()
+                    except (EOFError, OSError, paramiko.SSHException):
+                        pass
             self._sftp = self._agent = None
-            for client in reversed(self._clients):
-                client.close()
             self._clients = []
 
     def _attempt_timeout_s(self) -> float:
