@@ -76,10 +76,7 @@ def vllm_traceback(*frames: tuple[str, int, str, str], exc: str | None, head: st
 
 def assert_in_wheel(release: str, path: str, text: str) -> None:
     """``text`` is in ``path`` of vLLM ``release``'s unpacked wheel (skips where it is not)."""
-    source = VLLM_WHEELS / release / path
-    if not source.exists():
-        pytest.skip(f"{source} not unpacked here")
-    assert text in source.read_text()
+    _assert_in_source(VLLM_WHEELS / release / path, text)
 
 
 # the SGLang wheels, unpacked for reading like vLLM's (a test that reads one skips without)
@@ -88,7 +85,10 @@ SGLANG_WHEELS = Path("/work/wheels")
 
 def assert_in_sglang_wheel(release: str, path: str, text: str) -> None:
     """``text`` is in ``path`` of SGLang ``release``'s unpacked wheel (skips where it is not)."""
-    source = SGLANG_WHEELS / f"sglang-{release}" / path
+    _assert_in_source(SGLANG_WHEELS / f"sglang-{release}" / path, text)
+
+
+def _assert_in_source(source: Path, text: str) -> None:
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")
     assert text in source.read_text()
