@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from ddlab.crashes.kinds.requests import ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
-from ddlab.crashes.signature import ascii_lower
 from ddlab.diagnosis.tracebacks import Chain, Raised
 
 __all__ = ["Candidate", "candidates", "root_cause", "clean_cause"]
@@ -154,8 +153,7 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
 
 
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
-    low = ascii_lower(line.msg)
-    hits = [s for s in registry.signatures if s.matches_line(line.msg, low)]
+    hits = registry.line_hits(line.msg)
     if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
         hits = [s for s in hits if s.explains]  # a warning that may explain what follows it
         if not hits:
