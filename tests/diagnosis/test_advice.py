@@ -50,14 +50,15 @@ def _refused(argv: list[str], table) -> list[str]:
     return [str(f) for f in table.check(argv) if f.level == "error"]
 
 
-def _newest_fast(values, newest):
-    """Each value a parameter; all but ``newest`` in the full tier only (each one diagnoses
-    every crash log again: make check keeps one of them, make test runs them all)."""
-    return [v if v == newest else pytest.param(v, marks=pytest.mark.slow) for v in values]
+def _releases_and_algorithms():
+    """Every release with every algorithm; make check keeps DDTree on the newest release (the
+    one algorithm with an overlay of its own), make test runs them all (each pair diagnoses
+    every crash log again: 2-3 s of CPU apiece on 2 cores)."""
+    return [(v, a) if (v, a) == ("0.5.23", "DDTREE") else pytest.param(v, a, marks=pytest.mark.slow)
+            for v in VERSIONS for a in ALGORITHMS]
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHMS)
-@pytest.mark.parametrize("version", _newest_fast(VERSIONS, "0.5.23"))
+@pytest.mark.parametrize("version, algorithm", _releases_and_algorithms())
 def test_every_proposed_flag_is_taken_by_that_release(version, algorithm):
     table = flag_table(version, overlays=("ddtree",) if algorithm == "DDTREE" else ())
     problems = []
@@ -68,7 +69,8 @@ def test_every_proposed_flag_is_taken_by_that_release(version, algorithm):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("algorithm", [*_newest_fast(("EAGLE3", "DFLASH", "NGRAM"), "EAGLE3"), "NONE"])
+@pytest.mark.parametrize("algorithm", [*(pytest.param(a, marks=pytest.mark.slow) for a in ("EAGLE3", "DFLASH", "NGRAM")),
+                                       "NONE"])  # make check: no algorithm at all; make test: each
 def test_no_ddtree_advice_for_other_algorithms(algorithm):
     """Only a log that itself asks for DDTree (an unknown algorithm, a fork flag) may hear of it."""
     for path in LOG_FILES:
