@@ -22,19 +22,7 @@ under ``ddlab run``), a job leaves its verdict (``verdict.json``) there.
 
 from __future__ import annotations
 
-from ddlab.api.deploy_verbs import RESTORE_CHOICES, deploy, plan_deploy, restore, watch
-from ddlab.api.search_verbs import bisect, envelope
-from ddlab.api.sweep_verbs import MAX_CELLS, compare_sweeps, load_report, plot, runs, sweep
-from ddlab.api.tool_verbs import (
-    DEMO_PARAMETERS,
-    check_parameters,
-    demo,
-    diagnose,
-    notebook_parameters,
-    render_unit,
-    run_notebook,
-    serve_target,
-)
+import importlib
 
 __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", "plot",
            "compare_sweeps", "runs", "bisect", "envelope",
@@ -43,19 +31,32 @@ __all__ = ["plan_deploy", "deploy", "watch", "restore", "sweep", "load_report", 
            "accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
            "pareto", "speedup_vs_concurrency", "explorer", "RESTORE_CHOICES", "DEMO_PARAMETERS", "MAX_CELLS"]
 
-# Figures of a sweep's frame (ddlab.report.plots): loaded on first use, with matplotlib.
-WORKLOAD_PLOTS = ("pareto", "speedup_vs_concurrency")  # of a workload sweep's report.levels
-PLOTS = ("accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget", "heatmap",
-         "explorer", *WORKLOAD_PLOTS)
+# Each job's module, imported on first use: a CLI verb loads its own family only (`ddlab
+# deploy` does not pay for pandas; `ddlab --help` for none of them).
+_HOMES = {
+    "ddlab.api.deploy_verbs": ("plan_deploy", "deploy", "watch", "restore"),
+    "ddlab.api.sweep_verbs": ("sweep", "load_report", "plot", "compare_sweeps", "runs", "MAX_CELLS"),
+    "ddlab.api.search_verbs": ("bisect", "envelope"),
+    "ddlab.api.tool_verbs": ("diagnose", "render_unit", "run_notebook", "notebook_parameters",
+                             "check_parameters", "demo", "serve_target", "DEMO_PARAMETERS"),
+    "ddlab.api.common": ("RESTORE_CHOICES",),
+    # figures of a sweep's frame (a workload sweep's report.levels): with matplotlib
+    "ddlab.report.workload_plots": ("pareto", "speedup_vs_concurrency"),
+    "ddlab.report.plots": ("accept_length_vs_budget", "throughput_vs_budget", "speedup_vs_budget",
+                           "heatmap", "explorer"),
+}
+HOME = {name: module for module, names in _HOMES.items() for name in names}
+WORKLOAD_PLOTS = _HOMES["ddlab.report.workload_plots"]
+PLOTS = (*_HOMES["ddlab.report.plots"], *WORKLOAD_PLOTS)
 
 
 def __getattr__(name: str):
-    if name in WORKLOAD_PLOTS:
-        from ddlab.report import workload_plots
-
-        return getattr(workload_plots, name)
-    if name in PLOTS:
-        from ddlab.report import plots
-
-        return getattr(plots, name)
+    if name in HOME:
+        value = getattr(importlib.import_module(HOME[name]), name)
+        globals()[name] = value  # the next use does not come here
+        return value
     raise AttributeError(f"module 'ddlab.api' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -6,7 +6,10 @@ from __future__ import annotations
 from ddlab.core.checks import check_number
 from ddlab.hosts.profiles import HostProfile, load_host
 
-__all__ = ["profile_of", "check_wait", "check_positive"]
+__all__ = ["profile_of", "check_wait", "check_positive", "RESTORE_CHOICES"]
+
+# When a job puts the host's baseline back (deploy's ``restore``; the CLI's ``--restore``).
+RESTORE_CHOICES = ("auto", "always", "never")
 
 
 def profile_of(host: str | HostProfile) -> HostProfile:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddlab.api.common import check_positive, check_wait, profile_of
+from ddlab.api.common import RESTORE_CHOICES, check_positive, check_wait, profile_of
 from ddlab.config.overrides import parse_overrides
 from ddlab.core.errors import (
     ConfigError,
@@ -35,8 +35,6 @@ from ddlab.lab.watch import watch as _watch
 __all__ = ["plan_deploy", "deploy", "watch", "restore", "RESTORE_CHOICES"]
 
 log = get_logger(__name__)
-
-RESTORE_CHOICES = ("auto", "always", "never")
 
 
 def plan_deploy(host: str | HostProfile = "local", base: str | None = None, overrides=(),

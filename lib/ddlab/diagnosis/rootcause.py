@@ -153,7 +153,7 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
 
 
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
-    hits = [s for s in registry.signatures if s.matches_line(line.msg)]
+    hits = registry.line_hits(line.msg)
     if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
         hits = [s for s in hits if s.explains]  # a warning that may explain what follows it
         if not hits:

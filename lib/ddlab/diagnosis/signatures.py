@@ -23,10 +23,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from ddlab.crashes.kinds import (device, graphs, launch, memory, models, native, requests, runtime,
                                    speculative, vllm, weights)
-from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
 
 __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPERS",
@@ -104,6 +105,19 @@ class Registry:
     wrapper_lines: tuple[str, ...]
     progress: re.Pattern | None = None
     phase_marker: Callable[[str], str | None] | None = None
+
+    @cached_property
+    def _line_tests(self) -> tuple[tuple[str, re.Pattern, int], ...]:
+        """Every signature's ``lines``: (its :func:`needle`, its regex, the signature's index)."""
+        return tuple((needle(p), regex(p, re.I), i)
+                     for i, s in enumerate(self.signatures) for p in s.lines)
+
+    def line_hits(self, msg: str) -> list[Signature]:
+        """The signatures one of whose ``lines`` is in ``msg``, in registry order (what
+        :meth:`Signature.matches_line` says of each, in one pass: a log's every line is asked)."""
+        low = ascii_lower(msg)
+        found = {i for lit, rx, i in self._line_tests if (low is None or lit in low) and rx.search(msg)}
+        return [self.signatures[i] for i in sorted(found)]
 
 
 SGLANG = Registry("sglang", tuple(SIGNATURES), WRAPPERS, WRAPPER_FRAMES, WRAPPER_LINES)
