@@ -318,8 +318,9 @@ def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
 def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
     tool = _corpus_tool()
     manifest = json.loads((REAL / "manifest.json").read_text())
-    (tmp_path / "manifest.json").write_text(json.dumps({**manifest, "logs": manifest["logs"][:2]}))
-    tool.REAL = tmp_path
+    (tmp_path / "real").mkdir()  # the tool reads LOGS / <corpus> / manifest.json
+    (tmp_path / "real" / "manifest.json").write_text(json.dumps({**manifest, "logs": manifest["logs"][:2]}))
+    tool.LOGS = tmp_path
     assert tool.main(["--split", "heldout"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert "no logs with split 'heldout'" in out[0] and json.loads(out[-1]) == {"split": "heldout", "logs": 0}
