@@ -65,6 +65,27 @@ def test_gguf_loaders_other_errors_are_not_an_unknown_architecture():
     assert diagnose("Is GGUF model with architecture qwen3 supported?\n").signature != "gguf_arch_unsupported"
 
 
+# conda run reports the command it ran failed on a record of its own logger's format, "ERROR
+# conda.cli.main_run:execute(N): `conda run <command>` failed. (See above for error)" (conda/conda
+# conda/common/io.py _FORMATTER, conda/cli/main_run.py execute): a new record, not the exception's
+# message going on (at 967803c it was, and the command's flags read as a rejected option)
+_CONDA_RUN = ("ERROR conda.cli.main_run:execute(125): `conda run python -m sglang.launch_server --model-path /m "
+              "--tp-size 2` failed. (See above for error)\n")
+
+
+def test_conda_runs_error_line_is_a_record_of_its_own_not_the_exceptions_message():
+    found = diagnose('Traceback (most recent call last):\n'
+                     '  File "/env/lib/python3.11/site-packages/sglang/srt/model_loader/loader.py", line 400, in '
+                     'load_model\n'
+                     '    model = _initialize_model(model_config, self.load_config)\n'
+                     "ValueError: the checkpoint has no lm_head\n" + _CONDA_RUN)
+    assert found.signature != "flag_value_error" and found.kind != "bad_argument"
+    assert found.cause == "ValueError: the checkpoint has no lm_head"
+    # a message that goes on under its exception line still does: the flag there is the message's
+    going_on = diagnose("ValueError: the value given is not valid\n  for --speculative-algorithm: NEXTN\n")
+    assert (going_on.kind, going_on.signature) == ("bad_argument", "flag_value_error")
+
+
 # --- h15008: DeepGEMM's tables keyed by the GPU's arch ('90a', '100a'): no entry for this GPU ---------
 
 _DG = "/venv/lib/python3.10/site-packages"
