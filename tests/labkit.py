@@ -51,8 +51,13 @@ KV_OOM = "mem_fraction_static=0.001"
 
 
 def kinds(*only: str) -> list:
-    """``parametrize`` values for site kinds; the SSH ones need (and are marked) testhost."""
-    return [pytest.param(kind, marks=pytest.mark.testhost) if kind.endswith("-ssh") else kind
+    """``parametrize`` values for site kinds; the SSH ones need (and are marked) testhost. Over
+    all kinds (no ``only``), process-ssh is in make test only: its halves, the process manager
+    and the SSH transport, are each in make check's other two kinds."""
+    def marks(kind):
+        return [pytest.mark.testhost] + ([pytest.mark.slow] if kind == "process-ssh" and not only else [])
+
+    return [pytest.param(kind, marks=marks(kind)) if kind.endswith("-ssh") else kind
             for kind in (only or KINDS)]
 
 

@@ -59,6 +59,31 @@ ILLEGAL_ACCESS = Signature(
              ("CUDA runtime", "cudaErrorIllegalAddress (700), cudaErrorAssert (710), "
                               "cudaErrorLaunchFailure (719)")))
 
+# cudaErrorContained (226): "an exception occurred on the device that is now contained by the
+# GPU's error containment capability. Common causes are - a. Certain types of invalid accesses of
+# peer GPU memory over nvlink b. Certain classes of hardware errors" (CUDA 12.9 driver_types.h:711-719);
+# cudaGetErrorString's text, which torch prints as "CUDA error: <text>" (an AcceleratorError since
+# torch 2.8). A kernel faulted on another GPU's memory (a custom all-reduce, an EP dispatch) or the
+# GPU did: the process cannot go on (every later CUDA call returns the same error)
+_CONTAINED = (r"Invalid access of peer GPU memory over nvlink or a hardware error", r"\bcudaErrorContained\b")
+CONTAINED_FAULT = Signature(
+    "cuda_error_contained", "cuda_illegal_access",
+    "a CUDA kernel faulted on peer GPU memory over NVLink (or the GPU had a hardware error)",
+    ("The GPU's error containment stopped the process (cudaErrorContained): a kernel made an invalid "
+     "access to another GPU's memory over NVLink, or the GPU hit a hardware error. Check the host's "
+     "kernel log for an Xid of this GPU (`dmesg | grep -i xid`) and `nvidia-smi -q -d ECC`; if the "
+     "hardware is clean, the peer access is the suspect: retry with `--disable-custom-all-reduce` "
+     "(and without expert-parallel all-to-all kernels), then:", _BISECT),
+    patterns=_CONTAINED, lines=(r"CUDA error: Invalid access of peer GPU memory over nvlink",),
+    priority=83, by_algorithm=_BY_ALGORITHM, running=True,
+    sources=(("CUDA runtime 12.9.79", "nvidia/cuda_runtime/include/driver_types.h:719 (cudaErrorContained "
+                                      "= 226, the comment at :711-717)"),
+             ("CUDA runtime 12.9.79", "nvidia/cuda_runtime/lib/libcudart.so.12 (cudaGetErrorString: Invalid "
+                                      "access of peer GPU memory over nvlink or a hardware error)"),
+             ("CUDA runtime 13.5.37", "nvidia/cu13/lib/libcudart.so.13 (the same text)"),
+             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation: CUDA error: "
+                              "<cudaGetErrorString>)")))
+
 REPLAY_FAULT = Signature(
     "replay_cuda_error", "cuda_illegal_access", "a CUDA kernel faulted in CUDA graph replay",
     ("The fault surfaced while a captured graph replayed: retry with {graphs_off}; if it goes "
@@ -268,6 +293,6 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
               *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]

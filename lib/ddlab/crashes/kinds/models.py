@@ -2,7 +2,8 @@
 
 Texts: transformers' (an unknown model type or configuration class; a KeyError of
 CONFIG_MAPPING), SGLang's model registry ("Model architectures [...] are not
-supported for now"), its multimodal processor registry, and ``ModelConfig``
+supported for now"; before registry.py, 0.2/0.3: "Unsupported architectures: X.
+Supported list: [...]"), its multimodal processor registry, and ``ModelConfig``
 reading text settings from a config class of a layout it does not know. The kind
 is ``arch_unsupported``: a newer transformers or SGLang, or a processor whose
 module failed to import.
@@ -21,15 +22,20 @@ _ARCH_SOURCES = (("transformers 5.19.0", "transformers/models/auto/configuration
                  ("transformers 5.19.0", "transformers/models/auto/configuration_auto.py:107"),
                  ("0.4.10.post2", "sglang/srt/models/registry.py:33"),
                  ("0.5.10", "sglang/srt/models/registry.py:49"),
-                 ("0.5.23", "sglang/srt/models/registry.py:64"))
+                 ("0.5.23", "sglang/srt/models/registry.py:64"),
+                 # SGLang's own registry before it had a module of its own (load_model_cls_srt,
+                 # patched into vLLM's ModelRegistry): "Unsupported architectures: X. Supported list: [...]"
+                 ("sglang 0.3.0", "sglang/srt/model_executor/model_runner.py:618"))
 
 ARCH_UNSUPPORTED = Signature(
     "arch_unsupported", "arch_unsupported", "the model's architecture is unknown to this install",
     (_NEWER_ARCH,),
     patterns=(r"does not recognize this architecture",
               r"Model architectures? .{0,300}? not supported for now",
-              r"Unrecognized model_type", r"Unrecognized configuration class"),
-    lines=(r"does not recognize this architecture", r"are not supported for now\."),
+              r"Unrecognized model_type", r"Unrecognized configuration class",
+              r"Unsupported architectures: \S+\. Supported list: \["),
+    lines=(r"does not recognize this architecture", r"are not supported for now\.",
+           r"Unsupported architectures: \S+\. Supported list: \["),
     priority=84, phase="launch", sources=_ARCH_SOURCES)
 
 MODEL_TYPE_KEY = Signature(

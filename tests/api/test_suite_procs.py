@@ -1,0 +1,36 @@
+"""bench/suite_procs.py: CPU charged to the kind of process that spent it (issue 22's
+profile of the suite by process kind)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+spec = importlib.util.spec_from_file_location("suite_procs", Path(__file__).parents[2] / "bench" / "suite_procs.py")
+suite_procs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(suite_procs)
+
+
+@pytest.mark.parametrize("cmd, kind", [
+    ("/repo/.venv/bin/python -m ddlab.target --port 31000 --speculative-algorithm DDTREE", "target"),
+    ("/repo/.venv/bin/python -m ddlab.target --dialect vllm --port 31001", "target (vLLM dialect)"),
+    ("/repo/.venv/bin/python /repo/.venv/bin/ddlab watch --host local", "ddlab CLI"),
+    ("/repo/.venv/bin/python -m ipykernel_launcher -f /tmp/kernel-1.json", "Jupyter kernel"),
+    ("/repo/.venv/bin/python -u -c import sys;exec(eval(sys.stdin.readline()))", "pytest worker"),
+    ("sshd: root@notty", "sshd / ssh"),
+    ("/bin/sleep 5", "other"),
+])
+def test_a_command_line_is_charged_to_its_kind(cmd, kind):
+    assert suite_procs.kind_of(cmd) == kind
+
+
+def test_a_busy_child_is_seen_with_its_cpu_and_the_table_sums_it():
+    busy = "import time\nend = time.process_time() + 0.8\nwhile time.process_time() < end: pass"
+    code, wall, rows = suite_procs.sample([sys.executable, "-c", busy], interval=0.05)
+    assert code == 0 and wall >= 0.8
+    mine = [r for r in rows if "process_time" in r["cmd"]]
+    assert len(mine) == 1 and 0.6 <= mine[0]["cpu_s"] <= wall + 0.1, mine
+    assert "other Python" in suite_procs.table(mine, wall)
