@@ -249,6 +249,24 @@ ENGINE_DEAD = Signature(
 SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
                   r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed")
 
+# (round 12) the API server's output handler's own frame in a traceback: what the engine core client
+# forwarded through its outputs queue (the engine's death, its socket's failure) is raised there "to
+# shut down the server" (v1/engine/core_client.py:1304-1310 (0.34.0), :1168-1171 (0.30.0)), then handed
+# to every request's queue (v1/engine/output_processor.py:596-600 (0.34.0), propagate_error), so a
+# streamed request's traceback shows that frame too: the engine's failure, not the request's. The
+# code line is the frame's (async_llm.py:894 (0.34.0), :880 (0.33.0), :789 (0.30.0)); an echo like the
+# engine's death, ranked just above the stream handler's request error, so the cause it forwards wins
+_OUTPUT_HANDLER = r"^\s*outputs = await engine_core\.get_output_async\(\)\s*$"
+OUTPUT_HANDLER_FAILED = Signature(
+    "vllm_output_handler_failed", "unknown", "the API server's output handler raised the engine's failure",
+    ENGINE_DEAD.advice,
+    patterns=(r".",), context=(_OUTPUT_HANDLER,), cut_ok=True, priority=5, echo=True, fatal=True,
+    phase="serving",
+    sources=(("0.30.0", "vllm/v1/engine/async_llm.py:789"), ("0.33.0", "vllm/v1/engine/async_llm.py:880"),
+             ("0.34.0", "vllm/v1/engine/async_llm.py:894"), ("0.34.0", "vllm/v1/engine/core_client.py:1310"),
+             ("0.30.0", "vllm/v1/engine/core_client.py:1171"),
+             ("0.34.0", "vllm/v1/engine/output_processor.py:596")))
+
 # every process waits on the shared-memory message queue; a rank that stops answering leaves
 # the others printing this once a minute (shm_broadcast.py:115 (0.34.0))
 SHM_STALL = Signature(
@@ -391,9 +409,9 @@ RPC_TIMEOUT = Signature(
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *vllm_graphs.SIGNATURES,
-    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
+    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, OUTPUT_HANDLER_FAILED, SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
     vllm_speculative.DRAFT_VOCAB_V0, RPC_TIMEOUT, vllm_requests.STREAM_ERROR, *vllm_loading.SIGNATURES,
-    vllm_requests.PREPROCESS_ERROR,
+    vllm_requests.PREPROCESS_ERROR, vllm_requests.GRAMMAR_REJECTED,
 ]
