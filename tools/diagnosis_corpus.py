@@ -8,7 +8,7 @@ kind, by SGLang release family and by paste format; ``--misses`` lists each miss
 URL. The last line is one JSON object with the counts.
 
 A held-out set is measured once, then folded into ``work`` (its logs keep
-``heldout_round``: rounds 1 to 14, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10 and 11 logs, were
+``heldout_round``: rounds 1 to 15, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11 and 15 logs, were
 folded in after their single measurement);
 ``--split heldout`` with no held-out logs in the manifest says so and measures nothing.
 
@@ -17,8 +17,9 @@ folded in after their single measurement);
 
 ``--corpus vllm-real`` measures the vLLM corpus (tests/fixtures/logs/vllm-real/, issue 28)
 the same way, broken down by labelled kind, speculative method and paste format; its held-out
-rounds, 13, 31, 43, 30, 30, 30, 30, 28, 30 and 14 logs, were each measured once and folded into ``work`` like SGLang's
-(docs/diagnosis.md, "vLLM").
+rounds, 13, 31, 43, 30, 30, 30, 30, 28, 30, 14, 19 and 20 logs, were each measured once and folded into ``work``
+like SGLang's (round 11 was kept held out until round 12 was measured, then both were folded in;
+docs/diagnosis.md, "vLLM").
 """
 
 from __future__ import annotations

@@ -127,6 +127,25 @@ TRITON_ARCH = Signature(
     priority=81,
     sources=(("triton 3.8.0", "triton/backends/nvidia/compiler.py (make_llir)"),))
 
+# DeepGEMM picks its kernels from tables keyed by the GPU's arch as get_device_arch writes it
+# (f"{major * 10 + minor}{suffix}", suffix "a" from sm90 on: '90a', '100a', '120a'; sgl-project/DeepGEMM
+# a437e0b deep_gemm/jit/compiler.py:23-26) and indexes them with it: a GPU with no entry raises KeyError
+# with that key (dispatch.py:23 must_be_k_major, :32 get_default_recipe, its key a tuple with the
+# arch first). SGLang turns DeepGEMM on for every sm90-or-newer GPU (0.4.10.post2
+# layers/quantization/deep_gemm_wrapper/configurer.py:10), so a newer consumer arch (sm120) reaches it
+DEEPGEMM_ARCH = Signature(
+    "deep_gemm_arch_unsupported", "unsupported_gpu", "DeepGEMM has no kernels for this GPU's architecture",
+    ("This DeepGEMM has no kernels for this GPU: the KeyError's key is the GPU's architecture as "
+     "DeepGEMM names it ('120a' is sm120), missing from its tables. Turn DeepGEMM off with "
+     "`SGLANG_ENABLE_JIT_DEEPGEMM=0` (`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) so "
+     "the FP8 GEMMs take another kernel, or install a DeepGEMM whose tables list this architecture.",),
+    types=r"KeyError", patterns=(r"^KeyError: \(?'\d{2,3}a?'",),
+    context=(r'[/\\]deep_gemm[/\\][\w/\\]*\.py", line \d+',), priority=81,
+    sources=(("DeepGEMM a437e0b (sgl-project/DeepGEMM)", "deep_gemm/dispatch.py:23 (must_be_k_major)"),
+             ("DeepGEMM a437e0b (sgl-project/DeepGEMM)", "deep_gemm/jit/compiler.py:23 (get_device_arch)"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/configurer.py:10"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/entrypoint.py:89")))
+
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
 _COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
@@ -214,6 +233,35 @@ NPU_KERNEL_FAULT = Signature(
              ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
                                  "error, retCode=0x31, [vector core exception])")))
 
+# (round 12) torch_npu's check of an ACL call ("<op>:<file>:<line> NPU function error: <call>, error code
+# is <N>", then "[Error]: <the code's text>") with a runtime code that is a fault of the device's own
+# execution, the NPU's illegal access: 507013 "System Direct Memory Access (DMA) hardware execution
+# error" (CANN rt_error_codes.h ACL_ERROR_RT_SYS_DMA, "sys dma error"), 507015 / 507016 (AI core
+# exception / trap), 507018 (AI CPU exception), 507035 / 507036 (vector core exception / trap),
+# 507042-507045 (AI core / vector core trap read or write out of bounds): Ascend/pytorch
+# torch_npu/csrc/core/npu/NPUErrorCodes.h error_code_map (05900fb). A synchronize that returns one
+# reports a fault of work queued before it, like CUDA's asynchronous errors
+_NPU_FAULT_CODES = r"5070(?:13|15|16|18|35|36|4[2-5])"
+_NPU_FAULT_TEXTS = (r"System Direct Memory Access \(DMA\) hardware execution error",
+                    r"The (?:aicore|aicpu|vector core) execution is abnormal",
+                    r"An exception occurs when (?:the aicore trap is|vector core traps are) executed",
+                    r"(?:The aicore|Vector core) trap (?:read|write) out-of-bounds exception")
+_NPU_FAULT_CODE = rf"NPU function error: .{{1,200}}?, error code is {_NPU_FAULT_CODES}\b"
+NPU_FAULT_CODE = Signature(
+    "npu_fault_code", "cuda_illegal_access", "an Ascend NPU call returned a device fault code (DMA / core exception)",
+    ("An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
+     "core exception): a kernel queued before it faulted, as an illegal address does on a GPU. Rerun with "
+     "ASCEND_LAUNCH_BLOCKING=1 to find the operator, read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, "
+     "ASCEND_SLOG_PRINT_TO_STDOUT=1) for its error record, then bisect: {graphs_off}, and a newer CANN / "
+     "torch_npu if the operator is theirs.",),
+    patterns=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS), lines=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS),
+    priority=50, running=True,
+    sources=(("torch_npu (Ascend/pytorch 05900fb)", "torch_npu/csrc/core/npu/NPUErrorCodes.h (error_code_map: "
+                                                    "{507013, System Direct Memory Access (DMA) hardware "
+                                                    "execution error}, 507015, 507016, 507018, 507035, 507036, "
+                                                    "507042-507045)"),
+             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)")))
+
 # an AMD GPU's page fault: the amdgpu kernel driver's report in the host's kernel log (dmesg), one
 # record per fault ("[gfxhub0] no-retry page fault (src_id:0 ring:0 vmid:8 pasid:32770)", " for process
 # python3 pid N ...", "VM_L2_PROTECTION_FAULT_STATUS:0x00341051", its fields; a fault the driver
@@ -293,6 +341,7 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
-              *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
+# (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`.vllm_library`: no SGLang fixture shows it yet)
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
+              KERNEL_COMPILE, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]
