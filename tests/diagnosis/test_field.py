@@ -283,8 +283,8 @@ def _corpus_tool():
     return module
 
 
-# all 601 after round 14's fixes (of 601, 592, 444; round 14 folded in on 75ebbce's code: 596, 583, 437)
-WORK_FLOOR = {"crashed": 596, "kind": 585, "phase": 437}
+# all 616 after round 15's fixes (of 616, 607, 454; round 15 folded in on 967803c's code: 611, 597, 447)
+WORK_FLOOR = {"crashed": 611, "kind": 600, "phase": 447}
 
 
 def test_the_work_split_does_not_regress():
@@ -295,8 +295,8 @@ def test_the_work_split_does_not_regress():
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows if r["kind"] is not None),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
     # held-out rounds 1 (43 logs), 2 (53), 3 (41), 4 (41), 5 (47), 6 (42), 7 (40), 8 (37), 9 (40),
-    # 10 (40), 11 (26), 12 (29), 13 (10) and 14 (11) were folded in after their one measurement
-    assert len(rows) == 601
+    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11) and 15 (15) were folded in after their one measurement
+    assert len(rows) == 616
     assert sum(r["kind"] is None for r in rows) == sum(bool(log.get("kind_disputed")) for log in MANIFEST.values())
     assert sum(r["phase"] is None for r in rows) == sum(not log["phase_in_log"] or bool(log.get("phase_disputed"))
                                                         for log in MANIFEST.values())
@@ -309,7 +309,7 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
 
 @pytest.mark.parametrize(("round_", "logs"), [(1, 43), (2, 53), (3, 41), (4, 41), (5, 47), (6, 42), (7, 40),
                                                    (8, 37), (9, 40), (10, 40), (11, 26),
-                                                   (12, 29), (13, 10), (14, 11)])
+                                                   (12, 29), (13, 10), (14, 11), (15, 15)])
 def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
     folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
     assert len(folded) == logs and all(log["split"] == "work" for log in folded)

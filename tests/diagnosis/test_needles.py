@@ -52,3 +52,14 @@ def test_no_fixture_line_a_signature_matches_is_ruled_out_by_its_needle():
                 low = ascii_lower(msg)
                 assert low is None or lit in low, (pattern, lit, msg)
     assert matched > 100  # the fixtures do exercise the patterns
+
+
+def test_a_registry_asks_each_line_once_as_each_signature_would():
+    """Registry.line_hits (needles first, one pass) names the signatures Signature.matches_line
+    names, in the registry's order, on every line of the real-log fixtures."""
+    lines = {line.msg for path in sorted((LOGS / "real").rglob("*.log"))[::4]
+             for line in split_lines(path.read_text(encoding="utf-8", errors="replace"))}
+    lines |= {"Not enough space for mamba ping pong idx ſ", "Address already in use \u212a"}
+    for registry in (SGLANG, VLLM):
+        for msg in lines:
+            assert registry.line_hits(msg) == [s for s in registry.signatures if s.matches_line(msg)], msg

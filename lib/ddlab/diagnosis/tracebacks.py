@@ -56,9 +56,14 @@ _EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::(?:[ \t]+(?P<ms
 _CHAIN_RE = re.compile(
     rf"^\s*(?:During handling{_cut_anywhere(' of the above exception, another exception occurred:')}"
     rf"|The above exception{_cut_anywhere(' was the direct cause of the following exception:')})\s*$")
+# another record: a shell's or the kernel's word on a process, argparse's usage, a logging record
+# (Python's default "LEVEL:name:"; conda's "LEVEL name:func(N): ", as `conda run` reports that the command
+# it ran failed: conda/conda 974c598 conda/common/io.py _FORMATTER, 018420c conda/cli/main_run.py execute's
+# log.error), a unit's, a script's
 _RECORD_START_RE = re.compile(
     r"^(?:Killed\b|Aborted\b|Segmentation fault\b|Fatal Python error|usage: "
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|\S+\.service: |\S+: line \d+: )")
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) [\w.]+:\w+\(\d+\): "
+    r"|\S+\.service: |\S+: line \d+: )")
 _ORPHAN_SUFFIXES = ("Error", "Exception", "Failed", "Failure")
 _PROGRESS_RE = re.compile(r"\d+%\s*\||Completed \| \d+/\d+")
 _MAX_FOREIGN = 60

@@ -127,6 +127,25 @@ TRITON_ARCH = Signature(
     priority=81,
     sources=(("triton 3.8.0", "triton/backends/nvidia/compiler.py (make_llir)"),))
 
+# DeepGEMM picks its kernels from tables keyed by the GPU's arch as get_device_arch writes it
+# (f"{major * 10 + minor}{suffix}", suffix "a" from sm90 on: '90a', '100a', '120a'; sgl-project/DeepGEMM
+# a437e0b deep_gemm/jit/compiler.py:23-26) and indexes them with it: a GPU with no entry raises KeyError
+# with that key (dispatch.py:23 must_be_k_major, :32 get_default_recipe, its key a tuple with the
+# arch first). SGLang turns DeepGEMM on for every sm90-or-newer GPU (0.4.10.post2
+# layers/quantization/deep_gemm_wrapper/configurer.py:10), so a newer consumer arch (sm120) reaches it
+DEEPGEMM_ARCH = Signature(
+    "deep_gemm_arch_unsupported", "unsupported_gpu", "DeepGEMM has no kernels for this GPU's architecture",
+    ("This DeepGEMM has no kernels for this GPU: the KeyError's key is the GPU's architecture as "
+     "DeepGEMM names it ('120a' is sm120), missing from its tables. Turn DeepGEMM off with "
+     "`SGLANG_ENABLE_JIT_DEEPGEMM=0` (`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) so "
+     "the FP8 GEMMs take another kernel, or install a DeepGEMM whose tables list this architecture.",),
+    types=r"KeyError", patterns=(r"^KeyError: \(?'\d{2,3}a?'",),
+    context=(r'[/\\]deep_gemm[/\\][\w/\\]*\.py", line \d+',), priority=81,
+    sources=(("DeepGEMM a437e0b (sgl-project/DeepGEMM)", "deep_gemm/dispatch.py:23 (must_be_k_major)"),
+             ("DeepGEMM a437e0b (sgl-project/DeepGEMM)", "deep_gemm/jit/compiler.py:23 (get_device_arch)"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/configurer.py:10"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/entrypoint.py:89")))
+
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
 _COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
@@ -293,6 +312,6 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
-              *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
+              KERNEL_COMPILE, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]

@@ -1,12 +1,12 @@
 """The model SGLang is asked to serve: an architecture, a model type or a config layout it does not know.
 
 Texts: transformers' (an unknown model type or configuration class; a KeyError of
-CONFIG_MAPPING), SGLang's model registry ("Model architectures [...] are not
-supported for now"; before registry.py, 0.2/0.3: "Unsupported architectures: X.
-Supported list: [...]"), its multimodal processor registry, and ``ModelConfig``
-reading text settings from a config class of a layout it does not know. The kind
-is ``arch_unsupported``: a newer transformers or SGLang, or a processor whose
-module failed to import.
+CONFIG_MAPPING; a GGUF architecture its GGUF loader does not map), SGLang's model
+registry ("Model architectures [...] are not supported for now"; before registry.py,
+0.2/0.3: "Unsupported architectures: X. Supported list: [...]"), its multimodal
+processor registry, and ``ModelConfig`` reading text settings from a config class of a
+layout it does not know. The kind is ``arch_unsupported``: a newer transformers or
+SGLang, or a processor whose module failed to import.
 """
 
 from __future__ import annotations
@@ -65,6 +65,22 @@ MODEL_TYPE_ALONE = Signature(
                                  r"|^KeyError: '[a-z]+\d+[a-z0-9]*'$",),
     absent=(r'File "',), priority=30, phase="launch", sources=_ARCH_SOURCES)
 
+# a GGUF checkpoint's config is read by transformers' own GGUF loader, which maps only the GGUF
+# architectures it lists (GGUF_SUPPORTED_ARCHITECTURES, the keys of its config mapping): another one
+# is refused by name (transformers 4.51.3 modeling_gguf_pytorch_utils.py:401, load_gguf_checkpoint,
+# reached from AutoConfig through configuration_utils.py:681 _get_config_dict)
+GGUF_ARCH_UNSUPPORTED = Signature(
+    "gguf_arch_unsupported", "arch_unsupported",
+    "transformers' GGUF loader does not know the model's architecture",
+    ("transformers reads a GGUF checkpoint's config itself and maps only the GGUF architectures its "
+     "release lists: upgrade transformers to one that lists this architecture, or serve the model's "
+     "safetensors checkpoint (the original repository) instead of the GGUF file.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"GGUF model with architecture \S+ is not supported yet",),
+    lines=(r"GGUF model with architecture \S+ is not supported yet",),
+    priority=84, phase="launch",
+    sources=(("transformers 4.51.3", "transformers/modeling_gguf_pytorch_utils.py:401"),
+             ("transformers 4.51.3", "transformers/configuration_utils.py:681")))
+
 def _mm_processor_detail(found: Found) -> str | None:
     match = regex(r"No processor registered for architecture: (\[[^\]]*\]?)").search(found.text)
     return f"The architecture: {match[1]}." if match else None
@@ -102,5 +118,5 @@ CONFIG_LAYOUT_UNKNOWN = Signature(
              ("0.5.23", "sglang/srt/configs/model_config.py:1566"),
              ("0.5.23", "sglang/srt/utils/hf_transformers/common.py:547")))
 
-SIGNATURES = [ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT,
-              MODEL_TYPE_ALONE]
+SIGNATURES = [ARCH_UNSUPPORTED, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN,
+              MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, MODEL_TYPE_ALONE]

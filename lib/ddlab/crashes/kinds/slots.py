@@ -43,19 +43,29 @@ KV_EXHAUSTED = Signature(
 
 # the token-slot allocators raise one thing only, the "Prefill/Decode out of memory" RuntimeError above
 # (0.4.10.post2 managers/schedule_batch.py:977, :1011, :1039 in alloc_token_slots,
-# alloc_paged_token_slots_extend, alloc_paged_token_slots_decode; 0.5.23 mem_cache/allocation.py:170,
-# :246, :620, the same three functions): a traceback cut on that raise line still says the slots ran out
+# alloc_paged_token_slots_extend, alloc_paged_token_slots_decode; sglang 0.5.6 mem_cache/common.py:222;
+# 0.5.23 mem_cache/allocation.py:170, :246, :620, the same three functions): a traceback cut on that
+# raise line still says the slots ran out. So does one cut inside the next frame's path right under a
+# call of one (the call in progress: the exception left it, and nothing it calls raises on a full
+# pool: evict_from_tree_cache only evicts, the allocator's alloc returns None, sglang 0.5.6
+# mem_cache/allocator.py:149-150, which the function turns into that RuntimeError); a next frame that
+# shows another line of the function (its evict call) is not read so
+_ALLOC_CALL = r"alloc_(?:paged_)?token_slots(?:_extend|_decode)?"
 KV_EXHAUSTED_CUT = Signature(
     "kv_tokens_exhausted_cut", "slots_exhausted",
     "the KV cache ran out of token slots while serving (its allocator's error cut off)",
     KV_EXHAUSTED.advice,
     patterns=KV_EXHAUSTED.patterns,
-    context=(r"(?:,| line \d+) in alloc_(?:paged_)?token_slots(?:_extend|_decode)?\s*\n"
-             r"\s*raise RuntimeError\(",),
+    context=(rf"(?:,| line \d+) in {_ALLOC_CALL}\s*\n\s*raise RuntimeError\("
+             rf"|=\s*(?:[\w.]+\.)?{_ALLOC_CALL}\([^\n]*\n(?:[ \t]*[~^]+[ \t]*\n)?[ \t]*File \"[^\"\n]*\s*\Z",),
     priority=73, phase="serving", fatal=True, cut_ok=True, by_algorithm=KV_EXHAUSTED.by_algorithm,
     sources=(("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:977"),
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1011"),
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1039"),
+             ("sglang 0.5.6", "sglang/srt/mem_cache/common.py:222 (alloc_token_slots' raise)"),
+             ("sglang 0.5.6", "sglang/srt/mem_cache/allocator.py:150 (alloc returns None on a full pool)"),
+             ("sglang 0.5.6", "sglang/srt/speculative/eagle_info.py:114 (EAGLE's verify calls it)"),
+             ("0.4.10.post2", "sglang/srt/speculative/eagle_utils.py:266"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:170"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:246"),
              ("0.5.23", "sglang/srt/mem_cache/allocation.py:620")))
