@@ -232,8 +232,10 @@ def test_vllm_logs_are_read_as_vllm():
     # kerutils host lines FlashMLA and SGLang's kernels both print (vh27); round 9 five: uvicorn's and
     # starlette's lines alone (vj11, vj12, vj13), UCX's native backtrace frames (vj16) and a bare
     # huggingface_hub GatedRepoError (vj26); round 10 one: a Ray worker's SIGSEGV dump, abseil's
-    # frames and Ray's logging.cc echo of them (vk04)
-    assert len(unmarked) <= 20, unmarked
+    # frames and Ray's logging.cc echo of them (vk04); round 11 one: NCCL's shared-memory warnings
+    # under a timestamp (vl19); round 12 two: Ray's raylet line (vm11) and uvicorn's access lines
+    # with a 500 (vm16)
+    assert len(unmarked) <= 23, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

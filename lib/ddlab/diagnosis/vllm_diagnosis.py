@@ -91,9 +91,15 @@ FRAME_PHASES = (
 )
 _STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}")
 # lines that show the startup (where one is, the paste is no mid-serving fragment)
+# (round 12, for round 11's vl07) the pynccl communicator's warm-up all-reduce, a code line that
+# vLLM runs only while it builds the communicator, right after ncclCommInitRank ("# A small
+# all_reduce for warmup.": distributed/device_communicators/pynccl.py:105 (0.6.4.post1, 0.7.3), :190
+# in _init_comm, which __init__ calls (0.30.0-0.34.0)); read wherever a line shows it (a paste that
+# joined a traceback's lines keeps its code lines whole, not its frame lines' names)
 _STARTUP_RE = re.compile(r"non-default args:|args: Namespace\(|vLLM (?:API )?server version|Initializing an? "
                          r"(?:V1 )?LLM engine|Automatically detected platform|Starting to load model"
-                         r"|EngineCore failed to start|Engine core initialization failed")
+                         r"|EngineCore failed to start|Engine core initialization failed"
+                         r"|\bself\.all_reduce\(data\)")
 # 0.6.2 and older: "Exception in worker X while processing method M: MESSAGE, Traceback ..."
 _WORKER_HEADER_RE = re.compile(r"while processing method \w+: (?P<msg>.+?),?\s*$")
 

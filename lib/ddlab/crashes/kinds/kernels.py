@@ -141,6 +141,28 @@ KERNEL_LAUNCH_REFUSED = Signature(
              ("CUDA runtime", "cudaErrorInvalidValue (1): invalid argument; cudaErrorInvalidConfiguration "
                               "(9): invalid configuration argument")))
 
+# torch's own CUDA check (c10_cuda_check_implementation: "CUDA error: " and cudaGetErrorString, its hint
+# lines below) with cudaErrorInvalidConfiguration (9), "invalid configuration argument": "a kernel launch
+# is requesting resources that can never be satisfied by the current device. Requesting more shared
+# memory per block than the device supports will trigger this error, as will requesting too many threads
+# or blocks" (CUDA 12.9 driver_types.h:267-274): the launch this shape asked for, refused, not a fault
+# (round 12). "invalid argument" (cudaErrorInvalidValue) is left alone here: torch's check reports it for
+# any API call handed a bad value, not only a launch.
+_TORCH_LAUNCH_REFUSED = r"\bCUDA error: invalid configuration argument\s*$"
+TORCH_LAUNCH_REFUSED = Signature(
+    "cuda_launch_config_refused", "kernel_config_unsupported",
+    "a kernel launch asked for more than the GPU takes (invalid configuration argument)",
+    ("torch's CUDA check found a kernel launch refused with cudaErrorInvalidConfiguration: the grid, "
+     "block or shared memory it asked for this batch or model shape is more than this GPU can give, so "
+     "the kernel does not support this configuration (not a memory fault). Rerun with "
+     "CUDA_LAUNCH_BLOCKING=1 to see which kernel, then choose a backend that does not use it, keep the "
+     "batch smaller, or install a release that supports this shape.",),
+    patterns=(_TORCH_LAUNCH_REFUSED,), lines=(_TORCH_LAUNCH_REFUSED,), priority=81,
+    sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation: CUDA error: "
+                              "<cudaGetErrorString>)"),
+             ("CUDA runtime 12.9.79", "nvidia/cuda_runtime/include/driver_types.h:274 "
+                                      "(cudaErrorInvalidConfiguration = 9, the comment at :267-273)")))
+
 # SGLang's Triton attention kernels check the head dim they were written for ("# shape
 # constraints": ``assert Lk in {16, 32, 64, 128, 256, 576}``, 0.4.10.post2
 # layers/attention/triton_ops/double_sparsity_attention.py:575, and in 0.2.x's triton kernels):
@@ -163,4 +185,5 @@ TRITON_HEAD_DIM = Signature(
     detail=_head_dim_detail,
     sources=(("0.4.10.post2", "sglang/srt/layers/attention/triton_ops/double_sparsity_attention.py:575"),))
 
+# (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`.vllm_library`: no SGLang fixture shows it yet)
 SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM]

@@ -8,7 +8,8 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
 (:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, a start refused by the weight loaders or the config's own checks :mod:`.vllm_loading`. The engine's own echoes of a death elsewhere ("Engine core
+draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, a start refused by the weight loaders or the config's own checks :mod:`.vllm_loading`, the engine's
+death and stalls :mod:`.vllm_engine`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -22,7 +23,9 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import vllm_graphs, vllm_library, vllm_loading, vllm_requests, vllm_speculative
+from ddlab.crashes.kinds import (vllm_engine, vllm_graphs, vllm_library, vllm_loading, vllm_requests,
+                                 vllm_speculative)
+from ddlab.crashes.kinds.vllm_engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
@@ -200,78 +203,6 @@ CONFIG_INVALID = Signature(
     sources=(("0.34.0", "vllm/engine/arg_utils.py:2172"), ("0.34.0", "vllm/config/utils.py:72"),
              ("pydantic 2", "pydantic_core ValidationError (N validation error for X)")))
 
-# --- the engine: echoes of a death elsewhere, and a stall ----------------------------
-
-ECHO_LINES = (
-    # a worker process gone (v1/executor/multiproc_executor.py:405 (0.34.0), :315 (0.30.0);
-    # older: "Worker proc X died unexpectedly, shutting down executor"; ray_executor_v2.py:523),
-    # the engine dumping the batch it failed on (logging_utils/dump_input.py:73 (0.34.0))
-    r"Worker proc \S+ died unexpectedly", r"RayWorkerProc rank=\d+ died unexpectedly",
-    r"Dumping input data for V1 LLM engine",
-    r"Engine core initialization failed\. See root cause above", r"EngineCore failed to start\.",
-    r"EngineCore encountered a fatal error\.", r"EngineCore encountered an issue\. See stack trace",
-    r"AsyncLLM output_handler failed\.", r"\bEngineDeadError\b", r"Engine process failed to start",
-    r"Engine background task failed", r"AsyncEngineDeadError", r"MQLLMEngineDeadError",
-    r"Frontend process failed during engine core initialization",
-    # (round 4) the client's and the launcher's report of the engine core process gone
-    # (v1/utils.py:593 (0.34.0) "Engine core process X died unexpectedly."; older releases'
-    # core_client: "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."),
-    # a worker's failed start, logged above its traceback (v1/executor/multiproc_executor.py:1091
-    # (0.34.0), :944 (0.30.0))
-    r"Engine core proc(?:ess)? \S+ died unexpectedly", r"WorkerProc failed to start\.",
-)
-# fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
-# written when its headers go out (uvicorn), before the engine's death reaches the stream, and
-# after EngineDeadError every request fails (v1/engine/exceptions.py:13 (0.34.0): "Raised when
-# the EngineCore dies. Unrecoverable.")
-ENGINE_DEAD = Signature(
-    "vllm_engine_dead", "unknown", "the engine core process died",
-    ("The API server only echoes the engine core's death: the engine core's own traceback (the "
-     "lines tagged `(EngineCore_DP0 pid=N)`, or the worker's) is printed above this and names the "
-     "cause; get the whole log from the start.",),
-    patterns=ECHO_LINES, lines=ECHO_LINES, priority=5, echo=True, fatal=True,
-    sources=(("0.30.0", "vllm/v1/engine/utils.py:1321"), ("0.33.0", "vllm/v1/engine/utils.py:1474"),
-             ("0.34.0", "vllm/v1/engine/utils.py:1478"), ("0.34.0", "vllm/v1/engine/core.py:1757"),
-             ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
-             ("0.34.0", "vllm/v1/engine/async_llm.py:957"),
-             (_V0, "vllm/entrypoints/openai/api_server.py:211"),
-             (_V0, "vllm/engine/async_llm_engine.py:65"),
-             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:315"),
-             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
-             ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
-             ("0.34.0", "vllm/logging_utils/dump_input.py:73"),
-             ("0.34.0", "vllm/v1/utils.py:593"),
-             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:1091"),
-             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:944")))
-
-# the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
-# after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
-SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
-                  r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed")
-
-# every process waits on the shared-memory message queue; a rank that stops answering leaves
-# the others printing this once a minute (shm_broadcast.py:115 (0.34.0))
-SHM_STALL = Signature(
-    "vllm_shm_stall", "hang", "the engine's processes stopped answering each other",
-    ("A process of the engine stopped (a rank stuck in a collective, a hung kernel) and the others "
-     "wait for it on the shared-memory queue. `py-spy dump --pid PID` on each EngineCore / worker "
-     "process shows where it waits; retry with `--enforce-eager` to rule out a graph hang, and "
-     "with NCCL_DEBUG=INFO when tensor or data parallel ranks are involved.",),
-    lines=(r"No available shared memory broadcast block found in \d+ seconds?",),
-    priority=22, running=True,
-    cleared_by=(r"Avg prompt throughput: [\d.]*[1-9][\d.]* tokens/s", r"Graph capturing finished",
-                r"Application startup complete", r"init engine \(profile, create kv cache",
-                # the notice names the slow work it may be (compilation, weight / KV cache work):
-                # a later line that ends such a step, in any process, shows the wait was that work
-                # (round 10: backends.py:422, monitor.py:20, gpu_worker.py:796, default_loader.py:544,
-                # gpu/model_runner.py:442 (0.34.0); backends.py:394, gpu_worker.py:641 (0.30.0))
-                r"Compiling a graph for compile range .* takes [\d.]+ s",
-                r"torch\.compile (?:takes|took) [\d.]+ s in total", r"Available KV cache memory: [\d.]+ GiB",
-                r"Loading weights took [\d.]+ seconds", r"Model loading took \S+ GiB memory"),
-    sources=(("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:104"),
-             ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
-             ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))
-
 # --- callers written for another vLLM release -----------------------------------------
 
 API_MISMATCH = Signature(
@@ -378,22 +309,11 @@ GGUF_NOT_A_FILE = Signature(
     priority=80, phase="load_weights",
     sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
 
-# the executor waits for its workers' answer to a collective RPC with a timeout (V1's
-# multiproc executor): the workers stopped answering a model step, the engine gives up
-RPC_TIMEOUT = Signature(
-    "vllm_rpc_timeout", "hang", "the engine's workers stopped answering",
-    SHM_STALL.advice,
-    patterns=(r"RPC call to \w+ timed out\.",), types=r"(?:\w+\.)*TimeoutError",
-    priority=24,
-    sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
-             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
-
-
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *vllm_graphs.SIGNATURES,
-    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, ENGINE_DEAD, SHM_STALL, API_MISMATCH,
+    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, vllm_engine.ENGINE_DEAD, vllm_engine.OUTPUT_HANDLER_FAILED, vllm_engine.SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
-    vllm_speculative.DRAFT_VOCAB_V0, RPC_TIMEOUT, vllm_requests.STREAM_ERROR, *vllm_loading.SIGNATURES,
-    vllm_requests.PREPROCESS_ERROR,
+    vllm_speculative.DRAFT_VOCAB_V0, vllm_engine.RPC_TIMEOUT, vllm_requests.STREAM_ERROR, *vllm_loading.SIGNATURES,
+    vllm_requests.PREPROCESS_ERROR, vllm_requests.GRAMMAR_REJECTED,
 ]

@@ -67,6 +67,13 @@ ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
     lines=device.ILLEGAL_ACCESS.lines + (
         r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
 CUDA_ERROR_CUT = _voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
+# (round 12) an Ascend NPU call returning a device fault code (vllm-ascend's torch_npu)
+NPU_FAULT_CODE = _voiced(device.NPU_FAULT_CODE, (
+    "An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
+    "core exception): an operator queued before it faulted. Rerun with ASCEND_LAUNCH_BLOCKING=1 to find "
+    "it and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); then "
+    "`--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this NPU.",),
+)
 UNSUPPORTED_GPU = _voiced(device.UNSUPPORTED_GPU, (
     "A kernel in this install was not built for this GPU's compute capability "
     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
@@ -93,6 +100,12 @@ KERNEL_CONFIG = _voiced(kernels.KERNEL_CONFIG, (
              ("0.34.0", "vllm/model_executor/layers/quantization/utils/marlin_utils.py:191"),
              ("vllm-ascend", "CANN's operator tiling check, as its log shows it: [FUNC:Check...]"
                              "[FILE:..._tiling.cpp]")))
+# (round 12) torch's "CUDA error: invalid configuration argument": a launch refused for this shape
+LAUNCH_REFUSED = _voiced(kernels.TORCH_LAUNCH_REFUSED, (
+    "A kernel launch asked for more threads, blocks or shared memory than this GPU gives for this model "
+    "or batch shape (not a memory fault): rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, then "
+    "another attention backend or quantization kernel, a smaller `--max-num-batched-tokens`, or a newer "
+    "vLLM.",))
 NCCL = _voiced(runtime.NCCL, (
     "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
     "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
@@ -161,16 +174,24 @@ WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_
 WEIGHT_NAME_ALONE = _voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
                             sources=WEIGHT_NAME.sources[-1:],
                             absent=(r'File "[^\n]*\n(?:.*\n)*?\s*KeyError: ',))
+# (round 12) a frame of vLLM's own code in faulthandler's format ('File "...", line N in f', no comma:
+# CPython Modules/faulthandler.c, dump_frame). Python's tracebacks put a comma there; faulthandler writes
+# this form on a fatal signal (enable(), or PYTHONFAULTHANDLER) or when asked to dump, and vLLM asks
+# only in its watchdog, which writes to a file of its own ("Call stack dump #N", utils/watch_dog.py:92,
+# 0.34.0; 0.7.3 and 0.30.0 call faulthandler nowhere): in a vLLM log, the dump of a fatal signal, its
+# header and exception-free end possibly cut from the paste
+_DUMP_FRAME = r'^\s*File "[^"]*[/\\]vllm[/\\][^"]*\.py", line \d+ in [\w<>]+\s*$'
 NATIVE = _voiced(native.NATIVE_CRASH, (
     "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
     "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
-    "graphs and compiled kernels.",))
+    "graphs and compiled kernels.",), lines=native.NATIVE_CRASH.lines + (_DUMP_FRAME,),
+    sources=(("0.34.0", "vllm/utils/watch_dog.py:92"),))
 ASGI = _voiced(requests.ASGI_ERROR, (
     "One request failed and the server kept serving: the traceback names what the request "
     "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
 REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
-    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
-    KERNEL_CONFIG, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
+    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
+    KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
     C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI, REFUSED,
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ddlab.crashes.kinds.vllm_library import V0
 from ddlab.crashes.signature import Signature
 
-__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR"]
+__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED"]
 
 _V0 = V0
 
@@ -75,3 +75,25 @@ PREPROCESS_ERROR = Signature(
              # (round 9) the completion handler's renderer step, as the chat one's
              ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:88"),
              ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:139")))
+
+# (round 12) structured output: the grammar refusing a token the model chose. The xgrammar backend logs
+# each token its matcher does not accept ("Failed to advance FSM for request %s for tokens %s. Please
+# file an issue.", v1/structured_output/backend_xgrammar.py:169 (0.30.0), :276 (0.33.0)) and the
+# scheduler, whose accept_tokens then fails, finishes that one request with an error ("Unexpected:
+# grammar rejected tokens %s for request %s. Terminating request.", v1/core/sched/scheduler.py:2058
+# (0.30.0), :2436 (0.33.0), :2492 (0.34.0): request.status = FINISHED_ERROR); the engine steps on
+_GRAMMAR = (r"Failed to advance FSM for request \S+ for tokens \d+",
+            r"Unexpected: grammar rejected tokens \[[\d, ]*\] for request \S+\. Terminating request")
+GRAMMAR_REJECTED = Signature(
+    "vllm_grammar_rejected", "request_error", "the grammar refused a token of one structured-output request",
+    ("One structured-output request was ended because its grammar refused a token the model produced "
+     "(xgrammar's matcher would not advance); the engine kept serving. With speculative decoding "
+     "(MTP, EAGLE, n-gram), a run of drafted tokens is checked at once: retry that request without "
+     "speculative decoding or without the grammar to see which one; otherwise check that the schema "
+     "and the tokenizer's special tokens agree, or try another `--structured-outputs-config` backend.",),
+    lines=_GRAMMAR, priority=6, request=True, phase="serving",
+    sources=(("0.30.0", "vllm/v1/structured_output/backend_xgrammar.py:169"),
+             ("0.33.0", "vllm/v1/structured_output/backend_xgrammar.py:276"),
+             ("0.30.0", "vllm/v1/core/sched/scheduler.py:2058"),
+             ("0.33.0", "vllm/v1/core/sched/scheduler.py:2436"),
+             ("0.34.0", "vllm/v1/core/sched/scheduler.py:2492")))

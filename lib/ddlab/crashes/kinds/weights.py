@@ -19,8 +19,11 @@ __all__ = ["SIGNATURES", "shape_detail"]
 
 # a fused MoE layer's quantization tensors carry the projection's prefix: w13_weight_scale_inv,
 # w2_input_scale (0.5.23 layers/quantization/fp8.py:1719 registers "w2_weight_scale_inv"); a
-# quantized checkpoint's scale that the layer did not register is a format it cannot place
-_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:weight|bias|qweight|qzeros|scales?|g_idx"
+# quantized checkpoint's scale that the layer did not register is a format it cannot place. The
+# fused experts' own weights are w13_weight and w2_weight (vLLM 0.34.0 layers/fused_moe/
+# unquantized_fused_moe_method.py:96, :117; 0.7.3 layers/fused_moe/layer.py:89): a name the
+# checkpoint maps onto them that this rank's model has no parameter for (round 12)
+_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:(?:w\d+_)?weight|bias|qweight|qzeros|scales?|g_idx"
            r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
            r"|zeros)'(?:\n|$)")
 _LOADING = r", in (?:load_weights\w*|weight_loader\w*|load_model)\s*$|params_dict\[\w+\]"
