@@ -129,12 +129,15 @@ def test_other_cuts_in_tritons_compile_are_not_a_compiler_failure():
     assert outside.signature != "kernel_compile_cut" and outside.kind != "kernel_compile"
 
 
-def test_triton_ascend_runs_its_compiler_with_check():
-    # unpacked from triton-ascend 3.2.0's wheel where /tmp/wheels-r16f has it (skipped elsewhere)
+def test_tritons_backends_run_their_compiler_with_check():
+    # unpacked from triton-ascend 3.2.0's and triton 3.4.0's wheels where /tmp/wheels-r16f has them
+    # (pip download --no-deps, unzipped; skipped elsewhere)
     root = Path("/tmp/wheels-r16f/ta/triton")
     _assert_in_source(root / "backends/ascend/compiler.py",
                       "        ret = subprocess.run(cmd_list, capture_output=True, check=True)")
     _assert_in_source(root / "compiler/compiler.py", "            next_module = compile_ir(module, metadata)")
+    _assert_in_source(Path("/tmp/wheels-r16f/t34/triton/backends/nvidia/compiler.py"),
+                      "                subprocess.run(ptxas_cmd, check=True, close_fds=False, stderr=flog)")
 
 
 # --- the round's corpus logs (work split since the fold) ----------------------------------------------

@@ -190,7 +190,7 @@ KERNEL_COMPILE = Signature(
              ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
 
 # (round 16) A traceback cut inside a Triton backend's compile step, on the line that runs the backend's
-# own compiler as a subprocess: Triton's compile lowers the kernel stage by stage (triton 3.2
+# own compiler as a subprocess: Triton's compile lowers the kernel stage by stage (triton-ascend 3.2.0
 # triton/compiler/compiler.py:310, next_module = compile_ir(module, metadata)) and the last stages run
 # an external compiler with check=True (triton-ascend 3.2.0 triton/backends/ascend/compiler.py:549,
 # linalg_to_bin_enable_npu_compile_A2_A3: subprocess.run(cmd_list, capture_output=True, check=True),
