@@ -283,8 +283,8 @@ def _corpus_tool():
     return module
 
 
-# all 616 after round 15's fixes (of 616, 607, 454; round 15 folded in on 967803c's code: 611, 597, 447)
-WORK_FLOOR = {"crashed": 611, "kind": 600, "phase": 447}
+# all 627 after round 16's fixes (of 627, 618, 457; round 16 folded in on 27fccb6's code: 621, 609, 450)
+WORK_FLOOR = {"crashed": 622, "kind": 611, "phase": 450}
 
 
 def test_the_work_split_does_not_regress():
@@ -295,8 +295,9 @@ def test_the_work_split_does_not_regress():
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows if r["kind"] is not None),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
     # held-out rounds 1 (43 logs), 2 (53), 3 (41), 4 (41), 5 (47), 6 (42), 7 (40), 8 (37), 9 (40),
-    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11) and 15 (15) were folded in after their one measurement
-    assert len(rows) == 616
+    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11), 15 (15) and 16 (11) were folded in after their one
+    # measurement
+    assert len(rows) == 627
     work = [log for log in MANIFEST.values() if log["split"] == "work"]  # a held-out round is not read
     assert sum(r["kind"] is None for r in rows) == sum(bool(log.get("kind_disputed")) for log in work)
     assert sum(r["phase"] is None for r in rows) == sum(not log["phase_in_log"] or bool(log.get("phase_disputed"))
@@ -310,21 +311,10 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
 
 @pytest.mark.parametrize(("round_", "logs"), [(1, 43), (2, 53), (3, 41), (4, 41), (5, 47), (6, 42), (7, 40),
                                                    (8, 37), (9, 40), (10, 40), (11, 26),
-                                                   (12, 29), (13, 10), (14, 11), (15, 15)])
+                                                   (12, 29), (13, 10), (14, 11), (15, 15), (16, 11)])
 def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
     folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
     assert len(folded) == logs and all(log["split"] == "work" for log in folded)
-
-
-def test_round_16_is_held_out_from_new_threads_and_kept_so():
-    """Round 16 (h16001-h16011) was measured once at cef672f (docs/diagnosis.md, "Held-out round
-    16") and is kept held out, untuned, so a clean checkout measures it as it was measured; the
-    next round folds it into work. No test reads its text for a figure."""
-    held = [log for log in MANIFEST.values() if log["split"] == "heldout"]
-    assert [log["id"] for log in held] == [f"h16{n:03d}" for n in range(1, 12)]
-    assert all(log["heldout_round"] == 16 and log["labels"].startswith("one labeller") for log in held)
-    earlier = {log["url"] for log in MANIFEST.values() if log["split"] == "work"}
-    assert not {log["url"] for log in held} & earlier, "round 16: new threads"
 
 
 def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):

@@ -308,7 +308,7 @@ def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit, facts: dict)
     if _host_killed(best, exit_seen, lines):
         first = exit_seen.lines[0].no if exit_seen.lines else 0
         return Candidate(first, first, exit_seen.why or "killed", by_name("host_oom"), lines=exit_seen.lines)
-    if best is None or best.request:
+    if best is None or best.request or best.thread:
         timeout = facts.get("watchdog_timeout")
         silent = stall(lines, timeout if isinstance(timeout, (int, float)) and timeout > 0
                        else WATCHDOG_DEFAULT_S)
@@ -322,6 +322,13 @@ def _for_whom(version, algorithm, facts: dict, frames: str) -> tuple[str | None,
     if isinstance(algorithm, str) and family(algorithm):
         algorithm = algorithm.upper()
     return version or facts.get("sglang_version_hint"), algorithm
+
+
+_THREAD_ADVICE = ("A helper thread of the server died of this exception (Python's threading.excepthook printed "
+                  "it) and the process went on: what that thread did (a HiCache prefetch or backup, a "
+                  "transfer loop) no longer happens, so requests that need it may stall or miss the cache. "
+                  "Fix the exception (it is often a bug of the feature's backend: update SGLang, or turn the "
+                  "feature off) and restart the server.")
 
 
 def diagnose(text: str, patterns=(), *, version: str | None = None,
@@ -346,7 +353,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
     best = _crash(lines, chains, exit_seen, facts)
     request = best is not None and best.request  # one request failed; the server kept serving
-    crashed = (best is not None and not request) or exit_seen.failed
+    thread = best is not None and best.thread  # only a helper thread died; the process went on
+    crashed = (best is not None and not request and not thread) or exit_seen.failed
     signature = best.signature if best else None
     if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
         signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
@@ -371,9 +379,10 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         phase = "serving"
         found = replace(found, phase=phase)
     suggestion = (advise(signature, found) if signature else
-                  _unknown_advice(best, exit_seen) if crashed else None)
+                  _unknown_advice(best, exit_seen) if crashed else
+                  _THREAD_ADVICE if thread else None)
     records = parse_decode_lines(lines)
-    cause = _cause(best, exit_seen) if crashed or request else None
+    cause = _cause(best, exit_seen) if crashed or request or thread else None
     if combination and cause:
         cause = f"{combination}: {cause}"
     seen = probe_records(text or "")

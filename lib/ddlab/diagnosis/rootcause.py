@@ -90,6 +90,7 @@ class Candidate:
     request: bool = False  # one request's error: the server kept serving unless it died of it
     order: int = 0  # which of its signature's ``lines`` matched: the first is the most telling
     warning: bool = False  # a warning line (``explains``): only explains a crash right after it
+    thread: bool = False  # a helper thread died of it (threading.excepthook): the process went on
 
     def where(self, package: str) -> str | None:
         """``package/x.py:N (func)``: the innermost frame of the failing exception in
@@ -126,6 +127,29 @@ def _rank(lines: list[Line]) -> str | None:
     return next((ln.rank for ln in lines if ln.stamped), None)
 
 
+# (round 16) A traceback whose outermost frames are threading.py's _bootstrap_inner and run is one
+# threading.excepthook printed ("Exception in thread NAME (TARGET):" above it; CPython 3.10
+# Lib/threading.py:1016 _bootstrap_inner calls self.run() and hands what escapes to the excepthook): the
+# exception left a thread's target uncaught and ended that thread only; the process goes on. SGLang's
+# loops whose death must stop the server catch their exception and signal the parent themselves, so their
+# tracebacks start at their own frame: the scheduler (0.4.10.post2 managers/scheduler.py:2574 "Scheduler
+# hit an exception", then SIGQUIT), the overlap worker thread (managers/tp_worker_overlap_thread.py:139-145
+# "TpModelWorkerClient hit an exception", SIGQUIT), the watchdog (scheduler.py:2140). A helper thread
+# (HiCache's prefetch and backup threads, 0.4.10.post2 managers/cache_controller.py:329, :332; 0.5.23
+# :457, :466, daemon threads nothing restarts) dies alone. Not the overlap worker's forward_thread_func
+# of releases before it caught (sgl-project/sglang PR 1738): the scheduler waits on it for ever
+_THREAD_TARGETS_NOT_HELPERS = r"forward_thread_func_?"
+
+
+def helper_thread_died(chain: Chain) -> bool:
+    """The chain is a helper thread's uncaught exception, printed by threading.excepthook."""
+    frames = chain.outermost.frames
+    if len(frames) < 2 or frames[0].func != "_bootstrap_inner" or not frames[0].file.endswith("threading.py"):
+        return False
+    target = next((f for f in frames if not f.file.endswith("threading.py")), None)
+    return target is not None and not re.fullmatch(_THREAD_TARGETS_NOT_HELPERS, target.func)
+
+
 def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
     chain_text, rank = chain.text, _rank(chain.lines)
     span = (chain.first_no, chain.last_no)
@@ -149,7 +173,7 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
         return Candidate(*span, outer.first_line, ASGI_ERROR, chain=chain, raised=outer, rank=rank,
                          request=True)
     return Candidate(*span, outer.first_line, None, wrapper=_is_wrapper(chain, registry),
-                     chain=chain, raised=outer, rank=rank)
+                     chain=chain, raised=outer, rank=rank, thread=helper_thread_died(chain))
 
 
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
@@ -244,11 +268,13 @@ def root_cause(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     found = candidates(lines, chains, registry)
     requests = [c for c in found if c.request]
     warnings = [c for c in found if c.warning and not c.request]
-    crash = _pick([c for c in found if not c.request and not c.warning])
+    crash = _pick([c for c in found if not c.request and not c.warning and not c.thread])
     if crash is not None:
         cause = _explained(crash, requests + warnings)
         if cause is None:
             return crash
         cause.request = cause.warning = False
         return cause
-    return max(requests, key=lambda c: (c.signature.priority, -c.first_no), default=None)
+    threads = [c for c in found if c.thread]  # only a helper thread died: the server went on
+    return max(requests, key=lambda c: (c.signature.priority, -c.first_no),
+               default=min(threads, key=lambda c: c.first_no, default=None))

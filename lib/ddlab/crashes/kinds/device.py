@@ -189,6 +189,35 @@ KERNEL_COMPILE = Signature(
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
              ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
 
+# (round 16) A traceback cut inside a Triton backend's compile step, on the line that runs the backend's
+# own compiler as a subprocess: Triton's compile lowers the kernel stage by stage (triton-ascend 3.2.0
+# triton/compiler/compiler.py:310, next_module = compile_ir(module, metadata)) and the last stages run
+# an external compiler with check=True (triton-ascend 3.2.0 triton/backends/ascend/compiler.py:549,
+# linalg_to_bin_enable_npu_compile_A2_A3: subprocess.run(cmd_list, capture_output=True, check=True),
+# bishengir-compile; the nvidia backend's make_cubin runs ptxas the same way, triton 3.4
+# backends/nvidia/compiler.py:424): an exception leaving that call is the compiler's failure, a JIT
+# build that failed, even where the paste is cut before the CalledProcessError and its stderr
+_TRITON_COMPILE = r'triton[/\\]compiler[/\\]compiler\.py", line \d+, in compile\s*$'
+_BACKEND_SUBPROCESS = (r'triton[/\\]backends[/\\]\w+[/\\]compiler\.py", line \d+, in \w+[ \t]*\n'
+                       r'[ \t]*(?:[\w.]+\s*=\s*)?subprocess\.(?:run|check_call|check_output)\([^\n]*'
+                       r'(?:\n[ \t]*[~^]+[ \t]*)?\s*\Z')
+KERNEL_COMPILE_CUT = Signature(
+    "kernel_compile_cut", "kernel_compile",
+    "a Triton kernel failed to build (cut while the backend's compiler ran)",
+    ("A Triton kernel's just-in-time build failed while the backend ran its own compiler "
+     "(ptxas on NVIDIA GPUs, bishengir-compile on Ascend NPUs); the paste is cut before the "
+     "compiler's error. Get the whole log for the CalledProcessError and the compiler's stderr: "
+     "a compiler older than the Triton build expects (the CUDA toolkit's ptxas, the CANN toolkit "
+     "for triton-ascend) is the usual cause; install a matching toolkit, clear ~/.triton/cache, "
+     "or pick an `--attention-backend` that avoids the Triton kernel.",),
+    patterns=(r"\bCalledProcessError\b",), context=(_TRITON_COMPILE, _BACKEND_SUBPROCESS),
+    priority=80, fatal=True, cut_ok=True,
+    sources=(("triton-ascend 3.2.0", "triton/compiler/compiler.py:310 (compile: compile_ir(module, metadata))"),
+             ("triton-ascend 3.2.0", "triton/backends/ascend/compiler.py:549 (linalg_to_bin_enable_npu_compile_A2_A3: "
+                                     "subprocess.run(cmd_list, capture_output=True, check=True))"),
+             ("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: subprocess.run(ptxas_cmd, "
+                            "check=True ...))")))
+
 CUDA_ERROR_CUT = Signature(
     "cuda_error_cut", "cuda_illegal_access", "a CUDA kernel error whose message line is missing",
     ("torch reported an asynchronous CUDA error (its hint lines are here, the 'CUDA error: ...' "
@@ -343,5 +372,5 @@ KERNEL_BOUNDS_CHECK = Signature(
 
 # (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`.vllm_library`: no SGLang fixture shows it yet)
 SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
-              KERNEL_COMPILE, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
+              KERNEL_COMPILE, KERNEL_COMPILE_CUT, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]
