@@ -88,6 +88,12 @@ def assert_in_sglang_wheel(release: str, path: str, text: str) -> None:
     _assert_in_source(SGLANG_WHEELS / f"sglang-{release}" / path, text)
 
 
+def assert_in_library_wheel(package: str, release: str, path: str, text: str) -> None:
+    """``text`` is in ``path`` of another package's unpacked wheel (triton 3.4.0 as
+    /work/wheels/triton-3.4.0/), skipping where it is not."""
+    _assert_in_source(SGLANG_WHEELS / f"{package}-{release}" / path, text)
+
+
 def _assert_in_source(source: Path, text: str) -> None:
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from pathlib import Path
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import REAL_MANIFEST, _assert_in_source, assert_in_sglang_wheel, assert_reads_as_labelled
+from fieldkit import REAL_MANIFEST, assert_in_library_wheel, assert_in_sglang_wheel, assert_reads_as_labelled
 
 
 # --- h16001: a helper thread's uncaught exception (threading.excepthook) is not the server's death ----
@@ -130,14 +129,14 @@ def test_other_cuts_in_tritons_compile_are_not_a_compiler_failure():
 
 
 def test_tritons_backends_run_their_compiler_with_check():
-    # unpacked from triton-ascend 3.2.0's and triton 3.4.0's wheels where /tmp/wheels-r16f has them
-    # (pip download --no-deps, unzipped; skipped elsewhere)
-    root = Path("/tmp/wheels-r16f/ta/triton")
-    _assert_in_source(root / "backends/ascend/compiler.py",
-                      "        ret = subprocess.run(cmd_list, capture_output=True, check=True)")
-    _assert_in_source(root / "compiler/compiler.py", "            next_module = compile_ir(module, metadata)")
-    _assert_in_source(Path("/tmp/wheels-r16f/t34/triton/backends/nvidia/compiler.py"),
-                      "                subprocess.run(ptxas_cmd, check=True, close_fds=False, stderr=flog)")
+    # the unpacked wheels of triton-ascend 3.2.0 and triton 3.4.0 (pip download --no-deps, unzipped
+    # under /work/wheels; skipped where they are not)
+    assert_in_library_wheel("triton-ascend", "3.2.0", "triton/backends/ascend/compiler.py",
+                            "        ret = subprocess.run(cmd_list, capture_output=True, check=True)")
+    assert_in_library_wheel("triton-ascend", "3.2.0", "triton/compiler/compiler.py",
+                            "            next_module = compile_ir(module, metadata)")
+    assert_in_library_wheel("triton", "3.4.0", "triton/backends/nvidia/compiler.py",
+                            "                subprocess.run(ptxas_cmd, check=True, close_fds=False, stderr=flog)")
 
 
 # --- the round's corpus logs (work split since the fold) ----------------------------------------------
