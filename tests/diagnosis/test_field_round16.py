@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pytest
 
-
 from ddlab.diagnosis.diagnosis import diagnose
 from fieldkit import REAL_MANIFEST, assert_in_library_wheel, assert_in_sglang_wheel, assert_reads_as_labelled
 
