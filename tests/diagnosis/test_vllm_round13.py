@@ -42,6 +42,9 @@ SOURCES = [
     # the model-parallel groups' set-up line
     ("0.30.0", "vllm/distributed/parallel_state.py", '"rank %s in world size %s is assigned as "'),
     ("0.34.0", "vllm/distributed/parallel_state.py", '"rank %s in world size %s is assigned as "'),
+    # NIXL's handshake failing for one request (vLLM 0.11.1: where the lead's wheels are not, this skips)
+    ("0.11.1", "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py",
+     '"Handshake failed for request %s, marking blocks as invalid", req_id'),
     # one request's server error answered 500
     ("0.34.0", "vllm/entrypoints/serve/exception_handling/error_response.py",
      "status_code = HTTPStatus.INTERNAL_SERVER_ERROR"),
@@ -183,3 +186,23 @@ def test_ptxas_diagnostic_and_neuronx_cc_failing_are_kernel_builds():
                            exc="subprocess.CalledProcessError: Command '['nvidia-smi']' returned non-zero exit "
                                "status 9.")
     assert _said(other)[1] != "kernel_compile"
+
+
+# --- PD: NIXL's handshake failing for one request --------------------------------------------------
+
+def test_nixls_handshake_failing_for_a_request_is_that_requests_error():
+    """vn08: a decode worker's "RuntimeError: Remote NIXL agent engine ID mismatch. ..." then
+    "Handshake failed for request chatcmpl" (nixl_connector.py's request_ready: that request's blocks
+    are marked invalid, the engine serves on); read a crash of unknown cause before."""
+    assert _said(read_log("vn08.log")) == (False, "request_error", "serving")
+    head = "(Worker_DP0 pid=7) ERROR 10-16 17:22:56 [nixl_connector.py:1112] "
+    text = vllm_traceback(("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py", 1107, "request_ready",
+                           "f.result()"), exc="TimeoutError: handshake timed out", head=head)
+    assert _said(head + "Handshake failed for request cmpl-1, marking blocks as invalid\n" + text,
+                 family="vllm")[:2] == (False, "request_error")
+    # the engine core dying beside it is still a crash
+    dead = STAMP + "EngineCore encountered a fatal error.\n" + vllm_traceback(
+        ("vllm/v1/engine/core.py", 900, "run_busy_loop", "self._process_engine_step()"),
+        exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    assert _said(head + "Handshake failed for request cmpl-1, marking blocks as invalid\n" + dead,
+                 family="vllm")[:2] == (True, "cuda_oom")

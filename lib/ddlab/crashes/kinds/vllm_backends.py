@@ -1,6 +1,6 @@
 """vLLM: texts of other backends and of features round 13 showed (ROCm's HIP and ROCr runtimes, a LoRA
-adapter's rank, V0's Mooncake pipe, ptxas' diagnostic, the Neuron compiler, a request answered 500),
-advice in vLLM's flags.
+adapter's rank, V0's Mooncake pipe, NIXL's handshake for one request, ptxas' diagnostic, the Neuron
+compiler, a request answered 500), advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -15,7 +15,7 @@ from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
-           "NEURON_COMPILE", "REQUEST_5XX"]
+           "NEURON_COMPILE", "REQUEST_5XX", "NIXL_HANDSHAKE"]
 
 _V0 = V0
 
@@ -102,5 +102,23 @@ NEURON_COMPILE = replace(KERNEL_COMPILE, name="vllm_neuron_compile", title="the 
 REQUEST_5XX = _voiced(requests.REQUEST_5XX, requests.REQUEST_5XX.advice,
                       sources=(("0.34.0", "vllm/entrypoints/serve/exception_handling/error_response.py:70"),))
 
-SIGNATURES: list[Signature] = [NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
+# (round 13) NIXL's handshake with the remote (prefill) agent failing for one request: the decode worker
+# logs it with the handshake's exception, marks that request's blocks invalid and the request as a failed
+# receive (distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1111-1116 (0.11.1), request_ready);
+# the engine serves on: one request's error, the exception logged with it included
+_NIXL_HANDSHAKE = r"Handshake failed for request \S+"
+NIXL_HANDSHAKE = Signature(
+    "vllm_nixl_handshake_failed", "request_error", "NIXL's handshake failed for one request (PD)",
+    ("The decode instance could not complete NIXL's handshake with the prefill instance for this request "
+     "(its blocks are marked invalid; the request fails or is recomputed): the exception logged with it "
+     "says why; an engine id mismatch means the request's kv_transfer_params name another prefill instance "
+     "than the one reached (a proxy routing to the wrong prefill, or two instances with one engine id).",),
+    # the exception logged under the line: its traceback's outer frame is the callback (:1104, :1107)
+    patterns=(r".",), context=(rf'{_NIXL_HANDSHAKE}|nixl_connector\.py", line \d+, in request_ready\s*$',),
+    lines=(_NIXL_HANDSHAKE,), cut_ok=True,
+    priority=4, request=True, phase="serving",
+    # (a release outside the unpacked five: 0.30.0 to 0.34.0 have no such line)
+    sources=(("vllm 0.11.1", "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1112"),))
+
+SIGNATURES: list[Signature] = [NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
                                REQUEST_5XX]
