@@ -206,3 +206,20 @@ def test_nixls_handshake_failing_for_a_request_is_that_requests_error():
         exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
     assert _said(head + "Handshake failed for request cmpl-1, marking blocks as invalid\n" + dead,
                  family="vllm")[:2] == (True, "cuda_oom")
+
+
+# --- PD: vllm-ascend's Mooncake connector failing one request's KV read -----------------------------
+
+def test_vllm_ascends_mooncake_transfer_failing_for_a_request_is_that_requests_error():
+    """vn27 ("Mooncake transfer failed for request R" and "Failed to transfer KV cache for request R:
+    Mooncake transfer failed, ret: -1" after the transport's connect errors) and vn28 (every worker's
+    "Mooncake transfer failed for request R" after "Sync batch data transfer timeout"): the connector's
+    transfer thread logs the failure and takes the next request (vllm-ascend _handle_request); said
+    nothing before."""
+    assert _said(read_log("vn27.log"))[:2] == (False, "request_error")
+    assert _said(read_log("vn28.log"))[:2] == (False, "request_error")
+    head = "(EngineCore_DP0 pid=5) ERROR 01-06 06:43:02 [mooncake_connector.py:441] "
+    assert _said(head + "Failed to transfer KV cache for request cmpl-9: Mooncake transfer failed, ret: -1\n",
+                 family="vllm")[:2] == (False, "request_error")
+    # the exception's own words, with no request named, are not the connector's line
+    assert _said(head + "RuntimeError: Mooncake transfer failed, ret: -1\n", family="vllm")[1] != "request_error"

@@ -1,5 +1,5 @@
 """vLLM: texts of other backends and of features round 13 showed (ROCm's HIP and ROCr runtimes, a LoRA
-adapter's rank, V0's Mooncake pipe, NIXL's handshake for one request, ptxas' diagnostic, the Neuron
+adapter's rank, V0's Mooncake pipe, NIXL's handshake and vllm-ascend's Mooncake for one request, ptxas' diagnostic, the Neuron
 compiler, a request answered 500), advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
@@ -15,7 +15,8 @@ from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
-           "NEURON_COMPILE", "REQUEST_5XX", "NIXL_HANDSHAKE"]
+           "NEURON_COMPILE", "REQUEST_5XX", "NIXL_HANDSHAKE",
+           "ASCEND_MOONCAKE_REQUEST"]
 
 _V0 = V0
 
@@ -120,5 +121,23 @@ NIXL_HANDSHAKE = Signature(
     # (a release outside the unpacked five: 0.30.0 to 0.34.0 have no such line)
     sources=(("vllm 0.11.1", "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1112"),))
 
-SIGNATURES: list[Signature] = [NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
+# (round 13) vllm-ascend's Mooncake connector: the decode side's transfer thread logs one request's failed
+# KV read ("Mooncake transfer failed for request R", then raises; the thread catches it, logs "Failed to
+# transfer KV cache for request R: E", signals the prefill side done and takes the next request):
+# vllm-ascend v0.12.0rc1 vllm_ascend/distributed/mooncake_connector.py:387, :482; v0.15.0rc1
+# vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py:441, :547 (_handle_request)
+_ASCEND_MOONCAKE = (r"\bMooncake transfer failed for request \S+", r"\bFailed to transfer KV cache for request \S+: ")
+ASCEND_MOONCAKE_REQUEST = Signature(
+    "vllm_ascend_mooncake_request_failed", "request_error", "a KV transfer over Mooncake failed for one request",
+    ("The decode instance's Mooncake transfer of one request's KV cache from the prefill instance failed (the "
+     "transfer engine's own lines above say why: a peer segment it cannot connect to, a timeout) and the "
+     "connector went on with the next request: check that the two instances reach each other over the "
+     "transfer engine's network (the Ascend direct transport's ports, the device IPs); if every request "
+     "fails, the deployment is down though the engine lives.",),
+    lines=_ASCEND_MOONCAKE, priority=9, request=True, phase="serving",
+    sources=(("vllm-ascend v0.12.0rc1", "vllm_ascend/distributed/mooncake_connector.py:387, :482"),
+             ("vllm-ascend v0.15.0rc1", "vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py:441, "
+                                        ":547")))
+
+SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
                                REQUEST_5XX]
