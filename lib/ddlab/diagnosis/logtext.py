@@ -74,7 +74,7 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     rf"^(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) {_ISO} ",  # cloud logging
     r"^\d{10,13}\t[^\t]*\t",                                           # collector: epoch-ms TAB time TAB
     rf"^\[{_ISO}\] [\w.-]+ >> ",                                        # job launcher: [time] pod >>
-    rf"^\[[\w.-]+\]: {_ISO} \d+ (?:stdout|stderr): ?",                   # sidecar: [name]: time N stderr:
+    rf"^\[[\w.-]+(?: [\w.-]+)?\]:(?: {_ISO} \d+ (?:stdout|stderr): ?| ?$)",  # sidecar: [name id]: time N stderr:
     rf"^\[{_ISO}\](?: |$)",                                               # collector: [ISO time]
     rf"^{_ISO}\s+(?:(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.<>]+: )?",      # CI / tracing timestamps
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - ",          # a launcher's Python logging

@@ -50,7 +50,9 @@ _TRACEBACK_RE = re.compile(rf"(?:Traceback \(most rec{_cut_anywhere('ent call la
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
-_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::(?:[ \t]+(?P<msg>.*))?)?$")
+# (round 13) Ray re-raises a task's error as a class named after both, "RayTaskError(Cause)"
+# (ray python/ray/exceptions.py, RayTaskError.as_instanceof_cause: "RayTaskError({})".format(cause))
+_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:\([A-Z]\w*\))?)(?::(?:[ \t]+(?P<msg>.*))?)?$")
 # the separator of two blocks; at the end of a paste also cut inside ("During handling of the
 # above exception, another exceptio")
 _CHAIN_RE = re.compile(

@@ -99,7 +99,10 @@ _STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}")
 _STARTUP_RE = re.compile(r"non-default args:|args: Namespace\(|vLLM (?:API )?server version|Initializing an? "
                          r"(?:V1 )?LLM engine|Automatically detected platform|Starting to load model"
                          r"|EngineCore failed to start|Engine core initialization failed"
-                         r"|\bself\.all_reduce\(data\)")
+                         r"|\bself\.all_reduce\(data\)"
+                         # (round 13) the model-parallel groups set up (distributed/parallel_state.py:2268
+                         # (0.30.0), :2395 (0.34.0), in initialize_model_parallel: start-up only)
+                         r"|\brank \d+ in world size \d+ is assigned as DP rank")
 # 0.6.2 and older: "Exception in worker X while processing method M: MESSAGE, Traceback ..."
 _WORKER_HEADER_RE = re.compile(r"while processing method \w+: (?P<msg>.+?),?\s*$")
 

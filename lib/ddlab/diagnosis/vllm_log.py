@@ -97,7 +97,11 @@ _VLLM_MARKS = re.compile(
     # v1/core/kv_cache_planning.py:125 (0.34.0), V0's worker/worker.py:500 (0.6.4.post1); the
     # speculative config class, config/speculative.py (0.34.0), config.py (0.6.4.post1))
     r"|To serve at least one request with the model's max seq len"
-    r"|is larger than the maximum number of tokens that can be stored in KV cache|\bSpeculativeConfig\b",
+    r"|is larger than the maximum number of tokens that can be stored in KV cache|\bSpeculativeConfig\b"
+    # (round 13, in no SGLang wheel: V0's multiprocessing engine, engine/multiprocessing/ (0.6.4.post1);
+    # get_config's refusal and its hint, transformers_utils/config.py:790-797 (0.30.0), :957 (0.34.0))
+    r"|\bMQLLMEngine\w*|Invalid repository ID or local directory specified:"
+    r"|For Mistral models: ensure the presence of a 'params\.json'",
     re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)

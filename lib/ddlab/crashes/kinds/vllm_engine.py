@@ -14,6 +14,8 @@ _V0 = vllm_library.V0
 
 # --- the engine: echoes of a death elsewhere, and a stall ----------------------------
 
+# (round 13) V0's API server answering a request on a dead engine with a 500 and exiting
+_V0_DEAD_ON_REQUEST = r"(?:AsyncLLMEngine|MQLLMEngine) is already dead, terminating server process"
 ECHO_LINES = (
     # a worker process gone (v1/executor/multiproc_executor.py:405 (0.34.0), :315 (0.30.0);
     # older: "Worker proc X died unexpectedly, shutting down executor"; ray_executor_v2.py:523),
@@ -31,6 +33,9 @@ ECHO_LINES = (
     # a worker's failed start, logged above its traceback (v1/executor/multiproc_executor.py:1091
     # (0.34.0), :944 (0.30.0))
     r"Engine core proc(?:ess)? \S+ died unexpectedly", r"WorkerProc failed to start\.",
+    # (round 13) V0's API server answering a request on a dead engine with a 500 and exiting
+    # (entrypoints/launcher.py:88, :99 (0.6.4.post1); :93, :104 (0.7.3))
+    _V0_DEAD_ON_REQUEST,
 )
 # fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
 # written when its headers go out (uvicorn), before the engine's death reaches the stream, and
@@ -47,7 +52,8 @@ ENGINE_DEAD = Signature(
              ("0.34.0", "vllm/v1/engine/core.py:1759"), ("0.34.0", "vllm/v1/engine/exceptions.py:20"),
              ("0.34.0", "vllm/v1/engine/async_llm.py:957"),
              (_V0, "vllm/entrypoints/openai/api_server.py:211"),
-             (_V0, "vllm/engine/async_llm_engine.py:65"),
+             (_V0, "vllm/engine/async_llm_engine.py:65"), (_V0, "vllm/entrypoints/launcher.py:88"),
+             (_V0, "vllm/entrypoints/launcher.py:99"), ("0.7.3", "vllm/entrypoints/launcher.py:104"),
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:315"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
              ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
@@ -59,7 +65,11 @@ ENGINE_DEAD = Signature(
 # the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
 # after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
 SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
-                  r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed")
+                  r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed",
+                  # (round 13) V0: a request met the dead engine; the engine loop, started by the first
+                  # request (add_request -> start_background_loop), ended (engine/async_llm_engine.py:68
+                  # (0.6.4.post1), :71 (0.7.3), _log_task_completion)
+                  _V0_DEAD_ON_REQUEST, r"AsyncEngineDeadError: Task finished unexpectedly\.")
 
 # (round 12) the API server's output handler's own frame in a traceback: what the engine core client
 # forwarded through its outputs queue (the engine's death, its socket's failure) is raised there "to

@@ -1,0 +1,143 @@
+"""vLLM: texts of other backends and of features round 13 showed (ROCm's HIP and ROCr runtimes, a LoRA
+adapter's rank, V0's Mooncake pipe, NIXL's handshake and vllm-ascend's Mooncake for one request, ptxas' diagnostic, the Neuron
+compiler, a request answered 500), advice in vLLM's flags.
+
+Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
+by name. Part of :mod:`.vllm`'s list, in its order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ddlab.crashes.kinds import device, requests
+from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, _voiced
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
+           "NEURON_COMPILE", "REQUEST_5XX", "NIXL_HANDSHAKE",
+           "ASCEND_MOONCAKE_REQUEST"]
+
+_V0 = V0
+
+# (round 13) the runtime finding no build of a kernel for this GPU: HIP's hipErrorInvalidDeviceFunction
+# ("invalid device function", ROCm CLR hipamd/src/hip_error.cpp, hipGetErrorString) and CUDA's
+# cudaErrorInvalidDeviceFunction (98: "The requested device function does not exist or is not compiled
+# for the proper device architecture", CUDA runtime driver_types.h), printed by torch's check as
+# "<HIP|CUDA> error: <the runtime's string>" (c10/cuda/CUDAException.cpp:43, hipified on ROCm)
+_NO_DEVICE_FUNCTION = r"\b(?:HIP|CUDA) error: invalid device function\b"
+NO_DEVICE_FUNCTION = Signature(
+    "vllm_no_device_function", "unsupported_gpu", "a kernel has no build for this GPU (invalid device function)",
+    (UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch / vLLM built for this GPU's gfx target "
+     "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
+     "supported target of the same family.",),
+    patterns=(_NO_DEVICE_FUNCTION, r"\bhipErrorInvalidDeviceFunction\b"),
+    lines=(_NO_DEVICE_FUNCTION,), priority=81,
+    sources=(("ROCm CLR", "hipamd/src/hip_error.cpp (hipGetErrorString: hipErrorInvalidDeviceFunction, "
+                          "\"invalid device function\")"),
+             ("CUDA runtime", "driver_types.h (cudaErrorInvalidDeviceFunction = 98)"),
+             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
+
+# (round 13) ROCr's own line for a GPU page fault, read in SGLang's registry since its round
+AMD_PAGE_FAULT = _voiced(device.AMD_GPU_PAGE_FAULT, (
+    "A kernel on the AMD GPU read or wrote an address not mapped for it (ROCr aborts the process with "
+    "'Memory access fault by GPU node-N'; the host's `dmesg` names it): rerun with AMD_SERIALIZE_KERNEL=3 "
+    "(or HIP_LAUNCH_BLOCKING=1) to find the kernel, then bisect: `--enforce-eager`, another attention "
+    "backend (VLLM_ROCM_USE_AITER=0), and a newer ROCm / vLLM if the kernel is theirs.",))
+
+# (round 13) a LoRA adapter whose rank is above --max-lora-rank: the worker's adapter check
+# (lora/worker_manager.py:111 (0.6.4.post1); lora/peft_helper.py validate_legal, :109 (0.7.3),
+# :126 (0.30.0), :196 (0.33.0), :203 (0.34.0)); an adapter is loaded when a request names it
+_LORA_RANK = r"LoRA rank \d+ is greater than max_lora_rank \d+"
+LORA_RANK = Signature(
+    "vllm_lora_rank", "bad_argument", "a LoRA adapter's rank is above --max-lora-rank",
+    ("The LoRA adapter's rank is larger than the engine was started for: start vLLM with "
+     "`--max-lora-rank` at least the adapter's rank (the `r` in its adapter_config.json).",),
+    patterns=(_LORA_RANK,), lines=(_LORA_RANK,), priority=80, running=True,
+    sources=((_V0, "vllm/lora/worker_manager.py:111"), ("0.7.3", "vllm/lora/peft_helper.py:109"),
+             ("0.30.0", "vllm/lora/peft_helper.py:126"), ("0.33.0", "vllm/lora/peft_helper.py:196"),
+             ("0.34.0", "vllm/lora/peft_helper.py:203")))
+
+# (round 13) V0's PD pipe over Mooncake: the transfer engine returning an error for a KV transfer
+# raises in the pipe's receive or send thread (distributed/kv_transfer/kv_pipe/mooncake_pipe.py:163-164
+# (0.7.3), transfer_sync), and the engine dies on it
+_MOONCAKE_PIPE = r"^(?:Exception: )?Transfer Return Error\s*$"
+MOONCAKE_PIPE = Signature(
+    "vllm_mooncake_pipe_failed", "pd_transfer", "a KV transfer over Mooncake failed (V0's pipe)",
+    ("Mooncake's transfer engine failed a KV transfer between the prefill and decode instances: check "
+     "that both reach each other over the configured protocol (the mooncake config's `protocol`, "
+     "`device_name` for RDMA, the metadata server) and that the transfer engine's own log shows no "
+     "error; V0's PD pipe has no retry, the V1 Mooncake connector in newer releases fails one request.",),
+    patterns=(_MOONCAKE_PIPE,), context=(r"mooncake_pipe\.py|Transfer Return Error",),
+    lines=(_MOONCAKE_PIPE,), priority=80, running=True,
+    sources=(("0.7.3", "vllm/distributed/kv_transfer/kv_pipe/mooncake_pipe.py:163"),
+             ("0.7.3", "vllm/distributed/kv_transfer/kv_pipe/mooncake_pipe.py:164")))
+
+# (round 13) ptxas' own diagnostic ("ptxas FILE.ptx, line N; error   : MESSAGE"), which Triton's make_cubin
+# puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then ptxas'
+# output, triton/backends/nvidia/compiler.py, make_cubin); a line of it is a JIT kernel build failing
+_PTXAS_ERROR = r"\bptxas \S+\.ptx, line \d+; error\s*: "
+PTXAS_ERROR = replace(KERNEL_COMPILE, name="vllm_ptxas_error", title="ptxas refused a kernel's PTX (Triton's build)",
+                      patterns=(_PTXAS_ERROR,), lines=(_PTXAS_ERROR,), types=None, context=(), absent=(),
+                      sources=(("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: ptxas run, its "
+                                              "stderr in the error raised)"),
+                               ("CUDA toolkit", "ptxas (FILE, line N; error   : MESSAGE)")))
+
+# (round 13) AWS Neuron: the XLA compile cache runs neuronx-cc as a subprocess and raises Python's
+# CalledProcessError when it exits non-zero (libneuronxla neuron_cc_wrapper.py, call_neuron_compiler;
+# CPython Lib/subprocess.py, CalledProcessError.__str__: "Command '...' returned non-zero exit status N")
+_NEURON_CC = r"CalledProcessError: Command '\['[^']*\bneuronx-cc'"
+NEURON_COMPILE = replace(KERNEL_COMPILE, name="vllm_neuron_compile", title="the Neuron compiler (neuronx-cc) failed",
+                         advice=("The Neuron compiler failed on a graph of the model (its own log, under the "
+                                 "compile cache's directory, says why): a Neuron SDK release that supports this "
+                                 "model and configuration, or a smaller bucket / batch in the neuron config.",),
+                         patterns=(_NEURON_CC,), lines=(_NEURON_CC,), types=None, context=(), absent=(),
+                         sources=(("libneuronxla", "libneuronxla/neuron_cc_wrapper.py (call_neuron_compiler: raise "
+                                                   "subprocess.CalledProcessError(res.returncode, cmd, ...))"),
+                                  ("CPython 3.12", "Lib/subprocess.py (CalledProcessError.__str__: Command '%s' "
+                                                   "returned non-zero exit status %d.)")))
+
+# (round 13) uvicorn's access line of a request answered 500: vLLM's server answers one request's own
+# failure so and serves on (entrypoints/serve/exception_handling/error_response.py:70 (0.34.0)); an
+# engine's death answered so has its own, fatal texts, which win
+REQUEST_5XX = _voiced(requests.REQUEST_5XX, requests.REQUEST_5XX.advice,
+                      sources=(("0.34.0", "vllm/entrypoints/serve/exception_handling/error_response.py:70"),))
+
+# (round 13) NIXL's handshake with the remote (prefill) agent failing for one request: the decode worker
+# logs it with the handshake's exception, marks that request's blocks invalid and the request as a failed
+# receive (distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1111-1116 (0.11.1), request_ready);
+# the engine serves on: one request's error, the exception logged with it included
+_NIXL_HANDSHAKE = r"Handshake failed for request \S+"
+NIXL_HANDSHAKE = Signature(
+    "vllm_nixl_handshake_failed", "request_error", "NIXL's handshake failed for one request (PD)",
+    ("The decode instance could not complete NIXL's handshake with the prefill instance for this request "
+     "(its blocks are marked invalid; the request fails or is recomputed): the exception logged with it "
+     "says why; an engine id mismatch means the request's kv_transfer_params name another prefill instance "
+     "than the one reached (a proxy routing to the wrong prefill, or two instances with one engine id).",),
+    # the exception logged under the line: its traceback's outer frame is the callback (:1104, :1107)
+    patterns=(r".",), context=(rf'{_NIXL_HANDSHAKE}|nixl_connector\.py", line \d+, in request_ready\s*$',),
+    lines=(_NIXL_HANDSHAKE,), cut_ok=True,
+    priority=4, request=True, phase="serving",
+    # (a release outside the unpacked five: 0.30.0 to 0.34.0 have no such line)
+    sources=(("vllm 0.11.1", "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1112"),))
+
+# (round 13) vllm-ascend's Mooncake connector: the decode side's transfer thread logs one request's failed
+# KV read ("Mooncake transfer failed for request R", then raises; the thread catches it, logs "Failed to
+# transfer KV cache for request R: E", signals the prefill side done and takes the next request):
+# vllm-ascend v0.12.0rc1 vllm_ascend/distributed/mooncake_connector.py:387, :482; v0.15.0rc1
+# vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py:441, :547 (_handle_request)
+_ASCEND_MOONCAKE = (r"\bMooncake transfer failed for request \S+", r"\bFailed to transfer KV cache for request \S+: ")
+ASCEND_MOONCAKE_REQUEST = Signature(
+    "vllm_ascend_mooncake_request_failed", "request_error", "a KV transfer over Mooncake failed for one request",
+    ("The decode instance's Mooncake transfer of one request's KV cache from the prefill instance failed (the "
+     "transfer engine's own lines above say why: a peer segment it cannot connect to, a timeout) and the "
+     "connector went on with the next request: check that the two instances reach each other over the "
+     "transfer engine's network (the Ascend direct transport's ports, the device IPs); if every request "
+     "fails, the deployment is down though the engine lives.",),
+    lines=_ASCEND_MOONCAKE, priority=9, request=True, phase="serving",
+    sources=(("vllm-ascend v0.12.0rc1", "vllm_ascend/distributed/mooncake_connector.py:387, :482"),
+             ("vllm-ascend v0.15.0rc1", "vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py:441, "
+                                        ":547")))
+
+SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
+                               REQUEST_5XX]
