@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ddlab.crashes.kinds import device, requests
-from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, _voiced
+from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
@@ -39,7 +39,7 @@ NO_DEVICE_FUNCTION = Signature(
              ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
 
 # (round 13) ROCr's own line for a GPU page fault, read in SGLang's registry since its round
-AMD_PAGE_FAULT = _voiced(device.AMD_GPU_PAGE_FAULT, (
+AMD_PAGE_FAULT = voiced(device.AMD_GPU_PAGE_FAULT, (
     "A kernel on the AMD GPU read or wrote an address not mapped for it (ROCr aborts the process with "
     "'Memory access fault by GPU node-N'; the host's `dmesg` names it): rerun with AMD_SERIALIZE_KERNEL=3 "
     "(or HIP_LAUNCH_BLOCKING=1) to find the kernel, then bisect: `--enforce-eager`, another attention "
@@ -100,7 +100,7 @@ NEURON_COMPILE = replace(KERNEL_COMPILE, name="vllm_neuron_compile", title="the 
 # (round 13) uvicorn's access line of a request answered 500: vLLM's server answers one request's own
 # failure so and serves on (entrypoints/serve/exception_handling/error_response.py:70 (0.34.0)); an
 # engine's death answered so has its own, fatal texts, which win
-REQUEST_5XX = _voiced(requests.REQUEST_5XX, requests.REQUEST_5XX.advice,
+REQUEST_5XX = voiced(requests.REQUEST_5XX, requests.REQUEST_5XX.advice,
                       sources=(("0.34.0", "vllm/entrypoints/serve/exception_handling/error_response.py:70"),))
 
 # (round 13) NIXL's handshake with the remote (prefill) agent failing for one request: the decode worker

@@ -5,7 +5,7 @@ error, a gated repo, an unknown architecture, a kernel build. Their signatures a
 SGLang's (:mod:`.memory`, :mod:`.device`, :mod:`.runtime`, :mod:`.launch`, :mod:`.weights`,
 :mod:`.native`, :mod:`.requests`) with the patterns kept, the sources that are SGLang's
 dropped (the library's stay, vLLM's are added where vLLM writes the text) and the advice
-rewritten in vLLM's flags (:func:`_voiced`); each is called ``vllm_<name>``. vLLM's own warning
+rewritten in vLLM's flags (:func:`voiced`); each is called ``vllm_<name>``. vLLM's own warning
 that its compiled ops failed to link (a dynamic linker's words inside it) is here too.
 :mod:`.vllm` joins them to vLLM's own texts.
 """
@@ -18,7 +18,7 @@ from dataclasses import replace
 from ddlab.crashes.kinds import device, kernels, launch, memory, native, packages, requests, runtime, weights
 from ddlab.crashes.signature import Found, Signature
 
-__all__ = ["SIGNATURES", "V0"]
+__all__ = ["SIGNATURES", "V0", "voiced"]
 
 V0 = "0.6.4.post1"  # the V0 engine's release whose texts older pastes show
 _V0 = V0
@@ -26,7 +26,7 @@ _V0 = V0
 _LIBRARY = re.compile(r"^(?!\d)")  # a source that is no SGLang release
 
 
-def _voiced(signature: Signature, advice: tuple[str, ...], *, sources=(), **changes) -> Signature:
+def voiced(signature: Signature, advice: tuple[str, ...], *, sources=(), **changes) -> Signature:
     """SGLang's signature for a library's text, its advice in vLLM's words."""
     kept = tuple(s for s in signature.sources if _LIBRARY.match(s[0]) and not s[0].startswith("sglang"))
     changes = {"detail": None, **changes}
@@ -54,11 +54,11 @@ def _cuda_oom_detail(found: Found) -> str:
         "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
 
 
-CUDA_OOM = _voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
-HOST_OOM = _voiced(memory.HOST_OOM, (
+CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
+HOST_OOM = voiced(memory.HOST_OOM, (
     "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
     "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))
-ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
+ILLEGAL_ACCESS = voiced(device.ILLEGAL_ACCESS, (
     "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
     "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
     "attention backend; with speculative decoding, check that the draft's context length covers "
@@ -66,20 +66,20 @@ ILLEGAL_ACCESS = _voiced(device.ILLEGAL_ACCESS, (
     # a Triton / inductor kernel's device assert, as the CUDA runtime prints it
     lines=device.ILLEGAL_ACCESS.lines + (
         r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
-CUDA_ERROR_CUT = _voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
+CUDA_ERROR_CUT = voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
 # (round 12) an Ascend NPU call returning a device fault code (vllm-ascend's torch_npu)
-NPU_FAULT_CODE = _voiced(device.NPU_FAULT_CODE, (
+NPU_FAULT_CODE = voiced(device.NPU_FAULT_CODE, (
     "An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
     "core exception): an operator queued before it faulted. Rerun with ASCEND_LAUNCH_BLOCKING=1 to find "
     "it and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); then "
     "`--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this NPU.",),
 )
-UNSUPPORTED_GPU = _voiced(device.UNSUPPORTED_GPU, (
+UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
     "A kernel in this install was not built for this GPU's compute capability "
     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
     "for it, or use a supported GPU.",))
-TRITON_ARCH = _voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
-KERNEL_COMPILE = _voiced(device.KERNEL_COMPILE, (
+TRITON_ARCH = voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
+KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
     "`--enforce-eager` skips torch.compile's kernels.",))
@@ -91,7 +91,7 @@ KERNEL_COMPILE = _voiced(device.KERNEL_COMPILE, (
 _MARLIN_SHAPE = (r"Weight (?:in|out)put_size_per_partition = \d+ is not divisible by\s+"
                  r"(?:min_thread_[nk]|group_size)\b")
 _CANN_TILING = r"\[FUNC:\w+\]\[FILE:\w+_tiling\.cpp\]"
-KERNEL_CONFIG = _voiced(kernels.KERNEL_CONFIG, (
+KERNEL_CONFIG = voiced(kernels.KERNEL_CONFIG, (
     "A kernel refuses this model's configuration on this GPU: pick another attention backend "
     "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",),
     patterns=kernels.KERNEL_CONFIG.patterns + (_MARLIN_SHAPE, _CANN_TILING),
@@ -101,24 +101,24 @@ KERNEL_CONFIG = _voiced(kernels.KERNEL_CONFIG, (
              ("vllm-ascend", "CANN's operator tiling check, as its log shows it: [FUNC:Check...]"
                              "[FILE:..._tiling.cpp]")))
 # (round 12) torch's "CUDA error: invalid configuration argument": a launch refused for this shape
-LAUNCH_REFUSED = _voiced(kernels.TORCH_LAUNCH_REFUSED, (
+LAUNCH_REFUSED = voiced(kernels.TORCH_LAUNCH_REFUSED, (
     "A kernel launch asked for more threads, blocks or shared memory than this GPU gives for this model "
     "or batch shape (not a memory fault): rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, then "
     "another attention backend or quantization kernel, a smaller `--max-num-batched-tokens`, or a newer "
     "vLLM.",))
-NCCL = _voiced(runtime.NCCL, (
+NCCL = voiced(runtime.NCCL, (
     "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
     "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
     "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
     "all-reduce. Another rank's error, if any, is the real cause.",))
-PORT_IN_USE = _voiced(launch.PORT_IN_USE, (
+PORT_IN_USE = voiced(launch.PORT_IN_USE, (
     "Free the port (an old server still running? `ss -ltnp` shows who holds it) or start this "
     "one on another `--port`.",),
     sources=((_V0, "vllm/entrypoints/openai/api_server.py:579"),
              ("0.30.0", "vllm/entrypoints/launchers/launcher.py:225"),
              ("0.34.0", "vllm/entrypoints/launchers/launcher.py:354")))
 _NO_REPO = r"Invalid repository ID or local directory specified: '"
-MODEL_NOT_FOUND = _voiced(launch.MODEL_NOT_FOUND, (
+MODEL_NOT_FOUND = voiced(launch.MODEL_NOT_FOUND, (
     "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
     "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
     "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
@@ -130,13 +130,13 @@ MODEL_NOT_FOUND = _voiced(launch.MODEL_NOT_FOUND, (
     sources=(("0.30.0", "vllm/transformers_utils/config.py:790"),
              ("0.33.0", "vllm/transformers_utils/config.py:912"),
              ("0.34.0", "vllm/transformers_utils/config.py:957")))
-ARCH_UNSUPPORTED = _voiced(launch.ARCH_UNSUPPORTED, (
+ARCH_UNSUPPORTED = voiced(launch.ARCH_UNSUPPORTED, (
     "This vLLM (or its transformers) does not know the model's architecture: a newer vLLM, "
     "`--trust-remote-code` for a model with its own code, or `--model-impl transformers`.",),
     sources=((_V0, "vllm/model_executor/models/registry.py:353"),
              ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
-MODEL_TYPE_KEY = _voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
-DEPENDENCY = _voiced(packages.DEPENDENCY, (
+MODEL_TYPE_KEY = voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
+DEPENDENCY = voiced(packages.DEPENDENCY, (
     "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
     "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
 # (round 9) vLLM imports its compiled ops and only warns when that fails ("Failed to import from
@@ -158,20 +158,20 @@ C_EXTENSION_LINK = Signature(
              ("0.34.0", "vllm/platforms/interface.py:382"), ("0.34.0", "vllm/platforms/cpu.py:677"),
              ("glibc 2.42.9000", "elf/dl-lookup.c:806 (undefined symbol: %s%s%s)"),
              ("dyld-1378", "dyld/Loader.cpp:3175 (Symbol not found: %s / Referenced from / Expected in)")))
-OP_MISMATCH = _voiced(packages.OP_MISMATCH, DEPENDENCY.advice)
-IMPORT_ERROR = _voiced(packages.IMPORT_ERROR, DEPENDENCY.advice)
-UNREADABLE = _voiced(weights.UNREADABLE, (
+OP_MISMATCH = voiced(packages.OP_MISMATCH, DEPENDENCY.advice)
+IMPORT_ERROR = voiced(packages.IMPORT_ERROR, DEPENDENCY.advice)
+UNREADABLE = voiced(weights.UNREADABLE, (
     "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
     "`--quantization` / `--load-format` that matches the files.",), detail=weights.shape_detail,
     sources=((_V0, "vllm/model_executor/model_loader/weight_utils.py:538"),
              ("0.30.0", "vllm/model_executor/model_loader/weight_utils.py:1254"),
              ("0.33.0", "vllm/model_executor/model_loader/weight_utils.py:1539"),
              ("0.34.0", "vllm/model_executor/model_loader/weight_utils.py:1598")))
-WEIGHT_NAME = _voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
+WEIGHT_NAME = voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_weights: params_dict[name]
                      sources=(("0.34.0", "vllm/model_executor/models/llama4.py:620"),))
 # the same KeyError with no frames above it (a paste of its last line): a checkpoint tensor's name
 # (round 4: a frame printed only after it, another worker's traceback below the line, is not its own)
-WEIGHT_NAME_ALONE = _voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
+WEIGHT_NAME_ALONE = voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
                             sources=WEIGHT_NAME.sources[-1:],
                             absent=(r'File "[^\n]*\n(?:.*\n)*?\s*KeyError: ',))
 # (round 12) a frame of vLLM's own code in faulthandler's format ('File "...", line N in f', no comma:
@@ -181,15 +181,15 @@ WEIGHT_NAME_ALONE = _voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
 # 0.34.0; 0.7.3 and 0.30.0 call faulthandler nowhere): in a vLLM log, the dump of a fatal signal, its
 # header and exception-free end possibly cut from the paste
 _DUMP_FRAME = r'^\s*File "[^"]*[/\\]vllm[/\\][^"]*\.py", line \d+ in [\w<>]+\s*$'
-NATIVE = _voiced(native.NATIVE_CRASH, (
+NATIVE = voiced(native.NATIVE_CRASH, (
     "A fatal signal with no Python exception: rerun with PYTHONFAULTHANDLER=1 and "
     "CUDA_LAUNCH_BLOCKING=1 (the dump names the thread), then with `--enforce-eager` to rule out "
     "graphs and compiled kernels.",), lines=native.NATIVE_CRASH.lines + (_DUMP_FRAME,),
     sources=(("0.34.0", "vllm/utils/watch_dog.py:92"),))
-ASGI = _voiced(requests.ASGI_ERROR, (
+ASGI = voiced(requests.ASGI_ERROR, (
     "One request failed and the server kept serving: the traceback names what the request "
     "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
-REFUSED = _voiced(requests.REQUEST_REFUSED, ASGI.advice)
+REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
     KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
