@@ -101,6 +101,28 @@ def test_the_queue_gives_a_host_its_own_cells_first_and_never_one_that_failed_th
     assert queue.left({"h1"}) == [], "h1 can run the rest"
 
 
+def test_a_cell_a_host_fails_on_with_a_bug_not_ddlabs_error_goes_to_the_other_hosts():
+    """A slot whose cell raises something not ddlab's (here CPython 3.11's AST SystemError, once
+    seen in the suite) is left out; its cell goes back to the queue for another host. It was
+    dropped: the sweep then said done with that cell never run."""
+    from types import SimpleNamespace
+
+    from ddlab.hosts.profiles import HostProfile
+    from ddlab.sweeps.pool import _cells, _Slot
+
+    plan = plan_sweep("local", GRID, hosts=["h1", "h2"])
+    queue = CellQueue([c for c in plan.cells if not c.host])  # the grid's cells, no baselines
+    slot = _Slot(HostProfile.from_dict({}, name="h2"))
+    sweep = SimpleNamespace(skipped=[], finished=[], cells=plan.cells)
+    boom = SystemError("AST constructor recursion depth mismatch (before=45, after=42)")
+    steps = SimpleNamespace(run=lambda *a: (_ for _ in ()).throw(boom))
+    with pytest.raises(SystemError):
+        _cells(slot, None, None, queue, sweep, steps)
+    assert len(queue.pending) == len([c for c in plan.cells if not c.host]), "the cell is back"
+    assert queue.in_flight == 0 and queue.left({"h1"}) == [], "h1 can run every cell left"
+    assert queue.take("h1") is not None and sweep.finished == []
+
+
 # --- real pool sweeps ----------------------------------------------------------------
 
 

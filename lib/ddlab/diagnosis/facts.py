@@ -20,9 +20,9 @@ should not need to be told.
 
 from __future__ import annotations
 
-import ast
 import re
 
+from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import Line
 
 __all__ = ["parse_facts", "version_hint", "SERVER_ARG_KEYS"]
@@ -52,7 +52,7 @@ _VERSION_KEYS = (  # (a key only that generation's server args have, the release
 def _literal(value: str):
     value = value.strip().removesuffix(" GB")
     try:
-        return ast.literal_eval(value)
+        return literal_eval(value)
     except (ValueError, SyntaxError):
         return value
 
@@ -69,7 +69,7 @@ def _dict_args(text: str) -> dict:
     """The 0.5.20+ ``server_args={...}`` dict; a pasted, cut one read key by key."""
     body = text[text.index("{"):]
     try:
-        value = ast.literal_eval(body)
+        value = literal_eval(body)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         value = None
     if isinstance(value, dict):

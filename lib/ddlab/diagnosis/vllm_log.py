@@ -20,10 +20,10 @@ the KV cache). Its metrics lines are read by :mod:`.vllm_metrics`.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import replace
 
+from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
 __all__ = ["FAMILIES", "detect_family", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
@@ -252,7 +252,7 @@ def _literal(text):
     if not isinstance(text, str):
         return text
     try:
-        return ast.literal_eval(text)
+        return literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return text.strip("'\"")
 

@@ -13,7 +13,6 @@ library below takes typed values.
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from ddlab.core import yamlio
 from ddlab.core.caller import set_notebook_parameters
 from ddlab.core.checks import closest
 from ddlab.core.errors import ConfigError
+from ddlab.core.literals import literal_eval
 from ddlab.core.paths import project_root
 from ddlab.report.notebook_libs import without_iri_grammar
 
@@ -109,7 +109,7 @@ def host_and_base(params: dict, declared: dict) -> dict:
 
 def _default(spec: dict | None):
     try:
-        return ast.literal_eval(spec["default"]) if spec else None
+        return literal_eval(spec["default"]) if spec else None
     except (ValueError, SyntaxError, KeyError):
         return None
 

@@ -221,7 +221,10 @@ def _cells(slot: _Slot, lab: Lab, store: Store, queue: CellQueue, sweep,
                                 fix=f"check {slot.host}; resume redoes what is left",
                                 host=slot.host) from err
             continue
-        except BaseException:
+        except Exception:  # not ddlab's: the host is left out, its cell goes to the others
+            queue.give_back(cell, slot.host)  # (dropped, it read as run: the sweep said done)
+            raise
+        except BaseException:  # an interrupt: the wind-down puts every host back
             queue.done(cell)
             raise
         errors = 0
