@@ -85,7 +85,7 @@ SGLANG_WHEELS = Path("/work/wheels")
 
 def assert_in_sglang_wheel(release: str, path: str, text: str) -> None:
     """``text`` is in ``path`` of SGLang ``release``'s unpacked wheel (skips where it is not)."""
-    _assert_in_source(SGLANG_WHEELS / f"sglang-{release}" / path, text)
+    assert_in_library_wheel("sglang", release, path, text)
 
 
 def assert_in_library_wheel(package: str, release: str, path: str, text: str) -> None:

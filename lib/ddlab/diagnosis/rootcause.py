@@ -141,7 +141,7 @@ def _rank(lines: list[Line]) -> str | None:
 _THREAD_TARGETS_NOT_HELPERS = r"forward_thread_func_?"
 
 
-def helper_thread_died(chain: Chain) -> bool:
+def _helper_thread_died(chain: Chain) -> bool:
     """The chain is a helper thread's uncaught exception, printed by threading.excepthook."""
     frames = chain.outermost.frames
     if len(frames) < 2 or frames[0].func != "_bootstrap_inner" or not frames[0].file.endswith("threading.py"):
@@ -173,7 +173,7 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
         return Candidate(*span, outer.first_line, ASGI_ERROR, chain=chain, raised=outer, rank=rank,
                          request=True)
     return Candidate(*span, outer.first_line, None, wrapper=_is_wrapper(chain, registry),
-                     chain=chain, raised=outer, rank=rank, thread=helper_thread_died(chain))
+                     chain=chain, raised=outer, rank=rank, thread=_helper_thread_died(chain))
 
 
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
