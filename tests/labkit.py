@@ -50,15 +50,18 @@ FIELD_CRASH = ("debug_drop_verify_field=num_token_non_padded", "debug_drop_verif
 KV_OOM = "mem_fraction_static=0.001"
 
 
-def kinds(*only: str) -> list:
+def kinds(*only: str, check: tuple[str, ...] | None = None) -> list:
     """``parametrize`` values for site kinds; the SSH ones need (and are marked) testhost. Over
     all kinds (no ``only``), process-ssh is in make test only: its halves, the process manager
-    and the SSH transport, are each in make check's other two kinds."""
-    def marks(kind):
-        return [pytest.mark.testhost] + ([pytest.mark.slow] if kind == "process-ssh" and not only else [])
+    and the SSH transport, are each in make check's other two kinds. ``check`` names the kinds
+    make check keeps; the others are marked slow (make test only)."""
+    def slow(kind):
+        return kind not in check if check is not None else kind == "process-ssh" and not only
 
-    return [pytest.param(kind, marks=marks(kind)) if kind.endswith("-ssh") else kind
-            for kind in (only or KINDS)]
+    def marks(kind):
+        return ([pytest.mark.testhost] if kind.endswith("-ssh") else []) + ([pytest.mark.slow] if slow(kind) else [])
+
+    return [pytest.param(kind, marks=marks(kind)) if marks(kind) else kind for kind in (only or KINDS)]
 
 
 @contextlib.contextmanager
@@ -217,11 +220,11 @@ def open_site(kind: str, folder: Path, testhost=None):
         site.close()
 
 
-def site_fixture(*only: str):
+def site_fixture(*only: str, check: tuple[str, ...] | None = None):
     """A module-scoped ``site`` fixture over these kinds (all by default); an SSH kind
-    boots (or shares) the session's test host."""
+    boots (or shares) the session's test host. ``check``: as in :func:`kinds`."""
 
-    @pytest.fixture(scope="module", params=kinds(*only), ids=str)
+    @pytest.fixture(scope="module", params=kinds(*only, check=check), ids=str)
     def site(request, tmp_path_factory):
         kind = request.param
         folder = tmp_path_factory.mktemp(f"{request.module.__name__}-{kind}")
