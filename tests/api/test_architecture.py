@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from pathlib import Path
@@ -77,7 +78,18 @@ def _imports(module: str, path: Path) -> set[str]:
     return found
 
 
-GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+@functools.cache
+def _package_graph() -> dict[str, set[str]]:
+    return {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+# Read at first use, not at import: every pytest process collects this module, and parsing
+# the package's ~180 modules took about a second of each one's collection.
+GRAPH: dict[str, set[str]] | None = None  # a test's own graph; None: the package's
+
+
+def graph() -> dict[str, set[str]]:
+    return GRAPH if GRAPH is not None else _package_graph()
 
 
 def test_every_part_of_the_package_has_a_layer():
@@ -87,7 +99,7 @@ def test_every_part_of_the_package_has_a_layer():
 
 def test_imports_point_down_the_layers():
     upward = sorted(f"{a} imports {b} ({_part(a)} -> {_part(b)})"
-                    for a, targets in GRAPH.items() for b in targets
+                    for a, targets in graph().items() for b in targets
                     if _part(a) != _part(b) and LAYERS[_part(b)] >= LAYERS[_part(a)])
     assert not upward, "imports that do not point down:\n" + "\n".join(upward)
 
@@ -100,7 +112,7 @@ def _cycles() -> list[list[str]]:
         index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in GRAPH[v]:
+        for w in graph()[v]:
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -117,7 +129,7 @@ def _cycles() -> list[list[str]]:
             if len(component) > 1:
                 out.append(sorted(component))
 
-    for v in GRAPH:
+    for v in graph():
         if v not in index:
             visit(v)
     return out
@@ -129,8 +141,8 @@ def test_no_import_cycles():
 
 def test_the_checker_sees_a_cycle_and_an_upward_import(monkeypatch):
     """The two tests above can fail: a made-up graph with both faults is caught."""
-    fake = {**GRAPH, "ddlab.core.paths": {"ddlab.sweeps.store"},
-            "ddlab.sweeps.store": GRAPH["ddlab.sweeps.store"] | {"ddlab.core.paths"}}
+    fake = {**graph(), "ddlab.core.paths": {"ddlab.sweeps.store"},
+            "ddlab.sweeps.store": graph()["ddlab.sweeps.store"] | {"ddlab.core.paths"}}
     monkeypatch.setitem(globals(), "GRAPH", fake)
     assert ["ddlab.core.paths", "ddlab.sweeps.store"] in _cycles()
     with pytest.raises(AssertionError, match="ddlab.core.paths imports ddlab.sweeps.store"):
