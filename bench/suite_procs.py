@@ -10,6 +10,7 @@ the totals are a floor. Linux only.
 
     python bench/suite_procs.py -- make check          # runs it, then prints the table
     python bench/suite_procs.py --json out.json -- .venv/bin/python -m pytest -n 4 ...
+    python bench/suite_procs.py --read out.json --by-test target   # whose starts they were
 """
 
 from __future__ import annotations
@@ -61,6 +62,20 @@ def _cmdline(pid: str) -> str:
     return raw.replace(b"\0", b" ").decode(errors="replace").strip()[:400]
 
 
+def _test_of(pid: str) -> str:
+    """The pytest test a process was started under: ``PYTEST_CURRENT_TEST`` in the environment
+    it was executed with (pytest sets it in the worker's, and children inherit it); "" when
+    absent (the test host's systemd and sshd start theirs with their own environments)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return ""
+    for entry in raw.split(b"\0"):
+        if entry.startswith(b"PYTEST_CURRENT_TEST="):
+            return entry[20:].decode(errors="replace").rsplit(" (", 1)[0]
+    return ""
+
+
 def sample(command: list[str], interval: float = 0.25) -> tuple[int, float, list[dict]]:
     """Run ``command`` while sampling; its exit code, wall seconds and one row per process."""
     seen: dict[tuple[str, str], dict] = {}
@@ -77,6 +92,8 @@ def sample(command: list[str], interval: float = 0.25) -> tuple[int, float, list
             row["ticks"] = stat[1]
             if not row["cmd"]:  # read again once exec has happened
                 row["cmd"] = _cmdline(pid)
+            if "test" not in row and row["cmd"]:
+                row["test"] = _test_of(pid)
 
     sweep(before=True)
     started = time.monotonic()
@@ -85,7 +102,8 @@ def sample(command: list[str], interval: float = 0.25) -> tuple[int, float, list
         sweep(before=False)
         time.sleep(interval)
     wall = time.monotonic() - started
-    rows = [{"pid": r["pid"], "cmd": r["cmd"], "cpu_s": (r["ticks"] - r["base"]) / TICK}
+    rows = [{"pid": r["pid"], "cmd": r["cmd"], "test": r.get("test", ""),
+             "cpu_s": (r["ticks"] - r["base"]) / TICK}
             for r in seen.values() if r["ticks"] > r["base"] and r["pid"] != os.getpid()]
     return child.returncode, wall, rows
 
@@ -112,15 +130,38 @@ def table(rows: list[dict], wall: float | None = None) -> str:
     return "\n".join(lines)
 
 
+def by_test(rows: list[dict], kind: str, top: int = 40) -> str:
+    """Processes of one kind per test module and per test that started them (the costliest)."""
+    cpu, count, module_cpu, module_count = Counter(), Counter(), Counter(), Counter()
+    for row in rows:
+        if kind_of(row["cmd"]) != kind:
+            continue
+        test = row.get("test") or "(no test in its environment)"
+        module = test.split("::")[0]
+        cpu[test] += row["cpu_s"]
+        count[test] += 1
+        module_cpu[module] += row["cpu_s"]
+        module_count[module] += 1
+    lines = [f"{kind}: {sum(count.values())} processes, {sum(cpu.values()):.0f} CPU-s; by module:"]
+    lines += [f"  {spent:7.1f} CPU-s {module_count[m]:4d}  {m}" for m, spent in module_cpu.most_common(top)]
+    lines.append("by test:")
+    lines += [f"  {spent:7.1f} CPU-s {count[t]:4d}  {t}" for t, spent in cpu.most_common(top)]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="also write the per-process rows here")
     parser.add_argument("--read", help="print the table of rows written before with --json")
+    parser.add_argument("--by-test", metavar="KIND",
+                        help="also list one kind's processes by the test that started them")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ...")
     args = parser.parse_args(argv)
     if args.read:
         saved = json.loads(Path(args.read).read_text())
         print(table(saved["rows"], saved.get("wall_s")))
+        if args.by_test:
+            print(by_test(saved["rows"], args.by_test))
         return 0
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
@@ -129,6 +170,8 @@ def main(argv=None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"command": command, "wall_s": wall, "rows": rows}))
     print(table(rows, wall))
+    if args.by_test:
+        print(by_test(rows, args.by_test))
     return code
 
 

@@ -34,3 +34,15 @@ def test_a_busy_child_is_seen_with_its_cpu_and_the_table_sums_it():
     mine = [r for r in rows if "process_time" in r["cmd"]]
     assert len(mine) == 1 and 0.6 <= mine[0]["cpu_s"] <= wall + 0.1, mine
     assert "other Python" in suite_procs.table(mine, wall)
+
+
+
+def test_a_process_is_charged_to_the_test_it_was_started_under():
+    busy = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    code, _, rows = suite_procs.sample(
+        ["env", "PYTEST_CURRENT_TEST=tests/x/test_a.py::test_b (call)", sys.executable, "-c", busy],
+        interval=0.05)
+    mine = [r for r in rows if "process_time" in r["cmd"]]
+    assert code == 0 and len(mine) == 1 and mine[0]["test"] == "tests/x/test_a.py::test_b", mine
+    listing = suite_procs.by_test(mine, "other Python")
+    assert "   1  tests/x/test_a.py\n" in listing and "tests/x/test_a.py::test_b" in listing, listing
