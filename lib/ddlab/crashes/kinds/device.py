@@ -253,7 +253,10 @@ NPU_KERNEL_FAULT = Signature(
     ("An NPU kernel faulted (an AI core or vector core exception, often an invalid address): "
      "rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, then bisect: {graphs_off}, another "
      "`--attention-backend`, and a newer CANN / torch_npu / SGLang if the operator is theirs.",),
-    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of \w+ error",
+    # (round 14) the core's name is one or two words ("aivec error", "fftsplus aicore error"); the runtime's
+    # "ErrCode=N, desc=[...]" record of a synchronize returning a core exception (rt_error_codes.h, below)
+    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of (?:\w+ ){1,2}?error",
+           r"\bErrCode=5070(?:1[56]|3[56]), desc=\[(?:aicore|vector core) (?:trap )?exception\]",
            r"errorStr: The MPU address access is invalid",
            r"Kernel task happen error, retCode=0x[0-9a-f]+, \[[\w ]+exception\]"),
     priority=50, running=True,
@@ -275,7 +278,10 @@ _NPU_FAULT_TEXTS = (r"System Direct Memory Access \(DMA\) hardware execution err
                     r"The (?:aicore|aicpu|vector core) execution is abnormal",
                     r"An exception occurs when (?:the aicore trap is|vector core traps are) executed",
                     r"(?:The aicore|Vector core) trap (?:read|write) out-of-bounds exception")
-_NPU_FAULT_CODE = rf"NPU function error: .{{1,200}}?, error code is {_NPU_FAULT_CODES}\b"
+# (round 14) also torch_npu's stream synchronize check ("ACL stream synchronize failed, error code:N",
+# torch_npu 2.5.1 lib/libtorch_npu.so, NPUStream's synchronize)
+_NPU_FAULT_CODE = (rf"(?:NPU function error: .{{1,200}}?, error code is |ACL stream synchronize failed, error code:)"
+                   rf"{_NPU_FAULT_CODES}\b")
 NPU_FAULT_CODE = Signature(
     "npu_fault_code", "cuda_illegal_access", "an Ascend NPU call returned a device fault code (DMA / core exception)",
     ("An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
