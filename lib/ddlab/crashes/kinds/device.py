@@ -263,7 +263,9 @@ NPU_KERNEL_FAULT = Signature(
     sources=(("Ascend CANN 8.x", "runtime device_error_core_proc.cc:303, :322 (ProcessStarsCoreErrorInfo: "
                                  "there is an exception of aivec error; The MPU address access is invalid)"),
              ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
-                                 "error, retCode=0x31, [vector core exception])")))
+                                 "error, retCode=0x31, [vector core exception])"),
+             ("torch_npu 2.5.1", "include/third_party/acl/inc/acl/error_codes/rt_error_codes.h:74-75, :94-95 "
+                                 "(507015 / 507016 aicore, 507035 / 507036 vector core exception / trap)")))
 
 # (round 12) torch_npu's check of an ACL call ("<op>:<file>:<line> NPU function error: <call>, error code
 # is <N>", then "[Error]: <the code's text>") with a runtime code that is a fault of the device's own
@@ -295,7 +297,9 @@ NPU_FAULT_CODE = Signature(
                                                     "{507013, System Direct Memory Access (DMA) hardware "
                                                     "execution error}, 507015, 507016, 507018, 507035, 507036, "
                                                     "507042-507045)"),
-             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)")))
+             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)"),
+             ("torch_npu 2.5.1", "torch_npu/lib/libtorch_npu.so (the string \"ACL stream synchronize failed, "
+                                 "error code:\")")))
 
 # an AMD GPU's page fault: the amdgpu kernel driver's report in the host's kernel log (dmesg), one
 # record per fault ("[gfxhub0] no-retry page fault (src_id:0 ring:0 vmid:8 pasid:32770)", " for process
