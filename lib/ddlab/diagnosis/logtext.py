@@ -81,6 +81,9 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
     rf"^{_COLOUR}\((?:[\w-]+ )?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",      # Ray actor, engine core
     r"^\[rank\d+\]: ?",                                                  # torch elastic
+    # (round 14) grep over several files (-H): "FILE:" (and "LINE:" with -n) before each matching line
+    # (GNU grep's output, src/grep.c print_line_head); a log file's name, its extension one a log has
+    r"^[\w.-]+\.(?:log|out|err|txt)(?::\d+)?:(?=\S)",
     # Akash Console's lease log viewer: "[service]: " (the pod name before its first "-"; an SDL
     # service name is lowercase), akash-network/console apps/deploy-web/src/services/
     # provider-proxy/logFormatters.ts:6 (formatLogMessage)

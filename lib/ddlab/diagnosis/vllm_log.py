@@ -53,8 +53,10 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
 # vLLM's Prometheus counters of served work (v1/metrics/loggers.py, v1/spec_decode/metrics.py:231 (0.34.0))
 VLLM_COUNTER = (r"^\s*vllm:(?:spec_decode_num_(?:accepted_tokens|draft_tokens|drafts)\w*|generation_tokens"
                 r"|prompt_tokens|request_success)_total")
+# (round 14) a line grep printed with its file's name in front (logtext's paste prefixes peel it)
+_GREP_FILE = r"(?:[\w.-]+\.(?:log|out|err|txt)(?::\d+)?:)?"
 _VLLM_MARKS = re.compile(
-    rf"^\s*(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*|Worker_TP\d*|LLMRayActor)\b"
+    rf"^\s*{_GREP_FILE}(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*|Worker_TP\d*|LLMRayActor)\b"
     r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
     r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\."

@@ -9,7 +9,7 @@ checkpoints), ``packages`` (installed packages that do not match), ``models``
 support, kernel builds), ``kernels`` (kernels refusing a model configuration),
 ``runtime`` (NCCL, hangs and health checks), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers) and ``speculative`` (speculative decoding combined
-with another feature); ``vllm``, ``vllm_speculative`` and ``vllm_library`` are vLLM's
+with another feature); ``vllm``, ``vllm_speculative``, ``vllm_library`` (and the other ``vllm_*``) are vLLM's
 texts on the same kinds, their advice in vLLM's flags (issue 28). ``slots``,
 ``packages`` and ``kernels`` are spliced into ``memory``'s, ``launch``'s and ``device``'s
 lists where they stood, so the registry's order is unchanged.

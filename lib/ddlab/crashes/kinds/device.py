@@ -253,14 +253,19 @@ NPU_KERNEL_FAULT = Signature(
     ("An NPU kernel faulted (an AI core or vector core exception, often an invalid address): "
      "rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, then bisect: {graphs_off}, another "
      "`--attention-backend`, and a newer CANN / torch_npu / SGLang if the operator is theirs.",),
-    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of \w+ error",
+    # (round 14) the core's name is one or two words ("aivec error", "fftsplus aicore error"); the runtime's
+    # "ErrCode=N, desc=[...]" record of a synchronize returning a core exception (rt_error_codes.h, below)
+    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of (?:\w+ ){1,2}?error",
+           r"\bErrCode=5070(?:1[56]|3[56]), desc=\[(?:aicore|vector core) (?:trap )?exception\]",
            r"errorStr: The MPU address access is invalid",
            r"Kernel task happen error, retCode=0x[0-9a-f]+, \[[\w ]+exception\]"),
     priority=50, running=True,
     sources=(("Ascend CANN 8.x", "runtime device_error_core_proc.cc:303, :322 (ProcessStarsCoreErrorInfo: "
                                  "there is an exception of aivec error; The MPU address access is invalid)"),
              ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
-                                 "error, retCode=0x31, [vector core exception])")))
+                                 "error, retCode=0x31, [vector core exception])"),
+             ("torch_npu 2.5.1", "include/third_party/acl/inc/acl/error_codes/rt_error_codes.h:74-75, :94-95 "
+                                 "(507015 / 507016 aicore, 507035 / 507036 vector core exception / trap)")))
 
 # (round 12) torch_npu's check of an ACL call ("<op>:<file>:<line> NPU function error: <call>, error code
 # is <N>", then "[Error]: <the code's text>") with a runtime code that is a fault of the device's own
@@ -275,7 +280,10 @@ _NPU_FAULT_TEXTS = (r"System Direct Memory Access \(DMA\) hardware execution err
                     r"The (?:aicore|aicpu|vector core) execution is abnormal",
                     r"An exception occurs when (?:the aicore trap is|vector core traps are) executed",
                     r"(?:The aicore|Vector core) trap (?:read|write) out-of-bounds exception")
-_NPU_FAULT_CODE = rf"NPU function error: .{{1,200}}?, error code is {_NPU_FAULT_CODES}\b"
+# (round 14) also torch_npu's stream synchronize check ("ACL stream synchronize failed, error code:N",
+# torch_npu 2.5.1 lib/libtorch_npu.so, NPUStream's synchronize)
+_NPU_FAULT_CODE = (rf"(?:NPU function error: .{{1,200}}?, error code is |ACL stream synchronize failed, error code:)"
+                   rf"{_NPU_FAULT_CODES}\b")
 NPU_FAULT_CODE = Signature(
     "npu_fault_code", "cuda_illegal_access", "an Ascend NPU call returned a device fault code (DMA / core exception)",
     ("An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
@@ -289,7 +297,9 @@ NPU_FAULT_CODE = Signature(
                                                     "{507013, System Direct Memory Access (DMA) hardware "
                                                     "execution error}, 507015, 507016, 507018, 507035, 507036, "
                                                     "507042-507045)"),
-             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)")))
+             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)"),
+             ("torch_npu 2.5.1", "torch_npu/lib/libtorch_npu.so (the string \"ACL stream synchronize failed, "
+                                 "error code:\")")))
 
 # an AMD GPU's page fault: the amdgpu kernel driver's report in the host's kernel log (dmesg), one
 # record per fault ("[gfxhub0] no-retry page fault (src_id:0 ring:0 vmid:8 pasid:32770)", " for process

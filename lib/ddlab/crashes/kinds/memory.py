@@ -234,7 +234,10 @@ HOST_OOM = Signature(
               r"/dev/shm.{0,80}No space left on device", r"No space left on device.{0,80}/dev/shm",
               r"scheduler died during initialization \(exit code: -9\)", r"crashed with exit code -9\b"),
     lines=(r"\[Errno 12\] Cannot allocate memory", r"Error while creating shared memory segment /dev/shm",
-           r"Out of memory: Killed process", r"killed by the OOM killer",
+           # (not Ray's list of a lost worker's possible causes, "(1) the process was killed by the OOM
+           # killer due to high memory usage, (2) ray stop --force was called, or (3) ...": ray-project/ray
+           # src/ray/raylet/node_manager.cc, HandleClientConnectionError; round 14)
+           r"Out of memory: Killed process", r"(?<!\(1\) the process was )killed by the OOM killer",
            r"crashed with exit code -9\b", r"scheduler died during initialization \(exit code: -9\)"),
     priority=65,
     sources=(("0.5.10", "sglang/srt/entrypoints/engine.py:1186"),

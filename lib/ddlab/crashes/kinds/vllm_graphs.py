@@ -10,8 +10,10 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING"]
 
+# (round 14) also torch's own graph capture, entered by vLLM's `with torch.cuda.graph(...)`
+# (compilation/cuda_graph.py:315 (0.30.0)): torch/cuda/graphs.py's CUDAGraph.capture_begin / capture_end
 _CAPTURE_FRAMES = (r"(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
-                   r"|_capture_\w*graph\w*|capture)\s*$")
+                   r"|_capture_\w*graph\w*|capture|capture_begin|capture_end)\s*$")
 _OOM = r"out of memory|OutOfMemoryError"
 _GRAPHS_OFF = ("`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then capture "
                "fewer sizes, e.g. `--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`, or "

@@ -22,10 +22,11 @@ __all__ = ["SIGNATURES", "shape_detail"]
 # quantized checkpoint's scale that the layer did not register is a format it cannot place. The
 # fused experts' own weights are w13_weight and w2_weight (vLLM 0.34.0 layers/fused_moe/
 # unquantized_fused_moe_method.py:96, :117; 0.7.3 layers/fused_moe/layer.py:89): a name the
-# checkpoint maps onto them that this rank's model has no parameter for (round 12)
+# checkpoint maps onto them that this rank's model has no parameter for (round 12). Ascend's W8A8 layers
+# register deq_scale (vllm-ascend v0.9.2rc1 vllm_ascend/quantization/w8a8.py:74; round 14)
 _TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:(?:w\d+_)?weight|bias|qweight|qzeros|scales?|g_idx"
            r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
-           r"|zeros)'(?:\n|$)")
+           r"|zeros|deq_scale)'(?:\n|$)")
 _LOADING = r", in (?:load_weights\w*|weight_loader\w*|load_model)\s*$|params_dict\[\w+\]"
 _ADVICE = ("The checkpoint's files cannot be read or placed by this model's loader: check that "
            "the download is complete (`hf download REPO` again; a file of a few hundred bytes "

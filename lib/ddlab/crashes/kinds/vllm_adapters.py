@@ -1,0 +1,157 @@
+"""vLLM: texts of LoRA adapters, other accelerators and libraries that round 14 showed (a LoRA adapter
+not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels refusing a model, torch's
+store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
+graph capture cut inside torch's capture_end, a weight's name cut by the paste), advice in vLLM's flags.
+
+Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
+by name. Part of :mod:`.vllm`'s list, in its order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ddlab.crashes.kinds import device, runtime
+from ddlab.crashes.kinds.vllm_library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
+    UNREADABLE, V0, WEIGHT_NAME, voiced
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT", "LLVM_FATAL",
+           "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT", "BINDING_ARGUMENTS",
+           "XLA_RESOURCE_EXHAUSTED"]
+
+_V0 = V0
+
+# (round 14) a LoRA adapter's path with no adapter in it: the worker's adapter manager raises "Loading lora
+# NAME failed: No adapter found for PATH" (lora/worker_manager.py:135 (0.7.3), :139 (0.11.1); the
+# LoRAAdapterNotFoundError of vllm/exceptions.py:81 (0.30.0), :89 (0.33.0, 0.34.0)); an adapter is loaded
+# when a request (or the server's --lora-modules at its start) names it
+_LORA_NOT_FOUND = r"Loading lora \S+ failed: No adapter found for \S"
+LORA_NOT_FOUND = replace(
+    MODEL_NOT_FOUND, name="vllm_lora_not_found", title="a LoRA adapter's path holds no adapter",
+    advice=("vLLM found no LoRA adapter at the path given (`--lora-modules NAME=PATH`, or a request's "
+            "`lora_path`): the folder must hold adapter_config.json and the adapter's weights "
+            "(adapter_model.safetensors), on the host vLLM runs on; a Hugging Face repo id must be reachable.",),
+    patterns=(_LORA_NOT_FOUND,), lines=(_LORA_NOT_FOUND,), types=None, context=(), absent=(), detail=None,
+    priority=80, running=True,
+    sources=(("0.7.3", "vllm/lora/worker_manager.py:135"), ("0.30.0", "vllm/exceptions.py:81"),
+             ("0.33.0", "vllm/exceptions.py:89"), ("0.34.0", "vllm/exceptions.py:89")))
+
+# (round 14) an adapter checkpoint's tensor that is no LoRA A/B weight vLLM can place (a full lm_head or
+# embedding saved by PEFT's modules_to_save): parse_fine_tuned_lora_name raises "NAME is unsupported LoRA
+# weight" (lora/utils.py:117 (0.6.4.post1), :138 (0.7.3), :208 (0.30.0), :233 (0.33.0), :236 (0.34.0))
+_LORA_WEIGHT = r"\S+ is unsupported LoRA weight\b"
+LORA_WEIGHT = replace(
+    UNREADABLE, name="vllm_lora_weight_unsupported", title="a LoRA adapter holds a tensor vLLM cannot place",
+    advice=("The LoRA adapter holds a tensor that is not a LoRA A/B matrix of a module vLLM supports (often "
+            "a full `lm_head` or `embed_tokens` saved through PEFT's `modules_to_save`): merge the adapter "
+            "into the base model and serve that, or save the adapter without `modules_to_save`.",),
+    patterns=(_LORA_WEIGHT,), lines=(_LORA_WEIGHT,), types=None, context=(), absent=(), detail=None,
+    priority=80, running=True, phase=None,
+    sources=((_V0, "vllm/lora/utils.py:117"), ("0.7.3", "vllm/lora/utils.py:138"),
+             ("0.30.0", "vllm/lora/utils.py:208"), ("0.33.0", "vllm/lora/utils.py:233"),
+             ("0.34.0", "vllm/lora/utils.py:236")))
+
+# (round 14) FlashInfer's fused-MoE (FP8) kernels take only Llama 4's routing: an assertion in the layer's
+# set-up (model_executor/layers/quantization/utils/flashinfer_utils.py:133 (0.11.1), where
+# VLLM_USE_FLASHINFER_MOE_FP8 picks them for another model)
+_FLASHINFER_MOE = r"FusedMoE flashinfer kernels are only supported for Llama4"
+FLASHINFER_MOE_LLAMA4 = replace(
+    KERNEL_CONFIG, name="vllm_flashinfer_moe_llama4", title="FlashInfer's fused-MoE kernels refuse this model",
+    advice=("FlashInfer's fused-MoE kernels of this release support only Llama 4's routing: unset "
+            "VLLM_USE_FLASHINFER_MOE_FP8 (or set it to 0) so vLLM's own fused-MoE kernels run, or a newer "
+            "vLLM whose FlashInfer MoE path supports this model.",),
+    patterns=(_FLASHINFER_MOE,), lines=(_FLASHINFER_MOE,), types=None, context=(), absent=(), detail=None,
+    priority=80,
+    sources=(("vllm 0.11.1", "vllm/model_executor/layers/quantization/utils/flashinfer_utils.py:133"),))
+
+# (round 14) torch's TCPStore wait timing out (SGLang's store_wait_timeout): in vLLM, a rank waiting for
+# its peers while the process groups are set up (init_process_group's store barrier)
+STORE_WAIT = voiced(runtime.STORE_WAIT_TIMEOUT, (
+    "This rank waited on torch.distributed's store for a key another rank never wrote, until the timeout: "
+    "that rank died, hung or never started (another node's vLLM, a worker that failed first). Its own log "
+    "holds the first error; check that every node reaches the master address and port "
+    "(`--data-parallel-address`, MASTER_ADDR / VLLM_HOST_IP) and runs the same vLLM.",))
+
+# (round 14) LLVM's fatal error handler (llvm/lib/Support/ErrorHandling.cpp, report_fatal_error: "LLVM
+# ERROR: " and the reason, then the process exits): in a serving process LLVM runs inside Triton's
+# JIT compiler (its MLIR lowering of a kernel to LLVM IR and PTX), so the line is a kernel build that
+# killed the process
+_LLVM_FATAL = r"^LLVM ERROR: \S"
+LLVM_FATAL = replace(
+    KERNEL_COMPILE, name="vllm_llvm_fatal", title="LLVM aborted a JIT kernel build (Triton)",
+    advice=("LLVM, inside Triton's JIT compiler, aborted the process while it built a kernel: the kernel "
+            "has no lowering for this GPU or this Triton (older GPUs such as V100, sm_70, lack layouts newer "
+            "kernels use). `--enforce-eager` skips torch.compile's kernels; another attention backend "
+            "(VLLM_ATTENTION_BACKEND) avoids a Triton attention kernel; a Triton / vLLM release that "
+            "supports this GPU fixes it.",),
+    patterns=(_LLVM_FATAL,), lines=(_LLVM_FATAL,), types=None, context=(), absent=(), detail=None,
+    priority=60, fatal=True, running=True,
+    sources=(("LLVM", "llvm/lib/Support/ErrorHandling.cpp (report_fatal_error: \"LLVM ERROR: \")"),
+             ("triton 3.4.0", "triton/_C/libtriton.so (Triton's lowering links LLVM)")))
+
+# (round 14) vllm-ascend's worker logs the memory the KV cache may take after the profile run, clamped at
+# zero ("Available memory: N, total memory: M", vllm_ascend/worker/worker_v1.py:182 (v0.9.2rc1), :235
+# (v0.11.0rc0)); at 0 vLLM's KV cache check then refuses the start (vllm_kv_no_memory's raise). An INFO
+# line: it explains the engine's failure that follows it (a raise cut from the paste)
+_ASCEND_NO_KV = r"\bAvailable memory: 0, total memory: \d+"
+ASCEND_NO_KV_MEMORY = Signature(
+    "vllm_ascend_no_kv_memory", "kv_pool_oom", "no NPU memory is left for the KV cache (vllm-ascend)",
+    ("After the weights and the profile run, nothing of the `--gpu-memory-utilization` share of the NPU's "
+     "memory is left for the KV cache: raise `--gpu-memory-utilization`, lower `--max-num-batched-tokens` "
+     "(the profile run's batch) or `--max-model-len`, or spread the model over more NPUs "
+     "(`--tensor-parallel-size`).",),
+    lines=(_ASCEND_NO_KV,), priority=29, explains=True, phase="memory_pool",
+    sources=(("vllm-ascend v0.9.2rc1", "vllm_ascend/worker/worker_v1.py:182"),
+             ("vllm-ascend v0.11.0rc0", "vllm_ascend/worker/worker_v1.py:235")))
+
+# (round 14) the Ascend runtime's own fault records (SGLang's npu_kernel_fault), read in vLLM's logs too
+NPU_KERNEL_FAULT = voiced(device.NPU_KERNEL_FAULT, (
+    "An NPU kernel faulted (an AI core or vector core exception): rerun with ASCEND_LAUNCH_BLOCKING=1 to "
+    "find the operator and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); "
+    "then `--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this "
+    "NPU.",))
+
+# (round 14) a checkpoint tensor's KeyError cut by the paste inside the key (no closing quote) below the
+# model's load_weights frames (params_dict[name]: 0.34.0 models/llama4.py:620): a name the model cannot
+# place, as vllm_weight_name_unknown reads the whole key
+WEIGHT_NAME_CUT = replace(WEIGHT_NAME, name="vllm_weight_name_cut", title="the checkpoint holds a tensor the model "
+                          "cannot place (its name cut by the paste)",
+                          patterns=(r"^KeyError: '(?:[\w-]+\.){2,}[\w-]*\s*\Z",), priority=79)
+
+# (round 14) a compiled binding called with arguments none of its overloads takes: pybind11's dispatcher
+# raises TypeError "NAME(): incompatible constructor|function arguments. The following argument types are
+# supported:", the overloads numbered, then "Invoked with: " and the arguments (pybind11 2.13.6
+# include/pybind11/pybind11.h:1044-1046, :1080). In a server, the Python caller (vLLM, a platform plug-in)
+# was written for another build of the compiled module (torch's c10d, torch_npu's) than the one installed;
+# the "Invoked with" line stands for the TypeError where the paste cut it
+_BINDING_ARGS = (r"\w\(\): incompatible (?:constructor|function) arguments\. The following argument types are "
+                 r"supported", r"^Invoked with: \S")
+BINDING_ARGUMENTS = replace(
+    DEPENDENCY, name="vllm_binding_arguments", title="a compiled binding refused its arguments (another build)",
+    advice=("A compiled module (torch, torch_npu, a kernel package) was called with arguments none of its "
+            "bindings takes: the Python code calling it was written for another release of it. Install the "
+            "torch (and the platform plug-in's torch_npu / vllm-ascend) that this vLLM pins, in a fresh "
+            "environment, then `pip check`.",),
+    patterns=_BINDING_ARGS, lines=_BINDING_ARGS, types=None, context=(), absent=(), detail=None, priority=60,
+    sources=(("pybind11 2.13.6", "include/pybind11/pybind11.h:1044"),
+             ("pybind11 2.13.6", "include/pybind11/pybind11.h:1080")))
+
+# (round 14) XLA's runtime (TPU; PJRT's allocators) answering an allocation or a program's load with an absl
+# status of code RESOURCE_EXHAUSTED, read through a StatusOr: "Bad StatusOr access: RESOURCE_EXHAUSTED: MSG"
+# (abseil absl/status/statusor.cc, BadStatusOrAccess::InitWhat; absl/status/status.cc, StatusCodeToString);
+# the accelerator's memory ran out. (gRPC's Python status prints "StatusCode.RESOURCE_EXHAUSTED": not this)
+_XLA_EXHAUSTED = r"Bad StatusOr access: RESOURCE_EXHAUSTED: "
+XLA_RESOURCE_EXHAUSTED = replace(
+    CUDA_OOM, name="vllm_xla_resource_exhausted", title="the accelerator's memory ran out (XLA: RESOURCE_EXHAUSTED)",
+    advice=("XLA's runtime could not reserve device memory (on TPU, HBM) for a buffer or a compiled program: the "
+            "KV cache took too much of it. Lower `--gpu-memory-utilization` (on TPU it sizes the KV cache too), "
+            "`--max-num-batched-tokens` or `--max-num-seqs` (fewer, smaller compiled programs), or "
+            "`--max-model-len`.",),
+    patterns=(_XLA_EXHAUSTED,), lines=(_XLA_EXHAUSTED,), types=None, context=(), absent=(), detail=None,
+    priority=70,
+    sources=(("abseil", "absl/status/statusor.cc (BadStatusOrAccess::InitWhat: \"Bad StatusOr access: \")"),
+             ("abseil", "absl/status/status.cc (StatusCodeToString: RESOURCE_EXHAUSTED)")))
+
+SIGNATURES: list[Signature] = [XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT, FLASHINFER_MOE_LLAMA4, STORE_WAIT, LLVM_FATAL,
+                               ASCEND_NO_KV_MEMORY, NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS]
