@@ -65,7 +65,6 @@ def cold() -> tuple[bool, float, float]:
 def warm() -> tuple[bool, float, float]:
     """(ready, wall s, CPU s) of one start forked from this (warm) process."""
     import ddlab.target  # the warm parent: torch and the server imported once, here
-
     import ddlab.target.server  # noqa: F401
 
     port, started = _free_port(), time.monotonic()
