@@ -100,6 +100,7 @@ def test_vllm_signature_is_well_formed_and_cites_the_wheel(signature):
 _CITED = {
     "vllm_kv_no_memory": "No available memory for the cache blocks",
     "vllm_kv_max_len": "max seq len",
+    "vllm_kv_check_cut": "def _check_enough_kv_cache_memory(",
     "vllm_spec_token_budget": "max_num_scheduled_tokens is set to",
     "vllm_draft_vocab": "same vocabulary size",
     "vllm_spec_tp_draft": "Cannot handle cases where distributed draft",
