@@ -188,8 +188,12 @@ def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signat
             and not _STARTUP_FRAMES.search(frames) and not shown):
         phase = "serving"
     # vLLM serves once uvicorn says so (no warmup request follows, unlike SGLang's launcher):
-    # a crash after "Application startup complete." is a crash while serving
-    if phase == "ready" and any(VLLM_READY_RE.search(ln.msg) for ln in lines if ln.no < best.first_no):
+    # a crash after "Application startup complete." is a crash while serving. Not uvicorn's bind
+    # failure (round 15): uvicorn binds its port only after the app's startup (server.py:116; the bind at
+    # :182, its error logged at :190, then exit, uvicorn 0.54.0): that crash is the startup's last step
+    bind = signature is not None and signature.kind == "port_in_use"
+    if phase == "ready" and not bind and any(VLLM_READY_RE.search(ln.msg) for ln in lines
+                                             if ln.no < best.first_no):
         phase = "serving"
     return phase
 

@@ -43,6 +43,10 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) "), or a
     # launcher's time and level before vLLM's process tag, which is peeled next ("... [ERROR]   (APIServer")
     rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
+    # (round 15) a viewer's date and time ("2025-07-10 08:59:40 ") right before vLLM's own stamp or process
+    # tag: vLLM's stamp carries no year (_DATE_FORMAT "%m-%d %H:%M:%S", vllm/logger.py:33 (0.34.0), :24
+    # (0.7.3)), so a whole date in front of it is the collector's
+    rf"^\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?={_PROC}|{_STAMP})",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
     # DJL Serving (LMI, which runs vLLM) relaying its Python worker's output, as its logs show it:
@@ -154,9 +158,16 @@ def vllm_lines(text: str) -> list[Line]:
 _PHASE_MARKERS = (
     # "Starting to load model" (v1/worker/gpu_model_runner.py), the loaders' shard bars,
     # "Loading weights took" (model_loader/default_loader.py:544 (0.34.0)): the draft loads after
+    # (round 15) vllm-neuron's load_model compiles and loads the model through NxD Inference
+    # (vllm-neuron vllm_neuron/worker/neuronx_distributed_model_loader.py:240-241, a5ef7c8): its load shards
+    # the weights ("Sharding weights on load...", neuronx-distributed-inference
+    # src/neuronx_distributed_inference/models/application_base.py:405, 4bcdc54; "Done Sharding weights in",
+    # neuronx-distributed src/neuronx_distributed/trace/model_builder.py:857, fbac349) or reads them
+    # presharded (application_base.py:391), then puts them on the device
     ("load_weights", re.compile(
         r"Starting to load model|Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights took"
-        r"|Loading drafter model")),
+        r"|Loading drafter model|Sharding weights on load|Done Sharding weights in"
+        r"|Loading presharded checkpoints for ranks")),
     # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0);
     # V0 "Loading model weights took": worker/model_runner.py:1077 (0.6.4.post1)); then the
     # profiling run (torch.compile runs in it), the KV cache's size

@@ -91,6 +91,26 @@ KV_MAX_LEN = Signature(
              ("0.33.0", "vllm/v1/core/kv_cache_planning.py:80"),
              ("0.34.0", "vllm/v1/core/kv_cache_planning.py:127")))
 
+# (round 15) a traceback cut at the KV cache's memory check, its exception line not pasted: the check
+# raises only the two texts above ("No available memory for the cache blocks", "To serve at least one
+# request ..."; check_enough_kv_cache_memory, v1/core/kv_cache_utils.py:663, raises at :686, :707 (0.11.1);
+# _check_enough_kv_cache_memory, kv_cache_utils.py:872 (0.30.0), kv_cache_planning.py:50 (0.33.0), :99
+# (0.34.0)): a traceback whose last frame is that call (or inside it) is one of them. A deeper frame
+# below it, or any exception line, is not this
+_KV_CHECK_LAST = (r"(?:\b_?check_enough_kv_cache_memory\(|, in _?check_enough_kv_cache_memory\b)[^\n]*"
+                  r"(?:\n(?!\s*File \")[^\n]*)*\Z")
+KV_CHECK_CUT = Signature(
+    "vllm_kv_check_cut", "kv_pool_oom", "the KV cache's memory check failed (the traceback is cut)",
+    ("The traceback ends in vLLM's check that the KV cache fits (its exception line is cut off): either "
+     "nothing is left for the KV cache blocks or the cache cannot hold one request of `--max-model-len` "
+     "tokens; the whole log says which.",),
+    # (its pattern only names one of the texts: whole, they are vllm_kv_no_memory's and vllm_kv_max_len's)
+    patterns=(r"No available memory for the cache blocks",), context=(_KV_CHECK_LAST,), cut_ok=True,
+    priority=31, phase="memory_pool", detail=_kv_detail,
+    sources=(("0.30.0", "vllm/v1/core/kv_cache_utils.py:872"), ("vllm 0.11.1", "vllm/v1/core/kv_cache_utils.py:663"),
+             ("0.33.0", "vllm/v1/core/kv_cache_planning.py:50"),
+             ("0.34.0", "vllm/v1/core/kv_cache_planning.py:99")))
+
 # V0 logs the block count before it checks it ("# GPU blocks: %d, # CPU blocks: %d",
 # executor/gpu_executor.py:113 (0.6.4.post1)); 0 blocks raises at once (worker.py:493)
 GPU_BLOCKS_ZERO = Signature(
@@ -310,7 +330,7 @@ GGUF_NOT_A_FILE = Signature(
     sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
 
 SIGNATURES: list[Signature] = [
-    KV_NO_MEMORY, KV_MAX_LEN, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *vllm_graphs.SIGNATURES,
+    KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *vllm_graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, vllm_engine.ENGINE_DEAD, vllm_engine.OUTPUT_HANDLER_FAILED, vllm_engine.SHM_STALL, API_MISMATCH,
     vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,

@@ -1,6 +1,6 @@
 """vLLM: texts of other backends and of features round 13 showed (ROCm's HIP and ROCr runtimes, a LoRA
 adapter's rank, V0's Mooncake pipe, NIXL's handshake and vllm-ascend's Mooncake for one request, ptxas' diagnostic, the Neuron
-compiler, a request answered 500), advice in vLLM's flags.
+compiler, a request answered 500; round 15: one answered 4xx), advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -15,7 +15,7 @@ from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
-           "NEURON_COMPILE", "REQUEST_5XX", "NIXL_HANDSHAKE",
+           "NEURON_COMPILE", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST"]
 
 _V0 = V0
@@ -103,6 +103,20 @@ NEURON_COMPILE = replace(KERNEL_COMPILE, name="vllm_neuron_compile", title="the 
 REQUEST_5XX = voiced(requests.REQUEST_5XX, requests.REQUEST_5XX.advice,
                       sources=(("0.34.0", "vllm/entrypoints/serve/exception_handling/error_response.py:70"),))
 
+# (round 15) uvicorn's access line of a client's request answered 4xx: vLLM refuses a request as sent with
+# 400 by default (create_error_response, entrypoints/openai/serving_engine.py:107 (0.7.3);
+# serve/exception_handling/error_response.py:17 (0.34.0)), a body its schema refuses too (api_server.py:749
+# (0.7.3)), with no traceback, and serves on; a GET (a probe, the launcher) proves nothing
+REQUEST_4XX = voiced(requests.REQUEST_4XX, (
+    "The server answered a request with a 4xx status (uvicorn's access line) and kept serving: vLLM refused "
+    "the request as the client sent it and logs no traceback for it; the response's body says why (a field "
+    "or value it does not take, a prompt longer than `--max-model-len`, a model name other than "
+    "`--served-model-name`, no API key where the server runs with `--api-key`). Fix the client's request; the "
+    "server needs no change unless every client is refused the same way.",), detail=requests.REQUEST_4XX.detail,
+    sources=(("0.7.3", "vllm/entrypoints/openai/serving_engine.py:107"),
+             ("0.7.3", "vllm/entrypoints/openai/api_server.py:749"),
+             ("0.34.0", "vllm/entrypoints/serve/exception_handling/error_response.py:17")))
+
 # (round 13) NIXL's handshake with the remote (prefill) agent failing for one request: the decode worker
 # logs it with the handshake's exception, marks that request's blocks invalid and the request as a failed
 # receive (distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1111-1116 (0.11.1), request_ready);
@@ -140,4 +154,4 @@ ASCEND_MOONCAKE_REQUEST = Signature(
                                         ":547")))
 
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
-                               REQUEST_5XX]
+                               REQUEST_5XX, REQUEST_4XX]
