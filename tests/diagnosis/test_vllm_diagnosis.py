@@ -239,8 +239,9 @@ def test_vllm_logs_are_read_as_vllm():
     # model registry's refusal alone (vo19) and a segfault handler's native frames alone (vo25); round
     # 15 seven: huggingface_hub's offline headline (vp09), torch's "no kernel image" error and hints on
     # HIP and CUDA (vp11, vp22), torch's NCCL watchdog (vp12, vp13) and uvicorn's ASGI traceback with no
-    # vLLM frame (vp18, vp19)
-    assert len(unmarked) <= 34, unmarked
+    # vLLM frame (vp18, vp19); round 16 one: the model registry's refusal alone again, under torch's rank
+    # prefix (vq17)
+    assert len(unmarked) <= 35, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

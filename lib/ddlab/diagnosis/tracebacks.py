@@ -51,8 +51,13 @@ _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
 # (round 13) Ray re-raises a task's error as a class named after both, "RayTaskError(Cause)"
-# (ray python/ray/exceptions.py, RayTaskError.as_instanceof_cause: "RayTaskError({})".format(cause))
-_EXC_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:\([A-Z]\w*\))?)(?::(?:[ \t]+(?P<msg>.*))?)?$")
+# (ray python/ray/exceptions.py, RayTaskError.as_instanceof_cause: "RayTaskError({})".format(cause));
+# (vLLM round 16) a class a C++ binding registers under a name in lower camel case, printed with its
+# module as every class outside builtins is (CPython 3.11.7 Lib/traceback.py:858-863, format_exception_only:
+# "nixl._bindings.nixlBackendError", pybind11's py::register_exception in ai-dynamo/nixl 0.2.0
+# src/bindings/python/nixl_bindings.cpp:161): only with its module and an exception's suffix
+_EXC_RE = re.compile(r"^(?P<type>(?:(?:[A-Za-z_]\w*\.)*[A-Z]\w*|(?:[A-Za-z_]\w*\.)+[a-z]\w*(?:Error|Exception))"
+                     r"(?:\([A-Z]\w*\))?)(?::(?:[ \t]+(?P<msg>.*))?)?$")
 # the separator of two blocks; at the end of a paste also cut inside ("During handling of the
 # above exception, another exceptio")
 _CHAIN_RE = re.compile(

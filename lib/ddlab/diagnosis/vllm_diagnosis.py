@@ -43,6 +43,7 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_reached,
 )
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
+from ddlab.diagnosis.vllm_records import with_engine_messages, without_debug_tracebacks
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
            "FRAME_PHASES", "advise_vllm"]
@@ -289,12 +290,12 @@ _NO_HANG = replace(VLLM, signatures=tuple(s for s in VLLM.signatures if s.kind !
 
 
 def read_vllm(text: str) -> VllmLog:
-    """The lines (vLLM's prefixes peeled, the last run), the phase reached, the facts, the
-    chains (a V0 worker's header message kept) and exit, and the root cause over vLLM's registry
-    (with no hang where a worker died)."""
-    lines = last_run(vllm_lines(text or ""))
+    """The lines (vLLM's prefixes peeled, the last run, a DEBUG record's traceback blanked), the phase
+    reached, the facts, the chains (a V0 worker's header message and V0 engine's logged one kept) and
+    exit, and the root cause over vLLM's registry (with no hang where a worker died)."""
+    lines = last_run(vllm_lines(without_debug_tracebacks(text or "")))
     reached, phase_line = vllm_phase_reached(lines)
-    chains = _with_worker_message(find_chains(lines))
+    chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text or "")
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
                    root_cause(lines, chains, registry))

@@ -24,7 +24,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 from __future__ import annotations
 
 from ddlab.crashes.kinds import (vllm_adapters, vllm_backends, vllm_engine, vllm_graphs, vllm_library, vllm_loading,
-                                 vllm_requests, vllm_speculative)
+                                 vllm_messages, vllm_requests, vllm_speculative)
 from ddlab.crashes.kinds.vllm_engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.crashes.signature import Found, Signature, regex
 
@@ -336,5 +336,5 @@ SIGNATURES: list[Signature] = [
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
     vllm_speculative.DRAFT_VOCAB_V0, vllm_engine.RPC_TIMEOUT, vllm_requests.STREAM_ERROR, *vllm_loading.SIGNATURES,
     vllm_requests.PREPROCESS_ERROR, vllm_requests.GRAMMAR_REJECTED, *vllm_backends.SIGNATURES,
-    *vllm_adapters.SIGNATURES,
+    *vllm_adapters.SIGNATURES, *vllm_messages.SIGNATURES,
 ]

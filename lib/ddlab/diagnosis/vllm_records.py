@@ -1,0 +1,91 @@
+"""vLLM's log records read whole (round 16): what the lines of one record say together.
+
+Contract: vLLM's logger writes every line of a record under the record's own prefix (``NewLineFormatter``
+repeats the text before the message after each newline: vllm/logging_utils/formatter.py:17 (0.7.3), :77
+(0.34.0)), the traceback of ``logger.exception`` or ``exc_info=True`` included; Python's default formatter
+writes the traceback's lines bare under the prefixed message. Two readings follow, used by
+:func:`ddlab.diagnosis.vllm_diagnosis.read_vllm`:
+
+- :func:`without_debug_tracebacks`: a traceback in a record logged at DEBUG (``logger.debug(...,
+  exc_info=True)``, the trace of a fallback the code took before it went on: "Failed to load AutoProcessor
+  chat template for %s", entrypoints/chat_utils.py:463 (0.11.1), renderers/hf.py:304 (0.34.0)) is no error of
+  the run: its lines are blanked (their numbers kept), the record's message line kept.
+- :func:`with_engine_messages`: V0's multiprocessing engine logs the exception itself as the record's message
+  (``run_mp_engine``: ``logger.exception(e)``, its str; ``MQLLMEngine.start``: ``logger.exception(repr(e))``;
+  engine/multiprocessing/engine.py:400, :140 (0.7.3), :366, :135 (0.6.4.post1)). A traceback cut before its
+  exception line whose outermost frame is one of those two takes the message right above it as its
+  exception (a repr ``Type('message')`` gives the type; a str gives ``Exception``, as
+  :mod:`.vllm_diagnosis` reads a V0 worker's header), where the message is the same record's (the traceback
+  line under the same prefix, or bare) and logged at ERROR or with no level shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddlab.diagnosis.logtext import Line
+from ddlab.diagnosis.tracebacks import Chain
+
+__all__ = ["without_debug_tracebacks", "with_engine_messages"]
+
+_TRACEBACK = "Traceback (most recent call last):"
+# the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
+# then "[file:N]"); a process tag or a collector's prefix before it is part of the record's prefix
+_DEBUG_RE = re.compile(r"^(?P<prefix>.{0,120}?\bDEBUG \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                       r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\]) ?)(?P<msg>.*)$")
+# V0's MQLLMEngine functions that log the exception as the message (engine/multiprocessing/engine.py)
+_ENGINE_FILE = re.compile(r"[/\\]vllm[/\\]engine[/\\]multiprocessing[/\\]engine\.py$")
+_ENGINE_FUNCS = ("run_mp_engine", "start")
+_REPR_RE = re.compile(r"^(?P<type>(?:\w+\.)*\w*(?:Error|Exception|Interrupt|Exit))\((?P<q>['\"])(?P<msg>.*)(?P=q),?\)$")
+_OTHER_LEVEL_RE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN)\b")
+
+
+def without_debug_tracebacks(text: str) -> str:
+    """``text`` with the tracebacks of records logged at DEBUG blanked, from the traceback's first line to the
+    last line under the same prefix (the record's message line kept; line numbers unchanged)."""
+    lines = text.splitlines(keepends=True)
+    out, index = list(lines), 0
+    while index < len(lines):
+        match = _DEBUG_RE.match(lines[index].rstrip("\r\n"))
+        if not (match and match["msg"].strip() == _TRACEBACK):
+            index += 1
+            continue
+        prefix = match["prefix"]
+        while index < len(lines) and lines[index].startswith(prefix):
+            body = lines[index].rstrip("\r\n")
+            out[index] = lines[index][len(body):]  # the line's end kept
+            index += 1
+    return "".join(out)
+
+
+def _same_record(text: str, msg: str) -> bool:
+    """``msg`` is the message of the record whose traceback starts on the next line of ``text``: that line
+    under the same prefix or bare, the message logged at ERROR (or with no level shown)."""
+    raws = [raw.rstrip() for raw in text.splitlines()]
+    for raw, below in zip(raws, raws[1:]):
+        if raw.endswith(msg) and below.endswith(_TRACEBACK):
+            prefix, under = raw[:len(raw) - len(msg)], below[:len(below) - len(_TRACEBACK)]
+            if (under == prefix or not under.strip()) and not _OTHER_LEVEL_RE.search(prefix):
+                return True
+    return False
+
+
+def with_engine_messages(chains: list[Chain], lines: list[Line], text: str) -> list[Chain]:
+    """V0's engine tracebacks cut before their exception line, given the exception its record's message says."""
+    by_no = {line.no: line for line in lines}
+    for chain in chains:
+        first, outer = chain.raised[0], chain.outermost
+        if outer.type or first.start is None or not first.frames:
+            continue
+        frame = first.frames[0]
+        if not (_ENGINE_FILE.search(frame.file) and frame.func in _ENGINE_FUNCS):
+            continue
+        above = by_no.get(first.start.no - 1)
+        said = above.msg.strip() if above else ""
+        if not said or said.startswith(("File ", _TRACEBACK)) or not _same_record(text, said):
+            continue
+        rep = _REPR_RE.match(said)
+        outer.type, outer.message = (rep["type"], rep["msg"]) if rep else ("Exception", said)
+        outer.exc_lines = [above]
+        chain.cut = False
+    return chains
