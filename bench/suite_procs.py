@@ -87,13 +87,14 @@ def sample(command: list[str], interval: float = 0.25) -> tuple[int, float, list
                 continue
             row = seen.get((pid, stat[0]))
             if row is None:
-                row = seen[(pid, stat[0])] = {"pid": int(pid), "cmd": _cmdline(pid),
+                row = seen[(pid, stat[0])] = {"pid": int(pid), "cmd": "",
                                               "base": stat[1] if before else 0, "ticks": stat[1]}
             row["ticks"] = stat[1]
-            if not row["cmd"]:  # read again once exec has happened
-                row["cmd"] = _cmdline(pid)
-            if "test" not in row and row["cmd"]:
-                row["test"] = _test_of(pid)
+            # read each time: a process first seen between fork and exec shows its parent's
+            # command line and environment, then its own once exec has happened
+            cmd = _cmdline(pid)
+            if (cmd and cmd != row["cmd"]) or "test" not in row:
+                row["cmd"], row["test"] = cmd or row["cmd"], _test_of(pid)
 
     sweep(before=True)
     started = time.monotonic()

@@ -427,3 +427,19 @@ def test_the_replay_advice_names_the_compilers_copy_and_the_none():
     result = diagnose(_read(VLLM / "cuda_graph_replay__0.34.0__copy-and-call-none.log"))
     assert "FULL_DECODE_ONLY, which has none, is the mode to try first" in result.suggestion
     assert "An input was None" in result.suggestion and result.cause.startswith("AttributeError")
+
+
+def test_a_log_that_names_no_server_says_it_was_read_as_sglangs_and_how_to_change_that():
+    """vo04 (the Ascend runtime's own fault records, no line of either server) is read as
+    SGLang's, the default: the verdict says so and how to read it as vLLM's, so a vLLM user is
+    not left with SGLang's flags in the advice without a word. A log that names its server,
+    or a family given, says nothing of it."""
+    unnamed = diagnose(_read(REAL / "vo04.log"))
+    assert unnamed.family == "sglang" and unnamed.family_assumed and unnamed.to_dict()["family_assumed"]
+    assert "read as:    SGLang's log: no line names its server (--family vllm reads it as vLLM's)" \
+        in unnamed.render().splitlines()
+    assert not diagnose(_read(REAL / "vo04.log"), family="sglang").family_assumed
+    given = diagnose(_read(REAL / "vo04.log"), family="vllm")
+    assert given.family == "vllm" and not given.family_assumed and "read as:" not in given.render()
+    named = diagnose(_read(VLLM / next(iter(FIXTURES))))
+    assert named.family == "vllm" and not named.family_assumed and "read as:" not in named.render()

@@ -63,7 +63,7 @@ from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
 from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
-from ddlab.diagnosis.vllm_log import FAMILIES, detect_family
+from ddlab.diagnosis.vllm_log import FAMILIES, detect_family, family_marks
 
 __all__ = [
     "Diagnosis", "diagnose", "read_log", "SIGNATURES", "Signature", "KINDS", "PHASES",
@@ -91,7 +91,9 @@ class Diagnosis:
     prove it (prefixes removed); ``suggestion`` the next step, written for
     ``sglang_version`` and ``algorithm`` (given, or read from the log; None: neutral);
     ``decode`` the summary of ``Decode batch`` lines; ``exit_status`` as systemd
-    (or the shell) said it; ``facts`` what the log states (server args, sizes).
+    (or the shell) said it; ``facts`` what the log states (server args, sizes);
+    ``family`` the server it was read as, ``family_assumed`` when no line named either
+    server (read as SGLang's, the default: the verdict says so, and how to change it).
     """
 
     crashed: bool
@@ -109,6 +111,7 @@ class Diagnosis:
     algorithm: str | None = None
     sources: list[str] = field(default_factory=list)
     family: str = "sglang"
+    family_assumed: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -129,6 +132,8 @@ class Diagnosis:
             rows += ["evidence:"] + [f"  | {line}" for line in self.evidence]
         if self.suggestion:
             rows.append(f"suggestion: {self.suggestion}")
+        if self.family_assumed:
+            rows.append("read as:    SGLang's log: no line names its server (--family vllm reads it as vLLM's)")
         if self.family == "vllm" and self.crashed:
             rows.append(f"advice for: vLLM {self.facts.get('vllm_version') or '(any)'}, "
                         f"{self.algorithm or 'any speculative method'}")
@@ -345,6 +350,10 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     if family not in (None, *FAMILIES):
         raise ConfigError(f"family {family!r}: not a server family", fix=f"one of {', '.join(FAMILIES)}",
                           value=family)
+    if family is None and not any(family_marks(text or "")):  # no line names either server
+        read = diagnose(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host,
+                        family="sglang")
+        return replace(read, family_assumed=True)
     if (family or detect_family(text or "")) == "vllm":
         return _diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
     compiled = _compile(patterns)

@@ -26,7 +26,7 @@ from dataclasses import replace
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
-__all__ = ["FAMILIES", "detect_family", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
+__all__ = ["FAMILIES", "detect_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE"]
 
 FAMILIES = ("sglang", "vllm")
@@ -109,14 +109,20 @@ _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
 
 
+def family_marks(text: str) -> tuple[int, int]:
+    """(lines with vLLM's marks, lines with SGLang's marks): see :func:`detect_family`."""
+    lines = (text or "").splitlines()
+    return (sum(1 for ln in lines if _VLLM_MARKS.search(ln)),
+            sum(1 for ln in lines if _SGLANG_MARKS.search(ln)))
+
+
 def detect_family(text: str) -> str:
     """``vllm`` when vLLM's marks (its stamp, process tags, ``vllm/`` paths, its name, its
     config keys) are on more than three times as many lines as SGLang's (its name,
-    ``server_args=``, ``launch_server``, its batch lines, its stamp); else ``sglang``. SGLang
-    imports vLLM in many releases, so an SGLang log may carry a few of vLLM's lines."""
-    lines = (text or "").splitlines()
-    vllm = sum(1 for ln in lines if _VLLM_MARKS.search(ln))
-    sglang = sum(1 for ln in lines if _SGLANG_MARKS.search(ln))
+    ``server_args=``, ``launch_server``, its batch lines, its stamp); else ``sglang`` (also
+    when neither shows: :func:`family_marks` tells that case). SGLang imports vLLM in many
+    releases, so an SGLang log may carry a few of vLLM's lines."""
+    vllm, sglang = family_marks(text)
     return "vllm" if vllm > 3 * sglang else "sglang"
 
 
