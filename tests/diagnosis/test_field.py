@@ -283,9 +283,10 @@ def _corpus_tool():
     return module
 
 
-# all 644 after round 17 was folded in (of 644, 635, 465; no fix: the round had no miss, so 51e05f3's code
-# reads the same; after round 16's fixes, 627 logs: 622, 611, 450)
-WORK_FLOOR = {"crashed": 639, "kind": 628, "phase": 458}
+# all 658 after round 18 was folded in and its misses fixed (of 658, 648, 474: h18010's kind disputed); at
+# the fold, 90facd8's code read 650, 635, 464 (of 658, 649, 474); after round 17's fold, 644 logs: 639, 628,
+# 458 (of 644, 635, 465)
+WORK_FLOOR = {"crashed": 654, "kind": 641, "phase": 468}
 
 
 def test_the_work_split_does_not_regress():
@@ -296,9 +297,9 @@ def test_the_work_split_does_not_regress():
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows if r["kind"] is not None),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
     # held-out rounds 1 (43 logs), 2 (53), 3 (41), 4 (41), 5 (47), 6 (42), 7 (40), 8 (37), 9 (40),
-    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11), 15 (15), 16 (11) and 17 (17) were folded in after their
-    # one measurement
-    assert len(rows) == 644
+    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11), 15 (15), 16 (11), 17 (17) and 18 (14) were folded in
+    # after their one measurement
+    assert len(rows) == 658
     work = [log for log in MANIFEST.values() if log["split"] == "work"]  # a held-out round is not read
     assert sum(r["kind"] is None for r in rows) == sum(bool(log.get("kind_disputed")) for log in work)
     assert sum(r["phase"] is None for r in rows) == sum(not log["phase_in_log"] or bool(log.get("phase_disputed"))
@@ -313,7 +314,7 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
 @pytest.mark.parametrize(("round_", "logs"), [(1, 43), (2, 53), (3, 41), (4, 41), (5, 47), (6, 42), (7, 40),
                                                    (8, 37), (9, 40), (10, 40), (11, 26),
                                                    (12, 29), (13, 10), (14, 11), (15, 15), (16, 11),
-                                                   (17, 17)])
+                                                   (17, 17), (18, 14)])
 def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
     folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
     assert len(folded) == logs and all(log["split"] == "work" for log in folded)

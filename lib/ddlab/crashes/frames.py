@@ -43,7 +43,11 @@ def _frames(names: str, calls: str = "") -> re.Pattern:
 # layer's __init__ (get_quant_method, 0.5.23 layer.py:500): a constructor in
 # sglang/srt/layers/quantization/ is the model being built, after the loader started
 _LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader|init_lora_manager|create_weights"
-_QUANT_BUILT = r'sglang[/\\]srt[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$'
+_QUANT_BUILT = (r'sglang[/\\]srt[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$'
+                # (round 18) so is a constructor of a model's own module: the model class and the
+                # layers it builds for itself (0.5.23 model_loader/loader.py:309, model_class(**kwargs)
+                # in _initialize_model, the only caller of a model class)
+                r'|sglang[/\\]srt[/\\]models[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$')
 _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
          # the scheduler's pool and radix cache (HiCache's storage included: 0.4.10.post2
          # managers/scheduler.py:561, called from its constructor at :393)
@@ -66,6 +70,9 @@ _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_g
 _WARMUP = r"_wait_and_warmup|_execute_server_warmup"
 _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|process_batch_result\w*|forward_step"
             r"|exposed_step|forward_fill_batch|forward_decode_batch|forward_batch_generation"
+            # 0.2.x / 0.3.x's model worker stepping a prefill batch (0.2.12 managers/tp_worker.py:443,
+            # called from forward_step :238; 0.3.0 :493)
+            r"|forward_prefill_batch"
             r"|forward_batch_speculative_generation|forward_thread_func_?|verify|replay|replay_prepare"
             r"|get_next_batch_to_run|get_model_worker_batch|prepare_for_extend|prepare_for_decode"
             r"|retract_decode|resolve_batch_result|spec_prepare_for_decode|watchdog_thread"

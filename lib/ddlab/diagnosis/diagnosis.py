@@ -51,7 +51,7 @@ from ddlab.diagnosis.decode_lines import DecodeRecord, parse_decode_lines, summa
 from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
 from ddlab.crashes.frames import shows_startup
 from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
-from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, dump_reading
+from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP, dump_reading
 from ddlab.crashes.kinds.runtime import HANG_DUMP
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
@@ -266,6 +266,8 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     if best.signature is FATAL_SIGNAL_DUMP:
         return ("a fatal signal's thread dump (faulthandler), the scheduler running a step: "
                 f"{best.cause.strip()}")
+    if best.signature is STARTUP_SIGNAL_DUMP:
+        return f"a fatal signal's thread dump (faulthandler), no event loop on the stack: {best.cause.strip()}"
     if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
         if _DUMPED_LOOP_RE.match(best.cause):
             return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"

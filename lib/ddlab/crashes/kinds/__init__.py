@@ -6,13 +6,14 @@ runner that shares their copy helpers), ``launch`` (arguments, ports, model repo
 checkpoints), ``packages`` (installed packages that do not match), ``models``
 (architectures, model types and config layouts the install does not know), ``weights``
 (checkpoint files the loader cannot read or place), ``device`` (kernel faults, GPU
-support, kernel builds), ``kernels`` (kernels refusing a model configuration),
+support, kernel builds), ``compilers`` (JIT compilers aborting on an assertion),
+``kernels`` (kernels refusing a model configuration),
 ``runtime`` (NCCL, hangs and health checks), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers) and ``speculative`` (speculative decoding combined
 with another feature); ``vllm``, ``vllm_speculative``, ``vllm_library`` (and the other ``vllm_*``) are vLLM's
 texts on the same kinds, their advice in vLLM's flags (issue 28). ``slots``,
-``packages`` and ``kernels`` are spliced into ``memory``'s, ``launch``'s and ``device``'s
-lists where they stood, so the registry's order is unchanged.
+``packages``, ``compilers`` and ``kernels`` are spliced into ``memory``'s, ``launch``'s and
+``device``'s lists where they stood (``compilers`` after the kernel builds that raise).
 Each module's ``SIGNATURES`` is a list of
 :class:`ddlab.crashes.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
 joins them into the registry.

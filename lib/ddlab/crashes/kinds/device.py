@@ -22,7 +22,7 @@ failed: ..." too (the refusal is the kind, the capture is where).
 from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.crashes.kinds import kernels
+from ddlab.crashes.kinds import compilers, kernels
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -382,5 +382,5 @@ KERNEL_BOUNDS_CHECK = Signature(
 
 # (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`.vllm_library`: no SGLang fixture shows it yet)
 SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
-              KERNEL_COMPILE, KERNEL_COMPILE_CUT, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
+              KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]

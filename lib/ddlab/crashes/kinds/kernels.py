@@ -2,7 +2,8 @@
 
 flashinfer's "Unsupported group_size" / "failed to dispatch", flash-attn's head-dim limit, Triton's
 power-of-2 ``arange`` and head-dim asserts, a kernel library's tvm-ffi check, its dtype check of a
-tensor, its own CUDA check finding a launch refused: the refusal is the kind, inside "Capture cuda
+tensor, its own CUDA check finding a launch refused, an Ascend NPU's runtime refusing a launch's block
+count: the refusal is the kind, inside "Capture cuda
 graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
 """
 
@@ -185,5 +186,50 @@ TRITON_HEAD_DIM = Signature(
     detail=_head_dim_detail,
     sources=(("0.4.10.post2", "sglang/srt/layers/attention/triton_ops/double_sparsity_attention.py:575"),))
 
+# (round 18) an Ascend NPU's runtime refusing a kernel launch for its block count: a launch's coreDim
+# (the blocks it asks for) is a uint16 in the task's descriptor, and rtKernelLaunch refuses more with
+# EE1001 ("The argument is invalid.Reason: coreDim=N can't be greater than UINT16_MAX.": CANN runtime,
+# hicann/runtime d8beaaf src/runtime/feature/src/api_impl/api_error.cc:692, KernelLaunch; newer
+# releases word it as EE1003, "... failed because value N for parameter coreDim is invalid. Expected
+# value: less than or equal to 65535.", 681ef76 src/runtime/api/impl/api_error.cc:1072-1075 and
+# src/dfx/error_manager/error_code.json:446-447). triton-ascend launches a kernel with gridX * gridY *
+# gridZ blocks (triton-ascend 3.2.0 triton/backends/ascend/driver.py:742, rtKernelLaunch at :697): a
+# grid this shape made too large for the NPU, the launch configuration refused (as CUDA's invalid
+# configuration argument is), not a fault. triton-ascend 3.2.0 checks the grid itself before it
+# launches (triton/runtime/jit.py:689-690: "grid should be less than 65536! You can try \"export
+# TRITON_ALL_BLOCKS_PARALLEL=1\" ...", unless that variable folds the grid onto the cores)
+_NPU_BLOCKS = (r"\bcoreDim=\d+ can't be greater than UINT16_MAX\b",
+               r"\bfailed because value \d+ for parameter coreDim is invalid\. Expected value: less than or equal to 65535",
+               r"\bgrid should be less than 65536! You can try \"export TRITON_ALL_BLOCKS_PARALLEL=1\"")
+
+
+def _npu_blocks_detail(found: Found) -> str | None:
+    blocks = regex(r"coreDim=(\d+)|value (\d+) for parameter coreDim").search(found.text)
+    op = regex(r"current working operator name is (\w+)").search(found.chain_text or found.text)
+    said = f"The launch asked for {blocks[1] or blocks[2]} blocks (at most 65535)" if blocks else None
+    return f"{said}, operator {op[1]}." if said and op else f"{said}." if said else None
+
+
+NPU_LAUNCH_REFUSED = Signature(
+    "npu_launch_blocks_refused", "kernel_config_unsupported",
+    "an Ascend NPU kernel launch asked for more blocks than the runtime takes (coreDim > 65535)",
+    ("The NPU's runtime refused a kernel launch whose block count (coreDim) is over 65535: a Triton "
+     "kernel's grid (its blocks multiplied) grew past that for this batch or model shape, so the "
+     "kernel does not support this configuration on the NPU. The operator's name is in torch_npu's "
+     "line ('current working operator name is ...'): a triton-ascend that folds the grid onto the "
+     "physical cores (TRITON_ALL_BLOCKS_PARALLEL=1), a backend that avoids that kernel, fewer "
+     "concurrent requests or shorter batches (`--max-running-requests`, `--chunked-prefill-size`), "
+     "or a release whose kernel sizes its grid for the NPU.",),
+    patterns=_NPU_BLOCKS, lines=_NPU_BLOCKS, priority=81, detail=_npu_blocks_detail,
+    sources=(("Ascend CANN runtime (hicann/runtime d8beaaf)", "src/runtime/feature/src/api_impl/api_error.cc:692 "
+                                                             "(KernelLaunch: coreDim=%u can't be greater than "
+                                                             "UINT16_MAX.)"),
+             ("Ascend CANN runtime (hicann/runtime 681ef76)", "src/runtime/api/impl/api_error.cc:1072-1075, "
+                                                             "src/dfx/error_manager/error_code.json:446-447 (EE1003)"),
+             ("triton-ascend 3.2.0", "triton/backends/ascend/driver.py:742 (blockNum = gridX * gridY * gridZ), "
+                                     ":697 (rtKernelLaunch)"),
+             ("triton-ascend 3.2.0", "triton/runtime/jit.py:689-690 (grid should be less than 65536!)")))
+
 # (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`.vllm_library`: no SGLang fixture shows it yet)
-SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM]
+SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
+              NPU_LAUNCH_REFUSED]

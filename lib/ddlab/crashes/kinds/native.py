@@ -23,7 +23,7 @@ import re
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "SIGNALS", "FATAL_SIGNAL_DUMP", "LOOP_FILE", "dump_reading", "dumped_while_running"]
+__all__ = ["SIGNATURES", "SIGNALS", "FATAL_SIGNAL_DUMP", "STARTUP_SIGNAL_DUMP", "LOOP_FILE", "dump_reading", "dumped_while_running"]
 
 # the files that define the scheduler's event loops (``event_loop_*``): the Scheduler and its
 # mixins, 0.4.10.post2 managers/scheduler.py:753, disaggregation/prefill.py:266, decode.py:661;
@@ -144,6 +144,26 @@ FATAL_SIGNAL_DUMP = Signature(
              ("0.5.10", "sglang/srt/managers/scheduler.py:3551"),
              ("0.5.23", "sglang/srt/managers/scheduler.py:6295")))
 
+# (round 18) the same dump with no event loop on the stack: a scheduler still starting (its model
+# loaded, its workers built: run_scheduler_process -> Scheduler.__init__ -> TpModelWorker ->
+# ModelRunner) when the signal came. faulthandler.enable() (0.5.23 managers/scheduler.py:6295, also
+# data_parallel_controller.py:956) dumps only on a fatal signal, and SGLang's watchdog, which also
+# runs while the scheduler initializes, dumps with py-spy (0.5.23 utils/watchdog.py:152,
+# pyspy_dump_schedulers): a frame of SGLang's own code in faulthandler's format ('line N in f', no
+# comma) is a fatal signal's dump, however little of it a paste kept (the header, the innermost or the
+# outermost frames). Ranked below the event loop's readings (HANG_DUMP and this module's dump_reading
+# decide a dump that shows the loop)
+STARTUP_SIGNAL_DUMP = Signature(
+    "startup_signal_dump", "native_crash", "a fatal signal's thread dump of SGLang's process (no event loop)",
+    NATIVE_CRASH.advice,
+    lines=(r'^\s*File "[^"]*sglang[/\\]srt[/\\][^"]*\.py", line \d+ in \w+\s*$',),
+    priority=9, fatal=True, running=True, detail=_native_detail,
+    sources=(("CPython 3.12", "Modules/faulthandler.c (dump_frame: File \"...\", line N in f)"),
+             ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2516"),
+             ("0.5.23", "sglang/srt/managers/scheduler.py:6295"),
+             ("0.5.23", "sglang/srt/managers/data_parallel_controller.py:956"),
+             ("0.5.23", "sglang/srt/utils/watchdog.py:152")))
+
 _DUMP_THREAD = re.compile(r"^(?:Current thread|Thread) 0x[0-9a-f]+")
 _DUMP_LOOP = re.compile(rf'^\s*File "[^"]*{LOOP_FILE}", line \d+ in event_loop_\w+\s*$')
 # a thread that waits: in the standard library's waits, or in a function named for one
@@ -172,4 +192,4 @@ def dump_reading(signature: Signature | None, frames: str, hang: Signature) -> S
     return FATAL_SIGNAL_DUMP if signature is hang and dumped_while_running(frames) else signature
 
 
-SIGNATURES = [NATIVE_CRASH, FATAL_SIGNAL_DUMP]
+SIGNATURES = [NATIVE_CRASH, FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP]

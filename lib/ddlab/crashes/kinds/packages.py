@@ -50,6 +50,9 @@ DEPENDENCY = Signature(
               # is_npu(), utils/common.py:189): the code that uses it ran without it
               r"name 'torch_npu' is not defined",
               r"is already used by a Transformers model",
+              # (round 18) a quantization method whose ops SGLang takes from vLLM, with no vLLM
+              # installed (0.4.10.post2 layers/quantization/__init__.py:116, fp8.py:25)
+              r"\brequires some operators from vllm\b",
               r"GLIBCXX_[\d.]+' not found", r"version `GLIBC_[\d.]+' not found",
               # transformers' lazy module meets a backend its own BACKENDS_MAPPING lacks: files of
               # two transformers releases mixed in one install (an interrupted upgrade)
@@ -66,6 +69,8 @@ DEPENDENCY = Signature(
     sources=(("0.4.10.post2", "sglang/srt/utils.py:851"),
              ("0.4.10.post2", "sglang/srt/utils.py:855"),
              ("0.4.10.post2", "sglang/srt/entrypoints/engine.py:653"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/__init__.py:116"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/fp8.py:25"),
              ("0.5.10", "sglang/srt/utils/common.py:1011"),
              ("0.5.10", "sglang/srt/entrypoints/engine.py:1140"),
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
@@ -159,6 +164,31 @@ ASCEND_OP_MISSING = Signature(
              ("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:603")))
 
+# (round 18) SGLang 0.2 / 0.3 load their model classes through vLLM's loader, having patched vLLM's
+# ModelRegistry method with their own lookup (0.2.12 model_executor/model_runner.py:447, setattr(
+# ModelRegistry, "load_model_cls", ...), with vllm==0.5.4 pinned; 0.3.0 :625, "_try_load_model_cls",
+# with vllm==0.5.5). vLLM 0.5.5 renamed the method (vllm 0.5.5 model_executor/models/__init__.py:142,
+# _try_load_model_cls; the loader calls resolve_model_cls, :160): with another vLLM than the pinned
+# one the patch misses and vLLM's own class of the architecture is built. SGLang's runner then calls
+# it with its own arguments (0.2.12 model_runner.py:373, self.model.forward(input_ids, positions,
+# input_metadata)) and vLLM's forward (vllm 0.5.5 models/deepseek_v2.py:496-501: input_ids, positions,
+# kv_caches, attn_metadata, ...) misses the arguments only vLLM passes
+_VLLM_FORWARD = r"\.forward\(\) missing \d+ required positional arguments?: (?:'kv_caches' and )?'attn_metadata'"
+VLLM_MODEL_CLASS = Signature(
+    "vllm_model_class", "dependency_mismatch", "SGLang called vLLM's model class (the installed vLLM is not the pinned one)",
+    ("SGLang's model runner called vLLM's own class of the model (its forward wants vLLM's "
+     "attn_metadata): SGLang 0.2 / 0.3 patch vLLM's model registry to load their own classes, and the "
+     "patch misses with a vLLM other than the one the release pins (0.2.x: vllm 0.5.4; 0.3.0: "
+     "vllm 0.5.5). Install the vLLM your SGLang release pins (`pip install \"sglang[srt]==VERSION\"` "
+     "in a fresh environment); `pip show vllm` says what is installed.",),
+    patterns=(_VLLM_FORWARD,), types=r"(?:\w+\.)*TypeError", priority=80,
+    sources=(("sglang 0.2.12", "sglang/srt/model_executor/model_runner.py:447"),
+             ("sglang 0.2.12", "sglang/srt/model_executor/model_runner.py:373"),
+             ("sglang 0.2.12", "sglang-0.2.12.dist-info/METADATA:247 (Requires-Dist: vllm==0.5.4)"),
+             ("sglang 0.3.0", "sglang/srt/model_executor/model_runner.py:625"),
+             ("vllm 0.5.5", "vllm/model_executor/models/__init__.py:142 (_try_load_model_cls), :160"),
+             ("vllm 0.5.5", "vllm/model_executor/models/deepseek_v2.py:496-501 (forward: kv_caches, attn_metadata)")))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -167,4 +197,4 @@ IMPORT_ERROR = Signature(
     sources=(("python", "ImportError / ModuleNotFoundError"),))
 
 SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
-              IMPORT_ERROR]
+              VLLM_MODEL_CLASS, IMPORT_ERROR]
