@@ -15,7 +15,8 @@ from collections import Counter
 
 import pytest
 
-from fieldkit import REAL_MANIFEST, assert_reads_as_labelled
+from ddlab.diagnosis.diagnosis import diagnose
+from fieldkit import REAL_MANIFEST, assert_in_library_wheel, assert_reads_as_labelled, real
 
 _ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 19}
 
@@ -40,3 +41,75 @@ def test_round19_is_folded_into_work():
 ])
 def test_round19_logs_read_as_labelled(log_id, signature):
     assert_reads_as_labelled(log_id, signature)
+
+
+# --- h19002: transformers finds none of a multimodal checkpoint's processor files -------------------------
+# transformers 4.56.1 asks cached_files for preprocessor_config.json and processor_config.json with missing
+# ones allowed; it answers None when neither is there (utils/hub.py:445 a folder, :590 the Hub or the cache),
+# get_image_processor_dict indexes that None (image_processing_base.py:347) and re-raises the TypeError as
+# "Can't load image processor for 'X'" (:355); the feature extractor's and video processor's loaders alike
+
+_TF = "/usr/lib/python3.10/site-packages/transformers"
+_LOOKUP = ("[2025-09-17 20:03:10 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           f'  File "{_TF}/image_processing_base.py", line 347, in get_image_processor_dict\n'
+           "    resolved_image_processor_file = resolved_image_processor_files[0]\n"
+           "TypeError: 'NoneType' object is not subscriptable\n\n"
+           "During handling of the above exception, another exception occurred:\n\n"
+           "Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py", line 607, in '
+           "init_tokenizer\n    self.processor = get_processor(\n"
+           f'  File "{_TF}/image_processing_base.py", line 354, in get_image_processor_dict\n'
+           "    raise OSError(\n")
+_CANT_LOAD = ("OSError: Can't load image processor for '/models/Llama-4-Scout-w4a16'. If you were trying to "
+              "load it from 'https://huggingface.co/models', make sure you don't have a local directory with "
+              "the same name. Otherwise, make sure '/models/Llama-4-Scout-w4a16' is the correct path to a "
+              "directory containing a preprocessor_config.json file\n")
+
+
+def test_a_processor_lookup_that_found_no_file_is_model_not_found():
+    assert_reads_as_labelled("h19002", "processor_files_missing")
+    assert "preprocessor_config.json" in real("h19002").suggestion
+    # a paste cut before the re-raised OSError (h19002's form)
+    cut = diagnose(_LOOKUP)
+    assert (cut.crashed, cut.kind, cut.phase, cut.signature) == (True, "model_not_found", "launch",
+                                                                 "processor_files_missing")
+    # the whole chain: the OSError says it, and the advice names the processor's files
+    whole = diagnose(_LOOKUP + _CANT_LOAD)
+    assert (whole.crashed, whole.kind, whole.phase) == (True, "model_not_found", "launch")
+    assert "preprocessor_config.json" in whole.suggestion
+    # the feature extractor's loader, as Python 3.11 prints it (a caret line under the index)
+    audio = diagnose(_LOOKUP.replace("image_processing_base.py\", line 347, in get_image_processor_dict\n"
+                                     "    resolved_image_processor_file = resolved_image_processor_files[0]\n",
+                                     "feature_extraction_utils.py\", line 523, in get_feature_extractor_dict\n"
+                                     "    resolved_feature_extractor_file = resolved_feature_extractor_files[0]\n"
+                                     "                                      ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~^^^\n"))
+    assert (audio.kind, audio.signature) == ("model_not_found", "processor_files_missing")
+
+
+def test_other_none_indexing_and_other_processor_errors_are_not_a_missing_file():
+    # the same TypeError in SGLang's own code: nothing says a file is missing
+    own = diagnose("[2025-09-17 20:03:10 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+                   '  File "/usr/lib/python3.10/site-packages/sglang/srt/managers/scheduler.py", line 607, in '
+                   "init_tokenizer\n    self.processor = processors[0]\n"
+                   "TypeError: 'NoneType' object is not subscriptable\n")
+    assert own.kind != "model_not_found" and own.signature != "processor_files_missing"
+    # the lookup's frame with another failure: the file is there but is no JSON (image_processing_base.py:370)
+    bad_json = diagnose(_LOOKUP.split("TypeError")[0]
+                        + "OSError: It looks like the config file at '/m/preprocessor_config.json' is not a valid "
+                          "JSON file.\n")
+    assert bad_json.signature != "processor_files_missing"
+
+
+def test_transformers_reraises_a_missing_processor_file_as_cant_load():
+    wheel = ("transformers", "4.56.1")
+    assert_in_library_wheel(*wheel, "transformers/image_processing_base.py",
+                            "                resolved_image_processor_file = resolved_image_processor_files[0]\n"
+                            "            except OSError:\n")
+    assert_in_library_wheel(*wheel, "transformers/image_processing_base.py",
+                            "f\"Can't load image processor for '{pretrained_model_name_or_path}'.")
+    assert_in_library_wheel(*wheel, "transformers/feature_extraction_utils.py",
+                            "                resolved_feature_extractor_file = resolved_feature_extractor_files[0]\n")
+    assert_in_library_wheel(*wheel, "transformers/video_processing_utils.py",
+                            "                resolved_video_processor_file = resolved_video_processor_files[0]\n")
+    assert_in_library_wheel(*wheel, "transformers/utils/hub.py",
+                            "    resolved_files = None if len(resolved_files) == 0 else resolved_files\n")
