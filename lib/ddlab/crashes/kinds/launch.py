@@ -197,6 +197,32 @@ PORT_IN_USE = Signature(
              ("uvicorn", "uvicorn/server.py (Server.startup: error while attempting to bind on address)")))
 
 
+# transformers' processor loaders ask cached_files for their config files with missing ones allowed: it
+# answers None when none is there (transformers 4.56.1 utils/hub.py:445 a folder, :590 the Hub or the
+# cache), the loader indexes that None, and its `except Exception` re-raises the TypeError as "Can't load
+# image processor for 'X'. ... a directory containing a preprocessor_config.json file"
+# (image_processing_base.py:347, :355; the feature extractor's and the video processor's loaders alike,
+# feature_extraction_utils.py:523, :531, video_processing_utils.py:700, :708; the processor's own,
+# processing_utils.py:998)
+_PROCESSOR_CANT_LOAD = r"Can't load (?:(?:image |video )?processor|feature extractor) for"
+_PROCESSOR_LOOKUP = (r", in get_(?:image_processor|feature_extractor|video_processor)_dict\n"
+                     r"\s*resolved_(?:image_processor|feature_extractor|video_processor)_file = "
+                     r"resolved_(?:image_processor|feature_extractor|video_processor)_files\[0\]")
+_PROCESSOR_FILES = ("transformers found none of the model's processor files (preprocessor_config.json, "
+                    "processor_config.json, video_preprocessor_config.json) in the checkpoint: a quantized "
+                    "or fine-tuned copy of a multimodal model often ships without them. Copy them from the "
+                    "base model's repo into a local folder with the weights and give that folder as "
+                    "`--model-path`.")
+_TRANSFORMERS_PROCESSOR_SOURCES = (
+    ("transformers 4.56.1", "transformers/utils/hub.py:445"),
+    ("transformers 4.56.1", "transformers/utils/hub.py:590"),
+    ("transformers 4.56.1", "transformers/image_processing_base.py:347"),
+    ("transformers 4.56.1", "transformers/image_processing_base.py:355"),
+    ("transformers 4.56.1", "transformers/feature_extraction_utils.py:531"),
+    ("transformers 4.56.1", "transformers/video_processing_utils.py:708"),
+    ("transformers 4.56.1", "transformers/processing_utils.py:998"))
+
+
 def _hub_detail(found: Found) -> str | None:
     text = found.text
     if regex(r"access a gated repo|Cannot access gated repo|is restricted|GatedRepoError").search(text):
@@ -215,6 +241,8 @@ def _hub_detail(found: Found) -> str | None:
         return (f"The repo (or folder) exists but has no {match[1]}: a fine-tuned checkpoint often ships "
                 "without its base model's processor or tokenizer files; copy them from the base model's "
                 "repo into a local folder with the weights and give that folder as `--model-path`.")
+    if regex(_PROCESSOR_CANT_LOAD).search(text):
+        return _PROCESSOR_FILES
     if regex(r"not a valid model identifier|Repository Not Found|Repo id must").search(text):
         return "The name is neither a Hugging Face repo nor an existing folder: check its spelling."
     return None
@@ -233,7 +261,7 @@ MODEL_NOT_FOUND = Signature(
               r"does not appear to have (?:a )?files? named",
               r"No such file or directory: "
               r"'[^']*(?:config\.json|\.safetensors|tokenizer[^']*|model[^']*)'",
-              r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)",
+              r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)", _PROCESSOR_CANT_LOAD,
               r"couldn't connect to 'https://huggingface\.co'",
               r"Unrecognized model in ", r"Incorrect path_or_model_id",
               r"OfflineModeIsEnabled", r"offline mode is enabled\. To disable it"),
@@ -255,7 +283,14 @@ MODEL_NOT_FOUND = Signature(
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:890"),
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:947"),
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:295"),
-             ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86")))
+             ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86"), *_TRANSFORMERS_PROCESSOR_SOURCES))
+
+# the same failure in a paste cut before the OSError: only the chained TypeError of the lookup is there
+PROCESSOR_FILES_MISSING = Signature(
+    "processor_files_missing", "model_not_found", "the checkpoint has none of its processor's files",
+    (_PROCESSOR_FILES,),
+    types=r"TypeError", patterns=(r"^TypeError: 'NoneType' object is not subscriptable$",),
+    context=(_PROCESSOR_LOOKUP,), priority=85, phase="launch", sources=_TRANSFORMERS_PROCESSOR_SOURCES)
 
 
 DRAFT_INCOMPATIBLE = Signature(
@@ -277,5 +312,6 @@ DRAFT_INCOMPATIBLE = Signature(
              ("0.5.23", "sglang/srt/speculative/dflash_utils.py:684")))
 
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
-              DTYPE_REQUIRED, CONTEXT_OVER_MODEL, PORT_IN_USE, MODEL_NOT_FOUND, *packages.SIGNATURES,
+              DTYPE_REQUIRED, CONTEXT_OVER_MODEL, PORT_IN_USE, MODEL_NOT_FOUND, PROCESSOR_FILES_MISSING,
+              *packages.SIGNATURES,
               DRAFT_INCOMPATIBLE]
