@@ -240,8 +240,9 @@ def test_vllm_logs_are_read_as_vllm():
     # 15 seven: huggingface_hub's offline headline (vp09), torch's "no kernel image" error and hints on
     # HIP and CUDA (vp11, vp22), torch's NCCL watchdog (vp12, vp13) and uvicorn's ASGI traceback with no
     # vLLM frame (vp18, vp19); round 16 one: the model registry's refusal alone again, under torch's rank
-    # prefix (vq17)
-    assert len(unmarked) <= 35, unmarked
+    # prefix (vq17); round 17 one: ROCm's bare HSA memory access fault among AITER's own lines, under vLLM's
+    # worker tags but with no vLLM stamp (vr24)
+    assert len(unmarked) <= 36, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

@@ -1,5 +1,6 @@
 """vLLM: exception texts that round 16 showed in V0's engine records (NIXL's status names, Python's missing
-module), advice in vLLM's flags.
+module) and NIXL texts of round 17 (the connector's failure record, NIXL not installed), advice in vLLM's
+flags.
 
 V0's multiprocessing engine logs the exception itself as its record's message above the traceback (read by
 :mod:`ddlab.diagnosis.vllm_records`), so a paste cut before the exception line still shows its text, often
@@ -17,7 +18,7 @@ from dataclasses import replace
 from ddlab.crashes.kinds.vllm_library import DEPENDENCY
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED"]
+__all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE"]
 
 # (round 16) NIXL's Python bindings raise one exception class per error status, its message the status's name
 # (nixl_bindings.cpp throw_nixl_exception, e.g. "throw nixlBackendError(nixlEnumStrings::statusStr(status)...)":
@@ -82,4 +83,59 @@ NO_MODULE_NAMED = replace(
     sources=(("CPython 3.11.7", "Lib/importlib/_bootstrap.py:1117 (_ERR_MSG_PREFIX 'No module named ')"),
              ("CPython 3.11.7", "Lib/importlib/_bootstrap.py:1140 (raise ModuleNotFoundError(_ERR_MSG...))")))
 
-SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED]
+# (round 17) the NIXL connector's structured failure record, "NIXL transfer failure: %s | Context: %s"
+# (_log_failure, kv_connector/v1/nixl/base_worker.py:1118 (0.30.0), :1378 (0.33.0), :1455 (0.34.0)): every
+# caller catches the error and logs it so, then goes on: a handshake with a remote engine that failed (the
+# handshake future's done_callback, "handshake_setup_failed", :1513 (0.34.0); the requests waiting on it,
+# "handshake_failed", :1549), a transfer's failed state or exception (:3499, :3509), a notification (:3577;
+# pull_worker.py:479, :540, :637; push_worker.py:390, :422, :512, :755): the requests it names fail or are
+# recomputed and the engine serves on. One request's error (or one remote engine's); the exception logged
+# with it (exc_info) is part of the record (a NIXL status raised in it and shown whole still reads as
+# vllm_nixl_status_error: the record's line is not part of the traceback's chain). Where the paste cuts the
+# record's line off, its traceback is the handshake callback's by its frame: every release catches there
+# (done_callback: nixl_connector.py:1096-1099 (0.11.1), logger.exception("Handshake with %s failed");
+# base_worker.py:1172-1183 (0.30.0), :1499-1518 (0.34.0), _log_failure)
+_NIXL_FAILURE = r"NIXL transfer failure: \w+(?:\. .*)? \| Context: \{"
+_NIXL_CALLBACK = r'nixl(?:_connector|/\w*worker)\.py", line \d+, in done_callback\s*$'
+NIXL_TRANSFER_FAILURE = Signature(
+    "vllm_nixl_transfer_failure", "request_error", "NIXL's KV transfer failed for a request (PD, logged)",
+    ("The decode instance's NIXL connector logged a failed KV transfer step and carried on: the requests it "
+     "names fail (or are recomputed, with `kv_load_failure_policy`), the engine serves on. Its failure_type "
+     "says which step: handshake_setup_failed / handshake_failed, the decode side could not reach the "
+     "prefill instance's NIXL side channel (its host and port in the request's kv_transfer_params, "
+     "VLLM_NIXL_SIDE_CHANNEL_PORT) or its agent metadata did not match; transfer_failed / "
+     "transfer_exception, the transfer itself (NIXL's status in the exception). The exception logged with "
+     "it says why.",),
+    patterns=(r".",), context=(rf"{_NIXL_FAILURE}|{_NIXL_CALLBACK}",), lines=(_NIXL_FAILURE,), cut_ok=True,
+    priority=4, request=True, phase="serving",
+    sources=(("0.30.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:1118"),
+             ("0.30.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:1176"),
+             ("0.33.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:1378"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:1455"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:1513"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:3509"),
+             ("vllm 0.11.1", "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py:1099")))
+
+# (round 17) NIXL's connector built where NIXL cannot be imported: the import's failure leaves the wrapper
+# None with a warning only ("NIXL is not available", nixl_connector.py:75 (0.11.1), distributed/
+# nixl_utils.py:63 (0.34.0)); the connector's worker then refuses to start, RuntimeError("NIXL is not
+# available") (nixl_connector.py:792 (0.11.1); nixl/base_worker.py:404 (0.30.0), :611 (0.33.0), :670
+# (0.34.0)): the package the `--kv-transfer-config` needs is not installed. Only the raised error: the
+# warning alone is every server's that does not use NIXL
+NIXL_UNAVAILABLE = replace(
+    DEPENDENCY, name="vllm_nixl_unavailable", title="NIXL is not installed (NixlConnector)",
+    advice=("vLLM's NixlConnector was configured (`--kv-transfer-config`) but NIXL cannot be imported where "
+            "vLLM runs: install NIXL (`pip install nixl`, or the build for this CUDA / ROCm) in the server's "
+            "environment; `python -c 'import nixl._api'` shows the import's own error. The AttributeError of "
+            "the connector's shutdown after it is a follow-on.",),
+    # (the exception's text may run on with the paste's next lines: the line itself ends at its message)
+    patterns=(r"^(?:RuntimeError: )?NIXL is not available\s*(?:$|\n)",), types=r"(?:\w+\.)*RuntimeError|",
+    lines=(r"^RuntimeError: NIXL is not available\s*$",), context=(), absent=(), priority=60, phase=None,
+    detail=None,
+    sources=(("vllm 0.11.1", "vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py:792"),
+             ("0.30.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:404"),
+             ("0.33.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:611"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:670"),
+             ("0.34.0", "vllm/distributed/nixl_utils.py:63")))
+
+SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE]
