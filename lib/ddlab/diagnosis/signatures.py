@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddlab.crashes.kinds import (device, graphs, launch, memory, models, native, requests, runtime,
-                                   speculative, vllm, weights)
+from ddlab.crashes.kinds import device, graphs, launch, memory, models, native, requests, runtime, speculative, weights
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
+from ddlab.vllm_crashes import signatures as vllm
 
 __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPERS",
            "WRAPPER_FRAMES", "WRAPPER_LINES", "by_name", "regex", "Registry", "SGLANG", "VLLM",

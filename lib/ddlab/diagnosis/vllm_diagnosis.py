@@ -6,7 +6,7 @@ the text is detected as vLLM's) reads the log with :func:`read_vllm` and judges 
 ``family="vllm"`` (this module imports nothing of it). The lines are read with vLLM's prefixes peeled
 (:mod:`.vllm_log`); the exception chains, the exit and the root-cause rules are
 SGLang's (:mod:`.tracebacks`, :mod:`.exits`, :mod:`.rootcause`) over vLLM's registry
-(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.crashes.kinds.vllm`). Three
+(:data:`~ddlab.diagnosis.signatures.VLLM`: :mod:`ddlab.vllm_crashes.signatures`). Three
 readings are vLLM's own: a V0 worker's "Exception in worker X while processing method
 M: MESSAGE, Traceback ..." header carries the exception's message (0.6.2 and older),
 so a traceback cut below it is read by that message; a log whose worker monitor says a
@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.config.vllm import vllm_table
-from ddlab.crashes.kinds.vllm import SERVING_ECHOES
+from ddlab.vllm_crashes.signatures import SERVING_ECHOES
 from ddlab.crashes.signature import Found, Signature
 from ddlab.diagnosis.exits import Exit, exit_of, last_run
 from ddlab.diagnosis.logtext import PHASES, Line

@@ -10,8 +10,8 @@ support, kernel builds), ``compilers`` (JIT compilers aborting on an assertion),
 ``kernels`` (kernels refusing a model configuration),
 ``runtime`` (NCCL, hangs and health checks), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers) and ``speculative`` (speculative decoding combined
-with another feature); ``vllm``, ``vllm_speculative``, ``vllm_library`` (and the other ``vllm_*``) are vLLM's
-texts on the same kinds, their advice in vLLM's flags (issue 28). ``slots``,
+with another feature). vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28),
+are a layer of their own above this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``,
 ``packages``, ``compilers`` and ``kernels`` are spliced into ``memory``'s, ``launch``'s and
 ``device``'s lists where they stood (``compilers`` after the kernel builds that raise).
 Each module's ``SIGNATURES`` is a list of

@@ -230,6 +230,6 @@ NPU_LAUNCH_REFUSED = Signature(
                                      ":697 (rtKernelLaunch)"),
              ("triton-ascend 3.2.0", "triton/runtime/jit.py:689-690 (grid should be less than 65536!)")))
 
-# (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`.vllm_library`: no SGLang fixture shows it yet)
+# (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
 SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
               NPU_LAUNCH_REFUSED]

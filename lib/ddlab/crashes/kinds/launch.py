@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ddlab.crashes.kinds.models import ARCH_UNSUPPORTED, MODEL_TYPE_KEY  # vllm_library voices them from here
+from ddlab.crashes.kinds.models import ARCH_UNSUPPORTED, MODEL_TYPE_KEY  # ddlab.vllm_crashes.library voices them from here
 from ddlab.crashes.kinds import packages
 from ddlab.crashes.signature import Found, Signature, regex
 

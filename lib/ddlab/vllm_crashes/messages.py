@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds.vllm_library import DEPENDENCY
+from ddlab.vllm_crashes.library import DEPENDENCY
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE"]
@@ -26,7 +26,7 @@ __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILUR
 # :55; v1.4.0 nixl_bindings.cpp:107, :122, src/core/nixl_enum_strings.cpp:64, :74); its agent is the KV transfer
 # of a PD deployment (vLLM's NIXL connector, Dynamo's patched V0 engine). Raised where a frame of the chain is
 # NIXL's or calls it (its name or path says nixl), and not in NIXL's use for other transfers (the EPLB
-# communicator's, weight transfer) nor for one request's handshake (:data:`.vllm_backends.NIXL_HANDSHAKE`)
+# communicator's, weight transfer) nor for one request's handshake (:data:`.backends.NIXL_HANDSHAKE`)
 _NIXL_STATUSES = (r"NOT_POSTED|INVALID_PARAM|BACKEND|NOT_FOUND|MISMATCH|NOT_ALLOWED|REPOST_ACTIVE|UNKNOWN"
                   r"|NOT_SUPPORTED|REMOTE_DISCONNECT|CANCELED|NO_TELEMETRY")
 _NIXL_STATUS = rf"^(?:(?:\w+\.)*nixl\w*Error: |Exception: )?NIXL_ERR_(?:{_NIXL_STATUSES})\s*$"

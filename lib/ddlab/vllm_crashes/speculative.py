@@ -8,8 +8,8 @@ scheduler's token budget and the graph sizes spec decode needs. Sources as in
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds.vllm_library import V0
-from ddlab.crashes.kinds.vllm_loading import SIZES
+from ddlab.vllm_crashes.library import V0
+from ddlab.vllm_crashes.loading import SIZES
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from ddlab.crashes.kinds.vllm_library import V0 as _V0
+from ddlab.vllm_crashes.library import V0 as _V0
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING"]

@@ -6,7 +6,7 @@ their own). Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in t
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds.vllm_library import V0
+from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED"]

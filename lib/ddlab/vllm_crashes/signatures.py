@@ -7,9 +7,9 @@ same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argum
 ...); no new kind was needed. Texts that come from the libraries both servers use
 (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
 signatures with their patterns kept and their advice rewritten in vLLM's flags
-(:mod:`.vllm_library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.vllm_speculative`, one request's errors :mod:`.vllm_requests`, CUDA graphs' (capture, replay) :mod:`.vllm_graphs`, a start refused by the weight loaders or the config's own checks :mod:`.vllm_loading`, the engine's
-death and stalls :mod:`.vllm_engine`. The engine's own echoes of a death elsewhere ("Engine core
+(:mod:`.library`); speculative decoding's own texts (its config, its token budget, the
+draft against the target) are :mod:`.speculative`, one request's errors :mod:`.requests`, CUDA graphs' (capture, replay) :mod:`.graphs`, a start refused by the weight loaders or the config's own checks :mod:`.loading`, the engine's
+death and stalls :mod:`.engine`. The engine's own echoes of a death elsewhere ("Engine core
 initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
 failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
 ``unknown``: they never win over the error they echo, and alone they say where that
@@ -23,14 +23,13 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import (vllm_adapters, vllm_backends, vllm_engine, vllm_graphs, vllm_library, vllm_loading,
-                                 vllm_messages, vllm_requests, vllm_speculative)
-from ddlab.crashes.kinds.vllm_engine import ECHO_LINES, SERVING_ECHOES
+from ddlab.vllm_crashes import adapters, backends, engine, graphs, library, loading, messages, requests, speculative
+from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
 
-_V0 = vllm_library.V0
+_V0 = library.V0
 
 
 def _utilization(found: Found) -> float | None:
@@ -330,11 +329,11 @@ GGUF_NOT_A_FILE = Signature(
     sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
 
 SIGNATURES: list[Signature] = [
-    KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *vllm_graphs.SIGNATURES,
-    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, vllm_engine.ENGINE_DEAD, vllm_engine.OUTPUT_HANDLER_FAILED, vllm_engine.SHM_STALL, API_MISMATCH,
-    vllm_requests.REQUEST_TOO_LONG, *vllm_speculative.SIGNATURES, *vllm_library.SIGNATURES,
+    KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *graphs.SIGNATURES,
+    ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, engine.ENGINE_DEAD, engine.OUTPUT_HANDLER_FAILED, engine.SHM_STALL, API_MISMATCH,
+    requests.REQUEST_TOO_LONG, *speculative.SIGNATURES, *library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
-    vllm_speculative.DRAFT_VOCAB_V0, vllm_engine.RPC_TIMEOUT, vllm_requests.STREAM_ERROR, *vllm_loading.SIGNATURES,
-    vllm_requests.PREPROCESS_ERROR, vllm_requests.GRAMMAR_REJECTED, *vllm_backends.SIGNATURES,
-    *vllm_adapters.SIGNATURES, *vllm_messages.SIGNATURES,
+    speculative.DRAFT_VOCAB_V0, engine.RPC_TIMEOUT, requests.STREAM_ERROR, *loading.SIGNATURES,
+    requests.PREPROCESS_ERROR, requests.GRAMMAR_REJECTED, *backends.SIGNATURES,
+    *adapters.SIGNATURES, *messages.SIGNATURES,
 ]

@@ -8,12 +8,12 @@ negative KV cache share that explains an engine's cut traceback.
 Each is a text or a frame of vLLM's own source (cited ``(release, "vllm/path.py:line")`` in the
 wheels of 0.30.0, 0.33.0, 0.34.0 and 0.6.4.post1, as in :mod:`.vllm`), or of vllm-ascend as its
 log shows it. (Found by round 4 of the vLLM corpus, like the capture texts now in
-:mod:`.vllm_graphs` and the speculative conflicts in :mod:`.vllm_speculative`.)
+:mod:`.graphs` and the speculative conflicts in :mod:`.speculative`.)
 """
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds.vllm_library import V0 as _V0
+from ddlab.vllm_crashes.library import V0 as _V0
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "SIZES"]

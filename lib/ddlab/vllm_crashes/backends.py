@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ddlab.crashes.kinds import device, requests
-from ddlab.crashes.kinds.vllm_library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, voiced
+from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",

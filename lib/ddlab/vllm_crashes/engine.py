@@ -5,12 +5,12 @@ where that error is printed. Part of :mod:`.vllm`'s list, in its order."""
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import vllm_library
+from ddlab.vllm_crashes import library
 from ddlab.crashes.signature import Signature
 
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT"]
 
-_V0 = vllm_library.V0
+_V0 = library.V0
 
 # --- the engine: echoes of a death elsewhere, and a stall ----------------------------
 

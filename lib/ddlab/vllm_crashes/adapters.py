@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ddlab.crashes.kinds import device, runtime
-from ddlab.crashes.kinds.vllm_library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
+from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     UNREADABLE, V0, WEIGHT_NAME, voiced
 from ddlab.crashes.signature import Signature
 
