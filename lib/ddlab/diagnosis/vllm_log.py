@@ -60,7 +60,9 @@ VLLM_COUNTER = (r"^\s*vllm:(?:spec_decode_num_(?:accepted_tokens|draft_tokens|dr
 # (round 14) a line grep printed with its file's name in front (logtext's paste prefixes peel it)
 _GREP_FILE = r"(?:[\w.-]+\.(?:log|out|err|txt)(?::\d+)?:)?"
 _VLLM_MARKS = re.compile(
-    rf"^\s*{_GREP_FILE}(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*|Worker_TP\d*|LLMRayActor)\b"
+    # (a worker's tag: "Worker" and its parallel ranks, v1/executor/multiproc_executor.py:1248-1261 (0.34.0))
+    rf"^\s*{_GREP_FILE}(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*"
+    r"|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)\d+)+|LLMRayActor)\b"
     r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
     r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\."
