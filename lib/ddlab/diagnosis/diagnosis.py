@@ -63,7 +63,7 @@ from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
 from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
-from ddlab.diagnosis.vllm_log import FAMILIES, detect_family, family_marks
+from ddlab.diagnosis.vllm_log import FAMILIES, told_family
 
 __all__ = [
     "Diagnosis", "diagnose", "read_log", "SIGNATURES", "Signature", "KINDS", "PHASES",
@@ -352,11 +352,10 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     if family not in (None, *FAMILIES):
         raise ConfigError(f"family {family!r}: not a server family", fix=f"one of {', '.join(FAMILIES)}",
                           value=family)
-    if family is None and not any(family_marks(text or "")):  # no line names either server
-        read = diagnose(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host,
-                        family="sglang")
-        return replace(read, family_assumed=True)
-    if (family or detect_family(text or "")) == "vllm":
+    named = True
+    if family is None:
+        family, named = told_family(text or "")  # not named: read as SGLang's, and said so
+    if family == "vllm":
         return _diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
     compiled = _compile(patterns)
     lines = last_run(split_lines(text or ""))
@@ -432,7 +431,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         exit_status=exit_seen.status, signature=signature.name if signature else None,
         title=title, facts=facts,
         sglang_version=version, algorithm=algorithm,
-        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
+        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [],
+        family_assumed=not named)
 
 
 def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> Diagnosis:

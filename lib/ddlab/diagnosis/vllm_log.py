@@ -26,7 +26,7 @@ from dataclasses import replace
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
-__all__ = ["FAMILIES", "detect_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
+__all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE"]
 
 FAMILIES = ("sglang", "vllm")
@@ -126,10 +126,15 @@ def detect_family(text: str) -> str:
     """``vllm`` when vLLM's marks (its stamp, process tags, ``vllm/`` paths, its name, its
     config keys) are on more than three times as many lines as SGLang's (its name,
     ``server_args=``, ``launch_server``, its batch lines, its stamp); else ``sglang`` (also
-    when neither shows: :func:`family_marks` tells that case). SGLang imports vLLM in many
+    when neither shows: :func:`told_family` tells that case). SGLang imports vLLM in many
     releases, so an SGLang log may carry a few of vLLM's lines."""
+    return told_family(text)[0]
+
+
+def told_family(text: str) -> tuple[str, bool]:
+    """(:func:`detect_family`'s answer, whether any line named either server), from one scan."""
     vllm, sglang = family_marks(text)
-    return "vllm" if vllm > 3 * sglang else "sglang"
+    return ("vllm" if vllm > 3 * sglang else "sglang"), bool(vllm or sglang)
 
 
 # Ray's log deduplication appends " [repeated Nx across cluster]" to a line its workers printed
