@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ddlab.crashes.kinds import device, runtime
 from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
-    UNREADABLE, V0, WEIGHT_NAME, voiced
+    UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT", "LLVM_FATAL",
@@ -27,12 +27,12 @@ _V0 = V0
 # LoRAAdapterNotFoundError of vllm/exceptions.py:81 (0.30.0), :89 (0.33.0, 0.34.0)); an adapter is loaded
 # when a request (or the server's --lora-modules at its start) names it
 _LORA_NOT_FOUND = r"Loading lora \S+ failed: No adapter found for \S"
-LORA_NOT_FOUND = replace(
+LORA_NOT_FOUND = from_texts(
     MODEL_NOT_FOUND, name="vllm_lora_not_found", title="a LoRA adapter's path holds no adapter",
     advice=("vLLM found no LoRA adapter at the path given (`--lora-modules NAME=PATH`, or a request's "
             "`lora_path`): the folder must hold adapter_config.json and the adapter's weights "
             "(adapter_model.safetensors), on the host vLLM runs on; a Hugging Face repo id must be reachable.",),
-    patterns=(_LORA_NOT_FOUND,), lines=(_LORA_NOT_FOUND,), types=None, context=(), absent=(), detail=None,
+    texts=(_LORA_NOT_FOUND,),
     priority=80, running=True,
     sources=(("0.7.3", "vllm/lora/worker_manager.py:135"), ("0.30.0", "vllm/exceptions.py:81"),
              ("0.33.0", "vllm/exceptions.py:89"), ("0.34.0", "vllm/exceptions.py:89")))
@@ -41,12 +41,12 @@ LORA_NOT_FOUND = replace(
 # embedding saved by PEFT's modules_to_save): parse_fine_tuned_lora_name raises "NAME is unsupported LoRA
 # weight" (lora/utils.py:117 (0.6.4.post1), :138 (0.7.3), :208 (0.30.0), :233 (0.33.0), :236 (0.34.0))
 _LORA_WEIGHT = r"\S+ is unsupported LoRA weight\b"
-LORA_WEIGHT = replace(
+LORA_WEIGHT = from_texts(
     UNREADABLE, name="vllm_lora_weight_unsupported", title="a LoRA adapter holds a tensor vLLM cannot place",
     advice=("The LoRA adapter holds a tensor that is not a LoRA A/B matrix of a module vLLM supports (often "
             "a full `lm_head` or `embed_tokens` saved through PEFT's `modules_to_save`): merge the adapter "
             "into the base model and serve that, or save the adapter without `modules_to_save`.",),
-    patterns=(_LORA_WEIGHT,), lines=(_LORA_WEIGHT,), types=None, context=(), absent=(), detail=None,
+    texts=(_LORA_WEIGHT,),
     priority=80, running=True, phase=None,
     sources=((_V0, "vllm/lora/utils.py:117"), ("0.7.3", "vllm/lora/utils.py:138"),
              ("0.30.0", "vllm/lora/utils.py:208"), ("0.33.0", "vllm/lora/utils.py:233"),
@@ -56,12 +56,12 @@ LORA_WEIGHT = replace(
 # set-up (model_executor/layers/quantization/utils/flashinfer_utils.py:133 (0.11.1), where
 # VLLM_USE_FLASHINFER_MOE_FP8 picks them for another model)
 _FLASHINFER_MOE = r"FusedMoE flashinfer kernels are only supported for Llama4"
-FLASHINFER_MOE_LLAMA4 = replace(
+FLASHINFER_MOE_LLAMA4 = from_texts(
     KERNEL_CONFIG, name="vllm_flashinfer_moe_llama4", title="FlashInfer's fused-MoE kernels refuse this model",
     advice=("FlashInfer's fused-MoE kernels of this release support only Llama 4's routing: unset "
             "VLLM_USE_FLASHINFER_MOE_FP8 (or set it to 0) so vLLM's own fused-MoE kernels run, or a newer "
             "vLLM whose FlashInfer MoE path supports this model.",),
-    patterns=(_FLASHINFER_MOE,), lines=(_FLASHINFER_MOE,), types=None, context=(), absent=(), detail=None,
+    texts=(_FLASHINFER_MOE,),
     priority=80,
     sources=(("vllm 0.11.1", "vllm/model_executor/layers/quantization/utils/flashinfer_utils.py:133"),))
 
@@ -78,14 +78,14 @@ STORE_WAIT = voiced(runtime.STORE_WAIT_TIMEOUT, (
 # JIT compiler (its MLIR lowering of a kernel to LLVM IR and PTX), so the line is a kernel build that
 # killed the process
 _LLVM_FATAL = r"^LLVM ERROR: \S"
-LLVM_FATAL = replace(
+LLVM_FATAL = from_texts(
     KERNEL_COMPILE, name="vllm_llvm_fatal", title="LLVM aborted a JIT kernel build (Triton)",
     advice=("LLVM, inside Triton's JIT compiler, aborted the process while it built a kernel: the kernel "
             "has no lowering for this GPU or this Triton (older GPUs such as V100, sm_70, lack layouts newer "
             "kernels use). `--enforce-eager` skips torch.compile's kernels; another attention backend "
             "(VLLM_ATTENTION_BACKEND) avoids a Triton attention kernel; a Triton / vLLM release that "
             "supports this GPU fixes it.",),
-    patterns=(_LLVM_FATAL,), lines=(_LLVM_FATAL,), types=None, context=(), absent=(), detail=None,
+    texts=(_LLVM_FATAL,),
     priority=60, fatal=True, running=True,
     sources=(("LLVM", "llvm/lib/Support/ErrorHandling.cpp (report_fatal_error: \"LLVM ERROR: \")"),
              ("triton 3.4.0", "triton/_C/libtriton.so (Triton's lowering links LLVM)")))
@@ -127,13 +127,13 @@ WEIGHT_NAME_CUT = replace(WEIGHT_NAME, name="vllm_weight_name_cut", title="the c
 # the "Invoked with" line stands for the TypeError where the paste cut it
 _BINDING_ARGS = (r"\w\(\): incompatible (?:constructor|function) arguments\. The following argument types are "
                  r"supported", r"^Invoked with: \S")
-BINDING_ARGUMENTS = replace(
+BINDING_ARGUMENTS = from_texts(
     DEPENDENCY, name="vllm_binding_arguments", title="a compiled binding refused its arguments (another build)",
     advice=("A compiled module (torch, torch_npu, a kernel package) was called with arguments none of its "
             "bindings takes: the Python code calling it was written for another release of it. Install the "
             "torch (and the platform plug-in's torch_npu / vllm-ascend) that this vLLM pins, in a fresh "
             "environment, then `pip check`.",),
-    patterns=_BINDING_ARGS, lines=_BINDING_ARGS, types=None, context=(), absent=(), detail=None, priority=60,
+    texts=_BINDING_ARGS, priority=60,
     sources=(("pybind11 2.13.6", "include/pybind11/pybind11.h:1044"),
              ("pybind11 2.13.6", "include/pybind11/pybind11.h:1080")))
 
@@ -142,13 +142,13 @@ BINDING_ARGUMENTS = replace(
 # (abseil absl/status/statusor.cc, BadStatusOrAccess::InitWhat; absl/status/status.cc, StatusCodeToString);
 # the accelerator's memory ran out. (gRPC's Python status prints "StatusCode.RESOURCE_EXHAUSTED": not this)
 _XLA_EXHAUSTED = r"Bad StatusOr access: RESOURCE_EXHAUSTED: "
-XLA_RESOURCE_EXHAUSTED = replace(
+XLA_RESOURCE_EXHAUSTED = from_texts(
     CUDA_OOM, name="vllm_xla_resource_exhausted", title="the accelerator's memory ran out (XLA: RESOURCE_EXHAUSTED)",
     advice=("XLA's runtime could not reserve device memory (on TPU, HBM) for a buffer or a compiled program: the "
             "KV cache took too much of it. Lower `--gpu-memory-utilization` (on TPU it sizes the KV cache too), "
             "`--max-num-batched-tokens` or `--max-num-seqs` (fewer, smaller compiled programs), or "
             "`--max-model-len`.",),
-    patterns=(_XLA_EXHAUSTED,), lines=(_XLA_EXHAUSTED,), types=None, context=(), absent=(), detail=None,
+    texts=(_XLA_EXHAUSTED,),
     priority=70,
     sources=(("abseil", "absl/status/statusor.cc (BadStatusOrAccess::InitWhat: \"Bad StatusOr access: \")"),
              ("abseil", "absl/status/status.cc (StatusCodeToString: RESOURCE_EXHAUSTED)")))

@@ -8,10 +8,8 @@ by name. Part of :mod:`.vllm`'s list, in its order.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ddlab.crashes.kinds import device, requests
-from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, voiced
+from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
@@ -77,8 +75,8 @@ MOONCAKE_PIPE = Signature(
 # puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then ptxas'
 # output, triton/backends/nvidia/compiler.py, make_cubin); a line of it is a JIT kernel build failing
 _PTXAS_ERROR = r"\bptxas \S+\.ptx, line \d+; error\s*: "
-PTXAS_ERROR = replace(KERNEL_COMPILE, name="vllm_ptxas_error", title="ptxas refused a kernel's PTX (Triton's build)",
-                      patterns=(_PTXAS_ERROR,), lines=(_PTXAS_ERROR,), types=None, context=(), absent=(),
+PTXAS_ERROR = from_texts(KERNEL_COMPILE, name="vllm_ptxas_error", title="ptxas refused a kernel's PTX (Triton's build)",
+                      texts=(_PTXAS_ERROR,),
                       sources=(("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: ptxas run, its "
                                               "stderr in the error raised)"),
                                ("CUDA toolkit", "ptxas (FILE, line N; error   : MESSAGE)")))
@@ -87,11 +85,11 @@ PTXAS_ERROR = replace(KERNEL_COMPILE, name="vllm_ptxas_error", title="ptxas refu
 # CalledProcessError when it exits non-zero (libneuronxla neuron_cc_wrapper.py, call_neuron_compiler;
 # CPython Lib/subprocess.py, CalledProcessError.__str__: "Command '...' returned non-zero exit status N")
 _NEURON_CC = r"CalledProcessError: Command '\['[^']*\bneuronx-cc'"
-NEURON_COMPILE = replace(KERNEL_COMPILE, name="vllm_neuron_compile", title="the Neuron compiler (neuronx-cc) failed",
+NEURON_COMPILE = from_texts(KERNEL_COMPILE, name="vllm_neuron_compile", title="the Neuron compiler (neuronx-cc) failed",
                          advice=("The Neuron compiler failed on a graph of the model (its own log, under the "
                                  "compile cache's directory, says why): a Neuron SDK release that supports this "
                                  "model and configuration, or a smaller bucket / batch in the neuron config.",),
-                         patterns=(_NEURON_CC,), lines=(_NEURON_CC,), types=None, context=(), absent=(),
+                         texts=(_NEURON_CC,),
                          sources=(("libneuronxla", "libneuronxla/neuron_cc_wrapper.py (call_neuron_compiler: raise "
                                                    "subprocess.CalledProcessError(res.returncode, cmd, ...))"),
                                   ("CPython 3.12", "Lib/subprocess.py (CalledProcessError.__str__: Command '%s' "

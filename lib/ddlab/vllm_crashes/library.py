@@ -18,7 +18,7 @@ from dataclasses import replace
 from ddlab.crashes.kinds import device, kernels, launch, memory, native, packages, requests, runtime, weights
 from ddlab.crashes.signature import Found, Signature
 
-__all__ = ["SIGNATURES", "V0", "voiced"]
+__all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
 
 V0 = "0.6.4.post1"  # the V0 engine's release whose texts older pastes show
 _V0 = V0
@@ -32,6 +32,13 @@ def voiced(signature: Signature, advice: tuple[str, ...], *, sources=(), **chang
     changes = {"detail": None, **changes}
     return replace(signature, name=f"vllm_{signature.name}", advice=advice, by_algorithm=(),
                    sources=kept + tuple(sources), **changes)
+
+
+def from_texts(signature: Signature, *, texts: tuple[str, ...], **changes) -> Signature:
+    """A signature of ``signature``'s kind, read from ``texts`` alone (on a line, or in a chain): none of
+    its exception types, context or absent texts, no detail of its own unless ``changes`` gives one."""
+    return replace(signature, patterns=texts, lines=texts, types=None, context=(), absent=(),
+                   **{"detail": None, **changes})
 
 
 _CUDA_OOM_BY_PHASE = {
