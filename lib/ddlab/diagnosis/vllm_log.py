@@ -109,7 +109,11 @@ _VLLM_MARKS = re.compile(
     # (round 13, in no SGLang wheel: V0's multiprocessing engine, engine/multiprocessing/ (0.6.4.post1);
     # get_config's refusal and its hint, transformers_utils/config.py:790-797 (0.30.0), :957 (0.34.0))
     r"|\bMQLLMEngine\w*|Invalid repository ID or local directory specified:"
-    r"|For Mistral models: ensure the presence of a 'params\.json'",
+    r"|For Mistral models: ensure the presence of a 'params\.json'"
+    # (round 18, in no SGLang wheel (0.2.12, 0.3.0, 0.4.10.post2, 0.5.23 searched; SGLang's own refusal is
+    # "Unsupported tool_call_parser: "): the OpenAI server's check of --tool-call-parser,
+    # entrypoints/openai/api_server.py:594 (0.6.4.post1), entrypoints/common/cli_args.py:630 (0.34.0))
+    r"|invalid tool call parser: \S+ \(chose from \{",
     re.M)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)

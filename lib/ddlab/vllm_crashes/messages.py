@@ -1,6 +1,7 @@
 """vLLM: exception texts that round 16 showed in V0's engine records (NIXL's status names, Python's missing
-module) and NIXL texts of round 17 (the connector's failure record, NIXL not installed), advice in vLLM's
-flags.
+module), NIXL texts of round 17 (the connector's failure record, NIXL not installed) and the texts round 18
+showed (a checkpoint tensor's name as V0's engine message, the tool-call parser check, a model with no config
+file, FlashAttention's GPU check, Triton's kernel image and pass pipeline), advice in vLLM's flags.
 
 V0's multiprocessing engine logs the exception itself as its record's message above the traceback (read by
 :mod:`ddlab.diagnosis.vllm_records`), so a paste cut before the exception line still shows its text, often
@@ -15,10 +16,13 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.vllm_crashes.library import DEPENDENCY
+from ddlab.vllm_crashes.library import (DEPENDENCY, KERNEL_COMPILE, MODEL_NOT_FOUND, UNREADABLE,
+                                        UNSUPPORTED_GPU, from_texts)
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE"]
+__all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE",
+           "TENSOR_KEY_MESSAGE", "TOOL_PARSER_UNKNOWN", "NO_CONFIG_FILE", "FLASH_ATTN_PRE_AMPERE",
+           "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED"]
 
 # (round 16) NIXL's Python bindings raise one exception class per error status, its message the status's name
 # (nixl_bindings.cpp throw_nixl_exception, e.g. "throw nixlBackendError(nixlEnumStrings::statusStr(status)...)":
@@ -138,4 +142,126 @@ NIXL_UNAVAILABLE = replace(
              ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:670"),
              ("0.34.0", "vllm/distributed/nixl_utils.py:63")))
 
-SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE]
+# (round 18) V0's engine logs a KeyError as its str, the key quoted with no type (run_mp_engine's
+# logger.exception(e): engine/multiprocessing/engine.py:366 (0.6.4.post1), :400 (0.7.3); read as the cut
+# traceback's exception by :mod:`ddlab.diagnosis.vllm_records`): a quoted checkpoint tensor's name is the
+# loader's lookup of a name the model has no parameter for (weights.WEIGHT_NAME's names), or one of the
+# quant-state tensors of a pre-quantized bitsandbytes checkpoint, whose suffixes vLLM's loader knows
+# ("absmax", "quant_map", "nested_absmax", "nested_quant_map", "bitsandbytes": model_loader/loader.py:825
+# (0.6.4.post1), _is_4bit_weight_name; weight.quant_state.bitsandbytes__nf4)
+_TENSOR_NAMES = (r"(?:w\d+_)?weight|bias|qweight|qzeros|scales?|g_idx"
+                 r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
+                 r"|zeros|deq_scale|(?:nested_)?(?:absmax|quant_map)|quant_state\.bitsandbytes__\w+")
+_TENSOR_KEY = rf"^(?:Exception: )?'(?:[\w-]+\.)+(?:{_TENSOR_NAMES})'\s*$"
+TENSOR_KEY_MESSAGE = replace(
+    UNREADABLE, name="vllm_weight_name_in_engine_message",
+    title="V0's engine message is a checkpoint tensor's name (a KeyError's str)",
+    advice=UNREADABLE.advice + (
+        "A quantized checkpoint's own tensors (a bitsandbytes checkpoint's absmax / quant_map) that the "
+        "model's loader cannot place: pass the checkpoint's quantization (`--quantization bitsandbytes "
+        "--load-format bitsandbytes` on releases that need both) or use a vLLM release whose loader supports "
+        "this pre-quantized layout.",),
+    types=r"Exception", patterns=(_TENSOR_KEY,), lines=(), context=(), absent=(), priority=60,
+    phase="load_weights", detail=None,
+    sources=(("0.6.4.post1", "vllm/engine/multiprocessing/engine.py:366"),
+             ("0.7.3", "vllm/engine/multiprocessing/engine.py:400"),
+             ("0.6.4.post1", "vllm/model_executor/model_loader/loader.py:825")))
+
+# (round 18) the OpenAI server checks `--tool-call-parser` against the parsers it registers before it starts,
+# KeyError(f"invalid tool call parser: {name} (chose from {{ ... }})"): entrypoints/openai/api_server.py:594
+# (0.6.4.post1), :921 (0.7.3), :1959 (0.11.1); entrypoints/launchers/launcher.py:240 (0.30.0);
+# entrypoints/common/cli_args.py:621 (0.33.0), :630 (0.34.0)
+_TOOL_PARSER = r"invalid tool call parser: \S+ \(chose from \{"
+TOOL_PARSER_UNKNOWN = Signature(
+    "vllm_tool_parser_unknown", "bad_argument", "--tool-call-parser names a parser this vLLM does not have",
+    ("`--tool-call-parser` names no parser this vLLM release registers (the error lists the ones it has): "
+     "pick one of them, install a vLLM release that ships the model's parser, or load the parser's module "
+     "with `--tool-parser-plugin` and name it as the module registers it.",),
+    patterns=(_TOOL_PARSER,), lines=(_TOOL_PARSER,), priority=90, phase="launch",
+    sources=(("0.6.4.post1", "vllm/entrypoints/openai/api_server.py:594"),
+             ("0.7.3", "vllm/entrypoints/openai/api_server.py:921"),
+             ("vllm 0.11.1", "vllm/entrypoints/openai/api_server.py:1959"),
+             ("0.30.0", "vllm/entrypoints/launchers/launcher.py:240"),
+             ("0.33.0", "vllm/entrypoints/common/cli_args.py:621"),
+             ("0.34.0", "vllm/entrypoints/common/cli_args.py:630")))
+
+# (round 18) get_config with config_format "auto" finds neither config.json nor params.json at the model
+# path and raises "Could not detect config format for no config file found." (transformers_utils/config.py:585
+# (0.11.1), :781 (0.30.0), :903 (0.33.0), :948 (0.34.0)); its except re-raises as "Invalid repository ID or
+# local directory specified" (MODEL_NOT_FOUND's text), often cut from the paste: no model vLLM can load there
+_NO_CONFIG = r"Could not detect config format for no config file found\."
+NO_CONFIG_FILE = from_texts(
+    MODEL_NOT_FOUND, texts=(_NO_CONFIG,), name="vllm_no_config_file",
+    title="the model path has no config.json nor params.json",
+    advice=("The model path (a folder or a Hugging Face repo) has neither config.json (Hugging Face "
+            "format) nor params.json (Mistral format) at its top: not a model vLLM can load as given (a "
+            "wrong folder or subfolder, a download that did not finish, a repo of another layout such as a "
+            "diffusers pipeline, which vLLM-Omni or another server serves). Point `--model` at the folder "
+            "with config.json, or give `--config-format` where the config is in another format.",),
+    priority=86, phase="launch",
+    sources=(("0.30.0", "vllm/transformers_utils/config.py:781"),
+             ("vllm 0.11.1", "vllm/transformers_utils/config.py:585"),
+             ("0.33.0", "vllm/transformers_utils/config.py:903"),
+             ("0.34.0", "vllm/transformers_utils/config.py:948")))
+
+# (round 18) vLLM's FlashAttention build checks the GPU on every call and refuses before sm80 (the
+# flash_api.cpp check of vllm-flash-attn, its text in the compiled extension:
+# vllm_flash_attn/vllm_flash_attn_c.abi3.so (0.6.4.post1), vllm_flash_attn/_vllm_fa2_C.abi3.so (0.34.0));
+# V0's model runner wraps it as "Error in model execution (input dumped to ...): <the text>"
+# (worker/model_runner_base.py)
+_FA_PRE_AMPERE = r"FlashAttention only supports Ampere GPUs or newer"
+FLASH_ATTN_PRE_AMPERE = from_texts(
+    UNSUPPORTED_GPU, texts=(_FA_PRE_AMPERE,), name="vllm_flash_attn_pre_ampere",
+    title="FlashAttention refused this GPU (older than Ampere)",
+    advice=("vLLM's FlashAttention kernels need an Ampere (sm80) or newer GPU and this one is older (Volta, "
+            "Turing): choose another attention backend (`VLLM_ATTENTION_BACKEND=XFORMERS` on V0 releases; "
+            "TRITON_ATTN or FLASHINFER where the release has them, `--attention-backend` in newer ones), or "
+            "use an Ampere or newer GPU.",),
+    priority=81,
+    sources=(("vllm 0.6.4.post1", "vllm/vllm_flash_attn/vllm_flash_attn_c.abi3.so (compiled: FlashAttention "
+                                  "only supports Ampere GPUs or newer.)"),
+             ("vllm 0.34.0", "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so (compiled: FlashAttention only "
+                             "supports Ampere GPUs or newer.)")))
+
+# (round 18) Triton's CUDA driver glue raises RuntimeError("Triton Error [CUDA]: " + cuGetErrorString(code))
+# (triton 3.4.0 backends/nvidia/driver.c:12, gpuAssert); loading a kernel it just compiled
+# (loadBinary: cuModuleLoadData, :118) answers CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"
+# (CUDA 13.0 include/cuda.h:2612-2615, libcudart's string): the driver cannot load the binary Triton's
+# toolchain built (a ptxas newer than the driver, a stale cache), a JIT kernel build that does not load.
+# Only Triton's own prefix: the same CUDA error from a prebuilt kernel is another story
+_TRITON_IMAGE = r"Triton Error \[CUDA\]: device kernel image is invalid"
+TRITON_INVALID_IMAGE = from_texts(
+    KERNEL_COMPILE, texts=(_TRITON_IMAGE,), name="vllm_triton_invalid_image",
+    title="the CUDA driver refused a kernel Triton built (device kernel image is invalid)",
+    advice=("The CUDA driver refused the binary of a kernel Triton had just compiled (torch.compile's "
+            "inductor or vLLM's Triton kernels): the ptxas Triton used targets a newer CUDA than the driver "
+            "(`nvidia-smi` shows the driver's CUDA; TRITON_PTXAS_PATH can point at the system toolkit's "
+            "ptxas), or a cache from another install is reused: clear ~/.triton/cache and "
+            "~/.cache/vllm/torch_compile_cache; `--enforce-eager` skips torch.compile's kernels.",),
+    priority=82,
+    sources=(("triton 3.4.0", "triton/backends/nvidia/driver.c:12 (gpuAssert: \"Triton Error [CUDA]: \")"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.c:118 (loadBinary: cuModuleLoadData)"),
+             ("CUDA 13.0", "include/cuda.h:2612 (CUDA_ERROR_INVALID_IMAGE = 200: the device kernel image is "
+                           "invalid)")))
+
+# (round 18) Triton lowers a kernel through MLIR pass pipelines and its binding throws
+# std::runtime_error("PassManager::run failed") when one fails (triton python/src/ir.cc, the text in
+# triton 3.4.0 triton/_C/libtriton.so and triton-ascend 3.2.0's): a Triton kernel's build failed (inductor
+# wraps it as "InductorError: RuntimeError: PassManager::run failed"). What the GPU is, the text does not say
+_PASS_FAILED = r"RuntimeError: PassManager::run failed\b"
+TRITON_PASS_FAILED = from_texts(
+    KERNEL_COMPILE, texts=(_PASS_FAILED,), name="vllm_triton_pass_failed",
+    title="a Triton kernel's MLIR pass pipeline failed (PassManager::run failed)",
+    advice=("Triton could not lower a kernel (torch.compile's inductor or vLLM's own Triton kernels) for "
+            "this GPU: its MLIR passes failed. MLIR's diagnostics above it (\"error: Failures have been "
+            "detected while processing an MLIR pass pipeline\", the failing pass) say which; a GPU that this "
+            "Triton's backend does not support, or a Triton of another release than the torch expects, are "
+            "the usual causes. `--enforce-eager` skips inductor's kernels; a Triton-free attention backend "
+            "avoids vLLM's.",),
+    priority=82,
+    sources=(("triton 3.4.0", "triton/_C/libtriton.so (PassManager::run failed; python/src/ir.cc)"),
+             ("triton-ascend 3.2.0", "triton/_C/libtriton.so (PassManager::run failed)")))
+
+SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE,
+                               TENSOR_KEY_MESSAGE, TOOL_PARSER_UNKNOWN, NO_CONFIG_FILE, FLASH_ATTN_PRE_AMPERE,
+                               TRITON_INVALID_IMAGE, TRITON_PASS_FAILED]
