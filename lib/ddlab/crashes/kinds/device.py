@@ -381,6 +381,40 @@ KERNEL_BOUNDS_CHECK = Signature(
                               "boundscheck=True at :78)")))
 
 # (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
+# (round 20) an AscendC kernel's own assert: AscendC's ASSERT_MSG prints "[ASSERT] FILE:LINE: Assertion
+# `EXPR' " and the message, then trap()s the AI core (cannmirror/asc-devkit 0da921b91
+# impl/basic_api/kernel_log.h:371-377; with the CANN version and a time stamp after "[ASSERT] " where the
+# build defines them, :341-350): the NPU's device-side assert, as a CUDA kernel's ".cu:N: ... Assertion"
+# line is. Its "[WARNING] ... Assertion" twin (:361-368, :386-392) prints and goes on
+_ASCENDC_ASSERT = r"\[ASSERT\] (?:\[CANN_VERSION : [^\]]*\]\[TimeStamp : \d+\] )?\S+:\d+: Assertion `"
+ASCENDC_ASSERT = Signature(
+    "ascendc_assert", "cuda_illegal_access", "an Ascend NPU kernel's assert failed (AscendC trap)",
+    ("An AscendC kernel's assert failed and trapped the NPU core (the index or size it names is out of "
+     "range): an operator was handed bad input, as a CUDA device-side assert is. The file in the line "
+     "names the operator (gather_v3: an index past the table). Rerun with ASCEND_LAUNCH_BLOCKING=1 to "
+     "find the call, then bisect: {graphs_off}, and a newer CANN / torch_npu / SGLang if the operator "
+     "or its caller is theirs.",),
+    lines=(_ASCENDC_ASSERT,), priority=50, running=True,
+    sources=(("AscendC (cannmirror/asc-devkit 0da921b91)", "impl/basic_api/kernel_log.h:371-377 (ASSERT_MSG: "
+                                                           "[ASSERT] %s:%u: Assertion `%s' , then trap())"),
+             ("AscendC (cannmirror/asc-devkit 0da921b91)", "impl/basic_api/kernel_log.h:341-350 (with "
+                                                           "[CANN_VERSION : %s][TimeStamp : %u])")))
+
+# (round 20) CANN's op runtime refusing an op on this chip: the op's kernels list the SoCs they were
+# built for and this one is not among them (hicann/opbase 313b014
+# src/nnopbase/individual_op/executor/indv_executor.cpp:152, "Op %s not support soc version %s.",
+# ACLNN_ERR_INNER_FIND_KERNEL_ERROR), an NPU's "no kernel image for this device"
+_NPU_SOC = r"\bOp \w+ not support soc version \w+"
+NPU_SOC_UNSUPPORTED = Signature(
+    "npu_soc_unsupported", "unsupported_gpu", "an Ascend op has no kernels for this NPU (soc version)",
+    ("CANN has no kernels of this op for this NPU (the soc version it names): the op was built for "
+     "other chips (MoeDistributeDispatchV2 for the A3 series, not ascend910b). Take the code path that "
+     "does not call it on this chip (another MoE all-to-all backend, `--moe-a2a-backend`), a CANN whose "
+     "release notes list the op for this chip, or an NPU it supports.",),
+    patterns=(_NPU_SOC,), lines=(_NPU_SOC,), priority=81,
+    sources=(("CANN opbase (hicann/opbase 313b014)", "src/nnopbase/individual_op/executor/indv_executor.cpp:152 "
+                                                     "(Op %s not support soc version %s.)"),))
+
 SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
-              AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]
+              AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, ASCENDC_ASSERT, NPU_SOC_UNSUPPORTED]
