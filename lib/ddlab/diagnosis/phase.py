@@ -15,6 +15,8 @@ Two rules read the log around it:
   ``serving`` there. Every other error keeps ``launch`` (where nothing is known).
 - A crash after the HTTP server came up and before "ready to roll" is the
   launcher's warmup request: ``ready``, as in SGLang's own startup order.
+- A traceback in the scheduler's event loop before its first pass (``run_event_loop``
+  with no serving frame below it) is ``ready`` too: the loop's own setup, not a step.
 """
 
 from __future__ import annotations
@@ -47,6 +49,23 @@ _STARTUP_PHASES = ("load_weights", "memory_pool", "graph_capture")
 # init_forward_metadata_capture_cuda_graph): a draft extend or verify batch being served
 _SPEC_STEP_RE = re.compile(r"\b\w*(?:DraftExtend|Verify)Input\b")
 _PER_BATCH_INIT_RE = re.compile(r"(?:,| line \d+) in init_forward_metadata\s*$", re.M)
+
+
+# (round 20) the scheduler's event loop before its first pass: run_event_loop sets itself up (0.5.23
+# managers/scheduler.py:1975-1983, Triton's load hooks: "Engine init (graph capture, warmups) is done")
+# before it dispatches to the loop (:1989, :2010 dispatch_event_loop). run_scheduler_process calls it
+# (:6368) once the scheduler has sent its init result, while the HTTP server comes up: a traceback
+# whose frames below run_event_loop hold no serving frame is the server finishing its startup, before
+# any request (ready), not a step of serving
+_LOOP_ENTRY_RE = re.compile(r'^\s*File "[^"]+", line \d+, in run_event_loop\s*$', re.M)
+
+
+def _loop_entry(frames: str) -> bool:
+    entries = list(_LOOP_ENTRY_RE.finditer(frames))
+    if not entries:
+        return False
+    below = frames[entries[-1].end():]
+    return bool(re.search(r'^\s*File "', below, re.M)) and "serving" not in frame_phases(below)
 
 
 def _spec_step(said: str, frames: str) -> bool:
@@ -98,7 +117,7 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
     said += f"\n{best.chain.header}" if best is not None and best.chain is not None else ""
     said += _rewrapped(lines, best)
     hints += [name for name, text in _TEXT_PHASES if text.search(said)]
-    hints += frame_phases(frames)
+    hints += [("ready" if name == "serving" and _loop_entry(frames) else name) for name in frame_phases(frames)]
     hints += ["serving"] if _spec_step(said, frames) else []
     phase = max([phase, *hints], key=PHASES.index)
     if best is None:  # a failed exit with no error line: where the log stopped

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ddlab.crashes.kinds import device, runtime
+from ddlab.crashes.kinds import npu, runtime
 from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
@@ -106,7 +106,7 @@ ASCEND_NO_KV_MEMORY = Signature(
              ("vllm-ascend v0.11.0rc0", "vllm_ascend/worker/worker_v1.py:235")))
 
 # (round 14) the Ascend runtime's own fault records (SGLang's npu_kernel_fault), read in vLLM's logs too
-NPU_KERNEL_FAULT = voiced(device.NPU_KERNEL_FAULT, (
+NPU_KERNEL_FAULT = voiced(npu.NPU_KERNEL_FAULT, (
     "An NPU kernel faulted (an AI core or vector core exception): rerun with ASCEND_LAUNCH_BLOCKING=1 to "
     "find the operator and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); "
     "then `--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this "

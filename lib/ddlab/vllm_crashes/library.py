@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import device, kernels, launch, memory, native, packages, requests, runtime, weights
+from ddlab.crashes.kinds import (device, kernels, launch, memory, native, npu, packages, requests, runtime,
+                                 weights)
 from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
@@ -75,7 +76,7 @@ ILLEGAL_ACCESS = voiced(device.ILLEGAL_ACCESS, (
         r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
 CUDA_ERROR_CUT = voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
 # (round 12) an Ascend NPU call returning a device fault code (vllm-ascend's torch_npu)
-NPU_FAULT_CODE = voiced(device.NPU_FAULT_CODE, (
+NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
     "An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
     "core exception): an operator queued before it faulted. Rerun with ASCEND_LAUNCH_BLOCKING=1 to find "
     "it and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); then "

@@ -7,12 +7,13 @@ checkpoints), ``packages`` (installed packages that do not match), ``models``
 (architectures, model types and config layouts the install does not know), ``weights``
 (checkpoint files the loader cannot read or place), ``device`` (kernel faults, GPU
 support, kernel builds), ``compilers`` (JIT compilers aborting on an assertion),
-``kernels`` (kernels refusing a model configuration),
+``kernels`` (kernels refusing a model configuration), ``npu`` (an Ascend NPU's own faults and
+support texts),
 ``runtime`` (NCCL, hangs and health checks), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers) and ``speculative`` (speculative decoding combined
 with another feature). vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28),
 are a layer of their own above this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``,
-``packages``, ``compilers`` and ``kernels`` are spliced into ``memory``'s, ``launch``'s and
+``packages``, ``compilers``, ``kernels`` and ``npu`` are spliced into ``memory``'s, ``launch``'s and
 ``device``'s lists where they stood (``compilers`` after the kernel builds that raise).
 Each module's ``SIGNATURES`` is a list of
 :class:`ddlab.crashes.signature.Signature`; :mod:`ddlab.diagnosis.signatures`

@@ -1,5 +1,6 @@
 """The GPU itself: kernel faults, kernels with no build for this GPU, kernels that fail to build
-(kernels refusing a model configuration: :mod:`.kernels`, spliced into :data:`SIGNATURES`).
+(kernels refusing a model configuration: :mod:`.kernels`; an Ascend NPU's own fault and support
+texts: :mod:`.npu`; both spliced into :data:`SIGNATURES` where they stood).
 
 An illegal memory access, a device-side assert or an unspecified launch
 failure is ``cuda_illegal_access`` wherever it surfaces: in a scheduler
@@ -22,7 +23,7 @@ failed: ..." too (the refusal is the kind, the capture is where).
 from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.crashes.kinds import compilers, kernels
+from ddlab.crashes.kinds import compilers, kernels, npu
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -246,61 +247,6 @@ COREDUMP_ON_EXCEPTION = Signature(
                              "to 1 to enable more detailed output"),
              ("0.5.23", "sglang/srt/debug_utils/cuda_coredump.py:60")))
 
-# an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
-# warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
-NPU_KERNEL_FAULT = Signature(
-    "npu_kernel_fault", "cuda_illegal_access", "an Ascend NPU kernel faulted (AI core / vector core exception)",
-    ("An NPU kernel faulted (an AI core or vector core exception, often an invalid address): "
-     "rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, then bisect: {graphs_off}, another "
-     "`--attention-backend`, and a newer CANN / torch_npu / SGLang if the operator is theirs.",),
-    # (round 14) the core's name is one or two words ("aivec error", "fftsplus aicore error"); the runtime's
-    # "ErrCode=N, desc=[...]" record of a synchronize returning a core exception (rt_error_codes.h, below)
-    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of (?:\w+ ){1,2}?error",
-           r"\bErrCode=5070(?:1[56]|3[56]), desc=\[(?:aicore|vector core) (?:trap )?exception\]",
-           r"errorStr: The MPU address access is invalid",
-           r"Kernel task happen error, retCode=0x[0-9a-f]+, \[[\w ]+exception\]"),
-    priority=50, running=True,
-    sources=(("Ascend CANN 8.x", "runtime device_error_core_proc.cc:303, :322 (ProcessStarsCoreErrorInfo: "
-                                 "there is an exception of aivec error; The MPU address access is invalid)"),
-             ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
-                                 "error, retCode=0x31, [vector core exception])"),
-             ("torch_npu 2.5.1", "include/third_party/acl/inc/acl/error_codes/rt_error_codes.h:74-75, :94-95 "
-                                 "(507015 / 507016 aicore, 507035 / 507036 vector core exception / trap)")))
-
-# (round 12) torch_npu's check of an ACL call ("<op>:<file>:<line> NPU function error: <call>, error code
-# is <N>", then "[Error]: <the code's text>") with a runtime code that is a fault of the device's own
-# execution, the NPU's illegal access: 507013 "System Direct Memory Access (DMA) hardware execution
-# error" (CANN rt_error_codes.h ACL_ERROR_RT_SYS_DMA, "sys dma error"), 507015 / 507016 (AI core
-# exception / trap), 507018 (AI CPU exception), 507035 / 507036 (vector core exception / trap),
-# 507042-507045 (AI core / vector core trap read or write out of bounds): Ascend/pytorch
-# torch_npu/csrc/core/npu/NPUErrorCodes.h error_code_map (05900fb). A synchronize that returns one
-# reports a fault of work queued before it, like CUDA's asynchronous errors
-_NPU_FAULT_CODES = r"5070(?:13|15|16|18|35|36|4[2-5])"
-_NPU_FAULT_TEXTS = (r"System Direct Memory Access \(DMA\) hardware execution error",
-                    r"The (?:aicore|aicpu|vector core) execution is abnormal",
-                    r"An exception occurs when (?:the aicore trap is|vector core traps are) executed",
-                    r"(?:The aicore|Vector core) trap (?:read|write) out-of-bounds exception")
-# (round 14) also torch_npu's stream synchronize check ("ACL stream synchronize failed, error code:N",
-# torch_npu 2.5.1 lib/libtorch_npu.so, NPUStream's synchronize)
-_NPU_FAULT_CODE = (rf"(?:NPU function error: .{{1,200}}?, error code is |ACL stream synchronize failed, error code:)"
-                   rf"{_NPU_FAULT_CODES}\b")
-NPU_FAULT_CODE = Signature(
-    "npu_fault_code", "cuda_illegal_access", "an Ascend NPU call returned a device fault code (DMA / core exception)",
-    ("An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
-     "core exception): a kernel queued before it faulted, as an illegal address does on a GPU. Rerun with "
-     "ASCEND_LAUNCH_BLOCKING=1 to find the operator, read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, "
-     "ASCEND_SLOG_PRINT_TO_STDOUT=1) for its error record, then bisect: {graphs_off}, and a newer CANN / "
-     "torch_npu if the operator is theirs.",),
-    patterns=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS), lines=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS),
-    priority=50, running=True,
-    sources=(("torch_npu (Ascend/pytorch 05900fb)", "torch_npu/csrc/core/npu/NPUErrorCodes.h (error_code_map: "
-                                                    "{507013, System Direct Memory Access (DMA) hardware "
-                                                    "execution error}, 507015, 507016, 507018, 507035, 507036, "
-                                                    "507042-507045)"),
-             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)"),
-             ("torch_npu 2.5.1", "torch_npu/lib/libtorch_npu.so (the string \"ACL stream synchronize failed, "
-                                 "error code:\")")))
-
 # an AMD GPU's page fault: the amdgpu kernel driver's report in the host's kernel log (dmesg), one
 # record per fault ("[gfxhub0] no-retry page fault (src_id:0 ring:0 vmid:8 pasid:32770)", " for process
 # python3 pid N ...", "VM_L2_PROTECTION_FAULT_STATUS:0x00341051", its fields; a fault the driver
@@ -380,7 +326,7 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-# (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
 SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
-              KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, NPU_KERNEL_FAULT,
-              AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK]
+              KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
+              AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, npu.ASCENDC_ASSERT,
+              npu.NPU_SOC_UNSUPPORTED]

@@ -164,6 +164,48 @@ ASCEND_OP_MISSING = Signature(
              ("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:603")))
 
+# (round 20) SGLang setting a hook on Triton's knobs that the installed Triton does not have: Triton
+# groups its settings in one class per group, named <group>_knobs (triton 3.4.0 triton/knobs.py:264-452,
+# runtime_knobs at :403; 3.5.0 :268-505), and adds hooks to them release by release: 3.5.0 declares
+# runtime_knobs.kernel_load_start_hook (:459), 3.4.0's runtime_knobs has none (:403-415). An
+# AttributeError on one of these classes is code written for a newer Triton than the installed one;
+# SGLang 0.5.23 looks the hook up first for that reason (utils/triton_load_watch.py:50-55: "Triton 3.4
+# builds used by ROCm expose triton.knobs without these hooks")
+_TRITON_KNOBS = (r"'(?:base|build|redis|cache|compilation|autotuning|runtime|language|nvidia|amd|proton)_knobs' "
+                 r"object has no attribute '\w+'")
+TRITON_KNOB_MISSING = Signature(
+    "triton_knob_missing", "dependency_mismatch", "the installed Triton lacks a setting this SGLang uses",
+    ("SGLang used a Triton setting (a knob or hook of `triton.knobs`) that the installed Triton does not "
+     "have: this Triton is older than the one the SGLang build was written for (ROCm's Triton 3.4 builds "
+     "lack the kernel-load hooks of 3.5). Install the Triton that the SGLang release's torch brings "
+     "(`pip show triton` / `pytorch-triton-rocm` says what is installed), or an SGLang release that "
+     "checks for the hook first (0.5.23 does).",),
+    patterns=(_TRITON_KNOBS,), types=r"(?:\w+\.)*AttributeError", priority=79,
+    sources=(("triton 3.4.0", "triton/knobs.py:403-415 (class runtime_knobs, no kernel_load_start_hook)"),
+             ("triton 3.5.0", "triton/knobs.py:459 (runtime_knobs.kernel_load_start_hook)"),
+             ("0.5.23", "sglang/srt/utils/triton_load_watch.py:53")))
+
+# (round 20) CANN's op runtime (nnopbase) finding no kernel configuration for an op: no op kernel
+# package it searches (the custom ones, then the built-in ops folders) holds the op's JSON, nor its
+# static library (hicann/opbase 313b014 src/nnopbase/composite_op/aclnn_engine/kernel_mgr.cpp:223,
+# :281 "Parse dynamic kernel config fail."); AclOpKernelInit fails, and its own message names the
+# causes: CANN's environment not sourced, the kernel package not installed, or an op the chip or
+# version does not support (src/nnopbase/common/inc/kernel_mgr.h:50-52). torch_npu's op call fails
+# with it ("call aclnnArange failed, error code is 561103"), CANN's inner error below
+_ASCEND_KERNEL_CONFIG = r"\bParse dynamic kernel config fail\."
+ASCEND_KERNEL_CONFIG = Signature(
+    "ascend_kernel_config_missing", "dependency_mismatch", "CANN found no kernel package holding an op's kernels",
+    ("CANN's op runtime found no kernel configuration for the op that torch_npu called (\"Parse dynamic "
+     "kernel config fail\"): the CANN op kernel package is not installed, is not the one for this "
+     "toolkit, or the CANN environment is not sourced (`source /usr/local/Ascend/ascend-toolkit/"
+     "set_env.sh`). Install the kernel package (`Ascend-cann-kernels-<chip>`) of the same CANN release "
+     "as the toolkit, for this chip, and the CANN release the torch_npu release pins.",),
+    patterns=(_ASCEND_KERNEL_CONFIG,), lines=(_ASCEND_KERNEL_CONFIG,), priority=81,
+    sources=(("CANN opbase (hicann/opbase 313b014)",
+              "src/nnopbase/composite_op/aclnn_engine/kernel_mgr.cpp:223, :281 (Parse dynamic kernel config fail.)"),
+             ("CANN opbase (hicann/opbase 313b014)",
+              "src/nnopbase/common/inc/kernel_mgr.h:50-52 (AclOpKernelInit failed opType. Maybe caused by ...)")))
+
 # (round 18) SGLang 0.2 / 0.3 load their model classes through vLLM's loader, having patched vLLM's
 # ModelRegistry method with their own lookup (0.2.12 model_executor/model_runner.py:447, setattr(
 # ModelRegistry, "load_model_cls", ...), with vllm==0.5.4 pinned; 0.3.0 :625, "_try_load_model_cls",
@@ -197,4 +239,4 @@ IMPORT_ERROR = Signature(
     sources=(("python", "ImportError / ModuleNotFoundError"),))
 
 SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
-              VLLM_MODEL_CLASS, IMPORT_ERROR]
+              TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, VLLM_MODEL_CLASS, IMPORT_ERROR]

@@ -1,0 +1,104 @@
+"""An Ascend NPU's own texts: its kernels faulting (the runtime's core exceptions, torch_npu's
+fault codes, AscendC's trapping assert) and CANN refusing an op on this chip.
+
+The same kinds as a GPU's (:mod:`.device`, which splices these into its list where they stood):
+a core exception or a trapping assert is ``cuda_illegal_access``, an op with no kernels for this
+SoC is ``unsupported_gpu``. Their advice names the NPU's own tools (ASCEND_LAUNCH_BLOCKING,
+CANN's device log).
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED"]
+
+# an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
+# warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
+NPU_KERNEL_FAULT = Signature(
+    "npu_kernel_fault", "cuda_illegal_access", "an Ascend NPU kernel faulted (AI core / vector core exception)",
+    ("An NPU kernel faulted (an AI core or vector core exception, often an invalid address): "
+     "rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, then bisect: {graphs_off}, another "
+     "`--attention-backend`, and a newer CANN / torch_npu / SGLang if the operator is theirs.",),
+    # (round 14) the core's name is one or two words ("aivec error", "fftsplus aicore error"); the runtime's
+    # "ErrCode=N, desc=[...]" record of a synchronize returning a core exception (rt_error_codes.h, below)
+    lines=(r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}there is an exception of (?:\w+ ){1,2}?error",
+           r"\bErrCode=5070(?:1[56]|3[56]), desc=\[(?:aicore|vector core) (?:trap )?exception\]",
+           r"errorStr: The MPU address access is invalid",
+           r"Kernel task happen error, retCode=0x[0-9a-f]+, \[[\w ]+exception\]"),
+    priority=50, running=True,
+    sources=(("Ascend CANN 8.x", "runtime device_error_core_proc.cc:303, :322 (ProcessStarsCoreErrorInfo: "
+                                 "there is an exception of aivec error; The MPU address access is invalid)"),
+             ("Ascend CANN 8.x", "runtime davinci_kernel_task.cc:1539 (PreCheckTaskErr: Kernel task happen "
+                                 "error, retCode=0x31, [vector core exception])"),
+             ("torch_npu 2.5.1", "include/third_party/acl/inc/acl/error_codes/rt_error_codes.h:74-75, :94-95 "
+                                 "(507015 / 507016 aicore, 507035 / 507036 vector core exception / trap)")))
+
+# (round 12) torch_npu's check of an ACL call ("<op>:<file>:<line> NPU function error: <call>, error code
+# is <N>", then "[Error]: <the code's text>") with a runtime code that is a fault of the device's own
+# execution, the NPU's illegal access: 507013 "System Direct Memory Access (DMA) hardware execution
+# error" (CANN rt_error_codes.h ACL_ERROR_RT_SYS_DMA, "sys dma error"), 507015 / 507016 (AI core
+# exception / trap), 507018 (AI CPU exception), 507035 / 507036 (vector core exception / trap),
+# 507042-507045 (AI core / vector core trap read or write out of bounds): Ascend/pytorch
+# torch_npu/csrc/core/npu/NPUErrorCodes.h error_code_map (05900fb). A synchronize that returns one
+# reports a fault of work queued before it, like CUDA's asynchronous errors
+_NPU_FAULT_CODES = r"5070(?:13|15|16|18|35|36|4[2-5])"
+_NPU_FAULT_TEXTS = (r"System Direct Memory Access \(DMA\) hardware execution error",
+                    r"The (?:aicore|aicpu|vector core) execution is abnormal",
+                    r"An exception occurs when (?:the aicore trap is|vector core traps are) executed",
+                    r"(?:The aicore|Vector core) trap (?:read|write) out-of-bounds exception")
+# (round 14) also torch_npu's stream synchronize check ("ACL stream synchronize failed, error code:N",
+# torch_npu 2.5.1 lib/libtorch_npu.so, NPUStream's synchronize)
+_NPU_FAULT_CODE = (rf"(?:NPU function error: .{{1,200}}?, error code is |ACL stream synchronize failed, error code:)"
+                   rf"{_NPU_FAULT_CODES}\b")
+NPU_FAULT_CODE = Signature(
+    "npu_fault_code", "cuda_illegal_access", "an Ascend NPU call returned a device fault code (DMA / core exception)",
+    ("An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
+     "core exception): a kernel queued before it faulted, as an illegal address does on a GPU. Rerun with "
+     "ASCEND_LAUNCH_BLOCKING=1 to find the operator, read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, "
+     "ASCEND_SLOG_PRINT_TO_STDOUT=1) for its error record, then bisect: {graphs_off}, and a newer CANN / "
+     "torch_npu if the operator is theirs.",),
+    patterns=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS), lines=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS),
+    priority=50, running=True,
+    sources=(("torch_npu (Ascend/pytorch 05900fb)", "torch_npu/csrc/core/npu/NPUErrorCodes.h (error_code_map: "
+                                                    "{507013, System Direct Memory Access (DMA) hardware "
+                                                    "execution error}, 507015, 507016, 507018, 507035, 507036, "
+                                                    "507042-507045)"),
+             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)"),
+             ("torch_npu 2.5.1", "torch_npu/lib/libtorch_npu.so (the string \"ACL stream synchronize failed, "
+                                 "error code:\")")))
+
+# (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
+# (round 20) an AscendC kernel's own assert: AscendC's ASSERT_MSG prints "[ASSERT] FILE:LINE: Assertion
+# `EXPR' " and the message, then trap()s the AI core (cannmirror/asc-devkit 0da921b91
+# impl/basic_api/kernel_log.h:371-377; with the CANN version and a time stamp after "[ASSERT] " where the
+# build defines them, :341-350): the NPU's device-side assert, as a CUDA kernel's ".cu:N: ... Assertion"
+# line is. Its "[WARNING] ... Assertion" twin (:361-368, :386-392) prints and goes on
+_ASCENDC_ASSERT = r"\[ASSERT\] (?:\[CANN_VERSION : [^\]]*\]\[TimeStamp : \d+\] )?\S+:\d+: Assertion `"
+ASCENDC_ASSERT = Signature(
+    "ascendc_assert", "cuda_illegal_access", "an Ascend NPU kernel's assert failed (AscendC trap)",
+    ("An AscendC kernel's assert failed and trapped the NPU core (the index or size it names is out of "
+     "range): an operator was handed bad input, as a CUDA device-side assert is. The file in the line "
+     "names the operator (gather_v3: an index past the table). Rerun with ASCEND_LAUNCH_BLOCKING=1 to "
+     "find the call, then bisect: {graphs_off}, and a newer CANN / torch_npu / SGLang if the operator "
+     "or its caller is theirs.",),
+    lines=(_ASCENDC_ASSERT,), priority=50, running=True,
+    sources=(("AscendC (cannmirror/asc-devkit 0da921b91)", "impl/basic_api/kernel_log.h:371-377 (ASSERT_MSG: "
+                                                           "[ASSERT] %s:%u: Assertion `%s' , then trap())"),
+             ("AscendC (cannmirror/asc-devkit 0da921b91)", "impl/basic_api/kernel_log.h:341-350 (with "
+                                                           "[CANN_VERSION : %s][TimeStamp : %u])")))
+
+# (round 20) CANN's op runtime refusing an op on this chip: the op's kernels list the SoCs they were
+# built for and this one is not among them (hicann/opbase 313b014
+# src/nnopbase/individual_op/executor/indv_executor.cpp:152, "Op %s not support soc version %s.",
+# ACLNN_ERR_INNER_FIND_KERNEL_ERROR), an NPU's "no kernel image for this device"
+_NPU_SOC = r"\bOp \w+ not support soc version \w+"
+NPU_SOC_UNSUPPORTED = Signature(
+    "npu_soc_unsupported", "unsupported_gpu", "an Ascend op has no kernels for this NPU (soc version)",
+    ("CANN has no kernels of this op for this NPU (the soc version it names): the op was built for "
+     "other chips (MoeDistributeDispatchV2 for the A3 series, not ascend910b). Take the code path that "
+     "does not call it on this chip (another MoE all-to-all backend, `--moe-a2a-backend`), a CANN whose "
+     "release notes list the op for this chip, or an NPU it supports.",),
+    patterns=(_NPU_SOC,), lines=(_NPU_SOC,), priority=81,
+    sources=(("CANN opbase (hicann/opbase 313b014)", "src/nnopbase/individual_op/executor/indv_executor.cpp:152 "
+                                                     "(Op %s not support soc version %s.)"),))
