@@ -154,7 +154,7 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # 10/13), round 16 at 2fe9852 (18/19, 15/19, 6/6), round 17 at 4885afe (26/27, 25/27, 14/14), round 18
 # at 64f1195 (27/28, 21/28, 12/12) and round 19 at 64f1195 with its logs edf341d (21/26, 13/26, 11/14) likewise. No held-out logs are left (no held-out floor); the work floor is what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase.
-FLOORS = {"work": (528, 513, 303)}
+FLOORS = {"work": (533, 525, 306)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
