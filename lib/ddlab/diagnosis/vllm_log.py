@@ -39,7 +39,7 @@ _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])(?: |$)"
 # (round 19) the logger's stamp at a level no traceback is logged at (logger.exception logs at ERROR): a
 # record of its own, never the rest of an exception's message above it (vllm/logger.py:28 _FORMAT (0.34.0))
-_QUIET_STAMP_RE = re.compile(rf"(?:DEBUG|INFO|WARNING|WARN) \d\d-\d\d \d\d:\d\d:\d\d")
+_QUIET_STAMP_RE = re.compile(r"(?:DEBUG|INFO|WARNING|WARN) \d\d-\d\d \d\d:\d\d:\d\d")
 VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_PROC}",
     rf"^{_STAMP}",

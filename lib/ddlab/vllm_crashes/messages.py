@@ -320,6 +320,7 @@ QUANT_DTYPE = Signature(
 # [Arch.sm_120a, ...], but got Arch.sm_121a" (nvidia-cutlass-dsl-libs-core 4.8.1
 # nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu/warp/mma.py:456, :864; tcgen05/mma.py:443; tcgen05/copy.py:136;
 # raised as DSLUserCodeError there, as OpError in older releases): the kernel has no build for this GPU
+_CUTE_DSL, _NVGPU = "nvidia-cutlass-dsl-libs-core 4.8.1", "nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu"
 _CUTE_ARCH = r"expects arch to be one of \[[^\]]*\], but got (?:Arch\.)?sm_\w+"
 CUTE_DSL_ARCH = from_texts(
     UNSUPPORTED_GPU, texts=(_CUTE_ARCH,), name="vllm_cute_dsl_arch",
@@ -331,10 +332,8 @@ CUTE_DSL_ARCH = from_texts(
             "nvidia-cutlass-dsl release that lists this architecture, or set CUTE_DSL_ARCH only where the GPU "
             "really is one of the listed ones.",),
     priority=81,
-    sources=(("nvidia-cutlass-dsl-libs-core 4.8.1", "nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu/warp/mma.py:456"),
-             ("nvidia-cutlass-dsl-libs-core 4.8.1", "nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu/warp/mma.py:864"),
-             ("nvidia-cutlass-dsl-libs-core 4.8.1", "nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu/tcgen05/mma.py:443"),
-             ("nvidia-cutlass-dsl-libs-core 4.8.1", "nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu/tcgen05/copy.py:136")))
+    sources=((_CUTE_DSL, f"{_NVGPU}/warp/mma.py:456"), (_CUTE_DSL, f"{_NVGPU}/warp/mma.py:864"),
+             (_CUTE_DSL, f"{_NVGPU}/tcgen05/mma.py:443"), (_CUTE_DSL, f"{_NVGPU}/tcgen05/copy.py:136")))
 
 SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE,
                                TENSOR_KEY_MESSAGE, TOOL_PARSER_UNKNOWN, NO_CONFIG_FILE, FLASH_ATTN_PRE_AMPERE,
