@@ -142,6 +142,11 @@ _CITED = {
     "vllm_weight_name_in_engine_message": "logger.exception(e)",
     "vllm_tool_parser_unknown": "invalid tool call parser",
     "vllm_no_config_file": "Could not detect config format for no config file found",
+    # round 19
+    "vllm_queue_timeout": "raise TimeoutError",
+    "vllm_quant_scheme_gpu": "Quantization scheme is not supported for",
+    "vllm_quant_scheme_check": "Quantization scheme is not supported for",
+    "vllm_quant_dtype": "is not supported for quantization",
 }
 
 

@@ -110,8 +110,11 @@ def test_the_completion_handlers_render_step_is_one_requests_error():
     render_chat_request was known)."""
     assert_in_wheel("0.34.0", "vllm/entrypoints/openai/completion/serving.py", "async def render_completion_request(")
     assert _said(read_log("vj25.log")) == (False, "request_error", "serving")
-    # a frame of that name outside the OpenAI handlers is no request's
+    # a frame of that name outside the OpenAI handlers is no request's (round 19: without the handler's own
+    # "Error in preprocessing prompt inputs" record above it, which only the OpenAI handlers log and which makes
+    # the traceback under it theirs: test_vllm_round19.py)
     other = read_log("vj25.log").replace("in render_completion_request", "in render_completion_request_cached")
+    other = "\n".join(ln for ln in other.splitlines() if not ln.endswith("Error in preprocessing prompt inputs"))
     assert _said(other)[:2] != (False, "request_error")
 
 

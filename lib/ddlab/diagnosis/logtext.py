@@ -112,6 +112,9 @@ class Line:
     time: str | None = None
     rank: str | None = None
     level: str | None = None  # I W E F of a C++ (torch c10, glog) log prefix it carried
+    # (round 19) it carried a server logger's stamp at a level no traceback is logged at (vLLM's "INFO
+    # 08-07 04:48:56 [file.py:N]"): the first line of a record of its own, never an exception's message
+    record: bool = False
 
     @property
     def stamped(self) -> bool:
@@ -129,10 +132,11 @@ def _clean(raw: str) -> str:
     return _CONTROL_RE.sub("", _ANSI_RE.sub("", raw)).rstrip()
 
 
-def _unprefix(text: str, extra: tuple[re.Pattern, ...] = ()) -> tuple[str, str | None]:
+def _unprefix(text: str, extra: tuple[re.Pattern, ...] = (),
+              peeled: list[str] | None = None) -> tuple[str, str | None]:
     """``text`` without the collectors' and writers' prefixes (see the module docstring)
     and a dialect's own (``extra``, tried after them), and the severity of a C++ log prefix
-    among them (``W`` for a warning)."""
+    among them (``W`` for a warning); each prefix peeled is added to ``peeled`` when given."""
     level = None
     for _ in range(5 + len(extra)):
         if cpp := _CPP_LOG_RE.match(text):
@@ -141,6 +145,8 @@ def _unprefix(text: str, extra: tuple[re.Pattern, ...] = ()) -> tuple[str, str |
         for prefix in (*_PASTE_PREFIXES, *extra):
             match = prefix.match(text)
             if match and match.end():
+                if peeled is not None:
+                    peeled.append(match[0])
                 text = text[match.end():]
                 break
         else:
@@ -162,10 +168,11 @@ def _unescaped(text: str) -> str:
     return text.replace('\\"', '"') if _ESCAPED_FRAME_RE.match(text) else text
 
 
-def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
+def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Pattern | None = None) -> list[Line]:
     """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled);
     ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
-    process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before."""
+    process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before.
+    ``record``: a peeled prefix it matches makes the line :attr:`Line.record`."""
     lines = []
     raws = dedented(peel_line_numbers(peel_box_border(json_records(text.splitlines()))))
     for no, raw in enumerate(raws, start=1):
@@ -177,7 +184,9 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
         if journal:
             ident, pid = journal["ident"], journal["pid"]
             cleaned = cleaned[journal.end():]
-        cleaned, level = _unprefix(cleaned, extra)
+        peeled: list[str] = []
+        cleaned, level = _unprefix(cleaned, extra, peeled)
+        own = record is not None and any(record.match(p) for p in peeled)
         for part in _parts(_unescaped(cleaned)):
             time = rank = None
             msg = part
@@ -185,7 +194,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = ()) -> list[Line]:
             if stamp:
                 time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
                 msg = msg[stamp.end():]
-            lines.append(Line(no, part, error_body_message(msg), ident, pid, time, rank, level))
+            lines.append(Line(no, part, error_body_message(msg), ident, pid, time, rank, level, own))
     return join_wrapped_frames(peel_relay_level(lines, _restamp))
 
 

@@ -112,9 +112,12 @@ def clean_cause(text: str) -> str:
 
 def _best(type_name: str, text: str, chain_text: str, request: bool = False,
           registry: Registry = SGLANG) -> Signature | None:
+    # in a request's handler only a request's error counts, or (round 19) an echo of the engine's death
+    # (a fatal echo: every later request fails the same way, the server no longer serves)
     hits = [s for s in registry.signatures if s.matches_exception(type_name, text, chain_text)
-            and (s.request or not request)]
-    return max(hits, key=lambda s: s.priority, default=None)
+            and (s.request or not request or (s.echo and s.fatal))]
+    dead = [s for s in hits if request and s.echo and s.fatal and not s.request]
+    return max(dead or hits, key=lambda s: s.priority, default=None)
 
 
 def _is_wrapper(chain: Chain, registry: Registry = SGLANG) -> bool:
@@ -226,8 +229,48 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     progress = [(ln.no, ln.rank) for ln in lines if progress_re.search(ln.msg)]
     advanced = max((ln.no for ln in lines if marker(ln.msg) and not is_progress_bar(ln.msg)),
                    default=0)
+    _answered(found, lines)
     # a request's error does not stop the server: the server carrying on is what makes it one
     return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
+
+
+# (round 19) uvicorn's access line of a client's request the server answered with a 4xx status
+# (uvicorn/logging.py:107 (0.54.0), AccessFormatter: "METHOD PATH HTTP/v" STATUS)
+_ANSWERED_4XX_RE = re.compile(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 4\d\d\b')
+
+
+# a traceback that starts in asyncio's runner left the server's event loop (its teardown, printed first as the
+# context of what the request raised after it: round 14's h14009), or one of the server's start-up: no request's
+_LEFT_THE_LOOP = rf'asyncio[/\\]runners\.py", line \d+, in run\s*$|{NOT_A_REQUEST}'
+
+
+def _answered(found: list[Candidate], lines: list[Line]) -> None:
+    """An exception nothing recognises whose very next line is uvicorn's access line answering a
+    client's request with a 4xx status (the same process) is that request's error: the handler caught
+    it, logged it with its traceback and answered the client (vLLM's OpenAI handlers: logger.exception,
+    then create_error_response, 400 unless told: entrypoints/openai/serving_chat.py:170-171,
+    serving_engine.py:168-172 (0.6.4.post1); serve/exception_handling/error_response.py:14-17
+    (0.34.0)), and the server serves on. It takes the access line's request signature. So is a
+    traceback (cut or not) whose header line is right under a request handler's own error line (the
+    message of its logger.exception record: "Error in preprocessing prompt inputs", serving_chat.py:170
+    (0.6.4.post1)): it takes that line's signature."""
+    by_no = {ln.no: ln for ln in lines}
+    answers = {c.first_no: c for c in found if c.request and c.signature and c.lines
+               and _ANSWERED_4XX_RE.search(c.lines[0].msg)}
+    # a request handler's logger.exception(message) record: its message line (a request signature's
+    # line, "Error in preprocessing prompt inputs") and right under it the traceback it logs
+    headers = {c.first_no: c for c in found if c.request and c.signature and c.lines
+               and c.signature.kind == "request_error"}
+    for c in found:
+        if c.request or c.signature is not None or c.wrapper or c.chain is None:
+            continue
+        header = (headers.get(c.first_no - 1) if c.chain.raised[0].start is not None
+                  and not regex(_LEFT_THE_LOOP, re.M).search(c.chain.text) else None)
+        answer = None if c.cut else answers.get(c.last_no + 1)
+        told = header or answer
+        line = by_no.get(told.first_no) if told else None
+        if line is not None and (line.rank is None or c.rank is None or line.rank == c.rank):
+            c.signature, c.request = told.signature, True
 
 
 def _pick(found: list[Candidate]) -> Candidate | None:

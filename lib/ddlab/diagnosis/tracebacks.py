@@ -201,7 +201,7 @@ class _Parser:
             self.gap, ended = not self.gap, self.gap
             self.message = None if ended else self.message
             return not ended
-        ended = (_CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg) or line.level is not None
+        ended = (_CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg) or line.level is not None or line.record
                  or self._foreign(line) or _RECORD_START_RE.match(msg) or _PROGRESS_RE.search(msg)
                  or _PY_FRAME_RE.match(msg) or (self.gap and _is_exception_line(msg.strip(), strict=False))
                  or len(self.message.exc_lines) > _MAX_CONTINUATION)
@@ -308,13 +308,22 @@ class _Parser:
         self.block = None
 
 
-def _reunite(chains: list[Chain]) -> list[Chain]:
-    """An exception line pasted just above the cut traceback that raised it is its message."""
+# (round 19) uvicorn's access line: the server answered a request (uvicorn/logging.py:107 (0.54.0),
+# AccessFormatter: "METHOD PATH HTTP/v" STATUS), written once the handler has returned
+_ACCESS_RE = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S* HTTP/[\d.]+" \d{3}\b')
+
+
+def _reunite(chains: list[Chain], lines: list[Line] = ()) -> list[Chain]:
+    """An exception line pasted just above the cut traceback that raised it is its message; not
+    across an access line (round 19): the request the exception ended was answered before the
+    traceback below it began, which is another record's."""
+    answered = [ln.no for ln in lines if _ACCESS_RE.search(ln.msg)]
     kept: list[Chain] = []
     for chain in chains:
         previous = kept[-1] if kept else None
         if (previous is not None and previous.orphan and chain.cut and len(chain.raised) == 1
-                and chain.first_no - previous.last_no <= _LINK_GAP):
+                and chain.first_no - previous.last_no <= _LINK_GAP
+                and not any(previous.last_no < no < chain.first_no for no in answered)):
             block, orphan = chain.raised[0], previous.raised[0]
             block.type, block.message, block.exc_lines = orphan.type, orphan.message, orphan.exc_lines
             kept[-1] = Chain([block])
@@ -365,6 +374,6 @@ def find_chains(lines: list[Line]) -> list[Chain]:
         parser.feed(line)
     if parser.block is not None:
         parser._drop_open_block()
-    chains = _reunite(parser.chains)
+    chains = _reunite(parser.chains, lines)
     _complete_cut_type(chains, lines)
     return chains

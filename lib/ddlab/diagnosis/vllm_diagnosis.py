@@ -66,7 +66,11 @@ _LOAD = (r"load_model|load_weights|_initialize_model|get_model|initialize_model|
          r"|process_weights_after_loading|\w+_marlin_repack|create_weights")
 _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
          r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
-         r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine")
+         r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine"
+         # (round 19) a KV transfer connector registering the KV caches just allocated (PD: NIXL registers
+         # their memory): v1/worker/gpu_model_runner.py:7474 in initialize_kv_cache (0.30.0);
+         # v1/worker/gpu/kv_connector.py:69, the connector's wrapper built with the caches (0.34.0)
+         r"|register_kv_caches")
 # (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
 _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
             r"|capture_begin|capture_end")
@@ -104,6 +108,10 @@ _STARTUP_RE = re.compile(r"non-default args:|args: Namespace\(|vLLM (?:API )?ser
                          # (round 13) the model-parallel groups set up (distributed/parallel_state.py:2268
                          # (0.30.0), :2395 (0.34.0), in initialize_model_parallel: start-up only)
                          r"|\brank \d+ in world size \d+ is assigned as DP rank")
+# (round 19) the engine core logs this only when building it raised (engine_core still None), never once its
+# busy loop runs (v1/engine/core.py:1755-1757 (0.34.0), :1366 (0.30.0)): wherever the paste shows it, after
+# the error too, the crash was in the startup
+_FAILED_START_RE = re.compile(r"EngineCore failed to start\.")
 # 0.6.2 and older: "Exception in worker X while processing method M: MESSAGE, Traceback ..."
 _WORKER_HEADER_RE = re.compile(r"while processing method \w+: (?P<msg>.+?),?\s*$")
 
@@ -184,7 +192,7 @@ def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signat
     if best is None:
         return phase
     shown = any(_STARTUP_RE.search(ln.msg) or vllm_phase_marker(ln.msg) for ln in lines
-                if ln.no <= best.last_no)
+                if ln.no <= best.last_no) or any(_FAILED_START_RE.search(ln.msg) for ln in lines)
     if (phase == "launch" and signature is not None and signature.running
             and not _STARTUP_FRAMES.search(frames) and not shown):
         phase = "serving"

@@ -37,6 +37,9 @@ FAMILIES = ("sglang", "vllm")
 _PROC = r"\([A-Za-z][\w-]*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])(?: |$)"
+# (round 19) the logger's stamp at a level no traceback is logged at (logger.exception logs at ERROR): a
+# record of its own, never the rest of an exception's message above it (vllm/logger.py:28 _FORMAT (0.34.0))
+_QUIET_STAMP_RE = re.compile(r"(?:DEBUG|INFO|WARNING|WARN) \d\d-\d\d \d\d:\d\d:\d\d")
 VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_PROC}",
     rf"^{_STAMP}",
@@ -160,7 +163,7 @@ def vllm_lines(text: str) -> list[Line]:
                      if (lead := _LEAD_TAG_RE.match(raw)) else raw
                      for raw in _WRAPPED_FRAME_RE.sub(r"\1", _RAY_REPEATED_RE.sub("", text)).splitlines())
     return [replace(ln, msg=re.sub(r"(?<=\S) {2,}(?=\S)", " ", ln.msg)) if _WIDE_METRICS_RE.search(ln.msg)
-            else ln for ln in split_lines(text, extra=VLLM_PREFIXES)]
+            else ln for ln in split_lines(text, extra=VLLM_PREFIXES, record=_QUIET_STAMP_RE)]
 
 
 # --- startup phases ---------------------------------------------------------------

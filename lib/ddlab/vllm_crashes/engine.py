@@ -8,7 +8,8 @@ from __future__ import annotations
 from ddlab.vllm_crashes import library
 from ddlab.crashes.signature import Signature
 
-__all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT"]
+__all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT",
+           "QUEUE_TIMEOUT"]
 
 _V0 = library.V0
 
@@ -16,6 +17,8 @@ _V0 = library.V0
 
 # (round 13) V0's API server answering a request on a dead engine with a 500 and exiting
 _V0_DEAD_ON_REQUEST = r"(?:AsyncLLMEngine|MQLLMEngine) is already dead, terminating server process"
+# (round 19) "MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the original error"
+_V0_MQ_DEAD = r"\bMQEngineDeadError: Engine loop is not running\b"
 ECHO_LINES = (
     # a worker process gone (v1/executor/multiproc_executor.py:405 (0.34.0), :315 (0.30.0);
     # older: "Worker proc X died unexpectedly, shutting down executor"; ray_executor_v2.py:523),
@@ -36,6 +39,10 @@ ECHO_LINES = (
     # (round 13) V0's API server answering a request on a dead engine with a 500 and exiting
     # (entrypoints/launcher.py:88, :99 (0.6.4.post1); :93, :104 (0.7.3))
     _V0_DEAD_ON_REQUEST,
+    # (round 19) V0's multiprocessing client raising the engine's death into every request, its original
+    # error in the message (engine/multiprocessing/__init__.py:21 MQEngineDeadError, :129-135
+    # ENGINE_DEAD_ERROR (0.6.4.post1); :26, :161-169 (0.7.3))
+    _V0_MQ_DEAD,
 )
 # fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
 # written when its headers go out (uvicorn), before the engine's death reaches the stream, and
@@ -60,7 +67,10 @@ ENGINE_DEAD = Signature(
              ("0.34.0", "vllm/logging_utils/dump_input.py:73"),
              ("0.34.0", "vllm/v1/utils.py:593"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:1091"),
-             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:944")))
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:944"),
+             (_V0, "vllm/engine/multiprocessing/__init__.py:21"),
+             (_V0, "vllm/engine/multiprocessing/__init__.py:129"),
+             ("0.7.3", "vllm/engine/multiprocessing/__init__.py:161")))
 
 # the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
 # after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
@@ -69,7 +79,11 @@ SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal er
                   # (round 13) V0: a request met the dead engine; the engine loop, started by the first
                   # request (add_request -> start_background_loop), ended (engine/async_llm_engine.py:68
                   # (0.6.4.post1), :71 (0.7.3), _log_task_completion)
-                  _V0_DEAD_ON_REQUEST, r"AsyncEngineDeadError: Task finished unexpectedly\.")
+                  _V0_DEAD_ON_REQUEST, r"AsyncEngineDeadError: Task finished unexpectedly\.",
+                  # (round 19) V0's multiprocessing client hands the engine's death to the requests in
+                  # flight (engine/multiprocessing/client.py:229-242, queue.put_nowait(self.dead_error)),
+                  # each raised in its handler (client.py:633 (0.6.4.post1), raise request_output)
+                  _V0_MQ_DEAD)
 
 # (round 12) the API server's output handler's own frame in a traceback: what the engine core client
 # forwarded through its outputs queue (the engine's death, its socket's failure) is raised there "to
@@ -122,3 +136,30 @@ RPC_TIMEOUT = Signature(
     priority=24,
     sources=(("0.30.0", "vllm/v1/executor/multiproc_executor.py:435"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:533")))
+
+
+# (round 19) the same wait seen from below: the shared-memory message queue gives up on a peer with a bare
+# TimeoutError, raised in its own frame (shm_broadcast.py:366, :424 (0.7.3), acquire_write / acquire_read;
+# :495 (0.11.1), acquire_read; :747 (0.30.0), :831 (0.34.0), ReadTimeoutWithWarnings.timeout_ms; :1055
+# (0.34.0), recv of a remote reader's socket), and the executor turns it into RPC_TIMEOUT's "RPC call to X
+# timed out." (multiproc_executor.py:433-435 (0.30.0), :507-509 (0.33.0), :531-533 (0.34.0)): a paste cut
+# before that outer line still shows the wait. Or a traceback opening in the executor's get_response at
+# that dequeue, cut before its exception: its first frame is get_response, so get_response caught it, and
+# the only exception it catches there is the TimeoutError (the lines just cited)
+_QUEUE_RAISED = r'shm_broadcast\.py", line \d+, in \w+\s*\n\s*raise TimeoutError\s*$'
+_DEQUEUE_CAUGHT = (r'^Traceback \(most recent call last\):\s*\n\s*File "[^"]*multiproc_executor\.py", line \d+, '
+                   r'in get_response\s*\n\s*status, result = mq\.dequeue\(timeout=dequeue_timeout\)\s*$')
+QUEUE_TIMEOUT = Signature(
+    "vllm_queue_timeout", "hang", "the engine's message queue timed out waiting for its workers",
+    SHM_STALL.advice,
+    patterns=(r".",), types=r"TimeoutError", context=(rf"{_QUEUE_RAISED}|{_DEQUEUE_CAUGHT}",), cut_ok=True,
+    priority=24,
+    sources=(("0.7.3", "vllm/distributed/device_communicators/shm_broadcast.py:366"),
+             ("0.7.3", "vllm/distributed/device_communicators/shm_broadcast.py:424"),
+             ("vllm 0.11.1", "vllm/distributed/device_communicators/shm_broadcast.py:495"),
+             ("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:747"),
+             ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:831"),
+             ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:1055"),
+             ("0.30.0", "vllm/v1/executor/multiproc_executor.py:433"),
+             ("0.33.0", "vllm/v1/executor/multiproc_executor.py:507"),
+             ("0.34.0", "vllm/v1/executor/multiproc_executor.py:531")))

@@ -16,13 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.vllm_crashes.library import (DEPENDENCY, KERNEL_COMPILE, MODEL_NOT_FOUND, UNREADABLE,
+from ddlab.vllm_crashes.library import (V0 as _V0, DEPENDENCY, KERNEL_COMPILE, MODEL_NOT_FOUND, UNREADABLE,
                                         UNSUPPORTED_GPU, from_texts)
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE",
            "TENSOR_KEY_MESSAGE", "TOOL_PARSER_UNKNOWN", "NO_CONFIG_FILE", "FLASH_ATTN_PRE_AMPERE",
-           "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED"]
+           "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED", "QUANT_SCHEME_GPU", "QUANT_SCHEME_CHECK", "QUANT_DTYPE",
+           "CUTE_DSL_ARCH"]
 
 # (round 16) NIXL's Python bindings raise one exception class per error status, its message the status's name
 # (nixl_bindings.cpp throw_nixl_exception, e.g. "throw nixlBackendError(nixlEnumStrings::statusStr(status)...)":
@@ -262,6 +263,79 @@ TRITON_PASS_FAILED = from_texts(
     sources=(("triton 3.4.0", "triton/_C/libtriton.so (PassManager::run failed; python/src/ir.cc)"),
              ("triton-ascend 3.2.0", "triton/_C/libtriton.so (PassManager::run failed)")))
 
+# (round 19) a compressed-tensors checkpoint's scheme checks the GPU's compute capability while the model's
+# layers get their quantization methods (get_quant_method -> get_scheme ->
+# self._check_scheme_supported(scheme.get_min_capability())) and raises RuntimeError("Quantization scheme is
+# not supported for the current GPU. Min capability: N. Current capability: M."), its only raise there
+# (compressed_tensors.py:134 (0.6.4.post1, a tuple of three strings: "... for ', 'the current GPU ..."),
+# :201 (0.7.3), :279, :287 (0.11.1), :398, :406 (0.30.0), :402, :410 (0.33.0, 0.34.0); the call at :331
+# (0.6.4.post1), :438 (0.7.3), :722 (0.11.1), :940 (0.30.0), :994 (0.33.0, 0.34.0))
+_SCHEME_GPU = r"Quantization scheme is not supported for (?:', ')?the current GPU"
+_SCHEME_ADVICE = ("The checkpoint's compressed-tensors quantization scheme needs a newer GPU than this one (the "
+                  "error's Min capability against the Current capability: 75 is Turing, 80 Ampere, 89 Ada, 90 "
+                  "Hopper): use a checkpoint quantized for this GPU (another scheme, GPTQ / AWQ with a kernel "
+                  "for it, or the unquantized model), or a newer GPU.",)
+_SCHEME_SOURCES = (
+    (_V0, "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:134"),
+    ("0.7.3", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:201"),
+    ("vllm 0.11.1", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:287"),
+    ("0.30.0", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:406"),
+    ("0.33.0", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:410"),
+    ("0.34.0", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:402"),
+    ("0.34.0", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:410"),
+    ("0.34.0", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors.py:994"))
+QUANT_SCHEME_GPU = from_texts(
+    UNSUPPORTED_GPU, texts=(_SCHEME_GPU,), name="vllm_quant_scheme_gpu",
+    title="the checkpoint's quantization scheme needs a newer GPU", advice=_SCHEME_ADVICE,
+    priority=81, phase="load_weights", sources=_SCHEME_SOURCES)
+# the same check seen in its frames, the message cut: the capability check's call in get_scheme (a traceback
+# through it was raised inside the check), or a RuntimeError raised from the check's own raise
+_SCHEME_CALL = r"^\s*self\._check_scheme_supported\(scheme\.get_min_capability\(\)\)\s*$"
+_SCHEME_RAISE = r'", line \d+, in _check_scheme_supported\s*\n\s*raise RuntimeError\($'
+QUANT_SCHEME_CHECK = replace(
+    QUANT_SCHEME_GPU, name="vllm_quant_scheme_check",
+    title="the checkpoint's quantization scheme failed its GPU capability check (message cut)",
+    patterns=(r".",), lines=(), types=r"RuntimeError", context=(rf"{_SCHEME_CALL}|{_SCHEME_RAISE}",),
+    cut_ok=True, priority=80)
+
+# (round 19) the quantization method takes only some activation dtypes: "torch.bfloat16 is not supported for
+# quantization method gptq. Supported dtypes: [torch.float16]" (model_loader/loader.py:114 (0.6.3.post1),
+# _get_quantization_config, while the model is built; the config's own check from 0.6.4: config.py:2101
+# (0.6.4.post1), :3236 (0.7.3); config/vllm.py:266 (0.11.1), :846 (0.30.0), :940 (0.33.0), :902 (0.34.0))
+_QUANT_DTYPE = r"\S+ is not supported for quantization method \w+\. Supported dtypes: \["
+QUANT_DTYPE = Signature(
+    "vllm_quant_dtype", "bad_argument", "the quantization method does not take the model's dtype",
+    ("The checkpoint's quantization method runs only with the dtypes the error lists, and the model's "
+     "`--dtype` (by default the checkpoint's torch_dtype, or the one the platform forces: bfloat16 on CPU) is "
+     "another: pass `--dtype` with one of the listed dtypes (`--dtype float16` for GPTQ / AWQ), or use a "
+     "checkpoint quantized with a method this dtype and platform support.",),
+    patterns=(_QUANT_DTYPE,), lines=(_QUANT_DTYPE,), priority=84, fatal=True,
+    sources=((_V0, "vllm/config.py:2101"), ("vllm 0.6.3.post1", "vllm/model_executor/model_loader/loader.py:114"),
+             ("0.7.3", "vllm/config.py:3236"),
+             ("vllm 0.11.1", "vllm/config/vllm.py:266"), ("0.30.0", "vllm/config/vllm.py:846"),
+             ("0.33.0", "vllm/config/vllm.py:940"), ("0.34.0", "vllm/config/vllm.py:902")))
+
+# (round 19) CuTe DSL (NVIDIA CUTLASS's Python DSL, which vLLM's and FlashInfer's CuTe kernels are written in)
+# checks the GPU's architecture when a kernel's MMA or copy atom is built: "expects arch to be one of
+# [Arch.sm_120a, ...], but got Arch.sm_121a" (nvidia-cutlass-dsl-libs-core 4.8.1
+# nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu/warp/mma.py:456, :864; tcgen05/mma.py:443; tcgen05/copy.py:136;
+# raised as DSLUserCodeError there, as OpError in older releases): the kernel has no build for this GPU
+_CUTE_DSL, _NVGPU = "nvidia-cutlass-dsl-libs-core 4.8.1", "nvidia_cutlass_dsl/dsl_packages/cutlass/cute/nvgpu"
+_CUTE_ARCH = r"expects arch to be one of \[[^\]]*\], but got (?:Arch\.)?sm_\w+"
+CUTE_DSL_ARCH = from_texts(
+    UNSUPPORTED_GPU, texts=(_CUTE_ARCH,), name="vllm_cute_dsl_arch",
+    title="a CuTe DSL kernel has no build for this GPU's architecture",
+    advice=("A kernel written in CUTLASS's CuTe DSL (an MoE, FP4 / FP8 GEMM or attention kernel of vLLM or "
+            "FlashInfer) supports only the architectures the error lists, and this GPU is another (sm_121 is "
+            "DGX Spark's GB10, sm_120 the RTX 50 / RTX PRO Blackwell): choose another kernel backend for it (the "
+            "MoE / GEMM backend flags or environment variables of this release), a vLLM / FlashInfer / "
+            "nvidia-cutlass-dsl release that lists this architecture, or set CUTE_DSL_ARCH only where the GPU "
+            "really is one of the listed ones.",),
+    priority=81,
+    sources=((_CUTE_DSL, f"{_NVGPU}/warp/mma.py:456"), (_CUTE_DSL, f"{_NVGPU}/warp/mma.py:864"),
+             (_CUTE_DSL, f"{_NVGPU}/tcgen05/mma.py:443"), (_CUTE_DSL, f"{_NVGPU}/tcgen05/copy.py:136")))
+
 SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE,
                                TENSOR_KEY_MESSAGE, TOOL_PARSER_UNKNOWN, NO_CONFIG_FILE, FLASH_ATTN_PRE_AMPERE,
-                               TRITON_INVALID_IMAGE, TRITON_PASS_FAILED]
+                               TRITON_INVALID_IMAGE, TRITON_PASS_FAILED, QUANT_SCHEME_GPU, QUANT_SCHEME_CHECK,
+                               QUANT_DTYPE, CUTE_DSL_ARCH]
