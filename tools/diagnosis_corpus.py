@@ -29,7 +29,7 @@ import argparse
 import json
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from ddlab.diagnosis.diagnosis import diagnose

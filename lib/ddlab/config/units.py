@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 
-from ddlab.config.flags import render_flag
 from ddlab.config.unit_fields import UNIT_FIELDS
 from ddlab.config.variants import Variant
 from ddlab.core.checks import check_env_name

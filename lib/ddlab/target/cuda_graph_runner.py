@@ -44,8 +44,7 @@ import torch
 
 from ddlab.target.memory import GB
 
-__all__ = ["CudaGraphRunner", "DecodeCudaGraphRunner", "DraftGraphRunner", "ForwardBatch",
-           "StaticInputs", "GRAPH_RUNNERS", "_grouped_foreach_copy_"]
+__all__ = ["CudaGraphRunner", "DraftGraphRunner", "ForwardBatch", "StaticInputs", "_grouped_foreach_copy_"]
 
 logger = logging.getLogger("ddlab.target")
 
