@@ -12,7 +12,11 @@ near misses hold on both). A text cited from a wheel is checked there where the 
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 from ddlab.diagnosis.vllm_log import detect_family
+from fieldkit import REAL, REAL_MANIFEST
 
 # --- h21004: SGLang 0.1.x's own lines among the vLLM-stamped lines of the weights it loads with vLLM's code ---
 # "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334), "Rank N: max_total_num_token=...,
@@ -32,3 +36,20 @@ def test_a_rank_line_of_another_kind_is_not_sglangs():
     assert detect_family(_VLLM_WEIGHTS * 4 + "Rank 0: loading weights\n") == "vllm"
     # the words inside a sentence, not at a line's start
     assert detect_family(_VLLM_WEIGHTS * 4 + "see: Rank 0: load weight end.\n") == "vllm"
+
+
+# --- the fold ----------------------------------------------------------------------------------------------
+
+_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 21}
+
+
+def test_round21_is_folded_into_work_without_its_three_dropped_logs():
+    kept = [f"h21{n:03d}" for n in (1, 2, 3, 4, 5, 6, 7, 9, 10)]
+    assert sorted(_ROUND) == kept and all(log["split"] == "work" for log in _ROUND.values())
+    assert Counter(log["kind"] for log in _ROUND.values())["unknown"] == 3
+    assert sum(not log["crashed"] for log in _ROUND.values()) == 1
+    assert sum(log["phase_in_log"] for log in _ROUND.values()) == 5
+    assert not any(log.get("kind_disputed") or log.get("phase_disputed") for log in _ROUND.values())
+    dropped = json.loads((REAL / "manifest.json").read_text())["dropped"]
+    for log_id in ("h21008", "h21011", "h21012"):
+        assert "round 21" in dropped[log_id] and not (REAL / f"{log_id}.log").exists()
