@@ -118,8 +118,12 @@ _VLLM_MARKS = re.compile(
     # entrypoints/openai/api_server.py:594 (0.6.4.post1), entrypoints/common/cli_args.py:630 (0.34.0))
     r"|invalid tool call parser: \S+ \(chose from \{",
     re.M)
+# (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
+# vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and
+# "Rank N: max_total_num_token=..., " (model_rpc.py:108-113); in no vLLM wheel
 _SGLANG_MARKS = re.compile(
-    r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]", re.M | re.I)
+    r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]"
+    r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )", re.M | re.I)
 
 
 def family_marks(text: str) -> tuple[int, int]:

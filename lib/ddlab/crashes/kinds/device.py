@@ -147,6 +147,25 @@ DEEPGEMM_ARCH = Signature(
              ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/configurer.py:10"),
              ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/entrypoint.py:89")))
 
+# (round 21) aiter (AMD's kernel library) keys its kernels by the GPU's gfx architecture (GFX_MAP) and
+# refuses one it has no entry for: KeyError(f"Unknown GPU architecture: {gfx}. Supported architectures:
+# {list(gfx_mapping.keys())}") (ROCm/aiter 8248e0cb70 aiter/jit/utils/chip_info.py:63-67, :75-79; the
+# rocminfo lookup's is then wrapped in RuntimeError "Get GPU arch from rocminfo failed", :70-71, the same
+# text quoted). It surfaces wherever aiter is first asked (under ServerArgs' checks too): the GPU, not
+# the arguments
+_AITER_ARCH = r"\bUnknown GPU architecture: gfx\w+\. Supported architectures: \["
+AITER_ARCH = Signature(
+    "aiter_arch_unsupported", "unsupported_gpu", "aiter has no kernels for this GPU's architecture",
+    ("AMD's kernel library (aiter) has no entry for this GPU's gfx architecture (the list it prints is "
+     "what this build supports): use a GPU it lists, or an aiter release that lists this one (aiter "
+     "added gfx1101-gfx1103 and gfx115x after gfx1100; the image's aiter is what to upgrade).",),
+    patterns=(_AITER_ARCH,), lines=(_AITER_ARCH,), priority=81,
+    sources=(("aiter (ROCm/aiter 8248e0cb70)", "aiter/jit/utils/chip_info.py:63-67, :75-79 (KeyError: "
+                                               "Unknown GPU architecture: {gfx}. Supported architectures: "
+                                               "[...])"),
+             ("aiter (ROCm/aiter 2c62a2e881)", "aiter/jit/utils/chip_info.py:21-27 (GFX_MAP gains gfx1101 "
+                                               "to gfx1153)")))
+
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
 _COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
@@ -326,7 +345,7 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH,
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH, AITER_ARCH,
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, npu.ASCENDC_ASSERT,
-              npu.NPU_SOC_UNSUPPORTED]
+              npu.NPU_SOC_UNSUPPORTED, npu.NPU_GRAPH_UPDATE]

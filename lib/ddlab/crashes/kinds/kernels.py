@@ -64,7 +64,12 @@ KERNEL_CONFIG = Signature(
 # the kernel refuses this configuration (a dtype, a shape, a token count). A paste cut right after
 # "Check" is the same text. Below the replay plan's reading (73): a plan step that refuses a batch
 # inside graph replay is the graph's batch, not the model's configuration.
-_TVM_CHECK = r"InternalError: Check(?: failed: | not null: |\s*$)"
+# (round 21) SGLang's own JIT kernels check their tensors the same way through tvm-ffi: TensorMatcher's
+# verify() catches the size, dtype or device check that failed and rethrows it as "Tensor match failed
+# for Tensor<shape>[...] at FILE:LINE\n- Root cause: ..." (0.5.23 sglang/kernels/jit/include/sgl_kernel/
+# tensor.h:541-550; "Size mismatch for NAME: expected N but got M", :231), a C++ exception tvm-ffi raises
+# as InternalError (apache-tvm-ffi 0.1.15 include/tvm/ffi/function.h:87)
+_TVM_CHECK = r"InternalError: (?:Check(?: failed: | not null: |\s*$)|Tensor match failed for Tensor<)"
 
 
 def _check_detail(found: Found) -> str | None:
@@ -72,6 +77,8 @@ def _check_detail(found: Found) -> str | None:
     if match := regex(said).search(found.text):
         why = f": {match['msg'].strip().rstrip('.')}" if match["msg"].strip() else ""
         return f"The kernel's check {match['expr']} failed ({match['got']} vs. {match['want']}){why}."
+    if match := regex(r"Tensor match failed for Tensor<[^>]*>.*?\n- Root cause: ([^\n]+)").search(found.text):
+        return f"The kernel's tensor check failed: {match[1].strip()}."
     return None
 
 
@@ -91,7 +98,10 @@ KERNEL_CHECK = Signature(
                                        "(cond) is false: ), :481-483 (Check not null: ), :485-492 "
                                        "(TVM_FFI_ICHECK*: InternalError)"),
              ("flashinfer 0.7.4", "data/csrc/trtllm_fused_moe_kernel_launcher.cu:6110-6111 (FP8 block "
-                                  "scale MoE: gemm1_weights must be fp8.)")))
+                                  "scale MoE: gemm1_weights must be fp8.)"),
+             ("sglang 0.5.23", "sglang/kernels/jit/include/sgl_kernel/tensor.h:546-548 (Tensor match failed "
+                               "for Tensor<...> at FILE:LINE, - Root cause: ), :231 (Size mismatch for NAME: "
+                               "expected N but got M)")))
 
 # A kernel library's Python wrapper checking a tensor's dtype before it launches: flashinfer raises
 # ValueError(f"{name} must have dtype {allowed}, got {tensor.dtype}") (flashinfer 0.7.4

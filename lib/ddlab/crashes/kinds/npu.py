@@ -1,9 +1,10 @@
 """An Ascend NPU's own texts: its kernels faulting (the runtime's core exceptions, torch_npu's
-fault codes, AscendC's trapping assert) and CANN refusing an op on this chip.
+fault codes, AscendC's trapping assert), CANN refusing an op on this chip, and torch_npu failing to
+update a captured NPU graph before its replay.
 
 The same kinds as a GPU's (:mod:`.device`, which splices these into its list where they stood):
 a core exception or a trapping assert is ``cuda_illegal_access``, an op with no kernels for this
-SoC is ``unsupported_gpu``. Their advice names the NPU's own tools (ASCEND_LAUNCH_BLOCKING,
+SoC is ``unsupported_gpu``, a captured graph's update refused is ``cuda_graph_replay``. Their advice names the NPU's own tools (ASCEND_LAUNCH_BLOCKING,
 CANN's device log).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED"]
+__all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED", "NPU_GRAPH_UPDATE"]
 
 # an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
 # warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
@@ -102,3 +103,29 @@ NPU_SOC_UNSUPPORTED = Signature(
     patterns=(_NPU_SOC,), lines=(_NPU_SOC,), priority=81,
     sources=(("CANN opbase (hicann/opbase 313b014)", "src/nnopbase/individual_op/executor/indv_executor.cpp:152 "
                                                      "(Op %s not support soc version %s.)"),))
+
+# (round 21) torch_npu's captured NPU graphs take new inputs (the batch's sequence lengths) by
+# updating the recorded tasks before each replay: NPUGraph.update -> graph_task_update_begin / _end
+# (torch_npu 2.5.1 include/torch_npu/csrc/core/npu/NPUGraph.h:23-24) around the ACL calls
+# AclmdlRICaptureTaskUpdateBegin / End (interface/AclInterface.h:206, :208), each checked by
+# NPU_CHECK_ERROR ("<func>:<file>:<line> NPU function error: <call>, error code is N",
+# NPUException.h:170-171). SGLang's NPU graph runner issues that update for every replay
+# (0.5.23 hardware_backend/npu/graph_runner/npu_cudagraph_backend.py:156-189 replay_with_input_update:
+# graph.update, then graph.replay(); npu_graph_runner.py:199-205 _update_inputs): a refused update is
+# the replay failing, whatever the runtime's code
+_NPU_GRAPH_UPDATE = r"NPU function error: (?:c10_npu::acl::)?AclmdlRICaptureTaskUpdate(?:Begin|End)\("
+NPU_GRAPH_UPDATE = Signature(
+    "npu_graph_update_failed", "cuda_graph_replay", "updating a captured NPU graph's inputs before replay failed",
+    ("torch_npu could not update the captured NPU graph with this batch's inputs (the sequence lengths "
+     "it rebinds before each replay): the runtime refused the task update. Retry with {graphs_off} to "
+     "keep serving; if that serves, the graph's update path is at fault for this batch, "
+     "so try a newer CANN / torch_npu / SGLang.",),
+    patterns=(_NPU_GRAPH_UPDATE,), lines=(_NPU_GRAPH_UPDATE,), priority=76, phase="serving",
+    sources=(("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUGraph.h:23-24 (graph_task_update_begin, "
+                                 "graph_task_update_end)"),
+             ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/interface/AclInterface.h:206, :208 "
+                                 "(AclmdlRICaptureTaskUpdateBegin / End)"),
+             ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUException.h:170-171 (NPU function "
+                                 "error: <call>, error code is N)"),
+             ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_cudagraph_backend.py:156"),
+             ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py:203")))

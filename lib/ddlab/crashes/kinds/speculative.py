@@ -33,8 +33,13 @@ from ddlab.crashes.signature import Found, Signature, regex
 __all__ = ["SIGNATURES", "SPEC_FEATURE", "Feature", "FEATURES", "FEATURE_FRAMES", "conflict", "combination", "SPEC_PATH"]
 
 # where the speculative runtime path shows: files under speculative/, the workers' and
-# their inputs' functions (frames, or a condensed paste's "a <- b <- c")
+# their inputs' functions (frames, or a condensed paste's "a <- b <- c"); (round 21) the draft
+# model's KV pool in HiCache's controller: registered only for a speculative draft worker with
+# the hierarchical cache on (0.5.16 mem_cache/kv_cache_builder.py:73-127 maybe_register_hicache_draft,
+# managers/cache_controller.py:848-852 set_draft_kv_pool), then copied with every backup and load
+# (:725-726, mem_cache/hybrid_cache/hybrid_cache_controller.py:426-427, :512-516)
 SPEC_PATH = (r"speculative[/\\]\w+"
+             r"|\bmem_pool_(?:host|device)_draft\b"
              r"|\b\w*(?:eagle|dflash|ddtree|ngram|dspark|standalone|mtp)\w*_(?:worker|info|utils|verify)\w*"
              r"|\b(?:spec_prepare_for_decode|prepare_for_v2_verify|eagle_prepare_for_verify"
              r"|forward_batch_speculative_generation|_forward_prepared_verify|draft_forward"
@@ -156,6 +161,8 @@ SPEC_FEATURE = Signature(
     phase="serving", detail=_conflict_detail, cut_ok=True,
     sources=(("0.5.10", "sglang/srt/speculative/eagle_info_v2.py:214"),
              ("0.5.14", "sglang/srt/managers/schedule_batch.py:1586"),
+             ("0.5.16", "sglang/srt/mem_cache/kv_cache_builder.py:73"),
+             ("0.5.16", "sglang/srt/mem_cache/hybrid_cache/hybrid_cache_controller.py:427"),
              ("0.5.23", "sglang/srt/managers/schedule_batch.py:2322"),
              ("0.5.23", "sglang/srt/speculative/spec_utils.py:1249"),
              ("0.5.23", "sglang/srt/speculative/eagle_worker_v2.py:1979")))
