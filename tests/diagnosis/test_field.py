@@ -283,10 +283,11 @@ def _corpus_tool():
     return module
 
 
+# round 22 folded in: 684 logs, at the fold 679, 663, 478 (of 684, 673, 484: h22005's kind disputed)
 # all 678 after round 20 was folded in and its misses fixed (of 678, 668, 482); at the fold, 64f1195's code
 # read 673, 657, 475; all 665 after round 19's fix (of 665, 655, 477); at its fold, cdf986d's code read 661,
 # 647, 471; after round 18's fixes, 658 logs: 654, 641, 468 (of 658, 648, 474: h18010's kind disputed)
-WORK_FLOOR = {"crashed": 674, "kind": 661, "phase": 476}
+WORK_FLOOR = {"crashed": 679, "kind": 663, "phase": 478}
 
 
 def test_the_work_split_does_not_regress():
@@ -297,9 +298,9 @@ def test_the_work_split_does_not_regress():
     got = {"crashed": sum(r["crashed"] for r in rows), "kind": sum(r["kind"] for r in rows if r["kind"] is not None),
            "phase": sum(r["phase"] for r in rows if r["phase"] is not None)}
     # held-out rounds 1 (43 logs), 2 (53), 3 (41), 4 (41), 5 (47), 6 (42), 7 (40), 8 (37), 9 (40),
-    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11), 15 (15), 16 (11), 17 (17), 18 (14), 19 (7) and 20 (13) were
-    # folded in after their one measurement
-    assert len(rows) == 678
+    # 10 (40), 11 (26), 12 (29), 13 (10), 14 (11), 15 (15), 16 (11), 17 (17), 18 (14), 19 (7), 20 (13) and 22 (6)
+    # were folded in after their one measurement
+    assert len(rows) == 684
     work = [log for log in MANIFEST.values() if log["split"] == "work"]  # a held-out round is not read
     assert sum(r["kind"] is None for r in rows) == sum(bool(log.get("kind_disputed")) for log in work)
     assert sum(r["phase"] is None for r in rows) == sum(not log["phase_in_log"] or bool(log.get("phase_disputed"))
@@ -314,7 +315,7 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
 @pytest.mark.parametrize(("round_", "logs"), [(1, 43), (2, 53), (3, 41), (4, 41), (5, 47), (6, 42), (7, 40),
                                                    (8, 37), (9, 40), (10, 40), (11, 26),
                                                    (12, 29), (13, 10), (14, 11), (15, 15), (16, 11),
-                                                   (17, 17), (18, 14), (19, 7), (20, 13)])
+                                                   (17, 17), (18, 14), (19, 7), (20, 13), (22, 6)])
 def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
     folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
     assert len(folded) == logs and all(log["split"] == "work" for log in folded)
