@@ -49,6 +49,11 @@ DEPENDENCY = Signature(
               # found (0.5.23 hardware_backend/npu/utils.py:216 ``import torch_npu``, guarded by
               # is_npu(), utils/common.py:189): the code that uses it ran without it
               r"name 'torch_npu' is not defined",
+              # (round 22) DeepGEMM the same way: the wrapper imports deep_gemm only when its
+              # configurer enabled it (0.5.23 layers/deep_gemm_wrapper/entrypoint.py:18-19), which it
+              # does not where the import fails (configurer.py:47-50), yet calls it unguarded
+              # (entrypoint.py:295, tf32_hc_prenorm_gemm); a paste may cut the line after the name
+              r"name 'deep_gemm'(?: is not defined|\s*\Z)",
               r"is already used by a Transformers model",
               # (round 18) a quantization method whose ops SGLang takes from vLLM, with no vLLM
               # installed (0.4.10.post2 layers/quantization/__init__.py:116, fp8.py:25)
@@ -76,6 +81,8 @@ DEPENDENCY = Signature(
              ("0.5.23", "sglang/srt/utils/common.py:2431"),
              ("0.5.23", "sglang/srt/utils/common.py:2435"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:1965"),
+             ("0.5.23", "sglang/srt/layers/deep_gemm_wrapper/entrypoint.py:19"),
+             ("0.5.23", "sglang/srt/layers/deep_gemm_wrapper/entrypoint.py:295"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
              ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
              ("sgl-kernel (sgl-project/sglang 00acd8d)",

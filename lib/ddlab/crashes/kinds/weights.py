@@ -86,4 +86,26 @@ UNREADABLE = Signature(
              ("torch 2.14.1", "caffe2/serialize/inline_container.cc (PytorchStreamReader failed "
                               "reading zip archive)")))
 
-SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE]
+# (round 22) the same refusal where a layer's own weight_loader places the tensor: SGLang's loaders
+# copy the checkpoint's tensor into their parameter with ``.copy_(loaded_weight)`` and no shape check
+# of their own (0.5.23 layers/moe/fused_moe_triton/layer.py:879 in _load_w13, :969 in _load_w2;
+# layers/linear.py:582; model_loader/weight_utils.py:1586; 0.4.10.post2 layers/moe/fused_moe_triton/
+# layer.py:283), so torch's broadcast check in copy_ says it: a raising frame (the last one) that
+# copies loaded_weight is a checkpoint tensor whose shape is not its parameter's (a quantized
+# checkpoint loaded with another scheme, another converter's layout)
+_SIZES = (r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+          r"|expanded size of the tensor \(\d+\) must match the existing size \(\d+\)")
+_COPY_LAST_FRAME = r'\.copy_\(loaded_weight\)\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+LOADER_COPY_SHAPE = Signature(
+    "loader_copy_shape", "weights_unreadable", "a checkpoint tensor does not fit its parameter",
+    (_ADVICE,),
+    patterns=(_SIZES,), context=(_COPY_LAST_FRAME,), priority=80, phase="load_weights",
+    sources=(("0.5.23", "sglang/srt/layers/moe/fused_moe_triton/layer.py:879"),
+             ("0.5.23", "sglang/srt/layers/moe/fused_moe_triton/layer.py:969"),
+             ("0.5.23", "sglang/srt/layers/linear.py:582"),
+             ("0.5.23", "sglang/srt/model_loader/weight_utils.py:1586"),
+             ("0.4.10.post2", "sglang/srt/layers/moe/fused_moe_triton/layer.py:283"),
+             ("torch 2.14.1", "aten/src/ATen/ExpandUtils.cpp (infer_size_impl: The size of tensor a "
+                              "({}) must match the size of tensor b ({}) at non-singleton dimension {})")))
+
+SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE]
