@@ -85,6 +85,22 @@ def test_the_chat_template_warmups_error_is_no_requests_and_no_crash():
     assert _said(whole, family="vllm")[:2] == (False, None)
 
 
+def test_the_renderers_warmup_warning_is_no_crash_either():
+    """0.30.0 and later log the same warmup's error at WARNING from the renderer (renderers/base.py:370)."""
+    head = "(APIServer pid=1) WARNING 01-08 12:21:38 [base.py:370] "
+    render = ("vllm/renderers/base.py", 364, "warmup",
+              'self.render_chat([[{"role": "user", "content": "warmup"}]], chat_params)')
+    text = head + "Chat template warmup failed\n" + vllm_traceback(render, exc="ValueError: boom", head=head)
+    assert _said(text, family="vllm")[:2] == (False, None)
+
+
+def test_another_error_logged_at_startup_is_still_a_crash():
+    """A traceback under another record at the same place is not the warmup's."""
+    head = "(APIServer pid=1) ERROR 01-08 12:21:38 [api_server.py:300] "
+    text = head + "Something else failed\n" + vllm_traceback(_WARMUP, exc="ValueError: boom", head=head)
+    assert _said(text, family="vllm")[:2] == (True, "unknown")
+
+
 def test_a_chat_requests_preprocessing_error_stays_one_requests():
     """The same frames under the request handler's own record stay one request's error."""
     handler = ("vllm/entrypoints/openai/serving_chat.py", 288, "create_chat_completion",
