@@ -213,13 +213,38 @@ def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], adva
     return candidate.signature is None and advanced > candidate.last_no
 
 
+# (round 20) Python's warnings module writes "path/file.py:N: SomeWarning: ..." and quotes the source line
+# under it (CPython Lib/warnings.py _formatwarnmsg_impl): a warning raised while a logging call runs (a
+# coroutine collected unawaited as logger.exception formats its traceback) quotes that call
+_WARNING_RE = re.compile(r"[\w.-]+\.py:\d+: \w*Warning: ")
+
+
+def _caught_ends(lines: list[Line], registry: Registry) -> set[int]:
+    """The numbers of the lines that write a record ``registry.caught`` names: the record itself (its
+    traceback follows it), or the logging call a warnings-module line quotes (the traceback ends above)."""
+    def named(line: Line) -> bool:
+        return any(regex(p, re.I).search(line.msg) for p in registry.caught)
+    return ({line.no for line, quoted in zip(lines, lines[1:]) if _WARNING_RE.search(line.text) and named(quoted)}
+            | {line.no for line in lines if named(line) and not line.msg.lstrip().startswith("logger.")})
+
+
+def _caught(chain: Chain, ends: set[int], registry: Registry) -> bool:
+    """The traceback is one the server logged under a record it catches and goes on past: that record
+    is right above it, or the logging call is quoted right below its exception (the warning's lines may
+    be read as the traceback's tail)."""
+    return (any(regex(p, re.I).search(chain.header) for p in registry.caught)
+            or any(chain.first_no - 1 <= no <= chain.last_no + 1 for no in ends))
+
+
 def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLANG) -> list[Candidate]:
     """Every error the server did not carry on past (see the module docstring); ``registry``:
     the server family's signatures, echoes and progress lines (SGLang's by default)."""
     # a pasted line split in two (a glued writer's text) keeps its number: the raw text tells them apart
     covered = {(line.no, line.text) for chain in chains for line in chain.lines}
+    ends = _caught_ends(lines, registry)
     found = [_chain_candidate(chain, registry) for chain in chains
-             if chain.outermost.type != "KeyboardInterrupt"]  # someone pressed Ctrl-C: a stop
+             if chain.outermost.type != "KeyboardInterrupt"  # someone pressed Ctrl-C: a stop
+             and not _caught(chain, ends, registry)]
     found += [c for line in lines if (line.no, line.text) not in covered
               and (c := _line_candidate(line, registry))]
     if not found and (frame := next((ln for ln in lines if _C10_FRAME_RE.search(ln.msg)), None)):

@@ -105,6 +105,9 @@ class Registry:
     wrapper_lines: tuple[str, ...]
     progress: re.Pattern | None = None
     phase_marker: Callable[[str], str | None] | None = None
+    # (round 20) the messages of records the server logs with the traceback of an exception it caught
+    # and went on past: such a traceback is neither a crash nor a request's error
+    caught: tuple[str, ...] = ()
 
     @cached_property
     def _line_tests(self) -> tuple[tuple[str, re.Pattern, int], ...]:
@@ -121,7 +124,8 @@ class Registry:
 
 
 SGLANG = Registry("sglang", tuple(SIGNATURES), WRAPPERS, WRAPPER_FRAMES, WRAPPER_LINES)
-VLLM = Registry("vllm", tuple(VLLM_SIGNATURES), VLLM_WRAPPERS, "", (), VLLM_PROGRESS_RE, vllm_phase_marker)
+VLLM = Registry("vllm", tuple(VLLM_SIGNATURES), VLLM_WRAPPERS, "", (), VLLM_PROGRESS_RE, vllm_phase_marker,
+                vllm.CAUGHT)
 
 
 def registry(family: str) -> Registry:

@@ -19,12 +19,19 @@ _V0 = library.V0
 _V0_DEAD_ON_REQUEST = r"(?:AsyncLLMEngine|MQLLMEngine) is already dead, terminating server process"
 # (round 19) "MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the original error"
 _V0_MQ_DEAD = r"\bMQEngineDeadError: Engine loop is not running\b"
+# (round 20) the engine core's dump of the step it failed on: only its log_error_detail writes it, around
+# the busy loop's execute_model, and re-raises (v1/engine/core.py:509-512 (0.30.0), :628 (0.34.0), :312
+# (0.11.1)): the engine core dies of a serving step
+_DUMP_REST = r"Dumping scheduler (?:output for model execution|stats): \w+\("
 ECHO_LINES = (
     # a worker process gone (v1/executor/multiproc_executor.py:405 (0.34.0), :315 (0.30.0);
     # older: "Worker proc X died unexpectedly, shutting down executor"; ray_executor_v2.py:523),
     # the engine dumping the batch it failed on (logging_utils/dump_input.py:73 (0.34.0))
     r"Worker proc \S+ died unexpectedly", r"RayWorkerProc rank=\d+ died unexpectedly",
     r"Dumping input data for V1 LLM engine",
+    # (round 20) the same dump's next records, what a paste cut above the first keeps
+    # (logging_utils/dump_input.py:79, :81 (0.11.1, 0.30.0, 0.33.0, 0.34.0))
+    _DUMP_REST,
     r"Engine core initialization failed\. See root cause above", r"EngineCore failed to start\.",
     r"EngineCore encountered a fatal error\.", r"EngineCore encountered an issue\. See stack trace",
     r"AsyncLLM output_handler failed\.", r"\bEngineDeadError\b", r"Engine process failed to start",
@@ -65,6 +72,8 @@ ENGINE_DEAD = Signature(
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
              ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
              ("0.34.0", "vllm/logging_utils/dump_input.py:73"),
+             ("0.30.0", "vllm/logging_utils/dump_input.py:79"), ("0.34.0", "vllm/logging_utils/dump_input.py:79"),
+             ("0.34.0", "vllm/logging_utils/dump_input.py:81"), ("0.30.0", "vllm/v1/engine/core.py:509"),
              ("0.34.0", "vllm/v1/utils.py:593"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:1091"),
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:944"),
@@ -75,7 +84,7 @@ ENGINE_DEAD = Signature(
 # the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
 # after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
 SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
-                  r"Dumping input data for V1 LLM engine", r"AsyncLLM output_handler failed",
+                  r"Dumping input data for V1 LLM engine", _DUMP_REST, r"AsyncLLM output_handler failed",
                   # (round 13) V0: a request met the dead engine; the engine loop, started by the first
                   # request (add_request -> start_background_loop), ended (engine/async_llm_engine.py:68
                   # (0.6.4.post1), :71 (0.7.3), _log_task_completion)

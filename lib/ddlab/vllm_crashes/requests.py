@@ -9,7 +9,7 @@ from __future__ import annotations
 from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
-__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED"]
+__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED", "CAUGHT", "CAUGHT_SOURCES"]
 
 _V0 = V0
 
@@ -75,6 +75,17 @@ PREPROCESS_ERROR = Signature(
              # (round 9) the completion handler's renderer step, as the chat one's
              ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:88"),
              ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:139")))
+
+# (round 20) what the API server catches while it starts and logs with its traceback, then goes on: the chat
+# template's warmup renders one dummy chat through the handler's own _preprocess_chat, so its traceback
+# looks like a request's, but no request was made and nothing stops ("Log but don't fail server startup if
+# warmup fails": entrypoints/openai/serving_chat.py:222 (0.14.0) logger.exception, called from
+# api_server.py:1096 init_app_state; renderers/base.py:370 (0.30.0), :383 (0.33.0) logger.warning with
+# exc_info, the traceback at WARNING)
+CAUGHT = (r"Chat template warmup failed",)
+CAUGHT_SOURCES = (("0.14.0", "vllm/entrypoints/openai/serving_chat.py:222"),
+                  ("0.14.0", "vllm/entrypoints/openai/api_server.py:1096"),
+                  ("0.30.0", "vllm/renderers/base.py:370"), ("0.33.0", "vllm/renderers/base.py:383"))
 
 # (round 12) structured output: the grammar refusing a token the model chose. The xgrammar backend logs
 # each token its matcher does not accept ("Failed to advance FSM for request %s for tokens %s. Please

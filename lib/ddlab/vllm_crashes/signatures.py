@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from ddlab.vllm_crashes import adapters, backends, engine, graphs, library, loading, messages, requests, speculative
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
+from ddlab.vllm_crashes.requests import CAUGHT
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES"]
+__all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES", "CAUGHT"]
 
 _V0 = library.V0
 
