@@ -58,6 +58,17 @@ def said(text: str, family: str | None = None) -> tuple:
     return found.crashed, found.kind, found.signature
 
 
+def reads(text: str, family: str | None = None) -> tuple:
+    """``(crashed, kind, phase)``: the verdict ``diagnose`` gives ``text`` (the round modules' check)."""
+    found = diagnose(text, family=family)
+    return found.crashed, found.kind, found.phase
+
+
+def vllm_signature(text: str, family: str | None = "vllm") -> str | None:
+    """The signature ``diagnose`` names for ``text`` read as vLLM's (or as ``family`` says)."""
+    return diagnose(text, family=family).signature
+
+
 # the stamp vLLM's logger puts on each line of a traceback it logs (an engine core's)
 STAMP = "ERROR 12-03 10:00:00 [core.py:1000] "
 

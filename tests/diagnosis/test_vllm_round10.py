@@ -11,12 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
 
 
 def _without(text: str, part: str) -> str:
@@ -57,13 +52,13 @@ def test_vllms_invalid_repository_or_directory_is_a_model_not_found():
     """vk08: get_config's "Invalid repository ID or local directory specified: '...'" with its
     checklist (transformers_utils/config.py:957 (0.34.0), :912 (0.33.0), :790 (0.30.0)), raised from
     whatever the lookup raised; a destructor's noise follows it: read unknown before."""
-    assert _said(read_log("vk08.log")) == (True, "model_not_found", "launch")
+    assert reads(read_log("vk08.log")) == (True, "model_not_found", "launch")
     exc = ("ValueError: Invalid repository ID or local directory specified: '/models/llama'.\n"
            "Please verify the following requirements:\n1. Provide a valid Hugging Face repository ID.")
-    assert _said(vllm_traceback(*_CONFIG, exc=exc)) == (True, "model_not_found", "launch")
+    assert reads(vllm_traceback(*_CONFIG, exc=exc)) == (True, "model_not_found", "launch")
     # another ValueError about a repository is not this refusal
     other = vllm_traceback(*_CONFIG, exc="ValueError: Invalid repository type: 'space'.")
-    assert _said(other)[1] != "model_not_found"
+    assert reads(other)[1] != "model_not_found"
     # nor the words quoted inside an INFO line
     quoted = ("INFO 12-03 10:00:00 [config.py:9] retrying after Invalid repository ID or local "
               "directory specified: 'x'.\n")
@@ -78,16 +73,16 @@ def test_a_shared_memory_notice_followed_by_the_end_of_the_slow_work_is_no_hang(
     graph compiled (backends.py:422) and its KV cache memory (gpu_worker.py:796), and the engine
     fails to start with a cut traceback: unknown at memory_pool, read as a hang before."""
     text = read_log("vk10.log")
-    assert _said(text) == (True, "unknown", "memory_pool")
+    assert reads(text) == (True, "unknown", "memory_pool")
     # with no step ended after the notice, the notice still reads as the engine's stall
-    assert _said(_without(text, "Worker_PP0"))[1] == "hang"
+    assert reads(_without(text, "Worker_PP0"))[1] == "hang"
     # each of the step-ending lines alone clears it
     for line in ("(Worker_PP0 pid=7) INFO 01-11 03:46:45 [monitor.py:20] torch.compile took 48.42 s in total\n",
                  "(Worker_PP0 pid=7) INFO 01-11 03:46:45 [default_loader.py:544] Loading weights took 3.10 seconds\n",
                  "(Worker_PP0 pid=7) INFO 01-11 03:46:45 [model_runner.py:442] Model loading took 4.2 GiB memory "
                  "and 3.500000 seconds\n"):
         lines = _without(text, "Worker_PP0").splitlines(keepends=True)
-        assert _said("".join(lines[:1] + [line] + lines[1:]))[1] == "unknown", line
+        assert reads("".join(lines[:1] + [line] + lines[1:]))[1] == "unknown", line
 
 
 # --- a V0 worker's "while processing method" names the phase -----------------------------------
@@ -98,9 +93,9 @@ def test_a_v0_workers_method_header_names_the_phase_of_the_crash_beside_it():
     the driver runs one method on every worker at once, so the header names the step: load_weights,
     read launch before."""
     text = read_log("vk14.log")
-    assert _said(text) == (True, "cuda_oom", "load_weights")
+    assert reads(text) == (True, "cuda_oom", "load_weights")
     pool = text.replace("method load_model", "method determine_num_available_blocks")
-    assert _said(pool) == (True, "cuda_oom", "memory_pool")
+    assert reads(pool) == (True, "cuda_oom", "memory_pool")
     # a method that is no loading or memory step (the device's setup), or no header: launch
-    assert _said(text.replace("method load_model", "method init_device")) == (True, "cuda_oom", "launch")
-    assert _said(_without(text, "while processing method")) == (True, "cuda_oom", "launch")
+    assert reads(text.replace("method load_model", "method init_device")) == (True, "cuda_oom", "launch")
+    assert reads(_without(text, "while processing method")) == (True, "cuda_oom", "launch")

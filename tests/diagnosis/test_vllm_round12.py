@@ -13,16 +13,7 @@ from __future__ import annotations
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import VLLM_WHEELS, assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
-
-
-def _signature(text: str, family: str | None = "vllm") -> str | None:
-    return diagnose(text, family=family).signature
+from fieldkit import VLLM_WHEELS, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
 
 
 SOURCES = [
@@ -73,17 +64,17 @@ def test_an_invalid_launch_configuration_is_a_kernel_config_unsupported():
     "CUDA error: invalid configuration argument" (cudaErrorInvalidConfiguration, 9: a launch asking for
     more threads, blocks or shared memory than the device gives) with torch's hint lines; read
     cuda_illegal_access before (the hint lines alone)."""
-    assert _said(read_log("vm06.log")) == (True, "kernel_config_unsupported", "memory_pool")
+    assert reads(read_log("vm06.log")) == (True, "kernel_config_unsupported", "memory_pool")
     frames = (("vllm/v1/worker/gpu_worker.py", 300, "determine_available_memory", "self.model_runner.profile_run()"),
               ("vllm/model_executor/layers/fused_moe/fused_moe.py", 900, "invoke_fused_moe_kernel", "kernel[grid]("))
     text = vllm_traceback(*frames, exc="torch.AcceleratorError: CUDA error: invalid configuration argument")
-    assert _said(text)[:2] == (True, "kernel_config_unsupported")
+    assert reads(text)[:2] == (True, "kernel_config_unsupported")
     assert diagnose("RuntimeError: CUDA error: invalid configuration argument\n", family="vllm").kind \
         == "kernel_config_unsupported"
     # an illegal access stays one, and "invalid argument" (cudaErrorInvalidValue: any call) is no launch
-    assert _said(text.replace("invalid configuration argument", "an illegal memory access was encountered"))[1] \
+    assert reads(text.replace("invalid configuration argument", "an illegal memory access was encountered"))[1] \
         == "cuda_illegal_access"
-    assert _said(text.replace("invalid configuration argument", "invalid argument"))[1] != "kernel_config_unsupported"
+    assert reads(text.replace("invalid configuration argument", "invalid argument"))[1] != "kernel_config_unsupported"
 
 
 # --- a fused expert's weight the model has no parameter for -----------------------------------
@@ -93,17 +84,17 @@ def test_a_fused_experts_weight_name_is_a_checkpoint_tensor():
     params_dict and raises KeyError (the paste starts inside the frame's line); the fused experts'
     weights are w13_weight / w2_weight (unquantized_fused_moe_method.py:96, :117 (0.34.0)): read
     unknown at launch before."""
-    assert _said(read_log("vm12.log")) == (True, "weights_unreadable", "load_weights")
+    assert reads(read_log("vm12.log")) == (True, "weights_unreadable", "load_weights")
     frames = (("vllm/model_executor/model_loader/default_loader.py", 300, "load_weights",
                "loaded = model.load_weights(self.get_all_weights(model_config, model))"),
               ("vllm/model_executor/models/qwen3_moe.py", 500, "load_weights", "param = params_dict[name]"))
     for name in ("w13_weight", "w2_weight", "w2_weight_scale_inv"):
-        said = _said(vllm_traceback(*frames, exc=f"KeyError: 'model.layers.3.mlp.experts.{name}'"))
+        said = reads(vllm_traceback(*frames, exc=f"KeyError: 'model.layers.3.mlp.experts.{name}'"))
         assert said == (True, "weights_unreadable", "load_weights"), name
     # a name that ends in no tensor's suffix, or a bare one with no module path, is not this
-    assert _said(vllm_traceback(*frames, exc="KeyError: 'model.layers.3.mlp.experts.w2_gate'"))[1] \
+    assert reads(vllm_traceback(*frames, exc="KeyError: 'model.layers.3.mlp.experts.w2_gate'"))[1] \
         != "weights_unreadable"
-    assert _said(vllm_traceback(*frames, exc="KeyError: 'w2_weight'"))[1] != "weights_unreadable"
+    assert reads(vllm_traceback(*frames, exc="KeyError: 'w2_weight'"))[1] != "weights_unreadable"
 
 
 # --- the output handler's frame in a request's traceback: the engine failed -------------------
@@ -120,17 +111,17 @@ def test_the_output_handlers_failure_in_a_streamed_request_is_the_engines():
     output_handler and engine_core.get_output_async(), cut there: what the engine core client
     forwarded (the engine's failure) raised "to shut down the server" and handed to every request;
     read one request's error (not crashed) before."""
-    assert _said(read_log("vm17.log")) == (True, "unknown", "serving")
+    assert reads(read_log("vm17.log")) == (True, "unknown", "serving")
     cut = vllm_traceback(*_HANDLER, exc=None)
-    assert _said(cut) == (True, "unknown", "serving")
+    assert reads(cut) == (True, "unknown", "serving")
     dead = vllm_traceback(*_HANDLER, exc="vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an "
                                          "issue. See stack trace (above) for the root cause.")
-    assert _said(dead)[:2] == (True, "unknown")
+    assert reads(dead)[:2] == (True, "unknown")
     # the same stream's traceback raised in the request's own handling stays one request's error
     own = vllm_traceback(*_HANDLER[:1], ("vllm/entrypoints/openai/chat_completion/serving.py", 700,
                                          "chat_completion_stream_generator", "tool_parser.extract(delta)"),
                          exc=None)
-    assert _said(own)[:2] == (False, "request_error")
+    assert reads(own)[:2] == (False, "request_error")
 
 
 # --- structured output: the grammar refusing a token ends one request ------------------------
@@ -158,16 +149,16 @@ def test_the_pynccl_warmup_all_reduce_shows_a_worker_starting():
     """vl07: a TP worker's NCCL error in pynccl's warm-up all_reduce (pynccl.py:105 (0.7.3), :190
     (0.34.0)), its traceback joined into two lines; NCCL faults with no startup shown read as a
     running server's, serving before; the warm-up's code line shows the communicator being built."""
-    assert _said(read_log("vl07.log")) == (True, "nccl", "launch")
+    assert reads(read_log("vl07.log")) == (True, "nccl", "launch")
     frames = (("vllm/distributed/device_communicators/pynccl.py", 190, "_init_comm", "self.all_reduce(data)"),
               ("vllm/distributed/device_communicators/pynccl_wrapper.py", 291, "NCCL_CHECK",
                'raise RuntimeError(f"NCCL error: {error_str}")'))
     exc = "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)"
-    assert _said(vllm_traceback(*frames, exc=exc)) == (True, "nccl", "launch")
+    assert reads(vllm_traceback(*frames, exc=exc)) == (True, "nccl", "launch")
     # the same error in an all-reduce of a step (no warm-up line): a running server's
     step = (("vllm/distributed/device_communicators/pynccl.py", 280, "all_reduce", "self.nccl.ncclAllReduce("),
             frames[1])
-    assert _said(vllm_traceback(*step, exc=exc)) == (True, "nccl", "serving")
+    assert reads(vllm_traceback(*step, exc=exc)) == (True, "nccl", "serving")
 
 
 # --- round 11, vl08: an Ascend runtime fault code --------------------------------------------
@@ -178,15 +169,15 @@ def test_an_npu_calls_device_fault_code_is_an_illegal_access():
     cast; 507013 is the runtime's "System Direct Memory Access (DMA) hardware execution error"
     (torch_npu NPUErrorCodes.h; CANN ACL_ERROR_RT_SYS_DMA): a fault of the device's own execution,
     read unknown before."""
-    assert _said(read_log("vl08.log")) == (True, "cuda_illegal_access", "memory_pool")
+    assert reads(read_log("vl08.log")) == (True, "cuda_illegal_access", "memory_pool")
     call = ("RuntimeError: npuSynchronizeDevice:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:508 NPU "
             "function error: AclrtSynchronizeDeviceWithTimeout, error code is {}\n")
     for code in (507013, 507015, 507035, 507044):
-        assert _signature(call.format(code)) == "vllm_npu_fault_code", code
+        assert vllm_signature(call.format(code)) == "vllm_npu_fault_code", code
     assert diagnose("[Error]: The vector core execution is abnormal.\n", family="vllm").kind == "cuda_illegal_access"
     # a code that is no device fault (the device failing to start, an empty context) is not this
     for code in (507033, 107002, 5070130):
-        assert _signature(call.format(code)) != "vllm_npu_fault_code", code
+        assert vllm_signature(call.format(code)) != "vllm_npu_fault_code", code
 
 
 # --- a faulthandler dump of vLLM's frames: a fatal signal ------------------------------------
@@ -196,12 +187,12 @@ def test_a_faulthandler_dump_of_vllms_frames_is_a_native_crash():
     comma), ipex-llm's vLLM 0.8.3 in profile_run, header and end cut; vLLM dumps in that form on
     request only to a watchdog file of its own (utils/watch_dog.py:92 (0.34.0)): read as nothing
     before."""
-    assert _said(read_log("vm08.log")) == (True, "native_crash", "memory_pool")
+    assert reads(read_log("vm08.log")) == (True, "native_crash", "memory_pool")
     dump = ('  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 3000 in '
             '_dummy_run\n'
             '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu_model_runner.py", line 3100 in '
             'profile_run\n')
-    assert _said(dump, "vllm") == (True, "native_crash", "memory_pool")
+    assert reads(dump, "vllm") == (True, "native_crash", "memory_pool")
     # a Python traceback's frames (with the comma) are no dump, nor another package's dumped frames
     assert diagnose(dump.replace(" in ", ", in "), family="vllm").kind != "native_crash"  # a cut traceback
     assert not diagnose(dump.replace("/vllm/", "/mylib/"), family="vllm").crashed

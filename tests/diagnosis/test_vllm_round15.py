@@ -17,12 +17,8 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import vllm_lines
-from fieldkit import STAMP, VLLM_REAL, assert_in_library_wheel, assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import (STAMP, VLLM_REAL, assert_in_library_wheel, assert_in_wheel, read_log, reads,
+                      vllm_traceback)
 
 
 SOURCES = [
@@ -98,19 +94,19 @@ def test_a_traceback_cut_at_the_kv_cache_check_is_kv_pool_oom():
     check_enough_kv_cache_memory, its ValueError not pasted; read unknown (after the prefix) before.
     The check raises only "No available memory for the cache blocks" and "To serve at least one request
     ..." (0.11.1 kv_cache_utils.py:686, :707; 0.34.0 kv_cache_planning.py:107, :124)."""
-    assert _said(read_log("vp06.log")) == (True, "kv_pool_oom", "memory_pool")
-    assert _said(vllm_traceback(*_KV_FRAMES, exc=None)) == (True, "kv_pool_oom", "memory_pool")
+    assert reads(read_log("vp06.log")) == (True, "kv_pool_oom", "memory_pool")
+    assert reads(vllm_traceback(*_KV_FRAMES, exc=None)) == (True, "kv_pool_oom", "memory_pool")
     inside = vllm_traceback(("vllm/v1/core/kv_cache_planning.py", 1656, "get_kv_cache_configs",
                              "_check_enough_kv_cache_memory("),
                             ("vllm/v1/core/kv_cache_planning.py", 124, "_check_enough_kv_cache_memory",
                              "raise ValueError("), exc=None)
-    assert _said(inside)[:2] == (True, "kv_pool_oom")
+    assert reads(inside)[:2] == (True, "kv_pool_oom")
     # cut in a frame below the check (its estimate of the length that fits) is not this rule's
     deeper = vllm_traceback(*_KV_FRAMES, ("vllm/v1/core/kv_cache_utils.py", 640, "estimate_max_model_len",
                                           "left, right = 1, max_len"), exc=None)
-    assert _said(deeper)[1] != "kv_pool_oom"
+    assert reads(deeper)[1] != "kv_pool_oom"
     # nor an exception the paste shows, of another text
-    assert _said(vllm_traceback(*_KV_FRAMES, exc="RuntimeError: CUDA driver error"))[1] != "kv_pool_oom"
+    assert reads(vllm_traceback(*_KV_FRAMES, exc="RuntimeError: CUDA driver error"))[1] != "kv_pool_oom"
 
 
 # --- uvicorn's bind failure comes after "Application startup complete." and before serving ------------
@@ -124,17 +120,17 @@ def test_a_bind_failure_after_the_apps_startup_is_ready_not_serving():
     "[Errno 98] error while attempting to bind on address ...": read serving before (a crash after that
     line was taken as one while serving). uvicorn binds only after the app's startup (server.py:116,
     :182, :190 (0.54.0)), so the server never served."""
-    assert _said(read_log("vp05.log")) == (True, "port_in_use", "ready")
-    assert _said(read_log("vd13.log")) == (True, "port_in_use", "ready")
+    assert reads(read_log("vp05.log")) == (True, "port_in_use", "ready")
+    assert reads(read_log("vd13.log")) == (True, "port_in_use", "ready")
     text = (STAMP + "Route: /v1/completions, Methods: POST\n" + _STARTED
             + "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already "
               "in use\n")
-    assert _said(text, family="vllm") == (True, "port_in_use", "ready")
+    assert reads(text, family="vllm") == (True, "port_in_use", "ready")
     # another crash after the same line is still one while serving
     oom = STAMP + "Route: /v1/completions, Methods: POST\n" + _STARTED + vllm_traceback(
         ("vllm/v1/engine/core.py", 300, "step", "outputs = self.model_executor.execute_model(out)"),
         exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
-    assert _said(oom, family="vllm")[2] == "serving"
+    assert reads(oom, family="vllm")[2] == "serving"
 
 
 # --- vllm-neuron: NxD Inference's weight sharding is the load ---------------------------------------
@@ -143,13 +139,13 @@ def test_nxd_inferences_weight_sharding_is_the_weights_load():
     """vp07: vllm-neuron's engine core logs "INFO:Neuron:Done Sharding weights in 0.96", then libstdc++'s
     "terminate called after throwing an instance of 'c10::Error'": read serving before (a fault of a
     running server in a paste that showed no startup line vLLM writes)."""
-    assert _said(read_log("vp07.log")) == (True, "native_crash", "load_weights")
+    assert reads(read_log("vp07.log")) == (True, "native_crash", "load_weights")
     crash = ("(EngineCore_DP0 pid=5) INFO:Neuron:Sharding weights on load...\n"
              "(EngineCore_DP0 pid=5) INFO:Neuron:Done Sharding weights in 12.5\n"
              "terminate called after throwing an instance of 'c10::Error'\nterminate called recursively\n")
-    assert _said(crash) == (True, "native_crash", "load_weights")
+    assert reads(crash) == (True, "native_crash", "load_weights")
     # the same abort with no line of the load is a running server's, as before
-    assert _said("(EngineCore_DP0 pid=5) INFO 12-03 10:00:00 [core.py:1] x\n"
+    assert reads("(EngineCore_DP0 pid=5) INFO 12-03 10:00:00 [core.py:1] x\n"
                  "terminate called after throwing an instance of 'c10::Error'\nterminate called recursively\n")[2] \
         == "serving"
 
@@ -160,14 +156,14 @@ def test_a_clients_request_answered_4xx_is_a_request_error():
     """vp17: a V0 server's metrics, one chat request answered 200, the next "POST /v1/chat/completions
     HTTP/1.1" 400 Bad Request with no traceback: read healthy before (SGLang's request_http_4xx was not
     vLLM's)."""
-    assert _said(read_log("vp17.log")) == (False, "request_error", "serving")
+    assert reads(read_log("vp17.log")) == (False, "request_error", "serving")
     metrics = ("INFO 02-15 22:10:08 metrics.py:455] Avg prompt throughput: 0.0 tokens/s, Avg generation "
                "throughput: 43.2 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs\n")
     refused = metrics + 'INFO:     10.0.0.2:5100 - "POST /v1/completions HTTP/1.1" 422 Unprocessable Entity\n'
-    assert _said(refused, family="vllm")[:2] == (False, "request_error")
+    assert reads(refused, family="vllm")[:2] == (False, "request_error")
     # a GET answered 404 (a probe, a path the client guessed) is no request's error
     probe = metrics + 'INFO:     10.0.0.2:5100 - "GET /metrics/v2 HTTP/1.1" 404 Not Found\n'
-    assert _said(probe, family="vllm")[:2] == (False, None)
+    assert reads(probe, family="vllm")[:2] == (False, None)
 
 
 # --- the two labels disputed on a second look --------------------------------------------------------

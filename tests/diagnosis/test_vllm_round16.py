@@ -14,17 +14,7 @@ import importlib._bootstrap  # noqa: PLC2701 (CPython's import system: the text 
 
 import pytest
 
-from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import STAMP, assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
-
-
-def _signature(text: str) -> str | None:
-    return diagnose(text, family="vllm").signature
+from fieldkit import STAMP, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
 
 
 SOURCES = [
@@ -69,14 +59,14 @@ def _engine_record(message: str, *frames: tuple, exc: str | None = None, head: s
 def test_v0_engines_logged_message_is_the_exception_of_a_cut_traceback():
     """vq01: "No module named 'lmcache.experimental'" logged by run_mp_engine (engine.py:458), then its
     traceback cut inside LLMEngine's construction; read unknown (a cut traceback) before."""
-    assert _said(read_log("vq01.log"))[:2] == (True, "dependency_mismatch")
-    assert _signature(read_log("vq01.log")) == "vllm_no_module_named"
+    assert reads(read_log("vq01.log"))[:2] == (True, "dependency_mismatch")
+    assert vllm_signature(read_log("vq01.log")) == "vllm_no_module_named"
     text = _engine_record("No module named 'lmcache.experimental'", _RUN_MP, _INIT)
-    assert _said(text)[:2] == (True, "dependency_mismatch")
+    assert reads(text)[:2] == (True, "dependency_mismatch")
     # Python's default formatter: the traceback's lines bare under the prefixed message
     bare = "2025-05-16T04:56:18.119Z ERROR engine.run_mp_engine: No module named 'lmcache'\n" + \
         vllm_traceback(_RUN_MP, _INIT, exc=None, head="")
-    assert _said(bare, family="vllm")[:2] == (True, "dependency_mismatch")
+    assert reads(bare, family="vllm")[:2] == (True, "dependency_mismatch")
 
 
 def test_a_line_above_a_cut_traceback_that_is_not_its_record_is_not_its_exception():
@@ -84,22 +74,22 @@ def test_a_line_above_a_cut_traceback_that_is_not_its_record_is_not_its_exceptio
     line under another prefix) or a traceback whose outer frame is not the engine's stays a cut traceback."""
     info = "INFO 12-03 10:00:00 engine.py:400] No module named 'lmcache'\n" + \
         vllm_traceback(_RUN_MP, _INIT, exc=None, head=_V0_STAMP)
-    assert _said(info)[1] == "unknown"
+    assert reads(info)[1] == "unknown"
     other = _engine_record("No module named 'lmcache'", _RUN_MP, _INIT).replace(
         _V0_STAMP + "No module", "ERROR 12-03 09:59:59 llm_engine.py:10] No module", 1)
-    assert _said(other)[1] == "unknown"
+    assert reads(other)[1] == "unknown"
     not_engine = _engine_record("No module named 'lmcache'", ("vllm/worker/worker.py", 10, "load_model", "x()"))
-    assert _said(not_engine)[1] == "unknown"
+    assert reads(not_engine)[1] == "unknown"
 
 
 def test_a_missing_module_is_a_dependency_mismatch_whatever_its_type():
     """The text of CPython's ModuleNotFoundError, logged alone (its type not shown) or raised; a message
     that only names a module beside other words is not this signature."""
     raised = vllm_traceback(_RUN_MP, exc="ModuleNotFoundError: No module named 'lmcache.experimental'")
-    assert _said(raised)[:2] == (True, "dependency_mismatch")
-    assert _signature(_engine_record("No module named 'foo'", _RUN_MP, _INIT)) == "vllm_no_module_named"
+    assert reads(raised)[:2] == (True, "dependency_mismatch")
+    assert vllm_signature(_engine_record("No module named 'foo'", _RUN_MP, _INIT)) == "vllm_no_module_named"
     other = _engine_record("Model foo: No module named 'bar' was expected here", _RUN_MP, _INIT)
-    assert _signature(other) != "vllm_no_module_named"
+    assert vllm_signature(other) != "vllm_no_module_named"
 
 
 # --- NIXL: an error status of the PD KV transfer ----------------------------------------------------------
@@ -111,26 +101,26 @@ _NIXL_FRAME = ("vllm/engine/llm_engine.py", 481, "_initialize_nixl", "self.model
 def test_a_nixl_status_at_startup_is_a_pd_transfer():
     """vq07: Dynamo's patched V0 engine, "ERROR engine.run_mp_engine: NIXL_ERR_BACKEND" (its logger, the
     traceback bare below), cut in LLMEngine._initialize_nixl; read unknown before."""
-    assert _said(read_log("vq07.log")) == (True, "pd_transfer", "launch")
+    assert reads(read_log("vq07.log")) == (True, "pd_transfer", "launch")
     text = _engine_record("NIXL_ERR_BACKEND", _RUN_MP, _INIT, _NIXL_INIT, _NIXL_FRAME)
-    assert _said(text)[:2] == (True, "pd_transfer")
+    assert reads(text)[:2] == (True, "pd_transfer")
     # the bindings' exception raised in vLLM's V1 NIXL connector at startup (registering the KV cache)
     v1 = vllm_traceback(("vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py", 900, "register_kv_caches",
                          "self.nixl_wrapper.register_memory(descs)"),
                         ("nixl/_api.py", 384, "register_memory", "self.agent.registerMem(reg_descs, handle_list)"),
                         exc="nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
-    assert _said(v1)[:2] == (True, "pd_transfer")
+    assert reads(v1)[:2] == (True, "pd_transfer")
 
 
 def test_a_nixl_status_in_the_engine_loop_is_a_pd_transfer_while_serving():
     """vq08: MQLLMEngine.start logging "nixlUnknownError('NIXL_ERR_UNKNOWN')" (its repr) out of
     handle_new_input -> add_remote_nixl_metadata after a prefill request was dequeued; read unknown before."""
-    assert _said(read_log("vq08.log")) == (True, "pd_transfer", "serving")
+    assert reads(read_log("vq08.log")) == (True, "pd_transfer", "serving")
     text = _engine_record("nixlUnknownError('NIXL_ERR_UNKNOWN')", _START, _LOOP,
                           ("vllm/engine/multiprocessing/engine.py", 343, "handle_new_input",
                            "self.engine.add_remote_nixl_metadata(nixl_metadata)"), head="ERROR 12-03 10:00:00 "
                           "engine.py:140] ")
-    assert _said(text) == (True, "pd_transfer", "serving")
+    assert reads(text) == (True, "pd_transfer", "serving")
 
 
 def test_nixl_used_for_no_pd_transfer_or_for_one_request_is_not_this():
@@ -139,11 +129,11 @@ def test_nixl_used_for_no_pd_transfer_or_for_one_request_is_not_this():
     eplb = vllm_traceback(("vllm/distributed/eplb/eplb_communicator.py", 424, "_init_registered_buffers",
                            "self._nixl_wrapper.register_memory(descs)"),
                           exc="nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
-    assert _said(eplb)[1] != "pd_transfer"
+    assert reads(eplb)[1] != "pd_transfer"
     no_frame = vllm_traceback(("vllm/worker/worker.py", 10, "load_model", "x()"),
                               exc="RuntimeError: NIXL_ERR_BACKEND")
-    assert _said(no_frame)[1] != "pd_transfer"
-    assert _signature(read_log("vn08.log")) == "vllm_nixl_handshake_failed"
+    assert reads(no_frame)[1] != "pd_transfer"
+    assert vllm_signature(read_log("vn08.log")) == "vllm_nixl_handshake_failed"
 
 
 # --- a DEBUG record's traceback -------------------------------------------------------------------------
@@ -156,20 +146,20 @@ _PROCESSOR = (("vllm/transformers_utils/processor.py", 69, "get_processor",
 def test_a_traceback_logged_at_debug_is_no_crash():
     """vq10: chat_utils' "Failed to load AutoProcessor chat template for PATH" with its traceback, every
     line at DEBUG (logger.debug(..., exc_info=True): the fallback taken); read crashed (unknown) before."""
-    assert _said(read_log("vq10.log"))[:2] == (False, None)
+    assert reads(read_log("vq10.log"))[:2] == (False, None)
     head = "(APIServer pid=1) DEBUG 12-03 10:00:00 [hf.py:304] "
     text = head + "Failed to load AutoProcessor chat template for /m\n" + \
         vllm_traceback(*_PROCESSOR, exc="ValueError: Unrecognized model in /m.", head=head)
-    assert _said(text)[:2] == (False, None)
+    assert reads(text)[:2] == (False, None)
 
 
 def test_the_same_traceback_at_error_or_an_error_after_it_is_still_read():
     """The same record at ERROR is a crash; an ERROR traceback after a DEBUG one is read as before."""
     text = STAMP + "Failed to load AutoProcessor chat template for /m\n" + \
         vllm_traceback(*_PROCESSOR, exc="ValueError: Unrecognized model in /m.")
-    assert _said(text)[0] is True
+    assert reads(text)[0] is True
     debug = "DEBUG 12-03 10:00:00 [hf.py:304] "
     before = debug + "Failed to load\n" + vllm_traceback(*_PROCESSOR, exc="ValueError: x", head=debug)
     after = vllm_traceback(("vllm/v1/worker/gpu_worker.py", 10, "determine_available_memory", "x()"),
                            exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
-    assert _said(before + after)[:2] == (True, "cuda_oom")
+    assert reads(before + after)[:2] == (True, "cuda_oom")

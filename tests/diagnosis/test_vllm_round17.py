@@ -11,17 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import STAMP, assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = "vllm") -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
-
-
-def _signature(text: str) -> str | None:
-    return diagnose(text, family="vllm").signature
+from fieldkit import STAMP, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
 
 
 _NIXL = "vllm/distributed/kv_transfer/kv_connector/v1/nixl"
@@ -65,22 +55,22 @@ def _failure(failure_type: str, req: str = "None", exc: str | None = None,
 def test_a_nixl_transfer_failure_record_is_a_requests_error():
     """vr13: "NIXL transfer failure: handshake_setup_failed | Context: {...}" with the handshake callback's
     traceback cut in f.result(); read crashed (unknown, a cut traceback) before."""
-    assert _said(read_log("vr13.log"))[:2] == (False, "request_error")
-    assert _signature(read_log("vr13.log")) == "vllm_nixl_transfer_failure"
+    assert reads(read_log("vr13.log"), "vllm")[:2] == (False, "request_error")
+    assert vllm_signature(read_log("vr13.log")) == "vllm_nixl_transfer_failure"
     # the same record whole, its exception shown; another step's record with no traceback (transfer_failed)
     whole = _failure("handshake_setup_failed", exc="zmq.error.Again: Resource temporarily unavailable")
-    assert _said(whole)[:2] == (False, "request_error")
-    assert _said(_failure("transfer_failed", req="'r1'", frames=()))[:2] == (False, "request_error")
+    assert reads(whole, "vllm")[:2] == (False, "request_error")
+    assert reads(_failure("transfer_failed", req="'r1'", frames=()), "vllm")[:2] == (False, "request_error")
 
 
 def test_a_traceback_cut_in_the_handshake_callback_alone_is_still_that_record():
     """The record's line cut off above: the callback's frame (nixl_connector.py's or base_worker.py's
     done_callback, which catches in every release) says whose traceback it is."""
     cut = vllm_traceback(_CALLBACK, _RESULT, exc=None, head=_WORKER)
-    assert _said(cut)[:2] == (False, "request_error")
+    assert reads(cut, "vllm")[:2] == (False, "request_error")
     old = vllm_traceback((f"{_NIXL}_connector.py", 1097, "done_callback",
                           "self._remote_agents[eid] = f.result()"), _RESULT, exc=None, head=_WORKER)
-    assert _signature(old) == "vllm_nixl_transfer_failure"
+    assert vllm_signature(old) == "vllm_nixl_transfer_failure"
 
 
 def test_nixl_failures_that_no_record_logs_stay_what_they_were():
@@ -89,13 +79,13 @@ def test_nixl_failures_that_no_record_logs_stay_what_they_were():
     still a PD transfer crash."""
     moriio = vllm_traceback(("vllm/distributed/kv_transfer/kv_connector/v1/moriio/moriio_connector.py", 1780,
                              "done_callback", "f.result()"), _RESULT, exc=None)
-    assert _said(moriio)[:2] == (True, "unknown")
+    assert reads(moriio, "vllm")[:2] == (True, "unknown")
     startup = vllm_traceback((f"{_NIXL}/base_worker.py", 900, "register_kv_caches",
                               "self.nixl_wrapper.register_memory(descs)"),
                              ("nixl/_api.py", 384, "register_memory",
                               "self.agent.registerMem(reg_descs, handle_list)"),
                              exc="nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND")
-    assert _said(startup)[:2] == (True, "pd_transfer")
+    assert reads(startup, "vllm")[:2] == (True, "pd_transfer")
 
 
 # --- NIXL not importable where the NixlConnector is configured ---------------------------------------------
@@ -108,20 +98,20 @@ _BUILD = ((f"{_NIXL}/connector.py", 382, "__init__", "self.connector_worker = Ni
 def test_nixl_not_available_raised_is_a_dependency_mismatch():
     """vr14: "RuntimeError: NIXL is not available" (an engine core, the traceback cut above the raise, an
     elision and the connector's shutdown AttributeError below); read unknown before."""
-    assert _said(read_log("vr14.log"))[:2] == (True, "dependency_mismatch")
-    assert _signature(read_log("vr14.log")) == "vllm_nixl_unavailable"
+    assert reads(read_log("vr14.log"), "vllm")[:2] == (True, "dependency_mismatch")
+    assert vllm_signature(read_log("vr14.log")) == "vllm_nixl_unavailable"
     whole = vllm_traceback(*_BUILD, exc="RuntimeError: NIXL is not available", head=_CORE)
-    assert _said(whole)[:2] == (True, "dependency_mismatch")
-    assert _signature(whole) == "vllm_nixl_unavailable"
+    assert reads(whole, "vllm")[:2] == (True, "dependency_mismatch")
+    assert vllm_signature(whole) == "vllm_nixl_unavailable"
 
 
 def test_nixl_not_available_as_a_warning_is_no_crash_and_explains_no_other():
     """The import's warning (every server that does not use NIXL logs it) is no crash; a server that then dies
     of something else dies of that."""
     warn = "(APIServer pid=1) WARNING 12-03 10:00:00 [nixl_utils.py:63] NIXL is not available\n"
-    assert _said(warn)[0] is False
+    assert reads(warn, "vllm")[0] is False
     oom = vllm_traceback(("vllm/v1/worker/gpu_worker.py", 10, "determine_available_memory", "x()"),
                          exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
-    assert _said(warn + oom)[:2] == (True, "cuda_oom")
+    assert reads(warn + oom, "vllm")[:2] == (True, "cuda_oom")
     other = vllm_traceback(*_BUILD, exc="RuntimeError: NIXL agent config is not available", head=_CORE)
-    assert _signature(other) != "vllm_nixl_unavailable"
+    assert vllm_signature(other) != "vllm_nixl_unavailable"

@@ -15,16 +15,8 @@ from pathlib import Path
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import STAMP, VLLM_WHEELS, assert_in_library_wheel, assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
-
-
-def _signature(text: str, family: str | None = "vllm") -> str | None:
-    return diagnose(text, family=family).signature
+from fieldkit import (STAMP, VLLM_WHEELS, assert_in_library_wheel, assert_in_wheel, read_log, reads,
+                      vllm_signature, vllm_traceback)
 
 
 _PARSER = 'f"invalid tool call parser: {args.tool_call_parser} "'
@@ -103,18 +95,18 @@ def _engine_record(message: str) -> str:
 def test_a_checkpoint_tensors_name_as_v0s_engine_message_is_weights_unreadable():
     """vs04: "'layers.0.mlp.down_proj.weight.absmax'" logged by run_mp_engine (a bitsandbytes checkpoint's
     quant state), its traceback cut in from_engine_args; read unknown before."""
-    assert _said(read_log("vs04.log")) == (True, "weights_unreadable", "load_weights")
-    assert _signature(read_log("vs04.log")) == "vllm_weight_name_in_engine_message"
+    assert reads(read_log("vs04.log")) == (True, "weights_unreadable", "load_weights")
+    assert vllm_signature(read_log("vs04.log")) == "vllm_weight_name_in_engine_message"
     for key in ("'model.layers.3.self_attn.qkv_proj.weight.quant_map'", "'lm_head.qweight'",
                 "'layers.0.mlp.experts.w2_weight_scale_inv'"):
-        assert _said(_engine_record(key))[:2] == (True, "weights_unreadable"), key
+        assert reads(_engine_record(key))[:2] == (True, "weights_unreadable"), key
 
 
 def test_another_quoted_key_as_v0s_engine_message_is_not_a_tensor():
     """A KeyError of a config key ('model_type'), or a module's name with no tensor's suffix, is no checkpoint
     tensor: not this rule."""
     for key in ("'model_type'", "'layers.0.mlp'", "'rope_scaling.factor'"):
-        assert _signature(_engine_record(key)) != "vllm_weight_name_in_engine_message", key
+        assert vllm_signature(_engine_record(key)) != "vllm_weight_name_in_engine_message", key
 
 
 # --- the OpenAI server's --tool-call-parser check -----------------------------------------------------------
@@ -122,23 +114,23 @@ def test_another_quoted_key_as_v0s_engine_message_is_not_a_tensor():
 def test_an_unknown_tool_call_parser_is_a_bad_argument_and_names_vllm():
     """vs19: the check's KeyError alone, one line (no other mark of either server); read unknown, as SGLang's,
     before: its text is vLLM's alone, so it names the server."""
-    assert _said(read_log("vs19.log")) == (True, "bad_argument", "launch")
+    assert reads(read_log("vs19.log")) == (True, "bad_argument", "launch")
     assert diagnose(read_log("vs19.log")).family == "vllm"
-    assert _signature(read_log("vs19.log"), None) == "vllm_tool_parser_unknown"
+    assert vllm_signature(read_log("vs19.log"), None) == "vllm_tool_parser_unknown"
     tagged = vllm_traceback(("vllm/entrypoints/common/cli_args.py", 629, "validate_parsed_serve_args",
                              "raise KeyError("),
                             exc="KeyError: 'invalid tool call parser: qwen4 (chose from { hermes,mistral })'",
                             head="(APIServer pid=1) ")
-    assert _said(tagged)[:2] == (True, "bad_argument")
+    assert reads(tagged)[:2] == (True, "bad_argument")
 
 
 def test_sglangs_own_tool_parser_refusal_and_a_parsers_runtime_error_are_not_it():
     """SGLang's refusal ("Unsupported tool_call_parser: X", function_call_parser.py:150 (0.5.23)) stays
     SGLang's; a parser's error extracting one response's calls is no launch refusal."""
     sglang = "ValueError: Unsupported tool_call_parser: kimi_k2\n"
-    assert diagnose(sglang).family == "sglang" and _signature(sglang, None) != "vllm_tool_parser_unknown"
+    assert diagnose(sglang).family == "sglang" and vllm_signature(sglang, None) != "vllm_tool_parser_unknown"
     runtime = STAMP + "Error in extracting tool call from response.\n"
-    assert _signature(runtime) != "vllm_tool_parser_unknown"
+    assert vllm_signature(runtime) != "vllm_tool_parser_unknown"
 
 
 # --- a model path with no config file ----------------------------------------------------------------------
@@ -150,18 +142,18 @@ _GET_CONFIG = ("vllm/transformers_utils/config.py", 948, "get_config", "raise Va
 def test_no_config_file_is_model_not_found():
     """vs20: get_config's "Could not detect config format for no config file found." (a diffusers repo), the
     re-raise cut after its first line; read unknown before."""
-    assert _said(read_log("vs20.log")) == (True, "model_not_found", "launch")
-    assert _signature(read_log("vs20.log")) == "vllm_no_config_file"
+    assert reads(read_log("vs20.log")) == (True, "model_not_found", "launch")
+    assert vllm_signature(read_log("vs20.log")) == "vllm_no_config_file"
     whole = vllm_traceback(_GET_CONFIG, exc="ValueError: Could not detect config format for no config file "
                            "found. With config_format 'auto', ensure your model has either config.json (HF "
                            "format) or params.json (Mistral format).", head=_API)
-    assert _said(whole)[:2] == (True, "model_not_found")
+    assert reads(whole)[:2] == (True, "model_not_found")
 
 
 def test_another_config_format_error_is_not_it():
     """A config that was found but is of a format vLLM has no parser for is another refusal."""
     other = vllm_traceback(_GET_CONFIG, exc="ValueError: Unsupported config format: yaml", head=_API)
-    assert _signature(other) != "vllm_no_config_file"
+    assert vllm_signature(other) != "vllm_no_config_file"
 
 
 # --- FlashAttention refusing a GPU older than Ampere -------------------------------------------------------
@@ -169,12 +161,12 @@ def test_another_config_format_error_is_not_it():
 def test_flash_attention_refusing_a_pre_ampere_gpu_is_unsupported_gpu():
     """vs10: V0's "Error in model execution (input dumped to ...): FlashAttention only supports Ampere GPUs
     or newer." (a Turing GPU); read unknown before."""
-    assert _said(read_log("vs10.log"))[:2] == (True, "unsupported_gpu")
-    assert _signature(read_log("vs10.log")) == "vllm_flash_attn_pre_ampere"
+    assert reads(read_log("vs10.log"))[:2] == (True, "unsupported_gpu")
+    assert vllm_signature(read_log("vs10.log")) == "vllm_flash_attn_pre_ampere"
     v1 = vllm_traceback(("vllm/v1/attention/backends/flash_attn.py", 600, "forward",
                          "flash_attn_varlen_func("),
                         exc="RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
-    assert _said(v1)[:2] == (True, "unsupported_gpu")
+    assert reads(v1)[:2] == (True, "unsupported_gpu")
 
 
 def test_the_selectors_notice_for_volta_and_turing_is_no_crash():
@@ -182,7 +174,7 @@ def test_the_selectors_notice_for_volta_and_turing_is_no_crash():
     (0.6.4.post1)): no crash."""
     notice = ("INFO 01-11 13:09:00 selector.py:261] Cannot use FlashAttention-2 backend for Volta and Turing "
               "GPUs.\n")
-    assert _said(notice)[0] is False
+    assert reads(notice)[0] is False
 
 
 # --- Triton: a kernel image the driver refuses, a pass pipeline that fails -------------------------------
@@ -194,43 +186,43 @@ _COMPILER = ("triton/compiler/compiler.py", 390, "_init_handles",
 def test_a_triton_kernel_image_the_driver_refuses_is_kernel_compile():
     """vs24: inductor's precompile loading a Triton binary, "RuntimeError: Triton Error [CUDA]: device kernel
     image is invalid" under BackendCompilerFailed; read unknown before."""
-    assert _said(read_log("vs24.log"))[:2] == (True, "kernel_compile")
-    assert _signature(read_log("vs24.log")) == "vllm_triton_invalid_image"
+    assert reads(read_log("vs24.log"))[:2] == (True, "kernel_compile")
+    assert vllm_signature(read_log("vs24.log")) == "vllm_triton_invalid_image"
     whole = vllm_traceback(_COMPILER, exc="RuntimeError: Triton Error [CUDA]: device kernel image is invalid")
-    assert _said(whole)[:2] == (True, "kernel_compile")
+    assert reads(whole)[:2] == (True, "kernel_compile")
 
 
 def test_other_cuda_errors_are_not_a_refused_triton_image():
     """Triton's prefix with another CUDA error, or torch's own error for an invalid image (a prebuilt kernel),
     are not this rule."""
     oom = vllm_traceback(_COMPILER, exc="RuntimeError: Triton Error [CUDA]: out of memory")
-    assert _signature(oom) != "vllm_triton_invalid_image"
+    assert vllm_signature(oom) != "vllm_triton_invalid_image"
     torch = vllm_traceback(("vllm/_custom_ops.py", 10, "f", "torch.ops._C.f()"),
                            exc="RuntimeError: CUDA error: device kernel image is invalid")
-    assert _signature(torch) != "vllm_triton_invalid_image"
+    assert vllm_signature(torch) != "vllm_triton_invalid_image"
 
 
 def test_a_failed_triton_pass_pipeline_is_kernel_compile():
     """vs26: "torch._inductor.exc.InductorError: RuntimeError: PassManager::run failed" in V0's engine record,
     workers killed; read unknown before. The log names no GPU (the label's unsupported_gpu is disputed)."""
-    assert _said(read_log("vs26.log"))[:2] == (True, "kernel_compile")
-    assert _signature(read_log("vs26.log")) == "vllm_triton_pass_failed"
+    assert reads(read_log("vs26.log"))[:2] == (True, "kernel_compile")
+    assert vllm_signature(read_log("vs26.log")) == "vllm_triton_pass_failed"
     plain = vllm_traceback(("triton/compiler/compiler.py", 297, "compile",
                             "next_module = compile_ir(module, metadata)"),
                            ("triton/backends/amd/compiler.py", 250, "make_llir", "pm.run(mod)"),
                            exc="RuntimeError: PassManager::run failed")
-    assert _said(plain)[:2] == (True, "kernel_compile")
+    assert reads(plain)[:2] == (True, "kernel_compile")
 
 
 def test_another_inductor_error_is_not_a_failed_pass_pipeline():
     other = vllm_traceback(("torch/_inductor/compile_fx.py", 100, "compile_fx", "return f()"),
                            exc="torch._inductor.exc.InductorError: RuntimeError: CUDA driver error: out of "
                                "memory")
-    assert _signature(other) != "vllm_triton_pass_failed"
+    assert vllm_signature(other) != "vllm_triton_pass_failed"
 
 
 def test_vs25_reads_as_one_requests_error():
     """vs25 (disputed, kept as ddlab reads it): Triton's MLIR failure for compute capability 7.0, then the
     stream generator's "Error in chat completion stream generator." and nothing after it: one request's
     error, no crash shown."""
-    assert _said(read_log("vs25.log"))[:2] == (False, "request_error")
+    assert reads(read_log("vs25.log"))[:2] == (False, "request_error")

@@ -13,16 +13,8 @@ from __future__ import annotations
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import STAMP, assert_in_library_wheel, assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
-
-
-def _signature(text: str, family: str | None = "vllm") -> str | None:
-    return diagnose(text, family=family).signature
+from fieldkit import (STAMP, assert_in_library_wheel, assert_in_wheel, read_log, reads, vllm_signature,
+                      vllm_traceback)
 
 
 _SHM = "vllm/distributed/device_communicators/shm_broadcast.py"
@@ -117,19 +109,19 @@ def test_the_shared_memory_queues_timeout_is_a_hang():
     traceback whose first frame is the executor's get_response at the dequeue, cut there (get_response
     catches only the TimeoutError there). Read unknown before."""
     for name in ("vt04.log", "vt05.log", "vt06.log"):
-        assert _said(read_log(name)) == (True, "hang", "serving"), name
-        assert _signature(read_log(name)) == "vllm_queue_timeout", name
+        assert reads(read_log(name)) == (True, "hang", "serving"), name
+        assert vllm_signature(read_log(name)) == "vllm_queue_timeout", name
     raised = vllm_traceback(_GET_RESPONSE, (_SHM, 831, "timeout_ms", "raise TimeoutError"), exc="TimeoutError")
-    assert _said(raised)[:2] == (True, "hang")
+    assert reads(raised)[:2] == (True, "hang")
 
 
 def test_other_timeouts_and_a_cut_traceback_below_get_response_are_not_it():
     """A TimeoutError raised elsewhere (a store, a lock), and a traceback that only passes through
     get_response (its first frame above it: another exception, propagated) are not this rule."""
     other = vllm_traceback(("vllm/distributed/utils.py", 200, "wait", "raise TimeoutError"), exc="TimeoutError")
-    assert _signature(other) != "vllm_queue_timeout"
+    assert vllm_signature(other) != "vllm_queue_timeout"
     passing = vllm_traceback(_CORE, _GET_RESPONSE, exc=None)
-    assert _signature(passing) != "vllm_queue_timeout"
+    assert vllm_signature(passing) != "vllm_queue_timeout"
 
 
 # --- V0's client raising the engine's death into the requests ----------------------------------------------
@@ -145,19 +137,19 @@ def test_the_mq_clients_engine_dead_error_is_a_crash_while_serving():
     vt14: the same inside an exception group, then uvicorn's ASGI traceback (its kind disputed: the heartbeat
     timeout does not tell a hung engine from a dead one). Read as one request's error before."""
     for name in ("vt13.log", "vt14.log", "vt15.log"):
-        assert _said(read_log(name)) == (True, "unknown", "serving"), name
-        assert _signature(read_log(name)) == "vllm_engine_dead", name
+        assert reads(read_log(name)) == (True, "unknown", "serving"), name
+        assert vllm_signature(read_log(name)) == "vllm_engine_dead", name
     dead = vllm_traceback(_STREAM, _PROCESS, head=_V0_HEAD,
                           exc="vllm.engine.multiprocessing.MQEngineDeadError: Engine loop is not running. Inspect "
                               "the stacktrace to find the original error: RuntimeError('Engine loop has died').")
-    assert _said(dead) == (True, "unknown", "serving")
+    assert reads(dead) == (True, "unknown", "serving")
 
 
 def test_a_stream_generators_own_error_stays_one_requests():
     other = (_V0_HEAD + "Error in chat completion stream generator.\n"
              + vllm_traceback(_STREAM, ("vllm/entrypoints/openai/serving_chat.py", 600, "f", "x = y[0]"),
                               head=_V0_HEAD, exc="IndexError: list index out of range"))
-    assert _said(other)[:2] == (False, "request_error")
+    assert reads(other)[:2] == (False, "request_error")
 
 
 # --- a request's error, answered with a 4xx ---------------------------------------------------------------
@@ -171,15 +163,15 @@ def test_an_error_answered_with_a_4xx_is_one_requests():
     request's "Error in preprocessing prompt inputs" traceback, cut; vt23: json's JSONDecodeError answered 400.
     Read as a crash at launch before (the exception line and the cut traceback taken as one)."""
     for name in ("vt22.log", "vt23.log"):
-        assert _said(read_log(name)) == (False, "request_error", "serving"), name
+        assert reads(read_log(name)) == (False, "request_error", "serving"), name
     stamp = _API + "ERROR 03-04 14:55:22 [serving.py:315] "
     answered = vllm_traceback(("vllm/renderers/mistral.py", 34, "safe_apply_chat_template", "return f()"),
                               head=stamp, exc="ValueError: Unexpected role 'user' after role 'tool'") + _ANSWER
-    assert _said(answered)[:2] == (False, "request_error")
+    assert reads(answered)[:2] == (False, "request_error")
     header = (stamp + "Error in preprocessing prompt inputs\n"
               + vllm_traceback(("vllm/renderers/mistral.py", 34, "safe_apply_chat_template", "return f()"),
                                head=stamp, exc=None))
-    assert _said(header)[:2] == (False, "request_error")
+    assert reads(header)[:2] == (False, "request_error")
 
 
 def test_an_error_not_answered_right_after_is_still_a_crash():
@@ -188,10 +180,10 @@ def test_an_error_not_answered_right_after_is_still_a_crash():
     stamp = _API + "ERROR 03-04 14:55:22 [core.py:315] "
     error = vllm_traceback(("vllm/v1/engine/core.py", 100, "run", "f()"), head=stamp,
                            exc="ValueError: Unexpected role 'user' after role 'tool'")
-    assert _said(error)[0] is True
+    assert reads(error)[0] is True
     between = error + stamp + "EngineCore encountered a fatal error.\n" + _ANSWER
-    assert _said(between)[0] is True
-    assert _said(vllm_traceback(("vllm/v1/engine/core.py", 100, "run", "f()"), head=stamp, exc=None))[0] is True
+    assert reads(between)[0] is True
+    assert reads(vllm_traceback(("vllm/v1/engine/core.py", 100, "run", "f()"), head=stamp, exc=None))[0] is True
 
 
 # --- compressed-tensors' GPU capability check ------------------------------------------------------------
@@ -204,14 +196,14 @@ def test_the_quantization_schemes_capability_check_is_unsupported_gpu():
     """vt21: the check's "raise RuntimeError(" and "RuntimeError: (" (V0's tuple message cut); vt20: two TP
     workers interleaved, cut at the check's call. Read unknown at launch before."""
     for name in ("vt20.log", "vt21.log"):
-        assert _said(read_log(name)) == (True, "unsupported_gpu", "load_weights"), name
+        assert reads(read_log(name)) == (True, "unsupported_gpu", "load_weights"), name
     whole = vllm_traceback(_GET_QUANT, _GET_SCHEME, (_SCHEMES, 410, "_check_scheme_supported", "raise RuntimeError("),
                            exc="RuntimeError: Quantization scheme is not supported for the current GPU. Min "
                                "capability: 80. Current capability: 75.")
-    assert _said(whole)[:2] == (True, "unsupported_gpu")
+    assert reads(whole)[:2] == (True, "unsupported_gpu")
     v0 = ("RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 75. ', "
           "'Current capability: 70.')\n")
-    assert _said(v0, family="vllm")[:2] == (True, "unsupported_gpu")
+    assert reads(v0, family="vllm")[:2] == (True, "unsupported_gpu")
 
 
 def test_another_error_in_get_scheme_is_not_the_capability_check():
@@ -219,7 +211,7 @@ def test_another_error_in_get_scheme_is_not_the_capability_check():
     other = vllm_traceback(_GET_QUANT, (_SCHEMES, 947, "get_scheme", "raise NotImplementedError("),
                            exc="NotImplementedError: No compressed-tensors compatible scheme was found for "
                                "layer_name='model.layers.0.mlp'")
-    assert _signature(other) not in ("vllm_quant_scheme_gpu", "vllm_quant_scheme_check")
+    assert vllm_signature(other) not in ("vllm_quant_scheme_gpu", "vllm_quant_scheme_check")
 
 
 # --- a dtype the quantization method does not take ------------------------------------------------------
@@ -227,17 +219,17 @@ def test_another_error_in_get_scheme_is_not_the_capability_check():
 def test_a_dtype_the_quantization_method_refuses_is_a_bad_argument():
     """vt19: "torch.bfloat16 is not supported for quantization method gptq. Supported dtypes: [torch.float16]"
     (0.6.3's model loader, the CPU build); read unknown before. The config's check in V1 says the same."""
-    assert _said(read_log("vt19.log")) == (True, "bad_argument", "load_weights")
+    assert reads(read_log("vt19.log")) == (True, "bad_argument", "load_weights")
     v1 = vllm_traceback(("vllm/config/vllm.py", 902, "_get_quantization_config", "raise ValueError("),
                         exc="ValueError: torch.float32 is not supported for quantization method awq. Supported "
                             "dtypes: [torch.float16, torch.bfloat16]")
-    assert _said(v1)[:2] == (True, "bad_argument")
+    assert reads(v1)[:2] == (True, "bad_argument")
 
 
 def test_an_unknown_quantization_method_is_not_a_dtype_refusal():
     other = vllm_traceback(("vllm/config/model.py", 100, "_verify_quantization", "raise ValueError("),
                            exc="ValueError: Unknown quantization method: foo. Must be one of ['awq', 'gptq'].")
-    assert _signature(other) != "vllm_quant_dtype"
+    assert vllm_signature(other) != "vllm_quant_dtype"
 
 
 # --- CuTe DSL refusing the GPU's architecture ------------------------------------------------------------
@@ -245,18 +237,18 @@ def test_an_unknown_quantization_method_is_not_a_dtype_refusal():
 def test_a_cute_dsl_kernel_refusing_the_arch_is_unsupported_gpu():
     """vt16: "OpError: expects arch to be one of ['sm_120a'], but got Arch.sm_121a" (a b12x MoE kernel on
     DGX Spark); read unknown before."""
-    assert _said(read_log("vt16.log"))[:2] == (True, "unsupported_gpu")
+    assert reads(read_log("vt16.log"))[:2] == (True, "unsupported_gpu")
     newer = vllm_traceback(("cutlass/cute/nvgpu/warp/mma.py", 456, "__post_init__", "raise DSLUserCodeError("),
                            exc="cutlass.base_dsl.common.DSLUserCodeError: expects arch to be one of [Arch.sm_100a, "
                                "Arch.sm_103a], but got Arch.sm_90a")
-    assert _said(newer)[:2] == (True, "unsupported_gpu")
+    assert reads(newer)[:2] == (True, "unsupported_gpu")
 
 
 def test_another_cute_dsl_refusal_is_not_the_arch():
     other = vllm_traceback(("cutlass/cute/nvgpu/warp/mma.py", 470, "__post_init__", "raise DSLUserCodeError("),
                            exc="cutlass.base_dsl.common.DSLUserCodeError: expects the 'shape_mnk' Shape "
                                "to be one of [(16, 8, 64)], but got (16, 8, 32)")
-    assert _signature(other) != "vllm_cute_dsl_arch"
+    assert vllm_signature(other) != "vllm_cute_dsl_arch"
 
 
 # --- an INFO record glued under an exception line --------------------------------------------------------
@@ -265,13 +257,13 @@ def test_an_info_record_under_nixls_error_is_no_part_of_its_message():
     """vt25: "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND" in register_kv_caches, then the Ray executor's
     INFO line read as the message's second line; read unknown at launch before. The KV caches' registration
     is their set-up: memory_pool."""
-    assert _said(read_log("vt25.log")) == (True, "pd_transfer", "memory_pool")
+    assert reads(read_log("vt25.log")) == (True, "pd_transfer", "memory_pool")
     tag = "(EngineCore_0 pid=5) "
     glued = (tag + '  File "/usr/local/lib/python3.12/dist-packages/nixl/_api.py", line 266, in register_memory\n'
              + tag + "    self.agent.registerMem(reg_descs, handle_list)\n"
              + tag + "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND\n"
              + tag + "INFO 08-07 04:48:56 [ray_distributed_executor.py:120] Shutting down Ray distributed executor.\n")
-    assert _said(glued)[:2] == (True, "pd_transfer")
+    assert reads(glued)[:2] == (True, "pd_transfer")
 
 
 def test_an_error_records_own_lines_still_continue_its_message():
@@ -288,7 +280,7 @@ def test_an_error_records_own_lines_still_continue_its_message():
 def test_engine_core_failed_to_start_after_the_error_keeps_the_startup():
     """vt02: bare "Failed: Cuda error ... illegal memory access" lines, a worker's death, then "EngineCore
     failed to start.": the start-up, not serving (the error's message no longer runs over the INFO lines)."""
-    assert _said(read_log("vt02.log"))[:3] == (True, "cuda_illegal_access", "launch")
+    assert reads(read_log("vt02.log"))[:3] == (True, "cuda_illegal_access", "launch")
     fatal = ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:1735 'an illegal memory access was "
              "encountered'\n" + STAMP + "EngineCore encountered a fatal error.\n")
-    assert _said(fatal)[2] == "serving"
+    assert reads(fatal)[2] == "serving"

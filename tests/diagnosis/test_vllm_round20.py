@@ -11,13 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
 
 
 _DUMP = "vllm/logging_utils/dump_input.py"
@@ -53,17 +47,17 @@ _TAG = "(EngineCore_DP0 pid=7) ERROR 12-03 10:00:00 [dump_input.py:79] "
 def test_the_scheduler_output_dump_is_the_engine_dying_while_serving():
     """vu06: only the dump's "Dumping scheduler output for model execution: SchedulerOutput(...)" and the
     stats record, cut; read not crashed (launch) before."""
-    assert _said(read_log("vu06.log")) == (True, "unknown", "serving")
+    assert reads(read_log("vu06.log")) == (True, "unknown", "serving")
     stats = _TAG.replace(":79", ":81") + "Dumping scheduler stats: SchedulerStats(num_running_reqs=2, "
-    assert _said(stats, family="vllm") == (True, "unknown", "serving")
+    assert reads(stats, family="vllm") == (True, "unknown", "serving")
 
 
 def test_a_scheduler_output_printed_otherwise_is_not_it():
     """A debug print of a SchedulerOutput, or the dumper's own failure line, is no dump of a failed step."""
     debug = "(EngineCore_DP0 pid=7) DEBUG 12-03 10:00:00 [core.py:400] scheduled SchedulerOutput(scheduled_new_reqs=[])"
-    assert _said(debug, family="vllm")[0] is False
+    assert reads(debug, family="vllm")[0] is False
     other = _TAG + "Dumping scheduler output for model execution: <failed to dump>"
-    assert _said(other, family="vllm")[0] is False
+    assert reads(other, family="vllm")[0] is False
 
 
 # --- the chat-template warmup's caught error ----------------------------------------------------------------
@@ -80,9 +74,9 @@ def test_the_chat_template_warmups_error_is_no_requests_and_no_crash():
     """vu08: the traceback's tail, then the warnings module quoting the logging call
     ('logger.exception("Chat template warmup failed")'); read one request's error before. And the whole
     record as 0.14.0 writes it (its message above the traceback)."""
-    assert _said(read_log("vu08.log"))[:2] == (False, None)
+    assert reads(read_log("vu08.log"))[:2] == (False, None)
     whole = _CHAT + "Chat template warmup failed\n" + vllm_traceback(_WARMUP, _PREP, exc=_EXC, head=_CHAT)
-    assert _said(whole, family="vllm")[:2] == (False, None)
+    assert reads(whole, family="vllm")[:2] == (False, None)
 
 
 def test_the_renderers_warmup_warning_is_no_crash_either():
@@ -91,14 +85,14 @@ def test_the_renderers_warmup_warning_is_no_crash_either():
     render = ("vllm/renderers/base.py", 364, "warmup",
               'self.render_chat([[{"role": "user", "content": "warmup"}]], chat_params)')
     text = head + "Chat template warmup failed\n" + vllm_traceback(render, exc="ValueError: boom", head=head)
-    assert _said(text, family="vllm")[:2] == (False, None)
+    assert reads(text, family="vllm")[:2] == (False, None)
 
 
 def test_another_error_logged_at_startup_is_still_a_crash():
     """A traceback under another record at the same place is not the warmup's."""
     head = "(APIServer pid=1) ERROR 01-08 12:21:38 [api_server.py:300] "
     text = head + "Something else failed\n" + vllm_traceback(_WARMUP, exc="ValueError: boom", head=head)
-    assert _said(text, family="vllm")[:2] == (True, "unknown")
+    assert reads(text, family="vllm")[:2] == (True, "unknown")
 
 
 def test_a_chat_requests_preprocessing_error_stays_one_requests():
@@ -107,4 +101,4 @@ def test_a_chat_requests_preprocessing_error_stays_one_requests():
                "await self._preprocess_chat(")
     request = (_CHAT + "Error in preprocessing prompt inputs\n"
                + vllm_traceback(handler, _PREP, exc=_EXC, head=_CHAT))
-    assert _said(request, family="vllm")[:2] == (False, "request_error")
+    assert reads(request, family="vllm")[:2] == (False, "request_error")

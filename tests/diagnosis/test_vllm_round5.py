@@ -11,12 +11,7 @@ from __future__ import annotations
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family, vllm_lines
-from fieldkit import read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:  # the phase, where fieldkit's says the signature
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import read_log, reads, vllm_traceback
 
 
 # --- the paste's shape -------------------------------------------------------------------
@@ -24,7 +19,7 @@ def _said(text: str, family: str | None = None) -> tuple:  # the phase, where fi
 def test_djl_servings_worker_prefix_is_peeled():
     """vf13: DJL Serving (LMI) relays its Python worker's lines as "INFO  PyProcess W-N-model-stdout: "
     (the first line's level cut to "NFO"); under it, pydantic's Value error line of vLLM's config."""
-    assert _said(read_log("vf13.log")) == (True, "bad_argument", "launch")
+    assert reads(read_log("vf13.log")) == (True, "bad_argument", "launch")
     line = "WARN  PyProcess W-7-llama-stderr: ValueError: x"
     assert [ln.msg for ln in vllm_lines(line)] == ["ValueError: x"]
     # DJL's own lines about the worker (no stream named) are kept whole
@@ -35,7 +30,7 @@ def test_djl_servings_worker_prefix_is_peeled():
 def test_a_frame_line_a_terminal_wrapped_inside_its_path_is_joined():
     """vf10: a V0 Ray engine's traceback whose paths the terminal wrapped onto lines of their own
     (cut before the exception): a crash, not nothing; launch."""
-    assert _said(read_log("vf10.log")) == (True, "unknown", "launch")
+    assert reads(read_log("vf10.log")) == (True, "unknown", "launch")
     text = vllm_traceback(("vllm/v1/engine/core.py", 86, "__init__", "self._initialize_kv_caches(vllm_config)"),
                ("vllm/v1/worker/gpu_model_runner.py", 3001, "capture_model", "self._capture_cudagraphs("),
                exc="RuntimeError: boom")
@@ -56,14 +51,14 @@ def test_v0s_vocabulary_assert_is_read_from_its_code_line():
     and not a crash before. spec_decode/spec_decode_worker.py:1067 (0.6.4.post1)."""
     text = read_log("vf15.log")
     assert detect_family(text) == "vllm"
-    assert _said(text)[:2] == (True, "draft_incompatible")
+    assert reads(text)[:2] == (True, "draft_incompatible")
     stamped = ("ERROR 03-17 10:00:00 engine.py:135]     assert all(vocab_sizes[0] == vocab_size for "
                "vocab_size in vocab_sizes)\nERROR 03-17 10:00:00 engine.py:135] AssertionError\n")
-    assert _said(stamped)[:2] == (True, "draft_incompatible")
+    assert reads(stamped)[:2] == (True, "draft_incompatible")
     # another assert of the same worker is no vocabulary mismatch
     other = stamped.replace("assert all(vocab_sizes[0] == vocab_size for vocab_size in vocab_sizes)",
                             "assert len(proposals) == batch_size")
-    assert _said(other, family="vllm")[1] != "draft_incompatible"
+    assert reads(other, family="vllm")[1] != "draft_incompatible"
 
 
 # --- the phase from the frames ----------------------------------------------------------
@@ -72,33 +67,33 @@ def test_the_method_the_executor_runs_on_its_workers_is_a_frame():
     """vf19: cut in collective_rpc("compile_or_warm_up_model") under _initialize_kv_caches: the
     workers were compiling and capturing graphs (v1/executor/abstract.py:137 (0.34.0)), not sizing the
     KV cache. V0: _run_workers("load_model") (executor/ray_gpu_executor.py:280 (0.6.4.post1))."""
-    assert _said(read_log("vf19.log")) == (True, "unknown", "graph_capture")
+    assert reads(read_log("vf19.log")) == (True, "unknown", "graph_capture")
     v0 = vllm_traceback(("vllm/engine/llm_engine.py", 300, "__init__", "self.model_executor = executor_class("),
              ("vllm/executor/ray_gpu_executor.py", 280, "_init_workers_ray",
               'self._run_workers("load_model",'),
              ("vllm/executor/ray_gpu_executor.py", 400, "_run_workers", "ray_worker_outputs = ray.get("),
              exc=None, head="ERROR 12-03 10:00:00 engine.py:366] ")
-    assert _said(v0) == (True, "unknown", "load_weights")
+    assert reads(v0) == (True, "unknown", "load_weights")
     # a method passed by a variable names nothing
     by_name = v0.replace('self._run_workers("load_model",', "self._run_workers(method,")
-    assert _said(by_name) == (True, "unknown", "launch")
+    assert reads(by_name) == (True, "unknown", "launch")
 
 
 def test_a_quantized_layers_repack_after_loading_is_load_weights():
     """vf26: a CUDA OOM in gptq_marlin_repack, which process_weights_after_loading runs inside
     load_model (model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95
     (0.34.0))."""
-    assert _said(read_log("vf26.log")) == (True, "cuda_oom", "load_weights")
+    assert reads(read_log("vf26.log")) == (True, "cuda_oom", "load_weights")
     text = vllm_traceback(("vllm/v1/engine/core.py", 86, "__init__", "self.model_executor = executor_class(vllm_config)"),
                ("vllm/model_executor/model_loader/utils.py", 160, "process_weights_after_loading",
                 "quant_method.process_weights_after_loading(module)"),
                exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
-    assert _said(text) == (True, "cuda_oom", "load_weights")
+    assert reads(text) == (True, "cuda_oom", "load_weights")
     # the same OOM in a serving step stays serving
     step = vllm_traceback(("vllm/v1/engine/core.py", 900, "run_busy_loop", "self._process_engine_step()"),
                ("vllm/v1/worker/gpu_model_runner.py", 2500, "execute_model", "hidden = self.model("),
                exc="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
-    assert _said(step) == (True, "cuda_oom", "serving")
+    assert reads(step) == (True, "cuda_oom", "serving")
 
 
 # --- one request's error ------------------------------------------------------------------
@@ -115,9 +110,9 @@ def test_a_prompt_the_openai_server_could_not_prepare_is_one_requests_error():
          "result = await self.render_chat_request(request)"),
         ("jinja2/environment.py", 942, "handle_exception", "raise rewrite_traceback_stack(source=source)"),
         exc="jinja2.exceptions.TemplateError: Conversation roles must alternate", head=head)
-    assert _said(whole) == (False, "request_error", "serving")
+    assert reads(whole) == (False, "request_error", "serving")
     # the offline LLM's own _preprocess_chat (entrypoints/common/offline.py) is no request
     offline = vllm_traceback(("vllm/entrypoints/llm.py", 900, "chat", "prompts = self._preprocess_chat("),
                   ("vllm/entrypoints/common/offline.py", 160, "_preprocess_chat", "conversation = parse("),
                   exc="jinja2.exceptions.TemplateError: Conversation roles must alternate", head=head)
-    assert _said(offline)[:2] == (True, "unknown")
+    assert reads(offline)[:2] == (True, "unknown")

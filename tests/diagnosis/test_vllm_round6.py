@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family
-from fieldkit import assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
 
 
 # --- one line of vLLM's own, pasted bare: a mark of the family -----------------------------
@@ -27,7 +22,7 @@ def test_the_loaders_unfilled_parameters_are_vllms_text():
                     '"Following weights were not initialized from "\n                    f"checkpoint:')
     text = read_log("vg21.log")
     assert detect_family(text) == "vllm"
-    assert _said(text) == (True, "weights_unreadable", "load_weights")
+    assert reads(text) == (True, "weights_unreadable", "load_weights")
     # SGLang's own diffusion loader warns "Some weights were not initialized from checkpoint": not vLLM's
     sglang = "[2026-01-02 10:00:00] Some weights were not initialized from checkpoint: {'lm_head.weight'}\n"
     assert detect_family(sglang) == "sglang"
@@ -41,7 +36,7 @@ def test_the_model_runners_refusal_of_a_method_it_has_no_drafter_for():
         assert_in_wheel(release, "vllm/v1/worker/gpu_model_runner.py", '"Unknown speculative decoding method: "')
     text = read_log("vg14.log")
     assert detect_family(text) == "vllm"
-    assert _said(text) == (True, "bad_argument", "launch")
+    assert reads(text) == (True, "bad_argument", "launch")
     stamped = vllm_traceback(("vllm/v1/worker/gpu_worker.py", 240, "init_device",
                               "self.model_runner = GPUModelRunner(self.vllm_config, self.device)"),
                              ("vllm/v1/worker/gpu_model_runner.py", 698, "__init__", "raise ValueError("),
@@ -60,7 +55,7 @@ def test_v1s_refusal_of_any_speculative_decoding():
     assert_in_wheel("0.7.3", "vllm/platforms/rocm.py", '"Speculative decoding is not yet supported on VLLM V1."')
     text = read_log("vg15.log")
     assert detect_family(text) == "vllm"
-    assert _said(text) == (True, "bad_argument", "launch")
+    assert reads(text) == (True, "bad_argument", "launch")
     raised = vllm_traceback(("vllm/platforms/rocm.py", 184, "check_and_update_config", "raise NotImplementedError("),
                             exc="NotImplementedError: Speculative decoding is not yet supported on VLLM V1.")
     found = diagnose(raised)
@@ -81,7 +76,7 @@ def test_the_parallel_check_of_attention_heads():
                           ("0.6.4.post1", "vllm/config.py")):
         assert_in_wheel(release, path, 'f"Total number of attention heads ({total_num_attention_heads})"')
     text = read_log("vg29.log")
-    assert _said(text) == (True, "bad_argument", "launch")
+    assert reads(text) == (True, "bad_argument", "launch")
     raised = vllm_traceback(("vllm/engine/arg_utils.py", 1200, "create_engine_config", "config = VllmConfig("),
                             exc="ValueError: Total number of attention heads (40) must be divisible by tensor "
                                 "parallel size (6).")
@@ -90,7 +85,7 @@ def test_the_parallel_check_of_attention_heads():
     assert "`--tensor-parallel-size` 5" in found.suggestion and "8" in found.suggestion
     # the args alone (TP 3, no refusal) are no crash
     args = "\n".join(text.splitlines()[1:]) + "\n"
-    assert _said(args)[0] is False
+    assert reads(args)[0] is False
 
 
 # --- what counts as the server moving -------------------------------------------------------
@@ -105,10 +100,10 @@ def test_a_get_that_reads_the_servers_state_is_no_progress():
     nothing (a GET reads stored state: /v1/models, /v1/responses/{id}: openai/models/api_router.py:20,
     openai/responses/api_router.py:80 (0.34.0)); hang while serving. A POST answered after the stall
     is the engine generating again."""
-    assert _said(read_log("vg07.log")) == (True, "hang", "serving")
+    assert reads(read_log("vg07.log")) == (True, "hang", "serving")
     served = '(APIServer pid=7) INFO:     127.0.0.1:5 - "{} /v1/{} HTTP/1.1" 200 OK\n'
-    assert _said(_STALL + served.format("GET", "models") * 3) == (True, "hang", "serving")
-    assert _said(_STALL + served.format("POST", "chat/completions"))[0] is False
+    assert reads(_STALL + served.format("GET", "models") * 3) == (True, "hang", "serving")
+    assert reads(_STALL + served.format("POST", "chat/completions"))[0] is False
 
 
 def test_v1s_speculative_metrics_line_is_vllms_and_serving():
@@ -117,10 +112,10 @@ def test_v1s_speculative_metrics_line_is_vllms_and_serving():
     assert_in_wheel("0.34.0", "vllm/v1/spec_decode/metrics.py", '"SpecDecoding metrics: "')
     text = read_log("vg17.log")
     assert detect_family(text) == "vllm"
-    assert _said(text) == (False, None, "serving")
+    assert reads(text) == (False, None, "serving")
     now = ("SpecDecoding metrics: Mean acceptance length: 2.84, Accepted throughput: 10.00 tokens/s, Drafted "
            "throughput: 15.00 tokens/s, Accepted: 100 tokens, Drafted: 150 tokens\n")
-    assert detect_family(now) == "vllm" and _said(now) == (False, None, "serving")
+    assert detect_family(now) == "vllm" and reads(now) == (False, None, "serving")
     # SGLang's decode line with its accept length stays SGLang's
     sglang = "[2026-01-02 10:00:00] Decode batch. #running-req: 1, accept len: 2.10, gen throughput (token/s): 50.0\n"
     assert detect_family(sglang) == "sglang"

@@ -16,12 +16,7 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family
-from fieldkit import assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
 
 
 # --- a kernel refuses the shapes it was handed: kernel_config_unsupported ------------------
@@ -33,7 +28,7 @@ def test_marlins_shape_check_is_a_kernel_refusing_the_configuration():
     for release in ("0.6.4.post1", "0.34.0"):
         assert_in_wheel(release, "vllm/model_executor/layers/quantization/utils/marlin_utils.py",
                         'f"by min_thread_k = {GPTQ_MARLIN_MIN_THREAD_K}. "')
-    assert _said(read_log("vh24.log")) == (True, "kernel_config_unsupported", "load_weights")
+    assert reads(read_log("vh24.log")) == (True, "kernel_config_unsupported", "load_weights")
     # the output side's check, in a V1 engine core's traceback through the loader
     stamped = vllm_traceback(
         ("vllm/model_executor/model_loader/base_loader.py", 50, "load_model",
@@ -78,7 +73,7 @@ def test_a_cann_operators_tiling_check_is_the_operator_refusing_its_inputs():
     shapes of the batch it was given; read unknown before."""
     text = read_log("vh29.log")
     assert detect_family(text) == "vllm"
-    assert _said(text)[:2] == (True, "kernel_config_unsupported")
+    assert reads(text)[:2] == (True, "kernel_config_unsupported")
     # the same operator failing without its tiling check named is not this rule's
     cut = "\n".join(ln for ln in text.splitlines() if "tiling" not in ln) + "\n"
     assert diagnose(cut).kind != "kernel_config_unsupported"
@@ -95,7 +90,7 @@ def test_a_model_config_class_without_a_setting_vllm_reads_is_an_architecture_it
     assert_in_wheel("0.30.0", "vllm/transformers_utils/model_arch_config_convertor.py",
                     "self.hf_text_config.num_attention_heads")
     assert_in_wheel("0.34.0", "vllm/engine/arg_utils.py", "return SpeculativeConfig(**self.speculative_config)")
-    assert _said(read_log("vh25.log")) == (True, "arch_unsupported", "launch")
+    assert reads(read_log("vh25.log")) == (True, "arch_unsupported", "launch")
     stamped = vllm_traceback(
         ("vllm/engine/arg_utils.py", 1500, "create_engine_config", "model_config = self.create_model_config()"),
         ("vllm/transformers_utils/model_arch_config_convertor.py", 557, "get_num_attention_heads",
@@ -120,9 +115,9 @@ def test_nixls_handshake_refusing_a_kv_layer_mismatch_is_a_pd_transfer_failure()
                         '"Number of KV layers must match between prefill and decode"')
     text = read_log("vh26.log")
     assert detect_family(text) == "vllm"
-    assert _said(text)[:2] == (True, "pd_transfer")
+    assert reads(text)[:2] == (True, "pd_transfer")
     worded = "AssertionError: Number of KV layers must match between prefill and decode\n"
-    assert _said(worded)[:2] == (True, "pd_transfer")
+    assert reads(worded)[:2] == (True, "pd_transfer")
     # another assertion of the same words' shape is not this rule's
     assert diagnose("AssertionError: Number of layers must match\n").kind != "pd_transfer"
 
@@ -136,12 +131,12 @@ def test_prometheus_counters_of_served_work_are_vllms_and_say_it_served():
     assert_in_wheel("0.34.0", "vllm/v1/spec_decode/metrics.py", '"vllm:spec_decode_num_accepted_tokens_per_pos"')
     text = read_log("vh14.log")
     assert detect_family(text) == "vllm"
-    assert _said(text) == (False, None, "serving")
+    assert reads(text) == (False, None, "serving")
     # Prometheus' own text format, no table
     plain = 'vllm:generation_tokens_total{model_name="m"} 1234.0\n'
-    assert _said(plain) == (False, None, "serving")
+    assert reads(plain) == (False, None, "serving")
     # a counter still at 0 served nothing
-    assert _said('vllm:generation_tokens_total{model_name="m"} 0.0\n')[2] != "serving"
+    assert reads('vllm:generation_tokens_total{model_name="m"} 0.0\n')[2] != "serving"
 
 
 def test_a_drafters_capture_bar_names_what_it_captures():
@@ -150,12 +145,12 @@ def test_a_drafters_capture_bar_names_what_it_captures():
     access: the fault came while graphs were captured; read serving before."""
     assert_in_wheel("0.34.0", "vllm/v1/worker/gpu/spec_decode/autoregressive/speculator.py",
                     'progress_bar_desc="Capturing prefill CUDA graphs"')
-    assert _said(read_log("vh15.log")) == (True, "cuda_illegal_access", "graph_capture")
+    assert reads(read_log("vh15.log")) == (True, "cuda_illegal_access", "graph_capture")
     mtp = read_log("vh15.log").replace("Capturing prefill CUDA graphs (FULL)", "Capturing multi-module MTP CUDA graphs")
-    assert _said(mtp)[2] == "graph_capture"
+    assert reads(mtp)[2] == "graph_capture"
     # a bar of something else before the same fault is no capture
     other = read_log("vh15.log").replace("Capturing prefill CUDA graphs (FULL)", "Processed prompts")
-    assert _said(other)[2] != "graph_capture"
+    assert reads(other)[2] != "graph_capture"
 
 
 def test_a_docker_timestamp_before_vllms_stamp_is_no_journal_line_and_the_call_above_a_cut_counts():
@@ -165,10 +160,10 @@ def test_a_docker_timestamp_before_vllms_stamp_is_no_journal_line_and_the_call_a
     the call `self.collective_rpc("execute_model", ...)` (v1/executor/abstract.py: the executor runs
     the worker method by its name): that code line is read with the frames, so the phase is serving."""
     text = read_log("vh06.log")
-    assert _said(text) == (True, "unknown", "serving")
+    assert reads(text) == (True, "unknown", "serving")
     # the same lines with the model runner's method at startup: not serving
     startup = text.replace('collective_rpc("execute_model"', 'collective_rpc("determine_available_memory"')
-    assert _said(startup)[2] == "memory_pool"
+    assert reads(startup)[2] == "memory_pool"
     # a journal line whose zone is letters still is one
     from ddlab.diagnosis.logtext import split_lines
     line = split_lines("2025-04-07 09:11:20 CEST gpu01 vllm[123]: hello\n")[0]

@@ -15,14 +15,9 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import detect_family
-from fieldkit import assert_in_wheel, read_log, vllm_traceback
+from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
 
 SGLANG_WHEELS = [Path("/work/wheels/sglang-0.5.23/sglang"), Path("/work/wheels/sglang-0.4.10.post2/sglang")]
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
 
 
 def _in_no_sglang_wheel(text: str) -> None:
@@ -44,13 +39,13 @@ def test_the_kv_cache_check_for_one_request_at_the_max_len_is_vllms_text():
     _in_no_sglang_wheel("To serve at least one request with the model")
     text = read_log("vi13.log")
     assert detect_family(text) == "vllm"
-    assert _said(text) == (True, "kv_pool_oom", "memory_pool")
+    assert reads(text) == (True, "kv_pool_oom", "memory_pool")
     # V0's wording of the same check (worker/worker.py:500 (0.6.4.post1)), one line
     assert_in_wheel("0.6.4.post1", "vllm/worker/worker.py", "is larger than the maximum number of tokens that can be ")
     v0 = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that "
           "can be stored in KV cache (20144). Try increasing `gpu_memory_utilization` or decreasing "
           "`max_model_len` when initializing the engine.\n")
-    assert detect_family(v0) == "vllm" and _said(v0)[:2] == (True, "kv_pool_oom")
+    assert detect_family(v0) == "vllm" and reads(v0)[:2] == (True, "kv_pool_oom")
     # another ValueError about a length stays SGLang's reading (no mark)
     assert detect_family("ValueError: the prompt is longer than the max seq len (4096)\n") == "sglang"
 
@@ -93,7 +88,7 @@ def test_a_batch_size_with_no_captured_graph_is_a_replay_failure():
         text = vllm_traceback(
             ("vllm/worker/worker_base.py", 343, "execute_model", "output = self.model_runner.execute_model("),
             (path, line, "execute_model", code), exc="KeyError: 24", head=head)
-        assert _said(text) == (True, "cuda_graph_replay", "serving"), path
+        assert reads(text) == (True, "cuda_graph_replay", "serving"), path
     # another KeyError in the same runner is not the graphs'
     other = vllm_traceback(
         ("vllm/worker/worker_base.py", 343, "execute_model", "output = self.model_runner.execute_model("),
@@ -112,21 +107,21 @@ def test_a_workers_failed_method_is_a_crash_in_that_methods_phase():
     run from the executor's execute_model, distributed_gpu_executor.py:77): serving."""
     assert_in_wheel("0.6.4.post1", "vllm/worker/worker_base.py", "This might cause deadlock in distributed execution.")
     assert_in_wheel("0.30.0", "vllm/v1/executor/ray_utils.py", "This might cause deadlock in distributed execution.")
-    assert _said(read_log("vi09.log")) == (True, "unknown", "serving")
+    assert reads(read_log("vi09.log")) == (True, "unknown", "serving")
     # 0.7.3's form (the method's repr) under vLLM's stamp, traceback cut: the method gives the phase
     head = "(RayWorkerWrapper pid=9) ERROR 03-01 10:00:00 worker_base.py:581] "
     cut = (f"{head}Error executing method 'init_device'. This might cause deadlock in distributed execution.\n"
            f"{head}Traceback (most recent call last):\n")
-    assert _said(cut) == (True, "unknown", "launch")
+    assert reads(cut) == (True, "unknown", "launch")
     # with the worker's own error below it, that error's kind wins (the line is only an echo)
     whole = cut.replace("'init_device'", "'execute_model'") + vllm_traceback(
         ("vllm/worker/worker_base.py", 571, "execute_method", "return run_method(target, method, args, kwargs)"),
         ("vllm/worker/model_runner.py", 1700, "execute_model", "hidden_or_intermediate_states = model_executable("),
         exc="RuntimeError: CUDA error: an illegal memory access was encountered", head=head).split("\n", 1)[1]
-    assert _said(whole) == (True, "cuda_illegal_access", "serving")
+    assert reads(whole) == (True, "cuda_illegal_access", "serving")
     # the KV cache's method keeps its own reading (vllm_initialize_cache_failed)
     init_cache = cut.replace("'init_device'", "'initialize_cache'")
-    assert _said(init_cache)[1:] == ("kv_pool_oom", "memory_pool")
+    assert reads(init_cache)[1:] == ("kv_pool_oom", "memory_pool")
 
 
 # --- a model config that names no architecture: arch_unsupported -----------------------------
@@ -150,7 +145,7 @@ def test_a_model_config_with_no_architectures_is_an_architecture_vllm_cannot_tel
         ("vllm/model_executor/models/registry.py", 1454, "inspect_model_cls",
          'raise ValueError("No model architectures are specified")'),
         exc="ValueError: No model architectures are specified")
-    assert _said(text)[:2] == (True, "arch_unsupported")
+    assert reads(text)[:2] == (True, "arch_unsupported")
     # V0 only warns (registry.py:376 (0.6.4.post1)): a warning line is no crash
     warned = "WARNING 11-05 10:00:00 registry.py:376] No model architectures are specified\n"
     assert not diagnose(warned, family="vllm").crashed
@@ -168,7 +163,7 @@ def test_creating_a_layers_weights_is_loading_the_model():
     right, said launch before; labelled load_weights."""
     assert_in_wheel("0.34.0", "vllm/model_executor/layers/linear.py", "self.quant_method.create_weights(")
     assert_in_wheel("0.34.0", "vllm/model_executor/model_loader/base_loader.py", "model = initialize_model(")
-    assert _said(read_log("vi16.log")) == (True, "cuda_oom", "load_weights")
+    assert reads(read_log("vi16.log")) == (True, "cuda_oom", "load_weights")
     # an embedding's create_weights (vocab_parallel_embedding.py:47 (0.34.0)), another error
     text = vllm_traceback(
         ("vllm/model_executor/layers/vocab_parallel_embedding.py", 300, "__init__",
@@ -176,7 +171,7 @@ def test_creating_a_layers_weights_is_loading_the_model():
         ("vllm/model_executor/layers/vocab_parallel_embedding.py", 50, "create_weights",
          "weight = Parameter(torch.empty(sum(output_partition_sizes),"),
         exc="RuntimeError: shape '[-1, 0]' is invalid for input of size 0")
-    assert _said(text)[2] == "load_weights"
+    assert reads(text)[2] == "load_weights"
     # a frame named create_weights_ for something else is not it
     other = text.replace(", in create_weights", ", in create_weights_cache")
-    assert _said(other)[2] != "load_weights"
+    assert reads(other)[2] != "load_weights"

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.logtext import split_lines
-from fieldkit import assert_in_wheel, read_log, vllm_traceback
-
-
-def _said(text: str, family: str | None = None) -> tuple:
-    found = diagnose(text, family=family)
-    return found.crashed, found.kind, found.phase
+from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
 
 
 # --- a paste format: Akash Console's "[service]: " in front of every line ---------------------
@@ -25,7 +20,7 @@ def test_akash_consoles_service_tag_is_peeled():
     (akash-network/console apps/deploy-web/src/services/provider-proxy/logFormatters.ts:6); with
     the tag in front, a V0 worker's traceback into ncclCommInitRank was no traceback: not crashed.
     Peeled, it is the NCCL init's cut traceback (vllm_nccl_init_cut, as vi28)."""
-    assert _said(read_log("vj09.log")) == (True, "nccl", "launch")
+    assert reads(read_log("vj09.log")) == (True, "nccl", "launch")
     assert split_lines("[web]: INFO: Started server process")[0].msg == "INFO: Started server process"
     # a bracket that is no service name (a level in capitals, a file:line, an errno) stays
     for text in ("[ERROR]: x", "[core.py:396]: x", "[Errno 98]: x"):
@@ -48,9 +43,9 @@ def test_a_c_extension_that_does_not_link_explains_the_traceback_after_it():
     traceback cut right after it was read unknown before."""
     assert_in_wheel("0.7.3", "vllm/_custom_ops.py", 'logger.warning("Failed to import from vllm._C with %r", e)')
     assert_in_wheel("0.34.0", "vllm/platforms/interface.py", 'logger.warning_once("Failed to import from vllm._C: %s", repr(e))')
-    assert _said(read_log("vj10.log")) == (True, "dependency_mismatch", "launch")
+    assert reads(read_log("vj10.log")) == (True, "dependency_mismatch", "launch")
     # 0.34.0's wording with glibc's "undefined symbol: " (elf/dl-lookup.c:806), a traceback cut after it
-    assert _said(_LINUX + _CUT, family="vllm") == (True, "dependency_mismatch", "launch")
+    assert reads(_LINUX + _CUT, family="vllm") == (True, "dependency_mismatch", "launch")
     # the warning alone is no crash (vLLM carries on without its ops until one is called; Linux's
     # ".so: undefined symbol: " line is read by vllm_dependency_mismatch on its own, as before)
     warning = next(line for line in read_log("vj10.log").splitlines() if "Failed to import" in line)
@@ -58,7 +53,7 @@ def test_a_c_extension_that_does_not_link_explains_the_traceback_after_it():
     # an import failure that is no linker's (the module not built) does not explain the crash
     unbuilt = _LINUX.replace("/usr/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: "
                              "_ZN3c104cuda9SetDeviceEa", "No module named 'vllm._C'")
-    assert _said(unbuilt + _CUT, family="vllm")[1] != "dependency_mismatch"
+    assert reads(unbuilt + _CUT, family="vllm")[1] != "dependency_mismatch"
 
 
 # --- UCX's backtrace frames without their header: native_crash --------------------------------
@@ -67,9 +62,9 @@ def test_a_ucx_backtrace_frame_is_a_fatal_signals_dump():
     """vj16: frames 14-23 of UCX's backtrace ("%2d 0x%016lx %s()  %s:%u", src/ucs/debug/debug.c:45),
     which UCX prints bare only from ucs_handle_error (a fatal signal, or a fatal error and abort();
     debug.c:1094), in a Ray worker's lines; the "==== backtrace" header was cut: not crashed before."""
-    assert _said(read_log("vj16.log"))[:2] == (True, "native_crash")
+    assert reads(read_log("vj16.log"))[:2] == (True, "native_crash")
     frame = " 3 0x0000000000044dd0 __GI_raise()  ???:0\n"
-    assert _said(frame)[:2] == (True, "native_crash")
+    assert reads(frame)[:2] == (True, "native_crash")
     # UCX's logger prints the same frame for a warning with its own prefix: not the bare dump
     logged = ("[1733300000.123456] [node1:4242 :0]        uct_iface.c:97   UCX  WARN   3 0x0000000000044dd0 "
               "__GI_raise()  ???:0\n")
@@ -92,13 +87,13 @@ def test_a_traceback_cut_in_the_checkpoint_loop_failed_reading_the_files():
     assert_in_wheel("0.7.3", "vllm/model_executor/models/utils.py", "for weight_name, weight_data in weights)")
     assert_in_wheel("0.34.0", "vllm/model_executor/models/utils.py", "for weight_name, weight_data in weights")
     assert_in_wheel("0.7.3", "vllm/model_executor/model_loader/weight_utils.py", 'with safe_open(st_file, framework="pt") as f:')
-    assert _said(read_log("vj21.log")) == (True, "weights_unreadable", "load_weights")
+    assert reads(read_log("vj21.log")) == (True, "weights_unreadable", "load_weights")
     # 0.34.0's frames, cut in the model's own loop
-    assert _said(vllm_traceback(*_LOAD, exc=None)) == (True, "weights_unreadable", "load_weights")
+    assert reads(vllm_traceback(*_LOAD, exc=None)) == (True, "weights_unreadable", "load_weights")
     # cut further on, in the loop's body (a parameter's lookup), it is no file's fault
     body = vllm_traceback(*_LOAD, ("vllm/model_executor/models/llama.py", 470, "load_weights",
                                    "param = params_dict[name]"), exc=None)
-    assert _said(body)[1] != "weights_unreadable"
+    assert reads(body)[1] != "weights_unreadable"
 
 
 # --- one completion request's preprocessing: request_error -----------------------------------
@@ -109,13 +104,13 @@ def test_the_completion_handlers_render_step_is_one_requests_error():
     (0.34.0)), cut: one request's error, read as a crash before (only the chat handler's
     render_chat_request was known)."""
     assert_in_wheel("0.34.0", "vllm/entrypoints/openai/completion/serving.py", "async def render_completion_request(")
-    assert _said(read_log("vj25.log")) == (False, "request_error", "serving")
+    assert reads(read_log("vj25.log")) == (False, "request_error", "serving")
     # a frame of that name outside the OpenAI handlers is no request's (round 19: without the handler's own
     # "Error in preprocessing prompt inputs" record above it, which only the OpenAI handlers log and which makes
     # the traceback under it theirs: test_vllm_round19.py)
     other = read_log("vj25.log").replace("in render_completion_request", "in render_completion_request_cached")
     other = "\n".join(ln for ln in other.splitlines() if not ln.endswith("Error in preprocessing prompt inputs"))
-    assert _said(other)[:2] != (False, "request_error")
+    assert reads(other)[:2] != (False, "request_error")
 
 
 # --- vLLM's argument parser refusing the command line: bad_argument ---------------------------
@@ -123,7 +118,7 @@ def test_the_completion_handlers_render_step_is_one_requests_error():
 def test_vllms_argument_parser_refusing_the_command_line_is_a_bad_argument():
     """vj29: FlexibleArgumentParser.parse_args raising ValueError for `vllm serve --model X`
     (vllm/utils.py:1343 (0.8.5)); read unknown before."""
-    assert _said(read_log("vj29.log")) == (True, "bad_argument", "launch")
+    assert reads(read_log("vj29.log")) == (True, "bad_argument", "launch")
     # 0.34.0's parser refusing a command line with no model (argparse_utils.py:580)
     assert_in_wheel("0.34.0", "vllm/utils/argparse_utils.py", '"No model specified! Please specify model either "')
     head = "Traceback (most recent call last):\n"
@@ -132,20 +127,20 @@ def test_vllms_argument_parser_refusing_the_command_line_is_a_bad_argument():
               '  File "/usr/lib/python3.12/site-packages/vllm/utils/argparse_utils.py", line 580, in _pull_args_from_config\n'
               "    raise ValueError(\nValueError: No model specified! Please specify model either as a positional "
               "argument or in a config file.\n")
-    assert _said(parser)[:2] == (True, "bad_argument")
+    assert reads(parser)[:2] == (True, "bad_argument")
     # 0.7.3's serve command refusing --model (entrypoints/cli/serve.py:27)
     assert_in_wheel("0.7.3", "vllm/entrypoints/cli/serve.py", '"With `vllm serve`, you should provide the model as a "')
     serve = (head + '  File "/usr/lib/python3.12/site-packages/vllm/entrypoints/cli/serve.py", line 27, in cmd\n'
              "    raise ValueError(\nValueError: With `vllm serve`, you should provide the model as a positional "
              "argument instead of via the `--model` option.\n")
-    assert _said(serve)[:2] == (True, "bad_argument")
+    assert reads(serve)[:2] == (True, "bad_argument")
     # since 0.30 the `--model` text is a warning (argparse_utils.py:332 (0.34.0)): no crash
     warned = ("WARNING 12-03 10:00:00 [argparse_utils.py:332] With `vllm serve`, you should provide the model "
               "as a positional argument or in a config file instead of via the `--model` option.\n")
     assert not diagnose(warned, family="vllm").crashed
     # a ValueError raised in another of vLLM's utilities is not the parser's
     other = parser.replace("in _pull_args_from_config", "in get_open_port")
-    assert _said(other)[1] != "bad_argument"
+    assert reads(other)[1] != "bad_argument"
 
 
 # --- a negative KV cache share before an engine's cut traceback: kv_pool_oom ------------------
@@ -157,6 +152,6 @@ def test_a_negative_kv_cache_share_explains_the_engines_cut_traceback():
     assert_in_wheel("0.34.0", "vllm/v1/worker/gpu_worker.py", '"Available KV cache memory: %s GiB",')
     assert_in_wheel("0.34.0", "vllm/v1/core/kv_cache_planning.py", "if available_memory <= 0:")
     text = read_log("vj30.log")
-    assert _said(text) == (True, "kv_pool_oom", "memory_pool")
+    assert reads(text) == (True, "kv_pool_oom", "memory_pool")
     # a share that is left is no explanation
-    assert _said(text.replace("memory: -2.77 GiB", "memory: 2.77 GiB"))[1] != "kv_pool_oom"
+    assert reads(text.replace("memory: -2.77 GiB", "memory: 2.77 GiB"))[1] != "kv_pool_oom"
