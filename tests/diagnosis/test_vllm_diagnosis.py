@@ -147,6 +147,8 @@ _CITED = {
     "vllm_quant_scheme_gpu": "Quantization scheme is not supported for",
     "vllm_quant_scheme_check": "Quantization scheme is not supported for",
     "vllm_quant_dtype": "is not supported for quantization",
+    # round 21
+    "vllm_quant_method_gpu": "is not supported for the current GPU. Minimum",
 }
 
 

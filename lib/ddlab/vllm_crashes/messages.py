@@ -23,7 +23,7 @@ from ddlab.crashes.signature import Found, Signature, regex
 __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE",
            "TENSOR_KEY_MESSAGE", "TOOL_PARSER_UNKNOWN", "NO_CONFIG_FILE", "FLASH_ATTN_PRE_AMPERE",
            "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED", "QUANT_SCHEME_GPU", "QUANT_SCHEME_CHECK", "QUANT_DTYPE",
-           "CUTE_DSL_ARCH"]
+           "QUANT_METHOD_GPU", "CUTE_DSL_ARCH"]
 
 # (round 16) NIXL's Python bindings raise one exception class per error status, its message the status's name
 # (nixl_bindings.cpp throw_nixl_exception, e.g. "throw nixlBackendError(nixlEnumStrings::statusStr(status)...)":
@@ -315,6 +315,25 @@ QUANT_DTYPE = Signature(
              ("vllm 0.11.1", "vllm/config/vllm.py:266"), ("0.30.0", "vllm/config/vllm.py:846"),
              ("0.33.0", "vllm/config/vllm.py:940"), ("0.34.0", "vllm/config/vllm.py:902")))
 
+# (round 21) the same check's other half: the quantization method needs a newer GPU, "The quantization method
+# fp8 is not supported for the current GPU. Minimum capability: 90. Current capability: 86." (ValueError; its
+# message line model_executor/model_loader/loader.py:108 (0.6.3.post1, while the model is built), then the
+# config's: config.py:2095 (0.6.4.post1), :3230 (0.7.3); config/vllm.py:259 (0.11.1), :409 (0.14.0), :839
+# (0.30.0), :933 (0.33.0), :895 (0.34.0)); the method's own get_min_capability against the GPU's
+_QUANT_GPU = r"The quantization method \S+ is not supported for the current GPU\. Minimum capability: \d+"
+QUANT_METHOD_GPU = from_texts(
+    UNSUPPORTED_GPU, texts=(_QUANT_GPU,), name="vllm_quant_method_gpu",
+    title="the quantization method needs a newer GPU",
+    advice=("The checkpoint's (or `--quantization`'s) method needs the compute capability the error's Minimum "
+            "names and this GPU has the Current one (75 is Turing, 80 / 86 Ampere, 89 Ada, 90 Hopper): use a "
+            "checkpoint quantized for this GPU (GPTQ / AWQ, or the unquantized model), a vLLM release whose "
+            "method runs here (later releases run FP8 weights on Ampere through Marlin), or a newer GPU.",),
+    priority=81,
+    sources=(("0.34.0", "vllm/config/vllm.py:895"), ("0.33.0", "vllm/config/vllm.py:933"),
+             ("0.30.0", "vllm/config/vllm.py:839"), ("vllm 0.14.0", "vllm/config/vllm.py:409"),
+             ("vllm 0.11.1", "vllm/config/vllm.py:259"), ("0.7.3", "vllm/config.py:3230"), (_V0, "vllm/config.py:2095"),
+             ("vllm 0.6.3.post1", "vllm/model_executor/model_loader/loader.py:108")))
+
 # (round 19) CuTe DSL (NVIDIA CUTLASS's Python DSL, which vLLM's and FlashInfer's CuTe kernels are written in)
 # checks the GPU's architecture when a kernel's MMA or copy atom is built: "expects arch to be one of
 # [Arch.sm_120a, ...], but got Arch.sm_121a" (nvidia-cutlass-dsl-libs-core 4.8.1
@@ -338,4 +357,4 @@ CUTE_DSL_ARCH = from_texts(
 SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE,
                                TENSOR_KEY_MESSAGE, TOOL_PARSER_UNKNOWN, NO_CONFIG_FILE, FLASH_ATTN_PRE_AMPERE,
                                TRITON_INVALID_IMAGE, TRITON_PASS_FAILED, QUANT_SCHEME_GPU, QUANT_SCHEME_CHECK,
-                               QUANT_DTYPE, CUTE_DSL_ARCH]
+                               QUANT_DTYPE, QUANT_METHOD_GPU, CUTE_DSL_ARCH]
