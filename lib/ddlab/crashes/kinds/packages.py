@@ -129,6 +129,26 @@ ADAPTER_CALL_MISMATCH = Signature(
     types=r"(?:\w+\.)*TypeError", context=(_ADAPTER_LAST_FRAME,), priority=79,
     sources=(("0.5.23", "sglang/srt/layers/moe/moe_runner/flashinfer_cutedsl.py:353"),))
 
+# (round 23) SGLang 0.1.x's router builds its regex FSM cache with outlines' TransformerTokenizer given
+# the tokenizer's path, a str (0.1.13 constrained/fsm_cache.py:8, from managers/router/model_rpc.py:137);
+# outlines 0.0.35 made that constructor take a loaded tokenizer and read its ``eos_token_id``
+# (models/transformers.py:61-63; 0.0.34's took ``model_name: str``, :125), and SGLang 0.1.13 asks only
+# ``outlines >=0.0.27`` (METADATA:243): the last frame is outlines' constructor reading the str
+_OUTLINES_INIT = (r'File "[^"]*[/\\]outlines[/\\]models[/\\]transformers\.py", line \d+,? in __init__\n'
+                  r"(?:(?!\s*File \").*\n)*AttributeError: 'str' object has no attribute ")
+OUTLINES_TOKENIZER = Signature(
+    "outlines_tokenizer_api", "dependency_mismatch", "outlines' tokenizer API does not match this SGLang",
+    ("This SGLang passes the tokenizer's path (a str) to outlines' TransformerTokenizer, which since "
+     "outlines 0.0.35 takes a loaded tokenizer: the installed outlines is newer than this SGLang was "
+     "written for. Install `outlines<0.0.35` with SGLang 0.1.x, or upgrade SGLang.",),
+    patterns=(r"'str' object has no attribute '\w+'",), types=r"(?:\w+\.)*AttributeError",
+    context=(_OUTLINES_INIT,), priority=79, phase="launch",
+    sources=(("sglang 0.1.13", "sglang/srt/constrained/fsm_cache.py:8"),
+             ("sglang 0.1.13", "sglang/srt/managers/router/model_rpc.py:137"),
+             ("sglang 0.1.13", "sglang-0.1.13.dist-info/METADATA:243 (Requires-Dist: outlines >=0.0.27)"),
+             ("outlines 0.0.35", "outlines/models/transformers.py:61-63"),
+             ("outlines 0.0.34", "outlines/models/transformers.py:125")))
+
 # a kernel library refusing the installed CUDA toolkit (CUTLASS's CuTe DSL: "CuTe Experimental
 # module is only supported on Cuda toolkit 13.1 and above!"): it refuses the same way wherever it
 # is called, so a capture wrapper around it (0.5.23 model_executor/runner_backend_utils/__init__.py:18,
@@ -245,5 +265,5 @@ IMPORT_ERROR = Signature(
     patterns=(r".",), types=r"(?:\w+\.)*(?:ImportError|ModuleNotFoundError)", priority=45,
     sources=(("python", "ImportError / ModuleNotFoundError"),))
 
-SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
+SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
               TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, VLLM_MODEL_CLASS, IMPORT_ERROR]

@@ -183,7 +183,11 @@ PD_TRANSFER_WORKER = Signature(
 # which logs "prefill bootstrap_thread died on engine_rank=N; requests to this rank will time
 # out in KVPoll.Bootstrapping", :3419), :1043 (decode_listener_thread), mooncake/conn.py:3036,
 # :3075, mori/conn.py:1003, :1040 (bootstrap_worker, decode_worker). A paste may cut the name.
-_PD_THREAD = (r"^Exception in thread [\w-]+ \((?:bootstrap_(?:th|wo)|decode_(?:thread|listener|worker))",
+# (round 23) 0.4.6.post4's Mooncake prefill transfer_thread (mooncake/conn.py:304, started once at :374)
+# catches only queue.Empty (:370): the RuntimeError transfer_sync raises on a failed write
+# (transfer_engine.py:69-70, "Mooncake Transfer Engine Return Error.") ends it. (transfer_worker,
+# 0.4.10.post2 conn.py:515, catches per room and is not matched.)
+_PD_THREAD = (r"^Exception in thread [\w-]+ \((?:bootstrap_(?:th|wo)|decode_(?:thread|listener|worker)|transfer_th)",
               r"\bbootstrap_thread died on engine_rank=")
 PD_THREAD_DIED = Signature(
     "pd_thread_died", "pd_transfer", "a thread of the PD transfer died (bootstrap or decode loop)",
@@ -196,6 +200,8 @@ PD_THREAD_DIED = Signature(
     sources=(("0.4.10.post2", "sglang/srt/disaggregation/nixl/conn.py:387"),
              ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:690"),
              ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:780"),
+             ("sglang 0.4.6.post4", "sglang/srt/disaggregation/mooncake/conn.py:374"),
+             ("sglang 0.4.6.post4", "sglang/srt/disaggregation/mooncake/transfer_engine.py:70"),
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:3419"),
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:3426"),
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1043"),
