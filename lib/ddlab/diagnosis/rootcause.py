@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ddlab.crashes.kinds.requests import ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
+from ddlab.crashes.kinds.requests import ANSWERED_4XX, ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised
@@ -222,6 +222,9 @@ _WARNING_RE = re.compile(r"[\w.-]+\.py:\d+: \w*Warning: ")
 def _caught_ends(lines: list[Line], registry: Registry) -> set[int]:
     """The numbers of the lines that write a record ``registry.caught`` names: the record itself (its
     traceback follows it), or the logging call a warnings-module line quotes (the traceback ends above)."""
+    if not registry.caught:  # SGLang's registry names none: no scan of every line
+        return set()
+
     def named(line: Line) -> bool:
         return any(regex(p, re.I).search(line.msg) for p in registry.caught)
     return ({line.no for line, quoted in zip(lines, lines[1:]) if _WARNING_RE.search(line.text) and named(quoted)}
@@ -259,9 +262,9 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
 
 
-# (round 19) uvicorn's access line of a client's request the server answered with a 4xx status
-# (uvicorn/logging.py:107 (0.54.0), AccessFormatter: "METHOD PATH HTTP/v" STATUS)
-_ANSWERED_4XX_RE = re.compile(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 4\d\d\b')
+# (round 19) uvicorn's access line of a client's request the server answered with a 4xx status: the
+# request_http_4xx signature's own line
+_ANSWERED_4XX_RE = re.compile(ANSWERED_4XX)
 
 
 # a traceback that starts in asyncio's runner left the server's event loop (its teardown, printed first as the

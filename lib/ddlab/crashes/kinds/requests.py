@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR"]
+__all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR", "ANSWERED_4XX"]
 
 REQUEST_FRAMES = (
     r"(?:uvicorn[/\\]protocols|starlette|fastapi)[/\\]\S+\", line \d+, in \w+"
@@ -239,13 +239,15 @@ def _http_4xx(found: Found) -> str | None:
 # uvicorn's access line of a request the server answered with a client error: refused as sent
 # (a bad body, no or a wrong API key, an unknown path or model), the server serving on. Only a
 # request a client sends (POST ...): a GET the launcher or a probe makes proves nothing.
+# (:mod:`ddlab.diagnosis.rootcause` also reads it: the traceback right above it is that request's)
+ANSWERED_4XX = r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 4\d\d\b'
 REQUEST_4XX = Signature(
     "request_http_4xx", "request_error", "the server refused a request as the client sent it",
     ("The server answered a request with a 4xx status (uvicorn's access line) and kept serving: the "
      "request is refused as the client sent it. Fix the client's request (its body, its API key, "
      "its path or model name); the server needs no change unless every client is refused the same "
      "way.",),
-    lines=(r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 4\d\d\b',),
+    lines=(ANSWERED_4XX,),
     priority=8, phase="serving", request=True, detail=_http_4xx,
     sources=(("uvicorn 0.54.0", "uvicorn/logging.py:107 (AccessFormatter: \"METHOD PATH HTTP/v\" STATUS)"),
              ("0.5.23", "sglang/srt/utils/auth.py:196")))
