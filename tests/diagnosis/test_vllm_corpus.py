@@ -170,7 +170,7 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # ac4ae77 with its logs eafd161 (12/13, 11/13, 7/8) and round 21 at c5c0640 with its logs 74fe1a5 (26/26, 24/26,
 # 16/16) and round 22 at 925f2ec with its logs bfce8b6 (23/23, 19/23, 15/16) likewise. No held-out logs are left (no held-out floor); the work floor is what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase.
-FLOORS = {"work": (595, 582, 345)}
+FLOORS = {"work": (595, 586, 346)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

@@ -149,6 +149,9 @@ _CITED = {
     "vllm_quant_dtype": "is not supported for quantization",
     # round 21
     "vllm_quant_method_gpu": "is not supported for the current GPU. Minimum",
+    # round 22
+    "vllm_loader_shape": "Tried to load weights of size",
+    "vllm_iteration_timeout": "Engine iteration timed out. This should never happen!",
 }
 
 
