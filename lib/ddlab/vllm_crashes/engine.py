@@ -137,11 +137,11 @@ SHM_STALL = Signature(
 
 
 # (round 22) V0's async engine loop waits for each step with a timeout (VLLM_ENGINE_ITERATION_TIMEOUT_S, 60 s
-# by default, envs.py:242 (0.6.4.post1)) "due to unrecoverable errors (eg. NCCL timeouts)", logs "Engine
-# iteration timed out. This should never happen!" on asyncio.TimeoutError, marks the engine errored and
-# re-raises (engine/async_llm_engine.py:885-889 (0.6.4.post1), :838-842 (0.7.3); the wait, :865); the loop then ends with
-# "Engine background task failed" (:65). The loop runs only while requests are in flight (started by the
-# first add_request): a step that never finished while serving
+# by default, envs.py:242 (0.6.4.post1)) "due to unrecoverable errors (eg. NCCL timeouts)" (the wait,
+# engine/async_llm_engine.py:865), logs "Engine iteration timed out. This should never happen!" on
+# asyncio.TimeoutError, marks the engine errored and re-raises (:885-889 (0.6.4.post1), :838-842 (0.7.3));
+# the loop then ends with "Engine background task failed" (:65). The loop runs only while requests are in
+# flight (started by the first add_request): a step that never finished while serving
 _ITERATION_TIMEOUT = r"Engine iteration timed out\. This should never happen!"
 ITERATION_TIMEOUT = Signature(
     "vllm_iteration_timeout", "hang", "a V0 engine step did not finish within the iteration timeout",
