@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from fieldkit import assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
+from fieldkit import REAL, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
 
 
 _TRIED = 'f"Tried to load weights of size {loaded_weight.size()}"'
@@ -144,3 +144,19 @@ def test_the_engines_death_alone_stays_an_echo():
     assert vllm_signature(dead) == "vllm_engine_dead"
     other = _STARTED + "ERROR 04-02 10:22:28 serving_chat.py:300] Request c75966 timed out.\n"
     assert vllm_signature(other) != "vllm_iteration_timeout"
+
+
+def test_a_vllm_hangs_cause_is_its_own_line_not_sglangs_watchdog_dump():
+    """vLLM's hang texts are error lines of vLLM's own (V0's iteration timeout; V1's shared-memory
+    broadcast stall): the cause is that line. "the scheduler watchdog's dump (no error)" is SGLang's
+    watchdog state dump (sglang/srt/utils/watchdog.py), which an SGLang hang still says."""
+    from ddlab.diagnosis.diagnosis import diagnose
+
+    timed_out = diagnose(read_log("vx20.log"))
+    assert timed_out.cause == "Engine iteration timed out. This should never happen!"
+    stall = diagnose(read_log("vu01.log"))
+    assert stall.signature == "vllm_shm_stall"
+    assert stall.cause.startswith("No available shared memory broadcast block found in 60 seconds.")
+    sglang = diagnose(read_log(REAL / "a007.log"))
+    assert (sglang.signature, sglang.cause) == ("hang", "the scheduler watchdog's dump (no error): "
+                                                "self.cur_batch.batch_size()=1")
