@@ -189,6 +189,20 @@ def test_aiter_refusing_the_gpus_architecture_is_unsupported_gpu():
     assert (wrapped.crashed, wrapped.kind, wrapped.signature) == (True, "unsupported_gpu", "aiter_arch_unsupported")
 
 
+def test_aiters_cpp_kernels_refusing_the_gpus_architecture_is_unsupported_gpu_under_sglang_too():
+    """aiter's second refusal of the GPU (its C++ template kernels' arch list, ROCm/aiter e4048607a5
+    csrc/cpp_itfs/utils.py:144-161; read first in vLLM's round 22, vx11) is SGLang's as well: SGLang calls
+    the same aiter on ROCm. Here in SGLang's own stamp, the assertion under a scheduler's exception."""
+    log = ("[2026-08-10 19:58:01 TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+           '  File "/opt/venv/lib/python3.12/site-packages/aiter_meta/csrc/cpp_itfs/utils.py", line 145, in '
+           "validate_and_update_archs\n    assert all(\n"
+           "AssertionError: One of GPU archs of ['gfx1201'] is invalid or not supported\n")
+    found = diagnose(log)
+    assert (found.crashed, found.kind, found.signature) == (True, "unsupported_gpu", "aiter_arch_unsupported")
+    other = diagnose("[2026-08-10 19:58:01 TP1] AssertionError: One of GPU archs is fine\n")
+    assert other.signature != "aiter_arch_unsupported"
+
+
 def test_the_bare_lookup_and_other_unknown_architectures_are_not_aiters():
     # the first KeyError of the chain alone (the arch as a key) says nothing of what is supported
     bare = diagnose("KeyError: 'gfx1101'\n")

@@ -152,17 +152,22 @@ DEEPGEMM_ARCH = Signature(
 # {list(gfx_mapping.keys())}") (ROCm/aiter 8248e0cb70 aiter/jit/utils/chip_info.py:63-67, :75-79; the
 # rocminfo lookup's is then wrapped in RuntimeError "Get GPU arch from rocminfo failed", :70-71, the same
 # text quoted). It surfaces wherever aiter is first asked (under ServerArgs' checks too): the GPU, not
-# the arguments
-_AITER_ARCH = r"\bUnknown GPU architecture: gfx\w+\. Supported architectures: \["
+# the arguments. (vLLM round 22) Its C++ template kernels (csrc/cpp_itfs) check the archs they build for
+# against a short list first: f"One of GPU archs of {archs} is invalid or not supported" (ROCm/aiter
+# e4048607a5 csrc/cpp_itfs/utils.py:144-161; 227c47698e :100-117): the same refusal, in SGLang as in vLLM
+_AITER_ARCH = (r"\bUnknown GPU architecture: gfx\w+\. Supported architectures: \[",
+               r"\bOne of GPU archs of \[[^\]]*\] is invalid or not supported")
 AITER_ARCH = Signature(
     "aiter_arch_unsupported", "unsupported_gpu", "aiter has no kernels for this GPU's architecture",
     ("AMD's kernel library (aiter) has no entry for this GPU's gfx architecture (the list it prints is "
      "what this build supports): use a GPU it lists, or an aiter release that lists this one (aiter "
      "added gfx1101-gfx1103 and gfx115x after gfx1100; the image's aiter is what to upgrade).",),
-    patterns=(_AITER_ARCH,), lines=(_AITER_ARCH,), priority=81,
+    patterns=_AITER_ARCH, lines=_AITER_ARCH, priority=81,
     sources=(("aiter (ROCm/aiter 8248e0cb70)", "aiter/jit/utils/chip_info.py:63-67, :75-79 (KeyError: "
                                                "Unknown GPU architecture: {gfx}. Supported architectures: "
                                                "[...])"),
+             ("aiter (ROCm/aiter e4048607a5)", "csrc/cpp_itfs/utils.py:159-161 (One of GPU archs of {archs} "
+                                               "is invalid or not supported)"),
              ("aiter (ROCm/aiter 2c62a2e881)", "aiter/jit/utils/chip_info.py:21-27 (GFX_MAP gains gfx1101 "
                                                "to gfx1153)")))
 
