@@ -210,6 +210,41 @@ PD_THREAD_DIED = Signature(
              ("CPython 3.10", "Lib/threading.py (excepthook: Exception in thread NAME:; Thread names a "
                               "thread 'Thread-N (target)')")))
 
+# (round 25) a transfer's status, as the Mooncake (and common) KV manager keeps it, is a plain lookup of
+# the request's bootstrap room in every release (0.4.6.post4 mooncake/conn.py:411-412, 0.4.10.post2
+# mooncake/conn.py:826-827, 0.5.13 common/conn.py:209-210, 0.5.23 common/conn.py:608-609; its
+# PPConsensusStore, pp_consensus_store.py:122-124, a lookup too), which a sender's or receiver's poll
+# calls first (0.4.10.post2 mooncake/conn.py:972, :1287; 0.5.13 mooncake/conn.py:1720, :1888; 0.5.23
+# common/conn.py:2593): what that call raises is a KeyError, the manager holding no status for a room in
+# flight (never recorded, or cleared: 0.4.10.post2 mooncake/conn.py:996-998). A traceback cut inside the
+# call says as much; NIXL's check_status reads with a default (0.5.13 nixl/conn.py:507-508): not matched
+_STATUS_CALL = (r'[/\\]disaggregation[/\\](?:mooncake|common)[/\\]conn\.py", line \d+, in _?poll[ \t]*\n'
+                r"[ \t]*status = self\.kv_mgr\.check_status\(self\.bootstrap_room\)[ \t]*"
+                r"(?:\n[ \t]*[~^]+[ \t]*)?"
+                r'(?:\n[ \t]*File "[^"\n]*", line \d+, in (?:check_status|__getitem__)[ \t]*(?:\n[ \t]+[^\n]*)?)*'
+                r"\s*(?:\Z|\n(?:builtins\.)?KeyError\b)")
+PD_STATUS_LOST = Signature(
+    "pd_status_lost", "pd_transfer", "the KV manager had no transfer status for a request's bootstrap room",
+    ("The scheduler polled the status of one request's KV transfer (PD disaggregation) and the "
+     "transfer manager had none for its bootstrap room (a KeyError: the room's status was never "
+     "recorded, or already cleared: a sender's clear() drops it once its transfer concluded or "
+     "failed), and the scheduler died of it. It is a bug in PD disaggregation's bookkeeping of "
+     "transfers: check that prefill and decode run the same SGLang and "
+     "`--disaggregation-transfer-backend` versions, read the transfer errors and aborts just above "
+     "the traceback, and report it with the whole log.",),
+    patterns=(r".",), types=r"(?:builtins\.)?KeyError", context=(_STATUS_CALL,),
+    priority=44, phase="serving", cut_ok=True,
+    sources=(("sglang 0.4.6.post4", "sglang/srt/disaggregation/mooncake/conn.py:412"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:827"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:972"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/conn.py:1287"),
+             ("0.5.13", "sglang/srt/disaggregation/common/conn.py:210"),
+             ("0.5.13", "sglang/srt/disaggregation/mooncake/conn.py:1720"),
+             ("0.5.13", "sglang/srt/disaggregation/mooncake/conn.py:1888"),
+             ("0.5.23", "sglang/srt/disaggregation/common/conn.py:609"),
+             ("0.5.23", "sglang/srt/disaggregation/common/conn.py:2593"),
+             ("0.5.23", "sglang/srt/disaggregation/pp_consensus_store.py:124")))
+
 REQUEST_5XX = Signature(
     "request_http_5xx", "request_error", "the server answered a request with an error status",
     ("The server answered one request with a 5xx status (uvicorn's access line) and kept serving: "
@@ -284,6 +319,7 @@ WEIGHT_UPDATE_FAILED = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
 
-SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, PD_THREAD_DIED, REQUEST_5XX,
+SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, PD_THREAD_DIED, PD_STATUS_LOST,
+              REQUEST_5XX,
               REQUEST_4XX, GRAMMAR_REJECTED,
               WEIGHT_UPDATE_FAILED]

@@ -333,6 +333,29 @@ WARMUP_FAILED = Signature(
              ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:101"),
              ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:124")))
 
+# (round 25) the warmup's own read timing out, with no warmup frame or header left in the paste: the
+# launcher posts its one request to the server's own address (server_args.url(): host:port, 0.4.4.post1
+# server_args.py:1025-1029; 0.5.23 :458-466 turns 0.0.0.0 into 127.0.0.1) with timeout=600 (0.4.4.post1
+# entrypoints/http_server.py:727, logged at :734; 0.4.10.post2 :1041; 0.5.23 :2498, the default), and
+# urllib3 words the read timeout "HTTPConnectionPool(host=H, port=P): Read timed out. (read timeout=600)"
+# (urllib3 1.26.5 connectionpool.py:336-337, the pool's name exceptions.py:25 and connectionpool.py:83;
+# requests' ReadTimeout keeps that text). Only a local host and the warmup's 600 s
+_SELF_READ_TIMEOUT = (r"HTTPS?ConnectionPool\(host='(?:0\.0\.0\.0|127\.0\.0\.1|localhost|::1)', port=\d+\): "
+                      r"Read timed out\. \(read timeout=600(?:\.0)?\)")
+WARMUP_READ_TIMEOUT = Signature(
+    "warmup_read_timeout", "health_check", "the server did not answer its warmup request in 600 s",
+    WARMUP_FAILED.advice, patterns=(_SELF_READ_TIMEOUT,),
+    # below warmup_failed (15): where the warmup's frames are there, that one names it
+    priority=14, phase="ready", echo=True,
+    sources=(("sglang 0.4.4.post1", "sglang/srt/entrypoints/http_server.py:727"),
+             ("sglang 0.4.4.post1", "sglang/srt/entrypoints/http_server.py:734"),
+             ("sglang 0.4.4.post1", "sglang/srt/server_args.py:1029"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1041"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2498"),
+             ("0.5.23", "sglang/srt/server_args.py:463"),
+             ("urllib3 1.26.5", "urllib3/connectionpool.py:336"),
+             ("urllib3 1.26.5", "urllib3/exceptions.py:25")))
+
 # the warmup's traceback cut right after its status check: that line raises only for a
 # response that is not 200 (the message with the status is what the paste lost)
 WARMUP_STATUS_CUT = Signature(
@@ -348,4 +371,4 @@ WARMUP_STATUS_CUT = Signature(
 SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, UNIQUE_ID_WAIT, GLOO_MESH, GLOO_PEER_LOST, PEER_LOST,
               PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
-              WARMUP_STATUS_CUT]
+              WARMUP_STATUS_CUT, WARMUP_READ_TIMEOUT]
