@@ -149,6 +149,9 @@ _CITED = {
     "vllm_quant_dtype": "is not supported for quantization",
     # round 21
     "vllm_quant_method_gpu": "is not supported for the current GPU. Minimum",
+    # round 22
+    "vllm_loader_shape": "Tried to load weights of size",
+    "vllm_iteration_timeout": "Engine iteration timed out. This should never happen!",
 }
 
 
@@ -254,8 +257,10 @@ def test_vllm_logs_are_read_as_vllm():
     # prefix (vq17); round 17's vr24 (vLLM's worker tags `(Worker_TP3_EP3 pid=N)` with no stamp) was one
     # until the worker tag's parallel ranks were read as a mark (below); round 18 two: a systemd journal of
     # uvicorn's access lines and V0's metrics lines under the unit's name alone (vs28); vs19, a bare KeyError
-    # of the OpenAI server's --tool-call-parser check on one line, was another until its text was a mark
-    assert len(unmarked) <= 36, unmarked
+    # of the OpenAI server's --tool-call-parser check on one line, was another until its text was a mark;
+    # round 22 two: ROCm's "Memory access fault by GPU node-N" lines and torch's TCPStore frames alone (vx10)
+    # and the tail of api_server.py's argparse usage (vx17), each the same kind either way
+    assert len(unmarked) <= 38, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

@@ -52,7 +52,7 @@ from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split
 from ddlab.crashes.frames import shows_startup
 from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
 from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP, dump_reading
-from ddlab.crashes.kinds.runtime import HANG_DUMP
+from ddlab.crashes.kinds.runtime import HANG, HANG_DUMP
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
 from ddlab.diagnosis.readings import on_graph, shm_reading, spec_conflict
@@ -271,7 +271,8 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
         if _DUMPED_LOOP_RE.match(best.cause):
             return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"
-        if not re.search(r"watchdog timeout|debug info", best.cause, re.I):  # the watchdog's state dump
+        # SGLang's watchdog state dump; vLLM's hang texts are error lines of their own
+        if best.signature is HANG and not re.search(r"watchdog timeout|debug info", best.cause, re.I):
             return f"the scheduler watchdog's dump (no error): {best.cause.strip()}"
     text = best.cause if not (best.wrapper and exit_seen.why) else f"{best.cause} [{exit_seen.why}]"
     if len(text) <= 240:

@@ -9,7 +9,7 @@ prefixes other collectors put in front of each line (docker compose
 ``name  | ``, Kubernetes ``<time> stdout F `` and ``[pod/x/y] ``, cloud logging
 ``ERROR <time> ``, CI and collector timestamps, Ray ``(Actor pid=N, ip=A) ``,
 torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes, Akash Console's
-``[service]: ``), then
+``[service]: ``, a deployment's own ``<date> <time> LEVEL <pid> [ DP0 TP0 file.py:N] ``), then
 splits SGLang's own ``[2026-11-29 09:53:16 DP0 TP1] `` stamp into ``time`` and
 ``rank`` (tags ``DP PP ATTN_CP MOE_DP TP EP``; none at all on a one-GPU
 server). Everything downstream (tracebacks, signatures, phases, decode lines)
@@ -93,6 +93,13 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     rf"^(?:{_CTIME}(?:\[\d+,\d+\])?|\[\d+,\d+\])<(?:stdout|stderr|stddiag)>(?::|$)",
     r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\] ",        # vLLM-style logger
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| \w+ \| [\w.]+ \| ",              # SGLang 0.1 logger
+    # (round 24) a deployment's own Python logging format around SGLang's rank prefix: "%(asctime)s
+    # %(levelname)s %(process)d [" + configure_logger's prefix (" DP10 TP10 EP10", empty on one GPU;
+    # 0.4.10.post2 managers/scheduler.py:2504-2512, 0.5.23 :6279-6291) + " %(filename)s:%(lineno)d] ",
+    # repeated on each line of a record where its formatter does so (SGLang's own is "[time prefix] ",
+    # 0.5.23 utils/common.py:2630)
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d+ "
+    r"\[(?: ?[A-Z][A-Z_]*\d+)* ?[\w.-]+\.py:\d+\](?: |$)",
     # Python's exception-group gutter (traceback.TracebackException.format, 3.11+): "  | "
     # before each line of a group's traceback, "  + " before its header
     r"^ *(?:\| ?|\+ (?=Exception Group Traceback))",

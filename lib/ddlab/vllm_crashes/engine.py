@@ -9,7 +9,7 @@ from ddlab.vllm_crashes import library
 from ddlab.crashes.signature import Signature
 
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT",
-           "QUEUE_TIMEOUT"]
+           "QUEUE_TIMEOUT", "ITERATION_TIMEOUT"]
 
 _V0 = library.V0
 
@@ -134,6 +134,26 @@ SHM_STALL = Signature(
     sources=(("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:104"),
              ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
              ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))
+
+
+# (round 22) V0's async engine loop waits for each step with a timeout (VLLM_ENGINE_ITERATION_TIMEOUT_S, 60 s
+# by default, envs.py:242 (0.6.4.post1)) "due to unrecoverable errors (eg. NCCL timeouts)" (the wait,
+# engine/async_llm_engine.py:865), logs "Engine iteration timed out. This should never happen!" on
+# asyncio.TimeoutError, marks the engine errored and re-raises (:885-889 (0.6.4.post1), :838-842 (0.7.3));
+# the loop then ends with "Engine background task failed" (:65). The loop runs only while requests are in
+# flight (started by the first add_request): a step that never finished while serving
+_ITERATION_TIMEOUT = r"Engine iteration timed out\. This should never happen!"
+ITERATION_TIMEOUT = Signature(
+    "vllm_iteration_timeout", "hang", "a V0 engine step did not finish within the iteration timeout",
+    ("One step of the engine (a forward over the batch) did not return within VLLM_ENGINE_ITERATION_TIMEOUT_S "
+     "(60 s by default), so the engine gave up: a rank stuck in a collective (tensor parallel: NCCL or "
+     "the custom all-reduce) or a hung kernel. Retry with `--disable-custom-all-reduce`, with "
+     "`--enforce-eager` (no CUDA graphs), and with NCCL_DEBUG=INFO; `py-spy dump --pid PID` on each "
+     "worker shows where it waits. Raise the timeout only for a step known to be slow.",),
+    patterns=(_ITERATION_TIMEOUT,), lines=(_ITERATION_TIMEOUT,), priority=24, phase="serving", running=True,
+    fatal=True,
+    sources=((_V0, "vllm/engine/async_llm_engine.py:887"), ("0.7.3", "vllm/engine/async_llm_engine.py:840"),
+             (_V0, "vllm/engine/async_llm_engine.py:865"), (_V0, "vllm/envs.py:242")))
 
 
 # the executor waits for its workers' answer to a collective RPC with a timeout (V1's

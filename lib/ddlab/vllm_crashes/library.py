@@ -87,6 +87,24 @@ UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
     "for it, or use a supported GPU.",))
 TRITON_ARCH = voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
+# (round 22) aiter (AMD's kernel library, which vLLM calls on ROCm) has a second refusal of the GPU's gfx
+# architecture: its C++ template kernels (csrc/cpp_itfs: a sampler's, paged attention's) are compiled on
+# first use for the archs in GPU_ARCHS (or the one amdgpu-arch detects), each checked against a short list
+# first: assert all(arch in allowed_archs ...), f"One of GPU archs of {archs} is invalid or not supported"
+# (ROCm/aiter e4048607a5 csrc/cpp_itfs/utils.py:144-161; 227c47698e :100-117, the list then gfx90a to
+# gfx950 and gfx1100). SGLang's aiter rule reads only chip_info's "Unknown GPU architecture" (another
+# text), and was not in vLLM's list: both texts are the GPU's, not the arguments'
+_AITER_ARCHS = r"\bOne of GPU archs of \[[^\]]*\] is invalid or not supported"
+AITER_ARCH = voiced(device.AITER_ARCH, (
+    "AMD's kernel library (aiter) has no kernels for this GPU's gfx architecture (the message names the "
+    "archs it was asked for: the GPU's, or GPU_ARCHS where it is set): run without aiter "
+    "(VLLM_ROCM_USE_AITER=0, its default), or use an aiter build (and the vLLM image that ships it) that "
+    "lists this architecture.",),
+    patterns=(*device.AITER_ARCH.patterns, _AITER_ARCHS), lines=(*device.AITER_ARCH.lines, _AITER_ARCHS),
+    sources=(("aiter (ROCm/aiter e4048607a5)", "csrc/cpp_itfs/utils.py:159-161 (One of GPU archs of {archs} "
+                                               "is invalid or not supported)"),
+             ("aiter (ROCm/aiter 227c47698e)", "csrc/cpp_itfs/utils.py:115-117"),
+             ("0.34.0", "vllm/envs.py:1329")))
 KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
@@ -199,7 +217,8 @@ ASGI = voiced(requests.ASGI_ERROR, (
     "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
 REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
-    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, KERNEL_COMPILE,
-    KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY, DEPENDENCY,
-    C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI, REFUSED,
+    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
+    KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI,
+    REFUSED,
 ]

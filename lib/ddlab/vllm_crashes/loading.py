@@ -81,6 +81,43 @@ LORA_SHAPE = Signature(
     sources=((_V0, "vllm/lora/models.py:408"), (_V0, "vllm/lora/layers.py:269"),
              ("0.34.0", "vllm/lora/model_manager.py:396"), ("0.34.0", "vllm/lora/layers/base.py:85")))
 
+# (round 22) a layer's own weight_loader checks the checkpoint's tensor against its parameter before it
+# copies it: "assert param.size() == loaded_weight.size(), (f"Tried to load weights of size {...}" f"to a
+# parameter of size {...}")" (layers/linear.py:411-414 (0.34.0), :408 (0.33.0), :402 (0.30.0); no message
+# in V0: :233 (0.6.4.post1), :241 (0.7.3)), and the sharded layers' "assert param_data.shape ==
+# loaded_weight.shape" with none (linear.py:608 (0.34.0), :355 (0.6.4.post1); parameter.py, the MoE and
+# vocab layers alike). Either the message, or an AssertionError raised by that comparison (its line the
+# last frame's code): a tensor whose shape is not its parameter's, as the default loader's "Attempted to
+# load weight (...) into parameter (...)" (vllm_weights_unreadable)
+_TRIED = r"Tried to load weights of size (?:torch\.Size\()?\[[\d, ]*\]\)?\s*to a parameter of size"
+_SHAPE_ASSERT_LAST = (r"^[ \t]*assert param(?:_data)?\.(?:shape|size\(\)) == loaded_weight\.(?:shape|size\(\))"
+                      r"[^\n]*(?:\n(?![ \t]*File \")[^\n]*)*\Z")
+
+
+def _loader_shape_detail(found: Found) -> str | None:
+    said = regex(r"Tried to load weights of size (?:torch\.Size\()?(\[[^\]]*\])\)?\s*to a parameter of size "
+                 r"(?:torch\.Size\()?(\[[^\]]*\])").search(found.text)
+    shapes = f"A tensor of shape {said[1]} was offered to a parameter of shape {said[2]}: t" if said else "T"
+    return (f"{shapes}he checkpoint was made for another configuration than the one vLLM built (another "
+            "size or layer layout in config.json, another converter or quantization; for a draft model, a "
+            "conversion for another speculative method or release).")
+
+
+LOADER_SHAPE = Signature(
+    "vllm_loader_shape", "weights_unreadable", "a checkpoint tensor does not fit its layer's parameter",
+    ("A layer's weight loader refused a checkpoint tensor whose shape is not its parameter's: check that "
+     "config.json (and `--quantization`, `--hf-overrides`) matches the weights, and for a draft model "
+     "(`--speculative-config`) that it was converted for this method and release.",),
+    types=r"AssertionError", patterns=(r".",), context=(rf"{_TRIED}|{_SHAPE_ASSERT_LAST}",),
+    priority=81, phase="load_weights", detail=_loader_shape_detail,
+    sources=(("0.34.0", "vllm/model_executor/layers/linear.py:412"),
+             ("0.33.0", "vllm/model_executor/layers/linear.py:409"),
+             ("0.30.0", "vllm/model_executor/layers/linear.py:403"),
+             ("0.34.0", "vllm/model_executor/layers/linear.py:608"),
+             (_V0, "vllm/model_executor/layers/linear.py:233"), (_V0, "vllm/model_executor/layers/linear.py:355"),
+             ("0.7.3", "vllm/model_executor/layers/linear.py:241"),
+             ("0.34.0", "vllm/model_executor/parameter.py:167")))
+
 # --- arguments: the config's own checks -----------------------------------------------
 
 # an exception raised in a check of vLLM's config classes (vllm/config/*.py; V0: vllm/config.py):
@@ -247,6 +284,6 @@ PD_KV_LAYOUT = Signature(
              ("0.33.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2905"),
              ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2970")))
 
-SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, CONFIG_CHECK,
-                               CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES,
-                               PD_KV_LAYOUT, CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE]
+SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE,
+                               CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
+                               NO_ARCHITECTURES, PD_KV_LAYOUT, CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE]

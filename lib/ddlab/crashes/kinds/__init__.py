@@ -9,12 +9,14 @@ checkpoints), ``packages`` (installed packages that do not match), ``models``
 support, kernel builds), ``compilers`` (JIT compilers aborting on an assertion),
 ``kernels`` (kernels refusing a model configuration), ``npu`` (an Ascend NPU's own faults and
 support texts),
-``runtime`` (NCCL, hangs and health checks), ``native`` (fatal signals), ``requests``
+``runtime`` (NCCL, hangs and health checks), ``rendezvous`` (ranks that never met through
+torch's store), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers) and ``speculative`` (speculative decoding combined
 with another feature). vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28),
 are a layer of their own above this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``,
-``packages``, ``compilers``, ``kernels`` and ``npu`` are spliced into ``memory``'s, ``launch``'s and
-``device``'s lists where they stood (``compilers`` after the kernel builds that raise).
+``packages``, ``compilers``, ``kernels``, ``npu`` and ``rendezvous`` are spliced into ``memory``'s,
+``launch``'s, ``device``'s and ``runtime``'s lists where they stood (``compilers`` after the kernel builds
+that raise).
 Each module's ``SIGNATURES`` is a list of
 :class:`ddlab.crashes.signature.Signature`; :mod:`ddlab.diagnosis.signatures`
 joins them into the registry.

@@ -5,7 +5,8 @@ capture failure that only wraps a lost distributed peer (gloo "Connection
 closed by peer") is ``nccl``, not a capture problem; an abort that torch's NCCL
 watchdog threw (its ``Exception raised from ... ProcessGroupNCCL.cpp``) is
 ``nccl`` too, never a bare native crash. torch's exit warning "destroy_process_group()
-was not called" is a warning: it decides nothing.
+was not called" is a warning: it decides nothing. Ranks that never met through torch's store (the
+rendezvous, rank 0's NCCL ID) are :mod:`.rendezvous`, spliced into :data:`SIGNATURES` here.
 
 ``hang`` and ``health_check`` split what "the server stopped answering" used to
 mean. ``hang``: the scheduler itself stopped making progress and says so or is
@@ -26,6 +27,7 @@ from __future__ import annotations
 import re
 
 from ddlab.crashes.kinds.native import LOOP_FILE
+from ddlab.crashes.kinds.rendezvous import DIST_INIT_TIMEOUT, UNIQUE_ID_WAIT
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -217,41 +219,6 @@ GLOO_PEER_LOST = Signature(
              ("0.5.23", "sglang/srt/distributed/parallel_state.py:404")))
 
 
-def _rendezvous(found: Found) -> str | None:
-    if match := regex(r"connect to \(([\w.:-]+), (\d+)\)|connect/validate to host ([\w.:-]+):(\d+)"
-                      r"|failed to connect to \[?([\w.:-]+?)\]?:(\d+)").search(found.text):
-        host, port = next((match[i], match[i + 1]) for i in (1, 3, 5) if match[i])
-        return (f"This node waited for {host}:{port}: `nc -zv {host} {port}` from here tells whether it is "
-                "reachable.")
-    return None
-
-
-# torch's TCPStore client (torch.distributed's rendezvous: SGLang's --dist-init-addr) gave up
-# reaching the store on the first node; no NCCL communicator exists yet
-DIST_INIT_TIMEOUT = Signature(
-    "dist_init_timeout", "nccl", "torch distributed could not reach the rendezvous of the nodes",
-    ("torch.distributed could not reach the rendezvous store (node 0's `--dist-init-addr`) before "
-     "its timeout: the nodes never met. Start node 0 first and check that every node passes the "
-     "same `--dist-init-addr` and `--nnodes` and its own `--node-rank`, that node 0's address is the "
-     "one other nodes can reach, and that no firewall blocks the port; GLOO_SOCKET_IFNAME / "
-     "NCCL_SOCKET_IFNAME pick the interface.",),
-    patterns=(r"The client socket has timed out after \d+\s*m?s while trying to connect to",
-              r"The client socket has failed to connect to",
-              r"TCP client failed to connect/validate to host \S+ - timed out",
-              r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
-    lines=(r"The client socket has timed out after \d+\s*m?s while trying to connect to",
-           r"The client socket has failed to connect to",
-           r"TCP client failed to connect/validate to host \S+ - timed out",
-           r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
-    priority=32, phase="launch", detail=_rendezvous,
-    sources=(("torch 2.13.0", "torch/csrc/distributed/c10d/socket.cpp (The client socket has timed out after "
-                              "{} while trying to connect to ({}, {}); has failed to connect to ...)"),
-             ("torch 2.13.0", "torch/csrc/distributed/c10d/TCPStore.cpp (TCP client failed to "
-                              "connect/validate to host {}:{} - timed out; Timed out after {} seconds "
-                              "waiting for clients. {}/{} clients joined.)"),
-             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:551"),
-             ("0.5.23", "sglang/srt/distributed/bootstrap.py:322")))
-
 _TP_RANK_LINE = r"^\[[^\]]*\bTP\d+\b[^\]]*\] "  # a line a scheduler rank stamped
 
 HEALTH_CHECK = Signature(
@@ -378,7 +345,7 @@ WARMUP_STATUS_CUT = Signature(
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
-SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, GLOO_MESH, GLOO_PEER_LOST, PEER_LOST,
+SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, UNIQUE_ID_WAIT, GLOO_MESH, GLOO_PEER_LOST, PEER_LOST,
               PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT]

@@ -1,0 +1,81 @@
+"""Rendezvous: ranks that never met through torch.distributed's store (TCPStore).
+
+Before any NCCL communicator exists the ranks meet through the store on the first node (SGLang's
+``--dist-init-addr``), and each communicator's ID goes from rank 0 to the others through it: a node
+that cannot reach the store (``dist_init_timeout``) and a rank that waited there for rank 0's ID
+(``nccl_unique_id_wait``) are both ``nccl``, and both say where to look (the address, rank 0's own
+log). :mod:`.runtime` splices these into its own list where they stood, so the registry's order is
+unchanged but for the one added after the store's wait timeout.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT"]
+
+
+def _rendezvous(found: Found) -> str | None:
+    if match := regex(r"connect to \(([\w.:-]+), (\d+)\)|connect/validate to host ([\w.:-]+):(\d+)"
+                      r"|failed to connect to \[?([\w.:-]+?)\]?:(\d+)").search(found.text):
+        host, port = next((match[i], match[i + 1]) for i in (1, 3, 5) if match[i])
+        return (f"This node waited for {host}:{port}: `nc -zv {host} {port}` from here tells whether it is "
+                "reachable.")
+    return None
+
+
+# torch's TCPStore client (torch.distributed's rendezvous: SGLang's --dist-init-addr) gave up
+# reaching the store on the first node; no NCCL communicator exists yet
+DIST_INIT_TIMEOUT = Signature(
+    "dist_init_timeout", "nccl", "torch distributed could not reach the rendezvous of the nodes",
+    ("torch.distributed could not reach the rendezvous store (node 0's `--dist-init-addr`) before "
+     "its timeout: the nodes never met. Start node 0 first and check that every node passes the "
+     "same `--dist-init-addr` and `--nnodes` and its own `--node-rank`, that node 0's address is the "
+     "one other nodes can reach, and that no firewall blocks the port; GLOO_SOCKET_IFNAME / "
+     "NCCL_SOCKET_IFNAME pick the interface.",),
+    patterns=(r"The client socket has timed out after \d+\s*m?s while trying to connect to",
+              r"The client socket has failed to connect to",
+              r"TCP client failed to connect/validate to host \S+ - timed out",
+              r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
+    lines=(r"The client socket has timed out after \d+\s*m?s while trying to connect to",
+           r"The client socket has failed to connect to",
+           r"TCP client failed to connect/validate to host \S+ - timed out",
+           r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
+    priority=32, phase="launch", detail=_rendezvous,
+    sources=(("torch 2.13.0", "torch/csrc/distributed/c10d/socket.cpp (The client socket has timed out after "
+                              "{} while trying to connect to ({}, {}); has failed to connect to ...)"),
+             ("torch 2.13.0", "torch/csrc/distributed/c10d/TCPStore.cpp (TCP client failed to "
+                              "connect/validate to host {}:{} - timed out; Timed out after {} seconds "
+                              "waiting for clients. {}/{} clients joined.)"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:551"),
+             ("0.5.23", "sglang/srt/distributed/bootstrap.py:322")))
+
+
+# (round 24) a rank that creates an NCCL communicator gets its ID from rank 0 through the store: rank 0
+# sets the key, every other rank blocks in store->get until the store's timeout; on an error torch
+# raises DistBackendError "[R] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via
+# c10d key-value store by key 'K', but store->get('K') got error: <the store's error>. This may
+# indicate a possible application crash on rank 0 or a network set up issue." (pytorch/pytorch
+# torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp, ProcessGroupNCCL::broadcastUniqueNCCLID; older
+# torch spelled it "retreiving" and had no last sentence; the XCCL and MCCL process groups copy the text
+# with their own names). The store's error is often several lines (its C++ frames), so a paste may
+# keep only the last sentence. Ranks just above NCCL's own errors (30), as another rank's failure does;
+# not ``running``: communicators are made at startup and by a group's first collective
+_UNIQUE_ID = (r"is setting up \w*CCL communicator and retr(?:ie|ei)ving \w*UniqueId from \[0\] via c10d "
+              r"key-value store",
+              r"This may indicate a possible application crash on rank 0 or a network set up issue")
+UNIQUE_ID_WAIT = Signature(
+    "nccl_unique_id_wait", "nccl", "a rank waited on torch's store for rank 0's NCCL ID and gave up",
+    ("This rank was creating an NCCL communicator and waited on torch.distributed's store for the ID "
+     "rank 0 writes there, until the store gave up: rank 0 (of that group) crashed, hung or is still "
+     "busy before it (a long load or warmup), or this node cannot reach the store. Rank 0's own log "
+     "holds the first error; a rank 0 that is only slow needs a longer timeout (SGLang's "
+     "`--dist-timeout`), and a node that cannot reach node 0 needs the network checked "
+     "(`--dist-init-addr`, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).",),
+    patterns=_UNIQUE_ID, lines=_UNIQUE_ID, priority=31,
+    sources=(("torch (pytorch/pytorch 0007e75)", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp "
+                                                 "(ProcessGroupNCCL::broadcastUniqueNCCLID: [R] is setting up "
+                                                 "NCCL communicator and retrieving ncclUniqueId from [0] via "
+                                                 "c10d key-value store by key ..., but store->get(...) got "
+                                                 "error: ... This may indicate a possible application crash "
+                                                 "on rank 0 or a network set up issue.)"),))
