@@ -176,7 +176,7 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # logs e1dcc90 (24/27, 13/27, 6/8) likewise. No held-out logs are left (no held-out floor); the work floor is
 # what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase.
-FLOORS = {"work": (619, 599, 352)}
+FLOORS = {"work": (622, 607, 354)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

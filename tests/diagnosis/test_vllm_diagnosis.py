@@ -152,6 +152,8 @@ _CITED = {
     # round 22
     "vllm_loader_shape": "Tried to load weights of size",
     "vllm_iteration_timeout": "Engine iteration timed out. This should never happen!",
+    # round 23
+    "vllm_utility_call_failed": "Invocation of %s method failed",
 }
 
 
