@@ -105,6 +105,15 @@ def assert_in_library_wheel(package: str, release: str, path: str, text: str) ->
     _assert_in_source(SGLANG_WHEELS / f"{package}-{release}" / path, text)
 
 
+def assert_at_line(package: str, release: str, path: str, line: int, text: str) -> None:
+    """Line ``line`` (1-based) of ``path`` in a package's unpacked wheel (/work/wheels/sglang-0.1.16/)
+    holds ``text``: where a rule reads a frame's line number (skips where it is not unpacked)."""
+    source = SGLANG_WHEELS / f"{package}-{release}" / path
+    if not source.exists():
+        pytest.skip(f"{source} not unpacked here")
+    assert text in source.read_text().splitlines()[line - 1], (source, line)
+
+
 def _assert_in_source(source: Path, text: str) -> None:
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")

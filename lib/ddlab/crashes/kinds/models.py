@@ -58,6 +58,24 @@ MODEL_TYPE_LOOKUP_CUT = Signature(
              r'CONFIG_MAPPING\[config_dict\["model_type"\]\]\n(?:\s*[~^]+\n)?\s*File "',),
     priority=69, phase="launch", cut_ok=True, sources=_ARCH_SOURCES)
 
+# (round 26) SGLang 0.1.x's router looks the model class up by the checkpoint's architectures in
+# get_model_cls_by_arch_name, called from ModelRunner.load_model (0.1.16 managers/router/model_runner.py:294);
+# the function imports the model modules (:49) and else raises only "Unsupported architectures: X.
+# Supported list: [...]" (:57; 0.1.14 and 0.1.15 :57, 0.1.13 :48). A traceback whose last frame is that
+# function at its raise line (by the line of a release read, or by the code line) is that ValueError,
+# also where the paste ends inside the frame's own line (its name cut: "in get_")
+_ROUTER_RAISE = (r"model_class = get_model_cls_by_arch_name\(architectures\)\n\s*File \"[^\"\n]*"
+                 r"managers[/\\]router[/\\]model_runner\.py\", line (?:(?:48|57), in get_\w*\s*"
+                 r"|\d+, in get_model_cls_by_arch_name\n\s*raise ValueError\(\s*)\Z")
+ROUTER_ARCH_LOOKUP_CUT = Signature(
+    "router_arch_lookup_cut", "arch_unsupported", "SGLang 0.1.x's router has no model class for the architecture",
+    (_NEWER_ARCH,),
+    patterns=(r".",), context=(_ROUTER_RAISE,), priority=69, phase="load_weights", cut_ok=True,
+    sources=(("sglang 0.1.16", "sglang/srt/managers/router/model_runner.py:57"),
+             ("sglang 0.1.16", "sglang/srt/managers/router/model_runner.py:294"),
+             ("sglang 0.1.14", "sglang/srt/managers/router/model_runner.py:57"),
+             ("sglang 0.1.13", "sglang/srt/managers/router/model_runner.py:48")))
+
 MODEL_TYPE_ALONE = Signature(
     "model_type_key_alone", "arch_unsupported", "a KeyError that names a model type",
     (_NEWER_ARCH,),
@@ -119,4 +137,4 @@ CONFIG_LAYOUT_UNKNOWN = Signature(
              ("0.5.23", "sglang/srt/utils/hf_transformers/common.py:547")))
 
 SIGNATURES = [ARCH_UNSUPPORTED, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN,
-              MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, MODEL_TYPE_ALONE]
+              MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, ROUTER_ARCH_LOOKUP_CUT, MODEL_TYPE_ALONE]

@@ -20,6 +20,9 @@ not the graph's buffers. An OOM, a kernel fault or NCCL keep their kind.
 The next step is the bisect that proves it: ``ddlab bisect`` from the config
 with the other feature off (``--good``) to the one as deployed (``--bad``), with
 the keys ddlab's overrides take (``flags.NAME=null`` removes a flag).
+
+Also here (round 26): the speculative batch merge refusing two batches' hidden states of different
+widths, a draft model whose hidden size is not the target's (``draft_incompatible``).
 """
 
 from __future__ import annotations
@@ -167,4 +170,40 @@ SPEC_FEATURE = Signature(
              ("0.5.23", "sglang/srt/speculative/spec_utils.py:1249"),
              ("0.5.23", "sglang/srt/speculative/eagle_worker_v2.py:1979")))
 
-SIGNATURES = [SPEC_FEATURE]
+# (round 26) the scheduler merges a prefilled batch into the running one (0.5.23 managers/scheduler.py:3961,
+# schedule_batch.py:3990), and the speculative input's merge_batch concatenates both batches' hidden states
+# along the batch dimension (0.5.23 speculative/eagle_info.py:299, 0.5.13 :827, 0.4.10.post2
+# speculative/eagle_utils.py:195, 0.5.23 dflash_info_v2.py:270): torch's cat check says another width in a
+# later dimension ("Sizes of tensors must match except in dimension 0"). Both are hidden states the target
+# and the draft model write in turn, so another width is a draft whose hidden size is not the target's
+# (STANDALONE's draft model of another size: 0.5.13 :817 carries none between its batches)
+_MERGE_HIDDEN = (r"speculative[/\\]\w+\.py\", line \d+, in merge_batch\n\s*self\.hidden_states = torch\.cat\(\n"
+                 r"(?:\s*[~^]+\n)?(?![ \t]*File \")")
+
+
+def _widths_detail(found: Found) -> str | None:
+    match = regex(r"Expected size (\d+) but got size (\d+)").search(found.text)
+    return (f"The widths: {match[1]} (the running batch's hidden states) and {match[2]} (the batch merged "
+            "into it).") if match else None
+
+
+DRAFT_HIDDEN_MERGE = Signature(
+    "draft_hidden_merge", "draft_incompatible", "the draft model's hidden size is not the target's",
+    ("Two batches' speculative inputs hold hidden states of different widths when the scheduler merges "
+     "them: the draft model's hidden size is not the target's. Serve a draft of the target's hidden size "
+     "(a drafter made for this target), or, for a STANDALONE draft model of another size, upgrade SGLang "
+     "(0.5.13 and later keep no hidden states between STANDALONE batches).",),
+    types=r"RuntimeError", patterns=(r"Sizes of tensors must match except in dimension 0\. "
+                                     r"Expected size \d+ but got size \d+",),
+    context=(_MERGE_HIDDEN,), priority=86, phase="serving", running=True, detail=_widths_detail,
+    sources=(("0.5.23", "sglang/srt/speculative/eagle_info.py:299"),
+             ("0.5.13", "sglang/srt/speculative/eagle_info.py:827"),
+             ("0.5.13", "sglang/srt/speculative/eagle_info.py:817"),
+             ("0.4.10.post2", "sglang/srt/speculative/eagle_utils.py:195"),
+             ("0.5.23", "sglang/srt/speculative/dflash_info_v2.py:270"),
+             ("0.5.23", "sglang/srt/managers/scheduler.py:3961"),
+             ("torch", "aten/src/ATen/native/TensorShape.h (check_cat_shape_except_dim: Sizes of tensors must "
+                       "match except in dimension {}. Expected size {} but got size {} for tensor number {} "
+                       "in the list.)")))
+
+SIGNATURES = [SPEC_FEATURE, DRAFT_HIDDEN_MERGE]
