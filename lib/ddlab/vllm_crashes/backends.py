@@ -14,7 +14,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
-           "ASCEND_MOONCAKE_REQUEST"]
+           "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER"]
 
 _V0 = V0
 
@@ -70,6 +70,31 @@ MOONCAKE_PIPE = Signature(
     lines=(_MOONCAKE_PIPE,), priority=80, running=True,
     sources=(("0.7.3", "vllm/distributed/kv_transfer/kv_pipe/mooncake_pipe.py:163"),
              ("0.7.3", "vllm/distributed/kv_transfer/kv_pipe/mooncake_pipe.py:164")))
+
+# (round 23) a PD connector over Mooncake registers each KV cache region with the transfer engine while the
+# worker initialises its KV cache; a refusal is fatal: vllm-ascend's connector raises "Mooncake memory
+# registration failed." (vllm_ascend 0.11.0rc0 distributed/mooncake_connector.py:957-959, _register),
+# vLLM's own "Mooncake batch memory registration failed." (0.34.0 kv_connector/v1/mooncake/
+# mooncake_connector.py:2487, :2539). Mooncake's Ascend transport logs the refusal first, as glog's
+# E-line "Register mem ret:<adxl status>." (kvcache-ai/Mooncake ascend_direct_transport.cpp,
+# AscendDirectTransport::registerLocalMemory, then return -1; "Register mem ret: N, errmsg: ..." in
+# transfer_executor_base.cpp, 48870ae): the register step's own line, when the raise is cut
+_MOONCAKE_REGISTER = (r"\bMooncake (?:batch )?memory registration failed",
+                      r"\bRegister mem ret: ?-?\d+")
+MOONCAKE_REGISTER = Signature(
+    "vllm_mooncake_register_failed", "pd_transfer", "Mooncake could not register the KV cache for PD transfer",
+    ("The KV connector could not register the KV cache's memory with Mooncake's transfer engine while the "
+     "worker set up its KV cache: the transfer engine refused it (the status in Mooncake's line; on Ascend "
+     "the ADXL / HCCL memory registration). Check the transfer engine's protocol and devices in the "
+     "`--kv-transfer-config` (`kv_connector_extra_config`), that the NPUs / NICs it names are this node's, "
+     "and that Mooncake, CANN and the connector's releases match.",),
+    patterns=_MOONCAKE_REGISTER, lines=_MOONCAKE_REGISTER, priority=46, phase="memory_pool", fatal=True,
+    sources=(("vllm_ascend 0.11.0rc0", "vllm_ascend/distributed/mooncake_connector.py:959"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:2487"),
+             ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/mooncake/mooncake_connector.py:2539"),
+             ("Mooncake (kvcache-ai/Mooncake)", "mooncake-transfer-engine/src/transport/ascend_transport/"
+                                                "ascend_direct_transport/ascend_direct_transport.cpp "
+                                                "(registerLocalMemory: Register mem ret:<ret>.)")))
 
 # (round 13) ptxas' own diagnostic ("ptxas FILE.ptx, line N; error   : MESSAGE"), which Triton's make_cubin
 # puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then ptxas'
@@ -151,5 +176,5 @@ ASCEND_MOONCAKE_REQUEST = Signature(
              ("vllm-ascend v0.15.0rc1", "vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py:441, "
                                         ":547")))
 
-SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
+SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
                                REQUEST_5XX, REQUEST_4XX]

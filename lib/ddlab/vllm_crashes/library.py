@@ -62,7 +62,19 @@ def _cuda_oom_detail(found: Found) -> str:
         "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
 
 
-CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
+# (round 23) torch's caching allocator, out of memory, builds its OutOfMemoryError's message with each
+# process's use of the GPU from NVML and asserts that query succeeded (reportProcessMemoryInfo:
+# TORCH_INTERNAL_ASSERT(NVML_SUCCESS == r), called only in DeviceCachingAllocator::malloc's `if
+# (!block_found)` branch, after cudaMalloc returned cudaErrorMemoryAllocation: pytorch/pytorch eb42ad6
+# c10/cuda/CUDACachingAllocator.cpp). Where NVML cannot list processes (a container, a MIG slice) the
+# assert stands in for the OOM message: an allocation did not fit
+_NVML_OOM = r'\bNVML_SUCCESS == r INTERNAL ASSERT FAILED at "[^"]*CUDACachingAllocator\.cpp":\d+'
+CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail,
+                  patterns=(*memory.CUDA_OOM.patterns, _NVML_OOM), lines=(*memory.CUDA_OOM.lines, _NVML_OOM),
+                  sources=(("torch (pytorch/pytorch eb42ad6)", "c10/cuda/CUDACachingAllocator.cpp "
+                                                             "(reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT("
+                                                             "NVML_SUCCESS == r); malloc's !block_found branch: "
+                                                             "proc_info = reportProcessMemoryInfo(device))"),))
 HOST_OOM = voiced(memory.HOST_OOM, (
     "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
     "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))
@@ -82,10 +94,21 @@ NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
     "it and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); then "
     "`--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this NPU.",),
 )
+# (round 23) vLLM's CUTLASS scaled-mm for Blackwell (sm100, sm120) takes per-tensor / per-token / per-channel
+# scales only and refuses block-scaled FP8 weights on that GPU: TORCH_CHECK(..., "Currently, block scaled
+# fp8 gemm is not implemented for Blackwell") (csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm120.cu:25
+# (60562b0), scaled_mm_c3x_sm100.cu (c45614b); compiled into vllm/_C, so no .py line holds it)
+_BLACKWELL_BLOCK_FP8 = r"\bblock scaled fp8 gemm is not implemented for Blackwell"
 UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
     "A kernel in this install was not built for this GPU's compute capability "
     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
-    "for it, or use a supported GPU.",))
+    "for it, or use a supported GPU.",),
+    patterns=(*device.UNSUPPORTED_GPU.patterns, _BLACKWELL_BLOCK_FP8),
+    lines=(*device.UNSUPPORTED_GPU.lines, _BLACKWELL_BLOCK_FP8),
+    sources=(("vllm (vllm-project/vllm 60562b0)", "csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm120.cu:25 "
+                                                  "(Currently, block scaled fp8 gemm is not implemented for "
+                                                  "Blackwell)"),
+             ("vllm (vllm-project/vllm c45614b)", "csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm100.cu")))
 TRITON_ARCH = voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
 # (round 22) aiter (AMD's kernel library, which vLLM calls on ROCm) refuses the GPU's gfx architecture in two
 # texts, both in SGLang's signature (crashes/kinds/device.py): chip_info's "Unknown GPU architecture" and its
@@ -98,10 +121,30 @@ AITER_ARCH = voiced(device.AITER_ARCH, (
     "(VLLM_ROCM_USE_AITER=0, its default), or use an aiter build (and the vLLM image that ships it) that "
     "lists this architecture.",),
     sources=(("aiter (ROCm/aiter 227c47698e)", "csrc/cpp_itfs/utils.py:115-117"), ("0.34.0", "vllm/envs.py:1329")))
+# (round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
+# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
+# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
+# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
+# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
+# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
+# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp)
+_LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
+                r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
+_DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
 KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
-    "`--enforce-eager` skips torch.compile's kernels.",))
+    "`--enforce-eager` skips torch.compile's kernels.",),
+    patterns=(*device.KERNEL_COMPILE.patterns, *_LINK_FAILED, _DEEPGEMM_JIT),
+    lines=(*device.KERNEL_COMPILE.lines, *_LINK_FAILED, _DEEPGEMM_JIT),
+    sources=(("triton 3.4.0", "triton/runtime/build.py:48 (cc_cmd += -l<lib>), :51"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])"),
+             ("gcc", "gcc/collect-utils.c do_wait (\"%s returned %d exit status\")"),
+             ("binutils", "gold/fileread.cc (cannot find -l%s)"),
+             ("DeepGEMM (deepseek-ai/DeepGEMM bcd598f)", "csrc/jit/kernel_runtime.hpp:45 (DG_HOST_ASSERT(exit_code "
+                                                         "== 0) after cuobjdump -symbols)"),
+             ("DeepGEMM (deepseek-ai/DeepGEMM 1e7740d)", "csrc/utils/exception.hpp (DGException: <name> error "
+                                                         "(<file>:<line>): <cond>)")))
 # (round 7) vLLM's Marlin kernels check each weight's per-rank shape before they repack it
 # (verify_marlin_supports_shape: quantization/utils/marlin_utils.py:100, :108, :116 (0.6.4.post1),
 # :181, :191 (0.34.0)); an Ascend operator's tiling step checks the shapes it is handed and CANN
@@ -129,7 +172,8 @@ NCCL = voiced(runtime.NCCL, (
     "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
     "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
     "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
-    "all-reduce. Another rank's error, if any, is the real cause.",))
+    "all-reduce (on Ascend NPUs the collectives are HCCL's: HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT and "
+    "CANN's device log). Another rank's error, if any, is the real cause.",))
 PORT_IN_USE = voiced(launch.PORT_IN_USE, (
     "Free the port (an old server still running? `ss -ltnp` shows who holds it) or start this "
     "one on another `--port`.",),

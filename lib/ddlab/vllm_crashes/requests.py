@@ -9,7 +9,8 @@ from __future__ import annotations
 from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
-__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED", "CAUGHT", "CAUGHT_SOURCES"]
+__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED", "CAUGHT", "CAUGHT_SOURCES",
+           "UTILITY_FAILED"]
 
 _V0 = V0
 
@@ -108,3 +109,21 @@ GRAMMAR_REJECTED = Signature(
              ("0.30.0", "vllm/v1/core/sched/scheduler.py:2058"),
              ("0.33.0", "vllm/v1/core/sched/scheduler.py:2436"),
              ("0.34.0", "vllm/v1/core/sched/scheduler.py:2492")))
+
+# (round 23) the V1 engine core's utility calls: a client (the API server, or a trainer's weight-sync calls
+# through it: collective_rpc, reset_prefix_cache) asks the engine to run a method; what the method raises
+# is logged with its traceback and sent back to the caller as the call's failure, and the engine's busy
+# loop goes on (EngineCoreProc._invoke_utility_method: logger.exception("Invocation of %s method failed",
+# name), then output.failure_message = "Call to ... method failed": v1/engine/core.py:2055-2056 (0.34.0),
+# :1849 (0.33.0), :1609 (0.30.0), :918 (0.11.1), :349 (0.7.3)). The caller's error, not the engine's death
+_UTILITY = r"Invocation of \w+ method failed"
+UTILITY_FAILED = Signature(
+    "vllm_utility_call_failed", "request_error", "one utility call to the engine core failed and was answered",
+    ("A client's call into the engine core (a utility method: collective_rpc, a weight update, a cache "
+     "reset) raised; the engine logged it, answered the caller with the failure and kept serving. The "
+     "traceback under \"Invocation of ... method failed\" names the method's own fault (for collective_rpc, "
+     "the worker method it ran: a weight-sync communicator an RL trainer sets up); fix that call, or "
+     "the caller's setup, and retry.",),
+    lines=(_UTILITY,), priority=4, request=True, phase="serving",
+    sources=(("0.34.0", "vllm/v1/engine/core.py:2055"), ("0.33.0", "vllm/v1/engine/core.py:1849"),
+             ("0.30.0", "vllm/v1/engine/core.py:1609"), ("0.7.3", "vllm/v1/engine/core.py:349")))

@@ -43,17 +43,26 @@ _NCCL_ADVICE = ("Check NCCL: rerun with NCCL_DEBUG=INFO; make sure every GPU of 
 # whose Python traceback is cut still says NCCL
 _NCCL_INIT_FAILED = r"\bNCCL INFO init\.cc:\d+ -> [1-9]\d*\s*$"
 
+# (vLLM round 23) torch_npu runs ops through a task queue: an op that fails there records "the current
+# working operator name is <op>" (ReadQueue, get_func_error_msg), the next enqueue throws "The Inner error is
+# reported as above. The process exits for this inner error, and <that>" and each later one logs "Inner error
+# happened with CAN_EXIT status, detail: <that>" (Ascend/pytorch torch_npu/csrc/core/npu/NPUQueue.cpp Enqueue;
+# ReadQueue, get_func_error_msg at 0041145): an HCCL collective named there failed on this NPU
+_HCCL_OP_FAILED = (r"(?:Inner error happened with CAN_EXIT status, detail: |The process exits for this inner "
+                   r"error, and )the current working operator name is Hccl\w+")
 NCCL = Signature(
     "nccl", "nccl", "NCCL / distributed communication failed",
     (_NCCL_ADVICE,),
     patterns=(r"\bNCCL error\b", r"\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage"
               r"|InvalidArgument|Remote)Error\b", r"DistBackendError",
               r"ProcessGroupNCCL(?!.{0,200}destroy_process_group)",
-              r"Watchdog caught collective operation timeout", r"NCCL communicator was aborted"),
+              r"Watchdog caught collective operation timeout", r"NCCL communicator was aborted", _HCCL_OP_FAILED),
     lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b",
-           r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+"),
+           r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+", _HCCL_OP_FAILED),
     priority=30, running=True,
-    sources=(("0.4.10.post2", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:350"),
+    sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp (get_func_error_msg: the "
+                                                    "current working operator name is <op>; Enqueue: CAN_EXIT)"),
+             ("0.4.10.post2", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:350"),
              ("0.5.10", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:376"),
              ("0.5.23", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:474"),
              ("torch 2.14.1", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp")))
