@@ -154,6 +154,11 @@ _CITED = {
     "vllm_iteration_timeout": "Engine iteration timed out. This should never happen!",
     # round 23
     "vllm_utility_call_failed": "Invocation of %s method failed",
+    # round 24
+    "vllm_moe_layers_missing": "layer found in model.layers.",
+    "vllm_placement_bundle": "Placement group bundle cannot have more than 1",
+    "vllm_patched_entry_mismatch": "def _placeholder_str(",
+    "vllm_request_model_check": "model.name == model_name for model in self.base_model_paths",
 }
 
 
@@ -262,8 +267,9 @@ def test_vllm_logs_are_read_as_vllm():
     # of the OpenAI server's --tool-call-parser check on one line, was another until its text was a mark;
     # round 22 two: ROCm's "Memory access fault by GPU node-N" lines and torch's TCPStore frames alone (vx10)
     # and the tail of api_server.py's argparse usage (vx17), each the same kind either way; round 23 one:
-    # torch_npu's own task-queue error lines alone (vy27), the same kind either way
-    assert len(unmarked) <= 39, unmarked
+    # torch_npu's own task-queue error lines alone (vy27), the same kind either way; round 24 two:
+    # transformers' GGUF refusal alone (vz06) and uvicorn's bind error alone (vz16), the same kind either way
+    assert len(unmarked) <= 41, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["va20"]

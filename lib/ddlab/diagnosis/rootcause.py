@@ -70,7 +70,19 @@ _NEAR = 6  # lines between a request's error and the traceback of the death it e
 # LIB)"), which only a C++ exception's message carries (c10::Error::what()): where the log shows
 # nothing else, a paste cut to the middle of that message, an error the process died of
 _C10_FRAME_RE = re.compile(r"^frame #\d+: .+ \(0x[0-9a-f]+ in \S+\)\s*$")
+# (vLLM round 24) a C++ logger's warning that prints a caught c10::Error's what() carries its backtrace
+# ("Exception raised from X at F:N (most recent call first):", then "frame #N: ..."): torch's TCPStore
+# client logs C10D_WARNING("sendBytes failed on {}: {}", socket_.repr(), e.what()) (pytorch/pytorch
+# torch/csrc/distributed/c10d/TCPStore.cpp:106, TCPClient::sendRaw): those frames are the warning's
+_C10_RAISED_RE = re.compile(r"^Exception raised from \S+ at \S+ \(most recent call first\):\s*$")
 _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an instance of \S+\s*)")
+
+
+def _warned(lines: list[Line], at: int) -> bool:
+    """The c10 frame at ``lines[at]`` belongs to a backtrace that a C++ INFO or WARNING line prints."""
+    while at > 0 and (_C10_FRAME_RE.search(lines[at].msg) or _C10_RAISED_RE.search(lines[at].msg)):
+        at -= 1
+    return lines[at].level in _QUIET_LEVELS and not _C10_FRAME_RE.search(lines[at].msg)
 
 
 @dataclass
@@ -250,7 +262,8 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
              and not _caught(chain, ends, registry)]
     found += [c for line in lines if (line.no, line.text) not in covered
               and (c := _line_candidate(line, registry))]
-    if not found and (frame := next((ln for ln in lines if _C10_FRAME_RE.search(ln.msg)), None)):
+    if not found and (frame := next((ln for i, ln in enumerate(lines) if _C10_FRAME_RE.search(ln.msg)
+                                     and not _warned(lines, i)), None)):
         found = [Candidate(frame.no, frame.no, clean_cause(frame.msg), None, lines=[frame], rank=frame.rank)]
     progress_re = registry.progress or _PROGRESS_RE
     marker = registry.phase_marker or phase_marker

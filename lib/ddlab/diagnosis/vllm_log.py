@@ -33,8 +33,10 @@ FAMILIES = ("sglang", "vllm")
 
 # the process tag vLLM puts before each line of a child process (vllm/utils/system_utils.py
 # decorate_logs, and the logger's %(vllm_process_name)s): one word, then optional words
-# (rank=N, TP0), then pid=N; Ray adds ", ip=host"
-_PROC = r"\([A-Za-z][\w-]*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
+# (rank=N, TP0), then pid=N; Ray adds ", ip=host". (round 24) Ray names a Serve replica's actor
+# "ServeReplica:<app>:<deployment>" (ray-project/ray 5a7cb61 python/ray/serve/_private/common.py,
+# DeploymentID.to_replica_actor_class_name), the word its log prefix carries
+_PROC = r"\([A-Za-z][\w-]*(?::[\w.-]+)*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])(?: |$)"
 # (round 19) the logger's stamp at a level no traceback is logged at (logger.exception logs at ERROR): a
@@ -116,7 +118,11 @@ _VLLM_MARKS = re.compile(
     # (round 18, in no SGLang wheel (0.2.12, 0.3.0, 0.4.10.post2, 0.5.23 searched; SGLang's own refusal is
     # "Unsupported tool_call_parser: "): the OpenAI server's check of --tool-call-parser,
     # entrypoints/openai/api_server.py:594 (0.6.4.post1), entrypoints/common/cli_args.py:630 (0.34.0))
-    r"|invalid tool call parser: \S+ \(chose from \{",
+    r"|invalid tool call parser: \S+ \(chose from \{"
+    # (round 24) the shared-memory queue's stall notice (distributed/device_communicators/shm_broadcast.py:115
+    # (0.34.0), :54 (0.11.1)); SGLang's copy of the queue words it "No available block found in %s second."
+    # (shm_broadcast.py:361 (0.4.10.post2), :372 (0.5.23))
+    r"|No available shared memory broadcast block found in \d+ seconds?",
     re.M)
 # (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
 # vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and

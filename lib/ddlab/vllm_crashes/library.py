@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import (device, kernels, launch, memory, native, npu, packages, requests, runtime,
-                                 weights)
+from ddlab.crashes.kinds import (device, kernels, launch, memory, models, native, npu, packages, requests,
+                                 runtime, weights)
 from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
@@ -199,6 +199,14 @@ ARCH_UNSUPPORTED = voiced(launch.ARCH_UNSUPPORTED, (
     sources=((_V0, "vllm/model_executor/models/registry.py:353"),
              ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
 MODEL_TYPE_KEY = voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
+# (round 24) vLLM hands a GGUF file to transformers for its config (get_config: kwargs["gguf_file"],
+# transformers_utils/config.py:157 (0.6.4.post1)); transformers' GGUF loader refuses an architecture it
+# does not map, the text SGLang's signature reads
+GGUF_ARCH = voiced(models.GGUF_ARCH_UNSUPPORTED, (
+    "transformers reads a GGUF file's config for vLLM and maps only the GGUF architectures its release "
+    "lists: upgrade transformers to one that lists this architecture, or serve the model's original "
+    "(safetensors) checkpoint instead of the GGUF file.",),
+    sources=((_V0, "vllm/transformers_utils/config.py:157"),))
 DEPENDENCY = voiced(packages.DEPENDENCY, (
     "Installed packages do not match this vLLM: install it in a fresh environment with the torch "
     "it pins (`pip install vllm==X` brings its own), then `pip check`.",))
@@ -256,6 +264,7 @@ REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
     KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI,
     REFUSED,
 ]

@@ -217,6 +217,37 @@ NO_ARCHITECTURES = Signature(
              ("0.33.0", "vllm/model_executor/models/registry.py:1375"),
              ("0.30.0", "vllm/model_executor/models/registry.py:1326")))
 
+# (round 24) a MoE model class finds, after building the layers the checkpoint's config describes, not
+# one MoE layer, and raises RuntimeError("No <Name> layer found in model.layers.") (hunyuan_v1.py:1013,
+# glm4_moe.py:622 (0.11.1); glm4_moe.py:509, hy_v3.py:486, afmoe.py:538, openpangu.py:1191 (0.34.0)): the
+# config is of a layout (dense) the class does not handle. Others only log it (llama4.py:756): no raise
+MOE_LAYERS_MISSING = Signature(
+    "vllm_moe_layers_missing", "arch_unsupported",
+    "the MoE model class found no MoE layer in the model's config",
+    ("vLLM built the MoE class the checkpoint's `architectures` names, but its config describes no MoE "
+     "layer (a dense variant under the MoE name, or a config this release reads otherwise): serve it "
+     "under its dense architecture, or use a vLLM release that lists the variant.",),
+    types=r"RuntimeError", patterns=(r"No \w+ layer found in model\.layers\.",),
+    priority=72, phase="load_weights",
+    sources=(("0.34.0", "vllm/model_executor/models/glm4_moe.py:509"),
+             ("0.34.0", "vllm/model_executor/models/hy_v3.py:486"),
+             ("0.34.0", "vllm/model_executor/models/afmoe.py:538"),
+             ("0.34.0", "vllm/model_executor/models/openpangu.py:1191")))
+
+# (round 24) vLLM's Ray executor takes the placement group it runs in (the caller's, or Ray's current one:
+# a Ray Serve deployment's) and refuses a bundle of more than one device: one worker per bundle, one
+# device each (initialize_ray_cluster, v1/executor/ray_utils.py:346 (0.34.0), :601 (0.30.0);
+# executor/ray_utils.py:268 (0.6.4.post1))
+PLACEMENT_BUNDLE = Signature(
+    "vllm_placement_bundle", "bad_argument", "the Ray placement group has a bundle of more than one GPU",
+    ("vLLM runs one worker per placement-group bundle, each with one GPU: give the deployment (or the "
+     "placement group vLLM runs in) one bundle of {\"GPU\": 1} per tensor-parallel rank, not one bundle "
+     "holding them all.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"Placement group bundle cannot have more than 1 \w+\.",),
+    priority=72, phase="launch",
+    sources=(("0.34.0", "vllm/v1/executor/ray_utils.py:346"), ("0.30.0", "vllm/v1/executor/ray_utils.py:601"),
+             (_V0, "vllm/executor/ray_utils.py:268")))
+
 # --- (round 9) the command line, the checkpoint files, the KV cache's share ------------------
 
 # vLLM's argument parser (FlexibleArgumentParser: vllm/utils.py up to 0.8, vllm/utils/argparse_utils.py
@@ -286,4 +317,5 @@ PD_KV_LAYOUT = Signature(
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
-                               NO_ARCHITECTURES, PD_KV_LAYOUT, CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE]
+                               NO_ARCHITECTURES, MOE_LAYERS_MISSING, PLACEMENT_BUNDLE, PD_KV_LAYOUT,
+                               CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
-__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "GRAMMAR_REJECTED", "CAUGHT", "CAUGHT_SOURCES",
-           "UTILITY_FAILED"]
+__all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
+           "CAUGHT", "CAUGHT_SOURCES", "UTILITY_FAILED"]
 
 _V0 = V0
 
@@ -76,6 +76,22 @@ PREPROCESS_ERROR = Signature(
              # (round 9) the completion handler's renderer step, as the chat one's
              ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:88"),
              ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:139")))
+
+# (round 24) OpenAIServing checks each request's model name against its base models (_check_model ->
+# _is_model_supported, whose generator expression is the innermost frame: serving_engine.py:194, :639-640
+# (0.6.4.post1), :173, :486-487 (0.6.3.post1)): what that raises fails the one request being checked
+_MODEL_CHECK = (r'entrypoints[/\\]openai[/\\]serving_engine\.py", line \d+, in '
+                r"(?:_check_model|_is_model_supported|<genexpr>\n\s*"
+                r"return any\(model\.name == model_name for model in self\.base_model_paths\))")
+MODEL_CHECK_ERROR = Signature(
+    "vllm_request_model_check", "request_error", "one request's model name could not be checked",
+    ("The OpenAI server failed while checking one request's `model` against the served names and "
+     "answered it with an error. A server built by code of its own (a Ray Serve deployment) must hand "
+     "OpenAIServing the base model paths in this release's types (BaseModelPath, not plain strings): "
+     "use the example of the installed vLLM release.",),
+    patterns=(r".",), context=(_MODEL_CHECK,), cut_ok=True, priority=4, request=True, phase="serving",
+    sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:640"),
+             (_V0, "vllm/entrypoints/openai/serving_engine.py:194")))
 
 # (round 20) what the API server catches while it starts and logs with its traceback, then goes on: the chat
 # template's warmup renders one dummy chat through the handler's own _preprocess_chat, so its traceback

@@ -237,6 +237,24 @@ API_MISMATCH = Signature(
     sources=(("0.30.0", "vllm/entrypoints/llm.py:298"), ("0.34.0", "vllm/entrypoints/llm.py:305"),
              (_V0, "vllm/entrypoints/llm.py:179")))
 
+# (round 24) a model repo's instructions add an import of its own module to the `vllm` console script (the
+# script pip writes imports only vllm.entrypoints.cli.main and calls main()), so its code patches vLLM
+# when vllm starts; an AttributeError or ImportError raised under that import is the patch reaching for a
+# name this vLLM release does not have (dots.ocr's patch reads BaseMultiModalItemTracker._placeholder_str,
+# a method of vllm/entrypoints/chat_utils.py:386 (0.7.3), :187 (0.6.4.post1) that the class no longer has
+# (:588 (0.30.0), :606 (0.11.1)))
+PATCHED_ENTRY = Signature(
+    "vllm_patched_entry_mismatch", "dependency_mismatch",
+    "a module imported into the vllm command expects another vLLM",
+    ("The `vllm` command was edited to import a model's own module, and that module reaches for a vLLM name "
+     "this release does not have: install the vLLM version the model's repo pins (its README or "
+     "requirements), or the repo's release made for this vLLM.",),
+    types=r"(?:\w+\.)*(?:AttributeError|ImportError|ModuleNotFoundError)", patterns=(r".",),
+    context=(r'bin[/\\]vllm", line \d+, in <module>\n(?:\(\S+ pid=\d+\))?\s*(?:from (?!vllm\b)[\w.]+ import'
+             r"|import (?!vllm\b)\w)",), priority=77, phase="launch", cut_ok=True,
+    sources=(("0.7.3", "vllm/entrypoints/chat_utils.py:386"), (_V0, "vllm/entrypoints/chat_utils.py:187"),
+             ("0.30.0", "vllm/entrypoints/chat_utils.py:588")))
+
 # --- the startup memory check, NCCL's init cut short ----------------------------------
 
 _FREE_RE = (r"Free memory on device\b[^(]{0,30}\((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less "
@@ -332,10 +350,12 @@ GGUF_NOT_A_FILE = Signature(
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, engine.ENGINE_DEAD, engine.OUTPUT_HANDLER_FAILED, engine.SHM_STALL, API_MISMATCH,
+    PATCHED_ENTRY,
     requests.REQUEST_TOO_LONG, *speculative.SIGNATURES, *library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
     speculative.DRAFT_VOCAB_V0, engine.RPC_TIMEOUT, engine.QUEUE_TIMEOUT, engine.ITERATION_TIMEOUT,
     requests.STREAM_ERROR, *loading.SIGNATURES,
-    requests.PREPROCESS_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED, *backends.SIGNATURES,
+    requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
+    *backends.SIGNATURES,
     *adapters.SIGNATURES, *messages.SIGNATURES,
 ]

@@ -39,7 +39,10 @@ KERNEL_CONFIG = Signature(
               r"Number of heads in key/value must divide number of heads in query",
               r"arange's range must be a power of 2",
               # flashinfer's prefill: no tile configuration is valid for this head dim / dtype
-              r"Invalid configuration : NUM_MMA_Q=\d+"),
+              r"Invalid configuration : NUM_MMA_Q=\d+",
+              # (vLLM round 24) a Marlin GEMM (dense or MoE) found no thread tile for this shape in the
+              # GPU's shared memory
+              r"Invalid thread config: thread_m_blocks = -?\d+"),
     lines=(r"Invalid configuration : NUM_MMA_Q=\d+",
            # kerutils (FlashMLA's host code): cuTensorMapEncodeTiled refused the tensor it was handed
            r"^Failed to create tensormap\s*$"),
@@ -54,7 +57,10 @@ KERNEL_CONFIG = Signature(
              ("flashinfer 0.2.5", "include/flashinfer/attention/prefill.cuh (KTraits::IsInvalid(): Invalid "
                                   "configuration : NUM_MMA_Q=... please create an issue)"),
              ("sglang 0.5.23", "sglang/kernels/jit/csrc/deep_select/vendor/3rdparty/kerutils/include/kerutils/"
-                               "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)")))
+                               "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)"),
+             ("vLLM (vllm-project/vllm 025a134)",
+              "csrc/moe/marlin_moe_wna16/ops.cu (marlin_mm: TORCH_CHECK(is_valid_config(...), "
+              "\"Invalid thread config: thread_m_blocks = \", ...); gptq_marlin has the same check)")))
 
 # A kernel library's host code checking the tensors it was handed before it launches (flashinfer's
 # launchers through tvm-ffi: TVM_FFI_ICHECK_EQ(gemm1_weights.dtype(), dl_float8_e4m3fn) << "FP8 block

@@ -50,14 +50,19 @@ _NCCL_INIT_FAILED = r"\bNCCL INFO init\.cc:\d+ -> [1-9]\d*\s*$"
 # ReadQueue, get_func_error_msg at 0041145): an HCCL collective named there failed on this NPU
 _HCCL_OP_FAILED = (r"(?:Inner error happened with CAN_EXIT status, detail: |The process exits for this inner "
                    r"error, and )the current working operator name is Hccl\w+")
+# (vLLM round 24) cupy's NCCL binding (Ray's collectives and compiled-graph channels use it) raises
+# NcclError('%s: %s' % (ERROR2[status], ncclGetErrorString(status))) from check_status (cupy/cupy 0fc0619
+# cupy_backends/cuda/libs/nccl.pyx): "NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error ..."
+_CUPY_NCCL = r"\bNcclError: NCCL_ERROR_(?!SUCCESS)[A-Z_]+"
 NCCL = Signature(
     "nccl", "nccl", "NCCL / distributed communication failed",
     (_NCCL_ADVICE,),
     patterns=(r"\bNCCL error\b", r"\bnccl(?:UnhandledCuda|System|Internal|InvalidUsage"
               r"|InvalidArgument|Remote)Error\b", r"DistBackendError",
               r"ProcessGroupNCCL(?!.{0,200}destroy_process_group)",
-              r"Watchdog caught collective operation timeout", r"NCCL communicator was aborted", _HCCL_OP_FAILED),
-    lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b",
+              r"Watchdog caught collective operation timeout", r"NCCL communicator was aborted",
+              _HCCL_OP_FAILED, _CUPY_NCCL),
+    lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b", _CUPY_NCCL,
            r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+", _HCCL_OP_FAILED),
     priority=30, running=True,
     sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp (get_func_error_msg: the "
@@ -65,7 +70,8 @@ NCCL = Signature(
              ("0.4.10.post2", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:350"),
              ("0.5.10", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:376"),
              ("0.5.23", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:474"),
-             ("torch 2.14.1", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp")))
+             ("torch 2.14.1", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"),
+             ("cupy (cupy/cupy 0fc0619)", "cupy_backends/cuda/libs/nccl.pyx (NcclError; check_status)")))
 
 # not ``running``: a communicator is created at startup (and by a group made later), so the
 # phase is what the log shows, launch where it shows nothing
