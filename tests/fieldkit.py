@@ -114,6 +114,29 @@ def assert_at_line(package: str, release: str, path: str, line: int, text: str) 
     assert text in source.read_text().splitlines()[line - 1], (source, line)
 
 
+def wheel_text_test(sources: list[tuple[str, str, str]]):
+    """A round module's check that each rule's text is in vLLM's wheel: ``(release, path, text)`` rows,
+    one test each, named ``release:path`` (assign it to ``test_each_rules_text_is_vllms_own``)."""
+
+    @pytest.mark.parametrize(("release", "path", "text"), sources, ids=[f"{r}:{p}" for r, p, _ in sources])
+    def test(release, path, text):
+        assert_in_wheel(release, path, text)
+
+    return test
+
+
+def library_text_test(sources: list[tuple[str, str, str, str]]):
+    """The same for texts of other packages: ``(package, release, path, text)`` rows, named
+    ``package-release:path`` (assign it to ``test_each_rules_library_text_is_in_its_wheel``)."""
+
+    @pytest.mark.parametrize(("package", "release", "path", "text"), sources,
+                             ids=[f"{k}-{r}:{p}" for k, r, p, _ in sources])
+    def test(package, release, path, text):
+        assert_in_library_wheel(package, release, path, text)
+
+    return test
+
+
 def _assert_in_source(source: Path, text: str) -> None:
     if not source.exists():
         pytest.skip(f"{source} not unpacked here")

@@ -8,10 +8,8 @@ test of their own, which skips where the wheels are not unpacked (CI); the readi
 
 from __future__ import annotations
 
-import pytest
-
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
+from fieldkit import read_log, reads, vllm_traceback, wheel_text_test
 
 
 def _without(text: str, part: str) -> str:
@@ -37,9 +35,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # --- vLLM's own refusal of a model path: model_not_found --------------------------------------

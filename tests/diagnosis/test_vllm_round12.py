@@ -10,10 +10,9 @@ of their own, which skips where the wheels are not unpacked (CI); the readings r
 
 from __future__ import annotations
 
-import pytest
-
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import VLLM_WHEELS, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
+from fieldkit import (VLLM_WHEELS, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback,
+                     wheel_text_test)
 
 
 SOURCES = [
@@ -42,9 +41,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 def test_the_warmup_all_reduce_is_only_in_the_communicators_construction():

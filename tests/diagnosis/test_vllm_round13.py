@@ -10,10 +10,8 @@ of their own, which skips where the wheels are not unpacked (CI); the readings r
 
 from __future__ import annotations
 
-import pytest
-
 from ddlab.diagnosis.vllm_log import detect_family
-from fieldkit import STAMP, assert_in_wheel, read_log, reads, vllm_traceback
+from fieldkit import STAMP, read_log, reads, vllm_traceback, wheel_text_test
 
 
 SOURCES = [
@@ -45,9 +43,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # --- ROCm: HIP's "invalid device function" (no build for this GPU) and ROCr's page fault --------

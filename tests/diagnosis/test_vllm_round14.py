@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from ddlab.diagnosis.vllm_log import detect_family
-from fieldkit import STAMP, assert_in_library_wheel, assert_in_wheel, read_log, reads, vllm_traceback
+from fieldkit import STAMP, assert_in_library_wheel, read_log, reads, vllm_traceback, wheel_text_test
 
 
 SOURCES = [
@@ -41,9 +41,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 LIBRARY_SOURCES = [

@@ -17,8 +17,8 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import vllm_lines
-from fieldkit import (STAMP, VLLM_REAL, assert_in_library_wheel, assert_in_wheel, read_log, reads,
-                      vllm_traceback)
+from fieldkit import (STAMP, VLLM_REAL, assert_in_library_wheel, read_log, reads, vllm_traceback,
+                     wheel_text_test)
 
 
 SOURCES = [
@@ -41,9 +41,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # (the Neuron packages are source trees at a commit, read from GitHub; like a wheel, a test of them skips

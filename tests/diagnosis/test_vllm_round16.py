@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import importlib._bootstrap  # noqa: PLC2701 (CPython's import system: the text of a missing module)
 
-import pytest
-
-from fieldkit import STAMP, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
+from fieldkit import STAMP, read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 
 SOURCES = [
@@ -32,9 +30,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 def test_a_missing_modules_text_is_cpythons_own():

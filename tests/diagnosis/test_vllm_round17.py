@@ -9,9 +9,7 @@ unpacked (CI); the readings run everywhere.
 
 from __future__ import annotations
 
-import pytest
-
-from fieldkit import STAMP, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
+from fieldkit import STAMP, read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 
 _NIXL = "vllm/distributed/kv_transfer/kv_connector/v1/nixl"
@@ -32,9 +30,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # --- the NIXL connector's failure record: logged, caught, the engine serves on ---------------------------

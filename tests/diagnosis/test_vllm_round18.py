@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import (STAMP, VLLM_WHEELS, assert_in_library_wheel, assert_in_wheel, read_log, reads,
-                      vllm_signature, vllm_traceback)
+from fieldkit import (STAMP, VLLM_WHEELS, assert_in_library_wheel, read_log, reads, vllm_signature,
+                     vllm_traceback, wheel_text_test)
 
 
 _PARSER = 'f"invalid tool call parser: {args.tool_call_parser} "'
@@ -49,9 +49,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 def _assert_in_binary(path: Path, text: str) -> None:

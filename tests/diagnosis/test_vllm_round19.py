@@ -10,11 +10,9 @@ where the wheels are not unpacked (CI); the readings run everywhere.
 
 from __future__ import annotations
 
-import pytest
-
 from ddlab.diagnosis.diagnosis import diagnose
 from fieldkit import (STAMP, assert_in_library_wheel, assert_in_wheel, read_log, reads, vllm_signature,
-                      vllm_traceback)
+                     vllm_traceback, wheel_text_test)
 
 
 _SHM = "vllm/distributed/device_communicators/shm_broadcast.py"
@@ -80,9 +78,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 def test_the_texts_of_the_other_releases_and_libraries():

@@ -9,9 +9,7 @@ are not unpacked (CI); the readings run everywhere.
 
 from __future__ import annotations
 
-import pytest
-
-from fieldkit import assert_in_wheel, read_log, reads, vllm_traceback
+from fieldkit import read_log, reads, vllm_traceback, wheel_text_test
 
 
 _DUMP = "vllm/logging_utils/dump_input.py"
@@ -34,9 +32,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # --- the engine core's dump of the step it failed on, cut above its first record --------------------------

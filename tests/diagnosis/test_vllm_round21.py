@@ -9,9 +9,7 @@ readings run everywhere.
 
 from __future__ import annotations
 
-import pytest
-
-from fieldkit import assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
+from fieldkit import read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 
 _MIN = "is not supported for the current GPU. Minimum "
@@ -27,9 +25,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # --- the quantization method's GPU capability check ----------------------------------------------------------

@@ -10,9 +10,7 @@ The source checks skip where the wheels are not unpacked (CI); the readings run 
 
 from __future__ import annotations
 
-import pytest
-
-from fieldkit import REAL, assert_in_wheel, read_log, reads, vllm_signature, vllm_traceback
+from fieldkit import REAL, read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 
 _TRIED = 'f"Tried to load weights of size {loaded_weight.size()}"'
@@ -41,9 +39,7 @@ SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
 # --- vx02, vx03: a layer's weight loader refusing a checkpoint tensor's shape ----------------------------------

@@ -14,9 +14,7 @@ checks skip where the wheels are not unpacked (CI); the readings run everywhere.
 
 from __future__ import annotations
 
-import pytest
-
-from fieldkit import assert_in_library_wheel, assert_in_wheel, read_log, reads, vllm_signature
+from fieldkit import library_text_test, read_log, reads, vllm_signature, wheel_text_test
 
 _INVOKED = 'logger.exception("Invocation of %s method failed", name)'
 _INVOKED_V0 = 'logger.exception("Invocation of %s method failed", method_name)'
@@ -46,15 +44,10 @@ LIBRARY_SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
-@pytest.mark.parametrize(("package", "release", "path", "text"), LIBRARY_SOURCES,
-                         ids=[f"{k}-{r}:{p}" for k, r, p, _ in LIBRARY_SOURCES])
-def test_each_rules_library_text_is_in_its_wheel(package, release, path, text):
-    assert_in_library_wheel(package, release, path, text)
+test_each_rules_library_text_is_in_its_wheel = library_text_test(LIBRARY_SOURCES)
 
 
 # --- vy25: a utility call into the engine core failed and was answered -----------------------------------------

@@ -15,9 +15,7 @@ run everywhere.
 
 from __future__ import annotations
 
-import pytest
-
-from fieldkit import assert_in_library_wheel, assert_in_wheel, read_log, reads, vllm_signature
+from fieldkit import library_text_test, read_log, reads, vllm_signature, wheel_text_test
 
 SOURCES = [
     # a MoE model class raising when it finds no MoE layer (others only warn: llama4)
@@ -61,15 +59,10 @@ LIBRARY_SOURCES = [
 ]
 
 
-@pytest.mark.parametrize(("release", "path", "text"), SOURCES, ids=[f"{r}:{p}" for r, p, _ in SOURCES])
-def test_each_rules_text_is_vllms_own(release, path, text):
-    assert_in_wheel(release, path, text)
+test_each_rules_text_is_vllms_own = wheel_text_test(SOURCES)
 
 
-@pytest.mark.parametrize(("package", "release", "path", "text"), LIBRARY_SOURCES,
-                         ids=[f"{k}-{r}:{p}" for k, r, p, _ in LIBRARY_SOURCES])
-def test_each_rules_library_text_is_in_its_wheel(package, release, path, text):
-    assert_in_library_wheel(package, release, path, text)
+test_each_rules_library_text_is_in_its_wheel = library_text_test(LIBRARY_SOURCES)
 
 
 # --- vz04: a Marlin GEMM with no thread config for the shape ------------------------------------------------
