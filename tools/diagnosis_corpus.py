@@ -8,8 +8,8 @@ kind, by SGLang release family and by paste format; ``--misses`` lists each miss
 URL. The last line is one JSON object with the counts.
 
 A held-out set is measured once, then folded into ``work`` (its logs keep
-``heldout_round``: rounds 1 to 26, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
-13, 9, 6, 2, 9, 8 and 6 logs, were folded in after their single measurement; round 21 measured 12, three dropped after);
+``heldout_round``: rounds 1 to 27, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
+13, 9, 6, 2, 9, 8, 6 and 3 logs, were folded in after their single measurement; round 21 measured 12, three dropped after);
 ``--split heldout`` with no held-out logs in the manifest says so and measures nothing.
 
     python tools/diagnosis_corpus.py --split work --misses
@@ -17,10 +17,10 @@ A held-out set is measured once, then folded into ``work`` (its logs keep
 
 ``--corpus vllm-real`` measures the vLLM corpus (tests/fixtures/logs/vllm-real/, issue 28)
 the same way, broken down by labelled kind, speculative method and paste format; its held-out
-rounds, 13, 31, 43, 30, 30, 30, 30, 28, 30, 14, 19, 20, 31, 29, 25, 19, 27, 28, 26, 13, 26, 23, 27 and 16
-logs, were each measured once and folded into ``work`` like SGLang's (round 11 was kept held out until round
+rounds, 13, 31, 43, 30, 30, 30, 30, 28, 30, 14, 19, 20, 31, 29, 25, 19, 27, 28, 26, 13, 26, 23, 27, 16 and
+6 logs, were each measured once and folded into ``work`` like SGLang's (round 11 was kept held out until round
 12 was measured, then both were folded in; round 13 was kept held out for a session, then folded in; rounds
-14 to 24 were folded in after their misses were read; docs/diagnosis.md, "vLLM").
+14 to 25 were folded in after their misses were read; docs/diagnosis.md, "vLLM").
 """
 
 from __future__ import annotations

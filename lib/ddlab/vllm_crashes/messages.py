@@ -189,21 +189,29 @@ TOOL_PARSER_UNKNOWN = Signature(
 # (round 18) get_config with config_format "auto" finds neither config.json nor params.json at the model
 # path and raises "Could not detect config format for no config file found." (transformers_utils/config.py:585
 # (0.11.1), :781 (0.30.0), :903 (0.33.0), :948 (0.34.0)); its except re-raises as "Invalid repository ID or
-# local directory specified" (MODEL_NOT_FOUND's text), often cut from the paste: no model vLLM can load there
+# local directory specified" (MODEL_NOT_FOUND's text), often cut from the paste: no model vLLM can load there.
+# (round 25) Releases before get_config's rewrite raise the same finding as "No supported config format found
+# in {model}" (config.py:168 (0.6.3.post1), :176 (0.6.4.post1); "... in {model}." :263 (0.7.3)), after
+# file_or_path_exists found neither file on the path, in the hub cache, or on the hub
 _NO_CONFIG = r"Could not detect config format for no config file found\."
+_NO_CONFIG_FORMAT = r"No supported config format found in \S"
 NO_CONFIG_FILE = from_texts(
-    MODEL_NOT_FOUND, texts=(_NO_CONFIG,), name="vllm_no_config_file",
+    MODEL_NOT_FOUND, texts=(_NO_CONFIG, _NO_CONFIG_FORMAT), name="vllm_no_config_file",
     title="the model path has no config.json nor params.json",
     advice=("The model path (a folder or a Hugging Face repo) has neither config.json (Hugging Face "
             "format) nor params.json (Mistral format) at its top: not a model vLLM can load as given (a "
             "wrong folder or subfolder, a download that did not finish, a repo of another layout such as a "
-            "diffusers pipeline, which vLLM-Omni or another server serves). Point `--model` at the folder "
-            "with config.json, or give `--config-format` where the config is in another format.",),
+            "diffusers pipeline, which vLLM-Omni or another server serves). Give `vllm serve` the folder "
+            "with config.json as its model, or give `--config-format` where the config is in another "
+            "format. A Hugging Face repo id that reads so was not found, not reachable (gated without the "
+            "host's token, no network) or not cached offline: check the name and `hf download` it first.",),
     priority=86, phase="launch",
     sources=(("0.30.0", "vllm/transformers_utils/config.py:781"),
              ("vllm 0.11.1", "vllm/transformers_utils/config.py:585"),
              ("0.33.0", "vllm/transformers_utils/config.py:903"),
-             ("0.34.0", "vllm/transformers_utils/config.py:948")))
+             ("0.34.0", "vllm/transformers_utils/config.py:948"),
+             ("0.6.4.post1", "vllm/transformers_utils/config.py:176"),
+             ("0.7.3", "vllm/transformers_utils/config.py:263")))
 
 # (round 18) vLLM's FlashAttention build checks the GPU on every call and refuses before sm80 (the
 # flash_api.cpp check of vllm-flash-attn, its text in the compiled extension:
