@@ -31,8 +31,9 @@ phase line follows (a warning printed with a traceback). Progress bars are not
 a startup going on: any rank prints them, in any order. A ``fatal`` signature
 (uvicorn's bind error, a slot pool that ran out, a fatal signal) is never
 survived. A line a C++ logger wrote at INFO or WARNING severity is no
-candidate (torch's exit warning about ``destroy_process_group``). Of a
-signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
+candidate (torch's exit warning about ``destroy_process_group``), nor one that
+Python's warnings module wrote (round 28: an idle check warning of a leak). Of
+a signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
 over its ``usage:`` block). A native crash after an unexplained exception is
 its teardown: the exception is the cause.
 
