@@ -98,8 +98,12 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
             r"|event_loop")
 
+# (round 28) a cut paste's last code line calling the model load, also cut inside the name ("self.load_mo";
+# 0.4.5.post3 model_executor/model_runner.py:191 ``self.load_model()`` in initialize): the callee is on
+# the stack, as with the graph setup's call below
+_LOAD_CALL = r"^\s*[\w.]*\.load_mo(?:d(?:e(?:l(?:\(.*)?)?)?)?\s*$"
 FRAME_PHASES = (
-    ("load_weights", re.compile(rf"{_frames(_LOAD).pattern}|{_QUANT_BUILT}", re.M)),
+    ("load_weights", re.compile(rf"{_frames(_LOAD).pattern}|{_QUANT_BUILT}|{_LOAD_CALL}", re.M)),
     ("memory_pool", _frames(_POOL)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack

@@ -31,8 +31,9 @@ phase line follows (a warning printed with a traceback). Progress bars are not
 a startup going on: any rank prints them, in any order. A ``fatal`` signature
 (uvicorn's bind error, a slot pool that ran out, a fatal signal) is never
 survived. A line a C++ logger wrote at INFO or WARNING severity is no
-candidate (torch's exit warning about ``destroy_process_group``). Of a
-signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
+candidate (torch's exit warning about ``destroy_process_group``), nor one that
+Python's warnings module wrote (round 28: an idle check warning of a leak). Of
+a signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
 over its ``usage:`` block). A native crash after an unexplained exception is
 its teardown: the exception is the cause.
 
@@ -191,9 +192,16 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
                      chain=chain, raised=outer, rank=rank, thread=_helper_thread_died(chain))
 
 
+# (round 28) a line Python's warnings module wrote ("path/x.py:N: UserWarning: msg", CPython Lib/warnings.py
+# _formatwarnmsg_impl) is a warning: the process goes on past it (SGLang 0.4.5's idle check_memory warns of a
+# pool leak and raises only in CI: managers/scheduler.py:1118-1120, crash_on_warnings, utils.py)
+_WARNINGS_LINE_RE = re.compile(r"^\s*(?:\S*[/\\])?[\w.-]+\.py:\d+: \w*Warning: ")
+
+
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
     hits = registry.line_hits(line.msg)
-    if line.level in _QUIET_LEVELS:  # torch's exit warning about destroy_process_group, glog INFO
+    warned = "Warning: " in line.msg and _WARNINGS_LINE_RE.search(line.msg)
+    if line.level in _QUIET_LEVELS or warned:  # torch's exit warning about destroy_process_group, glog INFO
         hits = [s for s in hits if s.explains]  # a warning that may explain what follows it
         if not hits:
             return None

@@ -82,6 +82,9 @@ WRAPPER_LINES = (
     r"Received sigquit from a child proces", r"SIGQUIT received\. signum=",
     r"Subprocess \S+ \(pid=\d+\) crashed with exit code", r"Initialization failed",
     r"Child process unexpectedly failed",
+    # (round 28) 0.1.12-0.1.14's launcher says "Initialization failed" without those words: it prints
+    # each init state, the failed one a traceback, and exits (0.1.13 srt/server.py:497-502); also cut
+    r"^(?:router|detoken) init st(?:a(?:t(?:e(?::.*)?)?)?)?\s*$",
 )
 
 

@@ -108,7 +108,11 @@ REQ_SLOTS = Signature(
 # above (0.5.10 managers/scheduler_runtime_checker_mixin.py:266, :283 in _check_req_pool and
 # check_memory; 0.5.23 scheduler_components/invariant_checker.py:408-454; raise at 0.5.10
 # utils/common.py:3774), strict by default (SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_IDLE, 0.5.10
-# environ.py:220): a traceback cut inside that call still says a leak was found
+# environ.py:220): a traceback cut inside that call still says a leak was found. (round 28) So does the
+# ValueError it raises, its message cut ("ValueError: poo"): raise_error_or_warn raises nothing else
+# (0.5.23 utils/common.py:5066), and the checks named in the context hand it only leak reports (0.5.23
+# invariant_checker.py:408-454; _report_leak's "{pool_name} memory leak detected!", :453, called with "pool"
+# by scheduler.py:5296)
 MEMORY_CHECK_CUT = Signature(
     "memory_check_failed", "slots_exhausted",
     "the scheduler's idle memory check found the pools' accounting wrong",
@@ -118,12 +122,15 @@ MEMORY_CHECK_CUT = Signature(
     context=(r"(?:,| line \d+) in (?:check_memory|_check_req_pool|_report_leak|_check_kv_page_invariants"
              r"|self_check_during_idle)\s*$",
              r"(?:,| line \d+) in raise_error_or_warn\s*$|^\s*raise_error_or_warn\($"),
-    patterns=(r"\b(?:memory leak detected|KV double free|KV page use-after-free)\b",),
+    patterns=(r"\b(?:memory leak detected|KV double free|KV page use-after-free)\b",
+              r"^ValueError\b"),
     priority=74, phase="serving", fatal=True, cut_ok=True,
     sources=(("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:283"),
              ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:266"),
              ("0.5.10", "sglang/srt/utils/common.py:3774"),
              ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:454"),
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:453"),
+             ("0.5.23", "sglang/srt/managers/scheduler.py:5296"),
              ("0.5.23", "sglang/srt/utils/common.py:5066")))
 
 REQ_SLOTS_OLD = Signature(
