@@ -159,6 +159,8 @@ _CITED = {
     "vllm_placement_bundle": "Placement group bundle cannot have more than 1",
     "vllm_patched_entry_mismatch": "def _placeholder_str(",
     "vllm_request_model_check": "model.name == model_name for model in self.base_model_paths",
+    # round 26
+    "vllm_no_platform": "raise NotImplementedError",
 }
 
 
