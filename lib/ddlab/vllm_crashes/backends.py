@@ -192,10 +192,10 @@ NO_PLATFORM = Signature(
     "vllm_no_platform", "dependency_mismatch", "vLLM detected no device platform (UnspecifiedPlatform)",
     ("vLLM found no device platform to run on: the base Platform class answered (it raises "
      "NotImplementedError), as on a machine where no platform plugin found its device. Check, in the "
-     "environment the server runs in, that the GPU is visible (`nvidia-smi`; a container needs `--gpus` "
-     "or the NVIDIA runtime), that vLLM is installed as a package (`pip show vllm`: a source tree with no "
-     "package metadata fails detection) and is a build for this device, not a CPU one; "
-     "`VLLM_LOGGING_LEVEL=DEBUG` logs why each platform was passed over.",),
+     "environment the server runs in, that the GPU is visible (`nvidia-smi`; a container needs the GPUs "
+     "passed in, docker's gpus option or the NVIDIA runtime), that vLLM is installed as a package "
+     "(`pip show vllm`: a source tree with no package metadata fails detection) and is a build for this "
+     "device, not a CPU one; `VLLM_LOGGING_LEVEL=DEBUG` logs why each platform was passed over.",),
     types=r"NotImplementedError|RuntimeError",
     patterns=(r"^NotImplementedError\s*$", _NO_DEVICE_TYPE),
     context=(rf"{_BASE_PLATFORM}|{_NO_DEVICE_TYPE}",),
