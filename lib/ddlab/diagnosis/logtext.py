@@ -24,6 +24,7 @@ The facts a log states (server args, DDTree sizes) are :mod:`.facts`.
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, replace
 
@@ -170,8 +171,16 @@ def is_progress_bar(msg: str) -> bool:
 _ESCAPED_FRAME_RE = re.compile(r'^\s*File \\"')
 
 
+# (vLLM round 26) a paste copied from a page's HTML source keeps its character references:
+# File &quot;path&quot;
+_HTML_ENTITY_RE = re.compile(r"&(?:quot|#0*39|#x0*27|lt|gt|amp);", re.I)
+
+
 def _unescaped(text: str) -> str:
-    """A frame line copied from a JSON string, its quotes as Python printed them."""
+    """A frame line copied from a JSON string, its quotes as Python printed them; a line copied from HTML
+    source, its character references read back."""
+    if _HTML_ENTITY_RE.search(text):
+        text = html.unescape(text)
     return text.replace('\\"', '"') if _ESCAPED_FRAME_RE.match(text) else text
 
 

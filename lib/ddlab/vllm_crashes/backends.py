@@ -14,7 +14,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
-           "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER"]
+           "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM"]
 
 _V0 = V0
 
@@ -176,5 +176,35 @@ ASCEND_MOONCAKE_REQUEST = Signature(
              ("vllm-ascend v0.15.0rc1", "vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py:441, "
                                         ":547")))
 
+# (round 26) vLLM on no device platform: each built-in platform plugin tests the install and the machine (NVML
+# finding a GPU, the vllm package's version for a CPU build, libtpu, amdsmi, habana_frameworks, ...) and, none
+# active, vLLM runs on UnspecifiedPlatform ("No platform detected", platforms/__init__.py:210-212 (0.7.3);
+# the vllm package's metadata missing "may cause platform detection to fail", :26-28), whose methods are
+# the base Platform's: is_async_output_supported raises a bare NotImplementedError (platforms/interface.py:204
+# (0.7.3); every built-in platform overrides it), get_device_name too (:187 (0.7.3), :603 (0.34.0)); the
+# device config says it in words: "Failed to infer device type" (config.py:1660 (0.7.3), config/device.py:47
+# (0.34.0))
+_BASE_PLATFORM = (r'[/\\]vllm[/\\]platforms[/\\]interface\.py", line \d+, in '
+                  r'(?:is_async_output_supported|get_device_name)[ \t]*\n'
+                  r'[ \t]*raise NotImplementedError[ \t]*$')
+_NO_DEVICE_TYPE = r"^(?:RuntimeError: )?Failed to infer device type\b"
+NO_PLATFORM = Signature(
+    "vllm_no_platform", "dependency_mismatch", "vLLM detected no device platform (UnspecifiedPlatform)",
+    ("vLLM found no device platform to run on: the base Platform class answered (it raises "
+     "NotImplementedError), as on a machine where no platform plugin found its device. Check, in the "
+     "environment the server runs in, that the GPU is visible (`nvidia-smi`; a container needs the GPUs "
+     "passed in, docker's gpus option or the NVIDIA runtime), that vLLM is installed as a package "
+     "(`pip show vllm`: a source tree with no package metadata fails detection) and is a build for this "
+     "device, not a CPU one; `VLLM_LOGGING_LEVEL=DEBUG` logs why each platform was passed over.",),
+    types=r"NotImplementedError|RuntimeError",
+    patterns=(r"^NotImplementedError\s*$", _NO_DEVICE_TYPE),
+    context=(rf"{_BASE_PLATFORM}|{_NO_DEVICE_TYPE}",),
+    lines=(_NO_DEVICE_TYPE,), priority=70, phase="launch",
+    sources=(("0.7.3", "vllm/platforms/interface.py:204"), ("0.7.3", "vllm/platforms/interface.py:187"),
+             ("0.34.0", "vllm/platforms/interface.py:603"), ("0.7.3", "vllm/platforms/__init__.py:210"),
+             ("0.7.3", "vllm/platforms/__init__.py:26"), ("0.7.3", "vllm/config.py:1660"),
+             ("0.34.0", "vllm/config/device.py:47")))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
-                               REQUEST_5XX, REQUEST_4XX]
+                               REQUEST_5XX, REQUEST_4XX,
+                               NO_PLATFORM]

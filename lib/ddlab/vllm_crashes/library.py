@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import (device, kernels, launch, memory, models, native, npu, packages, requests,
-                                 runtime, weights)
+from ddlab.crashes.kinds import (compilers, device, kernels, launch, memory, models, native, npu, packages,
+                                 requests, runtime, weights)
 from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
@@ -131,6 +131,8 @@ AITER_ARCH = voiced(device.AITER_ARCH, (
 _LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
                 r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
 _DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
+# (round 26) Triton finding no C compiler, its traceback cut on the raise line (crashes/kinds/compilers.py)
+NO_C_COMPILER_CUT = voiced(compilers.NO_C_COMPILER_CUT, compilers.NO_C_COMPILER_CUT.advice)
 KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
@@ -267,4 +269,5 @@ SIGNATURES: list[Signature] = [
     GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI,
     REFUSED,
+    NO_C_COMPILER_CUT,
 ]

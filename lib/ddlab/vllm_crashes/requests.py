@@ -14,19 +14,32 @@ __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_
 
 _V0 = V0
 
+# (round 26) the engine's own check of one request's prompt against max_model_len: V0's
+# _validate_model_input (0.6.4.post1 engine/llm_engine.py:2025, 0.7.3 :1960; its later form, prompt_type
+# named, is V1's), V1's input processor (0.30.0 v1/engine/input_processor.py:472, 0.34.0 :584, :594); V0's
+# async engine hands the ValueError to that request's stream and steps on (0.7.3
+# engine/async_llm_engine.py:736-743)
+_PROMPT_TOO_LONG = (r"\bThe (?:(?:decoder|encoder) )?prompt \((?:total )?length \d+\) "
+                    r"(?:is longer than the maximum model length of \d+"
+                    r"|plus the number of requested output tokens|is too long to fit into the model)")
+
 # the OpenAI server refusing one request (answered 400) while it keeps serving
 REQUEST_TOO_LONG = Signature(
     "vllm_request_refused", "request_error", "vLLM refused one request",
     ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
      "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
      "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
-    patterns=(r"This model's maximum context length is \d+ tokens",),
-    lines=(r"This model's maximum context length is \d+ tokens",),
+    patterns=(r"This model's maximum context length is \d+ tokens", _PROMPT_TOO_LONG),
+    lines=(r"This model's maximum context length is \d+ tokens", _PROMPT_TOO_LONG),
     priority=12, request=True, phase="serving",
     sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
              (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
              ("0.30.0", "vllm/renderers/params.py:365"), ("0.33.0", "vllm/renderers/params.py:405"),
-             ("0.34.0", "vllm/renderers/params.py:405")))
+             ("0.34.0", "vllm/renderers/params.py:405"),
+             (_V0, "vllm/engine/llm_engine.py:2025"), ("0.7.3", "vllm/engine/llm_engine.py:1960"),
+             ("0.7.3", "vllm/engine/async_llm_engine.py:736"),
+             ("0.30.0", "vllm/v1/engine/input_processor.py:472"),
+             ("0.34.0", "vllm/v1/engine/input_processor.py:584")))
 
 # the OpenAI server's streaming handlers catch what one request's stream raised, log it with its
 # traceback and send the client an error chunk (logger.exception, then create_error_response):

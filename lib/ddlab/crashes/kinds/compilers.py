@@ -47,4 +47,24 @@ TRITON_COMPILER_ASSERT = Signature(
                               "\"!(srcMmaLayout && dstMmaLayout && !srcMmaLayout.isAmpere()) && "
                               "\\\"mma -> mma layout conversion is only supported on Ampere\\\"\")")))
 
-SIGNATURES = [TRITON_COMPILER_ASSERT]
+# (vLLM round 26) a traceback cut on the raise line of Triton's _build, the one raise there: no C compiler to
+# build the driver's C helpers with (CC unset, neither gcc nor clang on PATH; triton 3.2.0 runtime/build.py:32
+# prints the message on the raise line, 3.4.0 :32-33 and 3.5.0 :31-32 on the next one)
+_NO_C_COMPILER_RAISE = (r'triton[/\\]runtime[/\\]build\.py", line \d+, in _build[ \t]*\n'
+                        r'[ \t]*raise RuntimeError\((?:[ \t]*"Failed to find C compiler[^\n]*)?'
+                        r'(?:\n[ \t]*"Failed to find C compiler[^\n]*)?\s*\Z')
+NO_C_COMPILER_CUT = Signature(
+    "triton_no_c_compiler_cut", "kernel_compile",
+    "Triton found no C compiler to build its helpers with (cut)",
+    ("Triton builds small C modules (its driver's helpers, each kernel's launcher) with the host's C "
+     "compiler the first time a kernel runs, and found none: CC is unset and neither gcc nor clang is on "
+     "PATH. Install one (`apt-get install build-essential`, or gcc in the image) or point CC at it; the "
+     "paste is cut on Triton's raise line.",),
+    patterns=(r"\bFailed to find C compiler\b",), context=(_NO_C_COMPILER_RAISE,), priority=80, fatal=True,
+    cut_ok=True,
+    sources=(("triton 3.2.0", "triton/runtime/build.py:32 (_build: raise RuntimeError(\"Failed to find C "
+                              "compiler. Please specify via CC environment variable.\"))"),
+             ("triton 3.4.0", "triton/runtime/build.py:32-33 (the raise, its message on the next line)"),
+             ("triton 3.5.0", "triton/runtime/build.py:31-32")))
+
+SIGNATURES = [TRITON_COMPILER_ASSERT, NO_C_COMPILER_CUT]

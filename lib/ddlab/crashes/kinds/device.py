@@ -96,6 +96,16 @@ REPLAY_FAULT = Signature(
              ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1141"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:1981")))
 
+# (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
+# ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
+# 3.2.0 language/core.py:495, 3.4.0 :593, 3.5.0 :574); the NVIDIA backend adds fp8e4nv only from sm89
+# (backends/nvidia/compiler.py:149 (3.2.0), :170-171 (3.4.0)), so an A100 (sm80) has e5 and e4b15 alone
+_TRITON_FP8_ARCH = r"\btype fp8\w+ not supported in this architecture\b"
+# (vLLM round 26) Triton builds its driver's C helpers (cuda_utils) the first time a kernel runs and looks for
+# a C compiler: CC, else gcc or clang on PATH (triton 3.2.0 runtime/build.py:32 "Failed to find C compiler.
+# Please specify via CC environment variable.", 3.4.0 :33 and 3.5.0 :32 add "or set triton.knobs.build.impl.")
+_NO_C_COMPILER = r"\bFailed to find C compiler\b"
+
 UNSUPPORTED_GPU = Signature(
     "unsupported_gpu", "unsupported_gpu", "a kernel has no build for this GPU",
     ("A kernel in this install was not built for this GPU's compute capability "
@@ -106,9 +116,11 @@ UNSUPPORTED_GPU = Signature(
               r"SGLang only supports sm75 and above", r"FlashAttention v3 Backend requires SM>=80",
               r"is not compatible with the current PyTorch installation",
               r"Unsupported compute capability", r"requires (?:CUDA )?compute capability",
-              r"compute capability [\d.]+ or newer is required", r"cudaErrorNoKernelImageForDevice"),
+              r"compute capability [\d.]+ or newer is required", r"cudaErrorNoKernelImageForDevice",
+              _TRITON_FP8_ARCH),
     lines=(r"no kernel image is available for execution on the device",
-           r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation"),
+           r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation",
+           _TRITON_FP8_ARCH),
     priority=81,
     sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:620"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1432"),
@@ -117,7 +129,9 @@ UNSUPPORTED_GPU = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/load_model_utils.py:91"),
              ("0.5.23", "sglang/srt/layers/attention/attention_registry.py:244"),
              ("torch 2.14.1", "torch/cuda/__init__.py:489"),
-             ("CUDA runtime", "cudaErrorNoKernelImageForDevice (209)")))
+             ("CUDA runtime", "cudaErrorNoKernelImageForDevice (209)"),
+             ("triton 3.4.0", "triton/language/core.py:593 (type fp8e4nv not supported in this architecture), "
+                              "triton/backends/nvidia/compiler.py:170-171 (fp8e4nv from sm89)")))
 
 TRITON_ARCH = Signature(
     "triton_arch_unsupported", "unsupported_gpu", "Triton cannot generate code for this GPU",
@@ -195,13 +209,17 @@ KERNEL_COMPILE = Signature(
               _COMPILER_FAILED,
               # a JIT build with no ninja (or nvcc) on PATH
               r"Ninja is required to load C\+\+ extensions",
-              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'"),
+              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'",
+              _NO_C_COMPILER),
     lines=(r"^compilation terminated\.$",
            # Triton's OutOfResources printed alone (a paste cut above its traceback)
            r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
            _COMPILER_FAILED,
-           r"Error building extension '"),
+           r"Error building extension '",
+           _NO_C_COMPILER),
+    # Triton's CompilationError of a kernel whose fp8 type this GPU lacks is the GPU's (UNSUPPORTED_GPU)
+    absent=(_TRITON_FP8_ARCH,),
     priority=82,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
              ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
@@ -212,7 +230,9 @@ KERNEL_COMPILE = Signature(
              ("torch 2.13.0", "torch/utils/cpp_extension.py:2562 (Ninja is required ...), :2860 "
                               "(command = ['ninja', '-v'], run by subprocess)"),
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
-             ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
+             ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)"),
+             ("triton 3.2.0", "triton/runtime/build.py:32 (Failed to find C compiler. Please specify via CC ...)"),
+             ("triton 3.4.0", "triton/runtime/build.py:33 (the same, or set triton.knobs.build.impl.)")))
 
 # (round 16) A traceback cut inside a Triton backend's compile step, on the line that runs the backend's
 # own compiler as a subprocess: Triton's compile lowers the kernel stage by stage (triton-ascend 3.2.0
