@@ -62,19 +62,8 @@ def _cuda_oom_detail(found: Found) -> str:
         "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
 
 
-# (round 23) torch's caching allocator, out of memory, builds its OutOfMemoryError's message with each
-# process's use of the GPU from NVML and asserts that query succeeded (reportProcessMemoryInfo:
-# TORCH_INTERNAL_ASSERT(NVML_SUCCESS == r), called only in DeviceCachingAllocator::malloc's `if
-# (!block_found)` branch, after cudaMalloc returned cudaErrorMemoryAllocation: pytorch/pytorch eb42ad6
-# c10/cuda/CUDACachingAllocator.cpp). Where NVML cannot list processes (a container, a MIG slice) the
-# assert stands in for the OOM message: an allocation did not fit
-_NVML_OOM = r'\bNVML_SUCCESS == r INTERNAL ASSERT FAILED at "[^"]*CUDACachingAllocator\.cpp":\d+'
-CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail,
-                  patterns=(*memory.CUDA_OOM.patterns, _NVML_OOM), lines=(*memory.CUDA_OOM.lines, _NVML_OOM),
-                  sources=(("torch (pytorch/pytorch eb42ad6)", "c10/cuda/CUDACachingAllocator.cpp "
-                                                             "(reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT("
-                                                             "NVML_SUCCESS == r); malloc's !block_found branch: "
-                                                             "proc_info = reportProcessMemoryInfo(device))"),))
+# (round 23) torch's allocator asserting its NVML query on the out-of-memory path: in SGLang's signature
+CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
 HOST_OOM = voiced(memory.HOST_OOM, (
     "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
     "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))

@@ -1,0 +1,116 @@
+"""Library texts both servers meet, read in SGLang's logs too (issue 24, lib28).
+
+vLLM's rounds 7 and 23 added texts that come from libraries SGLang loads as well (torch's caching
+allocator, the linker under Triton's launcher build, DeepGEMM's JIT, CANN's tiling checks, torch_npu's
+graph capture) and one from code SGLang copied too (the Marlin shape check): they live in the base
+signatures now, with SGLang's advice, and vLLM's signatures reuse them through ``voiced``. Each case puts
+the library's line, copied verbatim from the vLLM corpus log that showed it (tests/fixtures/logs/vllm-real/),
+into an SGLang-shaped context whose lines are copied from real SGLang logs (tests/fixtures/logs/real/
+h9002, h15008, h22004, h21001; the 0.5.23 launcher's real run, tests/fixtures/logs/sglang/
+healthy__0.5.23__dflash-startup-and-decode.log), with a near miss beside it that must not be read so.
+The source checks skip where the wheels are not unpacked.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fieldkit import VLLM_REAL, library_text_test, reads, said
+
+from ddlab.crashes.kinds import memory
+from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.vllm_crashes import library
+
+LIBRARY_SOURCES = [
+    # SGLang's own copy of the Marlin shape check (vLLM's text, in SGLang's wheel)
+    ("sglang", "0.5.23", "sglang/srt/layers/quantization/marlin_utils.py",
+     'f"Weight output_size_per_partition = "'),
+    ("sglang", "0.4.10.post2", "sglang/srt/layers/quantization/marlin_utils.py",
+     'f" is not divisible by group_size = {group_size}. "'),
+    # SGLang captures NPU graphs with torch_npu's NPUGraph, as vllm-ascend does
+    ("sglang", "0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py",
+     "torch.npu.graph("),
+    ("sglang", "0.5.13", "sglang/srt/hardware_backend/npu/graph_runner/vit_npu_graph_runner.py",
+     "with torch_npu.npu.graph(graph, pool=ViTNpuGraphRunner._graph_memory_pool):"),
+    ("torch_npu", "2.5.1", "torch_npu/include/torch_npu/csrc/core/npu/interface/AclInterface.h",
+     "aclError AclmdlRICaptureBegin(aclrtStream stream, aclmdlRICaptureMode mode);"),
+    # SGLang runs DeepGEMM's JIT kernels, and Triton's launcher links -lcuda
+    ("sglang", "0.5.23", "sglang/srt/layers/deep_gemm_wrapper/compile_utils.py", "import deep_gemm"),
+    ("triton", "3.4.0", "triton/runtime/build.py", "cc_cmd += [f'-l{lib}' for lib in libraries]"),
+]
+
+test_each_rules_library_text_is_in_its_wheel = library_text_test(LIBRARY_SOURCES)
+
+
+def _suggestion(text: str) -> str:
+    return diagnose(text, family="sglang").suggestion or ""
+
+
+def _library_line(log: str, start: str) -> str:
+    """The library's own line in a vLLM corpus log, from ``start`` on (vLLM's process tag and stamp cut)."""
+    line = next(ln for ln in (VLLM_REAL / log).read_text().splitlines() if start in ln)
+    return line[line.index(start):] + "\n"
+
+
+# the 0.5.23 launcher's real run (tests/fixtures/logs/sglang/healthy__0.5.23__dflash-startup-and-decode.log)
+_STARTED = (
+    "[2026-11-30 19:36:09] Load weight begin. avail mem=138.61 GB\n"
+    "[2026-11-30 19:36:15] Load weight end. elapsed=5.93 s, type=Qwen3ForCausalLM, avail mem=123.35 GB, "
+    "mem usage=15.26 GB.\n"
+    "[2026-11-30 19:36:17] Memory pool end. avail mem=19.43 GB\n"
+)
+_SERVING = _STARTED + (
+    "[2026-11-30 19:36:29] INFO:     Application startup complete.\n"
+    "[2026-11-30 19:36:31] The server is fired up and ready to roll!\n"
+    "[2026-11-30 19:36:54] Decode batch. #running-req: 1, #token: 371, token usage: 0.00, accept len: 3.62, "
+    "cuda graph: True, gen throughput (token/s): 188.41, #queue-req: 0, \n"
+)
+# h9002: the scheduler's serving loop, as a real 0.5.x log prints its traceback
+_SCHEDULER_SERVING = (
+    "[2025-12-22 11:36:30 TP1 EP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+    '  File "/root/temp_can/sglang/python/sglang/srt/managers/scheduler.py", line 2865, '
+    "in run_scheduler_process\n"
+    "    scheduler.event_loop_overlap()\n"
+    '  File "/root/temp_can/sglang/python/sglang/srt/managers/scheduler.py", line 1105, '
+    "in event_loop_overlap\n"
+    "    batch_result = self.run_batch(batch)\n"
+    "                   ^^^^^^^^^^^^^^^^^^^^^\n"
+)
+# h22004: the scheduler's constructor, as a real 0.5.2x log prints it
+_SCHEDULER_INIT = (
+    "[2026-09-21 06:49:24 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 5617, '
+    "in run_scheduler_process\n"
+    "    scheduler = Scheduler(\n"
+    "                ^^^^^^^^^^\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 554, in __init__\n'
+    "    self.init_model_worker()\n"
+)
+_SIGQUIT = "[2025-06-19 15:12:27] Received sigquit from a child process. It usually means the child failed.\n"
+
+
+# --- torch's caching allocator asserting its NVML query on the out-of-memory path (vy12) ------------------
+
+_NVML = _library_line("vy12.log", "RuntimeError: NVML_SUCCESS == r")
+
+
+def test_the_allocators_nvml_assert_is_cuda_oom_in_sglangs_log():
+    log = _SERVING + _SCHEDULER_SERVING + _NVML + _SIGQUIT
+    assert reads(log, family="sglang") == (True, "cuda_oom", "serving")
+    assert said(log, family="sglang")[2] == "cuda_oom"
+
+
+def test_the_allocators_other_asserts_are_no_oom_in_sglangs_log():
+    block = _NVML.replace("NVML_SUCCESS == r", "block->allocated")
+    assert reads(_SERVING + _SCHEDULER_SERVING + block + _SIGQUIT, family="sglang")[1] != "cuda_oom"
+
+
+# --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
+
+@pytest.mark.parametrize(("vllms", "base"), [
+    ((library, "CUDA_OOM"), (memory, "CUDA_OOM")),
+], ids=["cuda_oom"])
+def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
+    """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
+    ours, theirs = getattr(*vllms), getattr(*base, None)
+    assert theirs is not None, f"{base[0].__name__} has no {base[1]}"
+    assert (ours.patterns, ours.lines, ours.name) == (theirs.patterns, theirs.lines, f"vllm_{theirs.name}")
