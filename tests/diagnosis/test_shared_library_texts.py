@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 from fieldkit import VLLM_REAL, library_text_test, reads, said
 
-from ddlab.crashes.kinds import memory
+from ddlab.crashes.kinds import device, memory
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.vllm_crashes import library
 
@@ -104,11 +104,50 @@ def test_the_allocators_other_asserts_are_no_oom_in_sglangs_log():
     assert reads(_SERVING + _SCHEDULER_SERVING + block + _SIGQUIT, family="sglang")[1] != "cuda_oom"
 
 
+# --- a JIT build that did not link (vy09) and DeepGEMM's cuobjdump assert (vy21) -------------------
+
+_LD = _library_line("vy09.log", "/usr/bin/ld: cannot find -l")
+_COLLECT2 = _library_line("vy09.log", "collect2: error: ld returned")
+_DEEPGEMM = _library_line("vy21.log", "RuntimeError: Assertion error (")
+# h15008: SGLang's DeepGEMM wrapper calling into deep_gemm
+_DEEPGEMM_FRAMES = (
+    '  File "/home/ubuntuai/sglang/.venv/lib/python3.10/site-packages/sglang/srt/layers/quantization/'
+    'deep_gemm_wrapper/entrypoint.py", line 89, in gemm_nt_f8f8bf16\n'
+    "    _gemm_nt_f8f8bf16_raw(\n"
+    '  File "/home/ubuntuai/sglang/.venv/lib/python3.10/site-packages/deep_gemm/dispatch.py", line 55, '
+    "in fp8_gemm_nt\n"
+)
+
+
+def test_a_build_that_did_not_link_is_kernel_compile_in_sglangs_log():
+    """The linker's and collect2's lines, then the child's death (the traceback cut from the paste)."""
+    log = _STARTED + _LD + _COLLECT2 + _SIGQUIT
+    assert said(log, family="sglang")[:2] == (True, "kernel_compile")
+
+
+def test_the_linkers_warning_is_no_failed_build_in_sglangs_log():
+    warned = "/usr/bin/ld: warning: libcudart.so.12, needed by x.so, may conflict with libcudart.so.11\n"
+    assert said(_STARTED + warned + _SIGQUIT, family="sglang")[1] != "kernel_compile"
+
+
+def test_deepgemms_jit_assert_is_kernel_compile_in_sglangs_log():
+    log = _SERVING + _SCHEDULER_SERVING + _DEEPGEMM_FRAMES + _DEEPGEMM + _SIGQUIT
+    assert said(log, family="sglang") == (True, "kernel_compile", "kernel_compile")
+    assert "SGLANG_ENABLE_JIT_DEEPGEMM=0" in _suggestion(log)
+
+
+def test_deepgemms_other_asserts_are_no_failed_build_in_sglangs_log():
+    shape = "RuntimeError: Assertion error (csrc/apis/gemm.hpp:30): n % 64 == 0\n"
+    log = _SERVING + _SCHEDULER_SERVING + _DEEPGEMM_FRAMES + shape + _SIGQUIT
+    assert said(log, family="sglang")[1] != "kernel_compile"
+
+
 # --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
 
 @pytest.mark.parametrize(("vllms", "base"), [
     ((library, "CUDA_OOM"), (memory, "CUDA_OOM")),
-], ids=["cuda_oom"])
+    ((library, "KERNEL_COMPILE"), (device, "KERNEL_COMPILE")),
+], ids=["cuda_oom", "kernel_compile"])
 def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
     """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
     ours, theirs = getattr(*vllms), getattr(*base, None)

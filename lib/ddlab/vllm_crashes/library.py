@@ -110,30 +110,11 @@ AITER_ARCH = voiced(device.AITER_ARCH, (
     "(VLLM_ROCM_USE_AITER=0, its default), or use an aiter build (and the vLLM image that ships it) that "
     "lists this architecture.",),
     sources=(("aiter (ROCm/aiter 227c47698e)", "csrc/cpp_itfs/utils.py:115-117"), ("0.34.0", "vllm/envs.py:1329")))
-# (round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
-# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
-# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
-# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
-# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
-# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
-# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp)
-_LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
-                r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
-_DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
+# (round 23) a JIT build that did not link, DeepGEMM's cuobjdump assert: in SGLang's signature
 KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
-    "`--enforce-eager` skips torch.compile's kernels.",),
-    patterns=(*device.KERNEL_COMPILE.patterns, *_LINK_FAILED, _DEEPGEMM_JIT),
-    lines=(*device.KERNEL_COMPILE.lines, *_LINK_FAILED, _DEEPGEMM_JIT),
-    sources=(("triton 3.4.0", "triton/runtime/build.py:48 (cc_cmd += -l<lib>), :51"),
-             ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])"),
-             ("gcc", "gcc/collect-utils.c do_wait (\"%s returned %d exit status\")"),
-             ("binutils", "gold/fileread.cc (cannot find -l%s)"),
-             ("DeepGEMM (deepseek-ai/DeepGEMM bcd598f)", "csrc/jit/kernel_runtime.hpp:45 (DG_HOST_ASSERT(exit_code "
-                                                         "== 0) after cuobjdump -symbols)"),
-             ("DeepGEMM (deepseek-ai/DeepGEMM 1e7740d)", "csrc/utils/exception.hpp (DGException: <name> error "
-                                                         "(<file>:<line>): <cond>)")))
+    "`--enforce-eager` skips torch.compile's kernels.",))
 # (round 7) vLLM's Marlin kernels check each weight's per-rank shape before they repack it
 # (verify_marlin_supports_shape: quantization/utils/marlin_utils.py:100, :108, :116 (0.6.4.post1),
 # :181, :191 (0.34.0)); an Ascend operator's tiling step checks the shapes it is handed and CANN

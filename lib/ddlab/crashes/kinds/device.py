@@ -174,6 +174,35 @@ AITER_ARCH = Signature(
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
 _COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
+# (vLLM round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
+# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
+# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
+# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
+# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
+# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
+# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp); SGLang runs DeepGEMM's JIT kernels
+# for FP8 GEMMs (0.5.23 layers/deep_gemm_wrapper/compile_utils.py:39, entrypoint.py), as vLLM does
+_LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
+                r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
+_DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
+
+
+def _compile_detail(found: Found) -> str | None:
+    if regex(_DEEPGEMM_JIT).search(found.text):
+        return ("DeepGEMM's JIT ran the CUDA toolkit's cuobjdump on a kernel it had just built, and it "
+                "failed: DeepGEMM needs the full toolkit of the CUDA its wheels were built for (CUDA_HOME "
+                "with bin/nvcc and bin/cuobjdump). `SGLANG_ENABLE_JIT_DEEPGEMM=0` "
+                "(`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) takes the FP8 GEMMs off "
+                "DeepGEMM.")
+    missing = regex(r"cannot find -l(\w+)").search(found.text)
+    if missing or regex(f"(?m){_LINK_FAILED[0]}").search(found.text):
+        said = f"found no lib{missing[1]}.so" if missing else "failed (the linker's line says what it missed)"
+        return (f"The build's link step {said}: a missing `-lcuda` is the driver's libcuda.so (in a "
+                "container the NVIDIA runtime mounts it; `ldconfig -p | grep libcuda` shows whether the "
+                "linker sees it, and the toolkit's lib64/stubs holds a libcuda.so to link against where "
+                "only libcuda.so.1 is installed).")
+    return None
+
 
 KERNEL_COMPILE = Signature(
     "kernel_compile", "kernel_compile", "a kernel failed to build (Triton / flashinfer / nvcc JIT)",
@@ -195,14 +224,14 @@ KERNEL_COMPILE = Signature(
               _COMPILER_FAILED,
               # a JIT build with no ninja (or nvcc) on PATH
               r"Ninja is required to load C\+\+ extensions",
-              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'"),
+              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'", *_LINK_FAILED, _DEEPGEMM_JIT),
     lines=(r"^compilation terminated\.$",
            # Triton's OutOfResources printed alone (a paste cut above its traceback)
            r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
            _COMPILER_FAILED,
-           r"Error building extension '"),
-    priority=82,
+           r"Error building extension '", *_LINK_FAILED, _DEEPGEMM_JIT),
+    priority=82, detail=_compile_detail,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
              ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
              ("gcc / nvcc", "compilation terminated."),
@@ -212,7 +241,16 @@ KERNEL_COMPILE = Signature(
              ("torch 2.13.0", "torch/utils/cpp_extension.py:2562 (Ninja is required ...), :2860 "
                               "(command = ['ninja', '-v'], run by subprocess)"),
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
-             ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)")))
+             ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)"),
+             ("triton 3.4.0", "triton/runtime/build.py:48 (cc_cmd += -l<lib>), :51"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])"),
+             ("gcc", "gcc/collect-utils.c do_wait (\"%s returned %d exit status\")"),
+             ("binutils", "gold/fileread.cc (cannot find -l%s)"),
+             ("DeepGEMM (deepseek-ai/DeepGEMM bcd598f)",
+              "csrc/jit/kernel_runtime.hpp:45 (DG_HOST_ASSERT(exit_code == 0) after cuobjdump -symbols)"),
+             ("DeepGEMM (deepseek-ai/DeepGEMM 1e7740d)",
+              "csrc/utils/exception.hpp (DGException: <name> error (<file>:<line>): <cond>)"),
+             ("0.5.23", "sglang/srt/layers/deep_gemm_wrapper/compile_utils.py:39")))
 
 # (round 16) A traceback cut inside a Triton backend's compile step, on the line that runs the backend's
 # own compiler as a subprocess: Triton's compile lowers the kernel stage by stage (triton-ascend 3.2.0
