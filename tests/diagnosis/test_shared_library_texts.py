@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 from fieldkit import VLLM_REAL, library_text_test, reads, said
 
-from ddlab.crashes.kinds import device, memory
+from ddlab.crashes.kinds import device, kernels, memory
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.vllm_crashes import library
 
@@ -85,6 +85,7 @@ _SCHEDULER_INIT = (
     '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 554, in __init__\n'
     "    self.init_model_worker()\n"
 )
+_LOADING = _STARTED.splitlines(keepends=True)[0]  # the weights' load begun, not ended
 _SIGQUIT = "[2025-06-19 15:12:27] Received sigquit from a child process. It usually means the child failed.\n"
 
 
@@ -142,12 +143,59 @@ def test_deepgemms_other_asserts_are_no_failed_build_in_sglangs_log():
     assert said(log, family="sglang")[1] != "kernel_compile"
 
 
+# --- SGLang's own Marlin shape check (vLLM's text, vs01) and CANN's tiling check (vh29) ------------------
+
+_MARLIN = _library_line("vs01.log", "Weight output_size_per_partition = ")
+# the load's frames, as SGLang's model runner loads a GPTQ-Marlin layer (0.5.23 gptq.py create_weights)
+_LOAD_FRAMES = (
+    '  File "/sgl-workspace/sglang/python/sglang/srt/layers/quantization/gptq.py", line 468, '
+    "in create_weights\n"
+    "    verify_marlin_supports_shape(\n"
+    '  File "/sgl-workspace/sglang/python/sglang/srt/layers/quantization/marlin_utils.py", line 169, '
+    "in verify_marlin_supports_shape\n"
+    "    raise ValueError(\n"
+)
+
+
+def test_the_marlin_shape_check_is_kernel_config_in_sglangs_log():
+    log = _LOADING + _SCHEDULER_INIT + _LOAD_FRAMES + "ValueError: " + _MARLIN + _SIGQUIT
+    assert reads(log, family="sglang") == (True, "kernel_config_unsupported", "load_weights")
+    assert "--tp-size" in _suggestion(log)
+
+
+def test_fp8_block_shape_check_is_not_marlins():
+    """SGLang's FP8 block quantization words its own shape check alike: not a Marlin kernel's tile."""
+    block = ("ValueError: Weight output_size_per_partition = 4304 is not divisible by weight quantization "
+             "block_n = 128.\n")
+    log = _LOADING + _SCHEDULER_INIT + block + _SIGQUIT
+    assert reads(log, family="sglang")[1] != "kernel_config_unsupported"
+
+
+_TILING = _library_line("vh29.log", "E89999[PID: ")
+# h21001 and h18002: torch_npu's lines around a refused ACL call in a real SGLang Ascend log
+_ACL_FAILED = ("[ERROR] 2026-01-05-12:19:12 (PID:1457656, Device:1, RankID:-1) ERR00100 PTA call acl api "
+               "failed.\n")
+
+
+def test_a_cann_tiling_check_is_kernel_config_in_sglangs_log():
+    log = (_SERVING + _SCHEDULER_SERVING
+           + "RuntimeError: " + _library_line("vh29.log", "npu_fused_infer_attention_score_out_symint:")
+           + _ACL_FAILED + "E89999: Inner Error!\n" + _TILING + _SIGQUIT)
+    assert said(log, family="sglang")[:2] == (True, "kernel_config_unsupported")
+
+
+def test_a_cann_record_of_another_file_is_no_tiling_check():
+    other = _TILING.replace("fused_infer_attention_score_tiling.cpp", "op_task.cc")
+    assert said(_SERVING + _ACL_FAILED + other + _SIGQUIT, family="sglang")[1] != "kernel_config_unsupported"
+
+
 # --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
 
 @pytest.mark.parametrize(("vllms", "base"), [
     ((library, "CUDA_OOM"), (memory, "CUDA_OOM")),
     ((library, "KERNEL_COMPILE"), (device, "KERNEL_COMPILE")),
-], ids=["cuda_oom", "kernel_compile"])
+    ((library, "KERNEL_CONFIG"), (kernels, "KERNEL_CONFIG")),
+], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported"])
 def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
     """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
     ours, theirs = getattr(*vllms), getattr(*base, None)

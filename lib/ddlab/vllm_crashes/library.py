@@ -115,23 +115,12 @@ KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
     "`--enforce-eager` skips torch.compile's kernels.",))
-# (round 7) vLLM's Marlin kernels check each weight's per-rank shape before they repack it
-# (verify_marlin_supports_shape: quantization/utils/marlin_utils.py:100, :108, :116 (0.6.4.post1),
-# :181, :191 (0.34.0)); an Ascend operator's tiling step checks the shapes it is handed and CANN
-# names the check and its *_tiling.cpp (vllm-ascend's log: "[FUNC:CheckFAISeqlenDataInTND][FILE:
-# fused_infer_attention_score_tiling.cpp]" under "aclnn... failed, error code is 561002")
-_MARLIN_SHAPE = (r"Weight (?:in|out)put_size_per_partition = \d+ is not divisible by\s+"
-                 r"(?:min_thread_[nk]|group_size)\b")
-_CANN_TILING = r"\[FUNC:\w+\]\[FILE:\w+_tiling\.cpp\]"
+# (round 7) Marlin's shape check (vLLM's, SGLang's copy too) and CANN's tiling check: in SGLang's signature
 KERNEL_CONFIG = voiced(kernels.KERNEL_CONFIG, (
     "A kernel refuses this model's configuration on this GPU: pick another attention backend "
     "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",),
-    patterns=kernels.KERNEL_CONFIG.patterns + (_MARLIN_SHAPE, _CANN_TILING),
-    lines=kernels.KERNEL_CONFIG.lines + (rf"^(?:ValueError: )?{_MARLIN_SHAPE}", _CANN_TILING),
     sources=((_V0, "vllm/model_executor/layers/quantization/utils/marlin_utils.py:108"),
-             ("0.34.0", "vllm/model_executor/layers/quantization/utils/marlin_utils.py:191"),
-             ("vllm-ascend", "CANN's operator tiling check, as its log shows it: [FUNC:Check...]"
-                             "[FILE:..._tiling.cpp]")))
+             ("0.34.0", "vllm/model_executor/layers/quantization/utils/marlin_utils.py:191")))
 # (round 12) torch's "CUDA error: invalid configuration argument": a launch refused for this shape
 LAUNCH_REFUSED = voiced(kernels.TORCH_LAUNCH_REFUSED, (
     "A kernel launch asked for more threads, blocks or shared memory than this GPU gives for this model "
