@@ -16,9 +16,9 @@ from __future__ import annotations
 import pytest
 from fieldkit import VLLM_REAL, library_text_test, reads, said
 
-from ddlab.crashes.kinds import device, kernels, memory
+from ddlab.crashes.kinds import device, kernels, memory, npu
 from ddlab.diagnosis.diagnosis import diagnose
-from ddlab.vllm_crashes import library
+from ddlab.vllm_crashes import graphs as vllm_graphs, library
 
 LIBRARY_SOURCES = [
     # SGLang's own copy of the Marlin shape check (vLLM's text, in SGLang's wheel)
@@ -189,13 +189,45 @@ def test_a_cann_record_of_another_file_is_no_tiling_check():
     assert said(_SERVING + _ACL_FAILED + other + _SIGQUIT, family="sglang")[1] != "kernel_config_unsupported"
 
 
+# --- torch_npu's graph capture refused (vy08), in SGLang's NPU graph runner -----------------------------
+
+_CAPTURE_BEGIN = _library_line("vy08.log", "capture_begin:")
+# SGLang's ViT NPU graph runner captures lazily, while serving, with no "Capture cuda graph failed" wrapper
+_VIT_FRAMES = (
+    '  File "/usr/local/python3.11.13/lib/python3.11/site-packages/sglang/srt/hardware_backend/npu/'
+    'graph_runner/vit_npu_graph_runner.py", line 73, in _create_graph\n'
+    "    with torch_npu.npu.graph(graph, pool=ViTNpuGraphRunner._graph_memory_pool):\n"
+    '  File "/usr/local/python3.11.13/lib/python3.11/site-packages/torch_npu/npu/graphs.py", line 205, '
+    "in __enter__\n"
+    "    self.npu_graph.capture_begin(\n"
+)
+
+
+def test_an_npu_capture_refused_is_cuda_graph_capture_in_sglangs_log():
+    log = _SERVING + _SCHEDULER_SERVING + _VIT_FRAMES + "RuntimeError: " + _CAPTURE_BEGIN + _SIGQUIT
+    assert said(log, family="sglang") == (True, "cuda_graph_capture", "npu_capture_failed")
+    suggestion = _suggestion(log)
+    assert "--enforce-eager" not in suggestion and "vllm" not in suggestion.lower()
+    assert "SGLANG_VIT_ENABLE_CUDA_GRAPH=0" in suggestion
+
+
+def test_an_npu_graph_update_is_not_its_capture_in_sglangs_log():
+    """h21001's line: the captured graph's task update before a replay, round 21's rule."""
+    update = ("RuntimeError: graph_task_update_end:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:48 "
+              "NPU function error: c10_npu::acl::AclmdlRICaptureTaskUpdateEnd(stream), error code is "
+              "507000\n")
+    log = _SERVING + _SCHEDULER_SERVING + update + _SIGQUIT
+    assert said(log, family="sglang")[2] == "npu_graph_update_failed"
+
+
 # --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
 
 @pytest.mark.parametrize(("vllms", "base"), [
     ((library, "CUDA_OOM"), (memory, "CUDA_OOM")),
     ((library, "KERNEL_COMPILE"), (device, "KERNEL_COMPILE")),
     ((library, "KERNEL_CONFIG"), (kernels, "KERNEL_CONFIG")),
-], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported"])
+    ((vllm_graphs, "NPU_CAPTURE"), (npu, "NPU_CAPTURE")),
+], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported", "npu_capture_failed"])
 def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
     """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
     ours, theirs = getattr(*vllms), getattr(*base, None)
