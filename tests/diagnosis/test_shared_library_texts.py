@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 from fieldkit import VLLM_REAL, library_text_test, reads, said
 
-from ddlab.crashes.kinds import device, kernels, memory, npu
+from ddlab.crashes.kinds import device, kernels, launch, memory, npu
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.vllm_crashes import graphs as vllm_graphs, library
 
@@ -220,6 +220,45 @@ def test_an_npu_graph_update_is_not_its_capture_in_sglangs_log():
     assert said(log, family="sglang")[2] == "npu_graph_update_failed"
 
 
+# --- a Triton / inductor kernel's device assert (va16) and the hub's 403 (vq13) --------------------------
+
+_TRITON_ASSERT = _library_line("va16.log", "/root/.cache/vllm/torch_compile_cache/")
+
+
+def test_a_triton_kernels_device_assert_is_an_illegal_access_in_sglangs_log():
+    """The kernel's own line (inductor's, its cache path as vLLM's log shows it), the paste cut after it."""
+    log = _SERVING + _TRITON_ASSERT * 2 + _SIGQUIT
+    assert reads(log, family="sglang")[:2] == (True, "cuda_illegal_access")
+
+
+def test_a_kernels_printf_with_its_block_and_thread_is_no_assert():
+    printed = "block: [9,0,0], thread: [81,0,0] value 3 out of 32000\n"
+    assert reads(_SERVING + printed + _SIGQUIT, family="sglang")[1] != "cuda_illegal_access"
+
+
+_HUB_403 = _library_line("vq13.log", "requests.exceptions.HTTPError: 403 Client Error")
+# h4020: transformers' config lookup, as a real SGLang log prints it
+_CONFIG_FRAMES = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/transformers/configuration_utils.py", line 721, '
+    "in _get_config_dict\n"
+    "    resolved_config_file = cached_file(\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/transformers/utils/hub.py", line 322, in cached_file\n'
+    "    file = cached_files(path_or_repo_id=path_or_repo_id, filenames=[filename], **kwargs)\n"
+)
+
+
+def test_the_hubs_refusal_is_model_not_found_in_sglangs_log():
+    log = _CONFIG_FRAMES + _HUB_403
+    assert said(log, family="sglang")[:2] == (True, "model_not_found")
+    assert "HF_TOKEN" in _suggestion(log)
+
+
+def test_the_hubs_server_error_is_no_refusal():
+    outage = _HUB_403.replace("403 Client Error: Forbidden", "502 Server Error: Bad Gateway")
+    assert said(_CONFIG_FRAMES + outage, family="sglang")[1] != "model_not_found"
+
+
 # --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
 
 @pytest.mark.parametrize(("vllms", "base"), [
@@ -227,9 +266,17 @@ def test_an_npu_graph_update_is_not_its_capture_in_sglangs_log():
     ((library, "KERNEL_COMPILE"), (device, "KERNEL_COMPILE")),
     ((library, "KERNEL_CONFIG"), (kernels, "KERNEL_CONFIG")),
     ((vllm_graphs, "NPU_CAPTURE"), (npu, "NPU_CAPTURE")),
-], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported", "npu_capture_failed"])
+    ((library, "ILLEGAL_ACCESS"), (device, "ILLEGAL_ACCESS")),
+], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported", "npu_capture_failed",
+        "cuda_illegal_access"])
 def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
     """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
     ours, theirs = getattr(*vllms), getattr(*base, None)
     assert theirs is not None, f"{base[0].__name__} has no {base[1]}"
     assert (ours.patterns, ours.lines, ours.name) == (theirs.patterns, theirs.lines, f"vllm_{theirs.name}")
+
+
+def test_vllms_model_not_found_adds_only_vllms_own_text():
+    """huggingface_hub's 401 / 403 is the base signature's; vLLM adds only its own "Invalid repository ID"."""
+    ours, theirs = library.MODEL_NOT_FOUND, launch.MODEL_NOT_FOUND
+    assert ours.patterns[:-1] == theirs.patterns and "Invalid repository ID" in ours.patterns[-1]

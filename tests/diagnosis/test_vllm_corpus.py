@@ -183,8 +183,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # logs e1dcc90 (24/27, 13/27, 6/8) and round 24 at c04b11c with its logs 308436b (14/16, 8/16, 5/6) and
 # round 25 at afbc9a0 with its logs 52286b1 (6/6, 4/6, 3/3) likewise. No held-out logs are left (no held-out
 # floor); the work floor is what the work split reaches.
-# "kind" counts logs whose labels agree, "phase" logs that show their phase.
-FLOORS = {"work": (644, 628, 363)}
+# "kind" counts logs whose labels agree, "phase" logs that show their phase. lib28 (library texts in the base
+# signatures) read va20 right: a bare huggingface_hub 401, read as SGLang's, is model_not_found there too.
+FLOORS = {"work": (644, 629, 363)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

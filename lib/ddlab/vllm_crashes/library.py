@@ -71,10 +71,7 @@ ILLEGAL_ACCESS = voiced(device.ILLEGAL_ACCESS, (
     "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
     "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
     "attention backend; with speculative decoding, check that the draft's context length covers "
-    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",),
-    # a Triton / inductor kernel's device assert, as the CUDA runtime prints it
-    lines=device.ILLEGAL_ACCESS.lines + (
-        r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
+    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",))
 CUDA_ERROR_CUT = voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
 # (round 12) an Ascend NPU call returning a device fault code (vllm-ascend's torch_npu)
 NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
@@ -144,10 +141,10 @@ MODEL_NOT_FOUND = voiced(launch.MODEL_NOT_FOUND, (
     "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
     "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
     "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
-    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token); vLLM's own
-    # refusal when no config is found at the repo id or folder (round 10: get_config's ValueError,
-    # raised from whatever the lookup raised)
-    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b", _NO_REPO),
+    # (huggingface_hub raising for a 401 / 403 is SGLang's signature's); vLLM's own refusal when no
+    # config is found at the repo id or folder (round 10: get_config's ValueError, raised from
+    # whatever the lookup raised)
+    patterns=launch.MODEL_NOT_FOUND.patterns + (_NO_REPO,),
     lines=launch.MODEL_NOT_FOUND.lines + (rf"^(?:ValueError: )?{_NO_REPO}",),
     sources=(("0.30.0", "vllm/transformers_utils/config.py:790"),
              ("0.33.0", "vllm/transformers_utils/config.py:912"),

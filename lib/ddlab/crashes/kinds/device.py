@@ -36,7 +36,11 @@ _FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|uns
                 r"\.cu:\d+: .{0,160}\bAssertion\b",
                 # a kernel library's own check (FlashMLA csrc/utils.h: "CUDA error (%s:%d): %s")
                 r"CUDA error \([^()]+:\d+\): (?:an illegal memory access|unspecified launch failure"
-                r"|misaligned address|an illegal instruction)")
+                r"|misaligned address|an illegal instruction)",
+                # (issue 28, vLLM's first texts) a Triton / inductor kernel's device assert (tl.device_assert,
+                # inductor's index checks) as __assertfail prints it (triton 3.4.0
+                # backends/nvidia/include/crt/common_functions.h:180): the kernel's .py file, not a .cu
+                r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed")
 _BISECT = ("Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel that faults (the frame that "
            "reports it is often not the one that caused it); then bisect: {graphs_off}, another "
            "`--attention-backend`, and a newer SGLang / sgl-kernel if the kernel is theirs.")
