@@ -16,9 +16,9 @@ from __future__ import annotations
 import pytest
 from fieldkit import VLLM_REAL, library_text_test, reads, said
 
-from ddlab.crashes.kinds import device, kernels, launch, memory, npu
+from ddlab.crashes.kinds import compilers, device, kernels, launch, memory, npu
 from ddlab.diagnosis.diagnosis import diagnose
-from ddlab.vllm_crashes import graphs as vllm_graphs, library
+from ddlab.vllm_crashes import adapters, backends, graphs as vllm_graphs, library, messages
 
 LIBRARY_SOURCES = [
     # SGLang's own copy of the Marlin shape check (vLLM's text, in SGLang's wheel)
@@ -259,6 +259,38 @@ def test_the_hubs_server_error_is_no_refusal():
     assert said(_CONFIG_FRAMES + outage, family="sglang")[1] != "model_not_found"
 
 
+# --- Triton's build failures: LLVM's fatal error (vo10), ptxas' (vn31), the driver's (vs24), MLIR's (vs26)
+
+_LLVM = _library_line("vo10.log", "LLVM ERROR: ")
+_PTXAS = _library_line("vn31.log", "ptxas /tmp/")
+_INVALID_IMAGE = _library_line("vs24.log", "RuntimeError: Triton Error [CUDA]: ")
+_PASS_FAILED = _library_line("vs26.log", "torch._inductor.exc.InductorError: ")
+_CAPTURING = _STARTED + ("[2026-11-30 19:36:18] Capture cuda graph begin. This can take up to several "
+                         "minutes. avail mem=16.45 GB\n")
+TRITON_LOGS = {
+    "llvm_fatal": _SERVING + _LLVM + _SIGQUIT,
+    "ptxas_error": _CAPTURING + _PTXAS + _SIGQUIT,
+    "triton_invalid_image": _SERVING + _SCHEDULER_SERVING + _INVALID_IMAGE + _SIGQUIT,
+    "triton_pass_failed": _CAPTURING + _SCHEDULER_INIT + _PASS_FAILED + _SIGQUIT,
+}
+
+
+@pytest.mark.parametrize("signature", sorted(TRITON_LOGS))
+def test_tritons_build_failures_are_kernel_compile_in_sglangs_log(signature):
+    log = TRITON_LOGS[signature]
+    assert said(log, family="sglang") == (True, "kernel_compile", signature)
+    suggestion = _suggestion(log)
+    assert "--enforce-eager" not in suggestion and "~/.cache/vllm" not in suggestion
+
+
+@pytest.mark.parametrize("other", [
+    "ptxas info    : Used 128 registers, 384 bytes cmem[0]\n",
+    "RuntimeError: Triton Error [CUDA]: out of memory\n",
+], ids=["ptxas-info", "triton-cuda-oom"])
+def test_tritons_other_lines_are_no_such_failure(other):
+    assert said(_SERVING + _SCHEDULER_SERVING + other + _SIGQUIT, family="sglang")[2] not in TRITON_LOGS
+
+
 # --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
 
 @pytest.mark.parametrize(("vllms", "base"), [
@@ -267,8 +299,12 @@ def test_the_hubs_server_error_is_no_refusal():
     ((library, "KERNEL_CONFIG"), (kernels, "KERNEL_CONFIG")),
     ((vllm_graphs, "NPU_CAPTURE"), (npu, "NPU_CAPTURE")),
     ((library, "ILLEGAL_ACCESS"), (device, "ILLEGAL_ACCESS")),
+    ((adapters, "LLVM_FATAL"), (compilers, "LLVM_FATAL")),
+    ((backends, "PTXAS_ERROR"), (compilers, "PTXAS_ERROR")),
+    ((messages, "TRITON_INVALID_IMAGE"), (compilers, "TRITON_INVALID_IMAGE")),
+    ((messages, "TRITON_PASS_FAILED"), (compilers, "TRITON_PASS_FAILED")),
 ], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported", "npu_capture_failed",
-        "cuda_illegal_access"])
+        "cuda_illegal_access", "llvm_fatal", "ptxas_error", "triton_invalid_image", "triton_pass_failed"])
 def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
     """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
     ours, theirs = getattr(*vllms), getattr(*base, None)

@@ -8,7 +8,7 @@ by name. Part of :mod:`.vllm`'s list, in its order.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import device, requests
+from ddlab.crashes.kinds import compilers, device, requests
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
@@ -96,15 +96,8 @@ MOONCAKE_REGISTER = Signature(
                                                 "ascend_direct_transport/ascend_direct_transport.cpp "
                                                 "(registerLocalMemory: Register mem ret:<ret>.)")))
 
-# (round 13) ptxas' own diagnostic ("ptxas FILE.ptx, line N; error   : MESSAGE"), which Triton's make_cubin
-# puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then ptxas'
-# output, triton/backends/nvidia/compiler.py, make_cubin); a line of it is a JIT kernel build failing
-_PTXAS_ERROR = r"\bptxas \S+\.ptx, line \d+; error\s*: "
-PTXAS_ERROR = from_texts(KERNEL_COMPILE, name="vllm_ptxas_error", title="ptxas refused a kernel's PTX (Triton's build)",
-                      texts=(_PTXAS_ERROR,),
-                      sources=(("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: ptxas run, its "
-                                              "stderr in the error raised)"),
-                               ("CUDA toolkit", "ptxas (FILE, line N; error   : MESSAGE)")))
+# (round 13) ptxas' own diagnostic in Triton's make_cubin error: SGLang's signature (compilers.py)
+PTXAS_ERROR = voiced(compilers.PTXAS_ERROR, KERNEL_COMPILE.advice)
 
 # (round 13) AWS Neuron: the XLA compile cache runs neuronx-cc as a subprocess and raises Python's
 # CalledProcessError when it exits non-zero (libneuronxla neuron_cc_wrapper.py, call_neuron_compiler;
