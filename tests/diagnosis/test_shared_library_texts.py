@@ -1,12 +1,13 @@
 """Library texts both servers meet, read in SGLang's logs too (issue 24, lib28).
 
-vLLM's rounds 7 and 23 added texts that come from libraries SGLang loads as well (torch's caching
-allocator, the linker under Triton's launcher build, DeepGEMM's JIT, CANN's tiling checks, torch_npu's
-graph capture) and one from code SGLang copied too (the Marlin shape check): they live in the base
-signatures now, with SGLang's advice, and vLLM's signatures reuse them through ``voiced``. Each case puts
-the library's line, copied verbatim from the vLLM corpus log that showed it (tests/fixtures/logs/vllm-real/),
-into an SGLang-shaped context whose lines are copied from real SGLang logs (tests/fixtures/logs/real/
-h9002, h15008, h22004, h21001; the 0.5.23 launcher's real run, tests/fixtures/logs/sglang/
+vLLM's signatures had texts that come from libraries SGLang loads as well (torch's caching allocator,
+the linker under Triton's launcher build, DeepGEMM's JIT, CANN's tiling checks, torch_npu's graph
+capture, a Triton kernel's device assert, the hub's 401 / 403, Triton's build failures) and one from
+code SGLang copied too (the Marlin shape check): they live in the base signatures now, with SGLang's
+advice, and vLLM's signatures reuse them through ``voiced``. Each case puts the library's line, copied
+verbatim from the vLLM corpus log that showed it (tests/fixtures/logs/vllm-real/), into an SGLang-shaped
+context whose lines are copied from real SGLang logs (tests/fixtures/logs/real/ h9002, h15008, h22004,
+h21001, h4020; the 0.5.23 launcher's real run, tests/fixtures/logs/sglang/
 healthy__0.5.23__dflash-startup-and-decode.log), with a near miss beside it that must not be read so.
 The source checks skip where the wheels are not unpacked.
 """
