@@ -2,14 +2,14 @@
 
 vLLM's signatures had texts that come from libraries SGLang loads as well (torch's caching allocator,
 the linker under Triton's launcher build, DeepGEMM's JIT, CANN's tiling checks, torch_npu's graph
-capture, a Triton kernel's device assert, the hub's 401 / 403, Triton's build failures) and one from
-code SGLang copied too (the Marlin shape check): they live in the base signatures now, with SGLang's
-advice, and vLLM's signatures reuse them through ``voiced``. Each case puts the library's line, copied
-verbatim from the vLLM corpus log that showed it (tests/fixtures/logs/vllm-real/), into an SGLang-shaped
-context whose lines are copied from real SGLang logs (tests/fixtures/logs/real/ h9002, h15008, h22004,
-h21001, h4020; the 0.5.23 launcher's real run, tests/fixtures/logs/sglang/
-healthy__0.5.23__dflash-startup-and-decode.log), with a near miss beside it that must not be read so.
-The source checks skip where the wheels are not unpacked.
+capture, a Triton kernel's device assert, the hub's 401 / 403, Triton's build failures, the runtime's
+"invalid device function") and one from code SGLang copied too (the Marlin shape check): they live in
+the base signatures now, with SGLang's advice, and vLLM's signatures reuse them through ``voiced``.
+Each case puts the library's line, copied verbatim from the vLLM corpus log that showed it
+(tests/fixtures/logs/vllm-real/), into an SGLang-shaped context whose lines are copied from real SGLang
+logs (tests/fixtures/logs/real/ h9002, h15008, h22004, h21001, h4020; the 0.5.23 launcher's real run,
+tests/fixtures/logs/sglang/healthy__0.5.23__dflash-startup-and-decode.log), with a near miss beside it
+that must not be read so. The source checks skip where the wheels are not unpacked.
 """
 
 from __future__ import annotations
@@ -292,6 +292,22 @@ def test_tritons_other_lines_are_no_such_failure(other):
     assert said(_SERVING + _SCHEDULER_SERVING + other + _SIGQUIT, family="sglang")[2] not in TRITON_LOGS
 
 
+# --- the runtime's "invalid device function" (vn05), SGLang on ROCm too ----------------------------------
+
+_NO_DEVICE_FUNCTION = _library_line("vn05.log", "RuntimeError: HIP error: invalid device function")
+
+
+def test_no_device_function_is_an_unsupported_gpu_in_sglangs_log():
+    log = _SERVING + _SCHEDULER_SERVING + _NO_DEVICE_FUNCTION + _SIGQUIT
+    assert said(log, family="sglang") == (True, "unsupported_gpu", "no_device_function")
+    assert "sgl-kernel" in _suggestion(log)
+
+
+def test_another_hip_error_is_no_missing_build():
+    other = _NO_DEVICE_FUNCTION.replace("invalid device function", "invalid argument")
+    assert said(_SERVING + _SCHEDULER_SERVING + other + _SIGQUIT, family="sglang")[1] != "unsupported_gpu"
+
+
 # --- one pattern list: vLLM's signatures are the base ones, voiced -----------------------------------------
 
 @pytest.mark.parametrize(("vllms", "base"), [
@@ -304,8 +320,10 @@ def test_tritons_other_lines_are_no_such_failure(other):
     ((backends, "PTXAS_ERROR"), (compilers, "PTXAS_ERROR")),
     ((messages, "TRITON_INVALID_IMAGE"), (compilers, "TRITON_INVALID_IMAGE")),
     ((messages, "TRITON_PASS_FAILED"), (compilers, "TRITON_PASS_FAILED")),
+    ((backends, "NO_DEVICE_FUNCTION"), (device, "NO_DEVICE_FUNCTION")),
 ], ids=["cuda_oom", "kernel_compile", "kernel_config_unsupported", "npu_capture_failed",
-        "cuda_illegal_access", "llvm_fatal", "ptxas_error", "triton_invalid_image", "triton_pass_failed"])
+        "cuda_illegal_access", "llvm_fatal", "ptxas_error", "triton_invalid_image", "triton_pass_failed",
+        "no_device_function"])
 def test_vllms_signature_reads_the_base_texts_with_no_list_of_its_own(vllms, base):
     """No duplicate pattern lists: vLLM's signature is the base one, its advice in vLLM's words."""
     ours, theirs = getattr(*vllms), getattr(*base, None)

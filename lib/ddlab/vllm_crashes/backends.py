@@ -18,23 +18,11 @@ __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "M
 
 _V0 = V0
 
-# (round 13) the runtime finding no build of a kernel for this GPU: HIP's hipErrorInvalidDeviceFunction
-# ("invalid device function", ROCm CLR hipamd/src/hip_error.cpp, hipGetErrorString) and CUDA's
-# cudaErrorInvalidDeviceFunction (98: "The requested device function does not exist or is not compiled
-# for the proper device architecture", CUDA runtime driver_types.h), printed by torch's check as
-# "<HIP|CUDA> error: <the runtime's string>" (c10/cuda/CUDAException.cpp:43, hipified on ROCm)
-_NO_DEVICE_FUNCTION = r"\b(?:HIP|CUDA) error: invalid device function\b"
-NO_DEVICE_FUNCTION = Signature(
-    "vllm_no_device_function", "unsupported_gpu", "a kernel has no build for this GPU (invalid device function)",
-    (UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch / vLLM built for this GPU's gfx target "
-     "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
-     "supported target of the same family.",),
-    patterns=(_NO_DEVICE_FUNCTION, r"\bhipErrorInvalidDeviceFunction\b"),
-    lines=(_NO_DEVICE_FUNCTION,), priority=81,
-    sources=(("ROCm CLR", "hipamd/src/hip_error.cpp (hipGetErrorString: hipErrorInvalidDeviceFunction, "
-                          "\"invalid device function\")"),
-             ("CUDA runtime", "driver_types.h (cudaErrorInvalidDeviceFunction = 98)"),
-             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
+# (round 13) the runtime's "invalid device function" (HIP's, CUDA's): SGLang's signature, vLLM's advice
+NO_DEVICE_FUNCTION = voiced(device.NO_DEVICE_FUNCTION, (
+    UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch / vLLM built for this GPU's gfx target "
+    "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
+    "supported target of the same family.",))
 
 # (round 13) ROCr's own line for a GPU page fault, read in SGLang's registry since its round
 AMD_PAGE_FAULT = voiced(device.AMD_GPU_PAGE_FAULT, (

@@ -14,7 +14,39 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED"]
+__all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED",
+           "LINK_FAILED", "DEEPGEMM_JIT", "build_detail"]
+
+# (vLLM round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
+# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
+# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
+# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
+# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
+# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
+# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp); SGLang runs DeepGEMM's JIT kernels
+# for FP8 GEMMs (0.5.23 layers/deep_gemm_wrapper/compile_utils.py:39, entrypoint.py), as vLLM does
+LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
+               r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
+DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
+
+
+def build_detail(found: Found) -> str | None:
+    """What a failed link or DeepGEMM's JIT assert says to do (:mod:`.device`'s kernel_compile)."""
+    if regex(DEEPGEMM_JIT).search(found.text):
+        return ("DeepGEMM's JIT ran the CUDA toolkit's cuobjdump on a kernel it had just built, and it "
+                "failed: DeepGEMM needs the full toolkit of the CUDA its wheels were built for (CUDA_HOME "
+                "with bin/nvcc and bin/cuobjdump). `SGLANG_ENABLE_JIT_DEEPGEMM=0` "
+                "(`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) takes the FP8 GEMMs off "
+                "DeepGEMM.")
+    missing = regex(r"cannot find -l(\w+)").search(found.text)
+    if missing or regex(f"(?m){LINK_FAILED[0]}").search(found.text):
+        said = f"found no lib{missing[1]}.so" if missing else "failed (the linker's line says what it missed)"
+        return (f"The build's link step {said}: a missing `-lcuda` is the driver's libcuda.so (in a "
+                "container the NVIDIA runtime mounts it; `ldconfig -p | grep libcuda` shows whether the "
+                "linker sees it, and the toolkit's lib64/stubs holds a libcuda.so to link against where "
+                "only libcuda.so.1 is installed).")
+    return None
+
 
 # (round 18) glibc's assertion line, its function (or its file) Triton's, MLIR's or LLVM's: the
 # function's signature names their namespaces (mlir::triton::getCvtOrder(mlir::Attribute, ...)), the

@@ -123,6 +123,24 @@ UNSUPPORTED_GPU = Signature(
              ("torch 2.14.1", "torch/cuda/__init__.py:489"),
              ("CUDA runtime", "cudaErrorNoKernelImageForDevice (209)")))
 
+# (vLLM round 13) the runtime finding no build of a kernel for this GPU: HIP's hipErrorInvalidDeviceFunction
+# ("invalid device function", ROCm CLR hipamd/src/hip_error.cpp, hipGetErrorString) and CUDA's
+# cudaErrorInvalidDeviceFunction (98, CUDA runtime driver_types.h), printed by torch's check as
+# "<HIP|CUDA> error: <the runtime's string>" (c10/cuda/CUDAException.cpp:43, hipified on ROCm), whichever
+# server launched the kernel (SGLang runs on ROCm with its own and aiter's kernels)
+_NO_DEVICE_FUNCTION = r"\b(?:HIP|CUDA) error: invalid device function\b"
+NO_DEVICE_FUNCTION = Signature(
+    "no_device_function", "unsupported_gpu", "a kernel has no build for this GPU (invalid device function)",
+    (UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch, sgl-kernel and SGLang built for this GPU's gfx target "
+     "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
+     "supported target of the same family.",),
+    patterns=(_NO_DEVICE_FUNCTION, r"\bhipErrorInvalidDeviceFunction\b"),
+    lines=(_NO_DEVICE_FUNCTION,), priority=81,
+    sources=(("ROCm CLR", "hipamd/src/hip_error.cpp (hipGetErrorString: hipErrorInvalidDeviceFunction, "
+                          "\"invalid device function\")"),
+             ("CUDA runtime", "driver_types.h (cudaErrorInvalidDeviceFunction = 98)"),
+             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
+
 TRITON_ARCH = Signature(
     "triton_arch_unsupported", "unsupported_gpu", "Triton cannot generate code for this GPU",
     ("Triton's code generator failed for this GPU (an old architecture such as sm75): use a GPU "
@@ -178,36 +196,6 @@ AITER_ARCH = Signature(
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
 _COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
-# (vLLM round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
-# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
-# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
-# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
-# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
-# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
-# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp); SGLang runs DeepGEMM's JIT kernels
-# for FP8 GEMMs (0.5.23 layers/deep_gemm_wrapper/compile_utils.py:39, entrypoint.py), as vLLM does
-_LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
-                r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
-_DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
-
-
-def _compile_detail(found: Found) -> str | None:
-    if regex(_DEEPGEMM_JIT).search(found.text):
-        return ("DeepGEMM's JIT ran the CUDA toolkit's cuobjdump on a kernel it had just built, and it "
-                "failed: DeepGEMM needs the full toolkit of the CUDA its wheels were built for (CUDA_HOME "
-                "with bin/nvcc and bin/cuobjdump). `SGLANG_ENABLE_JIT_DEEPGEMM=0` "
-                "(`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) takes the FP8 GEMMs off "
-                "DeepGEMM.")
-    missing = regex(r"cannot find -l(\w+)").search(found.text)
-    if missing or regex(f"(?m){_LINK_FAILED[0]}").search(found.text):
-        said = f"found no lib{missing[1]}.so" if missing else "failed (the linker's line says what it missed)"
-        return (f"The build's link step {said}: a missing `-lcuda` is the driver's libcuda.so (in a "
-                "container the NVIDIA runtime mounts it; `ldconfig -p | grep libcuda` shows whether the "
-                "linker sees it, and the toolkit's lib64/stubs holds a libcuda.so to link against where "
-                "only libcuda.so.1 is installed).")
-    return None
-
-
 KERNEL_COMPILE = Signature(
     "kernel_compile", "kernel_compile", "a kernel failed to build (Triton / flashinfer / nvcc JIT)",
     ("A just-in-time kernel build failed: read the compiler's first error. A missing CUDA header "
@@ -228,14 +216,15 @@ KERNEL_COMPILE = Signature(
               _COMPILER_FAILED,
               # a JIT build with no ninja (or nvcc) on PATH
               r"Ninja is required to load C\+\+ extensions",
-              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'", *_LINK_FAILED, _DEEPGEMM_JIT),
+              r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'",
+              *compilers.LINK_FAILED, compilers.DEEPGEMM_JIT),
     lines=(r"^compilation terminated\.$",
            # Triton's OutOfResources printed alone (a paste cut above its traceback)
            r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
            _COMPILER_FAILED,
-           r"Error building extension '", *_LINK_FAILED, _DEEPGEMM_JIT),
-    priority=82, detail=_compile_detail,
+           r"Error building extension '", *compilers.LINK_FAILED, compilers.DEEPGEMM_JIT),
+    priority=82, detail=compilers.build_detail,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
              ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
              ("gcc / nvcc", "compilation terminated."),
@@ -392,7 +381,8 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH, AITER_ARCH,
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO_DEVICE_FUNCTION, TRITON_ARCH,
+              DEEPGEMM_ARCH, AITER_ARCH,
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, npu.ASCENDC_ASSERT,
               npu.NPU_SOC_UNSUPPORTED, npu.NPU_GRAPH_UPDATE, npu.NPU_CAPTURE]
