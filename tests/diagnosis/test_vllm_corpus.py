@@ -188,8 +188,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # round 25 at afbc9a0 with its logs 52286b1 (6/6, 4/6, 3/3) and round 26 at 9258518 with its logs af8627c
 # (15/16, 12/16, 6/6) likewise. No held-out logs are left (no held-out floor); the work floor is what the work
 # split reaches.
-# "kind" counts logs whose labels agree, "phase" logs that show their phase.
-FLOORS = {"work": (660, 644, 369)}
+# "kind" counts logs whose labels agree, "phase" logs that show their phase. lib28 (library texts in the base
+# signatures) read va20 right: a bare huggingface_hub 401, read as SGLang's, is model_not_found there too.
+FLOORS = {"work": (660, 645, 369)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

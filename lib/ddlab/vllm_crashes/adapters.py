@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ddlab.crashes.kinds import npu, runtime
-from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
+from ddlab.crashes.kinds import compilers, npu, runtime
+from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
@@ -73,22 +73,14 @@ STORE_WAIT = voiced(runtime.STORE_WAIT_TIMEOUT, (
     "holds the first error; check that every node reaches the master address and port "
     "(`--data-parallel-address`, MASTER_ADDR / VLLM_HOST_IP) and runs the same vLLM.",))
 
-# (round 14) LLVM's fatal error handler (llvm/lib/Support/ErrorHandling.cpp, report_fatal_error: "LLVM
-# ERROR: " and the reason, then the process exits): in a serving process LLVM runs inside Triton's
-# JIT compiler (its MLIR lowering of a kernel to LLVM IR and PTX), so the line is a kernel build that
-# killed the process
-_LLVM_FATAL = r"^LLVM ERROR: \S"
-LLVM_FATAL = from_texts(
-    KERNEL_COMPILE, name="vllm_llvm_fatal", title="LLVM aborted a JIT kernel build (Triton)",
-    advice=("LLVM, inside Triton's JIT compiler, aborted the process while it built a kernel: the kernel "
-            "has no lowering for this GPU or this Triton (older GPUs such as V100, sm_70, lack layouts newer "
-            "kernels use). `--enforce-eager` skips torch.compile's kernels; another attention backend "
-            "(VLLM_ATTENTION_BACKEND) avoids a Triton attention kernel; a Triton / vLLM release that "
-            "supports this GPU fixes it.",),
-    texts=(_LLVM_FATAL,),
-    priority=60, fatal=True, running=True,
-    sources=(("LLVM", "llvm/lib/Support/ErrorHandling.cpp (report_fatal_error: \"LLVM ERROR: \")"),
-             ("triton 3.4.0", "triton/_C/libtriton.so (Triton's lowering links LLVM)")))
+# (round 14) LLVM's fatal error inside Triton's JIT compiler: SGLang's signature (compilers.py), vLLM's advice
+LLVM_FATAL = voiced(
+    compilers.LLVM_FATAL,
+    ("LLVM, inside Triton's JIT compiler, aborted the process while it built a kernel: the kernel "
+     "has no lowering for this GPU or this Triton (older GPUs such as V100, sm_70, lack layouts newer "
+     "kernels use). `--enforce-eager` skips torch.compile's kernels; another attention backend "
+     "(VLLM_ATTENTION_BACKEND) avoids a Triton attention kernel; a Triton / vLLM release that "
+     "supports this GPU fixes it.",))
 
 # (round 14) vllm-ascend's worker logs the memory the KV cache may take after the profile run, clamped at
 # zero ("Available memory: N, total memory: M", vllm_ascend/worker/worker_v1.py:182 (v0.9.2rc1), :235

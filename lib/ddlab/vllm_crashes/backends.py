@@ -8,7 +8,7 @@ by name. Part of :mod:`.vllm`'s list, in its order.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import device, requests
+from ddlab.crashes.kinds import compilers, device, requests
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
@@ -18,23 +18,11 @@ __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "M
 
 _V0 = V0
 
-# (round 13) the runtime finding no build of a kernel for this GPU: HIP's hipErrorInvalidDeviceFunction
-# ("invalid device function", ROCm CLR hipamd/src/hip_error.cpp, hipGetErrorString) and CUDA's
-# cudaErrorInvalidDeviceFunction (98: "The requested device function does not exist or is not compiled
-# for the proper device architecture", CUDA runtime driver_types.h), printed by torch's check as
-# "<HIP|CUDA> error: <the runtime's string>" (c10/cuda/CUDAException.cpp:43, hipified on ROCm)
-_NO_DEVICE_FUNCTION = r"\b(?:HIP|CUDA) error: invalid device function\b"
-NO_DEVICE_FUNCTION = Signature(
-    "vllm_no_device_function", "unsupported_gpu", "a kernel has no build for this GPU (invalid device function)",
-    (UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch / vLLM built for this GPU's gfx target "
-     "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
-     "supported target of the same family.",),
-    patterns=(_NO_DEVICE_FUNCTION, r"\bhipErrorInvalidDeviceFunction\b"),
-    lines=(_NO_DEVICE_FUNCTION,), priority=81,
-    sources=(("ROCm CLR", "hipamd/src/hip_error.cpp (hipGetErrorString: hipErrorInvalidDeviceFunction, "
-                          "\"invalid device function\")"),
-             ("CUDA runtime", "driver_types.h (cudaErrorInvalidDeviceFunction = 98)"),
-             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
+# (round 13) the runtime's "invalid device function" (HIP's, CUDA's): SGLang's signature, vLLM's advice
+NO_DEVICE_FUNCTION = voiced(device.NO_DEVICE_FUNCTION, (
+    UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch / vLLM built for this GPU's gfx target "
+    "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
+    "supported target of the same family.",))
 
 # (round 13) ROCr's own line for a GPU page fault, read in SGLang's registry since its round
 AMD_PAGE_FAULT = voiced(device.AMD_GPU_PAGE_FAULT, (
@@ -96,15 +84,8 @@ MOONCAKE_REGISTER = Signature(
                                                 "ascend_direct_transport/ascend_direct_transport.cpp "
                                                 "(registerLocalMemory: Register mem ret:<ret>.)")))
 
-# (round 13) ptxas' own diagnostic ("ptxas FILE.ptx, line N; error   : MESSAGE"), which Triton's make_cubin
-# puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then ptxas'
-# output, triton/backends/nvidia/compiler.py, make_cubin); a line of it is a JIT kernel build failing
-_PTXAS_ERROR = r"\bptxas \S+\.ptx, line \d+; error\s*: "
-PTXAS_ERROR = from_texts(KERNEL_COMPILE, name="vllm_ptxas_error", title="ptxas refused a kernel's PTX (Triton's build)",
-                      texts=(_PTXAS_ERROR,),
-                      sources=(("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: ptxas run, its "
-                                              "stderr in the error raised)"),
-                               ("CUDA toolkit", "ptxas (FILE, line N; error   : MESSAGE)")))
+# (round 13) ptxas' own diagnostic in Triton's make_cubin error: SGLang's signature (compilers.py)
+PTXAS_ERROR = voiced(compilers.PTXAS_ERROR, KERNEL_COMPILE.advice)
 
 # (round 13) AWS Neuron: the XLA compile cache runs neuronx-cc as a subprocess and raises Python's
 # CalledProcessError when it exits non-zero (libneuronxla neuron_cc_wrapper.py, call_neuron_compiler;

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 
-from ddlab.vllm_crashes.library import V0 as _V0
+from ddlab.crashes.kinds import npu
+from ddlab.vllm_crashes.library import V0 as _V0, voiced
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING", "NPU_CAPTURE"]
@@ -151,22 +152,14 @@ GRAPH_BATCH_MISSING = Signature(
     sources=((_V0, "vllm/worker/model_runner.py:1637"), (_V0, "vllm/spec_decode/draft_model_runner.py:249"),
              ("0.7.3", "vllm/worker/model_runner.py:1683")))
 
-# (round 23) vllm-ascend captures its ACL graphs with torch_npu's NPUGraph (`with torch.npu.graph(aclgraph, ...)`,
-# vllm_ascend 0.11.0rc0 compilation/acl_graph.py:137, :153), whose capture_begin / capture_end (NPUGraph.h:34)
-# call the ACL runtime's AclmdlRICaptureBegin / AclmdlRICaptureEnd (interface/AclInterface.h:186, :190), each
-# checked by NPU_CHECK_ERROR ("<func>:<file>:<line> NPU function error: <call>, error code is N",
-# NPUException.h): a refused call is the capture failing, whatever the runtime's code
-_NPU_CAPTURE = r"NPU function error: (?:c10_npu::acl::)?AclmdlRICapture(?:Begin|End)\("
-NPU_CAPTURE = Signature(
-    "vllm_npu_capture_failed", "cuda_graph_capture", "the ACL runtime refused to begin or end an NPU graph capture",
-    ("torch_npu could not begin (or end) capturing an ACL graph on the NPU: the runtime refused the "
-     "capture (its error code names why; CANN's device log, ASCEND_GLOBAL_LOG_LEVEL=1, has the record). "
-     "`--enforce-eager` (no ACL graphs) confirms it and keeps serving; then a vllm-ascend / CANN / "
-     "torch_npu release whose graph mode supports this model and parallel layout.",),
-    patterns=(_NPU_CAPTURE,), lines=(_NPU_CAPTURE,), priority=80, phase="graph_capture",
-    sources=(("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/interface/AclInterface.h:186, :190 "
-                                 "(AclmdlRICaptureBegin / End)"),
-             ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUGraph.h:34 (capture_begin)"),
-             ("vllm_ascend 0.11.0rc0", "vllm_ascend/compilation/acl_graph.py:153 (torch.npu.graph)")))
+# (round 23) vllm-ascend captures its ACL graphs with torch_npu's NPUGraph (`with torch.npu.graph(aclgraph,
+# ...)`, vllm_ascend 0.11.0rc0 compilation/acl_graph.py:137, :153), as SGLang's NPU graph runners do: SGLang's
+# signature, in vLLM's words
+NPU_CAPTURE = voiced(npu.NPU_CAPTURE, (
+    "torch_npu could not begin (or end) capturing an ACL graph on the NPU: the runtime refused the "
+    "capture (its error code names why; CANN's device log, ASCEND_GLOBAL_LOG_LEVEL=1, has the record). "
+    "`--enforce-eager` (no ACL graphs) confirms it and keeps serving; then a vllm-ascend / CANN / "
+    "torch_npu release whose graph mode supports this model and parallel layout.",),
+    sources=(("vllm_ascend 0.11.0rc0", "vllm_ascend/compilation/acl_graph.py:153 (torch.npu.graph)"),))
 
 SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING, NPU_CAPTURE]

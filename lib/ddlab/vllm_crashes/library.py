@@ -62,19 +62,8 @@ def _cuda_oom_detail(found: Found) -> str:
         "(`--enforce-eager`), a batch (lower `--gpu-memory-utilization` or `--max-num-seqs`).")
 
 
-# (round 23) torch's caching allocator, out of memory, builds its OutOfMemoryError's message with each
-# process's use of the GPU from NVML and asserts that query succeeded (reportProcessMemoryInfo:
-# TORCH_INTERNAL_ASSERT(NVML_SUCCESS == r), called only in DeviceCachingAllocator::malloc's `if
-# (!block_found)` branch, after cudaMalloc returned cudaErrorMemoryAllocation: pytorch/pytorch eb42ad6
-# c10/cuda/CUDACachingAllocator.cpp). Where NVML cannot list processes (a container, a MIG slice) the
-# assert stands in for the OOM message: an allocation did not fit
-_NVML_OOM = r'\bNVML_SUCCESS == r INTERNAL ASSERT FAILED at "[^"]*CUDACachingAllocator\.cpp":\d+'
-CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail,
-                  patterns=(*memory.CUDA_OOM.patterns, _NVML_OOM), lines=(*memory.CUDA_OOM.lines, _NVML_OOM),
-                  sources=(("torch (pytorch/pytorch eb42ad6)", "c10/cuda/CUDACachingAllocator.cpp "
-                                                             "(reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT("
-                                                             "NVML_SUCCESS == r); malloc's !block_found branch: "
-                                                             "proc_info = reportProcessMemoryInfo(device))"),))
+# (round 23) torch's allocator asserting its NVML query on the out-of-memory path: in SGLang's signature
+CUDA_OOM = voiced(memory.CUDA_OOM, (), detail=_cuda_oom_detail)
 HOST_OOM = voiced(memory.HOST_OOM, (
     "Host memory ran out, not GPU memory: `dmesg -T | grep -i oom`; give the machine or container "
     "more RAM and a larger /dev/shm (docker run with a larger shm size, or ipc=host).",))
@@ -82,10 +71,7 @@ ILLEGAL_ACCESS = voiced(device.ILLEGAL_ACCESS, (
     "A GPU kernel read or wrote out of bounds. Rerun with CUDA_LAUNCH_BLOCKING=1 to name the "
     "kernel, then bisect: `--enforce-eager` (no graphs, no torch.compile kernels) and another "
     "attention backend; with speculative decoding, check that the draft's context length covers "
-    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",),
-    # a Triton / inductor kernel's device assert, as the CUDA runtime prints it
-    lines=device.ILLEGAL_ACCESS.lines + (
-        r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed",))
+    "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",))
 CUDA_ERROR_CUT = voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
 # (round 12) an Ascend NPU call returning a device fault code (vllm-ascend's torch_npu)
 NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
@@ -121,49 +107,19 @@ AITER_ARCH = voiced(device.AITER_ARCH, (
     "(VLLM_ROCM_USE_AITER=0, its default), or use an aiter build (and the vLLM image that ships it) that "
     "lists this architecture.",),
     sources=(("aiter (ROCm/aiter 227c47698e)", "csrc/cpp_itfs/utils.py:115-117"), ("0.34.0", "vllm/envs.py:1329")))
-# (round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
-# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
-# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
-# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
-# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
-# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
-# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp)
-_LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
-                r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
-_DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
+# (round 23) a JIT build that did not link, DeepGEMM's cuobjdump assert: in SGLang's signature
 # (round 26) Triton finding no C compiler, its traceback cut on the raise line (crashes/kinds/compilers.py)
 NO_C_COMPILER_CUT = voiced(compilers.NO_C_COMPILER_CUT, compilers.NO_C_COMPILER_CUT.advice)
 KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
-    "`--enforce-eager` skips torch.compile's kernels.",),
-    patterns=(*device.KERNEL_COMPILE.patterns, *_LINK_FAILED, _DEEPGEMM_JIT),
-    lines=(*device.KERNEL_COMPILE.lines, *_LINK_FAILED, _DEEPGEMM_JIT),
-    sources=(("triton 3.4.0", "triton/runtime/build.py:48 (cc_cmd += -l<lib>), :51"),
-             ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])"),
-             ("gcc", "gcc/collect-utils.c do_wait (\"%s returned %d exit status\")"),
-             ("binutils", "gold/fileread.cc (cannot find -l%s)"),
-             ("DeepGEMM (deepseek-ai/DeepGEMM bcd598f)", "csrc/jit/kernel_runtime.hpp:45 (DG_HOST_ASSERT(exit_code "
-                                                         "== 0) after cuobjdump -symbols)"),
-             ("DeepGEMM (deepseek-ai/DeepGEMM 1e7740d)", "csrc/utils/exception.hpp (DGException: <name> error "
-                                                         "(<file>:<line>): <cond>)")))
-# (round 7) vLLM's Marlin kernels check each weight's per-rank shape before they repack it
-# (verify_marlin_supports_shape: quantization/utils/marlin_utils.py:100, :108, :116 (0.6.4.post1),
-# :181, :191 (0.34.0)); an Ascend operator's tiling step checks the shapes it is handed and CANN
-# names the check and its *_tiling.cpp (vllm-ascend's log: "[FUNC:CheckFAISeqlenDataInTND][FILE:
-# fused_infer_attention_score_tiling.cpp]" under "aclnn... failed, error code is 561002")
-_MARLIN_SHAPE = (r"Weight (?:in|out)put_size_per_partition = \d+ is not divisible by\s+"
-                 r"(?:min_thread_[nk]|group_size)\b")
-_CANN_TILING = r"\[FUNC:\w+\]\[FILE:\w+_tiling\.cpp\]"
+    "`--enforce-eager` skips torch.compile's kernels.",))
+# (round 7) Marlin's shape check (vLLM's, SGLang's copy too) and CANN's tiling check: in SGLang's signature
 KERNEL_CONFIG = voiced(kernels.KERNEL_CONFIG, (
     "A kernel refuses this model's configuration on this GPU: pick another attention backend "
     "(VLLM_ATTENTION_BACKEND, or `--attention-backend` in newer releases) or a newer vLLM.",),
-    patterns=kernels.KERNEL_CONFIG.patterns + (_MARLIN_SHAPE, _CANN_TILING),
-    lines=kernels.KERNEL_CONFIG.lines + (rf"^(?:ValueError: )?{_MARLIN_SHAPE}", _CANN_TILING),
     sources=((_V0, "vllm/model_executor/layers/quantization/utils/marlin_utils.py:108"),
-             ("0.34.0", "vllm/model_executor/layers/quantization/utils/marlin_utils.py:191"),
-             ("vllm-ascend", "CANN's operator tiling check, as its log shows it: [FUNC:Check...]"
-                             "[FILE:..._tiling.cpp]")))
+             ("0.34.0", "vllm/model_executor/layers/quantization/utils/marlin_utils.py:191")))
 # (round 12) torch's "CUDA error: invalid configuration argument": a launch refused for this shape
 LAUNCH_REFUSED = voiced(kernels.TORCH_LAUNCH_REFUSED, (
     "A kernel launch asked for more threads, blocks or shared memory than this GPU gives for this model "
@@ -187,10 +143,10 @@ MODEL_NOT_FOUND = voiced(launch.MODEL_NOT_FOUND, (
     "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
     "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
     "reachable; a gated repo needs HF_TOKEN and its license accepted.",),
-    # huggingface_hub raising for a 401 / 403 (a gated or private repo, no token); vLLM's own
-    # refusal when no config is found at the repo id or folder (round 10: get_config's ValueError,
-    # raised from whatever the lookup raised)
-    patterns=launch.MODEL_NOT_FOUND.patterns + (r"\b40[13] Client Error\b", _NO_REPO),
+    # (huggingface_hub raising for a 401 / 403 is SGLang's signature's); vLLM's own refusal when no
+    # config is found at the repo id or folder (round 10: get_config's ValueError, raised from
+    # whatever the lookup raised)
+    patterns=launch.MODEL_NOT_FOUND.patterns + (_NO_REPO,),
     lines=launch.MODEL_NOT_FOUND.lines + (rf"^(?:ValueError: )?{_NO_REPO}",),
     sources=(("0.30.0", "vllm/transformers_utils/config.py:790"),
              ("0.33.0", "vllm/transformers_utils/config.py:912"),

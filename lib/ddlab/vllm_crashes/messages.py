@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.vllm_crashes.library import (V0 as _V0, DEPENDENCY, KERNEL_COMPILE, MODEL_NOT_FOUND, UNREADABLE,
-                                        UNSUPPORTED_GPU, from_texts)
+from ddlab.crashes.kinds import compilers
+from ddlab.vllm_crashes.library import (V0 as _V0, DEPENDENCY, MODEL_NOT_FOUND, UNREADABLE, UNSUPPORTED_GPU,
+                                        from_texts, voiced)
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE",
@@ -232,44 +233,23 @@ FLASH_ATTN_PRE_AMPERE = from_texts(
              ("vllm 0.34.0", "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so (compiled: FlashAttention only "
                              "supports Ampere GPUs or newer.)")))
 
-# (round 18) Triton's CUDA driver glue raises RuntimeError("Triton Error [CUDA]: " + cuGetErrorString(code))
-# (triton 3.4.0 backends/nvidia/driver.c:12, gpuAssert); loading a kernel it just compiled
-# (loadBinary: cuModuleLoadData, :118) answers CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"
-# (CUDA 13.0 include/cuda.h:2612-2615, libcudart's string): the driver cannot load the binary Triton's
-# toolchain built (a ptxas newer than the driver, a stale cache), a JIT kernel build that does not load.
-# Only Triton's own prefix: the same CUDA error from a prebuilt kernel is another story
-_TRITON_IMAGE = r"Triton Error \[CUDA\]: device kernel image is invalid"
-TRITON_INVALID_IMAGE = from_texts(
-    KERNEL_COMPILE, texts=(_TRITON_IMAGE,), name="vllm_triton_invalid_image",
-    title="the CUDA driver refused a kernel Triton built (device kernel image is invalid)",
-    advice=("The CUDA driver refused the binary of a kernel Triton had just compiled (torch.compile's "
-            "inductor or vLLM's Triton kernels): the ptxas Triton used targets a newer CUDA than the driver "
-            "(`nvidia-smi` shows the driver's CUDA; TRITON_PTXAS_PATH can point at the system toolkit's "
-            "ptxas), or a cache from another install is reused: clear ~/.triton/cache and "
-            "~/.cache/vllm/torch_compile_cache; `--enforce-eager` skips torch.compile's kernels.",),
-    priority=82,
-    sources=(("triton 3.4.0", "triton/backends/nvidia/driver.c:12 (gpuAssert: \"Triton Error [CUDA]: \")"),
-             ("triton 3.4.0", "triton/backends/nvidia/driver.c:118 (loadBinary: cuModuleLoadData)"),
-             ("CUDA 13.0", "include/cuda.h:2612 (CUDA_ERROR_INVALID_IMAGE = 200: the device kernel image is "
-                           "invalid)")))
-
-# (round 18) Triton lowers a kernel through MLIR pass pipelines and its binding throws
-# std::runtime_error("PassManager::run failed") when one fails (triton python/src/ir.cc, the text in
-# triton 3.4.0 triton/_C/libtriton.so and triton-ascend 3.2.0's): a Triton kernel's build failed (inductor
-# wraps it as "InductorError: RuntimeError: PassManager::run failed"). What the GPU is, the text does not say
-_PASS_FAILED = r"RuntimeError: PassManager::run failed\b"
-TRITON_PASS_FAILED = from_texts(
-    KERNEL_COMPILE, texts=(_PASS_FAILED,), name="vllm_triton_pass_failed",
-    title="a Triton kernel's MLIR pass pipeline failed (PassManager::run failed)",
-    advice=("Triton could not lower a kernel (torch.compile's inductor or vLLM's own Triton kernels) for "
-            "this GPU: its MLIR passes failed. MLIR's diagnostics above it (\"error: Failures have been "
-            "detected while processing an MLIR pass pipeline\", the failing pass) say which; a GPU that this "
-            "Triton's backend does not support, or a Triton of another release than the torch expects, are "
-            "the usual causes. `--enforce-eager` skips inductor's kernels; a Triton-free attention backend "
-            "avoids vLLM's.",),
-    priority=82,
-    sources=(("triton 3.4.0", "triton/_C/libtriton.so (PassManager::run failed; python/src/ir.cc)"),
-             ("triton-ascend 3.2.0", "triton/_C/libtriton.so (PassManager::run failed)")))
+# (round 18) Triton's "Triton Error [CUDA]: device kernel image is invalid" and its MLIR passes'
+# "PassManager::run failed": SGLang's signatures (compilers.py), vLLM's advice
+TRITON_INVALID_IMAGE = voiced(
+    compilers.TRITON_INVALID_IMAGE,
+    ("The CUDA driver refused the binary of a kernel Triton had just compiled (torch.compile's "
+     "inductor or vLLM's Triton kernels): the ptxas Triton used targets a newer CUDA than the driver "
+     "(`nvidia-smi` shows the driver's CUDA; TRITON_PTXAS_PATH can point at the system toolkit's "
+     "ptxas), or a cache from another install is reused: clear ~/.triton/cache and "
+     "~/.cache/vllm/torch_compile_cache; `--enforce-eager` skips torch.compile's kernels.",))
+TRITON_PASS_FAILED = voiced(
+    compilers.TRITON_PASS_FAILED,
+    ("Triton could not lower a kernel (torch.compile's inductor or vLLM's own Triton kernels) for "
+     "this GPU: its MLIR passes failed. MLIR's diagnostics above it (\"error: Failures have been "
+     "detected while processing an MLIR pass pipeline\", the failing pass) say which; a GPU that this "
+     "Triton's backend does not support, or a Triton of another release than the torch expects, are "
+     "the usual causes. `--enforce-eager` skips inductor's kernels; a Triton-free attention backend "
+     "avoids vLLM's.",))
 
 # (round 19) a compressed-tensors checkpoint's scheme checks the GPU's compute capability while the model's
 # layers get their quantization methods (get_quant_method -> get_scheme ->

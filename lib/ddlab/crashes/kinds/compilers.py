@@ -1,18 +1,62 @@
-"""Kernel compilers that abort the process: a C++ assertion inside a JIT compiler (``kernel_compile``).
+"""Kernel compilers that abort the process or refuse a kernel they built (``kernel_compile``).
 
 Triton lowers a kernel through its MLIR passes and the LLVM it links, in the server's own
 process, and its release builds keep C++ ``assert`` on: a failed one prints glibc's line
 ("PROG: FILE:LINE: FUNCTION: Assertion `EXPR' failed.") and calls abort(), so the process
 dies with no Python exception. The kernel's build failed: ``kernel_compile``, the
-assertion's own text says what the compiler could not lower. :mod:`.device` splices this
-list into its own, after the builds that fail with an exception.
+assertion's own text says what the compiler could not lower; so does LLVM's fatal error, and
+Triton's own texts for a build whose MLIR passes failed, whose PTX ptxas refused, or whose binary
+the driver would not load. :mod:`.device` splices this list into its own, after the builds that fail
+with an exception.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES"]
+__all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED",
+           "LINK_FAILED", "DEEPGEMM_JIT", "build_detail"]
+
+# (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
+# ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
+# 3.2.0 language/core.py:495, 3.4.0 :593, 3.5.0 :574); the NVIDIA backend adds fp8e4nv only from sm89
+# (backends/nvidia/compiler.py:149 (3.2.0), :170-171 (3.4.0)), so an A100 (sm80) has e5 and e4b15 alone
+TRITON_FP8_ARCH = r"\btype fp8\w+ not supported in this architecture\b"
+# (vLLM round 26) Triton builds its driver's C helpers (cuda_utils) the first time a kernel runs and looks for
+# a C compiler: CC, else gcc or clang on PATH (triton 3.2.0 runtime/build.py:32 "Failed to find C compiler.
+# Please specify via CC environment variable.", 3.4.0 :33 and 3.5.0 :32 add "or set triton.knobs.build.impl.")
+NO_C_COMPILER = r"\bFailed to find C compiler\b"
+# (vLLM round 23) a JIT build's link step: Triton builds its launcher with the C compiler, linking -lcuda
+# (triton 3.4.0 runtime/build.py:47-51, backends/nvidia/driver.py:17 libraries = ['cuda']); the linker's
+# "cannot find -l<lib>" (binutils gold/fileread.cc, ld's ldfile.c) and gcc's collect2 "ld returned N exit
+# status" (gcc/collect-utils.c do_wait) are a build that did not link. DeepGEMM's JIT runtime runs the
+# toolkit's cuobjdump on each kernel it built and asserts it exited 0 (DeepGEMM bcd598f
+# csrc/jit/kernel_runtime.hpp:44-45 DG_HOST_ASSERT(exit_code == 0), printed by DGException as "Assertion
+# error (<file>:<line>): exit_code == 0", csrc/utils/exception.hpp); SGLang runs DeepGEMM's JIT kernels
+# for FP8 GEMMs (0.5.23 layers/deep_gemm_wrapper/compile_utils.py:39, entrypoint.py), as vLLM does
+LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
+               r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
+DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
+BUILD_FAILED = (NO_C_COMPILER, *LINK_FAILED, DEEPGEMM_JIT)  # a kernel build's own failures (KERNEL_COMPILE)
+
+
+def build_detail(found: Found) -> str | None:
+    """What a failed link or DeepGEMM's JIT assert says to do (:mod:`.device`'s kernel_compile)."""
+    if regex(DEEPGEMM_JIT).search(found.text):
+        return ("DeepGEMM's JIT ran the CUDA toolkit's cuobjdump on a kernel it had just built, and it "
+                "failed: DeepGEMM needs the full toolkit of the CUDA its wheels were built for (CUDA_HOME "
+                "with bin/nvcc and bin/cuobjdump). `SGLANG_ENABLE_JIT_DEEPGEMM=0` "
+                "(`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) takes the FP8 GEMMs off "
+                "DeepGEMM.")
+    missing = regex(r"cannot find -l(\w+)").search(found.text)
+    if missing or regex(f"(?m){LINK_FAILED[0]}").search(found.text):
+        said = f"found no lib{missing[1]}.so" if missing else "failed (the linker's line says what it missed)"
+        return (f"The build's link step {said}: a missing `-lcuda` is the driver's libcuda.so (in a "
+                "container the NVIDIA runtime mounts it; `ldconfig -p | grep libcuda` shows whether the "
+                "linker sees it, and the toolkit's lib64/stubs holds a libcuda.so to link against where "
+                "only libcuda.so.1 is installed).")
+    return None
+
 
 # (round 18) glibc's assertion line, its function (or its file) Triton's, MLIR's or LLVM's: the
 # function's signature names their namespaces (mlir::triton::getCvtOrder(mlir::Attribute, ...)), the
@@ -47,6 +91,76 @@ TRITON_COMPILER_ASSERT = Signature(
                               "\"!(srcMmaLayout && dstMmaLayout && !srcMmaLayout.isAmpere()) && "
                               "\\\"mma -> mma layout conversion is only supported on Ampere\\\"\")")))
 
+_OFF_TRITON = ("pick an `--attention-backend` that avoids the Triton kernel, or drop "
+               "`--enable-torch-compile` if the kernel is torch.compile's")
+
+# (vLLM round 14) LLVM's fatal error handler (llvm/lib/Support/ErrorHandling.cpp, report_fatal_error:
+# "LLVM ERROR: " and the reason, then the process exits): in a serving process LLVM runs inside Triton's
+# JIT compiler (its MLIR lowering of a kernel to LLVM IR and PTX), so the line is a kernel build that
+# killed the process, whichever server ran the kernel
+_LLVM_FATAL = r"^LLVM ERROR: \S"
+LLVM_FATAL = Signature(
+    "llvm_fatal", "kernel_compile", "LLVM aborted a JIT kernel build (Triton)",
+    ("LLVM, inside Triton's JIT compiler, aborted the process while it built a kernel: the kernel has "
+     "no lowering for this GPU or this Triton (older GPUs such as V100, sm_70, lack layouts newer "
+     f"kernels use): {_OFF_TRITON}; a Triton / SGLang release that supports this GPU fixes it.",),
+    patterns=(_LLVM_FATAL,), lines=(_LLVM_FATAL,), priority=60, fatal=True, running=True,
+    sources=(("LLVM", "llvm/lib/Support/ErrorHandling.cpp (report_fatal_error: \"LLVM ERROR: \")"),
+             ("triton 3.4.0", "triton/_C/libtriton.so (Triton's lowering links LLVM)")))
+
+# (vLLM round 13) ptxas' own diagnostic ("ptxas FILE.ptx, line N; error   : MESSAGE"), which Triton's
+# make_cubin puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then
+# ptxas' output, triton/backends/nvidia/compiler.py, make_cubin): a JIT kernel build failing
+_PTXAS_ERROR = r"\bptxas \S+\.ptx, line \d+; error\s*: "
+PTXAS_ERROR = Signature(
+    "ptxas_error", "kernel_compile", "ptxas refused a kernel's PTX (Triton's build)",
+    ("ptxas refused the PTX of a kernel Triton built (its line names the instruction or feature): the "
+     "ptxas Triton runs (its own, or TRITON_PTXAS_PATH's) or this Triton does not support this GPU's "
+     "architecture. Install the Triton your torch and SGLang pin, clear ~/.triton/cache, or "
+     f"{_OFF_TRITON}.",),
+    patterns=(_PTXAS_ERROR,), lines=(_PTXAS_ERROR,), priority=82,
+    sources=(("triton 3.4", "triton/backends/nvidia/compiler.py:424 (make_cubin: ptxas run, its "
+                            "stderr in the error raised)"),
+             ("CUDA toolkit", "ptxas (FILE, line N; error   : MESSAGE)")))
+
+# (vLLM round 18) Triton's CUDA driver glue raises RuntimeError("Triton Error [CUDA]: " +
+# cuGetErrorString(code)) (triton 3.4.0 backends/nvidia/driver.c:12, gpuAssert); loading a kernel it just
+# compiled (loadBinary: cuModuleLoadData, :118) answers CUDA_ERROR_INVALID_IMAGE, "device kernel image is
+# invalid" (CUDA 13.0 include/cuda.h:2612-2615): the driver cannot load the binary Triton's toolchain built
+# (a ptxas newer than the driver, a stale cache). Only Triton's own prefix: a prebuilt kernel's is another
+# story
+_TRITON_IMAGE = r"Triton Error \[CUDA\]: device kernel image is invalid"
+TRITON_INVALID_IMAGE = Signature(
+    "triton_invalid_image", "kernel_compile",
+    "the CUDA driver refused a kernel Triton built (device kernel image is invalid)",
+    ("The CUDA driver refused the binary of a kernel Triton had just compiled: the ptxas Triton used targets "
+     "a newer CUDA than the driver (`nvidia-smi` shows the driver's CUDA; TRITON_PTXAS_PATH can point at the "
+     "system toolkit's ptxas), or a cache from another install is reused: clear ~/.triton/cache (and "
+     f"torch.compile's, /tmp/torchinductor_<user>), or {_OFF_TRITON}.",),
+    patterns=(_TRITON_IMAGE,), lines=(_TRITON_IMAGE,), priority=82,
+    sources=(("triton 3.4.0", "triton/backends/nvidia/driver.c:12 (gpuAssert: \"Triton Error [CUDA]: \")"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.c:118 (loadBinary: cuModuleLoadData)"),
+             ("CUDA 13.0", "include/cuda.h:2612 (CUDA_ERROR_INVALID_IMAGE = 200: the device kernel image is "
+                           "invalid)")))
+
+# (vLLM round 18) Triton lowers a kernel through MLIR pass pipelines and its binding throws
+# std::runtime_error("PassManager::run failed") when one fails (triton python/src/ir.cc, the text in triton
+# 3.4.0 triton/_C/libtriton.so and triton-ascend 3.2.0's): a Triton kernel's build failed (inductor wraps it
+# as "InductorError: RuntimeError: PassManager::run failed"). What the GPU is, the text does not say
+_PASS_FAILED = r"RuntimeError: PassManager::run failed\b"
+TRITON_PASS_FAILED = Signature(
+    "triton_pass_failed", "kernel_compile",
+    "a Triton kernel's MLIR pass pipeline failed (PassManager::run failed)",
+    ("Triton could not lower a kernel for this GPU: its MLIR passes failed. MLIR's diagnostics above it "
+     "(\"error: Failures have been detected while processing an MLIR pass pipeline\", the failing pass) say "
+     "which; a GPU that this Triton's backend does not support, or a Triton of another release than the "
+     "torch expects, are the usual causes: install the Triton your torch and SGLang pin, or "
+     f"{_OFF_TRITON}.",),
+    patterns=(_PASS_FAILED,), lines=(_PASS_FAILED,), priority=82,
+    sources=(("triton 3.4.0", "triton/_C/libtriton.so (PassManager::run failed; python/src/ir.cc)"),
+             ("triton-ascend 3.2.0", "triton/_C/libtriton.so (PassManager::run failed)")))
+
+
 # (vLLM round 26) a traceback cut on the raise line of Triton's _build, the one raise there: no C compiler to
 # build the driver's C helpers with (CC unset, neither gcc nor clang on PATH; triton 3.2.0 runtime/build.py:32
 # prints the message on the raise line, 3.4.0 :32-33 and 3.5.0 :31-32 on the next one)
@@ -60,11 +174,12 @@ NO_C_COMPILER_CUT = Signature(
      "compiler the first time a kernel runs, and found none: CC is unset and neither gcc nor clang is on "
      "PATH. Install one (`apt-get install build-essential`, or gcc in the image) or point CC at it; the "
      "paste is cut on Triton's raise line.",),
-    patterns=(r"\bFailed to find C compiler\b",), context=(_NO_C_COMPILER_RAISE,), priority=80, fatal=True,
+    patterns=(NO_C_COMPILER,), context=(_NO_C_COMPILER_RAISE,), priority=80, fatal=True,
     cut_ok=True,
     sources=(("triton 3.2.0", "triton/runtime/build.py:32 (_build: raise RuntimeError(\"Failed to find C "
                               "compiler. Please specify via CC environment variable.\"))"),
              ("triton 3.4.0", "triton/runtime/build.py:32-33 (the raise, its message on the next line)"),
              ("triton 3.5.0", "triton/runtime/build.py:31-32")))
 
-SIGNATURES = [TRITON_COMPILER_ASSERT, NO_C_COMPILER_CUT]
+SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_PASS_FAILED,
+              NO_C_COMPILER_CUT]

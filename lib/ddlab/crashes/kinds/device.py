@@ -36,7 +36,11 @@ _FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|uns
                 r"\.cu:\d+: .{0,160}\bAssertion\b",
                 # a kernel library's own check (FlashMLA csrc/utils.h: "CUDA error (%s:%d): %s")
                 r"CUDA error \([^()]+:\d+\): (?:an illegal memory access|unspecified launch failure"
-                r"|misaligned address|an illegal instruction)")
+                r"|misaligned address|an illegal instruction)",
+                # (issue 28, vLLM's first texts) a Triton / inductor kernel's device assert (tl.device_assert,
+                # inductor's index checks) as __assertfail prints it (triton 3.4.0
+                # backends/nvidia/include/crt/common_functions.h:180): the kernel's .py file, not a .cu
+                r"block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] Assertion .{0,200}failed")
 _BISECT = ("Rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel that faults (the frame that "
            "reports it is often not the one that caused it); then bisect: {graphs_off}, another "
            "`--attention-backend`, and a newer SGLang / sgl-kernel if the kernel is theirs.")
@@ -96,15 +100,6 @@ REPLAY_FAULT = Signature(
              ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1141"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:1981")))
 
-# (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
-# ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
-# 3.2.0 language/core.py:495, 3.4.0 :593, 3.5.0 :574); the NVIDIA backend adds fp8e4nv only from sm89
-# (backends/nvidia/compiler.py:149 (3.2.0), :170-171 (3.4.0)), so an A100 (sm80) has e5 and e4b15 alone
-_TRITON_FP8_ARCH = r"\btype fp8\w+ not supported in this architecture\b"
-# (vLLM round 26) Triton builds its driver's C helpers (cuda_utils) the first time a kernel runs and looks for
-# a C compiler: CC, else gcc or clang on PATH (triton 3.2.0 runtime/build.py:32 "Failed to find C compiler.
-# Please specify via CC environment variable.", 3.4.0 :33 and 3.5.0 :32 add "or set triton.knobs.build.impl.")
-_NO_C_COMPILER = r"\bFailed to find C compiler\b"
 
 UNSUPPORTED_GPU = Signature(
     "unsupported_gpu", "unsupported_gpu", "a kernel has no build for this GPU",
@@ -117,10 +112,10 @@ UNSUPPORTED_GPU = Signature(
               r"is not compatible with the current PyTorch installation",
               r"Unsupported compute capability", r"requires (?:CUDA )?compute capability",
               r"compute capability [\d.]+ or newer is required", r"cudaErrorNoKernelImageForDevice",
-              _TRITON_FP8_ARCH),
+              compilers.TRITON_FP8_ARCH),
     lines=(r"no kernel image is available for execution on the device",
            r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation",
-           _TRITON_FP8_ARCH),
+           compilers.TRITON_FP8_ARCH),
     priority=81,
     sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:620"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1432"),
@@ -132,6 +127,24 @@ UNSUPPORTED_GPU = Signature(
              ("CUDA runtime", "cudaErrorNoKernelImageForDevice (209)"),
              ("triton 3.4.0", "triton/language/core.py:593 (type fp8e4nv not supported in this architecture), "
                               "triton/backends/nvidia/compiler.py:170-171 (fp8e4nv from sm89)")))
+
+# (vLLM round 13) the runtime finding no build of a kernel for this GPU: HIP's hipErrorInvalidDeviceFunction
+# ("invalid device function", ROCm CLR hipamd/src/hip_error.cpp, hipGetErrorString) and CUDA's
+# cudaErrorInvalidDeviceFunction (98, CUDA runtime driver_types.h), printed by torch's check as
+# "<HIP|CUDA> error: <the runtime's string>" (c10/cuda/CUDAException.cpp:43, hipified on ROCm), whichever
+# server launched the kernel (SGLang runs on ROCm with its own and aiter's kernels)
+_NO_DEVICE_FUNCTION = r"\b(?:HIP|CUDA) error: invalid device function\b"
+NO_DEVICE_FUNCTION = Signature(
+    "no_device_function", "unsupported_gpu", "a kernel has no build for this GPU (invalid device function)",
+    (UNSUPPORTED_GPU.advice[0] + " On ROCm: a torch, sgl-kernel and SGLang built for this GPU's gfx target "
+     "(`rocminfo | grep gfx`; PYTORCH_ROCM_ARCH when building), or HSA_OVERRIDE_GFX_VERSION to a "
+     "supported target of the same family.",),
+    patterns=(_NO_DEVICE_FUNCTION, r"\bhipErrorInvalidDeviceFunction\b"),
+    lines=(_NO_DEVICE_FUNCTION,), priority=81,
+    sources=(("ROCm CLR", "hipamd/src/hip_error.cpp (hipGetErrorString: hipErrorInvalidDeviceFunction, "
+                          "\"invalid device function\")"),
+             ("CUDA runtime", "driver_types.h (cudaErrorInvalidDeviceFunction = 98)"),
+             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
 
 TRITON_ARCH = Signature(
     "triton_arch_unsupported", "unsupported_gpu", "Triton cannot generate code for this GPU",
@@ -188,7 +201,6 @@ AITER_ARCH = Signature(
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
 _COMPILER_FAILED = r"Command '\['[^']*\b(?:gcc|g\+\+|cc|clang|nvcc)', [^\]]*\]' returned non-zero exit status \d+"
-
 KERNEL_COMPILE = Signature(
     "kernel_compile", "kernel_compile", "a kernel failed to build (Triton / flashinfer / nvcc JIT)",
     ("A just-in-time kernel build failed: read the compiler's first error. A missing CUDA header "
@@ -210,17 +222,16 @@ KERNEL_COMPILE = Signature(
               # a JIT build with no ninja (or nvcc) on PATH
               r"Ninja is required to load C\+\+ extensions",
               r"No such file or directory: '(?:[^']*/)?(?:ninja|nvcc)'",
-              _NO_C_COMPILER),
+              *compilers.BUILD_FAILED),
     lines=(r"^compilation terminated\.$",
            # Triton's OutOfResources printed alone (a paste cut above its traceback)
            r"^(?:triton\.runtime\.errors\.)?OutOfResources: out of resource: ", r"fatal error: [\w./-]+\.(?:h|hpp|cuh): No such file or directory",
            r"ninja: build stopped: subcommand failed", r"\bnvcc fatal\b",
            _COMPILER_FAILED,
-           r"Error building extension '",
-           _NO_C_COMPILER),
+           r"Error building extension '", *compilers.BUILD_FAILED),
     # Triton's CompilationError of a kernel whose fp8 type this GPU lacks is the GPU's (UNSUPPORTED_GPU)
-    absent=(_TRITON_FP8_ARCH,),
-    priority=82,
+    absent=(compilers.TRITON_FP8_ARCH,),
+    priority=82, detail=compilers.build_detail,
     sources=(("triton 3.8.0", "triton/runtime/errors.py:22"),
              ("torch 2.14.1", "torch/utils/cpp_extension.py:2558"),
              ("gcc / nvcc", "compilation terminated."),
@@ -232,7 +243,16 @@ KERNEL_COMPILE = Signature(
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
              ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)"),
              ("triton 3.2.0", "triton/runtime/build.py:32 (Failed to find C compiler. Please specify via CC ...)"),
-             ("triton 3.4.0", "triton/runtime/build.py:33 (the same, or set triton.knobs.build.impl.)")))
+             ("triton 3.4.0", "triton/runtime/build.py:33 (the same, or triton.knobs.build.impl), :48 (cc_cmd += "
+                              "-l<lib>), :51"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])"),
+             ("gcc", "gcc/collect-utils.c do_wait (\"%s returned %d exit status\")"),
+             ("binutils", "gold/fileread.cc (cannot find -l%s)"),
+             ("DeepGEMM (deepseek-ai/DeepGEMM bcd598f)",
+              "csrc/jit/kernel_runtime.hpp:45 (DG_HOST_ASSERT(exit_code == 0) after cuobjdump -symbols)"),
+             ("DeepGEMM (deepseek-ai/DeepGEMM 1e7740d)",
+              "csrc/utils/exception.hpp (DGException: <name> error (<file>:<line>): <cond>)"),
+             ("0.5.23", "sglang/srt/layers/deep_gemm_wrapper/compile_utils.py:39")))
 
 # (round 16) A traceback cut inside a Triton backend's compile step, on the line that runs the backend's
 # own compiler as a subprocess: Triton's compile lowers the kernel stage by stage (triton-ascend 3.2.0
@@ -370,7 +390,8 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, TRITON_ARCH, DEEPGEMM_ARCH, AITER_ARCH,
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO_DEVICE_FUNCTION, TRITON_ARCH,
+              DEEPGEMM_ARCH, AITER_ARCH,
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, npu.ASCENDC_ASSERT,
-              npu.NPU_SOC_UNSUPPORTED, npu.NPU_GRAPH_UPDATE]
+              npu.NPU_SOC_UNSUPPORTED, npu.NPU_GRAPH_UPDATE, npu.NPU_CAPTURE]

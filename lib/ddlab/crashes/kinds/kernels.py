@@ -14,7 +14,34 @@ from ddlab.crashes.signature import Found, Signature, regex
 __all__ = ["SIGNATURES"]
 
 
+# (vLLM round 7) Marlin's kernels check each weight's per-rank shape before they repack it
+# (verify_marlin_supports_shape, SGLang's copy of vLLM's: 0.4.10.post2
+# layers/quantization/marlin_utils.py:151, :161, :170; 0.5.23 :169, :179, :188; vLLM's :108 (0.6.4.post1),
+# :191 (0.34.0)). An Ascend operator's tiling step checks the shapes it is handed on the host, and CANN's
+# error manager appends the check's function and file to the record it reports (metadef error_manager.cc
+# ReportInnerErrorMessage: "[FUNC:%s][FILE:%s][LINE:%u]"; vllm-ascend's log: "...[FUNC:
+# CheckFAISeqlenDataInTND][FILE:fused_infer_attention_score_tiling.cpp]" under "aclnn... failed, error
+# code is 561002"): the operator refusing this configuration
+_MARLIN_SHAPE = (r"Weight (?:in|out)put_size_per_partition = \d+ is not divisible by\s+"
+                 r"(?:min_thread_[nk]|group_size)\b")
+_CANN_TILING = r"\[FUNC:\w+\]\[FILE:\w+_tiling\.cpp\]"
+_MARLIN_ADVICE = ("Marlin's kernels take a quantized weight only where each GPU's slice of it is a "
+                  "multiple of their thread tile (min_thread_n 64, min_thread_k 128) and of the group "
+                  "size: a smaller `--tp-size` (larger slices), or a kernel without that rule "
+                  "(`--quantization gptq`, as the message says).")
+_CANN_ADVICE = ("An Ascend operator's tiling check (CANN, on the host, before the kernel) refused the "
+                "shapes it was handed: the record's [FUNC:...][FILE:..._tiling.cpp] names the check and "
+                "the operator (fused_infer_attention_score: the fused attention). The shapes are the "
+                "caller's (the attention backend, a speculative step's batch): bisect with {graphs_off} and "
+                "without speculative decoding, then a CANN / torch_npu / SGLang release whose operator "
+                "takes this layout.")
+
+
 def _config_detail(found: Found) -> str | None:
+    if regex(_MARLIN_SHAPE).search(found.text):
+        return _MARLIN_ADVICE
+    if regex(_CANN_TILING).search(found.text):
+        return _CANN_ADVICE
     said = regex(r"(?:Unsupported|failed to dispatch)\s+(\w+(?:\s*\w+)?)[: ]+\s*(\S+)").search(found.text)
     if regex(r"arange's range must be a power of 2").search(found.text):
         return ("A Triton kernel sizes a block by a count that is not a power of 2: with speculative "
@@ -42,10 +69,10 @@ KERNEL_CONFIG = Signature(
               r"Invalid configuration : NUM_MMA_Q=\d+",
               # (vLLM round 24) a Marlin GEMM (dense or MoE) found no thread tile for this shape in the
               # GPU's shared memory
-              r"Invalid thread config: thread_m_blocks = -?\d+"),
+              r"Invalid thread config: thread_m_blocks = -?\d+", _MARLIN_SHAPE, _CANN_TILING),
     lines=(r"Invalid configuration : NUM_MMA_Q=\d+",
            # kerutils (FlashMLA's host code): cuTensorMapEncodeTiled refused the tensor it was handed
-           r"^Failed to create tensormap\s*$"),
+           r"^Failed to create tensormap\s*$", rf"^(?:ValueError: )?{_MARLIN_SHAPE}", _CANN_TILING),
     # above the capture wrapper (80) that often carries it: the refusal is the kind, the capture where
     priority=81, detail=_config_detail,
     sources=(("flashinfer 0.7.4", "include/flashinfer/utils.cuh:166 (Unsupported group_size)"),
@@ -60,7 +87,12 @@ KERNEL_CONFIG = Signature(
                                "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)"),
              ("vLLM (vllm-project/vllm 025a134)",
               "csrc/moe/marlin_moe_wna16/ops.cu (marlin_mm: TORCH_CHECK(is_valid_config(...), "
-              "\"Invalid thread config: thread_m_blocks = \", ...); gptq_marlin has the same check)")))
+              "\"Invalid thread config: thread_m_blocks = \", ...); gptq_marlin has the same check)"),
+             ("0.4.10.post2", "sglang/srt/layers/quantization/marlin_utils.py:151"),
+             ("0.5.23", "sglang/srt/layers/quantization/marlin_utils.py:169"),
+             ("CANN metadef (hicann/metadef 9a3f9ae)",
+              "error_manager/error_manager.cc (ReportInnerErrorMessage: [FUNC:%s][FILE:%s][LINE:%u] after "
+              "the message)")))
 
 # A kernel library's host code checking the tensors it was handed before it launches (flashinfer's
 # launchers through tvm-ffi: TVM_FFI_ICHECK_EQ(gemm1_weights.dtype(), dl_float8_e4m3fn) << "FP8 block

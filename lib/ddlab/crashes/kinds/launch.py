@@ -223,6 +223,13 @@ _TRANSFORMERS_PROCESSOR_SOURCES = (
     ("transformers 4.56.1", "transformers/processing_utils.py:998"))
 
 
+# (issue 28, vLLM's first texts) the hub answering 401 / 403 in requests' words ("{status} Client Error:
+# {reason} for url:", requests 2.34.2 requests/models.py:1158), which huggingface_hub's requests-based
+# releases re-raise as "{status} Client Error." (utils/_http.py hf_raise_for_status): a private or gated
+# repo, or no token
+_HUB_REFUSED = r"\b40[13] Client Error\b"
+
+
 def _hub_detail(found: Found) -> str | None:
     text = found.text
     if regex(r"access a gated repo|Cannot access gated repo|is restricted|GatedRepoError").search(text):
@@ -245,6 +252,11 @@ def _hub_detail(found: Found) -> str | None:
         return _PROCESSOR_FILES
     if regex(r"not a valid model identifier|Repository Not Found|Repo id must").search(text):
         return "The name is neither a Hugging Face repo nor an existing folder: check its spelling."
+    if regex(_HUB_REFUSED).search(text):
+        return ("The hub refused the request (401 / 403): the repo is private or gated, or the name is "
+                "wrong (the hub answers 401 for a repo it does not show this token): set HF_TOKEN in the "
+                "server's environment for an account with access (a gated repo's license accepted), or check "
+                "the name.")
     return None
 
 
@@ -264,7 +276,7 @@ MODEL_NOT_FOUND = Signature(
               r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)", _PROCESSOR_CANT_LOAD,
               r"couldn't connect to 'https://huggingface\.co'",
               r"Unrecognized model in ", r"Incorrect path_or_model_id",
-              r"OfflineModeIsEnabled", r"offline mode is enabled\. To disable it"),
+              r"OfflineModeIsEnabled", r"offline mode is enabled\. To disable it", _HUB_REFUSED),
     lines=(r"Cannot access gated repo for url", r"You are trying to access a gated repo",
            r"offline mode is enabled\. To disable it",
            r"is not a local folder and is not a valid model identifier",
@@ -283,7 +295,10 @@ MODEL_NOT_FOUND = Signature(
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:890"),
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:947"),
              ("huggingface_hub 2.4.0", "huggingface_hub/utils/_http.py:295"),
-             ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86"), *_TRANSFORMERS_PROCESSOR_SOURCES))
+             ("huggingface_hub 2.4.0", "huggingface_hub/errors.py:86"), *_TRANSFORMERS_PROCESSOR_SOURCES,
+             ("requests 2.34.2", "requests/models.py:1158 ({status} Client Error: {reason} for url: {url})"),
+             ("huggingface_hub (requests-based)", "huggingface_hub/utils/_http.py (hf_raise_for_status: "
+                                                 "f\"{response.status_code} Client Error.\")")))
 
 # the same failure in a paste cut before the OSError: only the chained TypeError of the lookup is there
 PROCESSOR_FILES_MISSING = Signature(

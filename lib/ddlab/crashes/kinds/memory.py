@@ -185,17 +185,27 @@ def _cuda_oom_detail(found: Found) -> str | None:
     return said
 
 
+# (vLLM round 23) torch's caching allocator, out of memory, builds its OutOfMemoryError's message with each
+# process's use of the GPU from NVML and asserts that query succeeded (reportProcessMemoryInfo:
+# TORCH_INTERNAL_ASSERT(NVML_SUCCESS == r), called only in DeviceCachingAllocator::malloc's `if
+# (!block_found)` branch, after cudaMalloc returned cudaErrorMemoryAllocation: pytorch/pytorch eb42ad6
+# c10/cuda/CUDACachingAllocator.cpp). Where NVML cannot list processes (a container, a MIG slice) the
+# assert stands in for the OOM message: an allocation did not fit, whichever server made it
+_NVML_OOM = r'\bNVML_SUCCESS == r INTERNAL ASSERT FAILED at "[^"]*CUDACachingAllocator\.cpp":\d+'
 CUDA_OOM = Signature(
     "cuda_oom", "cuda_oom", "CUDA ran out of memory",
     (),
     patterns=(r"CUDA out of memory", r"OutOfMemoryError", r"\bout of memory\b",
-              r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation"),
-    lines=(r"CUDA out of memory\. Tried to allocate",),
+              r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation", _NVML_OOM),
+    lines=(r"CUDA out of memory\. Tried to allocate", _NVML_OOM),
     priority=60, detail=_cuda_oom_detail,
     by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
                              "verify batch (budget+1 tokens per request)."),),
     sources=(("torch 2.14.1", "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so)"),
-             ("CUDA runtime", "cudaErrorMemoryAllocation (2)")))
+             ("CUDA runtime", "cudaErrorMemoryAllocation (2)"),
+             ("torch (pytorch/pytorch eb42ad6)",
+              "c10/cuda/CUDACachingAllocator.cpp (reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT(NVML_SUCCESS "
+              "== r); malloc's !block_found branch: proc_info = reportProcessMemoryInfo(device))")))
 
 # torch's caching allocator logging a failed cudaMalloc before it decides (c10/cuda/
 # CUDACachingAllocator.cpp, alloc_block, the line the log's C++ prefix names, CUDACachingAllocator.cpp:

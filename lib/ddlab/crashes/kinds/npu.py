@@ -1,18 +1,20 @@
 """An Ascend NPU's own texts: its kernels faulting (the runtime's core exceptions, torch_npu's
 fault codes, AscendC's trapping assert), CANN refusing an op on this chip, and torch_npu failing to
-update a captured NPU graph before its replay.
+capture an NPU graph or to update a captured one before its replay.
 
 The same kinds as a GPU's (:mod:`.device`, which splices these into its list where they stood):
 a core exception or a trapping assert is ``cuda_illegal_access``, an op with no kernels for this
-SoC is ``unsupported_gpu``, a captured graph's update refused is ``cuda_graph_replay``. Their advice names the NPU's own tools (ASCEND_LAUNCH_BLOCKING,
+SoC is ``unsupported_gpu``, a capture refused is ``cuda_graph_capture``, a captured graph's update refused is
+``cuda_graph_replay``. Their advice names the NPU's own tools (ASCEND_LAUNCH_BLOCKING,
 CANN's device log).
 """
 
 from __future__ import annotations
 
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED", "NPU_GRAPH_UPDATE"]
+__all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED", "NPU_GRAPH_UPDATE",
+           "NPU_CAPTURE"]
 
 # an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
 # warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
@@ -129,3 +131,37 @@ NPU_GRAPH_UPDATE = Signature(
                                  "error: <call>, error code is N)"),
              ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_cudagraph_backend.py:156"),
              ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py:203")))
+
+# (vLLM round 23) torch_npu's NPUGraph captures through the ACL runtime: capture_begin / capture_end
+# (torch_npu 2.5.1 NPUGraph.h:34) call AclmdlRICaptureBegin / AclmdlRICaptureEnd
+# (interface/AclInterface.h:186, :190), each checked by NPU_CHECK_ERROR ("<func>:<file>:<line> NPU function
+# error: <call>, error code is N", NPUException.h). vllm-ascend captures with it, and so do SGLang's NPU
+# graph runners (0.5.23 hardware_backend/npu/graph_runner/npu_graph_runner.py:179 torch.npu.graph(...),
+# inside the decode runner's "Capture cuda graph failed" wrapper; vit_npu_graph_runner.py:73, a ViT's graph
+# captured lazily while serving, with no wrapper): a refused call is the capture failing, whatever the code
+_NPU_CAPTURE = r"NPU function error: (?:c10_npu::acl::)?AclmdlRICapture(?:Begin|End)\("
+
+
+def _capture_detail(found: Found) -> str | None:
+    """The vision encoder's graph, which SGLang captures only with SGLANG_VIT_ENABLE_CUDA_GRAPH set (off by
+    default: 0.5.23 environ.py:1603; models/qwen3_vl.py:944)."""
+    if regex(r"vit_npu_graph_runner\.py").search(found.chain_text or found.frames):
+        return ("This capture is the vision encoder's (ViT) graph, captured for each new image size while "
+                "serving: SGLANG_VIT_ENABLE_CUDA_GRAPH=0 (its default) runs the encoder without it.")
+    return None
+
+
+NPU_CAPTURE = Signature(
+    "npu_capture_failed", "cuda_graph_capture",
+    "the ACL runtime refused to begin or end an NPU graph capture",
+    ("torch_npu could not begin (or end) capturing an NPU graph: the ACL runtime refused the capture (its "
+     "error code names why; CANN's device log, ASCEND_GLOBAL_LOG_LEVEL=1, has the record). Retry with "
+     "{graphs_off} to confirm the graph is at fault and keep serving; then a CANN / torch_npu / SGLang "
+     "release whose NPU graph mode supports this model and parallel layout.",),
+    patterns=(_NPU_CAPTURE,), lines=(_NPU_CAPTURE,), priority=80, phase="graph_capture",
+    detail=_capture_detail,
+    sources=(("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/interface/AclInterface.h:186, :190 "
+                                 "(AclmdlRICaptureBegin / End)"),
+             ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUGraph.h:34 (capture_begin)"),
+             ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py:179"),
+             ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/vit_npu_graph_runner.py:73")))
