@@ -117,15 +117,20 @@ NATIVE_CRASH = Signature(
              ("CPython 3.12", "Python/pylifecycle.c (_Py_DumpExtensionModules: Extension modules: ..., "
                               "called by faulthandler_fatal_error and fatal_error only)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
-             ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
+             ("UCX 9466d10", "src/ucs/debug/debug.c:666 (ucs_debug_print_backtrace: ==== backtrace "
+                             "(tid: N) ====)"),
              ("UCX 9466d10", "src/ucs/debug/debug.c:45 (a frame: %2d 0x%016lx %s()  %s:%u), :666, :1094"),
-             ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
+             ("glog 0.7.1 (v0.7.1)", "src/signalhandler.cc:200 (DumpSignalInfo: *** SIGSEGV (@0x...) "
+                                     "received by PID ...), :175 (DumpTimeInfo: *** Aborted at)"),
+             ("abseil 20260817.0", "absl/debugging/failure_signal_handler.cc:267 (WriteSignalMessage: "
+                                   "*** SIGSEGV received at time=...)"),
              ("libstdc++ 12.2.0", "libsupc++/vterminate.cc (__verbose_terminate_handler: terminate "
                                   "called recursively / without an active exception, then abort())"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
-             ("bash 5.2", "jobs.c (a job's status: strsignal(WTERMSIG) and \" (core dumped)\")")))
+             ("bash 5.2 (bash-5.2)", "jobs.c:4321 (notify_of_job_status: j_strsignal(termsig), then "
+                                     "\" (core dumped)\" :4324; from a script pretty_print_job :4311)")))
 
 # SGLang enables faulthandler in its scheduler (0.4.10.post2 managers/scheduler.py:2516, 0.5.10
 # :3551, 0.5.23 :6295: ``faulthandler.enable()``, no dump_traceback_later, no register), and its

@@ -70,8 +70,9 @@ REQUEST_REFUSED = Signature(
              ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>"),
              ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
                                    "chat template functions because tokenizer.chat_template is not set)"),
-             ("tokenizers 0.21", "bindings/python/src/tokenizer.rs (TextEncodeInput must be "
-                                 "Union[TextInputSequence, Tuple[InputSequence, InputSequence]])")))
+             ("tokenizers 0.21.4 (v0.21.4)", "bindings/python/src/tokenizer.rs:420 (TextEncodeInput::"
+                                            "extract_bound: TextEncodeInput must be Union["
+                                            "TextInputSequence, Tuple[InputSequence, InputSequence]])")))
 
 
 def _pd_detail(found: Found) -> str | None:

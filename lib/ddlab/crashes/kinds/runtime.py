@@ -81,7 +81,8 @@ NCCL_INIT = Signature(
      "line above it says why (a peer node it could not connect to, a transport it could not set "
      "up).", _NCCL_ADVICE),
     patterns=(_NCCL_INIT_FAILED,), lines=(_NCCL_INIT_FAILED,), priority=30,
-    sources=(("NCCL", "src/include/checks.h (NCCLCHECK: \"%s:%d -> %d\"), src/init.cc"),))
+    sources=(("NCCL 2.21.5 (v2.21.5-1)", "src/include/checks.h:111 (NCCLCHECK: \"%s:%d -> %d\"), "
+                                        "src/init.cc:1826 (ncclCommInitRank)"),))
 
 # NCCL's network transport failing while it moves data: the InfiniBand verbs completion of a
 # send or receive came back with an error status (src/transport/net_ib.cc, ncclIbTest: "NET/IB :
@@ -111,9 +112,10 @@ NCCL_NET = Signature(
      "reach the other node and, on RoCE, NCCL_IB_GID_INDEX; NCCL_IB_DISABLE=1 (TCP sockets) tells a "
      "fabric fault from the rest.", _NCCL_ADVICE),
     patterns=_NCCL_NET, lines=_NCCL_NET, priority=30, detail=_ib_status,
-    sources=(("NCCL 2.21", "src/transport/net_ib.cc (ncclIbTest: NET/IB : Got completion from peer %s "
-                           "with error %d, opcode %d, len %d, vendor err %d)"),
-             ("NCCL 2.21", "src/proxy.cc (ncclProxyProgress: \"%s:%d -> %d [Progress Thread]\")")))
+    sources=(("NCCL 2.19.4 (v2.19.4-1)", "src/transport/net_ib.cc:1333 (ncclIbTest: NET/IB : Got completion "
+                                         "from peer %s with error %d, opcode %d, len %d, vendor err %d)"),
+             ("NCCL 2.21.5 (v2.21.5-1)", "src/proxy.cc:878 (ncclProxyProgress: "
+                                         "\"%s:%d -> %d [Progress Thread]\"), :892")))
 
 # torch's TCPStore client waited for a key another rank never wrote: its socket read timed out
 # (torch/csrc/distributed/c10d/socket.cpp, SocketImpl::waitForInput: C10D_WARNING "waitForInput:
@@ -142,7 +144,7 @@ PEER_LOST = Signature(
               r"|NCCL error|Connection reset by peer)",),
     priority=82, phase="graph_capture",
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
-             ("gloo", "gloo/transport/tcp/pair.cc (Connection closed by peer)")))
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:554 (Connection closed by peer)")))
 
 def _failed_rank(found: Found) -> str | None:
     if match := regex(r"from rank (\d+)").search(found.text):
@@ -199,7 +201,8 @@ GLOO_MESH = Signature(
     sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (ProcessGroupGloo::"
                              "ProcessGroupGloo: context->connectFullMesh, on std::runtime_error "
                              "logAndThrow(\"Gloo connectFullMesh failed with \" + what))"),
-             ("gloo", "gloo/transport/tcp/pair.cc (the pair's connect error)"),
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:152 (Pair::connectCallback: "
+                                             "signalException(GLOO_ERROR_MSG(error.what())))"),
              ("0.4.10.post2", "sglang/srt/distributed/parallel_state.py:240"),
              ("0.5.23", "sglang/srt/distributed/parallel_state.py:404")))
 

@@ -81,7 +81,8 @@ UNREADABLE = Signature(
     sources=(*_SOURCES,
              ("0.4.10.post2", "sglang/srt/model_loader/weight_utils.py:650"),
              ("0.5.23", "sglang/srt/model_loader/weight_utils.py:1583"),
-             ("safetensors 0.6", "bindings/python/src/lib.rs (Error while deserializing header: ...)"),
+             ("safetensors 0.6.2 (v0.6.2)", "bindings/python/src/lib.rs:454 (Open::new: Error while "
+                                            "deserializing header: ...)"),
              ("torch 2.14.1", "torch/serialization.py (Weights only load failed; invalid load key)"),
              ("torch 2.14.1", "caffe2/serialize/inline_container.cc (PytorchStreamReader failed "
                               "reading zip archive)")))
