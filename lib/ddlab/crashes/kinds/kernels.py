@@ -151,10 +151,10 @@ KERNEL_LAUNCH_REFUSED = Signature(
      "kernel: choose a backend that does not use it (`--attention-backend`), keep the batch within what "
      "it takes (`--max-running-requests`), or install a newer release of that library.",),
     lines=(_LAUNCH_REFUSED,), priority=81, fatal=True,
-    sources=(("FlashMLA", "csrc/utils.h (CHECK_CUDA: CUDA error (%s:%d): %s, then exit(1); "
-                          "CHECK_CUDA_KERNEL_LAUNCH)"),
-             ("FlashMLA", "csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu "
-                          "(run_get_decoding_sched_meta_kernel)"),
+    sources=(("FlashMLA 9241ae3", "csrc/utils.h:9 (CHECK_CUDA: CUDA error (%s:%d): %s, then exit(1) :10; "
+                                  "CHECK_CUDA_KERNEL_LAUNCH :14)"),
+             ("FlashMLA 9241ae3", "csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu:113 "
+                                  "(run_get_decoding_sched_meta_kernel)"),
              ("CUDA runtime", "cudaErrorInvalidValue (1): invalid argument; cudaErrorInvalidConfiguration "
                               "(9): invalid configuration argument")))
 

@@ -310,7 +310,8 @@ HANG = Signature(
              ("0.5.10", "sglang/srt/utils/watchdog.py:150"),
              ("0.5.10", "sglang/srt/utils/common.py:2276"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:154"),
-             ("py-spy", "py-spy dump: 'Thread N (idle): \"MainThread\"' then 'func (file.py:line)'"),
+             ("py-spy 0.4.2 (v0.4.2)", "src/dump.rs:112 (write_trace: 'Thread N (idle): \"MainThread\"'), "
+                                       ":131 ('func (file.py:line)')"),
              ("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later: Thread 0x... "
                               "(most recent call first))")),
     cleared_by=(r"[Ww]atchdog timeout \([^)]*soft=True",))
