@@ -211,8 +211,8 @@ PD_THREAD_DIED = Signature(
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1043"),
              ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:3036"),
              ("0.5.23", "sglang/srt/disaggregation/mori/conn.py:1003"),
-             ("CPython 3.10", "Lib/threading.py (excepthook: Exception in thread NAME:; Thread names a "
-                              "thread 'Thread-N (target)')")))
+             ("CPython 3.10.4", "Lib/threading.py:1283 (excepthook: Exception in thread NAME:; Thread "
+                                "names a thread 'Thread-N (target)' :849, :853)")))
 
 # (round 25) a transfer's status, as the Mooncake (and common) KV manager keeps it, is a plain lookup of
 # the request's bootstrap room in every release (0.4.6.post4 mooncake/conn.py:411-412, 0.4.10.post2

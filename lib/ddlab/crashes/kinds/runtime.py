@@ -312,8 +312,10 @@ HANG = Signature(
              ("0.5.23", "sglang/srt/utils/watchdog.py:154"),
              ("py-spy 0.4.2 (v0.4.2)", "src/dump.rs:112 (write_trace: 'Thread N (idle): \"MainThread\"'), "
                                        ":131 ('func (file.py:line)')"),
-             ("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later: Thread 0x... "
-                              "(most recent call first))")),
+             ("CPython 3.12.3", "Modules/faulthandler.c:579 (faulthandler_thread: dump_traceback_later's "
+                                "watchdog dumps each thread)"),
+             ("CPython 3.12.3", "Python/traceback.c:1363 (write_thread_id: Thread 0x... "
+                                "(most recent call first))")),
     cleared_by=(r"[Ww]atchdog timeout \([^)]*soft=True",))
 
 # faulthandler prints the same frames for a fatal signal as for a dump on request: a
@@ -324,8 +326,10 @@ HANG_DUMP = Signature(
     "hang_thread_dump", "hang", "a thread dump shows the scheduler waiting in its event loop",
     HANG.advice, lines=(_FAULTHANDLER_LOOP,), priority=11, phase="serving", running=True,
     detail=_hang_detail,
-    sources=(("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later / register: "
-                              "Thread 0x... (most recent call first))"),
+    sources=(("CPython 3.12.3", "Modules/faulthandler.c:579 (faulthandler_thread, for "
+                                "dump_traceback_later), :805 (faulthandler_user, for register)"),
+             ("CPython 3.12.3", "Python/traceback.c:1363 (write_thread_id: Thread 0x... "
+                                "(most recent call first))"),
              ("0.4.10.post2", "sglang/srt/managers/scheduler.py:772")))
 
 WARMUP_FAILED = Signature(
