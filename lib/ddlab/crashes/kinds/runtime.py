@@ -65,13 +65,24 @@ NCCL = Signature(
     lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b", _CUPY_NCCL,
            r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+", _HCCL_OP_FAILED),
     priority=30, running=True,
-    sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp (get_func_error_msg: the "
-                                                    "current working operator name is <op>; Enqueue: CAN_EXIT)"),
+    sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp:163 "
+                                                    "(get_func_error_msg: the current working operator "
+                                                    "name is <op>), :412 "
+                                                    "(Repository::Enqueue: The process exits for this inner "
+                                                    "error, and ..., after SetStatus(CAN_EXIT) :410)"),
+             ("torch_npu (Ascend/pytorch 9e73e70)", "torch_npu/csrc/core/npu/NPUQueue.cpp:308 (Repository::"
+                                                    "MakeSureQueueEmpty: Inner error happened with CAN_EXIT "
+                                                    "status, detail: ...)"),
              ("0.4.10.post2", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:350"),
              ("0.5.10", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:376"),
              ("0.5.23", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:474"),
-             ("torch 2.14.1", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"),
-             ("cupy (cupy/cupy 0fc0619)", "cupy_backends/cuda/libs/nccl.pyx (NcclError; check_status)")))
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:623 (WorkNCCL::"
+                             "checkTimeout: Watchdog caught collective operation timeout), :2365 "
+                             "(checkForNCCLErrorsInternal: NCCL error: ...)"),
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/NCCLUtils.cpp:21 (NCCLComm::getNcclComm: NCCL "
+                             "communicator was aborted on rank N)"),
+             ("cupy (cupy/cupy 0fc0619)", "cupy_backends/cuda/libs/nccl.pyx:119 (NcclError: '%s: %s' % "
+                                          "(ERROR2[status], msg)), :128 (check_status)")))
 
 # not ``running``: a communicator is created at startup (and by a group made later), so the
 # phase is what the log shows, launch where it shows nothing
@@ -131,9 +142,9 @@ STORE_WAIT_TIMEOUT = Signature(
      "log holds the first error; a rank that is only slow needs a longer timeout (SGLang's "
      "`--dist-timeout`).", _NCCL_ADVICE),
     patterns=_STORE_WAIT, lines=_STORE_WAIT, priority=29, explains=True,
-    sources=(("torch 2.9.1", "torch/csrc/distributed/c10d/socket.cpp (SocketImpl::waitForInput: "
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/socket.cpp:490 (SocketImpl::waitForInput: "
                              "waitForInput: socket {} timed out after {}ms)"),
-             ("torch 2.9.1", "torch/csrc/distributed/c10d/TCPStore.cpp (TCPStore::doWait: wait "
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/TCPStore.cpp:575 (TCPStore::doWait: wait "
                              "timeout after {}ms, keys: {})")))
 
 PEER_LOST = Signature(
@@ -173,7 +184,7 @@ PEER_BARRIER = Signature(
     patterns=(r"reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",),
     lines=(r"reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",),
     priority=31, detail=_failed_rank,
-    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier: "
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:2981 (monitoredBarrier: "
                              "Rank N successfully reached monitoredBarrier, but received errors while "
                              "waiting for send/recv from rank M)"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:698")))
@@ -198,8 +209,8 @@ GLOO_MESH = Signature(
      "\"Connection reset / closed by peer\" another rank died first and its log holds the cause.",
      _NCCL_ADVICE),
     patterns=(_GLOO_MESH,), lines=(_GLOO_MESH,), priority=32,
-    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (ProcessGroupGloo::"
-                             "ProcessGroupGloo: context->connectFullMesh, on std::runtime_error "
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:799 (ProcessGroupGloo::"
+                             "ProcessGroupGloo: context->connectFullMesh :795, on std::runtime_error "
                              "logAndThrow(\"Gloo connectFullMesh failed with \" + what))"),
              ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:152 (Pair::connectCallback: "
                                              "signalException(GLOO_ERROR_MSG(error.what())))"),
