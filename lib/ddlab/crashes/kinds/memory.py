@@ -194,7 +194,8 @@ CUDA_OOM = Signature(
     priority=60, detail=_cuda_oom_detail,
     by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
                              "verify batch (budget+1 tokens per request)."),),
-    sources=(("torch 2.14.1", "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so)"),
+    sources=(("torch 2.6.0", "c10/cuda/CUDACachingAllocator.cpp:1341 (DeviceCachingAllocator::malloc: "
+                             "CUDA out of memory. Tried to allocate ...; in libc10_cuda.so)"),
              ("CUDA runtime", "cudaErrorMemoryAllocation (2)")))
 
 # torch's caching allocator logging a failed cudaMalloc before it decides (c10/cuda/
@@ -265,8 +266,9 @@ SHM_FULL = Signature(
     lines=(r"Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory",),
     priority=65, fatal=True,
     sources=(("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
-             ("torch 2.9", "torch/csrc/DataLoader.cpp (handler_SIGBUS: ERROR: Unexpected bus error encountered in "
-                           "worker. This might be caused by insufficient shared memory (shm).)"),
+             ("torch 2.6.0", "torch/csrc/DataLoader.cpp:72 (handler_SIGBUS: ERROR: Unexpected bus error "
+                             "encountered in worker. This might be caused by insufficient shared memory "
+                             "(shm).)"),
              ("Linux 6.1.176", "mm/shmem.c:2159 (shmem_fault: return vmf_error(err), VM_FAULT_SIGBUS "
                                "when tmpfs has no space)"),
              ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "

@@ -69,8 +69,9 @@ REQUEST_REFUSED = Signature(
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1372"),
              ("pydantic-core 2.41.5 (v2.41.5)", "src/errors/validation_exception.rs:105 (ValidationError::"
                                                 "display: N validation errors for <model>)"),
-             ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
-                                   "chat template functions because tokenizer.chat_template is not set)"),
+             ("transformers 4.57.6", "transformers/tokenization_utils_base.py:1826 (get_chat_template: "
+                                     "Cannot use chat template functions because tokenizer.chat_template is "
+                                     "not set)"),
              ("tokenizers 0.21.4 (v0.21.4)", "bindings/python/src/tokenizer.rs:420 (TextEncodeInput::"
                                             "extract_bound: TextEncodeInput must be Union["
                                             "TextInputSequence, Tuple[InputSequence, InputSequence]])")))
