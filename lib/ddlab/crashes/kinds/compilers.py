@@ -85,8 +85,8 @@ TRITON_COMPILER_ASSERT = Signature(
      "~/.triton/cache; pick an `--attention-backend` that avoids the Triton kernel, or drop "
      "`--enable-torch-compile` if the kernel is torch.compile's.",),
     lines=(_COMPILER_ASSERT,), priority=80, fatal=True, detail=_assert_detail,
-    sources=(("glibc", "assert/assert.c (__assert_fail: \"%s%s%s:%u: %s%sAssertion `%s' failed.\\n%n\", "
-                       "then abort())"),
+    sources=(("glibc 2.39 (glibc-2.39)", "assert/assert.c:103 (__assert_fail: \"%s%s%s:%u: %s%sAssertion "
+                                         "`%s' failed.\\n%n\", then abort() :94)"),
              ("triton 2.3.1", "triton/_C/libtriton.so (\"/project/lib/Analysis/Allocation.cpp\"; "
                               "\"!(srcMmaLayout && dstMmaLayout && !srcMmaLayout.isAmpere()) && "
                               "\\\"mma -> mma layout conversion is only supported on Ampere\\\"\")")))

@@ -173,7 +173,8 @@ CAPTURE_FAILED = Signature(
              ("0.5.23", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:297"),
              ("CUDA runtime", "cudaErrorStreamCaptureUnsupported (900) ... cudaErrorCapturedEvent (907), "
                               "cudaErrorStreamCaptureWrongThread (908)"),
-             ("ROCm clr", "hipamd/src/hip_error.cpp (ihipGetErrorString: the same texts for HIP)")))
+             ("ROCm clr 6.2.2 (rocm-6.2.2)", "hipamd/src/hip_error.cpp:205 (ihipGetErrorString: the same "
+                                             "texts for HIP, :328 ... :342, :344)")))
 
 CAPTURE_ERROR = Signature(
     "capture_error", "cuda_graph_capture", "an error inside CUDA graph capture",

@@ -79,15 +79,20 @@ KERNEL_CONFIG = Signature(
              ("flashinfer 0.7.4", "include/flashinfer/utils.cuh:224 (Unsupported head_dim)"),
              ("flashinfer 0.7.4", "csrc/tvm_ffi_utils.h:92 (failed to dispatch data type)"),
              ("flashinfer 0.0.4", "python/csrc/pytorch_extension_utils.h:105 (failed to dispatch group_size)"),
-             ("flash-attn 2", "csrc/flash_attn/flash_api.cpp (only supports head dimension at most 256)"),
-             ("triton 3.1", "triton/language/semantic.py (arange's range must be a power of 2)"),
-             ("flashinfer 0.2.5", "include/flashinfer/attention/prefill.cuh (KTraits::IsInvalid(): Invalid "
-                                  "configuration : NUM_MMA_Q=... please create an issue)"),
+             ("flash-attn 2.8.3 (v2.8.3)", "csrc/flash_attn/flash_api.cpp:393 (mha_fwd: only supports head "
+                                           "dimension at most 256), :604, :830, :1046, :1269"),
+             ("triton 3.1.0", "triton/language/semantic.py:512 (arange: arange's range must be a power "
+                              "of 2)"),
+             ("flashinfer 0.2.5 (v0.2.5)", "include/flashinfer/attention/prefill.cuh:1575 "
+                                           "(SinglePrefillWithKVCacheDispatched, KTraits::IsInvalid(): "
+                                           "Invalid configuration : NUM_MMA_Q=... please create an issue), "
+                                           ":2295, :2398"),
              ("sglang 0.5.23", "sglang/kernels/jit/csrc/deep_select/vendor/3rdparty/kerutils/include/kerutils/"
                                "host/host.h:169 (Failed to create tensormap, then KU_ASSERT(false): :42)"),
-             ("vLLM (vllm-project/vllm 025a134)",
-              "csrc/moe/marlin_moe_wna16/ops.cu (marlin_mm: TORCH_CHECK(is_valid_config(...), "
-              "\"Invalid thread config: thread_m_blocks = \", ...); gptq_marlin has the same check)"),
+             ("vLLM 0.34.0 (sdist)",
+              "csrc/moe/marlin_moe_wna16/ops.cu:338 (marlin_mm: STD_TORCH_CHECK(is_valid_config(...), "
+              "\"Invalid thread config: thread_m_blocks = \", ...)); the dense marlin has the same check, "
+              "csrc/quantization/marlin/marlin.cu:360"),
              ("0.4.10.post2", "sglang/srt/layers/quantization/marlin_utils.py:151"),
              ("0.5.23", "sglang/srt/layers/quantization/marlin_utils.py:169"),
              ("CANN metadef (hicann/metadef 9a3f9ae)",
@@ -183,10 +188,10 @@ KERNEL_LAUNCH_REFUSED = Signature(
      "kernel: choose a backend that does not use it (`--attention-backend`), keep the batch within what "
      "it takes (`--max-running-requests`), or install a newer release of that library.",),
     lines=(_LAUNCH_REFUSED,), priority=81, fatal=True,
-    sources=(("FlashMLA", "csrc/utils.h (CHECK_CUDA: CUDA error (%s:%d): %s, then exit(1); "
-                          "CHECK_CUDA_KERNEL_LAUNCH)"),
-             ("FlashMLA", "csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu "
-                          "(run_get_decoding_sched_meta_kernel)"),
+    sources=(("FlashMLA 9241ae3", "csrc/utils.h:9 (CHECK_CUDA: CUDA error (%s:%d): %s, then exit(1) :10; "
+                                  "CHECK_CUDA_KERNEL_LAUNCH :14)"),
+             ("FlashMLA 9241ae3", "csrc/smxx/decode/get_decoding_sched_meta/get_decoding_sched_meta.cu:113 "
+                                  "(run_get_decoding_sched_meta_kernel)"),
              ("CUDA runtime", "cudaErrorInvalidValue (1): invalid argument; cudaErrorInvalidConfiguration "
                               "(9): invalid configuration argument")))
 

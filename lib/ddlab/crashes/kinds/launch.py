@@ -76,7 +76,7 @@ ARGPARSE = Signature(
     by_algorithm=(("ddtree", "DDTree's flags (`--speculative-ddtree-budget` ...) exist only in the "
                              "fork's build: install it on the host, or drop them."),),
     sources=(("0.4.10.post2", "sglang/srt/server_args.py:1327"),
-             ("0.5.23", "sglang/srt/server_args.py (argparse built from the ServerArgs record)")))
+             ("0.5.23", "sglang/srt/server_args.py:353")))
 
 MISSING_OPTION = Signature(
     "missing_option", "bad_argument", "the options do not go together",
@@ -194,7 +194,10 @@ PORT_IN_USE = Signature(
              ("0.5.14", "sglang/srt/utils/network.py:85"),
              ("0.5.23", "sglang/srt/utils/network.py:103"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:450"),
-             ("uvicorn", "uvicorn/server.py (Server.startup: error while attempting to bind on address)")))
+             ("uvicorn 0.54.0", "uvicorn/server.py:190 (Server.startup: logger.error(exc), the OSError of "
+                                "loop.create_server)"),
+             ("CPython 3.12.3", "Lib/asyncio/base_events.py:1562 (create_server: error while attempting to "
+                                "bind on address %r: %s)")))
 
 
 # transformers' processor loaders ask cached_files for their config files with missing ones allowed: it

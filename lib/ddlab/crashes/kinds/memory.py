@@ -201,7 +201,8 @@ CUDA_OOM = Signature(
     priority=60, detail=_cuda_oom_detail,
     by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
                              "verify batch (budget+1 tokens per request)."),),
-    sources=(("torch 2.14.1", "c10/cuda/CUDACachingAllocator.cpp (libc10_cuda.so)"),
+    sources=(("torch 2.6.0", "c10/cuda/CUDACachingAllocator.cpp:1341 (DeviceCachingAllocator::malloc: "
+                             "CUDA out of memory. Tried to allocate ...; in libc10_cuda.so)"),
              ("CUDA runtime", "cudaErrorMemoryAllocation (2)"),
              ("torch (pytorch/pytorch eb42ad6)",
               "c10/cuda/CUDACachingAllocator.cpp (reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT(NVML_SUCCESS "
@@ -254,7 +255,8 @@ HOST_OOM = Signature(
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
-             ("Linux", "mm/oom_kill.c (Out of memory: Killed process)"),
+             ("Linux 6.1.176", "mm/oom_kill.c:959 (__oom_kill_process: \"%s: Killed process %d (%s) ...\", "
+                               "its %s \"Out of memory\" from out_of_memory :1184)"),
              ("Linux", "errno ENOMEM (12)")))
 
 # a process killed by SIGBUS (exit code -7) in a log that also says "[Errno 28] No space left on
@@ -274,9 +276,11 @@ SHM_FULL = Signature(
     lines=(r"Unexpected bus error encountered in worker\. This might be caused by insufficient shared memory",),
     priority=65, fatal=True,
     sources=(("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
-             ("torch 2.9", "torch/csrc/DataLoader.cpp (handler_SIGBUS: ERROR: Unexpected bus error encountered in "
-                           "worker. This might be caused by insufficient shared memory (shm).)"),
-             ("Linux", "mm/shmem.c (shmem_fault: VM_FAULT_SIGBUS when tmpfs has no space)"),
+             ("torch 2.6.0", "torch/csrc/DataLoader.cpp:72 (handler_SIGBUS: ERROR: Unexpected bus error "
+                             "encountered in worker. This might be caused by insufficient shared memory "
+                             "(shm).)"),
+             ("Linux 6.1.176", "mm/shmem.c:2159 (shmem_fault: return vmf_error(err), VM_FAULT_SIGBUS "
+                               "when tmpfs has no space)"),
              ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "
                         "the OSError's text in a UserWarning)")))
 

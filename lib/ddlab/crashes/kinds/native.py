@@ -112,20 +112,27 @@ NATIVE_CRASH = Signature(
            # where a paste starts inside the list
            r"^[\w.]+(?:, [\w.]+)+ \(total: \d+\)\s*$"),
     priority=12, fatal=True, running=True, detail=_native_detail,
-    sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: Fatal Python error: "
-                              "Segmentation fault / Bus error / Aborted, Current thread 0x...)"),
-             ("CPython 3.12", "Python/pylifecycle.c (_Py_DumpExtensionModules: Extension modules: ..., "
-                              "called by faulthandler_fatal_error and fatal_error only)"),
+    sources=(("CPython 3.12.3", "Modules/faulthandler.c:302 (faulthandler_fatal_error: Fatal Python error: "
+                                "Segmentation fault / Bus error / Aborted, the names :77, :68, :74)"),
+             ("CPython 3.12.3", "Python/traceback.c:1361 (write_thread_id: Current thread 0x...)"),
+             ("CPython 3.12.3", "Python/pylifecycle.c:2817 (_Py_DumpExtensionModules: Extension modules: "
+                                "..., (total: N) :2829; called by faulthandler_fatal_error and fatal_error "
+                                ":2898 only)"),
              ("apache-tvm-ffi 0.1.15", "src/ffi/backtrace.cc:156 (!!!!!!! Segfault encountered !!!!!!!)"),
-             ("UCX", "src/ucs/debug/debug.c (==== backtrace (tid: N) ====)"),
+             ("UCX 9466d10", "src/ucs/debug/debug.c:666 (ucs_debug_print_backtrace: ==== backtrace "
+                             "(tid: N) ====)"),
              ("UCX 9466d10", "src/ucs/debug/debug.c:45 (a frame: %2d 0x%016lx %s()  %s:%u), :666, :1094"),
-             ("glog", "src/signalhandler.cc (*** SIGSEGV received at time=...)"),
-             ("libstdc++ 12.2.0", "libsupc++/vterminate.cc (__verbose_terminate_handler: terminate "
-                                  "called recursively / without an active exception, then abort())"),
+             ("glog 0.7.1 (v0.7.1)", "src/signalhandler.cc:200 (DumpSignalInfo: *** SIGSEGV (@0x...) "
+                                     "received by PID ...), :175 (DumpTimeInfo: *** Aborted at)"),
+             ("abseil 20260817.0", "absl/debugging/failure_signal_handler.cc:267 (WriteSignalMessage: "
+                                   "*** SIGSEGV received at time=...)"),
+             ("libstdc++ 12.2.0", "libsupc++/vterminate.cc:49 (__verbose_terminate_handler: terminate "
+                                  "called recursively, :93 without an active exception, then abort() :95)"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
-             ("bash 5.2", "jobs.c (a job's status: strsignal(WTERMSIG) and \" (core dumped)\")")))
+             ("bash 5.2 (bash-5.2)", "jobs.c:4321 (notify_of_job_status: j_strsignal(termsig), then "
+                                     "\" (core dumped)\" :4324; from a script pretty_print_job :4311)")))
 
 # SGLang enables faulthandler in its scheduler (0.4.10.post2 managers/scheduler.py:2516, 0.5.10
 # :3551, 0.5.23 :6295: ``faulthandler.enable()``, no dump_traceback_later, no register), and its
@@ -138,8 +145,9 @@ FATAL_SIGNAL_DUMP = Signature(
     NATIVE_CRASH.advice,
     lines=(rf'^\s*File "[^"]*{LOOP_FILE}", line \d+ in event_loop_\w+\s*$',),
     priority=10, fatal=True, running=True, detail=_native_detail,
-    sources=(("CPython 3.12", "Modules/faulthandler.c (faulthandler_fatal_error: each thread's "
-                              "Thread 0x... (most recent call first), File \"...\", line N in f)"),
+    sources=(("CPython 3.12.3", "Modules/faulthandler.c:314 (faulthandler_fatal_error: dumps each thread)"),
+             ("CPython 3.12.3", "Python/traceback.c:1363 (write_thread_id: Thread 0x... (most recent call "
+                                "first)), :1246 (dump_frame: File \"...\", line N in f)"),
              ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2516"),
              ("0.5.10", "sglang/srt/managers/scheduler.py:3551"),
              ("0.5.23", "sglang/srt/managers/scheduler.py:6295")))
@@ -158,7 +166,7 @@ STARTUP_SIGNAL_DUMP = Signature(
     NATIVE_CRASH.advice,
     lines=(r'^\s*File "[^"]*sglang[/\\]srt[/\\][^"]*\.py", line \d+ in \w+\s*$',),
     priority=9, fatal=True, running=True, detail=_native_detail,
-    sources=(("CPython 3.12", "Modules/faulthandler.c (dump_frame: File \"...\", line N in f)"),
+    sources=(("CPython 3.12.3", "Python/traceback.c:1246 (dump_frame: File \"...\", line N in f)"),
              ("0.4.10.post2", "sglang/srt/managers/scheduler.py:2516"),
              ("0.5.23", "sglang/srt/managers/scheduler.py:6295"),
              ("0.5.23", "sglang/srt/managers/data_parallel_controller.py:956"),

@@ -63,11 +63,14 @@ NPU_FAULT_CODE = Signature(
      "torch_npu if the operator is theirs.",),
     patterns=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS), lines=(_NPU_FAULT_CODE, *_NPU_FAULT_TEXTS),
     priority=50, running=True,
-    sources=(("torch_npu (Ascend/pytorch 05900fb)", "torch_npu/csrc/core/npu/NPUErrorCodes.h (error_code_map: "
-                                                    "{507013, System Direct Memory Access (DMA) hardware "
-                                                    "execution error}, 507015, 507016, 507018, 507035, 507036, "
-                                                    "507042-507045)"),
-             ("Ascend CANN", "rt_error_codes.h (ACL_ERROR_RT_SYS_DMA = 507013; // sys dma error)"),
+    sources=(("torch_npu (Ascend/pytorch 9e73e70)", "torch_npu/csrc/core/npu/NPUErrorCodes.h:430 "
+                                                    "(error_code_map :9: {507013, System Direct Memory "
+                                                    "Access (DMA) hardware execution error}, 507015 :436, "
+                                                    "507016 :439, 507018 :445, 507035 :496, 507036 :499, "
+                                                    "507042-507045 :517-526)"),
+             ("Ascend CANN (torch_npu 2.5.1's copy)", "include/third_party/acl/inc/acl/error_codes/"
+                                                     "rt_error_codes.h:72 (ACL_ERROR_RT_SYS_DMA = 507013; "
+                                                     "// sys dma error)"),
              ("torch_npu 2.5.1", "torch_npu/lib/libtorch_npu.so (the string \"ACL stream synchronize failed, "
                                  "error code:\")")))
 

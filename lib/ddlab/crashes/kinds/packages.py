@@ -106,9 +106,9 @@ OP_MISMATCH = Signature(
               _DEP_API + r"[\w.]*\(\) (?:missing \d+ required (?:positional |keyword-only )?arguments?"
               r"|got an unexpected keyword argument|takes \d+ positional arguments? but)"),
     priority=79,
-    sources=(("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
+    sources=(("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h:1022 (createStackForSchema: "
                               "expected at most N argument(s) but received M argument(s))"),
-             ("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h (createStackForSchema: "
+             ("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h:1070 (createStackForSchema: "
                               "is missing value for argument)"),
              ("torch 2.13.0", "torch/_ops.py:1393 ('_OpNamespace' 'NS' object has no attribute 'OP')"),
              ("0.4.10.post2", "sglang/srt/layers/attention/flashinfer_backend.py:1339"),
@@ -164,8 +164,10 @@ TOOLKIT_REFUSED = Signature(
     lines=(r"is only supported on (?:the )?CUDA toolkit [\d.]+ and (?:above|later|newer)",),
     priority=81, phase="launch",
     sources=(("0.5.23", "sglang/srt/model_executor/runner_backend_utils/__init__.py:18"),
-             ("nvidia-cutlass-dsl", "cutlass/cute/experimental (CuTe Experimental module is only supported "
-                                    "on Cuda toolkit 13.1 and above!)")))
+             ("nvidia-cutlass-dsl-libs-base 4.5.0", "nvidia_cutlass_dsl/python_packages/cutlass/cute/"
+                                                    "experimental/__init__.py:12 (raise "
+                                                    "NotImplementedError: CuTe Experimental module is only "
+                                                    "supported on Cuda toolkit 13.1 and above!)")))
 
 # torch_npu's op plugin calling an Ascend op the installed CANN does not have: EXEC_NPU_CMD looks up
 # OP and OPGetWorkspaceSize in CANN's op library and checks them ("OP or OPGetWorkspaceSize not in

@@ -42,11 +42,13 @@ DIST_INIT_TIMEOUT = Signature(
            r"TCP client failed to connect/validate to host \S+ - timed out",
            r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined"),
     priority=32, phase="launch", detail=_rendezvous,
-    sources=(("torch 2.13.0", "torch/csrc/distributed/c10d/socket.cpp (The client socket has timed out after "
-                              "{} while trying to connect to ({}, {}); has failed to connect to ...)"),
-             ("torch 2.13.0", "torch/csrc/distributed/c10d/TCPStore.cpp (TCP client failed to "
-                              "connect/validate to host {}:{} - timed out; Timed out after {} seconds "
-                              "waiting for clients. {}/{} clients joined.)"),
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/socket.cpp:1018 (SocketConnectOp::"
+                             "throwTimeoutError: The client socket has timed out after {} while trying to "
+                             "connect to ({}, {})), :809, :939 (has failed to connect to ...)"),
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/TCPStore.cpp:319 (TCPStore::TCPStore: TCP client "
+                             "failed to connect/validate to host {}:{} - timed out), :378 (TCPStore::"
+                             "waitForWorkers: Timed out after {} seconds waiting for clients. {}/{} clients "
+                             "joined.)"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:551"),
              ("0.5.23", "sglang/srt/distributed/bootstrap.py:322")))
 
@@ -73,9 +75,8 @@ UNIQUE_ID_WAIT = Signature(
      "`--dist-timeout`), and a node that cannot reach node 0 needs the network checked "
      "(`--dist-init-addr`, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).",),
     patterns=_UNIQUE_ID, lines=_UNIQUE_ID, priority=31,
-    sources=(("torch (pytorch/pytorch 0007e75)", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp "
-                                                 "(ProcessGroupNCCL::broadcastUniqueNCCLID: [R] is setting up "
-                                                 "NCCL communicator and retrieving ncclUniqueId from [0] via "
-                                                 "c10d key-value store by key ..., but store->get(...) got "
-                                                 "error: ... This may indicate a possible application crash "
-                                                 "on rank 0 or a network set up issue.)"),))
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2411 (ProcessGroupNCCL::"
+                             "broadcastUniqueNCCLID: [R] is setting up NCCL communicator and retrieving "
+                             "ncclUniqueId from [0] via c10d key-value store by key ..., but "
+                             "store->get(...) got error: ... This may indicate a possible application crash "
+                             "on rank 0 or a network set up issue. :2423)"),))

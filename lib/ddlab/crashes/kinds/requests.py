@@ -67,11 +67,14 @@ REQUEST_REFUSED = Signature(
              ("0.4.10.post2", "sglang/srt/managers/tokenizer_manager.py:593"),
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1350"),
              ("0.5.23", "sglang/srt/managers/tokenizer_manager.py:1372"),
-             ("pydantic 2", "pydantic_core ValidationError: N validation errors for <model>"),
-             ("transformers 4.57", "transformers/tokenization_utils_base.py (get_chat_template: Cannot use "
-                                   "chat template functions because tokenizer.chat_template is not set)"),
-             ("tokenizers 0.21", "bindings/python/src/tokenizer.rs (TextEncodeInput must be "
-                                 "Union[TextInputSequence, Tuple[InputSequence, InputSequence]])")))
+             ("pydantic-core 2.41.5 (v2.41.5)", "src/errors/validation_exception.rs:105 (ValidationError::"
+                                                "display: N validation errors for <model>)"),
+             ("transformers 4.57.6", "transformers/tokenization_utils_base.py:1826 (get_chat_template: "
+                                     "Cannot use chat template functions because tokenizer.chat_template is "
+                                     "not set)"),
+             ("tokenizers 0.21.4 (v0.21.4)", "bindings/python/src/tokenizer.rs:420 (TextEncodeInput::"
+                                            "extract_bound: TextEncodeInput must be Union["
+                                            "TextInputSequence, Tuple[InputSequence, InputSequence]])")))
 
 
 def _pd_detail(found: Found) -> str | None:
@@ -129,8 +132,9 @@ PD_TRANSFER = Signature(
              ("0.5.23", "sglang/srt/disaggregation/common/conn.py:103"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:523"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:223"),
-             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp "
-                                  "(Session::writeBody: \"Session::writeBody failed. ... Error: \", the slice failed)"),
+             ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/tcp_transport/"
+                                  "tcp_transport.cpp:176 (Session::writeBody: \"Session::writeBody failed. "
+                                  "... Error: \", the slice failed :182)"),
              ("Mooncake 5bc114c~1", "mooncake-transfer-engine/src/transfer_metadata_plugin.cpp:233"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:295"),
              ("Mooncake cae1728", "mooncake-transfer-engine/src/transport/rdma_transport/worker_pool.cpp:242")))
@@ -162,8 +166,9 @@ PD_SETUP = Signature(
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1998"),
              ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:277"),
              ("0.5.23", "sglang/srt/disaggregation/ascend/transfer_engine.py:83"),
-             ("NIXL (ai-dynamo/nixl)", "src/core/nixl_agent.cpp (nixlAgent::createBackend: backend '...' "
-                                       "encountered error during ... setup with status NIXL_ERR_BACKEND)")))
+             ("NIXL 1.4.0 (ai-dynamo/nixl v1.4.0)", "src/core/nixl_agent.cpp:433 (nixlAgent::createBackend: "
+                                                    "backend '...' encountered error during ... setup with "
+                                                    "status NIXL_ERR_BACKEND)")))
 
 # a transfer worker thread catches what one room's transfer raised, logs it with its traceback
 # and marks that room failed (0.5.23 disaggregation/nixl/conn.py:1924-1933)
@@ -207,8 +212,8 @@ PD_THREAD_DIED = Signature(
              ("0.5.23", "sglang/srt/disaggregation/nixl/conn.py:1043"),
              ("0.5.23", "sglang/srt/disaggregation/mooncake/conn.py:3036"),
              ("0.5.23", "sglang/srt/disaggregation/mori/conn.py:1003"),
-             ("CPython 3.10", "Lib/threading.py (excepthook: Exception in thread NAME:; Thread names a "
-                              "thread 'Thread-N (target)')")))
+             ("CPython 3.10.4", "Lib/threading.py:1283 (excepthook: Exception in thread NAME:; Thread "
+                                "names a thread 'Thread-N (target)' :849, :853)")))
 
 # (round 25) a transfer's status, as the Mooncake (and common) KV manager keeps it, is a plain lookup of
 # the request's bootstrap room in every release (0.4.6.post4 mooncake/conn.py:411-412, 0.4.10.post2

@@ -28,6 +28,7 @@ import re
 
 from ddlab.crashes.kinds.native import LOOP_FILE
 from ddlab.crashes.kinds.rendezvous import DIST_INIT_TIMEOUT, UNIQUE_ID_WAIT
+from ddlab.crashes.kinds.warmup import WARMUP_FAILED, WARMUP_READ_TIMEOUT, WARMUP_STATUS_CUT
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -65,13 +66,24 @@ NCCL = Signature(
     lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b", _CUPY_NCCL,
            r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+", _HCCL_OP_FAILED),
     priority=30, running=True,
-    sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp (get_func_error_msg: the "
-                                                    "current working operator name is <op>; Enqueue: CAN_EXIT)"),
+    sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp:163 "
+                                                    "(get_func_error_msg: the current working operator "
+                                                    "name is <op>), :412 "
+                                                    "(Repository::Enqueue: The process exits for this inner "
+                                                    "error, and ..., after SetStatus(CAN_EXIT) :410)"),
+             ("torch_npu (Ascend/pytorch 9e73e70)", "torch_npu/csrc/core/npu/NPUQueue.cpp:308 (Repository::"
+                                                    "MakeSureQueueEmpty: Inner error happened with CAN_EXIT "
+                                                    "status, detail: ...)"),
              ("0.4.10.post2", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:350"),
              ("0.5.10", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:376"),
              ("0.5.23", "sglang/srt/distributed/device_communicators/pynccl_wrapper.py:474"),
-             ("torch 2.14.1", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"),
-             ("cupy (cupy/cupy 0fc0619)", "cupy_backends/cuda/libs/nccl.pyx (NcclError; check_status)")))
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:623 (WorkNCCL::"
+                             "checkTimeout: Watchdog caught collective operation timeout), :2365 "
+                             "(checkForNCCLErrorsInternal: NCCL error: ...)"),
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/NCCLUtils.cpp:21 (NCCLComm::getNcclComm: NCCL "
+                             "communicator was aborted on rank N)"),
+             ("cupy (cupy/cupy 0fc0619)", "cupy_backends/cuda/libs/nccl.pyx:119 (NcclError: '%s: %s' % "
+                                          "(ERROR2[status], msg)), :128 (check_status)")))
 
 # not ``running``: a communicator is created at startup (and by a group made later), so the
 # phase is what the log shows, launch where it shows nothing
@@ -81,7 +93,8 @@ NCCL_INIT = Signature(
      "line above it says why (a peer node it could not connect to, a transport it could not set "
      "up).", _NCCL_ADVICE),
     patterns=(_NCCL_INIT_FAILED,), lines=(_NCCL_INIT_FAILED,), priority=30,
-    sources=(("NCCL", "src/include/checks.h (NCCLCHECK: \"%s:%d -> %d\"), src/init.cc"),))
+    sources=(("NCCL 2.21.5 (v2.21.5-1)", "src/include/checks.h:111 (NCCLCHECK: \"%s:%d -> %d\"), "
+                                        "src/init.cc:1826 (ncclCommInitRank)"),))
 
 # NCCL's network transport failing while it moves data: the InfiniBand verbs completion of a
 # send or receive came back with an error status (src/transport/net_ib.cc, ncclIbTest: "NET/IB :
@@ -111,9 +124,10 @@ NCCL_NET = Signature(
      "reach the other node and, on RoCE, NCCL_IB_GID_INDEX; NCCL_IB_DISABLE=1 (TCP sockets) tells a "
      "fabric fault from the rest.", _NCCL_ADVICE),
     patterns=_NCCL_NET, lines=_NCCL_NET, priority=30, detail=_ib_status,
-    sources=(("NCCL 2.21", "src/transport/net_ib.cc (ncclIbTest: NET/IB : Got completion from peer %s "
-                           "with error %d, opcode %d, len %d, vendor err %d)"),
-             ("NCCL 2.21", "src/proxy.cc (ncclProxyProgress: \"%s:%d -> %d [Progress Thread]\")")))
+    sources=(("NCCL 2.19.4 (v2.19.4-1)", "src/transport/net_ib.cc:1333 (ncclIbTest: NET/IB : Got completion "
+                                         "from peer %s with error %d, opcode %d, len %d, vendor err %d)"),
+             ("NCCL 2.21.5 (v2.21.5-1)", "src/proxy.cc:878 (ncclProxyProgress: "
+                                         "\"%s:%d -> %d [Progress Thread]\"), :892")))
 
 # torch's TCPStore client waited for a key another rank never wrote: its socket read timed out
 # (torch/csrc/distributed/c10d/socket.cpp, SocketImpl::waitForInput: C10D_WARNING "waitForInput:
@@ -129,9 +143,9 @@ STORE_WAIT_TIMEOUT = Signature(
      "log holds the first error; a rank that is only slow needs a longer timeout (SGLang's "
      "`--dist-timeout`).", _NCCL_ADVICE),
     patterns=_STORE_WAIT, lines=_STORE_WAIT, priority=29, explains=True,
-    sources=(("torch 2.9.1", "torch/csrc/distributed/c10d/socket.cpp (SocketImpl::waitForInput: "
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/socket.cpp:490 (SocketImpl::waitForInput: "
                              "waitForInput: socket {} timed out after {}ms)"),
-             ("torch 2.9.1", "torch/csrc/distributed/c10d/TCPStore.cpp (TCPStore::doWait: wait "
+             ("torch 2.6.0", "torch/csrc/distributed/c10d/TCPStore.cpp:575 (TCPStore::doWait: wait "
                              "timeout after {}ms, keys: {})")))
 
 PEER_LOST = Signature(
@@ -142,7 +156,7 @@ PEER_LOST = Signature(
               r"|NCCL error|Connection reset by peer)",),
     priority=82, phase="graph_capture",
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
-             ("gloo", "gloo/transport/tcp/pair.cc (Connection closed by peer)")))
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:554 (Connection closed by peer)")))
 
 def _failed_rank(found: Found) -> str | None:
     if match := regex(r"from rank (\d+)").search(found.text):
@@ -171,7 +185,7 @@ PEER_BARRIER = Signature(
     patterns=(r"reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",),
     lines=(r"reached monitoredBarrier, but received errors while waiting for send/recv from rank \d+",),
     priority=31, detail=_failed_rank,
-    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (monitoredBarrier: "
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:2981 (monitoredBarrier: "
                              "Rank N successfully reached monitoredBarrier, but received errors while "
                              "waiting for send/recv from rank M)"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:698")))
@@ -196,10 +210,11 @@ GLOO_MESH = Signature(
      "\"Connection reset / closed by peer\" another rank died first and its log holds the cause.",
      _NCCL_ADVICE),
     patterns=(_GLOO_MESH,), lines=(_GLOO_MESH,), priority=32,
-    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (ProcessGroupGloo::"
-                             "ProcessGroupGloo: context->connectFullMesh, on std::runtime_error "
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp:799 (ProcessGroupGloo::"
+                             "ProcessGroupGloo: context->connectFullMesh :795, on std::runtime_error "
                              "logAndThrow(\"Gloo connectFullMesh failed with \" + what))"),
-             ("gloo", "gloo/transport/tcp/pair.cc (the pair's connect error)"),
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:152 (Pair::connectCallback: "
+                                             "signalException(GLOO_ERROR_MSG(error.what())))"),
              ("0.4.10.post2", "sglang/srt/distributed/parallel_state.py:240"),
              ("0.5.23", "sglang/srt/distributed/parallel_state.py:404")))
 
@@ -307,9 +322,12 @@ HANG = Signature(
              ("0.5.10", "sglang/srt/utils/watchdog.py:150"),
              ("0.5.10", "sglang/srt/utils/common.py:2276"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:154"),
-             ("py-spy", "py-spy dump: 'Thread N (idle): \"MainThread\"' then 'func (file.py:line)'"),
-             ("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later: Thread 0x... "
-                              "(most recent call first))")),
+             ("py-spy 0.4.2 (v0.4.2)", "src/dump.rs:112 (write_trace: 'Thread N (idle): \"MainThread\"'), "
+                                       ":131 ('func (file.py:line)')"),
+             ("CPython 3.12.3", "Modules/faulthandler.c:579 (faulthandler_thread: dump_traceback_later's "
+                                "watchdog dumps each thread)"),
+             ("CPython 3.12.3", "Python/traceback.c:1363 (write_thread_id: Thread 0x... "
+                                "(most recent call first))")),
     cleared_by=(r"[Ww]atchdog timeout \([^)]*soft=True",))
 
 # faulthandler prints the same frames for a fatal signal as for a dump on request: a
@@ -320,68 +338,11 @@ HANG_DUMP = Signature(
     "hang_thread_dump", "hang", "a thread dump shows the scheduler waiting in its event loop",
     HANG.advice, lines=(_FAULTHANDLER_LOOP,), priority=11, phase="serving", running=True,
     detail=_hang_detail,
-    sources=(("CPython 3.12", "Modules/faulthandler.c (dump_traceback_later / register: "
-                              "Thread 0x... (most recent call first))"),
+    sources=(("CPython 3.12.3", "Modules/faulthandler.c:579 (faulthandler_thread, for "
+                                "dump_traceback_later), :805 (faulthandler_user, for register)"),
+             ("CPython 3.12.3", "Python/traceback.c:1363 (write_thread_id: Thread 0x... "
+                                "(most recent call first))"),
              ("0.4.10.post2", "sglang/srt/managers/scheduler.py:772")))
-
-WARMUP_FAILED = Signature(
-    "warmup_failed", "health_check", "the server did not answer its warmup request",
-    ("The server started but did not answer its own warmup request (a timeout, or an error "
-     "status from something in between): if it timed out, the first generation hangs (dump "
-     "the scheduler's stack with `py-spy dump --pid PID`); a 502 usually comes from an HTTP "
-     "proxy in the environment (set no_proxy=127.0.0.1,localhost).",),
-    patterns=(r"Read timed out|ReadTimeout|TimeoutError|timed out",
-              r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused",
-              r"JSONDecodeError|Expecting value: line \d+ column \d+",
-              # SGLang Diffusion's server waits for its own /health (0.5.13) or /liveness (0.5.23)
-              # before its warmup, then aborts the startup
-              r"HTTP server did not become (?:ready|live) at \S+"),
-    context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error"
-             r"|_run_server_warmup_after_http_\w+|_wait_until_http_(?:ready|live)",),
-    # a warmup traceback cut before its exception line is still the warmup failing (an echo)
-    priority=15, phase="ready", echo=True, cut_ok=True,
-    sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
-             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1005"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2388"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2494"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2533"),
-             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:101"),
-             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:124")))
-
-# (round 25) the warmup's own read timing out, with no warmup frame or header left in the paste: the
-# launcher posts its one request to the server's own address (server_args.url(): host:port, 0.4.4.post1
-# server_args.py:1025-1029; 0.5.23 :458-466 turns 0.0.0.0 into 127.0.0.1) with timeout=600 (0.4.4.post1
-# entrypoints/http_server.py:727, logged at :734; 0.4.10.post2 :1041; 0.5.23 :2498, the default), and
-# urllib3 words the read timeout "HTTPConnectionPool(host=H, port=P): Read timed out. (read timeout=600)"
-# (urllib3 1.26.5 connectionpool.py:336-337, the pool's name exceptions.py:25 and connectionpool.py:83;
-# requests' ReadTimeout keeps that text). Only a local host and the warmup's 600 s
-_SELF_READ_TIMEOUT = (r"HTTPS?ConnectionPool\(host='(?:0\.0\.0\.0|127\.0\.0\.1|localhost|::1)', port=\d+\): "
-                      r"Read timed out\. \(read timeout=600(?:\.0)?\)")
-WARMUP_READ_TIMEOUT = Signature(
-    "warmup_read_timeout", "health_check", "the server did not answer its warmup request in 600 s",
-    WARMUP_FAILED.advice, patterns=(_SELF_READ_TIMEOUT,),
-    # below warmup_failed (15): where the warmup's frames are there, that one names it
-    priority=14, phase="ready", echo=True,
-    sources=(("sglang 0.4.4.post1", "sglang/srt/entrypoints/http_server.py:727"),
-             ("sglang 0.4.4.post1", "sglang/srt/entrypoints/http_server.py:734"),
-             ("sglang 0.4.4.post1", "sglang/srt/server_args.py:1029"),
-             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1041"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2498"),
-             ("0.5.23", "sglang/srt/server_args.py:463"),
-             ("urllib3 1.26.5", "urllib3/connectionpool.py:336"),
-             ("urllib3 1.26.5", "urllib3/exceptions.py:25")))
-
-# the warmup's traceback cut right after its status check: that line raises only for a
-# response that is not 200 (the message with the status is what the paste lost)
-WARMUP_STATUS_CUT = Signature(
-    "warmup_status_cut", "health_check", "the warmup request got an error status (its message is cut)",
-    WARMUP_FAILED.advice, patterns=(r"res=<Response \[\d+\]>",), types=r"AssertionError",
-    context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",
-             r"^\s*assert res\.status_code == 200\b"),
-    # above warmup_failed (15), which a cut warmup traceback also matches: this one says more
-    priority=16, phase="ready", echo=True, cut_ok=True,
-    sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
-             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
 
 SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, UNIQUE_ID_WAIT, GLOO_MESH, GLOO_PEER_LOST, PEER_LOST,
               PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,

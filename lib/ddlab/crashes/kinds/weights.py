@@ -81,10 +81,13 @@ UNREADABLE = Signature(
     sources=(*_SOURCES,
              ("0.4.10.post2", "sglang/srt/model_loader/weight_utils.py:650"),
              ("0.5.23", "sglang/srt/model_loader/weight_utils.py:1583"),
-             ("safetensors 0.6", "bindings/python/src/lib.rs (Error while deserializing header: ...)"),
-             ("torch 2.14.1", "torch/serialization.py (Weights only load failed; invalid load key)"),
-             ("torch 2.14.1", "caffe2/serialize/inline_container.cc (PytorchStreamReader failed "
-                              "reading zip archive)")))
+             ("safetensors 0.6.2 (v0.6.2)", "bindings/python/src/lib.rs:454 (Open::new: Error while "
+                                            "deserializing header: ...)"),
+             ("torch 2.14.1", "torch/serialization.py:1459 (_get_wo_message: Weights only load failed), "
+                              ":1467, :1469"),
+             ("CPython 3.12.3", "Modules/_pickle.c:6947 (load: invalid load key, '%c'.), :6951"),
+             ("torch 2.6.0", "caffe2/serialize/inline_container.cc:240 (PyTorchStreamReader::valid: "
+                             "PytorchStreamReader failed ...; reading zip archive :160, init)")))
 
 # (round 22) the same refusal where a layer's own weight_loader places the tensor: SGLang's loaders
 # copy the checkpoint's tensor into their parameter with ``.copy_(loaded_weight)`` and no shape check
@@ -105,7 +108,7 @@ LOADER_COPY_SHAPE = Signature(
              ("0.5.23", "sglang/srt/layers/linear.py:582"),
              ("0.5.23", "sglang/srt/model_loader/weight_utils.py:1586"),
              ("0.4.10.post2", "sglang/srt/layers/moe/fused_moe_triton/layer.py:283"),
-             ("torch 2.14.1", "aten/src/ATen/ExpandUtils.cpp (infer_size_impl: The size of tensor a "
-                              "({}) must match the size of tensor b ({}) at non-singleton dimension {})")))
+             ("torch 2.6.0", "aten/src/ATen/ExpandUtils.cpp:33 (infer_size_impl: The size of tensor a "
+                             "({}) must match the size of tensor b ({}) at non-singleton dimension {})")))
 
 SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE]

@@ -1,0 +1,73 @@
+"""The warmup: the one request SGLang's launcher sends its own server before it says ready.
+
+The launcher posts a short generation to the server's own address and waits for it
+(``_wait_and_warmup``, ``_execute_server_warmup``); a timeout, an error status or a refused connection
+there is ``health_check`` in the ``ready`` phase: the server started, its first request did not come
+back. :mod:`.runtime` splices these into its own list where they stood, so the registry's order is
+unchanged.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["WARMUP_FAILED", "WARMUP_READ_TIMEOUT", "WARMUP_STATUS_CUT"]
+
+WARMUP_FAILED = Signature(
+    "warmup_failed", "health_check", "the server did not answer its warmup request",
+    ("The server started but did not answer its own warmup request (a timeout, or an error "
+     "status from something in between): if it timed out, the first generation hangs (dump "
+     "the scheduler's stack with `py-spy dump --pid PID`); a 502 usually comes from an HTTP "
+     "proxy in the environment (set no_proxy=127.0.0.1,localhost).",),
+    patterns=(r"Read timed out|ReadTimeout|TimeoutError|timed out",
+              r"res=<Response \[\d+\]>|status_code == 200", r"ConnectionError|Connection refused",
+              r"JSONDecodeError|Expecting value: line \d+ column \d+",
+              # SGLang Diffusion's server waits for its own /health (0.5.13) or /liveness (0.5.23)
+              # before its warmup, then aborts the startup
+              r"HTTP server did not become (?:ready|live) at \S+"),
+    context=(r"_wait_and_warmup|_execute_server_warmup|Initialization failed\. warmup error"
+             r"|_run_server_warmup_after_http_\w+|_wait_until_http_(?:ready|live)",),
+    # a warmup traceback cut before its exception line is still the warmup failing (an echo)
+    priority=15, phase="ready", echo=True, cut_ok=True,
+    sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1005"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2388"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2494"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2533"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:101"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/http_server.py:124")))
+
+# (round 25) the warmup's own read timing out, with no warmup frame or header left in the paste: the
+# launcher posts its one request to the server's own address (server_args.url(): host:port, 0.4.4.post1
+# server_args.py:1025-1029; 0.5.23 :458-466 turns 0.0.0.0 into 127.0.0.1) with timeout=600 (0.4.4.post1
+# entrypoints/http_server.py:727, logged at :734; 0.4.10.post2 :1041; 0.5.23 :2498, the default), and
+# urllib3 words the read timeout "HTTPConnectionPool(host=H, port=P): Read timed out. (read timeout=600)"
+# (urllib3 1.26.5 connectionpool.py:336-337, the pool's name exceptions.py:25 and connectionpool.py:83;
+# requests' ReadTimeout keeps that text). Only a local host and the warmup's 600 s
+_SELF_READ_TIMEOUT = (r"HTTPS?ConnectionPool\(host='(?:0\.0\.0\.0|127\.0\.0\.1|localhost|::1)', port=\d+\): "
+                      r"Read timed out\. \(read timeout=600(?:\.0)?\)")
+WARMUP_READ_TIMEOUT = Signature(
+    "warmup_read_timeout", "health_check", "the server did not answer its warmup request in 600 s",
+    WARMUP_FAILED.advice, patterns=(_SELF_READ_TIMEOUT,),
+    # below warmup_failed (15): where the warmup's frames are there, that one names it
+    priority=14, phase="ready", echo=True,
+    sources=(("sglang 0.4.4.post1", "sglang/srt/entrypoints/http_server.py:727"),
+             ("sglang 0.4.4.post1", "sglang/srt/entrypoints/http_server.py:734"),
+             ("sglang 0.4.4.post1", "sglang/srt/server_args.py:1029"),
+             ("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1041"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2498"),
+             ("0.5.23", "sglang/srt/server_args.py:463"),
+             ("urllib3 1.26.5", "urllib3/connectionpool.py:336"),
+             ("urllib3 1.26.5", "urllib3/exceptions.py:25")))
+
+# the warmup's traceback cut right after its status check: that line raises only for a
+# response that is not 200 (the message with the status is what the paste lost)
+WARMUP_STATUS_CUT = Signature(
+    "warmup_status_cut", "health_check", "the warmup request got an error status (its message is cut)",
+    WARMUP_FAILED.advice, patterns=(r"res=<Response \[\d+\]>",), types=r"AssertionError",
+    context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",
+             r"^\s*assert res\.status_code == 200\b"),
+    # above warmup_failed (15), which a cut warmup traceback also matches: this one says more
+    priority=16, phase="ready", echo=True, cut_ok=True,
+    sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
