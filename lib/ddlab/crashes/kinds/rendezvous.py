@@ -75,7 +75,7 @@ UNIQUE_ID_WAIT = Signature(
      "`--dist-timeout`), and a node that cannot reach node 0 needs the network checked "
      "(`--dist-init-addr`, GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME).",),
     patterns=_UNIQUE_ID, lines=_UNIQUE_ID, priority=31,
-    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2411 (ProcessGroupNCCL::"
+    sources=(("torch 2.6.0", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2414 (ProcessGroupNCCL::"
                              "broadcastUniqueNCCLID: [R] is setting up NCCL communicator and retrieving "
                              "ncclUniqueId from [0] via c10d key-value store by key ..., but "
                              "store->get(...) got error: ... This may indicate a possible application crash "

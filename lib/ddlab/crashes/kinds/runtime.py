@@ -68,7 +68,7 @@ NCCL = Signature(
     priority=30, running=True,
     sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp:163 "
                                                     "(get_func_error_msg: the current working operator "
-                                                    "name is <op>), :412 "
+                                                    "name is <op>), :413 "
                                                     "(Repository::Enqueue: The process exits for this inner "
                                                     "error, and ..., after SetStatus(CAN_EXIT) :410)"),
              ("torch_npu (Ascend/pytorch 9e73e70)", "torch_npu/csrc/core/npu/NPUQueue.cpp:308 (Repository::"
