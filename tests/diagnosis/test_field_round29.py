@@ -3,15 +3,15 @@
 Round 29 (h29001-h29011, logs from files in public repositories pinned to a commit: one user's scratch notes
 of a DeepSeek-R1 cluster, a TKE guide's FAQ, a README) was measured once on main at 00fd22b (with the round's
 logs, 26dd476: crashed 11/11, kind 8/11, phase 7/8); docs/diagnosis.md, "Held-out round 29", explains the
-three misses. h29002: a bare AssertionError from a model's attention asserting that its heads divide by the
-tensor-parallel size: the assert's code line is the text, and the launch's `--tp-size` what does not fit
-(bad_argument). h29003: NVSHMEM (DeepEP's transport) failing to connect the ranks at init, then exiting the
-process at its next call: nccl. h29006: Mooncake's native initialize raising while the decode scheduler
-builds its KV manager: pd_transfer at memory_pool, as the transfer engine failing to start. A rule's test
-reads texts written from the source and near misses that must not read the same way; the positive tests fail
-on 00fd22b (the near misses hold on both). A text or line cited from a wheel is checked there where the
-wheel is unpacked (skipped elsewhere); NVSHMEM's and Mooncake's texts are cited by commit (no wheel holds
-their source).
+three misses, and the round is folded into ``work``. h29002: a bare AssertionError from a model's attention
+asserting that its heads divide by the tensor-parallel size: the assert's code line is the text, and the
+launch's `--tp-size` what does not fit (bad_argument). h29003: NVSHMEM (DeepEP's transport) failing to connect
+the ranks at init, then exiting the process at its next call: nccl. h29006: Mooncake's native initialize
+raising while the decode scheduler builds its KV manager: pd_transfer at memory_pool, as the transfer engine
+failing to start. A rule's test reads the corpus log (work split since the fold), texts written from the
+source and near misses that must not read the same way; the positive tests fail on 00fd22b (the near misses
+hold on both). A text or line cited from a wheel is checked there where the wheel is unpacked (skipped
+elsewhere); NVSHMEM's and Mooncake's texts are cited by commit (no wheel holds their source).
 """
 
 from __future__ import annotations
@@ -19,7 +19,22 @@ from __future__ import annotations
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import assert_at_line, assert_in_sglang_wheel, reading
+from fieldkit import REAL_MANIFEST, assert_at_line, assert_in_sglang_wheel, assert_reads_as_labelled, reading
+
+_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 29}
+
+
+def test_round29_is_folded_into_work_with_nothing_disputed():
+    assert sorted(_ROUND) == [f"h290{i:02d}" for i in range(1, 12)]
+    assert all(log["split"] == "work" for log in _ROUND.values())
+    assert not any(log.get("kind_disputed") or log.get("phase_disputed") for log in _ROUND.values())
+
+
+def test_the_rounds_three_misses_read_as_labelled():
+    assert_reads_as_labelled("h29002", "tp_heads_assert")
+    assert_reads_as_labelled("h29003", "nvshmem_init_failed")  # its phase is not in the log
+    assert_reads_as_labelled("h29006", "pd_transfer_engine_init")
+
 
 # --- h29002: a model's attention asserting that its heads divide by the TP size --------------------------
 # 0.4.10.post2 models/qwen2.py:116 (0.5.23 :167, the KV heads :173, :177), the same over the attention TP
