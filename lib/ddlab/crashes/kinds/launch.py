@@ -155,6 +155,36 @@ DTYPE_REQUIRED = Signature(
     sources=(("0.4.10.post2",
               "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors_moe.py:338"),))
 
+# (round 29) each model's attention asserts that its heads split evenly over the tensor-parallel ranks,
+# with no message: "assert self.total_num_heads % tp_size == 0" (0.4.10.post2 models/qwen2.py:116; 0.5.23
+# models/qwen2.py:167), the KV heads' "assert self.total_num_kv_heads % tp_size == 0" and, fewer KV heads
+# than ranks, "assert tp_size % self.total_num_kv_heads == 0" (:173, :177), the same over the attention
+# TP group with DP attention (attn_tp_size, models/qwen3_5.py:1293), in 89 files of models/ and layers/:
+# the code line of the failed assert is the only text, the launch's --tp-size is what does not fit
+_HEADS = r"(?:self\.)?\w*heads\w*"
+_TP = r"(?:self\.|get_parallel\(\)\.)?(?:attn_|kv_)?tp_size"
+_TP_HEADS_ASSERT = rf"^\s*assert (?:{_HEADS} % {_TP}|{_TP} % {_HEADS}) == 0\b"
+
+
+def _tp_heads_detail(found: Found) -> str | None:
+    tp, dp = found.facts.get("tp_size"), found.facts.get("dp_size")
+    return (f"This launch had `--tp-size {tp}`" + (f" and `--dp-size {dp}`." if dp else ".")) if tp else None
+
+
+TP_HEADS_ASSERT = Signature(
+    "tp_heads_assert", "bad_argument", "the attention heads do not divide over the tensor-parallel ranks",
+    ("The model's attention asserted that its heads split evenly over the tensor-parallel ranks: "
+     "each rank takes an equal share of the attention heads (num_attention_heads in config.json) and "
+     "of the KV heads (num_key_value_heads, or the ranks a multiple of them). Pick a `--tp-size` that "
+     "divides them (with DP attention the attention group is `--tp-size` / `--dp-size`) and use the "
+     "other GPUs for data or pipeline parallelism.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r".",), context=(_TP_HEADS_ASSERT,), priority=82,
+    phase="load_weights", detail=_tp_heads_detail,
+    sources=(("0.4.10.post2", "sglang/srt/models/qwen2.py:116"), ("0.5.23", "sglang/srt/models/qwen2.py:167"),
+             ("0.5.23", "sglang/srt/models/qwen2.py:173"), ("0.5.23", "sglang/srt/models/qwen2.py:177"),
+             ("0.5.23", "sglang/srt/models/qwen3_5.py:1293")))
+
+
 def _context_detail(found: Found) -> str | None:
     match = regex(r"context_length \((\d+)\) is greater than the derived context_length "
                   r"\((\d+)\)").search(found.text)
@@ -331,5 +361,6 @@ DRAFT_INCOMPATIBLE = Signature(
 
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
               DTYPE_REQUIRED, CONTEXT_OVER_MODEL, PORT_IN_USE, MODEL_NOT_FOUND, PROCESSOR_FILES_MISSING,
+              TP_HEADS_ASSERT,  # (round 29)
               *packages.SIGNATURES,
               DRAFT_INCOMPATIBLE]

@@ -5,14 +5,15 @@ Before any NCCL communicator exists the ranks meet through the store on the firs
 that cannot reach the store (``dist_init_timeout``) and a rank that waited there for rank 0's ID
 (``nccl_unique_id_wait``) are both ``nccl``, and both say where to look (the address, rank 0's own
 log). :mod:`.runtime` splices these into its own list where they stood, so the registry's order is
-unchanged but for the one added after the store's wait timeout.
+unchanged but for the one added after the store's wait timeout. (round 29) NVSHMEM, DeepEP's transport,
+meets its peers through a bootstrap of its own: its failing to connect them is ``nccl`` too.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT"]
+__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT", "NVSHMEM_INIT"]
 
 
 def _rendezvous(found: Found) -> str | None:
@@ -80,3 +81,32 @@ UNIQUE_ID_WAIT = Signature(
                              "ncclUniqueId from [0] via c10d key-value store by key ..., but "
                              "store->get(...) got error: ... This may indicate a possible application crash "
                              "on rank 0 or a network set up issue. :2423)"),))
+
+# (round 29) NVSHMEM (DeepEP's transport) sets up its connections to every PE at init: a failure there
+# ("nvshmem setup connections failed", NVIDIA/nvshmem v3.4.5-0 src/host/init/init.cu:1046-1047; its
+# bootstrap losing a peer, "allgather of gpu_info failed", src/host/topo/topo.cpp:223) is only logged
+# ("nvshmemi_common_init failed, continuing", init.cu:1107), and the next NVSHMEM call exits the process
+# (NVSHMEMI_CHECK_INIT_STATUS, src/include/internal/host/nvshmem_internal.h:49, exit(-1) in
+# NVSHMEMI_ERROR_EXIT, src/include/non_abi/nvshmemx_error.h:49-55: status 255), or init exits itself
+# ("nvshmem initialization failed, exiting", init.cu:1119)
+_NVSHMEM = (r"\bNVSHMEM API called before NVSHMEM initialization has completed",
+            r"\bnvshmem initialization failed, exiting", r"\bnvshmem setup connections failed\b",
+            r"\ballgather of gpu_info failed\b")
+NVSHMEM_INIT = Signature(
+    "nvshmem_init_failed", "nccl", "NVSHMEM (DeepEP's transport) could not connect the ranks at startup",
+    ("NVSHMEM, the transport DeepEP's all-to-all runs on, could not connect every rank's GPU at startup "
+     "(its bootstrap lost a peer, or no transport device reached the remote ranks), and the first "
+     "NVSHMEM call after it ended the process. A peer that closed the bootstrap socket died first: read "
+     "the other node's log too. Check that every node runs the same DeepEP and NVSHMEM build, that the "
+     "RDMA NICs are visible in the container (`ibv_devices`) with GPUDirect RDMA loaded (`lsmod | grep "
+     "peermem`), and pick the interface and NICs with NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME and "
+     "NVSHMEM_HCA_LIST; NVSHMEM_DEBUG=INFO says why. Without DeepEP (`--moe-a2a-backend none`) the "
+     "server does not use NVSHMEM.",),
+    patterns=_NVSHMEM, lines=_NVSHMEM, priority=33, phase="launch", fatal=True,
+    sources=(("NVSHMEM 3.4.5 (NVIDIA/nvshmem v3.4.5-0)", "src/include/internal/host/nvshmem_internal.h:49 "
+                                                         "(NVSHMEM API called before NVSHMEM initialization "
+                                                         "has completed), src/host/init/init.cu:1119"),
+             ("NVSHMEM 3.4.5 (NVIDIA/nvshmem v3.4.5-0)", "src/host/init/init.cu:1046-1047 (nvshmem setup "
+                                                         "connections failed), :1107 (continuing)"),
+             ("NVSHMEM 3.4.5 (NVIDIA/nvshmem v3.4.5-0)", "src/host/topo/topo.cpp:223 (allgather of gpu_info "
+                                                         "failed)")))

@@ -170,6 +170,43 @@ PD_SETUP = Signature(
                                                     "backend '...' encountered error during ... setup with "
                                                     "status NIXL_ERR_BACKEND)")))
 
+# (round 29) the native engine's own initialize raising instead of returning non-zero (pybind11 turns a
+# C++ exception into RuntimeError): the frame of SGLang's call to it, 0.5.8.post1
+# disaggregation/mooncake/transfer_engine.py:181 ("ret_value = self.engine.initialize("; 0.4.10.post2
+# :62, :69), 0.5.23 distributed/device_communicators/mooncake_transfer_engine.py:212 (through
+# run_with_deadline), disaggregation/ascend/transfer_engine.py:79; Mooncake's TCP transport opening an
+# IPv6 listener where the host has none throws asio's "open: Address family not supported by protocol"
+# (kvcache-ai/Mooncake d2529dff8 mooncake-transfer-engine/src/transport/tcp_transport/tcp_transport.cpp:263;
+# from 24c632f84 it logs "Failed to set up IPv6 dual-stack listener" and listens on IPv4, :284-286)
+_ENGINE_INIT_CALL = (r'transfer_engine\.py", line \d+, in (?:initialize|<lambda>)\s*\n'
+                     r'\s*(?:ret_value = |lambda: )?self\.engine\.initialize\(')
+
+
+def _engine_init_detail(found: Found) -> str | None:
+    if regex(r"Address family not supported by protocol").search(found.text):
+        return ("The engine opened a socket of an address family this host does not have (an IPv6 "
+                "listener where IPv6 is disabled): enable IPv6 on the host, or use a newer Mooncake, "
+                "whose TCP transport falls back to IPv4.")
+    return None
+
+
+PD_ENGINE_INIT = Signature(
+    "pd_transfer_engine_init", "pd_transfer", "the PD transfer engine raised while it started",
+    ("The KV transfer engine of PD disaggregation raised while it started, before any request: its "
+     "message says why. Check the transport it was asked for (Mooncake's MC_FORCE_TCP, "
+     "`--disaggregation-ib-device`), that the host's network has what the transport opens (RDMA "
+     "devices, an address family), and that both servers run the same transfer backend "
+     "(`--disaggregation-transfer-backend`) version.",),
+    types=r"(?:\w+\.)*\w*(?:Error|Exception)", patterns=(r".",), context=(_ENGINE_INIT_CALL,),
+    priority=46, phase="memory_pool", fatal=True, detail=_engine_init_detail,
+    sources=(("sglang 0.5.8.post1", "sglang/srt/disaggregation/mooncake/transfer_engine.py:181"),
+             ("0.4.10.post2", "sglang/srt/disaggregation/mooncake/transfer_engine.py:62"),
+             ("0.5.23", "sglang/srt/distributed/device_communicators/mooncake_transfer_engine.py:212"),
+             ("0.5.23", "sglang/srt/disaggregation/ascend/transfer_engine.py:79"),
+             ("Mooncake d2529dff8", "mooncake-transfer-engine/src/transport/tcp_transport/"
+                                    "tcp_transport.cpp:263 (asio's open: Address family not supported by "
+                                    "protocol)")))
+
 # a transfer worker thread catches what one room's transfer raised, logs it with its traceback
 # and marks that room failed (0.5.23 disaggregation/nixl/conn.py:1924-1933)
 PD_TRANSFER_WORKER = Signature(
@@ -327,4 +364,5 @@ WEIGHT_UPDATE_FAILED = Signature(
 SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, PD_THREAD_DIED, PD_STATUS_LOST,
               REQUEST_5XX,
               REQUEST_4XX, GRAMMAR_REJECTED,
-              WEIGHT_UPDATE_FAILED]
+              WEIGHT_UPDATE_FAILED,
+              PD_ENGINE_INIT]  # (round 29)

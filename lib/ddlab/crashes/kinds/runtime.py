@@ -28,6 +28,7 @@ import re
 
 from ddlab.crashes.kinds.native import LOOP_FILE
 from ddlab.crashes.kinds.rendezvous import DIST_INIT_TIMEOUT, UNIQUE_ID_WAIT
+from ddlab.crashes.kinds.rendezvous import NVSHMEM_INIT  # (round 29)
 from ddlab.crashes.kinds.warmup import WARMUP_FAILED, WARMUP_READ_TIMEOUT, WARMUP_STATUS_CUT
 from ddlab.crashes.signature import Found, Signature, regex
 
@@ -347,4 +348,5 @@ HANG_DUMP = Signature(
 SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, UNIQUE_ID_WAIT, GLOO_MESH, GLOO_PEER_LOST, PEER_LOST,
               PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
-              WARMUP_STATUS_CUT, WARMUP_READ_TIMEOUT]
+              WARMUP_STATUS_CUT, WARMUP_READ_TIMEOUT,
+              NVSHMEM_INIT]  # (round 29)
