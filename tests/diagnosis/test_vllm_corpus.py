@@ -192,9 +192,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # round 25 at afbc9a0 with its logs 52286b1 (6/6, 4/6, 3/3) and round 26 at 9258518 with its logs af8627c
 # (15/16, 12/16, 6/6) and round 27 at 00fd22b with its logs 20b74a0 (10/11, 8/11, 2/2) likewise. No
 # held-out logs are left (no held-out floor); the work floor is what the work split reaches.
-# "kind" counts logs whose labels agree, "phase" logs that show their phase. lib28 (library texts in the base
-# signatures) read va20 right: a bare huggingface_hub 401, read as SGLang's, is model_not_found there too.
-FLOORS = {"work": (670, 653, 371)}
+# "kind" counts logs whose labels agree, "phase" logs that show their phase. Round 27's misses were read and
+# fixed by cited rules (w2705, w2706, w2710): 670/653/371 of 674 at the fold, 671/656/371 after. lib28
+# (library texts in the base signatures) read va20 right: a bare huggingface_hub 401, read as SGLang's, is
+# model_not_found there too.
+FLOORS = {"work": (671, 656, 371)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
