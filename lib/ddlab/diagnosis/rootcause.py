@@ -171,7 +171,7 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
     span = (chain.first_no, chain.last_no)
     # raised in an HTTP request handler: one request's error, whatever it raised
     request = bool(regex(REQUEST_FRAMES, re.M).search(chain_text)
-                   and not regex(NOT_A_REQUEST, re.M).search(chain_text))
+                   and not regex(NOT_A_REQUEST, re.M).search(chain_text)) or chain.handled is not None
     for raised in reversed(chain.raised):  # outermost first
         if raised.type and (signature := _best(raised.type, raised.text, chain_text, request, registry)):
             return Candidate(*span, raised.first_line, signature, wrapper=signature.echo,
@@ -180,14 +180,15 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
     if not outer.type:
         where = chain.header or "frames with no exception line"
         cause = f"the log ends inside a traceback ({where}): its exception line is missing"
-        known = [s for s in registry.signatures if s.matches_context(chain_text)]
-        signature = max(known, key=lambda s: s.priority, default=None)
+        known = [s for s in registry.signatures if s.matches_context(chain_text)
+                 and (s.request or chain.handled is None)]
+        signature = max(known, key=lambda s: s.priority, default=chain.handled)
         return Candidate(*span, cause, signature, chain=chain, raised=outer, cut=signature is None,
                          wrapper=bool(signature and signature.echo), rank=rank,
                          request=bool(signature and signature.request))
     if request:
-        return Candidate(*span, outer.first_line, ASGI_ERROR, chain=chain, raised=outer, rank=rank,
-                         request=True)
+        return Candidate(*span, outer.first_line, chain.handled or ASGI_ERROR, chain=chain, raised=outer,
+                         rank=rank, request=True)
     return Candidate(*span, outer.first_line, None, wrapper=_is_wrapper(chain, registry),
                      chain=chain, raised=outer, rank=rank, thread=_helper_thread_died(chain))
 

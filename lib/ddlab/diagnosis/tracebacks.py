@@ -119,6 +119,10 @@ class Chain:
     raised: list[Raised]
     orphan: bool = False
     cut: bool = False
+    # (vLLM round 27) logged by a request handler that answered the request and went on (a family's
+    # record reading says so: :func:`ddlab.diagnosis.vllm_records.with_handler_records`): the request
+    # signature it takes
+    handled: object = None
 
     @property
     def outermost(self) -> Raised:

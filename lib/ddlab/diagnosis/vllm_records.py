@@ -17,6 +17,10 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
   exception (a repr ``Type('message')`` gives the type; a str gives ``Exception``, as
   :mod:`.vllm_diagnosis` reads a V0 worker's header), where the message is the same record's (the traceback
   line under the same prefix, or bare) and logged at ERROR or with no level shown.
+- :func:`with_handler_records` (round 27): a chain every line of which the log shows under an ERROR stamp of
+  the OpenAI chat or completion handler ("serving_chat.py:N]", "[serving_completion.py:N]") is a traceback
+  that handler logged for one request before it answered it (``HANDLER_LOGGED`` of
+  :mod:`ddlab.vllm_crashes.requests` says where): the chain is marked handled, one request's error.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import re
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.tracebacks import Chain
 
-__all__ = ["without_debug_tracebacks", "with_engine_messages"]
+__all__ = ["without_debug_tracebacks", "with_engine_messages", "with_handler_records"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
@@ -88,4 +92,26 @@ def with_engine_messages(chains: list[Chain], lines: list[Line], text: str) -> l
         outer.type, outer.message = (rep["type"], rep["msg"]) if rep else ("Exception", said)
         outer.exc_lines = [above]
         chain.cut = False
+    return chains
+
+
+# the stamp of a record the OpenAI chat or completion handler logs at ERROR, at the end of a line's prefix
+_HANDLER_STAMP_RE = re.compile(r"\bERROR \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                               r"\[?serving_(?:chat|completion)\.py:\d+\] ?$")
+
+
+def with_handler_records(chains: list[Chain], text: str, signature) -> list[Chain]:
+    """The chains whose every line ``text`` shows under the chat or completion handler's ERROR stamp, marked
+    handled by ``signature`` (one request's error)."""
+    stamped = []
+    for raw in text.splitlines():
+        if "serving_" in raw and (at := re.search(r"serving_(?:chat|completion)\.py:\d+\] ?", raw)):
+            if _HANDLER_STAMP_RE.search(raw[:at.end()]):
+                stamped.append(raw[at.end():].rstrip())
+    if not stamped:
+        return chains
+    for chain in chains:
+        said = [line.msg.rstrip() for line in chain.lines if line.msg.strip()]
+        if said and all(any(body.endswith(msg) for body in stamped) for msg in said):
+            chain.handled = signature
     return chains

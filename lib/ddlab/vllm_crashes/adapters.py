@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ddlab.crashes.kinds import compilers, npu, runtime
-from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_CONFIG, MODEL_NOT_FOUND, \
+from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT", "LLVM_FATAL",
            "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT", "BINDING_ARGUMENTS",
-           "XLA_RESOURCE_EXHAUSTED"]
+           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE"]
 
 _V0 = V0
 
@@ -145,5 +145,32 @@ XLA_RESOURCE_EXHAUSTED = from_texts(
     sources=(("abseil", "absl/status/statusor.cc (BadStatusOrAccess::InitWhat: \"Bad StatusOr access: \")"),
              ("abseil", "absl/status/status.cc (StatusCodeToString: RESOURCE_EXHAUSTED)")))
 
-SIGNATURES: list[Signature] = [XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT, FLASHINFER_MOE_LLAMA4, STORE_WAIT, LLVM_FATAL,
-                               ASCEND_NO_KV_MEMORY, NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS]
+# (round 27) XLA's TPU compiler finding a kernel's scratch buffers too large for the chip's on-chip vector
+# memory (VMEM) at compile time: error code E1001, CompileTimeScopedVmemOom, a RESOURCE_EXHAUSTED status whose
+# message starts "E1001: CompileTimeScopedVmemOom:" (tensorflow/tensorflow 8832b58
+# third_party/xla/xla/error/error_codes.h:88, the factory's GetErrorCodeAndName + ":\n"); XLA's page for it
+# gives the message "Ran out of memory in memory space vmem while allocating on stack for ..." and what it
+# means, a kernel's scoped allocations over its limit (openxla/xla 82fc6c9 docs/errors/error_1001.md:11,
+# :29-38). A
+# kernel that cannot be built for this chip at this shape (as Triton's "out of resource: shared memory"), not
+# the device memory (HBM) the KV cache takes: above the runtime's RESOURCE_EXHAUSTED (70) that holds it
+_XLA_VMEM = (r"\bE1001: CompileTimeScopedVmemOom\b", r"\bRan out of memory in memory space vmem\b")
+XLA_VMEM_COMPILE = from_texts(
+    KERNEL_COMPILE, name="vllm_xla_vmem_compile",
+    title="XLA could not compile a TPU kernel within the chip's vector memory (VMEM)",
+    advice=("XLA's TPU compiler could not fit a kernel's scratch buffers (its blocks, for this input's "
+            "shape) into the chip's on-chip vector memory: a compile-time limit, not the HBM the KV cache "
+            "takes, so `--gpu-memory-utilization` does not help. Smaller shapes avoid it "
+            "(`--max-num-batched-tokens`, fewer or smaller images per request); otherwise the kernel needs "
+            "smaller block sizes or a larger vmem limit (its vmem_limit_bytes; for all kernels, XLA's "
+            "xla_tpu_scoped_vmem_limit_kib in LIBTPU_INIT_ARGS): a newer tpu-inference / vLLM TPU release, "
+            "or report the shape.",),
+    texts=_XLA_VMEM,
+    sources=(("XLA (tensorflow/tensorflow 8832b58)", "third_party/xla/xla/error/error_codes.h:88 (E1001, "
+                                                     "CompileTimeScopedVmemOom, kResourceExhausted)"),
+             ("XLA (openxla/xla 82fc6c9)", "docs/errors/error_1001.md:11 (Ran out of memory in memory space "
+                                           "vmem while allocating on stack for ...)")))
+
+SIGNATURES: list[Signature] = [XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
+                               FLASHINFER_MOE_LLAMA4, STORE_WAIT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
+                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS]

@@ -85,16 +85,30 @@ NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
 # fp8 gemm is not implemented for Blackwell") (csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm120.cu:25
 # (60562b0), scaled_mm_c3x_sm100.cu (c45614b); compiled into vllm/_C, so no .py line holds it)
 _BLACKWELL_BLOCK_FP8 = r"\bblock scaled fp8 gemm is not implemented for Blackwell"
+# (round 27) vLLM's CUTLASS scaled-mm (W8A8; its azp and MoE forms) dispatching on the GPU's compute
+# capability (get_sm_version_num) and finding no kernel compiled for it: TORCH_CHECK_NOT_IMPLEMENTED
+# "No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: N"
+# (0.6.3.post1 sdist csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu:147, :221 the azp form; 0.34.0
+# sdist csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:293, :482, :328 the MoE form), re-raised by
+# _custom_ops' hint_on_error ("Error in calling custom op ...", 0.6.3.post1 vllm/_custom_ops.py:49)
+_CUTLASS_CAPABILITY = (r"\bNo compiled cutlass_scaled_mm(?:_azp)? for (?:a compute capability less than )?"
+                       r"CUDA device capability: \d+")
 UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
     "A kernel in this install was not built for this GPU's compute capability "
     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
     "for it, or use a supported GPU.",),
-    patterns=(*device.UNSUPPORTED_GPU.patterns, _BLACKWELL_BLOCK_FP8),
-    lines=(*device.UNSUPPORTED_GPU.lines, _BLACKWELL_BLOCK_FP8),
+    patterns=(*device.UNSUPPORTED_GPU.patterns, _BLACKWELL_BLOCK_FP8, _CUTLASS_CAPABILITY),
+    lines=(*device.UNSUPPORTED_GPU.lines, _BLACKWELL_BLOCK_FP8, _CUTLASS_CAPABILITY),
     sources=(("vllm (vllm-project/vllm 60562b0)", "csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm120.cu:25 "
                                                   "(Currently, block scaled fp8 gemm is not implemented for "
                                                   "Blackwell)"),
-             ("vllm (vllm-project/vllm c45614b)", "csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm100.cu")))
+             ("vllm (vllm-project/vllm c45614b)", "csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm100.cu"),
+             ("vLLM 0.6.3.post1 (sdist)", "csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu:147 (No "
+                                          "compiled cutlass_scaled_mm for a compute capability less than "
+                                          "CUDA device capability: ), :221 (_azp)"),
+             ("vLLM 0.34.0 (sdist)", "csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:293, :328, :482"),
+             ("vllm 0.6.3.post1", "vllm/_custom_ops.py:49 (hint_on_error: Error in calling custom op "
+                                  "%s: %s)")))
 TRITON_ARCH = voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
 # (round 22) aiter (AMD's kernel library, which vLLM calls on ROCm) refuses the GPU's gfx architecture in two
 # texts, both in SGLang's signature (crashes/kinds/device.py): chip_info's "Unknown GPU architecture" and its

@@ -10,7 +10,7 @@ from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
-           "CAUGHT", "CAUGHT_SOURCES", "UTILITY_FAILED"]
+           "CAUGHT", "CAUGHT_SOURCES", "UTILITY_FAILED", "HANDLER_LOGGED"]
 
 _V0 = V0
 
@@ -89,6 +89,31 @@ PREPROCESS_ERROR = Signature(
              # (round 9) the completion handler's renderer step, as the chat one's
              ("0.30.0", "vllm/entrypoints/openai/completion/serving.py:88"),
              ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:139")))
+
+# (round 27) what the OpenAI chat and completion handlers log at ERROR they log for one request and then
+# answer it with an error (every logger.exception / logger.error of entrypoints/openai/serving_chat.py and
+# serving_completion.py is followed by create_error_response or an error chunk: serving_chat.py:156-157
+# "Error in applying chat template from request" (0.6.3.post1; :158 in 0.6.3's sdist), :170-171
+# (0.6.4.post1), :197-198 (0.7.3), :1343-1345 (0.14.0); serving_completion.py:112-113 (0.7.3), :512
+# (0.14.0)); vLLM's formatter repeats the record's stamp, "serving_chat.py:N]", on each line of its
+# traceback. A traceback (or its last line alone) under that stamp is that request's error whatever it
+# raised: :func:`ddlab.diagnosis.vllm_records.with_handler_records` reads the stamp and gives it this
+# signature. Its lines are 0.6.3's own record messages for it (the chat template, the multi-modal data),
+# which a traceback right under them takes as the preprocessing one's does
+_HANDLER_MESSAGES = (r"Error in applying chat template from request", r"Error in loading multi-modal data")
+HANDLER_LOGGED = Signature(
+    "vllm_request_handler_error", "request_error",
+    "vLLM's OpenAI handler logged one request's error and answered it",
+    ("vLLM's chat or completion handler caught an error of one request, logged it and answered that request "
+     "with an error (HTTP 400 unless told); the server kept serving. The exception names the request's "
+     "fault: a chat template that does not parse or render (the model's, or `--chat-template`), messages "
+     "it refuses, a prompt longer than `--max-model-len`; fix the template or the request.",),
+    lines=_HANDLER_MESSAGES, priority=4, request=True, phase="serving",
+    sources=(("vllm 0.6.3.post1", "vllm/entrypoints/openai/serving_chat.py:156, :162"),
+             (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
+             ("0.7.3", "vllm/entrypoints/openai/serving_chat.py:197"),
+             ("0.7.3", "vllm/entrypoints/openai/serving_completion.py:112"),
+             ("vllm 0.14.0", "vllm/entrypoints/openai/serving_completion.py:512")))
 
 # (round 24) OpenAIServing checks each request's model name against its base models (_check_model ->
 # _is_model_supported, whose generator expression is the innermost frame: serving_engine.py:194, :639-640

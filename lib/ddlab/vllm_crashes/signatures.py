@@ -356,6 +356,7 @@ SIGNATURES: list[Signature] = [
     speculative.DRAFT_VOCAB_V0, engine.RPC_TIMEOUT, engine.QUEUE_TIMEOUT, engine.ITERATION_TIMEOUT,
     requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
+    requests.HANDLER_LOGGED,
     *backends.SIGNATURES,
     *adapters.SIGNATURES, *messages.SIGNATURES,
 ]
