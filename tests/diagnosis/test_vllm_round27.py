@@ -13,6 +13,7 @@ no wheel's .py file holds them (their sources are cited in lib/ddlab/vllm_crashe
 
 from __future__ import annotations
 
+from ddlab.diagnosis.diagnosis import diagnose
 from fieldkit import read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 _HANDLED = ('logger.exception("Error in preprocessing prompt inputs")\n'
@@ -131,6 +132,19 @@ def test_an_error_the_chat_handler_logged_is_one_requests():
     newer = ("(APIServer pid=1) ERROR 12-03 10:00:00 [serving_completion.py:512] TypeError: 'NoneType' "
              "object is not iterable\n")
     assert reads(newer, "vllm")[:2] == (False, "request_error")
+
+
+def test_the_handlers_own_traceback_is_the_cause_over_its_400_line():
+    """vt23 (round 16): the chat handler's traceback of a body that did not parse, every line under
+    "ERROR 02-08 11:19:09 serving_chat.py:193]", then uvicorn's 400 for it. The handler's traceback names
+    the fault; the access line only says a 4xx went out ("logs no traceback for it", which is not so here):
+    the handler's record outranks the access line (it took the cause after round 27's merge)."""
+    text = read_log("vt23.log")
+    found = diagnose(text, family="vllm")
+    assert (found.crashed, found.kind, found.signature) == (False, "request_error", "vllm_request_handler_error")
+    assert found.cause.startswith("json.decoder.JSONDecodeError: Expecting value"), found.cause
+    # no handler traceback: the access line alone keeps its own reading
+    assert vllm_signature(text.splitlines()[-2] + "\n") == "vllm_request_http_4xx"
 
 
 def test_the_same_error_under_another_stamp_is_still_a_crash():

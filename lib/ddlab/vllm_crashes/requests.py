@@ -99,7 +99,8 @@ PREPROCESS_ERROR = Signature(
 # traceback. A traceback (or its last line alone) under that stamp is that request's error whatever it
 # raised: :func:`ddlab.diagnosis.vllm_records.with_handler_records` reads the stamp and gives it this
 # signature. Its lines are 0.6.3's own record messages for it (the chat template, the multi-modal data),
-# which a traceback right under them takes as the preprocessing one's does
+# which a traceback right under them takes as the preprocessing one's does. Above the access line's 4xx (8):
+# the handler's own traceback names the request's fault, the 400 after it only that one went out (vt23)
 _HANDLER_MESSAGES = (r"Error in applying chat template from request", r"Error in loading multi-modal data")
 HANDLER_LOGGED = Signature(
     "vllm_request_handler_error", "request_error",
@@ -108,7 +109,7 @@ HANDLER_LOGGED = Signature(
      "with an error (HTTP 400 unless told); the server kept serving. The exception names the request's "
      "fault: a chat template that does not parse or render (the model's, or `--chat-template`), messages "
      "it refuses, a prompt longer than `--max-model-len`; fix the template or the request.",),
-    lines=_HANDLER_MESSAGES, priority=4, request=True, phase="serving",
+    lines=_HANDLER_MESSAGES, priority=9, request=True, phase="serving",
     sources=(("vllm 0.6.3.post1", "vllm/entrypoints/openai/serving_chat.py:156, :162"),
              (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
              ("0.7.3", "vllm/entrypoints/openai/serving_chat.py:197"),
