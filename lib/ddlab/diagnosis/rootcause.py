@@ -60,7 +60,7 @@ from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised
 
-__all__ = ["Candidate", "candidates", "root_cause", "clean_cause"]
+__all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "SIGTERM_NOTICE_RE"]
 
 _PROGRESS_RE = re.compile(r"The server is fired up and ready to roll|Decode batch\b|Prefill batch\b")
 _LEVEL_RE = re.compile(r"^(?:ERROR|CRITICAL|FATAL|WARNING):\s*")
@@ -77,6 +77,11 @@ _C10_FRAME_RE = re.compile(r"^frame #\d+: .+ \(0x[0-9a-f]+ in \S+\)\s*$")
 # torch/csrc/distributed/c10d/TCPStore.cpp:106, TCPClient::sendRaw): those frames are the warning's
 _C10_RAISED_RE = re.compile(r"^Exception raised from \S+ at \S+ \(most recent call first\):\s*$")
 _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an instance of \S+\s*)")
+# (round 30) the tokenizer manager's SIGTERM handler: an operator asked the server to stop (0.4.10.post2
+# managers/tokenizer_manager.py:1988, 0.5.23 managers/tokenizer_manager.py:4068); the children it then
+# ends report "crashed with exit code -15" (utils/watchdog.py:217-219) and SIGQUIT: a stop, no crash
+SIGTERM_NOTICE_RE = re.compile(r"SIGTERM received\. signum=\S* frame=\S*\. Draining requests and shutting "
+                               r"down")
 
 
 def _warned(lines: list[Line], at: int) -> bool:
@@ -280,6 +285,9 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     advanced = max((ln.no for ln in lines if marker(ln.msg) and not is_progress_bar(ln.msg)),
                    default=0)
     _answered(found, lines)
+    stop = next((ln.no for ln in lines if SIGTERM_NOTICE_RE.search(ln.msg)), None)
+    if stop is not None:  # the echoes of a stop the operator asked for (a SIGTERM) are no crash
+        found = [c for c in found if not (c.wrapper and c.signature is None and c.first_no > stop)]
     # a request's error does not stop the server: the server carrying on is what makes it one
     return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
 
