@@ -24,7 +24,9 @@ its advice. Speculative decoding that crashes together with another feature
 (:mod:`.kinds.speculative`) is ``spec_feature_conflict``, its cause prefixed by
 the combination.
 A log that just stops mid-startup is not a crash: ``phase`` says how far it
-got. ``phase`` of a crash is where it happened: the last phase line seen,
+got; one that ends with CPython's resource tracker warning of leaked objects, no
+stop asked, is (round 30: every process ended, :func:`.exits.ended_unasked`).
+``phase`` of a crash is where it happened: the last phase line seen,
 raised to what the signature or the traceback's frames imply (a scheduler
 event loop in the frames is ``serving``); a crash after the HTTP server came
 up but before "ready to roll" is ``ready`` (the launcher's warmup request).

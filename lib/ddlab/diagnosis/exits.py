@@ -35,7 +35,7 @@ _START_RE = re.compile(r"^Start(?:ing|ed) \S")
 OOM_KILLER = "killed by the kernel OOM killer (host memory ran out)"
 # (round 30) CPython's resource tracker warns of what its clients left registered only once every process
 # that shared it has exited: it reads EOF then (Lib/multiprocessing/resource_tracker.py:8, main()'s
-# finally, :249-256 in 3.12; :213-217 in 3.8). Mid-startup, with no stop asked (SIGTERM's notice, Ctrl-C,
+# finally, :249-256 in 3.12; :211-218 in 3.8). Mid-startup, with no stop asked (SIGTERM's notice, Ctrl-C,
 # systemd's "Stopping"), the server's processes were ended without a word: killed from outside
 _TRACKER_RE = re.compile(r"resource_tracker: There appear to be \d+ leaked \S+ objects to clean up at "
                          r"shutdown")

@@ -37,6 +37,9 @@ a signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
 over its ``usage:`` block). A native crash after an unexplained exception is
 its teardown: the exception is the cause.
 
+After the tokenizer manager's SIGTERM notice (an operator asked the server to stop), the generic
+echoes of its children ending ("crashed with exit code -15", SIGQUIT) are that stop, no candidate.
+
 A warning a signature reads (``explains``: torch's store socket timing out) is set apart the
 same way: never the crash alone, it explains a cut or unexplained traceback the same rank prints
 right after it.
