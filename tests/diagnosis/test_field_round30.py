@@ -72,6 +72,9 @@ def test_a_child_ending_with_no_sigterm_asked_or_an_error_after_it_is_still_a_cr
              '  File "/x/sglang/srt/managers/scheduler.py", line 10, in event_loop_normal\n'
              "    self.run_batch()\nRuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert diagnose(_SERVING + _SIGTERM + error + _CHILD).crashed
+    # a run started again after the stop (its startup lines) is not stopped by the earlier SIGTERM
+    again = "[2026-08-02 00:20:00] Load weight begin. avail mem=97.74 GB\n"
+    assert reading(diagnose(_SERVING + _SIGTERM + again + _CHILD))[:2] == (True, "unknown")
     # the same silence with requests waiting and no stop asked is still a hang
     late = "[2026-08-02 00:17:43] INFO:     127.0.0.1:1 - \"GET /v1/models HTTP/1.1\" 200 OK\n"
     assert diagnose(_SERVING.replace("#queue-req: 0", "#queue-req: 3") + late).kind == "hang"

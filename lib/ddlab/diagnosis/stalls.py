@@ -25,7 +25,7 @@ from datetime import datetime
 
 from ddlab.crashes.kinds.runtime import HANG
 from ddlab.diagnosis.logtext import Line
-from ddlab.diagnosis.rootcause import SIGTERM_NOTICE_RE, Candidate
+from ddlab.diagnosis.rootcause import Candidate, stop_asked
 
 __all__ = ["stall", "WATCHDOG_DEFAULT_S"]
 
@@ -66,8 +66,8 @@ def _timeline(lines: list[Line]) -> list[tuple[Line, float]]:
 
 def stall(lines: list[Line], timeout_s: float = WATCHDOG_DEFAULT_S) -> Candidate | None:
     """The hang the log shows by its silence (see the module docstring), or None."""
-    stop = next((i for i, line in enumerate(lines) if SIGTERM_NOTICE_RE.search(line.msg)), len(lines))
-    timeline = _timeline(lines[:stop])
+    stop = stop_asked(lines)
+    timeline = _timeline(lines if stop is None else lines[:stop])
     batches = [(line, t) for line, t in timeline if _BATCH_RE.search(line.msg)]
     if not batches:
         return None
