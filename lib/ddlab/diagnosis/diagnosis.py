@@ -24,7 +24,9 @@ its advice. Speculative decoding that crashes together with another feature
 (:mod:`.kinds.speculative`) is ``spec_feature_conflict``, its cause prefixed by
 the combination.
 A log that just stops mid-startup is not a crash: ``phase`` says how far it
-got. ``phase`` of a crash is where it happened: the last phase line seen,
+got; one that ends with CPython's resource tracker warning of leaked objects, no
+stop asked, is (round 30: every process ended, :func:`.exits.ended_unasked`).
+``phase`` of a crash is where it happened: the last phase line seen,
 raised to what the signature or the traceback's frames imply (a scheduler
 event loop in the frames is ``serving``); a crash after the HTTP server came
 up but before "ready to roll" is ``ready`` (the launcher's warmup request).
@@ -46,6 +48,7 @@ from ddlab.core.errors import ConfigError
 from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_run
+from ddlab.diagnosis.exits import ENDED_UNASKED, ended_unasked
 from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.decode_lines import DecodeRecord, parse_decode_lines, summarize_decode
 from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
@@ -235,6 +238,11 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
         return ("A native crash (segfault / abort), no Python exception: rerun with "
                 "CUDA_LAUNCH_BLOCKING=1 and PYTHONFAULTHANDLER=1 (the faulthandler dump shows the "
                 "thread), then with CUDA graphs off to rule them out.")
+    if best is None and exit_seen.why == ENDED_UNASKED:
+        return ("The server was killed mid-startup without a word: look for the kernel's OOM killer "
+                "(`journalctl -k | grep -i -E 'out of memory|killed process'`; on unified memory, DGX "
+                "Spark or GH200, the weights and the KV pool share the host's RAM: lower "
+                "--mem-fraction-static), else a timeout of the script that started it.")
     if best is None:
         return ("The process failed without an error in this log: read the whole journal "
                 "(`journalctl -u UNIT -o cat`), the lines before the exit usually say why.")
@@ -362,6 +370,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     lines = last_run(split_lines(text or ""))
     phase, phase_line = phase_reached(lines)
     facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
+    if not exit_seen.failed and (ended := ended_unasked(lines, phase)):  # round 30: killed mid-startup
+        exit_seen = replace(exit_seen, failed=True, why=ENDED_UNASKED, lines=[*exit_seen.lines, ended])
     best = _crash(lines, chains, exit_seen, facts)
     request = best is not None and best.request  # one request failed; the server kept serving
     thread = best is not None and best.thread  # only a helper thread died; the process went on

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ddlab.diagnosis.logtext import Line
 
-__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "CRASHED_EXIT"]
+__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "CRASHED_EXIT", "ENDED_UNASKED", "ended_unasked"]
 
 # ddlab's exit status for a crash, for scripts: `ddlab watch` on a crashed variant and
 # `ddlab diagnose` on a crash log (docs/DESIGN.md has the whole table).
@@ -33,6 +33,15 @@ _SHELL_DEATH_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?(?P<what>Killed|Abor
                              r"\b|^Fatal Python error: (?P<fatal>.+)")
 _START_RE = re.compile(r"^Start(?:ing|ed) \S")
 OOM_KILLER = "killed by the kernel OOM killer (host memory ran out)"
+# (round 30) CPython's resource tracker warns of what its clients left registered only once every process
+# that shared it has exited: it reads EOF then (Lib/multiprocessing/resource_tracker.py:8, main()'s
+# finally, :249-256 in 3.12; :211-218 in 3.8). Mid-startup, with no stop asked (SIGTERM's notice, Ctrl-C,
+# systemd's "Stopping"), the server's processes were ended without a word: killed from outside
+_TRACKER_RE = re.compile(r"resource_tracker: There appear to be \d+ leaked \S+ objects to clean up at "
+                         r"shutdown")
+_ASKED_RE = re.compile(r"^KeyboardInterrupt\b|SIGTERM received\. |^Stopping\b")
+ENDED_UNASKED = ("the server's processes all ended mid-startup with no error and no stop asked (CPython's "
+                 "resource_tracker warned of leaked objects at its shutdown): killed from outside")
 
 
 @dataclass
@@ -92,3 +101,11 @@ def last_run(lines: list[Line]) -> list[Line]:
     while cut - 1 in starts and lines[cut - 1].msg.startswith("Starting"):
         cut -= 1
     return lines[cut:]
+
+
+def ended_unasked(lines: list[Line], phase: str) -> Line | None:
+    """The resource tracker's leak warning that ends a startup (``phase`` before ``ready``) no stop was
+    asked of: the server's processes were killed without a word (see :data:`ENDED_UNASKED`)."""
+    if phase in ("ready", "serving") or any(_ASKED_RE.search(ln.msg.strip()) for ln in lines):
+        return None
+    return next((ln for ln in reversed(lines) if _TRACKER_RE.search(ln.msg)), None)

@@ -37,6 +37,9 @@ a signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
 over its ``usage:`` block). A native crash after an unexplained exception is
 its teardown: the exception is the cause.
 
+After the tokenizer manager's SIGTERM notice (an operator asked the server to stop), the generic
+echoes of its children ending ("crashed with exit code -15", SIGQUIT) are that stop, no candidate.
+
 A warning a signature reads (``explains``: torch's store socket timing out) is set apart the
 same way: never the crash alone, it explains a cut or unexplained traceback the same rank prints
 right after it.
@@ -60,7 +63,7 @@ from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised
 
-__all__ = ["Candidate", "candidates", "root_cause", "clean_cause"]
+__all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked"]
 
 _PROGRESS_RE = re.compile(r"The server is fired up and ready to roll|Decode batch\b|Prefill batch\b")
 _LEVEL_RE = re.compile(r"^(?:ERROR|CRITICAL|FATAL|WARNING):\s*")
@@ -77,6 +80,23 @@ _C10_FRAME_RE = re.compile(r"^frame #\d+: .+ \(0x[0-9a-f]+ in \S+\)\s*$")
 # torch/csrc/distributed/c10d/TCPStore.cpp:106, TCPClient::sendRaw): those frames are the warning's
 _C10_RAISED_RE = re.compile(r"^Exception raised from \S+ at \S+ \(most recent call first\):\s*$")
 _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an instance of \S+\s*)")
+# (round 30) the tokenizer manager's SIGTERM handler: an operator asked the server to stop (0.4.10.post2
+# managers/tokenizer_manager.py:1988, 0.5.23 managers/tokenizer_manager.py:4068); the children it then
+# ends report "crashed with exit code -15" (utils/watchdog.py:217-219) and SIGQUIT: a stop, no crash
+SIGTERM_NOTICE_RE = re.compile(r"SIGTERM received\. signum=\S* frame=\S*\. Draining requests and shutting "
+                               r"down")
+
+
+def stop_asked(lines: list[Line]) -> int | None:
+    """The index in ``lines`` of the SIGTERM notice that ends the run (none after which a startup phase
+    line follows: a run started again after it), or None."""
+    stop = None
+    for i, line in enumerate(lines):
+        if SIGTERM_NOTICE_RE.search(line.msg):
+            stop = i
+        elif stop is not None and phase_marker(line.msg):
+            stop = None
+    return stop
 
 
 def _warned(lines: list[Line], at: int) -> bool:
@@ -280,6 +300,8 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     advanced = max((ln.no for ln in lines if marker(ln.msg) and not is_progress_bar(ln.msg)),
                    default=0)
     _answered(found, lines)
+    if (stop := stop_asked(lines)) is not None:  # the echoes of a stop the operator asked for (a SIGTERM)
+        found = [c for c in found if not (c.wrapper and c.signature is None and c.first_no > lines[stop].no)]
     # a request's error does not stop the server: the server carrying on is what makes it one
     return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
 

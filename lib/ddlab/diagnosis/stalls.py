@@ -13,7 +13,9 @@ in older releases; a time of day that goes backwards is taken as the next day).
 
 Why: a server started with the watchdog off, or a paste cut before the
 watchdog's line, still shows the hang: requests keep arriving or the health
-check keeps asking while the scheduler writes nothing.
+check keeps asking while the scheduler writes nothing. (Round 30) The lines from the tokenizer
+manager's SIGTERM notice on are the stop an operator asked for, not the server going on: a silence
+that only they end shows an idle server as well as a stuck one.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from datetime import datetime
 
 from ddlab.crashes.kinds.runtime import HANG
 from ddlab.diagnosis.logtext import Line
-from ddlab.diagnosis.rootcause import Candidate
+from ddlab.diagnosis.rootcause import Candidate, stop_asked
 
 __all__ = ["stall", "WATCHDOG_DEFAULT_S"]
 
@@ -64,7 +66,8 @@ def _timeline(lines: list[Line]) -> list[tuple[Line, float]]:
 
 def stall(lines: list[Line], timeout_s: float = WATCHDOG_DEFAULT_S) -> Candidate | None:
     """The hang the log shows by its silence (see the module docstring), or None."""
-    timeline = _timeline(lines)
+    stop = stop_asked(lines)
+    timeline = _timeline(lines if stop is None else lines[:stop])
     batches = [(line, t) for line, t in timeline if _BATCH_RE.search(line.msg)]
     if not batches:
         return None

@@ -24,6 +24,17 @@ __all__ = ["SIGNATURES"]
 # code is 561002"): the operator refusing this configuration
 _MARLIN_SHAPE = (r"Weight (?:in|out)put_size_per_partition = \d+ is not divisible by\s+"
                  r"(?:min_thread_[nk]|group_size)\b")
+# (round 30) SGLang's JIT Marlin kernels (MoE, dense) check the same on the host with host::RuntimeCheck,
+# which throws "Runtime check failed at FILE:LINE: " and the message (0.5.13 jit_kernel/include/sgl_kernel/
+# utils.h:86; "Failed at" in 0.5.23, kernels/jit/include/sgl_kernel/utils.h:79): a slice that does not
+# divide into the scales' groups or the thread tile (0.5.13 csrc/gemm/marlin_moe/moe_wna16_marlin.cuh:959,
+# :963, :627, :701, :702; 0.5.23 kernels/jit/csrc/gemm/marlin_moe/moe_wna16_marlin.cuh:1033)
+_JIT_MARLIN_SHAPE = (r"(?:Runtime check failed|Failed) at \S*marlin\w*\.cuh:\d+: (?:size|prob)_[nk] = \d+,? "
+                     r"is not divisible by (?:b_scales\.size\(1\)|num_groups|group_blocks|thread_[nk]) = \d+")
+_JIT_MARLIN_ADVICE = ("Marlin's MoE kernel takes an expert weight only where each GPU's slice of it "
+                      "(size_k: the experts' intermediate size over `--tp-size`) divides into its scale "
+                      "groups and thread tile: a `--tp-size` that keeps that slice a multiple of the group "
+                      "size, or `--ep-size` (whole experts per GPU, not slices of each).")
 _CANN_TILING = r"\[FUNC:\w+\]\[FILE:\w+_tiling\.cpp\]"
 _MARLIN_ADVICE = ("Marlin's kernels take a quantized weight only where each GPU's slice of it is a "
                   "multiple of their thread tile (min_thread_n 64, min_thread_k 128) and of the group "
@@ -38,6 +49,8 @@ _CANN_ADVICE = ("An Ascend operator's tiling check (CANN, on the host, before th
 
 
 def _config_detail(found: Found) -> str | None:
+    if regex(_JIT_MARLIN_SHAPE).search(found.text):
+        return _JIT_MARLIN_ADVICE
     if regex(_MARLIN_SHAPE).search(found.text):
         return _MARLIN_ADVICE
     if regex(_CANN_TILING).search(found.text):
@@ -69,7 +82,8 @@ KERNEL_CONFIG = Signature(
               r"Invalid configuration : NUM_MMA_Q=\d+",
               # (vLLM round 24) a Marlin GEMM (dense or MoE) found no thread tile for this shape in the
               # GPU's shared memory
-              r"Invalid thread config: thread_m_blocks = -?\d+", _MARLIN_SHAPE, _CANN_TILING),
+              r"Invalid thread config: thread_m_blocks = -?\d+", _MARLIN_SHAPE, _CANN_TILING,
+              _JIT_MARLIN_SHAPE),
     lines=(r"Invalid configuration : NUM_MMA_Q=\d+",
            # kerutils (FlashMLA's host code): cuTensorMapEncodeTiled refused the tensor it was handed
            r"^Failed to create tensormap\s*$", rf"^(?:ValueError: )?{_MARLIN_SHAPE}", _CANN_TILING),
@@ -95,6 +109,8 @@ KERNEL_CONFIG = Signature(
               "csrc/quantization/marlin/marlin.cu:360"),
              ("0.4.10.post2", "sglang/srt/layers/quantization/marlin_utils.py:151"),
              ("0.5.23", "sglang/srt/layers/quantization/marlin_utils.py:169"),
+             ("sglang 0.5.13", "sglang/jit_kernel/csrc/gemm/marlin_moe/moe_wna16_marlin.cuh:963 "
+                               "(RuntimeCheck: jit_kernel/include/sgl_kernel/utils.h:86)"),
              ("CANN metadef (hicann/metadef 9a3f9ae)",
               "error_manager/error_manager.cc (ReportInnerErrorMessage: [FUNC:%s][FILE:%s][LINE:%u] after "
               "the message)")))

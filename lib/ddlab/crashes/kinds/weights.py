@@ -23,8 +23,10 @@ __all__ = ["SIGNATURES", "shape_detail"]
 # fused experts' own weights are w13_weight and w2_weight (vLLM 0.34.0 layers/fused_moe/
 # unquantized_fused_moe_method.py:96, :117; 0.7.3 layers/fused_moe/layer.py:89): a name the
 # checkpoint maps onto them that this rank's model has no parameter for (round 12). Ascend's W8A8 layers
-# register deq_scale (vllm-ascend v0.9.2rc1 vllm_ascend/quantization/w8a8.py:74; round 14)
-_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:(?:w\d+_)?weight|bias|qweight|qzeros|scales?|g_idx"
+# register deq_scale (vllm-ascend v0.9.2rc1 vllm_ascend/quantization/w8a8.py:74; round 14). (Round 30) A
+# fused MoE layer's WNA16 (AWQ, GPTQ) tensors carry it too: w13_qweight, w2_qweight, w2_scales (0.5.23
+# layers/quantization/moe_wna16.py:301, :314, :338), looked up by name (models/qwen3_5.py:2298, :2338)
+_TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:(?:w\d+_)?weight|bias|(?:w\d+_)?(?:qweight|qzeros|scales?|g_idx)"
            r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
            r"|zeros|deq_scale)'(?:\n|$)")
 _LOADING = r", in (?:load_weights\w*|weight_loader\w*|load_model)\s*$|params_dict\[\w+\]"
