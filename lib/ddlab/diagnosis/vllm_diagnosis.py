@@ -74,7 +74,10 @@ _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run
          r"|register_kv_caches")
 # (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
 _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
-            r"|capture_begin|capture_end")
+            r"|capture_begin|capture_end"
+            # (round 28) the HPU runner warms its graphs up bucket by bucket (worker/hpu_model_runner.py:1482
+            # warmup_graphs, called from warmup_model :1645 (0.7.3)); vllm-gaudi's warmup_multimodal_graphs
+            r"|warmup_\w*graphs")
 # (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
 # (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
 # (0.30.0-0.34.0), :99 (0.6.4.post1))
