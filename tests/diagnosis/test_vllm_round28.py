@@ -1,8 +1,9 @@
 """The rules that held-out round 28 of the vLLM corpus (w2801-w2820, measured once at 60f6dc1 with its logs
 90f7b89) showed missing: ArcticInference's draft check (w2802), a pydantic config class other than the ones
 read before refusing a flag (w2804, LoRAConfig), a model's load_weights not finding a checkpoint name that
-is no weight/bias/scale (w2805), the HPU runner's graph warm-up as a phase (w2817), and an attention
-backend with no encoder attention (w2818).
+is no weight/bias/scale (w2805), the HPU runner's graph warm-up as a phase (w2817), an attention
+backend with no encoder attention (w2818), and docker compose interleaving another service's lines with
+vLLM's (w2811).
 
 Each rule is general and cited from the source that prints its text (vLLM's wheels; ArcticInference's sdist
 0.0.8): the log that showed it is one case, a text written from the source in another form is the other, and
@@ -158,3 +159,36 @@ def test_another_not_implemented_attention_is_not_it():
     other = vllm_traceback(("vllm/attention/backends/hpu_attn.py", 150, "__init__", "raise ValueError("),
                            exc="NotImplementedError: Sliding window is not supported for HPUAttentionImpl")
     assert vllm_signature(other) != "vllm_encoder_attention"
+
+
+# --- w2811: docker compose interleaving the vLLM service with another's ------------------------------------
+
+_LLM = "llm-1       | ERROR 07-03 17:41:17 [serving_chat.py:200] "
+_WEB = "backend-1   | "
+
+
+def test_another_compose_services_lines_are_not_vllms():
+    """w2811: docker compose's output, the vLLM service's chat-handler traceback (every line under
+    "[serving_chat.py:200]") interleaved line by line with another service's exception group; read a crash
+    before (the other service's cut group taken for the log's last traceback). Any names read the same."""
+    assert reads(read_log("w2811.log")) == (False, "request_error", "serving")
+    handler = vllm_traceback(("vllm/entrypoints/openai/serving_chat.py", 190, "create_chat_completion",
+                              "request_prompts, engine_prompts = await self._preprocess_chat("),
+                             exc="ValueError: This model's maximum context length is 4096 tokens.",
+                             head="vllm-server-1  | ERROR 07-03 17:41:17 [serving_chat.py:200] ").splitlines()
+    other = ["ui-1           | Traceback (most recent call last):",
+             'ui-1           |   File "/app/main.py", line 10, in route',
+             "ui-1           |     await handler()"]
+    mixed = [line for pair in zip(handler, other + [""] * len(handler)) for line in pair if line]
+    assert reads("\n".join(mixed) + "\n", "vllm")[:2] == (False, "request_error")
+
+
+def test_a_single_compose_service_keeps_all_its_lines():
+    """One service (or services none of which shows vLLM's stamp) keeps every line: the engine core's
+    crash under one compose prefix is still a crash."""
+    crash = "\n".join("vllm-1  | " + line for line in vllm_traceback(
+        ("vllm/v1/engine/core.py", 700, "run_engine_core", "raise e"),
+        exc="RuntimeError: CUDA error: an illegal memory access was encountered").splitlines()) + "\n"
+    assert reads(crash, "vllm")[:2] == (True, "cuda_illegal_access")
+    web = _WEB + "Traceback (most recent call last):\n" + _WEB + "RuntimeError: boom\n"
+    assert reads("db-1        | ready\n" + web, "vllm")[0] is True
