@@ -161,6 +161,9 @@ _CITED = {
     "vllm_request_model_check": "model.name == model_name for model in self.base_model_paths",
     # round 26
     "vllm_no_platform": "raise NotImplementedError",
+    # round 28
+    "vllm_params_lookup": "param = params_dict[name]",
+    "vllm_encoder_attention": "Encoder self-attention and",
 }
 
 
@@ -273,8 +276,9 @@ def test_vllm_logs_are_read_as_vllm():
     # transformers' GGUF refusal alone (vz06) and uvicorn's bind error alone (vz16), the same kind either way;
     # round 26 four: torch's NCCL watchdog alone (w2604), a Ray worker's SIGSEGV dump by abseil's handler
     # (w2605), uvicorn's access lines alone (w2611) and torch's illegal-access error under the sampler's
-    # frames (w2616), each the same kind either way
-    assert len(unmarked) <= 45, unmarked
+    # frames (w2616), each the same kind either way; round 28 two: the console script's argparse error line
+    # alone (w2815) and Triton's device-assert lines from torch's inductor (w2816), the same kind either way
+    assert len(unmarked) <= 47, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -43,7 +43,8 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_reached,
 )
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
-from ddlab.diagnosis.vllm_records import with_engine_messages, with_handler_records, without_debug_tracebacks
+from ddlab.diagnosis.vllm_records import (only_vllm_services, with_engine_messages, with_handler_records,
+                                          without_debug_tracebacks)
 from ddlab.vllm_crashes.requests import HANDLER_LOGGED
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
@@ -74,7 +75,10 @@ _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run
          r"|register_kv_caches")
 # (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
 _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
-            r"|capture_begin|capture_end")
+            r"|capture_begin|capture_end"
+            # (round 28) the HPU runner warms its graphs up bucket by bucket (worker/hpu_model_runner.py:1482
+            # warmup_graphs, called from warmup_model :1645 (0.7.3)); vllm-gaudi's warmup_multimodal_graphs
+            r"|warmup_\w*graphs")
 # (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
 # (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
 # (0.30.0-0.34.0), :99 (0.6.4.post1))
@@ -302,7 +306,8 @@ def read_vllm(text: str) -> VllmLog:
     """The lines (vLLM's prefixes peeled, the last run, a DEBUG record's traceback blanked), the phase
     reached, the facts, the chains (a V0 worker's header message and V0 engine's logged one kept) and
     exit, and the root cause over vLLM's registry (with no hang where a worker died)."""
-    lines = last_run(vllm_lines(without_debug_tracebacks(text or "")))
+    text = only_vllm_services(text or "")
+    lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text or "")
     chains = with_handler_records(chains, text or "", HANDLER_LOGGED)

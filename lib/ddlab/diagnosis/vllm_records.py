@@ -30,7 +30,7 @@ import re
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.tracebacks import Chain
 
-__all__ = ["without_debug_tracebacks", "with_engine_messages", "with_handler_records"]
+__all__ = ["without_debug_tracebacks", "with_engine_messages", "with_handler_records", "only_vllm_services"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
@@ -115,3 +115,26 @@ def with_handler_records(chains: list[Chain], text: str, signature) -> list[Chai
         if said and all(any(body.endswith(msg) for body in stamped) for msg in said):
             chain.handled = signature
     return chains
+
+
+# (round 28) docker compose writes each line of each service's output under "NAME  | " (the name padded to
+# the longest: docker/compose-cli cmd/formatter/logs.go, logConsumer.Log and Presenter.setPrefix "%-Ns |"),
+# the services' lines interleaved as they came. Where several services are there and some carry vLLM's
+# stamp, the others are other programs (a web backend's traceback is none of vLLM's): their lines are dropped
+_COMPOSE_RE = re.compile(r"^([a-z0-9][\w.-]*)\s+\| ")
+_ANY_STAMP_RE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+                           r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])")
+
+
+def only_vllm_services(text: str) -> str:
+    """``text`` with the lines of the docker compose services that show no vLLM stamp blanked (their
+    numbers kept), where another service does (one service, or none with a stamp: ``text`` as it is)."""
+    services: dict[str, bool] = {}
+    for raw in text.splitlines():
+        if said := _COMPOSE_RE.match(raw):
+            services[said[1]] = services.get(said[1], False) or bool(_ANY_STAMP_RE.search(raw, said.end()))
+    if len(services) < 2 or all(services.values()) or not any(services.values()):
+        return text
+    return "\n".join("" if (said := _COMPOSE_RE.match(raw)) and not services[said[1]] else raw
+                     for raw in text.splitlines()) + "\n"
+

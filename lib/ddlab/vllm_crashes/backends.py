@@ -14,7 +14,8 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
-           "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM"]
+           "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
+           "ENCODER_ATTENTION"]
 
 _V0 = V0
 
@@ -186,6 +187,23 @@ NO_PLATFORM = Signature(
              ("0.7.3", "vllm/platforms/__init__.py:26"), ("0.7.3", "vllm/config.py:1660"),
              ("0.34.0", "vllm/config/device.py:47")))
 
+# (round 28) an attention backend built for a decoder only: its impl's __init__ refuses the encoder's and
+# the cross-attention's types an encoder-decoder (or an encoder-only) model asks for
+# (attention/backends/hpu_attn.py:156 (0.7.3), :157 (0.6.4.post1); flashinfer.py:929 (0.7.3);
+# v1/attention/backends/flashinfer.py:2085 (0.34.0)), while the model's layers are built
+_ENCODER_ATTN = (r"Encoder self-attention and encoder/decoder cross-attention are not implemented for "
+                 r"\w+Impl\b")
+ENCODER_ATTENTION = Signature(
+    "vllm_encoder_attention", "kernel_config_unsupported", "the attention backend has no encoder attention",
+    ("This attention backend implements decoder self-attention only; the model (encoder-decoder, or with "
+     "an encoder) needs encoder or cross-attention: choose a backend that has them "
+     "(`VLLM_ATTENTION_BACKEND`; on GPUs XFORMERS has both), or a platform / release whose "
+     "backend supports this model.",),
+    patterns=(_ENCODER_ATTN,), lines=(_ENCODER_ATTN,), priority=75, phase="load_weights",
+    sources=(("0.7.3", "vllm/attention/backends/hpu_attn.py:156"),
+             ("0.6.4.post1", "vllm/attention/backends/hpu_attn.py:157"),
+             ("0.34.0", "vllm/v1/attention/backends/flashinfer.py:2085")))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
                                REQUEST_5XX, REQUEST_4XX,
-                               NO_PLATFORM]
+                               NO_PLATFORM, ENCODER_ATTENTION]

@@ -300,6 +300,24 @@ KV_NEGATIVE = Signature(
     sources=(("0.30.0", "vllm/v1/worker/gpu_worker.py:641"), ("0.34.0", "vllm/v1/worker/gpu_worker.py:796"),
              ("0.30.0", "vllm/v1/core/kv_cache_utils.py:878"), ("0.34.0", "vllm/v1/core/kv_cache_planning.py:106")))
 
+# (round 28) a model's load_weights looks each checkpoint name up with "param = params_dict[name]"
+# (0.7.3 models/llama.py:440, 0.34.0 models/llama4.py:620): a KeyError raised at that line, its last
+# frame, is a checkpoint tensor the model has no parameter or buffer for, whatever the name ends in (an
+# activation's "act_fn.beta"; weight_name_unknown takes the usual weight/bias/scale names anywhere)
+_PARAMS_LOOKUP = (r'vllm[/\\]model_executor[/\\]models[/\\]\w+\.py", line \d+, in load_weights\w*\s*\n'
+                  r'[ \t]*param = params_dict\[name\]\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+PARAMS_LOOKUP = Signature(
+    "vllm_params_lookup", "weights_unreadable",
+    "the checkpoint holds a tensor the model has no parameter for",
+    ("The checkpoint names a tensor this vLLM release's implementation of the model does not have (the "
+     "KeyError's name): a checkpoint made for a newer implementation, or converted for another model or "
+     "quantization. Use a vLLM release whose model code matches the checkpoint, or the checkpoint's "
+     "revision made for this one.",),
+    types=r"KeyError", patterns=(r"^KeyError: '(?:[\w-]+\.)+[\w-]+'",), context=(_PARAMS_LOOKUP,),
+    priority=79, phase="load_weights",
+    sources=(("0.7.3", "vllm/model_executor/models/llama.py:440"),
+             ("0.34.0", "vllm/model_executor/models/llama4.py:620")))
+
 # --- PD disaggregation: the two sides' KV caches do not fit -------------------------------
 
 # NIXL's handshake checks the remote side's KV layout against its own (_validate_remote_agent_handshake):
@@ -318,4 +336,4 @@ PD_KV_LAYOUT = Signature(
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
                                NO_ARCHITECTURES, MOE_LAYERS_MISSING, PLACEMENT_BUNDLE, PD_KV_LAYOUT,
-                               CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE]
+                               CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]

@@ -216,11 +216,14 @@ CONFIG_INVALID = Signature(
      "\"Value error\" line under the validation error names the value; fix that flag (or the "
      "model's config file it was read from).",),
     patterns=(r"validation errors? for (?:ModelConfig|VllmConfig|CacheConfig|SchedulerConfig|ParallelConfig"
-              r"|CompilationConfig|LoadConfig|DeviceConfig|StructuredOutputsConfig|EngineArgs)",),
+              r"|CompilationConfig|LoadConfig|DeviceConfig|StructuredOutputsConfig|EngineArgs"
+              # (round 28) the other pydantic config classes EngineArgs builds (0.34.0 config/lora.py:29-30)
+              r"|LoRAConfig|MultiModalConfig|PoolerConfig|KVTransferConfig|ObservabilityConfig)",),
     lines=(r"validation errors? for (?:ModelConfig|VllmConfig|CacheConfig|SchedulerConfig|ParallelConfig"
            r"|CompilationConfig)\b",),
     priority=40, phase="launch",
     sources=(("0.34.0", "vllm/engine/arg_utils.py:2172"), ("0.34.0", "vllm/config/utils.py:72"),
+             ("0.34.0", "vllm/config/lora.py:30"), ("0.34.0", "vllm/engine/arg_utils.py:2729"),
              ("pydantic 2", "pydantic_core ValidationError (N validation error for X)")))
 
 # --- callers written for another vLLM release -----------------------------------------

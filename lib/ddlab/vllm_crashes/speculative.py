@@ -232,5 +232,21 @@ DRAFT_HIDDEN = Signature(
                              "log shows it)")))
 
 
+# (round 28) ArcticInference's proposer checks the draft against the target when it loads it (ArcticProposer
+# .load_model): each refusal is one ERROR line ending "Set ARCTIC_INFERENCE_SKIP_SPEC_MODEL_CHECK=1 to skip
+# this assertion." and then a bare "assert False" (arctic_inference 0.0.8 vllm/spec_dec/arctic_proposer.py:77,
+# :79, :85, :87), so the line alone is the start's end: the AssertionError under it has no message
+_ARCTIC_CHECK = r"Set ARCTIC_INFERENCE_SKIP_SPEC_MODEL_CHECK=1 to skip this assertion"
+ARCTIC_SPEC_CHECK = Signature(
+    "vllm_arctic_spec_check", "draft_incompatible", "ArcticInference refused the draft for this target",
+    ("ArcticInference's speculator was not trained for this target model (its config names other base "
+     "models, or none): use the Arctic speculator made for this target, or, if it is known to fit, set "
+     "ARCTIC_INFERENCE_SKIP_SPEC_MODEL_CHECK=1 to skip the check.",),
+    patterns=(_ARCTIC_CHECK,), lines=(_ARCTIC_CHECK,), priority=86, phase="load_weights", fatal=True,
+    sources=(("arctic_inference 0.0.8", "arctic_inference/vllm/spec_dec/arctic_proposer.py:77"),
+             ("arctic_inference 0.0.8", "arctic_inference/vllm/spec_dec/arctic_proposer.py:85")))
+
+
 SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, SPEC_BUDGET, SPEC_SP_SHAPES,
-                               DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR, DRAFT_HIDDEN]
+                               DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR,
+                               DRAFT_HIDDEN, ARCTIC_SPEC_CHECK]
