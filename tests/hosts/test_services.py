@@ -439,3 +439,19 @@ def test_a_detached_process_survives_a_dropped_connection(testhost, ssh):
     finally:
         manager.remove(name)
     assert manager.state(name) == ServiceState("inactive", "dead", load_state="not-found")
+
+
+def test_a_wrapper_whose_server_is_not_yet_forked_is_activating_with_no_main_pid():
+    """The wrapper writes its pid, then forks the server and writes ``child``: between the two, ``state``
+    named the wrapper's pid as the main pid and called the service active, and a moment later named the
+    server's: a running baseline's pid changed under a reader (a dry-run test saw 3698, then 3718, in a
+    loaded make check). Now that window is ``activating`` with no main pid."""
+    from ddlab.hosts.processes import _state_of
+
+    wrapper = {"installed": "1", "invocation": "inv", "pid": "3698",
+               "stat": "3698 (sh) S 1 3698 3698 0 -1 4194304"}
+    assert _state_of(wrapper) == ServiceState("activating", "start", invocation_id="inv", main_pid=0)
+    assert not _state_of(wrapper).running
+    forked = {**wrapper, "child": "3718"}
+    assert _state_of(forked) == ServiceState("active", "running", invocation_id="inv", main_pid=3718)
+    assert _state_of({**forked, "child": ""}).active_state == "activating", "a child file not yet written"

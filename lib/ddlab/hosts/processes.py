@@ -12,9 +12,13 @@ is a positional argument, nothing is interpolated into shell text) prepares
 the files and starts a wrapper with ``setsid`` in the background, so the
 wrapper leads its own session and process group and survives the command
 channel; it returns once the wrapper wrote its pid (from inside the new
-session, so ``state`` can tell it from a reused pid by its session id). The
-wrapper runs ``env -- K=V... argv`` in the workdir, waits for
-it and writes ``$?`` to ``status``. ``stop`` sends TERM to the whole group
+session, so ``state`` can tell it from a reused pid by its session id) and
+its server's pid, ``child`` (or the status of a start that failed before it).
+The wrapper runs ``env -- K=V... argv`` in the workdir, waits for it and
+writes ``$?`` to ``status``. A reader between the wrapper's start and its
+writing ``child`` (atomically, as every file it writes) sees ``activating``
+with no main pid: the main pid of a running service never changes under a
+reader (it was the wrapper's there before). ``stop`` sends TERM to the whole group
 (then CONT, as systemd does, so that a stopped process gets it), waits
 (bounded), then KILL. The environment is the login environment plus
 ``env`` (unlike systemd's clean one: containers keep CUDA paths there). A
@@ -37,13 +41,15 @@ _LAUNCH = r"""w=$1 d=$2 inv=$3; shift 3
 cd "$d" || exit 111
 [ ! -f log ] || mv -f log log.prev
 [ ! -f invocation ] || mv -f invocation invocation.prev
-rm -f status status.tmp stopped child pid pid.tmp
+rm -f status status.tmp stopped child child.tmp pid pid.tmp
 printf '%s\n' "$inv" > invocation
 : > log
 chmod 600 log
 setsid sh -c "$w" ddlab-service "$d" "$@" </dev/null >/dev/null 2>&1 &
 i=0
-while [ ! -f pid ] && [ "$i" -lt 1000 ]; do sleep 0.005; i=$((i + 1)); done
+while { [ ! -f pid ] || { [ ! -f child ] && [ ! -f status ]; }; } && [ "$i" -lt 1000 ]; do
+  sleep 0.005; i=$((i + 1))
+done
 [ -f pid ] || { echo "ddlab: the service wrapper did not start" >&2; exit 112; }
 cat pid
 """
@@ -54,7 +60,7 @@ printf '%s\n' "$$" > "$d/pid.tmp" && mv -f "$d/pid.tmp" "$d/pid"
 if cd "$wd" 2>>"$d/log"; then
   "$@" >>"$d/log" 2>&1 </dev/null &
   child=$!
-  printf '%s\n' "$child" > "$d/child"
+  printf '%s\n' "$child" > "$d/child.tmp" && mv -f "$d/child.tmp" "$d/child"
   while :; do wait "$child"; code=$?; kill -0 "$child" 2>/dev/null || break; done
 else
   code=126
@@ -190,6 +196,8 @@ def _state_of(files: dict) -> ServiceState:
     if "pid" not in files:
         return ServiceState("inactive", "dead", **common)
     if _alive(files):
+        if not files.get("child"):  # the wrapper runs, its server not yet forked: no main pid to name
+            return ServiceState("activating", "start", **{**common, "main_pid": 0})
         return ServiceState("active", "running", **common)
     common["main_pid"] = 0
     status = int(files["status"]) if files.get("status", "").strip().isdigit() else None
