@@ -47,8 +47,8 @@ from pathlib import Path
 from ddlab.core.errors import ConfigError
 from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
-from ddlab.diagnosis.exits import CRASHED_EXIT, OOM_KILLER, Exit, exit_of, last_run
-from ddlab.diagnosis.exits import ENDED_UNASKED, ended_unasked
+from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, Exit, ended_unasked, exit_of,
+                                  last_run)
 from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.decode_lines import DecodeRecord, parse_decode_lines, summarize_decode
 from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix

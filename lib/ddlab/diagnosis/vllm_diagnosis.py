@@ -309,8 +309,8 @@ def read_vllm(text: str) -> VllmLog:
     text = only_vllm_services(text or "")
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
-    chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text or "")
-    chains = with_handler_records(chains, text or "", HANDLER_LOGGED)
+    chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)
+    chains = with_handler_records(chains, text, HANDLER_LOGGED)
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
                    root_cause(lines, chains, registry))

@@ -29,6 +29,7 @@ import re
 
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.tracebacks import Chain
+from ddlab.diagnosis.vllm_log import VLLM_STAMP
 
 __all__ = ["without_debug_tracebacks", "with_engine_messages", "with_handler_records", "only_vllm_services"]
 
@@ -122,8 +123,7 @@ def with_handler_records(chains: list[Chain], text: str, signature) -> list[Chai
 # the services' lines interleaved as they came. Where several services are there and some carry vLLM's
 # stamp, the others are other programs (a web backend's traceback is none of vLLM's): their lines are dropped
 _COMPOSE_RE = re.compile(r"^([a-z0-9][\w.-]*)\s+\| ")
-_ANY_STAMP_RE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-                           r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])")
+_ANY_STAMP_RE = re.compile(rf"\b{VLLM_STAMP}")
 
 
 def only_vllm_services(text: str) -> str:
