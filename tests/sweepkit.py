@@ -132,9 +132,34 @@ def run_counts(store_path: Path, sweep_id: str) -> dict[str, dict[str, int]]:
     return counts
 
 
-def sweep_script(project: Project, grid: dict, *, baseline: bool = True, extra=()) -> list[str]:
-    """argv of a separate process that plans and runs a sweep in ``project`` (fast options)."""
-    code = textwrap.dedent(f"""
+# The process SIGKILLs itself the moment its store first holds a finished run: right
+# after the call that wrote it returns, whatever that call is (so a resume sees the store
+# exactly as a kill between two of the sweep's writes would leave it).
+KILL_AT_FIRST_OUTCOME = """
+    import os, signal
+    from ddlab.sweeps.store import DONE_STATES, Store
+
+    def _killed_after(method):
+        def call(self, *args, **kwargs):
+            out = method(self, *args, **kwargs)
+            marks = ",".join("?" * len(DONE_STATES))
+            if self.db.execute(f"SELECT COUNT(*) FROM runs WHERE state IN ({marks})",
+                               DONE_STATES).fetchone()[0]:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return out
+        return call
+
+    for _name, _method in list(vars(Store).items()):
+        if callable(_method) and not _name.startswith("__") and _name != "close":
+            setattr(Store, _name, _killed_after(_method))
+"""
+
+
+def sweep_script(project: Project, grid: dict, *, baseline: bool = True, extra=(),
+                 prelude: str = "") -> list[str]:
+    """argv of a separate process that plans and runs a sweep in ``project`` (fast options);
+    ``prelude``: code it runs first (e.g. :data:`KILL_AT_FIRST_OUTCOME`)."""
+    code = textwrap.dedent(prelude) + textwrap.dedent(f"""
         from ddlab.sweeps.store import Store
         from ddlab.sweeps.plan import SweepOptions, plan_sweep
         from ddlab.sweeps.run import run_sweep
@@ -249,8 +274,7 @@ def synthetic_sweep(path: Path, outcomes: list, *, grid: dict | None = None, ext
                        "cause": f"{detail} cause" if state == "crashed" else None,
                        "suggestion": "try --disable-cuda-graph" if state == "crashed" else None}
             store.finish_run(run_id, state=state, verdict=verdict,
-                             metrics=detail if state == "measured" else None)
-            store.finish_cell(sweep_id, cell.hash, status=state, run_id=run_id)
+                             metrics=detail if state == "measured" else None, cell=True)
         store.set_sweep_status(sweep_id, status)
     return plan.cells
 

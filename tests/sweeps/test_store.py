@@ -41,8 +41,7 @@ def test_every_write_is_committed_before_it_returns(tmp_path):
                                sweep_id="s1")
         assert _count(path, "SELECT COUNT(*) FROM runs WHERE state = 'running'") == 1
         store.finish_run(run_id, state="measured", verdict={"state": "ready"},
-                         metrics={"accept_length": 3.5})
-        store.finish_cell("s1", "h1", status="measured", run_id=run_id)
+                         metrics={"accept_length": 3.5}, cell=True)
         assert _count(path, "SELECT COUNT(*) FROM cells WHERE status = 'measured' AND run_id = ?",
                       (run_id,)) == 1
         store.set_sweep_status("s1", "done")
@@ -61,7 +60,7 @@ def test_planning_a_cell_again_keeps_its_status(tmp_path):
         plan = {"config_hash": "h1", "name": "c", "position": 0, "point": {}, "config": {}}
         store.plan_cell("s1", **plan)
         run_id = store.add_run(variant="c", config_hash="h1", host="local", config={}, sweep_id="s1")
-        store.finish_cell("s1", "h1", status="crashed", run_id=run_id)
+        store.finish_run(run_id, state="crashed", cell=True)
         store.plan_cell("s1", **plan)
         assert store.cell_status("s1") == {"h1": "crashed"}
 
@@ -93,8 +92,7 @@ WRITER = textwrap.dedent("""
                         config={"flags": {"i": i}, "padding": "x" * 2000})
         run_id = store.add_run(variant=f"cell-{i}", config_hash=h, host="local",
                                config={"i": i}, sweep_id="s")
-        store.finish_run(run_id, state="measured", metrics={"i": i})
-        store.finish_cell("s", h, status="measured", run_id=run_id)
+        store.finish_run(run_id, state="measured", metrics={"i": i}, cell=True)
         print(h, run_id, flush=True)
 """)
 

@@ -230,6 +230,30 @@ def test_a_sweep_killed_with_kill_9_and_resumed_runs_no_finished_cell_twice(proj
     sweepkit.assert_host_put_back(project)
 
 
+@pytest.mark.slow
+def test_a_sweep_killed_the_moment_a_cells_outcome_is_written_never_runs_that_cell_again(project):
+    """The store records a run's outcome and its cell's as one commit: a kill -9 right after
+    the first outcome is written (the moment CI once caught, between the two writes) leaves
+    that cell finished, and the resume skips it."""
+    grid = {"budget": [4], "topk_cap": [4], "cuda_graph": [False]}
+    child = subprocess.run(sweepkit.sweep_script(project, grid, prelude=sweepkit.KILL_AT_FIRST_OUTCOME),
+                           env=project.env(), capture_output=True, text=True, timeout=180)
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    with Store(project.store_path) as store:
+        sweep_id = store.latest_sweep_id()
+        done_before = {h for h, s in store.cell_status(sweep_id).items() if s in DONE_STATES}
+    first = sweepkit.run_counts(project.store_path, sweep_id)
+    finished_first = {h for h, states in first.items() if set(states) & set(DONE_STATES)}
+    assert len(finished_first) == 1 and done_before == finished_first, (first, done_before)
+
+    with Store(project.store_path) as store:
+        sweep = run_sweep(resume=sweep_id, store=store)
+    assert sweep.status == "done" and set(sweep.skipped) == done_before
+    counts = sweepkit.run_counts(project.store_path, sweep_id)
+    assert len(counts) == 2 and all(sum(states.values()) == 1 for states in counts.values()), counts
+    sweepkit.assert_host_put_back(project)
+
+
 def _first_done(project) -> str | None:
     """The sweep's id once one of its cells is committed as finished."""
     if not project.store_path.exists():

@@ -319,16 +319,14 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
         raise
     except Preempted as taken:  # the host is another run's: nothing of it is touched
         if run_id is not None:
-            store.finish_run(run_id, state="preempted", verdict=_preempted_verdict(taken))
-            if commit_cell:
-                store.finish_cell(sweep.sweep_id, cell.hash, status="preempted", run_id=run_id)
+            store.finish_run(run_id, state="preempted", verdict=_preempted_verdict(taken),
+                             cell=commit_cell)
         raise
     except DdlabError as err:
         if run_id is None:
             raise
-        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)})
-        if commit_cell:
-            store.finish_cell(sweep.sweep_id, cell.hash, status="error", run_id=run_id)
+        store.finish_run(run_id, state="error", verdict={"state": "error", "cause": str(err)},
+                         cell=commit_cell)
         with contextlib.suppress(DdlabError):
             lab.stop_variant()
         raise
@@ -408,8 +406,7 @@ def _run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, options: SweepOp
                 verdict = wrong  # measured, so a plot shows how fast it is wrong; never best
         status = ("measured" if bench else "ready") if verdict.state == "ready" else verdict.state
         lab.stop_variant()
-    store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics)
-    store.finish_cell(sweep.sweep_id, cell.hash, status=status, run_id=run_id)
+    store.finish_run(run_id, state=status, verdict=verdict.to_dict(), metrics=metrics, cell=True)
     return f"{status}" + (f" ({verdict.diagnosis.kind})" if status == "crashed" else "")
 
 

@@ -208,10 +208,6 @@ class Store:
                     " point, config) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (sweep_id, config_hash, name, position, role, _dumps(point), _dumps(config)))
 
-    def finish_cell(self, sweep_id: str, config_hash: str, *, status: str, run_id: int) -> None:
-        self._write("UPDATE cells SET status = ?, run_id = ? WHERE sweep_id = ? AND config_hash = ?",
-                    (status, run_id, sweep_id, config_hash))
-
     def cell_status(self, sweep_id: str) -> dict[str, str]:
         """config hash -> status, for resume."""
         rows = self.db.execute("SELECT config_hash, status FROM cells WHERE sweep_id = ?",
@@ -228,10 +224,19 @@ class Store:
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, *, state: str, verdict: dict | None = None,
-                   metrics: dict | None = None) -> None:
-        self._write("UPDATE runs SET state = ?, verdict = ?, metrics = ?, ended_utc = ? WHERE id = ?",
-                    (state, _dumps(verdict) if verdict is not None else None,
-                     _dumps(metrics) if metrics is not None else None, _now(), run_id))
+                   metrics: dict | None = None, cell: bool = False) -> None:
+        """The run's outcome; with ``cell``, its cell (the run's sweep and config hash) takes
+        the run's state and id in the same transaction: a process killed in between would
+        leave a finished run whose cell a resume runs again (seen once in CI)."""
+        with self.db:
+            self.db.execute("UPDATE runs SET state = ?, verdict = ?, metrics = ?, ended_utc = ?"
+                            " WHERE id = ?", (state, _dumps(verdict) if verdict is not None else None,
+                                              _dumps(metrics) if metrics is not None else None,
+                                              _now(), run_id))
+            if cell:
+                self.db.execute("UPDATE cells SET status = ?, run_id = ? WHERE (sweep_id, config_hash)"
+                                " = (SELECT sweep_id, config_hash FROM runs WHERE id = ?)",
+                                (state, run_id, run_id))
 
     def abandon_runs(self, sweep_id: str) -> int:
         """Mark the sweep's runs still 'running' as 'lost' (their process was killed);
