@@ -8,15 +8,29 @@ method's activation dtypes ("torch.bfloat16 is not supported for quantization me
 dtypes: [torch.float16]"): bad_argument, for every method (the list is each method's
 get_supported_act_dtypes). h31006: a decode graph's replay failing after the HTTP server came up and
 before "ready to roll", the scheduler having taken more prefill sequences than the launcher's warmup
-sends: serving (a client's requests), not ready. A rule's test reads texts written from the source and
-near misses that must not read the same way; the positive tests fail on 7f81b85 (the near misses hold
-on both). A text cited from a wheel is checked there where the wheel is unpacked (skipped elsewhere).
+sends: serving (a client's requests), not ready. A rule's test reads the corpus log (work split since the
+fold), texts written from the source and near misses that must not read the same way; the positive tests
+fail on 7f81b85 (the near misses hold on both). A text cited from a wheel is checked there where the wheel
+is unpacked (skipped elsewhere).
 """
 
 from __future__ import annotations
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import assert_at_line, reading
+from fieldkit import REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, reading
+
+_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 31}
+
+
+def test_round31_is_folded_into_work_with_nothing_disputed():
+    assert sorted(_ROUND) == [f"h3100{i}" for i in range(1, 10)]
+    assert all(log["split"] == "work" for log in _ROUND.values())
+    assert not any(log.get("kind_disputed") or log.get("phase_disputed") for log in _ROUND.values())
+
+
+def test_the_rounds_two_misses_read_as_labelled():
+    assert_reads_as_labelled("h31002", "quant_dtype_unsupported")
+    assert_reads_as_labelled("h31006", "replay_size")
 
 # --- h31002: the quantization method does not take the launch's dtype ----------------------------------
 # 0.4.10.post2 model_loader/loader.py:149, 0.5.23 :269 (_get_quantization_config, while the model is built)
@@ -75,8 +89,10 @@ def test_the_loaders_dtype_check_is_in_the_wheels():
 # managers/scheduler_components/metrics_reporter.py:754-755; 0.4.10.post2 scheduler_metrics_mixin.py:93-94)
 
 _UP = ("[2026-07-02 10:56:14] server_args=ServerArgs(model_path='/m/MiniCPM-SALA', dp_size=1, tp_size=1)\n"
-       "[2026-07-02 10:56:33] Capture cuda graph begin. This can take up to several minutes. avail mem=11.17 GB\n"
-       "[2026-07-02 10:56:40] Capture cuda graph end. Time elapsed: 7.01 s. mem usage=6.84 GB. avail mem=4.32 GB.\n"
+       "[2026-07-02 10:56:33] Capture cuda graph begin. This can take up to several minutes. "
+       "avail mem=11.17 GB\n"
+       "[2026-07-02 10:56:40] Capture cuda graph end. Time elapsed: 7.01 s. mem usage=6.84 GB. "
+       "avail mem=4.32 GB.\n"
        "[2026-07-02 10:56:40] INFO:     Application startup complete.\n"
        "[2026-07-02 10:56:40] INFO:     Uvicorn running on http://127.0.0.1:32997 (Press CTRL+C to quit)\n")
 
