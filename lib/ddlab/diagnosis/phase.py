@@ -14,7 +14,8 @@ Two rules read the log around it:
   asynchronously, a collective timing out, a fatal signal, a hang) is
   ``serving`` there. Every other error keeps ``launch`` (where nothing is known).
 - A crash after the HTTP server came up and before "ready to roll" is the
-  launcher's warmup request: ``ready``, as in SGLang's own startup order.
+  launcher's warmup request: ``ready``, as in SGLang's own startup order, unless a
+  rank's prefill batches took more sequences than the warmup sends (a client's).
 - A traceback in the scheduler's event loop before its first pass (``run_event_loop``
   with no serving frame below it) is ``ready`` too: the loop's own setup, not a step.
 """
@@ -83,6 +84,25 @@ def _first_collective(cause: str) -> bool:
     return seq is not None and int(seq[1]) <= _FIRST_COLLECTIVES
 
 
+# (round 31) the launcher's warmup is one request of num_dp_ranks prompts (0.5.23
+# entrypoints/http_server.py:2454-2456, 0.4.10.post2 :1022 ``["The capital city of France is"] * dp_size``):
+# a rank whose prefill batches ("Prefill batch, #new-seq: N", 0.5.23
+# managers/scheduler_components/metrics_reporter.py:754-755; "Prefill batch. #new-seq: N", 0.4.10.post2
+# managers/scheduler_metrics_mixin.py:93-94) took more sequences than that before "ready to roll"
+# served other requests: a client's, not the warmup's
+_NEW_SEQS_RE = re.compile(r"\bPrefill batch(?: \[\d+\])?[.,] #new-seq: (\d+),")
+_DP_SIZE_RE = re.compile(r"\bdp_size=(\d+)\b")
+
+
+def _beyond_warmup(before: list[Line]) -> bool:
+    dp = next((int(m[1]) for ln in before if (m := _DP_SIZE_RE.search(ln.msg))), 1)
+    seqs: dict[str | None, int] = {}
+    for ln in before:
+        if match := _NEW_SEQS_RE.search(ln.msg):
+            seqs[ln.rank] = seqs.get(ln.rank, 0) + int(match[1])
+    return any(n > dp for n in seqs.values())
+
+
 def _rewrapped(lines: list[Line], best: Candidate | None) -> str:
     """Lines right below the cause that quote its message: a wrapper re-raising it with where it
     was raised ("Capture cuda graph failed: " + the error, 0.5.23 model_executor/
@@ -132,7 +152,8 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
     warmup = "ready" in frame_phases(frames) or (signature is not None and signature.phase == "ready")
     if warmup and not ready:  # the launcher's warmup request failed: batch lines before it are its own
         return "ready"
-    if warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture"):
+    if (warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture")
+            and not (phase == "serving" and _beyond_warmup(before))):
         return "ready"
     return phase
 

@@ -155,6 +155,29 @@ DTYPE_REQUIRED = Signature(
     sources=(("0.4.10.post2",
               "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors_moe.py:338"),))
 
+
+def _quant_dtype_detail(found: Found) -> str | None:
+    match = regex(r"is not supported for quantization method \w+\. Supported dtypes: \[torch\.(\w+)").search(
+        found.text)
+    return f"The method takes `--dtype {match[1]}` (the first dtype it lists)." if match else None
+
+
+# (round 31) the loader checks the launch's dtype against every quantization method's activation dtypes
+# (get_supported_act_dtypes): "torch.bfloat16 is not supported for quantization method awq. Supported
+# dtypes: [torch.float16]" (0.4.10.post2 model_loader/loader.py:149, 0.5.23 :269, _get_quantization_config,
+# the check vLLM's config carries: vllm_quant_dtype); --dtype auto takes the checkpoint's (bfloat16)
+_QUANT_DTYPE = r"\S+ is not supported for quantization method \w+\. Supported dtypes: \["
+QUANT_DTYPE = Signature(
+    "quant_dtype_unsupported", "bad_argument", "the quantization method does not take the model's dtype",
+    ("The checkpoint's quantization method runs only with the dtypes the error lists and the server's "
+     "dtype (`--dtype auto`: the checkpoint's torch_dtype) is another: pass `--dtype` with a listed one "
+     "(`--dtype float16` for AWQ / GPTQ), or a method that takes it (awq_marlin, gptq_marlin on a GPU "
+     "that runs Marlin).",),
+    patterns=(_QUANT_DTYPE,), types=_USER_ERRORS, priority=45, phase="load_weights",
+    detail=_quant_dtype_detail,
+    sources=(("0.4.10.post2", "sglang/srt/model_loader/loader.py:149"),
+             ("0.5.23", "sglang/srt/model_loader/loader.py:269")))
+
 # (round 29) each model's attention asserts that its heads split evenly over the tensor-parallel ranks,
 # with no message: "assert self.total_num_heads % tp_size == 0" (0.4.10.post2 models/qwen2.py:116; 0.5.23
 # models/qwen2.py:167), the KV heads' "assert self.total_num_kv_heads % tp_size == 0" and, fewer KV heads
@@ -362,5 +385,6 @@ DRAFT_INCOMPATIBLE = Signature(
 SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SERVER_ARGS_ERROR, FLAG_VALUE,
               DTYPE_REQUIRED, CONTEXT_OVER_MODEL, PORT_IN_USE, MODEL_NOT_FOUND, PROCESSOR_FILES_MISSING,
               TP_HEADS_ASSERT,  # (round 29)
+              QUANT_DTYPE,  # (round 31)
               *packages.SIGNATURES,
               DRAFT_INCOMPATIBLE]
