@@ -47,6 +47,9 @@ _QUIET_STAMP_RE = re.compile(r"(?:DEBUG|INFO|WARNING|WARN) \d\d-\d\d \d\d:\d\d:\
 VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_PROC}",
     rf"^{_STAMP}",
+    # (round 29) the stamp's "[file.py:N]" alone, its level and time left out by the writer (the logger's
+    # _FORMAT "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s", vllm/logger.py:28 (0.34.0))
+    r"^\[[\w./<>-]+\.py:\d+\] ",
     # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) "), or a
     # launcher's time and level before vLLM's process tag, which is peeled next ("... [ERROR]   (APIServer")
     rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",

@@ -7,5 +7,6 @@ both families into their registries. :mod:`.signatures` is the list in its order
 vLLM's flags), ``speculative``, ``graphs``, ``requests`` (one request's errors), ``loading``
 (a start refused by the weight loaders or the config's checks), ``engine`` (the engine's
 death, its echoes and stalls), ``backends`` (other accelerators and features), ``adapters``
-(LoRA adapters, Ascend / TPU, LLVM, bindings) and ``messages`` (V0's engine messages, NIXL).
+(LoRA adapters, Ascend / TPU, LLVM, bindings), ``ascend`` (vllm-ascend's NPU texts) and
+``messages`` (V0's engine messages, NIXL).
 """

@@ -23,7 +23,8 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.vllm_crashes import adapters, backends, engine, graphs, library, loading, messages, requests, speculative
+from ddlab.vllm_crashes import (adapters, ascend, backends, engine, graphs, library, loading, messages, requests,
+                                speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT
 from ddlab.crashes.signature import Found, Signature, regex
@@ -361,5 +362,5 @@ SIGNATURES: list[Signature] = [
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
     requests.HANDLER_LOGGED,
     *backends.SIGNATURES,
-    *adapters.SIGNATURES, *messages.SIGNATURES,
+    *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES,
 ]

@@ -1,0 +1,164 @@
+"""vLLM on Ascend NPUs (vllm-ascend): the texts held-out round 29 showed, of CANN's runtime, CANN's op
+runtime, triton-ascend and vllm-ascend's ACL graphs and drafter (a stream synchronized while it is captured,
+an AI CPU kernel's exception, no kernel package for an op, Triton's launcher failing to build, a captured
+graph's parameters updated with a None, a decode batch padded to a FULL graph's size, the drafter's
+chunked-prefill mask), mapped onto ddlab's kinds with advice in vLLM's flags.
+
+Cited as :mod:`.vllm` cites: ``(release, "vllm_ascend/path.py:line")`` in vllm-ascend's wheels, a library's
+file by name. Part of :mod:`.vllm`'s list, beside :mod:`.adapters`.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.kinds import npu, packages
+from ddlab.vllm_crashes.graphs import CAPTURE_TEXT
+from ddlab.vllm_crashes.library import KERNEL_COMPILE, from_texts, voiced
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
+           "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
+           "FULL_GRAPH_PADDING"]
+
+# (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
+# (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
+# to synchronize captured-stream, stream_id=%d."; 681ef76 src/runtime/core/src/context/context.cc:1233 the
+# device-wide sync's "..., device_id=%u, stream_id=%d."), error 107027 ACL_ERROR_RT_STREAM_CAPTURED, "stream
+# is captured" (include/external/acl/error_codes/rt_error_codes.h:48; src/runtime/core/src/common/
+# errcode_manage.cc:147): a host sync inside an ACL graph capture, as CUDA's "operation not permitted when
+# stream is capturing" is
+_NPU_CAPTURE_SYNC = (r"\bNot allow to synchronize captured-stream\b", r"\breason=\[stream is captured\]")
+NPU_CAPTURE_SYNC = from_texts(
+    CAPTURE_TEXT, name="vllm_npu_capture_sync",
+    title="a stream was synchronized while an ACL graph captured it",
+    advice=("An operation synchronized the NPU stream while vllm-ascend captured it into an ACL graph (CANN "
+            "refuses a sync inside a capture: 107027, 'stream is captured'): an op that copies to the host "
+            "or waits on the device ran in the captured forward. `--enforce-eager` (no ACL graphs) confirms "
+            "it and keeps serving; then a vllm-ascend release whose graph mode supports this model, "
+            "quantization and parallel layout, or the op's capture-safe path.",),
+    texts=_NPU_CAPTURE_SYNC, priority=80, phase="graph_capture",
+    sources=(("CANN runtime (hicann/runtime da678a9)",
+              "src/runtime/feature/src/api_impl/api_error.cc:1038 (Not allow to synchronize captured-stream, "
+              "stream_id=%d.)"),
+             ("CANN runtime (hicann/runtime 681ef76)", "src/runtime/core/src/context/context.cc:1233"),
+             ("CANN runtime (hicann/runtime 681ef76)", "src/runtime/core/src/common/errcode_manage.cc:147 "
+                                                       "(RT_ERROR_STREAM_CAPTURED: stream is captured)"),
+             ("CANN runtime (hicann/runtime 681ef76)", "include/external/acl/error_codes/rt_error_codes.h:48 "
+                                                       "(ACL_ERROR_RT_STREAM_CAPTURED 107027)")))
+
+# (round 29) CANN's runtime reporting an AI CPU kernel's exception from the device (hicann/runtime 681ef76
+# src/runtime/core/src/device/device_error_proc.cc:1243-1244 "The error from device(chipId:%u, dieId:%u),
+# serial number is %llu, an exception occurred during AICPU execution, ...", :1258-1259 its fftsplus form):
+# the AI CPU's fault, which torch_npu's fault codes already read as the NPU's illegal access (507018,
+# AI CPU exception: npu.NPU_FAULT_CODE); here the synchronize returned the model's 507011
+_NPU_AICPU = (r"The error from device\(chipId:\d+, dieId:\d+\).{0,80}an exception occurred during "
+              r"(?:fftsplus )?AICPU execution",)
+NPU_AICPU_FAULT = from_texts(
+    npu.NPU_KERNEL_FAULT, name="vllm_npu_aicpu_fault",
+    title="an Ascend NPU's AI CPU kernel raised an exception",
+    advice=("An NPU kernel on the AI CPU raised an exception (CANN's device record names its stream and "
+            "task; the op is on the 'Op execute failed. origin_op_name [...]' line when the log has it): "
+            "rerun with ASCEND_LAUNCH_BLOCKING=1 and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, "
+            "ASCEND_SLOG_PRINT_TO_STDOUT=1); then `--enforce-eager`, and for an expert-parallel dispatch op "
+            "(MoeDistributeDispatch) the HCCL settings and a vllm-ascend / CANN release that supports this "
+            "layout.",),
+    texts=_NPU_AICPU, priority=50, running=True,
+    sources=(("CANN runtime (hicann/runtime 681ef76)",
+              "src/runtime/core/src/device/device_error_proc.cc:1243-1244 (an exception occurred during "
+              "AICPU execution)"),
+             ("CANN runtime (hicann/runtime 681ef76)",
+              "src/runtime/core/src/device/device_error_proc.cc:1258-1259 (an exception occurred during "
+              "fftsplus AICPU execution)")))
+
+# (round 29) CANN's op runtime finding no kernel package for an op that torch_npu called (SGLang's
+# ascend_kernel_config_missing, hicann/opbase 313b014 kernel_mgr.cpp:223, :281), in vLLM's words
+ASCEND_KERNEL_CONFIG = voiced(packages.ASCEND_KERNEL_CONFIG, (
+    "CANN's op runtime found no kernel configuration for an op torch_npu called (\"Parse dynamic kernel "
+    "config fail\"): the CANN op kernel package for this chip is not installed, belongs to another CANN "
+    "release, or the CANN environment is not sourced (`source /usr/local/Ascend/ascend-toolkit/set_env.sh`). "
+    "Install the kernel package of the toolkit's release for this chip, the CANN release this vllm-ascend "
+    "and torch_npu pin.",))
+
+# (round 29) triton-ascend builds each kernel's launcher (launcher_cxx11abi{0,1}: triton-ascend 3.2.0
+# triton/backends/ascend/driver.py:254) with the host compiler against torch_npu's headers, and raises the
+# compiler's stderr when that fails: "Failed to compile {src_path}, error: {result.stderr}"
+# (triton/backends/ascend/utils.py:413); clang's last line counts the errors ("2 errors generated.")
+_LAUNCHER = (r"\bFailed to compile \S+\.(?:cxx|cpp|c), error: ",)
+TRITON_ASCEND_LAUNCHER = from_texts(
+    KERNEL_COMPILE, name="vllm_triton_ascend_launcher",
+    title="triton-ascend could not build a kernel's launcher",
+    advice=("triton-ascend could not compile a kernel's C++ launcher against torch_npu's and CANN's headers "
+            "(the compiler's errors follow the path): the installed torch_npu was built for another CANN "
+            "release than the toolkit's headers, or the compiler is not the one they expect. Install the "
+            "torch_npu, CANN and triton-ascend releases this vllm-ascend pins, clear ~/.triton/cache, and "
+            "`--enforce-eager` to avoid the Triton kernels while you do.",),
+    texts=_LAUNCHER, priority=80, fatal=True,
+    sources=(("triton-ascend 3.2.0", "triton/backends/ascend/utils.py:413 (Failed to compile {src_path}, "
+                                     "error: {result.stderr})"),
+             ("triton-ascend 3.2.0",
+              "triton/backends/ascend/driver.py:254 (launcher_cxx11abi{use_cxx11_abi})")))
+
+# (round 29) vllm-ascend updates a captured ACL graph's attention parameters before each replay, zipping the
+# batch's attention metadata with the parameters captured for that size (vllm_ascend 0.11.0rc0
+# compilation/acl_graph.py:196 update_attn_params; 0.12.0rc1 :248 update_mla_attn_params, :203, :316,
+# :379): a None among them is a batch the captured graph cannot take, as SGLang's replay_none reads
+_UPDATE_FRAME = r'acl_graph\.py", line \d+, in update_\w*params\s*$'
+ACL_GRAPH_UPDATE_NONE = Signature(
+    "vllm_acl_graph_update_none", "cuda_graph_replay",
+    "updating a captured ACL graph's attention parameters met a None",
+    ("vllm-ascend updates the captured ACL graph's attention parameters for each batch before replaying it, "
+     "and one of the batch's inputs (its attention metadata, or the parameters captured for this size) was "
+     "None: a batch the graph path was not built for (a dummy batch of an idle DP rank, a drafter's step). "
+     "`--enforce-eager` (no ACL graphs) confirms it and keeps serving; else another `cudagraph_mode` in "
+     "`--compilation-config` (PIECEWISE instead of FULL_DECODE_ONLY) or a newer vllm-ascend.",),
+    types=r"TypeError", patterns=(r"'NoneType' object is not (?:iterable|subscriptable)",),
+    context=(_UPDATE_FRAME,), priority=76, phase="serving",
+    sources=(("vllm_ascend 0.11.0rc0", "vllm_ascend/compilation/acl_graph.py:196 (update_attn_params: "
+                                       "for key, param, handle, event in zip()"),
+             ("vllm_ascend 0.12.0rc1", "vllm_ascend/compilation/acl_graph.py:248 (update_mla_attn_params)")))
+
+# (round 29) vllm-ascend's EAGLE proposer builds the chunked-prefill ("splitfuse") attention mask for its
+# draft steps from the target's sequence lengths and the draft's positions (vllm_ascend 0.11.0rc0
+# spec_decode/eagle_proposer.py:427, :571); the builder sizes its cached mask by the longest sequence and
+# index_selects the positions' rows (attention/attention_mask.py:91-99): a draft position past the cache
+# is the speculative path failing in combination with chunked prefill, while serving
+_SPLITFUSE = r', in get_splitfuse_attn_mask\s*$'
+_PROPOSER = r'spec_decode[/\\]\w+_proposer\.py", line \d+, in \w+\s*$'
+DRAFT_SPLITFUSE_MASK = Signature(
+    "vllm_ascend_draft_splitfuse_mask", "spec_feature_conflict",
+    "the drafter's chunked-prefill attention mask failed (speculative decoding with chunked prefill)",
+    ("vllm-ascend's drafter built its chunked-prefill (splitfuse) attention mask for the draft tokens and "
+     "indexed past the mask it cached for the batch's sequence lengths: speculative decoding combined with "
+     "chunked prefill on this release. Serve without `--speculative-config` (or with "
+     "`--no-enable-chunked-prefill`) to confirm it, then a vllm-ascend release that fixes the drafter's "
+     "mask.",),
+    patterns=(r".",), types=r"(?:\w+\.)*(?:IndexError|RuntimeError)", context=(_PROPOSER, _SPLITFUSE),
+    priority=78, running=True, phase="serving",
+    sources=(("vllm_ascend 0.11.0rc0", "vllm_ascend/spec_decode/eagle_proposer.py:427 "
+                                       "(self.attn_mask_builder.get_splitfuse_attn_mask()"),
+             ("vllm_ascend 0.11.0rc0", "vllm_ascend/attention/attention_mask.py:97 (torch.index_select("
+                                       "self.attn_mask_cache, ...))")))
+
+# (round 29) with FULL decode graphs, vllm-ascend's model runner pads a uniform decode batch to the request
+# count of the graph it will replay and fills the padded requests' query_start_loc (vllm_ascend 0.12.0rc1
+# worker/model_runner_v1.py:1021-1036: "if self.compilation_config.cudagraph_mode.decode_mode() ==
+# CUDAGraphMode.FULL and uniform_decode: num_reqs_padded = ...", then
+# "self.query_start_loc.gpu[num_reqs + 1:num_reqs_padded + 1] = fill_values"): a shape error on that line is
+# the batch not fitting the captured graph's padding
+_PAD_LINE = r"^\s*self\.query_start_loc(?:\.gpu)?\[num_reqs \+ 1:num_reqs_padded"
+FULL_GRAPH_PADDING = Signature(
+    "vllm_ascend_full_graph_padding", "cuda_graph_replay",
+    "padding a decode batch to a FULL ACL graph's size failed",
+    ("vllm-ascend pads a decode batch to the request count of the FULL decode graph it replays, and the "
+     "batch did not fit that padding (its query offsets and the padded slots disagree in size): a batch the "
+     "captured graph path cannot take. `--enforce-eager` (no ACL graphs) or `\"cudagraph_mode\": "
+     "\"PIECEWISE\"` in `--compilation-config` keeps serving; then a newer vllm-ascend.",),
+    patterns=(r".",), types=r"(?:\w+\.)*(?:RuntimeError|IndexError|ValueError)",
+    context=(r", in _prepare_inputs\s*$", _PAD_LINE), priority=77, running=True, phase="serving",
+    sources=(("vllm_ascend 0.12.0rc1", "vllm_ascend/worker/model_runner_v1.py:1021 (cudagraph_mode."
+                                       "decode_mode() == CUDAGraphMode.FULL and uniform_decode)"),
+             ("vllm_ascend 0.12.0rc1", "vllm_ascend/worker/model_runner_v1.py:1035 (self.query_start_loc.gpu["
+                                       "num_reqs + 1:num_reqs_padded +)")))
+
+SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
+                               TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
+                               FULL_GRAPH_PADDING]
