@@ -15,17 +15,37 @@ unpacked (skipped elsewhere).
 from __future__ import annotations
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import assert_at_line, reading
+from fieldkit import REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, real, reading
+
+_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 32}
+
+
+def test_round32_is_folded_into_work_with_its_one_dispute():
+    assert sorted(_ROUND) == ["h32001", "h32002", "h32003"]
+    assert all(log["split"] == "work" for log in _ROUND.values())
+    assert [log_id for log_id, log in _ROUND.items() if log.get("kind_disputed")] == ["h32003"]
+    assert _ROUND["h32003"]["kind_disputed"] == ["slots_exhausted", "unknown"]
+    assert not any(log.get("phase_disputed") for log in _ROUND.values())
+
+
+def test_the_rounds_logs_read_as_labelled_or_as_the_second_look():
+    assert_reads_as_labelled("h32001", "cuda_oom")
+    assert_reads_as_labelled("h32002", None)
+    found = real("h32003")
+    assert reading(found) == (True, "unknown", "serving")
+    assert "memory_pool.py:1652 (get_cpu_copy)" in found.suggestion
+    assert "retract (retract_decode)" in found.suggestion, found.suggestion
 
 # --- an unknown raised under retract_decode: the advice names the retract ------------------------------
 # the scheduler retracts when check_decode_mem finds no room for the next decode step (0.5.8.post1
 # managers/scheduler.py:2165-2178, 0.4.10.post2 :1656-1661, 0.5.23 :4469-4493); on a decode node
-# release_req offloads the retracted request's KV to the CPU (0.5.8.post1 managers/schedule_batch.py:1913-1916)
+# release_req offloads the retracted request's KV to the CPU (0.5.8.post1
+# managers/schedule_batch.py:1913-1916)
 
-_SERVING = ("[2026-01-14 12:10:41 DP13 TP13 EP13] Decode batch, #running-req: 26, #token: 122624, token usage: "
-            "0.98, accept len: 2.59, accept rate: 0.86, pre-allocated usage: 0.00, #prealloc-req: 0, "
-            "#transfer-req: 0, #retracted-req: 0, npu graph: True, gen throughput (token/s): 590.12, "
-            "#queue-req: 0, \n")
+_SERVING = ("[2026-01-14 12:10:41 DP13 TP13 EP13] Decode batch, #running-req: 26, #token: 122624, "
+            "token usage: 0.98, accept len: 2.59, accept rate: 0.86, pre-allocated usage: 0.00, "
+            "#prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, npu graph: True, "
+            "gen throughput (token/s): 590.12, #queue-req: 0, \n")
 
 _OFFLOAD = ('  File "/x/sglang/srt/managers/schedule_batch.py", line 1914, in release_req\n'
             "    req.offload_kv_cache(\n"
@@ -36,8 +56,8 @@ _OFFLOAD = ('  File "/x/sglang/srt/managers/schedule_batch.py", line 1914, in re
 
 
 def _crash(frames: str, exc: str) -> str:
-    return (_SERVING + "[2026-01-14 12:10:42 DP13 TP13 EP13] Scheduler hit an exception: Traceback (most recent "
-            "call last):\n"
+    return (_SERVING + "[2026-01-14 12:10:42 DP13 TP13 EP13] Scheduler hit an exception: "
+            "Traceback (most recent call last):\n"
             '  File "/x/sglang/srt/managers/scheduler.py", line 2974, in run_scheduler_process\n'
             "    scheduler.event_loop_overlap_disagg_decode()\n" + frames + exc + "\n")
 
@@ -86,7 +106,8 @@ def test_the_scheduler_retracts_when_the_pool_has_no_room():
                    "batch.retract_decode(")
     assert_at_line("sglang", "0.4.10.post2", "sglang/srt/managers/scheduler.py", 1656,
                    "if not batch.check_decode_mem(self.decode_mem_cache_buf_multiplier)")
-    assert_at_line("sglang", "0.4.10.post2", "sglang/srt/managers/scheduler.py", 1661, "batch.retract_decode(")
+    assert_at_line("sglang", "0.4.10.post2", "sglang/srt/managers/scheduler.py", 1661,
+                   "batch.retract_decode(")
     assert_at_line("sglang", "0.5.23", "sglang/srt/managers/scheduler.py", 4469,
                    "kv_full_retract_flag = not batch.check_decode_mem()")
     assert_at_line("sglang", "0.5.23", "sglang/srt/managers/scheduler.py", 4493, "batch.retract_decode()")
