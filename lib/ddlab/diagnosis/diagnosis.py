@@ -259,6 +259,14 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
                 "error is that process's, earlier in the log; get the whole log (`journalctl -u UNIT -o cat`).")
     where = best.where("sglang")
     look = f" It was raised at {where}: start reading there." if where else ""
+    # (round 32) retract_decode runs when the KV pool cannot hold the next decode step (0.5.8.post1
+    # managers/scheduler.py:2165-2178, 0.4.10.post2 :1656-1661, 0.5.23 :4469-4493): a fault under it is
+    # the retract path's, which a scheduler that never fills its pool does not take
+    if best.raised is not None and any(f.func == "retract_decode" for f in best.raised.frames):
+        look += (" It failed inside the scheduler's retract (retract_decode), which it runs when the KV "
+                 "pool has no room for the next decode step: a bug on that path, report it with this log; "
+                 "until it is fixed, fewer running requests (`--max-running-requests`) or a larger pool "
+                 "(`--mem-fraction-static`) make the retract rarer.")
     return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."
             f"{look} If it recurs, add a Signature (ddlab.crashes.kinds) with a fixture log.")
 
