@@ -233,7 +233,7 @@ KV_TRANSFER_V0 = Signature(
 # 8.0 and a vllm_flash_attn build that imports, FA3 9.0 (vllm 0.7.2 v1/attention/backends/flash_attn.py
 # :142-156, "assert is_fa_version_supported(self.fa_version)", a bare AssertionError; the reason only in the
 # ERROR line above it, "Cannot use FA version %d is not supported due to %s", :151-154;
-# vllm_flash_attn/flash_attn_interface.py:31-49, _is_fa2_supported / _is_fa3_supported). From 0.7.3 the
+# vllm_flash_attn/flash_attn_interface.py:32-49, _is_fa2_supported / _is_fa3_supported). From 0.7.3 the
 # check is get_flash_attn_version's, which catches it (attention/backends/utils.py:611 (0.7.3)). An FA build
 # that did not import fails the same assert (its reason, "FA2 is unavaible due to: ...", only in the ERROR
 # line above the traceback, which this rule does not read): the advice names both
@@ -250,7 +250,7 @@ FA_VERSION_GPU = Signature(
     priority=72, phase="load_weights",
     sources=(("vllm 0.7.2", "vllm/v1/attention/backends/flash_attn.py:156"),
              ("vllm 0.7.2", "vllm/v1/attention/backends/flash_attn.py:151"),
-             ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:31"),
+             ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:32"),
              ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:40"),
              ("0.7.3", "vllm/attention/backends/utils.py:611")))
 
