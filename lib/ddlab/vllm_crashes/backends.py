@@ -15,7 +15,7 @@ from ddlab.crashes.signature import Signature
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
-           "ENCODER_ATTENTION"]
+           "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU"]
 
 _V0 = V0
 
@@ -204,6 +204,57 @@ ENCODER_ATTENTION = Signature(
              ("0.6.4.post1", "vllm/attention/backends/hpu_attn.py:157"),
              ("0.34.0", "vllm/v1/attention/backends/flashinfer.py:2085")))
 
+# (round 30) V0's PD disaggregation: the model runner hands each step's KV caches and hidden states to the
+# KV-transfer agent after the forward (worker/model_runner.py:1743 (0.7.3), get_kv_transfer_group()
+# .send_kv_caches_and_hidden_states; its receive before it, :1697), the agent to its connector
+# (distributed/kv_transfer/kv_transfer_agent.py:52-63, :68-75 (0.7.3)); SimpleConnector reshapes each layer's
+# cache to the model config's (-1, KV heads / TP, hidden size / heads) there (kv_connector/simple_connector.py
+# :150, :184-185 (0.7.3)), which an MLA model's cache does not have. What any connector raises in these calls
+# is the KV transfer failing, and a V0 worker's exception in execute_model takes the engine down
+_KV_TRANSFER_FRAMES = (r'[/\\]kv_transfer[/\\][\w/\\]*\.py", line \d+, in '
+                       r'(?:send|recv)_kv_caches_and_hidden_states\s*$')
+KV_TRANSFER_V0 = Signature(
+    "vllm_kv_transfer_v0", "pd_transfer", "V0's KV connector failed sending or receiving a step's KV caches",
+    ("The worker raised inside V0's KV-transfer connector while sending (prefill side) or receiving (decode "
+     "side) a step's KV caches and hidden states, and the engine died with it: the exception under those "
+     "frames says what. A shape error there is the connector's cache layout not fitting the model's "
+     "(V0's SimpleConnector reshapes each layer's cache to KV heads x head size, which an MLA model such as "
+     "DeepSeek's does not have): a connector and release that support this model's KV cache (V1's KV "
+     "connectors, `--kv-transfer-config`), the same model, TP size and release on both instances.",),
+    patterns=(r".",), context=(_KV_TRANSFER_FRAMES,), absent=(r"out of memory|OutOfMemoryError",),
+    priority=30, running=True, phase="serving",
+    sources=(("0.7.3", "vllm/distributed/kv_transfer/kv_transfer_agent.py:52"),
+             ("0.7.3", "vllm/distributed/kv_transfer/kv_transfer_agent.py:68"),
+             ("0.7.3", "vllm/worker/model_runner.py:1743"),
+             ("0.7.3", "vllm/distributed/kv_transfer/kv_connector/simple_connector.py:184")))
+
+# (round 30) V1's FlashAttention backend in vLLM 0.7.1-0.7.2 asserts, as each attention layer's impl is built
+# with the model, that the FA version it chose runs here: FA2 (every GPU below compute capability 9.0) needs
+# 8.0 and a vllm_flash_attn build that imports, FA3 9.0 (vllm 0.7.2 v1/attention/backends/flash_attn.py
+# :142-156, "assert is_fa_version_supported(self.fa_version)", a bare AssertionError; the reason only in the
+# ERROR line above it, "Cannot use FA version %d is not supported due to %s", :151-154;
+# vllm_flash_attn/flash_attn_interface.py:32-49, _is_fa2_supported / _is_fa3_supported). From 0.7.3 the
+# check is get_flash_attn_version's, which catches it (attention/backends/utils.py:611 (0.7.3)). An FA build
+# that did not import fails the same assert (its reason, "FA2 is unavaible due to: ...", only in the ERROR
+# line above the traceback, which this rule does not read): the advice names both
+_FA_ASSERT = r"^[ \t]*assert is_fa_version_supported\(self\.fa_version\)[ \t]*$"
+FA_VERSION_GPU = Signature(
+    "vllm_fa_version_gpu", "unsupported_gpu", "V1's FlashAttention backend does not run on this GPU",
+    ("vLLM's V1 FlashAttention backend refused this GPU: its FlashAttention 2 needs compute capability 8.0 "
+     "or newer, FlashAttention 3 9.0 (`nvidia-smi --query-gpu=name,compute_cap --format=csv`; a T4 or V100 "
+     "is 7.x). On such a GPU run the V0 engine (`VLLM_USE_V1=0`, its XFormers backend) or a newer vLLM "
+     "that picks another attention backend for it; if `VLLM_FLASH_ATTN_VERSION` is set, unset it. If the "
+     "ERROR line above the traceback says 'FA2 is unavaible due to', the install's FlashAttention build did "
+     "not import: reinstall vLLM with its matching torch.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r".",), context=(_FA_ASSERT,),
+    priority=72, phase="load_weights",
+    sources=(("vllm 0.7.2", "vllm/v1/attention/backends/flash_attn.py:156"),
+             ("vllm 0.7.2", "vllm/v1/attention/backends/flash_attn.py:151"),
+             ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:32"),
+             ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:40"),
+             ("0.7.3", "vllm/attention/backends/utils.py:611")))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
                                REQUEST_5XX, REQUEST_4XX,
-                               NO_PLATFORM, ENCODER_ATTENTION]
+                               NO_PLATFORM, ENCODER_ATTENTION,
+                               KV_TRANSFER_V0, FA_VERSION_GPU]
