@@ -11,9 +11,11 @@ third. The source checks skip where the wheels are not unpacked (CI); the readin
 
 from __future__ import annotations
 
-from fieldkit import read_log, reads, vllm_signature, wheel_text_test
+from fieldkit import read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 _LAUNCHER = "vllm/entrypoints/launchers/launcher.py"
+_BACKEND_UTILS = "vllm/attention/backends/utils.py"
+_COPY = "input_block_tables[i, :len(block_table)] = block_table"
 test_each_rules_text_is_vllms_own = wheel_text_test([
     # the API server's SIGINT/SIGTERM handler and its notice
     ("0.34.0", _LAUNCHER, 'logger.info_once("[shutdown] API server: shutdown triggered")'),
@@ -26,6 +28,11 @@ test_each_rules_text_is_vllms_own = wheel_text_test([
     # the compiled ops' import, only warned about (ROCm's platform module, the ops module)
     ("0.7.3", "vllm/platforms/rocm.py", 'logger.warning("Failed to import from vllm._C with %r", e)'),
     ("0.7.3", "vllm/_custom_ops.py", 'logger.warning("Failed to import from vllm._C with %r", e)'),
+    # V0's copy of a graphed batch's block tables into the captured graphs' buffer, and its size
+    ("0.6.4.post1", _BACKEND_UTILS, _COPY),
+    ("0.6.4.post1", _BACKEND_UTILS, "input_block_tables = self.runner.graph_block_tables[:batch_size]"),
+    ("0.6.4.post1", "vllm/worker/model_runner.py",
+     "return (self.max_seq_len_to_capture + block_size - 1) // block_size"),
 ])
 
 _API = "(APIServer pid=7) "
@@ -73,9 +80,22 @@ _TORCH_HIP = ("WARNING 02-28 20:57:36 _custom_ops.py:21] Failed to import from v
 def test_a_compiled_extension_missing_another_torch_builds_library_is_a_dependency_mismatch():
     assert reads(read_log("w3111.log")) == (True, "dependency_mismatch", "launch")
     assert vllm_signature(read_log("w3111.log")) == "vllm_c_extension_link"
-    assert vllm_signature(_TORCH_HIP + "RuntimeError: Tried to instantiate class '_C.ScalarType', but it does not "
-                          "exist! Ensure that it is registered via torch::class_\n") == "vllm_c_extension_link"
+    refused = "RuntimeError: Tried to instantiate class '_C.ScalarType', but it does not exist!\n"
+    assert vllm_signature(_TORCH_HIP + refused) == "vllm_c_extension_link"
     # near miss: the driver's own library missing is no torch build's (no GPU driver installed)
     no_driver = _TORCH_HIP.replace("libtorch_hip.so", "libcuda.so.1")
-    assert vllm_signature(no_driver + "RuntimeError: Tried to instantiate class '_C.ScalarType', but it does not "
-                          "exist!\n") != "vllm_c_extension_link"
+    assert vllm_signature(no_driver + refused) != "vllm_c_extension_link"
+
+
+_BUILD = [("vllm/worker/model_runner.py", 867, "build", "attn_metadata = self.attn_metadata_builder.build("),
+          (_BACKEND_UTILS, 233, "build", _COPY)]
+
+
+def test_a_block_table_wider_than_the_graphs_buffer_is_a_graph_replay_while_serving():
+    assert reads(read_log("w3103.log")) == (True, "cuda_graph_replay", "serving")
+    logged = vllm_traceback(*_BUILD, exc="ValueError: could not broadcast input array from shape (1100,) "
+                            "into shape (1024,)")
+    assert vllm_signature(logged) == "vllm_graph_block_tables"
+    # near miss: the same broadcast error in another copy is not the graphs' buffer
+    other = logged.replace(_COPY, "block_tables[i, :len(block_table)] = block_table")
+    assert vllm_signature(other) != "vllm_graph_block_tables"
