@@ -3,7 +3,7 @@
 server's shutdown (w3110: a stop asked for, no crash); a device fault in the engine core followed by the API
 server's last metrics line (w3115: that line averages the interval before the engine died, so it does not show
 the fault carried past); a compiled extension whose import misses another torch build's library (w3111: ROCm's
-libtorch_hip.so under a CUDA torch); V0's copy of a block table wider than the captured graphs' buffer (w3103).
+libtorch_hip.so, a CUDA torch); V0's copy of a block table wider than the captured graphs' buffer (w3103).
 
 Each rule is general and cited from vLLM's source (its wheels): the log that showed it is one case, a text
 written from the source in another form is the other, and a text beside it that the rule must not take is a
