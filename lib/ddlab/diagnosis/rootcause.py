@@ -83,8 +83,9 @@ _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an in
 # (round 30) the tokenizer manager's SIGTERM handler: an operator asked the server to stop (0.4.10.post2
 # managers/tokenizer_manager.py:1988, 0.5.23 managers/tokenizer_manager.py:4068); the children it then
 # ends report "crashed with exit code -15" (utils/watchdog.py:217-219) and SIGQUIT: a stop, no crash
+# (vLLM round 31) or vLLM's API server's SIGTERM handler (0.34.0 entrypoints/launchers/launcher.py:256, :289)
 SIGTERM_NOTICE_RE = re.compile(r"SIGTERM received\. signum=\S* frame=\S*\. Draining requests and shutting "
-                               r"down")
+                               r"down|\[shutdown\] API server: shutdown triggered")
 
 
 def stop_asked(lines: list[Line]) -> int | None:
@@ -301,9 +302,13 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
                    default=0)
     _answered(found, lines)
     if (stop := stop_asked(lines)) is not None:  # the echoes of a stop the operator asked for (a SIGTERM)
-        found = [c for c in found if not (c.wrapper and c.signature is None and c.first_no > lines[stop].no)]
+        found = [c for c in found if not (c.first_no > lines[stop].no
+                                          and (c.signature.echo if c.signature else c.wrapper))]
     # a request's error does not stop the server: the server carrying on is what makes it one
-    return [c for c in found if c.request or not _survived(c, progress, advanced, lines)]
+    # (vLLM round 31) progress after a dead engine's echo (v1/metrics/loggers.py:169-174) carries nothing past
+    dead = [c.first_no for c in found if c.signature and c.signature.fatal]
+    return [c for c in found if c.request or not _survived(
+        c, [p for p in progress if not any(c.last_no < no < p[0] for no in dead)], advanced, lines)]
 
 
 # (round 19) uvicorn's access line of a client's request the server answered with a 4xx status: the

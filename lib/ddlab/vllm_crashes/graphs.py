@@ -9,7 +9,8 @@ from ddlab.crashes.kinds import npu
 from ddlab.vllm_crashes.library import V0 as _V0, voiced
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING", "NPU_CAPTURE"]
+__all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING", "NPU_CAPTURE",
+           "GRAPH_BLOCK_TABLES"]
 
 # (round 14) also torch's own graph capture, entered by vLLM's `with torch.cuda.graph(...)`
 # (compilation/cuda_graph.py:315 (0.30.0)): torch/cuda/graphs.py's CUDAGraph.capture_begin / capture_end
@@ -162,4 +163,24 @@ NPU_CAPTURE = voiced(npu.NPU_CAPTURE, (
     "torch_npu release whose graph mode supports this model and parallel layout.",),
     sources=(("vllm_ascend 0.11.0rc0", "vllm_ascend/compilation/acl_graph.py:153 (torch.npu.graph)"),))
 
-SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING, NPU_CAPTURE]
+# (round 31) V0 copies a graphed decode batch's block tables into the captured graphs' buffer
+# (attention/backends/utils.py:233 (0.6.4.post1), :215 (0.6.3.post1), :240 (0.7.3), under
+# `if use_captured_graph`),
+# sized [max batch size, max_seq_len_to_capture // block size] (worker/model_runner.py:1015-1017, :1177-1179
+# (0.6.4.post1)): numpy's broadcast ValueError there is a request's block table wider than that buffer
+GRAPH_BLOCK_TABLES = Signature(
+    "vllm_graph_block_tables", "cuda_graph_replay",
+    "a request's block table is wider than the captured CUDA graphs' buffer",
+    ("A decode batch run through the captured CUDA graphs holds a request whose block table is longer than "
+     "the graphs' block-table buffer (sized by max_seq_len_to_capture). `--enforce-eager` (no CUDA "
+     "graphs) confirms it and keeps serving; else raise V0's max_seq_len_to_capture engine argument to the "
+     "model's maximum length.",),
+    types=r"ValueError", patterns=(r"could not broadcast input array",),
+    context=(r"input_block_tables\[i, :len\(block_table\)\] = block_table[^\n]*\n"
+             r"(?:[ \t]+(?!File \")[^\n]*\n){0,3}?[ \t]*ValueError\b",),
+    priority=78, running=True, phase="serving",
+    sources=((_V0, "vllm/attention/backends/utils.py:233"), ("0.7.3", "vllm/attention/backends/utils.py:240"),
+             (_V0, "vllm/worker/model_runner.py:1015")))
+
+SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING,
+              GRAPH_BLOCK_TABLES, NPU_CAPTURE]

@@ -189,7 +189,10 @@ DEPENDENCY = voiced(packages.DEPENDENCY, (
 # elf/dl-lookup.c:806; macOS dyld's "Symbol not found: ", dyld/Loader.cpp:3175) is an extension built
 # against another torch: a warning that explains a traceback cut or left unexplained right after it
 _C_IMPORT = (r"Failed to import from vllm\._C\w*(?: with|:) ImportError\(.{0,400}?"
-             r"(?:undefined symbol: |Symbol not found: )")
+             r"(?:undefined symbol: |Symbol not found: "
+             # (round 31) or a library of another torch build missing (ROCm's libtorch_hip.so under a
+             # CUDA torch; glibc elf/dl-load.c: "cannot open shared object file")
+             r"|libtorch\w*\.so[\w.]*: cannot open shared object file)")
 C_EXTENSION_LINK = Signature(
     "vllm_c_extension_link", "dependency_mismatch", "vLLM's compiled ops were built against another torch",
     ("vLLM's compiled extension (vllm._C) does not link against the installed torch (a symbol it "
@@ -200,6 +203,8 @@ C_EXTENSION_LINK = Signature(
     sources=((V0, "vllm/_custom_ops.py:20"), ("0.7.3", "vllm/_custom_ops.py:21"),
              ("0.34.0", "vllm/platforms/interface.py:382"), ("0.34.0", "vllm/platforms/cpu.py:677"),
              ("glibc 2.42.9000", "elf/dl-lookup.c:806 (undefined symbol: %s%s%s)"),
+             ("0.7.3", "vllm/platforms/rocm.py:30"),
+             ("glibc", "elf/dl-load.c (cannot open shared object file)"),
              ("dyld-1378", "dyld/Loader.cpp:3175 (Symbol not found: %s / Referenced from / Expected in)")))
 OP_MISMATCH = voiced(packages.OP_MISMATCH, DEPENDENCY.advice)
 IMPORT_ERROR = voiced(packages.IMPORT_ERROR, DEPENDENCY.advice)
