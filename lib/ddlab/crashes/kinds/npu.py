@@ -78,6 +78,9 @@ NPU_FAULT_CODE = Signature(
 # 507014 and its text for the code (torch_npu 2.5.1 include/torch_npu/csrc/core/npu/NPUErrorCodes.h:314,
 # "The aicore execution times out."; CANN rt_error_codes.h:73, ACL_ERROR_RT_AICORE_TIMEOUT = 507014): the
 # device killed a kernel that did not finish, a fault of the NPU's execution as the other 5070xx codes are
+# (the HCCL watchdog's query of a work's end event meets it, logs "Find exception when
+# finishedNPUExecutionInternal" and throws, ending the rank: Ascend/pytorch 9e73e70
+# torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:880-881, :1905, :1914)
 _AICORE_TIMEOUT = (r"NPU function error: .{1,200}?, error code is 507014\b",
                    r"The aicore execution times out\.")
 NPU_AICORE_TIMEOUT = Signature(

@@ -6,7 +6,8 @@ that cannot reach the store (``dist_init_timeout``) and a rank that waited there
 (``nccl_unique_id_wait``) are both ``nccl``, and both say where to look (the address, rank 0's own
 log). :mod:`.runtime` splices these into its own list where they stood, so the registry's order is
 unchanged but for the one added after the store's wait timeout. (round 29) NVSHMEM, DeepEP's transport,
-meets its peers through a bootstrap of its own: its failing to connect them is ``nccl`` too.
+meets its peers through a bootstrap of its own: its failing to connect them is ``nccl`` too. (round 33)
+A store client whose ping the port answers with something else than the store's echo is ``nccl`` too.
 """
 
 from __future__ import annotations
