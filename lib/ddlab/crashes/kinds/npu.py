@@ -14,7 +14,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED", "NPU_GRAPH_UPDATE",
-           "NPU_CAPTURE"]
+           "NPU_CAPTURE", "NPU_AICORE_TIMEOUT"]
 
 # an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
 # warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
@@ -73,6 +73,30 @@ NPU_FAULT_CODE = Signature(
                                                      "// sys dma error)"),
              ("torch_npu 2.5.1", "torch_npu/lib/libtorch_npu.so (the string \"ACL stream synchronize failed, "
                                  "error code:\")")))
+
+# (round 33) an AI core task that ran past the runtime's timeout: torch_npu's check of the ACL call with
+# 507014 and its text for the code (torch_npu 2.5.1 include/torch_npu/csrc/core/npu/NPUErrorCodes.h:314,
+# "The aicore execution times out."; CANN rt_error_codes.h:73, ACL_ERROR_RT_AICORE_TIMEOUT = 507014): the
+# device killed a kernel that did not finish, a fault of the NPU's execution as the other 5070xx codes are
+# (the HCCL watchdog's query of a work's end event meets it, logs "Find exception when
+# finishedNPUExecutionInternal" and throws, ending the rank: Ascend/pytorch 9e73e70
+# torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:880-881, :1905, :1914)
+_AICORE_TIMEOUT = (r"NPU function error: .{1,200}?, error code is 507014\b",
+                   r"The aicore execution times out\.")
+NPU_AICORE_TIMEOUT = Signature(
+    "npu_aicore_timeout", "cuda_illegal_access",
+    "an Ascend NPU kernel ran past the AI core's timeout (507014)",
+    ("An NPU kernel did not finish before the runtime's AI core timeout and was killed (CANN 507014): a "
+     "kernel stuck (waiting on a peer's data, an invalid loop bound) or faulting without its own record. "
+     "Rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, read the device's log "
+     "(ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1), then bisect: {graphs_off}, and a newer "
+     "CANN / torch_npu if the operator is theirs. The HCCL watchdog's abort after it is this fault's.",),
+    patterns=_AICORE_TIMEOUT, lines=_AICORE_TIMEOUT, priority=50, running=True, fatal=True,
+    sources=(("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUErrorCodes.h:314 ({507014, The aicore "
+                                 "execution times out.})"),
+             ("Ascend CANN (torch_npu 2.5.1's copy)", "include/third_party/acl/inc/acl/error_codes/"
+                                                     "rt_error_codes.h:73 (ACL_ERROR_RT_AICORE_TIMEOUT = "
+                                                     "507014)")))
 
 # (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
 # (round 20) an AscendC kernel's own assert: AscendC's ASSERT_MSG prints "[ASSERT] FILE:LINE: Assertion

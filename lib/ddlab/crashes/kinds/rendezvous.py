@@ -6,14 +6,15 @@ that cannot reach the store (``dist_init_timeout``) and a rank that waited there
 (``nccl_unique_id_wait``) are both ``nccl``, and both say where to look (the address, rank 0's own
 log). :mod:`.runtime` splices these into its own list where they stood, so the registry's order is
 unchanged but for the one added after the store's wait timeout. (round 29) NVSHMEM, DeepEP's transport,
-meets its peers through a bootstrap of its own: its failing to connect them is ``nccl`` too.
+meets its peers through a bootstrap of its own: its failing to connect them is ``nccl`` too. (round 33)
+A store client whose ping the port answers with something else than the store's echo is ``nccl`` too.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT", "NVSHMEM_INIT"]
+__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT", "NVSHMEM_INIT", "STORE_PING_NONCE"]
 
 
 def _rendezvous(found: Found) -> str | None:
@@ -110,3 +111,21 @@ NVSHMEM_INIT = Signature(
                                                          "connections failed), :1107 (continuing)"),
              ("NVSHMEM 3.4.5 (NVIDIA/nvshmem v3.4.5-0)", "src/host/topo/topo.cpp:223 (allgather of gpu_info "
                                                          "failed)")))
+
+# (round 33) torch's TCPStore client pings the store after connecting: it sends its pid as a nonce and
+# asserts that the server echoes it back (TCPStore::ping: TORCH_INTERNAL_ASSERT(nonce == returnedNonce,
+# "Ping failed, invalid nonce returned"), torch/csrc/distributed/c10d/TCPStore.cpp:418 as the assert
+# names it); another answer means what listens on the store's port is not this job's TCPStore server
+_PING = (r"Ping failed, invalid nonce returned",)
+STORE_PING_NONCE = Signature(
+    "store_ping_nonce", "nccl", "the rendezvous store's port answered with something else than the store",
+    ("torch.distributed's store client reached the rendezvous port but the answer was not the store's "
+     "echo of its ping: what listens there is not this job's TCPStore server (another process or an "
+     "earlier run still holding the port, or two jobs given the same port). Pick a free port for the "
+     "rendezvous (SGLang's `--dist-init-addr` / `--port`, MASTER_PORT for torchrun and ray launchers), "
+     "check with `ss -ltnp | grep PORT` on node 0 who holds it, and make each engine of a colocated "
+     "RL job use its own port.",),
+    patterns=_PING, lines=_PING, priority=32, phase="launch",
+    sources=(("torch (the build's own assert)",
+              "torch/csrc/distributed/c10d/TCPStore.cpp:418 (TCPStore::ping: nonce == returnedNonce INTERNAL "
+              "ASSERT FAILED ... Ping failed, invalid nonce returned)"),))

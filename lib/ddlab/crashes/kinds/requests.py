@@ -148,7 +148,10 @@ PD_TRANSFER = Signature(
 # createBackend: "backend 'UCX' encountered error during ... setup with status NIXL_ERR_BACKEND")
 _PD_SETUP = (r"Mooncake memory registration failed", r"Mooncake Transfer Engine initialization failed",
              r"NIXL memory registration failed", r"Ascend Transfer Engine initialization failed",
-             r"createBackend: backend '\w+' encountered error during [\w\s-]{0,40}setup with status NIXL_ERR_\w+")
+             r"createBackend: backend '\w+' encountered error during [\w\s-]{0,40}setup with status NIXL_ERR_\w+",
+             # (round 33) NIXL's agent: no backend could register the buffers (v1.4.0 nixl_agent.cpp:545,
+             # NIXL_ERROR_FUNC prefixing "registerMem: ", src/utils/common/nixl_log.h:54)
+             r"registerMem: registration failed for the specified or all potential backends")
 PD_SETUP = Signature(
     "pd_transfer_setup", "pd_transfer", "the PD transfer engine could not start or register the KV buffers",
     ("The KV transfer engine of PD disaggregation failed while the server started: it could not "
@@ -168,7 +171,10 @@ PD_SETUP = Signature(
              ("0.5.23", "sglang/srt/disaggregation/ascend/transfer_engine.py:83"),
              ("NIXL 1.4.0 (ai-dynamo/nixl v1.4.0)", "src/core/nixl_agent.cpp:433 (nixlAgent::createBackend: "
                                                     "backend '...' encountered error during ... setup with "
-                                                    "status NIXL_ERR_BACKEND)")))
+                                                    "status NIXL_ERR_BACKEND)"),
+             ("NIXL 1.4.0 (ai-dynamo/nixl v1.4.0)", "src/core/nixl_agent.cpp:545 (nixlAgent::registerMem: "
+                                                    "registration failed for the specified or all "
+                                                    "potential backends)")))
 
 # (round 29) the native engine's own initialize raising instead of returning non-zero (pybind11 turns a
 # C++ exception into RuntimeError): the frame of SGLang's call to it, 0.5.8.post1

@@ -113,4 +113,23 @@ LOADER_COPY_SHAPE = Signature(
              ("torch 2.6.0", "aten/src/ATen/ExpandUtils.cpp:33 (infer_size_impl: The size of tensor a "
                              "({}) must match the size of tensor b ({}) at non-singleton dimension {})")))
 
-SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE]
+# (round 33) a LoRA adapter the manager could not load: it catches the loader's exception and raises
+# "Failed to load LoRA adapter NAME: " + str(e) (0.5.23 lora/lora_manager.py:761, 0.5.13 :489,
+# 0.4.10.post2 :378), so a KeyError's quoted tensor name follows the colon; SGLang stacks an adapter's
+# q/k/v into qkv_proj and looks v_proj up wherever q_proj is adapted (0.5.23 lora/lora.py:282-296)
+_LORA_KEY = r"Failed to load LoRA adapter \S+: '(?:[\w-]+\.)+(?:weight|bias)'"
+LORA_ADAPTER_KEY = Signature(
+    "lora_adapter_tensor_missing", "weights_unreadable", "a LoRA adapter lacks a tensor the loader looks up",
+    ("The LoRA adapter's weights could not be placed: the loader looked up the tensor named after the "
+     "colon and the adapter has none. SGLang stacks an adapter's q/k/v (and gate/up) projections and "
+     "expects v_proj wherever q_proj is adapted: train or convert the adapter with the target modules "
+     "this release expects (q_proj with v_proj), or check the adapter's adapter_config.json "
+     "`target_modules` against its safetensors' names.",),
+    types=r"RuntimeError", patterns=(_LORA_KEY,), lines=(_LORA_KEY,), priority=80, phase="load_weights",
+    sources=(("0.5.23", "sglang/srt/lora/lora_manager.py:761"),
+             ("0.5.13", "sglang/srt/lora/lora_manager.py:489"),
+             ("0.4.10.post2", "sglang/srt/lora/lora_manager.py:378"),
+             ("0.5.23", "sglang/srt/lora/lora.py:286")))
+
+SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE,
+              LORA_ADAPTER_KEY]  # (round 33)
