@@ -90,20 +90,18 @@ def exit_of(lines: list[Line]) -> Exit:
     return seen
 
 
-def _unit_line(line: Line) -> bool:
-    """A line of systemd's about the unit (or a blank one), none of the server's own."""
-    return not line.msg.strip() or (not line.stamped and (line.ident == "systemd" or
-                                                          (line.ident is None and ".service" in line.msg)))
+def _systemds(line: Line) -> bool:
+    """A line systemd wrote about the unit (its ident, or a bare line naming a .service), none of the
+    server's own."""
+    return not line.stamped and (line.ident == "systemd" or (line.ident is None and ".service" in line.msg))
 
 
 def last_run(lines: list[Line]) -> list[Line]:
     """The lines of the unit's last run, when the journal holds several."""
-    starts = [i for i, ln in enumerate(lines)
-              if ln.ident in (None, "systemd") and not ln.stamped and _START_RE.search(ln.msg)
-              and (ln.ident == "systemd" or ".service" in ln.msg)]
+    starts = [i for i, ln in enumerate(lines) if _systemds(ln) and _START_RE.search(ln.msg)]
     # (vLLM round 29) a start the journal shows nothing of the server's after (a restart loop's journal
     # ending on systemd's "Started" line) is no run yet: the last run that shows anything is the one before
-    while len(starts) > 1 and all(_unit_line(ln) for ln in lines[starts[-1]:]):
+    while len(starts) > 1 and all(not ln.msg.strip() or _systemds(ln) for ln in lines[starts[-1]:]):
         starts.pop()
     if len(starts) < 2:
         return lines
