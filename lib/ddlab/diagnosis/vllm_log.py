@@ -27,7 +27,8 @@ from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
-           "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP"]
+           "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
+           "VLLM_TIME", "VLLM_FILEINFO"]
 
 FAMILIES = ("sglang", "vllm")
 
@@ -38,8 +39,11 @@ FAMILIES = ("sglang", "vllm")
 # DeploymentID.to_replica_actor_class_name), the word its log prefix carries
 _PROC = r"\([A-Za-z][\w-]*(?::[\w.-]+)*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
-# vLLM's logger stamp, level to "[file.py:N]" (what follows it: a space, or the line's end)
-VLLM_STAMP = rf"{_LEVEL} \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? (?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])"
+# vLLM's logger stamp, level to "[file.py:N]" (what follows it: a space, or the line's end): its time and
+# its file info ("file:N]" before 0.8, then "[file:N]") are spelled once here for every reader of the stamp
+VLLM_TIME = r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+VLLM_FILEINFO = r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])"
+VLLM_STAMP = rf"{_LEVEL} {VLLM_TIME} {VLLM_FILEINFO}"
 _STAMP = rf"{VLLM_STAMP}(?: |$)"
 # (round 19) the logger's stamp at a level no traceback is logged at (logger.exception logs at ERROR): a
 # record of its own, never the rest of an exception's message above it (vllm/logger.py:28 _FORMAT (0.34.0))

@@ -29,15 +29,14 @@ import re
 
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.tracebacks import Chain
-from ddlab.diagnosis.vllm_log import VLLM_STAMP
+from ddlab.diagnosis.vllm_log import VLLM_FILEINFO, VLLM_STAMP, VLLM_TIME
 
 __all__ = ["without_debug_tracebacks", "with_engine_messages", "with_handler_records", "only_vllm_services"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
 # then "[file:N]"); a process tag or a collector's prefix before it is part of the record's prefix
-_DEBUG_RE = re.compile(r"^(?P<prefix>.{0,120}?\bDEBUG \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-                       r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\]) ?)(?P<msg>.*)$")
+_DEBUG_RE = re.compile(rf"^(?P<prefix>.{{0,120}}?\bDEBUG {VLLM_TIME} {VLLM_FILEINFO} ?)(?P<msg>.*)$")
 # V0's MQLLMEngine functions that log the exception as the message (engine/multiprocessing/engine.py)
 _ENGINE_FILE = re.compile(r"[/\\]vllm[/\\]engine[/\\]multiprocessing[/\\]engine\.py$")
 _ENGINE_FUNCS = ("run_mp_engine", "start")
@@ -97,8 +96,7 @@ def with_engine_messages(chains: list[Chain], lines: list[Line], text: str) -> l
 
 
 # the stamp of a record the OpenAI chat or completion handler logs at ERROR, at the end of a line's prefix
-_HANDLER_STAMP_RE = re.compile(r"\bERROR \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-                               r"\[?serving_(?:chat|completion)\.py:\d+\] ?$")
+_HANDLER_STAMP_RE = re.compile(rf"\bERROR {VLLM_TIME} \[?serving_(?:chat|completion)\.py:\d+\] ?$")
 
 
 def with_handler_records(chains: list[Chain], text: str, signature) -> list[Chain]:
