@@ -142,7 +142,10 @@ def test_rounds_go_on_until_the_interval_is_narrow_or_a_cap(server):
     assert len(easy.runs) >= 3 and easy.stopped == "ci", "at least 3 rounds, then the interval"
     more = measure(server, requests=1, warmup=0, max_new_tokens=8, ci_target=0.99, repeats=5,
                    max_rounds=8)
-    assert len(more.runs) >= 5 and more.stopped == "ci", "repeats is a minimum"
+    # repeats is a minimum: never fewer rounds, whatever the interval (on a loaded machine the
+    # 8-token rounds' interval may stay wide up to the cap, which is then the reason given)
+    assert len(more.runs) >= 5, "repeats is a minimum"
+    assert (more.stopped, len(more.runs) == 8) in {("ci", False), ("ci", True), ("rounds", True)}
     s = capped.summary()
     samples = [run.summary()["output_tok_s"] for run in capped.runs]
     assert s["output_tok_s_samples"] == samples and s["rounds"] == 5
