@@ -44,7 +44,9 @@ import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from ddlab.core.bounded import HEAD_BYTES, TAIL_BYTES, read_bounded
 from ddlab.core.errors import ConfigError
+from ddlab.core.log import get_logger
 from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, Exit, ended_unasked, exit_of,
@@ -72,6 +74,8 @@ __all__ = [
     "Diagnosis", "diagnose", "read_log", "SIGNATURES", "Signature", "KINDS", "PHASES",
     "phase_of", "parse_decode_lines", "summarize_decode", "DecodeRecord", "strip_prefix",
 ]
+
+_log = get_logger(__name__)
 
 _MARKER_RE = re.compile(r"\b[A-Z][A-Z0-9]*_DIAG\b")
 _EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+|exit code:? -?\d+")
@@ -487,17 +491,27 @@ def probe_not_armed(probe: dict) -> str:
 
 
 def read_log(path: str) -> str:
-    """The text of a log file, or of stdin for ``-``; undecodable bytes are replaced."""
+    """The text of a log file, or of stdin for ``-``; undecodable bytes are replaced. A log
+    past :data:`~ddlab.core.bounded.HEAD_BYTES` + :data:`~ddlab.core.bounded.TAIL_BYTES` (a
+    journal of days) is read as its head and its tail, as the watch reads a host's log, the
+    middle left out and said (a line in the text, a record on the log)."""
     if path == "-":
-        return sys.stdin.buffer.read().decode("utf-8", errors="replace")
-    file = Path(path)
-    fix = "give the path of a saved log (journalctl -u UNIT > FILE), or - to read stdin"
-    if not file.exists():
-        raise ConfigError(f"log file {path!r}: no such file", fix=fix, value=path)
-    if file.is_dir():
-        raise ConfigError(f"log file {path!r}: is a directory, not a log file", fix=fix, value=path)
-    try:
-        return file.read_bytes().decode("utf-8", errors="replace")
-    except OSError as err:
-        raise ConfigError(f"log file {path!r}: cannot be read ({err.strerror})", fix=fix,
-                          value=path) from None
+        text, left = read_bounded(sys.stdin.buffer)
+    else:
+        file = Path(path)
+        fix = "give the path of a saved log (journalctl -u UNIT > FILE), or - to read stdin"
+        if not file.exists():
+            raise ConfigError(f"log file {path!r}: no such file", fix=fix, value=path)
+        if file.is_dir():
+            raise ConfigError(f"log file {path!r}: is a directory, not a log file", fix=fix, value=path)
+        try:
+            with file.open("rb") as stream:
+                text, left = read_bounded(stream, size=file.stat().st_size)
+        except OSError as err:
+            raise ConfigError(f"log file {path!r}: cannot be read ({err.strerror})", fix=fix,
+                              value=path) from None
+    if left:
+        _log.info(f"{'stdin' if path == '-' else path}: read its first {HEAD_BYTES >> 10} KB and "
+                  f"last {TAIL_BYTES >> 20} MB; the {left / 2**20:.1f} MB between them left out "
+                  "(the start and the end decide a diagnosis)")
+    return text

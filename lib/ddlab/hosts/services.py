@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ddlab.core.bounded import HEAD_BYTES, LEFT_OUT, TAIL_BYTES, bounded_lines
 from ddlab.core.checks import check_env_name
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
@@ -44,7 +45,6 @@ __all__ = ["ServiceSpec", "ServiceState", "ServiceManager", "unit_name", "SCHEDU
 
 log = get_logger(__name__)
 
-LEFT_OUT = "[ddlab] bounded read:"  # the note line where a log read left bytes out
 
 # Slurm's own end states for a job: the scheduler ended it (its time limit, a preemption,
 # a node failure, the memory cgroup, an scancel by someone else ...), not the server.
@@ -195,30 +195,6 @@ class ServiceManager:
         raise NotImplementedError
 
 
-
-
-def bounded_lines(raw: bytes, skipped=(0, 0), *, partial: bool = False) -> tuple[str, int]:
-    """The complete lines of a bounded read (``skipped``: n bytes left out after the
-    first ``at``, :class:`ddlab.hosts.transport.Completed`) as text, a :data:`LEFT_OUT`
-    line where the gap is; and how many bytes of the source they cover, up to the end
-    of the last complete line (where the next read starts); ``partial``: a last line
-    without its newline too."""
-    at, n = skipped
-    end = len(raw) if partial else raw.rfind(b"\n") + 1
-    if not n:
-        return raw[:end].decode("utf-8", "replace"), end
-    head = raw[:raw.rfind(b"\n", 0, at) + 1]
-    start = raw.find(b"\n", at) + 1
-    if start == 0 or end <= at:  # no complete line after the gap: all of it is read
-        tail, covered = b"", len(raw) + n
-    else:
-        tail, covered = raw[start:end], end + n
-    left = covered - len(head) - len(tail)
-    note = (f"{LEFT_OUT} {left} bytes ({left / 2**20:.1f} MB) of log left out here: a read "
-            "returns the first and the last MB only\n")
-    return head.decode("utf-8", "replace") + note + tail.decode("utf-8", "replace"), covered
-
-
 def read_log_file(manager: ServiceManager, path: str, offset: int, *,
                   partial: bool = False) -> tuple[str, int]:
     """(complete lines from byte ``offset`` of the log file at ``path``, the offset after
@@ -246,7 +222,7 @@ def read_log_file(manager: ServiceManager, path: str, offset: int, *,
     return text, offset + covered
 
 
-_LOG_HEAD, _LOG_TAIL = 512 << 10, 2 << 20
+_LOG_HEAD, _LOG_TAIL = HEAD_BYTES, TAIL_BYTES
 # the first HEAD and the last TAIL bytes after the offset, never the middle; no link followed
 _READ_LOG = r"""p=$1 o=$2 h=$3 t=$4
 [ ! -L "$p" ] || { echo "ddlab: a symbolic link" >&2; exit 3; }
