@@ -168,8 +168,9 @@ class _Follower:
         more, self.cursor = self.lab.manager.read_logs(
             self.deployed.service, invocation=self.deployed.invocation or None, cursor=self.cursor)
         if more:
+            settled = self._settled  # of the text the phase was read from
             self.text += more
-            if not self._settled:
+            if not settled:
                 self.phase = _phase_of(self.text, self.dialect)
 
     @property
