@@ -232,8 +232,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 31's misses were read: w3103, w3110, w3111, w3115 fixed by cited rules, w3112's and w3114's kinds
 # disputed (not counted), w3105 left a miss: 722/701/398 of 729 at its fold on a branch
 # without round 30, 723/705/399 after; with round 30 too, all 742: 736/718/408.
-# Round 32 folded in: 753/728/420 of 759 at the fold (its rules not yet in).
-FLOORS = {"work": (753, 728, 420)}
+# Round 32's misses were read: w3201, w3203, w3207, w3208, w3209, w3210 fixed by cited rules, w3211's kind
+# disputed (not counted): 753/728/420 of 759 at the fold (the rules not yet in), 753/734/421 after.
+FLOORS = {"work": (753, 734, 421)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
