@@ -164,6 +164,11 @@ _CITED = {
     # round 28
     "vllm_params_lookup": "param = params_dict[name]",
     "vllm_encoder_attention": "Encoder self-attention and",
+    # round 32
+    "vllm_eagle_head_params": "param = params_dict[name]",
+    "vllm_draft_tp_mismatch": "Currently, 'draft_tensor_parallel_size' and 'tensor_parallel_size'",
+    "vllm_chat_template_missing": "appears path-like, but doesn't exist!",
+    "vllm_harmony_vocab_missing": "load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)",
 }
 
 

@@ -225,10 +225,13 @@ _PHASE_MARKERS = (
     # on" (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server"
     # (older), the tasks the engine serves ("Supported tasks: [...]", launchers/api_server/entry.py:135
     # (0.34.0), :135 (0.30.0)), the routes (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and
-    # "Application startup complete."
+    # "Application startup complete." (round 32) vLLM's start line always names the address ("Starting vLLM API
+    # server %d on %s", entrypoints/openai/api_server.py:1349 (0.9.1), :947 (0.15.1); "Starting vLLM server on
+    # %s", :602 (0.20.0), :682 (0.27.1); launchers/api_server/entry.py:139 (0.30.0, 0.34.0)): a deploy script's
+    # own "Starting vLLM server..." is no server's
     ("ready", re.compile(
         r"init engine \(profile, create kv cache, warmup model\) took"
-        r"|Starting vLLM (?:API )?server|Available routes are|Route: /|Uvicorn running on"
+        r"|Starting vLLM (?:API )?server(?: \d+)? on\b|Available routes are|Route: /|Uvicorn running on"
         r"|Application startup complete|Started server process|^Supported tasks: \[")),
     # serving: the periodic metrics line (v1/metrics/loggers.py:283 (0.34.0); V0
     # engine/metrics.py:450 (0.6.4.post1)), the speculative metrics (v1/spec_decode/metrics.py:121

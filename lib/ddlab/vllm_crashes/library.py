@@ -208,6 +208,24 @@ C_EXTENSION_LINK = Signature(
              ("dyld-1378", "dyld/Loader.cpp:3175 (Symbol not found: %s / Referenced from / Expected in)")))
 OP_MISMATCH = voiced(packages.OP_MISMATCH, DEPENDENCY.advice)
 IMPORT_ERROR = voiced(packages.IMPORT_ERROR, DEPENDENCY.advice)
+# (round 32) CPython's subscript of a class: one with no __class_getitem__ raises "type 'X' is not subscriptable"
+# (3.9+; 3.8 and older: "'type' object is not subscriptable"), CPython Objects/abstract.c (PyObject_GetItem).
+# Builtins became generic in 3.9 (PEP 585), array.array in 3.12 (gh-98658, What's New in 3.12). Raised in a
+# frame that runs a module's body (its import: a def's annotation is evaluated there), it is an installed
+# package written for a newer Python than the one running it (w3207: flashinfer's `array.array[int]` hint, which
+# vLLM's kernel warmup imports, under Python 3.11); in a running function it is the code's own, not read so
+_MODULE_BODY = r', in <module>\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+PYTHON_TOO_OLD = Signature(
+    "vllm_python_too_old", "dependency_mismatch", "an installed package needs a newer Python than the one running",
+    ("A package's module, imported, subscripts a class that this Python cannot subscript (a type hint such as "
+     "array.array[int], generic from Python 3.12; list[int], from 3.9): the package was written for a newer "
+     "Python. Run vLLM under a Python the package supports (`python --version`; the package's Requires-Python), "
+     "or install a release of the package that supports this one. vLLM imports kernel libraries (flashinfer, "
+     "its fusion passes) lazily, at warmup or capture: the same install can start and fail only there.",),
+    types=r"TypeError", patterns=(r"^TypeError: (?:type '[\w.]+'|'type' object) is not subscriptable\b",),
+    context=(_MODULE_BODY,), priority=79, phase="launch",
+    sources=(("CPython", "Objects/abstract.c (PyObject_GetItem: \"type '%.200s' is not subscriptable\")"),
+             ("CPython 3.12", "Doc/whatsnew/3.12.rst (array.array supports subscripting: gh-98658)")))
 UNREADABLE = voiced(weights.UNREADABLE, (
     "A checkpoint file cannot be read: a complete download (no Git LFS pointers), and a "
     "`--quantization` / `--load-format` that matches the files.",), detail=weights.shape_detail,
@@ -242,7 +260,7 @@ SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
     KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     GGUF_ARCH,
-    DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE, NATIVE, ASGI,
-    REFUSED,
+    DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
+    NATIVE, ASGI, REFUSED,
     NO_C_COMPILER_CUT,
 ]

@@ -23,8 +23,8 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.vllm_crashes import (adapters, ascend, backends, engine, graphs, library, loading, messages, requests,
-                                speculative)
+from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, library, loading, messages,
+                                requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT
 from ddlab.crashes.signature import Found, Signature, regex
@@ -205,6 +205,12 @@ ARGPARSE = Signature(
            r"|ambiguous option|one of the arguments|invalid choice|expected one argument)",
            r"^usage: vllm\b"),
     priority=90, phase="launch", detail=_argparse_detail,
+    # (round 32) argparse's error exits its process (status 2); the server version and its non-default args
+    # are logged only after a parse that succeeded (0.9.1 entrypoints/openai/api_server.py:1287-1288,
+    # cli_args.py:309; 0.20.0 entrypoints/utils.py:233, :279; 0.30.0 serve/utils/api_utils.py:286, :327;
+    # 0.34.0 entrypoints/common/startup.py:96, :18):
+    # either after the refusal is a later start, whose end is the run's
+    cleared_by=(r"\bvLLM (?:API )?server version \S+", r"\bnon-default args: \{"),
     sources=(("0.30.0", "vllm/engine/arg_utils.py:161"),
              ("0.33.0", "vllm/engine/arg_utils.py:167"),
              ("0.34.0", "vllm/engine/arg_utils.py:167"),
@@ -362,5 +368,5 @@ SIGNATURES: list[Signature] = [
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
     requests.HANDLER_LOGGED,
     *backends.SIGNATURES,
-    *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES,
+    *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES,
 ]

@@ -247,6 +247,60 @@ ARCTIC_SPEC_CHECK = Signature(
              ("arctic_inference 0.0.8", "arctic_inference/vllm/spec_dec/arctic_proposer.py:85")))
 
 
+# (round 32) an EAGLE head is vLLM's own small model per target family (llama_eagle3.py builds one Llama
+# decoder layer; the registry maps Eagle3LlamaForCausalLM, LlamaForCausalLMEagle3, Eagle3Qwen3vl... onto it:
+# registry.py:577-581 (0.20.0)); its load_weights looks each checkpoint name up among its own parameters,
+# `param = params_dict[name]` (llama_eagle3.py:266, llama_eagle.py:152, deepseek_eagle3.py:293 (0.20.0);
+# deepseek_eagle.py:153, minicpm_eagle.py:272 (0.30.0, 0.34.0)), after renaming EAGLE-3's `midlayer.` to
+# `layers.0.` (llama_eagle3.py:238 (0.20.0); from 0.30.0 through AutoWeightsLoader, whose miss is
+# vllm_no_such_param's text). A name it has no parameter for (a Qwen3-style q/k norm)
+# is a draft trained with another layer than the one vLLM builds for the method: the draft does not fit, as
+# SGLang's EAGLE-3 midlayer names. The innermost frame must be the head's (a file *_eagle.py / *_eagle3.py:
+# eagle2_5_vl.py is NVIDIA's Eagle 2.5 vision-language model, no drafter); the target's own lookup stays
+# weights_unreadable (vllm_params_lookup)
+_EAGLE_LOOKUP = (r'vllm[/\\]model_executor[/\\]models[/\\]\w+_eagle3?\.py", line \d+, in load_weights\w*\s*\n'
+                 r'[ \t]*param = params_dict\[\w+\]\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+EAGLE_HEAD_PARAMS = Signature(
+    "vllm_eagle_head_params", "draft_incompatible", "the EAGLE checkpoint holds a tensor vLLM's head has no place for",
+    ("The draft checkpoint names a tensor (the KeyError's name) that the EAGLE head vLLM builds for this method "
+     "does not have: the drafter was trained with another layer than vLLM's head (a Qwen3-style q/k norm in a "
+     "Llama-style head, a mixture-of-experts layer). Use a drafter trained for vLLM's EAGLE head of this target "
+     "(\"method\" and \"model\" in `--speculative-config`), or convert it to that head's layout.",),
+    types=r"KeyError", patterns=(r"^KeyError: '(?:[\w-]+\.)+[\w-]+'",), context=(_EAGLE_LOOKUP,),
+    priority=86, phase="load_weights",
+    sources=(("0.34.0", "vllm/model_executor/models/deepseek_eagle.py:153"),
+             ("0.30.0", "vllm/model_executor/models/minicpm_eagle.py:272"),
+             ("vllm 0.20.0", "vllm/model_executor/models/llama_eagle3.py:266"),
+             ("vllm 0.20.0", "vllm/model_executor/models/llama_eagle3.py:238"),
+             ("vllm 0.20.0", "vllm/model_executor/models/llama_eagle.py:152"),
+             ("vllm 0.20.0", "vllm/model_executor/models/registry.py:577")))
+
+# (round 32) the V1 draft-model proposer refuses a draft TP other than the target's when the model runner
+# builds it (DraftModelProposer.__init__ -> _raise_if_draft_tp_mismatch: all ranks compiling a TP-1 draft
+# would share one compile cache): v1/spec_decode/draft_model.py:81 (0.15.1), :48 (0.20.0), :75 (0.27.1, 0.30.0;
+# gone by 0.34.0)
+_DRAFT_TP = r"Currently, 'draft_tensor_parallel_size' and 'tensor_parallel_size' must be the same"
+
+
+def _draft_tp_detail(found: Found) -> str | None:
+    said = regex(rf"{_DRAFT_TP}\. Got (\d+) and (\d+)").search(found.text)
+    if not said:
+        return None
+    return (f"The draft runs at TP {said[1]}, the target at TP {said[2]}: set `\"draft_tensor_parallel_size\":"
+            f"{said[2]}` in `--speculative-config`.")
+
+
+DRAFT_TP_MISMATCH = Signature(
+    "vllm_draft_tp_mismatch", "bad_argument", "the draft model's tensor-parallel size is not the target's",
+    ("vLLM's draft-model proposer runs the draft at the target's tensor-parallel size only: set "
+     "\"draft_tensor_parallel_size\" in `--speculative-config` to `--tensor-parallel-size` (or leave it out).",),
+    patterns=(_DRAFT_TP,), lines=(_DRAFT_TP,), priority=90, phase="launch", detail=_draft_tp_detail,
+    sources=(("0.30.0", "vllm/v1/spec_decode/draft_model.py:75"),
+             ("vllm 0.15.1", "vllm/v1/spec_decode/draft_model.py:81"),
+             ("vllm 0.20.0", "vllm/v1/spec_decode/draft_model.py:48"),
+             ("vllm 0.27.1", "vllm/v1/spec_decode/draft_model.py:75")))
+
+
 SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, SPEC_BUDGET, SPEC_SP_SHAPES,
                                DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR,
-                               DRAFT_HIDDEN, ARCTIC_SPEC_CHECK]
+                               DRAFT_HIDDEN, ARCTIC_SPEC_CHECK, EAGLE_HEAD_PARAMS, DRAFT_TP_MISMATCH]

@@ -1,0 +1,71 @@
+"""vLLM: the OpenAI server's own start-up texts: its checks of the parsed arguments and what it loads beside
+the engine (round 32: the chat template, gpt-oss's Harmony vocabulary).
+
+The API server checks some arguments only after argparse took them (``validate_parsed_serve_args``), before
+any engine starts, and it builds its handlers once the engine is up: a file it needs there missing is a start
+that fails at ``ready``, its engine already built. Cited as :mod:`.signatures` cites: ``(release,
+"vllm/path.py:line")`` in the wheels, a library's file by name. Part of :mod:`.signatures`' list.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Found, Signature, regex
+
+__all__ = ["SIGNATURES", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING"]
+
+# `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
+# validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
+# doesn't exist!"), or a Path that does not exist: chat_utils.py:402 (0.6.4.post1), :834 (0.9.1), :1113
+# (0.20.0), :1338 (0.27.1), :1475 (0.30.0), called from validate_parsed_serve_args (entrypoints/openai/cli_args.py
+# :370 (0.20.0), launchers/cli_args.py:445 (0.30.0), common/cli_args.py:548 (0.34.0))
+_PATH_LIKE = r"The supplied chat template string \(.*\) appears path-like, but doesn't exist!"
+_NO_PATH = r"the supplied chat template path doesn't exist"
+CHAT_TEMPLATE_MISSING = Signature(
+    "vllm_chat_template_missing", "bad_argument", "--chat-template names no file and is no template",
+    ("`--chat-template` takes the path of a Jinja template file (or the template itself, inline); the value "
+     "given is neither a file that exists where the server runs nor a template. Give the file's full path, or "
+     "leave the flag out to use the chat template the model's tokenizer config carries.",),
+    patterns=(_PATH_LIKE, _NO_PATH), types=r"(?:ValueError|FileNotFoundError)", priority=88, phase="launch",
+    sources=(("0.30.0", "vllm/entrypoints/chat_utils.py:1475"), ("0.30.0", "vllm/entrypoints/chat_utils.py:1458"),
+             ("0.6.4.post1", "vllm/entrypoints/chat_utils.py:402"),
+             ("0.30.0", "vllm/entrypoints/launchers/cli_args.py:445"),
+             ("0.34.0", "vllm/entrypoints/common/cli_args.py:548"),
+             ("vllm 0.9.1", "vllm/entrypoints/chat_utils.py:834"),
+             ("vllm 0.20.0", "vllm/entrypoints/chat_utils.py:1113")))
+
+# gpt-oss's API server loads the Harmony encoding (get_encoding: entrypoints/openai/parser/harmony_utils.py:83
+# (0.15.1), :63 (0.20.0), :100 (0.27.1), :101 (0.30.0), :100 (0.34.0)). openai_harmony reads the o200k_base.tiktoken vocabulary from the
+# directory TIKTOKEN_ENCODINGS_BASE names, checking its SHA-256, or downloads it into its cache
+# (TIKTOKEN_RS_CACHE_DIR): a file missing there or failing the check is "invalid tiktoken vocab file: ...", a
+# download that failed "error downloading or loading vocab file: ..." (openai/harmony 55dc322
+# src/tiktoken_ext/public_encodings.rs: LoadError, Encoding::load, load_tiktoken_vocab's "hash mismatch:
+# computed=..., expected=..."). Either way the file the model's tokenizer needs is not there (an offline host, a
+# download cut short): as a model file that cannot be reached. Harmony's other errors (a message it cannot
+# parse) are a request's
+_VOCAB = r"(?:invalid tiktoken vocab file|error downloading or loading vocab file): "
+_EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def _vocab_detail(found: Found) -> str | None:
+    if _EMPTY_SHA256 in found.text:
+        return ("The vocabulary file is empty (its SHA-256 is that of no bytes): a download that wrote nothing. "
+                "Replace it with the whole file.")
+    if regex(r"No such file or directory").search(found.text):
+        return "No vocabulary file is where openai_harmony looked (TIKTOKEN_ENCODINGS_BASE / o200k_base.tiktoken)."
+    return None
+
+
+HARMONY_VOCAB_MISSING = Signature(
+    "vllm_harmony_vocab_missing", "model_not_found", "gpt-oss's Harmony vocabulary file is missing or incomplete",
+    ("gpt-oss's Harmony encoding needs the o200k_base.tiktoken vocabulary: openai_harmony downloads it from "
+     "openaipublic.blob.core.windows.net/encodings/, or reads it from the directory TIKTOKEN_ENCODINGS_BASE "
+     "names and checks its SHA-256. On a host without internet, download o200k_base.tiktoken elsewhere, put "
+     "it in a directory the server can read and set TIKTOKEN_ENCODINGS_BASE to that directory.",),
+    patterns=(_VOCAB,), types=r"(?:openai_harmony\.)?HarmonyError", priority=86, detail=_vocab_detail,
+    sources=(("0.34.0", "vllm/entrypoints/openai/parser/harmony_utils.py:100"),
+             ("0.30.0", "vllm/entrypoints/openai/parser/harmony_utils.py:101"),
+             ("vllm 0.15.1", "vllm/entrypoints/openai/parser/harmony_utils.py:83"),
+             ("openai/harmony 55dc322", "src/tiktoken_ext/public_encodings.rs (LoadError::InvalidTiktokenVocabFile, "
+                                        "load_tiktoken_vocab: hash mismatch)")))
+
+SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING]
