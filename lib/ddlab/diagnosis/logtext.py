@@ -9,7 +9,8 @@ prefixes other collectors put in front of each line (docker compose
 ``name  | ``, Kubernetes ``<time> stdout F `` and ``[pod/x/y] ``, cloud logging
 ``ERROR <time> ``, CI and collector timestamps, Ray ``(Actor pid=N, ip=A) ``,
 torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes, Akash Console's
-``[service]: ``, a deployment's own ``<date> <time> LEVEL <pid> [ DP0 TP0 file.py:N] ``), then
+``[service]: ``, a deployment's own ``<date> <time> LEVEL <pid> [ DP0 TP0 file.py:N] ``, a log
+viewer's time and source columns on lines of their own above each line), then
 splits SGLang's own ``[2026-11-29 09:53:16 DP0 TP1] `` stamp into ``time`` and
 ``rank`` (tags ``DP PP ATTN_CP MOE_DP TP EP``; none at all on a one-GPU
 server). Everything downstream (tracebacks, signatures, phases, decode lines)
@@ -184,13 +185,34 @@ def _unescaped(text: str) -> str:
     return text.replace('\\"', '"') if _ESCAPED_FRAME_RE.match(text) else text
 
 
+# (round 34) a log viewer's copy that puts each record's columns on lines of their own above what the
+# process wrote: the viewer's time alone on its line ("2025-10-11 23:23:17"; SGLang's stamp is bracketed)
+# and below it, where the viewer shows one, the record's source (a pod's name, one word). Where such time
+# lines stand above most of the paste's other lines, they are the viewer's, and so is a one-word line
+# right below most of them (read as blank lines: the paste's line numbers stay); a log with a few dates
+# of its own (a job script's) keeps them.
+_COLUMN_TIME_RE = re.compile(r"^\s*\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s*$")
+_COLUMN_SOURCE_RE = re.compile(r"^\s*\w[\w.:/-]*\s*$")
+_COLUMNED_SHARE = 0.8  # of the other lines with a time line above, and of the time lines with a source
+
+
+def _peel_viewer_columns(raws: list[str]) -> list[str]:
+    times = {i for i, raw in enumerate(raws) if _COLUMN_TIME_RE.match(raw)}
+    sources = {i + 1 for i in times if i + 1 < len(raws) and i + 1 not in times
+               and _COLUMN_SOURCE_RE.match(raws[i + 1])}
+    columns = times | (sources if len(sources) >= _COLUMNED_SHARE * len(times) else set())
+    if len(times) < 3 or len(times) < _COLUMNED_SHARE * (len(raws) - len(columns)):
+        return raws
+    return ["" if i in columns else raw for i, raw in enumerate(raws)]
+
+
 def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Pattern | None = None) -> list[Line]:
     """Split ``text`` into :class:`Line` records (CRLF, ANSI and prefixes handled);
     ``extra``: a server family's own line prefixes, peeled after the collectors' (vLLM's
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before.
     ``record``: a peeled prefix it matches makes the line :attr:`Line.record`."""
     lines = []
-    raws = dedented(peel_line_numbers(peel_box_border(json_records(text.splitlines()))))
+    raws = dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(json_records(text.splitlines())))))
     for no, raw in enumerate(raws, start=1):
         cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):
@@ -235,11 +257,16 @@ PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "se
 # The model loader chosen and starting, after "Load weight begin" (0.5.23 load_model_utils.py:327, :346;
 # model_loader/loader.py:4174, :4207, :4219 "Using X...", :3555, :3821 "X: Loading ...", :3559, :3828)
 _MODEL_LOADER = r"Using \w+ModelLoader\b|\w+ModelLoader: Loading|Model is already quantized, loading directly"
+# SGLang Diffusion's DiT loader starting on its safetensors files: "Loading model from N safetensors files"
+# (0.5.6.post1 multimodal_gen/runtime/loader/component_loader.py:659); (round 34) the model class's name
+# in its place since: "Loading %s from %s safetensors files, default_dtype: %s" (0.5.7 :708, 0.5.8 :720),
+# "... files %s, param_dtype: %s" (0.5.9 component_loaders/transformer_loader.py:123), "... safetensors
+# file(s) %s, param_dtype: %s" (0.5.19 :383)
+_DIT_LOADER = r"Loading \w+ from \d+ safetensors file(?:s|\(s\))?\b"
 _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
-        # SGLang Diffusion's DiT loader (0.5.6.post1 multimodal_gen/runtime/loader/component_loader.py:659)
-        rf"|Loading model from \d+ safetensors files|{_MODEL_LOADER}", re.I)),
+        rf"|{_DIT_LOADER}|{_MODEL_LOADER}", re.I)),
     ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
     # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
@@ -282,7 +309,7 @@ _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 # pynccl.py:87): where one is in the log, the log shows the startup.
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
-    rf"|Loading model from \d+ safetensors files|{_MODEL_LOADER}"
+    rf"|{_DIT_LOADER}|{_MODEL_LOADER}"
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)

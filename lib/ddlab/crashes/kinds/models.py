@@ -3,10 +3,12 @@
 Texts: transformers' (an unknown model type or configuration class; a KeyError of
 CONFIG_MAPPING; a GGUF architecture its GGUF loader does not map), SGLang's model
 registry ("Model architectures [...] are not supported for now"; before registry.py,
-0.2/0.3: "Unsupported architectures: X. Supported list: [...]"), its multimodal
-processor registry, and ``ModelConfig`` reading text settings from a config class of a
-layout it does not know. The kind is ``arch_unsupported``: a newer transformers or
-SGLang, or a processor whose module failed to import.
+0.2/0.3: "Unsupported architectures: X. Supported list: [...]"), its fallback to
+transformers' implementation ("Cannot find model module. 'X' is not a registered model in
+the Transformers library"), its multimodal processor registry, and ``ModelConfig``
+reading text settings from a config class of a layout it does not know. The kind is
+``arch_unsupported``: a newer transformers or SGLang, or a processor whose module failed
+to import.
 """
 
 from __future__ import annotations
@@ -136,5 +138,29 @@ CONFIG_LAYOUT_UNKNOWN = Signature(
              ("0.5.23", "sglang/srt/configs/model_config.py:1566"),
              ("0.5.23", "sglang/srt/utils/hf_transformers/common.py:547")))
 
+# (round 34) an architecture SGLang's registry lacks falls back to transformers' implementation
+# (get_model_architecture: 0.5.19 model_loader/utils.py:228-229, reached from the model load and from the
+# tokenizer manager's multimodal processor lookup, :252); resolve_transformers_arch refuses one that
+# transformers does not have either when the config's auto_map has no AutoModel (0.5.19 :154-160, 0.5.9
+# :54, 0.5.8 :53): neither knows the model. Its other refusal, an auto_map whose remote code failed to
+# load (0.5.19 :162-167: "... loading the custom model from auto_map failed"), is the repository's code
+# against this transformers, not an unknown architecture: not read here
+TRANSFORMERS_ARCH_UNKNOWN = Signature(
+    "transformers_arch_unknown", "arch_unsupported",
+    "neither SGLang nor transformers has a class for the model's architecture",
+    ("Neither this SGLang nor the installed transformers has a model class for the checkpoint's "
+     "architecture, and its config's `auto_map` names no `AutoModel` (no remote code to fall back "
+     "to). Upgrade SGLang to a release that lists the architecture (or transformers, for its "
+     "fallback), or serve a supported variant; check the config's `architectures` if the model "
+     "should be a known one.",),
+    types=r"(?:\w+\.)*ValueError",
+    patterns=(r"Cannot find model module\. '[\w.]+' is not a registered model in the Transformers "
+              r"library \(only relevant",),
+    priority=84, phase="launch",
+    sources=(("0.5.19", "sglang/srt/model_loader/utils.py:154"),
+             ("0.5.19", "sglang/srt/model_loader/utils.py:229"),
+             ("sglang 0.5.9", "sglang/srt/model_loader/utils.py:54")))
+
 SIGNATURES = [ARCH_UNSUPPORTED, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN,
-              MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, ROUTER_ARCH_LOOKUP_CUT, MODEL_TYPE_ALONE]
+              TRANSFORMERS_ARCH_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, ROUTER_ARCH_LOOKUP_CUT,
+              MODEL_TYPE_ALONE]
