@@ -239,8 +239,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # without round 30, 723/705/399 after; with round 30 too, all 742: 736/718/408.
 # Round 32's misses were read: w3201, w3203, w3207, w3208, w3209, w3210 fixed by cited rules, w3211's kind
 # disputed (not counted): 753/728/420 of 759 at the fold (the rules not yet in), 753/734/421 after.
-# Round 33 folded in: 767/746/429 of 773 at the fold (its misses not yet read).
-FLOORS = {"work": (767, 746, 429)}
+# Round 33's misses were read: w3303 fixed by a cited rule (the Neuron runtime's NRT_EXEC_OOB), w3308's kind
+# disputed (not counted; its phase fixed: uvicorn's start before vLLM's args line is not this engine's ready):
+# 767/746/429 of 773 at the fold (the rules not yet in), 767/747/430 after.
+FLOORS = {"work": (767, 747, 430)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
