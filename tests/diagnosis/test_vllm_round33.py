@@ -11,6 +11,7 @@ take is a third. The source checks skip where the wheels are not unpacked (CI); 
 
 from __future__ import annotations
 
+from ddlab.diagnosis.diagnosis import diagnose
 from fieldkit import read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
 _ARGS = "vllm/engine/arg_utils.py"
@@ -91,6 +92,7 @@ def test_an_empty_device_string_in_vllms_device_config_is_no_platform_detected()
         (_DEVICE, 68, "__post_init__", "self.device = torch.device(self.device_type)"), exc=_EMPTY, head="")
     assert vllm_signature(written) == "vllm_no_platform"
     assert reads(written) == (True, "dependency_mismatch", "launch")
+    assert "Device string must not be empty" in diagnose(written).suggestion  # the advice says how it got there
     assert vllm_signature(vllm_traceback(*_LLM, (_ARGS, 1606, "create_engine_config", _FROM_PLATFORM),
                                          (_DEVICE, 73, "__post_init__",
                                           "self.device = torch.device(self.device_type)"), exc=_EMPTY)) \

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ddlab.crashes.kinds import compilers, device, requests
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, from_texts, voiced
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "NEURON_EXEC_OOB", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
@@ -104,9 +104,10 @@ NEURON_COMPILE = from_texts(KERNEL_COMPILE, name="vllm_neuron_compile", title="t
 
 # (round 33) AWS Neuron: the runtime fails a model's execution with NRT_EXEC_OOB, "one or more indirect
 # memcopies and/or embedding updates are out of bound" (aws-neuron/aws-neuron-sdk 86a9286
-# src/libnrt/include/nrt/nrt_status.h:49, NRT_EXEC_OOB = 1006; Neuron Runtime 2.19.5.0's release notes: the
-# out-of-bound check of a gather / scatter, its line "failed to run scatter/gather (indirect memory copy), due
-# to out-of-bound access" and return code 1006); torch-neuronx raises it from the compiled model's call as
+# src/libnrt/include/nrt/nrt_status.h:49, NRT_EXEC_OOB = 1006; release-notes/runtime/aws-neuronx-runtime-lib/
+# index.rst, Neuron Runtime 2.19.5.0: the out-of-bound check of a gather / scatter, its line "failed to run
+# scatter/gather (indirect memory copy), due to out-of-bound access" and return code 1006); torch-neuronx raises
+# it from the compiled model's call as
 # "Failed to execute the model status=<NRT_STATUS> message=<its text>" (NxD Inference's release notes quote
 # status=1003 "Numerical Error" so): an index out of range on the device, the accelerator's illegal memory
 # access. Other statuses (1003 a NaN, 1005 a busy core) fault nothing and are not read so
@@ -126,8 +127,8 @@ NEURON_EXEC_OOB = Signature(
     sources=(("Neuron runtime (aws-neuron/aws-neuron-sdk 86a9286)",
               "src/libnrt/include/nrt/nrt_status.h:49 (NRT_EXEC_OOB = 1006)"),
              ("Neuron runtime (aws-neuron/aws-neuron-sdk)",
-              "release notes, Neuron Runtime Library 2.19.5.0 (out-of-bound detection for gather / scatter, "
-              "NRT_EXEC_OOB = 1006)")))
+              "release-notes/runtime/aws-neuronx-runtime-lib/index.rst, Neuron Runtime Library 2.19.5.0 "
+              "(out-of-bound detection for gather / scatter, NRT_EXEC_OOB = 1006)")))
 
 # (round 13) uvicorn's access line of a request answered 500: vLLM's server answers one request's own
 # failure so and serves on (entrypoints/serve/exception_handling/error_response.py:70 (0.34.0)); an
@@ -207,11 +208,19 @@ _NO_DEVICE_TYPE = r"^(?:RuntimeError: )?Failed to infer device type\b"
 _EMPTY_DEVICE = r"^(?:RuntimeError: )?Device string must not be empty\s*$"
 _DEVICE_CONFIG = (r'[/\\]vllm[/\\]config(?:[/\\]device)?\.py", line \d+, in __post_init__[ \t]*\n'
                   r'[ \t]*self\.device = torch\.device\(self\.device_type\)[ \t]*$')
+
+
+def _empty_device_detail(found: Found) -> str | None:
+    if "Device string must not be empty" not in found.text:
+        return None
+    return ("Here the base class's device type, empty, reached torch (\"Device string must not be empty\"): the "
+            "same no platform detected.")
+
+
 NO_PLATFORM = Signature(
     "vllm_no_platform", "dependency_mismatch", "vLLM detected no device platform (UnspecifiedPlatform)",
     ("vLLM found no device platform to run on: the base Platform class answered (it raises "
-     "NotImplementedError; its device type is empty, which torch refuses), as on a machine where no "
-     "platform plugin found its device. Check, in the "
+     "NotImplementedError), as on a machine where no platform plugin found its device. Check, in the "
      "environment the server runs in, that the GPU is visible (`nvidia-smi`; a container needs the GPUs "
      "passed in, docker's gpus option or the NVIDIA runtime), that vLLM is installed as a package "
      "(`pip show vllm`: a source tree with no package metadata fails detection) and is a build for this "
@@ -219,7 +228,7 @@ NO_PLATFORM = Signature(
     types=r"NotImplementedError|RuntimeError",
     patterns=(r"^NotImplementedError\s*$", _NO_DEVICE_TYPE, _EMPTY_DEVICE),
     context=(rf"{_BASE_PLATFORM}|{_NO_DEVICE_TYPE}|{_DEVICE_CONFIG}",),
-    lines=(_NO_DEVICE_TYPE,), priority=70, phase="launch",
+    lines=(_NO_DEVICE_TYPE,), priority=70, phase="launch", detail=_empty_device_detail,
     sources=(("0.7.3", "vllm/platforms/interface.py:204"), ("0.7.3", "vllm/platforms/interface.py:187"),
              ("0.34.0", "vllm/platforms/interface.py:603"), ("0.7.3", "vllm/platforms/__init__.py:210"),
              ("0.7.3", "vllm/platforms/__init__.py:26"), ("0.7.3", "vllm/config.py:1660"),
