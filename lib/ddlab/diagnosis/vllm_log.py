@@ -263,12 +263,24 @@ def vllm_phase_marker(msg: str) -> str | None:
     return None
 
 
+# (round 33) vLLM's server logs its non-default args, builds the engine, and only then starts uvicorn
+# (entrypoints/openai/api_server.py:539 setup_server, :692 build_async_engine_client, then serve_http (0.20.0);
+# launchers/launcher.py:369, api_server/entry.py:190, :141 (0.34.0)); the offline LLM logs them as it is built
+# (entrypoints/llm.py:379 (0.20.0), :350 (0.34.0)). So uvicorn's "Started server process" before such a line is
+# another app's (one that builds vLLM's engine in its startup) or an earlier run's: not this engine's ready
+_UVICORN_START_RE = re.compile(r"Started server process \[\d+\]")
+_ARGS_LOGGED_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(")
+
+
 def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     """The last startup phase reached, and the line that first reached it (a drafter's
     "Loading weights took" after the target's KV cache does not go back)."""
     best, at = 0, None
+    args_at = max((line.no for line in lines if _ARGS_LOGGED_RE.search(line.msg)), default=-1)
     for line in lines:
         name = vllm_phase_marker(line.msg)
+        if name == "ready" and line.no < args_at and _UVICORN_START_RE.search(line.msg):
+            continue
         index = PHASES.index(name) if name else 0
         if index > best:
             best, at = index, line

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ddlab.crashes.kinds import compilers, device, requests
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, from_texts, voiced
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import Found, Signature
 
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
-           "NEURON_COMPILE", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
+           "NEURON_COMPILE", "NEURON_EXEC_OOB", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
            "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU"]
 
@@ -102,6 +102,34 @@ NEURON_COMPILE = from_texts(KERNEL_COMPILE, name="vllm_neuron_compile", title="t
                                   ("CPython 3.12", "Lib/subprocess.py (CalledProcessError.__str__: Command '%s' "
                                                    "returned non-zero exit status %d.)")))
 
+# (round 33) AWS Neuron: the runtime fails a model's execution with NRT_EXEC_OOB, "one or more indirect
+# memcopies and/or embedding updates are out of bound" (aws-neuron/aws-neuron-sdk 86a9286
+# src/libnrt/include/nrt/nrt_status.h:49, NRT_EXEC_OOB = 1006; release-notes/runtime/aws-neuronx-runtime-lib/
+# index.rst, Neuron Runtime 2.19.5.0: the out-of-bound check of a gather / scatter, its line "failed to run
+# scatter/gather (indirect memory copy), due to out-of-bound access" and return code 1006); torch-neuronx raises
+# it from the compiled model's call as
+# "Failed to execute the model status=<NRT_STATUS> message=<its text>" (NxD Inference's release notes quote
+# status=1003 "Numerical Error" so): an index out of range on the device, the accelerator's illegal memory
+# access. Other statuses (1003 a NaN, 1005 a busy core) fault nothing and are not read so
+_NEURON_OOB = (r"\bFailed to execute the model status=1006\b", r"\bmessage=Execution Out-Of-Bounds Memory Access\b",
+               r"\bfailed to run scatter/gather \(indirect memory copy[^)\n]*\),? due to out-of-bound access")
+NEURON_EXEC_OOB = Signature(
+    "vllm_neuron_exec_oob", "cuda_illegal_access",
+    "the Neuron runtime failed an execution: out-of-bounds memory access (NRT_EXEC_OOB)",
+    ("A compiled graph on the Neuron device indexed memory out of range (an indirect copy, a gather or an "
+     "embedding update: NRT_EXEC_OOB, status 1006), Neuron's illegal memory access; the engine cannot go on. "
+     "Typical causes are an index past a table the graph was compiled for: a token id past the vocabulary, a "
+     "position or block index past the compiled sequence length / bucket, or a KV-cache block count the "
+     "model was not compiled for (`num_gpu_blocks_override`, the neuron config's `max_context_length`, "
+     "`seq_len`, buckets). Recompile the model for the serving settings (or serve with the settings it was "
+     "compiled with), then a Neuron SDK / vllm-neuron release that supports this model.",),
+    patterns=_NEURON_OOB, lines=_NEURON_OOB, priority=60, running=True,
+    sources=(("Neuron runtime (aws-neuron/aws-neuron-sdk 86a9286)",
+              "src/libnrt/include/nrt/nrt_status.h:49 (NRT_EXEC_OOB = 1006)"),
+             ("Neuron runtime (aws-neuron/aws-neuron-sdk)",
+              "release-notes/runtime/aws-neuronx-runtime-lib/index.rst, Neuron Runtime Library 2.19.5.0 "
+              "(out-of-bound detection for gather / scatter, NRT_EXEC_OOB = 1006)")))
+
 # (round 13) uvicorn's access line of a request answered 500: vLLM's server answers one request's own
 # failure so and serves on (entrypoints/serve/exception_handling/error_response.py:70 (0.34.0)); an
 # engine's death answered so has its own, fatal texts, which win
@@ -165,11 +193,30 @@ ASCEND_MOONCAKE_REQUEST = Signature(
 # the base Platform's: is_async_output_supported raises a bare NotImplementedError (platforms/interface.py:204
 # (0.7.3); every built-in platform overrides it), get_device_name too (:187 (0.7.3), :603 (0.34.0)); the
 # device config says it in words: "Failed to infer device type" (config.py:1660 (0.7.3), config/device.py:47
-# (0.34.0))
+# (0.34.0)). (round 33) From the releases whose engine config passes the platform's device type in
+# (`DeviceConfig(device=cast(Device, current_platform.device_type))`, engine/arg_utils.py:1356 (0.15.1),
+# :1606 (0.20.0), :2052 (0.30.0), :2292 (0.34.0)) that check is passed over: UnspecifiedPlatform's device_type
+# is "" (platforms/interface.py:979 (0.20.0), :1340 (0.30.0), :1529 (0.34.0)) and the device config hands it to
+# torch as it is (`self.device = torch.device(self.device_type)`, config/device.py:75 (0.15.1), :73 (0.20.0),
+# :78 (0.30.0), :68 (0.34.0)),
+# whose parser refuses it, "Device string must not be empty" (pytorch 035f215 c10/core/Device.cpp:74): read
+# only below that frame; an empty device string elsewhere (the caller's own torch.device) is not read so
 _BASE_PLATFORM = (r'[/\\]vllm[/\\]platforms[/\\]interface\.py", line \d+, in '
                   r'(?:is_async_output_supported|get_device_name)[ \t]*\n'
                   r'[ \t]*raise NotImplementedError[ \t]*$')
 _NO_DEVICE_TYPE = r"^(?:RuntimeError: )?Failed to infer device type\b"
+_EMPTY_DEVICE = r"^(?:RuntimeError: )?Device string must not be empty\s*$"
+_DEVICE_CONFIG = (r'[/\\]vllm[/\\]config(?:[/\\]device)?\.py", line \d+, in __post_init__[ \t]*\n'
+                  r'[ \t]*self\.device = torch\.device\(self\.device_type\)[ \t]*$')
+
+
+def _empty_device_detail(found: Found) -> str | None:
+    if "Device string must not be empty" not in found.text:
+        return None
+    return ("Here the base class's device type, empty, reached torch (\"Device string must not be empty\"): the "
+            "same no platform detected.")
+
+
 NO_PLATFORM = Signature(
     "vllm_no_platform", "dependency_mismatch", "vLLM detected no device platform (UnspecifiedPlatform)",
     ("vLLM found no device platform to run on: the base Platform class answered (it raises "
@@ -179,13 +226,17 @@ NO_PLATFORM = Signature(
      "(`pip show vllm`: a source tree with no package metadata fails detection) and is a build for this "
      "device, not a CPU one; `VLLM_LOGGING_LEVEL=DEBUG` logs why each platform was passed over.",),
     types=r"NotImplementedError|RuntimeError",
-    patterns=(r"^NotImplementedError\s*$", _NO_DEVICE_TYPE),
-    context=(rf"{_BASE_PLATFORM}|{_NO_DEVICE_TYPE}",),
-    lines=(_NO_DEVICE_TYPE,), priority=70, phase="launch",
+    patterns=(r"^NotImplementedError\s*$", _NO_DEVICE_TYPE, _EMPTY_DEVICE),
+    context=(rf"{_BASE_PLATFORM}|{_NO_DEVICE_TYPE}|{_DEVICE_CONFIG}",),
+    lines=(_NO_DEVICE_TYPE,), priority=70, phase="launch", detail=_empty_device_detail,
     sources=(("0.7.3", "vllm/platforms/interface.py:204"), ("0.7.3", "vllm/platforms/interface.py:187"),
              ("0.34.0", "vllm/platforms/interface.py:603"), ("0.7.3", "vllm/platforms/__init__.py:210"),
              ("0.7.3", "vllm/platforms/__init__.py:26"), ("0.7.3", "vllm/config.py:1660"),
-             ("0.34.0", "vllm/config/device.py:47")))
+             ("0.34.0", "vllm/config/device.py:47"), ("0.30.0", "vllm/engine/arg_utils.py:2052"),
+             ("0.34.0", "vllm/engine/arg_utils.py:2292"), ("0.30.0", "vllm/platforms/interface.py:1340"),
+             ("0.34.0", "vllm/platforms/interface.py:1529"), ("0.30.0", "vllm/config/device.py:78"),
+             ("0.34.0", "vllm/config/device.py:68"),
+             ("torch (pytorch 035f215)", "c10/core/Device.cpp:74 (Device string must not be empty)")))
 
 # (round 28) an attention backend built for a decoder only: its impl's __init__ refuses the encoder's and
 # the cross-attention's types an encoder-decoder (or an encoder-only) model asks for
@@ -254,7 +305,7 @@ FA_VERSION_GPU = Signature(
              ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:40"),
              ("0.7.3", "vllm/attention/backends/utils.py:611")))
 
-SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE,
+SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE, NEURON_EXEC_OOB,
                                REQUEST_5XX, REQUEST_4XX,
                                NO_PLATFORM, ENCODER_ATTENTION,
                                KV_TRANSFER_V0, FA_VERSION_GPU]
