@@ -246,8 +246,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 33's misses were read: w3303 fixed by a cited rule (the Neuron runtime's NRT_EXEC_OOB), w3308's kind
 # disputed (not counted; its phase fixed: uvicorn's start before vLLM's args line is not this engine's ready):
 # 767/746/429 of 773 at the fold (the rules not yet in), 767/747/430 after.
-# Round 34 folded: 776/754/434 of 782 at the fold (the rules not yet in).
-FLOORS = {"work": (776, 754, 434)}
+# Round 34's misses were read: w3401 (flashinfer's launch refused, "invalid argument") and w3404 (more GPUs
+# asked than the Ray cluster has, vLLM's warning before the wait) fixed by cited rules:
+# 776/754/434 of 782 at the fold (the rules not yet in), 776/756/434 after.
+FLOORS = {"work": (776, 756, 434)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
