@@ -168,6 +168,8 @@ _CITED = {
     "vllm_eagle_head_params": "param = params_dict[name]",
     "vllm_draft_tp_mismatch": "Currently, 'draft_tensor_parallel_size' and 'tensor_parallel_size'",
     "vllm_chat_template_missing": "appears path-like, but doesn't exist!",
+    # round 34
+    "vllm_placement_devices": "The number of required {device_str}s exceeds the total",
     "vllm_harmony_vocab_missing": "load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)",
 }
 

@@ -140,6 +140,29 @@ LAUNCH_REFUSED = voiced(kernels.TORCH_LAUNCH_REFUSED, (
     "or batch shape (not a memory fault): rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, then "
     "another attention backend or quantization kernel, a smaller `--max-num-batched-tokens`, or a newer "
     "vLLM.",))
+# (round 34) flashinfer's own check on its kernel's launch status, TVM_FFI_ICHECK(status == cudaSuccess)
+# << "<Kernel> failed with error " << cudaGetErrorString(status) (flashinfer 0.6.11.post2,
+# data/csrc/batch_prefill.cu:330-331; batch_decode.cu:75; rope.cu:66 writes "failed with error code"): the
+# status is FLASHINFER_CUDA_CALL's on cudaFuncSetAttribute(MaxDynamicSharedMemorySize, smem_size) or
+# cudaLaunchKernel (data/include/flashinfer/attention/prefill.cuh:2983, :3006, in
+# BatchPrefillWithPagedKVCacheDispatched), so "invalid argument" there is the launch this head size and
+# tile asked for refused (more shared memory than this GPU gives), not a fault: the kind of
+# kernels.KERNEL_LAUNCH_REFUSED. Its other statuses (an illegal access, out of memory) are not this text.
+_FLASHINFER_REFUSED = r"\b[A-Z]\w* failed with error(?: code)?:? invalid (?:configuration )?argument\b"
+FLASHINFER_LAUNCH_REFUSED = replace(
+    from_texts(kernels.KERNEL_LAUNCH_REFUSED, texts=(_FLASHINFER_REFUSED,)),
+    name="vllm_flashinfer_launch_refused",
+    title="flashinfer's kernel launch was refused for this shape (invalid argument)",
+    advice=("flashinfer's own check found its kernel's launch refused with an invalid argument: the shared "
+            "memory or grid this head size and tile ask for is more than this GPU gives (an older GPU, such "
+            "as a T4, gives least), so the kernel does not support this configuration. Choose another "
+            "attention backend (VLLM_ATTENTION_BACKEND=TRITON_ATTN or XFORMERS where the release has it, "
+            "`--attention-backend` in newer releases) or a flashinfer release that supports this shape.",),
+    sources=(("flashinfer 0.6.11.post2", "flashinfer/data/csrc/batch_prefill.cu:330 (TVM_FFI_ICHECK(status == "
+                                         "cudaSuccess) << \"BatchPrefillWithPagedKVCache failed with error \")"),
+             ("flashinfer 0.6.11.post2", "flashinfer/data/include/flashinfer/attention/prefill.cuh:2983, :3006 "
+                                         "(cudaFuncSetAttribute, cudaLaunchKernel)"),
+             ("CUDA runtime", "cudaErrorInvalidValue (1): invalid argument")))
 NCCL = voiced(runtime.NCCL, (
     "NCCL failed between the ranks: rerun with NCCL_DEBUG=INFO; check the GPUs are visible "
     "(CUDA_VISIBLE_DEVICES), /dev/shm is large enough in a container (docker run with ipc=host), and P2P "
@@ -258,7 +281,7 @@ ASGI = voiced(requests.ASGI_ERROR, (
 REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
-    KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
     NATIVE, ASGI, REFUSED,

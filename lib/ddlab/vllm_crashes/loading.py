@@ -248,6 +248,25 @@ PLACEMENT_BUNDLE = Signature(
     sources=(("0.34.0", "vllm/v1/executor/ray_utils.py:346"), ("0.30.0", "vllm/v1/executor/ray_utils.py:601"),
              (_V0, "vllm/executor/ray_utils.py:268")))
 
+# (round 34) More devices asked (tensor x pipeline parallel size, the world size) than the Ray cluster has:
+# inside a placement group vLLM refuses it at once (ValueError "The number of required GPUs exceeds the
+# total number of available GPUs in the placement group. Required number of devices: ..."); without one it
+# only warns in the same words and waits on the placement group it creates ("Log a warning message and
+# delay resource allocation failure response"), the failure a ValueError after PG_WAIT_TIMEOUT, 1800 s
+# (initialize_ray_cluster, executor/ray_utils.py:329-333 and :342-344, _wait_until_pg_ready :226-249
+# (0.8.5.post1); v1/executor/ray_utils.py:351-355, :364-367 (0.34.0); 0.6.4.post1 raises in both, :274, :282). The warning is the cause of a start
+# that ends in that wait, killed or timed out; it does not name the start's end (lines only).
+_PG_DEVICES = r"The number of required \w+s exceeds the total number of available \w+s in the placement group"
+PLACEMENT_DEVICES = Signature(
+    "vllm_placement_devices", "bad_argument", "more GPUs asked than the Ray cluster has",
+    ("The launch asks for more GPUs (`--tensor-parallel-size` times `--pipeline-parallel-size`) than the "
+     "Ray cluster has, so vLLM waits on a placement group that can never be made (up to 30 minutes, then "
+     "ValueError: Cannot provide a placement group): `ray status` shows the GPUs Ray sees; ask for no more "
+     "(a smaller `--tensor-parallel-size`), or add the nodes or GPUs first.",),
+    patterns=(_PG_DEVICES,), lines=(_PG_DEVICES,), priority=72, phase="launch",
+    sources=(("0.34.0", "vllm/v1/executor/ray_utils.py:352"), ("0.34.0", "vllm/v1/executor/ray_utils.py:365"),
+             (_V0, "vllm/executor/ray_utils.py:274"), (_V0, "vllm/executor/ray_utils.py:282")))
+
 # --- (round 9) the command line, the checkpoint files, the KV cache's share ------------------
 
 # vLLM's argument parser (FlexibleArgumentParser: vllm/utils.py up to 0.8, vllm/utils/argparse_utils.py
@@ -335,5 +354,5 @@ PD_KV_LAYOUT = Signature(
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
-                               NO_ARCHITECTURES, MOE_LAYERS_MISSING, PLACEMENT_BUNDLE, PD_KV_LAYOUT,
+                               NO_ARCHITECTURES, MOE_LAYERS_MISSING, PLACEMENT_BUNDLE, PLACEMENT_DEVICES, PD_KV_LAYOUT,
                                CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]
