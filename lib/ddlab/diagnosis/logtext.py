@@ -37,7 +37,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
 
 __all__ = [
     "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
-    "is_progress_bar", "WARMUP_RE", "shows_startup_lines",
+    "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines",
 ]
 
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
@@ -274,7 +274,7 @@ _PHASE_MARKERS = (
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
-_READY_MARK = dict(_PHASE_MARKERS)["ready"]
+READY_MARK = dict(_PHASE_MARKERS)["ready"]  # "ready to roll": the launcher's warmup returned
 _PHASE_END = re.compile(r"Memory pool end|Capture\b.{0,40}\bcuda graph end", re.I)
 # The HTTP server is up and the launcher's warmup request runs: past graph capture,
 # not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
@@ -359,7 +359,7 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
         started = started or bool(_STARTUP_RE.search(line.msg))
         # "ready to roll" is logged once the warmup returned (0.4.10.post2 entrypoints/http_server.py:1107,
         # 0.5.23 :2600): a request or batch line before it in the run was the warmup's
-        if best > ready and _READY_MARK.search(line.msg):
+        if best > ready and READY_MARK.search(line.msg):
             best, at = ready, line
         if index > best:
             best, at = index, line

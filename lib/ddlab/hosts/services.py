@@ -198,12 +198,13 @@ class ServiceManager:
 def read_log_file(manager: ServiceManager, path: str, offset: int, *,
                   partial: bool = False) -> tuple[str, int]:
     """(complete lines from byte ``offset`` of the log file at ``path``, the offset after
-    them), bounded: past :data:`_LOG_HEAD` + :data:`_LOG_TAIL` bytes the middle is never
+    them), bounded: past :data:`~ddlab.core.bounded.HEAD_BYTES` +
+    :data:`~ddlab.core.bounded.TAIL_BYTES` bytes the middle is never
     read (a 1 GB log costs two short reads); a path that is a symbolic link is not
     followed: said once (a log line and a note in the text), nothing read. ``partial``:
     a last line without its newline too (a whole log, not a cursor's step)."""
     done = manager.transport.run(["sh", "-c", _READ_LOG, "ddlab-log", path, str(int(offset)),
-                                  str(_LOG_HEAD), str(_LOG_TAIL)], check=False)
+                                  str(HEAD_BYTES), str(TAIL_BYTES)], check=False)
     if done.exit_code == 3 or "symbolic link" in done.stderr:
         if path in manager._said_links:
             return "", offset
@@ -217,12 +218,11 @@ def read_log_file(manager: ServiceManager, path: str, offset: int, *,
     at, skipped = done.skipped
     for line in done.stderr.splitlines():
         if line.startswith("ddlab-left-out "):
-            at, skipped = _LOG_HEAD, skipped + int(line.split()[2])
+            at, skipped = HEAD_BYTES, skipped + int(line.split()[2])
     text, covered = bounded_lines(done.stdout_bytes, (at, skipped), partial=partial)
     return text, offset + covered
 
 
-_LOG_HEAD, _LOG_TAIL = HEAD_BYTES, TAIL_BYTES
 # the first HEAD and the last TAIL bytes after the offset, never the middle; no link followed
 _READ_LOG = r"""p=$1 o=$2 h=$3 t=$4
 [ ! -L "$p" ] || { echo "ddlab: a symbolic link" >&2; exit 3; }

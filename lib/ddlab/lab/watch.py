@@ -63,6 +63,7 @@ from ddlab.core.progress import Heartbeat
 from ddlab.core.redact import redact, redact_text
 from ddlab.core.run_folders import write_json, write_text
 from ddlab.diagnosis import diagnosis as dx
+from ddlab.diagnosis.logtext import READY_MARK
 from ddlab.diagnosis.probe_advice import skip_path_probe
 from ddlab.diagnosis.vllm_log import vllm_lines, vllm_phase_reached
 from ddlab.hosts.services import ServiceState
@@ -177,7 +178,8 @@ class _Follower:
     def _settled(self) -> bool:
         """The phase is final: serving, past the ready line (SGLang's phase goes back from
         serving to ready only where that line comes after batch lines: the warmup's)."""
-        return self.phase == "serving" and (self.dialect == "vllm" or _READY_LINE in self.text)
+        return self.phase == "serving" and (self.dialect == "vllm"
+                                            or READY_MARK.search(self.text) is not None)
 
     @property
     def says_ready(self) -> bool:
@@ -199,9 +201,6 @@ class _Follower:
         lines = [dx.strip_prefix(l) for l in self.text.strip().splitlines()[-1:]]
         last = lines[0][:100] if lines else "(no log yet)"
         return f"{phase} | {last}"
-
-
-_READY_LINE = "The server is fired up and ready to roll"  # SGLang's (logtext's "ready" marker)
 
 
 def _phase_of(text: str, dialect: str) -> str:
