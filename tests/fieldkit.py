@@ -18,7 +18,8 @@ LOGS = Path(__file__).parent / "fixtures" / "logs"
 VLLM_REAL = LOGS / "vllm-real"
 REAL = LOGS / "real"  # SGLang's
 REAL_MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
-# the vLLM wheels, unpacked for reading (tools/ fetch them; a test that reads one skips without)
+# the vLLM wheels, unpacked for reading (tools/fetch_wheels.py fetches them; a test that reads one skips
+# without, its reason naming that command)
 VLLM_WHEELS = Path("/work/wheels/vllm")
 
 
@@ -110,7 +111,7 @@ def assert_at_line(package: str, release: str, path: str, line: int, text: str) 
     holds ``text``: where a rule reads a frame's line number (skips where it is not unpacked)."""
     source = SGLANG_WHEELS / f"{package}-{release}" / path
     if not source.exists():
-        pytest.skip(f"{source} not unpacked here")
+        pytest.skip(not_unpacked(source))
     assert text in source.read_text().splitlines()[line - 1], (source, line)
 
 
@@ -137,7 +138,12 @@ def library_text_test(sources: list[tuple[str, str, str, str]]):
     return test
 
 
+def not_unpacked(source: Path) -> str:
+    """A skip's reason where a wheel's file is missing: the path, and the command that fetches it."""
+    return f"{source} not unpacked here (python tools/fetch_wheels.py --for {source})"
+
+
 def _assert_in_source(source: Path, text: str) -> None:
     if not source.exists():
-        pytest.skip(f"{source} not unpacked here")
+        pytest.skip(not_unpacked(source))
     assert text in source.read_text()
