@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "shows_startup"]
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "shows_startup",
+           "own_script", "router_frames"]
 
 _IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
 
@@ -130,3 +131,31 @@ def frame_phases(frames: str) -> list[str]:
 def shows_startup(frames: str) -> bool:
     """Whether the frames are a process that had not finished starting."""
     return bool(STARTUP_FRAMES.search(frames))
+
+
+# (round 35) Whose process a traceback is. A script's own: its first frame is a script's ``<module>`` (not
+# runpy's: ``python -m``), and every frame is in that script's folder or Python's standard library
+# (lib/python3.N/, not its site-packages), none in an installed package nor in SGLang's (sglang/srt/,
+# sglang/launch_server.py ...; sglang_router, sgl_kernel): a test harness or client of its own making (an
+# offline Engine's script goes through SGLang's frames, a client library's through site-packages)
+_STDLIB = re.compile(r"[/\\]lib[/\\]python3(?:\.\d+)?[/\\](?!(?:site|dist)-packages[/\\])")
+_PACKAGE = re.compile(r"[/\\](?:site-packages|dist-packages|sglang_router|sgl_kernel"
+                      r"|sglang[/\\](?:srt|lang|test|cli|multimodal_gen))[/\\]|[/\\]sglang[/\\]\w+\.py$")
+# SGLang's router started from its launcher: sglang-router 0.1.6 sglang_router/launch_router.py:364
+# ``def launch_router``, :429 ``router.start()``, which blocks in the Rust server (router.py:118-123);
+# the router is a process of its own, with no batch or "ready to roll" line: the workers' progress is not its
+_ROUTER_LAUNCH = re.compile(r"(?:^|[/\\])sglang_router[/\\]launch_router\.py$")
+
+
+def own_script(frames: list) -> bool:
+    """The frames (``.file``, ``.func``) are a script's own, whole from its ``<module>`` (see above)."""
+    first = frames[0].file if len(frames) > 1 and frames[0].func == "<module>" else ""
+    folder = first[:max(first.rfind("/"), first.rfind("\\")) + 1]
+    return bool(folder) and not _STDLIB.search(first) and all(
+        (f.file.startswith(folder) or _STDLIB.search(f.file)) and not _PACKAGE.search(f.file)
+        for f in frames)
+
+
+def router_frames(frames: list) -> bool:
+    """The frames went through SGLang's router's ``launch_router`` (see above)."""
+    return any(f.func == "launch_router" and _ROUTER_LAUNCH.search(f.file) for f in frames)

@@ -27,7 +27,7 @@ import re
 from ddlab.crashes.frames import frame_phases, shows_startup
 from ddlab.diagnosis.logtext import PHASES, WARMUP_RE, Line, shows_startup_lines
 from ddlab.diagnosis.rootcause import Candidate
-from ddlab.diagnosis.tracebacks import Chain
+from ddlab.diagnosis.tracebacks import Chain, router_launch
 
 __all__ = ["frames_near", "crash_phase"]
 
@@ -142,6 +142,8 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
     phase = max([phase, *hints], key=PHASES.index)
     if best is None:  # a failed exit with no error line: where the log stopped
         return phase
+    if router_launch(best.chain):  # (round 35) the router's own launch, whatever its workers reached
+        return "launch"
     before = [ln for ln in lines if ln.no < best.first_no]
     if (phase == "launch" and signature is not None and signature.running and not shows_startup(frames)
             and not shows_startup_lines([ln for ln in lines if ln.no <= best.last_no])

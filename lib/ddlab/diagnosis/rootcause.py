@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from ddlab.crashes.kinds.requests import ANSWERED_4XX, ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
-from ddlab.diagnosis.tracebacks import Chain, Raised
+from ddlab.diagnosis.tracebacks import Chain, Raised, client_script, router_launch
 
 __all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked"]
 
@@ -242,7 +242,7 @@ def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None
 
 def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], advanced: int,
               lines: list[Line]) -> bool:
-    if candidate.signature and candidate.signature.fatal:
+    if (candidate.signature and candidate.signature.fatal) or router_launch(candidate.chain):
         return False
     if candidate.signature and candidate.signature.cleared_by and any(
             regex(p, re.M).search(ln.text) for ln in lines if ln.no > candidate.last_no
@@ -287,8 +287,8 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     # a pasted line split in two (a glued writer's text) keeps its number: the raw text tells them apart
     covered = {(line.no, line.text) for chain in chains for line in chain.lines}
     ends = _caught_ends(lines, registry)
-    found = [_chain_candidate(chain, registry) for chain in chains
-             if chain.outermost.type != "KeyboardInterrupt"  # someone pressed Ctrl-C: a stop
+    found = [_chain_candidate(chain, registry) for chain in chains  # not Ctrl-C (a stop), not a client's
+             if chain.outermost.type != "KeyboardInterrupt" and not client_script(chain, lines)
              and not _caught(chain, ends, registry)]
     found += [c for line in lines if (line.no, line.text) not in covered
               and (c := _line_candidate(line, registry))]

@@ -31,9 +31,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ddlab.diagnosis.logtext import Line
+from ddlab.crashes.frames import own_script, router_frames
+from ddlab.diagnosis.logtext import READY_MARK, Line
 
-__all__ = ["Frame", "Raised", "Chain", "find_chains"]
+__all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch"]
 
 
 def _cut_anywhere(text: str) -> str:
@@ -74,6 +75,7 @@ _RECORD_START_RE = re.compile(
 _ORPHAN_SUFFIXES = ("Error", "Exception", "Failed", "Failure")
 _PROGRESS_RE = re.compile(r"\d+%\s*\||Completed \| \d+/\d+")
 _MAX_FOREIGN = 60
+_ANSWERED_RE = re.compile(r'"(?:GET|POST) /\S* HTTP/[\d.]+" 2\d\d\b')  # uvicorn's access line, answered
 _MAX_CONTINUATION = 40
 _LINK_GAP = 6
 
@@ -161,6 +163,19 @@ class Chain:
     def text(self) -> str:
         return "\n".join(line.msg for line in self.lines)
 
+
+def client_script(chain: Chain, lines: list[Line]) -> bool:
+    """(round 35) A script's own traceback (:func:`ddlab.crashes.frames.own_script`) printed once the server
+    served (its "ready to roll", or uvicorn's access line of a request it answered 2xx): a client died of its
+    own error (a test harness's NameError), not the server."""
+    return bool(chain.outermost.type) and own_script(chain.frames) and any(
+        READY_MARK.search(ln.msg) or _ANSWERED_RE.search(ln.msg) for ln in lines if ln.no < chain.first_no)
+
+
+def router_launch(chain: Chain | None) -> bool:
+    """(round 35) SGLang's router died in its launch (:func:`ddlab.crashes.frames.router_frames`): a process
+    of its own, which the workers' progress lines do not carry past; its phase is launch."""
+    return chain is not None and router_frames(chain.frames)
 
 def _is_exception_line(msg: str, strict: bool) -> re.Match | None:
     match = _EXC_RE.match(msg)
