@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from ddlab.diagnosis.logtext import Line, split_lines
 
-__all__ = ["DecodeRecord", "parse_decode_lines", "summarize_decode"]
+__all__ = ["DecodeRecord", "parse_decode_lines", "summarize_decode", "decode_text", "metrics_text"]
 
 
 @dataclass(frozen=True)
@@ -121,3 +121,25 @@ def summarize_decode(records: list[DecodeRecord]) -> dict:
         "token_usage_max": max(usage, default=None),
         "cuda_graph": graphs.pop() if len(graphs) == 1 else None,
     }
+
+
+def decode_text(decode: dict) -> str:
+    """A summary of SGLang's decode lines in one line (a verdict's ``decode:`` row)."""
+    graphs = {True: "on", False: "off", None: "mixed/unknown"}[decode.get("cuda_graph")]
+    return (f"{decode['count']} lines; accept len mean {decode.get('accept_len_mean')} "
+            f"(last {decode.get('accept_len_last')}); gen throughput mean "
+            f"{decode.get('gen_throughput_tok_s_mean')} / max {decode.get('gen_throughput_tok_s_max')} "
+            f"tok/s; cuda graph {graphs}")
+
+
+def metrics_text(summary: dict) -> str:
+    """A summary of vLLM's metrics lines in one line (a verdict's ``metrics:`` row)."""
+    text = (f"{summary['count']} metrics lines; gen throughput mean "
+            f"{summary.get('gen_throughput_tok_s_mean')} / max {summary.get('gen_throughput_tok_s_max')} "
+            f"tok/s; running max {summary.get('running_max')}, waiting max {summary.get('waiting_max')}")
+    if summary.get("spec_count"):
+        text += (f"; {summary['spec_count']} speculative lines: mean acceptance length "
+                 f"{summary.get('accept_len_mean')} (last {summary.get('accept_len_last')}), accepted "
+                 f"{summary.get('accepted_tokens')} of {summary.get('drafted_tokens')} drafted tokens, "
+                 f"per position {summary.get('per_position_acceptance_mean')}")
+    return text

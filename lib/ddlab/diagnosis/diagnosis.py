@@ -52,7 +52,8 @@ from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, Exit, ended_unasked, exit_of,
                                   last_run)
 from ddlab.diagnosis.facts import parse_facts
-from ddlab.diagnosis.decode_lines import DecodeRecord, parse_decode_lines, summarize_decode
+from ddlab.diagnosis.decode_lines import (DecodeRecord, decode_text, metrics_text, parse_decode_lines,
+                                         summarize_decode)
 from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
 from ddlab.crashes.frames import shows_startup
 from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
@@ -61,14 +62,15 @@ from ddlab.crashes.kinds.runtime import HANG, HANG_DUMP
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase, frames_near
 from ddlab.diagnosis.readings import on_graph, shm_reading, spec_conflict
-from ddlab.diagnosis.rootcause import Candidate, root_cause
+from ddlab.diagnosis.rootcause import PROGRESS_RE, Candidate, root_cause
 from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
 from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
+from ddlab.diagnosis.stops import stopped
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
 from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
-from ddlab.diagnosis.vllm_log import FAMILIES, told_family
+from ddlab.diagnosis.vllm_log import FAMILIES, VLLM_PROGRESS_RE, told_family
 
 __all__ = [
     "Diagnosis", "diagnose", "read_log", "SIGNATURES", "Signature", "KINDS", "PHASES",
@@ -150,7 +152,7 @@ class Diagnosis:
         if self.sources:
             rows.append("texts from: " + "; ".join(self.sources[:4]))
         if self.decode:
-            text = _metrics_text(self.decode) if self.family == "vllm" else _decode_text(self.decode)
+            text = metrics_text(self.decode) if self.family == "vllm" else decode_text(self.decode)
             rows.append(f"{'metrics' if self.family == 'vllm' else 'decode'}:{' ' * (4 if self.family == 'vllm' else 5)}{text}")
         if self.facts:
             rows.append("facts:      " + ", ".join(f"{k}={v}" for k, v in self.facts.items()))
@@ -167,26 +169,6 @@ class Diagnosis:
         if self.phase in ("ready", "serving"):
             return f"NOT CRASHED: the server is {self.phase}"
         return f"NOT CRASHED: the log stops in phase {self.phase} (still starting, or cut short)"
-
-
-def _decode_text(decode: dict) -> str:
-    graphs = {True: "on", False: "off", None: "mixed/unknown"}[decode.get("cuda_graph")]
-    return (f"{decode['count']} lines; accept len mean {decode.get('accept_len_mean')} "
-            f"(last {decode.get('accept_len_last')}); gen throughput mean "
-            f"{decode.get('gen_throughput_tok_s_mean')} / max {decode.get('gen_throughput_tok_s_max')} "
-            f"tok/s; cuda graph {graphs}")
-
-
-def _metrics_text(summary: dict) -> str:
-    text = (f"{summary['count']} metrics lines; gen throughput mean "
-            f"{summary.get('gen_throughput_tok_s_mean')} / max {summary.get('gen_throughput_tok_s_max')} "
-            f"tok/s; running max {summary.get('running_max')}, waiting max {summary.get('waiting_max')}")
-    if summary.get("spec_count"):
-        text += (f"; {summary['spec_count']} speculative lines: mean acceptance length "
-                 f"{summary.get('accept_len_mean')} (last {summary.get('accept_len_last')}), accepted "
-                 f"{summary.get('accepted_tokens')} of {summary.get('drafted_tokens')} drafted tokens, "
-                 f"per position {summary.get('per_position_acceptance_mean')}")
-    return text
 
 
 # --- context -------------------------------------------------------------------------
@@ -441,7 +423,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
                            f"again with `ddlab deploy --probe-fn {target} ...` (nothing installed "
                            "is edited; the baseline never carries it).")
     kind = signature.kind if signature else ("unknown" if crashed else None)
-    title = signature.title if signature else None
+    title = signature.title if signature else (None if crashed or request else stopped(lines, PROGRESS_RE))
     if request and not crashed:
         kind = "request_error"
     elif request and kind == "request_error":  # the process failed, and not of this request
@@ -474,8 +456,9 @@ def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> D
         cause=vllm_cause(_cause(best, log.exit_seen), best) if said.crashed or said.request else None,
         evidence=_evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),
         suggestion=said.suggestion, decode=said.decode, exit_status=log.exit_seen.status,
-        signature=signature.name if signature else None, title=said.title, facts=said.facts,
-        algorithm=said.algorithm, family="vllm",
+        signature=signature.name if signature else None, facts=said.facts, algorithm=said.algorithm,
+        title=said.title or (None if said.crashed or said.request else stopped(log.lines, VLLM_PROGRESS_RE)),
+        family="vllm",
         sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [])
 
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from ddlab.diagnosis.logtext import Line
 
-__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "CRASHED_EXIT", "ENDED_UNASKED", "ended_unasked"]
+__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "CRASHED_EXIT", "ENDED_UNASKED", "ended_unasked",
+           "systemd_stopping"]
 
 # ddlab's exit status for a crash, for scripts: `ddlab watch` on a crashed variant and
 # `ddlab diagnose` on a crash log (docs/DESIGN.md has the whole table).
@@ -94,6 +95,11 @@ def _systemds(line: Line) -> bool:
     """A line systemd wrote about the unit (its ident, or a bare line naming a .service), none of the
     server's own."""
     return not line.stamped and (line.ident == "systemd" or (line.ident is None and ".service" in line.msg))
+
+
+def systemd_stopping(line: Line) -> bool:
+    """systemd's "Stopping UNIT..." line: the unit is being stopped, as asked."""
+    return _systemds(line) and bool(_STOPPING_RE.search(line.msg.strip()))
 
 
 def last_run(lines: list[Line]) -> list[Line]:

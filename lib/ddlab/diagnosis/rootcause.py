@@ -63,9 +63,9 @@ from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.tracebacks import Chain, Raised, client_script, router_launch
 
-__all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked"]
+__all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked", "PROGRESS_RE"]
 
-_PROGRESS_RE = re.compile(r"The server is fired up and ready to roll|Decode batch\b|Prefill batch\b")
+PROGRESS_RE = re.compile(r"The server is fired up and ready to roll|Decode batch\b|Prefill batch\b")
 _LEVEL_RE = re.compile(r"^(?:ERROR|CRITICAL|FATAL|WARNING):\s*")
 _NATIVE_RE = re.compile(r"^Fatal Python error: ")  # CPython's own fatal errors, not exceptions
 _QUIET_LEVELS = ("I", "W")  # a C++ log line at INFO or WARNING severity decides nothing
@@ -295,7 +295,7 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
     if not found and (frame := next((ln for i, ln in enumerate(lines) if _C10_FRAME_RE.search(ln.msg)
                                      and not _warned(lines, i)), None)):
         found = [Candidate(frame.no, frame.no, clean_cause(frame.msg), None, lines=[frame], rank=frame.rank)]
-    progress_re = registry.progress or _PROGRESS_RE
+    progress_re = registry.progress or PROGRESS_RE
     marker = registry.phase_marker or phase_marker
     progress = [(ln.no, ln.rank) for ln in lines if progress_re.search(ln.msg)]
     advanced = max((ln.no for ln in lines if marker(ln.msg) and not is_progress_bar(ln.msg)),

@@ -1,0 +1,63 @@
+"""How a server that did not crash was stopped, in the words of the line that says so.
+
+Contract: :func:`stopped` reads a log's lines (its last run) and returns a short phrase naming the
+stop — "stopped by Ctrl-C (KeyboardInterrupt)", "stopped by systemd (its "Stopping" line)" — when a
+stop line follows the last progress line (a batch, an answered request), else None. The verdict of a
+log that did not crash names it ("NOT CRASHED: stopped by SIGTERM (...), in phase launch") where it
+would otherwise say "the server is serving" of a server that is no longer, or "still starting, or cut
+short" of a start someone ended.
+
+The texts are their writers' own:
+
+- vLLM's SIGTERM handlers raise ``KeyboardInterrupt("terminated")`` while the server starts (vllm
+  0.10.0 entrypoints/openai/api_server.py:1773-1777, 0.7.3 :941-943) and
+  ``KeyboardInterrupt("MQLLMEngine terminated")`` in V0's engine process (0.10.0
+  engine/multiprocessing/engine.py:434, 0.7.3 :385);
+- a Ctrl-C is Python's ``KeyboardInterrupt`` with no message (SIGINT's default handler);
+- SGLang's SIGTERM handler warns "SIGTERM received. ... Draining requests and shutting down..."
+  (sglang 0.5.23 srt/managers/tokenizer_manager.py:4068);
+- systemd writes "Stopping UNIT..." when it stops the unit;
+- vLLM's HTTP server, cancelled by its own SIGINT/SIGTERM handler, says "Shutting down FastAPI HTTP
+  server." (vllm 0.10.0 entrypoints/launcher.py:66-80); later releases' handler says "[shutdown] API
+  server: shutdown triggered" (vllm 0.30.0 entrypoints/launchers/launcher.py:126-135, 0.27.1
+  entrypoints/launcher.py:112);
+- uvicorn says "Shutting down" when its loop ends: a signal (uvicorn 0.54.0 server.py:351-356), or the
+  application or a request limit asked it (server.py:275-282), so it names no signal.
+
+Why a module of its own: the SGLang and vLLM readings both ask it, after their verdict is made; it
+never changes whether a log crashed, only how a log that did not is named.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ddlab.diagnosis.exits import systemd_stopping
+from ddlab.diagnosis.logtext import Line
+
+__all__ = ["stopped"]
+
+_STOPS = (
+    (re.compile(r"^KeyboardInterrupt: (?:MQLLMEngine )?terminated\b"),
+     "stopped by SIGTERM (its handler raised KeyboardInterrupt: terminated)"),
+    (re.compile(r"^KeyboardInterrupt$"), "stopped by Ctrl-C (KeyboardInterrupt)"),
+    (re.compile(r"^KeyboardInterrupt\b"), "stopped by a signal (KeyboardInterrupt)"),
+    (re.compile(r"SIGTERM received\. .*Draining requests and shutting down"),
+     "stopped by SIGTERM (it drained its requests)"),
+    (re.compile(r"Shutting down FastAPI HTTP server\.|\[shutdown\] API server: shutdown triggered"),
+     "stopped by SIGINT or SIGTERM (vLLM shut its HTTP server down)"),
+    (re.compile(r"^(?:INFO:\s+)?Shutting down$"), 'shut down (uvicorn: "Shutting down")'),
+)
+
+
+def stopped(lines: list[Line], progress: re.Pattern) -> str | None:
+    """How the server was stopped (the module docstring), or None where no stop line follows the last
+    line ``progress`` matches."""
+    last = max((i for i, line in enumerate(lines) if progress.search(line.msg)), default=-1)
+    for line in lines[last + 1:]:
+        if systemd_stopping(line):
+            return 'stopped by systemd (its "Stopping" line)'
+        msg = line.msg.strip()
+        if said := next((what for stop, what in _STOPS if stop.search(msg)), None):
+            return said
+    return None
