@@ -264,8 +264,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 35's miss was read: w3506 (a start stopped by SIGTERM, the API server's own handler's
 # KeyboardInterrupt: terminated, vllm 0.10.0 api_server.py:1773-1777) has its kind disputed (not counted),
 # no rule added: 785/765/439 of 792 at the fold, 785/765/439 after (kind of 773 measured, not 774).
-# Round 36 folded: 797/774/445 of 805 at the fold (its misses not yet read).
-FLOORS = {"work": (797, 774, 445)}
+# Round 36's misses were read: w3608 (vLLM's Transformers fallback refusing tensor parallel, arch_unsupported)
+# and w3610 (FlashInfer's JIT build finding no CUDA toolkit, kernel_compile) fixed by cited rules, w3605's kind
+# (a start stopped by SIGTERM, as w3506) and w3611's phase (serving after uvicorn's start) disputed (not
+# counted), w3611's kind left a miss: 797/774/445 of 805 at the fold (kind of 786, phase of 447), 797/776/445
+# after (kind of 785, phase of 446).
+FLOORS = {"work": (797, 776, 445)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
