@@ -67,6 +67,7 @@ ROUND32 = [log for log in LOGS if log.get("heldout_round") == 32]
 ROUND33 = [log for log in LOGS if log.get("heldout_round") == 33]
 ROUND34 = [log for log in LOGS if log.get("heldout_round") == 34]
 ROUND35 = [log for log in LOGS if log.get("heldout_round") == 35]
+ROUND36 = [log for log in LOGS if log.get("heldout_round") == 36]
 
 
 def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
@@ -82,7 +83,7 @@ def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
     assert all(len(rounds) == 1 for rounds in by_url.values()), "a thread's logs stay in one round"
 
 
-def test_rounds_1_to_35_were_measured_once_and_folded_into_work():
+def test_rounds_1_to_36_were_measured_once_and_folded_into_work():
     """Round 11 (vl01-vl19) was measured once at 75ebbce and kept held out while round 12
     (vm01-vm20) was collected; round 12 was measured once at 967803c, and both were then folded
     into work together (docs/diagnosis.md, "Held-out round 11", "Held-out round 12"). Round 13
@@ -106,8 +107,9 @@ def test_rounds_1_to_35_were_measured_once_and_folded_into_work():
     7da5c09 ("Held-out round 31"), round 32 (w3201-w3217), measured once at 0611703 with its logs
     77abcaa ("Held-out round 32"), round 33 (w3301-w3314), measured once at 30a9747 with its logs
     d04d963 ("Held-out round 33"), round 34 (w3401-w3409), measured once at ffdf6fc with its logs
-    4dc316c ("Held-out round 34"), and round 35 (w3501-w3510), measured once at 1f54444 with its logs
-    5b9fb74 ("Held-out round 35")."""
+    4dc316c ("Held-out round 34"), round 35 (w3501-w3510), measured once at 1f54444 with its logs
+    5b9fb74 ("Held-out round 35"), and round 36 (w3601-w3613), measured once at 4027080 with its logs
+    09c2dac ("Held-out round 36")."""
     assert len(ROUND2) == 31 and {log["id"][:2] for log in ROUND2} == {"vc"}
     assert len(ROUND3) == 43 and {log["id"][:2] for log in ROUND3} == {"vd"}
     assert len(ROUND4) == 30 and {log["id"][:2] for log in ROUND4} == {"ve"}
@@ -143,13 +145,15 @@ def test_rounds_1_to_35_were_measured_once_and_folded_into_work():
     assert len(ROUND33) == 14 and {log["id"][:3] for log in ROUND33} == {"w33"}
     assert len(ROUND34) == 9 and {log["id"][:3] for log in ROUND34} == {"w34"}
     assert len(ROUND35) == 10 and {log["id"][:3] for log in ROUND35} == {"w35"}
+    assert len(ROUND36) == 13 and {log["id"][:3] for log in ROUND36} == {"w36"}
     assert all(log["split"] == "work" for log in LOGS)
     assert not {log["url"] for log in ROUND2} & {log["url"] for log in ROUND1}, "round 2: new threads"
     earlier = {log["url"] for log in ROUND1 + ROUND2}
     for number, later in enumerate((ROUND3, ROUND4, ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11,
                                     ROUND12, ROUND13, ROUND14, ROUND15, ROUND16, ROUND17, ROUND18, ROUND19, ROUND20,
                                     ROUND21, ROUND22, ROUND23, ROUND24, ROUND25, ROUND26, ROUND27, ROUND28,
-                                    ROUND29, ROUND30, ROUND31, ROUND32, ROUND33, ROUND34, ROUND35),
+                                    ROUND29, ROUND30, ROUND31, ROUND32, ROUND33, ROUND34, ROUND35,
+                                    ROUND36),
                                    start=3):
         assert not {log["url"] for log in later} & earlier, f"round {number}: new threads"
         earlier |= {log["url"] for log in later}
@@ -178,12 +182,13 @@ def test_rounds_1_to_35_were_measured_once_and_folded_into_work():
     assert len({log["url"] for log in ROUND33}) == 14, "one log per pinned file"
     assert len({log["url"] for log in ROUND34}) == 9, "one log per pinned file"
     assert len({log["url"] for log in ROUND35}) == 10, "one log per pinned file"
+    assert len({log["url"] for log in ROUND36}) == 13, "one log per pinned file"
 
 
 def test_labellers_and_a_disputed_or_changed_kind_is_marked():
-    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 35: one, no second
+    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 36: one, no second
     labeller. A label changed after its measurement keeps the one before, and why; a label of
-    rounds 3 to 35 that read wrong on a second look after its measurement is marked
+    rounds 3 to 36 that read wrong on a second look after its measurement is marked
     ``kind_disputed`` with the reason (kind not measured), a phase ``phase_disputed`` (phase not
     measured)."""
     for log in ROUND1:
@@ -193,7 +198,8 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
     for log in (ROUND2 + ROUND3 + ROUND4 + ROUND5 + ROUND6 + ROUND7 + ROUND8 + ROUND9 + ROUND10 + ROUND11 + ROUND12
                 + ROUND13 + ROUND14 + ROUND15 + ROUND16 + ROUND17 + ROUND18 + ROUND19 + ROUND20 + ROUND21
                 + ROUND22 + ROUND23 + ROUND24 + ROUND25 + ROUND26 + ROUND27 + ROUND28 + ROUND29
-                + ROUND30 + ROUND31 + ROUND32 + ROUND33 + ROUND34 + ROUND35):
+                + ROUND30 + ROUND31 + ROUND32 + ROUND33 + ROUND34 + ROUND35
+                + ROUND36):
         assert "second_labeller" not in log, log["id"]
         assert log["labels"].startswith("one labeller"), log["id"]
     for log in ROUND2:
@@ -231,8 +237,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (18/20, 9/20, 10/11; w2914 dropped after, no line of it vLLM's), round 30 at 2459fb4 with its logs
 # 50e0dec (13/13, 11/13, 8/9), round 31 at 8542697 with its logs 7da5c09 (13/16, 9/16, 10/11), round 32
 # at 0611703 with its logs 77abcaa (17/17, 10/17, 12/13), round 33 at 30a9747 with its logs d04d963
-# (14/14, 12/14, 8/9), round 34 at ffdf6fc with its logs 4dc316c (9/9, 7/9, 4/4) and round 35 at 1f54444
-# with its logs 5b9fb74 (9/10, 9/10, 5/5) likewise. No
+# (14/14, 12/14, 8/9), round 34 at ffdf6fc with its logs 4dc316c (9/9, 7/9, 4/4), round 35 at 1f54444
+# with its logs 5b9fb74 (9/10, 9/10, 5/5) and round 36 at 4027080 with its logs 09c2dac (12/13, 9/13, 6/7)
+# likewise. No
 # held-out logs are left (no held-out floor); the work floor is what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase. Round 27's misses were read and
 # fixed by cited rules (w2705, w2706, w2710): 670/653/371 of 674 at the fold, 671/656/371 after. lib28
@@ -257,7 +264,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 35's miss was read: w3506 (a start stopped by SIGTERM, the API server's own handler's
 # KeyboardInterrupt: terminated, vllm 0.10.0 api_server.py:1773-1777) has its kind disputed (not counted),
 # no rule added: 785/765/439 of 792 at the fold, 785/765/439 after (kind of 773 measured, not 774).
-FLOORS = {"work": (785, 765, 439)}
+# Round 36's misses were read: w3608 (vLLM's Transformers fallback refusing tensor parallel, arch_unsupported)
+# and w3610 (FlashInfer's JIT build finding no CUDA toolkit, kernel_compile) fixed by cited rules, w3605's kind
+# (a start stopped by SIGTERM, as w3506) and w3611's phase (serving after uvicorn's start) disputed (not
+# counted), w3611's kind left a miss: 797/774/445 of 805 at the fold (kind of 786, phase of 447), 797/776/445
+# after (kind of 785, phase of 446).
+FLOORS = {"work": (797, 776, 445)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

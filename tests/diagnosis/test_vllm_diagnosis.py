@@ -171,6 +171,8 @@ _CITED = {
     # round 34
     "vllm_placement_devices": "The number of required {device_str}s exceeds the total",
     "vllm_harmony_vocab_missing": "load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)",
+    # round 36
+    "vllm_transformers_fallback_no_tp": "Trying to run tensor parallelization but the model does not",
 }
 
 

@@ -234,6 +234,26 @@ MOE_LAYERS_MISSING = Signature(
              ("0.34.0", "vllm/model_executor/models/afmoe.py:538"),
              ("0.34.0", "vllm/model_executor/models/openpangu.py:1191")))
 
+# (round 36) an architecture vLLM does not implement falls back to its Transformers backend ("X has no vLLM
+# implementation, falling back to Transformers implementation.", 0.7.3 model_executor/model_loader/utils.py:78-81),
+# which shards only a model whose Transformers class has a tensor-parallel plan, and raises while the model is
+# built where it has none and the tensor-parallel size is above 1: "Trying to run tensor parallelization but
+# the model does not support it yet!" (0.7.3 model_executor/models/transformers.py:185-189), f"{type(self.model)}
+# does not support tensor parallel yet!" (0.8.5.post1 :235-236, 0.9.1 :273-274, 0.10.0 :547-548), f"... does
+# not support tensor parallel. {tip}" (0.11.1 models/transformers/base.py:266-272, 0.20.0 :478-484). From
+# 0.27.1 it only warns ("does not define a tensor parallel plan", transformers/base.py:440-451)
+_NO_TP_PLAN = (r"(?:Trying to run tensor parallelization but the model does not support it yet!"
+               r"|<class '[\w.]+'> does not support tensor parallel(?: yet!|\. ))")
+FALLBACK_NO_TP = Signature(
+    "vllm_transformers_fallback_no_tp", "arch_unsupported",
+    "vLLM's Transformers fallback cannot shard this architecture over tensor-parallel ranks",
+    ("vLLM has no implementation of this architecture and serves it through its Transformers backend, "
+     "which shards only models whose Transformers class defines a tensor-parallel plan; this one does not. "
+     "Use a vLLM release that implements the architecture (its supported-models list), or serve it with "
+     "`--tensor-parallel-size 1` (pipeline parallelism or a quantized checkpoint to fit it).",),
+    types=r"ValueError", patterns=(_NO_TP_PLAN,), lines=(_NO_TP_PLAN,), priority=72, phase="load_weights",
+    sources=(("0.7.3", "vllm/model_executor/models/transformers.py:188"),))
+
 # (round 24) vLLM's Ray executor takes the placement group it runs in (the caller's, or Ray's current one:
 # a Ray Serve deployment's) and refuses a bundle of more than one device: one worker per bundle, one
 # device each (initialize_ray_cluster, v1/executor/ray_utils.py:346 (0.34.0), :601 (0.30.0);
@@ -354,5 +374,6 @@ PD_KV_LAYOUT = Signature(
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
-                               NO_ARCHITECTURES, MOE_LAYERS_MISSING, PLACEMENT_BUNDLE, PLACEMENT_DEVICES, PD_KV_LAYOUT,
+                               NO_ARCHITECTURES, MOE_LAYERS_MISSING, FALLBACK_NO_TP, PLACEMENT_BUNDLE,
+                               PLACEMENT_DEVICES, PD_KV_LAYOUT,
                                CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED",
-           "LINK_FAILED", "DEEPGEMM_JIT", "build_detail"]
+           "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "build_detail"]
 
 # (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
@@ -37,11 +37,24 @@ NO_C_COMPILER = r"\bFailed to find C compiler\b"
 LINK_FAILED = (r"^collect2: (?:fatal )?error: ld returned \d+ exit status",
                r"^(?:\S*/)?(?:[\w.]+-)*ld(?:\.\w+)?: cannot find -l\w+")
 DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit_code == 0"
-BUILD_FAILED = (NO_C_COMPILER, *LINK_FAILED, DEEPGEMM_JIT)  # a kernel build's own failures (KERNEL_COMPILE)
+# (vLLM round 36) FlashInfer JIT-builds a kernel module the first time it is used (gen_*_module().build_and_load():
+# write_ninja -> generate_ninja_build_for_op -> get_cuda_path) and looks for the CUDA toolkit: CUDA_HOME or
+# CUDA_PATH, else the folder above `which nvcc`, else /usr/local/cuda, and raises where that is missing too
+# (flashinfer-python 0.6.11.post2 flashinfer/jit/cpp_ext.py:48-64, the raise :61-63, f"... {cuda_home=} ...",
+# called at :247): no toolkit, no build
+FLASHINFER_NO_TOOLKIT = r"\bCould not find nvcc and default cuda_home='[^'\n]*' doesn't exist"
+BUILD_FAILED = (NO_C_COMPILER, *LINK_FAILED, DEEPGEMM_JIT,
+                FLASHINFER_NO_TOOLKIT)  # a kernel build's own failures (KERNEL_COMPILE)
 
 
 def build_detail(found: Found) -> str | None:
-    """What a failed link or DeepGEMM's JIT assert says to do (:mod:`.device`'s kernel_compile)."""
+    """What a failed link, DeepGEMM's JIT assert or FlashInfer's missing toolkit says to do
+    (:mod:`.device`'s kernel_compile)."""
+    if regex(FLASHINFER_NO_TOOLKIT).search(found.text):
+        return ("FlashInfer builds its kernels (sampling, attention) with nvcc the first time they run and "
+                "found no CUDA toolkit: neither CUDA_HOME / CUDA_PATH, nor nvcc on PATH, nor /usr/local/cuda. "
+                "Install the toolkit of the CUDA your torch was built for and point CUDA_HOME at it, or "
+                "install FlashInfer's prebuilt kernels (flashinfer-jit-cache) so nothing is built.")
     if regex(DEEPGEMM_JIT).search(found.text):
         return ("DeepGEMM's JIT ran the CUDA toolkit's cuobjdump on a kernel it had just built, and it "
                 "failed: DeepGEMM needs the full toolkit of the CUDA its wheels were built for (CUDA_HOME "

@@ -242,6 +242,8 @@ KERNEL_COMPILE = Signature(
                               "(command = ['ninja', '-v'], run by subprocess)"),
              ("apache-tvm-ffi 0.1.15", "tvm_ffi/cpp/extension.py:665 (ninja exited with status N)"),
              ("flashinfer 0.7.4", "flashinfer/jit/cpp_ext.py:411 (run_ninja: Ninja build failed)"),
+             ("flashinfer-python 0.6.11.post2", "flashinfer/jit/cpp_ext.py:61-63 (get_cuda_path: Could not find "
+                                               "nvcc and default cuda_home=... doesn't exist)"),
              ("triton 3.2.0", "triton/runtime/build.py:32 (Failed to find C compiler. Please specify via CC ...)"),
              ("triton 3.4.0", "triton/runtime/build.py:33 (the same, or triton.knobs.build.impl), :48 (cc_cmd += "
                               "-l<lib>), :51"),
