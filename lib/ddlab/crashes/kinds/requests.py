@@ -22,10 +22,14 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR", "ANSWERED_4XX"]
 
+# ``handle_request`` is SGLang's OpenAI serving entry (0.5.23 srt/entrypoints/openai/serving_base.py:80); httpx's
+# and httpcore's transports name their client-side sends so too (httpx/_transports/default.py, httpcore/_sync/
+# connection_pool.py): a server's own download (the Hub asked for a config at launch) is no request it served
 REQUEST_FRAMES = (
     r"(?:uvicorn[/\\]protocols|starlette|fastapi)[/\\]\S+\", line \d+, in \w+"
     r"|, in (?:run_asgi|run_endpoint_function|openai_v1_\w+|v1_(?:chat_)?(?:completions|generate_request|embeddings)"
-    r"|handle_request|_convert_to_internal_request|_validate_one_request|_tokenize_one_request)\s*$")
+    r"|_convert_to_internal_request|_validate_one_request|_tokenize_one_request)\s*$"
+    r"|^(?![^\n]*[/\\](?:httpx|httpcore)[/\\])[^\n]*, in handle_request\s*$")
 
 # the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request
 NOT_A_REQUEST = r"[/\\]lifespan[/\\]|, in (?:lifespan|startup|_wait_and_warmup)\s*$"
