@@ -17,7 +17,8 @@ one is diagnosed.
 ``crashed`` is true when a fatal error is in the log that the server did not
 carry on past (:mod:`.rootcause` has the rules, and picks the root cause among
 several), or when systemd or the shell reports a failed exit or a kill
-(SIGTERM after "Stopping ..." and a Ctrl-C ``KeyboardInterrupt`` are stops).
+(SIGTERM after "Stopping ..." and a Ctrl-C ``KeyboardInterrupt`` are stops: the verdict names
+the stop, :mod:`.stops`).
 An error of one request while the server kept serving is no crash:
 ``crashed=False``, kind ``request_error``, phase ``serving``, with its cause and
 its advice. Speculative decoding that crashes together with another feature
