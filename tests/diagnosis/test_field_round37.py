@@ -68,6 +68,8 @@ def test_one_request_of_a_batch_failing_with_its_traceback_is_a_requests_error()
            "TypeError: 'NoneType' object is not iterable\n")
     assert reading(diagnose(_READY + one)) == (False, "request_error", "serving")
     assert diagnose(_READY + one.replace("in process_batch", "in process_batches")).crashed  # another function
+    # another library's process_batch (a data pipeline's, a framework's) is no request of the server's
+    assert diagnose(_READY + one.replace("sglang/srt/openai_api/adapter.py", "myframework/pipeline.py")).crashed
 
 
 def test_an_unstamped_or_upper_case_error_line_is_not_the_batch_workers():

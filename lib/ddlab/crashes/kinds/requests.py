@@ -28,8 +28,10 @@ __all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR", "ANSWE
 REQUEST_FRAMES = (
     r"(?:uvicorn[/\\]protocols|starlette|fastapi)[/\\]\S+\", line \d+, in \w+"
     r"|, in (?:run_asgi|run_endpoint_function|openai_v1_\w+|v1_(?:chat_)?(?:completions|generate_request|embeddings)"
-    r"|_convert_to_internal_request|_validate_one_request|_tokenize_one_request"
-    r"|process_batch)\s*$"  # (round 37) the batch API's worker, 0.4.6.post4 openai_api/adapter.py:291
+    r"|_convert_to_internal_request|_validate_one_request|_tokenize_one_request)\s*$"
+    # (round 37) the batch API's worker, 0.4.6.post4 openai_api/adapter.py:291: by its path, as other
+    # libraries name functions process_batch too
+    r"|openai_api[/\\]adapter\.py\", line \d+, in process_batch\s*$"
     r"|^(?![^\n]*[/\\](?:httpx|httpcore)[/\\])[^\n]*, in handle_request\s*$")
 
 # the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request
