@@ -86,6 +86,13 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # mem_cache/base_prefix_cache.py:86; 0.5.23 schedule_policy.py:1395,
             # mem_cache/unified_radix_cache.py:3586, :1820)
             r"|add_one_req\w*|init_load_back|load_back"
+            # (round 37) a request's prefix cached in the radix tree, and HiCache writing a node it hit
+            # back to host memory (0.5.13 mem_cache/unified_radix_cache.py:707 cache_finished_req and
+            # :779 cache_unfinished_req call insert; _insert_helper :1094 -> _inc_hit_count :1747 ->
+            # write_backup :1468; hiradix_cache.py:896, :905), or evicting for a request's room under
+            # write-back (:1427, hiradix_cache.py:1053): only a request caches or evicts a node (the
+            # warmup's is told by the log's lines, diagnosis/phase.py)
+            r"|cache_finished_req|cache_unfinished_req|_inc_hit_count|write_backup"
             # the grammar backend filling a request's vocab mask for its next token (0.4.10.post2
             # sampling/sampling_batch_info.py:171, :193 from model_executor/model_runner.py:1702;
             # 0.5.23 constrained/base_grammar_backend.py:84, model_runner.py:2085): a constrained

@@ -29,6 +29,8 @@ leaves unexplained right after it, as a request's error does.
 ``cleared_by``: regexes of later lines (their whole text, SGLang's stamp
 included) that show the server carried on past it (a scheduler rank still
 logging after a failed health check).
+``stamped``: its ``lines`` count only on a line that carries a logger's stamp (SGLang's
+``[date time]``): a text as plain as ``error: ...`` is the server's only with it.
 
 ``sources`` ties the texts to where they are written: ``(release, "path:line")``
 pairs for SGLang releases (paths inside the wheel), ``("transformers 5.19.0",
@@ -103,6 +105,7 @@ class Signature:
     cut_ok: bool = False
     explains: bool = False
     cleared_by: tuple[str, ...] = ()
+    stamped: bool = False
 
     def matches_exception(self, type_name: str, text: str, chain_text: str) -> bool:
         if not self.patterns:

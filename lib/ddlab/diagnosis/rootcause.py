@@ -221,7 +221,7 @@ _WARNINGS_LINE_RE = re.compile(r"^\s*(?:\S*[/\\])?[\w.-]+\.py:\d+: \w*Warning: "
 
 
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
-    hits = registry.line_hits(line.msg)
+    hits = registry.line_hits(line.msg, line.time is not None)
     warned = "Warning: " in line.msg and _WARNINGS_LINE_RE.search(line.msg)
     if line.level in _QUIET_LEVELS or warned:  # torch's exit warning about destroy_process_group, glog INFO
         hits = [s for s in hits if s.explains]  # a warning that may explain what follows it

@@ -118,12 +118,13 @@ class Registry:
         return tuple((needle(p), regex(p, re.I), i)
                      for i, s in enumerate(self.signatures) for p in s.lines)
 
-    def line_hits(self, msg: str) -> list[Signature]:
+    def line_hits(self, msg: str, stamped: bool = True) -> list[Signature]:
         """The signatures one of whose ``lines`` is in ``msg``, in registry order (what
-        :meth:`Signature.matches_line` says of each, in one pass: a log's every line is asked)."""
+        :meth:`Signature.matches_line` says of each, in one pass: a log's every line is asked);
+        a ``stamped`` signature only where the line carried a logger's stamp."""
         low = ascii_lower(msg)
         found = {i for lit, rx, i in self._line_tests if (low is None or lit in low) and rx.search(msg)}
-        return [self.signatures[i] for i in sorted(found)]
+        return [self.signatures[i] for i in sorted(found) if stamped or not self.signatures[i].stamped]
 
 
 SGLANG = Registry("sglang", tuple(SIGNATURES), WRAPPERS, WRAPPER_FRAMES, WRAPPER_LINES)

@@ -29,6 +29,9 @@ REQUEST_FRAMES = (
     r"(?:uvicorn[/\\]protocols|starlette|fastapi)[/\\]\S+\", line \d+, in \w+"
     r"|, in (?:run_asgi|run_endpoint_function|openai_v1_\w+|v1_(?:chat_)?(?:completions|generate_request|embeddings)"
     r"|_convert_to_internal_request|_validate_one_request|_tokenize_one_request)\s*$"
+    # (round 37) the batch API's worker, 0.4.6.post4 openai_api/adapter.py:291: by its path, as other
+    # libraries name functions process_batch too
+    r"|openai_api[/\\]adapter\.py\", line \d+, in process_batch\s*$"
     r"|^(?![^\n]*[/\\](?:httpx|httpcore)[/\\])[^\n]*, in handle_request\s*$")
 
 # the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request
@@ -371,8 +374,22 @@ WEIGHT_UPDATE_FAILED = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:142"),
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/weight_updater.py:335")))
 
+# (round 37) the OpenAI batch API's worker (process_batch, an asyncio task) logs a request's failure or the
+# whole batch's as "error: ..." and marks the batch failed (0.4.6.post4 openai_api/adapter.py:366, :417;
+# 0.4.4.post1 :330, :381): the server goes on. Only with SGLang's stamp (pip and cargo print "error: ")
+BATCH_API_ERROR = Signature(
+    "batch_api_error", "request_error", "a batch of the OpenAI batch API failed",
+    ("A batch sent through the OpenAI batch API (/v1/batches) failed in the server's batch worker, "
+     "which marked it failed and kept serving. The error is the batch's: check its input file (one "
+     "request per line, each with a custom_id, method, url and body), or send the requests one by one "
+     "to see which fails.",),
+    lines=(r"^(?-i:error): \S",), priority=7, phase="serving", request=True, stamped=True,
+    sources=(("sglang 0.4.4.post1", "sglang/srt/openai_api/adapter.py:381"),
+             ("sglang 0.4.6.post4", "sglang/srt/openai_api/adapter.py:366"),
+             ("sglang 0.4.6.post4", "sglang/srt/openai_api/adapter.py:417")))
+
 SIGNATURES = [ASGI_ERROR, REQUEST_REFUSED, PD_TRANSFER, PD_SETUP, PD_TRANSFER_WORKER, PD_THREAD_DIED, PD_STATUS_LOST,
               REQUEST_5XX,
               REQUEST_4XX, GRAMMAR_REJECTED,
               WEIGHT_UPDATE_FAILED,
-              PD_ENGINE_INIT]  # (round 29)
+              PD_ENGINE_INIT, BATCH_API_ERROR]  # (round 29, 37)
