@@ -25,7 +25,13 @@ STOPPED = [
     (VLLM_REAL / "w3506.log", f"NOT CRASHED: {SIGTERM}, in phase launch"),
     (VLLM_REAL / "w3110.log", f"NOT CRASHED: {VLLM_HTTP}, in phase serving"),
     (VLLM_REAL / "w3108.log", f"NOT CRASHED: {VLLM_HTTP}, in phase ready"),
-    (VLLM_REAL / "w3509.log", 'NOT CRASHED: shut down (uvicorn: "Shutting down"), in phase serving'),
+    # the engine core's line comes before uvicorn's: the first stop line names it
+    (VLLM_REAL / "w3509.log",
+     "NOT CRASHED: stopped by SIGINT or SIGTERM (vLLM's engine: Shutdown initiated), in phase serving"),
+    # the stats logger's last line, one second after the stop, reports the interval before it
+    (VLLM_REAL / "w3704.log", f"NOT CRASHED: {VLLM_HTTP}, in phase serving"),
+    (VLLM_REAL / "w3706.log",
+     "NOT CRASHED: stopped by SIGINT or SIGTERM (vLLM's engine: Shutdown initiated), in phase serving"),
     (LOGS / "real" / "h34001.log", "NOT CRASHED: stopped by SIGTERM (it drained its requests), in phase serving"),
     (LOGS / "stopped.journal.log", 'NOT CRASHED: stopped by systemd (its "Stopping" line), in phase serving'),
 ]
@@ -41,6 +47,11 @@ def test_a_ctrl_c_and_v0s_engine_handler_after_serving_are_named():
     assert _verdict(ctrl_c) == "NOT CRASHED: stopped by Ctrl-C (KeyboardInterrupt), in phase serving"
     engine = HEALTHY + "KeyboardInterrupt: MQLLMEngine terminated\n"
     assert _verdict(engine) == f"NOT CRASHED: {SIGTERM}, in phase serving"
+
+
+def test_uvicorns_own_shutdown_names_no_signal():
+    text = HEALTHY + "Nov 29 09:54:00 gpu-h200-07 python3[48211]: [2026-11-29 09:54:00] INFO:     Shutting down\n"
+    assert _verdict(text) == 'NOT CRASHED: shut down (uvicorn: "Shutting down"), in phase serving'
 
 
 def test_a_stop_that_more_serving_follows_is_not_the_end():
@@ -68,6 +79,8 @@ TEXTS = [
     (("sglang", "0.5.23", "sglang/srt/managers/tokenizer_manager.py"),
      'f"SIGTERM received. {signum=} {frame=}. Draining requests and shutting down..."'),
     (("uvicorn", "0.54.0", "uvicorn/server.py"), 'logger.info("Shutting down")'),
+    (("vllm", "0.20.0", "vllm/v1/engine/core.py"), 'logger.info("Shutdown initiated (timeout=%d)", shutdown_timeout)'),
+    (("vllm", "0.20.0", "vllm/v1/metrics/loggers.py"), '"Avg prompt throughput: %.1f tokens/s",'),
 ]
 
 

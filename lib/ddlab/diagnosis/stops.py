@@ -21,6 +21,8 @@ The texts are their writers' own:
   server." (vllm 0.10.0 entrypoints/launcher.py:66-80); later releases' handler says "[shutdown] API
   server: shutdown triggered" (vllm 0.30.0 entrypoints/launchers/launcher.py:126-135, 0.27.1
   entrypoints/launcher.py:112);
+- vLLM's engine core, told by its SIGINT/SIGTERM handler, says "Shutdown initiated (timeout=N)" (vllm 0.20.0
+  v1/engine/core.py:1122-1127, :1238);
 - uvicorn says "Shutting down" when its loop ends: a signal (uvicorn 0.54.0 server.py:351-356), or the
   application or a request limit asked it (server.py:275-282), so it names no signal.
 
@@ -46,14 +48,19 @@ _STOPS = (
      "stopped by SIGTERM (it drained its requests)"),
     (re.compile(r"Shutting down FastAPI HTTP server\.|\[shutdown\] API server: shutdown triggered"),
      "stopped by SIGINT or SIGTERM (vLLM shut its HTTP server down)"),
+    (re.compile(r"Shutdown initiated \(timeout=\d+\)"), "stopped by SIGINT or SIGTERM (vLLM's engine: Shutdown initiated)"),
     (re.compile(r"^(?:INFO:\s+)?Shutting down$"), 'shut down (uvicorn: "Shutting down")'),
 )
+# vLLM's stats logger reports the interval before it (vllm 0.20.0 v1/metrics/loggers.py:217-230): its last
+# line may come after the stop, and is no sign of serving past it
+_PERIODIC = re.compile(r"Avg (?:prompt|generation) throughput: ")
 
 
 def stopped(lines: list[Line], progress: re.Pattern) -> str | None:
     """How the server was stopped (the module docstring), or None where no stop line follows the last
     line ``progress`` matches."""
-    last = max((i for i, line in enumerate(lines) if progress.search(line.msg)), default=-1)
+    last = max((i for i, line in enumerate(lines) if progress.search(line.msg)
+                and not _PERIODIC.search(line.msg)), default=-1)
     for line in lines[last + 1:]:
         if systemd_stopping(line):
             return 'stopped by systemd (its "Stopping" line)'
