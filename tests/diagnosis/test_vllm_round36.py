@@ -26,6 +26,8 @@ import json
 
 import pytest
 
+from ddlab.diagnosis.diagnosis import diagnose
+
 from fieldkit import (VLLM_REAL, VLLM_WHEELS, assert_at_line, library_text_test, read_log, reads,
                       vllm_signature, vllm_traceback, wheel_text_test)
 
@@ -121,6 +123,19 @@ def test_the_toolkit_missing_where_vllm_survives_it_is_no_crash():
     assert "_find_cuda_home" in start and "Graph capturing finished" in start
     up = start + "(APIServer pid=1551523) INFO:     Application startup complete.\r\n"
     assert reads(up)[:2] == (False, None)
+
+
+def test_the_advice_names_the_builds_own_step_in_vllms_words():
+    """(lead, after the round) vLLM's kernel_compile kept SGLang's specific step out: FlashInfer's missing
+    toolkit (w3610) and a failed link (vy09) now name theirs; DeepGEMM's JIT assert names SGLang's switch
+    (SGLANG_ENABLE_JIT_DEEPGEMM), so under vLLM it still gets the generic advice alone."""
+    assert "flashinfer-jit-cache" in diagnose(read_log("w3610.log")).suggestion
+    assert "libcuda.so" in diagnose(read_log("vy09.log")).suggestion
+    deepgemm = vllm_traceback(
+        ("vllm/model_executor/layers/quantization/utils/fp8_utils.py", 200, "apply", "return deep_gemm(...)"),
+        exc="RuntimeError: Assertion error (/root/.cache/deep_gemm/jit/kernel_runtime.hpp:50): exit_code == 0")
+    found = diagnose(deepgemm, family="vllm")
+    assert found.kind == "kernel_compile" and "SGLANG" not in found.suggestion, found.suggestion
 
 
 # --- w3608: the Transformers fallback cannot shard the architecture --------------------------------

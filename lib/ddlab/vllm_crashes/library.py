@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ddlab.crashes.kinds import (compilers, device, kernels, launch, memory, models, native, npu, packages,
                                  requests, runtime, weights)
-from ddlab.crashes.signature import Found, Signature
+from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
 
@@ -124,10 +124,20 @@ AITER_ARCH = voiced(device.AITER_ARCH, (
 # (round 23) a JIT build that did not link, DeepGEMM's cuobjdump assert: in SGLang's signature
 # (round 26) Triton finding no C compiler, its traceback cut on the raise line (crashes/kinds/compilers.py)
 NO_C_COMPILER_CUT = voiced(compilers.NO_C_COMPILER_CUT, compilers.NO_C_COMPILER_CUT.advice)
+
+
+def _build_detail(found: Found) -> str | None:
+    """SGLang's signature's step for the build that failed where it names no SGLang switch: FlashInfer's
+    missing toolkit and a failed link are the same under vLLM; DeepGEMM's switch is SGLang's."""
+    if regex(compilers.DEEPGEMM_JIT).search(found.text):
+        return None
+    return compilers.build_detail(found)
+
+
 KERNEL_COMPILE = voiced(device.KERNEL_COMPILE, (
     "A kernel build failed (Triton, torch.compile's inductor, a JIT extension): check the CUDA "
     "toolkit matches the wheels, clear ~/.cache/vllm/torch_compile_cache and ~/.triton, and "
-    "`--enforce-eager` skips torch.compile's kernels.",))
+    "`--enforce-eager` skips torch.compile's kernels.",), detail=_build_detail)
 # (round 7) Marlin's shape check (vLLM's, SGLang's copy too) and CANN's tiling check: in SGLang's signature
 KERNEL_CONFIG = voiced(kernels.KERNEL_CONFIG, (
     "A kernel refuses this model's configuration on this GPU: pick another attention backend "
