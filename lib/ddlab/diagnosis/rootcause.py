@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from ddlab.crashes.kinds.requests import ANSWERED_4XX, ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
+from ddlab.diagnosis.stops import SGLANG_SIGTERM_NOTICE, VLLM_SHUTDOWN_TRIGGERED
 from ddlab.diagnosis.tracebacks import Chain, Raised, client_script, router_launch
 
 __all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked", "PROGRESS_RE"]
@@ -84,8 +85,7 @@ _CPP_RE = re.compile(r"^\s*(?:what\(\):\s*|terminate called after throwing an in
 # managers/tokenizer_manager.py:1988, 0.5.23 managers/tokenizer_manager.py:4068); the children it then
 # ends report "crashed with exit code -15" (utils/watchdog.py:217-219) and SIGQUIT: a stop, no crash
 # (vLLM round 31) or vLLM's API server's SIGTERM handler (0.34.0 entrypoints/launchers/launcher.py:256, :289)
-SIGTERM_NOTICE_RE = re.compile(r"SIGTERM received\. signum=\S* frame=\S*\. Draining requests and shutting "
-                               r"down|\[shutdown\] API server: shutdown triggered")
+SIGTERM_NOTICE_RE = re.compile(f"{SGLANG_SIGTERM_NOTICE}|{VLLM_SHUTDOWN_TRIGGERED}")
 
 
 def stop_asked(lines: list[Line]) -> int | None:

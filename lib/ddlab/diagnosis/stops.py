@@ -36,24 +36,28 @@ import re
 
 from ddlab.diagnosis.exits import systemd_stopping
 from ddlab.diagnosis.logtext import Line
+from ddlab.diagnosis.vllm_log import VLLM_STATS
 
-__all__ = ["stopped"]
+__all__ = ["stopped", "SGLANG_SIGTERM_NOTICE", "VLLM_SHUTDOWN_TRIGGERED"]
+
+# the two notices :func:`.rootcause.stop_asked` reads as well (its SIGTERM_NOTICE_RE)
+SGLANG_SIGTERM_NOTICE = r"SIGTERM received\. signum=\S* frame=\S*\. Draining requests and shutting down"
+VLLM_SHUTDOWN_TRIGGERED = r"\[shutdown\] API server: shutdown triggered"
 
 _STOPS = (
     (re.compile(r"^KeyboardInterrupt: (?:MQLLMEngine )?terminated\b"),
      "stopped by SIGTERM (its handler raised KeyboardInterrupt: terminated)"),
     (re.compile(r"^KeyboardInterrupt$"), "stopped by Ctrl-C (KeyboardInterrupt)"),
     (re.compile(r"^KeyboardInterrupt\b"), "stopped by a signal (KeyboardInterrupt)"),
-    (re.compile(r"SIGTERM received\. .*Draining requests and shutting down"),
-     "stopped by SIGTERM (it drained its requests)"),
-    (re.compile(r"Shutting down FastAPI HTTP server\.|\[shutdown\] API server: shutdown triggered"),
+    (re.compile(SGLANG_SIGTERM_NOTICE), "stopped by SIGTERM (it drained its requests)"),
+    (re.compile(rf"Shutting down FastAPI HTTP server\.|{VLLM_SHUTDOWN_TRIGGERED}"),
      "stopped by SIGINT or SIGTERM (vLLM shut its HTTP server down)"),
     (re.compile(r"Shutdown initiated \(timeout=\d+\)"), "stopped by SIGINT or SIGTERM (vLLM's engine: Shutdown initiated)"),
     (re.compile(r"^(?:INFO:\s+)?Shutting down$"), 'shut down (uvicorn: "Shutting down")'),
 )
 # vLLM's stats logger reports the interval before it (vllm 0.20.0 v1/metrics/loggers.py:217-230): its last
 # line may come after the stop, and is no sign of serving past it
-_PERIODIC = re.compile(r"Avg (?:prompt|generation) throughput: ")
+_PERIODIC = re.compile(VLLM_STATS)
 
 
 def stopped(lines: list[Line], progress: re.Pattern) -> str | None:

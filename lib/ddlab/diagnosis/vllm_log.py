@@ -28,7 +28,7 @@ from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
-           "VLLM_TIME", "VLLM_FILEINFO"]
+           "VLLM_TIME", "VLLM_FILEINFO", "VLLM_STATS"]
 
 FAMILIES = ("sglang", "vllm")
 
@@ -250,8 +250,9 @@ VLLM_READY_RE = re.compile(r"Application startup complete|Uvicorn running on")
 # answered POST generated, while a GET reads stored state without the engine (GET /v1/models, a
 # job's status GET /v1/responses/{id}: openai/models/api_router.py:20,
 # openai/responses/api_router.py:80 (0.34.0); round 6: a video job polled while the engine hung)
+VLLM_STATS = r"Avg (?:prompt|generation) throughput: "  # the stats logger's line (0.20.0 v1/metrics/loggers.py:224)
 VLLM_PROGRESS_RE = re.compile(
-    r"Application startup complete|Avg (?:prompt|generation) throughput: [\d.]*[1-9][\d.]* tokens/s"
+    rf"Application startup complete|{VLLM_STATS}[\d.]*[1-9][\d.]* tokens/s"
     r"|\"POST /(?:v1/|generate)\S* HTTP/[\d.]+\" 200")
 
 
