@@ -104,8 +104,10 @@ def _wheel_file(downloads: Path, name: str, version: str) -> Path | None:
     return None
 
 
-def _download(name: str, version: str, wheels: Path, find_links: Path | None) -> Path:
-    downloads = wheels / "dl"
+def download(name: str, version: str, downloads: Path, find_links: Path | None = None) -> Path:
+    """The wheel of ``name==version`` in ``downloads``, fetched there with pip where absent (from
+    ``find_links`` only, no index, where given); FileNotFoundError (pip's last lines) where none could be
+    had. tools/sglang_flags.py fetches its wheels with it too."""
     downloads.mkdir(parents=True, exist_ok=True)
     wheel = _wheel_file(downloads, name, version)
     if wheel is None:
@@ -117,20 +119,20 @@ def _download(name: str, version: str, wheels: Path, find_links: Path | None) ->
         wheel = _wheel_file(downloads, name, version)
         if done.returncode or wheel is None:
             said = (done.stderr or done.stdout).strip().splitlines()[-3:]
-            raise RuntimeError(f"{name}=={version}: no wheel ({' / '.join(said) or 'pip said nothing'})")
+            raise FileNotFoundError(f"{name}=={version}: no wheel ({' / '.join(said) or 'pip said nothing'})")
     return wheel
 
 
 def fetch(name: str, version: str, wheels: Path, find_links: Path | None = None,
           libraries: set[str] | frozenset[str] = frozenset()) -> str:
     """Unpack ``name==version`` into its folder, with the compiled ``libraries`` named (paths inside
-    it); what was done, in a few words. Raises RuntimeError (pip's last lines) where no wheel could
-    be had, or the wheel lacks a library asked for."""
+    it); what was done, in a few words. Raises FileNotFoundError (:func:`download`) where no wheel could
+    be had, RuntimeError where the wheel lacks a library asked for."""
     target = folder(name, version, wheels)
     missing = sorted(lib for lib in libraries if not (target / lib).is_file())
     if target.is_dir() and not missing:
         return f"{target}: already unpacked"
-    wheel = _download(name, version, wheels, find_links)
+    wheel = download(name, version, wheels / "dl", find_links)
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         if absent := [lib for lib in missing if lib not in names]:
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         try:
             print(fetch(name, version, args.wheels, args.find_links, libraries), flush=True)
-        except RuntimeError as err:
+        except (FileNotFoundError, RuntimeError) as err:
             print(f"error: {err}", file=sys.stderr)
             failed += 1
     return 1 if failed else 0

@@ -64,7 +64,9 @@ __all__ = ["build_index", "build_table", "fetch_wheel", "load_tables", "match_op
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "lib"))  # this checkout's ddlab, installed or not
+sys.path.insert(0, str(HERE))  # and the wheel fetcher beside this file
 from ddlab.config.sglang import FlagTable  # noqa: E402  (one argparse emulation)
+from fetch_wheels import download  # noqa: E402
 
 DEFAULT_OUT = HERE.parent / "lib" / "ddlab" / "config" / "sglang_flags"
 DEFAULT_CACHE = Path.home() / ".cache" / "ddlab" / "sglang"
@@ -75,20 +77,10 @@ MSGSPEC = "msgspec==0.23.0"  # real in the child: 0.5.20+ declares arguments as 
 
 
 def fetch_wheel(spec: str, cache: Path) -> Path:
-    """The wheel of ``spec`` (``sglang==0.5.23``) in ``cache/wheels``, downloaded if absent."""
+    """The wheel of ``spec`` (``sglang==0.5.23``) in ``cache/wheels``, downloaded if absent
+    (tools/fetch_wheels.py's ``download``); FileNotFoundError where pip got none."""
     name, version = spec.split("==")
-    wheels = cache / "wheels"
-    found = sorted(wheels.glob(f"{name}-{version}-*.whl"))
-    if not found:
-        wheels.mkdir(parents=True, exist_ok=True)
-        pip = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
-                              "-d", str(wheels), spec], check=False, capture_output=True, text=True)
-        found = sorted(wheels.glob(f"{name}-{version}-*.whl"))
-        if not found:
-            said = (pip.stderr.strip().splitlines() or ["no output"])[-1]
-            raise FileNotFoundError(f"{spec}: pip download got no wheel "
-                                    f"(exit {pip.returncode}): {said}")
-    return found[0]
+    return download(name, version, cache / "wheels")
 
 
 def _msgspec_dir(cache: Path) -> Path:
