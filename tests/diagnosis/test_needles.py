@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddlab.crashes.signature import ascii_lower, needle, regex
+from ddlab.crashes.signature import Screen, ascii_lower, branches, needle, regex
+from ddlab.diagnosis import logtext, vllm_log
 from ddlab.diagnosis.logtext import split_lines
 from ddlab.diagnosis.signatures import SGLANG, VLLM
 
@@ -63,3 +64,51 @@ def test_a_registry_asks_each_line_once_as_each_signature_would():
     for registry in (SGLANG, VLLM):
         for msg in lines:
             assert registry.line_hits(msg) == [s for s in registry.signatures if s.matches_line(msg)], msg
+
+
+# --- Screen: a regex of alternatives, each asked only where its needle is --------------------
+
+@pytest.mark.parametrize("pattern, parts", [
+    (r"a|b(c|d)|e", ["a", "b(c|d)", "e"]),  # a group's own branches stay inside it
+    (r"[|]x|\|y|z", ["[|]x", r"\|y", "z"]),  # a class's and an escaped bar are no branch
+    (r"[]|]p|[^]|]q|r", ["[]|]p", "[^]|]q", "r"]),  # a "]" first in a class is a literal
+    (r"(?:u|v)w|(?<=\S)x", ["(?:u|v)w", r"(?<=\S)x"]),
+    (r"one", ["one"]),
+])
+def test_branches_split_a_pattern_at_its_top_level_bars_only(pattern, parts):
+    assert branches(pattern) == parts
+    assert "|".join(parts) == pattern
+
+
+@pytest.mark.parametrize("pattern", [r"(?i)a|b", r"(a)|\1b", r"(?P<n>a)|(?P=n)"])
+def test_a_screen_refuses_what_its_alternatives_alone_would_read_otherwise(pattern):
+    with pytest.raises(ValueError, match="Screen takes no"):
+        Screen(re.compile(pattern))
+    with pytest.raises(ValueError, match="Screen takes no"):
+        Screen(re.compile(r"a # a comment | b", re.X))
+
+
+def test_a_screen_answers_as_its_regex_on_hard_lines():
+    screen = Screen(re.compile(r"\bsegfault\b|kelvin \d+|^\s*\[\d{4}\]|Capture\b.{0,40}\bcuda graph", re.I))
+    for line, hit in [("a SEGFAULT here", True), ("segfaults", False), ("\u017fegfault", True),  # ſ folds to s
+                      ("\u212aelvin 3", True), ("  [2025] x", True), ("[20251]", False),
+                      ("Capture the cuda graph", True), ("capture" + "x" * 50 + " cuda graph", False), ("", False)]:
+        assert screen.hit(line) is hit is bool(screen.regex.search(line)), line
+
+
+def test_the_librarys_screens_answer_as_their_regexes_on_the_fixture_lines():
+    """Every Screen diagnosis builds (the family marks, both dialects' phase markers) against
+    every raw line and every peeled message of a quarter of the real-log fixtures."""
+    screens = [vllm_log._VLLM_SCREEN, vllm_log._SGLANG_SCREEN,
+               *(s for _, s in logtext._PHASE_SCREENS), *(s for _, s in vllm_log._PHASE_SCREENS)]
+    texts = [path.read_text(encoding="utf-8", errors="replace")
+             for corpus in ("real", "vllm-real") for path in sorted((LOGS / corpus).rglob("*.log"))[::4]]
+    lines = {raw for text in texts for raw in text.splitlines()}
+    lines |= {line.msg for text in texts for line in split_lines(text)}
+    hits = 0
+    for screen in screens:
+        for line in lines:
+            said = screen.hit(line)
+            assert said is (screen.regex.search(line) is not None), (screen.regex.pattern[:60], line)
+            hits += said
+    assert hits > 1000  # the fixtures do exercise the screens

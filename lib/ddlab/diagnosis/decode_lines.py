@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from ddlab.diagnosis.logtext import Line, split_lines
 
@@ -64,10 +65,16 @@ _DECODE_FIELDS = (  # (key regex, field, converter); first match wins
 )
 
 
+# a key may carry its unit after it: "gen throughput (token/s)"
+_DECODE_KEYS = tuple((re.compile(pattern + r"(?:\s*\(.*\))?"), name, convert)
+                     for pattern, name, convert in _DECODE_FIELDS)
+
+
+@lru_cache(maxsize=256)  # a log of days repeats the same dozen keys on every line
 def _decode_field(key: str):
     key = key.strip().lower()
-    for pattern, name, convert in _DECODE_FIELDS:
-        if re.fullmatch(pattern + r"(?:\s*\(.*\))?", key):
+    for pattern, name, convert in _DECODE_KEYS:
+        if pattern.fullmatch(key):
             return name, convert
     return None, None
 

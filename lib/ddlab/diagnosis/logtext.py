@@ -29,6 +29,7 @@ import html
 import re
 from dataclasses import dataclass, replace
 
+from ddlab.crashes.signature import Screen
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
@@ -315,10 +316,13 @@ _STARTUP_RE = re.compile(
     r"|Initialization failed|The server is fired up", re.I)
 
 
+_PHASE_SCREENS = tuple((PHASES.index(name), Screen(regex)) for name, regex in reversed(_PHASE_MARKERS))
+
+
 def _phase_index(msg: str, ready: bool) -> int:
-    for name, regex in reversed(_PHASE_MARKERS):
-        if regex.search(msg):
-            return PHASES.index(name)
+    for index, screen in _PHASE_SCREENS:
+        if screen.hit(msg):
+            return index
     if ready and _AFTER_READY.search(msg):
         return PHASES.index("serving")
     return 0

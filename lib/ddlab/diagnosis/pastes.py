@@ -152,7 +152,7 @@ _GLUED_RE = re.compile(r"^(?P<bar>.*?\d+%\s*(?:Completed\s*)?\|(?:[^|]*\|)?\s*\d
 
 def split_glued_bar(text: str) -> list[str]:
     """A line that holds a progress bar with another writer's text glued to its end, as two."""
-    match = _GLUED_RE.match(text)
+    match = _GLUED_RE.match(text) if "%" in text else None  # a bar shows its percentage
     if not match:
         return [text]
     if match["bar"] is not None:
@@ -274,7 +274,7 @@ _INLINE_CLOSE_RE = re.compile(r"^(?P<body>[^`]*[^`\s])`{1,2}$")
 def unquote_inline_code(text: str) -> str:
     """A line inside a markdown inline code span, without the span's backticks (one that opens
     it at the start, or closes it at the end); a line with a backtick inside it as it is."""
-    match = _INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)
+    match = (_INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)) if "`" in text else None
     return match["body"] if match else text
 
 

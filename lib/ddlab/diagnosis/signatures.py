@@ -123,8 +123,11 @@ class Registry:
         :meth:`Signature.matches_line` says of each, in one pass: a log's every line is asked);
         a ``stamped`` signature only where the line carried a logger's stamp."""
         low = ascii_lower(msg)
-        found = {i for lit, rx, i in self._line_tests if (low is None or lit in low) and rx.search(msg)}
-        return [self.signatures[i] for i in sorted(found) if stamped or not self.signatures[i].stamped]
+        found = []
+        for lit, rx, i in self._line_tests:  # a loop: a comprehension's frame costs more than most tests
+            if (low is None or lit in low) and rx.search(msg):
+                found.append(i)
+        return [self.signatures[i] for i in sorted(set(found)) if stamped or not self.signatures[i].stamped]
 
 
 SGLANG = Registry("sglang", tuple(SIGNATURES), WRAPPERS, WRAPPER_FRAMES, WRAPPER_LINES)

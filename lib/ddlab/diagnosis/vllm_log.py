@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ddlab.crashes.signature import Screen
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 
@@ -81,8 +82,9 @@ _VLLM_MARKS = re.compile(
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
     r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\."
     # names and texts only vLLM writes: its config keys and engine parts, its model registry's error
-    r"|\b(?:gpu_memory_utilization|max_model_len|max_num_scheduled_tokens|num_speculative_tokens"
-    r"|speculative_config|EngineCore\w*|AsyncLLM\w*|LLMEngine|SpecDecodeWorker|VllmWorker\w*)\b"
+    # (each word an alternative of its own: a :class:`Screen` asks each only where its text is)
+    r"|\bgpu_memory_utilization\b|\bmax_model_len\b|\bmax_num_scheduled_tokens\b|\bnum_speculative_tokens\b"
+    r"|\bspeculative_config\b|\bEngineCore\w*\b|\bAsyncLLM\w*\b|\bLLMEngine\b|\bSpecDecodeWorker\b|\bVllmWorker\w*\b"
     r"|# GPU blocks: \d|Cannot find model module\."
     # texts no SGLang release writes (both wheels, 0.4.10.post2 and 0.5.23, searched): vLLM's top
     # config class and its V2 model runner (vllm/config/vllm.py:3087 (0.30.0)), the dtype check
@@ -141,11 +143,14 @@ _SGLANG_MARKS = re.compile(
     r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )", re.M | re.I)
 
 
+_VLLM_SCREEN, _SGLANG_SCREEN = Screen(_VLLM_MARKS), Screen(_SGLANG_MARKS)
+
+
 def family_marks(text: str) -> tuple[int, int]:
     """(lines with vLLM's marks, lines with SGLang's marks): see :func:`detect_family`."""
     lines = (text or "").splitlines()
-    return (sum(1 for ln in lines if _VLLM_MARKS.search(ln)),
-            sum(1 for ln in lines if _SGLANG_MARKS.search(ln)))
+    return (sum(1 for ln in lines if _VLLM_SCREEN.hit(ln)),
+            sum(1 for ln in lines if _SGLANG_SCREEN.hit(ln)))
 
 
 def detect_family(text: str) -> str:
@@ -256,12 +261,12 @@ VLLM_PROGRESS_RE = re.compile(
     r"|\"POST /(?:v1/|generate)\S* HTTP/[\d.]+\" 200")
 
 
+_PHASE_SCREENS = tuple((name, Screen(regex)) for name, regex in reversed(_PHASE_MARKERS))
+
+
 def vllm_phase_marker(msg: str) -> str | None:
     """The phase a vLLM line announces, or None."""
-    for name, regex in reversed(_PHASE_MARKERS):
-        if regex.search(msg):
-            return name
-    return None
+    return next((name for name, screen in _PHASE_SCREENS if screen.hit(msg)), None)
 
 
 # (round 33) vLLM's server logs its non-default args, builds the engine, and only then starts uvicorn
