@@ -264,11 +264,15 @@ _MODEL_LOADER = r"Using \w+ModelLoader\b|\w+ModelLoader: Loading|Model is alread
 # "... files %s, param_dtype: %s" (0.5.9 component_loaders/transformer_loader.py:123), "... safetensors
 # file(s) %s, param_dtype: %s" (0.5.19 :383)
 _DIT_LOADER = r"Loading \w+ from \d+ safetensors file(?:s|\(s\))?\b"
+# (round 38) SGLang's MLX runner (Apple silicon) loading through mlx_lm: "Loading MLX model: PATH", then "MLX model
+# loaded in Ns", its "Load weight end"; the attention discovery and pool sizing follow (0.5.13
+# hardware_backend/mlx/model_runner.py:403, :462, then :150 find_attention_layers, :178 _compute_pool_size)
+_MLX_LOADING, _MLX_LOADED = r"Loading MLX model: ", r"MLX model loaded in [\d.]+s"
 _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
-        rf"|{_DIT_LOADER}|{_MODEL_LOADER}", re.I)),
-    ("memory_pool", re.compile(r"Load weight end|KV Cache is allocated|Memory pool end", re.I)),
+        rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}", re.I)),
+    ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
     # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
     ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end)|Capturing batches", re.I)),
@@ -310,7 +314,7 @@ _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 # pynccl.py:87): where one is in the log, the log shows the startup.
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
-    rf"|{_DIT_LOADER}|{_MODEL_LOADER}"
+    rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}"
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)

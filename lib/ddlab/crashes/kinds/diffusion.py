@@ -1,0 +1,50 @@
+"""SGLang Diffusion (``sglang/multimodal_gen``): a request its worker failed, the server serving on.
+
+SGLang Diffusion runs each request's pipeline (its stages: the text encoder, the denoiser, the VAE)
+inside a handler that catches whatever the pipeline raises, logs it with its traceback and answers the
+request with the error: the scheduler's event loop around ``execute_forward`` in 0.5.5
+(``multimodal_gen/runtime/managers/scheduler.py:133-140``, "Error executing forward in scheduler event
+loop: ..."), the worker's ``execute_forward`` itself from 0.5.7 on (``managers/gpu_worker.py:133-143``,
+"Error executing request ID: ..."; 0.5.13 ``:414``, 0.5.23 ``:860`` "Error executing [grouped] request
+ID: ...") with the event loop's own catch around it ("Error executing request in scheduler event loop:
+...", 0.5.7 ``scheduler.py:214-215``, 0.5.13 ``:1153``, 0.5.23 ``:1584``). The HTTP endpoint then logs
+the failed generation and answers the client (0.5.7 ``runtime/entrypoints/openai/utils.py:178-184``).
+So a logged line of those, or a traceback through ``execute_forward`` or a model's or a pipeline stage's
+``forward`` in ``multimodal_gen``, is one request's error: ``request_error`` at serving, no crash.
+
+Not these: the scheduler's loop ending on repeated receive errors ("Scheduler terminated after 3
+consecutive errors", 0.5.8 ``scheduler.py:316-319``: a traceback from ``run_scheduler_process`` through
+``event_loop`` with no forward below), a model's constructor at load (``__init__`` frames), the launcher.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "DIFFUSION_FORWARD_FRAMES"]
+
+# the frames only a request's forward passes through, each under the handler that catches it
+DIFFUSION_FORWARD_FRAMES = (
+    r"multimodal_gen[/\\]runtime[/\\](?:managers[/\\]gpu_worker\.py\", line \d+, in execute_forward"
+    r"|(?:models|pipelines(?:_core)?)[/\\]\S+\.py\", line \d+, in forward)\s*$")
+# what the handlers log (with the traceback under it): the 0.5.5 event loop's, then 0.5.7's on
+_LOGGED = (r"Error executing (?:forward|request) in scheduler event loop: ",
+           r"Error executing (?:grouped )?request \S+: ")
+
+DIFFUSION_REQUEST_FAILED = Signature(
+    "diffusion_request_failed", "request_error", "SGLang Diffusion's worker failed one request",
+    ("SGLang Diffusion's worker failed one request in its pipeline, logged the error and answered the "
+     "request with it; the server kept serving. An attribute or a shape the pipeline's model code does "
+     "not find (a config field, a VAE attribute) means the checkpoint is not one the installed release's "
+     "pipeline supports: check the model against SGLang Diffusion's supported models, or upgrade SGLang; "
+     "otherwise the request's own inputs (its size, number of frames, input image) are the suspects.",),
+    patterns=(r".",), context=(DIFFUSION_FORWARD_FRAMES,), lines=_LOGGED,
+    priority=11, phase="serving", request=True, cut_ok=True,
+    sources=(("sglang 0.5.5", "sglang/multimodal_gen/runtime/managers/scheduler.py:137"),
+             ("sglang 0.5.7", "sglang/multimodal_gen/runtime/managers/gpu_worker.py:135"),
+             ("0.5.13", "sglang/multimodal_gen/runtime/managers/scheduler.py:1153"),
+             ("0.5.13", "sglang/multimodal_gen/runtime/managers/gpu_worker.py:414"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/managers/scheduler.py:1584"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/managers/gpu_worker.py:860")))
+
+SIGNATURES = [DIFFUSION_REQUEST_FAILED]
