@@ -279,8 +279,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # counted), w3611's kind left a miss: 797/774/445 of 805 at the fold (kind of 786, phase of 447), 797/776/445
 # after (kind of 785, phase of 446).
 # Round 37 had no miss: 804/783/448 of 812 at the fold (kind of 792, phase of 449), no rule added.
-# Round 38 (one miss, w3803): 813/791/451 of 821 at the fold (kind of 801, phase of 452).
-FLOORS = {"work": (813, 791, 451)}
+# Round 38's miss was read: w3803 (the hybrid KV cache manager off under a KV connector and a hybrid model
+# whose KV cache specs cannot be made one type, vllm 0.19.1 v1/core/kv_cache_utils.py:1216-1219) fixed by a
+# cited rule: 813/791/451 of 821 at the fold (kind of 801, phase of 452), 813/792/451 after.
+FLOORS = {"work": (813, 792, 451)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
