@@ -173,6 +173,8 @@ _CITED = {
     "vllm_harmony_vocab_missing": "load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)",
     # round 36
     "vllm_transformers_fallback_no_tp": "Trying to run tensor parallelization but the model does not",
+    # round 38
+    "vllm_hybrid_kv_unify": "Failed to promote local KV cache specs to one unified type.",
 }
 
 

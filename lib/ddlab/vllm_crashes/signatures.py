@@ -150,6 +150,26 @@ WORKER_METHOD_FAILED = Signature(
     sources=((_V0, "vllm/worker/worker_base.py:478"), ("0.7.3", "vllm/worker/worker_base.py:579"),
              ("0.30.0", "vllm/v1/executor/ray_utils.py:87")))
 
+# (round 38) the hybrid KV cache manager off (--disable-hybrid-kv-cache-manager; a KV connector, "Turning off
+# hybrid kv cache manager because `--kv-transfer-config` is set"; --kv-events-config; 0.19.1 config/vllm.py
+# :1190-1258), get_kv_cache_groups makes a hybrid model's specs one type and raises where Mamba or linear-
+# attention state stays beside attention while the KV cache is sized: "Hybrid KV cache manager is disabled
+# but failed to convert ..." (v1/core/kv_cache_utils.py, 0.9.1 :920, 0.19.1 :1216-1219, 0.23.0 :1425), from
+# 0.27.1 "Failed to promote local ..." (:1529; 0.34.0 kv_cache_planning.py:854, its other caller catches it)
+_HYBRID_KV = (r"Hybrid KV cache manager is disabled but failed to convert the KV cache specs"
+              r"|Failed to promote local KV cache specs to one unified type")
+HYBRID_KV_UNIFY = Signature(
+    "vllm_hybrid_kv_unify", "bad_argument", "the hybrid KV cache manager is off and this model needs it",
+    ("This model mixes KV cache types (attention beside Mamba or linear-attention state) that only vLLM's "
+     "hybrid KV cache manager can size, and the manager was turned off: by "
+     "`--disable-hybrid-kv-cache-manager`, a KV connector (`--kv-transfer-config`), `--kv-events-config`, "
+     "or a platform without it. Serve this model without that setting, or with a connector that supports "
+     "the hybrid manager and `--no-disable-hybrid-kv-cache-manager`.",),
+    patterns=(_HYBRID_KV,), lines=(_HYBRID_KV,), priority=74, phase="memory_pool", fatal=True,
+    sources=(("0.30.0", "vllm/v1/core/kv_cache_utils.py:1880"),
+             ("0.33.0", "vllm/v1/core/kv_cache_planning.py:814"),
+             ("0.34.0", "vllm/v1/core/kv_cache_planning.py:854")))
+
 # --- arguments ------------------------------------------------------------------------
 
 
@@ -358,7 +378,8 @@ GGUF_NOT_A_FILE = Signature(
     sources=((_V0, "vllm/model_executor/model_loader/loader.py:1113"),))
 
 SIGNATURES: list[Signature] = [
-    KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED, *graphs.SIGNATURES,
+    KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED,
+    HYBRID_KV_UNIFY, *graphs.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, BF16_GPU, engine.ENGINE_DEAD, engine.OUTPUT_HANDLER_FAILED, engine.SHM_STALL, API_MISMATCH,
     PATCHED_ENTRY,
     requests.REQUEST_TOO_LONG, *speculative.SIGNATURES, *library.SIGNATURES,
