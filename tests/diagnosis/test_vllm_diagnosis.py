@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,7 @@ def test_work_logs_show_their_signature(log_id):
     assert diagnose(_read(REAL / f"{log_id}.log")).signature == INDEX["corpus"][log_id]
 
 
+@cache  # two tests ask; each answer diagnoses about 60 fixtures
 def _voiced_fixtures() -> dict[str, Path]:
     """For each SGLang signature vLLM's registry reuses, an SGLang fixture it explains."""
     parents = {s.name for s in SIGNATURES}
