@@ -105,6 +105,12 @@ def test_an_ops_warning_or_a_bracketed_error_stamp_is_not_the_refusal():
     assert diagnose(_NPU_SERVING + stamped + _NPU_DIED).signature != "npu_op_tiling_refused"
 
 
+def test_a_server_that_serves_on_after_the_refusal_is_not_crashed():
+    # no traceback, and a later batch line: whatever raised was not the server's death
+    refused = "[ERROR][FusedDeepMoe] batchSize(bs) must <= 256.\n[ERROR][FusedDeepMoe] CheckData failed.\n"
+    assert not diagnose(_NPU_SERVING + refused + _NPU_SERVING.replace("14:01:30", "14:01:33")).crashed
+
+
 def test_the_ops_texts_are_sgl_kernel_npus_own():
     lib, op_host = "sgl-kernel-npu", "csrc/deepep/ops/op_host"
     assert_at_line(lib, "b2360967", f"{op_host}/error_log.h", 24, 'printf("[ERROR][%s] ", (opname));')
@@ -124,3 +130,4 @@ def test_the_graph_runners_constructor_captures():
     assert_at_line("sglang", "0.5.7", "sglang/srt/model_executor/cuda_graph_runner.py", 358, "self.capture()")
     assert_at_line("sglang", "0.5.7", "sglang/srt/model_executor/cuda_graph_runner.py", 361,
                    'f"Capture cuda graph failed: {e}\\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}"')
+

@@ -3,8 +3,8 @@
 flashinfer's "Unsupported group_size" / "failed to dispatch", flash-attn's head-dim limit, Triton's
 power-of-2 ``arange`` and head-dim asserts, a kernel library's tvm-ffi check, its dtype check of a
 tensor, its own CUDA check finding a launch refused, an Ascend NPU's runtime refusing a launch's block
-count: the refusal is the kind, inside "Capture cuda
-graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
+count, an sgl-kernel-npu op's tiling check refusing its shapes: the refusal is the kind, inside "Capture
+cuda graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
 """
 
 from __future__ import annotations
