@@ -320,6 +320,9 @@ _STARTUP_RE = re.compile(
     r"|Initialization failed|The server is fired up", re.I)
 
 
+# (round 39) SGLang 0.1.x stamps no rank; its model runner names the rank in its load lines: "Rank N: load
+# weight begin." / "... end." (0.1.13 srt/managers/router/model_runner.py:281, :312; 0.1.16 :295, :334)
+_RANK_SAID = re.compile(r"\bRank (\d+): load weight (?:begin|end)\.", re.I)
 _PHASE_SCREENS = tuple((PHASES.index(name), Screen(regex)) for name, regex in reversed(_PHASE_MARKERS))
 
 
@@ -345,18 +348,21 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     began mid-serving. The HTTP server up (uvicorn's start) is ``ready``: the launcher's
     warmup runs; batch lines count as serving only after "ready to roll" (the warmup's own
     prefill is no serving). Before the HTTP server is up, a startup is only as far as its slowest
-    rank: ranks that began loading and never printed "Load weight end" are still loading."""
+    rank: ranks that began loading and never printed "Load weight end" are still loading (a rank
+    is its stamp's tags, or 0.1.x's "Rank N:" in its load lines)."""
     best, at, started, fired = 0, None, False, False
     ready = PHASES.index("ready")
     ranks: dict[str, tuple[int, Line]] = {}  # each stamped rank's own startup phase
     for line in lines:
         index = _phase_index(line.msg, fired)
+        said = None if line.rank else _RANK_SAID.search(line.msg)
+        rank = line.rank or (said and f"Rank {said[1]}")
         # a rank that printed the end of its phase is past it: "Memory pool end" (0.4.10.post2
         # model_executor/model_runner.py:1304, 0.5.23 mem_cache/kv_cache_configurator.py:499) is
         # that rank's capture starting
         own = index + 1 if _PHASE_END.search(line.msg) else index
-        if 0 < index < ready and line.rank and own > ranks.get(line.rank, (0, None))[0]:
-            ranks[line.rank] = (own, line)
+        if 0 < index < ready and rank and own > ranks.get(rank, (0, None))[0]:
+            ranks[rank] = (own, line)
         fired = fired or index >= ready
         if not index and not started and _MID_SERVING.search(line.msg):
             index = PHASES.index("serving")

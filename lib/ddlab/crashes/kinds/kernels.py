@@ -3,8 +3,8 @@
 flashinfer's "Unsupported group_size" / "failed to dispatch", flash-attn's head-dim limit, Triton's
 power-of-2 ``arange`` and head-dim asserts, a kernel library's tvm-ffi check, its dtype check of a
 tensor, its own CUDA check finding a launch refused, an Ascend NPU's runtime refusing a launch's block
-count: the refusal is the kind, inside "Capture cuda
-graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
+count, an sgl-kernel-npu op's tiling check refusing its shapes: the refusal is the kind, inside "Capture
+cuda graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
 """
 
 from __future__ import annotations
@@ -299,6 +299,41 @@ NPU_LAUNCH_REFUSED = Signature(
                                      ":697 (rtKernelLaunch)"),
              ("triton-ascend 3.2.0", "triton/runtime/jit.py:689-690 (grid should be less than 65536!)")))
 
+# (round 39) sgl-kernel-npu's DeepEP ops (fused_deep_moe: SGLang's `--moe-a2a-backend ascend_fuseep`, 0.5.7
+# layers/moe/token_dispatcher/fuseep.py:72; 0.5.23 hardware_backend/npu/moe/fuseep.py:47) check the shapes
+# they are handed on the host, in their tiling step, and print a refusal with the op's name, "[ERROR][%s] "
+# and the message (csrc/deepep/ops/op_host/error_log.h:22-27, OP_LOGE): "batchSize(bs) must <= %d."
+# (MAX_BATCH_SIZE 256), then "CheckData failed." (fused_deep_moe_tiling.cpp:157, :350 at b2360967); the
+# op returns GRAPH_FAILED and the caller's forward raises: the op does not take this configuration
+_NPU_TILING = (r"^\[ERROR\]\[[A-Z]\w+\] (?:\w+(?:\(\w+\))? (?:must [<>]?=? ?\d+|is invalid\b)"
+               r"|(?:CheckData|Tiling check param|Check tensor shape|Check attr) failed\.$)")
+
+
+def _npu_tiling_detail(found: Found) -> str | None:
+    said = regex(r"\[ERROR\]\[(\w+)\] (\w+)(?:\((\w+)\))? must <=? ?(\d+)\.").search(found.text)
+    if not said:
+        return None
+    limit = f"The op {said[1]} takes {said[3] or said[2]} <= {said[4]}"
+    if said[3] == "bs" or said[2].lower() == "batchsize":
+        return (f"{limit} tokens per rank in one call: a `--chunked-prefill-size` of at most {said[4]} "
+                f"per rank, or another `--moe-a2a-backend` for the prefill.")
+    return f"{limit}."
+
+
+NPU_TILING_REFUSED = Signature(
+    "npu_op_tiling_refused", "kernel_config_unsupported",
+    "an Ascend op of sgl-kernel-npu refused the shapes it was handed (its tiling check)",
+    ("An Ascend op of sgl-kernel-npu (DeepEP's MoE ops: fused_deep_moe, dispatch, combine) checks the "
+     "shapes it is handed on the host before its kernel runs, and refused this batch: the '[ERROR][op]' "
+     "line before 'CheckData failed.' names the limit. Keep each call within it (fewer tokens per rank: "
+     "`--chunked-prefill-size`, `--max-running-requests`), or use an sgl-kernel-npu release whose op "
+     "takes this shape.",),
+    lines=(_NPU_TILING,), priority=81, running=True, detail=_npu_tiling_detail,
+    sources=(("sgl-kernel-npu b2360967", "csrc/deepep/ops/op_host/error_log.h:22-27 (OP_LOGE: [ERROR][%s] )"),
+             ("sgl-kernel-npu b2360967", "csrc/deepep/ops/op_host/fused_deep_moe_tiling.cpp:157 (batchSize(bs) "
+                                         "must <= %d.), :350 (CheckData failed.), :75 (MAX_BATCH_SIZE = 256)"),
+             ("sglang 0.5.7", "sglang/srt/layers/moe/token_dispatcher/fuseep.py:72")))
+
 # (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
 SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
-              NPU_LAUNCH_REFUSED]
+              NPU_LAUNCH_REFUSED, NPU_TILING_REFUSED]
