@@ -286,8 +286,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 38's miss was read: w3803 (the hybrid KV cache manager off under a KV connector and a hybrid model
 # whose KV cache specs cannot be made one type, vllm 0.19.1 v1/core/kv_cache_utils.py:1216-1219) fixed by a
 # cited rule: 813/791/451 of 821 at the fold (kind of 801, phase of 452), 813/792/451 after.
-# Round 39 (four misses, w3903, w3908, w3910, w3914): 830/808/458 of 840 at the fold (kind of 820, phase of 460).
-FLOORS = {"work": (830, 808, 458)}
+# Round 39's misses were read: w3903 (vLLM's "Aborted request" INFO record taken for bash's "Aborted", vllm
+# 0.8.5.post1 v1/engine/async_llm.py:411), w3910 (a multi-file tail's proxy part, none of vLLM's) and w3914's
+# phase (add_request frames, 0.10.2 v1/engine/llm_engine.py:196) fixed by cited rules, w3908's kind (a start
+# stopped by Ctrl-C, as w3506) disputed (not counted), its crashed left a miss: 830/808/458 of 840 at the fold
+# (kind of 820, phase of 460), 831/810/459 after (kind of 819, phase of 460).
+FLOORS = {"work": (831, 810, 459)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
