@@ -76,7 +76,11 @@ def exit_of(lines: list[Line]) -> Exit:
     """How the process ended, from the unstamped lines (see the module docstring)."""
     seen, stopping = Exit(), False
     for line in lines:
-        if line.stamped:
+        # (vLLM round 39) a line that carried vLLM's stamp at a quiet level is a record of vLLM's logger
+        # (``Line.record``), never a shell's word: "Aborted request %s." is the frontend's INFO when a
+        # request is aborted (vllm 0.8.5.post1 v1/engine/async_llm.py:411; "Aborted request(s) %s.",
+        # 0.23.0 :721), not bash's "Aborted (core dumped)"
+        if line.stamped or line.record:
             continue
         msg = line.msg.strip()
         stopping = stopping or bool(_STOPPING_RE.search(msg))

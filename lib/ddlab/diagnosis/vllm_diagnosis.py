@@ -43,8 +43,8 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_reached,
 )
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
-from ddlab.diagnosis.vllm_records import (only_vllm_services, with_engine_messages, with_handler_records,
-                                          without_debug_tracebacks)
+from ddlab.diagnosis.vllm_records import (only_vllm_files, only_vllm_services, with_engine_messages,
+                                          with_handler_records, without_debug_tracebacks)
 from ddlab.vllm_crashes.requests import HANDLER_LOGGED
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
@@ -92,7 +92,13 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             r"|start_worker_execution_loop"
             # a request's LoRA adapter activated (V0 worker/model_runner.py set_active_loras ->
             # lora/models.py:376 activate_adapter (0.6.4.post1); 0.34.0 lora/model_manager.py:355)
-            r"|activate_adapter|set_active_adapters|set_active_loras")
+            r"|activate_adapter|set_active_adapters|set_active_loras"
+            # (round 39) a request handed to a built engine: LLMEngine.add_request (v1/engine/llm_engine.py:196
+            # (0.10.2), :229 (0.34.0)), AsyncLLM's add_request / _add_request (v1/engine/async_llm.py:266, :308
+            # (0.10.2); :411, :581 (0.34.0)), LLM's _add_request (entrypoints/llm.py:1510 (0.10.2)); the engine
+            # core client is built, and its engines have said they are ready, before any request is added
+            # (v1/engine/core_client.py:492-510 (0.10.2))
+            r"|_?add_request")
 FRAME_PHASES = (
     ("load_weights", _frames(_LOAD)),
     ("memory_pool", _frames(_POOL)),
@@ -306,7 +312,7 @@ def read_vllm(text: str) -> VllmLog:
     """The lines (vLLM's prefixes peeled, the last run, a DEBUG record's traceback blanked), the phase
     reached, the facts, the chains (a V0 worker's header message and V0 engine's logged one kept) and
     exit, and the root cause over vLLM's registry (with no hang where a worker died)."""
-    text = only_vllm_services(text or "")
+    text = only_vllm_files(only_vllm_services(text or ""))
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)

@@ -136,3 +136,29 @@ def only_vllm_services(text: str) -> str:
     return "\n".join("" if (said := _COMPOSE_RE.match(raw)) and not services[said[1]] else raw
                      for raw in text.splitlines()) + "\n"
 
+
+
+# (round 39) `tail` of several files (a workflow's `tail -f logs/*.out`) writes "==> NAME <==" before each
+# file's part, again whenever its output turns to another file (GNU coreutils src/tail.c write_header:
+# printf ("%s==> %s <==\n", ...), with more than one file or -v). Where some files' parts carry vLLM's stamp,
+# the others are other programs (a proxy's own uvicorn answering 500 is none of vLLM's): their lines are
+# dropped, as docker compose's other services' are
+_TAIL_HEADER_RE = re.compile(r"^==> (.+) <==\s*$")
+
+
+def only_vllm_files(text: str) -> str:
+    """``text`` with the parts of a multi-file ``tail`` whose file shows no vLLM stamp in any of its parts
+    blanked (their numbers kept), where another file's does (no headers, or no file with a stamp: ``text``
+    as it is). Lines before the first header are kept."""
+    if "==> " not in text:
+        return text
+    raws, files, part = text.splitlines(), {}, []
+    for raw in raws:
+        if header := _TAIL_HEADER_RE.match(raw):
+            files.setdefault(header[1], False)
+        part.append(header[1] if header else (part[-1] if part else None))
+        if part[-1] is not None and not header and not files[part[-1]]:
+            files[part[-1]] = bool(_ANY_STAMP_RE.search(raw))
+    if len(files) < 2 or all(files.values()) or not any(files.values()):
+        return text
+    return "\n".join("" if name is not None and not files[name] else raw for raw, name in zip(raws, part)) + "\n"
