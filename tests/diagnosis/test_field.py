@@ -283,7 +283,8 @@ def _corpus_tool():
     return module
 
 
-# at round 41's fold, before its misses were read again: 848, 828, 586 (of 854, 837, 592) on 47dad1d's code
+# all 854 after round 41 was folded in and its misses read again: 848, 828, 586 (of 854, 836, 592: h41001's
+# kind disputed, h41003 left a miss); at its fold: 848, 828, 586 (of 854, 837, 592) on 47dad1d's code
 # all 843 after round 40 was folded in and its miss fixed: 837, 819, 581 (of 843, 826, 587); at its fold,
 # before its fix: 836, 818, 580 on 90f36d0's code
 # all 828 after round 39 was folded in and its misses read again: 822, 804, 573 (of 828, 811, 579: h39009's
