@@ -302,8 +302,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # stopped by Ctrl-C, as w3506) disputed (not counted), its crashed left a miss: 830/808/458 of 840 at the fold
 # (kind of 820, phase of 460), 831/810/459 after (kind of 819, phase of 460).
 # Round 40 had no miss: 846/825/471 of 855 at the fold (kind of 834, phase of 472), no rule added.
-# Round 41 at the fold: 858/833/478 of 867 (kind of 846, phase of 480).
-FLOORS = {"work": (858, 833, 478)}
+# Round 41's misses were read: w4103, w4104, w4106 and w4111's kinds fixed by cited rules (a weight_loader's narrow
+# past the checkpoint tensor, vllm-ascend calling a vLLM API the installed vLLM lacks, torch_npu's HCCL check, block
+# FP8's group width), w4108's phase disputed (not counted): 858/833/478 of 867 at the fold (kind of 846, phase of
+# 480), 858/837/478 after (kind of 846, phase of 479).
+FLOORS = {"work": (858, 837, 478)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
