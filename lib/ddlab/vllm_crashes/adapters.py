@@ -1,7 +1,8 @@
 """vLLM: texts of LoRA adapters, other accelerators and libraries that round 14 showed (a LoRA adapter
 not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels refusing a model, torch's
 store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
-graph capture cut inside torch's capture_end, a weight's name cut by the paste), advice in vLLM's flags.
+graph capture cut inside torch's capture_end, a weight's name cut by the paste; round 41: the block FP8
+activation quantization refusing a layer's width), advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -18,7 +19,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT", "LLVM_FATAL",
            "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT", "BINDING_ARGUMENTS",
-           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE"]
+           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH"]
 
 _V0 = V0
 
@@ -171,6 +172,23 @@ XLA_VMEM_COMPILE = from_texts(
              ("XLA (openxla/xla 82fc6c9)", "docs/errors/error_1001.md:11 (Ran out of memory in memory space "
                                            "vmem while allocating on stack for ...)")))
 
+# (round 41) block-wise FP8 (a checkpoint's weight_block_size, 128) quantizes each layer's input in groups of
+# the block's width: per_token_group_quant_fp8 asserts "the last dimension of `x` N must be divisible by
+# `group_size` G" (0.9.2 layers/quantization/utils/fp8_utils.py:380-382, 0.10.2 :391, 0.34.0 :667, :792): a
+# layer whose width is no multiple of the block, which this quantization kernel cannot take
+_FP8_GROUP = r"the last dimension of `x` \d+ must be divisible by `group_size` \d+"
+FP8_GROUP_WIDTH = from_texts(
+    KERNEL_CONFIG, name="vllm_fp8_group_width", title="block FP8 quantization refuses a layer's width",
+    advice=("vLLM's block-wise FP8 path quantizes a layer's input in groups of the checkpoint's block width "
+            "(`weight_block_size` in its quantization_config), and this layer's width is no multiple of it "
+            "(often a vision tower's MLP that the export quantized too): leave those layers unquantized in the "
+            "export (its ignore / modules_to_not_convert list), export with another FP8 scheme (per-tensor or "
+            "per-channel), or serve the unquantized checkpoint with `--quantization fp8` (dynamic, no blocks).",),
+    texts=(_FP8_GROUP,), priority=80,
+    sources=(("vllm 0.9.2", "vllm/model_executor/layers/quantization/utils/fp8_utils.py:380"),
+             ("vllm 0.10.2", "vllm/model_executor/layers/quantization/utils/fp8_utils.py:391"),
+             ("0.34.0", "vllm/model_executor/layers/quantization/utils/fp8_utils.py:667")))
+
 SIGNATURES: list[Signature] = [XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
-                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS]
+                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH]

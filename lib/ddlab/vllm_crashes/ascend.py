@@ -2,7 +2,8 @@
 runtime, triton-ascend and vllm-ascend's ACL graphs and drafter (a stream synchronized while it is captured,
 an AI CPU kernel's exception, no kernel package for an op, Triton's launcher failing to build, a captured
 graph's parameters updated with a None, a decode batch padded to a FULL graph's size, the drafter's
-chunked-prefill mask), mapped onto ddlab's kinds with advice in vLLM's flags.
+chunked-prefill mask), and round 41's (torch_npu's HCCL call failing, vllm-ascend calling a vLLM API with
+arguments the installed vLLM does not take), mapped onto ddlab's kinds with advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm_ascend/path.py:line")`` in vllm-ascend's wheels, a library's
 file by name. Part of :mod:`.vllm`'s list, beside :mod:`.adapters`.
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 from ddlab.crashes.kinds import npu, packages
 from ddlab.vllm_crashes.graphs import CAPTURE_TEXT
-from ddlab.vllm_crashes.library import KERNEL_COMPILE, from_texts, voiced
+from ddlab.vllm_crashes.library import KERNEL_COMPILE, NCCL, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
-           "FULL_GRAPH_PADDING"]
+           "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH"]
 
 # (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
 # (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
@@ -159,6 +160,53 @@ FULL_GRAPH_PADDING = Signature(
              ("vllm_ascend 0.12.0rc1", "vllm_ascend/worker/model_runner_v1.py:1035 (self.query_start_loc.gpu["
                                        "num_reqs + 1:num_reqs_padded +)")))
 
+# (round 41) torch_npu's process group checks each HCCL call with HCCL_CHECK_ERROR, which throws
+# "<func>:<file>:<line> HCCL function error: <the call>, error code is <n>" with DIST_ERROR(ErrCode::HCCL)'s
+# "ERR02200 DIST call hccl api failed." (torch_npu 2.5.1 include/torch_npu/csrc/distributed/HCCLUtils.hpp:15-32,
+# the text at :27; torch_npu/utils/_error_code.py:32, HCCL = (200, "call hccl api failed")); creating a
+# communicator is one such call (HCCLUtils.hpp:102, hcclCommInitRootInfoConfig): HCCL is NCCL's Ascend twin
+_HCCL_CALL = (r"\bHCCL function error: [Hh]ccl\w+\(", r"\bERR02200 DIST call hccl api failed\b")
+HCCL_CALL_FAILED = from_texts(
+    NCCL, name="vllm_hccl_call_failed", title="an HCCL call failed (torch_npu's HCCL process group)",
+    advice=("An HCCL call between the NPUs failed (the call is named after 'HCCL function error:'; "
+            "hcclCommInitRootInfoConfig is a communicator being created, for pipeline parallelism at the "
+            "first send between stages): check that every NPU of the parallel layout is visible and free "
+            "(ASCEND_RT_VISIBLE_DEVICES), the HCCL settings (HCCL_CONNECT_TIMEOUT, HCCL_IF_IP, "
+            "HCCL_BUFFSIZE) and CANN's device log (ASCEND_GLOBAL_LOG_LEVEL=1); that the chip supports "
+            "this layout (the 310P's HCCL does not do everything the 910's does); another rank's error, "
+            "if any, is the real cause.",),
+    texts=_HCCL_CALL, priority=30,
+    sources=(("torch_npu 2.5.1", "torch_npu/include/torch_npu/csrc/distributed/HCCLUtils.hpp:27 (HCCL function "
+                                 "error: ..., error code is ...)"),
+             ("torch_npu 2.5.1", "torch_npu/include/torch_npu/csrc/distributed/HCCLUtils.hpp:102 "
+                                 "(hcclCommInitRootInfoConfig)"),
+             ("torch_npu 2.5.1", "torch_npu/utils/_error_code.py:32 (call hccl api failed)")))
+
+# (round 41) vllm-ascend is a separate package that drives vLLM's own classes from its model runner, each
+# release written for one vLLM release; vLLM changes those signatures between releases (CudagraphDispatcher
+# .dispatch(self, batch_descriptor, use_cascade_attn=False) in 0.11.2 v1/cudagraph_dispatcher.py:118-119,
+# dispatch(self, num_tokens, uniform_decode, has_lora, disable_full=False) in 0.13.0 :143-148; vllm_ascend
+# 0.11.0rc0 worker/model_runner_v1.py:1947 calls dispatch(batch_descriptor)). Python raises a call's
+# argument error at the call, so the last frame is the caller's: a TypeError of that kind raised in
+# vllm_ascend's own frame is the plug-in and the installed vLLM at releases that do not fit
+_PLUGIN_LAST_FRAME = (r'File "[^"]*[/\\]vllm_ascend[/\\][^"]*\.py", line \d+,? in \w+\n'
+                      r'(?:(?![ \t]*File ").*\n)*(?:\w+\.)*TypeError: \w+\.\w+\(\) (?:got an unexpected '
+                      r"keyword argument|missing \d+ required)")
+PLUGIN_CALL_MISMATCH = Signature(
+    "vllm_ascend_call_mismatch", "dependency_mismatch", "vllm-ascend calls a vLLM API the installed vLLM lacks",
+    ("vllm-ascend called one of vLLM's own classes with arguments the installed vLLM does not take: the "
+     "plug-in and vLLM are releases that do not fit each other (each vllm-ascend release is made for one "
+     "vLLM release; a vllm-ascend main or a source build follows vLLM's main). Install the vLLM release "
+     "that this vllm-ascend names (its README's version table), or the vllm-ascend release made for the "
+     "installed vLLM, both in a fresh environment.",),
+    patterns=(r"\(\) (?:got an unexpected keyword argument|missing \d+ required (?:positional |keyword-only )?"
+              r"arguments?)",),
+    types=r"(?:\w+\.)*TypeError", context=(_PLUGIN_LAST_FRAME,), priority=79,
+    sources=(("vllm 0.11.2", "vllm/v1/cudagraph_dispatcher.py:118"),
+             ("vllm 0.13.0", "vllm/v1/cudagraph_dispatcher.py:143"),
+             ("vllm_ascend 0.11.0rc0", "vllm_ascend/worker/model_runner_v1.py:1947 (self.aclgraph_dispatcher"
+                                       ".dispatch(batch_descriptor))")))
+
 SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
                                TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
-                               FULL_GRAPH_PADDING]
+                               FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH]

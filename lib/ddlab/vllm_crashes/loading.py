@@ -372,7 +372,24 @@ PD_KV_LAYOUT = Signature(
              ("0.33.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2905"),
              ("0.34.0", "vllm/distributed/kv_transfer/kv_connector/v1/nixl/base_worker.py:2970")))
 
-SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE,
+# (round 41) a parallel layer's weight_loader takes this rank's shard of the checkpoint's tensor with
+# "loaded_weight.narrow(output_dim, start_idx, shard_size)" (0.9.2 layers/linear.py:706, 0.10.2 :720
+# MergedColumnParallelLinear; :484, :1002, :1132 the other layers), and torch's narrow refuses a shard past the
+# tensor's end: "start (S) + length (L) exceeds dimension size (N)." (aten/src/ATen/native/TensorShape.cpp,
+# narrow's TORCH_CHECK): the checkpoint's tensor is smaller than the one this layer was built for
+_NARROW = r"\bstart \(\d+\) \+ length \(\d+\) exceeds dimension size \(\d+\)"
+
+LOADER_NARROW = Signature(
+    "vllm_loader_narrow", "weights_unreadable", "a checkpoint tensor is smaller than its layer's shard",
+    LOADER_SHAPE.advice, types=r"RuntimeError", patterns=(_NARROW,),
+    context=(r", in weight_loader\w*\s*$", r"^\s*\w+ = loaded_weight\.narrow\("), priority=81,
+    phase="load_weights",
+    sources=(("vllm 0.9.2", "vllm/model_executor/layers/linear.py:706"),
+             ("vllm 0.10.2", "vllm/model_executor/layers/linear.py:720"),
+             ("torch", "aten/src/ATen/native/TensorShape.cpp (narrow: start (S) + length (L) exceeds dimension "
+                       "size (N).)")))
+
+SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE, LOADER_NARROW,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
                                NO_ARCHITECTURES, MOE_LAYERS_MISSING, FALLBACK_NO_TP, PLACEMENT_BUNDLE,
                                PLACEMENT_DEVICES, PD_KV_LAYOUT,
