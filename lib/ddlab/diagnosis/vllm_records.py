@@ -127,15 +127,23 @@ _ANY_STAMP_RE = re.compile(rf"\b{VLLM_STAMP}")
 def only_vllm_services(text: str) -> str:
     """``text`` with the lines of the docker compose services that show no vLLM stamp blanked (their
     numbers kept), where another service does (one service, or none with a stamp: ``text`` as it is)."""
-    services: dict[str, bool] = {}
-    for raw in text.splitlines():
-        if said := _COMPOSE_RE.match(raw):
-            services[said[1]] = services.get(said[1], False) or bool(_ANY_STAMP_RE.search(raw, said.end()))
-    if len(services) < 2 or all(services.values()) or not any(services.values()):
-        return text
-    return "\n".join("" if (said := _COMPOSE_RE.match(raw)) and not services[said[1]] else raw
-                     for raw in text.splitlines()) + "\n"
+    raws = text.splitlines()
+    sources = [(said[1], said.end()) if (said := _COMPOSE_RE.match(raw)) else (None, 0) for raw in raws]
+    return _without_unstamped(raws, sources) or text
 
+
+def _without_unstamped(raws: list[str], sources: list[tuple[str | None, int]]) -> str | None:
+    """The lines joined, those of the sources that show no vLLM stamp blanked, where several sources are
+    there and some but not all show one; else None. ``sources``: each line's source (None: a line of no
+    source, kept) and where its own text starts (a stamp is looked for from there)."""
+    stamped: dict[str, bool] = {}
+    for raw, (name, start) in zip(raws, sources):
+        if name is not None:
+            stamped[name] = stamped.get(name, False) or bool(_ANY_STAMP_RE.search(raw, start))
+    if len(stamped) < 2 or all(stamped.values()) or not any(stamped.values()):
+        return None
+    return "\n".join("" if name is not None and not stamped[name] else raw
+                     for raw, (name, _) in zip(raws, sources)) + "\n"
 
 
 # (round 39) `tail` of several files (a workflow's `tail -f logs/*.out`) writes "==> NAME <==" before each
@@ -152,13 +160,9 @@ def only_vllm_files(text: str) -> str:
     as it is). Lines before the first header are kept."""
     if "==> " not in text:
         return text
-    raws, files, part = text.splitlines(), {}, []
-    for raw in raws:
-        if header := _TAIL_HEADER_RE.match(raw):
-            files.setdefault(header[1], False)
-        part.append(header[1] if header else (part[-1] if part else None))
-        if part[-1] is not None and not header and not files[part[-1]]:
-            files[part[-1]] = bool(_ANY_STAMP_RE.search(raw))
-    if len(files) < 2 or all(files.values()) or not any(files.values()):
-        return text
-    return "\n".join("" if name is not None and not files[name] else raw for raw, name in zip(raws, part)) + "\n"
+    raws, sources, name = text.splitlines(), [], None
+    for raw in raws:  # a header line is its file's, with no text of its own
+        header = _TAIL_HEADER_RE.match(raw)
+        name = header[1] if header else name
+        sources.append((name, len(raw) if header else 0))
+    return _without_unstamped(raws, sources) or text
