@@ -18,9 +18,22 @@ LOGS = Path(__file__).parent / "fixtures" / "logs"
 VLLM_REAL = LOGS / "vllm-real"
 REAL = LOGS / "real"  # SGLang's
 REAL_MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
+# A test that reads a whole corpus runs in quarters (every fourth log from the first, second, ...): make check
+# runs the first, make test all four, which its workers share out (each whole corpus is 2-16 CPU-s).
+QUARTERS = 4
 # the vLLM wheels, unpacked for reading (tools/fetch_wheels.py fetches them; a test that reads one skips
 # without, its reason naming that command)
 VLLM_WHEELS = Path("/work/wheels/vllm")
+
+
+def quarters() -> list:
+    """The ``quarter`` parameter of a corpus-wide test: 0 in make check, 1-3 also in make test."""
+    return [0, *(pytest.param(q, marks=pytest.mark.slow) for q in range(1, QUARTERS))]
+
+
+def quarter(items: list, q: int) -> list:
+    """Quarter ``q`` of ``items``: every fourth, from the ``q``-th."""
+    return items[q::QUARTERS]
 
 
 def real(log_id: str):

@@ -18,6 +18,7 @@ import pytest
 from ddlab.config.sglang import flag_table
 from ddlab.diagnosis.advice import family, render
 from ddlab.diagnosis.diagnosis import diagnose
+from fieldkit import QUARTERS, quarter
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 VERSIONS = ("0.4.10.post2", "0.5.10", "0.5.23")
@@ -51,29 +52,30 @@ def _refused(argv: list[str], table) -> list[str]:
 
 
 def _releases_and_algorithms():
-    """Every release with every algorithm; make check keeps DDTree on the newest release (the
-    one algorithm with an overlay of its own), make test runs them all (each pair diagnoses
-    every crash log again: 2-3 s of CPU apiece on 2 cores)."""
-    return [(v, a) if (v, a) == ("0.5.23", "DDTREE") else pytest.param(v, a, marks=pytest.mark.slow)
-            for v in VERSIONS for a in ALGORITHMS]
+    """Every release with every algorithm, each a quarter of the crash logs; make check keeps
+    DDTree on the newest release (the one algorithm with an overlay of its own) on the first
+    quarter, make test runs them all (each pair diagnoses every crash log again: 2-3 s of CPU
+    apiece on 2 cores)."""
+    return [(v, a, q) if (v, a, q) == ("0.5.23", "DDTREE", 0) else pytest.param(v, a, q, marks=pytest.mark.slow)
+            for v in VERSIONS for a in ALGORITHMS for q in range(QUARTERS)]
 
 
-@pytest.mark.parametrize("version, algorithm", _releases_and_algorithms())
-def test_every_proposed_flag_is_taken_by_that_release(version, algorithm):
+@pytest.mark.parametrize("version, algorithm, q", _releases_and_algorithms())
+def test_every_proposed_flag_is_taken_by_that_release(version, algorithm, q):
     table = flag_table(version, overlays=("ddtree",) if algorithm == "DDTREE" else ())
     problems = []
-    for path in LOG_FILES:
+    for path in quarter(LOG_FILES, q):
         result = diagnose(path.read_bytes().decode("utf-8"), version=version, algorithm=algorithm)
         for argv in _proposals(result.suggestion or ""):
             problems += [f"{path.name}: {p}" for p in _refused(argv, table)]
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("algorithm", [*(pytest.param(a, marks=pytest.mark.slow) for a in ("EAGLE3", "DFLASH", "NGRAM")),
-                                       "NONE"])  # make check: no algorithm at all; make test: each
-def test_no_ddtree_advice_for_other_algorithms(algorithm):
+@pytest.mark.parametrize("algorithm, q", [(a, q) if (a, q) == ("NONE", 0) else pytest.param(a, q, marks=pytest.mark.slow)
+                                          for a in ("NONE", "EAGLE3", "DFLASH", "NGRAM") for q in range(QUARTERS)])
+def test_no_ddtree_advice_for_other_algorithms(algorithm, q):
     """Only a log that itself asks for DDTree (an unknown algorithm, a fork flag) may hear of it."""
-    for path in LOG_FILES:
+    for path in quarter(LOG_FILES, q):
         text = path.read_bytes().decode("utf-8")
         if re.search(r"ddtree", text, re.I) and diagnose(text).kind == "bad_argument":
             continue
