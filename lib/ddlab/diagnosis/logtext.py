@@ -94,6 +94,10 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     # Open MPI's mpirun --timestamp-output / --tag-output: ctime, [jobid,rank], <stream>: (open-mpi/ompi
     # orte/mca/iof/base/iof_base_output.c, orte_iof_base_write_output); a line cut before its colon too
     rf"^(?:{_CTIME}(?:\[\d+,\d+\])?|\[\d+,\d+\])<(?:stdout|stderr|stddiag)>(?::|$)",
+    # (round 42) a collector's "MM-DD hh:mm:ss.mmm" glued to each line (a frame's indent kept), a space before
+    # an unindented one; never vLLM's stamp (level first, no ms: 0.20.0 vllm/logger.py:22-26) nor SGLang's
+    # ("[YYYY-MM-DD hh:mm:ss...] ": 0.5.10 srt/utils/common.py:1137-1141)
+    r"^\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}(?: (?=\S)|(?= )|$)",
     r"^(?:INFO|WARNING|ERROR|DEBUG) \d\d-\d\d [\d:]+ [\w.]+:\d+\] ",        # vLLM-style logger
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| \w+ \| [\w.]+ \| ",              # SGLang 0.1 logger
     # (round 24) a deployment's own Python logging format around SGLang's rank prefix: "%(asctime)s
