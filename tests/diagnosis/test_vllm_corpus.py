@@ -310,8 +310,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # past the checkpoint tensor, vllm-ascend calling a vLLM API the installed vLLM lacks, torch_npu's HCCL check, block
 # FP8's group width), w4108's phase disputed (not counted): 858/833/478 of 867 at the fold (kind of 846, phase of
 # 480), 858/837/478 after (kind of 846, phase of 479).
-# Round 42 at the fold: 871/848/483 of 880 (kind of 859, phase of 484).
-FLOORS = {"work": (871, 848, 483)}
+# Round 42's misses were read: w4205 (the Ray placement group's wait run out, vllm 0.7.2 executor/ray_utils.py:226-229)
+# and w4211 (the V2 model runner's "UVA is not available", 0.28.0 v1/worker/gpu/buffer_utils.py:47) fixed by cited
+# rules: 871/848/483 of 880 at the fold (kind of 859, phase of 484), 871/850/483 after.
+FLOORS = {"work": (871, 850, 483)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
