@@ -178,6 +178,8 @@ _CITED = {
     "vllm_transformers_fallback_no_tp": "Trying to run tensor parallelization but the model does not",
     # round 38
     "vllm_hybrid_kv_unify": "Failed to promote local KV cache specs to one unified type.",
+    # round 42
+    "vllm_uva_unavailable": 'raise RuntimeError("UVA is not available")',
 }
 
 

@@ -15,7 +15,7 @@ from ddlab.crashes.signature import Found, Signature
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "NEURON_EXEC_OOB", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
-           "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU"]
+           "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU", "UVA_UNAVAILABLE"]
 
 _V0 = V0
 
@@ -305,7 +305,26 @@ FA_VERSION_GPU = Signature(
              ("vllm 0.7.2", "vllm/vllm_flash_attn/flash_attn_interface.py:40"),
              ("0.7.3", "vllm/attention/backends/utils.py:611")))
 
+# (round 42) The V2 model runner (vLLM 0.14+) keeps its request state in UVA buffers, pinned host memory the
+# GPU addresses directly, and refuses to build them where vLLM says pinned memory is unavailable
+# (UvaBuffer.__init__, "raise RuntimeError(\"UVA is not available\")", v1/worker/gpu/buffer_utils.py:47 (0.28.0),
+# :42 (0.34.0); is_uva_available = is_pin_memory_available() or a CPU platform, utils/platform_utils.py:51-57).
+# On CUDA and ROCm pinned memory is off only under WSL: a WSL2 kernel below 4.19.121, or (CUDA) without
+# VLLM_WSL2_ENABLE_PIN_MEMORY=1 (platforms/cuda.py:290-309, rocm.py:555-567, interface.py:993-1006 (0.28.0)):
+# a capability the platform vLLM runs on does not give it, read as unsupported_gpu (the runner cannot run there)
+UVA_UNAVAILABLE = Signature(
+    "vllm_uva_unavailable", "unsupported_gpu", "the V2 model runner needs UVA (pinned host memory) this platform lacks",
+    ("vLLM's V2 model runner keeps its request state in UVA buffers (pinned host memory the GPU reads "
+     "directly), and vLLM found no pinned memory here: on a GPU that is WSL (a WSL2 kernel older than "
+     "4.19.121, or VLLM_WSL2_ENABLE_PIN_MEMORY not set to 1; the \"Using 'pin_memory=False' as WSL is "
+     "detected\" warning says which). Run `wsl --update` and start with VLLM_WSL2_ENABLE_PIN_MEMORY=1, or "
+     "with VLLM_USE_V2_MODEL_RUNNER=0 (the V1 model runner), or on native Linux.",),
+    types=r"(?:\w+\.)*RuntimeError", patterns=(r"\bUVA is not available\b",), priority=72, phase="launch",
+    sources=(("0.34.0", "vllm/v1/worker/gpu/buffer_utils.py:42"), ("vllm 0.28.0", "vllm/v1/worker/gpu/buffer_utils.py:47"),
+             ("vllm 0.28.0", "vllm/utils/platform_utils.py:57"), ("vllm 0.28.0", "vllm/platforms/cuda.py:299"),
+             ("vllm 0.28.0", "vllm/platforms/interface.py:1002")))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE, NEURON_EXEC_OOB,
                                REQUEST_5XX, REQUEST_4XX,
                                NO_PLATFORM, ENCODER_ATTENTION,
-                               KV_TRANSFER_V0, FA_VERSION_GPU]
+                               KV_TRANSFER_V0, FA_VERSION_GPU, UVA_UNAVAILABLE]

@@ -271,21 +271,24 @@ PLACEMENT_BUNDLE = Signature(
 # (round 34) More devices asked (tensor x pipeline parallel size, the world size) than the Ray cluster has:
 # inside a placement group vLLM refuses it at once (ValueError "The number of required GPUs exceeds the
 # total number of available GPUs in the placement group. Required number of devices: ..."); without one it
-# only warns in the same words and waits on the placement group it creates ("Log a warning message and
-# delay resource allocation failure response"), the failure a ValueError after PG_WAIT_TIMEOUT, 1800 s
-# (initialize_ray_cluster, executor/ray_utils.py:329-333 and :342-344, _wait_until_pg_ready :226-249
-# (0.8.5.post1); v1/executor/ray_utils.py:351-355, :364-367 (0.34.0); 0.6.4.post1 raises in both, :274, :282). The warning is the cause of a start
-# that ends in that wait, killed or timed out; it does not name the start's end (lines only).
+# only warns in the same words and waits on the placement group it creates, the failure a ValueError after
+# PG_WAIT_TIMEOUT, 1800 s (initialize_ray_cluster, executor/ray_utils.py:329-333, :342-344, _wait_until_pg_ready
+# :226-249 (0.8.5.post1); v1/executor/ray_utils.py:351-355, :364-367 (0.34.0); 0.6.4.post1 raises in both,
+# :274, :282). The warning (lines) is the cause of a start that ends in that wait. (round 42) The wait's own
+# ValueError is the same refusal, also where Ray counts the GPUs but has them busy (executor/ray_utils.py:226-229
+# (0.7.2); v1/executor/ray_utils.py:245-259 (0.34.0): "Tensor parallel size may exceed available GPUs").
 _PG_DEVICES = r"The number of required \w+s exceeds the total number of available \w+s in the placement group"
 PLACEMENT_DEVICES = Signature(
-    "vllm_placement_devices", "bad_argument", "more GPUs asked than the Ray cluster has",
+    "vllm_placement_devices", "bad_argument", "more GPUs asked than the Ray cluster has (or has free)",
     ("The launch asks for more GPUs (`--tensor-parallel-size` times `--pipeline-parallel-size`) than the "
-     "Ray cluster has, so vLLM waits on a placement group that can never be made (up to 30 minutes, then "
-     "ValueError: Cannot provide a placement group): `ray status` shows the GPUs Ray sees; ask for no more "
-     "(a smaller `--tensor-parallel-size`), or add the nodes or GPUs first.",),
-    patterns=(_PG_DEVICES,), lines=(_PG_DEVICES,), priority=72, phase="launch",
+     "Ray cluster has, or has free, so vLLM waits on a placement group that cannot be made (up to 30 "
+     "minutes, then ValueError: Cannot provide a placement group): `ray status` shows the GPUs Ray sees "
+     "and those in use; ask for no more (a smaller `--tensor-parallel-size`), free them, or add GPUs first.",),
+    patterns=(_PG_DEVICES, r"\bCannot provide a placement group (?:of|requiring) "), lines=(_PG_DEVICES,),
+    priority=72, phase="launch",
     sources=(("0.34.0", "vllm/v1/executor/ray_utils.py:352"), ("0.34.0", "vllm/v1/executor/ray_utils.py:365"),
-             (_V0, "vllm/executor/ray_utils.py:274"), (_V0, "vllm/executor/ray_utils.py:282")))
+             (_V0, "vllm/executor/ray_utils.py:274"), (_V0, "vllm/executor/ray_utils.py:282"),
+             ("vllm 0.7.2", "vllm/executor/ray_utils.py:227"), ("0.34.0", "vllm/v1/executor/ray_utils.py:246")))
 
 # --- (round 9) the command line, the checkpoint files, the KV cache's share ------------------
 
