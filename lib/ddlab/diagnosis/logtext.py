@@ -7,7 +7,7 @@ pasted from somewhere else -- into :class:`Line` records. It removes the
 journal prefix, ANSI colour codes and control characters, CR of CRLF, and the
 prefixes other collectors put in front of each line (docker compose
 ``name  | ``, Kubernetes ``<time> stdout F `` and ``[pod/x/y] ``, cloud logging
-``ERROR <time> ``, CI and collector timestamps, Ray ``(Actor pid=N, ip=A) ``,
+``ERROR <time> [severity: ERROR] ``, CI and collector timestamps, Ray ``(Actor pid=N, ip=A) ``,
 torch's ``[rank0]:`` and C++ ``[E1208 ...]``, glog, markdown quotes, Akash Console's
 ``[service]: ``, a deployment's own ``<date> <time> LEVEL <pid> [ DP0 TP0 file.py:N] ``, a log
 viewer's time and source columns on lines of their own above each line), then
@@ -35,11 +35,10 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
+from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING
 
-__all__ = [
-    "Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
-    "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines",
-]
+__all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
+           "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
 
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -74,7 +73,7 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     r"^> ?",                                                            # markdown quote
     rf"^{_ISO} (?:stdout|stderr) [FP] ",                                # Kubernetes CRI log
     r"^\[pod/[^\]\s]+\] ",                                              # kubectl logs --prefix
-    rf"^(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) {_ISO} ",  # cloud logging
+    CLOUD_LOGGING.pattern,                                              # cloud logging (round 43)
     r"^\d{10,13}\t[^\t]*\t",                                           # collector: epoch-ms TAB time TAB
     rf"^\[{_ISO}\] [\w.-]+ >> ",                                        # job launcher: [time] pod >>
     rf"^\[[\w.-]+(?: [\w.-]+)?\]:(?: {_ISO} \d+ (?:stdout|stderr): ?| ?$)",  # sidecar: [name id]: time N stderr:

@@ -1,0 +1,29 @@
+"""What a hosted log service's viewer writes before each line it shows, peeled as a paste prefix.
+
+Contract: :data:`CLOUD_LOGGING` matches the prefix Google Cloud Logging's viewer puts before an
+entry's text when a user copies it out: the entry's severity (a name of the LogSeverity enum,
+googleapis google/logging/type/log_severity.proto: DEFAULT, DEBUG, INFO, NOTICE, WARNING, ERROR,
+CRITICAL, ALERT, EMERGENCY), its RFC 3339 timestamp (nanoseconds, 'Z'), and, in the Logs Explorer's
+copy of a textPayload entry as public pastes show it, the severity once more as '[severity: ERROR] '
+(a Cloud Run traceback copied so reads 'ERROR 2026-03-04T07:17:34.871003Z [severity: ERROR]
+Traceback (most recent call last): ...' beside the LogEntry it came from, whose "severity" is
+"ERROR"). The echo is peeled only behind the severity and time and only where it names the same
+severity, so a line of a process's own that says '[severity: ...]' keeps it. :mod:`.logtext` tries
+it with the other collectors' prefixes, before SGLang's own '[YYYY-MM-DD hh:mm:ss TPn] ' stamp is
+read.
+
+Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
+prefix is a fact about the viewer, not about SGLang.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CLOUD_LOGGING"]
+
+_SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
+_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+
+# (round 43) "ERROR 2026-02-18T14:43:05.821451064Z [severity: ERROR] " (the echo optional)
+CLOUD_LOGGING = re.compile(rf"^(?P<severity>{_SEVERITY}) {_RFC3339} (?:\[severity: (?P=severity)\](?: |$))?")
