@@ -318,8 +318,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 42's misses were read: w4205 (the Ray placement group's wait run out, vllm 0.7.2 executor/ray_utils.py:226-229)
 # and w4211 (the V2 model runner's "UVA is not available", 0.28.0 v1/worker/gpu/buffer_utils.py:47) fixed by cited
 # rules: 871/848/483 of 880 at the fold (kind of 859, phase of 484), 871/850/483 after.
-# Round 43 at the fold: 888/865/492 of 897 (kind of 876, phase of 494).
-FLOORS = {"work": (888, 865, 492)}
+# Round 43's misses were read: w4315 (Ray offering no free device of the platform's key on vLLM's node, vllm 0.10.2
+# executor/ray_utils.py:369) fixed by a cited rule, w4316's kind (vLLM 0.18.0's patch of standalone_compile by name on
+# Python 3.10, compilation/compiler_interface.py:375-379) disputed (not counted), w4309's phase left a miss:
+# 888/865/492 of 897 at the fold (kind of 876, phase of 494), 888/866/492 after (kind of 875, phase of 494).
+FLOORS = {"work": (888, 866, 492)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
