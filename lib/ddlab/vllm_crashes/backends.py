@@ -15,7 +15,8 @@ from ddlab.crashes.signature import Found, Signature
 __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "MOONCAKE_PIPE", "PTXAS_ERROR",
            "NEURON_COMPILE", "NEURON_EXEC_OOB", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
-           "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU", "UVA_UNAVAILABLE"]
+           "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU", "UVA_UNAVAILABLE",
+           "RAY_NODE_NO_DEVICE"]
 
 _V0 = V0
 
@@ -324,7 +325,28 @@ UVA_UNAVAILABLE = Signature(
              ("vllm 0.28.0", "vllm/utils/platform_utils.py:57"), ("vllm 0.28.0", "vllm/platforms/cuda.py:299"),
              ("vllm 0.28.0", "vllm/platforms/interface.py:1002")))
 
+# (round 43) Without a placement group of its own, vLLM's Ray executor makes one and first checks that the node
+# it runs on (the driver's) has one free device of the platform's Ray key (current_platform.ray_device_key: "GPU"
+# on CUDA, ROCm, XPU; "TPU"; "NPU" on vllm-ascend, vllm_ascend/platform.py:52 (0.11.0rc0)), refusing with
+# "ValueError: Current node has no {device_str} available. {current_node_resource=}. vLLM engine cannot start
+# without {device_str}. ..." (initialize_ray_cluster, executor/ray_utils.py:335-340 (0.7.2), :366-372 (0.10.2);
+# v1/executor/ray_utils.py:464-470 (0.18.0); gone by 0.34.0).
+# The resources are Ray's free ones on that node: Ray started there without the devices (or advertising
+# another key, 'GPU': 8.0 where the platform asks for 'NPU'), or all of them taken: a launch the cluster as
+# started cannot satisfy, bad_argument at launch as the placement group's wait (loading.PLACEMENT_DEVICES)
+RAY_NODE_NO_DEVICE = Signature(
+    "vllm_ray_node_no_device", "bad_argument", "Ray offers no free device of the platform's kind on vLLM's node",
+    ("vLLM's Ray executor needs one free device of its platform's Ray resource ('GPU'; 'NPU' on vllm-ascend; "
+     "'TPU') on the node it is started from, and the current_node_resource it printed has none: `ray status` "
+     "shows what Ray advertises and what is in use. Start Ray on that node with the devices visible (on Ascend "
+     "Ray must list 'NPU', not 'GPU': declare it with `ray start --resources='{\"NPU\": 8}'` if it is not "
+     "detected), free the devices another job holds, or run `vllm serve` on a node that has them.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"\bCurrent node has no \w+ available\b",), priority=72,
+    phase="launch",
+    sources=(("vllm 0.7.2", "vllm/executor/ray_utils.py:337"), ("vllm 0.10.2", "vllm/executor/ray_utils.py:369"),
+             ("vllm 0.18.0", "vllm/v1/executor/ray_utils.py:466")))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE, NEURON_EXEC_OOB,
                                REQUEST_5XX, REQUEST_4XX,
                                NO_PLATFORM, ENCODER_ATTENTION,
-                               KV_TRANSFER_V0, FA_VERSION_GPU, UVA_UNAVAILABLE]
+                               KV_TRANSFER_V0, FA_VERSION_GPU, UVA_UNAVAILABLE, RAY_NODE_NO_DEVICE]
