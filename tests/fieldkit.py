@@ -2,7 +2,8 @@
 where the corpora and the unpacked wheels are, a work-split SGLang log diagnosed and its
 reading in the labels' terms, a vLLM log read as bytes decoded (its line ends kept), what
 ``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, and a
-text checked against the (vLLM or SGLang) wheel it is cited from."""
+text checked against the (vLLM or SGLang) wheel it is cited from, and the quarters a test that
+reads a whole corpus runs in."""
 
 from __future__ import annotations
 
