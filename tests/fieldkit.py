@@ -1,7 +1,7 @@
 """Helpers for the tests of real logs (tests/diagnosis/test_field*.py, test_vllm_round*.py):
 where the corpora and the unpacked wheels are, a work-split SGLang log diagnosed and its
 reading in the labels' terms, a vLLM log read as bytes decoded (its line ends kept), what
-``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, and a
+``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, a
 text checked against the (vLLM or SGLang) wheel it is cited from, and the quarters a test that
 reads a whole corpus runs in."""
 
