@@ -326,8 +326,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # executor/ray_utils.py:369) fixed by a cited rule, w4316's kind (vLLM 0.18.0's patch of standalone_compile by name on
 # Python 3.10, compilation/compiler_interface.py:375-379) disputed (not counted), w4309's phase left a miss:
 # 888/865/492 of 897 at the fold (kind of 876, phase of 494), 888/866/492 after (kind of 875, phase of 494).
-# Round 44 at the fold: 899/875/499 of 908 (kind of 886, phase of 502).
-FLOORS = {"work": (899, 875, 499)}
+# Round 44's misses were read: w4410's phase (a model's __init__ building a layer, vllm 0.13.0
+# model_executor/model_loader/utils.py:48) and w4404's kind (libstdc++'s "terminate called after throwing an
+# instance of", vterminate.cc:67) fixed by cited rules, w4403's kind (CANN's kernel config, kernel_mgr.h:50-52)
+# disputed (not counted): 899/875/499 of 908 at the fold (kind of 886, phase of 502), 899/876/500 after (kind of 885,
+# phase of 502).
+FLOORS = {"work": (899, 876, 500)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
