@@ -99,13 +99,21 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             # core client is built, and its engines have said they are ready, before any request is added
             # (v1/engine/core_client.py:492-510 (0.10.2))
             r"|_?add_request")
+# (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
+# which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
+# utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its
+# place (vllm-ascend's AscendFusedMoE for FusedMoE, vllm_ascend/utils.py:662-668 (0.12.0rc1)). A model file's
+# __init__ frame whose next frame is a layer's __init__ is the weights' step, whatever cut the paste shows (a
+# model file's own parsers and processing classes build no layer)
+_MODEL_BUILT = (r'model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
+                r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$')
 FRAME_PHASES = (
-    ("load_weights", _frames(_LOAD)),
+    ("load_weights", re.compile(rf"{_frames(_LOAD).pattern}|{_MODEL_BUILT}", re.M)),
     ("memory_pool", _frames(_POOL)),
     ("graph_capture", _frames(_CAPTURE)),
     ("serving", _frames(_SERVING)),
 )
-_STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}")
+_STARTUP_FRAMES = re.compile(rf"{_frames(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_MODEL_BUILT}", re.M)
 # lines that show the startup (where one is, the paste is no mid-serving fragment)
 # (round 12, for round 11's vl07) the pynccl communicator's warm-up all-reduce, a code line that
 # vLLM runs only while it builds the communicator, right after ncclCommInitRank ("# A small

@@ -104,6 +104,9 @@ NATIVE_CRASH = Signature(
            # libstdc++'s terminate handler, then abort(): terminate re-entered (a second thread
            # throwing while the first terminates), or called with no exception to report
            r"^terminate called recursively", r"^terminate called without an active exception",
+           # (round 44) or called with an uncaught C++ exception: its type, then what() where it derives from
+           # std::exception; ranked below every kind, so a what() a signature knows (NCCL's watchdog) is that
+           r"^terminate called after throwing an instance of '",
            # CPython lists the loaded extension modules after a fatal error's thread dump, and
            # nowhere else (faulthandler's own dump_traceback and its watchdog do not): a paste
            # cut after the dump's header still shows the fatal signal
@@ -128,6 +131,8 @@ NATIVE_CRASH = Signature(
                                    "*** SIGSEGV received at time=...)"),
              ("libstdc++ 12.2.0", "libsupc++/vterminate.cc:49 (__verbose_terminate_handler: terminate "
                                   "called recursively, :93 without an active exception, then abort() :95)"),
+             ("libstdc++ (gcc-mirror/gcc 1676372)", "libsupc++/vterminate.cc:67 (terminate called after throwing an "
+                                                    "instance of '...', then what() :85, abort() :95)"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
