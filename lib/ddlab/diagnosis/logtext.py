@@ -35,7 +35,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
-from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING
+from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RFC3339 as _ISO
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
@@ -63,7 +63,6 @@ _SGLANG_RE = re.compile(
     r"^(?:\[(?P<time>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"
     r"|(?P<bare>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?))"
     r"(?P<tags>(?: [A-Z][A-Z_]*\d+)*)\] ?")
-_ISO = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a paste lost: [36m
 # torch's C++ (c10) log and glog: a severity letter, the date (torch >= 2.4 drops the
 # leading zero of the month: E207 is Feb 7), the time, [a thread id,] file:line.

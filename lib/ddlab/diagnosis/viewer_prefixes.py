@@ -10,7 +10,8 @@ Traceback (most recent call last): ...' beside the LogEntry it came from, whose 
 "ERROR"). The echo is peeled only behind the severity and time and only where it names the same
 severity, so a line of a process's own that says '[severity: ...]' keeps it. :mod:`.logtext` tries
 it with the other collectors' prefixes, before SGLang's own '[YYYY-MM-DD hh:mm:ss TPn] ' stamp is
-read.
+read. :data:`RFC3339` is the timestamp it reads, which logtext's other collector prefixes
+(Kubernetes, CI, job launchers, sidecars) read too.
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING"]
+__all__ = ["CLOUD_LOGGING", "RFC3339"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
-_RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 
 # (round 43) "ERROR 2026-02-18T14:43:05.821451064Z [severity: ERROR] " (the echo optional)
-CLOUD_LOGGING = re.compile(rf"^(?P<severity>{_SEVERITY}) {_RFC3339} (?:\[severity: (?P=severity)\](?: |$))?")
+CLOUD_LOGGING = re.compile(rf"^(?P<severity>{_SEVERITY}) {RFC3339} (?:\[severity: (?P=severity)\](?: |$))?")
