@@ -66,16 +66,17 @@ def test_a_store_client_still_retrying_is_not_a_crash():
 
 def test_the_same_loop_timing_out_is_the_start_failing():
     """The near miss: past its deadline the loop logs "- timed out" and rethrows (C10D_ERROR, then throw), and
-    the DistNetworkError ends the process: a crash (SGLang's registry names it nccl, ``dist_init_timeout``;
-    vLLM's has no such signature yet, so a vLLM log reads unknown: docs/diagnosis.md, round 45's "Noticed and
-    left alone"), never the retry's reading."""
+    the DistNetworkError ends the process: a crash, nccl in both registries (SGLang's ``dist_init_timeout``,
+    and since the session after round 45 vLLM's voice of it, ``vllm_dist_init_timeout``: before it a vLLM log
+    read unknown), never the retry's reading."""
     timed_out = ("INFO 03-02 10:00:00 [cpu_worker.py:70] Warning: NUMA is not enabled in this build.\n"
                  "[E302 10:30:05.222395820 TCPStore.cpp:335] [c10d] TCP client failed to connect/validate to "
                  "host 10.0.0.7:29500 - timed out (try=11, timeout=1800000ms): Failed to recv, got 0 bytes. "
                  "Connection was likely closed. Did the remote server shutdown or crash?\n"
                  "torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely "
                  "closed. Did the remote server shutdown or crash?\n")
-    assert reads(timed_out)[:2] == (True, "unknown")
+    assert reads(timed_out)[:2] == (True, "nccl")
+    assert vllm_signature(timed_out) == "vllm_dist_init_timeout"
     assert reads(timed_out, family="sglang")[:2] == (True, "nccl")
     assert vllm_signature(timed_out, family="sglang") == "dist_init_timeout"
 

@@ -2,7 +2,8 @@
 not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels refusing a model, torch's
 store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
 graph capture cut inside torch's capture_end, a weight's name cut by the paste; round 41: the block FP8
-activation quantization refusing a layer's width), advice in vLLM's flags.
+activation quantization refusing a layer's width; a node that never reached the rendezvous store), advice in
+vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -12,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ddlab.crashes.kinds import compilers, npu, runtime
+from ddlab.crashes.kinds import compilers, npu, rendezvous, runtime
 from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT", "LLVM_FATAL",
-           "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT", "BINDING_ARGUMENTS",
+__all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT",
+           "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
+           "BINDING_ARGUMENTS",
            "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH"]
 
 _V0 = V0
@@ -73,6 +75,23 @@ STORE_WAIT = voiced(runtime.STORE_WAIT_TIMEOUT, (
     "that rank died, hung or never started (another node's vLLM, a worker that failed first). Its own log "
     "holds the first error; check that every node reaches the master address and port "
     "(`--data-parallel-address`, MASTER_ADDR / VLLM_HOST_IP) and runs the same vLLM.",))
+
+# torch's store client gave up reaching the rendezvous store before its timeout: TCPStore's connect loop logs
+# "TCP client failed to connect/validate to host H:P - timed out (try=N, timeout=Mms): ..." (C10D_ERROR) and rethrows
+# the DistNetworkError, where before each retry it only warned "- retrying" (torch's TCPStore.cpp; :347 for the warning
+# in torch 2.8.0, as w4505 prints it): SGLang's rendezvous signature, vLLM's advice. vLLM's workers open the default
+# group on the store at --master-addr:--master-port across nodes (0.34.0 distributed/parallel_state.py:1884), at the
+# data-parallel master's address with data parallelism (:1927), and rendezvous there (:1982)
+DIST_INIT_TIMEOUT = voiced(rendezvous.DIST_INIT_TIMEOUT, (
+    "torch.distributed could not reach the rendezvous store before its timeout: the ranks never met. Start the "
+    "node that hosts the store first (node rank 0, or the data-parallel master), and check that every node "
+    "passes the same `--master-addr`, `--master-port` and `--nnodes` with its own `--node-rank` (or the same "
+    "`--data-parallel-address`), that this address is one every node can reach, and that no firewall blocks "
+    "the port; VLLM_HOST_IP sets the address vLLM gives the other ranks, GLOO_SOCKET_IFNAME / "
+    "NCCL_SOCKET_IFNAME the interface.",),
+    sources=(("0.34.0", "vllm/distributed/parallel_state.py:1884"),
+             ("0.34.0", "vllm/distributed/parallel_state.py:1982")),
+    detail=rendezvous.DIST_INIT_TIMEOUT.detail)
 
 # (round 14) LLVM's fatal error inside Triton's JIT compiler: SGLang's signature (compilers.py), vLLM's advice
 LLVM_FATAL = voiced(
@@ -190,5 +209,5 @@ FP8_GROUP_WIDTH = from_texts(
              ("0.34.0", "vllm/model_executor/layers/quantization/utils/fp8_utils.py:667")))
 
 SIGNATURES: list[Signature] = [XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
-                               FLASHINFER_MOE_LLAMA4, STORE_WAIT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
+                               FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
                                NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH]
