@@ -283,7 +283,8 @@ def _corpus_tool():
     return module
 
 
-# all 900 after round 47 was folded in (one miss, h47004's kind): 894, 873, 611 (of 900, 882, 617) on 4dc6065's code
+# all 900 after round 47 was folded in and its one miss, h47004's kind, disputed: 894, 873, 611 (of 900, 881, 617);
+# at the fold, 4dc6065's code read 894, 873, 611 (of 900, 882, 617)
 # all 896 after round 46 was folded in (no miss): 890, 870, 608 (of 896, 878, 614) on 0b6bcea's code
 # all 891 after round 45 was folded in (no miss): 885, 865, 604 (of 891, 873, 610) on a22b0f1's code
 # all 885 after round 44 was folded in (no miss): 879, 859, 601 (of 885, 867, 607) on 8455f64's code
