@@ -45,6 +45,13 @@ PREFIXED = {  # id: (line, msg, rank)
     "ci-rank0": ('2026-12-01T08:00:00.6371779Z [rank0]:   File "x.py", line 1, in f',
                  '  File "x.py", line 1, in f', None),
     "ray-actor": (f"(SGLangEngine pid=952, ip=10.1.2.3) [2026-12-01 08:00:00 TP0] {BEGIN}", BEGIN, "TP0"),
+    # SkyPilot names each node's Ray task "workerN, rank=R," (skypilot 0.8.0 cloud_vm_ray_backend.py:646; h43004)
+    # or a one-node job's "NAME," (:638); a parenthesis with no pid stays the process's own text
+    "skypilot-worker": (f"(worker1, rank=1, pid=6813, ip=10.202.0.41) [2026-12-01 08:00:00 DP8 TP8] {BEGIN}",
+                        BEGIN, "DP8 TP8"),
+    "skypilot-task": (f"(sglang-serve, pid=4021) [2026-12-01 08:00:00 TP0] {BEGIN}", BEGIN, "TP0"),
+    "no-pid-parenthesis": (f"(worker1, rank=1) [2026-12-01 08:00:00 TP0] {BEGIN}",
+                           f"(worker1, rank=1) [2026-12-01 08:00:00 TP0] {BEGIN}", None),
     "markdown-quote": (f"> [2026-12-01 08:00:00 DP13 TP13] {BEGIN}", BEGIN, "DP13 TP13"),
     "attn-cp-tag": (f"[2026-12-01 08:00:00 ATTN_CP1 TP1] {BEGIN}", BEGIN, "ATTN_CP1 TP1"),
     "all-tags": (f"[2026-12-01 08:00:00 DP0 PP0 MOE_DP0 TP0 EP0] {BEGIN}", BEGIN, "DP0 PP0 MOE_DP0 TP0 EP0"),

@@ -80,7 +80,9 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_ISO}\s+(?:(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.<>]+: )?",      # CI / tracing timestamps
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - ",          # a launcher's Python logging
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
-    rf"^{_COLOUR}\((?:[\w-]+ )?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",      # Ray actor, engine core
+    # Ray actor, engine core; a SkyPilot job's node names its Ray task "NAME," or "head, rank=0," (skypilot 0.8.0
+    # sky/backends/cloud_vm_ray_backend.py:638, :646): "(worker1, rank=1, pid=N, ip=A) " (round 43's h43004)
+    rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",
     r"^\[rank\d+\]: ?",                                                  # torch elastic
     # (round 14) grep over several files (-H): "FILE:" (and "LINE:" with -n) before each matching line
     # (GNU grep's output, src/grep.c print_line_head); a log file's name, its extension one a log has
