@@ -283,7 +283,9 @@ def _corpus_tool():
     return module
 
 
-# all 905 after round 48 was folded in (one miss, h48004's kind): 899, 877, 614 (of 905, 886, 620) on 06e9fac's code
+# all 905 after round 48 was folded in and its one miss, h48004's kind, disputed (and read dependency_mismatch by
+# aiter_tuned_kernel_missing): 899, 877, 614 (of 905, 885, 620); at the fold, 06e9fac's code read 899, 877, 614
+# (of 905, 886, 620)
 # all 900 after round 47 was folded in and its one miss, h47004's kind, disputed: 894, 873, 611 (of 900, 881, 617);
 # at the fold, 4dc6065's code read 894, 873, 611 (of 900, 882, 617)
 # all 896 after round 46 was folded in (no miss): 890, 870, 608 (of 896, 878, 614) on 0b6bcea's code
