@@ -2,7 +2,8 @@
 
 An undefined symbol, a version check, an import that fails, a shared library that cannot be
 opened, a compiled op called with arguments its build does not declare, a kernel library refusing
-the installed CUDA toolkit, a device extension's op missing from its runtime library. :mod:`.launch`
+the installed CUDA toolkit, a device extension's op missing from its runtime library, a kernel
+library's tuned config naming a kernel the installed library lacks. :mod:`.launch`
 splices this list into its own.
 """
 
@@ -235,6 +236,32 @@ ASCEND_KERNEL_CONFIG = Signature(
              ("CANN opbase (hicann/opbase 313b014)",
               "src/nnopbase/common/inc/kernel_mgr.h:50-52 (AclOpKernelInit failed opType. Maybe caused by ...)")))
 
+# (round 48) aiter's fused MoE runs a FlyDSL kernel only by a name a tuned config gives it: the row of its
+# tuned configs (aiter/configs, or the file AITER_CONFIG_FMOE names) for this MoE shape supplies
+# kernelName1 (ROCm/aiter cf12b13 aiter/fused_moe.py:916); no row, or AITER_BYPASS_TUNE_CONFIG=1, leaves it
+# "" (:864-866) and no FlyDSL wrapper runs (:955). The wrapper looks the name up in the FlyDSL kernel table
+# the installed aiter builds and raises f"Invalid FlyDSL kernel name: {kernelName}" where it is absent
+# (:646-648, stage 2 :699; the lookup aiter/ops/flydsl/moe_kernels.py:39-58). So the name is known to a
+# tuned config and not to the kernels installed with it: a config and a kernel table of different aiter
+# commits (e991be1c43 took tile_m 16 off the stage-1 table, moe_kernels.py:71 at cf12b13, while
+# model_configs/dsv3_fp4_tuned_fmoe.csv:3 still named a t16 stage-1 kernel until 6890159397 retuned it),
+# not a kernel refusing the model's shapes. An empty name (a caller outside that dispatch) is not read.
+_AITER_FLYDSL_NAME = r"\bInvalid FlyDSL kernel name: flydsl_\w+"
+AITER_TUNED_KERNEL_MISSING = Signature(
+    "aiter_tuned_kernel_missing", "dependency_mismatch", "aiter's tuned config names a kernel the installed aiter lacks",
+    ("aiter's fused MoE took this FlyDSL kernel name from a tuned config (the CSVs under aiter/configs, or the "
+     "file AITER_CONFIG_FMOE names) and the installed aiter's FlyDSL kernel table has no such kernel: the "
+     "tuned config and the kernels come from different aiter commits. Use the aiter your SGLang release or "
+     "image pins, or a tuned config written by the installed aiter; `AITER_BYPASS_TUNE_CONFIG=1` runs aiter's "
+     "default kernels instead of the tuned ones.",),
+    patterns=(_AITER_FLYDSL_NAME,), types=r"(?:\w+\.)*ValueError", priority=80,
+    sources=(("aiter (ROCm/aiter cf12b13)", "aiter/fused_moe.py:646-648, :699 (Invalid FlyDSL kernel name: "
+              "{kernelName})"),
+             ("aiter (ROCm/aiter cf12b13)", "aiter/fused_moe.py:864-866, :916, :955 (the name comes from a "
+              "tuned config row only)"),
+             ("aiter (ROCm/aiter cf12b13)", "aiter/ops/flydsl/moe_kernels.py:39-58 (get_flydsl_kernel_params), "
+              ":71 (stage-1 tile_m 32, 64, 128)")))
+
 # (round 18) SGLang 0.2 / 0.3 load their model classes through vLLM's loader, having patched vLLM's
 # ModelRegistry method with their own lookup (0.2.12 model_executor/model_runner.py:447, setattr(
 # ModelRegistry, "load_model_cls", ...), with vllm==0.5.4 pinned; 0.3.0 :625, "_try_load_model_cls",
@@ -268,4 +295,5 @@ IMPORT_ERROR = Signature(
     sources=(("python", "ImportError / ModuleNotFoundError"),))
 
 SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
-              TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, VLLM_MODEL_CLASS, IMPORT_ERROR]
+              TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, AITER_TUNED_KERNEL_MISSING, VLLM_MODEL_CLASS,
+              IMPORT_ERROR]
