@@ -1,6 +1,7 @@
 """vLLM: texts of other backends and of features round 13 showed (ROCm's HIP and ROCr runtimes, a LoRA
 adapter's rank, V0's Mooncake pipe, NIXL's handshake and vllm-ascend's Mooncake for one request, ptxas' diagnostic, the Neuron
-compiler, a request answered 500; round 15: one answered 4xx), advice in vLLM's flags.
+compiler, a request answered 500; round 15: one answered 4xx; round 48: a CUDA-only call handed another
+platform's device), advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -16,7 +17,7 @@ __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "M
            "NEURON_COMPILE", "NEURON_EXEC_OOB", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
            "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU", "UVA_UNAVAILABLE",
-           "RAY_NODE_NO_DEVICE"]
+           "RAY_NODE_NO_DEVICE", "CUDA_CALL_OTHER_DEVICE"]
 
 _V0 = V0
 
@@ -346,7 +347,37 @@ RAY_NODE_NO_DEVICE = Signature(
     sources=(("vllm 0.7.2", "vllm/executor/ray_utils.py:337"), ("vllm 0.10.2", "vllm/executor/ray_utils.py:369"),
              ("vllm 0.18.0", "vllm/v1/executor/ray_utils.py:466")))
 
+# (round 48) torch's CUDA API takes only a CUDA device: torch.cuda.set_device -> _get_device_index raises
+# "ValueError: Expected a cuda device, but got: {device}" for any other type (torch/cuda/_utils.py:34 in the
+# torch vllm-ascend 0.8.5 runs, the log's frame; torch 2.13.0 torch/cuda/_utils.py:582). vLLM 0.8.5.post1's
+# Ray worker sets its device that way on every platform but TPU before the first step
+# (setup_device_if_necessary, executor/ray_utils.py:105-119, the call :117, from execute_model_ray :130); from
+# 0.9.1 it asks the platform (current_platform.set_device, ray_utils.py:116), which resolves to
+# torch.<device_type>.set_device (platforms/interface.py:498-501 (0.9.1); a method, interface.py:301 (0.9.2);
+# vllm_ascend 0.9.2rc1 platform.py:97-98 torch.npu.set_device). A CUDA-only call handed an NPU's (XPU's,
+# HPU's, ...) device is code of another platform reached on this one: a vLLM and a platform plug-in whose
+# releases do not fit. A CPU device there is a caller's own tensor on the wrong device, not read so
+_OTHER_DEVICE = r"\bExpected a cuda(?: or cpu)? device, but got: (?:npu|xpu|hpu|mps|xla|mlu|musa)(?::\d+)?\b"
+CUDA_CALL_OTHER_DEVICE = Signature(
+    "vllm_cuda_call_other_device", "dependency_mismatch",
+    "a CUDA-only call got another platform's device (torch: Expected a cuda device)",
+    ("torch's CUDA API was handed a device of another platform (the device after 'but got:', npu on Ascend): "
+     "code written for CUDA ran on this platform. In vLLM 0.8.5 the Ray executor's worker sets its device with "
+     "torch.cuda.set_device on every platform but TPU; from 0.9.1 it asks the platform. Serve with "
+     "`--distributed-executor-backend mp` on one node, or install a vLLM release whose Ray path is "
+     "platform-aware together with the plug-in release made for it (vllm-ascend's README names the pair), in a "
+     "fresh environment.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_OTHER_DEVICE,), priority=72,
+    sources=(("vllm 0.8.5.post1", "vllm/executor/ray_utils.py:117"),
+             ("vllm 0.8.5.post1", "vllm/executor/ray_utils.py:130"),
+             ("vllm 0.9.1", "vllm/executor/ray_utils.py:116"),
+             ("vllm 0.9.1", "vllm/platforms/interface.py:498"),
+             ("vllm 0.9.2", "vllm/platforms/interface.py:301"),
+             ("vllm_ascend 0.9.2rc1", "vllm_ascend/platform.py:98"),
+             ("torch 2.13.0", "torch/cuda/_utils.py:582 (Expected a cuda device, but got: {device})")))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE, NEURON_EXEC_OOB,
                                REQUEST_5XX, REQUEST_4XX,
                                NO_PLATFORM, ENCODER_ATTENTION,
-                               KV_TRANSFER_V0, FA_VERSION_GPU, UVA_UNAVAILABLE, RAY_NODE_NO_DEVICE]
+                               KV_TRANSFER_V0, FA_VERSION_GPU, UVA_UNAVAILABLE, RAY_NODE_NO_DEVICE,
+                               CUDA_CALL_OTHER_DEVICE]
