@@ -371,6 +371,31 @@ def test_a_connection_dropped_mid_command_reruns_it_once(profile, testhost):
         assert ssh.connects == 2
 
 
+def test_the_first_reconnect_after_a_drop_beats_while_the_host_does_not_answer(profile, testhost, capsys):
+    """A drop paramiko saw before the next command (its transport no longer active): that command's
+    reconnect is the window's first attempt and can block for all of it, so it beats as the later
+    attempts do. Before: it was silent, and a watch said nothing for the whole window (finding 3's
+    f03 test, 10.0 s without a line, in make test on a fresh clone, 2026-12-05)."""
+    window_s = 3.0
+    with SSHTransport(profile(connect_timeout_s=window_s), agent=True) as ssh:
+        ssh.run(["true"])
+        transport = ssh._clients[-1].get_transport()
+        with testhost.sshd_unreachable():
+            deadline = time.monotonic() + 10
+            while transport.is_active() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not transport.is_active(), "the killed session's transport is still active"
+            capsys.readouterr()
+            with pytest.raises(HostError, match="connection lost"):
+                ssh.run(["true"])
+    said = capsys.readouterr().err
+    waits = [line for line in said.splitlines() if "waiting for the host to answer" in line]
+    assert len(waits) >= 2, said  # one a second from half a second in, in a 3 s window
+    final = said.splitlines()[-1]
+    assert "reconnecting]" in final and "gave up" in final, said
+    assert float(final.split("]", 1)[1].split("/")[0]) >= window_s - 0.5, said  # counted from the drop
+
+
 @pytest.mark.slow
 def test_a_connection_that_keeps_dropping_gives_a_clear_error(profile, testhost):
     stop = threading.Event()

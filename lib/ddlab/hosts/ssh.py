@@ -123,7 +123,8 @@ class SSHTransport(Transport):
 
     def open(self, timeout_s: float | None = None) -> paramiko.Transport:
         """The live paramiko transport to the target, (re)connecting when needed: one
-        attempt (``_retrying`` owns the window), no longer than what is left of it."""
+        attempt (``_retrying`` owns the window), no longer than what is left of it. A
+        reconnect after a drop beats while it waits, as ``_retrying``'s later attempts do."""
         with self._lock:
             if self._clients:
                 current = self._clients[-1].get_transport()
@@ -132,10 +133,20 @@ class SSHTransport(Transport):
                 if self._dropped_at is None:
                     self._dropped_at = time.monotonic()
                     log.info("%s: connection dropped; reconnecting", self.profile.label)
+            dropped_at = self._dropped_at
             self._drop()
             check_identity_files(self.hops, self.profile.name)  # a wrong key file: one error, never retried
             start = time.monotonic()
-            self._clients = self._open_chain(timeout_s or self._attempt_timeout_s())
+            timeout_s = timeout_s or self._attempt_timeout_s()
+            if dropped_at is None or getattr(self._window, "beat", None) is not None:
+                self._clients = self._open_chain(timeout_s)
+            else:  # a drop seen here, before _retrying saw any: this attempt can block for the window too
+                beat = self._reconnect_beat(dropped_at)
+                try:
+                    with beat.ticking("waiting for the host to answer"):
+                        self._clients = self._open_chain(timeout_s)
+                finally:
+                    beat.close("connected again" if self._clients else "no answer")
             self.connects += 1
             self._dropped_at = None
             log.info("%s: connected via %s in %.0f ms", self.profile.label,
@@ -170,6 +181,12 @@ class SSHTransport(Transport):
                         pass
             self._sftp = self._agent = None
             self._clients = []
+
+    def _reconnect_beat(self, since: float) -> Heartbeat:
+        """The heartbeat of a reconnect window that opened at ``since`` (its elapsed time counts from it)."""
+        beat = Heartbeat(f"{self.profile.label}: reconnecting", self.profile.connect_timeout_s, interval_s=1.0)
+        beat.started = since
+        return beat
 
     def _attempt_timeout_s(self) -> float:
         """connect_timeout_s, or inside a reconnect window what is left of it (1 s at
@@ -283,8 +300,7 @@ class SSHTransport(Transport):
                         log.warning("%s: connection lost during %s (%s); reconnecting for up "
                                     "to %g s", self.profile.label, what, exc,
                                     self.profile.connect_timeout_s)
-                        beat = Heartbeat(f"{self.profile.label}: reconnecting",
-                                         self.profile.connect_timeout_s, interval_s=1.0)
+                        beat = self._window.beat = self._reconnect_beat(first_loss)
                     waited_s = time.monotonic() - first_loss
                     if waited_s >= self.profile.connect_timeout_s:
                         self.down_since = time.monotonic()
@@ -296,7 +312,7 @@ class SSHTransport(Transport):
                     beat.beat(f"attempt {losses + 1} for {what} (last: {str(exc)[:80]})")
                     time.sleep(min(0.1 * losses, 1.0))
         finally:
-            self._window.deadline = None
+            self._window.deadline = self._window.beat = None
             if beat is not None:
                 beat.close("connected again" if self._clients else "gave up")
 
