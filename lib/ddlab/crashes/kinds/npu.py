@@ -11,10 +11,11 @@ CANN's device log).
 
 from __future__ import annotations
 
+from ddlab.crashes.frames import STARTUP_FRAMES
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["NPU_KERNEL_FAULT", "NPU_FAULT_CODE", "ASCENDC_ASSERT", "NPU_SOC_UNSUPPORTED", "NPU_GRAPH_UPDATE",
-           "NPU_CAPTURE", "NPU_AICORE_TIMEOUT"]
+           "NPU_GRAPH_UPDATE_RAISED", "NPU_CAPTURE", "NPU_AICORE_TIMEOUT"]
 
 # an Ascend NPU's kernel fault, as its runtime reports it (its own records, under torch_npu's
 # warning-level "EZ9999: Inner Error!" line): the accelerator's illegal address
@@ -158,6 +159,38 @@ NPU_GRAPH_UPDATE = Signature(
                                  "error: <call>, error code is N)"),
              ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_cudagraph_backend.py:156"),
              ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py:203")))
+
+# (round 49) the same update raising in torch_npu's Python, before any ACL call: NPUGraph.update hands the
+# replay's inputs to update_capture_record (torch_npu 2.10.0 torch_npu/npu/graphs.py:388-395; 2.8.0 :239-243),
+# which raises a RuntimeError where their count differs from the operators recorded at capture (:270-288,
+# "Currently, there are N operators that need to be updated by capture, and there are only M elements in the
+# incoming cpu_update_input list"); nothing else calls it. SGLang calls NPUGraph.update only to replay a
+# captured graph: the EAGLE draft runners' _replay_update thread, started by _replay for each replay (0.5.13
+# hardware_backend/npu/graph_runner/eagle_draft_npu_graph_runner.py:90, :105-110; from
+# speculative/eagle_draft_cuda_graph_runner.py:504 in replay), the decode runner's _update_inputs thread
+# (npu_graph_runner.py:145, :218), 0.5.23's replay_with_input_update (npu_cudagraph_backend.py:185-189). A
+# traceback inside those frames is the replay failing, whatever it raised or where a paste cut it; under a
+# startup's frames (a capture, a constructor) it is not read so
+_NPU_UPDATE_FRAMES = (r'torch_npu[/\\]npu[/\\]graphs\.py", line \d+, in (?:update|update_capture_record)\s*$'
+                      r'|npu_graph_runner\.py", line \d+, in (?:_replay_update|_update_inputs)\s*$'
+                      r'|npu_cudagraph_backend\.py", line \d+, in replay_with_input_update\s*$')
+NPU_GRAPH_UPDATE_RAISED = Signature(
+    "npu_graph_update_raised", "cuda_graph_replay",
+    "torch_npu's update of a captured NPU graph's inputs before replay raised",
+    ("Before each replay the NPU graph runner hands torch_npu the batch's sequence lengths to rebind in the "
+     "captured graph (NPUGraph.update), and that update raised: torch_npu checks the inputs against the "
+     "operators recorded at capture (their counts must match: its message names both). Retry with "
+     "{graphs_off} to keep serving; if that serves, the runner's update does not fit the graph captured for "
+     "this model and speculative setup (an MLA-only input for another attention, one entry per draft step), "
+     "so try a newer SGLang / torch_npu.",),
+    patterns=(r".",), context=(_NPU_UPDATE_FRAMES,), absent=(STARTUP_FRAMES.pattern,), cut_ok=True,
+    priority=45, phase="serving",
+    sources=(("torch_npu 2.10.0", "torch_npu/npu/graphs.py:282 (update_capture_record: raise RuntimeError("
+                                  "Currently, there are N operators that need to be updated by capture, ...))"),
+             ("torch_npu 2.10.0", "torch_npu/npu/graphs.py:395 (NPUGraph.update)"),
+             ("0.5.13", "sglang/srt/hardware_backend/npu/graph_runner/eagle_draft_npu_graph_runner.py:90"),
+             ("0.5.13", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py:145"),
+             ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_cudagraph_backend.py:185")))
 
 # (vLLM round 23) torch_npu's NPUGraph captures through the ACL runtime: capture_begin / capture_end
 # (torch_npu 2.5.1 NPUGraph.h:34) call AclmdlRICaptureBegin / AclmdlRICaptureEnd
