@@ -365,8 +365,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 48's one miss, w4804's kind, was fixed by a cited rule (vllm_cuda_call_other_device): 914/890/504 of
 # 924 at the fold (kind of 900, phase of 506), 914/891/504 after.
 # Round 49 had two misses (w4903's crashed, kind and phase; w4905's kind): 919/895/507 of 930 at the fold (kind of
-# 906, phase of 510).
-FLOORS = {"work": (919, 895, 507)}
+# 906, phase of 510); both fixed by cited rules (with_announced_traceback and the KV connectors' registration line as
+# a memory_pool marker; vllm_eagle3_logits_width): 920/897/508 after.
+FLOORS = {"work": (920, 897, 508)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
