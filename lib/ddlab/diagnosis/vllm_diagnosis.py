@@ -43,8 +43,8 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_reached,
 )
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
-from ddlab.diagnosis.vllm_records import (only_vllm_files, only_vllm_services, with_engine_messages,
-                                          with_handler_records, without_debug_tracebacks)
+from ddlab.diagnosis.vllm_records import (only_vllm_files, only_vllm_services, with_announced_traceback,
+                                          with_engine_messages, with_handler_records, without_debug_tracebacks)
 from ddlab.vllm_crashes.requests import HANDLER_LOGGED
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
@@ -324,6 +324,7 @@ def read_vllm(text: str) -> VllmLog:
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)
+    chains = with_announced_traceback(chains, lines)
     chains = with_handler_records(chains, text, HANDLER_LOGGED)
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),

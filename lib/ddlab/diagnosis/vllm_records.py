@@ -17,6 +17,8 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
   exception (a repr ``Type('message')`` gives the type; a str gives ``Exception``, as
   :mod:`.vllm_diagnosis` reads a V0 worker's header), where the message is the same record's (the traceback
   line under the same prefix, or bare) and logged at ERROR or with no level shown.
+- :func:`with_announced_traceback` (round 49): a log that ends at the message of a failure vLLM's worker logs
+  with ``logger.exception`` ("WorkerProc hit an exception.") was cut before that record's traceback: a cut chain.
 - :func:`with_handler_records` (round 27): a chain every line of which the log shows under an ERROR stamp of
   the OpenAI chat or completion handler ("serving_chat.py:N]", "[serving_completion.py:N]") is a traceback
   that handler logged for one request before it answered it (``HANDLER_LOGGED`` of
@@ -28,10 +30,11 @@ from __future__ import annotations
 import re
 
 from ddlab.diagnosis.logtext import Line
-from ddlab.diagnosis.tracebacks import Chain
+from ddlab.diagnosis.tracebacks import Chain, Raised
 from ddlab.diagnosis.vllm_log import VLLM_FILEINFO, VLLM_STAMP, VLLM_TIME
 
-__all__ = ["without_debug_tracebacks", "with_engine_messages", "with_handler_records", "only_vllm_services"]
+__all__ = ["without_debug_tracebacks", "with_engine_messages", "with_announced_traceback", "with_handler_records",
+           "only_vllm_services"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
@@ -93,6 +96,27 @@ def with_engine_messages(chains: list[Chain], lines: list[Line], text: str) -> l
         outer.exc_lines = [above]
         chain.cut = False
     return chains
+
+
+# (round 49) vLLM's worker reports a failure with ``logger.exception``: one record, the message and then the
+# traceback under it (its RPC loop, "WorkerProc hit an exception.": v1/executor/multiproc_executor.py:987 (0.23.0),
+# :1223 (0.34.0); its main, "WorkerProc failed.": :894 (0.23.0), :1097 (0.34.0)). A log whose last line is that
+# message was cut before the traceback: a traceback cut at its header, read as any cut traceback is (a crash
+# reported, not which), as SGLang's "Scheduler hit an exception: " cut there is (:mod:`.tracebacks`). (The engine
+# core's "EngineCore failed to start." and "EngineCore encountered a fatal error.", and the worker's "WorkerProc
+# failed to start.", are read wherever they are as the engine's death, `vllm_engine_dead`.)
+_ANNOUNCED_RE = re.compile(r"(?:^|\] )WorkerProc (?:hit an exception|failed)\.\s*$")
+
+
+def with_announced_traceback(chains: list[Chain], lines: list[Line]) -> list[Chain]:
+    """``chains`` and, where the log's last line is vLLM's announcement of a logged exception (above) that no
+    chain holds, logged at ERROR or with no level shown, a cut chain that starts at it."""
+    last = next((line for line in reversed(lines) if line.msg.strip()), None)
+    if last is None or last.record or not _ANNOUNCED_RE.search(last.msg):  # (record: stamped INFO, DEBUG, WARNING)
+        return chains
+    if any(last in chain.lines for chain in chains):
+        return chains
+    return [*chains, Chain([Raised(header=last.msg.strip(), start=last)], cut=True)]
 
 
 # the stamp of a record the OpenAI chat or completion handler logs at ERROR, at the end of a line's prefix

@@ -301,6 +301,40 @@ DRAFT_TP_MISMATCH = Signature(
              ("vllm 0.27.1", "vllm/v1/spec_decode/draft_model.py:75")))
 
 
+# (round 49) an EAGLE-3 head without a draft-to-target map returns its logits as they are, and asserts they are
+# as wide as its config's vocabulary: "Expected logits to have shape (*, {self.config.vocab_size}), but got
+# {logits.shape}" (model_executor/models/llama_eagle3.py:379-382, qwen3_eagle3.py:353-356, deepseek_eagle3.py:
+# 340-343 (0.30.0); llama_eagle3.py:370-373 (0.34.0); first in 0.9.1, :216-218). vLLM builds no map only where
+# the draft's draft_vocab_size equals the target's vocabulary (llama_eagle3.py:339-345 (0.30.0, 0.34.0)), so the
+# assertion fails only for a head whose config's vocabulary is not the one its lm_head produces against this
+# target: a draft made for another target. (In 0.9.1-0.28.0 the map is always built, llama_eagle3.py:195
+# (0.9.1); the text was met in late-May-2025 builds where vLLM dropped every draft's d2t, PR #18909)
+_EAGLE3_WIDTH = r"Expected logits to have shape \(\*, (\d+)\), but got torch\.Size\(\[\d+, (\d+)\]\)"
+
+
+def _eagle3_width_detail(found: Found) -> str | None:
+    said = regex(_EAGLE3_WIDTH).search(found.text)
+    if not said:
+        return None
+    return (f"The drafter's logits are {said[2]} wide where its config's vocabulary is {said[1]} tokens: the "
+            "draft's vocabulary is not this target's.")
+
+
+EAGLE3_LOGITS_WIDTH = Signature(
+    "vllm_eagle3_logits_width", "draft_incompatible", "the EAGLE-3 drafter's logits are not as wide as its vocabulary",
+    ("The EAGLE-3 drafter has no draft-to-target token map (vLLM builds one only when the draft's "
+     "draft_vocab_size differs from the target's vocabulary) and its logits are not as wide as the vocabulary "
+     "its config names: the draft was made for another target model. Use the drafter trained for this target "
+     "in `--speculative-config` (a reduced-vocabulary draft ships its d2t tensor). On a vLLM built from main "
+     "in late May 2025 (between PRs #18488 and #18909) vLLM itself dropped every draft's d2t: update vLLM.",),
+    types=r"AssertionError", patterns=(_EAGLE3_WIDTH,), priority=86, running=True, detail=_eagle3_width_detail,
+    sources=(("0.30.0", "vllm/model_executor/models/llama_eagle3.py:379"),
+             ("0.30.0", "vllm/model_executor/models/llama_eagle3.py:339"),
+             ("0.34.0", "vllm/model_executor/models/llama_eagle3.py:370"),
+             ("0.34.0", "vllm/model_executor/models/qwen3_eagle3.py:349"),
+             ("vllm 0.9.1", "vllm/model_executor/models/llama_eagle3.py:216")))
+
 SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, SPEC_BUDGET, SPEC_SP_SHAPES,
                                DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR,
-                               DRAFT_HIDDEN, ARCTIC_SPEC_CHECK, EAGLE_HEAD_PARAMS, DRAFT_TP_MISMATCH]
+                               DRAFT_HIDDEN, ARCTIC_SPEC_CHECK, EAGLE_HEAD_PARAMS, DRAFT_TP_MISMATCH,
+                               EAGLE3_LOGITS_WIDTH]
