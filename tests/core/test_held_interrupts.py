@@ -53,7 +53,11 @@ def test_the_interrupt_for_a_host_lands_in_its_thread_not_in_one_it_is_starting(
         worker = threading.Thread(target=spawner, daemon=True)
         worker.start()
         time.sleep(0.005)
+        deadline = time.monotonic() + 10  # bounded: a thread left in threading's limbo would keep it False
         while not interrupt_thread(worker):
+            assert time.monotonic() < deadline, (
+                f"trial {trial}: a thread stayed in threading's limbo for 10 s (missed before: {missed}); "
+                "a newborn thread hit by the interrupt never says it started")
             time.sleep(0.0005)
         worker.join(5)
         if worker.is_alive() or got != [trial]:
