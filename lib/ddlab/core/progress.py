@@ -40,13 +40,14 @@ class Heartbeat:
     """One wait's visible status line; use as a context manager or call close()."""
 
     def __init__(self, label: str, total_s: float | None = None, *, interval_s: float = 5.0,
-                 stream: TextIO | None = None, record: Path | None = None):
+                 stream: TextIO | None = None, record: Path | None = None, started: float | None = None):
+        """``started``: the monotonic time the wait began, where it began before this line (now by default)."""
         self.label = label
         self.total_s = total_s
         self.interval_s = interval_s
         self.stream = stream or sys.stderr
         self.record = Path(record) if record else None
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started
         self._last_beat = float("-inf")
         self._last_text = ""
         self._handle = None

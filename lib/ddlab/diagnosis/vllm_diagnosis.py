@@ -53,8 +53,10 @@ __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vll
 _IN = r"(?:,| line \d+) in "
 
 
-def _frames(names: str) -> re.Pattern:
-    return re.compile(rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*$", re.M)
+def _frames(names: str, also: str | None = None) -> re.Pattern:
+    """A frame (or a py-spy line) in one of the functions ``names``; or, where given, the regex ``also``."""
+    frame = rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*$"
+    return re.compile(f"{frame}|{also}" if also else frame, re.M)
 
 
 # vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
@@ -108,12 +110,12 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
 _MODEL_BUILT = (r'model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
                 r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$')
 FRAME_PHASES = (
-    ("load_weights", re.compile(rf"{_frames(_LOAD).pattern}|{_MODEL_BUILT}", re.M)),
+    ("load_weights", _frames(_LOAD, also=_MODEL_BUILT)),
     ("memory_pool", _frames(_POOL)),
     ("graph_capture", _frames(_CAPTURE)),
     ("serving", _frames(_SERVING)),
 )
-_STARTUP_FRAMES = re.compile(rf"{_frames(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_MODEL_BUILT}", re.M)
+_STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 # lines that show the startup (where one is, the paste is no mid-serving fragment)
 # (round 12, for round 11's vl07) the pynccl communicator's warm-up all-reduce, a code line that
 # vLLM runs only while it builds the communicator, right after ncclCommInitRank ("# A small

@@ -184,9 +184,8 @@ class SSHTransport(Transport):
 
     def _reconnect_beat(self, since: float) -> Heartbeat:
         """The heartbeat of a reconnect window that opened at ``since`` (its elapsed time counts from it)."""
-        beat = Heartbeat(f"{self.profile.label}: reconnecting", self.profile.connect_timeout_s, interval_s=1.0)
-        beat.started = since
-        return beat
+        return Heartbeat(f"{self.profile.label}: reconnecting", self.profile.connect_timeout_s, interval_s=1.0,
+                         started=since)
 
     def _attempt_timeout_s(self) -> float:
         """connect_timeout_s, or inside a reconnect window what is left of it (1 s at
