@@ -17,7 +17,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import signal
+import sys
 import threading
+import time
+import weakref
 from typing import Iterator
 
 from ddlab.core.log import get_logger
@@ -29,6 +32,10 @@ log = get_logger(__name__)
 
 HELD_THREADS: dict[int, int] = {}  # thread ident -> depth of held_interrupts blocks
 HELD_LOCK = threading.Lock()
+# A thread in threading's limbo that no Thread.start() is starting any more, for this long, is
+# a leftover (see interrupt_thread), not a thread being started.
+LEFTOVER_S = 0.5
+_limbo_seen: weakref.WeakKeyDictionary[threading.Thread, float] = weakref.WeakKeyDictionary()
 # What a Ctrl-C while ddlab starts says (the console script's guard, ddlab.start, and the
 # CLI's own, around its parser): nothing began.
 STARTING = "ddlab: interrupted while starting; nothing was done"
@@ -101,14 +108,44 @@ def interrupt_thread(thread: threading.Thread, exc_type=KeyboardInterrupt) -> bo
     thread that starts threads in a loop). ``threading`` moves a thread out of its
     ``_limbo`` only after the new thread runs, and changes ``_limbo`` under its
     ``_active_limbo_lock``: holding that lock, an empty limbo means no such state
-    exists, and none can appear before the exception is set."""
+    exists, and none can appear before the exception is set.
+
+    An interrupt can also land in ``Thread.start()`` between its putting the thread in
+    ``_limbo`` and starting it (3.11 checks for one as the limbo lock's ``__exit__``
+    returns): ``start()`` raises, the thread never runs, and its entry stays in ``_limbo``
+    for ever (seen: a test's every later ask was "ask again" until its bound, one fresh
+    clone in three). Such a leftover does not hold an interrupt back: a limbo entry that
+    no thread is inside ``Thread.start()`` for, for :data:`LEFTOVER_S`, is one."""
     lock, limbo = getattr(threading, "_active_limbo_lock", None), getattr(threading, "_limbo", None)
     with lock if lock is not None else contextlib.nullcontext():
-        if limbo:
+        if limbo and _being_started(limbo):
             return False
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
                                                    ctypes.py_object(exc_type))
     return True
+
+
+def _being_started(limbo: dict) -> bool:
+    """Whether a thread in ``limbo`` may still be being started: a ``Thread.start()`` for it
+    is on some thread's stack, or it came into limbo less than :data:`LEFTOVER_S` ago."""
+    now = time.monotonic()
+    starts = {id(t) for t in _in_thread_start()}
+    for t in list(limbo):
+        if id(t) in starts or now - _limbo_seen.setdefault(t, now) < LEFTOVER_S:
+            return True
+    return False
+
+
+def _in_thread_start() -> list[threading.Thread]:
+    """The threads some ``Thread.start()`` is starting now, read from every thread's stack."""
+    code = threading.Thread.start.__code__
+    found = []
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            if frame.f_code is code:
+                found.append(frame.f_locals.get("self"))
+            frame = frame.f_back
+    return found
 
 
 def forget_thread(ident: int | None = None) -> None:
