@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -49,6 +51,17 @@ def test_torch_is_pinned_to_the_local_cpu_build():
 def _notebooks() -> list[Path]:
     return sorted(p for p in (ROOT / "notebooks").rglob("*.ipynb")
                   if ".ipynb_checkpoints" not in p.parts)
+
+
+def test_papermill_starts_without_building_iri_parsers():
+    """Every ddlab run and notebook run starts papermill (nbformat, jsonschema): the installed
+    jsonschema must not import rfc3987-syntax, whose import builds Lark parsers (1.3-1.5 CPU-s a
+    process; pyproject.toml's jsonschema bound says why)."""
+    code = "import sys, papermill; print(sorted(m for m in ('rfc3987_syntax', 'lark') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", (
+        f"importing papermill imported {done.stdout.strip()}: reinstall with pyproject.toml's jsonschema bound")
 
 
 def test_there_are_notebooks():

@@ -10,7 +10,10 @@ only, which no notebook schema names. :func:`without_iri_grammar`, called before
 first of those imports, marks the module absent, so jsonschema leaves those two
 checkers out exactly as it does when the package is not installed
 (jsonschema/_format.py: ``with suppress(ImportError): from rfc3987_syntax import ...``).
-Once jsonschema has loaded its checkers this does nothing.
+Once jsonschema has loaded its checkers this does nothing. pyproject.toml now keeps
+jsonschema below 4.24, which does not bring the package at all (processes that are not
+ddlab's own, such as the papermill command and the Jupyter server, pay 1.3-1.5 CPU-s
+without it); this guard stays for environments installed another way.
 """
 
 from __future__ import annotations
