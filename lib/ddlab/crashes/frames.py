@@ -4,7 +4,8 @@ Contract: :data:`FRAME_PHASES` maps each phase to a regex over a crash's frame
 text (a Python traceback's ``File "...", line N, in f``, faulthandler's ``File
 "...", line N in f``, py-spy's ``f (file.py:N)``, and the code line of a call
 that a cut paste keeps, ``scheduler.event_loop_normal()``); :func:`frame_phases`
-returns the phases they show. Startup frames (loading, pool sizing, capture,
+returns the phases they show (SGLang Diffusion's component loaders' frames are load_weights too, but under a
+request's stage, :data:`_DIFFUSION_LOAD`). Startup frames (loading, pool sizing, capture,
 torch distributed init, the scheduler's constructor) mean the process never
 finished starting, so they win over serving frames in the same text
 (:data:`STARTUP_FRAMES`). The names are SGLang's own functions, 0.1.x to 0.5.x
@@ -20,6 +21,8 @@ Why a module: the phase (:mod:`.diagnosis`) and the speculative-feature rule
 from __future__ import annotations
 
 import re
+
+from ddlab.crashes.kinds.diffusion import DIFFUSION_FORWARD_FRAMES
 
 __all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "shows_startup",
            "own_script", "router_frames"]
@@ -119,6 +122,20 @@ FRAME_PHASES = (
     ("ready", _frames(_WARMUP)),
     ("serving", _frames(_SERVING, r"event_loop_\w+|run_event_loop")),
 )
+# (round 50) SGLang Diffusion loading its pipeline's components (the DiT, encoders, VAE: their weights):
+# the pipeline's constructor loads each module (0.5.12 multimodal_gen/runtime/pipelines_core/
+# composed_pipeline_base.py:130 load_modules, :431 PipelineComponentLoader.load_component) through the
+# component loader's template method (0.5.12 loader/component_loaders/component_loader.py:99 load, :138
+# load_customized, its fallback :156 load_native, :415 load_component; 0.5.6 loader/component_loader.py:138,
+# :184, :195; 0.5.23 component_loaders/component_loader.py:332, :1053). A stage that finds its component not
+# loaded yet loads it under a request (0.5.12 pipelines_core/stages/denoising.py:619-621 in
+# _prepare_denoising_loop from forward :1238; decoding.py:186-187 in load_model from forward :212): there the
+# frames are that request's (its stage's forward frame, kinds/diffusion.py's DIFFUSION_FORWARD_FRAMES)
+_DIFFUSION_LOAD = re.compile(
+    r'multimodal_gen[/\\]runtime[/\\](?:loader[/\\](?:component_loaders[/\\]\w+|component_loader)\.py", '
+    r'line \d+,? in (?:load|load_customized|load_native|load_component)'
+    r'|pipelines_core[/\\]composed_pipeline_base\.py", line \d+,? in load_modules)\s*$', re.M)
+_DIFFUSION_FORWARD = re.compile(DIFFUSION_FORWARD_FRAMES, re.M)
 # the server's parts being built: their constructors run once, at startup
 _BUILT = (r'sglang[/\\]srt[/\\](?:(?:distributed|model_executor|layers|models)[/\\][\w/\\]*'
           r'|managers[/\\](?:scheduler|tp_worker)\w*)\.py", line \d+,? in __init__\s*$')
@@ -130,6 +147,9 @@ STARTUP_FRAMES = re.compile(
 def frame_phases(frames: str) -> list[str]:
     """The phases the frames show; serving frames count only when no startup frame is there."""
     found = [name for name, pattern in FRAME_PHASES if pattern.search(frames)]
+    if ("load_weights" not in found and _DIFFUSION_LOAD.search(frames)
+            and not _DIFFUSION_FORWARD.search(frames)):  # (round 50, above)
+        found.insert(0, "load_weights")
     if "serving" in found and STARTUP_FRAMES.search(frames):
         found.remove("serving")
     return found
