@@ -373,8 +373,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # 906, phase of 510); both fixed by cited rules (with_announced_traceback and the KV connectors' registration line as
 # a memory_pool marker; vllm_eagle3_logits_width): 920/897/508 after.
 # Round 50 had four misses (w5006's phase; w5010's and w5011's kind and phase; w5016's crashed and kind): 935/910/518
-# of 946 at the fold (kind of 922, phase of 521).
-FLOORS = {"work": (935, 910, 518)}
+# of 946 at the fold (kind of 922, phase of 521); w5006's phase (a cut traceback's code lines read across the paste's
+# blank lines) and w5010's and w5011's kind (vllm_transformers_incompatible) fixed by cited rules, w5016's kind
+# (the offloading connector asserts the failed transfer, vllm 0.11.0 offloading_connector.py:419) disputed (not
+# counted), its crashed left a miss: 935/912/519 after (kind of 921, phase of 521).
+FLOORS = {"work": (935, 912, 519)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:
