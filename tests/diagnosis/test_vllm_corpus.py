@@ -81,6 +81,7 @@ ROUND46 = [log for log in LOGS if log.get("heldout_round") == 46]
 ROUND47 = [log for log in LOGS if log.get("heldout_round") == 47]
 ROUND48 = [log for log in LOGS if log.get("heldout_round") == 48]
 ROUND49 = [log for log in LOGS if log.get("heldout_round") == 49]
+ROUND50 = [log for log in LOGS if log.get("heldout_round") == 50]
 
 
 def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
@@ -96,7 +97,7 @@ def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
     assert all(len(rounds) == 1 for rounds in by_url.values()), "a thread's logs stay in one round"
 
 
-def test_rounds_1_to_49_were_measured_once_and_folded_into_work():
+def test_rounds_1_to_50_were_measured_once_and_folded_into_work():
     """Round 11 (vl01-vl19) was measured once at 75ebbce and kept held out while round 12
     (vm01-vm20) was collected; round 12 was measured once at 967803c, and both were then folded
     into work together (docs/diagnosis.md, "Held-out round 11", "Held-out round 12"). Round 13
@@ -134,8 +135,9 @@ def test_rounds_1_to_49_were_measured_once_and_folded_into_work():
     47ae574 ("Held-out round 45"), round 46 (w4601-w4603), measured once at 0b6bcea with its logs
     ee8c143 ("Held-out round 46"), round 47 (w4701-w4703), measured once at 4dc6065 with its logs
     36611c8 ("Held-out round 47"), round 48 (w4801-w4805), measured once at 06e9fac with its logs
-    d0e4115 ("Held-out round 48"), and round 49 (w4901-w4906), measured once at a9e178e with its logs
-    e09a454 ("Held-out round 49")."""
+    d0e4115 ("Held-out round 48"), round 49 (w4901-w4906), measured once at a9e178e with its logs
+    e09a454 ("Held-out round 49"), and round 50 (w5001-w5016), measured once at 74f0da7 with its logs
+    6694cb7 ("Held-out round 50")."""
     assert len(ROUND2) == 31 and {log["id"][:2] for log in ROUND2} == {"vc"}
     assert len(ROUND3) == 43 and {log["id"][:2] for log in ROUND3} == {"vd"}
     assert len(ROUND4) == 30 and {log["id"][:2] for log in ROUND4} == {"ve"}
@@ -185,6 +187,7 @@ def test_rounds_1_to_49_were_measured_once_and_folded_into_work():
     assert len(ROUND47) == 3 and {log["id"][:3] for log in ROUND47} == {"w47"}
     assert len(ROUND48) == 5 and {log["id"][:3] for log in ROUND48} == {"w48"}
     assert len(ROUND49) == 6 and {log["id"][:3] for log in ROUND49} == {"w49"}
+    assert len(ROUND50) == 16 and {log["id"][:3] for log in ROUND50} == {"w50"}
     assert all(log["split"] == "work" for log in LOGS)
     assert not {log["url"] for log in ROUND2} & {log["url"] for log in ROUND1}, "round 2: new threads"
     earlier = {log["url"] for log in ROUND1 + ROUND2}
@@ -193,7 +196,7 @@ def test_rounds_1_to_49_were_measured_once_and_folded_into_work():
                                     ROUND21, ROUND22, ROUND23, ROUND24, ROUND25, ROUND26, ROUND27, ROUND28,
                                     ROUND29, ROUND30, ROUND31, ROUND32, ROUND33, ROUND34, ROUND35,
                                     ROUND36, ROUND37, ROUND38, ROUND39, ROUND40, ROUND41, ROUND42, ROUND43, ROUND44,
-                                    ROUND45, ROUND46, ROUND47, ROUND48, ROUND49),
+                                    ROUND45, ROUND46, ROUND47, ROUND48, ROUND49, ROUND50),
                                    start=3):
         assert not {log["url"] for log in later} & earlier, f"round {number}: new threads"
         earlier |= {log["url"] for log in later}
@@ -236,12 +239,13 @@ def test_rounds_1_to_49_were_measured_once_and_folded_into_work():
     assert len({log["url"] for log in ROUND47}) == 3, "one log per pinned file or thread"
     assert len({log["url"] for log in ROUND48}) == 5, "one log per pinned file or thread"
     assert len({log["url"] for log in ROUND49}) == 6, "one log per pinned file or thread"
+    assert len({log["url"] for log in ROUND50}) == 16, "one log per pinned file or thread"
 
 
 def test_labellers_and_a_disputed_or_changed_kind_is_marked():
-    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 49: one, no second
+    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 50: one, no second
     labeller. A label changed after its measurement keeps the one before, and why; a label of
-    rounds 3 to 49 that read wrong on a second look after its measurement is marked
+    rounds 3 to 50 that read wrong on a second look after its measurement is marked
     ``kind_disputed`` with the reason (kind not measured), a phase ``phase_disputed`` (phase not
     measured)."""
     for log in ROUND1:
@@ -253,7 +257,7 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
                 + ROUND22 + ROUND23 + ROUND24 + ROUND25 + ROUND26 + ROUND27 + ROUND28 + ROUND29
                 + ROUND30 + ROUND31 + ROUND32 + ROUND33 + ROUND34 + ROUND35
                 + ROUND36 + ROUND37 + ROUND38 + ROUND39 + ROUND40 + ROUND41 + ROUND42 + ROUND43 + ROUND44 + ROUND45
-                + ROUND46 + ROUND47 + ROUND48 + ROUND49):
+                + ROUND46 + ROUND47 + ROUND48 + ROUND49 + ROUND50):
         assert "second_labeller" not in log, log["id"]
         assert log["labels"].startswith("one labeller"), log["id"]
     for log in ROUND2:
@@ -300,7 +304,8 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (17/17, 15/17, 9/10) and round 44 at 8455f64 with its logs f7c555c (11/11, 9/11, 7/8) and round 45 at a22b0f1
 # with its logs 47ae574 (4/5, 4/5, 0/0) and round 46 at 0b6bcea with its logs ee8c143 (3/3, 3/3, 0/0) and round 47
 # at 4dc6065 with its logs 36611c8 (3/3, 3/3, 0/0) and round 48 at 06e9fac with its logs d0e4115 (5/5, 4/5, 4/4)
-# and round 49 at a9e178e with its logs e09a454 (5/6, 4/6, 3/4) likewise. No
+# and round 49 at a9e178e with its logs e09a454 (5/6, 4/6, 3/4) and round 50 at 74f0da7 with its logs 6694cb7
+# (15/16, 13/16, 10/11) likewise. No
 # held-out logs are left (no held-out floor); the work floor is what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase. Round 27's misses were read and
 # fixed by cited rules (w2705, w2706, w2710): 670/653/371 of 674 at the fold, 671/656/371 after. lib28
@@ -367,7 +372,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 49 had two misses (w4903's crashed, kind and phase; w4905's kind): 919/895/507 of 930 at the fold (kind of
 # 906, phase of 510); both fixed by cited rules (with_announced_traceback and the KV connectors' registration line as
 # a memory_pool marker; vllm_eagle3_logits_width): 920/897/508 after.
-FLOORS = {"work": (920, 897, 508)}
+# Round 50 had four misses (w5006's phase; w5010's and w5011's kind and phase; w5016's crashed and kind): 935/910/518
+# of 946 at the fold (kind of 922, phase of 521); w5006's phase (a cut traceback's code lines read across the paste's
+# blank lines) and w5010's and w5011's kind (vllm_transformers_incompatible) fixed by cited rules, w5016's kind
+# (the offloading connector asserts the failed transfer, vllm 0.11.0 offloading_connector.py:419) disputed (not
+# counted), its crashed left a miss: 935/912/519 after (kind of 921, phase of 521).
+FLOORS = {"work": (935, 912, 519)}
 
 
 def _measured(split: str) -> tuple[int, int, int]:

@@ -179,12 +179,15 @@ _CODE_RE = re.compile(r"^\s+(?!File \")\S")
 
 def _code_above(best: Candidate | None, lines: list[Line]) -> str:
     """A paste cut inside a traceback's frames: the code lines above its first frame line (their
-    frame's "File" line cut off) are the calls the frames below were making, read with them."""
+    frame's "File" line cut off) are the calls the frames below were making, read with them. (round 50)
+    A blank line between them is the paste's (a reply double-spacing each line), no line of the log."""
     if best is None:
         return ""
     above = [ln for ln in lines if ln.no < best.first_no]
     code = []
     for ln in reversed(above):
+        if not ln.msg.strip():
+            continue
         if not _CODE_RE.match(ln.msg):
             return ""
         code.insert(0, ln.msg)

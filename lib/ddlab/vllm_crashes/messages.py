@@ -24,7 +24,7 @@ from ddlab.crashes.signature import Found, Signature, regex
 __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE",
            "TENSOR_KEY_MESSAGE", "TOOL_PARSER_UNKNOWN", "NO_CONFIG_FILE", "FLASH_ATTN_PRE_AMPERE",
            "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED", "QUANT_SCHEME_GPU", "QUANT_SCHEME_CHECK", "QUANT_DTYPE",
-           "QUANT_METHOD_GPU", "CUTE_DSL_ARCH"]
+           "QUANT_METHOD_GPU", "CUTE_DSL_ARCH", "TRANSFORMERS_INCOMPATIBLE"]
 
 # (round 16) NIXL's Python bindings raise one exception class per error status, its message the status's name
 # (nixl_bindings.cpp throw_nixl_exception, e.g. "throw nixlBackendError(nixlEnumStrings::statusStr(status)...)":
@@ -342,7 +342,35 @@ CUTE_DSL_ARCH = from_texts(
     sources=((_CUTE_DSL, f"{_NVGPU}/warp/mma.py:456"), (_CUTE_DSL, f"{_NVGPU}/warp/mma.py:864"),
              (_CUTE_DSL, f"{_NVGPU}/tcgen05/mma.py:443"), (_CUTE_DSL, f"{_NVGPU}/tcgen05/copy.py:136")))
 
+# (round 50) An architecture this vLLM does not implement falls back to its Transformers backend, which refuses a
+# model whose Transformers class is not backend-compatible: resolve_transformers_arch raises "{arch} has no vLLM
+# implementation and the Transformers implementation is not compatible with vLLM." (model_executor/model_loader/
+# utils.py:66-68 (0.7.2), :75-77 (0.7.3); " Try setting VLLM_USE_V1=0." added, :75-78 (0.8.5.post1), :207-210
+# (0.9.1)), and under --model-impl transformers "The Transformers implementation of {arch} is not compatible with
+# vLLM." (utils.py:69-71 (0.8.5.post1); models/registry.py:861-864 (0.11.1), :1413-1416 (0.34.0)). It runs where
+# get_model_architecture resolves the class the loader builds (_initialize_model, model_loader/loader.py:123
+# (0.8.5.post1), utils.py:52 (0.9.1)): load_weights. V0's engine logs the text as its record's message
+_NOT_COMPATIBLE = (r"\S+ has no vLLM implementation and the Transformers implementation is not compatible with vLLM"
+                   r"|The Transformers implementation of '?\S+?'? is not compatible with vLLM")
+TRANSFORMERS_INCOMPATIBLE = Signature(
+    "vllm_transformers_incompatible", "arch_unsupported",
+    "no vLLM implementation of the architecture, and its Transformers class is not one vLLM's backend can run",
+    ("This vLLM has no implementation of the model's architecture, and its Transformers backend (the fallback) "
+     "cannot run the model's Transformers class either (it is not marked compatible with vLLM's attention). "
+     "Use a vLLM release whose supported-models list names the architecture; where the message says \"Try "
+     "setting VLLM_USE_V1=0\" and the engine is V1, that release's V0 engine may implement it. Under "
+     "`--model-impl transformers`, drop the flag so that vLLM's own implementation is used where there is one.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_NOT_COMPATIBLE,), lines=(_NOT_COMPATIBLE,), priority=72,
+    phase="load_weights",
+    sources=(("vllm 0.7.2", "vllm/model_executor/model_loader/utils.py:66"),
+             ("vllm 0.8.5.post1", "vllm/model_executor/model_loader/utils.py:75"),
+             ("vllm 0.9.1", "vllm/model_executor/model_loader/utils.py:207"),
+             ("vllm 0.8.5.post1", "vllm/model_executor/model_loader/utils.py:69"),
+             ("vllm 0.11.1", "vllm/model_executor/models/registry.py:861"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1413")))
+
 SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE,
                                TENSOR_KEY_MESSAGE, TOOL_PARSER_UNKNOWN, NO_CONFIG_FILE, FLASH_ATTN_PRE_AMPERE,
                                TRITON_INVALID_IMAGE, TRITON_PASS_FAILED, QUANT_SCHEME_GPU, QUANT_SCHEME_CHECK,
-                               QUANT_DTYPE, QUANT_METHOD_GPU, CUTE_DSL_ARCH]
+                               QUANT_DTYPE, QUANT_METHOD_GPU, CUTE_DSL_ARCH,
+                               TRANSFORMERS_INCOMPATIBLE]
