@@ -2,14 +2,14 @@
 where the corpora and the unpacked wheels are, a work-split SGLang log diagnosed and its
 reading in the labels' terms, a vLLM log read as bytes decoded (its line ends kept), what
 ``diagnose`` says of it in one tuple, a traceback written as vLLM's logger writes it, a
-text checked against the (vLLM or SGLang) wheel it is cited from, and the quarters a test that
-reads a whole corpus runs in."""
+text checked against the (vLLM or SGLang) wheel it is cited from, the quarters a test that
+reads a whole corpus runs in, and each corpus's work split with its known misses (known_misses.json)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +161,33 @@ def _assert_in_source(source: Path, text: str) -> None:
     if not source.exists():
         pytest.skip(not_unpacked(source))
     assert text in source.read_text()
+
+
+# The fields each work-split log misses, by corpus (test_work_readings.py reads every log against it)
+KNOWN_MISSES = json.loads((LOGS / "known_misses.json").read_text())
+FIELDS = ("crashed", "kind", "phase")
+
+
+def corpus_tool(corpus: str = "real"):
+    """tools/diagnosis_corpus.py reading ``corpus`` ("real": SGLang's, or "vllm-real"), as its own module."""
+    spec = importlib.util.spec_from_file_location(f"diagnosis_corpus_{corpus.replace('-', '_')}",
+                                                  Path(__file__).resolve().parents[1] / "tools" / "diagnosis_corpus.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.REAL = LOGS / corpus
+    return module
+
+
+def work_logs(corpus: str) -> list[dict]:
+    """The work split of ``corpus``, by id."""
+    return sorted(corpus_tool(corpus).load("work"), key=lambda log: log["id"])
+
+
+def implied_work_counts(corpus: str) -> tuple[int, int, int]:
+    """(crashed, kind, phase) right over the work split, from its labels and known misses alone: what the
+    floors say, without reading a log (test_work_readings.py holds each log to its known misses)."""
+    work = work_logs(corpus)
+    measured = (len(work), sum(not log.get("kind_disputed") for log in work),
+                sum(bool(log["phase_in_log"]) and not log.get("phase_disputed") for log in work))
+    return tuple(n - sum(field in fields for fields in KNOWN_MISSES[corpus].values())
+                 for n, field in zip(measured, FIELDS))
