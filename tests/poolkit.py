@@ -66,13 +66,15 @@ class Pool:
     def lock(self, host: str) -> Path:
         return self.state(host) / "lock.json"
 
-    def assert_put_back(self) -> None:
+    def assert_put_back(self, said: str = "") -> None:
         """On every host: the baseline runs, no variant is installed, no lock is left,
-        no server answers on the host's variant port."""
+        no server answers on the host's variant port. ``said``: the sweep's stderr, shown
+        with a failure."""
+        tail = f"\n--- the sweep's stderr, its end ---\n{said[-6000:]}" if said else ""
         for host in self.hosts:
-            assert self.baseline_active(host), f"{host}: its baseline runs again"
-            assert self.variants(host) == [], f"{host}: variants left: {self.variants(host)}"
-            assert not self.lock(host).exists(), f"{host}: lock left: {self.lock(host).read_text()}"
+            assert self.baseline_active(host), f"{host}: its baseline does not run again{tail}"
+            assert self.variants(host) == [], f"{host}: variants left: {self.variants(host)}{tail}"
+            assert not self.lock(host).exists(), f"{host}: lock left: {self.lock(host).read_text()}{tail}"
             wait_for(lambda: not sweepkit.target_pids(self.ports[host]), timeout_s=15,
                      what=f"no server left on {host}'s port")
 

@@ -230,7 +230,7 @@ def test_ctrl_c_in_a_pool_sweep_puts_every_host_back(pool):
         states = [r[0] for r in store.db.execute("SELECT state FROM runs WHERE sweep_id = ?",
                                                   (sweep_id,))]
     assert "interrupted" in states and "running" not in states, states
-    pool.assert_put_back()
+    pool.assert_put_back(err)
 
 
 @pytest.mark.slow
