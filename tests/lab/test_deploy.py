@@ -12,11 +12,13 @@ import dataclasses
 import os
 import signal
 import sys
+import threading
 
 import pytest
 
 import ddlab
 from ddlab.core.errors import CommandError
+from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, interrupt_thread
 from ddlab.hosts.services import ServiceSpec
 from ddlab.lab.deploy import Lab, deployed
 from labkit import clean, kinds, said, site_fixture, wait_for  # noqa: F401 (clean: a fixture)
@@ -50,6 +52,37 @@ def test_a_real_sigint_in_the_block_puts_the_baseline_back(clean):
         os.kill(os.getpid(), signal.SIGINT)
         wait_for(lambda: False, timeout_s=10, what="the SIGINT")  # interrupted here
     site.assert_put_back(dep.service)
+
+
+@pytest.mark.parametrize("site", kinds("process-local"), indirect=True, ids=str)
+def test_a_pool_interrupt_sent_as_the_restore_reads_the_hosts_lock_never_cuts_it_short(clean):
+    """A pool's Ctrl-C interrupts each host's thread once, by the pool's own rule (raised only
+    while the thread is in no held block, sweeps/pool.py _wind_down). Sent the moment a
+    thread's restore reads the host's lock, it must not land: it cut the restore short and
+    left that host's baseline down (seen once, a fresh clone's pool Ctrl-C test)."""
+    site, sent = clean, []
+
+    def worker():
+        with deployed(site.profile, site.variant()) as (lab, dep):
+            check = lab.lockfile.check
+
+            def check_then_interrupt():  # the wind-down's step, at the worst moment
+                with HELD_LOCK:
+                    if threading.get_ident() not in HELD_THREADS:
+                        sent.append(interrupt_thread(threading.current_thread()))
+                return check()
+
+            lab.lockfile.check = check_then_interrupt
+            done.append(dep)
+        done.append("restored")
+
+    done: list = []
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(120)
+    assert not thread.is_alive()
+    assert sent == [] and done[-1] == "restored", (sent, done)
+    site.assert_put_back(done[0].service)
 
 
 def test_a_second_sigint_during_the_restore_waits_for_it(clean, capfd):

@@ -575,13 +575,16 @@ class Lab:
 
         If the baseline does not come back, the lock keeps its record, so that
         ``ddlab restore`` (or the next run, taking the lock over) tries again.
-        A host another run took is left alone: it is that run's to put back."""
-        taken = self.taken()
-        if taken is not None:
-            log.info(f"{self.name}: not putting the host back: {taken.describe()}; it is "
-                     "that run's now")
-            return
+        A host another run took is left alone: it is that run's to put back. Reading the
+        host's lock is held too: a pool's interrupt for this thread (sweeps/pool.py, raised
+        only outside held blocks) landing in that read cut the restore short, its baseline
+        left down (a fresh clone's pool Ctrl-C test, once)."""
         with held_interrupts(f"{self.name}: restoring the baseline first"):
+            taken = self.taken()
+            if taken is not None:
+                log.info(f"{self.name}: not putting the host back: {taken.describe()}; it is "
+                         "that run's now")
+                return
             try:
                 try:
                     self.stop_variant()
