@@ -384,8 +384,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (the offloading connector asserts the failed transfer, vllm 0.11.0 offloading_connector.py:419) disputed (not
 # counted), its crashed left a miss: 935/912/519 after (kind of 921, phase of 521).
 # Round 51 had seven misses (w5101's, w5104's, w5105's, w5116's and w5119's kind; w5106's and w5111's phase):
-# 956/928/529 of 967 at the fold (kind of 942, phase of 533).
-FLOORS = {"work": (956, 928, 529)}
+# 956/928/529 of 967 at the fold (kind of 942, phase of 533); w5101's kind (oneCCL's exception text,
+# vllm_oneccl_exception), w5104's and w5116's kind (a JIT build's traceback cut on its ninja call, vllm_ninja_run_cut)
+# and w5106's phase (the attention metadata built for CUDA graph capture) fixed by cited rules, w5119's kind (the
+# V0 engine process cut inside CUDAGraphRunner.capture, as va11 and ve10) disputed (not counted), w5105's kind and
+# w5111's phase left misses: 956/931/530 after (kind of 941, phase of 533).
+FLOORS = {"work": (956, 931, 530)}
 
 
 def test_the_work_split_keeps_its_counts():
