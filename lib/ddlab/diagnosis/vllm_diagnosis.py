@@ -80,7 +80,13 @@ _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_u
             r"|capture_begin|capture_end"
             # (round 28) the HPU runner warms its graphs up bucket by bucket (worker/hpu_model_runner.py:1482
             # warmup_graphs, called from warmup_model :1645 (0.7.3)); vllm-gaudi's warmup_multimodal_graphs
-            r"|warmup_\w*graphs")
+            r"|warmup_\w*graphs"
+            # (round 51) an attention backend's metadata built for a graph: the runner asks for it only when
+            # _dummy_run builds its batch for_cudagraph_capture (0.11.1 v1/worker/gpu_model_runner.py:1557-1558,
+            # :1571-1572, :3757), run from _capture_cudagraphs (:4294, :4304) and from FlashInfer's warmup
+            # under compile_or_warm_up_model (model_executor/warmup/kernel_warmup.py:68, gpu_worker.py:425),
+            # never from profile_run (:4131); the builders' default, v1/attention/backends/utils.py:323 (0.11.1)
+            r"|build_for_cudagraph_capture|build_metadata_for_cudagraph_capture")
 # (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
 # (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
 # (0.30.0-0.34.0), :99 (0.6.4.post1))

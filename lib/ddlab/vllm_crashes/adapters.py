@@ -2,7 +2,8 @@
 not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels refusing a model, torch's
 store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
 graph capture cut inside torch's capture_end, a weight's name cut by the paste; round 41: the block FP8
-activation quantization refusing a layer's width; a node that never reached the rendezvous store), advice in
+activation quantization refusing a layer's width; a node that never reached the rendezvous store; round 51:
+Intel's oneCCL throwing in a collective), advice in
 vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
@@ -15,13 +16,13 @@ from dataclasses import replace
 
 from ddlab.crashes.kinds import compilers, npu, rendezvous, runtime
 from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
-    UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
+    NCCL, UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT",
            "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
-           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH"]
+           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION"]
 
 _V0 = V0
 
@@ -208,6 +209,30 @@ FP8_GROUP_WIDTH = from_texts(
              ("vllm 0.10.2", "vllm/model_executor/layers/quantization/utils/fp8_utils.py:391"),
              ("0.34.0", "vllm/model_executor/layers/quantization/utils/fp8_utils.py:667")))
 
-SIGNATURES: list[Signature] = [XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
+# (round 51) on Intel GPUs vLLM's collectives are oneCCL's: the XPU platform's torch.distributed backend is
+# "ccl" (0.14.0 platforms/xpu.py:32) and the XPU communicator calls torch.distributed's all_reduce and
+# all_gather_into_tensor on it (distributed/device_communicators/xpu_communicator.py:40, :60). oneCCL
+# reports a failure by throwing ccl::exception, whose text is "oneCCL: " and the info (oneapi-src/oneCCL
+# 2304a383 include/oneapi/ccl/exception.hpp:40-45), from CCL_THROW, which writes the info as
+# "FILE:LINE FUNCTION: EXCEPTION: ..." (0ab9bf9a src/common/log/log.hpp, CCL_THROW): "oneCCL:
+# atl_ofi_comm.cpp:203 allgatherv: EXCEPTION: check recv failed", its transport (ATL over libfabric) failing a
+# receive. The collective library's own failure, NCCL's and HCCL's twin (vllm_hccl_call_failed): nccl
+_ONECCL = r"\boneCCL: [\w.-]+\.[ch]pp:\d+ \w+: EXCEPTION: \S"
+ONECCL_EXCEPTION = from_texts(
+    NCCL, name="vllm_oneccl_exception", title="a oneCCL collective failed (Intel GPUs' collective library)",
+    advice=("oneCCL, the collective library of vLLM's ranks on Intel GPUs, threw during a collective (the "
+            "file and function after 'oneCCL:' name where: atl_* is its transport, ze_* its Level Zero "
+            "device-memory exchange): rerun with CCL_LOG_LEVEL=debug; check that every rank's GPU is "
+            "visible (ZE_AFFINITY_MASK), the transport settings (CCL_ATL_TRANSPORT, FI_PROVIDER) and that "
+            "oneCCL, the driver and the image are the releases made for each other; another rank's error, "
+            "if any, is the real cause.",),
+    texts=(_ONECCL,), priority=30,
+    sources=(("oneCCL (oneapi-src/oneCCL 2304a383)", "include/oneapi/ccl/exception.hpp:40-45 (oneCCL: + info)"),
+             ("oneCCL (oneapi-src/oneCCL 0ab9bf9a)", "src/common/log/log.hpp (CCL_THROW: FILE:LINE FUNCTION: "
+                                                   "EXCEPTION: ...)"),
+             ("vllm 0.14.0", "vllm/platforms/xpu.py:32 (dist_backend = \"ccl\")"),
+             ("vllm 0.14.0", "vllm/distributed/device_communicators/xpu_communicator.py:60")))
+
+SIGNATURES: list[Signature] = [ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
                                NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH]

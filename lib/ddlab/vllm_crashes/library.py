@@ -124,6 +124,8 @@ AITER_ARCH = voiced(device.AITER_ARCH, (
 # (round 23) a JIT build that did not link, DeepGEMM's cuobjdump assert: in SGLang's signature
 # (round 26) Triton finding no C compiler, its traceback cut on the raise line (crashes/kinds/compilers.py)
 NO_C_COMPILER_CUT = voiced(compilers.NO_C_COMPILER_CUT, compilers.NO_C_COMPILER_CUT.advice)
+# (round 51) a JIT extension's ninja build, its traceback cut on the ninja call (crashes/kinds/compilers.py)
+NINJA_RUN_CUT = voiced(compilers.NINJA_RUN_CUT, compilers.NINJA_RUN_CUT.advice)
 
 
 def _build_detail(found: Found) -> str | None:
@@ -295,5 +297,5 @@ SIGNATURES: list[Signature] = [
     GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
     NATIVE, ASGI, REFUSED,
-    NO_C_COMPILER_CUT,
+    NO_C_COMPILER_CUT, NINJA_RUN_CUT,
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED",
-           "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "build_detail"]
+           "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "NINJA_RUN_CUT", "build_detail"]
 
 # (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
@@ -194,5 +194,33 @@ NO_C_COMPILER_CUT = Signature(
              ("triton 3.4.0", "triton/runtime/build.py:32-33 (the raise, its message on the next line)"),
              ("triton 3.5.0", "triton/runtime/build.py:31-32")))
 
+# (vLLM round 51) a traceback cut on the ninja call of a JIT extension build: torch's _run_ninja_build and
+# FlashInfer's run_ninja run `ninja -v` with subprocess.run(..., check=True) inside a try whose only handler
+# is for CalledProcessError, re-raised as "Error building extension" / "Ninja build failed." from it (torch
+# 2.13.0 utils/cpp_extension.py:2893, :2899, :2901; flashinfer-python 0.5.0 and 0.5.3 jit/cpp_ext.py:287,
+# :292, :295-299). A chain's cause is printed first, from the frame of that try down: a traceback that
+# starts (or ends) on that call, only subprocess's own frames below it, is the ninja build failing, the
+# paste cut before the CalledProcessError. (Another subprocess.run in the same files, cpp_ext.py:49's
+# `which nvcc` in get_cuda_path, is no ninja run.)
+_NINJA_RUN = (r'(?:torch[/\\]utils[/\\]cpp_extension\.py", line \d+, in _run_ninja_build'
+              r'|flashinfer[/\\]jit[/\\]cpp_ext\.py", line \d+, in run_ninja)[ \t]*\n'
+              r'[ \t]*subprocess\.run\([ \t]*(?:\n[ \t]*[~^]+[ \t]*)?'
+              r'(?:\n[ \t]*File "[^"\n]*[/\\]subprocess\.py", line \d+, in \w+[ \t]*'
+              r'(?:\n[ \t]*(?!File ")\S[^\n]*)?(?:\n[ \t]*[~^]+[ \t]*)?)*\s*\Z')
+NINJA_RUN_CUT = Signature(
+    "ninja_run_cut", "kernel_compile", "a JIT extension's ninja build failed (cut at the ninja call)",
+    ("A just-in-time kernel build (torch's C++ extension builder, FlashInfer's JIT) ran ninja and it "
+     "failed; the paste is cut before the CalledProcessError and the compiler's errors. Get the whole "
+     "log for nvcc's first error: a CUDA toolkit older than the one the wheels expect (or none, or "
+     "no ninja) is the usual cause; install a matching toolkit or point CUDA_HOME at it, then clear "
+     "the JIT caches (~/.cache/flashinfer, ~/.cache/torch_extensions).",),
+    patterns=(r"\bCalledProcessError\b",), context=(_NINJA_RUN,), priority=80, fatal=True, cut_ok=True,
+    sources=(("torch 2.13.0", "torch/utils/cpp_extension.py:2893 (_run_ninja_build: subprocess.run(command, "
+                              "..., check=True), the handler :2901)"),
+             ("flashinfer-python 0.5.0", "flashinfer/jit/cpp_ext.py:287 (run_ninja: subprocess.run(command, ..., "
+                                         "check=True), :295-299 Ninja build failed.)"),
+             ("flashinfer-python 0.5.3", "flashinfer/jit/cpp_ext.py:287")))
+
+# (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet)
 SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_PASS_FAILED,
               NO_C_COMPILER_CUT]
