@@ -114,8 +114,8 @@ def interrupt_thread(thread: threading.Thread, exc_type=KeyboardInterrupt) -> bo
     ``_limbo`` and starting it (3.11 checks for one as the limbo lock's ``__exit__``
     returns): ``start()`` raises, the thread never runs, and its entry stays in ``_limbo``
     for ever (seen: a test's every later ask was "ask again" until its bound, one fresh
-    clone in three). Such a leftover does not hold an interrupt back: a limbo entry that
-    no thread is inside ``Thread.start()`` for, for :data:`LEFTOVER_S`, is one."""
+    clone in three). Such a leftover does not hold an interrupt back: limbo entries all
+    older than :data:`LEFTOVER_S` while no thread is inside ``Thread.start()`` are leftovers."""
     lock, limbo = getattr(threading, "_active_limbo_lock", None), getattr(threading, "_limbo", None)
     with lock if lock is not None else contextlib.nullcontext():
         if limbo and _being_started(limbo):
@@ -126,26 +126,23 @@ def interrupt_thread(thread: threading.Thread, exc_type=KeyboardInterrupt) -> bo
 
 
 def _being_started(limbo: dict) -> bool:
-    """Whether a thread in ``limbo`` may still be being started: a ``Thread.start()`` for it
-    is on some thread's stack, or it came into limbo less than :data:`LEFTOVER_S` ago."""
+    """Whether a thread in ``limbo`` may still be being started: some ``Thread.start()`` is on
+    a thread's stack, or a thread came into limbo less than :data:`LEFTOVER_S` ago. (Which
+    thread a start() starts is not read: other threads' frame locals are left alone.)"""
     now = time.monotonic()
-    starts = {id(t) for t in _in_thread_start()}
-    for t in list(limbo):
-        if id(t) in starts or now - _limbo_seen.setdefault(t, now) < LEFTOVER_S:
-            return True
-    return False
+    ages = [now - _limbo_seen.setdefault(t, now) for t in list(limbo)]
+    return min(ages) < LEFTOVER_S or _starting_somewhere()
 
 
-def _in_thread_start() -> list[threading.Thread]:
-    """The threads some ``Thread.start()`` is starting now, read from every thread's stack."""
+def _starting_somewhere() -> bool:
+    """Whether some thread is inside ``Thread.start()`` now, read from every thread's stack."""
     code = threading.Thread.start.__code__
-    found = []
     for frame in sys._current_frames().values():
         while frame is not None:
             if frame.f_code is code:
-                found.append(frame.f_locals.get("self"))
+                return True
             frame = frame.f_back
-    return found
+    return False
 
 
 def forget_thread(ident: int | None = None) -> None:
