@@ -169,7 +169,8 @@ FIELDS = ("crashed", "kind", "phase")
 
 
 def corpus_tool(corpus: str = "real"):
-    """tools/diagnosis_corpus.py reading ``corpus`` ("real": SGLang's, or "vllm-real"), as its own module."""
+    """tools/diagnosis_corpus.py reading ``corpus`` ("real": SGLang's, or "vllm-real"), a fresh module each
+    call (a test may point its ``LOGS`` elsewhere)."""
     spec = importlib.util.spec_from_file_location(f"diagnosis_corpus_{corpus.replace('-', '_')}",
                                                   Path(__file__).resolve().parents[1] / "tools" / "diagnosis_corpus.py")
     module = importlib.util.module_from_spec(spec)

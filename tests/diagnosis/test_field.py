@@ -11,7 +11,6 @@ class is about (the cause, the advice).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.logtext import phase_of, split_lines
-from fieldkit import implied_work_counts, work_logs
+from fieldkit import corpus_tool, implied_work_counts, work_logs
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 REAL = LOGS / "real"
@@ -276,14 +275,6 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 
 # --- the work split, as tools/diagnosis_corpus.py measures it --------------------------------
 
-def _corpus_tool():
-    spec = importlib.util.spec_from_file_location("diagnosis_corpus", Path(__file__).parents[2] / "tools"
-                                                  / "diagnosis_corpus.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # all 911 after round 50 was folded in and its one miss, h50001's phase, read as labelled by the component loaders'
 # frames (crashes/frames.py): 905, 883, 619 (of 911, 891, 625); at the fold, 74f0da7's code read 905, 883, 618
 # all 910 after round 49 was folded in and its one miss, h49001's kind and phase, read as labelled by
@@ -387,7 +378,7 @@ def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
 
 
 def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
-    tool = _corpus_tool()
+    tool = corpus_tool()
     manifest = json.loads((REAL / "manifest.json").read_text())
     (tmp_path / "real").mkdir()  # the tool reads LOGS / <corpus> / manifest.json
     (tmp_path / "real" / "manifest.json").write_text(json.dumps({**manifest, "logs": manifest["logs"][:2]}))
@@ -1093,7 +1084,7 @@ def test_a_disputed_phase_is_not_counted():
     entrypoints/http_server.py:1022) before a crash: ddlab says ready, the label serving; a second
     look disputes the label (``phase_disputed``), and the tool leaves it out of the phase count."""
     assert _said("h7007") == (True, "unknown", "ready")
-    tool = _corpus_tool()
+    tool = corpus_tool()
     log = MANIFEST["h7007"]
     assert log["phase_disputed"] == [log["phase"], "ready"] and log["second_look"]
     assert tool.judged(log)["phase"] is None

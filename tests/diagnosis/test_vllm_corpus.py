@@ -8,11 +8,10 @@ checking that its evidence line is in it verbatim."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from pathlib import Path
 
-from fieldkit import implied_work_counts
+from fieldkit import corpus_tool, implied_work_counts
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "vllm-real"
 MANIFEST = json.loads((REAL / "manifest.json").read_text())
@@ -402,10 +401,7 @@ def test_the_corpus_tool_says_when_no_heldout_logs_are_there(tmp_path, capsys):
     """Between rounds no held-out logs are left (each round is measured once, then folded into
     work): the tool says so and measures nothing. A copy of the manifest without the held-out
     round stands for that state: no test reads a held-out log."""
-    spec = importlib.util.spec_from_file_location("diagnosis_corpus", Path(__file__).parents[2] / "tools"
-                                                  / "diagnosis_corpus.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = corpus_tool("vllm-real")
     (tmp_path / "vllm-real").mkdir()
     (tmp_path / "vllm-real" / "manifest.json").write_text(json.dumps({**MANIFEST, "logs": LOGS[:2]}))
     tool.LOGS = tmp_path
