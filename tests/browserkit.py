@@ -20,6 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ddlab.lab import http_client
+
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")  # as install-chromium.sh
 VIEWPORT = {"width": 1280, "height": 800}
 
@@ -68,7 +70,7 @@ def jupyter_server(argv: list[str], *, cwd: Path, env: dict, log: Path, url: str
         yield proc
     finally:
         with contextlib.suppress(httpx.HTTPError):
-            httpx.post(f"{url}/api/shutdown", headers={"Authorization": f"token {token}"}, timeout=10)
+            http_client.post(f"{url}/api/shutdown", headers={"Authorization": f"token {token}"}, timeout=10)
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -78,7 +80,7 @@ def jupyter_server(argv: list[str], *, cwd: Path, env: dict, log: Path, url: str
 
 def answers(url: str, token: str) -> bool:
     try:
-        return httpx.get(url, headers={"Authorization": f"token {token}"}, timeout=5).status_code == 200
+        return http_client.get(url, headers={"Authorization": f"token {token}"}, timeout=5).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -7,9 +7,9 @@ import os
 import subprocess
 import time
 
-import httpx
 import pytest
 
+from ddlab.lab import http_client
 from testhost.ports import free_port
 
 
@@ -61,7 +61,7 @@ class TargetProcess:
                 self.proc.wait()
 
     def post(self, path, body, **kw):
-        return httpx.post(self.url + path, json=body, timeout=60, **kw)
+        return http_client.post(self.url + path, json=body, timeout=60, **kw)
 
     def get(self, path):
-        return httpx.get(self.url + path, timeout=60)
+        return http_client.get(self.url + path, timeout=60)

@@ -22,6 +22,7 @@ import pytest
 
 import sweepkit
 from ddlab.diagnosis.diagnosis import Diagnosis
+from ddlab.lab import http_client
 from ddlab.sweeps.store import Store
 from ddlab.report.html import STATUS_COLOURS
 from labkit import DDLAB, KV_OOM, REPO, clean, ddlab, kinds, last_json, site_fixture, wait_for  # noqa: F401
@@ -276,7 +277,7 @@ def test_deploy_validates_before_touching_the_host(clean):
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=1).status_code == 200
+        return http_client.get(url, timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.lab import http_client
 from testhost.ports import free_port
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "sglang"
@@ -76,7 +77,7 @@ def _ready(proc, log: Path) -> None:
 
 
 def _generate(port: int):
-    return httpx.post(f"http://127.0.0.1:{port}/generate", timeout=60,
+    return http_client.post(f"http://127.0.0.1:{port}/generate", timeout=60,
                       json={"text": PROMPTS, "sampling_params": {"max_new_tokens": 32, "temperature": 0}})
 
 

@@ -34,6 +34,7 @@ from ddlab.hosts.ssh_trust import (
     resolve_hops,
 )
 from ddlab.hosts.transport import LocalTransport
+from ddlab.lab import http_client
 from testhost.ports import free_port
 
 # --- profiles ---------------------------------------------------------------------
@@ -443,7 +444,7 @@ def test_tunnels_close_with_the_transport(profile):
     base = ssh.http_base(free_port())
     ssh.close()
     with pytest.raises(httpx.TransportError):
-        httpx.get(base, timeout=2)
+        http_client.get(base, timeout=2)
 
 
 @pytest.mark.slow
@@ -497,7 +498,7 @@ def _get_when_up(url: str, timeout_s: float = 15) -> httpx.Response:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            return httpx.get(url, timeout=5).raise_for_status()
+            return http_client.get(url, timeout=5).raise_for_status()
         except httpx.TransportError:
             if time.monotonic() > deadline:
                 raise

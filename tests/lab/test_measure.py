@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from ddlab.core.errors import ConfigError
+from ddlab.lab import http_client
 from ddlab.lab.measure import BENCH_PROMPTS, load_prompts, measure
 from labkit import free_port, wait_for
 
@@ -48,27 +49,27 @@ def server():
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(f"{url}/health", timeout=5).status_code == 200
+        return http_client.get(f"{url}/health", timeout=5).status_code == 200
     except httpx.HTTPError:
         return False
 
 
 def _requests_served(url: str) -> int:
-    text = httpx.get(f"{url}/metrics").text
+    text = http_client.get(f"{url}/metrics").text
     return int(float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", text, re.M).group(1)))
 
 
 def _replay(url: str, prompt: str, max_new_tokens: int) -> tuple[int, int]:
     """(completion tokens, verify count) of one plain, non-streamed request."""
     body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
-    meta = httpx.post(f"{url}/generate", json=body, timeout=60).json()["meta_info"]
+    meta = http_client.post(f"{url}/generate", json=body, timeout=60).json()["meta_info"]
     return meta["completion_tokens"], meta["spec_verify_ct"]
 
 
 def test_warmup_requests_reach_the_server_but_not_the_figures(server):
     served = _requests_served(server)
     result = measure(server, prompts=MIXED, requests=4, warmup=1, max_new_tokens=48)
-    lifetime = httpx.get(f"{server}/server_info").json()["internal_states"][0]["avg_spec_accept_length"]
+    lifetime = http_client.get(f"{server}/server_info").json()["internal_states"][0]["avg_spec_accept_length"]
     summary = result.summary()
     assert _requests_served(server) - served == 5, "1 warmup + 4 measured requests were served"
     assert summary["n_requests"] == summary["n_ok"] == 4

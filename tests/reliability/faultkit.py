@@ -238,9 +238,10 @@ def _start_baseline(bench: Bench) -> None:
 
 def answers(bench: Bench, port: int) -> bool:
     import httpx
+    from ddlab.lab import http_client
 
     try:
-        return httpx.get(bench.transport.http_base(port) + "/health", timeout=2).status_code == 200
+        return http_client.get(bench.transport.http_base(port) + "/health", timeout=2).status_code == 200
     except httpx.HTTPError:
         return False
 

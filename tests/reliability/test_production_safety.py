@@ -22,6 +22,7 @@ import faultkit as fk
 from ddlab.core.errors import ConfigError
 from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
+from ddlab.lab import http_client
 from ddlab.sweeps.plan import SweepOptions
 from labkit import FIELD_CRASH, KV_OOM, REPLAY_FAULT, free_port, last_json, wait_for
 
@@ -175,7 +176,7 @@ def test_f02_a_port_taken_before_the_start_is_refused_not_ready(th):
 
 def _http_any(bench: fk.Bench, port: int) -> bool:
     try:
-        httpx.get(bench.transport.http_base(port) + "/", timeout=2)
+        http_client.get(bench.transport.http_base(port) + "/", timeout=2)
         return True
     except httpx.HTTPError:
         return False

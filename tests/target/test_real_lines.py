@@ -28,6 +28,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ddlab.lab import http_client
 from ddlab.target.checkpoint import WEIGHTS_DIR
 from testhost.ports import free_port
 
@@ -73,7 +74,7 @@ class Proc:
                 self.proc.wait()
 
     def generate(self, n=24):
-        return httpx.post(self.url + "/generate", timeout=60, json={
+        return http_client.post(self.url + "/generate", timeout=60, json={
             "text": "def parse_args(argv=None):\n    parser = argparse.ArgumentParser(",
             "sampling_params": {"max_new_tokens": n, "temperature": 0}})
 
@@ -83,7 +84,7 @@ class Proc:
 def _serve_then_sigterm(p: Proc) -> None:
     p.wait_for(READY)
     assert p.generate().status_code == 200
-    assert httpx.get(p.url + "/get_server_info", timeout=30).status_code == 200
+    assert http_client.get(p.url + "/get_server_info", timeout=30).status_code == 200
     p.proc.send_signal(signal.SIGTERM)
 
 

@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.lab import http_client
 from targetkit import TargetProcess
 
 READY = "The server is fired up and ready to roll!"
@@ -275,7 +276,7 @@ BAD = {
 
 @pytest.mark.parametrize("body,message", BAD.values(), ids=BAD.keys())
 def test_bad_requests_get_400_and_the_server_stays_up(ddtree, body, message):
-    r = (httpx.post(ddtree.url + "/generate", content=body, timeout=30) if isinstance(body, bytes)
+    r = (http_client.post(ddtree.url + "/generate", content=body, timeout=30) if isinstance(body, bytes)
          else ddtree.post("/generate", body))
     assert r.status_code == 400
     assert re.search(message, r.json()["error"]["message"])
@@ -510,7 +511,7 @@ def test_with_an_api_key_only_health_and_metrics_answer_without_it(tmp_path):
         body = {"text": PROMPT, "sampling_params": {"max_new_tokens": 4, "temperature": 0}}
         assert server.post("/generate", body).status_code == 401
         assert server.post("/generate", body, headers={"Authorization": "Bearer wrong"}).status_code == 401
-        assert httpx.get(server.url + "/server_info").status_code == 401
+        assert http_client.get(server.url + "/server_info").status_code == 401
         good = server.post("/generate", body, headers={"Authorization": f"Bearer {key}"})
         assert good.status_code == 200 and good.json()["meta_info"]["completion_tokens"] == 4
         assert server.get("/health").status_code == 200

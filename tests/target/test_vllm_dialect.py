@@ -20,10 +20,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.lab import http_client
 from ddlab.target.vllm_lines import CLIENT_MESSAGE, ENGINE_DEAD, KV_HINT
 from vllm_sources import SOURCE_PARTS, SOURCES
 from targetkit import TargetProcess
@@ -52,7 +52,7 @@ class Server(TargetProcess):
 
 def complete(server, n=64, chat=False, prompt=PROMPT):
     body = ({"messages": [{"role": "user", "content": prompt}]} if chat else {"prompt": prompt})
-    r = httpx.post(f"{server.url}/v1/{'chat/' if chat else ''}completions",
+    r = http_client.post(f"{server.url}/v1/{'chat/' if chat else ''}completions",
                    json={"model": "ddlab-tiny", "max_tokens": n, "temperature": 0, **body}, timeout=120)
     return r
 
@@ -64,7 +64,7 @@ def text_of(r) -> str:
 
 
 def metrics(server) -> dict:
-    r = httpx.get(f"{server.url}/metrics", timeout=10)
+    r = http_client.get(f"{server.url}/metrics", timeout=10)
     assert r.status_code == 200
     out = {}
     for row in r.text.splitlines():
@@ -234,18 +234,18 @@ def test_stats_lines_every_interval_with_spec_decoding_figures(eagle):
 # --- the API and the metrics ---------------------------------------------------------------
 
 def test_health_models_version_and_the_openai_endpoints(eagle, plain):
-    assert httpx.get(f"{eagle.url}/health").status_code == 200
-    assert httpx.get(f"{eagle.url}/version").json()["version"].startswith("0.34.0")
-    [card] = httpx.get(f"{eagle.url}/v1/models").json()["data"]
+    assert http_client.get(f"{eagle.url}/health").status_code == 200
+    assert http_client.get(f"{eagle.url}/version").json()["version"].startswith("0.34.0")
+    [card] = http_client.get(f"{eagle.url}/v1/models").json()["data"]
     assert (card["id"], card["owned_by"], card["max_model_len"]) == ("ddlab-tiny", "vllm", 320)
     r = complete(eagle, 32)
     body = r.json()
     assert body["object"] == "text_completion" and body["usage"]["completion_tokens"] == 32
     chat = complete(eagle, 16, chat=True).json()
     assert chat["object"] == "chat.completion" and chat["choices"][0]["message"]["role"] == "assistant"
-    bad = httpx.post(f"{eagle.url}/v1/completions", json={"prompt": "x", "temperature": 0.7})
+    bad = http_client.post(f"{eagle.url}/v1/completions", json={"prompt": "x", "temperature": 0.7})
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "BadRequestError"
-    assert httpx.get(f"{eagle.url}/health").status_code == 200
+    assert http_client.get(f"{eagle.url}/health").status_code == 200
 
 
 def test_metrics_use_vllms_names_and_move_with_requests(eagle):
@@ -382,7 +382,7 @@ def test_replay_crash_kills_the_engine_core_as_vllms_does(tmp_path):
     s = Server(tmp_path, *EAGLE, "--debug-drop-verify-field", "positions")
     try:
         s.wait()
-        assert httpx.get(f"{s.url}/v1/models").status_code == 200
+        assert http_client.get(f"{s.url}/v1/models").status_code == 200
         r = complete(s, 32)
         assert r.status_code == 500
         assert r.json()["error"] == {"message": CLIENT_MESSAGE, "type": "InternalServerError",
@@ -413,7 +413,7 @@ def test_a_dropped_field_skipped_serves_wrong_tokens_and_stays_up(tmp_path, plai
         s.wait()
         wrong, right = text_of(complete(s, 64)), text_of(complete(plain, 64))
         assert wrong != right
-        assert httpx.get(f"{s.url}/health").status_code == 200
+        assert http_client.get(f"{s.url}/health").status_code == 200
         assert "ERROR" not in s.log()
     finally:
         s.stop()

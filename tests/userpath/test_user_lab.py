@@ -216,9 +216,9 @@ def _screenshot(page, name: str, tmp_path) -> None:
 def _ddlab_variables(url: str, token: str) -> list[str]:
     """``DDLAB_*`` variables in the environment of the Jupyter server and its kernels (read
     from /proc), and whether both were found."""
-    import httpx
+    from ddlab.lab import http_client
 
-    sessions = httpx.get(f"{url}/api/sessions", headers={"Authorization": f"token {token}"}).json()
+    sessions = http_client.get(f"{url}/api/sessions", headers={"Authorization": f"token {token}"}).json()
     wanted = {"server": ("jupyter", f"--port={url.rsplit(':', 1)[1]}"),
               **{f"kernel of {s['path']}": (f"kernel-{s['kernel']['id']}.json",) for s in sessions}}
     seen, said = set(), []

@@ -511,12 +511,14 @@ class Lab:
         the port. Bounded; a server still answering after ``timeout_s`` is logged."""
         import httpx
 
+        from ddlab.lab import http_client
+
         beat = Heartbeat(f"{self.name}: {service}'s server to let go of its port", timeout_s,
                          interval_s=5.0)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                httpx.get(url + "/health", timeout=1.0)
+                http_client.get(url + "/health", timeout=1.0)
             except httpx.HTTPError:
                 beat.close()
                 return
@@ -624,8 +626,10 @@ def add_restore_hint(err: DdlabError, host: str) -> None:
 def _answers(url: str) -> bool:
     import httpx
 
+    from ddlab.lab import http_client
+
     try:
-        return httpx.get(url, timeout=2.0).status_code == 200
+        return http_client.get(url, timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
 

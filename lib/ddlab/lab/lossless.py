@@ -36,6 +36,7 @@ from ddlab.config.families import DEFAULT_FAMILY, Family, family_named
 from ddlab.core.errors import ConfigError
 from ddlab.core.paths import outputs_dir
 from ddlab.core.run_folders import write_json
+from ddlab.lab import http_client
 from ddlab.lab.family_api import completion_body, completion_text, speculative_flags, uses_generate
 
 __all__ = ["PROMPTS", "MAX_NEW_TOKENS", "TOLERANCE", "Output", "Reference", "LosslessCheck", "collect",
@@ -229,7 +230,7 @@ def collect(base_url: str, *, prompts=PROMPTS, max_new_tokens: int = MAX_NEW_TOK
     if not uses_generate(family):
         return _collect_completions(base_url, prompts, max_new_tokens, headers=headers,
                                     timeout_s=timeout_s, model=model)
-    with httpx.Client(timeout=timeout_s, headers=headers) as client:
+    with http_client.client(timeout=timeout_s, headers=headers) as client:
         alone = [_output(_generate(client, base_url, p, max_new_tokens)) for p in prompts]
         together = _generate(client, base_url, list(prompts), max_new_tokens)
     if not (isinstance(together, list) and len(together) == len(prompts)):
@@ -248,7 +249,7 @@ def _collect_completions(base_url: str, prompts, max_new_tokens: int, *, headers
             raise ValueError(f"HTTP {resp.status_code}: {resp.text[:200]}")
         return Output(ids=[], text=completion_text(resp.json())[0])
 
-    with httpx.Client(timeout=timeout_s, headers=headers) as client:
+    with http_client.client(timeout=timeout_s, headers=headers) as client:
         alone = [one(client, p) for p in prompts]
         with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
             together = list(pool.map(lambda p: one(client, p), prompts))

@@ -45,6 +45,7 @@ from ddlab.config.families import Family, MetricsCounters, family_named
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import Heartbeat
+from ddlab.lab import http_client
 from ddlab.lab.bench_requests import RequestResult, complete, generate
 from ddlab.lab.family_api import SpecCounters, spec_counters, uses_generate
 from ddlab.lab.stats import median_ci, relative_half_width
@@ -226,7 +227,7 @@ def measure(base_url: str, *, requests: int = 16, concurrency: int = 1,
               "max_rounds": max_rounds, "n_prompts": len(prompts),
               **({} if uses_generate(family) else {"family": family.name})}
     limits = httpx.Limits(max_connections=concurrency + 1)
-    with httpx.Client(limits=limits, headers=headers) as client, \
+    with http_client.client(limits=limits, headers=headers) as client, \
             Heartbeat(label, interval_s=5.0, record=record) as beat:
         for i in range(warmup):
             ask(client, base_url, prompts[i % len(prompts)], max_new_tokens=max_new_tokens,

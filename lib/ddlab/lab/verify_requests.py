@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import httpx
 
 from ddlab.config.families import Family, family_named
+from ddlab.lab import http_client
 from ddlab.lab.family_api import completion_body, completion_text, uses_generate
 from ddlab.lab.measure import BENCH_PROMPTS
 
@@ -46,7 +47,7 @@ def probe_server(base_url: str, *, max_new_tokens: int = 32, timeout_s: float = 
     the served model's name for OpenAI's completions."""
     family = family if isinstance(family, Family) else family_named(family)
     one = _probe_one if uses_generate(family) else _complete_one
-    with httpx.Client(timeout=timeout_s, headers=headers) as client:
+    with http_client.client(timeout=timeout_s, headers=headers) as client:
         results = [one(client, base_url, BENCH_PROMPTS[0], max_new_tokens, batch=1, model=model)]
         with ThreadPoolExecutor(max_workers=2) as pool:
             results += list(pool.map(lambda p: one(client, base_url, p, max_new_tokens,

@@ -67,6 +67,7 @@ from ddlab.diagnosis.logtext import READY_MARK
 from ddlab.diagnosis.probe_advice import skip_path_probe
 from ddlab.diagnosis.vllm_log import vllm_lines, vllm_phase_reached
 from ddlab.hosts.services import ServiceState
+from ddlab.lab import http_client
 from ddlab.lab import lossless as ll
 from ddlab.lab.attempts import tried_before
 from ddlab.lab.deploy import NO_BASELINE_SLURM, Deployed, Lab
@@ -108,7 +109,7 @@ class _ReadyChecker(threading.Thread):
         self.health, self.info_paths = "/health", ("/server_info", "/get_server_info")
 
     def run(self) -> None:
-        with httpx.Client(timeout=2.0, headers=self.headers) as client:
+        with http_client.client(timeout=2.0, headers=self.headers) as client:
             while not self.stopped.is_set() and not self.ready.is_set():
                 if self.base_url is None:  # asks at once when it is given
                     self._url_known.wait(self.interval_s)

@@ -54,6 +54,7 @@ from ddlab.config.families import Family, MetricsCounters, family_named
 from ddlab.core.checks import check_number
 from ddlab.core.errors import ConfigError
 from ddlab.core.progress import duration_words
+from ddlab.lab import http_client
 from ddlab.lab.family_api import uses_generate
 from ddlab.lab.measure import Measurement, complete, generate, measure
 from ddlab.lab.stats import median_ci
@@ -244,7 +245,7 @@ def measure_workload(base_url: str, options, *, label: str = "bench", record=Non
     ask = generate if uses_generate(family) else complete
     sets = load_sets(options.prompts or SHIPPED)
     prompts = mixed(sets)
-    with httpx.Client(headers=headers) as client:
+    with http_client.client(headers=headers) as client:
         for i in range(options.warmup):
             ask(client, base_url, prompts[i % len(prompts)],
                 max_new_tokens=options.max_new_tokens, prompt_index=i % len(prompts))
