@@ -15,7 +15,9 @@ Two rules read the log around it:
   ``serving`` there. Every other error keeps ``launch`` (where nothing is known).
 - A crash after the HTTP server came up and before "ready to roll" is the
   launcher's warmup request: ``ready``, as in SGLang's own startup order, unless a
-  rank's prefill batches took more sequences than the warmup sends (a client's).
+  rank's prefill batches took more sequences than the warmup sends (a client's), or the
+  scheduler pads an image request after a /generate was answered (the warmup to /generate
+  sends text only).
 - A traceback in the scheduler's event loop before its first pass (``run_event_loop``
   with no serving frame below it) is ``ready`` too: the loop's own setup, not a step.
 """
@@ -103,6 +105,21 @@ def _beyond_warmup(before: list[Line]) -> bool:
     return any(n > dp for n in seqs.values())
 
 
+# (round 51) the launcher's warmup to /generate sends text only: "The capital city of France is" (0.3.6
+# server.py:596, posted :599-606; 0.4.10.post2 entrypoints/http_server.py:1022), and the releases that warm a
+# VLM up with an image send it to /v1/chat/completions (0.5.10 entrypoints/http_server.py:1786-1790). The
+# scheduler pads input ids for an image only for a request that carries one (0.3.6 managers/scheduler.py:552-
+# 557, ``if recv_req.image_inputs is not None``): a scheduler taking in an image request after a /generate
+# was answered is taking in a client's request, past the warmup
+_IMAGE_INTAKE_RE = re.compile(
+    r", in handle_generate_request\s*\n\s*req\.origin_input_ids = self\.pad_input_ids_func\(")
+_GENERATE_ANSWERED_RE = re.compile(r'"POST /generate HTTP/[\d.]+" 200\b')
+
+
+def _client_image(before: list[Line], frames: str) -> bool:
+    return bool(_IMAGE_INTAKE_RE.search(frames)) and any(_GENERATE_ANSWERED_RE.search(ln.msg) for ln in before)
+
+
 def _rewrapped(lines: list[Line], best: Candidate | None) -> str:
     """Lines right below the cause that quote its message: a wrapper re-raising it with where it
     was raised ("Capture cuda graph failed: " + the error, 0.5.23 model_executor/
@@ -155,7 +172,7 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
     if warmup and not ready:  # the launcher's warmup request failed: batch lines before it are its own
         return "ready"
     if (warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture")
-            and not (phase == "serving" and _beyond_warmup(before))):
+            and not (phase == "serving" and (_beyond_warmup(before) or _client_image(before, frames)))):
         return "ready"
     return phase
 

@@ -1,0 +1,44 @@
+"""SGLang 0.1.x's router: a request it failed to take in, the server serving on (round 51).
+
+The 0.1.x router (``sglang/srt/managers/router/model_rpc.py``) runs each step in ``exposed_step``: it
+takes in the step's new requests (``handle_generate_request`` for each) and runs one forward step, all
+inside one ``try`` whose ``except Exception`` logs "Exception in ModelRpcClient:" with the traceback and
+returns the step's outputs, re-raising nothing (0.1.10 ``model_rpc.py:150-172``, 0.1.11 ``:153-175``,
+0.1.16 ``:181-202``); the manager's ``loop_for_forward`` then asks for the next step (0.1.11
+``router/manager.py:34-49``). ``handle_generate_request`` builds the request (its image's padded input
+ids, 0.1.11 ``:243``; its regex FSM, ``:254-259``) and appends it to the forward queue only at its end
+(``:267``): an exception there loses that one request (its client gets no answer) and nothing the
+server holds, so the next step serves the rest. A traceback through that frame is one request's
+error: ``request_error`` at serving, no crash.
+
+Not this: the same header over ``forward_step``'s frames (a batch's forward or sampling failing). The
+failed batch stays in the running batch and fails again at every step (the corpus's h40007, h5013,
+a015 and h6015 are labelled crashes), so those keep reading as a crash of their own kind.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "ROUTER_INTAKE_FRAME"]
+
+# the router's intake of one request, only ever called under exposed_step's catch
+ROUTER_INTAKE_FRAME = r"managers[/\\]router[/\\]model_rpc\.py\", line \d+, in handle_generate_request\s*$"
+
+ROUTER_REQUEST_FAILED = Signature(
+    "router_request_failed", "request_error", "SGLang 0.1.x's router failed to take in one request",
+    ("SGLang 0.1.x's router raised while taking in one request (building its input ids, its image "
+     "padding or its regex) and logged it as 'Exception in ModelRpcClient'; that request was dropped "
+     "(its client waits with no answer) and the router kept serving the others. A multimodal model "
+     "whose image token is not in the prompt ('N is not in list' from pad_input_ids) means the prompt "
+     "was sent without the model's chat template or its image token: send it through the chat template "
+     "(`--chat-template`) or put the image token in the prompt. Otherwise the request's own fields are "
+     "the suspects; a release this old is best upgraded.",),
+    patterns=(r".",), context=(ROUTER_INTAKE_FRAME,), absent=(r", in forward_step\s*$",),
+    priority=11, phase="serving", request=True, cut_ok=True,
+    sources=(("sglang 0.1.10", "sglang/srt/managers/router/model_rpc.py:167"),
+             ("sglang 0.1.11", "sglang/srt/managers/router/model_rpc.py:170"),
+             ("sglang 0.1.11", "sglang/srt/managers/router/model_rpc.py:243"),
+             ("sglang 0.1.16", "sglang/srt/managers/router/model_rpc.py:198")))
+
+SIGNATURES = [ROUTER_REQUEST_FAILED]
