@@ -395,8 +395,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # V0 engine process cut inside CUDAGraphRunner.capture, as va11 and ve10) disputed (not counted), w5105's kind and
 # w5111's phase left misses: 956/931/530 after (kind of 941, phase of 533).
 # Round 52 had three misses (w5201's, w5212's and w5213's kind): 978/950/542 of 989 at the fold (kind of 963,
-# phase of 545).
-FLOORS = {"work": (978, 950, 542)}
+# phase of 545); w5212's kind (cut on V0's capture_model call at torch's decorator frame, vllm_capture_cut) and
+# w5213's (initialize_cache's frame past the size check: the wrapper's line only names the method) fixed by cited
+# rules, w5201's kind (a feature combination vLLM asserts against while serving, no argument refused) disputed
+# (not counted): 978/952/542 after (kind of 962, phase of 545).
+FLOORS = {"work": (978, 952, 542)}
 
 
 def test_the_work_split_keeps_its_counts():
