@@ -299,8 +299,10 @@ def test_vllm_logs_are_read_as_vllm():
     # round 26 four: torch's NCCL watchdog alone (w2604), a Ray worker's SIGSEGV dump by abseil's handler
     # (w2605), uvicorn's access lines alone (w2611) and torch's illegal-access error under the sampler's
     # frames (w2616), each the same kind either way; round 28 two: the console script's argparse error line
-    # alone (w2815) and Triton's device-assert lines from torch's inductor (w2816), the same kind either way
-    assert len(unmarked) <= 47, unmarked
+    # alone (w2815) and Triton's device-assert lines from torch's inductor (w2816), the same kind either way;
+    # round 52 one: weight_utils' page-cache prefetch lines alone under vllm-omni's stage tag (w5221, a healthy
+    # excerpt), no crash either way
+    assert len(unmarked) <= 48, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -348,6 +348,22 @@ def host_oom(first: int, why: str, lines: list[Line]) -> Candidate:
     return Candidate(first, first, why, signature, lines=lines)
 
 
+# (round 52) V0's initialize_cache checks the cache's size first (raise_if_cache_size_invalid) and only then
+# allocates it and warms up (self._init_cache_engine(), self._warm_up_model(): 0.8.0 worker/worker.py:291,
+# :307-308; 0.6.4.post1 :268, :276-277): where its frame is on one of those calls the check passed, and the
+# wrapper's "initialize_cache" line says only which method raised: its traceback cut below it, read as any
+# cut traceback (vllm_capture_cut), else vllm_worker_method_failed
+_PAST_SIZE_CHECK = re.compile(r", in initialize_cache\n[ \t]+self\._(?:init_cache_engine|warm_up_model)\(\)")
+_METHOD_ONLY = {"vllm_initialize_cache_failed": "vllm_worker_method_failed"}
+
+
+def _method_only(signature: Signature, best: Candidate, chains: list[Chain]) -> Signature:
+    cut = [s for c in chains if c.cut and 0 < c.first_no - best.last_no <= 2 for s in VLLM.signatures
+           if s.matches_context(c.text)]
+    return max(cut, key=lambda s: s.priority, default=None) or next(
+        s for s in VLLM.signatures if s.name == _METHOD_ONLY[signature.name])
+
+
 def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = None,
                algorithm: str | None = None, tried: dict | None = None, host: str | None = None) -> VllmVerdict:
     """Crashed or not, the kind, the phase, the advice (for ``version`` or the log's release and
@@ -357,6 +373,8 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     signature = best.signature if best else None
     frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best) + _code_above(best, log.lines)
     frames += _rpc_methods(frames + (f"\n{best.cause}" if best else ""))
+    if signature and signature.name in _METHOD_ONLY and _PAST_SIZE_CHECK.search(frames):
+        signature = _method_only(signature, best, log.chains)
     phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
     version = version or log.facts.get("vllm_version")
     algorithm = algorithm or log.facts.get("speculative_method")

@@ -14,8 +14,13 @@ __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_B
 
 # (round 14) also torch's own graph capture, entered by vLLM's `with torch.cuda.graph(...)`
 # (compilation/cuda_graph.py:315 (0.30.0)): torch/cuda/graphs.py's CUDAGraph.capture_begin / capture_end
-_CAPTURE_FRAMES = (r"(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
-                   r"|_capture_\w*graph\w*|capture|capture_begin|capture_end)\s*$")
+# (round 52) or cut on V0's call of capture_model at its decorator's frame: capture_model is
+# @torch.inference_mode() (0.5.1 worker/model_runner.py:909-910, 0.6.4.post1 :1385-1386), whose
+# decorate_context only enters the mode and calls it (torch 2.13.0 utils/_contextlib.py:121-124)
+_CAPTURE_FRAMES = (r"(?:(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
+                   r"|_capture_\w*graph\w*|capture|capture_begin|capture_end)"
+                   r"|\.capture_model\([^\n]*\n[ \t]*File \"[^\"\n]*torch[/\\]utils[/\\]_contextlib\.py\", "
+                   r"line \d+, in decorate_context)\s*$")
 _OOM = r"out of memory|OutOfMemoryError"
 _GRAPHS_OFF = ("`--enforce-eager` (no CUDA graphs) confirms it and keeps serving; then capture "
                "fewer sizes, e.g. `--compilation-config {\"cudagraph_capture_sizes\":[1,2,4,8]}`, or "
