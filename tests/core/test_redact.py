@@ -7,6 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ddlab.core.redact import MASK, looks_secret, redact, redact_argv, redact_text, remember_secret
+from ddlab.core import redact as redact_module
+
+
+@pytest.fixture(autouse=True)
+def _a_fresh_process(monkeypatch):
+    """Each test starts knowing what a fresh process knows: no name or value given yet. The
+    worker may have run an in-process sweep given ``env.DB_PASSWORD`` before (tests/reliability/
+    test_secrets.py), which left that name remembered (a fresh clone's run, 2026-12-05)."""
+    monkeypatch.setattr(redact_module, "_values", set())
+    monkeypatch.setattr(redact_module, "_names", set())
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "api-key", "--api-key", "OPENAI_API_KEY",

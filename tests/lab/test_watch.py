@@ -167,3 +167,23 @@ def test_the_kv_pool_advice_counts_the_earlier_attempts_on_this_host(clean):
     assert "0.88, 0.92 were tried" in said[1], said[1]
     assert "--context-length" in said[1] and f"ddlab envelope --host {site.profile.handle}" \
         in said[1], said[1]
+
+
+@pytest.mark.parametrize("at", [90, 95, 99, 100, 104])
+def test_the_heartbeats_last_line_masks_a_secret_before_it_is_cut(at, monkeypatch):
+    """The heartbeat shows the log's last line cut to 100 characters; a secret ddlab was given
+    that straddles the cut must be masked, not shown in part (a fresh clone's run printed
+    '/models/sk-PLANTEDkeyC3d' of a crash line naming the key, 2026-12-05)."""
+    from ddlab.core import redact
+    from ddlab.lab.watch import _Follower
+
+    monkeypatch.setattr(redact, "_values", set())
+    monkeypatch.setattr(redact, "_names", set())
+    secret = "sk-PLANTEDkeyC3d4"
+    redact.remember_secret("api_key", secret)
+    follower = _Follower.__new__(_Follower)
+    follower.phase = "launch"
+    follower.text = "Loading\n" + "x" * (at - len("repo: '/models/")) + f"repo: '/models/{secret}' not found\n"
+    status = follower.status
+    assert not any(secret[:n] in status for n in range(4, len(secret) + 1)), status
+    assert "***" in status or len(status.split(" | ", 1)[1]) == 100, status

@@ -244,6 +244,26 @@ def test_openai_endpoints(ddtree):
 
 
 @pytest.mark.slow
+def test_a_finished_request_is_counted_before_its_answer_arrives(ddtree):
+    """As SGLang's tokenizer manager counts a finished request before it wakes the handler
+    (0.5.23 tokenizer_manager.py:2788-2789, :2797-2798): /metrics read the moment an answer
+    arrives counts it, plain and streamed (the test's reading raced the scheduler before)."""
+    def served(client) -> int:
+        text = client.get(f"{ddtree.url}/metrics").text
+        return int(float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", text, re.M).group(1)))
+
+    body = {"text": "def f(x):", "sampling_params": {"max_new_tokens": 8, "temperature": 0}}
+    with http_client.client(timeout=30) as client:  # one connection: the read follows at once
+        before = served(client)
+        for i in range(1, 25):
+            if i % 2:
+                assert client.post(f"{ddtree.url}/generate", json=body).status_code == 200
+            else:
+                with client.stream("POST", f"{ddtree.url}/generate", json={**body, "stream": True}) as r:
+                    assert r.status_code == 200 and "[DONE]" in r.read().decode()
+            assert served(client) == before + i, f"request {i} answered but not counted yet"
+
+
 def test_server_info_and_metrics_report_real_decoding(ddtree):
     generate(ddtree, n=64)
     for path in ("/server_info", "/get_server_info"):

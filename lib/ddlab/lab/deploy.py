@@ -44,7 +44,7 @@ from ddlab.core.interrupts import held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir
 from ddlab.core.progress import Heartbeat
-from ddlab.core.redact import remember_secret
+from ddlab.core.redact import redact_text, remember_secret
 from ddlab.core.run_folders import new_run_dir, write_json, write_text
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.installs import Installs, digest
@@ -409,7 +409,7 @@ class Lab:
                     beat.close(f"{service} is active" + (f" and answers {url}" if url else ""))
                     return
                 if state.failed:
-                    tail = self.manager.logs(service)[-2000:]
+                    tail = redact_text(self.manager.logs(service))[-2000:]  # masked, then cut
                     raise ServiceError(f"baseline {service} on {self.name} failed to start again: "
                                        f"{state.active_state}/{state.sub_state} ({state.result})",
                                        fix=f"look at its journal (journalctl -u {service}) and "

@@ -200,7 +200,8 @@ class _Follower:
     def status(self) -> str:
         phase = PHASE_LABELS.get(self.phase, "launching")
         lines = [dx.strip_prefix(l) for l in self.text.strip().splitlines()[-1:]]
-        last = lines[0][:100] if lines else "(no log yet)"
+        # masked before it is cut: a secret cut in two is masked by neither half
+        last = redact_text(lines[0])[:100] if lines else "(no log yet)"
         return f"{phase} | {last}"
 
 

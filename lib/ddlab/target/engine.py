@@ -58,6 +58,7 @@ class Req:
         self.correct_drafts_histogram = []  # [k]: verify steps that accepted k drafts (SGLang's)
         self.created, self.first_token_at, self.finished_at = time.perf_counter(), None, None
         self.token_times = []
+        self.last_ids = []  # the ids of its last update, told with its end
 
     def meta_info(self, block_size=None) -> dict:
         done = self.finished_at or time.perf_counter()
@@ -211,7 +212,9 @@ class Engine:
         if req.aborted and req.finish_reason is None:
             req.finish_reason = {"type": "abort", "message": "aborted by the client"}
         self.metrics.generation_tokens += len(kept)
-        if req.on_event:
+        if req.finish_reason is not None:  # told once reaped and counted (_reap)
+            req.last_ids = kept
+        elif req.on_event:
             req.on_event(req, kept)
         return len(kept)
 
@@ -232,6 +235,12 @@ class Engine:
         req.finished_at = time.perf_counter()
         self.pool.release(req.slot)
         self.metrics.observe_finished(req)
+        # the client hears its request finished only now, counted: SGLang's tokenizer manager counts
+        # a finished request (collect_metrics, 0.5.23 managers/tokenizer_manager.py:2788-2789) before
+        # it wakes its batch's handlers (:2797-2798; sooner only past batch_notify_size, :2782-2786),
+        # so a /metrics read right after the answer counts it
+        if req.on_event:
+            req.on_event(req, req.last_ids)
         return True
 
     def _token_usage(self) -> float:
