@@ -12,7 +12,8 @@ support texts),
 ``runtime`` (NCCL, hangs and health checks), ``rendezvous`` (ranks that never met through
 torch's store), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers), ``diffusion`` (a request SGLang Diffusion's worker failed), ``router``
-(a request SGLang 0.1.x's router failed to take in) and
+(a request SGLang 0.1.x's router failed to take in), ``caches`` (a prefix-cache option the model's KV pool
+cannot take) and
 ``speculative`` (speculative decoding combined
 with another feature). vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28),
 are a layer of their own above this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``,
