@@ -405,8 +405,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # rules, w5201's kind (a feature combination vLLM asserts against while serving, no argument refused) disputed
 # (not counted): 978/952/542 after (kind of 962, phase of 545).
 # Round 53 had six misses (w5307's crashed and kind, w5308's kind, w5309's crashed and kind, w5310's crashed and
-# kind, w5316's crashed and kind, w5317's kind): 994/966/551 of 1009 at the fold (kind of 982, phase of 554).
-FLOORS = {"work": (994, 966, 551)}
+# kind, w5316's crashed and kind, w5317's kind): 994/966/551 of 1009 at the fold (kind of 982, phase of 554);
+# w5309's and w5316's (vLLM's warning that vllm._C did not import, alone: a line an ``explains`` signature reads is
+# that warning), w5310's (V0's run_mp_engine record, its traceback cut), w5307's (V0's engine loop timing out in a
+# request's traceback, vllm_engine_loop_timeout) and w5317's (cut at torch.cuda.graph's __exit__, a capture frame)
+# fixed by cited rules, w5308's kind left a miss: 998/971/551 after (kind of 982, phase of 554).
+FLOORS = {"work": (998, 971, 551)}
 
 
 def test_the_work_split_keeps_its_counts():
