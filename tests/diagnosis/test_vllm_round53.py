@@ -5,7 +5,7 @@ showed: crashed 16/20, kind 14/20, phase 9/9. Its six misses were read from the 
 - w5309, w5316: vLLM's WARNING "Failed to import from vllm._C with ImportError('..._C.abi3.so: undefined symbol:
   ...')" and nothing after it that fails. vLLM imports its compiled ops in a try/except that logs the warning and
   carries on (0.5.0 _custom_ops.py:6-11, the line w5309 names; 0.9.2 :16-20, the line w5316 names; 0.34.0
-  platforms/interface.py:378-382). ``vllm_c_extension_link`` reads that line as a warning (``explains``), but the
+  platforms/interface.py:379-382). ``vllm_c_extension_link`` reads that line as a warning (``explains``), but the
   generic ``vllm_dependency_mismatch`` also reads its ".so: undefined symbol: " and made it the crash. Fixed: a
   line an ``explains`` signature reads is that warning, whatever else a text in it matches (the contract of
   ``explains``, crashes/signature.py: "such a line never decides alone, whatever its severity";
@@ -30,7 +30,7 @@ showed: crashed 16/20, kind 14/20, phase 9/9. Its six misses were read from the 
   cuda/graphs.py:437-477): cut there, the capture failed. Fixed: those two frames of torch/cuda/graphs.py are
   capture frames of ``vllm_capture_cut`` (vllm_crashes/graphs.py ``_CAPTURE_FRAMES``): cuda_graph_capture.
 - w5308: left a miss (see the docs): a V0 traceback cut in LLMEngine's constructor after "# GPU blocks: 229"
-  with max_seq_len=4096; the block size is not in the log (0.2.7 llm_engine.py:70-80), so the figures alone do
+  with max_seq_len=4096; the block size is not in the log (0.2.7 llm_engine.py:70-85), so the figures alone do
   not say the size check (:282-284) raised.
 """
 
