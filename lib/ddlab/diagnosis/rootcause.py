@@ -223,9 +223,9 @@ _WARNINGS_LINE_RE = re.compile(r"^\s*(?:\S*[/\\])?[\w.-]+\.py:\d+: \w*Warning: "
 def _line_candidate(line: Line, registry: Registry = SGLANG) -> Candidate | None:
     hits = registry.line_hits(line.msg, line.time is not None)
     warned = "Warning: " in line.msg and _WARNINGS_LINE_RE.search(line.msg)
-    if line.level in _QUIET_LEVELS or warned:  # torch's exit warning about destroy_process_group, glog INFO
-        hits = [s for s in hits if s.explains]  # a warning that may explain what follows it
-        if not hits:
+    # (vLLM round 53) a line an ``explains`` signature reads is that warning, whatever else in it matches;
+    if line.level in _QUIET_LEVELS or warned or any(s.explains for s in hits):  # torch's exit warning, glog I
+        if not (hits := [s for s in hits if s.explains]):  # a warning that may explain what follows it
             return None
     cause = clean_cause(line.msg)
     if hits:

@@ -335,7 +335,7 @@ def read_vllm(text: str) -> VllmLog:
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)
-    chains = with_announced_traceback(chains, lines)
+    chains = with_announced_traceback(chains, lines, text)
     chains = with_handler_records(chains, text, HANDLER_LOGGED)
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),

@@ -18,7 +18,8 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
   :mod:`.vllm_diagnosis` reads a V0 worker's header), where the message is the same record's (the traceback
   line under the same prefix, or bare) and logged at ERROR or with no level shown.
 - :func:`with_announced_traceback` (round 49): a log that ends at the message of a failure vLLM's worker logs
-  with ``logger.exception`` ("WorkerProc hit an exception.") was cut before that record's traceback: a cut chain.
+  with ``logger.exception`` ("WorkerProc hit an exception.") was cut before that record's traceback: a cut chain;
+  so is one that ends at V0's engine process's own record of what ended it (round 53, run_mp_engine's).
 - :func:`with_handler_records` (round 27): a chain every line of which the log shows under an ERROR stamp of
   the OpenAI chat or completion handler ("serving_chat.py:N]", "[serving_completion.py:N]") is a traceback
   that handler logged for one request before it answered it (``HANDLER_LOGGED`` of
@@ -108,15 +109,40 @@ def with_engine_messages(chains: list[Chain], lines: list[Line], text: str) -> l
 _ANNOUNCED_RE = re.compile(r"(?:^|\] )WorkerProc (?:hit an exception|failed)\.\s*$")
 
 
-def with_announced_traceback(chains: list[Chain], lines: list[Line]) -> list[Chain]:
+# (round 53) So is V0's engine process logging what ended it: run_mp_engine's ``logger.exception(e)``, the exception's
+# str as the record's message and its traceback under it, then ``raise e`` (engine/multiprocessing/engine.py:365-368
+# (0.6.4.post1); the call at :389 (0.7.2), :400 (0.7.3), :448 (0.8.0, 0.8.5.post1), :458 (0.9.2), :456 (0.10.0)). A
+# log whose last record is that one, at ERROR with no traceback line under it, was cut before the traceback
+_ENGINE_RECORD_RE = re.compile(rf"\bERROR {VLLM_TIME} \[?engine\.py:(?:366|389|400|448|456|458)\] ?")
+
+
+def _engine_record(lines: list[Line], text: str) -> Line | None:
+    """The first line of the log's last record where that record is run_mp_engine's (above), else None."""
+    raws = [raw.rstrip() for raw in text.splitlines() if raw.strip()]
+    stamp = _ENGINE_RECORD_RE.search(raws[-1]) if raws else None
+    if stamp is None:
+        return None
+    prefix, at = raws[-1][:stamp.end()], len(raws) - 1
+    while at > 0 and raws[at - 1].startswith(prefix):
+        at -= 1
+    said = [raw[len(prefix):].strip() for raw in raws[at:]]
+    if not said[0] or any(msg.startswith((_TRACEBACK, "File ")) for msg in said):
+        return None
+    return next((line for line in reversed(lines) if line.msg.strip() == said[0]), None)
+
+
+def with_announced_traceback(chains: list[Chain], lines: list[Line], text: str = "") -> list[Chain]:
     """``chains`` and, where the log's last line is vLLM's announcement of a logged exception (above) that no
-    chain holds, logged at ERROR or with no level shown, a cut chain that starts at it."""
+    chain holds, logged at ERROR or with no level shown, a cut chain that starts at it; or where its last record
+    is the engine process's (above), a cut chain that starts at the record's message."""
     last = next((line for line in reversed(lines) if line.msg.strip()), None)
-    if last is None or last.record or not _ANNOUNCED_RE.search(last.msg):  # (record: stamped INFO, DEBUG, WARNING)
+    start = _engine_record(lines, text)
+    if start is None and (last is None or last.record or not _ANNOUNCED_RE.search(last.msg)):  # (record: stamped
+        return chains  # INFO, DEBUG, WARNING)
+    start = start or last
+    if any(start in chain.lines for chain in chains):
         return chains
-    if any(last in chain.lines for chain in chains):
-        return chains
-    return [*chains, Chain([Raised(header=last.msg.strip(), start=last)], cut=True)]
+    return [*chains, Chain([Raised(header=start.msg.strip(), start=start)], cut=True)]
 
 
 # the stamp of a record the OpenAI chat or completion handler logs at ERROR, at the end of a line's prefix

@@ -9,7 +9,7 @@ from ddlab.vllm_crashes import library
 from ddlab.crashes.signature import Signature
 
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT",
-           "QUEUE_TIMEOUT", "ITERATION_TIMEOUT"]
+           "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT"]
 
 _V0 = library.V0
 
@@ -154,6 +154,23 @@ ITERATION_TIMEOUT = Signature(
     fatal=True,
     sources=((_V0, "vllm/engine/async_llm_engine.py:887"), ("0.7.3", "vllm/engine/async_llm_engine.py:840"),
              (_V0, "vllm/engine/async_llm_engine.py:865"), (_V0, "vllm/envs.py:242")))
+
+# (round 53) the same timeout where a request's traceback shows it: V0's loop awaits each step with
+# asyncio.wait_for and on its TimeoutError marks the engine errored and re-raises (0.4.0.post1
+# engine/async_llm_engine.py:478-486, 0.5.0 :529); the loop task ends with it, _raise_exception_on_finish hands
+# it to every request's stream (:30-46, error_callback -> propagate_exception) and a later request meets
+# "Background loop has errored already" (:389-392): raised at that wait, an echo of the engine's stall (fatal)
+_LOOP_WAIT = r", in run_engine_loop\s*\n\s*has_requests_in_progress = await asyncio\.wait_for\("
+LOOP_TIMEOUT = Signature(
+    "vllm_engine_loop_timeout", "hang", "V0's engine loop timed out waiting for a step",
+    ITERATION_TIMEOUT.advice,
+    types=r"(?:asyncio\.(?:exceptions\.)?)?TimeoutError", patterns=(r".",), context=(_LOOP_WAIT,), priority=24,
+    phase="serving", running=True, echo=True, fatal=True,
+    sources=(("vllm 0.4.0.post1", "vllm/engine/async_llm_engine.py:480"),
+             ("vllm 0.4.0.post1", "vllm/engine/async_llm_engine.py:485"),
+             ("vllm 0.4.0.post1", "vllm/engine/async_llm_engine.py:44"),
+             ("vllm 0.4.0.post1", "vllm/engine/async_llm_engine.py:392"),
+             ("vllm 0.5.0", "vllm/engine/async_llm_engine.py:529")))
 
 
 # the executor waits for its workers' answer to a collective RPC with a timeout (V1's

@@ -17,8 +17,12 @@ __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_B
 # (round 52) or cut on V0's call of capture_model at its decorator's frame: capture_model is
 # @torch.inference_mode() (0.5.1 worker/model_runner.py:909-910, 0.6.4.post1 :1385-1386), whose
 # decorate_context only enters the mode and calls it (torch 2.13.0 utils/_contextlib.py:121-124)
+# (round 53) or cut in torch.cuda.graph's own frames: its __enter__ begins the capture and its __exit__ ends it
+# (torch 2.13.0 cuda/graphs.py:437-462, :471-477), entered by vLLM's `with torch.cuda.graph(cudagraph,
+# pool=self.graph_pool):` (0.8.5.post1 compilation/backends.py:681)
 _CAPTURE_FRAMES = (r"(?:(?:,| line \d+) in (?:capture_model|_capture_cudagraphs|capture_graph"
                    r"|_capture_\w*graph\w*|capture|capture_begin|capture_end)"
+                   r"|torch[/\\]cuda[/\\]graphs\.py\", line \d+, in __(?:enter|exit)__"
                    r"|\.capture_model\([^\n]*\n[ \t]*File \"[^\"\n]*torch[/\\]utils[/\\]_contextlib\.py\", "
                    r"line \d+, in decorate_context)\s*$")
 _OOM = r"out of memory|OutOfMemoryError"
@@ -137,7 +141,8 @@ CAPTURE_CUT = Signature(
     phase="graph_capture",
     sources=(("0.34.0", "vllm/v1/worker/gpu/cudagraph_utils.py:459"),
              ("0.34.0", "vllm/v1/worker/gpu/model_runner.py:1141"),
-             ("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830")))
+             ("0.30.0", "vllm/v1/worker/gpu_model_runner.py:6830"),
+             ("vllm 0.8.5.post1", "vllm/compilation/backends.py:681")))
 
 
 # V0 runs a decode batch through the graph captured for its (padded) size, looked up in the
