@@ -113,8 +113,12 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
 # 0.4.5.post3 model_executor/model_runner.py:191 ``self.load_model()`` in initialize): the callee is on
 # the stack, as with the graph setup's call below
 _LOAD_CALL = r"^\s*[\w.]*\.load_mo(?:d(?:e(?:l(?:\(.*)?)?)?)?\s*$"
+# (round 53) and one calling the LoRA manager's set-up, ``self.init_lora_manager()`` in initialize (0.5.3.post1
+# model_executor/model_runner.py:418, after load_model :346, before init_memory_pool :435; 0.5.4 :446; 0.5.5
+# :454): its frame is read as load_weights above, and the call's callee is on the stack
+_LORA_CALL = "init_lora_manager"
 FRAME_PHASES = (
-    ("load_weights", re.compile(rf"{_frames(_LOAD).pattern}|{_QUANT_BUILT}|{_LOAD_CALL}", re.M)),
+    ("load_weights", re.compile(rf"{_frames(_LOAD, _LORA_CALL).pattern}|{_QUANT_BUILT}|{_LOAD_CALL}", re.M)),
     ("memory_pool", _frames(_POOL)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
