@@ -302,8 +302,10 @@ def test_vllm_logs_are_read_as_vllm():
     # alone (w2815) and Triton's device-assert lines from torch's inductor (w2816), the same kind either way;
     # round 52 one: weight_utils' page-cache prefetch lines alone under vllm-omni's stage tag (w5221, a healthy
     # excerpt), no crash either way; round 53 one: torch's device-side assert under an exception group's '    |'
-    # frames of vllm_flash_attn's varlen forward alone (w5302), the same kind either way
-    assert len(unmarked) <= 49, unmarked
+    # frames of vllm_flash_attn's varlen forward alone (w5302), the same kind either way; round 54 one: ms-swift's
+    # rollout start-up lines with DeepSpeed's bracketed stamp and one vLLM platform line (w5410, a healthy
+    # excerpt), no crash either way
+    assert len(unmarked) <= 50, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -40,7 +40,8 @@ from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RFC3339 as _ISO
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
 
-_ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]")
+# (round 54) also a colour whose ESC byte a paste spelt "ESC" (vLLM's RESET "\033[0;0m": 0.10.2 utils:174, :3395)
+_ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|(?<!\w)ESC\[[0-9;]*m")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _CTIME = rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} [ \d]\d \d\d:\d\d:\d\d \d{{4}}"  # C's ctime(), no newline

@@ -42,6 +42,8 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_marker,
     vllm_phase_reached,
 )
+from ddlab.diagnosis.vllm_frames import FRAME_PHASES, STARTUP_FRAMES as _STARTUP_FRAMES
+from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from ddlab.diagnosis.vllm_records import (only_vllm_files, only_vllm_services, with_announced_traceback,
                                           with_engine_messages, with_handler_records, without_debug_tracebacks)
@@ -50,78 +52,6 @@ from ddlab.vllm_crashes.requests import HANDLER_LOGGED
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
            "FRAME_PHASES", "advise_vllm"]
 
-_IN = r"(?:,| line \d+) in "
-
-
-def _frames(names: str, also: str | None = None) -> re.Pattern:
-    """A frame (or a py-spy line) in one of the functions ``names``; or, where given, the regex ``also``."""
-    frame = rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*$"
-    return re.compile(f"{frame}|{also}" if also else frame, re.M)
-
-
-# vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
-# v1/worker/gpu_model_runner.py, v1/engine/core.py, v1/core/kv_cache_utils.py; V0 0.6.4.post1:
-# worker/worker.py, worker/model_runner.py, engine/llm_engine.py, spec_decode/)
-# (the loaded weights are processed in load_model: a quantized layer repacked for its kernel,
-# model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95 (0.34.0); round 8: the
-# layers create their weights while initialize_model builds the model, layers/linear.py:179, :382,
-# model_loader/base_loader.py:54 (0.34.0))
-_LOAD = (r"load_model|load_weights|_initialize_model|get_model|initialize_model|download_weights_from_hf\w*"
-         r"|process_weights_after_loading|\w+_marlin_repack|create_weights")
-_POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
-         r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
-         r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine"
-         # (round 19) a KV transfer connector registering the KV caches just allocated (PD: NIXL registers
-         # their memory): v1/worker/gpu_model_runner.py:7474 in initialize_kv_cache (0.30.0);
-         # v1/worker/gpu/kv_connector.py:69, the connector's wrapper built with the caches (0.34.0)
-         r"|register_kv_caches")
-# (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
-_CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
-            r"|capture_begin|capture_end"
-            # (round 28) the HPU runner warms its graphs up bucket by bucket (worker/hpu_model_runner.py:1482
-            # warmup_graphs, called from warmup_model :1645 (0.7.3)); vllm-gaudi's warmup_multimodal_graphs
-            r"|warmup_\w*graphs"
-            # (round 51) an attention backend's metadata built for a graph: the runner asks for it only when
-            # _dummy_run builds its batch for_cudagraph_capture (0.11.1 v1/worker/gpu_model_runner.py:1557-1558,
-            # :1571-1572, :3757), run from _capture_cudagraphs (:4294, :4304) and from FlashInfer's warmup
-            # under compile_or_warm_up_model (model_executor/warmup/kernel_warmup.py:68, gpu_worker.py:425),
-            # never from profile_run (:4131); the builders' default, v1/attention/backends/utils.py:323 (0.11.1)
-            r"|build_for_cudagraph_capture|build_metadata_for_cudagraph_capture")
-# (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
-# (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
-# (0.30.0-0.34.0), :99 (0.6.4.post1))
-_INIT = (r"init_device|init_worker_distributed_environment|init_distributed_environment"
-         r"|initialize_model_parallel|_init_executor|_init_workers_ray|ncclCommInitRank")
-_SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
-            r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"
-            r"|engine_step|run_engine_loop|_process_input_queue|execute_model_req"
-            # V0's TP workers' step loop, run from the executor's execute_model
-            # (worker/worker_base.py:78, executor/distributed_gpu_executor.py:77 (0.6.4.post1))
-            r"|start_worker_execution_loop"
-            # a request's LoRA adapter activated (V0 worker/model_runner.py set_active_loras ->
-            # lora/models.py:376 activate_adapter (0.6.4.post1); 0.34.0 lora/model_manager.py:355)
-            r"|activate_adapter|set_active_adapters|set_active_loras"
-            # (round 39) a request handed to a built engine: LLMEngine.add_request (v1/engine/llm_engine.py:196
-            # (0.10.2), :229 (0.34.0)), AsyncLLM's add_request / _add_request (v1/engine/async_llm.py:266, :308
-            # (0.10.2); :411, :581 (0.34.0)), LLM's _add_request (entrypoints/llm.py:1510 (0.10.2)); the engine
-            # core client is built, and its engines have said they are ready, before any request is added
-            # (v1/engine/core_client.py:492-510 (0.10.2))
-            r"|_?add_request")
-# (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
-# which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
-# utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its
-# place (vllm-ascend's AscendFusedMoE for FusedMoE, vllm_ascend/utils.py:662-668 (0.12.0rc1)). A model file's
-# __init__ frame whose next frame is a layer's __init__ is the weights' step, whatever cut the paste shows (a
-# model file's own parsers and processing classes build no layer)
-_MODEL_BUILT = (r'model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
-                r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$')
-FRAME_PHASES = (
-    ("load_weights", _frames(_LOAD, also=_MODEL_BUILT)),
-    ("memory_pool", _frames(_POOL)),
-    ("graph_capture", _frames(_CAPTURE)),
-    ("serving", _frames(_SERVING)),
-)
-_STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 # lines that show the startup (where one is, the paste is no mid-serving fragment)
 # (round 12, for round 11's vl07) the pynccl communicator's warm-up all-reduce, a code line that
 # vLLM runs only while it builds the communicator, right after ncclCommInitRank ("# A small
@@ -141,13 +71,6 @@ _STARTUP_RE = re.compile(r"non-default args:|args: Namespace\(|vLLM (?:API )?ser
 _FAILED_START_RE = re.compile(r"EngineCore failed to start\.")
 # 0.6.2 and older: "Exception in worker X while processing method M: MESSAGE, Traceback ..."
 _WORKER_HEADER_RE = re.compile(r"while processing method \w+: (?P<msg>.+?),?\s*$")
-
-
-def _frame_phases(frames: str) -> list[str]:
-    found = [name for name, pattern in FRAME_PHASES if pattern.search(frames)]
-    if "serving" in found and _STARTUP_FRAMES.search(frames):
-        found.remove("serving")
-    return found
 
 
 def _with_worker_message(chains: list[Chain]) -> list[Chain]:
