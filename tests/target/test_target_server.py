@@ -264,6 +264,7 @@ def test_a_finished_request_is_counted_before_its_answer_arrives(ddtree):
             assert served(client) == before + i, f"request {i} answered but not counted yet"
 
 
+@pytest.mark.slow
 def test_server_info_and_metrics_report_real_decoding(ddtree):
     generate(ddtree, n=64)
     for path in ("/server_info", "/get_server_info"):
