@@ -4,6 +4,7 @@ module): tests/target's SGLang-dialect and vLLM-dialect tests start it the same 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 
@@ -11,6 +12,11 @@ import pytest
 
 from ddlab.lab import http_client
 from testhost.ports import free_port
+
+
+def requests_served(metrics_text: str) -> int:
+    """The requests a server finished, its ``sglang:num_requests_total``, from a /metrics answer."""
+    return int(float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", metrics_text, re.M).group(1)))
 
 
 class TargetProcess:

@@ -9,7 +9,6 @@ decode step, so it is a figure the bench must *not* report).
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from ddlab.core.errors import ConfigError
 from ddlab.lab import http_client
 from ddlab.lab.measure import BENCH_PROMPTS, load_prompts, measure
 from labkit import free_port, wait_for
+from targetkit import requests_served
 
 # 'kjh34 ...' is accepted poorly by the drafter (about 1.8 tokens per verify), the
 # code openings well (5-8): a warmup on it would pull a run's accept length down.
@@ -55,8 +55,7 @@ def _answers(url: str) -> bool:
 
 
 def _requests_served(url: str) -> int:
-    text = http_client.get(f"{url}/metrics").text
-    return int(float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", text, re.M).group(1)))
+    return requests_served(http_client.get(f"{url}/metrics").text)
 
 
 def _replay(url: str, prompt: str, max_new_tokens: int) -> tuple[int, int]:

@@ -28,7 +28,7 @@ import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.lab import http_client
-from targetkit import TargetProcess
+from targetkit import TargetProcess, requests_served
 
 READY = "The server is fired up and ready to roll!"
 PROMPT = "def parse_args(argv=None):\n    parser = argparse.ArgumentParser("
@@ -249,8 +249,7 @@ def test_a_finished_request_is_counted_before_its_answer_arrives(ddtree):
     (0.5.23 tokenizer_manager.py:2788-2789, :2797-2798): /metrics read the moment an answer
     arrives counts it, plain and streamed (the test's reading raced the scheduler before)."""
     def served(client) -> int:
-        text = client.get(f"{ddtree.url}/metrics").text
-        return int(float(re.search(r"^sglang:num_requests_total\{[^}]*\} (\S+)$", text, re.M).group(1)))
+        return requests_served(client.get(f"{ddtree.url}/metrics").text)
 
     body = {"text": "def f(x):", "sampling_params": {"max_new_tokens": 8, "temperature": 0}}
     with http_client.client(timeout=30) as client:  # one connection: the read follows at once
