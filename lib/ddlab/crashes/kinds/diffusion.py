@@ -11,6 +11,8 @@ ID: ...") with the event loop's own catch around it ("Error executing request in
 the failed generation and answers the client (0.5.7 ``runtime/entrypoints/openai/utils.py:178-184``).
 So a logged line of those, or a traceback through ``execute_forward`` or a model's or a pipeline stage's
 ``forward`` in ``multimodal_gen``, is one request's error: ``request_error`` at serving, no crash.
+The offline generator (``DiffGenerator.generate``) raises such an answer again for its prompt and its own
+loop catches it and goes on to the next prompt: the same, one prompt's error.
 
 Not these: the scheduler's loop ending on repeated receive errors ("Scheduler terminated after 3
 consecutive errors", 0.5.8 ``scheduler.py:316-319``: a traceback from ``run_scheduler_process`` through
@@ -47,4 +49,31 @@ DIFFUSION_REQUEST_FAILED = Signature(
              ("0.5.23", "sglang/multimodal_gen/runtime/managers/scheduler.py:1584"),
              ("0.5.23", "sglang/multimodal_gen/runtime/managers/gpu_worker.py:860")))
 
-SIGNATURES = [DIFFUSION_REQUEST_FAILED]
+# (round 54) the offline generator (DiffGenerator.generate) raises the error the scheduler answered a
+# request with (0.5.7 entrypoints/diffusion_generator.py:221) inside log_generation_timer, which logs
+# "Failed to generate output for prompt N: ..." with the traceback and re-raises (0.5.7
+# utils/logging_utils.py:473); generate's loop over the requests catches it and goes on to the next
+# (:260-261 ``except Exception: continue``), then logs "Completed batch processing"; from 0.5.13 the loop
+# logs "Generation failed: ..." and goes on (0.5.13 :352-353, 0.5.23 :453-454): one request failed, the
+# run did not
+_GENERATOR_RERAISE = (r'diffusion_generator\.py", line \d+, in generate\n\s*'
+                      r'raise Exception\(f"\{output_batch\.error\}"\)')
+DIFFUSION_GENERATOR_REQUEST_FAILED = Signature(
+    "diffusion_generator_request_failed", "request_error",
+    "SGLang Diffusion's offline generator failed one prompt and went on",
+    DIFFUSION_REQUEST_FAILED.advice,
+    types=r"Exception", patterns=(r".",), context=(_GENERATOR_RERAISE,),
+    lines=(r"Failed to generate output for prompt(?: \d+)?: ",), stamped=True,
+    priority=12, phase="serving", request=True, cut_ok=True,
+    sources=(("sglang 0.5.5", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:295"),
+             ("sglang 0.5.5", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:344"),
+             ("sglang 0.5.7", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:221"),
+             ("sglang 0.5.7", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:260"),
+             ("sglang 0.5.7", "sglang/multimodal_gen/runtime/utils/logging_utils.py:473"),
+             ("0.5.13", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:263"),
+             ("0.5.13", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:352"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:338"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py:453"),
+             ("0.5.23", "sglang/multimodal_gen/runtime/utils/logging_utils.py:571")))
+
+SIGNATURES = [DIFFUSION_REQUEST_FAILED, DIFFUSION_GENERATOR_REQUEST_FAILED]

@@ -52,13 +52,23 @@ MODEL_TYPE_KEY = Signature(
 # own __getitem__ raising KeyError for a model type this transformers does not know
 # (transformers 5.19.0 models/auto/configuration_auto.py:107), which from_pretrained turns into
 # "does not recognize this architecture" (:432); the paste ends before either exception line
+# (round 54) or a traceback whose first frame is that lookup: a chain's first traceback starts at the
+# frame that caught its exception, and the only handler around the lookup is from_pretrained's own
+# ``except KeyError`` (transformers 4.56.1 models/auto/configuration_auto.py:1309-1311, the same
+# "does not recognize this architecture" ValueError), so the exception is the unknown model type's
+# KeyError, also where the paste ends on that frame
+_LOOKUP_FIRST = (r'File "[^"\n]*configuration_auto\.py", line \d+, in from_pretrained\n\s*'
+                 r'config_class = CONFIG_MAPPING\[config_dict\["model_type"\]\]')
 MODEL_TYPE_LOOKUP_CUT = Signature(
     "model_type_lookup_cut", "arch_unsupported", "transformers' config lookup failed for the model type",
     (_NEWER_ARCH,),
     patterns=(r".",),
-    context=(r'configuration_auto\.py", line \d+, in from_pretrained\n\s*config_class = '
-             r'CONFIG_MAPPING\[config_dict\["model_type"\]\]\n(?:\s*[~^]+\n)?\s*File "',),
-    priority=69, phase="launch", cut_ok=True, sources=_ARCH_SOURCES)
+    context=(r'(?:configuration_auto\.py", line \d+, in from_pretrained\n\s*config_class = '
+             r'CONFIG_MAPPING\[config_dict\["model_type"\]\]\n(?:\s*[~^]+\n)?\s*File "'
+             r"|Traceback \(most recent call last\):\n\s*" + _LOOKUP_FIRST + ")",),
+    priority=69, phase="launch", cut_ok=True,
+    sources=_ARCH_SOURCES + (
+        ("transformers 4.56.1", "transformers/models/auto/configuration_auto.py:1309"),))
 
 # (round 26) SGLang 0.1.x's router looks the model class up by the checkpoint's architectures in
 # get_model_cls_by_arch_name, called from ModelRunner.load_model (0.1.16 managers/router/model_runner.py:294);
