@@ -114,6 +114,7 @@ _CITED = {
     "vllm_gpu_blocks_zero": "# GPU blocks",
     "vllm_max_len_over_model": "than the derived max_model_len",
     "vllm_bf16_gpu": "Bfloat16 is only supported on GPUs",
+    "vllm_flag_bound": "allows both underscore and dash in names",
     # round 4
     "vllm_no_such_param": "There is no module or parameter named",
     "vllm_weights_not_initialized": "Following weights were not initialized from",
@@ -304,8 +305,11 @@ def test_vllm_logs_are_read_as_vllm():
     # excerpt), no crash either way; round 53 one: torch's device-side assert under an exception group's '    |'
     # frames of vllm_flash_attn's varlen forward alone (w5302), the same kind either way; round 54 one: ms-swift's
     # rollout start-up lines with DeepSpeed's bracketed stamp and one vLLM platform line (w5410, a healthy
-    # excerpt), no crash either way
-    assert len(unmarked) <= 50, unmarked
+    # excerpt), no crash either way; round 55 two: the engine's ready line quoted with "> " before the user's own
+    # memory prints (w5510) and two bare lines, V0's "Loading model weights took" and a negative "Available KV cache
+    # memory" (w5526), both healthy excerpts, no crash either way (read as vLLM's, w5526's negative figure is
+    # vllm_kv_negative: docs/diagnosis.md, "Held-out round 55")
+    assert len(unmarked) <= 52, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -32,7 +32,11 @@ _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run
          # (round 19) a KV transfer connector registering the KV caches just allocated (PD: NIXL registers
          # their memory): v1/worker/gpu_model_runner.py:7474 in initialize_kv_cache (0.30.0);
          # v1/worker/gpu/kv_connector.py:69, the connector's wrapper built with the caches (0.34.0)
-         r"|register_kv_caches")
+         r"|register_kv_caches"
+         # (round 55) the KV cache's tensors allocated: initialize_kv_cache -> initialize_kv_cache_tensors ->
+         # _allocate_kv_cache_tensors (v1/worker/gpu_model_runner.py:4929, :4699 (0.11.1)); vllm-ascend's runner
+         # keeps the name (vllm_ascend/worker/model_runner_v1.py:2499, the paste's frame)
+         r"|_allocate_kv_cache\w*")
 # (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
 _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
             r"|capture_begin|capture_end"
@@ -64,7 +68,13 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             # (0.10.2); :411, :581 (0.34.0)), LLM's _add_request (entrypoints/llm.py:1510 (0.10.2)); the engine
             # core client is built, and its engines have said they are ready, before any request is added
             # (v1/engine/core_client.py:492-510 (0.10.2))
-            r"|_?add_request")
+            r"|_?add_request"
+            # (round 55) sleep mode's wake-up: only a built engine is put to sleep and woken, by its user
+            # (LLM.wake_up, entrypoints/llm.py:1240; LLMEngine.wake_up, engine/llm_engine.py:1856 ->
+            # executor/executor_base.py:216 collective_rpc("wake_up") -> worker/worker.py:140 -> the allocator,
+            # device_allocator/cumem.py:207 (0.7.3)) or by the server's /wake_up route and a checkpoint's restore
+            # (entrypoints/serve/dev/sleep/api_router.py:56, v1/engine/core.py:2510 (0.34.0)); start-up never wakes it
+            r"|wake_up")
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its

@@ -205,7 +205,10 @@ _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Starting to load model|Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights took"
         r"|Loading drafter model|Sharding weights on load|Done Sharding weights in"
-        r"|Loading presharded checkpoints for ranks")),
+        r"|Loading presharded checkpoints for ranks"
+        # (round 55) the V2 model runner's only start-of-loading line, just before its loader's load_model
+        # (v1/worker/gpu/model_runner.py:358 (0.28.0), :412 (0.34.0); V1 gpu_model_runner.py:2634 (0.11.0))
+        r"|Loading model from scratch\.\.\.")),
     # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0);
     # V0 "Loading model weights took": worker/model_runner.py:1077 (0.6.4.post1)); then the
     # profiling run (torch.compile runs in it), the KV cache's size
@@ -249,6 +252,12 @@ _PHASE_MARKERS = (
     ("serving", re.compile(
         r"Avg prompt throughput: [\d.]+ tokens/s|SpecDecoding metrics:|Speculative metrics:"
         r"|\"(?:POST|GET) /(?:v1/|generate|invocations)\S* HTTP/[\d.]+\" 200|Processed prompts:|Added request"
+    # (round 55) sleep mode, which start-up never enters (v1/engine/core.py:1127, abstract.py:442 (0.34.0)):
+    # v1/executor/abstract.py:306, :325, device_allocator/cumem.py:239, v1/worker/gpu_worker.py:142 (0.11.1)
+    r"|It took [\d.]+ seconds to (?:fall asleep|wake up)\b|CuMemAllocator: sleep freed|Sleep mode freed"
+    # (round 55) a KV connector told of a request the scheduler admitted (only in schedule():
+    # v1/core/sched/scheduler.py:164, :466; kv_connector/v1/nixl_connector.py:292 (0.10.1.1))
+    r"|\w+Connector update_state_after_alloc: "
     # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,
     # :255; v1/metrics/loggers.py (0.34.0)), as Prometheus writes it or a dashboard's table ("name{...} | N")
     rf"|{VLLM_COUNTER}\{{[^}}]*\}}\s*\|?\s*0*[1-9][\d.]*(?:e\+?\d+)?\s*$")),

@@ -1,7 +1,8 @@
 """vLLM: exception texts that round 16 showed in V0's engine records (NIXL's status names, Python's missing
 module), NIXL texts of round 17 (the connector's failure record, NIXL not installed) and the texts round 18
 showed (a checkpoint tensor's name as V0's engine message, the tool-call parser check, a model with no config
-file, FlashAttention's GPU check, Triton's kernel image and pass pipeline), advice in vLLM's flags.
+file, FlashAttention's GPU check, Triton's kernel image and pass pipeline), round 55's plugin refusal that names
+the flag and its bound (``FLAG_BOUND``, in :mod:`.vllm`'s list beside the argument checks), advice in vLLM's flags.
 
 V0's multiprocessing engine logs the exception itself as its record's message above the traceback (read by
 :mod:`ddlab.diagnosis.vllm_records`), so a paste cut before the exception line still shows its text, often
@@ -22,7 +23,7 @@ from ddlab.vllm_crashes.library import (V0 as _V0, DEPENDENCY, MODEL_NOT_FOUND, 
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "NIXL_STATUS", "NO_MODULE_NAMED", "NIXL_TRANSFER_FAILURE", "NIXL_UNAVAILABLE",
-           "TENSOR_KEY_MESSAGE", "TOOL_PARSER_UNKNOWN", "NO_CONFIG_FILE", "FLASH_ATTN_PRE_AMPERE",
+           "TENSOR_KEY_MESSAGE", "TOOL_PARSER_UNKNOWN", "FLAG_BOUND", "NO_CONFIG_FILE", "FLASH_ATTN_PRE_AMPERE",
            "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED", "QUANT_SCHEME_GPU", "QUANT_SCHEME_CHECK", "QUANT_DTYPE",
            "QUANT_METHOD_GPU", "CUTE_DSL_ARCH", "TRANSFORMERS_INCOMPATIBLE"]
 
@@ -368,6 +369,20 @@ TRANSFORMERS_INCOMPATIBLE = Signature(
              ("vllm 0.8.5.post1", "vllm/model_executor/model_loader/utils.py:69"),
              ("vllm 0.11.1", "vllm/model_executor/models/registry.py:861"),
              ("0.34.0", "vllm/model_executor/models/registry.py:1413")))
+
+# (round 55) a platform plugin's model refusing the launch's length with the flag to change as the remedy: "...
+# do not support max_model_len greater than 32768 on N150 (received 65536). Set --max_model_len to 32768 or lower
+# in vLLM." (Tenstorrent's tt-metal, models/tt_transformers/tt/generator_vllm.py, initialize_vllm_model, run
+# when the plugin's worker loads the model). vLLM's parser takes a flag spelt with underscores as the dashed one
+# (FlexibleArgumentParser, utils/argparse_utils.py:157, :381 (0.34.0)): a ValueError that ends "Set --<flag> to <value>
+# or lower/higher" names the launch's own value as what is refused
+_SET_FLAG = r"\bSet --[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+ to [\w.]+ or (?:lower|less|smaller|higher|more|larger)\b"
+FLAG_BOUND = Signature(
+    "vllm_flag_bound", "bad_argument", "a launch value is over what the model or its platform allows",
+    ("The model (or the platform plugin that runs it) refuses a launch value and names the flag and the "
+     "bound: start again with the value the message gives (for a length, `--max-model-len`).",),
+    patterns=(_SET_FLAG,), types=r"(?:\w+\.)*ValueError", priority=60, phase="launch",
+    sources=(("0.34.0", "vllm/utils/argparse_utils.py:157"), ("0.34.0", "vllm/utils/argparse_utils.py:381")))
 
 SIGNATURES: list[Signature] = [NIXL_STATUS, NO_MODULE_NAMED, NIXL_TRANSFER_FAILURE, NIXL_UNAVAILABLE,
                                TENSOR_KEY_MESSAGE, TOOL_PARSER_UNKNOWN, NO_CONFIG_FILE, FLASH_ATTN_PRE_AMPERE,
