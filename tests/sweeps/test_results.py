@@ -6,6 +6,7 @@ session's real sweep checks it holds on measured data."""
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ import sweepkit
 from ddlab.core.errors import ConfigError
 from ddlab.sweeps.results import load_cells, resolve_sweep, summarize
 from ddlab.sweeps.store import Store
+from fieldkit import LOGS, read_log
 from labkit import REPLAY_FAULT
 
 
@@ -114,6 +116,27 @@ def test_a_failed_bracket_leaves_drift_not_measured_in_its_row(tmp_path):
     assert pd.isna(load_cells(store=path)["bracket_note"][0]), "a later bracket that measured"
 
 
+def test_the_terminals_bracket_line_says_the_drift_or_how_the_re_measurement_ended():
+    from ddlab.diagnosis.diagnosis import diagnose
+    from ddlab.lab.verdict import Verdict
+    from ddlab.sweeps.run import _bracket_words
+
+    first = {"output_tok_s_samples": [200.0, 204.0, 196.0]}
+
+    def ended(state: str, log: str) -> Verdict:
+        return Verdict(state, "local-nospec", "local", "ddlab-local-nospec.service", 3.0, diagnose(log))
+
+    oom = read_log(LOGS / "kv_pool_oom.journal.log")
+    assert _bracket_words(first, None, ended("crashed", oom)) == "crashed (kv_pool_oom): drift not measured"
+    assert _bracket_words(first, None, ended("timeout", "")) == "timeout: drift not measured"
+    slower = {"output_tok_s_samples": [180.0, 184.0, 176.0]}
+    words = _bracket_words(first, slower, ended("ready", ""))
+    assert words.startswith("measured again: 180.0 tok/s against 200.0 at the start, drift 0.90x ["), words
+    # one round each: a ratio with no interval to speak of
+    assert _bracket_words({"output_tok_s_samples": [200.0]}, {"output_tok_s_samples": [210.0]},
+                          ended("ready", "")) == "measured again: 210.0 tok/s against 200.0 at the start, drift 1.05x"
+
+
 @pytest.mark.slow
 def test_the_real_sweeps_speedups_follow_its_own_throughputs(tmp_path_factory):
     shared = sweepkit.shared_sweep(tmp_path_factory)
@@ -152,6 +175,16 @@ def test_the_baselines_are_bracketed_and_pooled(tmp_path_factory):
         assert row["bracket_rounds"] == len(later) == 3
         assert row["output_tok_s"] == pytest.approx(statistics.median(first + later))
         assert row["drift"] == pytest.approx(statistics.median(later) / statistics.median(first))
+        # the terminal said what the re-measurement found, in the figures the report pools
+        said = [m for m in shared.messages if m.startswith(f"[sweep] bracket {row['name']}: ")]
+        assert len(said) == 1, shared.messages
+        words = re.fullmatch(r"\[sweep\] bracket \S+: measured again: ([\d.]+) tok/s against ([\d.]+) at the "
+                             r"start, drift ([\d.]+)x \[([\d.]+)-([\d.]+)\]", said[0])
+        assert words, said[0]
+        now, then, drift, low, high = map(float, words.groups())
+        assert now == pytest.approx(statistics.median(later), abs=0.05)
+        assert then == pytest.approx(statistics.median(first), abs=0.05)
+        assert drift == pytest.approx(row["drift"], abs=0.005) and low <= drift <= high
     spec = frame[frame["role"] == "grid"]
     assert (spec["bracket_rounds"] == 0).all(), "only baselines are bracketed"
 

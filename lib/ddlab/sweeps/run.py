@@ -44,6 +44,8 @@ from ddlab.lab import hostload
 from ddlab.lab.deploy import Lab
 from ddlab.lab.family_api import family_of_run
 from ddlab.lab.measure import measure
+from ddlab.lab.stats import median_ci, ratio_ci
+from ddlab.lab.verdict import Verdict
 from ddlab.sweeps.pool import CellSteps, run_pool
 from ddlab.sweeps.prompt_sets import load_sets, mixed
 from ddlab.sweeps.workload import duration_bound, measure_workload
@@ -371,7 +373,25 @@ def bracket_baselines(lab: Lab, store: Store, sweep: Sweep, *, host: str = "") -
             continue
         state = "bracket" if metrics else verdict.state
         store.finish_run(run_id, state=state, verdict=verdict.to_dict(), metrics=metrics)
-        log.info(f"[sweep] bracket {cell.variant.name}: {state}")
+        first = next((c.get("metrics") for c in store.cells(sweep.sweep_id) if c["config_hash"] == cell.hash), None)
+        log.info(f"[sweep] bracket {cell.variant.name}: {_bracket_words(first, metrics, verdict)}")
+
+
+def _bracket_words(first: dict | None, later: dict | None, verdict: Verdict) -> str:
+    """What a baseline measured again after the grid found, in the terminal's words: its
+    median against the first measurement's and the drift (later over first) with its 95%
+    interval, as the report pools them (:mod:`ddlab.sweeps.results`); or how it ended."""
+    if not later:
+        kind = verdict.diagnosis.kind if verdict.state == "crashed" else None
+        return f"{verdict.state}{f' ({kind})' if kind else ''}: drift not measured"
+    after = later.get("output_tok_s_samples") or []
+    before = (first or {}).get("output_tok_s_samples") or []
+    drift, low, high = ratio_ci(after, before)
+    now = f"measured again: {median_ci(after)[0]:.1f} tok/s"
+    if drift is None:
+        return now
+    spread = f" [{low:.2f}-{high:.2f}]" if low is not None else ""
+    return f"{now} against {median_ci(before)[0]:.1f} at the start, drift {drift:.2f}x{spread}"
 
 
 def run_cell(lab: Lab, store: Store, sweep: Sweep, cell: Cell, *, bench: bool = True) -> str:
