@@ -83,3 +83,15 @@ def test_aiters_check_writes_the_line_then_aborts_or_throws():
     # HIP_CALL's failure writes the same prefix through aiter_check_fatal
     assert_at_line("aiter", _AITER, common, 37, 'std::cerr << "[AITER] " << file << ":" << line << " ";')
     assert_at_line("aiter", _AITER, "aiter/jit/core.py", 1401, 'raise RuntimeError(f"{fc_name} failed: {err_msg}")')
+
+
+def test_the_docs_line_for_sglangs_caller_is_the_releases():
+    # docs/diagnosis.md, "Noticed and left alone": 0.5.13's DSA backend calls aiter's MLA decode with no q_scale or
+    # kv_scale (its keyword arguments end at logit_cap)
+    dsa = "sglang/srt/layers/attention/dsa_backend.py"
+    assert_at_line("sglang", "0.5.13", dsa, 2016, "mla_decode_fwd(")
+    assert_at_line("sglang", "0.5.13", dsa, 2026, "logit_cap=layer.logit_cap,")
+    # and its ServerArgs lets a DSA model keep an fp8_e4m3 KV cache (no setting refused: not bad_argument)
+    assert_at_line("sglang", "0.5.13", "sglang/srt/server_args.py", 1751, "assert self.kv_cache_dtype in [")
+    assert_at_line("sglang", "0.5.13", "sglang/srt/server_args.py", 1754,
+                   '"DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype"')
