@@ -3,8 +3,9 @@
 flashinfer's "Unsupported group_size" / "failed to dispatch", flash-attn's head-dim limit, Triton's
 power-of-2 ``arange`` and head-dim asserts, a kernel library's tvm-ffi check, its dtype check of a
 tensor, its own CUDA check finding a launch refused, an Ascend NPU's runtime refusing a launch's block
-count, an sgl-kernel-npu op's tiling check refusing its shapes: the refusal is the kind, inside "Capture
-cuda graph failed: ..." too (the capture is where). :mod:`.device` splices this list into its own.
+count, an sgl-kernel-npu op's tiling check refusing its shapes, an aiter op's check refusing its inputs:
+the refusal is the kind, inside "Capture cuda graph failed: ..." too (the capture is where).
+:mod:`.device` splices this list into its own.
 """
 
 from __future__ import annotations
@@ -334,6 +335,46 @@ NPU_TILING_REFUSED = Signature(
                                          "must <= %d.), :350 (CheckData failed.), :75 (MAX_BATCH_SIZE = 256)"),
              ("sglang 0.5.7", "sglang/srt/layers/moe/token_dispatcher/fuseep.py:72")))
 
+# (round 55) aiter's op interfaces (csrc/py_itfs_cu, csrc/py_itfs_ck: each op's C++ entry, such as the MLA decode's
+# mla_decode_stage1_asm_fwd) check the tensors and settings they are handed with AITER_CHECK, whose check_fail
+# writes "[AITER] FILE:LINE " and the message to stderr, then aborts ("Fatal Python error: Aborted" below it), or
+# throws where the ctypes binding asked it to (ROCm/aiter b0fd63cd9d csrc/include/aiter_hip_common.h:43-63,
+# AITER_CHECK :66-71; csrc/py_itfs_cu/asm_mla.cu:226-227 "fp8 Q requires q_scale and kv_scale"; HEAD e404860
+# :818-819); the binding raises the thrown text as RuntimeError(f"{fc_name} failed: {err_msg}")
+# (aiter/jit/core.py:1401). Those files' checks refuse a dtype, a shape, a head count, a kernel for this
+# shape ("not find kernel", "cannot get heuristic kernel"): the op does not take this configuration. The same
+# prefix on a HIP call's failure ("fail to call ... ---> [HIP error](...)": HIP_CALL, aiter_check_fatal :35-39)
+# is a fault, and the checks outside the op interfaces (a code object that does not load, AITER_ASM_DIR unset:
+# aiter_hip_common.h:188, :344, :367) an install's: neither is this.
+_AITER_OP_CHECK = r"\[AITER\] (?:\S*/)?py_itfs_c[uk]/\w+\.(?:cu|cpp):\d+ (?!fail to call )\S"
+
+
+def _aiter_check_detail(found: Found) -> str | None:
+    said = regex(r"\[AITER\] \S*?(\w+\.(?:cu|cpp)):\d+ (?:(\w+) ?: ?)?([^\n]+)").search(found.text)
+    if not said:
+        return None
+    where = f"{said[2]} ({said[1]})" if said[2] else said[1]
+    return f"aiter's op {where} refused its inputs: {said[3].strip().rstrip('.')}."
+
+
+AITER_OP_CHECK = Signature(
+    "aiter_op_check_failed", "kernel_config_unsupported",
+    "an aiter op's check refused the inputs it was handed",
+    ("An op of aiter (AMD's kernel library) checked the tensors and settings it was handed (a dtype, a scale, a "
+     "head count, a shape it has a kernel for) and refused them before launching: "
+     "this configuration is not one that op takes. The '[AITER] ...py_itfs_cu/FILE:LINE' line names the op "
+     "and what it wanted. Run without the setting that leads there (an fp8 `--kv-cache-dtype`, a quantized "
+     "checkpoint), or choose a backend that does not call that op for the layer (`--attention-backend`), or "
+     "use an image whose aiter and SGLang agree on it.",),
+    patterns=(_AITER_OP_CHECK,), lines=(rf"^{_AITER_OP_CHECK}",), priority=81, detail=_aiter_check_detail,
+    sources=(("aiter (ROCm/aiter b0fd63cd9d)", "csrc/include/aiter_hip_common.h:43-63 (check_fail: [AITER] "
+                                               "FILE:LINE message to stderr, then throw or std::abort()), "
+                                               ":66-71 (AITER_CHECK)"),
+             ("aiter (ROCm/aiter b0fd63cd9d)", "csrc/py_itfs_cu/asm_mla.cu:226-227 (mla_decode_stage1_asm_fwd: "
+                                               "fp8 Q requires q_scale and kv_scale)"),
+             ("aiter (ROCm/aiter b0fd63cd9d)", "aiter/jit/core.py:1401 (RuntimeError: {fc_name} failed: "
+                                               "{err_msg})")))
+
 # (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
 SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
-              NPU_LAUNCH_REFUSED, NPU_TILING_REFUSED]
+              NPU_LAUNCH_REFUSED, NPU_TILING_REFUSED, AITER_OP_CHECK]
