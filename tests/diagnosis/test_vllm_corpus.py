@@ -88,6 +88,7 @@ ROUND52 = [log for log in LOGS if log.get("heldout_round") == 52]
 ROUND53 = [log for log in LOGS if log.get("heldout_round") == 53]
 ROUND54 = [log for log in LOGS if log.get("heldout_round") == 54]
 ROUND55 = [log for log in LOGS if log.get("heldout_round") == 55]
+ROUND56 = [log for log in LOGS if log.get("heldout_round") == 56]
 
 
 def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
@@ -103,7 +104,7 @@ def test_round_1s_split_was_the_urls_hash_and_about_30_percent_of_it():
     assert all(len(rounds) == 1 for rounds in by_url.values()), "a thread's logs stay in one round"
 
 
-def test_rounds_1_to_55_were_measured_once_and_folded_into_work():
+def test_rounds_1_to_56_were_measured_once_and_folded_into_work():
     """Round 11 (vl01-vl19) was measured once at 75ebbce and kept held out while round 12
     (vm01-vm20) was collected; round 12 was measured once at 967803c, and both were then folded
     into work together (docs/diagnosis.md, "Held-out round 11", "Held-out round 12"). Round 13
@@ -147,8 +148,9 @@ def test_rounds_1_to_55_were_measured_once_and_folded_into_work():
     2ad7e25 ("Held-out round 51"), round 52 (w5201-w5222), measured once at 641442f with its logs
     27e3805 ("Held-out round 52"), round 53 (w5301-w5320), measured once at 70261c4 with its logs
     ee06dc6 ("Held-out round 53"), round 54 (w5401-w5419), measured once at 0ea5b67 with its logs
-    f9cd1a6 ("Held-out round 54"), and round 55 (w5501-w5529), measured once at 99fcdc4 with its logs
-    196450d ("Held-out round 55")."""
+    f9cd1a6 ("Held-out round 54"), round 55 (w5501-w5529), measured once at 99fcdc4 with its logs
+    196450d ("Held-out round 55"), and round 56 (w5601-w5627), measured once at 19c88ec with its logs
+    e542099 ("Held-out round 56")."""
     assert len(ROUND2) == 31 and {log["id"][:2] for log in ROUND2} == {"vc"}
     assert len(ROUND3) == 43 and {log["id"][:2] for log in ROUND3} == {"vd"}
     assert len(ROUND4) == 30 and {log["id"][:2] for log in ROUND4} == {"ve"}
@@ -204,6 +206,7 @@ def test_rounds_1_to_55_were_measured_once_and_folded_into_work():
     assert len(ROUND53) == 20 and {log["id"][:3] for log in ROUND53} == {"w53"}
     assert len(ROUND54) == 19 and {log["id"][:3] for log in ROUND54} == {"w54"}
     assert len(ROUND55) == 29 and {log["id"][:3] for log in ROUND55} == {"w55"}
+    assert len(ROUND56) == 27 and {log["id"][:3] for log in ROUND56} == {"w56"}
     assert all(log["split"] == "work" for log in LOGS)
     assert not {log["url"] for log in ROUND2} & {log["url"] for log in ROUND1}, "round 2: new threads"
     earlier = {log["url"] for log in ROUND1 + ROUND2}
@@ -213,7 +216,7 @@ def test_rounds_1_to_55_were_measured_once_and_folded_into_work():
                                     ROUND29, ROUND30, ROUND31, ROUND32, ROUND33, ROUND34, ROUND35,
                                     ROUND36, ROUND37, ROUND38, ROUND39, ROUND40, ROUND41, ROUND42, ROUND43, ROUND44,
                                     ROUND45, ROUND46, ROUND47, ROUND48, ROUND49, ROUND50, ROUND51,
-                                    ROUND52, ROUND53, ROUND54, ROUND55),
+                                    ROUND52, ROUND53, ROUND54, ROUND55, ROUND56),
                                    start=3):
         assert not {log["url"] for log in later} & earlier, f"round {number}: new threads"
         earlier |= {log["url"] for log in later}
@@ -262,12 +265,13 @@ def test_rounds_1_to_55_were_measured_once_and_folded_into_work():
     assert len({log["url"] for log in ROUND53}) == 20, "one log per pinned file or thread"
     assert len({log["url"] for log in ROUND54}) == 19, "one log per pinned file or thread"
     assert len({log["url"] for log in ROUND55}) == 29, "one log per pinned file or thread"
+    assert len({log["url"] for log in ROUND56}) == 27, "one log per pinned file or thread"
 
 
 def test_labellers_and_a_disputed_or_changed_kind_is_marked():
-    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 55: one, no second
+    """Round 1: two labellers (a disputed kind is marked); rounds 2 to 56: one, no second
     labeller. A label changed after its measurement keeps the one before, and why; a label of
-    rounds 3 to 55 that read wrong on a second look after its measurement is marked
+    rounds 3 to 56 that read wrong on a second look after its measurement is marked
     ``kind_disputed`` with the reason (kind not measured), a phase ``phase_disputed`` (phase not
     measured)."""
     for log in ROUND1:
@@ -280,7 +284,7 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
                 + ROUND30 + ROUND31 + ROUND32 + ROUND33 + ROUND34 + ROUND35
                 + ROUND36 + ROUND37 + ROUND38 + ROUND39 + ROUND40 + ROUND41 + ROUND42 + ROUND43 + ROUND44 + ROUND45
                 + ROUND46 + ROUND47 + ROUND48 + ROUND49 + ROUND50 + ROUND51 + ROUND52 + ROUND53 + ROUND54
-                + ROUND55):
+                + ROUND55 + ROUND56):
         assert "second_labeller" not in log, log["id"]
         assert log["labels"].startswith("one labeller"), log["id"]
     for log in ROUND2:
@@ -331,7 +335,8 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (15/16, 13/16, 10/11) and round 51 at 62dbc45 with its logs 2ad7e25 (21/21, 16/21, 10/12) and round 52 at
 # 641442f with its logs 27e3805 (22/22, 19/22, 12/12) and round 53 at 70261c4 with its logs ee06dc6 (16/20,
 # 14/20, 9/9) and round 54 at 0ea5b67 with its logs f9cd1a6 (19/19, 19/19, 11/13) and round 55 at 99fcdc4 with
-# its logs 196450d (29/29, 26/29, 16/25) likewise. No
+# its logs 196450d (29/29, 26/29, 16/25) and round 56 at 19c88ec with its logs e542099 (24/27, 22/27, 15/18)
+# likewise. No
 # held-out logs are left (no held-out floor); the work floor is what the work split reaches.
 # "kind" counts logs whose labels agree, "phase" logs that show their phase. Round 27's misses were read and
 # fixed by cited rules (w2705, w2706, w2710): 670/653/371 of 674 at the fold, 671/656/371 after. lib28
@@ -430,7 +435,13 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (the KV cache tensors' allocation frame), w5525 (a KV connector's line for a scheduled request), w5528 (the V2
 # runner's "Loading model from scratch...") and w5517 (a ValueError naming the flag and bound to set) fixed by
 # cited rules, w5504's kind and phase, w5509's, w5510's and w5526's phase left misses: 1046/1017/585 after.
-FLOORS = {"work": (1046, 1017, 585)}
+# Round 56 had eight misses (w5601's crashed and kind, w5606's and w5627's kind, w5615's crashed and kind, w5623's
+# crashed and kind, w5612's, w5617's and w5621's phase; w5601's kind disputed on a second look, not measured):
+# 1070/1039/600 of 1084 at the fold (kind of 1055, phase of 610); w5606 (torch's TORCH_USE_CUDA_DSA hint line
+# alone), w5612 (make_layers' frame), w5615 (a subcommand's invalid choice; DeepSpeed's stamp is not SGLang's),
+# w5617 (a user's collective_rpc; a "Vllm..." Ray actor's tag) and w5627 (V0's loop cancelled at its timed wait)
+# fixed by cited rules, w5601's crashed, w5621's phase, w5623's crashed and kind left misses: 1071/1042/602 after.
+FLOORS = {"work": (1071, 1042, 602)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -308,8 +308,11 @@ def test_vllm_logs_are_read_as_vllm():
     # excerpt), no crash either way; round 55 two: the engine's ready line quoted with "> " before the user's own
     # memory prints (w5510) and two bare lines, V0's "Loading model weights took" and a negative "Available KV cache
     # memory" (w5526), both healthy excerpts, no crash either way (read as vLLM's, w5526's negative figure is
-    # vllm_kv_negative: docs/diagnosis.md, "Held-out round 55")
-    assert len(unmarked) <= 52, unmarked
+    # vllm_kv_negative: docs/diagnosis.md, "Held-out round 55"); round 56 six, each the same kind either way: verl's
+    # Ray WorkerDict lines with torch's illegal-access error and hints (w5602, w5605), a WorkerDict's "Fatal Python
+    # error: Aborted" (w5603), a WorkerDict thread's traceback cut (w5610), uvicorn's ASGI traceback (w5613) and verl's
+    # rollout prints over a driver's ray.get (w5621)
+    assert len(unmarked) <= 57, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -81,8 +81,14 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
 # place (vllm-ascend's AscendFusedMoE for FusedMoE, vllm_ascend/utils.py:662-668 (0.12.0rc1)). A model file's
 # __init__ frame whose next frame is a layer's __init__ is the weights' step, whatever cut the paste shows (a
 # model file's own parsers and processing classes build no layer)
+# (round 56) or the models' helper that builds a model's decoder layers one by one, make_layers (or its list
+# comprehension, where a paste cut its own frame: ``layer_fn(prefix=f"{prefix}.{idx}")``), called only from
+# the model classes' constructors (model_executor/models/utils.py:543, :558 (0.7.2); :950, :978 (0.34.0))
 _MODEL_BUILT = (r'model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
-                r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$')
+                r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$'
+                r'|model_executor/models/utils\.py", line \d+, in make_layers[ \t]*$'
+                r'|model_executor/models/utils\.py", line \d+, in <(?:listcomp|genexpr)>[ \t]*\n[ \t]+(?!File ")'
+                r'.*\blayer_fn\(prefix=')
 # (round 54) a multiprocessing worker's busy loop runs each RPC the executor broadcasts, ``output = func(*args,
 # **kwargs)`` (v1/executor/multiproc_executor.py:957, its failure logged "WorkerProc hit an exception." at :962
 # (0.20.0); :649/:654 0.10.2, :1211/:1223 0.34.0). The loop starts once the worker is built and READY (:861, after
@@ -98,11 +104,18 @@ _STARTUP_RPCS = (r"init_worker|init_device|load_model|initialize_from_config|ini
                  r"|get_supported_tasks|update_max_model_len")
 _AFTER_START_RPC = (r"in worker_busy_loop[ \t]*\n[ \t]+output = func\(\*args, \*\*kwargs\)[ \t]*\n"
                     rf'[ \t]*File "(?![^"\n]*/torch/)[^"\n]+", line \d+, in (?!(?:{_STARTUP_RPCS})\b)\w+[ \t]*$')
+# (round 56) the same RPCs asked from above: a user's code (an RL trainer's generation worker) calling
+# collective_rpc on its LLM or AsyncLLM, which exist only once their engine is built (LLM.__init__ builds it,
+# entrypoints/llm.py:282, before collective_rpc can be called, :474; AsyncLLM.collective_rpc,
+# v1/engine/async_llm.py:676 (0.10.2); entrypoints/llm.py:583, v1/engine/async_llm.py:1272 (0.34.0)). vLLM's own
+# start-up calls it from its executors, engines and workers (abstract.py, core.py, worker_base.py), not counted
+_USER_RPC = (r'^[ \t]*File "(?![^"\n]*/vllm(?:_ascend)?/(?:v1/)?(?:executor|engine|worker|distributed)/)[^"\n]+", '
+             r'line \d+, in \w+[ \t]*\n[ \t]+(?!File ").*\.collective_rpc\(')
 FRAME_PHASES = (
     ("load_weights", _frames(_LOAD, also=_MODEL_BUILT)),
     ("memory_pool", _frames(_POOL)),
     ("graph_capture", _frames(_CAPTURE)),
-    ("serving", _frames(_SERVING, also=_AFTER_START_RPC)),
+    ("serving", _frames(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}")),
 )
 STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 

@@ -75,8 +75,9 @@ VLLM_COUNTER = (r"^\s*vllm:(?:spec_decode_num_(?:accepted_tokens|draft_tokens|dr
 # (round 14) a line grep printed with its file's name in front (logtext's paste prefixes peel it)
 _GREP_FILE = r"(?:[\w.-]+\.(?:log|out|err|txt)(?::\d+)?:)?"
 _VLLM_MARKS = re.compile(
-    # (a worker's tag: "Worker" and its parallel ranks, v1/executor/multiproc_executor.py:1248-1261 (0.34.0))
-    rf"^\s*{_GREP_FILE}(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|VllmWorker\w*"
+    # (a worker's tag: "Worker" and its parallel ranks, v1/executor/multiproc_executor.py:1248-1261 (0.34.0); round
+    # 56: any "Vllm..." class, as "VllmWorkerProcess", executor/multiproc_worker_utils.py:161 (0.7.3), or NeMo-RL's)
+    rf"^\s*{_GREP_FILE}(?:{_PROC})?{_STAMP}|\((?:EngineCore\w*|APIServer|Vllm\w*"
     r"|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)\d+)+|LLMRayActor)\b"
     r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
@@ -138,8 +139,10 @@ _VLLM_MARKS = re.compile(
 # (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
 # vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and
 # "Rank N: max_total_num_token=..., " (model_rpc.py:108-113); in no vLLM wheel
+# (round 56) SGLang's stamp (0.5.23 srt/utils/common.py:2630), not DeepSpeed's "[date] [LEVEL] [file:line:func] "
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]"
+    r"(?! \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[[\w.]+:\d+:\w+\] )"
     r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )", re.M | re.I)
 
 

@@ -9,7 +9,8 @@ from ddlab.vllm_crashes import library
 from ddlab.crashes.signature import Signature
 
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT",
-           "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT"]
+           "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
+           "LOOP_WAIT_CANCELLED"]
 
 _V0 = library.V0
 
@@ -172,6 +173,25 @@ LOOP_TIMEOUT = Signature(
              ("vllm 0.4.0.post1", "vllm/engine/async_llm_engine.py:392"),
              ("vllm 0.5.0", "vllm/engine/async_llm_engine.py:529")))
 
+
+# (round 56) the same timeout from 0.5.1 on: the loop awaits its steps with asyncio.wait inside
+# ``async with asyncio_timeout(ENGINE_ITERATION_TIMEOUT_S)`` (0.5.1 engine/async_llm_engine.py:588-589; 0.6.4.post1
+# :865-866; 0.8.0 :850-851). The timeout fires by cancelling the task at that wait, and the CancelledError is
+# turned into the TimeoutError the loop re-raises (engine/async_timeout.py:175-178 (0.6.4.post1), the backport
+# used before Python 3.11): a traceback whose CancelledError was raised at the loop's wait is the first of that
+# chain, above "During handling ..." and the TimeoutError. A cancel from outside (shutdown) ends the loop quietly:
+# _log_task_completion logs "Engine is gracefully shutting down." with no traceback (:59-62 (0.6.4.post1))
+_LOOP_WAIT_CANCELLED = r", in run_engine_loop\s*\n\s*done, _ = await asyncio\.wait\("
+LOOP_WAIT_CANCELLED = Signature(
+    "vllm_engine_loop_cancelled", "hang", "V0's engine loop timed out waiting for a step",
+    ITERATION_TIMEOUT.advice,
+    types=r"(?:asyncio\.(?:exceptions\.)?)?CancelledError", patterns=(r".",), context=(_LOOP_WAIT_CANCELLED,),
+    priority=24, phase="serving", running=True, echo=True, fatal=True,
+    sources=(("vllm 0.5.1", "vllm/engine/async_llm_engine.py:589"),
+             ("vllm 0.6.4.post1", "vllm/engine/async_llm_engine.py:866"),
+             ("vllm 0.6.4.post1", "vllm/engine/async_timeout.py:178"),
+             ("vllm 0.6.4.post1", "vllm/engine/async_llm_engine.py:62"),
+             ("vllm 0.8.0", "vllm/engine/async_llm_engine.py:851")))
 
 # the executor waits for its workers' answer to a collective RPC with a timeout (V1's
 # multiproc executor): the workers stopped answering a model step, the engine gives up

@@ -223,7 +223,10 @@ ARGPARSE = Signature(
      "change between releases).",),
     lines=(r"\berror: (?:unrecognized arguments?|argument -|the following arguments are required"
            r"|ambiguous option|one of the arguments|invalid choice|expected one argument)",
-           r"^usage: vllm\b"),
+           r"^usage: vllm\b",
+           # (round 56) a subcommand refused: "vllm: error: argument subparser: invalid choice: 'X' (choose from
+           # ...)", the subparsers' dest (0.10.2 entrypoints/cli/main.py:41), or a launcher's ("argument command")
+           r"\berror: argument \w+: invalid choice: '[^'\n]*' \(choose from "),
     priority=90, phase="launch", detail=_argparse_detail,
     # (round 32) argparse's error exits its process (status 2); the server version and its non-default args
     # are logged only after a parse that succeeded (0.9.1 entrypoints/openai/api_server.py:1287-1288,
@@ -235,6 +238,7 @@ ARGPARSE = Signature(
              ("0.33.0", "vllm/engine/arg_utils.py:167"),
              ("0.34.0", "vllm/engine/arg_utils.py:167"),
              ("0.34.0", "vllm/entrypoints/cli/serve.py:172"),
+             ("0.34.0", "vllm/entrypoints/cli/main.py:98"),
              ("python", "argparse.py (ArgumentParser.error)")))
 
 CONFIG_INVALID = Signature(
@@ -385,7 +389,7 @@ SIGNATURES: list[Signature] = [
     requests.REQUEST_TOO_LONG, *speculative.SIGNATURES, *library.SIGNATURES,
     STARTUP_FREE_MEMORY, NCCL_INIT_CUT, CUSTOM_ALL_REDUCE, PP_UNSUPPORTED, GGUF_NOT_A_FILE,
     speculative.DRAFT_VOCAB_V0, engine.RPC_TIMEOUT, engine.QUEUE_TIMEOUT, engine.ITERATION_TIMEOUT,
-    engine.LOOP_TIMEOUT,
+    engine.LOOP_TIMEOUT, engine.LOOP_WAIT_CANCELLED,
     requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
     requests.HANDLER_LOGGED,

@@ -2,16 +2,14 @@
 (kernels refusing a model configuration: :mod:`.kernels`; an Ascend NPU's own fault and support
 texts: :mod:`.npu`; both spliced into :data:`SIGNATURES` where they stood).
 
-An illegal memory access, a device-side assert or an unspecified launch
-failure is ``cuda_illegal_access`` wherever it surfaces: in a scheduler
-traceback, inside "Capture cuda graph failed: ...", in a graph replay, on the
-C++ ``what():`` line of torch's NCCL watchdog thread, or only as the kernel's
-own ``IndexKernel.cu:92: ... Assertion ... failed.`` lines. The fault is the
-kind; the phase (and, for a replay, the signature) says where. CUDA reports
-the error at the next synchronisation, so the frame that shows it is rarely
-the kernel that caused it. torch's hint lines ("CUDA kernel errors might be
-asynchronously reported ...") with the message line cut from a paste are the
-same fault (``cuda_error_cut``, ranked below every message that names one).
+An illegal memory access, a device-side assert or an unspecified launch failure is ``cuda_illegal_access``
+wherever it surfaces: in a scheduler traceback, inside "Capture cuda graph failed: ...", in a graph replay, on
+the C++ ``what():`` line of torch's NCCL watchdog thread, or only as the kernel's own ``IndexKernel.cu:92: ...
+Assertion ... failed.`` lines. The fault is the kind; the phase (and, for a replay, the signature) says where.
+CUDA reports the error at the next synchronisation, so the frame that shows it is rarely the kernel that
+caused it. torch's hint lines ("CUDA kernel errors might be asynchronously reported ..." to "Compile with
+`TORCH_USE_CUDA_DSA` ...", round 56) with the message line cut from a paste are the same fault
+(``cuda_error_cut``, ranked below every message that names one).
 
 A kernel that has an instance for this GPU but not for this model's
 configuration (flashinfer's "Unsupported group_size" / "failed to dispatch",
@@ -291,10 +289,11 @@ CUDA_ERROR_CUT = Signature(
      "line above them is cut from the paste): most often an illegal memory access or a "
      "device-side assert. Get the whole log for the message, then:", _BISECT),
     lines=(r"^CUDA kernel errors might be asynchronously reported at some other API call",
-           r"^Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp:\d+"),
+           r"^Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp:\d+",
+           r"^Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions\.\s*$"),  # their last
     priority=50, running=True, by_algorithm=_BY_ALGORITHM,
-    sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation: "
-                              "CUDA kernel errors might be asynchronously reported ...)"),))
+    sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation: its hints)"),
+             ("vllm 0.6.4.post1", "vllm/worker/model_runner_base.py:143 (V0's warning logging such a message)")))
 
 
 # the CUDA driver writes a GPU core dump when a kernel hits an exception, if the environment
