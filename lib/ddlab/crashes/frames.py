@@ -51,7 +51,15 @@ _QUANT_BUILT = (r'sglang[/\\]srt[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", 
                 # (round 18) so is a constructor of a model's own module: the model class and the
                 # layers it builds for itself (0.5.23 model_loader/loader.py:309, model_class(**kwargs)
                 # in _initialize_model, the only caller of a model class)
-                r'|sglang[/\\]srt[/\\]models[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$')
+                r'|sglang[/\\]srt[/\\]models[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$'
+                # (round 56) and a quantization config choosing a layer's method: get_quant_method is called
+                # by the layers' constructors only (0.5.1 layers/linear.py:160 in LinearBase.__init__ :139,
+                # layers/moe/fused_moe_triton/layer.py:202, vocab_parallel_embedding.py:260,
+                # radix_attention.py:81; 0.5.23 linear.py:276, fused_moe_triton/layer.py:494, :500,
+                # vocab_parallel_embedding.py:304, radix_attention.py:105), its scheme lookup under it
+                # (0.5.1 quantization/compressed_tensors/compressed_tensors.py:131 get_scheme -> :522
+                # _get_scheme_from_parts)
+                r'|sglang[/\\]srt[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", line \d+,? in get_quant_method\s*$')
 _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|init_cache_with_memory_pool"
          # the scheduler's pool and radix cache (HiCache's storage included: 0.4.10.post2
          # managers/scheduler.py:561, called from its constructor at :393)

@@ -8,7 +8,8 @@ transformers' implementation ("Cannot find model module. 'X' is not a registered
 the Transformers library"), its multimodal processor registry, and ``ModelConfig``
 reading text settings from a config class of a layout it does not know. The kind is
 ``arch_unsupported``: a newer transformers or SGLang, or a processor whose module failed
-to import.
+to import. One text here is ``model_not_found``: a model path naming a file, which transformers reads
+as the config itself and cannot decode (:data:`MODEL_PATH_IS_A_FILE`).
 """
 
 from __future__ import annotations
@@ -171,6 +172,34 @@ TRANSFORMERS_ARCH_UNKNOWN = Signature(
              ("0.5.19", "sglang/srt/model_loader/utils.py:229"),
              ("sglang 0.5.9", "sglang/srt/model_loader/utils.py:54")))
 
+# (round 56) a model path that names a file: transformers takes a path that is a file as the config file
+# itself (4.56.1 configuration_utils.py:709-711) and reads it as JSON text (:756 -> _dict_from_json_file
+# :864-866), which SGLang asks for first (0.5.1 hf_transformers_utils.py:129, get_config); a weights
+# file (.pth, .bin, .safetensors) fails to decode as UTF-8 (its first bytes are binary: pickle's 0x80),
+# and from_pretrained re-raises it as "It looks like the config file at '{file}' is not a valid JSON file."
+# (:759-760). A folder's or a repo's config resolves to ".../config.json": a file not named *.json there,
+# or the decode error inside _dict_from_json_file, is the path naming something that is no model folder.
+# A config.json that is not valid JSON (a cut download) is not read here
+_CONFIG_READER = r'configuration_utils\.py", line \d+,? in _dict_from_json_file\s*$'
+_CONFIG_SOURCES = (("transformers 4.56.1", "transformers/configuration_utils.py:709"),
+                   ("transformers 4.56.1", "transformers/configuration_utils.py:711"),
+                   ("transformers 4.56.1", "transformers/configuration_utils.py:756"),
+                   ("transformers 4.56.1", "transformers/configuration_utils.py:760"),
+                   ("transformers 4.56.1", "transformers/configuration_utils.py:866"),
+                   ("sglang 0.5.1", "sglang/srt/hf_transformers_utils.py:129"))
+_PATH_IS_A_FILE = ("`--model-path` names a file, which transformers read as the model's config and could "
+                   "not decode: give the model's folder (config.json, the tokenizer's files and the "
+                   "weights); a PyTorch state dict (.pth) must first be saved as a Hugging Face "
+                   "checkpoint (`save_pretrained`) with its config.",)
+MODEL_PATH_IS_A_FILE = Signature(
+    "model_path_is_a_file", "model_not_found", "the model path is a file, not a model folder",
+    _PATH_IS_A_FILE, types=r"UnicodeDecodeError|OSError|EnvironmentError",
+    patterns=(r"codec can't decode byte 0x[0-9a-fA-F]{2}",
+              r"It looks like the config file at '[^']*(?<!\.json)' is not a valid JSON file\."),
+    # the decode error inside the config read, or the re-raise itself (its text is in the chain)
+    context=(rf"{_CONFIG_READER}|It looks like the config file at '[^']*(?<!\.json)' is not a valid JSON file",),
+    priority=85, phase="launch", sources=_CONFIG_SOURCES)
+
 SIGNATURES = [ARCH_UNSUPPORTED, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN,
               TRANSFORMERS_ARCH_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, ROUTER_ARCH_LOOKUP_CUT,
-              MODEL_TYPE_ALONE]
+              MODEL_TYPE_ALONE, MODEL_PATH_IS_A_FILE]
