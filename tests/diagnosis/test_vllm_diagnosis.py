@@ -311,8 +311,10 @@ def test_vllm_logs_are_read_as_vllm():
     # vllm_kv_negative: docs/diagnosis.md, "Held-out round 55"); round 56 six, each the same kind either way: verl's
     # Ray WorkerDict lines with torch's illegal-access error and hints (w5602, w5605), a WorkerDict's "Fatal Python
     # error: Aborted" (w5603), a WorkerDict thread's traceback cut (w5610), uvicorn's ASGI traceback (w5613) and verl's
-    # rollout prints over a driver's ray.get (w5621)
-    assert len(unmarked) <= 57, unmarked
+    # rollout prints over a driver's ray.get (w5621); round 57 three, each the same kind either way: uvicorn's ASGI
+    # traceback (w5715), torch's NCCL watchdog lines under "> " (w5717) and core_client's DEBUG "Waiting for 1 core
+    # engine proc(s)" lines under a container's ISO stamps (w5718, a healthy excerpt)
+    assert len(unmarked) <= 60, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

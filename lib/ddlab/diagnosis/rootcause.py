@@ -146,10 +146,10 @@ def clean_cause(text: str) -> str:
 
 def _best(type_name: str, text: str, chain_text: str, request: bool = False,
           registry: Registry = SGLANG) -> Signature | None:
-    # in a request's handler only a request's error counts, or (round 19) an echo of the engine's death
-    # (a fatal echo: every later request fails the same way, the server no longer serves)
+    # in a request's handler only a request's error counts, or (round 19) a fatal echo of the engine's death
+    # (every later request fails alike), or (vLLM round 57) a crash's error via a stream all requests share
     hits = [s for s in registry.signatures if s.matches_exception(type_name, text, chain_text)
-            and (s.request or not request or (s.echo and s.fatal))]
+            and (s.request or not request or (s.echo and s.fatal) or registry.shared(s, chain_text))]
     dead = [s for s in hits if request and s.echo and s.fatal and not s.request]
     return max(dead or hits, key=lambda s: s.priority, default=None)
 

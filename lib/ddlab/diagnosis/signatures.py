@@ -115,6 +115,15 @@ class Registry:
     # (round 20) the messages of records the server logs with the traceback of an exception it caught
     # and went on past: such a traceback is neither a crash nor a request's error
     caught: tuple[str, ...] = ()
+    # (vLLM round 57) the frames through which the server hands every open request the exception its engine
+    # loop died of: a request's traceback through them that raised a crash's error is that crash
+    engine_streams: str = ""
+
+    def shared(self, signature: Signature, chain_text: str) -> bool:
+        """``signature`` is a crash's (no echo) and the traceback ``chain_text`` went through
+        :attr:`engine_streams`."""
+        return bool(not signature.echo and self.engine_streams
+                    and regex(self.engine_streams, re.M).search(chain_text))
 
     @cached_property
     def _line_tests(self) -> tuple[tuple[str, re.Pattern, int], ...]:
@@ -136,7 +145,7 @@ class Registry:
 
 SGLANG = Registry("sglang", tuple(SIGNATURES), WRAPPERS, WRAPPER_FRAMES, WRAPPER_LINES)
 VLLM = Registry("vllm", tuple(VLLM_SIGNATURES), VLLM_WRAPPERS, "", (), VLLM_PROGRESS_RE, vllm_phase_marker,
-                vllm.CAUGHT)
+                vllm.CAUGHT, vllm.ENGINE_STREAMS)
 
 
 def registry(family: str) -> Registry:

@@ -74,7 +74,14 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             # executor/executor_base.py:216 collective_rpc("wake_up") -> worker/worker.py:140 -> the allocator,
             # device_allocator/cumem.py:207 (0.7.3)) or by the server's /wake_up route and a checkpoint's restore
             # (entrypoints/serve/dev/sleep/api_router.py:56, v1/engine/core.py:2510 (0.34.0)); start-up never wakes it
-            r"|wake_up")
+            r"|wake_up"
+            # (round 57) an attention backend's prefill over context already in the KV cache: TurboQuant takes
+            # _continuation_prefill only where a request's seq_len exceeds its q_len by a chunk of over 128
+            # tokens (v1/attention/backends/turboquant_attn.py:589, :621-622, :650 (0.20.0); :798, :890
+            # (0.34.0)); the runner's start-up batches have none (_dummy_run's seq_lens = max_query_len,
+            # v1/worker/gpu_model_runner.py:5439; FlashInfer's mixed warm-up, 16 tokens,
+            # model_executor/warmup/kernel_warmup.py:72-78 (0.20.0)): a request's chunked prefill or cache hit
+            r"|_continuation_prefill")
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its

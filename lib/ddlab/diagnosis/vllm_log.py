@@ -212,24 +212,24 @@ _PHASE_MARKERS = (
         # (round 55) the V2 model runner's only start-of-loading line, just before its loader's load_model
         # (v1/worker/gpu/model_runner.py:358 (0.28.0), :412 (0.34.0); V1 gpu_model_runner.py:2634 (0.11.0))
         r"|Loading model from scratch\.\.\.")),
-    # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0);
-    # V0 "Loading model weights took": worker/model_runner.py:1077 (0.6.4.post1)); then the
-    # profiling run (torch.compile runs in it), the KV cache's size
+    # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0); V0 "Loading model
+    # weights took": worker/model_runner.py:1077 (0.6.4.post1)); then the profiling run (torch.compile in it),
+    # the KV cache's size
     # (v1/worker/gpu_worker.py:796, v1/core/kv_cache_utils.py:1169 (0.34.0); V0 "# GPU blocks":
     # executor/gpu_executor.py:113 (0.6.4.post1)); (round 49) a KV connector registering the KV caches just
     # allocated, which vLLM hands it only from initialize_kv_cache (v1/worker/gpu_model_runner.py:7340 (0.23.0)):
     # "Registering kv caches!" (kv_connector/v1/lmcache_mp_connector.py:555, LMCache's own copy logs it too),
     # "Registering kv caches" / "Registering KV caches" (lmcache_integration/multi_process_adapter.py:423,
     # vllm_v1_adapter.py:787), "Registering KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391;
-    # all 0.23.0): the caches exist, the graphs are not captured yet
+    # all 0.23.0): the caches exist, the graphs are not captured yet; (round 57) the graphs' memory profiled
+    # in determine_available_memory (v1/worker/gpu_model_runner.py:5876, v1/worker/gpu_worker.py:381 (0.19.1))
     ("memory_pool", re.compile(
         r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory"
         r"|# GPU blocks: \d|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform"
-        r"|Compiling a graph for|Registering (?:kv|KV)[ _][Cc]aches\b")),
-    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing
-    # cudagraphs for decoding", worker/model_runner.py:1400 (0.6.4.post1)), "Graph capturing
-    # finished" (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518
-    # (0.6.4.post1))
+        r"|Compiling a graph for|Registering (?:kv|KV)[ _][Cc]aches\b|Profiling CUDA graph memory: ")),
+    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing cudagraphs for
+    # decoding", worker/model_runner.py:1400 (0.6.4.post1)), "Graph capturing finished"
+    # (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518 (0.6.4.post1))
     ("graph_capture", re.compile(
         # (round 7: the drafters' bars name what they capture, "Capturing prefill CUDA graphs",
         # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139,

@@ -10,7 +10,7 @@ from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
-           "CAUGHT", "CAUGHT_SOURCES", "UTILITY_FAILED", "HANDLER_LOGGED"]
+           "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED"]
 
 _V0 = V0
 
@@ -63,6 +63,14 @@ STREAM_ERROR = Signature(
              ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:963"),
              ("0.34.0", "vllm/entrypoints/openai/completion/serving.py:623"),
              ("0.34.0", "vllm/entrypoints/openai/chat_completion/serving.py:510")))
+
+# (round 57) V0's AsyncLLMEngine hands each open request's stream the exception its engine loop died
+# of: the loop's task ends only by an exception (engine/async_llm_engine.py:48-53, :69 error_callback),
+# and the callback marks the engine errored and propagates that exception to every stream (:682-684,
+# :145-156); only a request's own ValueError from add_request goes to that one request (:737-739). So a
+# handler's traceback through generate's stream (:1006, ``async for output in await self.add_request(``;
+# all 0.7.2) that raised an error of a crash's kind (a CUDA OOM in the forward) is the engine's death
+ENGINE_STREAMS = r'engine[/\\]async_llm_engine\.py", line \d+, in generate\s*$'
 
 # the OpenAI server's handlers render and tokenize each request's prompt; what that raises is logged
 # with its traceback and answered with an error (logger.exception("Error in preprocessing prompt

@@ -26,10 +26,10 @@ from __future__ import annotations
 from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, library, loading, messages,
                                 requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
-from ddlab.vllm_crashes.requests import CAUGHT
+from ddlab.vllm_crashes.requests import CAUGHT, ENGINE_STREAMS
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES", "CAUGHT"]
+__all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES", "CAUGHT", "ENGINE_STREAMS"]
 
 _V0 = library.V0
 

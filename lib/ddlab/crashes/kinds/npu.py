@@ -199,7 +199,13 @@ NPU_GRAPH_UPDATE_RAISED = Signature(
 # graph runners (0.5.23 hardware_backend/npu/graph_runner/npu_graph_runner.py:179 torch.npu.graph(...),
 # inside the decode runner's "Capture cuda graph failed" wrapper; vit_npu_graph_runner.py:73, a ViT's graph
 # captured lazily while serving, with no wrapper): a refused call is the capture failing, whatever the code
-_NPU_CAPTURE = r"NPU function error: (?:c10_npu::acl::)?AclmdlRICapture(?:Begin|End)\("
+# (vLLM round 57) capture_begin then asks the runtime for the stream's capture status and asserts it active
+# (TORCH_INTERNAL_ASSERT(status == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE), Ascend/pytorch
+# 9e73e70 torch_npu/csrc/core/npu/NPUGraph.cpp:318, :323 in capture_begin, :240): that assert failing is
+# the capture not begun, as a refused AclmdlRICaptureBegin is
+_NPU_CAPTURE = (r"NPU function error: (?:c10_npu::acl::)?AclmdlRICapture(?:Begin|End)\("
+                r"|\bstatus == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE"
+                r" INTERNAL ASSERT FAILED\b")
 
 
 def _capture_detail(found: Found) -> str | None:
@@ -222,6 +228,10 @@ NPU_CAPTURE = Signature(
     detail=_capture_detail,
     sources=(("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/interface/AclInterface.h:186, :190 "
                                  "(AclmdlRICaptureBegin / End)"),
+             ("torch_npu 2.10.0", "include/torch_npu/csrc/core/npu/interface/AclInterface.h:235 "
+                                  "(AclmdlRICaptureGetInfo)"),
+             ("torch_npu (Ascend/pytorch 9e73e70)",
+              "torch_npu/csrc/core/npu/NPUGraph.cpp:323 (the capture status asserted)"),
              ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUGraph.h:34 (capture_begin)"),
              ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/npu_graph_runner.py:179"),
              ("0.5.23", "sglang/srt/hardware_backend/npu/graph_runner/vit_npu_graph_runner.py:73")))
