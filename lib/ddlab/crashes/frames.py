@@ -25,7 +25,7 @@ import re
 from ddlab.crashes.kinds.diffusion import DIFFUSION_FORWARD_FRAMES
 
 __all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "shows_startup",
-           "own_script", "router_frames"]
+           "own_script", "ray_driver", "router_frames"]
 
 _IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
 
@@ -125,6 +125,15 @@ _LOAD_CALL = r"^\s*[\w.]*\.load_mo(?:d(?:e(?:l(?:\(.*)?)?)?)?\s*$"
 # model_executor/model_runner.py:418, after load_model :346, before init_memory_pool :435; 0.5.4 :446; 0.5.5
 # :454): its frame is read as load_weights above, and the call's callee is on the stack
 _LORA_CALL = "init_lora_manager"
+# (round 57) the model runner's own forward steps: ModelRunner.forward -> _forward_raw -> forward_extend (0.5.7
+# model_executor/model_runner.py:2210, :2288 -> :2155 self.model.forward) are reached only from a scheduled batch
+# (0.5.7 managers/tp_worker.py:200, :421, :476, :497 under run_batch; 0.5.23 tp_worker.py:276, :675, :767, :787;
+# _forward_raw 0.5.23 model_runner.py:1860). The one caller at startup, PP's dynamic-chunking profile (0.5.7
+# scheduler_pp_mixin.py:617 from scheduler.py:763 in init_chunked_prefill, caught there and warned), runs under
+# Scheduler.__init__, a startup frame that wins. The graph runners call the model itself (0.5.7
+# model_runner.py:1949 in _dummy_run; cuda_graph_runner's capture), and an attention backend's forward_extend is
+# another file's: only model_runner.py's frames count
+_RUNNER_FORWARD = r'model_executor[/\\]model_runner\.py", line \d+,? in (?:_forward_raw|forward_extend)\s*$'
 FRAME_PHASES = (
     ("load_weights", re.compile(rf"{_frames(_LOAD, _LORA_CALL).pattern}|{_QUANT_BUILT}|{_LOAD_CALL}", re.M)),
     ("memory_pool", _frames(_POOL)),
@@ -132,7 +141,7 @@ FRAME_PHASES = (
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
     ("graph_capture", re.compile(rf"{_frames(_CAPTURE, _GRAPH_SETUP).pattern}|{CAPTURE_PROFILER}", re.M)),
     ("ready", _frames(_WARMUP)),
-    ("serving", _frames(_SERVING, r"event_loop_\w+|run_event_loop")),
+    ("serving", re.compile(_frames(_SERVING, r"event_loop_\w+|run_event_loop").pattern + "|" + _RUNNER_FORWARD, re.M)),
 )
 # (round 50) SGLang Diffusion loading its pipeline's components (the DiT, encoders, VAE: their weights):
 # the pipeline's constructor loads each module (0.5.12 multimodal_gen/runtime/pipelines_core/
@@ -193,6 +202,25 @@ def own_script(frames: list) -> bool:
     return bool(folder) and not _STDLIB.search(first) and all(
         (f.file.startswith(folder) or _STDLIB.search(f.file)) and not _PACKAGE.search(f.file)
         for f in frames)
+
+
+# (round 57) Ray's driver prints its actors' lines under their tag (diagnosis/viewer_prefixes.py RAY_TAG; a child an
+# actor starts writes to the actor's log, tagged alike) and its own lines bare. Where every line SGLang's logger
+# stamped carried the tag and a traceback's lines carry none, the traceback is the driver's, a process that is no
+# server: a script's ray.get of an actor's call that failed (sglang 0.4.4.post3 model_runner.py:549-562 catches the
+# weight-update group's error and answers the call with it, the server going on). The driver reporting an actor's
+# death (Ray's RayActorError, ActorDiedError, ActorUnavailableError, WorkerCrashedError) tells of the server's
+# process: not read so
+_ACTOR_DIED = re.compile(r"\b(?:RayActorError|ActorDiedError|ActorUnavailableError|WorkerCrashedError)\b"
+                         r"|[Tt]he actor died")
+
+
+def ray_driver(chain_lines: list, lines: list) -> bool:
+    """The traceback's lines (``.actor``, ``.msg``) are Ray's driver's, the server's lines before them an actor's."""
+    first = min((line.no for line in chain_lines), default=0)
+    stamped = [line for line in lines if line.stamped and line.no < first]
+    return (bool(stamped) and all(line.actor for line in stamped) and not any(line.actor for line in chain_lines)
+            and not any(_ACTOR_DIED.search(line.msg) for line in chain_lines))
 
 
 def router_frames(frames: list) -> bool:

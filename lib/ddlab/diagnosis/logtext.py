@@ -35,7 +35,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
-from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RFC3339 as _ISO
+from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RAY_TAG, RFC3339 as _ISO
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
@@ -64,7 +64,6 @@ _SGLANG_RE = re.compile(
     r"^(?:\[(?P<time>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d+)?)"
     r"|(?P<bare>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?))"
     r"(?P<tags>(?: [A-Z][A-Z_]*\d+)*)\] ?")
-_COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a paste lost: [36m
 # torch's C++ (c10) log and glog: a severity letter, the date (torch >= 2.4 drops the
 # leading zero of the month: E207 is Feb 7), the time, [a thread id,] file:line.
 _CPP_LOG_RE = re.compile(r"^\[?(?P<level>[IWEF])\d{3,4} [\d:.]+ +(?:\d+ )?[\w.]+:\d+\] ")
@@ -81,9 +80,7 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_ISO}\s+(?:(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.<>]+: )?",      # CI / tracing timestamps
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - ",          # a launcher's Python logging
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
-    # Ray actor, engine core; a SkyPilot job's node names its Ray task "NAME," or "head, rank=0," (skypilot 0.8.0
-    # sky/backends/cloud_vm_ray_backend.py:638, :646): "(worker1, rank=1, pid=N, ip=A) " (round 43's h43004)
-    rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} ",
+    RAY_TAG,                                                            # Ray actor, engine core (its module)
     r"^\[rank\d+\]: ?",                                                  # torch elastic
     # (round 14) grep over several files (-H): "FILE:" (and "LINE:" with -n) before each matching line
     # (GNU grep's output, src/grep.c print_line_head); a log file's name, its extension one a log has
@@ -130,6 +127,7 @@ class Line:
     # (round 19) it carried a server logger's stamp at a level no traceback is logged at (vLLM's "INFO
     # 08-07 04:48:56 [file.py:N]"): the first line of a record of its own, never an exception's message
     record: bool = False
+    actor: bool = False  # (round 57) it carried Ray's tag of a task's or actor's line (viewer_prefixes.RAY_TAG)
 
     @property
     def stamped(self) -> bool:
@@ -231,6 +229,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
         peeled: list[str] = []
         cleaned, level = _unprefix(cleaned, extra, peeled)
         own = record is not None and any(record.match(p) for p in peeled)
+        actor = any(re.match(RAY_TAG, p) for p in peeled)
         for part in _parts(_unescaped(cleaned)):
             time = rank = None
             msg = part
@@ -238,7 +237,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
             if stamp:
                 time, rank = stamp["time"] or stamp["bare"], stamp["tags"].strip() or None
                 msg = msg[stamp.end():]
-            lines.append(Line(no, part, error_body_message(msg), ident, pid, time, rank, level, own))
+            lines.append(Line(no, part, error_body_message(msg), ident, pid, time, rank, level, own, actor))
     return join_wrapped_frames(peel_relay_level(lines, _restamp))
 
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ddlab.crashes.frames import own_script, router_frames
+from ddlab.crashes.frames import own_script, ray_driver, router_frames
 from ddlab.diagnosis.logtext import READY_MARK, Line
 
 __all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch"]
@@ -167,8 +167,8 @@ class Chain:
 def client_script(chain: Chain, lines: list[Line]) -> bool:
     """(round 35) A script's own traceback (:func:`ddlab.crashes.frames.own_script`) printed once the server
     served (its "ready to roll", or uvicorn's access line of a request it answered 2xx): a client died of its
-    own error (a test harness's NameError), not the server."""
-    return bool(chain.outermost.type) and own_script(chain.frames) and any(
+    own error (a test harness's NameError), not the server. (round 57) Or Ray's driver's, the server an actor's."""
+    return ray_driver(chain.lines, lines) or bool(chain.outermost.type) and own_script(chain.frames) and any(
         READY_MARK.search(ln.msg) or _ANSWERED_RE.search(ln.msg) for ln in lines if ln.no < chain.first_no)
 
 

@@ -11,7 +11,9 @@ Traceback (most recent call last): ...' beside the LogEntry it came from, whose 
 severity, so a line of a process's own that says '[severity: ...]' keeps it. :mod:`.logtext` tries
 it with the other collectors' prefixes, before SGLang's own '[YYYY-MM-DD hh:mm:ss TPn] ' stamp is
 read. :data:`RFC3339` is the timestamp it reads, which logtext's other collector prefixes
-(Kubernetes, CI, job launchers, sidecars) read too.
+(Kubernetes, CI, job launchers, sidecars) read too. :data:`RAY_TAG` is the tag Ray's driver puts before
+each line of a task's or an actor's that it prints (its own lines carry none), which vLLM's engine core
+writes too.
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -21,10 +23,18 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING", "RFC3339"]
+__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 
 # (round 43) "ERROR 2026-02-18T14:43:05.821451064Z [severity: ERROR] " (the echo optional)
 CLOUD_LOGGING = re.compile(rf"^(?P<severity>{_SEVERITY}) {RFC3339} (?:\[severity: (?P=severity)\](?: |$))?")
+
+_COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a paste lost: [36m
+# Ray's tag "(Name pid=N, ip=A) " before a worker's line, the engine core's alike; a SkyPilot job's node names its
+# Ray task "NAME," or "head, rank=0," (skypilot 0.8.0 sky/backends/cloud_vm_ray_backend.py:638, :646): "(worker1,
+# rank=1, pid=N, ip=A) " (round 43's h43004). (round 57) The driver prints its tasks' and actors' lines under it
+# and its own lines bare (ray-project/ray doc/source/ray-observability/ray-logging.rst, "Driver logs", "Worker
+# logs"), so which lines carried it tells the driver's from an actor's (logtext's Line.actor)
+RAY_TAG = rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "

@@ -3,7 +3,8 @@
 An undefined symbol, a version check, an import that fails, a shared library that cannot be
 opened, a compiled op called with arguments its build does not declare, a kernel library refusing
 the installed CUDA toolkit, a device extension's op missing from its runtime library, a kernel
-library's tuned config naming a kernel the installed library lacks. :mod:`.launch`
+library's tuned config naming a kernel the installed library lacks, a KV-cache plug-in that did not patch the
+pool SGLang built. :mod:`.launch`
 splices this list into its own.
 """
 
@@ -287,6 +288,30 @@ VLLM_MODEL_CLASS = Signature(
              ("vllm 0.5.5", "vllm/model_executor/models/__init__.py:142 (_try_load_model_cls), :160"),
              ("vllm 0.5.5", "vllm/model_executor/models/deepseek_v2.py:496-501 (forward: kv_caches, attn_metadata)")))
 
+# (round 57) kvcached (elastic KV cache) patches SGLang's classes when SGLang is imported: it aliases the
+# allocator to its own (ovg-project/kvcached v0.1.3 kvcached/integration/sglang/patches.py:52-61, :100) and
+# MHATokenToKVPool alone to its elastic pool, which carries ``kvcached_allocator`` (:134-169, :250). SGLang builds
+# the pool for the model's attention (0.5.6 model_executor/model_runner.py:1875 MLATokenToKVPool for an MLA model,
+# :1963 MHATokenToKVPool) and hands it to the allocator (:2009-2015); kvcached's allocator raises where the pool is
+# not one it patched (patches.py:57-58, "... requires elastic MHA pool"). So the installed kvcached does not cover
+# the pool this SGLang builds for this model: v0.1.4 added the MLA pool (patches.py:492-612) and the paged
+# allocator for page sizes over 1 (:151), the message kept for pools it still lacks
+_KVCACHED_POOL = r"\bElastic\w*TokenToKVPoolAllocator requires elastic \w+ pool"
+KVCACHED_POOL_UNPATCHED = Signature(
+    "kvcached_pool_unpatched", "dependency_mismatch", "kvcached does not patch the KV pool SGLang built for this model",
+    ("kvcached's elastic allocator was handed a KV pool that kvcached did not patch: the installed kvcached "
+     "replaces only some of SGLang's pool classes (up to v0.1.3 only MHATokenToKVPool; an MLA model such as "
+     "DeepSeek gets MLATokenToKVPool, patched from v0.1.4 on). Install a kvcached whose SGLang patches cover "
+     "this model's pool and this SGLang release (`pip install -U kvcached`; `pip show kvcached sglang` says what "
+     "is installed), or start the server without kvcached (unset ENABLE_KVCACHED).",),
+    patterns=(_KVCACHED_POOL,), types=r"(?:\w+\.)*ValueError", priority=80,
+    sources=(("kvcached (ovg-project/kvcached v0.1.3)", "kvcached/integration/sglang/patches.py:57-58 (requires "
+              "elastic MHA pool), :134-169, :250 (only MHATokenToKVPool aliased)"),
+             ("kvcached (ovg-project/kvcached v0.1.4)", "kvcached/integration/sglang/patches.py:492-612 "
+              "(ElasticMLATokenToKVPool), :151"),
+             ("sglang 0.5.6", "sglang/srt/model_executor/model_runner.py:1875 (MLATokenToKVPool), :1963, "
+              ":2009-2015 (TokenToKVPoolAllocator(..., kvcache=self.token_to_kv_pool))")))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -296,4 +321,4 @@ IMPORT_ERROR = Signature(
 
 SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
               TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, AITER_TUNED_KERNEL_MISSING, VLLM_MODEL_CLASS,
-              IMPORT_ERROR]
+              KVCACHED_POOL_UNPATCHED, IMPORT_ERROR]
