@@ -313,8 +313,10 @@ def test_vllm_logs_are_read_as_vllm():
     # error: Aborted" (w5603), a WorkerDict thread's traceback cut (w5610), uvicorn's ASGI traceback (w5613) and verl's
     # rollout prints over a driver's ray.get (w5621); round 57 three, each the same kind either way: uvicorn's ASGI
     # traceback (w5715), torch's NCCL watchdog lines under "> " (w5717) and core_client's DEBUG "Waiting for 1 core
-    # engine proc(s)" lines under a container's ISO stamps (w5718, a healthy excerpt)
-    assert len(unmarked) <= 60, unmarked
+    # engine proc(s)" lines under a container's ISO stamps (w5718, a healthy excerpt); round 58 two, each the same
+    # kind either way: torch's illegal-access error and hint under a systemd journal's prefix (w5808) and the model
+    # registry's "failed to be inspected" ValueError alone (w5821)
+    assert len(unmarked) <= 62, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -201,8 +201,8 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
     if not outer.type:
         where = chain.header or "frames with no exception line"
         cause = f"the log ends inside a traceback ({where}): its exception line is missing"
-        known = [s for s in registry.signatures if s.matches_context(chain_text)
-                 and (s.request or chain.handled is None)]
+        known = [s for s in registry.signatures if s.matches_context(chain_text)  # (vLLM round 58) as in _best:
+                 and (s.request or chain.handled is None or (s.echo and s.fatal))]  # a fatal echo counts too
         signature = max(known, key=lambda s: s.priority, default=chain.handled)
         return Candidate(*span, cause, signature, chain=chain, raised=outer, cut=signature is None,
                          wrapper=bool(signature and signature.echo), rank=rank,

@@ -46,8 +46,9 @@ from ddlab.diagnosis.vllm_frames import FRAME_PHASES, STARTUP_FRAMES as _STARTUP
 from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from ddlab.diagnosis.vllm_records import (only_vllm_files, only_vllm_services, with_announced_traceback,
-                                          with_engine_messages, with_handler_records, without_debug_tracebacks)
-from ddlab.vllm_crashes.requests import HANDLER_LOGGED
+                                          with_engine_messages, with_handler_records, with_utility_records,
+                                          without_debug_tracebacks)
+from ddlab.vllm_crashes.requests import HANDLER_LOGGED, UTILITY_FAILED
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
            "FRAME_PHASES", "advise_vllm"]
@@ -259,7 +260,7 @@ def read_vllm(text: str) -> VllmLog:
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)
     chains = with_announced_traceback(chains, lines, text)
-    chains = with_handler_records(chains, text, HANDLER_LOGGED)
+    chains = with_utility_records(with_handler_records(chains, text, HANDLER_LOGGED), text, UTILITY_FAILED)
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
                    root_cause(lines, chains, registry))

@@ -1,15 +1,13 @@
 """Reading a vLLM server log: which family wrote it, vLLM's line prefixes, startup phases, metrics.
 
-Contract: :func:`detect_family` says whether a log is vLLM's or SGLang's from its
-text (``sglang`` unless vLLM's marks outnumber SGLang's: every log ddlab read before
-vLLM keeps its reading). :func:`vllm_lines` splits a vLLM log into
-:class:`~ddlab.diagnosis.logtext.Line` records with vLLM's own prefixes peeled
-after the collectors': the process tag ``(EngineCore_DP0 pid=N)``, ``(APIServer
-pid=N)``, ``(VllmWorker rank=N pid=N)``, ``(VllmWorkerProcess pid=N)``, ``(Worker_TP1
-pid=N)`` and the logger's stamp ``INFO 12-03 10:00:00 [file.py:N]`` (0.8 on; before:
-``INFO 12-03 10:00:00 file.py:N]``), written by ``_FORMAT`` (vllm/logger.py:28 (0.34.0))
-on every line of a record, tracebacks included (``NewLineFormatter``,
-vllm/logging_utils/formatter.py:74 (0.34.0)).
+Contract: :func:`detect_family` says whether a log is vLLM's or SGLang's from its text (``sglang`` unless
+vLLM's marks outnumber SGLang's: every log ddlab read before vLLM keeps its reading). :func:`vllm_lines`
+splits a vLLM log into :class:`~ddlab.diagnosis.logtext.Line` records with vLLM's own prefixes peeled after
+the collectors': the process tag ``(EngineCore_DP0 pid=N)``, ``(APIServer pid=N)``, ``(VllmWorker rank=N
+pid=N)``, ``(VllmWorkerProcess pid=N)``, ``(Worker_TP1 pid=N)`` and the logger's stamp ``INFO 12-03 10:00:00
+[file.py:N]`` (0.8 on; before: ``INFO 12-03 10:00:00 file.py:N]``), written by ``_FORMAT`` (vllm/logger.py:28
+(0.34.0)) on every line of a record, tracebacks included (``NewLineFormatter``, vllm/logging_utils/formatter.py:74
+(0.34.0)).
 
 :func:`vllm_phase_reached` is the last startup phase a vLLM log reached, from
 the lines vLLM writes at each step (the releases' ``path:line`` at each marker below);
@@ -40,9 +38,10 @@ FAMILIES = ("sglang", "vllm")
 # DeploymentID.to_replica_actor_class_name), the word its log prefix carries
 _PROC = r"\([A-Za-z][\w-]*(?::[\w.-]+)*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
-# vLLM's logger stamp, level to "[file.py:N]" (what follows it: a space, or the line's end): its time and
+# vLLM's logger stamp, level to "[file.py:N]" (what follows it: a space, or the line's end): its time (round 58:
+# its seconds optional, a datefmt a user's VLLM_LOGGING_CONFIG_PATH may set, logger.py:27, :127-133 (0.11.0)) and
 # its file info ("file:N]" before 0.8, then "[file:N]") are spelled once here for every reader of the stamp
-VLLM_TIME = r"\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?"
+VLLM_TIME = r"\d\d-\d\d \d\d:\d\d(?::\d\d(?:\.\d+)?)?"
 VLLM_FILEINFO = r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])"
 VLLM_STAMP = rf"{_LEVEL} {VLLM_TIME} {VLLM_FILEINFO}"
 _STAMP = rf"{VLLM_STAMP}(?: |$)"
@@ -81,7 +80,8 @@ _VLLM_MARKS = re.compile(
     r"|Worker(?:_(?:DP|PP|PCP|TP|DCP|EP)\d+)+|LLMRayActor)\b"
     r"|\bvllm[/\\](?:v1|engine|worker|entrypoints|executor|spec_decode|model_executor|config"
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
-    r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\."
+    # (round 58) vllm-omni, whose stages run vLLM's engine: its modules' logger names ("ERROR:vllm_omni.x:") and paths
+    r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\.|\bvllm_omni[./\\]"
     # names and texts only vLLM writes: its config keys and engine parts, its model registry's error
     # (each word an alternative of its own: a :class:`Screen` asks each only where its text is)
     r"|\bgpu_memory_utilization\b|\bmax_model_len\b|\bmax_num_scheduled_tokens\b|\bnum_speculative_tokens\b"

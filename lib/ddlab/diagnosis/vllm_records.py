@@ -24,6 +24,9 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
   the OpenAI chat or completion handler ("serving_chat.py:N]", "[serving_completion.py:N]") is a traceback
   that handler logged for one request before it answered it (``HANDLER_LOGGED`` of
   :mod:`ddlab.vllm_crashes.requests` says where): the chain is marked handled, one request's error.
+- :func:`with_utility_records` (round 58): so is a chain every line of which the log shows under the stamp of
+  the engine core's "Invocation of ... method failed" record, after it: what a utility method raised, which
+  the engine logged and answered the caller with (``UTILITY_FAILED`` says where), whatever it raised.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from ddlab.diagnosis.tracebacks import Chain, Raised
 from ddlab.diagnosis.vllm_log import VLLM_FILEINFO, VLLM_STAMP, VLLM_TIME
 
 __all__ = ["without_debug_tracebacks", "with_engine_messages", "with_announced_traceback", "with_handler_records",
-           "only_vllm_services"]
+           "with_utility_records", "only_vllm_services"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
@@ -216,3 +219,33 @@ def only_vllm_files(text: str) -> str:
         name = header[1] if header else name
         sources.append((name, len(raw) if header else 0))
     return _without_unstamped(raws, sources) or text
+
+
+# (round 58) the engine core's record of a failed utility call (collective_rpc, a weight update, a cache reset):
+# ``logger.exception("Invocation of %s method failed", ...)``, then the caller is answered with the failure and
+# the engine's loop goes on (v1/engine/core.py:459-462 (0.8.5.post1), :2055-2056 (0.34.0)); the record's
+# traceback, or what a paste kept of it, repeats the record's stamp (its level, time and "[core.py:N]")
+_UTILITY_RECORD_RE = re.compile(rf"\b(ERROR {VLLM_TIME} {VLLM_FILEINFO}) ?Invocation of \w+ method failed")
+
+
+def _utility_bodies(text: str) -> list[str]:
+    """What the lines under the stamp of an "Invocation of ... method failed" record say, after that record."""
+    bodies, stamp = [], None
+    for raw in text.splitlines():
+        if said := _UTILITY_RECORD_RE.search(raw):
+            stamp = said[1]
+        elif stamp and (at := raw.find(stamp)) >= 0:
+            bodies.append(raw[at + len(stamp):].rstrip())
+    return bodies
+
+
+def with_utility_records(chains: list[Chain], text: str, signature) -> list[Chain]:
+    """The chains whose every line ``text`` shows under a failed utility call's record stamp (above), marked
+    handled by ``signature`` (the caller's error: the engine answered it and kept serving)."""
+    if "method failed" not in text or not (bodies := _utility_bodies(text)):
+        return chains
+    for chain in chains:
+        said = [line.msg.rstrip() for line in chain.lines if line.msg.strip()]
+        if chain.handled is None and said and all(any(body.endswith(msg) for body in bodies) for msg in said):
+            chain.handled = signature
+    return chains

@@ -101,8 +101,13 @@ SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal er
 # to every request's queue (v1/engine/output_processor.py:596-600 (0.34.0), propagate_error), so a
 # streamed request's traceback shows that frame too: the engine's failure, not the request's. The
 # code line is the frame's (async_llm.py:894 (0.34.0), :880 (0.33.0), :789 (0.30.0)); an echo like the
-# engine's death, ranked just above the stream handler's request error, so the cause it forwards wins
-_OUTPUT_HANDLER = r"^\s*outputs = await engine_core\.get_output_async\(\)\s*$"
+# engine's death, ranked just above the stream handler's request error, so the cause it forwards wins.
+# (round 58) Or the frame line itself, where a paste cut below it: whatever output_handler raised ends it
+# (its ``try`` holds the whole ``while True`` loop; the ``except`` logs, propagate_error hands the exception to
+# every request's queue, RequestOutputCollector.get raises it in each, and the task returns: 0.11.0
+# v1/engine/async_llm.py:435-437, :479-481, output_processor.py:318-323, :57-59; 0.34.0 async_llm.py:950-958)
+_OUTPUT_HANDLER = (r"^\s*outputs = await engine_core\.get_output_async\(\)\s*$"
+                   r'|v1[/\\]engine[/\\]async_llm\.py", line \d+, in output_handler\s*$')
 OUTPUT_HANDLER_FAILED = Signature(
     "vllm_output_handler_failed", "unknown", "the API server's output handler raised the engine's failure",
     ENGINE_DEAD.advice,
@@ -111,7 +116,8 @@ OUTPUT_HANDLER_FAILED = Signature(
     sources=(("0.30.0", "vllm/v1/engine/async_llm.py:789"), ("0.33.0", "vllm/v1/engine/async_llm.py:880"),
              ("0.34.0", "vllm/v1/engine/async_llm.py:894"), ("0.34.0", "vllm/v1/engine/core_client.py:1310"),
              ("0.30.0", "vllm/v1/engine/core_client.py:1171"),
-             ("0.34.0", "vllm/v1/engine/output_processor.py:596")))
+             ("0.34.0", "vllm/v1/engine/output_processor.py:596"), ("vllm 0.11.0", "vllm/v1/engine/async_llm.py:481"),
+             ("vllm 0.11.0", "vllm/v1/engine/output_processor.py:59"), ("0.34.0", "vllm/v1/engine/async_llm.py:958")))
 
 # every process waits on the shared-memory message queue; a rank that stops answering leaves
 # the others printing this once a minute (shm_broadcast.py:115 (0.34.0))

@@ -10,7 +10,7 @@ from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
-           "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED"]
+           "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED", "OMNI_STAGE_ERROR"]
 
 _V0 = V0
 
@@ -178,7 +178,9 @@ GRAMMAR_REJECTED = Signature(
 # is logged with its traceback and sent back to the caller as the call's failure, and the engine's busy
 # loop goes on (EngineCoreProc._invoke_utility_method: logger.exception("Invocation of %s method failed",
 # name), then output.failure_message = "Call to ... method failed": v1/engine/core.py:2055-2056 (0.34.0),
-# :1849 (0.33.0), :1609 (0.30.0), :918 (0.11.1), :349 (0.7.3)). The caller's error, not the engine's death
+# :1849 (0.33.0), :1609 (0.30.0), :918 (0.11.1), :459-461 (0.8.5.post1), :349 (0.7.3)). The caller's error, not
+# the engine's death, whatever the method raised (round 58: an NCCL error of a weight-sync communicator's init);
+# :func:`ddlab.diagnosis.vllm_records.with_utility_records` gives it the record's traceback under its stamp
 _UTILITY = r"Invocation of \w+ method failed"
 UTILITY_FAILED = Signature(
     "vllm_utility_call_failed", "request_error", "one utility call to the engine core failed and was answered",
@@ -189,4 +191,23 @@ UTILITY_FAILED = Signature(
      "the caller's setup, and retry.",),
     lines=(_UTILITY,), priority=4, request=True, phase="serving",
     sources=(("0.34.0", "vllm/v1/engine/core.py:2055"), ("0.33.0", "vllm/v1/engine/core.py:1849"),
-             ("0.30.0", "vllm/v1/engine/core.py:1609"), ("0.7.3", "vllm/v1/engine/core.py:349")))
+             ("0.30.0", "vllm/v1/engine/core.py:1609"), ("vllm 0.8.5.post1", "vllm/v1/engine/core.py:459"),
+             ("0.7.3", "vllm/v1/engine/core.py:349")))
+
+# (round 58) vllm-omni's stages: a stage worker catches what one batch raised, logs it and puts an error result
+# for each of the batch's requests on its output queue, then takes the next batch (vllm-omni 0548674
+# vllm_omni/entrypoints/omni_stage.py:720-729, inside its ``while True``); the orchestrator logs "Stage %s error
+# on request %s: %s" for that request and goes on to the next result (entrypoints/omni_llm.py:355-362 and
+# async_omni.py:366-373, ``continue``; later "[OmniLLM] Stage ..." and the async one raising into that request
+# alone). One request's error: the stages keep serving
+_OMNI_STAGE = r"\bStage \d+ error on request \S+: "
+_OMNI = "vllm-omni (vllm-project/vllm-omni 0548674)"
+OMNI_STAGE_ERROR = Signature(
+    "vllm_omni_stage_request_error", "request_error", "one request failed in a vllm-omni stage",
+    ("A vllm-omni stage failed on one batch of requests (the text after \"error on request ...:\" is what "
+     "that batch raised); the stage answered those requests with the error and went on to the next batch. "
+     "The stage worker's own log (its \"Failed on batch\" record) holds the traceback: fix that request's "
+     "inputs, or report the traceback if the request is valid.",),
+    lines=(_OMNI_STAGE,), priority=4, request=True, phase="serving",
+    sources=((_OMNI, "vllm_omni/entrypoints/omni_stage.py:721"), (_OMNI, "vllm_omni/entrypoints/omni_llm.py:357"),
+             (_OMNI, "vllm_omni/entrypoints/async_omni.py:368")))

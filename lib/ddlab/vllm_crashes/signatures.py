@@ -392,7 +392,7 @@ SIGNATURES: list[Signature] = [
     engine.LOOP_TIMEOUT, engine.LOOP_WAIT_CANCELLED,
     requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
-    requests.HANDLER_LOGGED,
+    requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR,
     *backends.SIGNATURES,
     *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES,
 ]
