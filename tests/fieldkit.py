@@ -19,6 +19,7 @@ LOGS = Path(__file__).parent / "fixtures" / "logs"
 VLLM_REAL = LOGS / "vllm-real"
 REAL = LOGS / "real"  # SGLang's
 REAL_MANIFEST = {log["id"]: log for log in json.loads((REAL / "manifest.json").read_text())["logs"]}
+VLLM_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
 # A test that reads a whole corpus runs in quarters (every fourth log from the first, second, ...): make check
 # runs the first, make test all four, which its workers share out (each whole corpus is 2-16 CPU-s).
 QUARTERS = 4
@@ -192,3 +193,27 @@ def implied_work_counts(corpus: str) -> tuple[int, int, int]:
                 sum(bool(log["phase_in_log"]) and not log.get("phase_disputed") for log in work))
     return tuple(n - sum(field in fields for fields in KNOWN_MISSES[corpus].values())
                  for n, field in zip(measured, FIELDS))
+
+
+def folded_round(manifest: dict, number: int) -> list[str]:
+    """The ids of held-out round ``number`` in ``manifest`` (id -> entry), sorted, each folded into work."""
+    ids = sorted(log_id for log_id, log in manifest.items() if log.get("heldout_round") == number)
+    assert all(manifest[log_id]["split"] == "work" for log_id in ids), number
+    return ids
+
+
+def assert_vllm_logs_read_as_labelled(ids: list[str]) -> dict:
+    """Each vLLM corpus log of ``ids`` reads as labelled (crashed; the kind unless disputed; the phase where the
+    log shows it, unless disputed) but in the fields known_misses.json lists for it; returns those listed misses."""
+    left = {log_id: KNOWN_MISSES["vllm-real"][log_id] for log_id in ids if log_id in KNOWN_MISSES["vllm-real"]}
+    for log_id in ids:
+        log, missed = VLLM_MANIFEST[log_id], left.get(log_id, [])
+        got = reads(read_log(f"{log_id}.log"))
+        kind = got[1] if got[0] or got[1] == "request_error" else None
+        if "crashed" not in missed:
+            assert got[0] == log["crashed"], (log_id, got)
+        if "kind" not in missed and not log.get("kind_disputed"):
+            assert kind == log["kind"], (log_id, got)
+        if log["phase_in_log"] and "phase" not in missed and not log.get("phase_disputed"):
+            assert got[2] == log["phase"], (log_id, got)
+    return left

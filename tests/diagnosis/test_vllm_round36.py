@@ -22,16 +22,14 @@ miss that must not read the same way. The source checks skip where the wheels ar
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 
-from fieldkit import (VLLM_REAL, VLLM_WHEELS, assert_at_line, library_text_test, read_log, reads,
-                      vllm_signature, vllm_traceback, wheel_text_test)
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_at_line, library_text_test, read_log, reads, vllm_signature,
+                      vllm_traceback, wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _TF = "vllm/model_executor/models/transformers.py"
 _TF_BASE = "vllm/model_executor/models/transformers/base.py"
 _API = "vllm/entrypoints/openai/api_server.py"

@@ -11,11 +11,9 @@ committed files (w4008 and w4009 are two starts of one file on vllm-metal).
 
 from __future__ import annotations
 
-import json
+from fieldkit import VLLM_MANIFEST, read_log, reads, vllm_signature
 
-from fieldkit import VLLM_REAL, read_log, reads, vllm_signature
-
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 
 # the signature that reads each crashed log (None: an unknown death with no text of a kind)
 _SIGNATURES = {

@@ -19,12 +19,10 @@ miss that must not read the same way; every crashed log of the round is pinned t
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from fieldkit import VLLM_REAL, VLLM_WHEELS, read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
+from fieldkit import VLLM_MANIFEST, VLLM_WHEELS, read_log, reads, vllm_signature, vllm_traceback, wheel_text_test
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 
 # the signature that reads each crashed log (None: an unknown death with no text of a kind)
 _SIGNATURES = {

@@ -22,13 +22,11 @@ miss that must not read the same way; every crashed log of the round is pinned t
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from fieldkit import (VLLM_REAL, VLLM_WHEELS, assert_at_line, library_text_test, read_log, reads, vllm_signature,
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_at_line, library_text_test, read_log, reads, vllm_signature,
                       vllm_traceback, wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w43{n:02d}" for n in range(1, 18)]
 # left a miss: its phase (another actor's lines after the relayed failure; docs/diagnosis.md, "Held-out round 43")
 _PHASE_MISSES = {"w4309"}

@@ -17,11 +17,9 @@ The four healthy logs (w4501-w4504) read as not crashed, as labelled.
 
 from __future__ import annotations
 
-import json
+from fieldkit import VLLM_MANIFEST, read_log, reads, vllm_signature, wheel_text_test
 
-from fieldkit import VLLM_REAL, read_log, reads, vllm_signature, wheel_text_test
-
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w45{n:02d}" for n in range(1, 6)]
 
 

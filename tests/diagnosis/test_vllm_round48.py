@@ -19,15 +19,14 @@ The other four logs read as labelled.
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
-from fieldkit import (VLLM_REAL, VLLM_WHEELS, assert_at_line, not_unpacked, read_log, reads, vllm_signature,
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_at_line, not_unpacked, read_log, reads, vllm_signature,
                       vllm_traceback, wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w48{n:02d}" for n in range(1, 6)]
 
 

@@ -22,16 +22,14 @@ The other four logs read as labelled.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.vllm_log import vllm_phase_marker
-from fieldkit import VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, vllm_traceback, \
-    wheel_text_test
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, vllm_traceback,
+                      wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w49{n:02d}" for n in range(1, 7)]
 
 

@@ -25,15 +25,13 @@ The other twelve logs read as labelled.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, vllm_traceback, \
-    wheel_text_test
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, vllm_traceback,
+                      wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w50{n:02d}" for n in range(1, 17)]
 
 

@@ -28,16 +28,15 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import VLLM_REAL, VLLM_WHEELS, assert_at_line, not_unpacked, read_log, reads, vllm_signature, \
-    vllm_traceback, wheel_text_test
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_at_line, not_unpacked, read_log, reads, vllm_signature,
+                      vllm_traceback, wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w51{n:02d}" for n in range(1, 22)]
 _LEFT = {"w5105": "kind", "w5111": "phase"}
 

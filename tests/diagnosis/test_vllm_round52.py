@@ -24,15 +24,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
 
-from fieldkit import VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, \
-    vllm_traceback, wheel_text_test
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, vllm_traceback,
+                      wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w52{n:02d}" for n in range(1, 23)]
 
 

@@ -43,10 +43,10 @@ from pathlib import Path
 
 import pytest
 
-from fieldkit import KNOWN_MISSES, VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature, \
-    vllm_traceback, wheel_text_test
+from fieldkit import (KNOWN_MISSES, VLLM_MANIFEST, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_signature,
+                      vllm_traceback, wheel_text_test)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w53{n:02d}" for n in range(1, 21)]
 
 

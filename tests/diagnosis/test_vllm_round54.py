@@ -19,33 +19,21 @@ showed: crashed 19/19, kind 19/19, phase 11/13. Its two misses were read from th
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from fieldkit import KNOWN_MISSES, VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_traceback
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_vllm_logs_read_as_labelled, folded_round, not_unpacked,
+                      read_log, reads, vllm_traceback)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
 _ROUND = [f"w54{n:02d}" for n in range(1, 20)]
 
 
 def test_the_round_is_folded_with_its_nineteen_logs():
-    round54 = sorted(log_id for log_id, log in _MANIFEST.items() if log.get("heldout_round") == 54)
-    assert round54 == _ROUND
-    assert all(_MANIFEST[log_id]["split"] == "work" for log_id in round54)
+    assert folded_round(VLLM_MANIFEST, 54) == _ROUND
 
 
 def test_each_log_reads_as_labelled():
     """Crashed and kind as labelled, the phase where the log shows it; no miss of the round is left."""
-    assert not [log_id for log_id in _ROUND if log_id in KNOWN_MISSES["vllm-real"]]
-    for log_id in _ROUND:
-        log = _MANIFEST[log_id]
-        got = reads(read_log(f"{log_id}.log"))
-        kind = got[1] if got[0] or got[1] == "request_error" else None
-        assert got[0] == log["crashed"], (log_id, got)
-        assert kind == log["kind"], (log_id, got)
-        if log["phase_in_log"]:
-            assert got[2] == log["phase"], (log_id, got)
+    assert assert_vllm_logs_read_as_labelled(_ROUND) == {}
 
 
 # --- w5404: vLLM's colour code with its ESC byte spelt "ESC" --------------------------------------------------

@@ -31,33 +31,22 @@ import json
 
 import pytest
 
-from fieldkit import KNOWN_MISSES, VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, vllm_traceback
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_vllm_logs_read_as_labelled, folded_round, not_unpacked,
+                      read_log, reads, vllm_traceback)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w55{n:02d}" for n in range(1, 30)]
 _LEFT = {"w5504": ["kind", "phase"], "w5509": ["phase"], "w5510": ["phase"], "w5526": ["phase"]}
 
 
 def test_the_round_is_folded_with_its_twenty_nine_logs():
-    round55 = sorted(log_id for log_id, log in _MANIFEST.items() if log.get("heldout_round") == 55)
-    assert round55 == _ROUND
-    assert all(_MANIFEST[log_id]["split"] == "work" for log_id in round55)
+    assert folded_round(VLLM_MANIFEST, 55) == _ROUND
 
 
 def test_each_log_reads_as_labelled_but_the_misses_left():
     """Crashed and kind as labelled (a disputed kind aside), the phase where the log shows it; the misses left
     are the four known_misses.json names."""
-    assert {log_id: KNOWN_MISSES["vllm-real"][log_id] for log_id in _ROUND
-            if log_id in KNOWN_MISSES["vllm-real"]} == _LEFT
-    for log_id in _ROUND:
-        log, left = _MANIFEST[log_id], _LEFT.get(log_id, [])
-        got = reads(read_log(f"{log_id}.log"))
-        kind = got[1] if got[0] or got[1] == "request_error" else None
-        assert got[0] == log["crashed"], (log_id, got)
-        if "kind" not in left and not log.get("kind_disputed"):
-            assert kind == log["kind"], (log_id, got)
-        if log["phase_in_log"] and "phase" not in left:
-            assert got[2] == log["phase"], (log_id, got)
+    assert assert_vllm_logs_read_as_labelled(_ROUND) == _LEFT
 
 
 # --- w5501: sleep mode's wake-up frames ------------------------------------------------------------------------

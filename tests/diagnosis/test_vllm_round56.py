@@ -32,34 +32,22 @@ import json
 import pytest
 
 from ddlab.diagnosis.vllm_log import detect_family, family_marks
-from fieldkit import KNOWN_MISSES, VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, said, vllm_traceback
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_vllm_logs_read_as_labelled, folded_round, not_unpacked,
+                      read_log, reads, said, vllm_traceback)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
+_MANIFEST = VLLM_MANIFEST
 _ROUND = [f"w56{n:02d}" for n in range(1, 28)]
 _LEFT = {"w5601": ["crashed"], "w5621": ["phase"], "w5623": ["crashed", "kind"]}
 
 
 def test_the_round_is_folded_with_its_twenty_seven_logs():
-    round56 = sorted(log_id for log_id, log in _MANIFEST.items() if log.get("heldout_round") == 56)
-    assert round56 == _ROUND
-    assert all(_MANIFEST[log_id]["split"] == "work" for log_id in round56)
+    assert folded_round(VLLM_MANIFEST, 56) == _ROUND
 
 
 def test_each_log_reads_as_labelled_but_the_misses_left():
     """Crashed and kind as labelled (a disputed kind aside), the phase where the log shows it; the misses left
     are the three known_misses.json names."""
-    assert {log_id: KNOWN_MISSES["vllm-real"][log_id] for log_id in _ROUND
-            if log_id in KNOWN_MISSES["vllm-real"]} == _LEFT
-    for log_id in _ROUND:
-        log, left = _MANIFEST[log_id], _LEFT.get(log_id, [])
-        got = reads(read_log(f"{log_id}.log"))
-        kind = got[1] if got[0] or got[1] == "request_error" else None
-        if "crashed" not in left:
-            assert got[0] == log["crashed"], (log_id, got)
-        if "kind" not in left and not log.get("kind_disputed"):
-            assert kind == log["kind"], (log_id, got)
-        if log["phase_in_log"] and "phase" not in left:
-            assert got[2] == log["phase"], (log_id, got)
+    assert assert_vllm_logs_read_as_labelled(_ROUND) == _LEFT
 
 
 # --- w5606: torch's TORCH_USE_CUDA_DSA hint alone ---------------------------------------------------------------

@@ -21,34 +21,22 @@ showed: crashed 24/25, kind 23/25, phase 18/21. Its four misses were read from t
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ddlab.diagnosis.vllm_log import vllm_phase_marker
-from fieldkit import (KNOWN_MISSES, VLLM_REAL, VLLM_WHEELS, assert_in_library_wheel, not_unpacked, read_log, reads,
-                      said, vllm_traceback)
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_in_library_wheel, assert_vllm_logs_read_as_labelled,
+                      folded_round, not_unpacked, read_log, reads, said, vllm_traceback)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
 _ROUND = [f"w57{n:02d}" for n in range(1, 26)]
 
 
 def test_the_round_is_folded_with_its_twenty_five_logs():
-    round57 = sorted(log_id for log_id, log in _MANIFEST.items() if log.get("heldout_round") == 57)
-    assert round57 == _ROUND
-    assert all(_MANIFEST[log_id]["split"] == "work" for log_id in round57)
+    assert folded_round(VLLM_MANIFEST, 57) == _ROUND
 
 
 def test_each_log_reads_as_labelled():
     """Crashed and kind as labelled, the phase where the log shows it: no miss is left."""
-    assert not set(_ROUND) & set(KNOWN_MISSES["vllm-real"])
-    for log_id in _ROUND:
-        log = _MANIFEST[log_id]
-        got = reads(read_log(f"{log_id}.log"))
-        kind = got[1] if got[0] or got[1] == "request_error" else None
-        assert (got[0], kind) == (log["crashed"], log["kind"]), (log_id, got)
-        if log["phase_in_log"]:
-            assert got[2] == log["phase"], (log_id, got)
+    assert assert_vllm_logs_read_as_labelled(_ROUND) == {}
 
 
 # --- w5703: the CUDA graphs' memory profiled -------------------------------------------------------------------

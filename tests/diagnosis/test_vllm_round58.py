@@ -22,33 +22,22 @@ showed: crashed 23/25, kind 22/25, phase 17/19. Its three misses were read from 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ddlab.diagnosis.vllm_log import detect_family, vllm_lines
-from fieldkit import KNOWN_MISSES, VLLM_REAL, VLLM_WHEELS, not_unpacked, read_log, reads, said, vllm_traceback
+from fieldkit import (VLLM_MANIFEST, VLLM_WHEELS, assert_vllm_logs_read_as_labelled, folded_round, not_unpacked,
+                      read_log, reads, said, vllm_traceback)
 
-_MANIFEST = {log["id"]: log for log in json.loads((VLLM_REAL / "manifest.json").read_text())["logs"]}
 _ROUND = [f"w58{n:02d}" for n in range(1, 26)]
 
 
 def test_the_round_is_folded_with_its_twenty_five_logs():
-    round58 = sorted(log_id for log_id, log in _MANIFEST.items() if log.get("heldout_round") == 58)
-    assert round58 == _ROUND
-    assert all(_MANIFEST[log_id]["split"] == "work" for log_id in round58)
+    assert folded_round(VLLM_MANIFEST, 58) == _ROUND
 
 
 def test_each_log_reads_as_labelled():
     """Crashed and kind as labelled, the phase where the log shows it: no miss is left."""
-    assert not set(_ROUND) & set(KNOWN_MISSES["vllm-real"])
-    for log_id in _ROUND:
-        log = _MANIFEST[log_id]
-        got = reads(read_log(f"{log_id}.log"))
-        kind = got[1] if got[0] or got[1] == "request_error" else None
-        assert (got[0], kind) == (log["crashed"], log["kind"]), (log_id, got)
-        if log["phase_in_log"]:
-            assert got[2] == log["phase"], (log_id, got)
+    assert assert_vllm_logs_read_as_labelled(_ROUND) == {}
 
 
 # --- w5802: a vllm-omni stage's error for one request ----------------------------------------------------------
