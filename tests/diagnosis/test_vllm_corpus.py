@@ -458,7 +458,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # 1119/1089/640 of 1134 at the fold (kind of 1105, phase of 650); w5802 (a vllm-omni stage's error for one
 # request), w5809 (AsyncLLM's output_handler frame, a stamp with no seconds) and w5810 (a failed utility call's
 # record under its stamp) fixed by cited rules: 1121/1092/642 after.
-FLOORS = {"work": (1121, 1092, 642)}
+# Round 59 had one miss (w5908's phase): 1146/1117/664 of 1159 at the fold (kind of 1130, phase of 673); w5908
+# (LMCache's "[date] LMCache LEVEL:" stamp taken for SGLang's) fixed by a cited rule: 1146/1117/665 after.
+FLOORS = {"work": (1146, 1117, 665)}
 
 
 def test_the_work_split_keeps_its_counts():

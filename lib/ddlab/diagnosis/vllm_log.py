@@ -139,12 +139,12 @@ _VLLM_MARKS = re.compile(
 # (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
 # vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and
 # "Rank N: max_total_num_token=..., " (model_rpc.py:108-113); in no vLLM wheel
-# (round 56) SGLang's stamp (0.5.23 srt/utils/common.py:2630), not DeepSpeed's "[date] [LEVEL] [file:line:func] "
+# (round 56) SGLang's stamp (0.5.23 srt/utils/common.py:2630), not DeepSpeed's "[date] [LEVEL] [file:line:func] ",
+# (round 59) nor LMCache's "[date] LMCache LEVEL: ", its logger's under either server (lmcache-0.3.1 logging.py:25)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]"
-    r"(?! \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[[\w.]+:\d+:\w+\] )"
+    r"(?! \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[[\w.]+:\d+:\w+\] | LMCache (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)"
     r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )", re.M | re.I)
-
 
 _VLLM_SCREEN, _SGLANG_SCREEN = Screen(_VLLM_MARKS), Screen(_SGLANG_MARKS)
 
