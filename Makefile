@@ -3,7 +3,7 @@
 # `make check` is the fast tier for your own loop (once .venv exists); its goal is 90 s on 2 cores
 # (81-87 s for 4330-4444 tests, quiet, on the 2-core VM of 2026-12-05; 120-136 s for 4305-4818 on the slower VM of the
 # next session, 109-126 s for 4846-4886 there once a test that reads a whole corpus reads a quarter of it here;
-# 101-182 s with helpers beside it: docs/performance.md).
+# 101-182 s with helpers beside it; 86.4-114.8 s for 5509 on the VM of 2026-12-06, quiet: docs/performance.md).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -22,7 +22,8 @@ RUN := PYTHONDONTWRITEBYTECODE=
 PYTEST := $(RUN) $(BIN)/python -m pytest
 # Test workers: the suite waits on servers and hosts much of the time, so two per core
 # (six were tried, 2026-12-02: the cores stayed a third idle, each test ran 1.6 times as
-# long, and make check took 102 s where four took 84 s).
+# long, and make check took 102 s where four took 84 s; three, 2026-12-06, paired with four 3 times:
+# wall 1.053x (1.012-1.060), less CPU but fewer waits overlapped).
 WORKERS ?= 4
 # More flags for `make lab`, such as LABFLAGS="--no-browser --port=8899".
 LABFLAGS ?=
