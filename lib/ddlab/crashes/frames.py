@@ -24,16 +24,18 @@ import re
 
 from ddlab.crashes.kinds.diffusion import DIFFUSION_FORWARD_FRAMES
 
-__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "shows_startup",
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CAPTURE_PROFILER", "frame_phases", "frame_regex", "shows_startup",
            "own_script", "ray_driver", "router_frames"]
 
 _IN = r"(?:,| line \d+) in "  # a traceback's "File ..., line N, in f", faulthandler's "line N in f"
 
 
-def _frames(names: str, calls: str = "") -> re.Pattern:
-    """Frames of functions ``names`` in the three dump formats, and code lines calling ``calls``."""
+def frame_regex(names: str, calls: str = "", also: str = "") -> re.Pattern:
+    """Frames of functions ``names`` in the three dump formats, code lines calling ``calls`` and the regex
+    ``also`` (each where given); vLLM's frame phases are written with it too (:mod:`ddlab.diagnosis.vllm_frames`)."""
     call = rf"|^\s*(?:\w+ = )?[\w.]*\.(?:{calls})\(" if calls else ""
-    return re.compile(rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*${call}", re.M)
+    more = f"|{also}" if also else ""
+    return re.compile(rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*${call}{more}", re.M)
 
 
 # the LoRA manager built right after the model loaded, before the memory pool (0.4.10.post2
@@ -135,13 +137,13 @@ _LORA_CALL = "init_lora_manager"
 # another file's: only model_runner.py's frames count
 _RUNNER_FORWARD = r'model_executor[/\\]model_runner\.py", line \d+,? in (?:_forward_raw|forward_extend)\s*$'
 FRAME_PHASES = (
-    ("load_weights", re.compile(rf"{_frames(_LOAD, _LORA_CALL).pattern}|{_QUANT_BUILT}|{_LOAD_CALL}", re.M)),
-    ("memory_pool", _frames(_POOL)),
+    ("load_weights", frame_regex(_LOAD, _LORA_CALL, also=f"{_QUANT_BUILT}|{_LOAD_CALL}")),
+    ("memory_pool", frame_regex(_POOL)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
-    ("graph_capture", re.compile(rf"{_frames(_CAPTURE, _GRAPH_SETUP).pattern}|{CAPTURE_PROFILER}", re.M)),
-    ("ready", _frames(_WARMUP)),
-    ("serving", re.compile(_frames(_SERVING, r"event_loop_\w+|run_event_loop").pattern + "|" + _RUNNER_FORWARD, re.M)),
+    ("graph_capture", frame_regex(_CAPTURE, _GRAPH_SETUP, also=CAPTURE_PROFILER)),
+    ("ready", frame_regex(_WARMUP)),
+    ("serving", frame_regex(_SERVING, r"event_loop_\w+|run_event_loop", also=_RUNNER_FORWARD)),
 )
 # (round 50) SGLang Diffusion loading its pipeline's components (the DiT, encoders, VAE: their weights):
 # the pipeline's constructor loads each module (0.5.12 multimodal_gen/runtime/pipelines_core/
@@ -161,7 +163,7 @@ _DIFFUSION_FORWARD = re.compile(DIFFUSION_FORWARD_FRAMES, re.M)
 _BUILT = (r'sglang[/\\]srt[/\\](?:(?:distributed|model_executor|layers|models)[/\\][\w/\\]*'
           r'|managers[/\\](?:scheduler|tp_worker)\w*)\.py", line \d+,? in __init__\s*$')
 STARTUP_FRAMES = re.compile(
-    rf"{_frames(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_BUILT}|{CAPTURE_PROFILER}"
+    rf"{frame_regex(f'{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}').pattern}|{_BUILT}|{CAPTURE_PROFILER}"
     r"|^\s*(?:[\w.]+ = )?(?:Scheduler|TpModelWorker\w*|TpWorkerClass|ModelRunner|\w+Worker)\(\s*$", re.M)
 
 

@@ -4,17 +4,9 @@ serves (:data:`FRAME_PHASES`), read by :mod:`.vllm_diagnosis` (startup frames wi
 
 from __future__ import annotations
 
-import re
+from ddlab.crashes.frames import frame_regex
 
 __all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "frame_phases"]
-
-_IN = r"(?:,| line \d+) in "
-
-
-def _frames(names: str, also: str | None = None) -> re.Pattern:
-    """A frame (or a py-spy line) in one of the functions ``names``; or, where given, the regex ``also``."""
-    frame = rf"{_IN}(?:{names})\s*$|^\s*(?:{names}) \([\w./<>-]+:\d+\)\s*$"
-    return re.compile(f"{frame}|{also}" if also else frame, re.M)
 
 
 # vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
@@ -119,12 +111,12 @@ _AFTER_START_RPC = (r"in worker_busy_loop[ \t]*\n[ \t]+output = func\(\*args, \*
 _USER_RPC = (r'^[ \t]*File "(?![^"\n]*/vllm(?:_ascend)?/(?:v1/)?(?:executor|engine|worker|distributed)/)[^"\n]+", '
              r'line \d+, in \w+[ \t]*\n[ \t]+(?!File ").*\.collective_rpc\(')
 FRAME_PHASES = (
-    ("load_weights", _frames(_LOAD, also=_MODEL_BUILT)),
-    ("memory_pool", _frames(_POOL)),
-    ("graph_capture", _frames(_CAPTURE)),
-    ("serving", _frames(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}")),
+    ("load_weights", frame_regex(_LOAD, also=_MODEL_BUILT)),
+    ("memory_pool", frame_regex(_POOL)),
+    ("graph_capture", frame_regex(_CAPTURE)),
+    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}")),
 )
-STARTUP_FRAMES = _frames(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
+STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 
 
 def frame_phases(frames: str) -> list[str]:
