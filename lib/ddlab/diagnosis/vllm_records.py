@@ -163,10 +163,16 @@ def with_handler_records(chains: list[Chain], text: str, signature) -> list[Chai
     if not stamped:
         return chains
     for chain in chains:
-        said = [line.msg.rstrip() for line in chain.lines if line.msg.strip()]
-        if said and all(any(body.endswith(msg) for body in stamped) for msg in said):
+        if _shown_under(chain, stamped):
             chain.handled = signature
     return chains
+
+
+def _shown_under(chain: Chain, bodies: list[str]) -> bool:
+    """Every line of ``chain`` that says something is the end of one of ``bodies`` (what a record's stamp had
+    after it on a line of the log)."""
+    said = [line.msg.rstrip() for line in chain.lines if line.msg.strip()]
+    return bool(said) and all(any(body.endswith(msg) for body in bodies) for msg in said)
 
 
 # (round 28) docker compose writes each line of each service's output under "NAME  | " (the name padded to
@@ -245,7 +251,6 @@ def with_utility_records(chains: list[Chain], text: str, signature) -> list[Chai
     if "method failed" not in text or not (bodies := _utility_bodies(text)):
         return chains
     for chain in chains:
-        said = [line.msg.rstrip() for line in chain.lines if line.msg.strip()]
-        if chain.handled is None and said and all(any(body.endswith(msg) for body in bodies) for msg in said):
+        if chain.handled is None and _shown_under(chain, bodies):
             chain.handled = signature
     return chains
