@@ -202,6 +202,11 @@ def folded_round(manifest: dict, number: int) -> list[str]:
     return ids
 
 
+def disputed(manifest: dict, ids: list[str]) -> list[str]:
+    """Those of ``ids`` whose kind or phase a second look disputed (``kind_disputed``, ``phase_disputed``)."""
+    return [log_id for log_id in ids if manifest[log_id].get("kind_disputed") or manifest[log_id].get("phase_disputed")]
+
+
 def assert_vllm_logs_read_as_labelled(ids: list[str]) -> dict:
     """Each vLLM corpus log of ``ids`` reads as labelled (crashed; the kind unless disputed; the phase where the
     log shows it, unless disputed) but in the fields known_misses.json lists for it; returns those listed misses."""

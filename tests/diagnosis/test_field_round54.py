@@ -16,9 +16,7 @@ f9bccd3. A line cited from a wheel is checked there where it is unpacked (skippe
 
 from __future__ import annotations
 
-from fieldkit import REAL_MANIFEST, assert_at_line, real, reading, reads
-
-_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 54}
+from fieldkit import REAL_MANIFEST, assert_at_line, disputed, folded_round, real, reading, reads
 
 _GENERATOR = "sglang/multimodal_gen/runtime/entrypoints/diffusion_generator.py"
 _TIMER = "sglang/multimodal_gen/runtime/utils/logging_utils.py"
@@ -28,11 +26,10 @@ _SITE = "/usr/local/lib/python3.12/dist-packages/"
 
 
 def test_round54_is_folded_into_work_with_one_phase_disputed():
-    assert sorted(_ROUND) == [f"h5400{i}" for i in range(1, 10)]
-    assert all(log["split"] == "work" for log in _ROUND.values())
-    assert [i for i, log in sorted(_ROUND.items()) if log.get("kind_disputed")] == []
-    assert [i for i, log in sorted(_ROUND.items()) if log.get("phase_disputed")] == ["h54008"]
-    assert _ROUND["h54008"]["phase_disputed"] == ["load_weights", "memory_pool"]
+    ids = folded_round(REAL_MANIFEST, 54)
+    assert ids == [f"h5400{i}" for i in range(1, 10)]
+    assert disputed(REAL_MANIFEST, ids) == ["h54008"] and "kind_disputed" not in REAL_MANIFEST["h54008"]
+    assert REAL_MANIFEST["h54008"]["phase_disputed"] == ["load_weights", "memory_pool"]
 
 
 # --- h54004: the offline generator's failed prompt ------------------------------------------------------------------

@@ -16,9 +16,7 @@ there where it is unpacked (/work/wheels/aiter-b0fd63cd9d, as round 48's aiter-c
 
 from __future__ import annotations
 
-from fieldkit import REAL_MANIFEST, assert_at_line, real, reading, reads, said
-
-_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 55}
+from fieldkit import REAL_MANIFEST, assert_at_line, disputed, folded_round, real, reading, reads, said
 
 _ABORT = "Fatal Python error: Aborted\n"
 _ITFS = "/sgl-workspace/aiter/csrc/py_itfs_cu/asm_mla.cu"
@@ -26,9 +24,9 @@ _AITER = "b0fd63cd9d"  # ROCm/aiter, June 2026: asm_mla.cu's check at :227, as t
 
 
 def test_round55_is_folded_into_work_with_nothing_disputed():
-    assert sorted(_ROUND) == [f"h550{i:02d}" for i in range(1, 12)]
-    assert all(log["split"] == "work" for log in _ROUND.values())
-    assert [i for i, log in sorted(_ROUND.items()) if log.get("kind_disputed") or log.get("phase_disputed")] == []
+    ids = folded_round(REAL_MANIFEST, 55)
+    assert ids == [f"h550{i:02d}" for i in range(1, 12)]
+    assert disputed(REAL_MANIFEST, ids) == []
 
 
 # --- h55011: aiter's op check, then the abort -----------------------------------------------------------------------

@@ -17,9 +17,7 @@ is checked there (skipped where it is not unpacked).
 from __future__ import annotations
 
 from ddlab.crashes.frames import frame_phases
-from fieldkit import REAL_MANIFEST, assert_at_line, real, reading, reads, said
-
-_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 56}
+from fieldkit import REAL_MANIFEST, assert_at_line, disputed, folded_round, real, reading, reads, said
 
 _TF = "transformers/configuration_utils.py"
 _CT = "sglang/srt/layers/quantization/compressed_tensors/compressed_tensors.py"
@@ -27,11 +25,10 @@ _SITE = "/usr/local/lib/python3.10/dist-packages"
 
 
 def test_round56_is_folded_into_work_with_h56007s_kind_disputed():
-    assert sorted(_ROUND) == [f"h560{i:02d}" for i in range(1, 11)]
-    assert all(log["split"] == "work" for log in _ROUND.values())
-    assert [i for i, log in sorted(_ROUND.items()) if log.get("kind_disputed") or log.get("phase_disputed")] \
-        == ["h56007"]
-    assert _ROUND["h56007"]["kind_disputed"] == ["cuda_graph_capture", "unknown"]
+    ids = folded_round(REAL_MANIFEST, 56)
+    assert ids == [f"h560{i:02d}" for i in range(1, 11)]
+    assert disputed(REAL_MANIFEST, ids) == ["h56007"]
+    assert REAL_MANIFEST["h56007"]["kind_disputed"] == ["cuda_graph_capture", "unknown"]
 
 
 # --- h56004: a model path that names a weights file ---------------------------------------------------------------

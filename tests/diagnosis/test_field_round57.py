@@ -18,18 +18,16 @@ is checked there (skipped where it is not unpacked; kvcached has no wheel here, 
 from __future__ import annotations
 
 from ddlab.crashes.frames import frame_phases
-from fieldkit import REAL_MANIFEST, assert_at_line, real, reading, reads, said
-
-_ROUND = {log_id: log for log_id, log in REAL_MANIFEST.items() if log.get("heldout_round") == 57}
+from fieldkit import REAL_MANIFEST, assert_at_line, disputed, folded_round, real, reading, reads, said
 
 _RUNNER = "sglang/srt/model_executor/model_runner.py"
 _SITE = "/usr/local/lib/python3.12/dist-packages"
 
 
 def test_round57_is_folded_into_work_with_no_label_disputed():
-    assert sorted(_ROUND) == [f"h570{i:02d}" for i in range(1, 11) if i != 5]
-    assert all(log["split"] == "work" for log in _ROUND.values())
-    assert not [i for i, log in _ROUND.items() if log.get("kind_disputed") or log.get("phase_disputed")]
+    ids = folded_round(REAL_MANIFEST, 57)
+    assert ids == [f"h570{i:02d}" for i in range(1, 11) if i != 5]
+    assert not disputed(REAL_MANIFEST, ids)
 
 
 # --- h57004: kvcached's allocator handed a pool it did not patch -----------------------------------------------------

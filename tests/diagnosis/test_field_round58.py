@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import pytest
 
-from fieldkit import KNOWN_MISSES, REAL, REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, folded_round
+from fieldkit import (KNOWN_MISSES, REAL, REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, disputed,
+                      folded_round)
 
 _IDS = folded_round(REAL_MANIFEST, 58)
 
 
 def test_round58_is_folded_into_work_with_no_label_disputed_and_no_miss_left():
     assert _IDS == [f"h5800{i}" for i in range(1, 9)]
-    assert not [i for i in _IDS if REAL_MANIFEST[i].get("kind_disputed") or REAL_MANIFEST[i].get("phase_disputed")]
+    assert not disputed(REAL_MANIFEST, _IDS)
     assert not [i for i in _IDS if i in KNOWN_MISSES["real"]]
 
 
