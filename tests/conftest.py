@@ -16,6 +16,7 @@ marked ``userpath`` and ``slow`` and collected first (tests/userpath/conftest.py
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import shutil
 import signal
@@ -113,6 +114,12 @@ def pytest_collection_modifyitems(items):
     # The user-path tier first: its tests are long and take turns on `local`; pytest-xdist
     # hands tests out in this order, and a long test started last would end the run late.
     items.sort(key=lambda item: item.path.parent != USERPATH)
+
+
+def pytest_collection_finish(session):
+    # What collection made (the modules, the corpora, thousands of test items) lives to the
+    # end: out of the collector's sight, the full collections during the run skip it.
+    gc.freeze()
 
 
 @pytest.fixture

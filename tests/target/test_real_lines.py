@@ -29,7 +29,6 @@ import httpx
 import pytest
 
 from ddlab.lab import http_client
-from ddlab.target.checkpoint import WEIGHTS_DIR
 from testhost.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +130,7 @@ def _port_held_by_another_server(folder: Path, logs: dict) -> None:
 
 def _model_folder(folder: Path) -> Path:
     """A weights folder of the built-in target (no drafter of its own)."""
+    from ddlab.target.checkpoint import WEIGHTS_DIR  # imports torch: not at collection
     model = folder / "my-model"
     model.mkdir(exist_ok=True)
     shutil.copy(WEIGHTS_DIR / "ddlab-tiny.safetensors", model / "model.safetensors")

@@ -16,7 +16,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlab.target.args import parse_args
-from ddlab.target.engine import Engine, Req
 
 PROMPTS = [
     b"def parse_args(argv=None):\n    parser = argparse.ArgumentParser(",
@@ -30,8 +29,15 @@ PROMPTS = [list(p) for p in PROMPTS]
 NEW = 48
 
 
-def engine(*flags) -> Engine:
-    return Engine(parse_args(["--decode-log-interval", "1000", *flags]))
+def _engine():
+    """ddlab.target.engine, imported at first use: it imports torch (about 2 CPU-s), which a
+    pytest worker that runs none of these tests should not pay while it collects them."""
+    from ddlab.target import engine as module
+    return module
+
+
+def engine(*flags):
+    return _engine().Engine(parse_args(["--decode-log-interval", "1000", *flags]))
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +82,7 @@ def test_lossless(reference, flags, together):
 def test_lossless_when_requests_arrive_and_leave_mid_decode(reference):
     """Slots are reused and batches change size (graph padding 3 -> 4) while others decode."""
     e = engine(*dd(16, 4), "--cuda-graph-bs-decode", "1", "2", "4", "--max-running-requests", "3")
-    reqs = [Req(p, NEW if i % 2 else NEW // 3) for i, p in enumerate(PROMPTS)]
+    reqs = [_engine().Req(p, NEW if i % 2 else NEW // 3) for i, p in enumerate(PROMPTS)]
     for r in reqs[:2]:
         e.submit(r)
     for _ in range(3):
@@ -128,7 +134,7 @@ def test_stop_string_and_stop_token(reference, plain_engine):
 
 def test_request_longer_than_the_context_is_refused(plain_engine):
     with pytest.raises(ValueError, match=r"maximum context length of 320 tokens.*300 tokens from the input"):
-        plain_engine.validate(Req([1] * 300, 21))
+        plain_engine.validate(_engine().Req([1] * 300, 21))
 
 
 DECODE_LINES = {
@@ -154,7 +160,7 @@ def messages(caplog, prefix):
 @pytest.mark.parametrize("fmt", DECODE_LINES, ids=DECODE_LINES.keys())
 def test_decode_and_prefill_lines_have_real_figures_in_each_generations_words(caplog, fmt):
     caplog.set_level(logging.INFO, logger="ddlab.target")
-    e = Engine(parse_args([*dd(16, 4), "--decode-log-interval", "4", "--log-format", fmt]))
+    e = _engine().Engine(parse_args([*dd(16, 4), "--decode-log-interval", "4", "--log-format", fmt]))
     reqs = e.generate(PROMPTS[:2], 40)
     lines = messages(caplog, "Decode batch")
     assert lines, "no Decode batch line"

@@ -8,13 +8,18 @@ the H200 results are recorded in docs/target.md.
 """
 
 import pytest
-import torch
 
 from ddlab.target.args import parse_args
-from ddlab.target.engine import Engine
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (none here)")]
+
+def cuda() -> bool:
+    """Asked when a test is set up, not at collection: importing torch costs about 2 CPU-s,
+    which a pytest worker that runs none of these tests should not pay."""
+    import torch
+    return torch.cuda.is_available()
+
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif("not cuda()", reason="needs a CUDA device (none here)")]
 
 PROMPTS = [list(b"def parse_args(argv=None):\n    parser = argparse.ArgumentParser("),
            list(b"import os\nimport sys\n\n\nclass "), list(b"    for i in range(len(self.items)):\n"),
@@ -22,6 +27,7 @@ PROMPTS = [list(b"def parse_args(argv=None):\n    parser = argparse.ArgumentPars
 
 
 def engine(*flags):
+    from ddlab.target.engine import Engine
     return Engine(parse_args(["--device", "cuda", "--decode-log-interval", "1000", *flags]))
 
 
@@ -43,6 +49,8 @@ CONFIGS = {
 
 @pytest.mark.parametrize("flags", CONFIGS.values(), ids=CONFIGS.keys())
 def test_cuda_graphs_are_captured_and_lossless(reference, flags):
+    import torch
+
     e = engine(*flags)
     assert e.runner.graph_runner.graphs, "no torch.cuda.CUDAGraph captured"
     assert all(isinstance(g, torch.cuda.CUDAGraph) for g in e.runner.graph_runner.graphs.values())
@@ -89,6 +97,7 @@ def test_block_sized_graph_is_skipped_by_0_5_23s_width_guard(reference):
 # --- the vLLM dialect on CUDA (issue 28 item 4): the same engine, vLLM's flags ----------------
 
 def vllm_engine(*flags):
+    from ddlab.target.engine import Engine
     from ddlab.target.vllm_args import parse_vllm_args
 
     return Engine(parse_vllm_args(["--device", "cuda", *flags]))

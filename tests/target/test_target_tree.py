@@ -6,11 +6,15 @@ import math
 import random
 
 import pytest
-import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlab.target.tree import ancestor_mask, chain, ddtree, pad_tree, walk
+
+def _tree():
+    """ddlab.target.tree, imported at first use: it imports torch (about 2 CPU-s), which a
+    pytest worker that runs none of these tests should not pay while it collects them."""
+    from ddlab.target import tree
+    return tree
 
 
 def marginals(rng, L, K, V=256):
@@ -51,7 +55,7 @@ def test_ddtree_holds_the_most_probable_prefixes(L, K, budget, cap):
     vals, ids = marginals(rng, L, K)
     top_vals = [v[:cap] for v in vals]
     top_ids = [i[:cap] for i in ids]
-    tokens, parent, depth = ddtree(top_vals, top_ids, budget, root_token=7)
+    tokens, parent, depth = _tree().ddtree(top_vals, top_ids, budget, root_token=7)
     got = node_ranks(tokens, parent, depth, top_ids)
     want = best_prefixes(top_vals, budget, cap)
     score = lambda ranks: sum(top_vals[d][r] for d, r in enumerate(ranks))
@@ -63,7 +67,7 @@ def test_ddtree_holds_the_most_probable_prefixes(L, K, budget, cap):
 @settings(max_examples=60, deadline=None)
 def test_ddtree_is_a_well_formed_tree(L, cap, budget, seed):
     vals, ids = marginals(random.Random(seed), L, cap)
-    tokens, parent, depth = ddtree(vals, ids, budget, root_token=1)
+    tokens, parent, depth = _tree().ddtree(vals, ids, budget, root_token=1)
     assert len(tokens) == min(budget + 1, 1 + sum(cap ** d for d in range(1, L + 1)))
     siblings = set()
     for i in range(1, len(tokens)):
@@ -73,18 +77,20 @@ def test_ddtree_is_a_well_formed_tree(L, cap, budget, seed):
 
 
 def test_chain_and_padding():
-    tokens, parent, depth = chain([5, 6, 7], root_token=4)
+    tokens, parent, depth = _tree().chain([5, 6, 7], root_token=4)
     assert (tokens, parent, depth) == ([4, 5, 6, 7], [0, 0, 1, 2], [0, 1, 2, 3])
-    tokens, parent, depth = pad_tree(tokens, parent, depth, 6)
+    tokens, parent, depth = _tree().pad_tree(tokens, parent, depth, 6)
     assert parent[4:] == [4, 5] and depth[4:] == [0, 0] and len(tokens) == 6
 
 
 @given(st.integers(1, 30), st.integers(1, 4), st.integers(0, 10 ** 6))
 @settings(max_examples=40, deadline=None)
 def test_ancestor_mask_is_ancestors_and_self(budget, cap, seed):
+    import torch
+
     vals, ids = marginals(random.Random(seed), 6, cap)
-    tokens, parent, depth = pad_tree(*ddtree(vals, ids, budget, 0), budget + 3)
-    mask = ancestor_mask(torch.tensor([parent]), max(depth))[0].tolist()
+    tokens, parent, depth = _tree().pad_tree(*_tree().ddtree(vals, ids, budget, 0), budget + 3)
+    mask = _tree().ancestor_mask(torch.tensor([parent]), max(depth))[0].tolist()
     for i in range(len(tokens)):
         seen, j = {i}, i
         while parent[j] != j:
@@ -100,6 +106,6 @@ def test_walk_follows_the_targets_argmax():
     #     |            |
     #    3(c=3)     4(d=4)
     tokens, parent = [9, 1, 2, 3, 4], [0, 0, 0, 1, 2]
-    assert walk(tokens, parent, [2, 0, 4, 0, 5]) == ([0, 2, 4], 5)
-    assert walk(tokens, parent, [1, 8, 0, 0, 0]) == ([0, 1], 8)
-    assert walk(tokens, parent, [6, 0, 0, 0, 0]) == ([0], 6)
+    assert _tree().walk(tokens, parent, [2, 0, 4, 0, 5]) == ([0, 2, 4], 5)
+    assert _tree().walk(tokens, parent, [1, 8, 0, 0, 0]) == ([0, 1], 8)
+    assert _tree().walk(tokens, parent, [6, 0, 0, 0, 0]) == ([0], 6)
