@@ -133,7 +133,8 @@ def test_cli_renders_text_and_reads_stdin():
     assert done.stdout.decode().startswith("CRASHED: kv_pool_oom")
 
 
-@pytest.mark.parametrize("source", ["file", pytest.param("stdin", marks=pytest.mark.slow)])  # make check: the file
+@pytest.mark.slow  # make check reads bounded logs in tests/core/test_bounded.py
+@pytest.mark.parametrize("source", ["file", "stdin"])
 def test_cli_reads_a_journal_of_days_as_its_start_and_its_end(tmp_path, source):
     """A server that served for days leaves a journal of hundreds of MB: ``ddlab diagnose`` reads
     its first 512 KB and last 2 MB, as the watch reads a host's log (ddlab.core.bounded), says what

@@ -57,6 +57,7 @@ def test_no_fixture_line_a_signature_matches_is_ruled_out_by_its_needle(q):
     assert matched > 100  # the fixtures do exercise the patterns
 
 
+@pytest.mark.slow
 def test_a_registry_asks_each_line_once_as_each_signature_would():
     """Registry.line_hits (needles first, one pass) names the signatures Signature.matches_line
     names, in the registry's order, on every line of the real-log fixtures."""
@@ -98,6 +99,7 @@ def test_a_screen_answers_as_its_regex_on_hard_lines():
         assert screen.hit(line) is hit is bool(screen.regex.search(line)), line
 
 
+@pytest.mark.slow
 def test_the_librarys_screens_answer_as_their_regexes_on_the_fixture_lines():
     """Every Screen diagnosis builds (the family marks, both dialects' phase markers) against
     every raw line and every peeled message of a quarter of the real-log fixtures."""

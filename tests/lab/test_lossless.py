@@ -180,6 +180,7 @@ def test_a_sweep_marks_the_wrong_cell_and_its_verdict_says_so_first(tmp_path):
     assert best.get("cuda_graph") is not True, "a wrong cell is never the best"
 
 
+@pytest.mark.slow
 def test_graphs_asked_for_but_never_run_are_said_in_the_ready_verdict(clean, tmp_path):
     """Seen on the H200 (docs/gpu-run, fault c1): graphs sized for 16 tokens per request
     and a verify batch of 33 under 0.5.23's width guard run eagerly, at half the speed;

@@ -65,6 +65,7 @@ def _replay(url: str, prompt: str, max_new_tokens: int) -> tuple[int, int]:
     return meta["completion_tokens"], meta["spec_verify_ct"]
 
 
+@pytest.mark.slow
 def test_warmup_requests_reach_the_server_but_not_the_figures(server):
     served = _requests_served(server)
     result = measure(server, prompts=MIXED, requests=4, warmup=1, max_new_tokens=48)
@@ -158,6 +159,7 @@ def test_rounds_go_on_until_the_interval_is_narrow_or_a_cap(server):
     assert s["accept_length"] == pytest.approx(tokens / verify), "exact: counts over all rounds"
 
 
+@pytest.mark.slow
 def test_min_time_keeps_measuring_and_max_time_stops_it(server):
     slow = measure(server, requests=1, warmup=0, max_new_tokens=8, ci_target=0.99,
                    min_time_s=1.5, max_rounds=200)

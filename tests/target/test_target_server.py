@@ -355,6 +355,7 @@ def test_a_client_that_resets_its_connection_leaves_no_traceback_in_the_log(ddtr
     assert "Traceback" not in log and "Exception occurred" not in log, log[-2000:]
 
 
+@pytest.mark.slow
 def test_a_deprecated_flag_and_uvicorns_lines_at_log_level_http_info_are_logged_as_sglang_logs_them(
         tmp_path):
     """One eager server for two of its log's promises: the deprecated --disable-cuda-graph
@@ -520,6 +521,7 @@ def test_busy_port_fails_fast(tmp_path, plain):
     assert "address already in use" in s.log() and diagnose(s.log()).kind == "port_in_use"
 
 
+@pytest.mark.slow
 def test_with_an_api_key_only_health_and_metrics_answer_without_it(tmp_path):
     """SGLang's rule (0.5.23 sglang/srt/utils/auth.py:97-150): with --api-key every
     endpoint but health, readiness and metrics needs ``Authorization: Bearer KEY``;

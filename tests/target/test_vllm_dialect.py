@@ -188,6 +188,7 @@ def test_startup_lines_are_vllms_in_vllms_order_and_fit_their_sources(eagle):
     assert re.search(r"\[startup\.py:38\] .*version 0\.34\.0\+ddlab", log)
 
 
+@pytest.mark.slow
 def test_eager_has_no_capture_line_and_none_mode_warns_as_vllm_and_sigterm_exits_0(plain, tmp_path):
     """An eager server logs no capture; cudagraph_mode none warns as vLLM does. Its server
     also shows the graceful stop (SIGTERM: uvicorn's shutdown lines, exit 0), which had a
