@@ -1,14 +1,14 @@
 """Held-out round 59 (issue 24): the warmup's status check that carries only the server's own error answer.
 
-Round 59 (h59001-h59010; excerpts of issue threads and pull requests) was measured once on main at 3e01c63 (with
-the round's logs, fe6251f): crashed 10/10, kind 9/10, phase 6/6. docs/diagnosis.md, "Held-out round 59", tells the
-round. Its one miss, h59008's kind (ddlab said unknown; labelled health_check), is read as labelled by
-warmup_error_body (crashes/kinds/warmup.py): from 0.5.5.post3 the launcher's warmup asserts
-``res.status_code == 200, f"{res.text}"``, so its AssertionError is the answer's body, and where that body is the
-server's own error answer (the OpenAI handlers' ErrorResponse, /generate's ``{"error": {"message": ...}}``) the
-warmup request failing is the kind and the body's message the detail. This module holds the fold, each log's
-reading, the rule in other forms (0.5.23's frame, /generate's body), near misses that must not read that way, and
-the wheels' lines the rule cites (skipped where a wheel is not unpacked).
+Round 59 (h59001-h59010; excerpts of issue threads and pull requests) was measured once on main at 3e01c63
+(with the round's logs, fe6251f): crashed 10/10, kind 9/10, phase 6/6. docs/diagnosis.md, "Held-out round 59",
+tells the round. Its one miss, h59008's kind (ddlab said unknown; labelled health_check), is read as labelled
+by warmup_error_body (crashes/kinds/warmup.py): from 0.5.5.post3 the launcher's warmup asserts
+``res.status_code == 200, f"{res.text}"``, so its AssertionError is the answer's body, and where that body is
+the server's own error answer (the OpenAI handlers' ErrorResponse, /generate's ``{"error": {"message":
+...}}``) the warmup request failing is the kind and the body's message the detail. This module holds the fold,
+each log's reading, the rule in other forms (0.5.23's frame, /generate's body), near misses that must not read
+that way, and the wheels' lines the rule cites (skipped where a wheel is not unpacked).
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ def test_the_warmups_error_answer_in_other_forms_is_health_check(text):
 
 def test_a_generate_body_gets_its_message_and_no_npu_words():
     from ddlab.diagnosis.diagnosis import diagnose
-    advice = diagnose(_warmup(1566, '{"error":{"message":"Multimodal prompt has no image tokens"}}')).suggestion
+    text = _warmup(1566, '{"error":{"message":"Multimodal prompt has no image tokens"}}')
+    advice = diagnose(text).suggestion
     assert "The warmup's answer was the server's own error: Multimodal prompt has no image tokens." in advice
     assert "torch_npu" not in advice and "Error in request:" not in advice
 
@@ -96,7 +97,8 @@ def test_a_body_whose_error_a_signature_knows_is_that_signatures_kind():
      '    assert res.status_code == 200, f"{res.text}"\n'
      'AssertionError: {"object":"error","message":"Internal server error: boom","type":"InternalServerError",'
      '"param":null,"code":500}\n'),
-    ('[2026-01-05 10:00:00] INFO:     127.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error\n'
+    ('[2026-01-05 10:00:00] INFO:     127.0.0.1:5000 - "POST /v1/chat/completions HTTP/1.1" 500 '
+     'Internal Server Error\n'
      '[2026-01-05 10:00:01] {"object":"error","message":"Internal server error: boom"}\n'),
     _warmup(1566, "<html><head><title>502 Bad Gateway</title></head></html>"),
 ], ids=["client-script", "serving-500", "proxy-page"])
@@ -123,4 +125,5 @@ def test_each_line_the_rule_cites_is_the_releases(release, path, line, text):
 def test_h59008s_frame_is_at_the_status_check_of_a_release_after_0_5_5_post3():
     # no release of 0.5.5 to 0.5.6.post2 has the check at line 1566 (0.5.6 has it at 1567): a build of main
     assert 'http_server.py", line 1566, in _execute_server_warmup' in (REAL / "h59008.log").read_text()
-    assert_at_line("sglang", "0.5.6", f"{_SRT}/http_server.py", 1567, 'assert res.status_code == 200, f"{res.text}"')
+    assert_at_line("sglang", "0.5.6", f"{_SRT}/http_server.py", 1567,
+                   'assert res.status_code == 200, f"{res.text}"')
