@@ -115,6 +115,7 @@ _SRT = "sglang/srt/entrypoints"
     ("0.5.23", f"{_SRT}/http_server.py", 2501, 'assert res.status_code == 200, f"{res.text}"'),
     ("0.5.5.post3", f"{_SRT}/openai/serving_base.py", 128, 'message=f"Internal server error: {str(e)}"'),
     ("0.5.7", f"{_SRT}/openai/serving_base.py", 143, 'message=f"Internal server error: {str(e)}"'),
+    ("0.5.23", f"{_SRT}/openai/serving_base.py", 139, 'message=f"Internal server error: {str(e)}"'),
     ("0.5.7", f"{_SRT}/openai/protocol.py", 73, 'object: str = "error"'),
     ("0.5.7", f"{_SRT}/http_server.py", 1462, '{"error": {"message": str(e)}}'),
 ], ids=lambda v: str(v).rsplit("/", 1)[-1])

@@ -114,10 +114,11 @@ WARMUP_ERROR_BODY = Signature(
     context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",),
     # above warmup_failed (15), which this traceback also matches by its frame: this one says more
     priority=16, phase="ready", echo=True, detail=_body_detail,
-    sources=(("0.5.5.post3", "sglang/srt/entrypoints/http_server.py:1521"),
-             ("0.5.7", "sglang/srt/entrypoints/http_server.py:1566"),
+    sources=(("sglang 0.5.5.post3", "sglang/srt/entrypoints/http_server.py:1521"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/http_server.py:1566"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2501"),
-             ("0.5.5.post3", "sglang/srt/entrypoints/openai/serving_base.py:128"),
-             ("0.5.7", "sglang/srt/entrypoints/openai/serving_base.py:143"),
-             ("0.5.7", "sglang/srt/entrypoints/openai/protocol.py:73"),
-             ("0.5.7", "sglang/srt/entrypoints/http_server.py:1462")))
+             ("sglang 0.5.5.post3", "sglang/srt/entrypoints/openai/serving_base.py:128"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/openai/serving_base.py:143"),
+             ("0.5.23", "sglang/srt/entrypoints/openai/serving_base.py:139"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/openai/protocol.py:73"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/http_server.py:1462")))
