@@ -9,9 +9,9 @@ unchanged.
 
 from __future__ import annotations
 
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["WARMUP_FAILED", "WARMUP_READ_TIMEOUT", "WARMUP_STATUS_CUT"]
+__all__ = ["WARMUP_FAILED", "WARMUP_READ_TIMEOUT", "WARMUP_STATUS_CUT", "WARMUP_ERROR_BODY"]
 
 WARMUP_FAILED = Signature(
     "warmup_failed", "health_check", "the server did not answer its warmup request",
@@ -71,3 +71,54 @@ WARMUP_STATUS_CUT = Signature(
     priority=16, phase="ready", echo=True, cut_ok=True,
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:1086"),
              ("0.5.23", "sglang/srt/entrypoints/http_server.py:2376")))
+
+# (round 59) From 0.5.5.post3 the warmup's status check carries only the answer's body (0.5.5.post3
+# entrypoints/http_server.py:1521 `assert res.status_code == 200, f"{res.text}"`; 0.5.7 :1566, 0.5.23
+# :2501), so the AssertionError is the server's own error answer: the OpenAI handlers' ErrorResponse
+# ({"object":"error","message":...}, openai/protocol.py:73 in 0.5.7), "Internal server error: " and the
+# exception's text for anything they did not expect (0.5.5.post3 openai/serving_base.py:128, 0.5.7 :143,
+# 0.5.23 :139; the handler logged "Error in request:" with its traceback first, :126 / :141), or
+# /generate's {"error": {"message": ...}} (0.5.7 entrypoints/http_server.py:1462). The warmup request
+# failing is what the log shows; the body says why, and its text is the server's, not a proxy's
+_ERROR_BODY = r'\{\s*"(?:object"\s*:\s*"error"\s*,\s*"message|error"\s*:\s*\{\s*"message)"\s*:'
+_BODY_MESSAGE = r'"message"\s*:\s*"((?:[^"\\]|\\.){1,300})'
+# torch_npu's own words for an Ascend op that refused its call
+_NPU_OP = r"NPU function error: call (aclnn\w+) failed, error code is (\d+)"
+
+
+def _body_detail(found: Found) -> str | None:
+    said = regex(_BODY_MESSAGE).search(found.text)
+    if not said:
+        return None
+    message = said[1].split("\\n")[0].strip()
+    where = ("" if not regex(r"Internal server error:").search(message) else
+             " The server raised it while handling the request: its \"Error in request:\" traceback, "
+             "logged just before the error status, names where.")
+    op = regex(_NPU_OP).search(found.text)
+    if op:
+        where += (f" The error is torch_npu's: the Ascend op {op[1]} refused its call (error code "
+                  f"{op[2]}), and the CANN record after it in the body says what it refused; a handler "
+                  "catches only what its own process raised (the HTTP server's: the request's "
+                  "preprocessing, a vision model's image processing), not a scheduler rank's forward.")
+    return f"The warmup's answer was the server's own error: {message}.{where}"
+
+
+WARMUP_ERROR_BODY = Signature(
+    "warmup_error_body", "health_check", "the warmup request got the server's own error answer",
+    ("The server started but its own warmup request came back with an error status whose body is "
+     "the server's error (an exception raised while handling that request, not a timeout or a "
+     "proxy): the body's message is the cause to read. Reproduce it by starting with "
+     "`--skip-server-warmup` and sending the same request by hand (a chat request with an image for "
+     "a vision model, /generate otherwise).",),
+    patterns=(_ERROR_BODY,), types=r"AssertionError",
+    context=(r", in (?:_wait_and_warmup|_execute_server_warmup)\s*$",),
+    # above warmup_failed (15), which this traceback also matches by its frame: this one says more
+    priority=16, phase="ready", echo=True, detail=_body_detail,
+    sources=(("sglang 0.5.5.post3", "sglang/srt/entrypoints/http_server.py:1521"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/http_server.py:1566"),
+             ("0.5.23", "sglang/srt/entrypoints/http_server.py:2501"),
+             ("sglang 0.5.5.post3", "sglang/srt/entrypoints/openai/serving_base.py:128"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/openai/serving_base.py:143"),
+             ("0.5.23", "sglang/srt/entrypoints/openai/serving_base.py:139"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/openai/protocol.py:73"),
+             ("sglang 0.5.7", "sglang/srt/entrypoints/http_server.py:1462")))
