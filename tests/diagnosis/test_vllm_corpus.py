@@ -460,7 +460,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # record under its stamp) fixed by cited rules: 1121/1092/642 after.
 # Round 59 had one miss (w5908's phase): 1146/1117/664 of 1159 at the fold (kind of 1130, phase of 673); w5908
 # (LMCache's "[date] LMCache LEVEL:" stamp taken for SGLang's) fixed by a cited rule: 1146/1117/665 after.
-FLOORS = {"work": (1146, 1117, 665)}
+# Round 60 had six misses (w6003's, w6012's crashed and kind, w6005's and w6015's phase, w6023's kind, w6029's
+# crashed and kind; w6023's kind disputed on a second look, not measured): 1172/1142/681 of 1188 at the fold (kind
+# of 1158, phase of 691); w6003 (CPython's "Process EngineCore_DP0:"), w6005 (V1's capture bar a vLLM mark), w6012
+# (torch elastic's "exitcode: -11"), w6015 (NIXL's expired blocks, serving) and w6029 (V0's /health answered 500)
+# fixed by cited rules: 1175/1145/683 after.
+FLOORS = {"work": (1175, 1145, 683)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -315,8 +315,11 @@ def test_vllm_logs_are_read_as_vllm():
     # traceback (w5715), torch's NCCL watchdog lines under "> " (w5717) and core_client's DEBUG "Waiting for 1 core
     # engine proc(s)" lines under a container's ISO stamps (w5718, a healthy excerpt); round 58 two, each the same
     # kind either way: torch's illegal-access error and hint under a systemd journal's prefix (w5808) and the model
-    # registry's "failed to be inspected" ValueError alone (w5821)
-    assert len(unmarked) <= 62, unmarked
+    # registry's "failed to be inspected" ValueError alone (w5821); round 60 six, each the same kind either way:
+    # torch_npu's OOM line alone (w6008), torch's device-side assert line alone (w6009), an xoscar actor's traceback
+    # cut (w6010), torch elastic's exit lines (w6012), Ray's glog lines with NCCL's what() (w6020) and uvicorn's ASGI
+    # traceback for a chat request (w6026)
+    assert len(unmarked) <= 68, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

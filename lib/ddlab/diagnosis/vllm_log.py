@@ -31,11 +31,10 @@ __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lin
 
 FAMILIES = ("sglang", "vllm")
 
-# the process tag vLLM puts before each line of a child process (vllm/utils/system_utils.py
-# decorate_logs, and the logger's %(vllm_process_name)s): one word, then optional words
-# (rank=N, TP0), then pid=N; Ray adds ", ip=host". (round 24) Ray names a Serve replica's actor
-# "ServeReplica:<app>:<deployment>" (ray-project/ray 5a7cb61 python/ray/serve/_private/common.py,
-# DeploymentID.to_replica_actor_class_name), the word its log prefix carries
+# the process tag vLLM puts before each line of a child process (vllm/utils/system_utils.py decorate_logs, and the
+# logger's %(vllm_process_name)s): one word, then optional words (rank=N, TP0), then pid=N; Ray adds ", ip=host".
+# (round 24) Ray names a Serve replica's actor "ServeReplica:<app>:<deployment>" (ray-project/ray 5a7cb61
+# python/ray/serve/_private/common.py, DeploymentID.to_replica_actor_class_name), the word its log prefix carries
 _PROC = r"\([A-Za-z][\w-]*(?::[\w.-]+)*(?: [\w=-]+)*? ?pid=\d+(?:, ip=[\w.-]+)?\)\s"
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 # vLLM's logger stamp, level to "[file.py:N]" (what follows it: a space, or the line's end): its time (round 58:
@@ -87,12 +86,11 @@ _VLLM_MARKS = re.compile(
     r"|\bgpu_memory_utilization\b|\bmax_model_len\b|\bmax_num_scheduled_tokens\b|\bnum_speculative_tokens\b"
     r"|\bspeculative_config\b|\bEngineCore\w*\b|\bAsyncLLM\w*\b|\bLLMEngine\b|\bSpecDecodeWorker\b|\bVllmWorker\w*\b"
     r"|# GPU blocks: \d|Cannot find model module\."
-    # texts no SGLang release writes (both wheels, 0.4.10.post2 and 0.5.23, searched): vLLM's top
-    # config class and its V2 model runner (vllm/config/vllm.py:3087 (0.30.0)), the dtype check
-    # (vllm/platforms/cuda.py:692 (0.34.0)), the startup memory check (vllm/v1/worker/utils.py:790
-    # (0.34.0)), the offline LLM's bar (vllm/entrypoints/common/offline.py:601
-    # (0.34.0), entrypoints/llm.py:931 (0.6.4.post1)), its environment variables (vllm/envs.py)
-    # and the installed package's frames; the pipeline-parallel refusal's second sentence
+    # texts no SGLang release writes (both wheels, 0.4.10.post2 and 0.5.23, searched): vLLM's top config class and its
+    # V2 model runner (vllm/config/vllm.py:3087 (0.30.0)), the dtype check (vllm/platforms/cuda.py:692 (0.34.0)), the
+    # startup memory check (vllm/v1/worker/utils.py:790 (0.34.0)), the offline LLM's bar
+    # (vllm/entrypoints/common/offline.py:601 (0.34.0), entrypoints/llm.py:931 (0.6.4.post1)), its environment
+    # variables (vllm/envs.py) and the installed package's frames; the pipeline-parallel refusal's second sentence
     # (vllm/config/model.py:1595 (0.34.0), config.py:541 (0.6.4.post1))
     r"|Supported models implement the `SupportsPP` interface"
     # V0's speculative-decoding metrics line (vllm/engine/metrics.py:484 (0.6.4.post1))
@@ -106,11 +104,10 @@ _VLLM_MARKS = re.compile(
     # (round 5: V0's spec-decode worker's vocabulary assert, spec_decode/spec_decode_worker.py:1067
     # (0.6.4.post1), printed as its traceback's code line; no SGLang wheel has it)
     r"|assert all\(vocab_sizes\[0\] == vocab_size for"
-    # (round 6, each in no SGLang wheel: the default loader's unfilled parameters,
-    # model_loader/default_loader.py:611 (0.34.0); the V1 model runner's method without a drafter,
-    # v1/worker/gpu_model_runner.py:698 (0.30.0); V1's refusal of speculation, platforms/rocm.py:184
-    # (0.7.3); the attention heads against the TP size, config/model.py:1581 (0.34.0); V1's
-    # speculative metrics line, v1/spec_decode/metrics.py:121 (0.34.0))
+    # (round 6, each in no SGLang wheel: the default loader's unfilled parameters, model_loader/default_loader.py:611
+    # (0.34.0); the V1 model runner's method without a drafter, v1/worker/gpu_model_runner.py:698 (0.30.0); V1's
+    # refusal of speculation, platforms/rocm.py:184 (0.7.3); the attention heads against the TP size,
+    # config/model.py:1581 (0.34.0); V1's speculative metrics line, v1/spec_decode/metrics.py:121 (0.34.0))
     r"|Following weights were not initialized from checkpoint|Unknown speculative decoding method:"
     r"|Speculative decoding is not yet supported on VLLM V1"
     r"|Total number of attention heads \(\d+\) must be divisible by tensor parallel size|SpecDecoding metrics:"
@@ -134,7 +131,10 @@ _VLLM_MARKS = re.compile(
     # (round 24) the shared-memory queue's stall notice (distributed/device_communicators/shm_broadcast.py:115
     # (0.34.0), :54 (0.11.1)); SGLang's copy of the queue words it "No available block found in %s second."
     # (shm_broadcast.py:361 (0.4.10.post2), :372 (0.5.23))
-    r"|No available shared memory broadcast block found in \d+ seconds?",
+    r"|No available shared memory broadcast block found in \d+ seconds?"
+    # (round 60) V1's capture bar (v1/worker/gpu_model_runner.py:3496 (0.11.0); in no SGLang wheel), /health answered
+    # 500 (V0 raises a dead engine's error there, vllm_crashes/engine.py; SGLang's 503, http_server.py:733 (0.5.23))
+    r'|Capturing CUDA graphs \((?:decode|mixed prefill-decode), [A-Z_]+\)|"GET /health HTTP/[\d.]+" 500\b',
     re.M)
 # (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
 # vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and
@@ -212,17 +212,16 @@ _PHASE_MARKERS = (
         # (round 55) the V2 model runner's only start-of-loading line, just before its loader's load_model
         # (v1/worker/gpu/model_runner.py:358 (0.28.0), :412 (0.34.0); V1 gpu_model_runner.py:2634 (0.11.0))
         r"|Loading model from scratch\.\.\.")),
-    # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0); V0 "Loading model
-    # weights took": worker/model_runner.py:1077 (0.6.4.post1)); then the profiling run (torch.compile in it),
-    # the KV cache's size
-    # (v1/worker/gpu_worker.py:796, v1/core/kv_cache_utils.py:1169 (0.34.0); V0 "# GPU blocks":
-    # executor/gpu_executor.py:113 (0.6.4.post1)); (round 49) a KV connector registering the KV caches just
-    # allocated, which vLLM hands it only from initialize_kv_cache (v1/worker/gpu_model_runner.py:7340 (0.23.0)):
-    # "Registering kv caches!" (kv_connector/v1/lmcache_mp_connector.py:555, LMCache's own copy logs it too),
-    # "Registering kv caches" / "Registering KV caches" (lmcache_integration/multi_process_adapter.py:423,
-    # vllm_v1_adapter.py:787), "Registering KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391;
-    # all 0.23.0): the caches exist, the graphs are not captured yet; (round 57) the graphs' memory profiled
-    # in determine_available_memory (v1/worker/gpu_model_runner.py:5876, v1/worker/gpu_worker.py:381 (0.19.1))
+    # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0); V0 "Loading model weights
+    # took": worker/model_runner.py:1077 (0.6.4.post1)); then the profiling run (torch.compile in it), the KV cache's
+    # size (v1/worker/gpu_worker.py:796, v1/core/kv_cache_utils.py:1169 (0.34.0); V0 "# GPU blocks":
+    # executor/gpu_executor.py:113 (0.6.4.post1)); (round 49) a KV connector registering the KV caches just allocated,
+    # which vLLM hands it only from initialize_kv_cache (v1/worker/gpu_model_runner.py:7340 (0.23.0)): "Registering kv
+    # caches!" (kv_connector/v1/lmcache_mp_connector.py:555, LMCache's own copy logs it too), "Registering kv caches"
+    # / "Registering KV caches" (lmcache_integration/multi_process_adapter.py:423, vllm_v1_adapter.py:787),
+    # "Registering KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391; all 0.23.0): the caches
+    # exist, the graphs are not captured yet; (round 57) the graphs' memory profiled in determine_available_memory
+    # (v1/worker/gpu_model_runner.py:5876, v1/worker/gpu_worker.py:381 (0.19.1))
     ("memory_pool", re.compile(
         r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory"
         r"|# GPU blocks: \d|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform"
@@ -258,9 +257,10 @@ _PHASE_MARKERS = (
     # (round 55) sleep mode, which start-up never enters (v1/engine/core.py:1127, abstract.py:442 (0.34.0)):
     # v1/executor/abstract.py:306, :325, device_allocator/cumem.py:239, v1/worker/gpu_worker.py:142 (0.11.1)
     r"|It took [\d.]+ seconds to (?:fall asleep|wake up)\b|CuMemAllocator: sleep freed|Sleep mode freed"
-    # (round 55) a KV connector told of a request the scheduler admitted (only in schedule():
-    # v1/core/sched/scheduler.py:164, :466; kv_connector/v1/nixl_connector.py:292 (0.10.1.1))
-    r"|\w+Connector update_state_after_alloc: "
+    # (round 55) a KV connector told of a request the scheduler admitted (only in schedule(): v1/core/sched/
+    # scheduler.py:164, :466; kv_connector/v1/nixl_connector.py:292 (0.10.1.1)); (round 60) NIXL freeing a finished
+    # request's blocks no decode worker read in time (nixl_connector.py:409, :1048 (0.10.2))
+    r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request "
     # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,
     # :255; v1/metrics/loggers.py (0.34.0)), as Prometheus writes it or a dashboard's table ("name{...} | N")
     rf"|{VLLM_COUNTER}\{{[^}}]*\}}\s*\|?\s*0*[1-9][\d.]*(?:e\+?\d+)?\s*$")),

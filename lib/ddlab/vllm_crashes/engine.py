@@ -8,7 +8,8 @@ from __future__ import annotations
 from ddlab.vllm_crashes import library
 from ddlab.crashes.signature import Signature
 
-__all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "OUTPUT_HANDLER_FAILED", "SHM_STALL", "RPC_TIMEOUT",
+__all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "ENGINE_PROCESS_RAISED", "OUTPUT_HANDLER_FAILED",
+           "SHM_STALL", "RPC_TIMEOUT",
            "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
            "LOOP_WAIT_CANCELLED"]
 
@@ -18,6 +19,13 @@ _V0 = library.V0
 
 # (round 13) V0's API server answering a request on a dead engine with a 500 and exiting
 _V0_DEAD_ON_REQUEST = r"(?:AsyncLLMEngine|MQLLMEngine) is already dead, terminating server process"
+# (round 60) V0's /health answered 500: its handler only awaits the engine's check_health and raises what that
+# raises (uvicorn then answers 500, "Exception in ASGI application"), and that raises only for a dead engine: the
+# background loop stopped or errored (engine/async_llm_engine.py:838-839, is_stopped :415-418 (0.5.0)), a worker
+# the executor found dead (:847, executor/multiproc_gpu_executor.py:125 (0.5.0)), the multiprocessing client's
+# recorded death (engine/multiprocessing/client.py:398-399 (0.6.4.post1)); api_server.py:84 (0.5.0), :293
+# (0.6.4.post1). A V1 server answers a dead engine's /health with 503 (not read here)
+_V0_HEALTH_500 = r'"GET /health HTTP/[\d.]+" 500\b'
 # (round 19) "MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find the original error"
 _V0_MQ_DEAD = r"\bMQEngineDeadError: Engine loop is not running\b"
 # (round 20) the engine core's dump of the step it failed on: only its log_error_detail writes it, around
@@ -51,6 +59,7 @@ ECHO_LINES = (
     # error in the message (engine/multiprocessing/__init__.py:21 MQEngineDeadError, :129-135
     # ENGINE_DEAD_ERROR (0.6.4.post1); :26, :161-169 (0.7.3))
     _V0_MQ_DEAD,
+    _V0_HEALTH_500,
 )
 # fatal: a dead engine is never carried past. A streamed request's "200 OK" access line is
 # written when its headers go out (uvicorn), before the engine's death reaches the stream, and
@@ -80,7 +89,22 @@ ENGINE_DEAD = Signature(
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:944"),
              (_V0, "vllm/engine/multiprocessing/__init__.py:21"),
              (_V0, "vllm/engine/multiprocessing/__init__.py:129"),
-             ("0.7.3", "vllm/engine/multiprocessing/__init__.py:161")))
+             ("0.7.3", "vllm/engine/multiprocessing/__init__.py:161"),
+             (_V0, "vllm/entrypoints/openai/api_server.py:293"),
+             (_V0, "vllm/engine/multiprocessing/client.py:398")))
+
+# (round 60) CPython's report of a process whose run() raised: "Process <name>:" then the traceback
+# (multiprocessing/process.py:329 (CPython 3.11.7), in _bootstrap's bare except, exitcode 1; SystemExit is
+# caught above it and prints none). The engine core's run_engine_core logs and re-raises whatever ended it
+# (v1/engine/core.py:706-712 (0.11.0)), under its process name: "EngineCore_0" (v1/engine/utils.py:119
+# (0.10.1.1)), "EngineCore_DP0" (:119 (0.11.0)), "EngineCore" (:289 (0.34.0)). Ranked below the echoes above,
+# whose lines say more where a log has both
+ENGINE_PROCESS_RAISED = Signature(
+    "vllm_engine_process_raised", "unknown", "the engine core process died of an exception",
+    ENGINE_DEAD.advice,
+    lines=(r"^Process EngineCore(?:_(?:DP)?\d+)?:\s*$",), priority=4, echo=True, fatal=True,
+    sources=(("CPython 3.11.7", "Lib/multiprocessing/process.py:329 (BaseProcess._bootstrap: Process %s:)"),
+             ("0.34.0", "vllm/v1/engine/utils.py:289"), ("0.34.0", "vllm/v1/engine/core.py:1757")))
 
 # the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
 # after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
@@ -93,7 +117,9 @@ SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal er
                   # (round 19) V0's multiprocessing client hands the engine's death to the requests in
                   # flight (engine/multiprocessing/client.py:229-242, queue.put_nowait(self.dead_error)),
                   # each raised in its handler (client.py:633 (0.6.4.post1), raise request_output)
-                  _V0_MQ_DEAD)
+                  _V0_MQ_DEAD,
+                  # (round 60) the API server's /health asked the engine it serves with (above)
+                  _V0_HEALTH_500)
 
 # (round 12) the API server's output handler's own frame in a traceback: what the engine core client
 # forwarded through its outputs queue (the engine's death, its socket's failure) is raised there "to

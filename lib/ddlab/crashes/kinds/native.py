@@ -7,7 +7,7 @@ it: "!!!!!!! Segfault encountered !!!!!!!" and native frames), UCX's ("====
 backtrace (tid: N) ===="), glog's failure signal handler, the shell's report of
 a child a signal killed ("Segmentation fault (core dumped)"), and SGLang's own
 report of a child that died of a signal ("crashed with exit code -11", dynamo's
-"Exit code: -6 (SIGABRT)"). A native crash ranks below every Python
+"Exit code: -6 (SIGABRT)", torch elastic's "failed (exitcode: -11) local_rank: 0"). A native crash ranks below every Python
 exception a signature knows: an abort that a C++ ``what():`` explains (the NCCL
 watchdog) is that error, a compiler that segfaults is ``kernel_compile``.
 
@@ -98,6 +98,9 @@ NATIVE_CRASH = Signature(
            rf"^\S+: line \d+: +\d+ (?:{SIGNALS}) +(?:\(core dumped\) )?\S",
            rf"crashed with exit code {_EXIT_SIGNAL}", rf"Exit code: {_EXIT_SIGNAL}",
            rf"died during initialization \(exit code: {_EXIT_SIGNAL}\)",
+           # (round 60) torch elastic (torchrun) reporting a worker a signal ended: its agent's "failed
+           # (exitcode: -11) local_rank: N" and the root-cause block's "exitcode  : -11 (pid: N)"
+           rf"failed \(exitcode: {_EXIT_SIGNAL}\) local_rank: \d+", rf"^\s*exitcode\s*: {_EXIT_SIGNAL} \(pid: \d+\)",
            # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
            # line (several processes' headers run together) still shows a fatal error
            r"^Fatal Python error: ?",
@@ -133,6 +136,10 @@ NATIVE_CRASH = Signature(
                                   "called recursively, :93 without an active exception, then abort() :95)"),
              ("libstdc++ (gcc-mirror/gcc 1676372)", "libsupc++/vterminate.cc:67 (terminate called after throwing an "
                                                     "instance of '...', then what() :85, abort() :95)"),
+             ("torch 2.13.0", "torch/distributed/elastic/multiprocessing/api.py:1003 (SubprocessContext._poll: "
+                              "failed (exitcode: %s) local_rank: %s (pid: %s) of binary: %s)"),
+             ("torch 2.13.0", "torch/distributed/elastic/multiprocessing/errors/__init__.py:188 "
+                              "(_FAILURE_FORMAT_TEMPLATE: exitcode  : ${exitcode} (pid: ${pid}))"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("0.5.23", "sglang/srt/entrypoints/engine.py:2006"),
