@@ -35,7 +35,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
-from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RAY_TAG, RFC3339 as _ISO
+from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RAY_TAG, RFC3339 as _ISO, peel_desktop_time
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
@@ -216,7 +216,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before.
     ``record``: a peeled prefix it matches makes the line :attr:`Line.record`."""
     lines = []
-    raws = dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(json_records(text.splitlines())))))
+    raws = dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(
+        peel_desktop_time(json_records(text.splitlines()))))))
     for no, raw in enumerate(raws, start=1):
         cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):

@@ -13,7 +13,8 @@ it with the other collectors' prefixes, before SGLang's own '[YYYY-MM-DD hh:mm:s
 read. :data:`RFC3339` is the timestamp it reads, which logtext's other collector prefixes
 (Kubernetes, CI, job launchers, sidecars) read too. :data:`RAY_TAG` is the tag Ray's driver puts before
 each line of a task's or an actor's that it prints (its own lines carry none), which vLLM's engine core
-writes too.
+writes too. :func:`peel_desktop_time` peels the local time Docker Desktop's log view puts before each
+line of a container's output.
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG"]
+__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "peel_desktop_time"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -38,3 +39,26 @@ _COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a pas
 # and its own lines bare (ray-project/ray doc/source/ray-observability/ray-logging.rst, "Driver logs", "Worker
 # logs"), so which lines carried it tells the driver's from an actor's (logtext's Line.actor)
 RAY_TAG = rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "
+
+
+# (round 60) Docker Desktop's log view copies each line of a container's output after its local time,
+# "2025-02-06 07:14:10 " (no fraction, no zone; a line the container printed blank keeps the bare time), before
+# SGLang's own bracketed stamp or before a launcher's traceback and pip's lines. A bare time
+# is also how some writers stamp their own records (NIXL's "<time> NIXL INFO", the router's "<time>  INFO",
+# a deployment's "<time> ERROR <pid> [file:N]") and how a paste cut inside SGLang's stamp starts ("<time>
+# DP3 TP3] "), so it is peeled only where it stands before most of the paste's lines and before a line no
+# writer stamps itself: a traceback's own (Python's traceback.print_exception writes them bare: CPython
+# 3.11.7 Lib/traceback.py:111-125) or SGLang's stamp ("[YYYY-MM-DD hh:mm:ss...] ": 0.5.10
+# srt/utils/common.py:1137-1141), which only a collector puts a time before.
+_DESKTOP_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: |$)")
+_COLLECTED_RE = re.compile(r'^(?:Traceback \(most recent call last\):|\s*File "[^"]+", line \d+|\[\d{4}-\d\d-\d\d )')
+
+
+def peel_desktop_time(raws: list[str]) -> list[str]:
+    """``raws`` without Docker Desktop's time before each line, where the paste carries it (see above)."""
+    timed = [_DESKTOP_TIME_RE.match(raw) for raw in raws]
+    shown = sum(1 for raw in raws if raw.strip())
+    if sum(1 for m in timed if m) * 2 <= shown or not any(
+            m and _COLLECTED_RE.match(raw[m.end():]) for m, raw in zip(timed, raws)):
+        return raws
+    return [raw[m.end():] if m else raw for m, raw in zip(timed, raws)]
