@@ -237,7 +237,7 @@ def _port_detail(found: Found) -> str | None:
 # (round 61) NCCL's own sockets: its system-call checks write "NCCL WARN Call to bind failed: <strerror>"
 # (src/include/checks.h:63, SYSCHECKGOTO (NCCL v2.27.3-1)). Its RAS client socket (localhost:28028 or
 # NCCL_RAS_ADDR) is optional: a failed bind logs "RAS failed to establish a client listening socket"
-# (src/ras/client_support.cc:160, :167) and the caller drops the result ((void)rasClientInitSocket(),
+# (src/ras/client_support.cc:160, :166) and the caller drops the result ((void)rasClientInitSocket(),
 # src/ras/ras.cc:106), so the communicator goes on; a bootstrap socket that cannot bind fails as NCCL's
 # ncclSystemError (nccl). Neither is a port the server was given
 _NOT_NCCLS = r"(?<!NCCL WARN Call to bind failed: )"
