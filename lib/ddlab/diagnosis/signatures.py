@@ -29,7 +29,7 @@ from ddlab.crashes.kinds import (caches, device, diffusion, graphs, launch, memo
                                  router, runtime, speculative, weights)
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
-from ddlab.vllm_crashes import signatures as vllm
+from ddlab.vllm_crashes import backends as vllm_backends, signatures as vllm
 
 __all__ = ["Signature", "Found", "SIGNATURES", "KINDS", "KIND_MEANINGS", "WRAPPERS",
            "WRAPPER_FRAMES", "WRAPPER_LINES", "by_name", "regex", "Registry", "SGLANG", "VLLM",
@@ -89,6 +89,8 @@ WRAPPER_LINES = (
     # (round 28) 0.1.12-0.1.14's launcher says "Initialization failed" without those words: it prints
     # each init state, the failed one a traceback, and exits (0.1.13 srt/server.py:497-502); also cut
     r"^(?:router|detoken) init st(?:a(?:t(?:e(?::.*)?)?)?)?\s*$",
+    # (vLLM round 61) Ray's core worker exiting when it cannot register with its raylet (vllm_crashes/backends.py)
+    vllm_backends.RAY_UNREGISTERED,
 )
 
 

@@ -44,7 +44,9 @@ _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_u
 # (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
 # (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
 # (0.30.0-0.34.0), :99 (0.6.4.post1))
-_INIT = (r"init_device|init_worker_distributed_environment|init_distributed_environment"
+# (round 61) the oldest V0 workers' own, underscored: _init_distributed_environment runs the first all_reduce that
+# meets the peers (0.2.7 worker/worker.py:194, :220), called from the worker's init_model (:74)
+_INIT = (r"init_device|init_worker_distributed_environment|_?init_distributed_environment"
          r"|initialize_model_parallel|_init_executor|_init_workers_ray|ncclCommInitRank")
 _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|execute_model|sample_tokens"
             r"|output_handler|_run_speculative_decoding_step|_run_no_spec|propose|generate|_run_engine"

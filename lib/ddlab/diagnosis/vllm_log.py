@@ -56,9 +56,8 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) "), or a
     # launcher's time and level before vLLM's process tag, which is peeled next ("... [ERROR]   (APIServer")
     rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
-    # (round 15) a viewer's date and time ("2025-07-10 08:59:40 ") right before vLLM's own stamp or process
-    # tag: vLLM's stamp carries no year (_DATE_FORMAT "%m-%d %H:%M:%S", vllm/logger.py:33 (0.34.0), :24
-    # (0.7.3)), so a whole date in front of it is the collector's
+    # (round 15) a viewer's date and time ("2025-07-10 08:59:40 ") right before vLLM's own stamp or process tag: vLLM's
+    # stamp has no year (_DATE_FORMAT "%m-%d %H:%M:%S", vllm/logger.py:33 (0.34.0), :24 (0.7.3)): the collector's date
     rf"^\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?={_PROC}|{_STAMP})",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
@@ -128,9 +127,8 @@ _VLLM_MARKS = re.compile(
     # "Unsupported tool_call_parser: "): the OpenAI server's check of --tool-call-parser,
     # entrypoints/openai/api_server.py:594 (0.6.4.post1), entrypoints/common/cli_args.py:630 (0.34.0))
     r"|invalid tool call parser: \S+ \(chose from \{"
-    # (round 24) the shared-memory queue's stall notice (distributed/device_communicators/shm_broadcast.py:115
-    # (0.34.0), :54 (0.11.1)); SGLang's copy of the queue words it "No available block found in %s second."
-    # (shm_broadcast.py:361 (0.4.10.post2), :372 (0.5.23))
+    # (round 24) the shared-memory queue's stall notice (device_communicators/shm_broadcast.py:115 (0.34.0), :54
+    # (0.11.1)); SGLang's copy words it "No available block found in %s second." (:361 (0.4.10.post2), :372 (0.5.23))
     r"|No available shared memory broadcast block found in \d+ seconds?"
     # (round 60) V1's capture bar (v1/worker/gpu_model_runner.py:3496 (0.11.0); in no SGLang wheel), /health answered
     # 500 (V0 raises a dead engine's error there, vllm_crashes/engine.py; SGLang's 503, http_server.py:733 (0.5.23))
@@ -194,8 +192,8 @@ def vllm_lines(text: str) -> list[Line]:
 
 
 # --- startup phases ---------------------------------------------------------------
-# Each marker is a line vLLM writes when a step starts or ends (V1: 0.30.0 / 0.33.0 / 0.34.0;
-# V0: 0.6.4.post1), strongest last.
+# Each marker is a line vLLM writes when a step starts or ends (V1: 0.30.0 / 0.33.0 / 0.34.0; V0: 0.6.4.post1),
+# strongest last.
 _PHASE_MARKERS = (
     # "Starting to load model" (v1/worker/gpu_model_runner.py), the loaders' shard bars,
     # "Loading weights took" (model_loader/default_loader.py:544 (0.34.0)): the draft loads after
@@ -261,6 +259,8 @@ _PHASE_MARKERS = (
     # scheduler.py:164, :466; kv_connector/v1/nixl_connector.py:292 (0.10.1.1)); (round 60) NIXL freeing a finished
     # request's blocks no decode worker read in time (nixl_connector.py:409, :1048 (0.10.2))
     r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request "
+    # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
+    r"|\] stage-\d+ \[rep-\d+\] add request: "
     # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,
     # :255; v1/metrics/loggers.py (0.34.0)), as Prometheus writes it or a dashboard's table ("name{...} | N")
     rf"|{VLLM_COUNTER}\{{[^}}]*\}}\s*\|?\s*0*[1-9][\d.]*(?:e\+?\d+)?\s*$")),

@@ -17,7 +17,7 @@ __all__ = ["SIGNATURES", "NO_DEVICE_FUNCTION", "AMD_PAGE_FAULT", "LORA_RANK", "M
            "NEURON_COMPILE", "NEURON_EXEC_OOB", "REQUEST_5XX", "REQUEST_4XX", "NIXL_HANDSHAKE",
            "ASCEND_MOONCAKE_REQUEST", "MOONCAKE_REGISTER", "NO_PLATFORM",
            "ENCODER_ATTENTION", "KV_TRANSFER_V0", "FA_VERSION_GPU", "UVA_UNAVAILABLE",
-           "RAY_NODE_NO_DEVICE", "CUDA_CALL_OTHER_DEVICE"]
+           "RAY_NODE_NO_DEVICE", "CUDA_CALL_OTHER_DEVICE", "RAY_UNREGISTERED", "RAY_WORKER_UNREGISTERED"]
 
 _V0 = V0
 
@@ -376,8 +376,25 @@ CUDA_CALL_OTHER_DEVICE = Signature(
              ("vllm_ascend 0.9.2rc1", "vllm_ascend/platform.py:98"),
              ("torch 2.13.0", "torch/cuda/_utils.py:582 (Expected a cuda device, but got: {device})")))
 
+# (round 61) A Ray process's core worker registers with its node's raylet as it starts (ray.init in the driver, each
+# worker process); where the raylet does not answer (its socket file gone, the raylet dead) it logs "Failed to register
+# worker <id> to Raylet. <status>" at ERROR and exits at once (ray-project/ray 4580f26 src/ray/core_worker/
+# core_worker.cc:182-184, RAY_LOG(ERROR), QuickExit()). vLLM's Ray executor starts the cluster and its workers at
+# launch; Ray's IPC failure names no kind of ddlab's. A log of Ray's lines alone shows no vLLM mark: SGLang's
+# registry reads the line as a crash's echo (diagnosis/signatures.py WRAPPER_LINES)
+RAY_UNREGISTERED = r"\bFailed to register worker \w+ to Raylet\."
+RAY_WORKER_UNREGISTERED = Signature(
+    "vllm_ray_worker_unregistered", "unknown", "a Ray process could not register with its raylet and exited",
+    ("Ray's core worker could not register with the node's raylet (the status after 'to Raylet.' says why: "
+     "a missing socket file means the raylet is gone or another Ray session's temp folder was cleaned): "
+     "`ray status` and the raylet's log (/tmp/ray/session_latest/logs/raylet.out) show it. Stop stale Ray "
+     "sessions (`ray stop`), keep /tmp/ray from being cleaned under a running cluster, and start again.",),
+    lines=(RAY_UNREGISTERED,), priority=60, fatal=True,
+    sources=(("ray 4580f26", "src/ray/core_worker/core_worker.cc:182-184 (Failed to register worker ... to "
+                             "Raylet., QuickExit())"),))
+
 SIGNATURES: list[Signature] = [ASCEND_MOONCAKE_REQUEST, MOONCAKE_REGISTER, NIXL_HANDSHAKE, NO_DEVICE_FUNCTION, AMD_PAGE_FAULT, LORA_RANK, MOONCAKE_PIPE, PTXAS_ERROR, NEURON_COMPILE, NEURON_EXEC_OOB,
                                REQUEST_5XX, REQUEST_4XX,
                                NO_PLATFORM, ENCODER_ATTENTION,
                                KV_TRANSFER_V0, FA_VERSION_GPU, UVA_UNAVAILABLE, RAY_NODE_NO_DEVICE,
-                               CUDA_CALL_OTHER_DEVICE]
+                               CUDA_CALL_OTHER_DEVICE, RAY_WORKER_UNREGISTERED]

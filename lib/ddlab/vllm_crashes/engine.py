@@ -52,6 +52,12 @@ ECHO_LINES = (
     # a worker's failed start, logged above its traceback (v1/executor/multiproc_executor.py:1091
     # (0.34.0), :944 (0.30.0))
     r"Engine core proc(?:ess)? \S+ died unexpectedly", r"WorkerProc failed to start\.",
+    # (round 61) vllm-omni's stages run vLLM's engine core in a process of their own and report its end as
+    # vLLM's does: "StageEngineCoreProc failed to start." before the engine core is built, "... encountered a
+    # fatal error." after (vllm_omni/engine/stage_engine_core_proc.py:258, :260 (vllm-omni 0.30.0), then
+    # _send_engine_dead and raise); a diffusion stage's process, "StageDiffusionProc encountered a fatal
+    # error." (diffusion/stage_diffusion_proc.py:708), for whatever ended it, start-up included
+    r"\bStage(?:EngineCore|Diffusion)Proc (?:failed to start|encountered a fatal error)\.",
     # (round 13) V0's API server answering a request on a dead engine with a 500 and exiting
     # (entrypoints/launcher.py:88, :99 (0.6.4.post1); :93, :104 (0.7.3))
     _V0_DEAD_ON_REQUEST,
@@ -109,6 +115,8 @@ ENGINE_PROCESS_RAISED = Signature(
 # the engine's busy loop was running when it died (v1/engine/core.py:1759, EngineDeadError only
 # after construction, :1760 _send_engine_dead), or it dumped the batch it failed on: serving
 SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
+                  # (round 61) vllm-omni's stage engine core, past its construction (above)
+                  r"\bStageEngineCoreProc encountered a fatal error\.",
                   r"Dumping input data for V1 LLM engine", _DUMP_REST, r"AsyncLLM output_handler failed",
                   # (round 13) V0: a request met the dead engine; the engine loop, started by the first
                   # request (add_request -> start_background_loop), ended (engine/async_llm_engine.py:68

@@ -21,7 +21,11 @@ __all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "T
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
 # 3.2.0 language/core.py:495, 3.4.0 :593, 3.5.0 :574); the NVIDIA backend adds fp8e4nv only from sm89
 # (backends/nvidia/compiler.py:149 (3.2.0), :170-171 (3.4.0)), so an A100 (sm80) has e5 and e4b15 alone
-TRITON_FP8_ARCH = r"\btype fp8\w+ not supported in this architecture\b"
+# (vLLM round 61) older Triton checks the same in its cast instead: assert builder.options.allow_fp8e4nv,
+# "fp8e4nv data type is not supported on CUDA arch < 89" (triton 3.0.0 language/semantic.py:759), the option set
+# from the GPU's capability (backends/nvidia/compiler.py:111, capability >= 89)
+TRITON_FP8_ARCH = (r"\btype fp8\w+ not supported in this architecture\b"
+                   r"|\bfp8e4nv data type is not supported on CUDA arch < 89\b")
 # (vLLM round 26) Triton builds its driver's C helpers (cuda_utils) the first time a kernel runs and looks for
 # a C compiler: CC, else gcc or clang on PATH (triton 3.2.0 runtime/build.py:32 "Failed to find C compiler.
 # Please specify via CC environment variable.", 3.4.0 :33 and 3.5.0 :32 add "or set triton.knobs.build.impl.")

@@ -234,13 +234,20 @@ def _port_detail(found: Found) -> str | None:
     return f"The port in question: {port}" + (f" ({name[1]})." if name else ".") if port else None
 
 
+# (round 61) NCCL's own sockets: its system-call checks write "NCCL WARN Call to bind failed: <strerror>"
+# (src/include/checks.h:63, SYSCHECKGOTO (NCCL v2.27.3-1)). Its RAS client socket (localhost:28028 or
+# NCCL_RAS_ADDR) is optional: a failed bind logs "RAS failed to establish a client listening socket"
+# (src/ras/client_support.cc:160, :166) and the caller drops the result ((void)rasClientInitSocket(),
+# src/ras/ras.cc:106), so the communicator goes on; a bootstrap socket that cannot bind fails as NCCL's
+# ncclSystemError (nccl). Neither is a port the server was given
+_NOT_NCCLS = r"(?<!NCCL WARN Call to bind failed: )"
 PORT_IN_USE = Signature(
     "port_in_use", "port_in_use", "the port is already taken",
     ("Free the port (an old server still running? `ss -ltnp` shows who holds it) or give this "
      "server another `--port` (its internal ports move with it).",),
-    patterns=(r"address already in use", r"EADDRINUSE", r"\[Errno (?:98|48)\]",
+    patterns=(_NOT_NCCLS + r"address already in use", r"EADDRINUSE", r"\[Errno (?:98|48)\]",
               r"is not available in \d+ seconds", r"is used by a process already"),
-    lines=(r"error while attempting to bind on address", r"address already in use"),
+    lines=(r"error while attempting to bind on address", _NOT_NCCLS + r"address already in use"),
     priority=85, detail=_port_detail, fatal=True,
     sources=(("0.4.10.post2", "sglang/srt/utils.py:586"),
              ("0.5.10", "sglang/srt/utils/network.py:75"),
