@@ -17,6 +17,8 @@ TOOL = ROOT / "tools" / "fetch_wheels.py"
 sys.path.insert(0, str(TOOL.parent))
 import fetch_wheels  # noqa: E402  (tools/ is no package)
 
+pytestmark = pytest.mark.slow  # a developer's tool, not ddlab: make test
+
 
 def _wheel(index: Path, name: str, version: str) -> Path:
     """A pure-Python wheel of ``name`` with a compiled library beside its module."""

@@ -13,6 +13,8 @@ spec = importlib.util.spec_from_file_location("suite_procs", Path(__file__).pare
 suite_procs = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(suite_procs)
 
+pytestmark = pytest.mark.slow  # a benchmark's tool, not ddlab: make test
+
 
 @pytest.mark.parametrize("cmd, kind", [
     ("/repo/.venv/bin/python -m ddlab.target --port 31000 --speculative-algorithm DDTREE", "target"),

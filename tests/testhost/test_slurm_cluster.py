@@ -19,7 +19,8 @@ from testhost.slurm import BASE_DIR, SlurmCluster
 from testhost.ports import free_port
 from testhost.procs import alive
 
-pytestmark = pytest.mark.testhost
+# the harness's own checks: make test (make check's tests use the harness and fail if it breaks)
+pytestmark = [pytest.mark.testhost, pytest.mark.slow]
 
 
 def _skip_unless_possible() -> None:

@@ -14,7 +14,8 @@ import pytest
 from testhost.host import BASE_DIR, SSHD_UNIT, TestHost, unavailable_reason
 from testhost.procs import alive
 
-pytestmark = pytest.mark.testhost
+# the harness's own checks: make test (make check's tests use the harness and fail if it breaks)
+pytestmark = [pytest.mark.testhost, pytest.mark.slow]
 
 
 def _ssh_argv(host: TestHost, *extra: str) -> list[str]:
