@@ -275,6 +275,9 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 
 # --- the work split, as tools/diagnosis_corpus.py measures it --------------------------------
 
+# all 1011 after round 62 was folded in and its miss read, no rule added: h62001's kind disputed on the second look
+# (a traceback cut after the graph runner's __init__ frame: the capture wrapper caught the error, the capture failed):
+# 1004, 978, 683 (of 1011, 987, 689), as 5f416d8's code read them at the fold
 # all 1003 after round 61 was folded in and its miss read, no rule added: h61003's kind disputed on the second look
 # (a TCPStore client's warning alone shows no crash), its crashed a known miss: 996, 971, 677 (of 1003, 980, 683),
 # as 04a4b7d's code read them at the fold
@@ -369,7 +372,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # all 678 after round 20 was folded in and its misses fixed (of 678, 668, 482); at the fold, 64f1195's code
 # read 673, 657, 475; all 665 after round 19's fix (of 665, 655, 477); at its fold, cdf986d's code read 661,
 # 647, 471; after round 18's fixes, 658 logs: 654, 641, 468 (of 658, 648, 474: h18010's kind disputed)
-WORK_FLOOR = {"crashed": 996, "kind": 971, "phase": 677}
+WORK_FLOOR = {"crashed": 1004, "kind": 978, "phase": 683}
 
 
 def test_the_work_split_does_not_regress():
@@ -384,9 +387,9 @@ def test_the_work_split_does_not_regress():
     # 21 (9 of 12: three dropped), 22 (6), 23 (2), 24 (9), 25 (8), 26 (6), 27 (3), 28 (6), 29 (11), 30
     # (13), 31 (9), 32 (3), 33 (9), 34 (8), 35 (6), 36 (7), 37 (13), 38 (10), 39 (12), 40 (15), 41 (11),
     # 42 (14), 43 (10), 44 (7), 45 (6), 46 (5), 47 (4), 48 (5), 49 (5), 50 (1), 51 (4), 52 (5), 53 (6), 54 (9)
-    # 55 (11), 56 (10), 57 (9 of 10: h57005 left out before the measurement), 58 (8), 59 (10), 60 (11) and 61 (9)
-    # were folded in after their one measurement
-    assert len(work) == 1003
+    # 55 (11), 56 (10), 57 (9 of 10: h57005 left out before the measurement), 58 (8), 59 (10), 60 (11), 61 (9)
+    # and 62 (8) were folded in after their one measurement
+    assert len(work) == 1011
     got = dict(zip(WORK_FLOOR, implied_work_counts("real")))
     assert got == WORK_FLOOR, (got, WORK_FLOOR, "the floors are the work split's reading: keep them equal")
 
