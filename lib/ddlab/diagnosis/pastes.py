@@ -264,17 +264,17 @@ def peel_box_border(raws: list[str]) -> list[str]:
 
 # --- a markdown inline code span around a line ------------------------------------------------
 
-# GitHub's inline code: a run of one or two backticks opens a span, the same run closes it (a span
-# may go on over line breaks); three open a fenced block, left alone. Python and SGLang print no
-# backtick at a line's ends, so one there is the reporter's.
-_INLINE_OPEN_RE = re.compile(r"^(?P<run>`{1,2})(?!`)(?P<body>[^`]+)(?P=run)?$")
-_INLINE_CLOSE_RE = re.compile(r"^(?P<body>[^`]*[^`\s])`{1,2}$")
+# GitHub's inline code: a run of one or two backticks opens a span, the same run closes it (it may go on over
+# line breaks); three open a fenced block. Python and vLLM print no backtick at a line's ends: one there is the
+# reporter's, also before a message's own `name` pair (huggingface_hub 0.26.2 utils/_validators.py:156; round 62).
+_INLINE_RES = (re.compile(r"^(?P<run>`{1,2})(?!`)(?P<body>[^`]+)(?P=run)?$"),
+               re.compile(r"^(?P<body>[^`]*[^`\s])`{1,2}$"),
+               re.compile(r"^`(?P<body>[^`\s][^`]*(?:`[^`]*`[^`]*)+)$"))
 
 
 def unquote_inline_code(text: str) -> str:
-    """A line inside a markdown inline code span, without the span's backticks (one that opens
-    it at the start, or closes it at the end); a line with a backtick inside it as it is."""
-    match = (_INLINE_OPEN_RE.match(text) or _INLINE_CLOSE_RE.match(text)) if "`" in text else None
+    """A line in a markdown inline code span, without the span's own backticks; others as they are."""
+    match = next((m for r in _INLINE_RES if (m := r.match(text))), None) if "`" in text else None
     return match["body"] if match else text
 
 

@@ -256,9 +256,9 @@ _PHASE_MARKERS = (
     # v1/executor/abstract.py:306, :325, device_allocator/cumem.py:239, v1/worker/gpu_worker.py:142 (0.11.1)
     r"|It took [\d.]+ seconds to (?:fall asleep|wake up)\b|CuMemAllocator: sleep freed|Sleep mode freed"
     # (round 55) a KV connector told of a request the scheduler admitted (only in schedule(): v1/core/sched/
-    # scheduler.py:164, :466; kv_connector/v1/nixl_connector.py:292 (0.10.1.1)); (round 60) NIXL freeing a finished
-    # request's blocks no decode worker read in time (nixl_connector.py:409, :1048 (0.10.2))
-    r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request "
+    # scheduler.py:164, :466; nixl_connector.py:292 (0.10.1.1)), (round 62) or one it holds waiting on remote KV
+    # (schedule(): scheduler.py:345 (0.10.1.1)); (round 60) NIXL freeing blocks no decode worker read (nixl_connector.py:409, :1048 (0.10.2))
+    r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request |is still in WAITING_FOR_REMOTE_KVS"
     # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
     r"|\] stage-\d+ \[rep-\d+\] add request: "
     # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,

@@ -1,5 +1,7 @@
 """vLLM: the OpenAI server's own start-up texts: its checks of the parsed arguments and what it loads beside
-the engine (round 32: the chat template, gpt-oss's Harmony vocabulary).
+the engine (round 32: the chat template, gpt-oss's Harmony vocabulary), and the scheduler config's check of the
+token budget against the length (round 62), which any entry point's engine config runs before anything loads;
+and vLLM's own front door (``LLM``, ``SamplingParams``) undefined in a caller whose import of it failed (round 62).
 
 The API server checks some arguments only after argparse took them (``validate_parsed_serve_args``), before
 any engine starts, and it builds its handlers once the engine is up: a file it needs there missing is a start
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING"]
+__all__ = ["SIGNATURES", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
+           "FRONT_DOOR_UNDEFINED"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
 # validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
@@ -68,4 +71,44 @@ HARMONY_VOCAB_MISSING = Signature(
              ("openai/harmony 55dc322", "src/tiktoken_ext/public_encodings.rs (LoadError::InvalidTiktokenVocabFile, "
                                         "load_tiktoken_vocab: hash mismatch)")))
 
-SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING]
+# (round 62) the scheduler's budget per step is below the longest sequence with chunked prefill off: the
+# scheduler config's own check, run when the engine config is built (config/scheduler.py:367 (0.34.0), in
+# verify_max_model_len; :238 (0.11.0); V0 config.py:1042 (0.6.3.post1), :1578 (0.7.3)). Its warning when the
+# budget is over max_num_seqs * max_model_len (scheduler.py:253 (0.11.0)) is no refusal.
+_BATCHED_UNDER_LEN = (r"max_num_batched_tokens \((\d+)\) is smaller than max_model_len \((\d+)\)\. "
+                      r"This effectively limits the maximum sequence length")
+
+
+def _batched_under_len_detail(found: Found) -> str | None:
+    said = regex(_BATCHED_UNDER_LEN).search(found.text)
+    return (f"`--max-num-batched-tokens` {said[1]} is below `--max-model-len` {said[2]} with chunked prefill off."
+            if said else None)
+
+
+BATCHED_UNDER_LEN = Signature(
+    "vllm_batched_under_len", "bad_argument", "the tokens per step are fewer than the longest sequence",
+    ("Without chunked prefill a prompt is prefilled in one step, so `--max-num-batched-tokens` must be at "
+     "least `--max-model-len`: raise the first, lower the second, or turn on `--enable-chunked-prefill`.",),
+    patterns=(_BATCHED_UNDER_LEN,), lines=(_BATCHED_UNDER_LEN,), priority=88, phase="launch", fatal=True,
+    detail=_batched_under_len_detail,
+    sources=(("0.34.0", "vllm/config/scheduler.py:367"), ("vllm 0.11.0", "vllm/config/scheduler.py:238"),
+             ("0.7.3", "vllm/config.py:1578"), ("vllm 0.6.3.post1", "vllm/config.py:1042")))
+
+# (round 62) an evaluation harness imports vLLM's front door under a guard ("try: from vllm import LLM,
+# SamplingParams / except ImportError: vllm = None", EvolvingLMMs-Lab/lmms-eval 192f193 lmms_eval/models/vllm.py:25-28)
+# and builds the engine later (:57, "self.client = LLM("): vLLM failed to import where the harness runs, and the
+# harness says so only as CPython's NameError for the name (Python/ceval.c NAME_ERROR_MSG "name '%.200s' is not
+# defined"). A name of vLLM's top-level API only: another undefined name is the caller's own bug
+_FRONT_DOOR = (r"^(?:\w+\.)*NameError: name '(?-i:LLM|SamplingParams|LLMEngine|AsyncLLMEngine|EngineArgs|AsyncEngineArgs)' "
+               r"is not defined")
+FRONT_DOOR_UNDEFINED = Signature(
+    "vllm_front_door_undefined", "dependency_mismatch", "the caller's import of vLLM failed (its LLM is undefined)",
+    ("The program imports vLLM under a guard that swallows an ImportError, so vLLM's classes are undefined when "
+     "it builds the engine: run `python -c \"import vllm\"` in the same environment to see why the import fails "
+     "(vLLM not installed, or a torch / CUDA build it does not match), and fix that.",),
+    patterns=(_FRONT_DOOR,), priority=70, phase="launch",
+    sources=(("EvolvingLMMs-Lab/lmms-eval 192f193", "lmms_eval/models/vllm.py:25-28 (try: from vllm import LLM, "
+                                                    "SamplingParams / except ImportError)"),
+             ("CPython 3.11", "Python/ceval.c (NAME_ERROR_MSG: name '%.200s' is not defined)")))
+
+SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED]

@@ -192,18 +192,24 @@ def _cuda_oom_detail(found: Found) -> str | None:
 # c10/cuda/CUDACachingAllocator.cpp). Where NVML cannot list processes (a container, a MIG slice) the
 # assert stands in for the OOM message: an allocation did not fit, whichever server made it
 _NVML_OOM = r'\bNVML_SUCCESS == r INTERNAL ASSERT FAILED at "[^"]*CUDACachingAllocator\.cpp":\d+'
+# (vLLM round 62) vLLM's cumem allocator (sleep mode) prints a failed cuMemCreate on stderr as "CUDA Error: %s at
+# %s:%d" with cuGetErrorString's words, then raises the same text as RuntimeError (vllm-project/vllm 0035e224
+# csrc/cumem_allocator.cpp:69 in CUDA_CHECK, create_and_map's cuMemCreate, python_create_and_map): wake_up's
+# re-mapping of the weights and the KV cache found no room
+_CUMEM_OOM = r"\bCUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+"
 CUDA_OOM = Signature(
     "cuda_oom", "cuda_oom", "CUDA ran out of memory",
     (),
     patterns=(r"CUDA out of memory", r"OutOfMemoryError", r"\bout of memory\b",
               r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation", _NVML_OOM),
-    lines=(r"CUDA out of memory\. Tried to allocate", _NVML_OOM),
+    lines=(r"CUDA out of memory\. Tried to allocate", _NVML_OOM, _CUMEM_OOM),
     priority=60, detail=_cuda_oom_detail,
     by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
                              "verify batch (budget+1 tokens per request)."),),
     sources=(("torch 2.6.0", "c10/cuda/CUDACachingAllocator.cpp:1341 (DeviceCachingAllocator::malloc: "
                              "CUDA out of memory. Tried to allocate ...; in libc10_cuda.so)"),
              ("CUDA runtime", "cudaErrorMemoryAllocation (2)"),
+             ("vllm-project/vllm 0035e224", "csrc/cumem_allocator.cpp:69 (CUDA_CHECK: CUDA Error: %s at %s:%d)"),
              ("torch (pytorch/pytorch eb42ad6)",
               "c10/cuda/CUDACachingAllocator.cpp (reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT(NVML_SUCCESS "
               "== r); malloc's !block_found branch: proc_info = reportProcessMemoryInfo(device))")))
