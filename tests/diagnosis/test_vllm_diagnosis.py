@@ -320,9 +320,9 @@ def test_vllm_logs_are_read_as_vllm():
     # cut (w6010), torch elastic's exit lines (w6012), Ray's glog lines with NCCL's what() (w6020) and uvicorn's ASGI
     # traceback for a chat request (w6026); round 61 six: Ray's core worker line (w6109), torch's CPU-CUDA copy refused
     # during capture (w6115), the multimodal placeholder ValueError (w6118) and a gated repo's error (w6126) alone, a
-    # request's traceback (w6120) and NCCL's INFO lines (w6123), each the same kind either way but w6115: SGLang's
-    # capture_failed takes torch's "during CUDA graph capture" text alone, vLLM's capture signature wants the capture's
-    # frames, none in the two-line paste (unknown; left: docs/diagnosis.md, "Held-out round 61"); round 62 eight, each
+    # request's traceback (w6120) and NCCL's INFO lines (w6123), each the same kind either way (w6115 since vLLM's
+    # vllm_capture_unsupported_op takes torch's copy refused during a capture, as SGLang's capture_failed did); round
+    # 62 eight, each
     # the same kind either way: ms-swift's deploy traceback cut (w6202), a driver's ray.get with ActorDiedError (w6206),
     # vllm-omni's NPU worker lines under "> " (w6215, a healthy excerpt), an EAGLE draft's AttributeError alone (w6224),
     # Xinference's launch failure (w6225) and an xoscar traceback after NCCL's rendezvous timed out (w6226), the hub's
@@ -330,7 +330,7 @@ def test_vllm_logs_are_read_as_vllm():
     assert len(unmarked) <= 82, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
-    assert differ == ["w6115"]
+    assert differ == []
 
 
 def test_family_can_be_given_and_is_checked():

@@ -151,6 +151,32 @@ def test_other_fp8_asserts_are_no_unsupported_gpu(exc):
     assert reads(exc + "\n")[1] != "unsupported_gpu"
 
 
+# --- w6115: torch's host copy refused during a capture, read as vLLM's too (after the round) ------------------------
+
+def test_torchs_copy_refused_during_capture_is_a_capture_failure_as_vllms_log_too():
+    """SGLang's capture_failed took the text alone; vLLM's capture signatures wanted the capture's frames."""
+    assert said(read_log("w6115.log"), "vllm") == (True, "cuda_graph_capture", "vllm_capture_unsupported_op")
+    assert reads(read_log("w6115.log"))[:2] == (True, "cuda_graph_capture")
+
+
+def test_the_same_refusal_in_another_form():
+    """Raised in an attention backend's .tolist() while vLLM captures, under the engine core's tag."""
+    text = ("(EngineCore_DP0 pid=7) ERROR 03-02 10:00:00 [core.py:1010]   File \"/opt/vllm/v1/attention/backends/"
+            "turboquant_attn.py\", line 570, in _prefill_attention\n"
+            "(EngineCore_DP0 pid=7) ERROR 03-02 10:00:00 [core.py:1010]     qsl = query_start_loc.tolist()\n"
+            "(EngineCore_DP0 pid=7) ERROR 03-02 10:00:00 [core.py:1010] RuntimeError: Cannot copy between CPU and CUDA "
+            "tensors during CUDA graph capture unless the CPU tensor is pinned.\n")
+    assert said(text, "vllm")[:2] == (True, "cuda_graph_capture")
+
+
+@pytest.mark.parametrize("exc", [
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+    "RuntimeError: Cannot copy between CPU and CUDA tensors of different sizes",
+], ids=["two-devices", "no-capture"])
+def test_other_copy_errors_are_no_capture_failure(exc):
+    assert said(exc + "\n", "vllm")[1] != "cuda_graph_capture"
+
+
 # --- w6121: V0's _init_distributed_environment ---------------------------------------------------------------------
 
 _V0_INIT = [("vllm/engine/llm_engine.py", 93, "__init__", "worker = worker_cls("),

@@ -121,7 +121,11 @@ _CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErr
                   r"operation failed due to a previous error during capture",
                   r"dependency created on uncaptured work in another stream",
                   r"operation would make the legacy stream depend on a capturing blocking stream",
-                  r"capture sequence contains a fork that was not joined")
+                  r"capture sequence contains a fork that was not joined",
+                  # torch's copy between the host and the GPU refuses pageable host memory only while the
+                  # current stream captures (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda: the
+                  # TORCH_CHECK under currentStreamCaptureStatus() != None), e.g. a .tolist() in a captured forward
+                  r"Cannot copy between CPU and CUDA tensors during CUDA graph capture")
 CAPTURE_TEXT = Signature(
     "vllm_capture_unsupported_op", "cuda_graph_capture",
     "an operation that cannot be captured ran during a CUDA graph capture",
@@ -129,7 +133,10 @@ CAPTURE_TEXT = Signature(
      "host sync, an allocation). " + _GRAPHS_OFF,),
     patterns=_CAPTURE_TEXTS, absent=(_OOM,), priority=79, phase="graph_capture",
     sources=(("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)"),
-             ("cuda runtime", "cudaErrorStreamCapture* (errors 900-907), their strings as torch prints them")))
+             ("cuda runtime", "cudaErrorStreamCapture* (errors 900-907), their strings as torch prints them"),
+             ("torch (pytorch/pytorch 007aa8a)", "aten/src/ATen/native/cuda/Copy.cu (copy_kernel_cuda: Cannot copy "
+                                                 "between CPU and CUDA tensors during CUDA graph capture unless the "
+                                                 "CPU tensor is pinned.)")))
 
 # a traceback cut inside the capture frames: the capture failed; what raised is cut off
 CAPTURE_CUT = Signature(
