@@ -24,10 +24,12 @@ _TP_WORKER = "sglang/srt/managers/tp_worker.py"
 _SITE = "/usr/local/lib/python3.12/dist-packages/"
 
 
-def test_round53_is_folded_into_work_with_no_label_disputed():
+def test_round53_is_folded_into_work_with_only_h53005_disputed_after_round_63():
     assert sorted(_ROUND) == [f"h5300{i}" for i in range(1, 7)]
     assert all(log["split"] == "work" for log in _ROUND.values())
-    assert not any(log.get("kind_disputed") or log.get("phase_disputed") for log in _ROUND.values())
+    # h53005's kind on round 63's second look (test_field_round63.py): the error went through the capture wrapper
+    assert [i for i, log in sorted(_ROUND.items())
+            if log.get("kind_disputed") or log.get("phase_disputed")] == ["h53005"]
 
 
 # --- h53001: a traceback cut on the LoRA manager's set-up call ------------------------------------------------------

@@ -22,7 +22,8 @@ unexplained or cut traceback of the same rank follows), it is the crash and its
 own kind. ``running`` marks a fault only a running server meets (a kernel
 fault reported asynchronously, a collective timing out, a fatal signal): where
 the log shows nothing of the startup, its phase is ``serving``. ``cut_ok``: the
-``context`` alone decides, also for a traceback cut before its exception line.
+``context`` alone decides, also for a traceback cut before its exception line, unless one of
+``cut_absent`` is in the chain (frames that show the cut error is not the one the context names).
 ``explains``: its ``lines`` are a library's warning (torch's store socket timing out): such a
 line never decides alone, whatever its severity; it explains a traceback the same process cuts or
 leaves unexplained right after it, as a request's error does.
@@ -103,6 +104,7 @@ class Signature:
     request: bool = False
     running: bool = False
     cut_ok: bool = False
+    cut_absent: tuple[str, ...] = ()
     explains: bool = False
     cleared_by: tuple[str, ...] = ()
     stamped: bool = False
@@ -124,7 +126,8 @@ class Signature:
     def matches_context(self, chain_text: str) -> bool:
         """A traceback cut before its exception line: only a ``cut_ok`` signature's context
         can tell what it was."""
-        return self.cut_ok and bool(self.context) and self.in_context(chain_text)
+        return (self.cut_ok and bool(self.context) and self.in_context(chain_text)
+                and not any(regex(a, re.I | re.M).search(chain_text) for a in self.cut_absent))
 
     def matches_line(self, msg: str) -> bool:
         """One of ``lines`` is in ``msg`` (a registry asks all its signatures at once, faster:

@@ -176,6 +176,17 @@ CAPTURE_FAILED = Signature(
              ("ROCm clr 6.2.2 (rocm-6.2.2)", "hipamd/src/hip_error.cpp:205 (ihipGetErrorString: the same "
                                              "texts for HIP, :328 ... :342, :344)")))
 
+# A graph runner's constructor captures inside ``try: ... self.capture()`` and re-raises a
+# RuntimeError as "Capture cuda graph failed: ..." (0.3.6 cuda_graph_runner.py:182-187, 0.4.0
+# :191-196, 0.4.10.post2 :385-390, 0.5.1 :382-388); the scheduler logs
+# ``traceback.format_exception`` of what it caught (0.4.0 managers/scheduler.py:1497-1499,
+# utils.py:28-31), a chained exception's cause first, its traceback starting at the
+# constructor's frame. A traceback in which a caller's frame comes
+# right before the constructor's ``self.capture()`` is an error that went through the wrapper
+# uncaught (not a RuntimeError): cut before its exception line, it names nothing of the capture.
+_ESCAPED_WRAPPER = (r'^\s*File "[^"\n]*", line \d+, in \w+\s*\n(?:[ \t]+\S[^\n]*\n){1,2}'
+                    r'\s*File "[^"\n]*graph_runner\.py", line \d+,? in __init__\s*\n\s*self\.capture\(\)')
+
 CAPTURE_ERROR = Signature(
     "capture_error", "cuda_graph_capture", "an error inside CUDA graph capture",
     (f"An error was raised while capturing: {_USE_GRAPHS_OFF} capture smaller graphs "
@@ -184,9 +195,11 @@ CAPTURE_ERROR = Signature(
     patterns=(r".",), types=r"(?:\w+\.)*(?:RuntimeError|\w*Error)",
     context=(CAPTURE_FRAMES,), absent=(EAGER_FRAMES,), priority=55, phase="graph_capture",
     detail=lambda found: smaller_graphs(found), by_algorithm=(_DDTREE_WIDTH,),
-    # a traceback cut before its exception line inside the capture: the capture failed
-    cut_ok=True,
+    # a traceback cut before its exception line inside the capture: the capture failed, unless
+    # the error went through the wrapper's frame uncaught (_ESCAPED_WRAPPER)
+    cut_ok=True, cut_absent=(_ESCAPED_WRAPPER,),
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:384"),
+             ("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:388"),
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:599")))
 
 REPLAY_NONE = Signature(
