@@ -30,7 +30,7 @@ from typing import Callable
 import ddlab as api  # the API's names, each imported at first use (inside main)
 from ddlab.core.caller import PARAMETER_OF, set_caller, set_notebook_parameters
 from ddlab.core.errors import ConfigError, DdlabError, Interrupted, UsageError
-from ddlab.core.interrupts import STARTING, starting
+from ddlab.core.interrupts import STARTING, from_interrupt, starting
 from ddlab.core.paths import NoProject
 from ddlab.core.version import __version__
 
@@ -588,6 +588,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `ddlab ... | head`: the reader left; not an error of ours
         _drop_stdout()
         return 0
+    except Exception as err:  # a Ctrl-C that Python's threading turned into another error on its way up
+        if not from_interrupt(err):
+            raise
+        print(f"ddlab {args.verb}: interrupted", file=sys.stderr)
+        return 130
     finally:
         set_caller(previous)  # main() called in-process (tests, scripts) leaves no trace
         set_notebook_parameters(said_before)

@@ -119,3 +119,60 @@ def test_a_thread_in_a_held_block_is_marked_until_it_leaves_it_and_forget_drops_
     HELD_THREADS[12345] = 1  # what an interrupt landing between mark and block would leave
     forget_thread(12345)
     assert 12345 not in HELD_THREADS
+
+
+# --- a Ctrl-C that Python's threading turned into another error (a fresh clone's make test, 2026-12-06) -------------
+
+def _release_unlocked_lock_after_ctrl_c(depth: int = 1):
+    """What CPython 3.11 raises when a KeyboardInterrupt lands in Condition.wait's _acquire_restore: the lock is
+    left released, and the ``with`` around the wait raises RuntimeError while the interrupt is being handled."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        try:
+            raise RuntimeError("release unlocked lock")
+        except RuntimeError:
+            if depth == 1:
+                raise
+            raise OSError("socket closed while handling it")  # a second error on the way up keeps the chain
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_an_error_raised_while_a_ctrl_c_was_handled_is_the_interrupt(depth):
+    from ddlab.core.interrupts import from_interrupt
+
+    with pytest.raises(Exception) as caught:
+        _release_unlocked_lock_after_ctrl_c(depth)
+    assert from_interrupt(caught.value)
+    assert not from_interrupt(RuntimeError("release unlocked lock"))
+
+
+def _failing_verb(monkeypatch, error):
+    import dataclasses
+
+    from ddlab import cli
+
+    def run(args):  # the verb's work, raising as ``error`` does
+        error()
+
+    monkeypatch.setitem(cli.VERBS, "runs", dataclasses.replace(cli.VERBS["runs"], run=run))
+    return cli
+
+
+def test_the_cli_says_such_an_error_in_its_one_interrupted_line_and_exits_130(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    cli = _failing_verb(monkeypatch, _release_unlocked_lock_after_ctrl_c)
+    assert cli.main(["runs"]) == 130
+    err = capsys.readouterr().err
+    assert err == "ddlab runs: interrupted\n"
+
+
+def test_the_same_error_with_no_ctrl_c_behind_it_is_not_hidden(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+
+    def plain():
+        raise RuntimeError("release unlocked lock")
+
+    cli = _failing_verb(monkeypatch, plain)
+    with pytest.raises(RuntimeError, match="release unlocked lock"):
+        cli.main(["runs"])

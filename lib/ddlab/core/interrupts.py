@@ -25,7 +25,7 @@ from typing import Iterator
 
 from ddlab.core.log import get_logger
 
-__all__ = ["held_interrupts", "starting", "interrupt_thread", "forget_thread", "HELD_LOCK",
+__all__ = ["held_interrupts", "starting", "from_interrupt", "interrupt_thread", "forget_thread", "HELD_LOCK",
            "HELD_THREADS", "STARTING"]
 
 log = get_logger(__name__)
@@ -149,3 +149,18 @@ def forget_thread(ident: int | None = None) -> None:
     """Drop the held marks of the thread ``ident`` (this one by default), as it ends."""
     with HELD_LOCK:
         HELD_THREADS.pop(threading.get_ident() if ident is None else ident, None)
+
+
+def from_interrupt(err: BaseException) -> bool:
+    """``err`` was raised while a Ctrl-C (a KeyboardInterrupt) was being handled: CPython's
+    threading turns one that lands inside ``Condition.wait``'s ``_acquire_restore`` into
+    ``RuntimeError: release unlocked lock`` from the ``with`` around it (3.11.7
+    Lib/threading.py:283, :336, :626-629; paramiko's handshake waits so), and an exception
+    raised in an ``except``/``finally`` that a Ctrl-C entered carries it the same way. Either
+    is the user's interrupt, not ddlab's error."""
+    seen = err.__context__
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
