@@ -129,6 +129,12 @@ class Signature:
         return (self.cut_ok and bool(self.context) and self.in_context(chain_text)
                 and not any(regex(a, re.I | re.M).search(chain_text) for a in self.cut_absent))
 
+    @property
+    def counts_in_a_handler(self) -> bool:
+        """Read inside a request's handler: a request's error, or (round 19) a fatal echo of the
+        engine's death, which every later request meets alike."""
+        return self.request or (self.echo and self.fatal)
+
     def matches_line(self, msg: str) -> bool:
         """One of ``lines`` is in ``msg`` (a registry asks all its signatures at once, faster:
         :meth:`ddlab.diagnosis.signatures.Registry.line_hits`)."""

@@ -146,10 +146,10 @@ def clean_cause(text: str) -> str:
 
 def _best(type_name: str, text: str, chain_text: str, request: bool = False,
           registry: Registry = SGLANG) -> Signature | None:
-    # in a request's handler only a request's error counts, or (round 19) a fatal echo of the engine's death
-    # (every later request fails alike), or (vLLM round 57) a crash's error via a stream all requests share
+    # in a request's handler only what counts there (Signature.counts_in_a_handler), or (vLLM round 57) a
+    # crash's error via a stream all requests share
     hits = [s for s in registry.signatures if s.matches_exception(type_name, text, chain_text)
-            and (s.request or not request or (s.echo and s.fatal) or registry.shared(s, chain_text))]
+            and (not request or s.counts_in_a_handler or registry.shared(s, chain_text))]
     dead = [s for s in hits if request and s.echo and s.fatal and not s.request]
     return max(dead or hits, key=lambda s: s.priority, default=None)
 
@@ -201,8 +201,8 @@ def _chain_candidate(chain: Chain, registry: Registry = SGLANG) -> Candidate:
     if not outer.type:
         where = chain.header or "frames with no exception line"
         cause = f"the log ends inside a traceback ({where}): its exception line is missing"
-        known = [s for s in registry.signatures if s.matches_context(chain_text)  # (vLLM round 58) as in _best:
-                 and (s.request or chain.handled is None or (s.echo and s.fatal))]  # a fatal echo counts too
+        known = [s for s in registry.signatures if s.matches_context(chain_text)  # (vLLM round 58) as in _best
+                 and (chain.handled is None or s.counts_in_a_handler)]
         signature = max(known, key=lambda s: s.priority, default=chain.handled)
         return Candidate(*span, cause, signature, chain=chain, raised=outer, cut=signature is None,
                          wrapper=bool(signature and signature.echo), rank=rank,
