@@ -350,6 +350,63 @@ def test_a_dropped_connection_is_reopened_transparently(profile, testhost, agent
         assert ssh.connects == 2
 
 
+@pytest.fixture
+def first_closed(testhost, tmp_path):
+    """A port in front of the test host's sshd that closes its first connection the moment it
+    accepts it, before a byte (an sshd session killed before its banner), then relays the
+    rest; and a known_hosts file that names the host key at that port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted: list[int] = []
+    links: list[socket.socket] = []
+
+    def pump(src, dst):  # one direction, until either side ends (the client's close resets it)
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    def serve():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(port)
+            if len(accepted) == 1:
+                conn.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", testhost.ssh_port))
+            links.extend((conn, upstream))
+            for src, dst in ((conn, upstream), (upstream, conn)):
+                threading.Thread(target=pump, args=(src, dst), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{port} {testhost.host_key_pub}\n")
+    yield port, known, accepted
+    try:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
+    except OSError:
+        pass
+    for sock in (listener, *links):
+        sock.close()
+
+
+def test_a_handshake_the_host_closes_before_its_banner_is_tried_again(profile, first_closed):
+    """The first connection of a run, accepted and closed before sshd's banner (its session
+    killed under the handshake: paramiko reads an end of stream), is a drop like a reset one,
+    tried again inside the window. Before: "SSH handshake failed (Error reading SSH protocol
+    banner)" at once, and a watch under repeated SSH cuts ended 0.7 s in (make test, 2026-12-06)."""
+    port, known, accepted = first_closed
+    with SSHTransport(profile(port=port, known_hosts=str(known), connect_timeout_s=5), agent=True) as ssh:
+        assert ssh.run(["echo", "in"]).stdout == "in\n"
+        assert ssh.connects == 1
+    assert len(accepted) == 2, "closed once, then relayed"
+
+
 def test_closing_a_link_that_died_unnoticed_is_quiet_and_the_next_use_reconnects(profile, testhost):
     """A link whose socket died before paramiko's reader saw it (an SSH cut, a NAT drop): closing
     it sends a channel close that fails with EOFError. Closing is the reconnect's first step and

@@ -82,12 +82,15 @@ class _Lost(Exception):
     """The connection dropped under an operation (retried by the caller, bounded)."""
 
 
-def _reset_by_peer(exc: BaseException) -> bool:
-    """Whether ``exc`` (paramiko wraps the socket's error) comes from a connection reset."""
+def _closed_by_peer(exc: BaseException) -> bool:
+    """Whether ``exc`` (paramiko wraps the socket's error) comes from the peer closing a connection
+    it had accepted: a reset, or an end of stream before its banner (paramiko 5.1's banner read
+    raises EOFError when recv returns nothing, packet.py ``_read_timeout``; a silent port times
+    out instead)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, ConnectionResetError) or "reset by peer" in str(exc):
+        if isinstance(exc, (ConnectionResetError, EOFError)) or "reset by peer" in str(exc):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
@@ -238,11 +241,11 @@ class SSHTransport(Transport):
         except BaseException as exc:
             link = client.get_transport()
             dropped = link is None or not link.is_active()  # paramiko says "auth failed" then too
-            # reached: it sent a banner, or it accepted the TCP connection and then reset it
-            # (an sshd whose session was killed under the handshake; a host that is down
-            # refuses or times out in _open_socket instead)
+            # reached: it sent a banner, or it accepted the TCP connection and then closed or
+            # reset it (an sshd whose session was killed under the handshake, before or after
+            # its banner; a host that is down refuses or times out in _open_socket instead)
             answered = bool(link is not None and getattr(link, "remote_version", None)) \
-                or _reset_by_peer(exc)
+                or _closed_by_peer(exc)
             client.close()
             sock.close()
             if isinstance(exc, paramiko.BadHostKeyException):
