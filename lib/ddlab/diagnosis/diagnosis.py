@@ -50,8 +50,8 @@ from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
-from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, Exit, ended_unasked, exit_of,
-                                  last_run)
+from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, SHELL_QUIT_RE, Exit, ended_unasked,
+                                  exit_of, last_run)
 from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.decode_lines import (DecodeRecord, decode_text, metrics_text, parse_decode_lines,
                                          summarize_decode)
@@ -225,6 +225,12 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
         return ("A native crash (segfault / abort), no Python exception: rerun with "
                 "CUDA_LAUNCH_BLOCKING=1 and PYTHONFAULTHANDLER=1 (the faulthandler dump shows the "
                 "thread), then with CUDA graphs off to rule them out.")
+    if best is None and exit_seen.why and SHELL_QUIT_RE.search(exit_seen.why):  # (round 64)
+        return ("The shell says SIGQUIT ended the process ('Quit'), a signal another process sent: SGLang's "
+                "children send it to their parent when one of them fails (\"Scheduler hit an exception\", the "
+                "detokenizer, the watchdog), and a process that embeds the engine without SGLang's handler "
+                "dies of it. The child's own error is not in this log: get its whole output (the engine's "
+                "stderr, `journalctl -u UNIT -o cat`) and read the first traceback.")
     if best is None and exit_seen.why == ENDED_UNASKED:
         return ("The server was killed mid-startup without a word: look for the kernel's OOM killer "
                 "(`journalctl -k | grep -i -E 'out of memory|killed process'`; on unified memory, DGX "

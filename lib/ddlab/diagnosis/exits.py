@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from ddlab.diagnosis.logtext import Line
 
-__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "CRASHED_EXIT", "ENDED_UNASKED", "ended_unasked",
-           "systemd_stopping"]
+__all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "SHELL_QUIT_RE", "CRASHED_EXIT", "ENDED_UNASKED",
+           "ended_unasked", "systemd_stopping"]
 
 # ddlab's exit status for a crash, for scripts: `ddlab watch` on a crashed variant and
 # `ddlab diagnose` on a crash log (docs/DESIGN.md has the whole table).
@@ -30,8 +30,15 @@ CRASHED_EXIT = 3
 _EXIT_RE = re.compile(r"Main process exited, (?P<status>code=(?P<code>\w+), status=(?P<value>[^\s,;]+))")
 _RESULT_RE = re.compile(r"Failed with result '(?P<result>[^']+)'")
 _STOPPING_RE = re.compile(r"^Stopping\b")
+# (round 64) and bash's word for a job SIGQUIT ended ("Quit (core dumped)", SIGQUIT's default action dumps
+# core): a signal sent to it, which SGLang's children send their parent when they fail (0.4.2
+# managers/scheduler.py:1787-1788 after "Scheduler hit an exception"; 0.5.23 :6373) and the launcher's
+# handler (0.4.2 entrypoints/engine.py:329-335) answers unless the process that embeds the engine has none
 _SHELL_DEATH_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?(?P<what>Killed|Aborted|Segmentation fault)"
-                             r"\b|^Fatal Python error: (?P<fatal>.+)")
+                             r"\b|^(?:\S+: line \d+:\s+\d+\s+Quit\b|Quit(?: \(core dumped\))?\s*$)"
+                             r"|^Fatal Python error: (?P<fatal>.+)")
+# the shell's line for a job SIGQUIT ended (its script form included)
+SHELL_QUIT_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?Quit\b")
 _START_RE = re.compile(r"^Start(?:ing|ed) \S")
 OOM_KILLER = "killed by the kernel OOM killer (host memory ran out)"
 # (round 30) CPython's resource tracker warns of what its clients left registered only once every process

@@ -1,4 +1,4 @@
-"""SGLang 0.1.x's router: a request it failed to take in, the server serving on (round 51).
+"""SGLang's routers: a request they failed to take in or refused, the router serving on (rounds 51, 64).
 
 The 0.1.x router (``sglang/srt/managers/router/model_rpc.py``) runs each step in ``exposed_step``: it
 takes in the step's new requests (``handle_generate_request`` for each) and runs one forward step, all
@@ -14,13 +14,21 @@ error: ``request_error`` at serving, no crash.
 Not this: the same header over ``forward_step``'s frames (a batch's forward or sampling failing). The
 failed batch stays in the running batch and fails again at every step (the corpus's h40007, h5013,
 a015 and h6015 are labelled crashes), so those keep reading as a crash of their own kind.
+
+(round 64) sgl-router, SGLang's Rust router (``sglang_router_rs``), answers a route it does not implement
+in the mode it runs in with HTTP 501 and a plain-text body: "Model info endpoint not yet implemented in
+RouterManager" (sglang-router 0.2.2 src/routers/router_manager.rs:342-344, the inference-gateway mode's
+``get_model_info``), "Embeddings endpoint not implemented for PD router" (http/pd_router.rs:1214-1215), "Health
+generate not yet implemented for gRPC" (grpc/router.rs:241-242) and their like (routers/mod.rs:103). The
+router goes on serving: a client that printed that body (curl) was refused one request, ``request_error`` at
+serving, no crash.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "ROUTER_INTAKE_FRAME"]
+__all__ = ["SIGNATURES", "ROUTER_INTAKE_FRAME", "ROUTER_NOT_IMPLEMENTED"]
 
 # the router's intake of one request, only ever called under exposed_step's catch
 ROUTER_INTAKE_FRAME = r"managers[/\\]router[/\\]model_rpc\.py\", line \d+, in handle_generate_request\s*$"
@@ -41,4 +49,24 @@ ROUTER_REQUEST_FAILED = Signature(
              ("sglang 0.1.11", "sglang/srt/managers/router/model_rpc.py:243"),
              ("sglang 0.1.16", "sglang/srt/managers/router/model_rpc.py:198")))
 
-SIGNATURES = [ROUTER_REQUEST_FAILED]
+# sgl-router's 501 bodies, each a whole line where a client printed it: "<What> endpoint not [yet] implemented
+# [in RouterManager | for PD router]", "Health generate not yet implemented for gRPC [PD]", "responses api not yet
+# implemented in inference gateway mode" (router_manager.rs:431)
+_NOT_IMPLEMENTED = (r"^\s*(?:[A-Z][\w ]{0,48} endpoint|Health generate|responses api) not (?:yet )?implemented"
+                    r"(?: (?:in RouterManager|for (?:PD router|gRPC(?: PD)?)|in inference gateway mode))?\s*$")
+ROUTER_NOT_IMPLEMENTED = Signature(
+    "router_not_implemented", "request_error", "sgl-router does not implement the route it was asked",
+    ("sgl-router answered the request with 501 Not Implemented: the route exists on an SGLang server but this "
+     "router does not forward it in the mode it runs in (PD disaggregation, gRPC, the inference gateway's "
+     "RouterManager). The router is still serving. Send that request to a worker directly (at the address "
+     "the router lists it by), or use a route the router implements (`/v1/models` lists the models it serves).",),
+    lines=(_NOT_IMPLEMENTED,),
+    priority=9, phase="serving", request=True,
+    sources=(("sglang-router 0.2.2", "src/routers/router_manager.rs:342 (get_model_info: StatusCode::NOT_IMPLEMENTED, "
+                                     "\"Model info endpoint not yet implemented in RouterManager\" :344)"),
+             ("sglang-router 0.2.2", "src/routers/http/pd_router.rs:1215"),
+             ("sglang-router 0.2.2", "src/routers/grpc/router.rs:241"),
+             ("sglang-router 0.2.2", "src/routers/mod.rs:103"),
+             ("sglang-router 0.2.2", "src/routers/router_manager.rs:431")))
+
+SIGNATURES = [ROUTER_REQUEST_FAILED, ROUTER_NOT_IMPLEMENTED]
