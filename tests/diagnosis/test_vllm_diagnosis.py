@@ -334,8 +334,11 @@ def test_vllm_logs_are_read_as_vllm():
     # the same kind either way: ms-swift's deploy traceback cut (w6202), a driver's ray.get with ActorDiedError (w6206),
     # vllm-omni's NPU worker lines under "> " (w6215, a healthy excerpt), an EAGLE draft's AttributeError alone (w6224),
     # Xinference's launch failure (w6225) and an xoscar traceback after NCCL's rendezvous timed out (w6226), the hub's
-    # HFValidationError in a backtick (w6229) and CUDA's forked-subprocess RuntimeError alone (w6230)
-    assert len(unmarked) <= 82, unmarked
+    # HFValidationError in a backtick (w6229) and CUDA's forked-subprocess RuntimeError alone (w6230); round 63 three,
+    # each the same kind either way: NCCL's INFO lines under a Ray worker's tag (w6311, a healthy excerpt), vllm-omni's
+    # diffusion worker lines under Buildkite's stamps (w6316, a healthy excerpt) and torch_npu's import traceback
+    # alone (w6321)
+    assert len(unmarked) <= 85, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -30,6 +30,8 @@ leaves unexplained right after it, as a request's error does.
 ``cleared_by``: regexes of later lines (their whole text, SGLang's stamp
 included) that show the server carried on past it (a scheduler rank still
 logging after a failed health check).
+``busy_before``: regexes of the line just before a wait notice that show a step the notice itself
+names as slow work under way (a torch.compile begun, not ended): the notice is that work's wait.
 ``stamped``: its ``lines`` count only on a line that carries a logger's stamp (SGLang's
 ``[date time]``): a text as plain as ``error: ...`` is the server's only with it.
 
@@ -107,6 +109,7 @@ class Signature:
     cut_absent: tuple[str, ...] = ()
     explains: bool = False
     cleared_by: tuple[str, ...] = ()
+    busy_before: tuple[str, ...] = ()
     stamped: bool = False
 
     def matches_exception(self, type_name: str, text: str, chain_text: str) -> bool:
@@ -122,6 +125,14 @@ class Signature:
         """Every ``context`` regex is in the chain and no ``absent`` one is."""
         return (all(regex(c, re.I | re.M).search(chain_text) for c in self.context)
                 and not any(regex(a, re.I | re.M).search(chain_text) for a in self.absent))
+
+    def carried_on(self, lines: list, first_no: int, last_no: int) -> bool:
+        """A later line of ``cleared_by``; or, for a wait notice, the line just before it one of ``busy_before``
+        (the notice is that work's wait). ``lines``: the log's records (``no``, ``text``, ``msg``)."""
+        if any(regex(p, re.M).search(ln.text) for ln in lines if ln.no > last_no for p in self.cleared_by):
+            return True
+        before = [ln for ln in lines if ln.no < first_no and ln.msg.strip()][-1:]
+        return any(regex(p, re.M).search(ln.text) for ln in before for p in self.busy_before)
 
     def matches_context(self, chain_text: str) -> bool:
         """A traceback cut before its exception line: only a ``cut_ok`` signature's context

@@ -244,9 +244,7 @@ def _survived(candidate: Candidate, progress: list[tuple[int, str | None]], adva
               lines: list[Line]) -> bool:
     if (candidate.signature and candidate.signature.fatal) or router_launch(candidate.chain):
         return False
-    if candidate.signature and candidate.signature.cleared_by and any(
-            regex(p, re.M).search(ln.text) for ln in lines if ln.no > candidate.last_no
-            for p in candidate.signature.cleared_by):
+    if candidate.signature and candidate.signature.carried_on(lines, candidate.first_no, candidate.last_no):
         return True
     later = [rank for no, rank in progress if no > candidate.last_no]
     same = [rank for rank in later if rank is None or candidate.rank is None or rank == candidate.rank]

@@ -85,11 +85,16 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
 # (round 56) or the models' helper that builds a model's decoder layers one by one, make_layers (or its list
 # comprehension, where a paste cut its own frame: ``layer_fn(prefix=f"{prefix}.{idx}")``), called only from
 # the model classes' constructors (model_executor/models/utils.py:543, :558 (0.7.2); :950, :978 (0.34.0))
+# (round 63) or a vllm-omni diffusion model's constructor building one of torch's own layers, which allocate their
+# parameters in __init__ (torch/nn/modules/linear.py): vllm-omni builds the model only in its loader's load_model,
+# under the target device (vllm-omni 0.30.0 diffusion/model_loader/diffusers_loader.py:640, :1216-1218)
 _MODEL_BUILT = (r'model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
                 r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$'
                 r'|model_executor/models/utils\.py", line \d+, in make_layers[ \t]*$'
                 r'|model_executor/models/utils\.py", line \d+, in <(?:listcomp|genexpr)>[ \t]*\n[ \t]+(?!File ")'
-                r'.*\blayer_fn\(prefix=')
+                r'.*\blayer_fn\(prefix='
+                r'|vllm_omni/diffusion/models/[\w/]+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
+                r'[ \t]*File "[^"\n]*/torch/nn/modules/\w+\.py", line \d+, in __init__[ \t]*$')
 # (round 54) a multiprocessing worker's busy loop runs each RPC the executor broadcasts, ``output = func(*args,
 # **kwargs)`` (v1/executor/multiproc_executor.py:957, its failure logged "WorkerProc hit an exception." at :962
 # (0.20.0); :649/:654 0.10.2, :1211/:1223 0.34.0). The loop starts once the worker is built and READY (:861, after

@@ -1,18 +1,16 @@
 """Reading a vLLM server log: which family wrote it, vLLM's line prefixes, startup phases, metrics.
 
-Contract: :func:`detect_family` says whether a log is vLLM's or SGLang's from its text (``sglang`` unless
-vLLM's marks outnumber SGLang's: every log ddlab read before vLLM keeps its reading). :func:`vllm_lines`
-splits a vLLM log into :class:`~ddlab.diagnosis.logtext.Line` records with vLLM's own prefixes peeled after
-the collectors': the process tag ``(EngineCore_DP0 pid=N)``, ``(APIServer pid=N)``, ``(VllmWorker rank=N
-pid=N)``, ``(VllmWorkerProcess pid=N)``, ``(Worker_TP1 pid=N)`` and the logger's stamp ``INFO 12-03 10:00:00
-[file.py:N]`` (0.8 on; before: ``INFO 12-03 10:00:00 file.py:N]``), written by ``_FORMAT`` (vllm/logger.py:28
-(0.34.0)) on every line of a record, tracebacks included (``NewLineFormatter``, vllm/logging_utils/formatter.py:74
-(0.34.0)).
+Contract: :func:`detect_family` says whether a log is vLLM's or SGLang's from its text (``sglang`` unless vLLM's marks
+outnumber SGLang's: every log ddlab read before vLLM keeps its reading). :func:`vllm_lines` splits a vLLM log into
+:class:`~ddlab.diagnosis.logtext.Line` records with vLLM's own prefixes peeled after the collectors': the process tag
+``(EngineCore_DP0 pid=N)``, ``(APIServer pid=N)``, ``(VllmWorker rank=N pid=N)``, ``(VllmWorkerProcess pid=N)``,
+``(Worker_TP1 pid=N)`` and the logger's stamp ``INFO 12-03 10:00:00 [file.py:N]`` (0.8 on; before: ``INFO 12-03 10:00:00
+file.py:N]``), written by ``_FORMAT`` (vllm/logger.py:28 (0.34.0)) on every line of a record, tracebacks included
+(``NewLineFormatter``, vllm/logging_utils/formatter.py:74 (0.34.0)).
 
-:func:`vllm_phase_reached` is the last startup phase a vLLM log reached, from
-the lines vLLM writes at each step (the releases' ``path:line`` at each marker below);
-:func:`vllm_facts` the facts it states (the release, the non-default args or the
-0.6-era ``args: Namespace(...)``, the speculative method, sizes of the weights and
+:func:`vllm_phase_reached` is the last startup phase a vLLM log reached, from the lines vLLM writes at each
+step (the releases' ``path:line`` at each marker below); :func:`vllm_facts` the facts it states (the release,
+the non-default args or the 0.6-era ``args: Namespace(...)``, the speculative method, sizes of the weights and
 the KV cache). Its metrics lines are read by :mod:`.vllm_metrics`.
 """
 
@@ -261,6 +259,8 @@ _PHASE_MARKERS = (
     r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request |is still in WAITING_FOR_REMOTE_KVS"
     # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
     r"|\] stage-\d+ \[rep-\d+\] add request: "
+    # (round 63) a GRPO trainer's calls to its rollout server (trl f2cd577 trl/scripts/vllm_serve.py:497, :1124, :1156)
+    r'|"(?:GET|POST) /(?:get_world_size|\w+_communicator|update_named_param)/ HTTP/[\d.]+" 200\b'
     # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,
     # :255; v1/metrics/loggers.py (0.34.0)), as Prometheus writes it or a dashboard's table ("name{...} | N")
     rf"|{VLLM_COUNTER}\{{[^}}]*\}}\s*\|?\s*0*[1-9][\d.]*(?:e\+?\d+)?\s*$")),

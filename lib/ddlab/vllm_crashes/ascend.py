@@ -3,7 +3,9 @@ runtime, triton-ascend and vllm-ascend's ACL graphs and drafter (a stream synchr
 an AI CPU kernel's exception, no kernel package for an op, Triton's launcher failing to build, a captured
 graph's parameters updated with a None, a decode batch padded to a FULL graph's size, the drafter's
 chunked-prefill mask), and round 41's (torch_npu's HCCL call failing, vllm-ascend calling a vLLM API with
-arguments the installed vLLM does not take), mapped onto ddlab's kinds with advice in vLLM's flags.
+arguments the installed vLLM does not take), and round 63's (torch_npu not importing, vLLM refusing the
+compile backend vllm-ascend set, a runner buffer read as vLLM's CpuGpuBuffer on a bare tensor), mapped onto
+ddlab's kinds with advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm_ascend/path.py:line")`` in vllm-ascend's wheels, a library's
 file by name. Part of :mod:`.vllm`'s list, beside :mod:`.adapters`.
@@ -18,7 +20,8 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
-           "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH"]
+           "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH", "TORCH_NPU_MISSING",
+           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH"]
 
 # (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
 # (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
@@ -207,6 +210,65 @@ PLUGIN_CALL_MISMATCH = Signature(
              ("vllm_ascend 0.11.0rc0", "vllm_ascend/worker/model_runner_v1.py:1947 (self.aclgraph_dispatcher"
                                        ".dispatch(batch_descriptor))")))
 
+# (round 63) vllm-ascend's modules import torch_npu in a guard that only prints "Failed to import torch_npu." on
+# ImportError and carries on (vllm-project/vllm-ascend 4a044cd, early 2025, vllm_ascend/attention.py:26-29,
+# imported by its platform and model runner): the plug-in runs on and
+# its first use of the device extension raises. A notice, not a crash: it explains the traceback the same
+# process cuts or leaves unexplained right after it (the platform's hook, the model runner)
+_TORCH_NPU_MISSING = r"^\s*Failed to import torch_npu\.?\s*$"
+TORCH_NPU_MISSING = Signature(
+    "vllm_torch_npu_missing", "dependency_mismatch", "torch_npu, the Ascend extension of torch, does not import",
+    ("vllm-ascend is installed (its platform plug-in is active) but torch_npu does not import: it is "
+     "missing, or built for another torch or CANN. Install the torch_npu release that this vllm-ascend "
+     "names, for the installed torch, with CANN's environment sourced (`source "
+     "/usr/local/Ascend/ascend-toolkit/set_env.sh`); `python -c 'import torch_npu'` shows the import's own "
+     "error.",),
+    patterns=(_TORCH_NPU_MISSING,), lines=(_TORCH_NPU_MISSING,), priority=78, phase="launch", explains=True,
+    sources=(("vllm-ascend (vllm-project/vllm-ascend 4a044cd)",
+              "vllm_ascend/attention.py:29 (try: import torch_npu / except ImportError: print(\"Failed to "
+              "import torch_npu.\"))"),))
+
+# (round 63) vLLM's compilation config refuses a piecewise (VLLM_COMPILE) backend other than "", "eager" or
+# "inductor" (CompilationConfig.__post_init__, config/compilation.py:843-850 (0.15.1), :906 (0.18.0)), and
+# right after the check fills an empty backend from the platform (:852-853): vllm-ascend's platform answers
+# with its compiler class's dotted path (vllm_ascend 0.12.0rc1 platform.py:86-91, get_compile_backend). A
+# refused dotted path is that resolved value validated a second time (a config rebuilt from its resolved
+# fields, vllm-omni's stage workers): a plug-in and a vLLM release that do not fit; a user's own plain name
+# ("cudagraphs") is a refused argument, not this
+_PIECEWISE_PLUGIN_BACKEND = r"Invalid backend for piecewise compilation: [A-Za-z_]\w*(?:\.\w+)+"
+PIECEWISE_PLUGIN_BACKEND = Signature(
+    "vllm_piecewise_plugin_backend", "dependency_mismatch",
+    "vLLM refuses the compile backend its platform plug-in set",
+    ("vLLM's compilation config refused the compile backend that the platform plug-in itself set "
+     "(vllm-ascend's AscendCompiler): the config was validated again after the plug-in filled it in, "
+     "which the installed vLLM, plug-in and (for vllm-omni) omni releases do not agree on. Install the "
+     "releases made for each other (vllm-omni's and vllm-ascend's README name the vLLM release); "
+     "`--enforce-eager` skips compilation meanwhile.",),
+    patterns=(_PIECEWISE_PLUGIN_BACKEND,), lines=(_PIECEWISE_PLUGIN_BACKEND,), priority=79, phase="launch",
+    sources=(("vllm 0.15.1", "vllm/config/compilation.py:849"), ("vllm 0.18.0", "vllm/config/compilation.py:906"),
+             ("vllm 0.15.1", "vllm/config/compilation.py:853"),
+             ("vllm_ascend 0.12.0rc1", "vllm_ascend/platform.py:91 (get_compile_backend: return "
+                                       "\"vllm_ascend.compilation.compiler_interface.AscendCompiler\")")))
+
+# (round 63) vLLM's model runner keeps its input buffers as CpuGpuBuffer, a pinned host tensor with its device
+# twin in ``.gpu`` (and a numpy view in ``.np``) (v1/utils.py:106 (0.15.1), :105 (0.10.2); gpu_model_runner.py:558
+# (0.15.1) ``self.positions = self._make_buffer(...)``), where vllm-ascend's runner of another release keeps a
+# bare tensor (vllm_ascend 0.11.0rc0 worker/model_runner_v1.py:360 ``self.positions = torch.zeros(...)``). A
+# tensor has neither field: code written against one runner (a plug-in's subclass: vllm-omni's NPU runner)
+# running on the other, the packages at releases that do not fit. (``.cpu`` is a tensor's own method, no sign.)
+_BUFFER_ON_TENSOR = r"'Tensor' object has no attribute '(?:gpu|np)'"
+RUNNER_BUFFER_MISMATCH = Signature(
+    "vllm_runner_buffer_mismatch", "dependency_mismatch",
+    "a model runner's buffer is a bare tensor where the caller expects vLLM's CpuGpuBuffer",
+    ("Code that reads a model runner's buffer as vLLM's CpuGpuBuffer (`.gpu`, `.np`) met a runner that keeps "
+     "it as a bare tensor: a plug-in's runner (vllm-ascend's, vllm-omni's subclass of it) and the installed "
+     "vLLM or plug-in are releases written for different runner APIs. Install the releases made for each "
+     "other (each plug-in's README names its vLLM release), in a fresh environment.",),
+    patterns=(_BUFFER_ON_TENSOR,), lines=(_BUFFER_ON_TENSOR,), priority=79, phase="launch",
+    sources=(("vllm 0.15.1", "vllm/v1/utils.py:106"), ("vllm 0.15.1", "vllm/v1/worker/gpu_model_runner.py:558"),
+             ("vllm_ascend 0.11.0rc0", "vllm_ascend/worker/model_runner_v1.py:360")))
+
 SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
                                TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
-                               FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH]
+                               FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH, TORCH_NPU_MISSING,
+                               PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH]

@@ -117,6 +117,10 @@ ENGINE_PROCESS_RAISED = Signature(
 SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal error|an issue)",
                   # (round 61) vllm-omni's stage engine core, past its construction (above)
                   r"\bStageEngineCoreProc encountered a fatal error\.",
+                  # (round 63) the orchestrator's loop polling a stage's outputs, which runs only once every
+                  # stage has started (vllm-omni 0.30.0 omni_engine_base.py:445 _initialize_stages, then :469
+                  # orchestrator.run(); the poll's error, stage_pool.py:1228, from orchestrator.py:906)
+                  r"\[(?:StagePool|Orchestrator)\] _poll_stage_raw failed for stage-\d+",
                   r"Dumping input data for V1 LLM engine", _DUMP_REST, r"AsyncLLM output_handler failed",
                   # (round 13) V0: a request met the dead engine; the engine loop, started by the first
                   # request (add_request -> start_background_loop), ended (engine/async_llm_engine.py:68
@@ -172,7 +176,15 @@ SHM_STALL = Signature(
                 r"Compiling a graph for compile range .* takes [\d.]+ s",
                 r"torch\.compile (?:takes|took) [\d.]+ s in total", r"Available KV cache memory: [\d.]+ GiB",
                 r"Loading weights took [\d.]+ seconds", r"Model loading took \S+ GiB memory"),
+    # (round 63) the notice is an INFO (acquire_read: logger.info(long_wait_time_msg(...)), shm_broadcast.py:542,
+    # the text :81-88 (0.15.1)) that names compilation; right after Dynamo's bytecode transform (backends.py:873
+    # (0.15.1), :1049 (0.18.0)) or the compile cache's line (:813 (0.15.1)), Inductor's compile is under way
+    # and the first notice is that wait (a second notice after it still reads as a stall)
+    busy_before=(r"Dynamo bytecode transform time: [\d.]+ s",
+                 r"Using cache directory: .* for vLLM's torch\.compile"),
     sources=(("0.30.0", "vllm/distributed/device_communicators/shm_broadcast.py:104"),
+             ("vllm 0.15.1", "vllm/distributed/device_communicators/shm_broadcast.py:542"),
+             ("vllm 0.15.1", "vllm/compilation/backends.py:873"),
              ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
              ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))
 
