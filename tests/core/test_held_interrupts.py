@@ -147,6 +147,19 @@ def test_an_error_raised_while_a_ctrl_c_was_handled_is_the_interrupt(depth):
     assert not from_interrupt(RuntimeError("release unlocked lock"))
 
 
+def test_as_interrupt_sends_such_an_error_on_up_as_the_interrupt_and_nothing_else():
+    from ddlab.core.interrupts import as_interrupt
+
+    with pytest.raises(KeyboardInterrupt) as caught, as_interrupt():
+        _release_unlocked_lock_after_ctrl_c()
+    assert isinstance(caught.value.__cause__, RuntimeError) and "release unlocked lock" in str(caught.value)
+    with pytest.raises(RuntimeError, match="release unlocked lock"), as_interrupt():
+        raise RuntimeError("release unlocked lock")  # no Ctrl-C behind it: ddlab's error, as it was
+    with pytest.raises(KeyboardInterrupt) as plain, as_interrupt():
+        raise KeyboardInterrupt
+    assert plain.value.__cause__ is None
+
+
 def _failing_verb(monkeypatch, error):
     import dataclasses
 

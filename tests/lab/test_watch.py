@@ -121,6 +121,37 @@ def test_an_unknown_host_key_is_refused_before_anything_runs(clean, tmp_path):
     assert site.baseline_active() and site.lock() is None and not site.installed(variant.unit_name)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_a_ctrl_c_that_threading_turned_into_another_error_is_an_interrupted_watch(clean, monkeypatch):
+    """A Ctrl-C landing in a thread wait's lock restore reaches the watch as RuntimeError('release
+    unlocked lock'), raised while the KeyboardInterrupt was handled (CPython 3.11.7
+    Lib/threading.py:283, :336): the watch ends interrupted, its verdict written, and the
+    host is put back. Before: the RuntimeError passed the watch's handler, and no verdict."""
+    from ddlab.core.errors import Interrupted
+    from ddlab.lab import watch as watching
+
+    site = clean
+    polls, real = [], watching._Follower.poll
+
+    def poll_then_ctrl_c(follower):
+        polls.append(1)
+        if len(polls) == 3:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise RuntimeError("release unlocked lock")
+        return real(follower)
+
+    monkeypatch.setattr(watching._Follower, "poll", poll_then_ctrl_c)
+    with pytest.raises(Interrupted) as caught, deployed(site.profile, site.variant()) as (lab, dep):
+        watch(lab, timeout_s=90, probe=True, grace_s=1)
+    verdict = caught.value.verdict
+    assert verdict is not None and verdict.state == "interrupted", verdict
+    assert _evidence(verdict)["state"] == "interrupted"
+    site.assert_put_back(dep.service)
+
+
 def test_watch_with_nothing_deployed_says_what_to_do(clean):
     site = clean
     with Lab(site.profile) as lab, pytest.raises(ServiceError, match="deploy one first"):

@@ -301,3 +301,31 @@ def test_cells_are_named_by_what_they_change_not_by_the_fixed_overrides():
         assert "mem-fraction-static" in cell.variant.changes, "what it runs still says so"
     bare = plan_sweep("local", {"budget": [4, 32], "cuda_graph": [True, False]})
     assert {c.hash for c in plan.cells}.isdisjoint(c.hash for c in bare.cells)
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_that_threading_turned_into_another_error_is_an_interrupted_sweep(tmp_path, monkeypatch):
+    """A Ctrl-C landing in a thread wait's lock restore reaches the sweep as RuntimeError('release
+    unlocked lock'), raised while the KeyboardInterrupt was handled (CPython 3.11.7
+    Lib/threading.py:283, :336): the sweep is interrupted, its cell's run marked interrupted (a
+    resume runs it again) and the host put back. Before: the sweep was called failed, with the
+    run left running."""
+    import ddlab.sweeps.run as running
+
+    def ctrl_c_while_measuring(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("release unlocked lock")
+
+    monkeypatch.setattr(running, "measure", ctrl_c_while_measuring)
+    project = sweepkit.make_project(tmp_path)
+    with sweepkit.using(project), Store(project.store_path) as store:
+        plan = plan_sweep("local", {"budget": [4], "cuda_graph": [False]}, baseline=False)
+        with pytest.raises(KeyboardInterrupt):
+            run_sweep(plan, host="local", options=SweepOptions(**sweepkit.FAST_OPTIONS), store=store)
+        sweep_id = store.latest_sweep_id()
+        assert store.sweep(sweep_id)["status"] == "interrupted"
+        states = [row[0] for row in store.db.execute("SELECT state FROM runs WHERE sweep_id = ?", (sweep_id,))]
+    assert states == ["interrupted"], states
+    sweepkit.assert_host_put_back(project)

@@ -22,6 +22,7 @@ from ddlab.core.errors import (
     Interrupted,
     ServiceError,
 )
+from ddlab.core.interrupts import as_interrupt
 from ddlab.core.log import get_logger
 from ddlab.core.progress import VerdictPlace
 from ddlab.core.redact import redact_text
@@ -162,7 +163,8 @@ def _restore_after(lab: Lab, verdict: Verdict | None, restore: str, *, interrupt
     restore (which holds it until done), says what was left and keeps the verdict."""
     try:
         if restore != "never":
-            lab.restore()
+            with as_interrupt():
+                lab.restore()
     except KeyboardInterrupt as again:
         log.warning(_interrupted_hint(lab, verdict, restore))
         raise Interrupted(verdict=verdict) from again  # the watch had ended: its verdict stands

@@ -10,6 +10,9 @@
   takes to enter a held block, so no interrupt lands in a block entered after the check.
 - :func:`forget_thread`: a thread that ends drops its marks (an interrupt that came while
   it entered a block could leave one, and thread idents are reused).
+- :func:`from_interrupt` / :func:`as_interrupt`: an error raised while a Ctrl-C was being
+  handled is that Ctrl-C; ``as_interrupt`` sends it on up as a KeyboardInterrupt, so the
+  handlers that record, stop and put back on a Ctrl-C see one.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Iterator
 
 from ddlab.core.log import get_logger
 
-__all__ = ["held_interrupts", "starting", "from_interrupt", "interrupt_thread", "forget_thread", "HELD_LOCK",
+__all__ = ["held_interrupts", "starting", "from_interrupt", "as_interrupt", "interrupt_thread", "forget_thread", "HELD_LOCK",
            "HELD_THREADS", "STARTING"]
 
 log = get_logger(__name__)
@@ -164,3 +167,20 @@ def from_interrupt(err: BaseException) -> bool:
             return True
         seen = seen.__context__
     return False
+
+
+@contextlib.contextmanager
+def as_interrupt() -> Iterator[None]:
+    """Inside: an error raised while a Ctrl-C was being handled (:func:`from_interrupt`) goes
+    on up as a KeyboardInterrupt chained to it. Around the blocks whose ``except
+    KeyboardInterrupt`` records a run as interrupted, stops its cells and puts the baseline
+    back: without it such an error passed them, a sweep was called failed and its cell's run
+    left running."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except Exception as err:
+        if not from_interrupt(err):
+            raise
+        raise KeyboardInterrupt(f"{type(err).__name__}: {err}") from err

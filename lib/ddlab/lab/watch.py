@@ -59,6 +59,7 @@ from pathlib import Path
 import httpx
 
 from ddlab.core.errors import HostError, HostKeyError, Interrupted, ServiceError
+from ddlab.core.interrupts import as_interrupt
 from ddlab.core.progress import Heartbeat
 from ddlab.core.redact import redact, redact_text
 from ddlab.core.run_folders import write_json, write_text
@@ -245,8 +246,8 @@ def watch(lab: Lab, *, timeout_s: float = 600.0, probe: bool = False, grace_s: f
         # the drop is seen) is beaten from a thread once the line is an interval old: the
         # thread looks every half interval, so no silence outlasts 1.5 intervals (at 1.5
         # intervals stale it could reach 2, the bound test_f03 holds, and did, at 10.04 s)
-        with beat.ticking(lambda: f"{loop.last_status} | waiting for the host to answer",
-                          stale_s=beat.interval_s):
+        with as_interrupt(), beat.ticking(lambda: f"{loop.last_status} | waiting for the host to answer",
+                                          stale_s=beat.interval_s):
             state = loop.run(beat)
     except HostError as lost:  # the host stopped answering: a verdict of its own, never silence
         if isinstance(lost, HostKeyError):

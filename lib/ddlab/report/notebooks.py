@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddlab.core.errors import ConfigError
+from ddlab.core.interrupts import from_interrupt
 from ddlab.core.log import get_logger
 from ddlab.core.paths import outputs_dir, project_root
 from ddlab.core.progress import duration_words
@@ -195,7 +196,8 @@ def run_notebook(notebook: str | Path, parameters: dict | None = None, *, name: 
         except KeyboardInterrupt:
             status, error = "interrupted", "KeyboardInterrupt"
         except Exception as err:  # the kernel died (DeadKernelError), a timeout...: still report
-            status, error = "failed", f"{type(err).__name__}: {err}"
+            status = "interrupted" if from_interrupt(err) else "failed"  # a Ctrl-C threading turned into this
+            error = f"{type(err).__name__}: {err}"
     return _finish(run_dir, source, executed, record, status, error, time.monotonic() - started)
 
 

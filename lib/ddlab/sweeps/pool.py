@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 from ddlab.core.errors import DdlabError, HostError, Preempted
-from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, forget_thread, interrupt_thread
+from ddlab.core.interrupts import HELD_LOCK, HELD_THREADS, as_interrupt, forget_thread, interrupt_thread
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Heartbeat, Pace
 from ddlab.hosts.pools import slots as slots_of
@@ -186,8 +186,9 @@ def run_pool(sweep, store: Store, todo: list, steps: CellSteps) -> None:
                                        name=f"ddlab-pool-{slot.label}")
         slot.thread.start()
     try:
-        while not all(s.ended.wait(0.2) for s in places):
-            pass
+        with as_interrupt():  # the Ctrl-C can land in the wait's lock (threading's RuntimeError)
+            while not all(s.ended.wait(0.2) for s in places):
+                pass
     except KeyboardInterrupt:
         _wind_down(places, queue)
         raise

@@ -33,7 +33,7 @@ from typing import Iterator
 
 from ddlab.config.units import render_unit
 from ddlab.core.errors import ConfigError, DdlabError, HostError, LockError, Preempted
-from ddlab.core.interrupts import held_interrupts
+from ddlab.core.interrupts import as_interrupt, held_interrupts
 from ddlab.core.log import get_logger
 from ddlab.core.progress import Pace, duration_words
 from ddlab.core.paths import outputs_dir
@@ -138,11 +138,12 @@ def execute_sweep(sweep: Sweep, store: Store) -> Sweep:
         return sweep
     store.set_sweep_status(sweep.sweep_id, "running")
     try:
-        if len(slots(sweep.profiles or [sweep.profile])) > 1:
-            run_pool(sweep, store, todo, CellSteps(hold=holding_host, run=run_cell,
-                                                   bracket=bracket_baselines))
-        else:
-            _hold_and_run(sweep, store, todo)
+        with as_interrupt():
+            if len(slots(sweep.profiles or [sweep.profile])) > 1:
+                run_pool(sweep, store, todo, CellSteps(hold=holding_host, run=run_cell,
+                                                       bracket=bracket_baselines))
+            else:
+                _hold_and_run(sweep, store, todo)
     except Preempted as taken:  # an outcome, not a failure: the resume runs the cell again
         _stop(store, sweep, "preempted", error=taken.message, pace=pace)
         return sweep
@@ -314,7 +315,8 @@ def _recorded_run(lab: Lab, store: Store, sweep: Sweep, cell: Cell, run_dir: Pat
             run_id = store.add_run(variant=cell.variant.name, config_hash=cell.hash,
                                    host=lab.name, config=lab.on_host(cell.variant).to_dict(),
                                    sweep_id=sweep.sweep_id, run_dir=str(run_dir))
-        yield run_id
+        with as_interrupt():
+            yield run_id
     except KeyboardInterrupt:
         if run_id is not None:
             store.finish_run(run_id, state="interrupted")

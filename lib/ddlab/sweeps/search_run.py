@@ -29,6 +29,7 @@ from ddlab.config.families import DEFAULT_FAMILY
 from ddlab.config.overrides import _target
 from ddlab.config.variants import Variant, make_variant
 from ddlab.core.errors import HostError, Preempted
+from ddlab.core.interrupts import as_interrupt
 from ddlab.core.log import get_logger
 from ddlab.lab import lossless as ll
 from ddlab.lab.plans import as_host_runs
@@ -70,7 +71,7 @@ def run_search(plan: SearchPlan, *, store: Store | None = None,
     trials = sx.Trials(runner, max_trials=plan.max_trials, max_time_s=plan.max_time_s or None)
     status = "failed"
     try:
-        with runner:
+        with as_interrupt(), runner:
             reference = runner.reference()
             if plan.kind == "bisect":
                 result = sb.bisect_search(plan.changes, trials)
