@@ -472,7 +472,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # "Failed to register worker ... to Raylet."), w6113 (triton 3.0's fp8e4nv assert), w6121 (V0's
 # _init_distributed_environment frame) and w6123 (NCCL's RAS bind warning, no port_in_use) fixed by cited rules:
 # 1203/1171/702 after.
-FLOORS = {"work": (1254, 1222, 733)}
+# Round 64 had eight misses (w6403's, w6406's crashed, kind and phase, w6407's, w6408's, w6419's, w6421's, w6424's
+# kind, w6410's, w6419's phase): 1277/1240/748 of 1296 at the fold (kind of 1265, phase of 767); w6403 (a stamp with
+# its level and no time), w6406 (a condensed frame), w6406 and w6410 (a KV connector's scheduler side, serving), w6407
+# (a freed request's KV send, pd_transfer), w6408 (the front door's NameError a vLLM mark), w6421 (0.4.0's
+# NCCLCommunicator without its comm) and w6424 (IPython's header) fixed by cited rules: 1279/1246/751 after.
+FLOORS = {"work": (1279, 1246, 751)}
 
 
 def test_the_work_split_keeps_its_counts():

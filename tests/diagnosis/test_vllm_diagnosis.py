@@ -337,8 +337,10 @@ def test_vllm_logs_are_read_as_vllm():
     # HFValidationError in a backtick (w6229) and CUDA's forked-subprocess RuntimeError alone (w6230); round 63 three,
     # each the same kind either way: NCCL's INFO lines under a Ray worker's tag (w6311, a healthy excerpt), vllm-omni's
     # diffusion worker lines under Buildkite's stamps (w6316, a healthy excerpt) and torch_npu's import traceback
-    # alone (w6321)
-    assert len(unmarked) <= 85, unmarked
+    # alone (w6321); round 64 four, each the same kind either way: torch's OOM line under an ISO stamp (w6413), RBLN's
+    # BackendCompilerFailed under a worker's bare name (w6419), torch's illegal-access line alone (w6420) and a weight
+    # name's KeyError alone (w6425)
+    assert len(unmarked) <= 89, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -32,9 +32,10 @@ import re
 from dataclasses import dataclass, field
 
 from ddlab.crashes.frames import own_script, ray_driver, router_frames
+from ddlab.diagnosis.cut_names import cut_type, ipython_type
 from ddlab.diagnosis.logtext import READY_MARK, Line
 
-__all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch"]
+__all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type"]
 
 
 def _cut_anywhere(text: str) -> str:
@@ -50,6 +51,8 @@ _TRACEBACK_RE = re.compile(rf"(?:Traceback \(most rec{_cut_anywhere('ent call la
                            rf"{_cut_anywhere('Traceback (most recent call last):')})\s*$")
 _FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
+# (vLLM round 64) a frame a reporter condensed to "path/to/file.py:N, in func", a whole line of its own
+_SHORT_FRAME_RE = re.compile(r"^\s*(?P<file>(?:[\w.~-]*/)+[\w.-]+\.py):(?P<line>\d+), in (?P<func>\w+)\s*$")
 _PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
 # (round 13) Ray re-raises a task's error as a class named after both, "RayTaskError(Cause)"
 # (ray python/ray/exceptions.py, RayTaskError.as_instanceof_cause: "RayTaskError({})".format(cause));
@@ -251,7 +254,7 @@ class _Parser:
             self.link_at, self.link_line = line.no, line
         elif _TRACEBACK_RE.search(msg):
             self._open(line)
-        elif _PY_FRAME_RE.match(msg):
+        elif _PY_FRAME_RE.match(msg) or _SHORT_FRAME_RE.match(msg):
             self._open(line, header=False)
             self._in_frames(line)
         elif (match := _is_exception_line(msg.strip(), strict=True)) and not line.msg.startswith(" "):
@@ -278,7 +281,7 @@ class _Parser:
         if _TRACEBACK_RE.search(msg):
             self._drop_open_block()
             self._open(line)
-        elif frame := _FRAME_RE.match(msg):
+        elif frame := _FRAME_RE.match(msg) or _SHORT_FRAME_RE.match(msg):
             block.frames.append(Frame(frame["file"], int(frame["line"]), frame["func"] or "", at=line))
             self.last_no = line.no
         elif cut := _CUT_FRAME_RE.match(msg):  # where the paste ends: the path still says where
@@ -351,24 +354,6 @@ def _reunite(chains: list[Chain], lines: list[Line] = ()) -> list[Chain]:
     return kept
 
 
-# torch's own exception types as its C++ extension names them (torch 2.13.0 libtorch_python,
-# torch/csrc/Exceptions.cpp: PyErr_NewExceptionWithDoc), and the torch.cuda spelling of older
-# releases: a paste cut inside one of these names ("torch.O") still says which, when only one fits
-_TORCH_TYPES = ("torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError", "torch.AcceleratorError",
-                "torch.FatalError", "torch.linalg.LinAlgError", "torch.distributed.DistError",
-                "torch.distributed.DistBackendError", "torch.distributed.DistNetworkError",
-                "torch.distributed.DistStoreError", "torch.distributed.QueueEmptyError")
-
-
-def cut_type(msg: str) -> str | None:
-    """The torch exception type whose name a paste cut (``torch.O``), when only one fits."""
-    text = msg.strip()
-    if not re.fullmatch(r"torch\.[\w.]+", text):
-        return None
-    fits = [name for name in _TORCH_TYPES if name.startswith(text) and name != text]
-    return fits[0] if len(fits) == 1 else None
-
-
 def _complete_cut_type(chains: list[Chain], lines: list[Line]) -> None:
     """A traceback whose paste ends inside its exception line's type name: that type, where only
     one of torch's fits (the message is lost)."""
@@ -386,6 +371,17 @@ def _complete_cut_type(chains: list[Chain], lines: list[Line]) -> None:
         chains[-1].cut = False
 
 
+def _complete_ipython_type(chains: list[Chain]) -> None:
+    """A cut traceback whose IPython header named its exception: that type (the message is past the cut)."""
+    for chain in chains:
+        block = chain.raised[-1]
+        named = ipython_type(block.start.msg) if block.start is not None else None
+        if chain.cut and not block.type and named:
+            block.type, block.exc_lines = named, [block.start]
+            block.message = "(IPython's header names it; the paste ends before its message)"
+            chain.cut = False
+
+
 def find_chains(lines: list[Line]) -> list[Chain]:
     """Every exception chain (orphan exception lines and cut tracebacks included), in log order."""
     parser = _Parser()
@@ -395,4 +391,5 @@ def find_chains(lines: list[Line]) -> list[Chain]:
         parser._drop_open_block()
     chains = _reunite(parser.chains, lines)
     _complete_cut_type(chains, lines)
+    _complete_ipython_type(chains)
     return chains

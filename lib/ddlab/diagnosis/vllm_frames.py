@@ -75,7 +75,12 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             # (0.34.0)); the runner's start-up batches have none (_dummy_run's seq_lens = max_query_len,
             # v1/worker/gpu_model_runner.py:5439; FlashInfer's mixed warm-up, 16 tokens,
             # model_executor/warmup/kernel_warmup.py:72-78 (0.20.0)): a request's chunked prefill or cache hit
-            r"|_continuation_prefill")
+            r"|_continuation_prefill"
+            # (round 64) a KV connector's scheduler side, asked by Scheduler.schedule() on each engine step: the
+            # blocks a request was just given (update_state_after_alloc) and the step's connector metadata
+            # (build_connector_meta, the offloading connector's _build_store_jobs) (v1/core/sched/scheduler.py:439,
+            # :1001, :1258; distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py:873, :1023, :1253 (0.27.1))
+            r"|update_state_after_alloc|build_connector_meta|_build_store_jobs")
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its

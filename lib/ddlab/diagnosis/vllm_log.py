@@ -22,6 +22,7 @@ from dataclasses import replace
 from ddlab.crashes.signature import Screen
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
+from ddlab.vllm_crashes.entrypoints import FRONT_DOOR
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
@@ -49,8 +50,9 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_PROC}",
     rf"^{_STAMP}",
     # (round 29) the stamp's "[file.py:N]" alone, its level and time left out by the writer (the logger's
-    # _FORMAT "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s", vllm/logger.py:28 (0.34.0))
-    r"^\[[\w./<>-]+\.py:\d+\] ",
+    # _FORMAT "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s", vllm/logger.py:28 (0.34.0));
+    # (round 64) or its level kept, only the time left out ("ERROR [core.py:1349] ")
+    rf"^(?:{_LEVEL} )?\[[\w./<>-]+\.py:\d+\] ",
     # a process supervisor's own prefix before vLLM's (Lemonade: "<time> [Error] (Process) "), or a
     # launcher's time and level before vLLM's process tag, which is peeled next ("... [ERROR]   (APIServer")
     rf"^\d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[\w+\](?: \(\w+\) |\s+(?={_PROC}))",
@@ -59,8 +61,7 @@ VLLM_PREFIXES = tuple(re.compile(p) for p in (
     rf"^\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+(?={_PROC}|{_STAMP})",
     # the rest of a collector's ISO time whose zone is set off by a space ("... +08:00 CST ")
     r"^[+-]\d\d:?\d\d(?: [A-Z]{2,5})? ",
-    # DJL Serving (LMI, which runs vLLM) relaying its Python worker's output, as its logs show it:
-    # "INFO  PyProcess W-162-model-stdout: " (round 5: the level may be cut)
+    # DJL Serving (LMI, which runs vLLM) relaying its worker's output: "INFO  PyProcess W-162-model-stdout: " (round 5: the level may be cut)
     r"^[A-Z]*\s+PyProcess W-[\w.-]+-std(?:out|err):\s",
 ))
 
@@ -130,7 +131,8 @@ _VLLM_MARKS = re.compile(
     r"|No available shared memory broadcast block found in \d+ seconds?"
     # (round 60) V1's capture bar (v1/worker/gpu_model_runner.py:3496 (0.11.0); in no SGLang wheel), /health answered
     # 500 (V0 raises a dead engine's error there, vllm_crashes/engine.py; SGLang's 503, http_server.py:733 (0.5.23))
-    r'|Capturing CUDA graphs \((?:decode|mixed prefill-decode), [A-Z_]+\)|"GET /health HTTP/[\d.]+" 500\b',
+    r'|Capturing CUDA graphs \((?:decode|mixed prefill-decode), [A-Z_]+\)|"GET /health HTTP/[\d.]+" 500\b'
+    rf"|{FRONT_DOOR}",  # (round 64) a harness's guarded import of vLLM's front door failed (its LLM undefined)
     re.M)
 # (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
 # vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and
@@ -190,8 +192,7 @@ def vllm_lines(text: str) -> list[Line]:
 
 
 # --- startup phases ---------------------------------------------------------------
-# Each marker is a line vLLM writes when a step starts or ends (V1: 0.30.0 / 0.33.0 / 0.34.0; V0: 0.6.4.post1),
-# strongest last.
+# Each marker is a line vLLM writes when a step starts or ends (V1: 0.30.0 / 0.33.0 / 0.34.0; V0: 0.6.4.post1), strongest last.
 _PHASE_MARKERS = (
     # "Starting to load model" (v1/worker/gpu_model_runner.py), the loaders' shard bars,
     # "Loading weights took" (model_loader/default_loader.py:544 (0.34.0)): the draft loads after
@@ -227,8 +228,7 @@ _PHASE_MARKERS = (
     # (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518 (0.6.4.post1))
     ("graph_capture", re.compile(
         # (round 7: the drafters' bars name what they capture, "Capturing prefill CUDA graphs",
-        # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139,
-        # multi_module_mtp/speculator.py:138 (0.34.0))
+        # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139, multi_module_mtp/speculator.py:138 (0.34.0))
         r"Capturing (?:[\w-]+ ){0,3}CUDA graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
         r"|Graph capturing finished")),
     # the engine is built and takes requests: "init engine (profile, create kv cache, warmup

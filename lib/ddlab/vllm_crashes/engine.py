@@ -11,7 +11,7 @@ from ddlab.crashes.signature import Signature
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "ENGINE_PROCESS_RAISED", "OUTPUT_HANDLER_FAILED",
            "SHM_STALL", "RPC_TIMEOUT",
            "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
-           "LOOP_WAIT_CANCELLED"]
+           "LOOP_WAIT_CANCELLED", "KV_SEND_REQUEST_GONE"]
 
 _V0 = library.V0
 
@@ -281,3 +281,18 @@ QUEUE_TIMEOUT = Signature(
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:433"),
              ("0.33.0", "vllm/v1/executor/multiproc_executor.py:507"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:531")))
+
+
+# (round 64) the scheduler frees a request's blocks when its KV connector reports the request's KV sent (PD's
+# prefill side: v1/core/sched/scheduler.py:2737-2741 in _update_from_kv_xfer_finished, from update_from_output
+# :1670 (0.27.1)), looking the request up by id: a KeyError there is a finished send reported for a request the
+# scheduler no longer holds (freed by an abort), the transfer's bookkeeping lost; the engine core's step dies of it
+KV_SEND_REQUEST_GONE = Signature(
+    "vllm_kv_send_request_gone", "pd_transfer", "a KV transfer reported finished for a request the scheduler had freed",
+    ("The KV connector (NIXL in PD disaggregation) reported a request's KV transfer finished after the scheduler "
+     "had already dropped the request (an abort or a timeout while its KV was being sent), and the engine died "
+     "on the lookup. This is vLLM's bookkeeping, not your configuration: look for client aborts or KV transfer "
+     "timeouts just before it, and try a newer vLLM release (report it with the connector's log if it stays).",),
+    patterns=(r".",), types=r"KeyError", context=(r", in _update_from_kv_xfer_finish\w*>?[ \t]*$",),
+    priority=60, phase="serving",
+    sources=(("vllm 0.27.1", "vllm/v1/core/sched/scheduler.py:2714"), ("vllm 0.27.1", "vllm/v1/core/sched/scheduler.py:2741")))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
+__all__ = ["SIGNATURES", "FRONT_DOOR", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
            "FRONT_DOOR_UNDEFINED"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
@@ -98,15 +98,16 @@ BATCHED_UNDER_LEN = Signature(
 # SamplingParams / except ImportError: vllm = None", EvolvingLMMs-Lab/lmms-eval 192f193 lmms_eval/models/vllm.py:25-28)
 # and builds the engine later (:57, "self.client = LLM("): vLLM failed to import where the harness runs, and the
 # harness says so only as CPython's NameError for the name (Python/ceval.c NAME_ERROR_MSG "name '%.200s' is not
-# defined"). A name of vLLM's top-level API only: another undefined name is the caller's own bug
-_FRONT_DOOR = (r"^(?:\w+\.)*NameError: name '(?-i:LLM|SamplingParams|LLMEngine|AsyncLLMEngine|EngineArgs|AsyncEngineArgs)' "
+# defined"). A name of vLLM's top-level API only: another undefined name is the caller's own bug (round 64: a
+# vLLM mark, diagnosis/vllm_log.py, for a paste that shows nothing else of vLLM's)
+FRONT_DOOR = (r"^(?:\w+\.)*NameError: name '(?-i:LLM|SamplingParams|LLMEngine|AsyncLLMEngine|EngineArgs|AsyncEngineArgs)' "
                r"is not defined")
 FRONT_DOOR_UNDEFINED = Signature(
     "vllm_front_door_undefined", "dependency_mismatch", "the caller's import of vLLM failed (its LLM is undefined)",
     ("The program imports vLLM under a guard that swallows an ImportError, so vLLM's classes are undefined when "
      "it builds the engine: run `python -c \"import vllm\"` in the same environment to see why the import fails "
      "(vLLM not installed, or a torch / CUDA build it does not match), and fix that.",),
-    patterns=(_FRONT_DOOR,), priority=70, phase="launch",
+    patterns=(FRONT_DOOR,), priority=70, phase="launch",
     sources=(("EvolvingLMMs-Lab/lmms-eval 192f193", "lmms_eval/models/vllm.py:25-28 (try: from vllm import LLM, "
                                                     "SamplingParams / except ImportError)"),
              ("CPython 3.11", "Python/ceval.c (NAME_ERROR_MSG: name '%.200s' is not defined)")))

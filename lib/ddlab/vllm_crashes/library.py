@@ -181,6 +181,19 @@ NCCL = voiced(runtime.NCCL, (
     "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
     "all-reduce (on Ascend NPUs the collectives are HCCL's: HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT and "
     "CANN's device log). Another rank's error, if any, is the real cause.",))
+# (round 64) 0.4.0's NCCLCommunicator sets its comm only after the process group, the device and the broadcast of
+# NCCL's unique id between the ranks (vllm/model_executor/parallel_utils/pynccl.py:212-240 (0.4.0.post1)); its
+# __del__ destroys it (:260-264): the AttributeError that __del__ prints says the communicator's NCCL set-up failed
+_COMM_UNSET = r"'NCCLCommunicator' object has no attribute 'comm'"
+NCCL_COMM_UNSET = Signature(
+    "vllm_nccl_comm_unset", "nccl", "vLLM's NCCL communicator failed before NCCL's communicator was made",
+    ("The worker's NCCL set-up (the process group, then the broadcast of NCCL's unique id between the ranks) "
+     "failed before `ncclCommInitRank`, and the communicator's cleanup said so. Rerun with NCCL_DEBUG=INFO "
+     "to see why the ranks could not connect: across nodes check that they reach each other on the interface "
+     "NCCL picks (NCCL_SOCKET_IFNAME) and run the same NCCL, CUDA driver and vLLM release.",),
+    patterns=(_COMM_UNSET,), lines=(_COMM_UNSET,), priority=30, phase="launch",
+    sources=(("vllm 0.4.0.post1", "vllm/model_executor/parallel_utils/pynccl.py:240"),
+             ("vllm 0.4.0.post1", "vllm/model_executor/parallel_utils/pynccl.py:264")))
 PORT_IN_USE = voiced(launch.PORT_IN_USE, (
     "Free the port (an old server still running? `ss -ltnp` shows who holds it) or start this "
     "one on another `--port`.",),
@@ -293,7 +306,7 @@ ASGI = voiced(requests.ASGI_ERROR, (
 REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
-    KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, NCCL, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, NCCL, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
     NATIVE, ASGI, REFUSED,
