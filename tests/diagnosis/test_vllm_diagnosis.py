@@ -64,7 +64,7 @@ def _voiced_fixtures() -> dict[str, Path]:
     wanted = {s.name[len("vllm_"):] for s in VLLM_SIGNATURES if s.name[len("vllm_"):] in parents}
     found = {}
     paths = sorted(LOGS.glob("*.log")) + sorted(LOGS.glob("sglang/*.log")) + sorted(LOGS.glob("pastes/*.log"))
-    paths += [LOGS / "real" / f"{i}.log" for i in ("a025", "b031", "a004")]
+    paths += [LOGS / "real" / f"{i}.log" for i in ("a025", "b031", "a004", "h65008")]
     paths += [REAL / "vd21.log"]  # a bare KeyError naming a tensor: no SGLang fixture has one alone
     for path in paths:
         said = diagnose(_read(path), family="sglang").signature

@@ -264,12 +264,12 @@ PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "se
 # The model loader chosen and starting, after "Load weight begin" (0.5.23 load_model_utils.py:327, :346;
 # model_loader/loader.py:4174, :4207, :4219 "Using X...", :3555, :3821 "X: Loading ...", :3559, :3828)
 _MODEL_LOADER = r"Using \w+ModelLoader\b|\w+ModelLoader: Loading|Model is already quantized, loading directly"
-# SGLang Diffusion's DiT loader starting on its safetensors files: "Loading model from N safetensors files"
-# (0.5.6.post1 multimodal_gen/runtime/loader/component_loader.py:659); (round 34) the model class's name
-# in its place since: "Loading %s from %s safetensors files, default_dtype: %s" (0.5.7 :708, 0.5.8 :720),
-# "... files %s, param_dtype: %s" (0.5.9 component_loaders/transformer_loader.py:123), "... safetensors
-# file(s) %s, param_dtype: %s" (0.5.19 :383)
-_DIT_LOADER = r"Loading \w+ from \d+ safetensors file(?:s|\(s\))?\b"
+# SGLang Diffusion loading its modules: the DiT loader's "Loading model from N safetensors files" (0.5.6.post1
+# multimodal_gen/runtime/loader/component_loader.py:659; round 34: "Loading %s from %s safetensors files",
+# 0.5.7 :708, 0.5.9 component_loaders/transformer_loader.py:123, 0.5.19 :383), (round 65) its end "Loaded
+# model with N.NNB parameters" (0.5.6.post2 :692), the pipeline's "Loading required modules" bar (0.5.23 :625)
+_DIT_LOADER = (r"Loading \w+ from \d+ safetensors file(?:s|\(s\))?\b"
+               r"|Loading required modules:|Loaded model with [\d.]+B parameters")
 # (round 38) SGLang's MLX runner (Apple silicon) loading through mlx_lm: "Loading MLX model: PATH", then "MLX model
 # loaded in Ns", its "Load weight end"; the attention discovery and pool sizing follow (0.5.13
 # hardware_backend/mlx/model_runner.py:403, :462, then :150 find_attention_layers, :178 _compute_pool_size)

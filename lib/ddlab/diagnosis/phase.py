@@ -45,6 +45,14 @@ _TEXT_PHASES = (  # what a message or the header printed with it says about wher
     ("graph_capture", re.compile(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", re.I)),
     # the overlap scheduler's forward thread runs batches (tp_worker_overlap_thread.py:144)
     ("serving", re.compile(r"TpModelWorkerClient hit an exception")),
+    # (round 65) a layer's quantization method missing when the layer makes its weights: create_weights is
+    # called by the layers' constructors only (0.5.10 layers/moe/fused_moe_triton/layer.py:276 in __init__
+    # :158; 0.5.23 :561, linear.py:494 via _initialize_partition from __init__ :436,
+    # vocab_parallel_embedding.py:342, radix_attention.py:107) and the methods' own create_weights under them,
+    # so "... has no attribute 'create_weights'" (a ModelSlim config finding no MoE scheme returns None,
+    # 0.5.10 quantization/modelslim/modelslim.py:234-238) or a call of it refused is the model being built
+    ("load_weights", re.compile(r"object has no attribute 'create_weights'"
+                                r"|\bcreate_weights\(\) (?:got an unexpected keyword|missing \d+ required)")),
 )
 _STARTUP_PHASES = ("load_weights", "memory_pool", "graph_capture")
 # a speculative step's batch input (0.5.23 speculative/eagle_info.py:318 EagleDraftExtendInput)

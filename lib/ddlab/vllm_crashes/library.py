@@ -219,6 +219,11 @@ ARCH_UNSUPPORTED = voiced(launch.ARCH_UNSUPPORTED, (
     sources=((_V0, "vllm/model_executor/models/registry.py:353"),
              ("0.34.0", "vllm/model_executor/models/registry.py:1329")))
 MODEL_TYPE_KEY = voiced(launch.MODEL_TYPE_KEY, ARCH_UNSUPPORTED.advice)
+# (round 65) transformers' config lookup finding a config.json with no model type (SGLang's signature's text)
+CONFIG_WITHOUT_MODEL_TYPE = voiced(models.CONFIG_WITHOUT_MODEL_TYPE, (
+    "The checkpoint's config.json has no `model_type`, so transformers cannot tell which config class reads "
+    "it: add the `model_type` of its architecture to config.json (the draft's too, for the `model` in "
+    "`--speculative-config`), or check that the path is the model's own folder.",))
 # (round 24) vLLM hands a GGUF file to transformers for its config (get_config: kwargs["gguf_file"],
 # transformers_utils/config.py:157 (0.6.4.post1)); transformers' GGUF loader refuses an architecture it
 # does not map, the text SGLang's signature reads
@@ -307,6 +312,7 @@ REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
     KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, NCCL, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
     NATIVE, ASGI, REFUSED,

@@ -31,7 +31,12 @@ DIFFUSION_FORWARD_FRAMES = (
     r"|(?:models|pipelines(?:_core)?)[/\\]\S+\.py\", line \d+, in forward)\s*$")
 # what the handlers log (with the traceback under it): the 0.5.5 event loop's, then 0.5.7's on
 _LOGGED = (r"Error executing (?:forward|request) in scheduler event loop: ",
-           r"Error executing (?:grouped )?request \S+: ")
+           r"Error executing (?:grouped )?request \S+: ",
+           # (round 65) a pipeline stage's profiler logging the stage's exception before it propagates up to
+           # those handlers (0.5.6.post2 utils/perf_logger.py:161-168, StageProfiler.__exit__, entered only
+           # around a stage's forward: pipelines_core/stages/base.py:191 and the denoising steps; 0.5.5
+           # pipelines/stages/base.py:204; 0.5.23 perf_logger.py:349): the request's, not the server's
+           r"\[\w+\] Error during execution after [\d.]+ ms: ")
 
 DIFFUSION_REQUEST_FAILED = Signature(
     "diffusion_request_failed", "request_error", "SGLang Diffusion's worker failed one request",

@@ -338,7 +338,7 @@ MODEL_NOT_FOUND = Signature(
               r"'[^']*(?:config\.json|\.safetensors|tokenizer[^']*|model[^']*)'",
               r"Can't load (?:the )?(?:config|configuration|tokenizer|model) (?:for|of)", _PROCESSOR_CANT_LOAD,
               r"couldn't connect to 'https://huggingface\.co'",
-              r"Unrecognized model in ", r"Incorrect path_or_model_id",
+              r"Incorrect path_or_model_id",
               r"OfflineModeIsEnabled", r"offline mode is enabled\. To disable it", _HUB_REFUSED),
     lines=(r"Cannot access gated repo for url", r"You are trying to access a gated repo",
            r"offline mode is enabled\. To disable it",

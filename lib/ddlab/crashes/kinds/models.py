@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY"]
+__all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY", "CONFIG_WITHOUT_MODEL_TYPE"]
 
 _NEWER_ARCH = ("The checkpoint's model type is newer than the installed transformers (or this "
                "SGLang): upgrade transformers to a release that knows it, or SGLang (its pin moves "
@@ -200,6 +200,29 @@ MODEL_PATH_IS_A_FILE = Signature(
     context=(rf"{_CONFIG_READER}|It looks like the config file at '[^']*(?<!\.json)' is not a valid JSON file",),
     priority=85, phase="launch", sources=_CONFIG_SOURCES)
 
-SIGNATURES = [ARCH_UNSUPPORTED, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING, CONFIG_LAYOUT_UNKNOWN,
-              TRANSFORMERS_ARCH_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT, ROUTER_ARCH_LOOKUP_CUT,
-              MODEL_TYPE_ALONE, MODEL_PATH_IS_A_FILE]
+# (round 65) a config.json with no model type: AutoConfig.from_pretrained raises "Unrecognized model in PATH.
+# Should have a `model_type` key in its config.json, or contain one of the following strings in its name: ..."
+# only after it read the config (transformers 4.56.1 models/auto/configuration_auto.py:1288 get_config_dict,
+# :1307 no "model_type", :1323-1327 no known type in the path's name, :1329-1333): the folder and its config
+# are there (a missing folder is hub.py:511's "not a local folder", a folder without config.json returns no
+# config at configuration_utils.py:735-736), so the model was found and its type is what transformers cannot
+# tell: an EAGLE3 draft or a converted checkpoint saved without it
+CONFIG_WITHOUT_MODEL_TYPE = Signature(
+    "config_without_model_type", "arch_unsupported", "the checkpoint's config.json names no model type",
+    ("The checkpoint's config.json has no `model_type` (and its path names none transformers knows), so "
+     "transformers cannot tell which config class reads it: add the `model_type` of its architecture to "
+     "config.json (a converted or hand-written checkpoint often lacks it), or check that the path is the "
+     "model's own folder.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"Unrecognized model in ",),
+    priority=84, phase="launch",
+    by_algorithm=tuple((fam, "With speculative decoding the drafter's config "
+                             "(`--speculative-draft-model-path`) is read the same way: a draft's config.json "
+                             "needs its `model_type` too (a Llama-style EAGLE3 draft's is \"llama\").")
+                       for fam in ("eagle", "dflash", "ddtree")),
+    sources=(("transformers 4.56.1", "transformers/models/auto/configuration_auto.py:1307"),
+             ("transformers 4.56.1", "transformers/models/auto/configuration_auto.py:1330"),
+             ("transformers 4.56.1", "transformers/configuration_utils.py:736")))
+
+SIGNATURES = [ARCH_UNSUPPORTED, CONFIG_WITHOUT_MODEL_TYPE, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING,
+              CONFIG_LAYOUT_UNKNOWN, TRANSFORMERS_ARCH_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT,
+              ROUTER_ARCH_LOOKUP_CUT, MODEL_TYPE_ALONE, MODEL_PATH_IS_A_FILE]
