@@ -13,11 +13,11 @@ support texts),
 torch's store), ``native`` (fatal signals), ``requests``
 (one request's error, PD transfers), ``diffusion`` (a request SGLang Diffusion's worker failed), ``router``
 (a request SGLang 0.1.x's router failed to take in), ``caches`` (a prefix-cache option the model's KV pool
-cannot take) and
+cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take) and
 ``speculative`` (speculative decoding combined
 with another feature). vLLM's texts on the same kinds, their advice in vLLM's flags (issue 28),
 are a layer of their own above this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``,
-``packages``, ``compilers``, ``kernels``, ``npu`` and ``rendezvous`` are spliced into ``memory``'s,
+``packages``, ``parsers``, ``compilers``, ``kernels``, ``npu`` and ``rendezvous`` are spliced into ``memory``'s,
 ``launch``'s, ``device``'s and ``runtime``'s lists where they stood (``compilers`` after the kernel builds
 that raise).
 Each module's ``SIGNATURES`` is a list of

@@ -1,5 +1,6 @@
 """Launch: arguments, ports, model repositories, draft checkpoints (packages that do not match:
-:mod:`.packages`, spliced into :data:`SIGNATURES` where they always stood).
+:mod:`.packages`, spliced into :data:`SIGNATURES` where they always stood; a reasoning parser the
+tokenizer cannot take: :mod:`.parsers`).
 
 Texts: docs/sglang.md sections 4.5-4.7 (arguments, ports, the hub). The hub's
 texts are transformers' and huggingface_hub's, not SGLang's (SGLang adds no
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ddlab.crashes.kinds.models import ARCH_UNSUPPORTED, MODEL_TYPE_KEY  # ddlab.vllm_crashes.library voices them from here
-from ddlab.crashes.kinds import packages
+from ddlab.crashes.kinds import packages, parsers
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY"]
@@ -393,5 +394,6 @@ SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SE
               DTYPE_REQUIRED, CONTEXT_OVER_MODEL, PORT_IN_USE, MODEL_NOT_FOUND, PROCESSOR_FILES_MISSING,
               TP_HEADS_ASSERT,  # (round 29)
               QUANT_DTYPE,  # (round 31)
+              *parsers.SIGNATURES,  # (round 66)
               *packages.SIGNATURES,
               DRAFT_INCOMPATIBLE]

@@ -99,7 +99,10 @@ NPU_AICORE_TIMEOUT = Signature(
                                                      "rt_error_codes.h:73 (ACL_ERROR_RT_AICORE_TIMEOUT = "
                                                      "507014)")))
 
-# (NPU_FAULT_CODE is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
+# (round 66) NPU_FAULT_CODE is read in SGLang's logs too (:mod:`.device`): an SGLang on Ascend runs the same
+# torch_npu, whose synchronize of a copy stream (a tensor's .item()) returns 507035, the vector core exception
+# (torch_npu 2.5.1 include/torch_npu/csrc/core/npu/NPUErrorCodes.h:356; rt_error_codes.h:94,
+# ACL_ERROR_RT_VECTOR_CORE_EXCEPTION = 507035; torch_npu 2.10.0 rt_error_codes.h:115)
 # (round 20) an AscendC kernel's own assert: AscendC's ASSERT_MSG prints "[ASSERT] FILE:LINE: Assertion
 # `EXPR' " and the message, then trap()s the AI core (cannmirror/asc-devkit 0da921b91
 # impl/basic_api/kernel_log.h:371-377; with the CANN version and a time stamp after "[ASSERT] " where the
