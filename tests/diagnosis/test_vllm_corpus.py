@@ -477,7 +477,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # its level and no time), w6406 (a condensed frame), w6406 and w6410 (a KV connector's scheduler side, serving), w6407
 # (a freed request's KV send, pd_transfer), w6408 (the front door's NameError a vLLM mark), w6421 (0.4.0's
 # NCCLCommunicator without its comm) and w6424 (IPython's header) fixed by cited rules: 1279/1246/751 after.
-FLOORS = {"work": (1279, 1246, 751)}
+# Round 65 had six misses (w6501's, w6520's, w6511's phase, w6506's kind and phase, w6508's kind, w6509's crashed and
+# kind): 1298/1263/763 of 1316 at the fold (kind of 1285, phase of 783); w6501 (EngineDeadError a vLLM mark), w6520
+# (verl's rollout server's sleep), w6509 (NIXL's failure record cut after its type), w6508 (CANN's aclnn dtype
+# refusal) and w6506's phase (NIXL's stale-notification line) fixed by cited rules, w6506's kind disputed (kind of
+# 1284): 1299/1265/766 after.
+FLOORS = {"work": (1299, 1265, 766)}
 
 
 def test_the_work_split_keeps_its_counts():

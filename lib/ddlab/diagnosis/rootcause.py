@@ -339,8 +339,10 @@ def _answered(found: list[Candidate], lines: list[Line]) -> None:
     for c in found:
         if c.request or c.signature is not None or c.wrapper or c.chain is None:
             continue
-        header = (headers.get(c.first_no - 1) if c.chain.raised[0].start is not None
-                  and not regex(_LEFT_THE_LOOP, re.M).search(c.chain.text) else None)
+        # (round 65) a bare exception line under a record's message is its exc_info (nixl/base_worker.py:1455-1461)
+        header = headers.get(c.first_no - 1) if not regex(_LEFT_THE_LOOP, re.M).search(c.chain.text) else None
+        if header and c.chain.raised[0].start is None and regex(r' HTTP/[\d.]+" \d{3}\b').search(header.lines[0].msg):
+            header = None
         answer = None if c.cut else answers.get(c.last_no + 1)
         told = header or answer
         line = by_no.get(told.first_no) if told else None

@@ -81,6 +81,11 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             # (build_connector_meta, the offloading connector's _build_store_jobs) (v1/core/sched/scheduler.py:439,
             # :1001, :1258; distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py:873, :1023, :1253 (0.27.1))
             r"|update_state_after_alloc|build_connector_meta|_build_store_jobs")
+# (round 65) verl's vLLM rollout server putting its engines' workers to sleep, or waking them, between rollouts
+# (verl's workers/rollout/vllm_rollout/vllm_async_server.py, AsyncvLLMServer.sleep: ``await
+# asyncio.gather(*[worker.sleep.remote() for worker in self.workers])``, the paste's frame :563): sleep mode, which
+# only a built engine enters (the round-55 reasoning above for wake_up, v1/engine/core.py:1127 (0.34.0))
+_VERL_SLEEP = r'vllm_rollout/vllm_async_server\.py", line \d+, in (?:sleep|wake_up)[ \t]*$'
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its
@@ -126,7 +131,7 @@ FRAME_PHASES = (
     ("load_weights", frame_regex(_LOAD, also=_MODEL_BUILT)),
     ("memory_pool", frame_regex(_POOL)),
     ("graph_capture", frame_regex(_CAPTURE)),
-    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}")),
+    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}|{_VERL_SLEEP}")),
 )
 STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 

@@ -22,7 +22,7 @@ from dataclasses import replace
 from ddlab.crashes.signature import Screen
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
-from ddlab.vllm_crashes.entrypoints import FRONT_DOOR
+from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
@@ -132,7 +132,7 @@ _VLLM_MARKS = re.compile(
     # (round 60) V1's capture bar (v1/worker/gpu_model_runner.py:3496 (0.11.0); in no SGLang wheel), /health answered
     # 500 (V0 raises a dead engine's error there, vllm_crashes/engine.py; SGLang's 503, http_server.py:733 (0.5.23))
     r'|Capturing CUDA graphs \((?:decode|mixed prefill-decode), [A-Z_]+\)|"GET /health HTTP/[\d.]+" 500\b'
-    rf"|{FRONT_DOOR}",  # (round 64) a harness's guarded import of vLLM's front door failed (its LLM undefined)
+    rf"|{FRONT_DOOR}|{TEXT_MARKS}",  # (round 64) the front door's NameError; (round 65) more of vLLM's texts
     re.M)
 # (round 21) SGLang 0.1.x's model runner, whose weight loading is vLLM's (its weight_utils lines carry
 # vLLM's stamp): "Rank N: load weight end." (0.1.14 srt/managers/router/model_runner.py:334) and
@@ -255,8 +255,8 @@ _PHASE_MARKERS = (
     r"|It took [\d.]+ seconds to (?:fall asleep|wake up)\b|CuMemAllocator: sleep freed|Sleep mode freed"
     # (round 55) a KV connector told of a request the scheduler admitted (only in schedule(): v1/core/sched/
     # scheduler.py:164, :466; nixl_connector.py:292 (0.10.1.1)), (round 62) or one it holds waiting on remote KV
-    # (schedule(): scheduler.py:345 (0.10.1.1)); (round 60) NIXL freeing blocks no decode worker read (nixl_connector.py:409, :1048 (0.10.2))
-    r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request |is still in WAITING_FOR_REMOTE_KVS"
+    # (schedule(): scheduler.py:345 (0.10.1.1)); (round 60) NIXL freeing blocks no decode worker read (nixl_connector.py:409, :1048 (0.10.2)), (round 65) told of a read of blocks it no longer holds (_get_new_notifs, :1068 (0.10.1.1))
+    r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request |is still in WAITING_FOR_REMOTE_KVS|Potentially invalid KV blocks for unrecognized request "
     # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
     r"|\] stage-\d+ \[rep-\d+\] add request: "
     # (round 63) a GRPO trainer's calls to its rollout server (trl f2cd577 trl/scripts/vllm_serve.py:497, :1124, :1156)

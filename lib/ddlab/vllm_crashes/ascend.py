@@ -21,7 +21,7 @@ from ddlab.crashes.signature import Signature
 __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
            "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH", "TORCH_NPU_MISSING",
-           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH"]
+           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH", "NPU_DTYPE_REFUSED"]
 
 # (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
 # (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
@@ -268,7 +268,28 @@ RUNNER_BUFFER_MISMATCH = Signature(
     sources=(("vllm 0.15.1", "vllm/v1/utils.py:106"), ("vllm 0.15.1", "vllm/v1/worker/gpu_model_runner.py:558"),
              ("vllm_ascend 0.11.0rc0", "vllm_ascend/worker/model_runner_v1.py:360")))
 
+# (round 65) CANN's aclnn ops check each tensor's dtype on the host before they run, and log a refusal with the op
+# API's parameter error (EZ1001) and ACLNN_ERR_PARAM_INVALID, 161002: OP_CHECK_DTYPE_NOT_SUPPORT, "Tensor %s not
+# implemented for %s, should be in dtype support list %s." (CANN aclnn_kernels/common/op_error_check.h; the macro's
+# stub copy in openPangu-2.0-Op c1d24e3 common/stub/op_api/aclnn_kernels/common/op_error_check.h:145-150; its
+# per-scenario form "In [%s] scenario, dtype check failed: Tensor %s ..."; the ops' own "tensor %lu not implemented
+# for %s, ..."); torch_npu then raises "call aclnnX failed, error code is 161002": the op does not take a tensor in
+# this dtype (a quantized matmul's scale in float16, where it takes bfloat16, float32 or int64)
+_NPU_DTYPE = (r"\bAclNN_Parameter_Error\(EZ1001\): (?:In \[[^\]]*\] scenario, dtype check failed: )?"
+              r"(?:[Tt]ensor )?\w+ not implemented for DT_\w+, should be in dtype support list\b",)
+NPU_DTYPE_REFUSED = Signature(
+    "vllm_npu_op_dtype_refused", "kernel_config_unsupported",
+    "an Ascend aclnn op refused the dtype of a tensor it was handed",
+    ("An Ascend op (CANN's aclnn) checked a tensor's dtype before it ran and refused it: the line names the "
+     "tensor, its dtype and the dtypes the op takes. A model dtype the op supports (`--dtype bfloat16` where "
+     "a quantized checkpoint's scales are bfloat16), a quantization whose kernels take this dtype, or a "
+     "CANN / torch_npu / vllm-ascend release whose op takes it.",),
+    patterns=_NPU_DTYPE, lines=_NPU_DTYPE, priority=81,
+    sources=(("CANN (openPangu-2.0-Op c1d24e3, the op API's stub)",
+              "common/stub/op_api/aclnn_kernels/common/op_error_check.h:145-150 (Tensor %s not implemented for %s, "
+              "should be in dtype support list %s.)"),))
+
 SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
                                TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
                                FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH, TORCH_NPU_MISSING,
-                               PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH]
+                               PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH, NPU_DTYPE_REFUSED]

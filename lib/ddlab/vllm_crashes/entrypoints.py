@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "FRONT_DOOR", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
+__all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
            "FRONT_DOOR_UNDEFINED"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
@@ -111,5 +111,12 @@ FRONT_DOOR_UNDEFINED = Signature(
     sources=(("EvolvingLMMs-Lab/lmms-eval 192f193", "lmms_eval/models/vllm.py:25-28 (try: from vllm import LLM, "
                                                     "SamplingParams / except ImportError)"),
              ("CPython 3.11", "Python/ceval.c (NAME_ERROR_MSG: name '%.200s' is not defined)")))
+
+# (round 65) more of vLLM's own texts, each a vLLM mark (diagnosis/vllm_log.py) and in no SGLang wheel (0.1.11 to
+# 0.5.23): V1's error for a dead engine core, which its clients raise (v1/engine/exceptions.py:9, core_client.py:426,
+# :566, async_llm.py:288 (0.13.0)), as a harness's Ray task shows it ("RayTaskError(EngineDeadError)"); verl's vLLM
+# rollout modules (verl/workers/rollout/vllm_rollout/, whose servers run vLLM's engine); NIXL's failure record as
+# vLLM's connector writes it (nixl/base_worker.py:1455 (0.34.0), nixl_connector.py:1192 (0.14.0))
+TEXT_MARKS = r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
 
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED]

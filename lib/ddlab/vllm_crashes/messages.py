@@ -102,7 +102,10 @@ NO_MODULE_NAMED = replace(
 # record's line off, its traceback is the handshake callback's by its frame: every release catches there
 # (done_callback: nixl_connector.py:1096-1099 (0.11.1), logger.exception("Handshake with %s failed");
 # base_worker.py:1172-1183 (0.30.0), :1499-1518 (0.34.0), _log_failure)
-_NIXL_FAILURE = r"NIXL transfer failure: \w+(?:\. .*)? \| Context: \{"
+# (round 65) or the record's line cut right after its failure type, which every failure_type vLLM logs ends in
+# _failed or _exception (handshake_setup_failed, transfer_exception, ...: nixl/base_worker.py:1455, :1513 (0.34.0);
+# nixl_connector.py:1192, :1222 (0.14.0)), a paste that quotes "NIXL transfer failure: handshake_setup_failed" alone
+_NIXL_FAILURE = r"NIXL transfer failure: (?:\w+(?:\. .*)? \| Context: \{|\w+_(?:failed|exception)[ \t]*$)"
 _NIXL_CALLBACK = r'nixl(?:_connector|/\w*worker)\.py", line \d+, in done_callback\s*$'
 NIXL_TRANSFER_FAILURE = Signature(
     "vllm_nixl_transfer_failure", "request_error", "NIXL's KV transfer failed for a request (PD, logged)",
