@@ -427,7 +427,7 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
                                                    (50, 1), (51, 4), (52, 5), (53, 6), (54, 9),
                                                    (55, 11), (56, 10), (57, 9), (58, 8), (59, 10),
                                                    (60, 11), (61, 9), (62, 8), (63, 3), (64, 11),
-                                                   (65, 9)])
+                                                   (65, 9), (66, 8)])
 def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
     folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
     assert len(folded) == logs and all(log["split"] == "work" for log in folded)
