@@ -4,7 +4,8 @@
 # (81-87 s for 4330-4444 tests, quiet, on the 2-core VM of 2026-12-05; 120-136 s for 4305-4818 on the slower VM of the
 # next session, 109-126 s for 4846-4886 there once a test that reads a whole corpus reads a quarter of it here;
 # 101-182 s with helpers beside it; 86.4-114.8 s for 5509 on the VM of 2026-12-06, quiet; 60.3-63.6 s for 5757
-# there once torch left collection and the harness's and edges' tests went to make test: docs/performance.md).
+# there once torch left collection and the harness's and edges' tests went to make test; 63.5-63.9 s for 5985-6059
+# in fresh clones later that morning: docs/performance.md).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -24,7 +25,8 @@ PYTEST := $(RUN) $(BIN)/python -m pytest
 # Test workers: the suite waits on servers and hosts much of the time, so two per core
 # (six were tried, 2026-12-02: the cores stayed a third idle, each test ran 1.6 times as
 # long, and make check took 102 s where four took 84 s; three, 2026-12-06, paired with four 3 times:
-# wall 1.053x (1.012-1.060), less CPU but fewer waits overlapped).
+# wall 1.053x (1.012-1.060), less CPU but fewer waits overlapped; five for the whole suite, 2026-12-06: 628.0 s
+# against four's 610.6 s, 61 core-s more spent than the 22 idle ones it filled).
 WORKERS ?= 4
 # More flags for `make lab`, such as LABFLAGS="--no-browser --port=8899".
 LABFLAGS ?=
