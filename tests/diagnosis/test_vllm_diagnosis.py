@@ -339,8 +339,9 @@ def test_vllm_logs_are_read_as_vllm():
     # diffusion worker lines under Buildkite's stamps (w6316, a healthy excerpt) and torch_npu's import traceback
     # alone (w6321); round 64 four, each the same kind either way: torch's OOM line under an ISO stamp (w6413), RBLN's
     # BackendCompilerFailed under a worker's bare name (w6419), torch's illegal-access line alone (w6420) and a weight
-    # name's KeyError alone (w6425)
-    assert len(unmarked) <= 89, unmarked
+    # name's KeyError alone (w6425); round 66 one, the same kind either way: LLVM's fatal error from Triton alone
+    # under verl's Ray WorkerDict tag (w6605)
+    assert len(unmarked) <= 90, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []
