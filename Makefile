@@ -4,7 +4,7 @@
 # (81-87 s for 4330-4444 tests, quiet, on the 2-core VM of 2026-12-05; 120-136 s for 4305-4818 on the slower VM of the
 # next session, 109-126 s for 4846-4886 there once a test that reads a whole corpus reads a quarter of it here;
 # 101-182 s with helpers beside it; 86.4-114.8 s for 5509 on the VM of 2026-12-06, quiet; 60.3-63.6 s for 5757
-# there once torch left collection and the harness's and edges' tests went to make test; 63.5-63.9 s for 5985-6059
+# there once torch left collection and the harness's and edges' tests went to make test; 63.1-63.9 s for 5985-6082
 # in fresh clones later that morning: docs/performance.md).
 PYTHON ?= python3
 VENV   := .venv
