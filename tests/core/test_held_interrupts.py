@@ -160,6 +160,19 @@ def test_as_interrupt_sends_such_an_error_on_up_as_the_interrupt_and_nothing_els
     assert plain.value.__cause__ is None
 
 
+def test_as_interrupt_leaves_ddlabs_own_error_raised_after_a_ctrl_c_as_it_is():
+    """A restore that failed while a Ctrl-C was handled must reach the user with its message and
+    its fix, as the CLI's top gives a DdlabError precedence (cli.main)."""
+    from ddlab.core.errors import HostError
+    from ddlab.core.interrupts import as_interrupt
+
+    with pytest.raises(HostError, match="restore failed"), as_interrupt():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise HostError("restore failed", fix="ddlab restore --host th")
+
+
 def _failing_verb(monkeypatch, error):
     import dataclasses
 

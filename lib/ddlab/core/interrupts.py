@@ -26,6 +26,7 @@ import time
 import weakref
 from typing import Iterator
 
+from ddlab.core.errors import DdlabError
 from ddlab.core.log import get_logger
 
 __all__ = ["held_interrupts", "starting", "from_interrupt", "as_interrupt", "interrupt_thread", "forget_thread", "HELD_LOCK",
@@ -171,16 +172,17 @@ def from_interrupt(err: BaseException) -> bool:
 
 @contextlib.contextmanager
 def as_interrupt() -> Iterator[None]:
-    """Inside: an error raised while a Ctrl-C was being handled (:func:`from_interrupt`) goes
-    on up as a KeyboardInterrupt chained to it. Around the blocks whose ``except
-    KeyboardInterrupt`` records a run as interrupted, stops its cells and puts the baseline
-    back: without it such an error passed them, a sweep was called failed and its cell's run
-    left running."""
+    """Inside: an error not of ddlab's raised while a Ctrl-C was being handled
+    (:func:`from_interrupt`) goes on up as a KeyboardInterrupt chained to it. Around the blocks
+    whose ``except KeyboardInterrupt`` records a run as interrupted, stops its cells and puts the
+    baseline back: without it such an error passed them, a sweep was called failed and its cell's
+    run left running. A DdlabError goes on as it is, as at the CLI's top (a restore that failed
+    after the Ctrl-C says so and how to finish it)."""
     try:
         yield
     except KeyboardInterrupt:
         raise
     except Exception as err:
-        if not from_interrupt(err):
+        if isinstance(err, DdlabError) or not from_interrupt(err):
             raise
         raise KeyboardInterrupt(f"{type(err).__name__}: {err}") from err
