@@ -128,11 +128,15 @@ class Signature:
 
     def carried_on(self, lines: list, first_no: int, last_no: int) -> bool:
         """A later line of ``cleared_by``; or, for a wait notice, the line just before it one of ``busy_before``
-        (the notice is that work's wait). ``lines``: the log's records (``no``, ``text``, ``msg``)."""
-        if any(regex(p, re.M).search(ln.text) for ln in lines if ln.no > last_no for p in self.cleared_by):
+        (the notice is that work's wait). ``lines``: the log's records (``no``, ``text``, ``msg``). Most
+        signatures have neither: no line is looked at then."""
+        if self.cleared_by and any(regex(p, re.M).search(ln.text) for ln in lines if ln.no > last_no
+                                   for p in self.cleared_by):
             return True
-        before = [ln for ln in lines if ln.no < first_no and ln.msg.strip()][-1:]
-        return any(regex(p, re.M).search(ln.text) for ln in before for p in self.busy_before)
+        if not self.busy_before:
+            return False
+        before = next((ln for ln in reversed(lines) if ln.no < first_no and ln.msg.strip()), None)
+        return before is not None and any(regex(p, re.M).search(before.text) for p in self.busy_before)
 
     def matches_context(self, chain_text: str) -> bool:
         """A traceback cut before its exception line: only a ``cut_ok`` signature's context

@@ -62,7 +62,7 @@ from ddlab.crashes.kinds.requests import ANSWERED_4XX, ASGI_ERROR, NOT_A_REQUEST
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.stops import SGLANG_SIGTERM_NOTICE, VLLM_SHUTDOWN_TRIGGERED
-from ddlab.diagnosis.tracebacks import Chain, Raised, client_script, router_launch
+from ddlab.diagnosis.tracebacks import ACCESS_RE, Chain, Raised, client_script, router_launch
 
 __all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked", "PROGRESS_RE"]
 
@@ -341,7 +341,7 @@ def _answered(found: list[Candidate], lines: list[Line]) -> None:
             continue
         # (round 65) a bare exception line under a record's message is its exc_info (nixl/base_worker.py:1455-1461)
         header = headers.get(c.first_no - 1) if not regex(_LEFT_THE_LOOP, re.M).search(c.chain.text) else None
-        if header and c.chain.raised[0].start is None and regex(r' HTTP/[\d.]+" \d{3}\b').search(header.lines[0].msg):
+        if header and c.chain.raised[0].start is None and ACCESS_RE.search(header.lines[0].msg):
             header = None
         answer = None if c.cut else answers.get(c.last_no + 1)
         told = header or answer

@@ -35,7 +35,7 @@ from ddlab.crashes.frames import own_script, ray_driver, router_frames
 from ddlab.diagnosis.cut_names import cut_type, ipython_type
 from ddlab.diagnosis.logtext import READY_MARK, Line
 
-__all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type"]
+__all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type", "ACCESS_RE"]
 
 
 def _cut_anywhere(text: str) -> str:
@@ -332,14 +332,14 @@ class _Parser:
 
 # (round 19) uvicorn's access line: the server answered a request (uvicorn/logging.py:107 (0.54.0),
 # AccessFormatter: "METHOD PATH HTTP/v" STATUS), written once the handler has returned
-_ACCESS_RE = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S* HTTP/[\d.]+" \d{3}\b')
+ACCESS_RE = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH|HEAD|OPTIONS) /\S* HTTP/[\d.]+" \d{3}\b')
 
 
 def _reunite(chains: list[Chain], lines: list[Line] = ()) -> list[Chain]:
     """An exception line pasted just above the cut traceback that raised it is its message; not
     across an access line (round 19): the request the exception ended was answered before the
     traceback below it began, which is another record's."""
-    answered = [ln.no for ln in lines if _ACCESS_RE.search(ln.msg)]
+    answered = [ln.no for ln in lines if ACCESS_RE.search(ln.msg)]
     kept: list[Chain] = []
     for chain in chains:
         previous = kept[-1] if kept else None
