@@ -581,18 +581,14 @@ def main(argv: list[str] | None = None) -> int:
     except DdlabError as err:
         return _failed(args.verb, err, err.exit_code)
     except KeyboardInterrupt as err:
-        if isinstance(err, Interrupted) and err.verdict is not None:
-            _show(err.verdict, json_line=True)  # the interrupted verdict is still the last line
-        print(f"ddlab {args.verb}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(args.verb, err)
     except BrokenPipeError:  # `ddlab ... | head`: the reader left; not an error of ours
         _drop_stdout()
         return 0
     except Exception as err:  # a Ctrl-C that Python's threading turned into another error on its way up
         if not from_interrupt(err):
             raise
-        print(f"ddlab {args.verb}: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(args.verb, err)
     finally:
         set_caller(previous)  # main() called in-process (tests, scripts) leaves no trace
         set_notebook_parameters(said_before)
@@ -603,6 +599,15 @@ def _set_by_hand(args) -> set:
     typed = [*getattr(args, "overrides", ()), *getattr(args, "fixed", ())]
     keys = [str(item).partition("=")[0].strip().replace("-", "_") for item in typed]
     return {PARAMETER_OF[key] for key in keys if key in PARAMETER_OF}
+
+
+def _interrupted(verb: str, err: BaseException) -> int:
+    """A Ctrl-C ended the verb: its interrupted verdict, if it had one, still as the last line
+    on stdout; one line on stderr; exit 130."""
+    if isinstance(err, Interrupted) and err.verdict is not None:
+        _show(err.verdict, json_line=True)
+    print(f"ddlab {verb}: interrupted", file=sys.stderr)
+    return 130
 
 
 def _failed(verb: str, err: DdlabError, code: int, *, usage: bool = False) -> int:
