@@ -152,6 +152,49 @@ def test_a_ctrl_c_that_threading_turned_into_another_error_is_an_interrupted_wat
     site.assert_put_back(dep.service)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("site", ["process-local"], indirect=True, ids=str)
+def test_a_ctrl_c_that_threading_turned_into_another_error_in_the_restore_after_a_watch_keeps_its_verdict(
+        clean, monkeypatch):
+    """A Ctrl-C landing in a thread wait's lock restore reaches the restore after a watch as
+    RuntimeError('release unlocked lock'), raised while the KeyboardInterrupt was handled (CPython
+    3.11.7 Lib/threading.py:283, :336), here as ``Lab.restore`` ends (the host put back): the
+    caller gets ddlab's Interrupted carrying the watch's verdict (a kv_pool_oom crash), and a
+    warning says what was left. Before: the bare RuntimeError reached the caller, no verdict."""
+    import ddlab
+    from ddlab.core.errors import Interrupted
+    from labkit import said
+
+    site = clean
+    variant = site.variant(KV_OOM)
+    plan = ddlab.plan_deploy(site.profile, str(site.base),
+                             {key: new for key, (_old, new) in variant.changes.items()})
+    dep = ddlab.deploy(plan)
+    assert dep.service == variant.unit_name and not site.baseline_active()
+    restores, real = [], Lab.restore
+
+    def restore_then_ctrl_c(lab, **kwargs):
+        real(lab, **kwargs)
+        restores.append(lab.name)
+        if len(restores) == 1:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise RuntimeError("release unlocked lock")
+
+    monkeypatch.setattr(Lab, "restore", restore_then_ctrl_c)
+    with said() as messages, pytest.raises(Interrupted) as caught:
+        ddlab.watch(site.profile, timeout_s=90, probe=True, grace_s=1)
+    verdict = caught.value.verdict
+    assert verdict is not None and (verdict.state, verdict.diagnosis.kind) == (
+        "crashed", "kv_pool_oom"), verdict
+    assert _evidence(verdict)["kind"] == "kv_pool_oom"
+    hint = (f"{site.name}: watch interrupted; the record is in {verdict.run_dir}; variant "
+            "removed, baseline back")
+    assert restores == [site.name] and any(m.startswith(hint) for m in messages), messages[-5:]
+    site.assert_put_back(dep.service)
+
+
 def test_watch_with_nothing_deployed_says_what_to_do(clean):
     site = clean
     with Lab(site.profile) as lab, pytest.raises(ServiceError, match="deploy one first"):

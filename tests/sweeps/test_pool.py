@@ -8,6 +8,7 @@ own target, started per cell.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -231,6 +232,53 @@ def test_ctrl_c_in_a_pool_sweep_puts_every_host_back(pool):
                                                   (sweep_id,))]
     assert "interrupted" in states and "running" not in states, states
     pool.assert_put_back(err)
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_that_threading_turned_into_another_error_in_the_pools_wait_puts_every_host_back(
+        tmp_path, monkeypatch):
+    """A Ctrl-C landing in a thread wait's lock restore reaches the pool's wait for its slots as
+    RuntimeError('release unlocked lock'), raised while the KeyboardInterrupt was handled (CPython
+    3.11.7 Lib/threading.py:283, :336), here in the main thread's wait once the cell's run is in
+    the store: the pool winds down (the cell's run interrupted, every host put back) and the sweep
+    is interrupted. Before: the RuntimeError passed the pool's handler, no wind-down, the cell's
+    run left running and the hosts held by workers still at it."""
+    import sqlite3
+    import sys
+    import threading
+
+    real, raised = threading.Event.wait, []
+
+    def running(store_path) -> bool:
+        with contextlib.closing(sqlite3.connect(store_path)) as db:
+            return bool(db.execute("SELECT COUNT(*) FROM runs WHERE state = 'running'").fetchone()[0])
+
+    def wait_then_ctrl_c(event, timeout=None):
+        if (threading.current_thread() is threading.main_thread() and not raised
+                and sys._getframe(1).f_code.co_qualname == "run_pool.<locals>.<genexpr>"
+                and running(pool.store_path)):
+            raised.append(1)
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise RuntimeError("release unlocked lock")
+        return real(event, timeout)
+
+    with poolkit.pool_for(tmp_path, n=2) as pool, sweepkit.using(pool.project):
+        plan = plan_sweep("local", {"budget": [4], "topk_cap": [4], "cuda_graph": [False]},
+                          hosts=pool.hosts, baseline=False)
+        monkeypatch.setattr(threading.Event, "wait", wait_then_ctrl_c)
+        with Store(pool.store_path) as store, said() as messages, pytest.raises(KeyboardInterrupt):
+            run_sweep(plan, host="trio", store=store, options=SweepOptions(**poolkit.CHEAP))
+        monkeypatch.undo()
+        with Store(pool.store_path) as store:
+            sweep_id = store.latest_sweep_id()
+            assert store.sweep(sweep_id)["status"] == "interrupted"
+            states = [r[0] for r in store.db.execute("SELECT state FROM runs WHERE sweep_id = ?",
+                                                      (sweep_id,))]
+        assert raised and states == ["interrupted"], states
+        assert any("putting its baseline back" in m for m in messages), messages[-5:]
+        pool.assert_put_back()
 
 
 @pytest.mark.slow

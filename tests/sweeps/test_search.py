@@ -489,6 +489,38 @@ def test_bisect_keeps_a_different_failure_apart(host):
                "kept apart, not merged" in line for line in report.known), report.known
 
 
+def test_a_ctrl_c_that_threading_turned_into_another_error_is_an_interrupted_search(host, monkeypatch):
+    """A Ctrl-C landing in a thread wait's lock restore reaches the search as RuntimeError('release
+    unlocked lock'), raised while the KeyboardInterrupt was handled (CPython 3.11.7
+    Lib/threading.py:283, :336), here from the runner's first cell on the held host (outside the
+    cell's own recorded run): the search's sweep is interrupted, the interrupt reaches the caller
+    with the report, and the host is put back. Before: the RuntimeError passed the search's
+    handler, its sweep was called failed and the caller got the RuntimeError."""
+    from ddlab.core.errors import Interrupted
+    from ddlab.sweeps import search_run
+    from ddlab.sweeps.store import Store
+
+    cells = []
+
+    def ctrl_c_as_the_cell_starts(lab, *args, **kwargs):
+        cells.append(lab.name)
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("release unlocked lock")
+
+    monkeypatch.setattr(search_run, "run_cell", ctrl_c_as_the_cell_starts)
+    before = host.baseline_pid()
+    with pytest.raises(Interrupted) as caught:
+        ddlab.bisect(base="local", good=["cuda_graph=false"],
+                     bad=["cuda_graph=false", "random_seed=11"], **FAST)
+    report = caught.value.verdict
+    assert cells == ["local"] and report is not None and report.status == "interrupted", report
+    with Store(host.project.store_path) as store:
+        assert store.sweep(report.search_id)["status"] == "interrupted"
+    _put_back(host, before)
+
+
 def test_a_dry_run_plans_and_touches_nothing(host):
     pid = host.baseline_pid()
     report = ddlab.envelope(base="local", fixed=AS_ASKED, search=SEARCH,
