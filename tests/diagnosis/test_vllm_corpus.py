@@ -482,7 +482,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (verl's rollout server's sleep), w6509 (NIXL's failure record cut after its type), w6508 (CANN's aclnn dtype
 # refusal) and w6506's phase (NIXL's stale-notification line) fixed by cited rules, w6506's kind disputed (kind of
 # 1284): 1299/1265/766 after.
-FLOORS = {"work": (1309, 1273, 773)}
+# Round 67 had five misses (w6708's, w6716's, w6717's phase, w6713's kind, w6720's kind and phase): 1330/1292/785 of
+# 1348 at the fold (kind of 1314, phase of 806); w6708 (asyncio's report of V0's loop callback raising), w6713
+# (bitsandbytes int8's SCB in V0's KeyError str), w6717 (the vineyard KV cache's per-batch lines) and w6720's phase
+# (vllm-ascend's sampler) fixed by cited rules, w6720's kind disputed (kind of 1313), w6716 left: 1330/1293/788 after.
+FLOORS = {"work": (1330, 1293, 788)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -340,8 +340,9 @@ def test_vllm_logs_are_read_as_vllm():
     # alone (w6321); round 64 four, each the same kind either way: torch's OOM line under an ISO stamp (w6413), RBLN's
     # BackendCompilerFailed under a worker's bare name (w6419), torch's illegal-access line alone (w6420) and a weight
     # name's KeyError alone (w6425); round 66 one, the same kind either way: LLVM's fatal error from Triton alone
-    # under verl's Ray WorkerDict tag (w6605)
-    assert len(unmarked) <= 90, unmarked
+    # under verl's Ray WorkerDict tag (w6605); round 67 two, the same kind either way: torch's OOM line alone (w6706) and
+    # lighteval's pipeline lines around vLLM's platform line (w6714, a healthy excerpt)
+    assert len(unmarked) <= 92, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

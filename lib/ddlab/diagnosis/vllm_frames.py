@@ -86,6 +86,10 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
 # asyncio.gather(*[worker.sleep.remote() for worker in self.workers])``, the paste's frame :563): sleep mode, which
 # only a built engine enters (the round-55 reasoning above for wake_up, v1/engine/core.py:1127 (0.34.0))
 _VERL_SLEEP = r'vllm_rollout/vllm_async_server\.py", line \d+, in (?:sleep|wake_up)[ \t]*$'
+# (round 67) vllm-ascend's sampler: its runner calls it only from execute_model (vllm_ascend 0.11.0rc0
+# worker/model_runner_v1.py:2030, :2044); its profile_run samples nothing (:2534, "TODO: need to rum a dummy
+# sampler"; 0.12.0rc1 :2312) and its warm-up runs only _dummy_run (worker/worker_v1.py:305, :359)
+_ASCEND_SAMPLER = r'vllm_ascend/sample/sampler\.py", line \d+, in \w+[ \t]*$'
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its
@@ -131,7 +135,7 @@ FRAME_PHASES = (
     ("load_weights", frame_regex(_LOAD, also=_MODEL_BUILT)),
     ("memory_pool", frame_regex(_POOL)),
     ("graph_capture", frame_regex(_CAPTURE)),
-    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}|{_VERL_SLEEP}")),
+    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}|{_VERL_SLEEP}|{_ASCEND_SAMPLER}")),
 )
 STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 

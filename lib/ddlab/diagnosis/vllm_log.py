@@ -22,6 +22,7 @@ from dataclasses import replace
 from ddlab.crashes.signature import Screen
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
+from ddlab.diagnosis.vllm_kv_lines import KV_SERVING
 from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
@@ -253,10 +254,8 @@ _PHASE_MARKERS = (
     # (round 55) sleep mode, which start-up never enters (v1/engine/core.py:1127, abstract.py:442 (0.34.0)):
     # v1/executor/abstract.py:306, :325, device_allocator/cumem.py:239, v1/worker/gpu_worker.py:142 (0.11.1)
     r"|It took [\d.]+ seconds to (?:fall asleep|wake up)\b|CuMemAllocator: sleep freed|Sleep mode freed"
-    # (round 55) a KV connector told of a request the scheduler admitted (only in schedule(): v1/core/sched/
-    # scheduler.py:164, :466; nixl_connector.py:292 (0.10.1.1)), (round 62) or one it holds waiting on remote KV
-    # (schedule(): scheduler.py:345 (0.10.1.1)); (round 60) NIXL freeing blocks no decode worker read (nixl_connector.py:409, :1048 (0.10.2)), (round 65) told of a read of blocks it no longer holds (_get_new_notifs, :1068 (0.10.1.1))
-    r"|\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request |is still in WAITING_FOR_REMOTE_KVS|Potentially invalid KV blocks for unrecognized request "
+    # (rounds 55-67) a KV connector's or KV cache's lines for a request admitted or a batch run (.vllm_kv_lines)
+    rf"|{KV_SERVING}"
     # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
     r"|\] stage-\d+ \[rep-\d+\] add request: "
     # (round 63) a GRPO trainer's calls to its rollout server (trl f2cd577 trl/scripts/vllm_serve.py:497, :1124, :1156)

@@ -126,6 +126,11 @@ SERVING_ECHOES = (r"\bEngineDeadError\b", r"EngineCore encountered (?:a fatal er
                   # request (add_request -> start_background_loop), ended (engine/async_llm_engine.py:68
                   # (0.6.4.post1), :71 (0.7.3), _log_task_completion)
                   _V0_DEAD_ON_REQUEST, r"AsyncEngineDeadError: Task finished unexpectedly\.",
+                  # (round 67) asyncio's report of that done-callback raising (its "Exception in callback
+                  # <handle>"): the loop's task failed, _log_task_completion logged it and raised
+                  # AsyncEngineDeadError (engine/async_llm_engine.py:68-73 (0.8.0)); the loop runs only once a
+                  # request started it (:932-934 (0.8.0), add_request -> start_background_loop)
+                  r"^Exception in callback _log_task_completion\(",
                   # (round 19) V0's multiprocessing client hands the engine's death to the requests in
                   # flight (engine/multiprocessing/client.py:229-242, queue.put_nowait(self.dead_error)),
                   # each raised in its handler (client.py:633 (0.6.4.post1), raise request_output)

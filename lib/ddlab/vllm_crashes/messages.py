@@ -154,10 +154,11 @@ NIXL_UNAVAILABLE = replace(
 # loader's lookup of a name the model has no parameter for (weights.WEIGHT_NAME's names), or one of the
 # quant-state tensors of a pre-quantized bitsandbytes checkpoint, whose suffixes vLLM's loader knows
 # ("absmax", "quant_map", "nested_absmax", "nested_quant_map", "bitsandbytes": model_loader/loader.py:825
-# (0.6.4.post1), _is_4bit_weight_name; weight.quant_state.bitsandbytes__nf4)
+# (0.6.4.post1), _is_4bit_weight_name; weight.quant_state.bitsandbytes__nf4); (round 67) or an int8 one's
+# ("SCB", "weight_format": loader.py:818-821 (0.6.4.post1), _is_8bit_weight_name; SCB the row scales, :838)
 _TENSOR_NAMES = (r"(?:w\d+_)?weight|bias|qweight|qzeros|scales?|g_idx"
                  r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
-                 r"|zeros|deq_scale|(?:nested_)?(?:absmax|quant_map)|quant_state\.bitsandbytes__\w+")
+                 r"|zeros|deq_scale|(?:nested_)?(?:absmax|quant_map)|quant_state\.bitsandbytes__\w+|SCB|weight_format")
 _TENSOR_KEY = rf"^(?:Exception: )?'(?:[\w-]+\.)+(?:{_TENSOR_NAMES})'\s*$"
 TENSOR_KEY_MESSAGE = replace(
     UNREADABLE, name="vllm_weight_name_in_engine_message",
@@ -171,7 +172,8 @@ TENSOR_KEY_MESSAGE = replace(
     phase="load_weights", detail=None,
     sources=(("0.6.4.post1", "vllm/engine/multiprocessing/engine.py:366"),
              ("0.7.3", "vllm/engine/multiprocessing/engine.py:400"),
-             ("0.6.4.post1", "vllm/model_executor/model_loader/loader.py:825")))
+             ("0.6.4.post1", "vllm/model_executor/model_loader/loader.py:825"),
+             ("0.6.4.post1", "vllm/model_executor/model_loader/loader.py:819")))
 
 # (round 18) the OpenAI server checks `--tool-call-parser` against the parsers it registers before it starts,
 # KeyError(f"invalid tool call parser: {name} (chose from {{ ... }})"): entrypoints/openai/api_server.py:594

@@ -1,0 +1,26 @@
+"""vLLM's KV cache services: the lines they write only while requests are served.
+
+Contract: :data:`KV_SERVING` is a regular expression (an alternation, no anchors) that matches a line a KV
+connector or an external KV cache writes only for a request the scheduler admitted or a batch the model ran;
+:mod:`.vllm_log` reads it as the ``serving`` phase's marker. Split from :mod:`.vllm_log` (the phases' table)
+so that each cache service's lines, and the source each rests on, live in one place.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KV_SERVING"]
+
+KV_SERVING = (
+    # (round 55) a KV connector told of a request the scheduler admitted (only in schedule(): v1/core/sched/
+    # scheduler.py:164, :466; nixl_connector.py:292 (0.10.1.1)), (round 62) or one it holds waiting on remote KV
+    # (schedule(): scheduler.py:345 (0.10.1.1)); (round 60) NIXL freeing blocks no decode worker read
+    # (nixl_connector.py:409, :1048 (0.10.2)), (round 65) told of a read of blocks it no longer holds
+    # (_get_new_notifs, :1068 (0.10.1.1))
+    r"\w+Connector update_state_after_alloc: |Releasing expired KV blocks for request "
+    r"|is still in WAITING_FOR_REMOTE_KVS|Potentially invalid KV blocks for unrecognized request "
+    # (round 67) aibrix's vineyard KV cache (V0 fork, aibrix/vllm edb0709 vllm/worker/vineyard_llm_cache.py):
+    # its prefetch and update run on the prompts of a batch the model runs and return at once in the profile
+    # run (:621, :879 "# profile run", before any KV cache exists), logging "prefetch_kv_caches: matched="
+    # (:646) and "update kv cache: #prefix=" (:685-695) only for a request's tokens
+    r"|prefetch_kv_caches: matched=\{|update kv cache: #prefix=\d+, #tokens=\d+, updated="
+)
