@@ -3,7 +3,7 @@
 flashinfer's "Unsupported group_size" / "failed to dispatch", flash-attn's head-dim limit, Triton's
 power-of-2 ``arange`` and head-dim asserts, a kernel library's tvm-ffi check, its dtype check of a
 tensor, its own CUDA check finding a launch refused, an Ascend NPU's runtime refusing a launch's block
-count, an sgl-kernel-npu op's tiling check refusing its shapes, an aiter op's check refusing its inputs:
+count, an sgl-kernel-npu op's tiling check, an aiter op's check, DeepEP's check of a dispatch's token count:
 the refusal is the kind, inside "Capture cuda graph failed: ..." too (the capture is where).
 :mod:`.device` splices this list into its own.
 """
@@ -375,6 +375,26 @@ AITER_OP_CHECK = Signature(
              ("aiter (ROCm/aiter b0fd63cd9d)", "aiter/jit/core.py:1401 (RuntimeError: {fc_name} failed: "
                                                "{err_msg})")))
 
+# (round 69) DeepEP's host check of a low-latency dispatch's (or combine's) token count against the buffer's
+# num_max_dispatch_tokens_per_rank throws EPException "Failed: Assertion error FILE:LINE 'cond'" (v1.2.1
+# csrc/deep_ep.cpp:1105, :1228; csrc/kernels/exception.cuh:18, :50; :1233 in 92a14cc); SGLang sizes the buffer from
+# SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK. Only the "<=" checks: an "==" is a caller's shape mismatch
+_DEEPEP_TOKENS = (r"Failed: Assertion error \S*\.(?:cpp|hpp|cu|cuh):\d+ '[^'\n]*\.size\(0\) <= "
+                  r"num_max_dispatch_tokens_per_rank'")
+DEEPEP_DISPATCH_TOKENS = Signature(
+    "deepep_dispatch_tokens", "kernel_config_unsupported", "DeepEP refused a dispatch larger than its buffer",
+    ("DeepEP's low-latency dispatch (or combine) was handed more tokens on one rank than its buffer was built for "
+     "(num_max_dispatch_tokens_per_rank). SGLang sizes it from SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK "
+     "(default 128, at most 1024): raise it to the largest batch one rank runs (`--cuda-graph-max-bs`, a warmup "
+     "or autotune batch, a decode batch), or lower those batches to fit.",),
+    patterns=(_DEEPEP_TOKENS,), lines=(rf"^(?:RuntimeError: )?{_DEEPEP_TOKENS}",), priority=81,
+    sources=(("DeepEP v1.2.1", "csrc/deep_ep.cpp:1105 (low_latency_dispatch), :1228 (low_latency_combine); "
+                               "csrc/kernels/exception.cuh:18, :50 (EP_HOST_ASSERT)"),
+             ("DeepEP 92a14cc", "csrc/deep_ep.cpp:1233 (low_latency_dispatch)"),
+             ("0.4.10.post2", "sglang/srt/layers/moe/token_dispatcher/deepep.py:257"),
+             ("sglang 0.5.6", "sglang/srt/layers/moe/token_dispatcher/deepep.py:311-316 (default 128, at most 1024)"),
+             ("0.5.10", "sglang/srt/environ.py:392")))
+
 # (TORCH_LAUNCH_REFUSED is read in vLLM's logs only, :mod:`ddlab.vllm_crashes.library`: no SGLang fixture shows it yet)
 SIGNATURES = [KERNEL_CONFIG, KERNEL_CHECK, KERNEL_DTYPE_REFUSED, KERNEL_LAUNCH_REFUSED, TRITON_HEAD_DIM,
-              NPU_LAUNCH_REFUSED, NPU_TILING_REFUSED, AITER_OP_CHECK]
+              NPU_LAUNCH_REFUSED, NPU_TILING_REFUSED, AITER_OP_CHECK, DEEPEP_DISPATCH_TOKENS]

@@ -4,8 +4,8 @@ An undefined symbol, a version check, an import that fails, a shared library tha
 opened, a compiled op called with arguments its build does not declare, a kernel library refusing
 the installed CUDA toolkit, a device extension's op missing from its runtime library, a kernel
 library's tuned config naming a kernel the installed library lacks, a KV-cache plug-in that did not patch the
-pool SGLang built. :mod:`.launch`
-splices this list into its own.
+pool SGLang built, the `kernels` package refusing a repository its older caller names without a revision.
+:mod:`.launch` splices this list into its own.
 """
 
 from __future__ import annotations
@@ -312,6 +312,30 @@ KVCACHED_POOL_UNPATCHED = Signature(
              ("sglang 0.5.6", "sglang/srt/model_executor/model_runner.py:1875 (MLATokenToKVPool), :1963, "
               ":2009-2015 (TokenToKVPoolAllocator(..., kvcache=self.token_to_kv_pool))")))
 
+# (round 69) The `kernels` package (huggingface/kernels) made a layer's or function's hub repository name its
+# revision or version: 0.15.2's LayerRepository / FuncRepository raise "Either a revision or a version must be
+# specified." when given neither (kernels/layer/layer.py:75-76, layer/func.py:73-74), where 0.14.0 resolved
+# them later (layer/layer.py:72-73 refused only both). transformers 5.6.0 builds its kernel mapping at import
+# with neither (integrations/hub_kernels.py:89-92) and asks for kernels>=0.12.0,<0.13 (METADATA:62): a newer
+# kernels than the caller was written for. "..., not both." is a caller's own two arguments, not read here
+_KERNELS_REVISION = r"\bEither a revision or a version must be specified\.(?![^\n]*not both)"
+KERNELS_REVISION_REQUIRED = Signature(
+    "kernels_revision_required", "dependency_mismatch",
+    "the installed `kernels` package is newer than the code calling it",
+    ("The `kernels` package (Hugging Face's hub kernels) refused a kernel repository given with neither a "
+     "revision nor a version: from 0.15 it wants one, and the caller (transformers' hub_kernels, which "
+     "transformers 5.x builds at import) was written for an older `kernels` (transformers 5.6.0 asks for "
+     "kernels>=0.12.0,<0.13). Install the `kernels` release that the installed transformers pins (`pip "
+     "show kernels transformers` says what is installed; `pip install \"kernels<0.13\"` for transformers "
+     "5.6), or uninstall `kernels` if nothing needs it.",),
+    patterns=(_KERNELS_REVISION,), types=r"(?:\w+\.)*ValueError", lines=(rf"^(?:ValueError: )?{_KERNELS_REVISION}",),
+    priority=79,
+    sources=(("kernels 0.15.2", "kernels/layer/layer.py:75-76 (LayerRepository), kernels/layer/func.py:73-74 "
+                                "(FuncRepository)"),
+             ("kernels 0.14.0", "kernels/layer/layer.py:72-73 (only both refused)"),
+             ("transformers 5.6.0", "transformers/integrations/hub_kernels.py:89-92 (LayerRepository with neither)"),
+             ("transformers 5.6.0", "transformers-5.6.0.dist-info/METADATA:62 (kernels<0.13,>=0.12.0)")))
+
 IMPORT_ERROR = Signature(
     "import_error", "dependency_mismatch", "a module could not be imported",
     ("A module could not be imported: install the package it names at the version your SGLang "
@@ -321,4 +345,5 @@ IMPORT_ERROR = Signature(
 
 SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
               TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, AITER_TUNED_KERNEL_MISSING, VLLM_MODEL_CLASS,
-              KVCACHED_POOL_UNPATCHED, IMPORT_ERROR]
+              KVCACHED_POOL_UNPATCHED, IMPORT_ERROR,
+              KERNELS_REVISION_REQUIRED]  # (round 69)
