@@ -3,7 +3,7 @@ not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels 
 store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
 graph capture cut inside torch's capture_end, a weight's name cut by the paste; round 41: the block FP8
 activation quantization refusing a layer's width; a node that never reached the rendezvous store; round 51:
-Intel's oneCCL throwing in a collective), advice in
+Intel's oneCCL throwing in a collective; round 68: tt-metal's device timeout and trace region), advice in
 vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
@@ -247,9 +247,9 @@ TT_DISPATCH_TIMEOUT = Signature(
     "vllm_tt_dispatch_timeout", "cuda_illegal_access",
     "a Tenstorrent device stopped taking commands (tt-metal's fetch queue timeout)",
     ("The Tenstorrent device did not consume the commands tt-metal had queued before the operation "
-     "timeout: a kernel on it hangs (or the chip is wedged from an earlier run). Reset the chips "
-     "(`tt-smi -r`) and rerun; with TT_METAL_OPERATION_TIMEOUT_SECONDS unset tt-metal waits instead of "
-     "throwing, so a triage dump (tt-triage) can show the stuck core; then bisect the model's last op.",),
+     "timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS): a kernel on it hangs, or the chip is wedged from an "
+     "earlier run. Reset the chips (`tt-smi -r`) and rerun; if it recurs, bisect from the op the "
+     "traceback's ttnn call names.",),
     patterns=(_TT_DISPATCH_TIMEOUT,), lines=(_TT_DISPATCH_TIMEOUT,), priority=50, fatal=True,
     sources=(("tt-metal 1f8d16c", "tt_metal/impl/dispatch/system_memory_manager.cpp (fetch_queue_reserve_back: "
                                   "fetch_on_timeout, TT_THROW(\"TIMEOUT: device timeout in fetch queue wait, "

@@ -15,7 +15,8 @@ runner and those shared copy helpers is read from the log's state
 (:func:`copy_reading`): the batch line before the crash says whether the batch
 ran on a CUDA graph. An illegal memory access during replay is
 kind ``cuda_illegal_access`` (signature ``replay_cuda_error``): the fault is the
-kind, the graph is where.
+kind, the graph is where. tt-metal's trace, a Tenstorrent device's graph capture, failing
+to fit its region is a capture's failure too (``tt_trace_region``, vLLM round 68).
 """
 
 from __future__ import annotations
@@ -296,9 +297,8 @@ TT_TRACE_REGION = Signature(
     "tt_trace_region", "cuda_graph_capture",
     "a Tenstorrent trace outgrew the device's trace region (tt-metal's capture)",
     ("tt-metal captured the model's trace (its graph capture) and the trace's buffers are larger than the "
-     "trace region the device was opened with: raise `trace_region_size` in the device parameters (the "
-     "model's override_tt_config in tt-inference-server) to at least the size the line gives, or capture "
-     "fewer or smaller traces (lower max_num_seqs or the traced sequence lengths).",),
+     "trace region the device was opened with: raise `trace_region_size` in the parameters the device is "
+     "opened with to at least the size the line gives, or capture fewer or smaller traces.",),
     patterns=(_TT_TRACE_REGION,), lines=(_TT_TRACE_REGION,), priority=60, fatal=True, phase="graph_capture",
     sources=(("tt-metal 00a6e7f", "tt_metal/distributed/mesh_trace.cpp (MeshTrace::populate_mesh_buffer: "
                                   "TT_FATAL(get_trace_buffers_size() <= trace_region_size, \"Creating trace "
