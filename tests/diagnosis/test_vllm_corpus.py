@@ -486,7 +486,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # 1348 at the fold (kind of 1314, phase of 806); w6708 (asyncio's report of V0's loop callback raising), w6713
 # (bitsandbytes int8's SCB in V0's KeyError str), w6717 (the vineyard KV cache's per-batch lines) and w6720's phase
 # (vllm-ascend's sampler) fixed by cited rules, w6720's kind disputed (kind of 1313), w6716 left: 1330/1293/788 after.
-FLOORS = {"work": (1330, 1293, 788)}
+# Round 68 had seven misses (w6811's, w6819's, w6823's kind, w6812's crashed, kind and phase, w6816's crashed, w6813's,
+# w6814's phase): 1352/1312/803 of 1372 at the fold (kind of 1337, phase of 823 with w6813's disputed); w6811 (tt-metal's
+# fetch queue timeout), w6812 (tt-metal's trace region assert), w6816 (KServe's failed start, its exit), w6819 (hipRTC
+# finding no architecture), w6823 (Triton's CompilationError message re-raised) and w6814 (Gaudi's warmup lines) fixed
+# by cited rules, w6813's phase disputed (memory_pool): 1354/1317/805 after.
+FLOORS = {"work": (1354, 1317, 805)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -341,8 +341,11 @@ def test_vllm_logs_are_read_as_vllm():
     # BackendCompilerFailed under a worker's bare name (w6419), torch's illegal-access line alone (w6420) and a weight
     # name's KeyError alone (w6425); round 66 one, the same kind either way: LLVM's fatal error from Triton alone
     # under verl's Ray WorkerDict tag (w6605); round 67 two, the same kind either way: torch's OOM line alone (w6706) and
-    # lighteval's pipeline lines around vLLM's platform line (w6714, a healthy excerpt)
-    assert len(unmarked) <= 92, unmarked
+    # lighteval's pipeline lines around vLLM's platform line (w6714, a healthy excerpt); round 68 four, each the same
+    # kind either way: tt-metal's trace-region assert alone (w6812), KServe's failed start alone (w6816), torch's NCCL
+    # watchdog with HIP's captured-event error (w6818, since vLLM's vllm_capture_unsupported_op reads that line too)
+    # and unsloth's re-raise of a Triton compile message (w6823)
+    assert len(unmarked) <= 96, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

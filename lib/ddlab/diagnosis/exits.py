@@ -3,10 +3,11 @@
 Contract: :func:`exit_of` reads the unstamped lines of a log (systemd's
 "Main process exited, code=killed, status=9/KILL", "Failed with result
 'oom-kill'", the kernel's "Out of memory: Killed process", a shell's
-"line 48: 28 Killed python3 ...", "Fatal Python error: ...") and returns an
-:class:`Exit`: the status, whether it failed, and why in one line. A SIGTERM
-after systemd's "Stopping ..." and exit 0 are not failures. ``killed`` is true
-when the process got SIGKILL from outside (the shell's ``Killed``, systemd's
+"line 48: 28 Killed python3 ...", "Fatal Python error: ...", KServe's
+"Failed to start model server: ...") and returns an :class:`Exit`: the
+status, whether it failed, and why in one line. A SIGTERM after systemd's
+"Stopping ..." and exit 0 are not failures. ``killed`` is true when the
+process got SIGKILL from outside (the shell's ``Killed``, systemd's
 ``oom-kill``); SGLang's launcher also SIGKILLs itself after a child failed,
 which the caller tells apart by the launcher's "Received sigquit" line.
 :func:`last_run` keeps the lines of the unit's last start when a journal holds
@@ -40,6 +41,10 @@ _SHELL_DEATH_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?(?P<what>Killed|Abor
 # the shell's line for a job SIGQUIT ended (its script form included)
 SHELL_QUIT_RE = re.compile(r"^(?:\S+: line \d+:\s+\d+\s+)?Quit\b")
 _START_RE = re.compile(r"^Start(?:ing|ed) \S")
+# (vLLM round 68) KServe's huggingfaceserver loads the model and starts its server inside one try in __main__ and,
+# whatever raises there, logs "Failed to start model server: <the exception's str>" and exits 1 (kserve v0.13.0
+# python/huggingfaceserver/huggingfaceserver/__main__.py:254-255; v0.14.0 :259-260): the record is its exit
+_KSERVE_EXIT_RE = re.compile(r"\bkserve ERROR \[__main__\.py:<module>\(\):\d+\] Failed to start model server: \S")
 OOM_KILLER = "killed by the kernel OOM killer (host memory ran out)"
 # (round 30) CPython's resource tracker warns of what its clients left registered only once every process
 # that shared it has exited: it reads EOF then (Lib/multiprocessing/resource_tracker.py:8, main()'s
@@ -76,6 +81,8 @@ def _exit_line(msg: str, stopping: bool) -> tuple[str | None, str | None, bool]:
         return None, OOM_KILLER, True
     if _SHELL_DEATH_RE.search(msg):
         return msg, msg, True
+    if _KSERVE_EXIT_RE.search(msg):
+        return "code=exited, status=1", msg, True
     return None, None, False
 
 

@@ -3,7 +3,7 @@ not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels 
 store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
 graph capture cut inside torch's capture_end, a weight's name cut by the paste; round 41: the block FP8
 activation quantization refusing a layer's width; a node that never reached the rendezvous store; round 51:
-Intel's oneCCL throwing in a collective), advice in
+Intel's oneCCL throwing in a collective; round 68: tt-metal's device timeout and trace region), advice in
 vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ddlab.crashes.kinds import compilers, npu, rendezvous, runtime
+from ddlab.crashes.kinds import compilers, graphs, npu, rendezvous, runtime
 from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     NCCL, UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
@@ -22,7 +22,8 @@ from ddlab.crashes.signature import Signature
 __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT",
            "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
-           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION"]
+           "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION", "TT_DISPATCH_TIMEOUT",
+           "TT_TRACE_REGION"]
 
 _V0 = V0
 
@@ -233,6 +234,31 @@ ONECCL_EXCEPTION = from_texts(
              ("vllm 0.14.0", "vllm/platforms/xpu.py:32 (dist_backend = \"ccl\")"),
              ("vllm 0.14.0", "vllm/distributed/device_communicators/xpu_communicator.py:60")))
 
-SIGNATURES: list[Signature] = [ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
+# (round 68) tt-metal, the runtime of Tenstorrent's devices under vLLM (tt-inference-server): before it writes a
+# command the host waits for room in the device prefetcher's fetch queue, and where the device has not consumed
+# an entry within the operation timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS) its handler marks the dispatch
+# timed out and throws (fetch_queue_reserve_back's fetch_on_timeout: on_dispatch_timeout_detected(), then
+# TT_THROW("TIMEOUT: device timeout in fetch queue wait, potential hang detected"), tenstorrent/tt-metal 1f8d16c
+# tt_metal/impl/dispatch/system_memory_manager.cpp; at :669 in the build that w6811's TT_THROW names). The
+# device stopped executing the commands it was given and its runtime raised: the device-fault family, as
+# Ascend's AI core timeout (npu_aicore_timeout)
+_TT_DISPATCH_TIMEOUT = r"\bTIMEOUT: device timeout in fetch queue wait, potential hang detected\b"
+TT_DISPATCH_TIMEOUT = Signature(
+    "vllm_tt_dispatch_timeout", "cuda_illegal_access",
+    "a Tenstorrent device stopped taking commands (tt-metal's fetch queue timeout)",
+    ("The Tenstorrent device did not consume the commands tt-metal had queued before the operation "
+     "timeout (TT_METAL_OPERATION_TIMEOUT_SECONDS): a kernel on it hangs, or the chip is wedged from an "
+     "earlier run. Reset the chips (`tt-smi -r`) and rerun; if it recurs, bisect from the op the "
+     "traceback's ttnn call names.",),
+    patterns=(_TT_DISPATCH_TIMEOUT,), lines=(_TT_DISPATCH_TIMEOUT,), priority=50, fatal=True,
+    sources=(("tt-metal 1f8d16c", "tt_metal/impl/dispatch/system_memory_manager.cpp (fetch_queue_reserve_back: "
+                                  "fetch_on_timeout, TT_THROW(\"TIMEOUT: device timeout in fetch queue wait, "
+                                  "potential hang detected\"); :669 in the log's build)"),))
+
+# (round 68) tt-metal's trace outgrowing its region (crashes/kinds/graphs.py), in vLLM's words
+TT_TRACE_REGION = voiced(graphs.TT_TRACE_REGION, graphs.TT_TRACE_REGION.advice)
+
+SIGNATURES: list[Signature] = [TT_DISPATCH_TIMEOUT, TT_TRACE_REGION,
+                               ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
                                NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH]

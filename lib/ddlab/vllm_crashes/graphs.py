@@ -115,6 +115,9 @@ REPLAY_INPUTS = Signature(
              ("0.33.0", "vllm/compilation/cuda_graph.py:361"), ("0.30.0", "vllm/compilation/cuda_graph.py:362"),
              (_V0, "vllm/worker/model_runner.py:1851")))
 
+# (round 68) cudaErrorCapturedEvent (907; hipErrorCapturedEvent): an event recorded in a capturing stream queried or
+# synchronized on, as torch's NCCL watchdog does, which logs it on its own line (SGLang's capture_failed reads it)
+_CAPTURED_EVENT = r"operation not permitted on an event last recorded in a capturing stream"
 # CUDA's stream-capture error strings are written only while a stream captures (the runtime's
 # errors 900-907): the exception names the capture even when its frames are cut off
 _CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErrorStreamCapture\w+",
@@ -122,6 +125,7 @@ _CAPTURE_TEXTS = (r"operation not permitted when stream is capturing", r"cudaErr
                   r"dependency created on uncaptured work in another stream",
                   r"operation would make the legacy stream depend on a capturing blocking stream",
                   r"capture sequence contains a fork that was not joined",
+                  _CAPTURED_EVENT,
                   # torch's copy between the host and the GPU refuses pageable host memory only while the
                   # current stream captures (aten/src/ATen/native/cuda/Copy.cu, copy_kernel_cuda: the
                   # TORCH_CHECK under currentStreamCaptureStatus() != None), e.g. a .tolist() in a captured forward
@@ -131,7 +135,7 @@ CAPTURE_TEXT = Signature(
     "an operation that cannot be captured ran during a CUDA graph capture",
     ("An operation ran that a CUDA graph cannot capture (a collective outside the graph's stream, a "
      "host sync, an allocation). " + _GRAPHS_OFF,),
-    patterns=_CAPTURE_TEXTS, absent=(_OOM,), priority=79, phase="graph_capture",
+    patterns=_CAPTURE_TEXTS, lines=(_CAPTURED_EVENT,), absent=(_OOM,), priority=79, phase="graph_capture",
     sources=(("torch 2.14.1", "c10/cuda/CUDAGraphsC10Utils.h (stream capture status)"),
              ("cuda runtime", "cudaErrorStreamCapture* (errors 900-907), their strings as torch prints them"),
              ("torch (pytorch/pytorch 007aa8a)", "aten/src/ATen/native/cuda/Copy.cu (copy_kernel_cuda: Cannot copy "

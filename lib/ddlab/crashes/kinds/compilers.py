@@ -47,8 +47,18 @@ DEEPGEMM_JIT = r"Assertion error \([^()]*jit[/\\]kernel_runtime\.hpp:\d+\): exit
 # (flashinfer-python 0.6.11.post2 flashinfer/jit/cpp_ext.py:48-64, the raise :61-63, f"... {cuda_home=} ...",
 # called at :247): no toolkit, no build
 FLASHINFER_NO_TOOLKIT = r"\bCould not find nvcc and default cuda_home='[^'\n]*' doesn't exist"
+# (vLLM round 68) Triton's CompilationError reads "at LINE:COL:" and then up to 12 lines of the kernel's source
+# down to the failing one and a caret (triton 3.4.0 compiler/errors.py:16-25, message at :25; 3.0.0 and 3.5.0
+# alike): a wrapper that re-raises its str (RuntimeError(error)) loses the class name, not the message. The
+# excerpt is a Triton kernel's where a line of it calls triton.language (tl.load, tl.arange ...)
+TRITON_MESSAGE = r"(?:^|\n|: )at \d+:\d+:[ \t]*(?:\n[^\n]*){0,11}?\n[^\n]*\btl\.\w+\("
+# (vLLM round 68) hipRTC (HIP's runtime compiler) finds the GPU's ISA itself where no --offload-arch is given
+# (transformOptions -> findIsa) and, where it cannot (libamdhip64.so does not load, or lacks hipGetDevice),
+# writes "Error: Please provide architecture for which code is to be generated." into the program's build log
+# and the compile fails (ROCm/clr f9f995c hipamd/src/hiprtc/hiprtcInternal.cpp:67, :82-85, :99-102, :302)
+HIPRTC_NO_ARCH = r"\bError: Please provide architecture for which code is to be generated\b"
 BUILD_FAILED = (NO_C_COMPILER, *LINK_FAILED, DEEPGEMM_JIT,
-                FLASHINFER_NO_TOOLKIT)  # a kernel build's own failures (KERNEL_COMPILE)
+                FLASHINFER_NO_TOOLKIT, TRITON_MESSAGE, HIPRTC_NO_ARCH)  # a kernel build's own failures (KERNEL_COMPILE)
 
 
 def build_detail(found: Found) -> str | None:

@@ -15,7 +15,8 @@ runner and those shared copy helpers is read from the log's state
 (:func:`copy_reading`): the batch line before the crash says whether the batch
 ran on a CUDA graph. An illegal memory access during replay is
 kind ``cuda_illegal_access`` (signature ``replay_cuda_error``): the fault is the
-kind, the graph is where.
+kind, the graph is where. tt-metal's trace, a Tenstorrent device's graph capture, failing
+to fit its region is a capture's failure too (``tt_trace_region``, vLLM round 68).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from ddlab.crashes.frames import CAPTURE_PROFILER
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading",
-           "piecewise_reading"]
+           "piecewise_reading", "TT_TRACE_REGION"]
 
 REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
@@ -284,8 +285,28 @@ EAGER_INPUT = Signature(
              ("0.5.23", "sglang/srt/model_executor/runner/eager_runner.py:196"),
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:512")))
 
+# (vLLM round 68) tt-metal's trace is its graph capture: begin_trace_capture records the commands of the ops that run
+# until end_trace_capture, which writes them to a trace buffer in the device's trace region (trace_region_size,
+# a device-open parameter) and fails a TT_FATAL where the buffers outgrow it ("Creating trace buffers of size
+# {}B on MeshDevice {}, but only {}B is allocated for trace region.", "device {}" in the older single-device
+# path; tenstorrent/tt-metal 00a6e7f tt_metal/distributed/mesh_trace.cpp, MeshTrace::populate_mesh_buffer).
+# TT_FATAL logs its message at critical ("(assert.hpp:N)") and throws: the capture failed
+_TT_TRACE_REGION = (r"\bCreating trace buffers of size \d+B on (?:MeshDevice|device) \d+, but only \d+B is "
+                    r"allocated for trace region\b")
+TT_TRACE_REGION = Signature(
+    "tt_trace_region", "cuda_graph_capture",
+    "a Tenstorrent trace outgrew the device's trace region (tt-metal's capture)",
+    ("tt-metal captured the model's trace (its graph capture) and the trace's buffers are larger than the "
+     "trace region the device was opened with: raise `trace_region_size` in the parameters the device is "
+     "opened with to at least the size the line gives, or capture fewer or smaller traces.",),
+    patterns=(_TT_TRACE_REGION,), lines=(_TT_TRACE_REGION,), priority=60, fatal=True, phase="graph_capture",
+    sources=(("tt-metal 00a6e7f", "tt_metal/distributed/mesh_trace.cpp (MeshTrace::populate_mesh_buffer: "
+                                  "TT_FATAL(get_trace_buffers_size() <= trace_region_size, \"Creating trace "
+                                  "buffers of size {}B on MeshDevice {}, but only {}B is allocated for trace "
+                                  "region.\"))"),))
+
 SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, REPLAY_PLAN, PIECEWISE_FAILED,
-              PIECEWISE_CAPTURE, EAGER_INPUT]
+              PIECEWISE_CAPTURE, EAGER_INPUT, TT_TRACE_REGION]
 
 
 def piecewise_reading(signature: Signature | None, startup: bool) -> Signature | None:
