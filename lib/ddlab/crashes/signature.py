@@ -67,7 +67,7 @@ def regex(pattern: str, flags: int = re.I | re.S) -> re.Pattern:
 
 # (round 70) Ray raises a remote task's error as an instance of a class made to subclass both RayTaskError and
 # the cause's own class, named "RayTaskError(<the cause's class name>)" (ray 2.43.0 exceptions.py:169 class
-# cls(RayTaskError, cause_cls), :183-184 its __name__; as_instanceof_cause :217-233): an exception of the
+# cls(RayTaskError, cause_cls), :183-184 its __name__; as_instanceof_cause :217-239): an exception of the
 # cause's type, which a signature's ``types`` is asked of too
 _RAY_DUAL_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*RayTaskError\((?P<cause>[A-Za-z_]\w*)\)")
 
