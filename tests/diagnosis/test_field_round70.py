@@ -49,7 +49,7 @@ def test_the_rounds_misses_read_as_labelled(log_id, signature):
 # --- h70003: Ray's RayTaskError(Cause), an instance of the cause's type -----------------------------------------
 
 # the same header in other forms, written from ray 2.43.0's exceptions.py (the class named at :183, its __str__
-# heading the remote traceback with "ray::<task>() (pid=..., ip=...)", :241-262): the header alone, an
+# heading the remote traceback with "ray::<task>() (pid=..., ip=...)", :241): the header alone, an
 # ImportError's, the header over a traceback cut before the cause's own line
 @pytest.mark.parametrize("text", [
     "ray.exceptions.RayTaskError(ModuleNotFoundError): ray::WorkerDict.actor_rollout_init_model() (pid=1, "
