@@ -275,6 +275,10 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 
 # --- the work split, as tools/diagnosis_corpus.py measures it --------------------------------
 
+# all 1076 after round 70 was folded in and its misses fixed: h70003 by import_error over Ray's RayTaskError(Cause)
+# (crashes/signature.py type_names, diagnosis/tracebacks.py), h70011 by deep_gemm_arch_assert (DeepGEMM's C++ arch
+# dispatch, crashes/kinds/archs.py), h70012 by dp_controller_dropped_request (0.3.x's DP controller,
+# crashes/kinds/router.py): 1068, 1039, 724 (of 1076, 1049, 730)
 # all 1064 after round 69 was folded in and its misses fixed: h69001 by deepep_dispatch_tokens (DeepEP's dispatch
 # larger than num_max_dispatch_tokens_per_rank, crashes/kinds/kernels.py), h69006 by kernels_revision_required (the
 # `kernels` package newer than transformers, crashes/kinds/packages.py); h69002 left (crashed, kind): 1056, 1027, 718
@@ -394,7 +398,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # all 678 after round 20 was folded in and its misses fixed (of 678, 668, 482); at the fold, 64f1195's code
 # read 673, 657, 475; all 665 after round 19's fix (of 665, 655, 477); at its fold, cdf986d's code read 661,
 # 647, 471; after round 18's fixes, 658 logs: 654, 641, 468 (of 658, 648, 474: h18010's kind disputed)
-WORK_FLOOR = {"crashed": 1056, "kind": 1027, "phase": 718}
+WORK_FLOOR = {"crashed": 1068, "kind": 1039, "phase": 724}
 
 
 def test_the_work_split_does_not_regress():
@@ -410,8 +414,9 @@ def test_the_work_split_does_not_regress():
     # (13), 31 (9), 32 (3), 33 (9), 34 (8), 35 (6), 36 (7), 37 (13), 38 (10), 39 (12), 40 (15), 41 (11),
     # 42 (14), 43 (10), 44 (7), 45 (6), 46 (5), 47 (4), 48 (5), 49 (5), 50 (1), 51 (4), 52 (5), 53 (6), 54 (9)
     # 55 (11), 56 (10), 57 (9 of 10: h57005 left out before the measurement), 58 (8), 59 (10), 60 (11), 61 (9)
-    # 62 (8), 63 (3), 64 (11), 65 (9), 66 (8), 67 (3), 68 (11) and 69 (8) were folded in after their one measurement
-    assert len(work) == 1064
+    # 62 (8), 63 (3), 64 (11), 65 (9), 66 (8), 67 (3), 68 (11), 69 (8) and 70 (12) were folded in after their one
+    # measurement
+    assert len(work) == 1076
     got = dict(zip(WORK_FLOOR, implied_work_counts("real")))
     assert got == WORK_FLOOR, (got, WORK_FLOOR, "the floors are the work split's reading: keep them equal")
 
@@ -434,7 +439,7 @@ def test_the_corpus_tool_never_measures_heldout_by_default():
                                                    (55, 11), (56, 10), (57, 9), (58, 8), (59, 10),
                                                    (60, 11), (61, 9), (62, 8), (63, 3), (64, 11),
                                                    (65, 9), (66, 8), (67, 3), (68, 11),
-                                                   (69, 8)])
+                                                   (69, 8), (70, 12)])
 def test_heldout_rounds_are_folded_into_work_with_their_history(round_, logs):
     folded = [log for log in MANIFEST.values() if log.get("heldout_round") == round_]
     assert len(folded) == logs and all(log["split"] == "work" for log in folded)

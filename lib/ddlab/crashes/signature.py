@@ -56,13 +56,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen"]
+__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names"]
 
 
 @cache
 def regex(pattern: str, flags: int = re.I | re.S) -> re.Pattern:
     """``pattern`` compiled once (signature texts are case-insensitive by default)."""
     return re.compile(pattern, flags)
+
+
+# (round 70) Ray raises a remote task's error as an instance of a class made to subclass both RayTaskError and
+# the cause's own class, named "RayTaskError(<the cause's class name>)" (ray 2.43.0 exceptions.py:169 class
+# cls(RayTaskError, cause_cls), :183-184 its __name__; as_instanceof_cause :217-239): an exception of the
+# cause's type, which a signature's ``types`` is asked of too
+_RAY_DUAL_RE = re.compile(r"(?:[A-Za-z_]\w*\.)*RayTaskError\((?P<cause>[A-Za-z_]\w*)\)")
+
+
+def type_names(type_name: str) -> tuple[str, ...]:
+    """``type_name`` and, for Ray's ``RayTaskError(Cause)``, the cause's type (an instance of both)."""
+    dual = _RAY_DUAL_RE.fullmatch(type_name)
+    return (type_name, dual["cause"]) if dual else (type_name,)
 
 
 @dataclass(frozen=True)
@@ -115,7 +128,7 @@ class Signature:
     def matches_exception(self, type_name: str, text: str, chain_text: str) -> bool:
         if not self.patterns:
             return False
-        if self.types and not regex(self.types, 0).fullmatch(type_name):
+        if self.types and not any(regex(self.types, 0).fullmatch(t) for t in type_names(type_name)):
             return False
         if not any(regex(p).search(text) for p in self.patterns):
             return False

@@ -184,7 +184,8 @@ def _is_exception_line(msg: str, strict: bool) -> re.Match | None:
     match = _EXC_RE.match(msg)
     if not match:
         return None
-    last = match["type"].rsplit(".", 1)[-1]
+    # (round 70) the class's own name: Ray's "RayTaskError(Cause)" ends in "Error" (crashes/signature.py)
+    last = match["type"].split("(", 1)[0].rsplit(".", 1)[-1]
     if strict:
         said = match["msg"] or msg.endswith(":")  # "ImportError:" with the message below
         return match if said and last.endswith(_ORPHAN_SUFFIXES) else None
@@ -349,6 +350,10 @@ def _reunite(chains: list[Chain], lines: list[Line] = ()) -> list[Chain]:
             block, orphan = chain.raised[0], previous.raised[0]
             block.type, block.message, block.exc_lines = orphan.type, orphan.message, orphan.exc_lines
             kept[-1] = Chain([block])
+            continue
+        if (previous is not None and previous.orphan and not chain.cut and chain.first_no == previous.last_no + 1
+                and previous.raised[0].type.endswith(f"({chain.outermost.type.rsplit('.', 1)[-1]})")):
+            kept[-1] = chain  # (round 70) Ray's "RayTaskError(Cause): ray::f()" heads f's own traceback
             continue
         kept.append(chain)
     return kept

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import (compilers, device, kernels, launch, memory, models, native, npu, packages,
-                                 requests, runtime, weights)
+from ddlab.crashes.kinds import (archs, compilers, device, kernels, launch, memory, models, native, npu,
+                                 packages, requests, runtime, weights)
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
@@ -109,13 +109,13 @@ UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
              ("vLLM 0.34.0 (sdist)", "csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:293, :328, :482"),
              ("vllm 0.6.3.post1", "vllm/_custom_ops.py:49 (hint_on_error: Error in calling custom op "
                                   "%s: %s)")))
-TRITON_ARCH = voiced(device.TRITON_ARCH, UNSUPPORTED_GPU.advice)
+TRITON_ARCH = voiced(archs.TRITON_ARCH, UNSUPPORTED_GPU.advice)
 # (round 22) aiter (AMD's kernel library, which vLLM calls on ROCm) refuses the GPU's gfx architecture in two
-# texts, both in SGLang's signature (crashes/kinds/device.py): chip_info's "Unknown GPU architecture" and its
+# texts, both in SGLang's signature (crashes/kinds/archs.py): chip_info's "Unknown GPU architecture" and its
 # C++ template kernels' "One of GPU archs of [...] is invalid or not supported" (the archs they were asked to
 # build for, the GPU's or GPU_ARCHS; ROCm/aiter e4048607a5 csrc/cpp_itfs/utils.py:144-161). Both are the
 # GPU's, not the arguments'
-AITER_ARCH = voiced(device.AITER_ARCH, (
+AITER_ARCH = voiced(archs.AITER_ARCH, (
     "AMD's kernel library (aiter) has no kernels for this GPU's gfx architecture (the message names the "
     "archs it was asked for: the GPU's, or GPU_ARCHS where it is set): run without aiter "
     "(VLLM_ROCM_USE_AITER=0, its default), or use an aiter build (and the vLLM image that ships it) that "

@@ -1,6 +1,7 @@
 """The GPU itself: kernel faults, kernels with no build for this GPU, kernels that fail to build
-(kernels refusing a model configuration: :mod:`.kernels`; an Ascend NPU's own fault and support
-texts: :mod:`.npu`; both spliced into :data:`SIGNATURES` where they stood).
+(kernel libraries with no kernels for this GPU's architecture: :mod:`.archs`; kernels refusing a model
+configuration: :mod:`.kernels`; an Ascend NPU's own fault and support texts: :mod:`.npu`; each spliced into
+:data:`SIGNATURES` where it stood).
 
 An illegal memory access, a device-side assert or an unspecified launch failure is ``cuda_illegal_access``
 wherever it surfaces: in a scheduler traceback, inside "Capture cuda graph failed: ...", in a graph replay, on
@@ -21,7 +22,7 @@ failed: ..." too (the refusal is the kind, the capture is where).
 from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.crashes.kinds import compilers, kernels, npu
+from ddlab.crashes.kinds import archs, compilers, kernels, npu
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -143,58 +144,6 @@ NO_DEVICE_FUNCTION = Signature(
                           "\"invalid device function\")"),
              ("CUDA runtime", "driver_types.h (cudaErrorInvalidDeviceFunction = 98)"),
              ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (\"CUDA error: \", \"HIP error: \" hipified)")))
-
-TRITON_ARCH = Signature(
-    "triton_arch_unsupported", "unsupported_gpu", "Triton cannot generate code for this GPU",
-    ("Triton's code generator failed for this GPU (an old architecture such as sm75): use a GPU "
-     "of sm80 or newer, or an attention backend that does not need Triton kernels "
-     "(`--attention-backend flashinfer`).",),
-    patterns=(r"map::at",), context=(r"triton[/\\]backends[/\\]nvidia[/\\]compiler\.py|, in make_llir\s*$",),
-    priority=81,
-    sources=(("triton 3.8.0", "triton/backends/nvidia/compiler.py (make_llir)"),))
-
-# DeepGEMM picks its kernels from tables keyed by the GPU's arch as get_device_arch writes it
-# (f"{major * 10 + minor}{suffix}", suffix "a" from sm90 on: '90a', '100a', '120a'; sgl-project/DeepGEMM
-# a437e0b deep_gemm/jit/compiler.py:23-26) and indexes them with it: a GPU with no entry raises KeyError
-# with that key (dispatch.py:23 must_be_k_major, :32 get_default_recipe, its key a tuple with the
-# arch first). SGLang turns DeepGEMM on for every sm90-or-newer GPU (0.4.10.post2
-# layers/quantization/deep_gemm_wrapper/configurer.py:10), so a newer consumer arch (sm120) reaches it
-DEEPGEMM_ARCH = Signature(
-    "deep_gemm_arch_unsupported", "unsupported_gpu", "DeepGEMM has no kernels for this GPU's architecture",
-    ("This DeepGEMM has no kernels for this GPU: the KeyError's key is the GPU's architecture as "
-     "DeepGEMM names it ('120a' is sm120), missing from its tables. Turn DeepGEMM off with "
-     "`SGLANG_ENABLE_JIT_DEEPGEMM=0` (`SGL_ENABLE_JIT_DEEPGEMM=0` in releases before the rename) so "
-     "the FP8 GEMMs take another kernel, or install a DeepGEMM whose tables list this architecture.",),
-    types=r"KeyError", patterns=(r"^KeyError: \(?'\d{2,3}a?'",),
-    context=(r'[/\\]deep_gemm[/\\][\w/\\]*\.py", line \d+',), priority=81,
-    sources=(("DeepGEMM a437e0b (sgl-project/DeepGEMM)", "deep_gemm/dispatch.py:23 (must_be_k_major)"),
-             ("DeepGEMM a437e0b (sgl-project/DeepGEMM)", "deep_gemm/jit/compiler.py:23 (get_device_arch)"),
-             ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/configurer.py:10"),
-             ("0.4.10.post2", "sglang/srt/layers/quantization/deep_gemm_wrapper/entrypoint.py:89")))
-
-# (round 21) aiter (AMD's kernel library) keys its kernels by the GPU's gfx architecture (GFX_MAP) and
-# refuses one it has no entry for: KeyError(f"Unknown GPU architecture: {gfx}. Supported architectures:
-# {list(gfx_mapping.keys())}") (ROCm/aiter 8248e0cb70 aiter/jit/utils/chip_info.py:63-67, :75-79; the
-# rocminfo lookup's is then wrapped in RuntimeError "Get GPU arch from rocminfo failed", :70-71, the same
-# text quoted). It surfaces wherever aiter is first asked (under ServerArgs' checks too): the GPU, not
-# the arguments. (vLLM round 22) Its C++ template kernels (csrc/cpp_itfs) check the archs they build for
-# against a short list first: f"One of GPU archs of {archs} is invalid or not supported" (ROCm/aiter
-# e4048607a5 csrc/cpp_itfs/utils.py:144-161; 227c47698e :100-117): the same refusal, in SGLang as in vLLM
-_AITER_ARCH = (r"\bUnknown GPU architecture: gfx\w+\. Supported architectures: \[",
-               r"\bOne of GPU archs of \[[^\]]*\] is invalid or not supported")
-AITER_ARCH = Signature(
-    "aiter_arch_unsupported", "unsupported_gpu", "aiter has no kernels for this GPU's architecture",
-    ("AMD's kernel library (aiter) has no entry for this GPU's gfx architecture (the list it prints is "
-     "what this build supports): use a GPU it lists, or an aiter release that lists this one (aiter "
-     "added gfx1101-gfx1103 and gfx115x after gfx1100; the image's aiter is what to upgrade).",),
-    patterns=_AITER_ARCH, lines=_AITER_ARCH, priority=81,
-    sources=(("aiter (ROCm/aiter 8248e0cb70)", "aiter/jit/utils/chip_info.py:63-67, :75-79 (KeyError: "
-                                               "Unknown GPU architecture: {gfx}. Supported architectures: "
-                                               "[...])"),
-             ("aiter (ROCm/aiter e4048607a5)", "csrc/cpp_itfs/utils.py:159-161 (One of GPU archs of {archs} "
-                                               "is invalid or not supported)"),
-             ("aiter (ROCm/aiter 2c62a2e881)", "aiter/jit/utils/chip_info.py:21-27 (GFX_MAP gains gfx1101 "
-                                               "to gfx1153)")))
 
 # A compiler command that failed (subprocess's CalledProcessError text): Triton builds its
 # launcher with the host's C compiler (triton/runtime/build.py:51 in 3.4.0, check_call)
@@ -391,8 +340,7 @@ KERNEL_BOUNDS_CHECK = Signature(
              ("sglang 0.4.2", "sglang/srt/speculative/build_eagle_tree.py:10 (cutex.SourceModule, "
                               "boundscheck=True at :78)")))
 
-SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO_DEVICE_FUNCTION, TRITON_ARCH,
-              DEEPGEMM_ARCH, AITER_ARCH,
+SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO_DEVICE_FUNCTION, *archs.SIGNATURES,
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES, CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, npu.ASCENDC_ASSERT,
               npu.NPU_SOC_UNSUPPORTED, npu.NPU_GRAPH_UPDATE, npu.NPU_GRAPH_UPDATE_RAISED, npu.NPU_CAPTURE,

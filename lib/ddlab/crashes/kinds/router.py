@@ -1,4 +1,4 @@
-"""SGLang's routers: a request they failed to take in or refused, the router serving on (rounds 51, 64).
+"""SGLang's routers: a request they failed to take in or refused, the router serving on (rounds 51, 64, 70).
 
 The 0.1.x router (``sglang/srt/managers/router/model_rpc.py``) runs each step in ``exposed_step``: it
 takes in the step's new requests (``handle_generate_request`` for each) and runs one forward step, all
@@ -22,13 +22,23 @@ RouterManager" (sglang-router 0.2.2 src/routers/router_manager.rs:342-344, the i
 generate not yet implemented for gRPC" (grpc/router.rs:241-242) and their like (routers/mod.rs:103). The
 router goes on serving: a client that printed that body (curl) was refused one request, ``request_error`` at
 serving, no crash.
+
+(round 70) SGLang 0.3.x's data-parallel controller (``controller_multi``, started for ``--dp`` > 1) routes
+only generate requests, flushes and aborts to its workers; any other object the tokenizer manager sends it (a
+weight update, a tokenized embedding request) is logged as "Invalid object: <the object's repr>" and dropped
+(0.3.0 ``managers/controller_multi.py:183``, 0.3.2 ``:180``). It reads requests only in ``loop_for_forward``,
+which starts after the controller reported "init ok" to the launcher (0.3.2 ``:200-203``): the server was
+serving. That request's client gets no answer (a weight update's caller waits on its result, 0.3.2
+``tokenizer_manager.py:537-539``): ``request_error`` at serving, no crash. Not this: the tokenizer or
+detokenizer manager raising ``ValueError: Invalid object: ...`` (0.1.11 ``tokenizer_manager.py:262``, 0.4.0
+``:695``), an exception of its own.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "ROUTER_INTAKE_FRAME", "ROUTER_NOT_IMPLEMENTED"]
+__all__ = ["SIGNATURES", "ROUTER_INTAKE_FRAME", "ROUTER_NOT_IMPLEMENTED", "DP_CONTROLLER_DROPPED"]
 
 # the router's intake of one request, only ever called under exposed_step's catch
 ROUTER_INTAKE_FRAME = r"managers[/\\]router[/\\]model_rpc\.py\", line \d+, in handle_generate_request\s*$"
@@ -69,4 +79,22 @@ ROUTER_NOT_IMPLEMENTED = Signature(
              ("sglang-router 0.2.2", "src/routers/mod.rs:103"),
              ("sglang-router 0.2.2", "src/routers/router_manager.rs:431")))
 
-SIGNATURES = [ROUTER_REQUEST_FAILED, ROUTER_NOT_IMPLEMENTED]
+# the controller's line: "Invalid object: " then a dataclass's repr, "Name(field=...)", as the whole message
+_DP_DROPPED = r"^(?-i:Invalid object): [A-Z]\w*\("
+DP_CONTROLLER_DROPPED = Signature(
+    "dp_controller_dropped_request", "request_error",
+    "SGLang 0.3.x's data-parallel controller dropped a request it does not route",
+    ("SGLang 0.3.x's data-parallel controller (`--dp-size` > 1) routes only generate requests to its "
+     "workers: it logged the object named on this line as invalid and dropped it, and that request's "
+     "client gets no answer. A weight update (/update_weights) dropped so also keeps the tokenizer "
+     "manager's update lock, so later generate requests wait behind it: restart the server. Run the "
+     "update (or the embedding request) with `--dp-size 1`, or upgrade: later releases route weight "
+     "updates to every data-parallel worker.",),
+    lines=(_DP_DROPPED,), priority=11, phase="serving", request=True,
+    sources=(("sglang 0.3.0", "sglang/srt/managers/controller_multi.py:183"),
+             ("sglang 0.3.2", "sglang/srt/managers/controller_multi.py:180"),
+             ("sglang 0.3.2", "sglang/srt/managers/controller_multi.py:200 (\"init ok\", then loop_for_forward "
+                              ":203)"),
+             ("sglang 0.3.2", "sglang/srt/managers/tokenizer_manager.py:537-539")))
+
+SIGNATURES = [ROUTER_REQUEST_FAILED, ROUTER_NOT_IMPLEMENTED, DP_CONTROLLER_DROPPED]
