@@ -123,7 +123,7 @@ _OMNI_BACKEND = (r"\b\w+Pipeline requires the [\w-]+ engine(?: for the '[^']*' r
 OMNI_ENGINE_BACKEND = Signature(
     "vllm_omni_engine_backend", "bad_argument", "the deploy config names an engine this pipeline cannot run on",
     ("This vllm-omni pipeline runs only on the engine the message names: set the stage's `engine_backend` in the "
-     "deploy config (the YAML given to `--deploy-config`) to that class's import path, as the message says.",),
+     "deploy config (the YAML file vllm-omni serve reads) to that class's import path, as the message says.",),
     patterns=(_OMNI_BACKEND,), types=r"(?:\w+\.)*ValueError", priority=88, phase="launch",
     sources=(("vllm-project/vllm-omni 86bdcaf", "vllm_omni/diffusion/models/dreamzero/pipeline_dreamzero.py:212"),))
 

@@ -366,7 +366,7 @@ PP_UNSUPPORTED = Signature(
     ("This model's implementation in vLLM has no pipeline parallelism: drop "
      "`--pipeline-parallel-size` (use `--tensor-parallel-size` across the GPUs instead).",),
     patterns=(_PP,), lines=(_PP,), priority=88, phase="launch",
-    sources=(("0.6.2", "vllm/config.py:423"), (_V0, "vllm/config.py:540"), ("0.30.0", "vllm/config/model.py:1441"),
+    sources=(("vllm 0.6.2", "vllm/config.py:423"), (_V0, "vllm/config.py:540"), ("0.30.0", "vllm/config/model.py:1441"),
              ("0.33.0", "vllm/config/model.py:1574"), ("0.34.0", "vllm/config/model.py:1594")))
 
 # the GGUF loader takes a local file only; a Hugging Face id (or a missing path) is refused
