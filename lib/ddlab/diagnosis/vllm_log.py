@@ -24,6 +24,7 @@ from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 from ddlab.diagnosis.vllm_hpu_lines import HPU_WARMUP
 from ddlab.diagnosis.vllm_kv_lines import KV_SERVING
+from ddlab.diagnosis.vllm_model_lines import MODEL_BUILD
 from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
@@ -207,7 +208,7 @@ _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Starting to load model|Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights took"
         r"|Loading drafter model|Sharding weights on load|Done Sharding weights in"
-        r"|Loading presharded checkpoints for ranks"
+        r"|Loading presharded checkpoints for ranks" rf"|{MODEL_BUILD}"  # (round 69) a MoE layer built (.vllm_model_lines)
         # (round 55) the V2 model runner's only start-of-loading line, just before its loader's load_model
         # (v1/worker/gpu/model_runner.py:358 (0.28.0), :412 (0.34.0); V1 gpu_model_runner.py:2634 (0.11.0))
         r"|Loading model from scratch\.\.\.")),
@@ -225,23 +226,23 @@ _PHASE_MARKERS = (
         r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory"
         r"|# GPU blocks: \d|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform"
         r"|Compiling a graph for|Registering (?:kv|KV)[ _][Cc]aches\b|Profiling CUDA graph memory: ")),
-    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing cudagraphs for
-    # decoding", worker/model_runner.py:1400 (0.6.4.post1)), "Graph capturing finished"
-    # (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518 (0.6.4.post1))
+    # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing cudagraphs for decoding",
+    # worker/model_runner.py:1400 (0.6.4.post1); (round 69) vllm-ascend's "Capturing ACL graphs (mixed prefill-decode,
+    # PIECEWISE)", vllm_ascend/worker/model_runner_v1.py:2525 (v0.10.1rc1), :3509 (v0.11.0rc0)), "Graph capturing
+    # finished" (v1/worker/gpu/model_runner.py:1217 (0.34.0); worker/model_runner.py:1518 (0.6.4.post1))
     ("graph_capture", re.compile(
         # (round 7: the drafters' bars name what they capture, "Capturing prefill CUDA graphs",
         # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139, multi_module_mtp/speculator.py:138 (0.34.0))
-        r"Capturing (?:[\w-]+ ){0,3}CUDA graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
+        r"Capturing (?:[\w-]+ ){0,3}(?:CUDA|ACL) graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
         r"|Graph capturing finished" rf"|{HPU_WARMUP}")),  # (round 68) Gaudi's warmup (.vllm_hpu_lines)
-    # the engine is built and takes requests: "init engine (profile, create kv cache, warmup
-    # model) took" (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server
-    # on" (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server"
-    # (older), the tasks the engine serves ("Supported tasks: [...]", launchers/api_server/entry.py:135
-    # (0.34.0), :135 (0.30.0)), the routes (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and
-    # "Application startup complete." (round 32) vLLM's start line always names the address ("Starting vLLM API
-    # server %d on %s", entrypoints/openai/api_server.py:1349 (0.9.1), :947 (0.15.1); "Starting vLLM server on
-    # %s", :602 (0.20.0), :682 (0.27.1); launchers/api_server/entry.py:139 (0.30.0, 0.34.0)): a deploy script's
-    # own "Starting vLLM server..." is no server's
+    # the engine is built and takes requests: "init engine (profile, create kv cache, warmup model) took"
+    # (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server on"
+    # (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server" (older), the tasks the engine
+    # serves ("Supported tasks: [...]", launchers/api_server/entry.py:135 (0.34.0), :135 (0.30.0)), the routes
+    # (launchers/launcher.py:188, :197 (0.34.0)), uvicorn's start and "Application startup complete." (round 32) vLLM's
+    # start line always names the address ("Starting vLLM API server %d on %s", entrypoints/openai/api_server.py:1349
+    # (0.9.1), :947 (0.15.1); "Starting vLLM server on %s", :602 (0.20.0), :682 (0.27.1);
+    # launchers/api_server/entry.py:139 (0.30.0, 0.34.0)): a deploy script's own "Starting vLLM server..." is no server's
     ("ready", re.compile(
         r"init engine \(profile, create kv cache, warmup model\) took"
         r"|Starting vLLM (?:API )?server(?: \d+)? on\b|Available routes are|Route: /|Uvicorn running on"
@@ -267,11 +268,10 @@ _PHASE_MARKERS = (
 )
 # vLLM serves once uvicorn has started it ("Application startup complete." follows the routes)
 VLLM_READY_RE = re.compile(r"Application startup complete|Uvicorn running on")
-# lines that show the server (or the engine) carrying on past an error: a metrics line counts
-# only when tokens moved (the API server keeps logging while a stuck engine sends nothing new); an
-# answered POST generated, while a GET reads stored state without the engine (GET /v1/models, a
-# job's status GET /v1/responses/{id}: openai/models/api_router.py:20,
-# openai/responses/api_router.py:80 (0.34.0); round 6: a video job polled while the engine hung)
+# lines that show the server (or the engine) carrying on past an error: a metrics line counts only when tokens
+# moved (the API server keeps logging while a stuck engine sends nothing new); an answered POST generated, while a
+# GET reads stored state without the engine (GET /v1/models, a job's status GET /v1/responses/{id}:
+# openai/models/api_router.py:20, openai/responses/api_router.py:80 (0.34.0); round 6: a video job polled while hung)
 VLLM_STATS = r"Avg (?:prompt|generation) throughput: "  # the stats logger's line (0.20.0 v1/metrics/loggers.py:224)
 VLLM_PROGRESS_RE = re.compile(
     rf"Application startup complete|{VLLM_STATS}[\d.]*[1-9][\d.]* tokens/s"

@@ -112,6 +112,19 @@ def with_engine_messages(chains: list[Chain], lines: list[Line], text: str) -> l
 _ANNOUNCED_RE = re.compile(r"(?:^|\] )WorkerProc (?:hit an exception|failed)\.\s*$")
 
 
+# (round 69) and so is one that ends at that message and the traceback's header under it, the record's next line
+# (logger.exception writes the traceback right under the message, the record's prefix on each line: the module
+# docstring), nothing of the traceback after it (vllm-ascend's "Capturing ACL graphs" then this, 0.10.1.1's
+# worker_busy_loop, multiproc_executor.py:596)
+
+
+def _same_prefix(text: str, message: str, header: str) -> bool:
+    """Whether ``text`` shows ``header`` on the line right after ``message``, under the same prefix."""
+    raws = [raw.rstrip() for raw in text.splitlines() if raw.strip()]
+    return any(above.endswith(message) and below.endswith(header)
+               and above[:-len(message)] == below[:-len(header)] for above, below in zip(raws, raws[1:]))
+
+
 # (round 53) So is V0's engine process logging what ended it: run_mp_engine's ``logger.exception(e)``, the exception's
 # str as the record's message and its traceback under it, then ``raise e`` (engine/multiprocessing/engine.py:365-368
 # (0.6.4.post1); the call at :389 (0.7.2), :400 (0.7.3), :448 (0.8.0, 0.8.5.post1), :458 (0.9.2), :456 (0.10.0)). A
@@ -138,7 +151,10 @@ def with_announced_traceback(chains: list[Chain], lines: list[Line], text: str =
     """``chains`` and, where the log's last line is vLLM's announcement of a logged exception (above) that no
     chain holds, logged at ERROR or with no level shown, a cut chain that starts at it; or where its last record
     is the engine process's (above), a cut chain that starts at the record's message."""
-    last = next((line for line in reversed(lines) if line.msg.strip()), None)
+    said = [line for line in lines if line.msg.strip()]
+    last = said[-1] if said else None
+    if len(said) > 1 and last.msg.strip() == _TRACEBACK:  # (round 69) cut right under its header: the same record
+        last = said[-2] if _same_prefix(text, said[-2].msg, _TRACEBACK) else last
     start = _engine_record(lines, text)
     if start is None and (last is None or last.record or not _ANNOUNCED_RE.search(last.msg)):  # (record: stamped
         return chains  # INFO, DEBUG, WARNING)

@@ -1,7 +1,8 @@
 """vLLM: the OpenAI server's own start-up texts: its checks of the parsed arguments and what it loads beside
 the engine (round 32: the chat template, gpt-oss's Harmony vocabulary), and the scheduler config's check of the
 token budget against the length (round 62), which any entry point's engine config runs before anything loads;
-and vLLM's own front door (``LLM``, ``SamplingParams``) undefined in a caller whose import of it failed (round 62).
+and vLLM's own front door (``LLM``, ``SamplingParams``) undefined in a caller whose import of it failed (round 62);
+a vllm-omni pipeline refusing the engine backend its deploy config names (round 69).
 
 The API server checks some arguments only after argparse took them (``validate_parsed_serve_args``), before
 any engine starts, and it builds its handlers once the engine is up: a file it needs there missing is a start
@@ -14,7 +15,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
-           "FRONT_DOOR_UNDEFINED"]
+           "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
 # validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
@@ -112,11 +113,29 @@ FRONT_DOOR_UNDEFINED = Signature(
                                                     "SamplingParams / except ImportError)"),
              ("CPython 3.11", "Python/ceval.c (NAME_ERROR_MSG: name '%.200s' is not defined)")))
 
+# (round 69) a vllm-omni pipeline that runs only on one engine checks the stage's engine_backend (the deploy
+# config's key; OmniDiffusionConfig.engine_backend defaults to "default") in its constructor and refuses the stage:
+# "DreamZeroPipeline requires the AR-Diffusion engine; set engine_backend: ... in the deploy config (got
+# engine_backend='default')." (vllm-project/vllm-omni 86bdcaf vllm_omni/diffusion/models/dreamzero/
+# pipeline_dreamzero.py:212-216; its per-role form "... engine for the 'x' role; set ..." in later commits)
+_OMNI_BACKEND = (r"\b\w+Pipeline requires the [\w-]+ engine(?: for the '[^']*' role)?; set engine_backend: \S+ "
+                 r"in the deploy config \(got engine_backend=")
+OMNI_ENGINE_BACKEND = Signature(
+    "vllm_omni_engine_backend", "bad_argument", "the deploy config names an engine this pipeline cannot run on",
+    ("This vllm-omni pipeline runs only on the engine the message names: set the stage's `engine_backend` in the "
+     "deploy config (the YAML file vllm-omni serve reads) to that class's import path, as the message says.",),
+    patterns=(_OMNI_BACKEND,), types=r"(?:\w+\.)*ValueError", priority=88, phase="launch",
+    sources=(("vllm-project/vllm-omni 86bdcaf", "vllm_omni/diffusion/models/dreamzero/pipeline_dreamzero.py:212"),))
+
 # (round 65) more of vLLM's own texts, each a vLLM mark (diagnosis/vllm_log.py) and in no SGLang wheel (0.1.11 to
 # 0.5.23): V1's error for a dead engine core, which its clients raise (v1/engine/exceptions.py:9, core_client.py:426,
 # :566, async_llm.py:288 (0.13.0)), as a harness's Ray task shows it ("RayTaskError(EngineDeadError)"); verl's vLLM
 # rollout modules (verl/workers/rollout/vllm_rollout/, whose servers run vLLM's engine); NIXL's failure record as
 # vLLM's connector writes it (nixl/base_worker.py:1455 (0.34.0), nixl_connector.py:1192 (0.14.0))
-TEXT_MARKS = r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
+# (round 69) the pipeline-parallel refusal of 0.6.2 and older, which prints its list of architectures
+# (vllm/config.py:423-425 (0.6.2), :272-274 (0.5.1)); in no SGLang wheel
+TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
+              r"|Pipeline parallelism is only supported for the following +architectures: \[")
 
-SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED]
+SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED,
+                               OMNI_ENGINE_BACKEND]

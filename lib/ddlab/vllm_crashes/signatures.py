@@ -358,16 +358,15 @@ CUSTOM_ALL_REDUCE = Signature(
     sources=(("vllm csrc", "csrc/custom_all_reduce.cuh (CUDACHECK; its format and __FILE__ are in "
                            "vllm/_C_stable_libtorch.abi3.so of the 0.34.0 wheel)"),))
 
-# the model's class lacks SupportsPP and --pipeline-parallel-size > 1 was given: refused when
-# the config is verified, before any engine work
+# the model's class lacks SupportsPP (0.6.2 and older: its architecture is not in _PP_SUPPORTED_MODELS, the list
+# the message prints) and --pipeline-parallel-size > 1 was given: refused when the config is verified
+_PP = r"Pipeline parallelism is (?:not supported for this model|only supported for the following +architectures)"
 PP_UNSUPPORTED = Signature(
     "vllm_pp_unsupported", "bad_argument", "the model does not support pipeline parallelism",
     ("This model's implementation in vLLM has no pipeline parallelism: drop "
      "`--pipeline-parallel-size` (use `--tensor-parallel-size` across the GPUs instead).",),
-    patterns=(r"Pipeline parallelism is not supported for this model",),
-    lines=(r"Pipeline parallelism is not supported for this model",),
-    priority=88, phase="launch",
-    sources=((_V0, "vllm/config.py:540"), ("0.30.0", "vllm/config/model.py:1441"),
+    patterns=(_PP,), lines=(_PP,), priority=88, phase="launch",
+    sources=(("vllm 0.6.2", "vllm/config.py:423"), (_V0, "vllm/config.py:540"), ("0.30.0", "vllm/config/model.py:1441"),
              ("0.33.0", "vllm/config/model.py:1574"), ("0.34.0", "vllm/config/model.py:1594")))
 
 # the GGUF loader takes a local file only; a Hugging Face id (or a missing path) is refused
