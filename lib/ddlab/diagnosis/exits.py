@@ -11,7 +11,9 @@ process got SIGKILL from outside (the shell's ``Killed``, systemd's
 ``oom-kill``); SGLang's launcher also SIGKILLs itself after a child failed,
 which the caller tells apart by the launcher's "Received sigquit" line.
 :func:`last_run` keeps the lines of the unit's last start when a journal holds
-several.
+several. Two exits are read from lines that are no exit's own: :func:`ended_unasked` (the
+resource tracker's warning ending a startup no one stopped) and :func:`router_start_panic`
+(tokio's panic on the thread that starts sgl-router, which ends it).
 """
 
 from __future__ import annotations
