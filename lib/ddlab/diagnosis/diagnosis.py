@@ -50,8 +50,8 @@ from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.probes import none_fields, not_armed, probe_records
 from ddlab.diagnosis.advice import advise, family
-from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, SHELL_QUIT_RE, Exit, ended_unasked,
-                                  exit_of, last_run)
+from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, ROUTER_START_PANIC, SHELL_QUIT_RE, Exit,
+                                  ended_unasked, exit_of, last_run, router_start_panic)
 from ddlab.diagnosis.facts import parse_facts
 from ddlab.diagnosis.decode_lines import (DecodeRecord, decode_text, metrics_text, parse_decode_lines,
                                          summarize_decode)
@@ -236,6 +236,10 @@ def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
                 "(`journalctl -k | grep -i -E 'out of memory|killed process'`; on unified memory, DGX "
                 "Spark or GH200, the weights and the KV pool share the host's RAM: lower "
                 "--mem-fraction-static), else a timeout of the script that started it.")
+    if best is None and exit_seen.why == ROUTER_START_PANIC:  # (round 71)
+        return ("sgl-router's start-up health check used a blocking HTTP client inside its async start, and "
+                "tokio panicked dropping it: a bug of that router (sglang PR 7619, June 2025, moved the check "
+                "to a thread of its own). Upgrade sglang-router; the workers themselves are not at fault.")
     if best is None:
         return ("The process failed without an error in this log: read the whole journal "
                 "(`journalctl -u UNIT -o cat`), the lines before the exit usually say why.")
@@ -373,6 +377,8 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
     if not exit_seen.failed and (ended := ended_unasked(lines, phase)):  # round 30: killed mid-startup
         exit_seen = replace(exit_seen, failed=True, why=ENDED_UNASKED, lines=[*exit_seen.lines, ended])
+    elif not exit_seen.failed and (panic := router_start_panic(lines)):  # round 71: sgl-router's start panicked
+        exit_seen = replace(exit_seen, failed=True, why=ROUTER_START_PANIC, lines=[*exit_seen.lines, panic])
     best = _crash(lines, chains, exit_seen, facts)
     request = best is not None and best.request  # one request failed; the server kept serving
     thread = best is not None and best.thread  # only a helper thread died; the process went on

@@ -11,7 +11,9 @@ process got SIGKILL from outside (the shell's ``Killed``, systemd's
 ``oom-kill``); SGLang's launcher also SIGKILLs itself after a child failed,
 which the caller tells apart by the launcher's "Received sigquit" line.
 :func:`last_run` keeps the lines of the unit's last start when a journal holds
-several.
+several. Two exits are read from lines that are no exit's own: :func:`ended_unasked` (the
+resource tracker's warning ending a startup no one stopped) and :func:`router_start_panic`
+(tokio's panic on the thread that starts sgl-router, which ends it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from ddlab.diagnosis.logtext import Line
 
 __all__ = ["Exit", "exit_of", "last_run", "OOM_KILLER", "SHELL_QUIT_RE", "CRASHED_EXIT", "ENDED_UNASKED",
-           "ended_unasked", "systemd_stopping"]
+           "ended_unasked", "systemd_stopping", "ROUTER_START_PANIC", "router_start_panic"]
 
 # ddlab's exit status for a crash, for scripts: `ddlab watch` on a crashed variant and
 # `ddlab diagnose` on a crash log (docs/DESIGN.md has the whole table).
@@ -55,6 +57,22 @@ _TRACKER_RE = re.compile(r"resource_tracker: There appear to be \d+ leaked \S+ o
 _ASKED_RE = re.compile(r"^KeyboardInterrupt\b|SIGTERM received\. |^Stopping\b")
 ENDED_UNASKED = ("the server's processes all ended mid-startup with no error and no stop asked (CPython's "
                  "resource_tracker warned of leaked objects at its shutdown): killed from outside")
+
+# (round 71) sgl-router (Rust, ``sglang_router_rs``) built its Router inside the async start-up that Router.start
+# runs: ``server::startup`` -> ``AppState::new`` -> ``Router::new`` -> ``wait_for_healthy_workers`` with a
+# ``reqwest::blocking::Client`` (sgl-router src/router.rs of Jan-Jun 2025; sglang issue 7901's backtrace: router.rs:319,
+# server.rs:37, :343, lib.rs:293; fixed by PR 7619). Dropping that client's runtime there is tokio's panic "Cannot
+# drop a runtime in a context where blocking is not allowed" (tokio src/runtime/blocking/shutdown.rs:51, the place
+# the panic prints) on the thread running start: Python's (Rust names it '<unnamed>') or a binary's 'main'. Unwound,
+# pyo3 raises it in Python as PanicException, a BaseException (pyo3 src/panic.rs), past launch_router's ``except
+# Exception`` (sglang-router 0.1.6 launch_router.py:432) and out of main (:474): the router exits at start-up.
+# A panic on one of actix's workers ('actix-rt|system:0|arbiter:N') ends that worker only.
+_ROUTER_LINE_RE = re.compile(r"\bsglang_router_rs::|\[Router \(Rust\)\]")
+_START_PANIC_RE = re.compile(r"^thread '(?:<unnamed>|main)' panicked at .*\btokio-[\d.]+/src/runtime/blocking/"
+                             r"shutdown\.rs:\d+")
+ROUTER_START_PANIC = ("sgl-router panicked on the thread that starts it (tokio: a runtime dropped inside the "
+                      "async start-up, 'Cannot drop a runtime in a context where blocking is not allowed'): the "
+                      "router exited at start-up")
 
 
 @dataclass
@@ -141,3 +159,11 @@ def ended_unasked(lines: list[Line], phase: str) -> Line | None:
     if phase in ("ready", "serving") or any(_ASKED_RE.search(ln.msg.strip()) for ln in lines):
         return None
     return next((ln for ln in reversed(lines) if _TRACKER_RE.search(ln.msg)), None)
+
+
+def router_start_panic(lines: list[Line]) -> Line | None:
+    """tokio's runtime-drop panic on the thread that starts sgl-router, in a log of the router's own lines: the
+    router exited at start-up (see :data:`ROUTER_START_PANIC`)."""
+    if not any(_ROUTER_LINE_RE.search(ln.msg) for ln in lines):
+        return None
+    return next((ln for ln in lines if _START_PANIC_RE.search(ln.msg.strip())), None)

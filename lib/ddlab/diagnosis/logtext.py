@@ -287,31 +287,31 @@ _PHASE_MARKERS = (
 )
 READY_MARK = dict(_PHASE_MARKERS)["ready"]  # "ready to roll": the launcher's warmup returned
 _PHASE_END = re.compile(r"Memory pool end|Capture\b.{0,40}\bcuda graph end", re.I)
-# The HTTP server is up and the launcher's warmup request runs: past graph capture,
-# not yet "ready to roll" (sglang/srt/entrypoints/http_server.py, _wait_and_warmup).
-# A --warmups warmup runs in the app's lifespan before it serves: "Running warmup NAME" (0.4.10.post2
-# srt/warmup.py:33 from entrypoints/http_server.py:151; 0.5.23 srt/entrypoints/warmup.py:37, :420).
-# uvicorn's own start lines come before those (uvicorn 0.54.0 server.py:101 "Started server process
-# [N]", lifespan/on.py:48 "Waiting for application startup."): SGLang starts uvicorn once its
-# schedulers reported ready (0.5.23 entrypoints/http_server.py:3156 Engine._launch_subprocesses
-# waits for them), and the app's startup starts the warmup thread (:450)
+# The HTTP server is up and the launcher's warmup request runs: past graph capture, not yet "ready to roll"
+# (sglang/srt/entrypoints/http_server.py, _wait_and_warmup). A --warmups warmup runs in the app's lifespan
+# before it serves: "Running warmup NAME" (0.4.10.post2 srt/warmup.py:33 from entrypoints/http_server.py:151;
+# 0.5.23 srt/entrypoints/warmup.py:37, :420). uvicorn's own start lines come before those (uvicorn 0.54.0
+# server.py:101 "Started server process [N]", lifespan/on.py:48 "Waiting for application startup."): SGLang
+# starts uvicorn once its schedulers reported ready (0.5.23 entrypoints/http_server.py:3156
+# Engine._launch_subprocesses waits for them), and the app's startup starts the warmup thread (:450)
 WARMUP_RE = re.compile(r"Uvicorn running on|Application startup complete|\"GET /(?:get_)?model_info HTTP"
                        r"|Running warmup \S|Started server process \[\d+\]|Waiting for application startup\.")
-# A decode step that ran out of KV room retracts requests (0.4.6 managers/scheduler.py:1336
-# "Decode out of memory happened", 0.4.10.post2 scheduler.py:1666 and 0.5.10 scheduler.py:2596
-# "KV cache pool is full. Retract requests."): only a decode batch being served does that.
+# A decode step that ran out of KV room retracts requests (0.4.6 managers/scheduler.py:1336 "Decode out of
+# memory happened", 0.4.10.post2 scheduler.py:1666 and 0.5.10 scheduler.py:2596 "KV cache pool is full.
+# Retract requests."): only a decode batch being served does that.
 _RETRACT = r"Decode out of memory happened\.|KV cache pool is full\. Retract requests\."
 _AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
-# A paste that begins mid-serving: batch lines and answered generation requests with no
-# startup line before them are serving too ("ready to roll" is long gone from the paste).
-# Any endpoint a client POSTs to counts (an RL trainer's /update_weights_from_tensor, a line cut
-# inside its path), but the launcher's post-warmup /freeze_gc (0.5.23 entrypoints/http_server.py:2561).
-# A cache flush only a running scheduler does, on a client's request (an RL trainer's before a weight
-# update): "Cache flushed successfully!" (0.4.10.post2 managers/scheduler.py:2172, 0.5.23 :5538), and
-# /flush_cache answered (GET or POST, 0.5.23 entrypoints/http_server.py:1025).
+# A paste that begins mid-serving: batch lines and answered generation requests with no startup line before
+# them ("ready to roll" long gone). Any endpoint a client POSTs to (an RL trainer's /update_weights_from_tensor,
+# a line cut inside its path) but the launcher's /freeze_gc (0.5.23 entrypoints/http_server.py:2561); a cache
+# flush, a client's request: "Cache flushed successfully!" (0.4.10.post2 managers/scheduler.py:2172, 0.5.23
+# :5538), /flush_cache answered (0.5.23 entrypoints/http_server.py:1025); (round 71) uvicorn's 400 "Invalid
+# HTTP request received." to bytes it could not parse on a connection it accepted (uvicorn 0.54.0
+# protocols/http/h11_impl.py:183, httptools_impl.py:176): a client's request (the warmup's is well formed).
 _FLUSHED = r"Cache flushed successfully!|\"(?:GET|POST) /flush_cache\S* HTTP/[\d.]+\" 200"
+_BAD_REQUEST = r"^(?:WARNING:\s+)?Invalid HTTP request received\.$"
 _MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}"
-                          rf"|{_FLUSHED}")
+                          rf"|{_FLUSHED}|{_BAD_REQUEST}")
 # The launcher's warmup is one request: a prefill batch with requests waiting behind it is
 # traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
 _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
