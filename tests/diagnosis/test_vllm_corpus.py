@@ -491,7 +491,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # fetch queue timeout), w6812 (tt-metal's trace region assert), w6816 (KServe's failed start, its exit), w6819 (hipRTC
 # finding no architecture), w6823 (Triton's CompilationError message re-raised) and w6814 (Gaudi's warmup lines) fixed
 # by cited rules, w6813's phase disputed (memory_pool): 1354/1317/805 after.
-FLOORS = {"work": (1378, 1341, 827)}
+# Round 70 had three misses (w7001's, w7018's phase, w7008's crashed and phase): 1395/1358/838 of 1414 at the fold (kind
+# of 1379, phase of 859); w7001 (the penalties' token counts, a serving frame), w7008 (dump_input.py's ERROR records, the
+# dump of a failed step) and w7018 (V0's preemption for KV space) fixed by cited rules: 1396/1359/841 after.
+FLOORS = {"work": (1396, 1359, 841)}
 
 
 def test_the_work_split_keeps_its_counts():

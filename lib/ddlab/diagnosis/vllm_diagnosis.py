@@ -45,7 +45,7 @@ from ddlab.diagnosis.vllm_log import (
 from ddlab.diagnosis.vllm_frames import FRAME_PHASES, STARTUP_FRAMES as _STARTUP_FRAMES
 from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
-from ddlab.diagnosis.vllm_records import (only_vllm_files, only_vllm_services, with_announced_traceback,
+from ddlab.diagnosis.vllm_records import (dumped_step, only_vllm_files, only_vllm_services, with_announced_traceback,
                                           with_engine_messages, with_handler_records, with_utility_records,
                                           without_debug_tracebacks)
 from ddlab.vllm_crashes.requests import HANDLER_LOGGED, UTILITY_FAILED
@@ -136,11 +136,11 @@ def _call_in_progress(best: Candidate | None) -> str:
 
 
 def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signature: Signature | None,
-                 frames: str) -> str:
+                 frames: str, dumped: bool = False) -> str:
     hints = [signature.phase] if signature and signature.phase else []
     hints += _frame_phases(frames)
-    if not _STARTUP_FRAMES.search(frames) and any(
-            re.search(p, ln.msg) for ln in lines for p in SERVING_ECHOES):
+    if not _STARTUP_FRAMES.search(frames) and (dumped or any(
+            re.search(p, ln.msg) for ln in lines for p in SERVING_ECHOES)):
         hints.append("serving")  # the engine's busy loop died (or dumped its batch)
     phase = max([reached, *hints], key=PHASES.index)
     if best is None:
@@ -225,6 +225,7 @@ class VllmLog:
     chains: list[Chain]
     exit_seen: Exit
     best: Candidate | None
+    dumped: bool = False  # (round 70) a line of the engine's dump of the step it failed on (vllm_records.dumped_step)
 
 
 @dataclass
@@ -263,7 +264,7 @@ def read_vllm(text: str) -> VllmLog:
     chains = with_utility_records(with_handler_records(chains, text, HANDLER_LOGGED), text, UTILITY_FAILED)
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),
-                   root_cause(lines, chains, registry))
+                   root_cause(lines, chains, registry), dumped_step(text))
 
 
 def host_oom(first: int, why: str, lines: list[Line]) -> Candidate:
@@ -293,13 +294,14 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     """Crashed or not, the kind, the phase, the advice (for ``version`` or the log's release and
     ``algorithm`` or its speculative method) and the metrics summary, for the root cause ``best``."""
     request = best is not None and best.request
-    crashed = (best is not None and not request) or log.exit_seen.failed
+    crashed = (best is not None and not request) or log.exit_seen.failed or log.dumped
     signature = best.signature if best else None
     frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best) + _code_above(best, log.lines)
     frames += _rpc_methods(frames + (f"\n{best.cause}" if best else ""))
     if signature and signature.name in _METHOD_ONLY and _PAST_SIZE_CHECK.search(frames):
         signature = _method_only(signature, best, log.chains)
-    phase = "serving" if request and not crashed else _crash_phase(log.lines, log.reached, best, signature, frames)
+    phase = ("serving" if request and not crashed
+             else _crash_phase(log.lines, log.reached, best, signature, frames, log.dumped))
     version = version or log.facts.get("vllm_version")
     algorithm = algorithm or log.facts.get("speculative_method")
     found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),

@@ -90,6 +90,15 @@ _VERL_SLEEP = r'vllm_rollout/vllm_async_server\.py", line \d+, in (?:sleep|wake_
 # worker/model_runner_v1.py:2030, :2044); its profile_run samples nothing (:2534, "TODO: need to rum a dummy
 # sampler"; 0.12.0rc1 :2312) and its warm-up runs only _dummy_run (worker/worker_v1.py:305, :359)
 _ASCEND_SAMPLER = r'vllm_ascend/sample/sampler\.py", line \d+, in \w+[ \t]*$'
+# (round 70) the penalties' token counts: only a batch whose requests ask for a penalty counts its tokens
+# (get_token_bin_counts_and_mask, model_executor/layers/utils.py:8, its scatter_add_ :18 (0.7.2); :27, :37 (0.34.0);
+# V0's _get_bin_counts_and_mask, model_executor/layers/sampler.py:339, :349 (0.6.4.post1)). Start-up never does:
+# V1's profile_run samples nothing in 0.7.2 (v1/worker/gpu_model_runner.py:1012, "TODO(woosuk): Consider the memory
+# usage of the sampler"; the sampler only in execute_model, :804), its dummy sampler run asks no penalty from 0.8.0
+# (:1296, no_penalties=True); V0's profile run samples with top_p/top_k only (worker/model_runner.py:1243 (0.7.2)).
+# The frame, or its code line where a paste cut the frame's "File" line above it
+_PENALTY_COUNTS = (r', line \d+, in _?get_(?:token_)?bin_counts_and_mask[ \t]*$'
+                   r'|^[ \t]+bin_counts\.scatter_add_\(1, tokens, torch\.ones_like\(tokens\)\)[ \t]*$')
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its
@@ -135,7 +144,8 @@ FRAME_PHASES = (
     ("load_weights", frame_regex(_LOAD, also=_MODEL_BUILT)),
     ("memory_pool", frame_regex(_POOL)),
     ("graph_capture", frame_regex(_CAPTURE)),
-    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}|{_VERL_SLEEP}|{_ASCEND_SAMPLER}")),
+    ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}|{_VERL_SLEEP}|{_ASCEND_SAMPLER}"
+                                          f"|{_PENALTY_COUNTS}")),
 )
 STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 

@@ -1,7 +1,8 @@
 """vLLM's KV cache services: the lines they write only while requests are served.
 
 Contract: :data:`KV_SERVING` is a regular expression (an alternation, no anchors) that matches a line a KV
-connector or an external KV cache writes only for a request the scheduler admitted or a batch the model ran;
+connector or an external KV cache writes only for a request the scheduler admitted or a batch the model ran, or V0's
+scheduler writes only when the KV cache is short for the requests it runs;
 :mod:`.vllm_log` reads it as the ``serving`` phase's marker. Split from :mod:`.vllm_log` (the phases' table)
 so that each cache service's lines, and the source each rests on, live in one place.
 """
@@ -23,4 +24,8 @@ KV_SERVING = (
     # run (:621, :879 "# profile run", before any KV cache exists), logging "prefetch_kv_caches: matched="
     # (:646) and "update kv cache: #prefix=" (:685-695) only for a request's tokens
     r"|prefetch_kv_caches: matched=\{|update kv cache: #prefix=\d+, #tokens=\d+, updated="
+    # (round 70) V0's scheduler preempting a running sequence group for KV space: _preempt's warning (core/
+    # scheduler.py:1755 (0.7.3), :1482 (0.6.4.post1)), called only from _schedule_running (:763) and the priority
+    # preemption (:1005) on groups already running; the profile run never goes through the scheduler
+    r"|Sequence group \S+ is preempted by PreemptionMode\.(?:RECOMPUTE|SWAP) mode because there is not enough KV cache"
 )

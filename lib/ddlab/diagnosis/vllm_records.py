@@ -24,6 +24,8 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
   the OpenAI chat or completion handler ("serving_chat.py:N]", "[serving_completion.py:N]") is a traceback
   that handler logged for one request before it answered it (``HANDLER_LOGGED`` of
   :mod:`ddlab.vllm_crashes.requests` says where): the chain is marked handled, one request's error.
+- :func:`dumped_step` (round 70): a line under the ERROR stamp of vLLM's ``dump_input.py`` is part of the engine
+  core's dump of the step it failed on, whatever the paste kept of that record: the engine core died while serving.
 - :func:`with_utility_records` (round 58): so is a chain every line of which the log shows under the stamp of
   the engine core's "Invocation of ... method failed" record, after it: what a utility method raised, which
   the engine logged and answered the caller with (``UTILITY_FAILED`` says where), whatever it raised.
@@ -38,7 +40,7 @@ from ddlab.diagnosis.tracebacks import Chain, Raised
 from ddlab.diagnosis.vllm_log import VLLM_FILEINFO, VLLM_STAMP, VLLM_TIME
 
 __all__ = ["without_debug_tracebacks", "with_engine_messages", "with_announced_traceback", "with_handler_records",
-           "with_utility_records", "only_vllm_services"]
+           "with_utility_records", "only_vllm_services", "dumped_step"]
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
@@ -162,6 +164,18 @@ def with_announced_traceback(chains: list[Chain], lines: list[Line], text: str =
     if any(start in chain.lines for chain in chains):
         return chains
     return [*chains, Chain([Raised(header=start.msg.strip(), start=start)], cut=True)]
+
+
+# (round 70) every record logging_utils/dump_input.py writes is an ERROR inside _dump_engine_exception (:69, :76, :79,
+# :81 (0.10.1.1); :69-:85 (0.9.1)), which only dump_engine_exception calls, and that only where the model's step
+# raised, before the exception is raised on (v1/engine/core.py:214 execute_model (0.9.1), :272
+# execute_model_with_error_logging (0.10.1.1), :628 log_error_detail (0.34.0)): the engine core's busy loop dies of it
+_DUMP_STAMP_RE = re.compile(rf"\bERROR {VLLM_TIME} \[?dump_input\.py:\d+\](?: |$)")
+
+
+def dumped_step(text: str) -> bool:
+    """Whether a line of ``text`` carries the ERROR stamp of vLLM's dump of a failed step (above)."""
+    return "dump_input.py:" in text and any(_DUMP_STAMP_RE.search(raw) for raw in text.splitlines())
 
 
 # the stamp of a record the OpenAI chat or completion handler logs at ERROR, at the end of a line's prefix
