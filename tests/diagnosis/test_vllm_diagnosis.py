@@ -347,8 +347,9 @@ def test_vllm_logs_are_read_as_vllm():
     # and unsloth's re-raise of a Triton compile message (w6823); round 69 two, each the same kind either way:
     # vllm-omni's "[Stage-0]" stage-worker lines (w6919, a healthy excerpt) and uvicorn's ASGI traceback for a chat
     # request (w6921, one request's error); round 70 one, the same kind either way: torch's rank-tagged ValueError of
-    # the multimodal placeholders alone (w7009)
-    assert len(unmarked) <= 99, unmarked
+    # the multimodal placeholders alone (w7009); round 71 two, each the same kind either way: torch's OutOfMemoryError
+    # at a traceback's tail alone (w7106) and uvicorn's ASGI traceback of a request, cut (w7107)
+    assert len(unmarked) <= 101, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -99,6 +99,13 @@ _ASCEND_SAMPLER = r'vllm_ascend/sample/sampler\.py", line \d+, in \w+[ \t]*$'
 # The frame, or its code line where a paste cut the frame's "File" line above it
 _PENALTY_COUNTS = (r', line \d+, in _?get_(?:token_)?bin_counts_and_mask[ \t]*$'
                    r'|^[ \t]+bin_counts\.scatter_add_\(1, tokens, torch\.ones_like\(tokens\)\)[ \t]*$')
+# (round 71) vllm-omni's Voxtral TTS encoding a reference audio's waveform (encode_waveforms, called from the
+# generation stage's embed_multimodal: models/voxtral_tts/voxtral_tts_audio_tokenizer.py:990,
+# voxtral_tts_audio_generation.py:1007 (vllm-omni 0.30.0)). Start-up encodes no dummy audio: both Voxtral stages
+# skip the multimodal profile (deploy/voxtral_tts.yaml:46, :71), which the runners' profile_run honours
+# (worker/gpu_generation_model_runner.py:931 (vllm-omni 0.30.0); vLLM 0.20.0 v1/worker/gpu_model_runner.py:5792);
+# so only a request's reference audio (voice cloning) reaches it
+_VOXTRAL_ENCODE = r'voxtral_tts/voxtral_tts_audio_tokenizer\.py", line \d+, in encode_waveforms[ \t]*$'
 # (round 44) a model's constructor building one of its layers: vLLM builds the model only in initialize_model,
 # which the loaders' load_model calls (model_executor/model_loader/utils.py:48, base_loader.py:49 (0.13.0);
 # utils.py, base_loader.py:54 (0.34.0)), each layer a class of model_executor/layers/ or a plugin's op put in its
@@ -145,7 +152,7 @@ FRAME_PHASES = (
     ("memory_pool", frame_regex(_POOL)),
     ("graph_capture", frame_regex(_CAPTURE)),
     ("serving", frame_regex(_SERVING, also=f"{_AFTER_START_RPC}|{_USER_RPC}|{_VERL_SLEEP}|{_ASCEND_SAMPLER}"
-                                          f"|{_PENALTY_COUNTS}")),
+                                          f"|{_PENALTY_COUNTS}|{_VOXTRAL_ENCODE}")),
 )
 STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
 

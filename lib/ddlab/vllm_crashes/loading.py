@@ -1,7 +1,7 @@
 """vLLM: a start refused before the engine runs: the weight loaders' refusals (``weights_unreadable``)
 and the config's own checks (``bad_argument``: a check in vLLM's config classes, pydantic's words for a
-validator's ValueError, the V2 model runner's requirement), and a model config vLLM cannot read
-(``arch_unsupported``: a layout without a setting it reads, no architecture named); round 9 added
+validator's ValueError, the V2 model runner's requirement); a model config vLLM cannot read
+(``arch_unsupported``) is :mod:`.archs`, listed here in its place; round 9 added
 the argument parser's own refusals, a traceback cut in the loop that reads the checkpoint files and a
 negative KV cache share that explains an engine's cut traceback.
 
@@ -13,6 +13,7 @@ log shows it. (Found by round 4 of the vLLM corpus, like the capture texts now i
 
 from __future__ import annotations
 
+from ddlab.vllm_crashes import archs
 from ddlab.vllm_crashes.library import V0 as _V0
 from ddlab.crashes.signature import Found, Signature, regex
 
@@ -180,80 +181,6 @@ V2_RUNNER = Signature(
              ("0.33.0", "vllm/model_executor/models/qwen3_dflash.py:134"),
              ("0.30.0", "vllm/distributed/ec_transfer/ec_connector/cpu/connector.py:42")))
 
-# (round 7) vLLM reads the text model's settings (num_attention_heads, hidden_size ...) from the
-# model's config class (config.py:526 (0.6.4.post1); transformers_utils/model_arch_config_convertor.py:557
-# (0.30.0)), also a draft's while the speculative config is built (engine/arg_utils.py:2172 (0.34.0)):
-# a config class without one is a layout vLLM cannot read, as SGLang's config_layout_unknown. vLLM's
-# own engine config classes (VllmConfig, CacheConfig ...) lacking a field are a plugin or release
-# mismatch, not the model's
-_ENGINE_CONFIGS = (r"'(?:Vllm|Model|Cache|Parallel|Scheduler|Compilation|Speculative|Device|Load|LoRA|Lora"
-                   r"|Observability|KVTransfer|KVEvents|StructuredOutputs|DecodingConfig|Pooler|Multi\w*)Config'")
-MODEL_CONFIG_LAYOUT = Signature(
-    "vllm_model_config_layout", "arch_unsupported", "vLLM cannot read a setting of the model's config",
-    ("The model's (or the draft's) config class lacks a setting vLLM reads to build the engine: its "
-     "layout is one this release does not know (a speculator, multimodal or remote-code config). Use a "
-     "vLLM release that lists the architecture (or method), or a checkpoint whose config has the setting.",),
-    types=r"(?:\w+\.)*AttributeError", patterns=(r"'\w*Config' object has no attribute '\w+'",),
-    absent=(rf"{_ENGINE_CONFIGS} object has no attribute",), priority=72, phase="launch",
-    sources=((_V0, "vllm/config.py:526"),
-             ("0.30.0", "vllm/transformers_utils/model_arch_config_convertor.py:557"),
-             ("0.34.0", "vllm/engine/arg_utils.py:2172")))
-
-# (round 8) the model registry picks the model class by the architectures the model's config names
-# (inspect_model_cls / resolve_model_cls, model_executor/models/registry.py:1454, :1507 (0.34.0), :1375
-# (0.33.0), :1326 (0.30.0)), run while ModelConfig is built (pydantic words it "Value error, ..."): a
-# config naming none is an architecture vLLM cannot tell. V0 only warns (registry.py:376 (0.6.4.post1))
-_NO_ARCH = r"No model architectures are specified"
-NO_ARCHITECTURES = Signature(
-    "vllm_no_architectures", "arch_unsupported", "the model's config names no architecture",
-    ("The model's config.json names no `architectures`, so vLLM cannot pick a model class: a "
-     "checkpoint of a model type that needs its own plug-in or code (register it, or "
-     "`--trust-remote-code` where the repo ships code), or a config missing the key: add it, or "
-     "`--hf-overrides {\"architectures\":[\"XForCausalLM\"]}` with the model's class.",),
-    types=r"(?:\w+\.)*(?:ValueError|ValidationError)", patterns=(_NO_ARCH,),
-    lines=(rf"^\s*Value error, {_NO_ARCH}",), priority=84, phase="launch",
-    sources=(("0.34.0", "vllm/model_executor/models/registry.py:1454"),
-             ("0.34.0", "vllm/model_executor/models/registry.py:1507"),
-             ("0.33.0", "vllm/model_executor/models/registry.py:1375"),
-             ("0.30.0", "vllm/model_executor/models/registry.py:1326")))
-
-# (round 24) a MoE model class finds, after building the layers the checkpoint's config describes, not
-# one MoE layer, and raises RuntimeError("No <Name> layer found in model.layers.") (hunyuan_v1.py:1013,
-# glm4_moe.py:622 (0.11.1); glm4_moe.py:509, hy_v3.py:486, afmoe.py:538, openpangu.py:1191 (0.34.0)): the
-# config is of a layout (dense) the class does not handle. Others only log it (llama4.py:756): no raise
-MOE_LAYERS_MISSING = Signature(
-    "vllm_moe_layers_missing", "arch_unsupported",
-    "the MoE model class found no MoE layer in the model's config",
-    ("vLLM built the MoE class the checkpoint's `architectures` names, but its config describes no MoE "
-     "layer (a dense variant under the MoE name, or a config this release reads otherwise): serve it "
-     "under its dense architecture, or use a vLLM release that lists the variant.",),
-    types=r"RuntimeError", patterns=(r"No \w+ layer found in model\.layers\.",),
-    priority=72, phase="load_weights",
-    sources=(("0.34.0", "vllm/model_executor/models/glm4_moe.py:509"),
-             ("0.34.0", "vllm/model_executor/models/hy_v3.py:486"),
-             ("0.34.0", "vllm/model_executor/models/afmoe.py:538"),
-             ("0.34.0", "vllm/model_executor/models/openpangu.py:1191")))
-
-# (round 36) an architecture vLLM does not implement falls back to its Transformers backend ("X has no vLLM
-# implementation, falling back to Transformers implementation.", 0.7.3 model_executor/model_loader/utils.py:78-81),
-# which shards only a model whose Transformers class has a tensor-parallel plan, and raises while the model is
-# built where it has none and the tensor-parallel size is above 1: "Trying to run tensor parallelization but
-# the model does not support it yet!" (0.7.3 model_executor/models/transformers.py:185-189), f"{type(self.model)}
-# does not support tensor parallel yet!" (0.8.5.post1 :235-236, 0.9.1 :273-274, 0.10.0 :547-548), f"... does
-# not support tensor parallel. {tip}" (0.11.1 models/transformers/base.py:266-272, 0.20.0 :478-484). From
-# 0.27.1 it only warns ("does not define a tensor parallel plan", transformers/base.py:440-451)
-_NO_TP_PLAN = (r"(?:Trying to run tensor parallelization but the model does not support it yet!"
-               r"|<class '[\w.]+'> does not support tensor parallel(?: yet!|\. ))")
-FALLBACK_NO_TP = Signature(
-    "vllm_transformers_fallback_no_tp", "arch_unsupported",
-    "vLLM's Transformers fallback cannot shard this architecture over tensor-parallel ranks",
-    ("vLLM has no implementation of this architecture and serves it through its Transformers backend, "
-     "which shards only models whose Transformers class defines a tensor-parallel plan; this one does not. "
-     "Use a vLLM release that implements the architecture (its supported-models list), or serve it with "
-     "`--tensor-parallel-size 1` (pipeline parallelism or a quantized checkpoint to fit it).",),
-    types=r"ValueError", patterns=(_NO_TP_PLAN,), lines=(_NO_TP_PLAN,), priority=72, phase="load_weights",
-    sources=(("0.7.3", "vllm/model_executor/models/transformers.py:188"),))
-
 # (round 24) vLLM's Ray executor takes the placement group it runs in (the caller's, or Ray's current one:
 # a Ray Serve deployment's) and refuses a bundle of more than one device: one worker per bundle, one
 # device each (initialize_ray_cluster, v1/executor/ray_utils.py:346 (0.34.0), :601 (0.30.0);
@@ -393,7 +320,7 @@ LOADER_NARROW = Signature(
                        "size (N).)")))
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE, LOADER_NARROW,
-                               CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, MODEL_CONFIG_LAYOUT,
-                               NO_ARCHITECTURES, MOE_LAYERS_MISSING, FALLBACK_NO_TP, PLACEMENT_BUNDLE,
+                               CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, *archs.SIGNATURES,
+                               PLACEMENT_BUNDLE,
                                PLACEMENT_DEVICES, PD_KV_LAYOUT,
                                CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]

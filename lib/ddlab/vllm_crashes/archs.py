@@ -1,0 +1,108 @@
+"""vLLM: a model it cannot build from the model's config (``arch_unsupported``): a config class without a
+setting vLLM reads, a config that names no architecture (round 8's ValueError; round 71: V0's warning that
+explains the crash right after it), a MoE class that finds no MoE layer, the Transformers fallback that cannot
+shard the architecture. Split from :mod:`.loading` (round 71), whose list holds these in their place.
+
+Each is a text or a frame of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
+"""
+
+from __future__ import annotations
+
+from ddlab.vllm_crashes.library import V0 as _V0
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES"]
+
+# (round 7) vLLM reads the text model's settings (num_attention_heads, hidden_size ...) from the
+# model's config class (config.py:526 (0.6.4.post1); transformers_utils/model_arch_config_convertor.py:557
+# (0.30.0)), also a draft's while the speculative config is built (engine/arg_utils.py:2172 (0.34.0)):
+# a config class without one is a layout vLLM cannot read, as SGLang's config_layout_unknown. vLLM's
+# own engine config classes (VllmConfig, CacheConfig ...) lacking a field are a plugin or release
+# mismatch, not the model's
+_ENGINE_CONFIGS = (r"'(?:Vllm|Model|Cache|Parallel|Scheduler|Compilation|Speculative|Device|Load|LoRA|Lora"
+                   r"|Observability|KVTransfer|KVEvents|StructuredOutputs|DecodingConfig|Pooler|Multi\w*)Config'")
+MODEL_CONFIG_LAYOUT = Signature(
+    "vllm_model_config_layout", "arch_unsupported", "vLLM cannot read a setting of the model's config",
+    ("The model's (or the draft's) config class lacks a setting vLLM reads to build the engine: its "
+     "layout is one this release does not know (a speculator, multimodal or remote-code config). Use a "
+     "vLLM release that lists the architecture (or method), or a checkpoint whose config has the setting.",),
+    types=r"(?:\w+\.)*AttributeError", patterns=(r"'\w*Config' object has no attribute '\w+'",),
+    absent=(rf"{_ENGINE_CONFIGS} object has no attribute",), priority=72, phase="launch",
+    sources=((_V0, "vllm/config.py:526"),
+             ("0.30.0", "vllm/transformers_utils/model_arch_config_convertor.py:557"),
+             ("0.34.0", "vllm/engine/arg_utils.py:2172")))
+
+# (round 8) the model registry picks the model class by the architectures the model's config names
+# (inspect_model_cls / resolve_model_cls, model_executor/models/registry.py:1454, :1507 (0.34.0), :1375
+# (0.33.0), :1326 (0.30.0)), run while ModelConfig is built (pydantic words it "Value error, ..."): a
+# config naming none is an architecture vLLM cannot tell. V0 only warns (registry.py:376 (0.6.4.post1))
+_NO_ARCH = r"No model architectures are specified"
+NO_ARCHITECTURES = Signature(
+    "vllm_no_architectures", "arch_unsupported", "the model's config names no architecture",
+    ("The model's config.json names no `architectures`, so vLLM cannot pick a model class: a "
+     "checkpoint of a model type that needs its own plug-in or code (register it, or "
+     "`--trust-remote-code` where the repo ships code), or a config missing the key: add it, or "
+     "`--hf-overrides {\"architectures\":[\"XForCausalLM\"]}` with the model's class.",),
+    types=r"(?:\w+\.)*(?:ValueError|ValidationError)", patterns=(_NO_ARCH,),
+    lines=(rf"^\s*Value error, {_NO_ARCH}",), priority=84, phase="launch",
+    sources=(("0.34.0", "vllm/model_executor/models/registry.py:1454"),
+             ("0.34.0", "vllm/model_executor/models/registry.py:1507"),
+             ("0.33.0", "vllm/model_executor/models/registry.py:1375"),
+             ("0.30.0", "vllm/model_executor/models/registry.py:1326")))
+
+# (round 71) Up to 0.10.0 the registry only warns of a config naming no architectures ("No model architectures are
+# specified", _normalize_archs: model_executor/models/registry.py:400 (0.7.3), :376 (0.6.4.post1), :499 (0.10.0)) and
+# goes on with what it was given: None (a config.json with no "architectures") is iterated at once, "'NoneType'
+# object is not iterable" (registry.py:403 (0.7.3), :503 (0.10.0) filter; inspect_model_cls's loop :386 (0.6.4.post1)),
+# and an empty list leaves no class, _raise_for_unsupported's ValueError (:420 (0.7.3)): every path raises while
+# ModelConfig is built (config.py:426 (0.7.3), from create_model_config, engine/arg_utils.py:1127). The warning
+# explains the crash right after it that nothing else names (a bare TypeError, a traceback cut before its line)
+V0_NO_ARCHITECTURES = Signature(
+    "vllm_no_architectures_warned", "arch_unsupported",
+    "the model's config names no architecture (V0's warning, then the registry fails on it)",
+    NO_ARCHITECTURES.advice, lines=(rf"^{_NO_ARCH}\s*$",), priority=30, phase="launch", explains=True,
+    sources=(("0.7.3", "vllm/model_executor/models/registry.py:400"),
+             ("0.7.3", "vllm/model_executor/models/registry.py:403"),
+             ("0.6.4.post1", "vllm/model_executor/models/registry.py:376"),
+             ("vllm 0.10.0", "vllm/model_executor/models/registry.py:499"),
+             ("0.7.3", "vllm/config.py:426")))
+
+# (round 24) a MoE model class finds, after building the layers the checkpoint's config describes, not
+# one MoE layer, and raises RuntimeError("No <Name> layer found in model.layers.") (hunyuan_v1.py:1013,
+# glm4_moe.py:622 (0.11.1); glm4_moe.py:509, hy_v3.py:486, afmoe.py:538, openpangu.py:1191 (0.34.0)): the
+# config is of a layout (dense) the class does not handle. Others only log it (llama4.py:756): no raise
+MOE_LAYERS_MISSING = Signature(
+    "vllm_moe_layers_missing", "arch_unsupported",
+    "the MoE model class found no MoE layer in the model's config",
+    ("vLLM built the MoE class the checkpoint's `architectures` names, but its config describes no MoE "
+     "layer (a dense variant under the MoE name, or a config this release reads otherwise): serve it "
+     "under its dense architecture, or use a vLLM release that lists the variant.",),
+    types=r"RuntimeError", patterns=(r"No \w+ layer found in model\.layers\.",),
+    priority=72, phase="load_weights",
+    sources=(("0.34.0", "vllm/model_executor/models/glm4_moe.py:509"),
+             ("0.34.0", "vllm/model_executor/models/hy_v3.py:486"),
+             ("0.34.0", "vllm/model_executor/models/afmoe.py:538"),
+             ("0.34.0", "vllm/model_executor/models/openpangu.py:1191")))
+
+# (round 36) an architecture vLLM does not implement falls back to its Transformers backend ("X has no vLLM
+# implementation, falling back to Transformers implementation.", 0.7.3 model_executor/model_loader/utils.py:78-81),
+# which shards only a model whose Transformers class has a tensor-parallel plan, and raises while the model is
+# built where it has none and the tensor-parallel size is above 1: "Trying to run tensor parallelization but
+# the model does not support it yet!" (0.7.3 model_executor/models/transformers.py:185-189), f"{type(self.model)}
+# does not support tensor parallel yet!" (0.8.5.post1 :235-236, 0.9.1 :273-274, 0.10.0 :547-548), f"... does
+# not support tensor parallel. {tip}" (0.11.1 models/transformers/base.py:266-272, 0.20.0 :478-484). From
+# 0.27.1 it only warns ("does not define a tensor parallel plan", transformers/base.py:440-451)
+_NO_TP_PLAN = (r"(?:Trying to run tensor parallelization but the model does not support it yet!"
+               r"|<class '[\w.]+'> does not support tensor parallel(?: yet!|\. ))")
+FALLBACK_NO_TP = Signature(
+    "vllm_transformers_fallback_no_tp", "arch_unsupported",
+    "vLLM's Transformers fallback cannot shard this architecture over tensor-parallel ranks",
+    ("vLLM has no implementation of this architecture and serves it through its Transformers backend, "
+     "which shards only models whose Transformers class defines a tensor-parallel plan; this one does not. "
+     "Use a vLLM release that implements the architecture (its supported-models list), or serve it with "
+     "`--tensor-parallel-size 1` (pipeline parallelism or a quantized checkpoint to fit it).",),
+    types=r"ValueError", patterns=(_NO_TP_PLAN,), lines=(_NO_TP_PLAN,), priority=72, phase="load_weights",
+    sources=(("0.7.3", "vllm/model_executor/models/transformers.py:188"),))
+
+SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
+                               FALLBACK_NO_TP]
