@@ -6,16 +6,18 @@ process, and its release builds keep C++ ``assert`` on: a failed one prints glib
 dies with no Python exception. The kernel's build failed: ``kernel_compile``, the
 assertion's own text says what the compiler could not lower; so does LLVM's fatal error, and
 Triton's own texts for a build whose MLIR passes failed, whose PTX ptxas refused, or whose binary
-the driver would not load. :mod:`.device` splices this list into its own, after the builds that fail
-with an exception.
+the driver would not load. One is ``kernel_config_unsupported``: the launch Triton's launcher
+checks, refused with an invalid argument (:data:`TRITON_LAUNCH_REFUSED`). :mod:`.device` splices
+this list into its own, after the builds that fail with an exception.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_PASS_FAILED",
-           "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "NINJA_RUN_CUT", "build_detail"]
+__all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_LAUNCH_REFUSED",
+           "TRITON_PASS_FAILED", "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "NINJA_RUN_CUT",
+           "build_detail"]
 
 # (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
@@ -170,6 +172,31 @@ TRITON_INVALID_IMAGE = Signature(
              ("CUDA 13.0", "include/cuda.h:2612 (CUDA_ERROR_INVALID_IMAGE = 200: the device kernel image is "
                            "invalid)")))
 
+# (round 72) Triton's generated launcher checks its launch with the same glue: "Triton Error [HIP]:  Code: %d,
+# Messsage: %s" on ROCm (triton 3.4.0 backends/amd/driver.py:381-384, the HIP_CHECK of hipModuleLaunchKernel
+# :395-399; 3.0.0 :262-265, :276), "Triton Error [CUDA]: " and the error's string on CUDA (3.4.0
+# backends/nvidia/driver.py:268, cuLaunchKernelEx :362). Code 1, "invalid argument" (hipErrorInvalidValue,
+# CUDA_ERROR_INVALID_VALUE), is the launch refusing the grid, block or shared memory it was given: the
+# pointer check's own invalid value becomes "Pointer argument (at N) cannot be accessed" (amd :435-438,
+# nvidia :399-401) and nothing else the launcher checks takes an argument of the kernel's. The loader's
+# check (amd driver.c:105, its loadBinary :169-170) prints the same text, so a traceback through
+# _init_handles/load_binary is not read
+_TRITON_LAUNCH = r"Triton Error \[(?:HIP\]:\s+Code: 1, Messsage|CUDA\]): invalid argument\s*$"
+TRITON_LAUNCH_REFUSED = Signature(
+    "triton_launch_refused", "kernel_config_unsupported",
+    "a Triton kernel's launch was refused (invalid argument)",
+    ("The GPU runtime refused the launch of a Triton kernel with an invalid argument: the grid, block size "
+     "or shared memory its launch asked for this shape is not one this GPU takes (the frames above "
+     "Triton's name the kernel). Choose a backend that does not use it, keep the batch or shape within "
+     "what it takes, or install a release of the kernel's library (or of Triton) that supports this "
+     "GPU's configuration.",),
+    types=r"RuntimeError", patterns=(_TRITON_LAUNCH,), absent=(r"in _init_handles|in load_binary",),
+    priority=81,
+    sources=(("triton 3.4.0", "triton/backends/amd/driver.py:384 (gpuAssert: \"%s Code: %d, Messsage: %s\")"),
+             ("triton 3.4.0", "triton/backends/amd/driver.py:399 (HIP_CHECK(hipModuleLaunchKernel(...)))"),
+             ("triton 3.0.0", "triton/backends/amd/driver.py:276 (HIP_CHECK(hipModuleLaunchKernel(...)))"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.py:362 (CUDA_CHECK(cuLaunchKernelEx...))")))
+
 # (vLLM round 18) Triton lowers a kernel through MLIR pass pipelines and its binding throws
 # std::runtime_error("PassManager::run failed") when one fails (triton python/src/ir.cc, the text in triton
 # 3.4.0 triton/_C/libtriton.so and triton-ascend 3.2.0's): a Triton kernel's build failed (inductor wraps it
@@ -236,5 +263,5 @@ NINJA_RUN_CUT = Signature(
              ("flashinfer-python 0.5.3", "flashinfer/jit/cpp_ext.py:287")))
 
 # (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet)
-SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_PASS_FAILED,
-              NO_C_COMPILER_CUT]
+SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_LAUNCH_REFUSED,
+              TRITON_PASS_FAILED, NO_C_COMPILER_CUT]

@@ -5,7 +5,8 @@ CONFIG_MAPPING; a GGUF architecture its GGUF loader does not map), SGLang's mode
 registry ("Model architectures [...] are not supported for now"; before registry.py,
 0.2/0.3: "Unsupported architectures: X. Supported list: [...]"), its fallback to
 transformers' implementation ("Cannot find model module. 'X' is not a registered model in
-the Transformers library"), its multimodal processor registry, and ``ModelConfig``
+the Transformers library", or "X has no SGlang implementation and the Transformers implementation
+is not compatible with SGLang."), its multimodal processor registry, and ``ModelConfig``
 reading text settings from a config class of a layout it does not know. The kind is
 ``arch_unsupported``: a newer transformers or SGLang, or a processor whose module failed
 to import. One text here is ``model_not_found``: a model path naming a file, which transformers reads
@@ -172,6 +173,27 @@ TRANSFORMERS_ARCH_UNKNOWN = Signature(
              ("0.5.19", "sglang/srt/model_loader/utils.py:229"),
              ("sglang 0.5.9", "sglang/srt/model_loader/utils.py:54")))
 
+# (round 72) the same fallback's refusal of a class transformers has but SGLang cannot drive: with
+# `--model-impl auto` (the default) an architecture the registry lacks is handed to transformers' class,
+# and one whose class is not backend-compatible (transformers 4.56.1 modeling_utils.py:5988-5989, its
+# `_supports_attention_backend`) raises "X has no SGlang implementation and the Transformers implementation
+# is not compatible with SGLang." (0.4.10.post2 model_loader/utils.py:67-69, 0.5.10 :180-181, reached from
+# get_model_architecture :101): no model class SGLang can serve for that architecture
+TRANSFORMERS_FALLBACK_REFUSED = Signature(
+    "transformers_fallback_refused", "arch_unsupported",
+    "SGLang has no class for the model's architecture and transformers' class is not compatible",
+    ("This SGLang has no model class for the checkpoint's architecture, and the class transformers has "
+     "for it does not support SGLang's attention backend (`_supports_attention_backend`), so the "
+     "fallback refused it. Upgrade SGLang to a release that lists the architecture (`python -c \"from "
+     "sglang.srt.models.registry import ModelRegistry; print(ModelRegistry.get_supported_archs())\"`), "
+     "or serve a supported variant of the model.",),
+    types=r"(?:\w+\.)*ValueError",
+    patterns=(r"\w+ has no SGlang implementation and the Transformers implementation is not compatible",),
+    priority=84, phase="launch",
+    sources=(("0.4.10.post2", "sglang/srt/model_loader/utils.py:68"),
+             ("0.5.10", "sglang/srt/model_loader/utils.py:180"),
+             ("transformers 4.56.1", "transformers/modeling_utils.py:5988")))
+
 # (round 56) a model path that names a file: transformers takes a path that is a file as the config file
 # itself (4.56.1 configuration_utils.py:709-711) and reads it as JSON text (:756 -> _dict_from_json_file
 # :864-866), which SGLang asks for first (0.5.1 hf_transformers_utils.py:129, get_config); a weights
@@ -224,5 +246,5 @@ CONFIG_WITHOUT_MODEL_TYPE = Signature(
              ("transformers 4.56.1", "transformers/configuration_utils.py:736")))
 
 SIGNATURES = [ARCH_UNSUPPORTED, CONFIG_WITHOUT_MODEL_TYPE, GGUF_ARCH_UNSUPPORTED, MM_PROCESSOR_MISSING,
-              CONFIG_LAYOUT_UNKNOWN, TRANSFORMERS_ARCH_UNKNOWN, MODEL_TYPE_KEY, MODEL_TYPE_LOOKUP_CUT,
-              ROUTER_ARCH_LOOKUP_CUT, MODEL_TYPE_ALONE, MODEL_PATH_IS_A_FILE]
+              CONFIG_LAYOUT_UNKNOWN, TRANSFORMERS_ARCH_UNKNOWN, TRANSFORMERS_FALLBACK_REFUSED, MODEL_TYPE_KEY,
+              MODEL_TYPE_LOOKUP_CUT, ROUTER_ARCH_LOOKUP_CUT, MODEL_TYPE_ALONE, MODEL_PATH_IS_A_FILE]
