@@ -118,8 +118,6 @@ _ANNOUNCED_RE = re.compile(r"(?:^|\] )WorkerProc (?:hit an exception|failed)\.\s
 # (logger.exception writes the traceback right under the message, the record's prefix on each line: the module
 # docstring), nothing of the traceback after it (vllm-ascend's "Capturing ACL graphs" then this, 0.10.1.1's
 # worker_busy_loop, multiproc_executor.py:596)
-
-
 def _same_prefix(text: str, message: str, header: str) -> bool:
     """Whether ``text`` shows ``header`` on the line right after ``message``, under the same prefix."""
     raws = [raw.rstrip() for raw in text.splitlines() if raw.strip()]
