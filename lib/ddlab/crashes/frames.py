@@ -136,6 +136,13 @@ _LORA_CALL = "init_lora_manager"
 # model_runner.py:1949 in _dummy_run; cuda_graph_runner's capture), and an attention backend's forward_extend is
 # another file's: only model_runner.py's frames count
 _RUNNER_FORWARD = r'model_executor[/\\]model_runner\.py", line \d+,? in (?:_forward_raw|forward_extend)\s*$'
+# (round 73) the prefix cache evicting to make room: the radix caches' evict and its helpers (0.5.10
+# mem_cache/hi_mamba_radix_cache.py:738 evict -> :722 _evict_device_leaf -> :600 _evict_regular; radix_cache.py,
+# mamba_radix_cache.py, swa_radix_cache.py, hiradix_cache.py) are called only while requests are batched: the
+# code line ``tree_cache.evict(...)`` of evict_from_tree_cache (0.5.10 mem_cache/common.py:252), under the slot
+# allocation of an extend or decode batch (:207, :268, :405; managers/schedule_batch.py:1615, :1939, :2032), a
+# request's prefix loaded back (hi_mamba_radix_cache.py:367) or cached unfinished (mamba_radix_cache.py:667)
+_CACHE_EVICT = r'mem_cache[/\\][\w/\\]*\.py", line \d+,? in _?evict(?:_\w+)?\s*$|^\s*[\w.]*tree_cache\.evict\('
 FRAME_PHASES = (
     ("load_weights", frame_regex(_LOAD, _LORA_CALL, also=f"{_QUANT_BUILT}|{_LOAD_CALL}")),
     ("memory_pool", frame_regex(_POOL)),
@@ -143,7 +150,7 @@ FRAME_PHASES = (
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
     ("graph_capture", frame_regex(_CAPTURE, _GRAPH_SETUP, also=CAPTURE_PROFILER)),
     ("ready", frame_regex(_WARMUP)),
-    ("serving", frame_regex(_SERVING, r"event_loop_\w+|run_event_loop", also=_RUNNER_FORWARD)),
+    ("serving", frame_regex(_SERVING, r"event_loop_\w+|run_event_loop", also=f"{_RUNNER_FORWARD}|{_CACHE_EVICT}")),
 )
 # (round 50) SGLang Diffusion loading its pipeline's components (the DiT, encoders, VAE: their weights):
 # the pipeline's constructor loads each module (0.5.12 multimodal_gen/runtime/pipelines_core/

@@ -25,7 +25,7 @@ from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 from ddlab.diagnosis.vllm_hpu_lines import HPU_WARMUP
 from ddlab.diagnosis.vllm_kv_lines import KV_SERVING
 from ddlab.diagnosis.vllm_model_lines import MODEL_BUILD
-from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, TEXT_MARKS
+from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, IMPORT_NOTICE, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
@@ -151,18 +151,18 @@ _VLLM_SCREEN, _SGLANG_SCREEN = Screen(_VLLM_MARKS), Screen(_SGLANG_MARKS)
 
 
 def family_marks(text: str) -> tuple[int, int]:
-    """(lines with vLLM's marks, lines with SGLang's marks): see :func:`detect_family`."""
+    """(lines with vLLM's marks, its import notice counted once; lines with SGLang's): see :func:`detect_family`."""
     lines = (text or "").splitlines()
-    return (sum(1 for ln in lines if _VLLM_SCREEN.hit(ln)),
+    notices = sum(1 for ln in lines if IMPORT_NOTICE.search(ln) and _VLLM_SCREEN.hit(ln))
+    return (sum(1 for ln in lines if _VLLM_SCREEN.hit(ln)) - max(notices - 1, 0),
             sum(1 for ln in lines if _SGLANG_SCREEN.hit(ln)))
 
 
 def detect_family(text: str) -> str:
-    """``vllm`` when vLLM's marks (its stamp, process tags, ``vllm/`` paths, its name, its
-    config keys) are on more than three times as many lines as SGLang's (its name,
-    ``server_args=``, ``launch_server``, its batch lines, its stamp); else ``sglang`` (also
-    when neither shows: :func:`told_family` tells that case). SGLang imports vLLM in many
-    releases, so an SGLang log may carry a few of vLLM's lines."""
+    """``vllm`` when vLLM's marks (its stamp, process tags, ``vllm/`` paths, its name, its config keys) are on more
+    than three times as many lines as SGLang's (its name, ``server_args=``, ``launch_server``, its batch lines, its
+    stamp); else ``sglang`` (also when neither shows: :func:`told_family` tells that case). SGLang imports vLLM in
+    many releases, so an SGLang log may carry a few of vLLM's lines (its import notice: counted once)."""
     return told_family(text)[0]
 
 

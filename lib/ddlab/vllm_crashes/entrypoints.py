@@ -2,7 +2,8 @@
 the engine (round 32: the chat template, gpt-oss's Harmony vocabulary), and the scheduler config's check of the
 token budget against the length (round 62), which any entry point's engine config runs before anything loads;
 and vLLM's own front door (``LLM``, ``SamplingParams``) undefined in a caller whose import of it failed (round 62);
-a vllm-omni pipeline refusing the engine backend its deploy config names (round 69).
+a vllm-omni pipeline refusing the engine backend its deploy config names (round 69); texts that mark a log as
+vLLM's (round 65), and its import notice, which counts once (SGLang round 73).
 
 The API server checks some arguments only after argparse took them (``validate_parsed_serve_args``), before
 any engine starts, and it builds its handlers once the engine is up: a file it needs there missing is a start
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING", "BATCHED_UNDER_LEN",
-           "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND"]
+__all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "IMPORT_NOTICE", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING",
+           "BATCHED_UNDER_LEN", "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
 # validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
@@ -136,6 +137,10 @@ OMNI_ENGINE_BACKEND = Signature(
 # (vllm/config.py:423-425 (0.6.2), :272-274 (0.5.1)); in no SGLang wheel
 TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
               r"|Pipeline parallelism is only supported for the following +architectures: \[")
+# (SGLang round 73) vLLM's platform notice, logged when vLLM is imported (vllm/platforms/__init__.py:207 (0.7.3), :287
+# (0.34.0)) by each process that imports it, SGLang's too where SGLang imports vLLM (0.4.4.post1
+# srt/layers/quantization/__init__.py:9): however many processes print it, it tells one fact, vLLM imported
+IMPORT_NOTICE = regex(r"Automatically detected platform \w+\.")
 
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED,
                                OMNI_ENGINE_BACKEND]

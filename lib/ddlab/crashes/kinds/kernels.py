@@ -124,12 +124,11 @@ KERNEL_CONFIG = Signature(
 # the kernel refuses this configuration (a dtype, a shape, a token count). A paste cut right after
 # "Check" is the same text. Below the replay plan's reading (73): a plan step that refuses a batch
 # inside graph replay is the graph's batch, not the model's configuration.
-# (round 21) SGLang's own JIT kernels check their tensors the same way through tvm-ffi: TensorMatcher's
-# verify() catches the size, dtype or device check that failed and rethrows it as "Tensor match failed
-# for Tensor<shape>[...] at FILE:LINE\n- Root cause: ..." (0.5.23 sglang/kernels/jit/include/sgl_kernel/
-# tensor.h:541-550; "Size mismatch for NAME: expected N but got M", :231), a C++ exception tvm-ffi raises
-# as InternalError (apache-tvm-ffi 0.1.15 include/tvm/ffi/function.h:87)
-_TVM_CHECK = r"InternalError: (?:Check(?: failed: | not null: |\s*$)|Tensor match failed for Tensor<)"
+# (round 21, 73) SGLang's JIT kernels check their tensors through tvm-ffi too: TensorMatcher's verify() rethrows
+# the size, dtype or device check that failed as "Tensor match failed for Tensor<shape>[...] at FILE:LINE\n- Root
+# cause: ..." (0.5.23 sglang/kernels/jit/include/sgl_kernel/tensor.h:541-550; :231 "Size mismatch"; 0.5.16 :534),
+# an InternalError (apache-tvm-ffi 0.1.15 include/tvm/ffi/function.h:87); a paste may break the line after "for"
+_TVM_CHECK = r"InternalError: (?:Check(?: failed: | not null: |\s*$)|Tensor match failed for\s+Tensor<)"
 
 
 def _check_detail(found: Found) -> str | None:
@@ -137,7 +136,7 @@ def _check_detail(found: Found) -> str | None:
     if match := regex(said).search(found.text):
         why = f": {match['msg'].strip().rstrip('.')}" if match["msg"].strip() else ""
         return f"The kernel's check {match['expr']} failed ({match['got']} vs. {match['want']}){why}."
-    if match := regex(r"Tensor match failed for Tensor<[^>]*>.*?\n- Root cause: ([^\n]+)").search(found.text):
+    if match := regex(r"Tensor match failed for\s+Tensor<[^>]*>.*?\n- Root cause: ([^\n]+)").search(found.text):
         return f"The kernel's tensor check failed: {match[1].strip()}."
     return None
 
@@ -161,7 +160,8 @@ KERNEL_CHECK = Signature(
                                   "scale MoE: gemm1_weights must be fp8.)"),
              ("sglang 0.5.23", "sglang/kernels/jit/include/sgl_kernel/tensor.h:546-548 (Tensor match failed "
                                "for Tensor<...> at FILE:LINE, - Root cause: ), :231 (Size mismatch for NAME: "
-                               "expected N but got M)")))
+                               "expected N but got M)"),
+             ("sglang 0.5.16", "sglang/jit_kernel/include/sgl_kernel/tensor.h:333-340, :534-536")))
 
 # A kernel library's Python wrapper checking a tensor's dtype before it launches: flashinfer raises
 # ValueError(f"{name} must have dtype {allowed}, got {tensor.dtype}") (flashinfer 0.7.4
