@@ -134,8 +134,11 @@ OMNI_ENGINE_BACKEND = Signature(
 # vLLM's connector writes it (nixl/base_worker.py:1455 (0.34.0), nixl_connector.py:1192 (0.14.0))
 # (round 69) the pipeline-parallel refusal of 0.6.2 and older, which prints its list of architectures
 # (vllm/config.py:423-425 (0.6.2), :272-274 (0.5.1)); in no SGLang wheel
+# (round 72) vLLM's engine argument classes, EngineArgs and AsyncEngineArgs (engine/arg_utils.py:23, :758 (0.5.1);
+# :82, :1077 (0.6.2)), as a caller that builds them prints its TypeError (Xinference's vLLM backend); in no SGLang wheel
 TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
-              r"|Pipeline parallelism is only supported for the following +architectures: \[")
+              r"|Pipeline parallelism is only supported for the following +architectures: \["
+              r"|\b(?:Async)?EngineArgs\b")
 
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED,
                                OMNI_ENGINE_BACKEND]
