@@ -348,11 +348,16 @@ def test_vllm_logs_are_read_as_vllm():
     # vllm-omni's "[Stage-0]" stage-worker lines (w6919, a healthy excerpt) and uvicorn's ASGI traceback for a chat
     # request (w6921, one request's error); round 70 one, the same kind either way: torch's rank-tagged ValueError of
     # the multimodal placeholders alone (w7009); round 71 two, each the same kind either way: torch's OutOfMemoryError
-    # at a traceback's tail alone (w7106) and uvicorn's ASGI traceback of a request, cut (w7107)
-    assert len(unmarked) <= 101, unmarked
+    # at a traceback's tail alone (w7106) and uvicorn's ASGI traceback of a request, cut (w7107); round 72 three: Triton's
+    # driver build traceback alone (w7212) and torch's ROCm abort alone (w7216), each the same kind either way, and
+    # unified-cache-management's own log lines (w7213), whose stamp "[date time][UC][I]" counts as SGLang's as often as
+    # the shared-memory queue's stall notice in them counts as vLLM's: read as SGLang's, no crash (as labelled); read as
+    # vLLM's, its two stall notices a hang. The one log whose kind differs: left so (docs/diagnosis.md, "Held-out round
+    # 72", noticed and left alone)
+    assert len(unmarked) <= 104, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
-    assert differ == []
+    assert differ == ["w7213"]
 
 
 def test_family_can_be_given_and_is_checked():

@@ -16,8 +16,12 @@ __all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "frame_phases"]
 # model_loader/base_loader.py:122, kernels/linear/mixed_precision/marlin.py:95 (0.34.0); round 8: the
 # layers create their weights while initialize_model builds the model, layers/linear.py:179, :382,
 # model_loader/base_loader.py:54 (0.34.0))
+# (round 72) the checkpoint readers the loaders iterate while load_weights runs (safetensors_weights_iterator,
+# pt_weights_iterator, ...: model_loader/weight_utils.py:430, its safe_open :441 (0.8.5.post1), called from the default
+# loader's _get_weights_iterator, model_loader/loader.py:379 (0.8.5.post1); default_loader.py:198 (0.9.1)); nothing
+# else in vLLM calls them
 _LOAD = (r"load_model|load_weights|_initialize_model|get_model|initialize_model|download_weights_from_hf\w*"
-         r"|process_weights_after_loading|\w+_marlin_repack|create_weights")
+         r"|process_weights_after_loading|\w+_marlin_repack|create_weights|\w+_weights_iterator")
 _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run|_initialize_kv_caches"
          r"|initialize_cache|initialize_from_config|get_kv_cache_configs?|_?check_enough_kv_cache_memory"
          r"|raise_if_cache_size_invalid|initialize_kv_cache\w*|_init_cache_engine"
@@ -118,13 +122,21 @@ _VOXTRAL_ENCODE = r'voxtral_tts/voxtral_tts_audio_tokenizer\.py", line \d+, in e
 # (round 63) or a vllm-omni diffusion model's constructor building one of torch's own layers, which allocate their
 # parameters in __init__ (torch/nn/modules/linear.py): vllm-omni builds the model only in its loader's load_model,
 # under the target device (vllm-omni 0.30.0 diffusion/model_loader/diffusers_loader.py:640, :1216-1218)
+# (round 72) or a model's constructor allocating its own parameters under torch's device context: torch's
+# DeviceContext.__torch_function__ (torch/utils/_device.py) runs only inside a `with torch.device(...)` block, which
+# vLLM opens only around building the model (0.2.4 model_executor/model_loader.py:116-117, `with torch.device("cuda"):
+# model = model_class(...)`, from the worker's load_model, worker/model_runner.py:36; model_loader/loader.py:451-452
+# `with target_device: model = _initialize_model(...)` (0.8.5.post1)): Mixtral's expert weights, `torch.empty(...)`
+# in MixtralMoE.__init__ (0.2.4 models/mixtral.py:183)
 _MODEL_BUILT = (r'model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
                 r'[ \t]*File "[^"\n]*/(?:model_executor/layers|vllm_ascend/ops)/[\w/]+\.py", line \d+, in __init__[ \t]*$'
                 r'|model_executor/models/utils\.py", line \d+, in make_layers[ \t]*$'
                 r'|model_executor/models/utils\.py", line \d+, in <(?:listcomp|genexpr)>[ \t]*\n[ \t]+(?!File ")'
                 r'.*\blayer_fn\(prefix='
                 r'|vllm_omni/diffusion/models/[\w/]+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]+(?!File ")\S.*\n){0,3}'
-                r'[ \t]*File "[^"\n]*/torch/nn/modules/\w+\.py", line \d+, in __init__[ \t]*$')
+                r'[ \t]*File "[^"\n]*/torch/nn/modules/\w+\.py", line \d+, in __init__[ \t]*$'
+                r'|model_executor/models/\w+\.py", line \d+, in __init__[ \t]*\n(?:[ \t]*(?!File ")\S.*\n){0,3}'
+                r'[ \t]*File "[^"\n]*/torch/utils/_device\.py", line \d+, in __torch_function__[ \t]*$')
 # (round 54) a multiprocessing worker's busy loop runs each RPC the executor broadcasts, ``output = func(*args,
 # **kwargs)`` (v1/executor/multiproc_executor.py:957, its failure logged "WorkerProc hit an exception." at :962
 # (0.20.0); :649/:654 0.10.2, :1211/:1223 0.34.0). The loop starts once the worker is built and READY (:861, after

@@ -135,8 +135,11 @@ OMNI_ENGINE_BACKEND = Signature(
 # vLLM's connector writes it (nixl/base_worker.py:1455 (0.34.0), nixl_connector.py:1192 (0.14.0))
 # (round 69) the pipeline-parallel refusal of 0.6.2 and older, which prints its list of architectures
 # (vllm/config.py:423-425 (0.6.2), :272-274 (0.5.1)); in no SGLang wheel
+# (round 72) vLLM's engine argument classes, EngineArgs and AsyncEngineArgs (engine/arg_utils.py:23, :758 (0.5.1);
+# :82, :1077 (0.6.2)), as a caller that builds them prints its TypeError (Xinference's vLLM backend); in no SGLang wheel
 TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
-              r"|Pipeline parallelism is only supported for the following +architectures: \[")
+              r"|Pipeline parallelism is only supported for the following +architectures: \["
+              r"|\b(?:Async)?EngineArgs\b")
 # (SGLang round 73) vLLM's platform notice, logged when vLLM is imported (vllm/platforms/__init__.py:207 (0.7.3), :287
 # (0.34.0)) by each process that imports it, SGLang's too where SGLang imports vLLM (0.4.4.post1
 # srt/layers/quantization/__init__.py:9): however many processes print it, it tells one fact, vLLM imported

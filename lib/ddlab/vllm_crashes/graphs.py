@@ -203,5 +203,27 @@ GRAPH_BLOCK_TABLES = Signature(
     sources=((_V0, "vllm/attention/backends/utils.py:233"), ("0.7.3", "vllm/attention/backends/utils.py:240"),
              (_V0, "vllm/worker/model_runner.py:1015")))
 
+# (round 72) NCCL refusing a collective on a capturing stream: where NCCL was built with a CUDA runtime older than 11.3
+# or the driver is older than R465, ncclCudaGetCapturingGraph warns "NCCL cannot be captured in a graph if either it
+# wasn't built with CUDA runtime >= 11.3 or if the installed CUDA driver < R465." and returns ncclInvalidUsage
+# only when the stream's capture status is not None (NVIDIA/nccl src/misc/strongstream.cc, the log's own
+# strongstream.cc:53): the collective was being captured. V0 captures its graphs in the worker's initialize_cache
+# (0.5.1 worker/worker.py:200, :214 _warm_up_model, :230 capture_model; worker/model_runner.py:928 the capture's
+# memory notice, :980 `with graph_capture()`), whose all-reduce runs pynccl in the capture
+# (distributed/parallel_state.py:263); the worker then raises "NCCL error: invalid usage"
+_NCCL_UNCAPTURABLE = r"NCCL WARN NCCL cannot be captured in a graph\b"
+NCCL_CAPTURE = Signature(
+    "vllm_nccl_uncapturable", "cuda_graph_capture", "NCCL cannot be captured into a CUDA graph here",
+    ("NCCL refused to run its collective inside the CUDA graph being captured: this NCCL was built "
+     "with a CUDA runtime older than 11.3, or the driver is older than R465. Install an NCCL built for "
+     "the installed CUDA (the `nvidia-nccl-cu12` wheel that torch pins) or update the driver; "
+     "`--enforce-eager` (no CUDA graphs) starts the server meanwhile.",),
+    patterns=(_NCCL_UNCAPTURABLE,), lines=(_NCCL_UNCAPTURABLE,), priority=81, phase="graph_capture",
+    sources=(("NVIDIA/nccl", "src/misc/strongstream.cc:53 (ncclCudaGetCapturingGraph: WARN, return ncclInvalidUsage "
+                             "while the stream captures)"),
+             ("vllm 0.5.1", "vllm/worker/worker.py:214"), ("vllm 0.5.1", "vllm/worker/worker.py:230"),
+             ("vllm 0.5.1", "vllm/worker/model_runner.py:980"),
+             ("vllm 0.5.1", "vllm/distributed/parallel_state.py:263")))
+
 SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING,
-              GRAPH_BLOCK_TABLES, NPU_CAPTURE]
+              GRAPH_BLOCK_TABLES, NPU_CAPTURE, NCCL_CAPTURE]

@@ -126,6 +126,8 @@ AITER_ARCH = voiced(archs.AITER_ARCH, (
 NO_C_COMPILER_CUT = voiced(compilers.NO_C_COMPILER_CUT, compilers.NO_C_COMPILER_CUT.advice)
 # (round 51) a JIT extension's ninja build, its traceback cut on the ninja call (crashes/kinds/compilers.py)
 NINJA_RUN_CUT = voiced(compilers.NINJA_RUN_CUT, compilers.NINJA_RUN_CUT.advice)
+# (round 72) Triton's _build cut on its C compiler's call (crashes/kinds/compilers.py)
+TRITON_BUILD_CUT = voiced(compilers.TRITON_BUILD_CUT, compilers.TRITON_BUILD_CUT.advice)
 
 
 def _build_detail(found: Found) -> str | None:
@@ -316,5 +318,5 @@ SIGNATURES: list[Signature] = [
     GGUF_ARCH,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
     NATIVE, ASGI, REFUSED,
-    NO_C_COMPILER_CUT, NINJA_RUN_CUT,
+    NO_C_COMPILER_CUT, NINJA_RUN_CUT, TRITON_BUILD_CUT,
 ]

@@ -181,6 +181,25 @@ V2_RUNNER = Signature(
              ("0.33.0", "vllm/model_executor/models/qwen3_dflash.py:134"),
              ("0.30.0", "vllm/distributed/ec_transfer/ec_connector/cpu/connector.py:42")))
 
+# (round 72) V1's AsyncLLM (or LLMEngine) built while the engine settings chose V0: each refuses when envs.VLLM_USE_V1
+# is False (v1/engine/async_llm.py:142-147, v1/engine/llm_engine.py:51-56 (0.8.5.post1); async_llm.py:155-160
+# (0.9.1)). Unset, VLLM_USE_V1 is decided while the engine config is built and set False where a setting is one V1
+# does not run (engine/arg_utils.py:1107-1116, the fallback :1648-1656 (0.8.5.post1)); VLLM_USE_V1=0 sets it so: the
+# launch's settings, refused before anything loads
+V1_ENGINE_OFF = Signature(
+    "vllm_v1_engine_off", "bad_argument", "V1's engine was built while the settings chose the V0 engine",
+    ("The program built vLLM's V1 engine (AsyncLLM, LLMEngine), but the engine settings chose V0 "
+     "(VLLM_USE_V1=0 in the environment, or, with it unset, a setting V1 does not run, named in the 'not "
+     "supported by the V1 Engine. Falling back to V0' warning above): set VLLM_USE_V1=1, which names the "
+     "setting V1 refuses, then drop that setting; or build the V0 engine (AsyncLLMEngine, LLMEngine) as "
+     "the message says.",),
+    patterns=(r"Using V1 (?:Async)?LLMEngine, but envs\.VLLM_USE_V1=False",), types=r"(?:\w+\.)*ValueError",
+    priority=84, phase="launch",
+    sources=(("vllm 0.8.5.post1", "vllm/v1/engine/async_llm.py:143"), ("vllm 0.9.1", "vllm/v1/engine/async_llm.py:155"),
+             ("vllm 0.8.5.post1", "vllm/v1/engine/llm_engine.py:52"),
+             ("vllm 0.8.5.post1", "vllm/engine/arg_utils.py:1116"),
+             ("vllm 0.8.5.post1", "vllm/engine/arg_utils.py:1654")))
+
 # (round 24) vLLM's Ray executor takes the placement group it runs in (the caller's, or Ray's current one:
 # a Ray Serve deployment's) and refuses a bundle of more than one device: one worker per bundle, one
 # device each (initialize_ray_cluster, v1/executor/ray_utils.py:346 (0.34.0), :601 (0.30.0);
@@ -320,7 +339,7 @@ LOADER_NARROW = Signature(
                        "size (N).)")))
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE, LOADER_NARROW,
-                               CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, *archs.SIGNATURES,
+                               CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, V1_ENGINE_OFF, *archs.SIGNATURES,
                                PLACEMENT_BUNDLE,
                                PLACEMENT_DEVICES, PD_KV_LAYOUT,
                                CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]

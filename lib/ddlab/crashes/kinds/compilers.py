@@ -262,6 +262,24 @@ NINJA_RUN_CUT = Signature(
                                          "check=True), :295-299 Ninja build failed.)"),
              ("flashinfer-python 0.5.3", "flashinfer/jit/cpp_ext.py:287")))
 
+# (vLLM round 72) a traceback cut on the compiler call of Triton's _build: the first kernel launch initializes Triton's
+# driver, whose NVIDIA backend compiles its C helper (driver.c, as cuda_utils) with the host C compiler
+# (backends/nvidia/driver.py CudaUtils.__init__ -> compile_module_from_src -> runtime/build.py _build, ``ret =
+# subprocess.check_call(cc_cmd)``, triton 3.4.0 runtime/build.py:51; each kernel's launcher is built the same way);
+# check_call raises CalledProcessError when the compiler exits non-zero: the build failed, its error cut
+_CC_CALL = (r'triton[/\\]runtime[/\\]build\.py", line \d+, in _build[ \t]*\n'
+            r'[ \t]*(?:[\w.]+\s*=\s*)?subprocess\.(?:run|check_call|check_output)\([^\n]*(?:\n[ \t]*[~^]+[ \t]*)?\s*\Z')
+TRITON_BUILD_CUT = Signature(
+    "triton_build_cut", "kernel_compile", "Triton's C helper failed to build (cut at the C compiler's call)",
+    ("Triton builds small C modules (its driver's helpers, each kernel's launcher) with the host's C "
+     "compiler the first time a kernel runs, and the compiler failed; the paste is cut before the "
+     "CalledProcessError and the compiler's errors. Get the whole log for them: missing Python headers "
+     "(python3-dev) or no libcuda.so to link against are the usual causes; install them or point CC at a "
+     "working compiler, then clear ~/.triton/cache.",),
+    patterns=(r"\bCalledProcessError\b",), context=(_CC_CALL,), priority=80, fatal=True, cut_ok=True,
+    sources=(("triton 3.4.0", "triton/runtime/build.py:51 (_build: ret = subprocess.check_call(cc_cmd))"),
+             ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])")))
+
 # (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet)
 SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_LAUNCH_REFUSED,
-              TRITON_PASS_FAILED, NO_C_COMPILER_CUT]
+              TRITON_PASS_FAILED, NO_C_COMPILER_CUT, TRITON_BUILD_CUT]

@@ -242,6 +242,10 @@ ALLOC_OOM_WARNING = Signature(
                        "(free: {}, total: {}).)"),
              ("CUDA runtime", "cudaErrorMemoryAllocation (2)")))
 
+# torch's MapAllocator: "unable to mmap <size> bytes from file <name>: <strerror(errno)> (<errno>)" (pytorch/pytorch
+# 0392872 aten/src/ATen/MapAllocator.cpp, MapAllocator::MapAllocator, after mmap returns MAP_FAILED); errno 12 is ENOMEM
+_MMAP_ENOMEM = r"unable to mmap \d+ bytes from file <[^>\n]*>: Cannot allocate memory \(12\)"
+
 HOST_OOM = Signature(
     "host_oom", "host_oom", "the host ran out of memory (RAM or /dev/shm)",
     ("Host memory ran out, not GPU memory: `dmesg -T | grep -i oom` (or `journalctl -k`) shows "
@@ -249,7 +253,10 @@ HOST_OOM = Signature(
      "(docker's shm-size), or run fewer processes per host.",),
     patterns=(r"\[Errno 12\] Cannot allocate memory", r"Error while creating shared memory segment /dev/shm",
               r"/dev/shm.{0,80}No space left on device", r"No space left on device.{0,80}/dev/shm",
-              r"scheduler died during initialization \(exit code: -9\)", r"crashed with exit code -9\b"),
+              r"scheduler died during initialization \(exit code: -9\)", r"crashed with exit code -9\b",
+              # (round 72) torch's file mapping refused by the kernel for want of memory (ENOMEM), as a checkpoint
+              # shard is mapped: safetensors' safe_open(framework="pt") maps the file through torch's MapAllocator
+              _MMAP_ENOMEM),
     lines=(r"\[Errno 12\] Cannot allocate memory", r"Error while creating shared memory segment /dev/shm",
            # (not Ray's list of a lost worker's possible causes, "(1) the process was killed by the OOM
            # killer due to high memory usage, (2) ray stop --force was called, or (3) ...": ray-project/ray
@@ -263,7 +270,10 @@ HOST_OOM = Signature(
              ("0.5.23", "sglang/srt/utils/watchdog.py:217"),
              ("Linux 6.1.176", "mm/oom_kill.c:959 (__oom_kill_process: \"%s: Killed process %d (%s) ...\", "
                                "its %s \"Out of memory\" from out_of_memory :1184)"),
-             ("Linux", "errno ENOMEM (12)")))
+             ("Linux", "errno ENOMEM (12)"),
+             ("torch (pytorch/pytorch 0392872)",
+              "aten/src/ATen/MapAllocator.cpp (MapAllocator::MapAllocator: unable to mmap N bytes from file <F>: "
+              "strerror(errno) (errno))")))
 
 # a process killed by SIGBUS (exit code -7) in a log that also says "[Errno 28] No space left on
 # device": a page of a tmpfs mapping (/dev/shm: shared tensors, POSIX semaphores) that tmpfs could
