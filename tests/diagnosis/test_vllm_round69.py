@@ -123,6 +123,20 @@ def test_near_misses_are_no_cut_announced_record(text, want):
     assert reads(text, "vllm")[0] is want
 
 
+def test_only_the_logs_last_two_lines_make_the_cut_record():
+    """The near miss above with an exception the worker logged whole earlier in the paste, the server serving after
+    it: that earlier message with its header under it does not make the last two lines one record cut at its header
+    (the rule once took any such pair in the paste, and read this paste as crashed)."""
+    worker = "(Worker_TP1 pid=200) ERROR 10-01 10:00:02 [multiproc_executor.py:654] "
+    text = (f"{worker}WorkerProc hit an exception.\n{worker}Traceback (most recent call last):\n"
+            f'{worker}  File "/opt/vllm/v1/executor/multiproc_executor.py", line 649, in worker_busy_loop\n'
+            f"{worker}    output = func(*args, **kwargs)\n{worker}ValueError: this request is refused\n"
+            "(APIServer pid=300) INFO 10-01 10:00:04 [loggers.py:123] Engine 000: Avg prompt throughput: 10.0 tokens/s\n"
+            f"{worker}WorkerProc hit an exception.\n"
+            "(APIServer pid=300) INFO 10-01 10:00:05 [api_server.py:1] Traceback (most recent call last):\n")
+    assert reads(text, "vllm")[0] is False
+
+
 @pytest.mark.parametrize("text", [
     # ACL graphs named in prose, no capture bar
     "INFO 10-01 10:00:00 [platform.py:1] ACL graph mode is enabled; capturing sizes [1, 2, 4]\n",

@@ -119,10 +119,12 @@ _ANNOUNCED_RE = re.compile(r"(?:^|\] )WorkerProc (?:hit an exception|failed)\.\s
 # docstring), nothing of the traceback after it (vllm-ascend's "Capturing ACL graphs" then this, 0.10.1.1's
 # worker_busy_loop, multiproc_executor.py:596)
 def _same_prefix(text: str, message: str, header: str) -> bool:
-    """Whether ``text`` shows ``header`` on the line right after ``message``, under the same prefix."""
+    """Whether ``text`` ends with ``message`` then ``header`` on its last two lines, under the same prefix."""
     raws = [raw.rstrip() for raw in text.splitlines() if raw.strip()]
-    return any(above.endswith(message) and below.endswith(header)
-               and above[:-len(message)] == below[:-len(header)] for above, below in zip(raws, raws[1:]))
+    if len(raws) < 2:
+        return False
+    above, below = raws[-2], raws[-1]
+    return above.endswith(message) and below.endswith(header) and above[:-len(message)] == below[:-len(header)]
 
 
 # (round 53) So is V0's engine process logging what ended it: run_mp_engine's ``logger.exception(e)``, the exception's
