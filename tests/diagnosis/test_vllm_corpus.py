@@ -502,7 +502,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (EngineArgs / AsyncEngineArgs a vLLM mark), w7210 (NCCL's warning that it cannot be captured in a graph), w7212
 # (Triton's _build cut on its C compiler's call), w7214 (torch's mmap refused with ENOMEM, the loaders' weight
 # iterators) and w7218 (V1's AsyncLLM refused while VLLM_USE_V1 is False) fixed by cited rules: 1433/1396/871 after.
-FLOORS = {"work": (1433, 1396, 871)}
+# Round 73 had eight misses (w7318's crashed and kind, w7320's crashed, w7302's, w7307's, w7313's, w7319's, w7323's and
+# w7324's kind): 1455/1412/888 of 1475 at the fold (kind of 1437: w7302, w7323 and w7324 disputed; phase of 906); w7307
+# (the CUTLASS MoE helpers' "No compiled ..." and "Worker failed with error" a vLLM mark), w7313 (TCPStore's listen on
+# libuv, its delayed EADDRINUSE), w7318 and w7319 (Ray's OOM kills) fixed by cited rules, w7320 left (known_misses.json):
+# 1456/1416/888 after.
+FLOORS = {"work": (1456, 1416, 888)}
 
 
 def test_the_work_split_keeps_its_counts():

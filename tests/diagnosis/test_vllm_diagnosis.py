@@ -353,8 +353,11 @@ def test_vllm_logs_are_read_as_vllm():
     # unified-cache-management's own log lines (w7213), whose stamp "[date time][UC][I]" counts as SGLang's as often as
     # the shared-memory queue's stall notice in them counts as vLLM's: read as SGLang's, no crash (as labelled); read as
     # vLLM's, its two stall notices a hang. The one log whose kind differs: left so (docs/diagnosis.md, "Held-out round
-    # 72", noticed and left alone)
-    assert len(unmarked) <= 104, unmarked
+    # 72", noticed and left alone); round 73 five, each the same kind either way: vllm-omni's "StageEngineCoreProc died
+    # during READY" RuntimeErrors alone (w7306), torch's TCPStore listen failure alone (w7313), Ray's memory monitor's
+    # kill message alone (w7318), the raylet's OOM-kill summary over a driver's traceback (w7319) and Triton's
+    # OutOfResources line alone (w7321)
+    assert len(unmarked) <= 109, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["w7213"]

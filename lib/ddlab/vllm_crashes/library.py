@@ -91,8 +91,14 @@ _BLACKWELL_BLOCK_FP8 = r"\bblock scaled fp8 gemm is not implemented for Blackwel
 # (0.6.3.post1 sdist csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu:147, :221 the azp form; 0.34.0
 # sdist csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:293, :482, :328 the MoE form), re-raised by
 # _custom_ops' hint_on_error ("Error in calling custom op ...", 0.6.3.post1 vllm/_custom_ops.py:49)
-_CUTLASS_CAPABILITY = (r"\bNo compiled cutlass_scaled_mm(?:_azp)? for (?:a compute capability less than )?"
-                       r"CUDA device capability: \d+")
+# (round 73) and the MoE helpers' form, "No compiled get_cutlass_moe_mm_data: no cutlass_scaled_mm kernel
+# for CUDA device capability: N. Required capability: 90 or 100" (vllm-project/vllm 00942ea
+# csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu:315-319, get_cutlass_moe_mm_data;
+# get_cutlass_pplx_moe_mm_data alike): raised where the install was built with no CUTLASS MoE kernel
+# (ENABLE_CUTLASS_MOE_SM90 / _SM100 unset), whatever the GPU, so a capability the message lists as required
+# is a build without this GPU's kernels
+_CUTLASS_CAPABILITY = (r"\bNo compiled (?:get_)?cutlass_\w+(?:: no cutlass_\w+ kernel)? for "
+                       r"(?:a compute capability less than )?CUDA device capability: \d+")
 UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
     "A kernel in this install was not built for this GPU's compute capability "
     "(`nvidia-smi --query-gpu=name,compute_cap --format=csv`): install a vLLM and PyTorch built "
@@ -107,6 +113,9 @@ UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
                                           "compiled cutlass_scaled_mm for a compute capability less than "
                                           "CUDA device capability: ), :221 (_azp)"),
              ("vLLM 0.34.0 (sdist)", "csrc/quantization/w8a8/cutlass/scaled_mm_entry.cu:293, :328, :482"),
+             ("vllm (vllm-project/vllm 00942ea)",
+              "csrc/quantization/cutlass_w8a8/scaled_mm_entry.cu:315-319 (get_cutlass_moe_mm_data: No compiled "
+              "get_cutlass_moe_mm_data: no cutlass_scaled_mm kernel for CUDA device capability: )"),
              ("vllm 0.6.3.post1", "vllm/_custom_ops.py:49 (hint_on_error: Error in calling custom op "
                                   "%s: %s)")))
 TRITON_ARCH = voiced(archs.TRITON_ARCH, UNSUPPORTED_GPU.advice)

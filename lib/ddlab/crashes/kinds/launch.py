@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ddlab.crashes.kinds.models import ARCH_UNSUPPORTED, MODEL_TYPE_KEY  # ddlab.vllm_crashes.library voices them from here
-from ddlab.crashes.kinds import packages, parsers
+from ddlab.crashes.kinds import packages, parsers, rendezvous
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY"]
@@ -247,8 +247,9 @@ PORT_IN_USE = Signature(
     ("Free the port (an old server still running? `ss -ltnp` shows who holds it) or give this "
      "server another `--port` (its internal ports move with it).",),
     patterns=(_NOT_NCCLS + r"address already in use", r"EADDRINUSE", r"\[Errno (?:98|48)\]",
-              r"is not available in \d+ seconds", r"is used by a process already"),
-    lines=(r"error while attempting to bind on address", _NOT_NCCLS + r"address already in use"),
+              r"is not available in \d+ seconds", r"is used by a process already", rendezvous.PORT_TAKEN),
+    lines=(r"error while attempting to bind on address", _NOT_NCCLS + r"address already in use",
+           rendezvous.PORT_TAKEN),
     priority=85, detail=_port_detail, fatal=True,
     sources=(("0.4.10.post2", "sglang/srt/utils.py:586"),
              ("0.5.10", "sglang/srt/utils/network.py:75"),
@@ -258,7 +259,7 @@ PORT_IN_USE = Signature(
              ("uvicorn 0.54.0", "uvicorn/server.py:190 (Server.startup: logger.error(exc), the OSError of "
                                 "loop.create_server)"),
              ("CPython 3.12.3", "Lib/asyncio/base_events.py:1562 (create_server: error while attempting to "
-                                "bind on address %r: %s)")))
+                                "bind on address %r: %s)"), *rendezvous.PORT_TAKEN_SOURCES))
 
 
 # transformers' processor loaders ask cached_files for their config files with missing ones allowed: it

@@ -245,6 +245,16 @@ ALLOC_OOM_WARNING = Signature(
 # torch's MapAllocator: "unable to mmap <size> bytes from file <name>: <strerror(errno)> (<errno>)" (pytorch/pytorch
 # 0392872 aten/src/ATen/MapAllocator.cpp, MapAllocator::MapAllocator, after mmap returns MAP_FAILED); errno 12 is ENOMEM
 _MMAP_ENOMEM = r"unable to mmap \d+ bytes from file <[^>\n]*>: Cannot allocate memory \(12\)"
+# (vLLM round 73) Ray's memory monitor killing a worker when the node's memory crosses its threshold (the
+# kill's message: "Memory on the node (...) where the task (...) was running was U / T (F), which exceeds
+# the memory usage threshold of X. Ray killed this worker (ID: ...) because it was the most recently
+# scheduled task ...", the exit detail of the worker and the OutOfMemoryError its caller gets, ray 2.43.0
+# ray/exceptions.py:523) and the raylet's periodic summary of its kills ("N Workers (tasks / actors)
+# killed due to memory pressure (OOM), M Workers crashed due to other reasons at node ...", node_manager.cc,
+# the line the raylet's own log names, :3069 in this round's; N of 1 or more): the host ran out of memory,
+# Ray's own OOM killer acted
+_RAY_OOM_KILL = (r"which exceeds the memory usage threshold of [\d.]+\. Ray killed this worker",
+                 r"\b[1-9]\d* Workers \(tasks / actors\) killed due to memory pressure \(OOM\)")
 
 HOST_OOM = Signature(
     "host_oom", "host_oom", "the host ran out of memory (RAM or /dev/shm)",
@@ -256,13 +266,14 @@ HOST_OOM = Signature(
               r"scheduler died during initialization \(exit code: -9\)", r"crashed with exit code -9\b",
               # (round 72) torch's file mapping refused by the kernel for want of memory (ENOMEM), as a checkpoint
               # shard is mapped: safetensors' safe_open(framework="pt") maps the file through torch's MapAllocator
-              _MMAP_ENOMEM),
+              _MMAP_ENOMEM, *_RAY_OOM_KILL),
     lines=(r"\[Errno 12\] Cannot allocate memory", r"Error while creating shared memory segment /dev/shm",
            # (not Ray's list of a lost worker's possible causes, "(1) the process was killed by the OOM
            # killer due to high memory usage, (2) ray stop --force was called, or (3) ...": ray-project/ray
            # src/ray/raylet/node_manager.cc, HandleClientConnectionError; round 14)
            r"Out of memory: Killed process", r"(?<!\(1\) the process was )killed by the OOM killer",
-           r"crashed with exit code -9\b", r"scheduler died during initialization \(exit code: -9\)"),
+           r"crashed with exit code -9\b", r"scheduler died during initialization \(exit code: -9\)",
+           *_RAY_OOM_KILL),
     priority=65,
     sources=(("0.5.10", "sglang/srt/entrypoints/engine.py:1186"),
              ("0.5.10", "sglang/srt/utils/watchdog.py:217"),
@@ -273,7 +284,12 @@ HOST_OOM = Signature(
              ("Linux", "errno ENOMEM (12)"),
              ("torch (pytorch/pytorch 0392872)",
               "aten/src/ATen/MapAllocator.cpp (MapAllocator::MapAllocator: unable to mmap N bytes from file <F>: "
-              "strerror(errno) (errno))")))
+              "strerror(errno) (errno))"),
+             ("ray 2.43.0", "ray/core/src/ray/raylet/raylet (its strings \", which exceeds the memory "
+                            "usage threshold of \", \". Ray killed this worker (ID: \", \" Workers (tasks "
+                            "/ actors) killed due to memory pressure (OOM), \")"),
+             ("ray 2.43.0", "ray/exceptions.py:523 (OutOfMemoryError: the node is running out of memory and "
+                            "tasks or actors are being evicted)")))
 
 # a process killed by SIGBUS (exit code -7) in a log that also says "[Errno 28] No space left on
 # device": a page of a tmpfs mapping (/dev/shm: shared tensors, POSIX semaphores) that tmpfs could

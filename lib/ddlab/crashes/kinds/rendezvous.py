@@ -8,13 +8,16 @@ log). :mod:`.runtime` splices these into its own list where they stood, so the r
 unchanged but for the one added after the store's wait timeout. (round 29) NVSHMEM, DeepEP's transport,
 meets its peers through a bootstrap of its own: its failing to connect them is ``nccl`` too. (round 33)
 A store client whose ping the port answers with something else than the store's echo is ``nccl`` too.
+(vLLM round 73) The store's server failing to listen on its port is the port taken: :mod:`.launch`'s
+``port_in_use`` reads it with :data:`PORT_TAKEN`.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT", "NVSHMEM_INIT", "STORE_PING_NONCE"]
+__all__ = ["DIST_INIT_TIMEOUT", "UNIQUE_ID_WAIT", "NVSHMEM_INIT", "STORE_PING_NONCE", "PORT_TAKEN",
+           "PORT_TAKEN_SOURCES"]
 
 
 def _rendezvous(found: Found) -> str | None:
@@ -129,3 +132,23 @@ STORE_PING_NONCE = Signature(
     sources=(("torch (the build's own assert)",
               "torch/csrc/distributed/c10d/TCPStore.cpp:418 (TCPStore::ping: nonce == returnedNonce INTERNAL "
               "ASSERT FAILED ... Ping failed, invalid nonce returned)"),))
+
+
+# (vLLM round 73) the store's server on libuv (torch's default TCPStore backend since 2.4) binds, then
+# listens: "The server socket has failed to listen on any local network address. port: {}, useIpv6: {},
+# code: {}, name: {}, message: {}" (pytorch/pytorch 01afc5c
+# torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp, UvTcpServer::makeWithPort, after uv_tcp_bind's own
+# check "has failed to bind"). libuv's bind does not report a port in use: it keeps EADDRINUSE as the
+# handle's delayed error and listen returns it (libuv src/unix/tcp.c, uv__tcp_bind: tcp->delayed_error =
+# UV__ERR(errno), bind failing with EADDRINUSE only; uv__tcp_listen: return tcp->delayed_error), so this
+# listen failure is the port taken (code -98, name EADDRINUSE), unless the line names another error. A paste
+# often ends before the name (or the code's last digit): still the port
+PORT_TAKEN = (r"The server socket has failed to listen on any local network address\. port: \d+(?!\d)"
+              r"(?!, useIpv6: \w+, code: -?\d+, name: (?!EADDRINUSE\b))")
+PORT_TAKEN_SOURCES = (("torch (pytorch/pytorch 01afc5c)",
+                       "torch/csrc/distributed/c10d/TCPStoreLibUvBackend.cpp (UvTcpServer::makeWithPort: The "
+                       "server socket has failed to listen on any local network address. port: {}, useIpv6: "
+                       "{}, code: {}, name: {}, message: {})"),
+                      ("libuv (libuv/libuv)", "src/unix/tcp.c (uv__tcp_bind: tcp->delayed_error = "
+                                              "UV__ERR(errno) on EADDRINUSE; uv__tcp_listen returns "
+                                              "it)"))
