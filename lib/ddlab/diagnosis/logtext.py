@@ -279,9 +279,10 @@ _PHASE_MARKERS = (
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
         rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}", re.I)),
     ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}", re.I)),
-    # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5
-    # model_executor/model_runner.py:1101; 0.5.23 model_runner_components/cuda_graph_setup.py:696)
-    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end)|Capturing batches", re.I)),
+    # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5 model_executor/model_runner.py:1101;
+    # 0.5.23 model_runner_components/cuda_graph_setup.py:696); (round 75) the runners' lists before their bars, "Capture
+    # cuda graph bs [...]" (0.5.9 model_executor/cuda_graph_runner.py:299), "... num tokens [...]" (0.5.9 piecewise_cuda_graph_runner.py:175)
+    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end|bs \[|num tokens \[)|Capturing batches", re.I)),
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
@@ -324,7 +325,6 @@ _STARTUP_RE = re.compile(
     r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)
-
 
 # (round 39) SGLang 0.1.x stamps no rank; its model runner names the rank in its load lines: "Rank N: load
 # weight begin." / "... end." (0.1.13 srt/managers/router/model_runner.py:281, :312; 0.1.16 :295, :334)

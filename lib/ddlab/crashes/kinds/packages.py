@@ -102,6 +102,10 @@ OP_MISMATCH = Signature(
     patterns=(r"\(\) expected at most \d+ argument\(s\) but received \d+ argument\(s\)",
               r"\(\) is missing value for argument '\w+'\. Declaration:",
               r"\(\) takes \d+ positional argument\(s\) but \d+ was/were given",
+              # (round 75) pybind11's refusal when no overload of a compiled binding takes the call
+              # (pybind11 2.13.6 include/pybind11/pybind11.h:1044-1046): DeepGEMM 2.4.2 renamed a keyword
+              # SGLang's JIT warmup still passed (0.5.10 layers/deep_gemm_wrapper/compile_utils.py:301)
+              r"\w\(\): incompatible (?:function|constructor) arguments\.",
               # the installed kernel library was built without an op this SGLang calls
               # (torch 2.13 torch/_ops.py:1393, _OpNamespace.__getattr__)
               r"'_OpNamespace' '\w+' object has no attribute '\w+'",
@@ -113,6 +117,9 @@ OP_MISMATCH = Signature(
              ("torch 2.14.1", "torch/csrc/jit/python/pybind_utils.h:1070 (createStackForSchema: "
                               "is missing value for argument)"),
              ("torch 2.13.0", "torch/_ops.py:1393 ('_OpNamespace' 'NS' object has no attribute 'OP')"),
+             ("pybind11 2.13.6", "pybind11/include/pybind11/pybind11.h:1044 (NAME(): incompatible function "
+                                 "arguments. The following argument types are supported:)"),
+             ("0.5.10", "sglang/srt/layers/deep_gemm_wrapper/compile_utils.py:301"),
              ("0.4.10.post2", "sglang/srt/layers/attention/flashinfer_backend.py:1339"),
              ("0.5.10", "sglang/srt/mem_cache/storage/lmcache/lmc_radix_cache.py:86")))
 
