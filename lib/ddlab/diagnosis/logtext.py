@@ -35,6 +35,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
+from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS
 from ddlab.diagnosis.viewer_prefixes import CLOUD_LOGGING, RAY_TAG, RFC3339 as _ISO, peel_desktop_time
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
@@ -304,15 +305,10 @@ _RETRACT = r"Decode out of memory happened\.|KV cache pool is full\. Retract req
 _AFTER_READY = re.compile(rf"Prefill batch\b|\"(?:POST|GET) /(?:generate|v1/)\S* HTTP/[\d.]+\" 200|{_RETRACT}")
 # A paste that begins mid-serving: batch lines and answered generation requests with no startup line before
 # them ("ready to roll" long gone). Any endpoint a client POSTs to (an RL trainer's /update_weights_from_tensor,
-# a line cut inside its path) but the launcher's /freeze_gc (0.5.23 entrypoints/http_server.py:2561); a cache
-# flush, a client's request: "Cache flushed successfully!" (0.4.10.post2 managers/scheduler.py:2172, 0.5.23
-# :5538), /flush_cache answered (0.5.23 entrypoints/http_server.py:1025); (round 71) uvicorn's 400 "Invalid
-# HTTP request received." to bytes it could not parse on a connection it accepted (uvicorn 0.54.0
-# protocols/http/h11_impl.py:183, httptools_impl.py:176): a client's request (the warmup's is well formed).
-_FLUSHED = r"Cache flushed successfully!|\"(?:GET|POST) /flush_cache\S* HTTP/[\d.]+\" 200"
-_BAD_REQUEST = r"^(?:WARNING:\s+)?Invalid HTTP request received\.$"
+# a line cut inside its path) but the launcher's /freeze_gc (0.5.23 entrypoints/http_server.py:2561); a client's
+# other requests (a cache flush, uvicorn's 400, SGLang Diffusion's sampling params): .serving_lines
 _MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: HTTP/[\d.]+\" 200|$)|{_RETRACT}"
-                          rf"|{_FLUSHED}|{_BAD_REQUEST}")
+                          rf"|{MID_SERVING_TEXTS}")
 # The launcher's warmup is one request: a prefill batch with requests waiting behind it is
 # traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
 _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")

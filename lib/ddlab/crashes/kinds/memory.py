@@ -197,12 +197,24 @@ _NVML_OOM = r'\bNVML_SUCCESS == r INTERNAL ASSERT FAILED at "[^"]*CUDACachingAll
 # csrc/cumem_allocator.cpp:69 in CUDA_CHECK, create_and_map's cuMemCreate, python_create_and_map): wake_up's
 # re-mapping of the weights and the KV cache found no room
 _CUMEM_OOM = r"\bCUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+"
+# (round 76) torch_npu's workspace allocator (an op's scratch memory), its retry after emptying the caches failed:
+# "NPU out of memory. NPUWorkspaceAllocator tried to allocate S(NPU d; T total capacity; F free). ..." logged at
+# E and raised as OutOfMemoryError (Ascend/pytorch 9e73e70 torch_npu/csrc/core/npu/NPUWorkspaceAllocator.cpp:
+# 499-508); the task queue logs it again (framework/OpParamMaker.cpp:455) and the next op raises "The Inner
+# error is reported as above. The process exits for this inner error" (core/npu/NPUQueue.cpp:322)
+_NPU_WORKSPACE_OOM = r"\bNPU out of memory\. NPUWorkspaceAllocator tried to allocate"
+# (round 76) torch_memory_saver (SGLang's --enable-memory-saver) creating the physical memory of a region it maps
+# (at allocation, or when resume re-maps the regions pause released): CURESULT_CHECK(cuMemCreate(...)) prints
+# "[torch_memory_saver.cpp] CUresult error: <code> (<cuGetErrorString>)  file=... func=cu_mem_create line=N"
+# and calls exit(1) (fzyzcjy/torch_memory_saver 1f01bd8, 0.0.9rc2, csrc/utils.h:28-40, :194); code 2 is
+# CUDA_ERROR_OUT_OF_MEMORY: the process that printed it ended for want of GPU memory
+_TMS_OOM = r"\[torch_memory_saver\.cpp\] CUresult error: 2 \(out of memory\)"
 CUDA_OOM = Signature(
     "cuda_oom", "cuda_oom", "CUDA ran out of memory",
     (),
     patterns=(r"CUDA out of memory", r"OutOfMemoryError", r"\bout of memory\b",
               r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation", _NVML_OOM),
-    lines=(r"CUDA out of memory\. Tried to allocate", _NVML_OOM, _CUMEM_OOM),
+    lines=(r"CUDA out of memory\. Tried to allocate", _NVML_OOM, _CUMEM_OOM, _NPU_WORKSPACE_OOM, _TMS_OOM),
     priority=60, detail=_cuda_oom_detail,
     by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
                              "verify batch (budget+1 tokens per request)."),),
@@ -210,6 +222,12 @@ CUDA_OOM = Signature(
                              "CUDA out of memory. Tried to allocate ...; in libc10_cuda.so)"),
              ("CUDA runtime", "cudaErrorMemoryAllocation (2)"),
              ("vllm-project/vllm 0035e224", "csrc/cumem_allocator.cpp:69 (CUDA_CHECK: CUDA Error: %s at %s:%d)"),
+             ("torch_npu (Ascend/pytorch 9e73e70)", "torch_npu/csrc/core/npu/NPUWorkspaceAllocator.cpp:499-508 "
+                                                   "(NPU out of memory. NPUWorkspaceAllocator tried to allocate ...; "
+                                                   "ASCEND_LOGE, TORCH_CHECK_WITH(OutOfMemoryError, ...))"),
+             ("torch_memory_saver 0.0.9rc2 (fzyzcjy/torch_memory_saver 1f01bd8)",
+              "csrc/utils.h:28-40 (CURESULT_CHECK: CUresult error: %d (%s) ... exit(1)), :194 (cu_mem_create's "
+              "cuMemCreate)"),
              ("torch (pytorch/pytorch eb42ad6)",
               "c10/cuda/CUDACachingAllocator.cpp (reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT(NVML_SUCCESS "
               "== r); malloc's !block_found branch: proc_info = reportProcessMemoryInfo(device))")))

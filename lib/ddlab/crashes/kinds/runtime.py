@@ -253,13 +253,19 @@ GLOO_PEER_LOST = Signature(
 
 
 _TP_RANK_LINE = r"^\[[^\]]*\bTP\d+\b[^\]]*\] "  # a line a scheduler rank stamped
+# SGLang's HTTP server's own sentence, capitalised ("Health check failed. Server couldn't get a response from
+# detokenizer ...", the sources below); (round 76) not sgl-router's per-worker probe "Worker URL health check
+# failed: ...", a DEBUG line its wait_for_healthy_workers loop logs and retries while workers start, failing only
+# at its timeout ("Workers failed to become healthy after Ns": sgl-router src/core/worker_manager.rs:1031 in
+# the log's own location, Oct 2025; pyxyzc/sglang d23f5b5 sgl-router/src/core/worker_manager.rs)
+_HEALTH_FAILED = r"(?-i:Health check failed)"
 
 HEALTH_CHECK = Signature(
     "health_check", "health_check", "the server's health check got no answer",
     ("The HTTP server's health check got no answer from the scheduler / detokenizer in time: "
      "dump the scheduler's stack (`py-spy dump --pid PID`) to see where it waits, retry with "
      "{graphs_off} to rule out a graph hang.",),
-    patterns=(r"Health check failed",), lines=(r"Health check failed",),
+    patterns=(_HEALTH_FAILED,), lines=(_HEALTH_FAILED,),
     priority=20, phase="serving", cleared_by=(_TP_RANK_LINE,),
     sources=(("0.4.10.post2", "sglang/srt/entrypoints/http_server.py:296"),
              ("0.5.10", "sglang/srt/entrypoints/http_server.py:542"),
