@@ -321,7 +321,7 @@ STARTUP_FREE_MEMORY = Signature(
     wrapped=True,
     sources=(("0.34.0", "vllm/v1/worker/utils.py:790"), ("0.34.0", "vllm/v1/worker/utils.py:764"),
              ("0.33.0", "vllm/v1/worker/utils.py:763"), ("0.33.0", "vllm/v1/worker/utils.py:742"),
-             ("0.30.0", "vllm/v1/worker/utils.py:545"), ("0.14.0", "vllm/v1/worker/utils.py:264")))
+             ("0.30.0", "vllm/v1/worker/utils.py:545")))
 
 # NCCL's communicator init between the ranks (pynccl.py:180 (0.30.0-0.34.0), :99 (0.6.4.post1)):
 # below the call only NCCL_CHECK raises ("NCCL error: ...", pynccl_wrapper.py:464 (0.34.0), :223
