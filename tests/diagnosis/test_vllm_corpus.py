@@ -507,7 +507,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (the CUTLASS MoE helpers' "No compiled ..." and "Worker failed with error" a vLLM mark), w7313 (TCPStore's listen on
 # libuv, its delayed EADDRINUSE), w7318 and w7319 (Ray's OOM kills) fixed by cited rules, w7320 left (known_misses.json):
 # 1456/1416/888 after.
-FLOORS = {"work": (1456, 1416, 888)}
+# Round 74 had three misses (w7416's crashed, w7419's kind, w7405's phase): 1474/1433/900 of 1494 at the fold (phase of
+# 919); w7405 (the KV cache specs' uniformity test a memory_pool frame), w7416 (TorchServe's relay of its worker's
+# output a paste prefix) and w7419 (the startup free-memory check read wrapped) fixed by cited rules: 1475/1435/901 after.
+FLOORS = {"work": (1475, 1435, 901)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -356,8 +356,9 @@ def test_vllm_logs_are_read_as_vllm():
     # 72", noticed and left alone); round 73 five, each the same kind either way: vllm-omni's "StageEngineCoreProc died
     # during READY" RuntimeErrors alone (w7306), torch's TCPStore listen failure alone (w7313), Ray's memory monitor's
     # kill message alone (w7318), the raylet's OOM-kill summary over a driver's traceback (w7319) and Triton's
-    # OutOfResources line alone (w7321)
-    assert len(unmarked) <= 109, unmarked
+    # OutOfResources line alone (w7321); round 74 two, each the same kind either way: huggingface_hub's frames under
+    # TorchServe's relay, cut (w7416), and transformers' gated-repo OSError alone (w7417)
+    assert len(unmarked) <= 111, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["w7213"]

@@ -34,6 +34,8 @@ logging after a failed health check).
 names as slow work under way (a torch.compile begun, not ended): the notice is that work's wait.
 ``stamped``: its ``lines`` count only on a line that carries a logger's stamp (SGLang's
 ``[date time]``): a text as plain as ``error: ...`` is the server's only with it.
+``wrapped``: its ``patterns`` are also asked of the message with its line breaks taken out
+(:func:`unwrapped`): a one-line message a terminal or a paste wrapped at its width.
 
 ``sources`` ties the texts to where they are written: ``(release, "path:line")``
 pairs for SGLang releases (paths inside the wheel), ``("transformers 5.19.0",
@@ -56,7 +58,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names"]
+__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names", "unwrapped"]
 
 
 @cache
@@ -76,6 +78,13 @@ def type_names(type_name: str) -> tuple[str, ...]:
     """``type_name`` and, for Ray's ``RayTaskError(Cause)``, the cause's type (an instance of both)."""
     dual = _RAY_DUAL_RE.fullmatch(type_name)
     return (type_name, dual["cause"]) if dual else (type_name,)
+
+
+def unwrapped(text: str) -> tuple[str, ...]:
+    """``text`` and, where it has line breaks, its lines joined again as one: a break inside a word
+    (joined with nothing) and one at a space (joined with a space; a continuation line is read
+    stripped, so the space is lost either side)."""
+    return (text, text.replace("\n", ""), text.replace("\n", " ")) if "\n" in text else (text,)
 
 
 @dataclass(frozen=True)
@@ -124,13 +133,15 @@ class Signature:
     cleared_by: tuple[str, ...] = ()
     busy_before: tuple[str, ...] = ()
     stamped: bool = False
+    wrapped: bool = False
 
     def matches_exception(self, type_name: str, text: str, chain_text: str) -> bool:
         if not self.patterns:
             return False
         if self.types and not any(regex(self.types, 0).fullmatch(t) for t in type_names(type_name)):
             return False
-        if not any(regex(p).search(text) for p in self.patterns):
+        texts = unwrapped(text) if self.wrapped else (text,)
+        if not any(regex(p).search(t) for p in self.patterns for t in texts):
             return False
         return self.in_context(chain_text)
 

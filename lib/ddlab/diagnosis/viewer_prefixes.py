@@ -14,7 +14,8 @@ read. :data:`RFC3339` is the timestamp it reads, which logtext's other collector
 (Kubernetes, CI, job launchers, sidecars) read too. :data:`RAY_TAG` is the tag Ray's driver puts before
 each line of a task's or an actor's that it prints (its own lines carry none), which vLLM's engine core
 writes too. :func:`peel_desktop_time` peels the local time Docker Desktop's log view puts before each
-line of a container's output.
+line of a container's output. :data:`TORCHSERVE_RELAY` is what TorchServe's frontend writes before each
+line its Python worker prints (the worker's stdout at INFO, its stderr at WARN).
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "peel_desktop_time"]
+__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "peel_desktop_time"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -39,6 +40,15 @@ _COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a pas
 # and its own lines bare (ray-project/ray doc/source/ray-observability/ray-logging.rst, "Driver logs", "Worker
 # logs"), so which lines carried it tells the driver's from an actor's (logtext's Line.actor)
 RAY_TAG = rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "
+
+# (round 74) TorchServe's frontend reads its Python worker's stdout and stderr line by line and logs each line to
+# its MODEL_LOG logger, at INFO (stdout) or WARN (stderr), on a thread named "W-<port>-<model>_<version>-stdout"
+# ("-stderr") (pytorch/serve frontend/server/src/main/java/org/pytorch/serve/wlm/WorkerLifeCycle.java,
+# ReaderThread: super(name + "-stdout"), loggerModelOutput.info(result) / .warn(result)), with its console
+# layout "%d{ISO8601} [%-5p] %t %c - %m%n" (frontend/server/src/main/resources/log4j2.xml): "2024-11-18T16:43:45,496
+# [INFO ] W-9000-model_1.0-stdout MODEL_LOG - " before each line, a traceback's frame lines included
+TORCHSERVE_RELAY = (r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3} \[(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ?\] "
+                    r"W-\d+-\S+-std(?:out|err) MODEL_LOG -(?: |$)")
 
 
 # (round 60) Docker Desktop's log view copies each line of a container's output after its local time,

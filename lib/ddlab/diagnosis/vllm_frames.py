@@ -32,7 +32,13 @@ _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run
          # (round 55) the KV cache's tensors allocated: initialize_kv_cache -> initialize_kv_cache_tensors ->
          # _allocate_kv_cache_tensors (v1/worker/gpu_model_runner.py:4929, :4699 (0.11.1)); vllm-ascend's runner
          # keeps the name (vllm_ascend/worker/model_runner_v1.py:2499, the paste's frame)
-         r"|_allocate_kv_cache\w*")
+         r"|_allocate_kv_cache\w*"
+         # (round 74) the specs' uniformity test, called only while get_kv_cache_config sizes the cache (itself
+         # or through unify_hybrid_kv_cache_specs): 0.10.2 v1/core/kv_cache_utils.py:747, called at :1051, :1089,
+         # :1118 (get_kv_cache_config :1094, from the engine core's _initialize_kv_caches, v1/engine/core.py:193);
+         # renamed is_kv_cache_spec_uniform (0.11.0 v1/core/kv_cache_utils.py:755, called at :1106, :1144, :1170, in
+         # unify_hybrid_kv_cache_specs and get_kv_cache_groups, under get_kv_cache_configs :1258; core.py:199)
+         r"|is_kv_cache_(?:type|spec)_uniform")
 # (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
 _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
             r"|capture_begin|capture_end"

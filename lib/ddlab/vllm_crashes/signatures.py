@@ -27,7 +27,7 @@ from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints,
                                 requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT, ENGINE_STREAMS
-from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.crashes.signature import Found, Signature, regex, unwrapped
 
 __all__ = ["SIGNATURES", "ECHO_LINES", "SERVING_ECHOES", "CAUGHT", "ENGINE_STREAMS"]
 
@@ -296,7 +296,7 @@ _FREE_RE = (r"Free memory on device\b[^(]{0,30}\((?P<free>[\d.]+)/(?P<total>[\d.
 
 
 def _free_detail(found: Found) -> str | None:
-    said = regex(_FREE_RE).search(found.text)
+    said = next((m for text in unwrapped(found.text) if (m := regex(_FREE_RE).search(text))), None)
     if not said or said["what"] != "desired GPU memory utilization" or not float(said["total"]):
         return None
     share = int(float(said["free"]) / float(said["total"]) * 100) / 100 - 0.01
@@ -309,7 +309,8 @@ def _free_detail(found: Found) -> str | None:
 # V1 reserves `--gpu-memory-utilization` x the GPU's memory for the engine (weights, activations,
 # graphs, KV cache) and refuses to start when less than that is free (request_memory,
 # vllm/v1/worker/utils.py:790 (0.34.0)): the allocation that would fail is refused before it is
-# made, so the kind is a CUDA OOM's and the fix is the opposite of the KV cache's (a smaller share)
+# made, so the kind is a CUDA OOM's and the fix is the opposite of the KV cache's (a smaller share); one
+# line of text (0.14.0 vllm/v1/worker/utils.py:264), also read wrapped at a terminal's width (round 74)
 STARTUP_FREE_MEMORY = Signature(
     "vllm_startup_free_memory", "cuda_oom", "less GPU memory is free than --gpu-memory-utilization asks for",
     ("vLLM takes `--gpu-memory-utilization` of the GPU's whole memory and checks at startup that so "
@@ -317,6 +318,7 @@ STARTUP_FREE_MEMORY = Signature(
      "free the GPU (`nvidia-smi` lists who holds it) or lower `--gpu-memory-utilization` to the share "
      "that is free.",),
     patterns=(_FREE_RE,), lines=(_FREE_RE,), priority=74, phase="launch", fatal=True, detail=_free_detail,
+    wrapped=True,
     sources=(("0.34.0", "vllm/v1/worker/utils.py:790"), ("0.34.0", "vllm/v1/worker/utils.py:764"),
              ("0.33.0", "vllm/v1/worker/utils.py:763"), ("0.33.0", "vllm/v1/worker/utils.py:742"),
              ("0.30.0", "vllm/v1/worker/utils.py:545")))
