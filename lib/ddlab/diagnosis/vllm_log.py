@@ -153,9 +153,9 @@ _VLLM_SCREEN, _SGLANG_SCREEN = Screen(_VLLM_MARKS), Screen(_SGLANG_MARKS)
 def family_marks(text: str) -> tuple[int, int]:
     """(lines with vLLM's marks, its import notice counted once; lines with SGLang's): see :func:`detect_family`."""
     lines = (text or "").splitlines()
-    notices = sum(1 for ln in lines if IMPORT_NOTICE.search(ln) and _VLLM_SCREEN.hit(ln))
-    return (sum(1 for ln in lines if _VLLM_SCREEN.hit(ln)) - max(notices - 1, 0),
-            sum(1 for ln in lines if _SGLANG_SCREEN.hit(ln)))
+    vllm = [ln for ln in lines if _VLLM_SCREEN.hit(ln)]
+    notices = sum(1 for ln in vllm if IMPORT_NOTICE.search(ln))
+    return len(vllm) - max(notices - 1, 0), sum(1 for ln in lines if _SGLANG_SCREEN.hit(ln))
 
 
 def detect_family(text: str) -> str:

@@ -118,9 +118,14 @@ _ANNOUNCED_RE = re.compile(r"(?:^|\] )WorkerProc (?:hit an exception|failed)\.\s
 # (logger.exception writes the traceback right under the message, the record's prefix on each line: the module
 # docstring), nothing of the traceback after it (vllm-ascend's "Capturing ACL graphs" then this, 0.10.1.1's
 # worker_busy_loop, multiproc_executor.py:596)
+def _said(text: str) -> list[str]:
+    """The lines of ``text`` that say something, right-stripped."""
+    return [raw.rstrip() for raw in text.splitlines() if raw.strip()]
+
+
 def _same_prefix(text: str, message: str, header: str) -> bool:
     """Whether ``text`` ends with ``message`` then ``header`` on its last two lines, under the same prefix."""
-    raws = [raw.rstrip() for raw in text.splitlines() if raw.strip()]
+    raws = _said(text)
     if len(raws) < 2:
         return False
     above, below = raws[-2], raws[-1]
@@ -136,7 +141,7 @@ _ENGINE_RECORD_RE = re.compile(rf"\bERROR {VLLM_TIME} \[?engine\.py:(?:366|389|4
 
 def _engine_record(lines: list[Line], text: str) -> Line | None:
     """The first line of the log's last record where that record is run_mp_engine's (above), else None."""
-    raws = [raw.rstrip() for raw in text.splitlines() if raw.strip()]
+    raws = _said(text)
     stamp = _ENGINE_RECORD_RE.search(raws[-1]) if raws else None
     if stamp is None:
         return None
