@@ -218,10 +218,13 @@ def test_systemd_crash_loop_shows_restarts_rising(systemd):
     systemd.start(name)
     seen = []
 
-    def restarted_twice():
+    def restarted_twice_and_seen_between():
+        # each read is a systemctl call over the host's transport: under load one can take longer than the
+        # 100 ms between a crash and its restart, so keep reading (the loop goes on) until one falls there
         seen.append(systemd.state(name))
-        return seen[-1].n_restarts >= 2
-    _wait_for(restarted_twice, what="restarts")
+        return seen[-1].n_restarts >= 2 and any(s.failed for s in seen)
+    _wait_for(restarted_twice_and_seen_between, what="two restarts and a state read between them")
+    assert seen[-1].n_restarts >= 2
     assert any(s.failed for s in seen), "between restarts the state reads as a crash"
 
 
