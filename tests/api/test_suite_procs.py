@@ -45,7 +45,7 @@ def test_a_process_is_charged_to_the_test_it_was_started_under():
     is the executed command's, with the test from its own environment (under a loaded suite the
     first sight often falls between fork and exec)."""
     busy = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
-    script = f'sleep 0.3; PYTEST_CURRENT_TEST="tests/x/test_a.py::test_b (call)" exec "$0" -c "$1"'
+    script = 'sleep 0.3; PYTEST_CURRENT_TEST="tests/x/test_a.py::test_b (call)" exec "$0" -c "$1"'
     code, _, rows = suite_procs.sample(["sh", "-c", script, sys.executable, busy], interval=0.05)
     mine = [r for r in rows if "process_time" in r["cmd"]]
     assert code == 0 and len(mine) == 1, mine

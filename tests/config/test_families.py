@@ -19,7 +19,7 @@ from ddlab.config.families import (DEFAULT_FAMILY, EMBEDDED_MODELS, FAMILIES, TA
                                    family_named)
 from ddlab.config.units import exec_words, render_unit
 from ddlab.config.variants import make_variant
-from ddlab.config.vllm import releases, vllm_table
+from ddlab.config.vllm import releases
 from ddlab.core.errors import ConfigError
 from ddlab.lab.commands import check_command, installed_version
 

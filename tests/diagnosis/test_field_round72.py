@@ -26,7 +26,7 @@ from __future__ import annotations
 import pytest
 
 from fieldkit import KNOWN_MISSES, REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, disputed, folded_round, \
-    reads, said
+    said
 
 _IDS = folded_round(REAL_MANIFEST, 72)
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest

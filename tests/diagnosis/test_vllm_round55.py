@@ -27,7 +27,6 @@ showed: crashed 29/29, kind 26/29, phase 16/25. Its eleven misses were read from
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

@@ -27,7 +27,6 @@ showed: crashed 24/27, kind 22/27, phase 15/18. Its eight misses were read from 
 
 from __future__ import annotations
 
-import json
 
 import pytest
 

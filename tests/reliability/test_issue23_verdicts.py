@@ -22,10 +22,8 @@ import threading
 import time
 
 import pytest
-import yaml
 
 import faultkit as fk
-import sweepkit
 from ddlab.hosts import connect, manager_for
 from ddlab.hosts.profiles import load_host
 from ddlab.hosts.services import ServiceSpec

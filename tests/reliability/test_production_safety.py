@@ -24,7 +24,7 @@ from ddlab.hosts.profiles import HostProfile
 from ddlab.hosts.services import ServiceSpec
 from ddlab.lab import http_client
 from ddlab.sweeps.plan import SweepOptions
-from labkit import FIELD_CRASH, KV_OOM, REPLAY_FAULT, free_port, last_json, wait_for
+from labkit import FIELD_CRASH, KV_OOM, free_port, last_json, wait_for
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -23,7 +23,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 import ddlab
