@@ -27,15 +27,26 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 
+# (round 77) the CUDA driver's names for the same faults (CUDA 13.0 include/cuda.h:2837 CUDA_ERROR_ILLEGAL_ADDRESS =
+# 700, :2899 CUDA_ERROR_ASSERT = 710, :2935 CUDA_ERROR_ILLEGAL_INSTRUCTION = 715, :2944 CUDA_ERROR_MISALIGNED_ADDRESS
+# = 716, :2974 CUDA_ERROR_LAUNCH_FAILED = 719, "an exception occurred on the device while executing a kernel", the
+# error a trap raises): a kernel library's driver check prints the name, with or without cuGetErrorString's words
+# (DeepGEMM's DG_CUDA_DRIVER_CHECK: "CUDA driver error (FILE:LINE): 719 (CUDA_ERROR_LAUNCH_FAILED, unspecified
+# launch failure)", sgl-project/DeepGEMM a348cd9 csrc/utils/exception.hpp:52-63; raised through tvm-ffi as
+# tvm.error.InternalError), and DeepGEMM's device assert prints "Assertion failed: FILE:LINE, condition: COND"
+# before its trap (sgl-deep-gemm 0.1.4 deep_gemm/include/deep_gemm/common/exception.cuh:19-20)
+_DRIVER_FAULTS = r"\bCUDA_ERROR_(?:ILLEGAL_ADDRESS|ASSERT|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|LAUNCH_FAILED)\b"
 _FAULTS = (r"illegal memory access", r"device-side assert(?:ion)? triggered",
            r"unspecified launch failure", r"misaligned address",
-           r"an illegal instruction was encountered", r"cudaErrorIllegalAddress")
+           r"an illegal instruction was encountered", r"cudaErrorIllegalAddress", _DRIVER_FAULTS)
 _FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|unspecified launch failure"
                 r"|misaligned address|an illegal instruction)",
                 r"\.cu:\d+: .{0,160}\bAssertion\b",
                 # a kernel library's own check (FlashMLA csrc/utils.h: "CUDA error (%s:%d): %s")
                 r"CUDA error \([^()]+:\d+\): (?:an illegal memory access|unspecified launch failure"
                 r"|misaligned address|an illegal instruction)",
+                r"CUDA (?:driver )?error \([^()]+:\d+\): \d+ \(" + _DRIVER_FAULTS,
+                r"^\s*Assertion failed: [^\s,]+:\d+, condition: ",
                 # (issue 28, vLLM's first texts) a Triton / inductor kernel's device assert (tl.device_assert,
                 # inductor's index checks) as __assertfail prints it (triton 3.4.0
                 # backends/nvidia/include/crt/common_functions.h:180): the kernel's .py file, not a .cu
@@ -61,7 +72,13 @@ ILLEGAL_ACCESS = Signature(
     sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation)"),
              ("torch 2.14.1", "aten/src/ATen/native/cuda/IndexKernel.cu (index out of bounds assert)"),
              ("CUDA runtime", "cudaErrorIllegalAddress (700), cudaErrorAssert (710), "
-                              "cudaErrorLaunchFailure (719)")))
+                              "cudaErrorLaunchFailure (719)"),
+             ("CUDA 13.0", "include/cuda.h:2974 (CUDA_ERROR_LAUNCH_FAILED = 719; :2837 CUDA_ERROR_ILLEGAL_ADDRESS = "
+                           "700, :2899 CUDA_ERROR_ASSERT = 710, :2935, :2944)"),
+             ("sgl-project/DeepGEMM a348cd9", "csrc/utils/exception.hpp:61 (DG_CUDA_DRIVER_CHECK: CUDA driver error "
+                                              "(FILE:LINE): CODE (NAME, TEXT))"),
+             ("sgl-deep-gemm 0.1.4", "deep_gemm/include/deep_gemm/common/exception.cuh:19 (DG_DEVICE_ASSERT: "
+                                     "Assertion failed: %s:%d, condition: %s, then trap)")))
 
 # cudaErrorContained (226): "an exception occurred on the device that is now contained by the
 # GPU's error containment capability. Common causes are - a. Certain types of invalid accesses of
