@@ -510,7 +510,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 74 had three misses (w7416's crashed, w7419's kind, w7405's phase): 1474/1433/900 of 1494 at the fold (phase of
 # 919); w7405 (the KV cache specs' uniformity test a memory_pool frame), w7416 (TorchServe's relay of its worker's
 # output a paste prefix) and w7419 (the startup free-memory check read wrapped) fixed by cited rules: 1475/1435/901 after.
-FLOORS = {"work": (1475, 1435, 901)}
+# Round 75 had four misses (w7508's, w7515's and w7517's phase, w7523's kind and phase): 1500/1459/921 of 1519 at the
+# fold (kind of 1481, phase of 943); w7508 (the GPU worker's reports after capture_model), w7515 (a traceback through
+# create_engine_config under another app's uvicorn), w7517 (vLLM's tag with its colour's ESC and "[" lost; the unquantized
+# MoE method's FlashInfer notice) and w7523 (V0's scheduler ignoring a prompt too long) fixed by cited rules:
+# 1500/1460/925 after.
+FLOORS = {"work": (1500, 1460, 925)}
 
 
 def test_the_work_split_keeps_its_counts():

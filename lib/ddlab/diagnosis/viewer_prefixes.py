@@ -34,12 +34,18 @@ RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 CLOUD_LOGGING = re.compile(rf"^(?P<severity>{_SEVERITY}) {RFC3339} (?:\[severity: (?P=severity)\](?: |$))?")
 
 _COLOUR = r"(?:\[\d{1,3}(?:;\d{1,3})*m)?"  # an ANSI colour whose ESC byte a paste lost: [36m
+# (round 75) or whose ESC and "[" (and the leading "0;") it lost: vLLM colours its process tag CYAN "\033[0;36m"
+# and RESET "\033[0;0m" (vllm/utils/system_utils.py:25-26, :181 _add_prefix (0.14.0)), pasted as "0;36m(...)0;0m "
+# or "36m(EngineCore_DP0 pid=820)0m "; a tag so coloured may stand right before the next one, as the engine core's
+# before the Ray worker's whose line it relays ("36m(EngineCore_DP0 pid=820)(RayWorkerWrapper pid=1189) INFO ...")
+_BARE_COLOUR = r"(?:\[?\d{1,3}(?:;\d{1,3})*m)?"
 # Ray's tag "(Name pid=N, ip=A) " before a worker's line, the engine core's alike; a SkyPilot job's node names its
 # Ray task "NAME," or "head, rank=0," (skypilot 0.8.0 sky/backends/cloud_vm_ray_backend.py:638, :646): "(worker1,
 # rank=1, pid=N, ip=A) " (round 43's h43004). (round 57) The driver prints its tasks' and actors' lines under it
 # and its own lines bare (ray-project/ray doc/source/ray-observability/ray-logging.rst, "Driver logs", "Worker
 # logs"), so which lines carried it tells the driver's from an actor's (logtext's Line.actor)
-RAY_TAG = rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "
+RAY_TAG = (rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "
+           rf"|^(?:\d{{1,3}};)*\d{{1,3}}m\([\w-]+ pid=\d+\){_BARE_COLOUR}(?: |(?=\([\w-]+ pid=\d+\)))")
 
 # (round 74) TorchServe's frontend reads its Python worker's stdout and stderr line by line and logs each line to
 # its MODEL_LOG logger, at INFO (stdout) or WARN (stderr), on a thread named "W-<port>-<model>_<version>-stdout"

@@ -42,7 +42,8 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_marker,
     vllm_phase_reached,
 )
-from ddlab.diagnosis.vllm_frames import FRAME_PHASES, STARTUP_FRAMES as _STARTUP_FRAMES
+from ddlab.diagnosis.vllm_frames import CONFIG_FRAMES as _CONFIG_FRAMES, FRAME_PHASES
+from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES
 from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from ddlab.diagnosis.vllm_records import (dumped_step, only_vllm_files, only_vllm_services, with_announced_traceback,
@@ -135,8 +136,17 @@ def _call_in_progress(best: Candidate | None) -> str:
     return f"\n, in {called[-1]}" if called else ""
 
 
+# uvicorn's own lines (uvicorn/server.py, lifespan/on.py): any ASGI app's, vLLM's server's or another app's
+_UVICORN_RE = re.compile(r"Started server process \[\d+\]|Waiting for application startup\.|Application startup "
+                         r"complete|Uvicorn running on")
+
+
 def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signature: Signature | None,
                  frames: str, dumped: bool = False) -> str:
+    if _CONFIG_FRAMES.search(frames) and not _STARTUP_FRAMES.search(frames):
+        # (round 75) the engine's config was being made: vLLM starts uvicorn only after it built the engine, so a
+        # uvicorn line above is another app's (trl's vllm-serve runs LLM() in a child of its own FastAPI app)
+        reached = vllm_phase_reached([ln for ln in lines if not _UVICORN_RE.search(ln.msg)])[0]
     hints = [signature.phase] if signature and signature.phase else []
     hints += _frame_phases(frames)
     if not _STARTUP_FRAMES.search(frames) and (dumped or any(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ddlab.crashes.frames import frame_regex
 
-__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "frame_phases"]
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CONFIG_FRAMES", "frame_phases"]
 
 
 # vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
@@ -173,6 +173,13 @@ FRAME_PHASES = (
                                           f"|{_PENALTY_COUNTS}|{_VOXTRAL_ENCODE}")),
 )
 STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
+# (round 75) the engine's config being made from its args: EngineArgs.create_engine_config (engine/arg_utils.py:997,
+# its create_model_config at :1018 (0.9.1); :2313 (0.34.0)), which every engine's from_engine_args calls before it
+# builds the engine (engine/llm_engine.py:494, v1/engine/llm_engine.py:142, v1/engine/async_llm.py:185 (0.9.1)) and
+# vLLM's server calls in build_async_engine_client_from_engine_args (entrypoints/openai/api_server.py:162, :177),
+# which run_server_worker enters (:1343) before it starts uvicorn (serve_http, :1351; 0.34.0
+# launchers/api_server/entry.py:82): nothing of this engine was built, and no uvicorn line before it is its server's
+CONFIG_FRAMES = frame_regex(r"create_engine_config")
 
 
 def frame_phases(frames: str) -> list[str]:

@@ -22,7 +22,7 @@ from dataclasses import replace
 from ddlab.crashes.signature import Screen
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
-from ddlab.diagnosis.vllm_hpu_lines import HPU_WARMUP
+from ddlab.diagnosis.vllm_capture_lines import CAPTURE_STEP
 from ddlab.diagnosis.vllm_kv_lines import KV_SERVING
 from ddlab.diagnosis.vllm_model_lines import MODEL_BUILD
 from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, IMPORT_NOTICE, TEXT_MARKS
@@ -234,7 +234,7 @@ _PHASE_MARKERS = (
         # (round 7: the drafters' bars name what they capture, "Capturing prefill CUDA graphs",
         # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139, multi_module_mtp/speculator.py:138 (0.34.0))
         r"Capturing (?:[\w-]+ ){0,3}(?:CUDA|ACL) graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
-        r"|Graph capturing finished" rf"|{HPU_WARMUP}")),  # (round 68) Gaudi's warmup (.vllm_hpu_lines)
+        r"|Graph capturing finished" rf"|{CAPTURE_STEP}")),  # (rounds 68, 75) .vllm_capture_lines
     # the engine is built and takes requests: "init engine (profile, create kv cache, warmup model) took"
     # (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server on"
     # (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server" (older), the tasks the engine

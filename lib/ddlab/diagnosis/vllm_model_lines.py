@@ -18,4 +18,11 @@ MODEL_BUILD = (
     # by ExpertMapManager.__init__ (fused_moe/expert_map_manager.py:250 (0.34.0)), which FusedMoEFactory builds
     # (layer.py:295 (0.34.0)): "[EP Rank 0/16] Expert parallelism is enabled. Expert placement strategy: linear."
     r"\[EP Rank \d+/\d+\] Expert parallelism is enabled\."
+    # (round 75) the unquantized MoE method's notice that FlashInfer's CUTLASS MoE could serve expert parallelism,
+    # logged once per process (info_once) from UnquantizedFusedMoEMethod.__init__ (model_executor/layers/fused_moe/
+    # layer.py:327 (0.11.0), the class at :291; unquantized_fused_moe_method.py:89 (0.13.0), :84 (0.14.0); in 0.15.1
+    # from select_unquantized_moe_backend, oracle/unquantized.py:82, which that __init__ calls,
+    # unquantized_fused_moe_method.py:56), the method FusedMoE.__init__ builds for an unquantized layer (layer.py:1103
+    # (0.11.0)); "MoE" as the releases write it, or "MOE" as a paste of it may
+    r"|FlashInfer CUTLASS M[Oo][Ee] is available for EP but not enabled"
 )

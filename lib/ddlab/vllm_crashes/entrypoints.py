@@ -140,9 +140,12 @@ OMNI_ENGINE_BACKEND = Signature(
 # (round 73) V1's multiprocessing executor raising a worker's failure in the engine core, "Worker failed with error
 # '<the worker's error>', please check the stack trace above for the root cause" (v1/executor/multiproc_executor.py:186
 # (0.8.5.post1), :225 (0.10.0), :550 (0.34.0)), the one line a user often quotes; in no SGLang wheel
+# (round 75) V0's scheduler ignoring one prompt too long for it (core/scheduler.py:896, :916 (0.6.3.post1); :670, :684
+# (0.5.0); the request's signature, requests.py REQUEST_TOO_LONG), a line users quote alone; in no SGLang wheel
 TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure: \w"
               r"|Pipeline parallelism is only supported for the following +architectures: \["
-              r"|\b(?:Async)?EngineArgs\b|\bWorker failed with error '")
+              r"|\b(?:Async)?EngineArgs\b|\bWorker failed with error '"
+              r"|\bInput prompt \(\d+ tokens\)(?: \+ lookahead slots \(\d+\))? is too long and exceeds ")
 # (SGLang round 73) vLLM's platform notice, logged when vLLM is imported (vllm/platforms/__init__.py:207 (0.7.3), :287
 # (0.34.0)) by each process that imports it, SGLang's too where SGLang imports vLLM (0.4.4.post1
 # srt/layers/quantization/__init__.py:9): however many processes print it, it tells one fact, vLLM imported

@@ -23,14 +23,22 @@ _PROMPT_TOO_LONG = (r"\bThe (?:(?:decoder|encoder) )?prompt \((?:total )?length 
                     r"(?:is longer than the maximum model length of \d+"
                     r"|plus the number of requested output tokens|is too long to fit into the model)")
 
+# (round 75) V0's scheduler, admitting a waiting prompt longer than its limit (max_model_len, or the batched-token
+# budget) or than the block manager can ever hold: it warns, marks the prompt's sequences FINISHED_IGNORED, sets the
+# group aside and goes on to the next (0.6.3.post1 core/scheduler.py:894-902, :914-923; 0.5.0 :669-676, :683-691; the
+# texts at :895, :915 (0.6.4.post1), :1092 (0.7.3)); the engine answers the ignored request as finished
+# (engine/llm_engine.py:1189 (0.6.3.post1)) and steps on
+_PROMPT_IGNORED = (r"\bInput prompt \(\d+ tokens\)(?: \+ lookahead slots \(\d+\))? is too long"
+                   r" and exceeds (?:limit of \d+|the capacity of block_manager)")
+
 # the OpenAI server refusing one request (answered 400) while it keeps serving
 REQUEST_TOO_LONG = Signature(
     "vllm_request_refused", "request_error", "vLLM refused one request",
     ("One request was refused and the server kept serving: a prompt plus `max_tokens` longer than "
      "`--max-model-len`, or input the chat template cannot render. Shorten the request or its "
      "`max_tokens`; a longer `--max-model-len` needs the KV cache to hold it.",),
-    patterns=(r"This model's maximum context length is \d+ tokens", _PROMPT_TOO_LONG),
-    lines=(r"This model's maximum context length is \d+ tokens", _PROMPT_TOO_LONG),
+    patterns=(r"This model's maximum context length is \d+ tokens", _PROMPT_TOO_LONG, _PROMPT_IGNORED),
+    lines=(r"This model's maximum context length is \d+ tokens", _PROMPT_TOO_LONG, _PROMPT_IGNORED),
     priority=12, request=True, phase="serving",
     sources=((_V0, "vllm/entrypoints/openai/serving_engine.py:274"),
              (_V0, "vllm/entrypoints/openai/serving_chat.py:170"),
@@ -39,7 +47,9 @@ REQUEST_TOO_LONG = Signature(
              (_V0, "vllm/engine/llm_engine.py:2025"), ("0.7.3", "vllm/engine/llm_engine.py:1960"),
              ("0.7.3", "vllm/engine/async_llm_engine.py:736"),
              ("0.30.0", "vllm/v1/engine/input_processor.py:472"),
-             ("0.34.0", "vllm/v1/engine/input_processor.py:584")))
+             ("0.34.0", "vllm/v1/engine/input_processor.py:584"),
+             (_V0, "vllm/core/scheduler.py:895"), (_V0, "vllm/core/scheduler.py:915"),
+             ("0.7.3", "vllm/core/scheduler.py:1092")))
 
 # the OpenAI server's streaming handlers catch what one request's stream raised, log it with its
 # traceback and send the client an error chunk (logger.exception, then create_error_response):
