@@ -88,6 +88,33 @@ NCCL = Signature(
              ("cupy (cupy/cupy 0fc0619)", "cupy_backends/cuda/libs/nccl.pyx:119 (NcclError: '%s: %s' % "
                                           "(ERROR2[status], msg)), :128 (check_status)")))
 
+# (round 78) the custom all-reduce (the tensor-parallel communicator beside NCCL, vLLM's kernels in SGLang 0.1.x)
+# checks each CUDA call with CUDACHECK, which prints "Failed: Cuda error %s:%d '%s'" with its own __FILE__ and
+# exits the process (vLLM v0.4.3 csrc/custom_all_reduce.cuh:14-21; its :307 opens a peer's buffer with
+# cudaIpcOpenMemHandle, where GPUs without P2P get "peer access is not supported between these two devices").
+# SGLang 0.1.17 takes vLLM's P2P test out (srt/utils.py:456-463, monkey_patch_vllm_p2p_access_check: its
+# gpu_p2p_access_check made to return True, called before the distributed init at srt/managers/controller/
+# model_runner.py:243; 0.1.16 has no such patch), so the all-reduce is set up on GPUs that cannot take it. The
+# macro's format is common (NCCL's examples print the same): the file's name, as far as a cut path shows it, is
+# what says the custom all-reduce. Not ``running``: its buffers are opened when the communicator is made at
+# startup (and at each graph capture), so the phase is what the log shows
+_CUSTOM_AR = r"^Failed: Cuda error (?:\S*/)?custom_all_red"
+CUSTOM_ALL_REDUCE = Signature(
+    "custom_all_reduce_failed", "nccl", "the custom all-reduce failed a CUDA call",
+    ("The custom all-reduce between the tensor-parallel GPUs (used instead of NCCL for small tensors over NVLink "
+     "or PCIe P2P) failed a CUDA call and ended the process; \"peer access is not supported\" means these GPUs "
+     "cannot map each other's memory (no P2P between them).",
+     "Retry with `--disable-custom-all-reduce` (NCCL does every all-reduce).",
+     "Where that runs, P2P between these GPUs is the suspect (NCCL_P2P_DISABLE=1 to test; the driver, IOMMU). "
+     "SGLang 0.1.17 has no such option and skips vLLM's P2P test: 0.1.16 keeps the test, a newer release has "
+     "the option."),
+    patterns=(_CUSTOM_AR,), lines=(_CUSTOM_AR,), priority=60, fatal=True,
+    sources=(("vllm v0.4.3 (tag)", "csrc/custom_all_reduce.cuh:14-21 (CUDACHECK: printf(\"Failed: Cuda error "
+                                   "%s:%d '%s'\\n\", __FILE__, __LINE__, cudaGetErrorString(e)); exit(EXIT_FAILURE))"),
+             ("vllm v0.4.3 (tag)", "csrc/custom_all_reduce.cuh:307 (CUDACHECK(cudaIpcOpenMemHandle(...)))"),
+             ("sglang 0.1.17", "sglang/srt/utils.py:456"),
+             ("sglang 0.1.17", "sglang/srt/managers/controller/model_runner.py:243")))
+
 # not ``running``: a communicator is created at startup (and by a group made later), so the
 # phase is what the log shows, launch where it shows nothing
 NCCL_INIT = Signature(
@@ -359,4 +386,5 @@ SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, UNIQUE_ID_WAIT, GLO
               WARMUP_STATUS_CUT, WARMUP_READ_TIMEOUT,
               WARMUP_ERROR_BODY,  # (round 59)
               NVSHMEM_INIT,  # (round 29)
-              STORE_PING_NONCE]  # (round 33)
+              STORE_PING_NONCE,  # (round 33)
+              CUSTOM_ALL_REDUCE]  # (round 78)

@@ -7,7 +7,8 @@ checkpoint, a tensor name the model has no parameter for (SGLang's
 ``load_weights`` looks every checkpoint name up in ``params_dict[name]``: a
 quantized checkpoint whose names the model does not expect, a tied embedding
 stored anyway), a tensor whose shape is not its parameter's (the default
-loader's check, the same text in vLLM's), keys left over after loading, a
+loader's check, the same text in vLLM's; a layer's ``copy_`` or its narrow to
+this rank's shard), keys left over after loading, a
 quantization whose config file is missing. An EAGLE3 drafter's ``midlayer.*`` names stay ``draft_incompatible``.
 """
 
@@ -113,6 +114,30 @@ LOADER_COPY_SHAPE = Signature(
              ("torch 2.6.0", "aten/src/ATen/ExpandUtils.cpp:33 (infer_size_impl: The size of tensor a "
                              "({}) must match the size of tensor b ({}) at non-singleton dimension {})")))
 
+# (round 78) the same refusal where a layer's weight_loader takes this rank's shard of the checkpoint's tensor:
+# SGLang's loaders narrow loaded_weight to the rank's slice before the copy, "loaded_weight =
+# loaded_weight.narrow(shard_dim, shard_size * tp_rank, shard_size)" (0.5.8 layers/moe/fused_moe_triton/layer.py:501
+# in _load_w2, :428 in _load_w13; 0.4.10.post2 layers/linear.py:1254 in RowParallelLinear.weight_loader), with the
+# shard's size taken from the parameter this layer built (0.5.23 takes it from the tensor, :857, :949; 0.4.10.post2's
+# _load_w2 says it first in its own words, :338-341); torch's narrow refuses a slice past the tensor's end, "start
+# (S) + length (L) exceeds dimension size (N)." (aten/src/ATen/native/TensorShape.cpp, narrow's TORCH_CHECK): the
+# checkpoint's tensor is smaller along that dimension than the layer's shards (a quantized checkpoint's scales
+# grouped for another layout, another TP split), as vLLM's loaders say it (vllm_loader_narrow). Only where the
+# narrow of loaded_weight is the raising frame, inside a loader's frames
+_NARROW = r"\bstart \(\d+\) \+ length \(\d+\) exceeds dimension size \(\d+\)"
+_NARROW_LAST_FRAME = r'\bloaded_weight\.narrow\(.*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+LOADER_NARROW = Signature(
+    "loader_narrow", "weights_unreadable", "a checkpoint tensor is smaller than its layer's shard",
+    (_ADVICE,),
+    types=r"RuntimeError", patterns=(_NARROW,),
+    context=(r", in (?:weight_loader\w*|_load_\w+|load_weights\w*)\s*$", _NARROW_LAST_FRAME), priority=80,
+    phase="load_weights",
+    sources=(("sglang 0.5.8", "sglang/srt/layers/moe/fused_moe_triton/layer.py:501"),
+             ("sglang 0.5.8", "sglang/srt/layers/moe/fused_moe_triton/layer.py:428"),
+             ("0.4.10.post2", "sglang/srt/layers/linear.py:1254"),
+             ("torch", "aten/src/ATen/native/TensorShape.cpp (narrow's TORCH_CHECK: start (S) + length (L) "
+                       "exceeds dimension size (N).)")))
+
 # (round 33) a LoRA adapter the manager could not load: it catches the loader's exception and raises
 # "Failed to load LoRA adapter NAME: " + str(e) (0.5.23 lora/lora_manager.py:761, 0.5.13 :489,
 # 0.4.10.post2 :378), so a KeyError's quoted tensor name follows the colon; SGLang stacks an adapter's
@@ -132,4 +157,5 @@ LORA_ADAPTER_KEY = Signature(
              ("0.5.23", "sglang/srt/lora/lora.py:286")))
 
 SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE,
-              LORA_ADAPTER_KEY]  # (round 33)
+              LORA_ADAPTER_KEY,  # (round 33)
+              LOADER_NARROW]  # (round 78)
