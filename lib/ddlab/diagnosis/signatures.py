@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddlab.crashes.kinds import (caches, device, diffusion, graphs, launch, memory, models, native, requests,
-                                 router, runtime, speculative, weights)
+from ddlab.crashes.kinds import (caches, device, diffusion, graphs, images, launch, memory, models, native,
+                                 requests, router, runtime, speculative, weights)
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
 from ddlab.vllm_crashes import backends as vllm_backends, signatures as vllm
@@ -72,6 +72,7 @@ SIGNATURES: list[Signature] = [
     *diffusion.SIGNATURES,  # (round 38)
     *router.SIGNATURES,  # (round 51)
     *caches.SIGNATURES,  # (round 52)
+    *images.SIGNATURES,  # (round 79)
 ]
 
 WRAPPERS = (

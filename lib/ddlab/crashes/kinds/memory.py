@@ -163,6 +163,14 @@ SWA_POOL = Signature(
              ("0.5.23", "sglang/srt/model_executor/pool_configurator.py:1681")))
 
 
+# (round 79) NCCL's device allocations: ncclCudaCalloc / ncclCudaMalloc WARN "Failed to CUDA calloc %ld bytes" (or
+# "malloc", "calloc async") when the pointer is still null after cudaMalloc (or cuMem's allocation) failed; the
+# calls before it (stream, capture mode) return on their own CUDACHECK first (NCCL v2.20.5-1 src/include/alloc.h:186,
+# :161, :206; checks.h:13-17), and torch quotes that last WARN under "Last error:": the buffer did not fit
+_NCCL_DEVICE_ALLOC = r"\bFailed to CUDA (?:calloc(?: async)?|malloc) \d+ bytes\b"
+_NCCL_BUFFER = ("NCCL could not allocate its buffer on the GPU: the memory left beside the server's static pool "
+                 "(weights and KV cache) is too small for NCCL's buffers, CUDA graphs and activations. Lower "
+                 "`--mem-fraction-static` to leave it more.")
 _OOM_BY_PHASE = {
     "launch": "The weights do not fit: free the GPU (nvidia-smi: an old server still running?), "
               "use more GPUs (`--tp-size 2`), or a smaller or quantized model; "
@@ -179,6 +187,8 @@ _OOM_BY_PHASE["ready"] = _OOM_BY_PHASE["serving"]
 
 
 def _cuda_oom_detail(found: Found) -> str | None:
+    if regex(_NCCL_DEVICE_ALLOC).search(found.text):
+        return _NCCL_BUFFER
     said = _OOM_BY_PHASE.get(found.phase)
     if found.phase == "graph_capture":
         said = " ".join([said, smaller_graphs(found), more_room_for_graphs(found)])
@@ -213,7 +223,7 @@ CUDA_OOM = Signature(
     "cuda_oom", "cuda_oom", "CUDA ran out of memory",
     (),
     patterns=(r"CUDA out of memory", r"OutOfMemoryError", r"\bout of memory\b",
-              r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation", _NVML_OOM),
+              r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation", _NVML_OOM, _NCCL_DEVICE_ALLOC),
     lines=(r"CUDA out of memory\. Tried to allocate", _NVML_OOM, _CUMEM_OOM, _NPU_WORKSPACE_OOM, _TMS_OOM),
     priority=60, detail=_cuda_oom_detail,
     by_algorithm=(("ddtree", "While serving, a large `--speculative-ddtree-budget` grows the "
@@ -228,6 +238,9 @@ CUDA_OOM = Signature(
              ("torch_memory_saver 0.0.9rc2 (fzyzcjy/torch_memory_saver 1f01bd8)",
               "csrc/utils.h:28-40 (CURESULT_CHECK: CUresult error: %d (%s) ... exit(1)), :194 (cu_mem_create's "
               "cuMemCreate)"),
+             ("NCCL (NVIDIA/nccl v2.20.5-1)", "src/include/alloc.h:186 (ncclCudaCallocDebug: WARN(\"Failed to "
+                                              "CUDA calloc %ld bytes\") when *ptr is still nullptr), :161 "
+                                              "(ncclCudaMallocDebug), :206 (calloc async)"),
              ("torch (pytorch/pytorch eb42ad6)",
               "c10/cuda/CUDACachingAllocator.cpp (reportProcessMemoryInfo: TORCH_INTERNAL_ASSERT(NVML_SUCCESS "
               "== r); malloc's !block_found branch: proc_info = reportProcessMemoryInfo(device))")))
