@@ -515,7 +515,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # create_engine_config under another app's uvicorn), w7517 (vLLM's tag with its colour's ESC and "[" lost; the unquantized
 # MoE method's FlashInfer notice) and w7523 (V0's scheduler ignoring a prompt too long) fixed by cited rules:
 # 1500/1460/925 after.
-FLOORS = {"work": (1500, 1460, 925)}
+# Round 76 had twelve misses: 1517/1470/939 of 1540 at the fold (kind of 1502, phase of 960); w7601, w7602, w7603,
+# w7604, w7605, w7615, w7616, w7617, w7618 and w7620 fixed by cited rules, w7613's crash too (0.8's fatal-signal
+# records); vg04's kind disputed (host_oom, unknown: the "Killed" after those records is vLLM's own kill_process_tree);
+# w7606 left (crashed, kind: the shm queue's stall notice with requests in flight is the corpus's hang) and w7613's
+# phase left (known_misses.json): 1520/1479/941 after (kind of 1501).
+FLOORS = {"work": (1520, 1479, 941)}
 
 
 def test_the_work_split_keeps_its_counts():

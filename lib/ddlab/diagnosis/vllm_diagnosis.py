@@ -43,12 +43,13 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_reached,
 )
 from ddlab.diagnosis.vllm_frames import CONFIG_FRAMES as _CONFIG_FRAMES, FRAME_PHASES
+from ddlab.diagnosis.vllm_frames import ENGINE_BUILT_FRAMES as _BUILT_FRAMES
 from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES
 from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from ddlab.diagnosis.vllm_records import (dumped_step, only_vllm_files, only_vllm_services, with_announced_traceback,
-                                          with_engine_messages, with_handler_records, with_utility_records,
-                                          without_debug_tracebacks)
+                                          with_engine_messages, with_first_code_line, with_handler_records,
+                                          with_utility_records, without_debug_tracebacks)
 from ddlab.vllm_crashes.requests import HANDLER_LOGGED, UTILITY_FAILED
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
@@ -158,7 +159,7 @@ def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signat
     shown = any(_STARTUP_RE.search(ln.msg) or vllm_phase_marker(ln.msg) for ln in lines
                 if ln.no <= best.last_no) or any(_FAILED_START_RE.search(ln.msg) for ln in lines)
     if (phase == "launch" and signature is not None and signature.running
-            and not _STARTUP_FRAMES.search(frames) and not shown):
+            and not _STARTUP_FRAMES.search(frames) and not _BUILT_FRAMES.search(frames) and not shown):
         phase = "serving"
     # vLLM serves once uvicorn says so (no warmup request follows, unlike SGLang's launcher):
     # a crash after "Application startup complete." is a crash while serving. Not uvicorn's bind
@@ -270,7 +271,7 @@ def read_vllm(text: str) -> VllmLog:
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)
-    chains = with_announced_traceback(chains, lines, text)
+    chains = with_announced_traceback(with_first_code_line(chains, lines), lines, text)
     chains = with_utility_records(with_handler_records(chains, text, HANDLER_LOGGED), text, UTILITY_FAILED)
     registry = _NO_HANG if any(_DIED_RE.search(ln.msg) for ln in lines) else VLLM
     return VllmLog(lines, reached, phase_line, vllm_facts(lines), chains, exit_of(lines),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ddlab.crashes.frames import frame_regex
 
-__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CONFIG_FRAMES", "frame_phases"]
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CONFIG_FRAMES", "ENGINE_BUILT_FRAMES", "frame_phases"]
 
 
 # vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
@@ -173,6 +173,11 @@ FRAME_PHASES = (
                                           f"|{_PENALTY_COUNTS}|{_VOXTRAL_ENCODE}")),
 )
 STARTUP_FRAMES = frame_regex(f"{_LOAD}|{_POOL}|{_CAPTURE}|{_INIT}", also=_MODEL_BUILT)
+# (round 76) an engine class's from_engine_args and V0's async engine's _init_engine build the engine and return it
+# (engine/async_llm_engine.py:374, :431 ``engine = cls(``, :360 ``self.engine = self._init_engine(``, :489 (0.5.1);
+# :557, :576 (0.6.2)): a traceback through them is the engine being built, never a step of it (a fault only a
+# running server meets is no serving one there); the config made first (CONFIG_FRAMES) keeps its own reading
+ENGINE_BUILT_FRAMES = frame_regex(r"from_engine_args|_init_engine")
 # (round 75) the engine's config being made from its args: EngineArgs.create_engine_config (engine/arg_utils.py:997,
 # its create_model_config at :1018 (0.9.1); :2313 (0.34.0)), which every engine's from_engine_args calls before it
 # builds the engine (engine/llm_engine.py:494, v1/engine/llm_engine.py:142, v1/engine/async_llm.py:185 (0.9.1)) and

@@ -29,6 +29,8 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
 - :func:`with_utility_records` (round 58): so is a chain every line of which the log shows under the stamp of
   the engine core's "Invocation of ... method failed" record, after it: what a utility method raised, which
   the engine logged and answered the caller with (``UTILITY_FAILED`` says where), whatever it raised.
+- :func:`with_first_code_line` (round 76): a paste that starts on a traceback's last code line, its exception line
+  right under it: the code line is part of that exception's chain (the call that raised).
 """
 
 from __future__ import annotations
@@ -40,7 +42,11 @@ from ddlab.diagnosis.tracebacks import Chain, Raised
 from ddlab.diagnosis.vllm_log import VLLM_FILEINFO, VLLM_STAMP, VLLM_TIME
 
 __all__ = ["without_debug_tracebacks", "with_engine_messages", "with_announced_traceback", "with_handler_records",
-           "with_utility_records", "only_vllm_services", "dumped_step"]
+           "with_utility_records", "only_vllm_services", "dumped_step", "with_first_code_line"]
+
+_BARE_TYPE_RE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\s*$")
+_SEPARATOR_RE = re.compile(r"^\s*(?:The above exception was the direct cause of the following exception"
+                           r"|During handling of the above exception, another exception occurred):\s*$")
 
 _TRACEBACK = "Traceback (most recent call last):"
 # the prefix up to vLLM's stamp at DEBUG (vllm/logger.py:22 (0.7.3), :28 (0.34.0); before 0.8 "file:N]",
@@ -200,6 +206,27 @@ def with_handler_records(chains: list[Chain], text: str, signature) -> list[Chai
     for chain in chains:
         if _shown_under(chain, stamped):
             chain.handled = signature
+    return chains
+
+
+def with_first_code_line(chains: list[Chain], lines: list[Line]) -> list[Chain]:
+    """(round 76) A paste that starts on its traceback's last code line (the frame line above it cut: a reporter
+    copying the last lines): the exception line right under it is that traceback's, the code line part of its
+    chain (the call that raised: a caller building EngineArgs, installs.py); a bare exception type there, then
+    a chain's separator and the next traceback, is that chain's inner exception (the shm queue's bare
+    TimeoutError under the executor's RPC, engine.py QUEUE_TIMEOUT)."""
+    said = [line for line in lines if line.msg.strip()]
+    if len(said) < 2 or not said[0].msg.startswith((" ", "\t")):
+        return chains
+    code, raised_at = said[0], said[1]
+    for chain in chains:
+        raised = chain.raised[0]
+        if chain.orphan and raised.start is None and raised.exc_lines and raised.exc_lines[0].no == raised_at.no:
+            raised.start = code
+            return chains
+    if (_BARE_TYPE_RE.match(raised_at.msg) and len(said) > 3 and _SEPARATOR_RE.match(said[2].msg) and chains
+            and chains[0].first_no == said[3].no):
+        chains[0].raised.insert(0, Raised(header="", type=raised_at.msg.strip(), start=code, exc_lines=[raised_at]))
     return chains
 
 

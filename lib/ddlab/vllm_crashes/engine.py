@@ -52,6 +52,10 @@ ECHO_LINES = (
     # a worker's failed start, logged above its traceback (v1/executor/multiproc_executor.py:1091
     # (0.34.0), :944 (0.30.0))
     r"Engine core proc(?:ess)? \S+ died unexpectedly", r"WorkerProc failed to start\.",
+    # (round 76) 0.8's multiproc executor: a worker meeting an unrecoverable error signals its parent (SIGUSR1), whose
+    # handler logs this at CRITICAL and shuts the executor down, the engine core client the same on its own signal
+    # (v1/executor/multiproc_executor.py:48-53, v1/engine/core_client.py:269 (0.8.0); "Mulitproc" as vLLM spells it)
+    r"\b(?:Mul\w*procExecutor )?[Gg]ot fatal signal from worker processes, shutting down\b",
     # (round 61) vllm-omni's stages run vLLM's engine core in a process of their own and report its end as
     # vLLM's does: "StageEngineCoreProc failed to start." before the engine core is built, "... encountered a
     # fatal error." after (vllm_omni/engine/stage_engine_core_proc.py:258, :260 (vllm-omni 0.30.0), then
@@ -86,6 +90,8 @@ ENGINE_DEAD = Signature(
              (_V0, "vllm/entrypoints/launcher.py:99"), ("0.7.3", "vllm/entrypoints/launcher.py:104"),
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:315"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:405"),
+             ("vllm 0.8.0", "vllm/v1/executor/multiproc_executor.py:49"),
+             ("vllm 0.8.0", "vllm/v1/engine/core_client.py:269"),
              ("0.34.0", "vllm/v1/executor/ray_executor_v2.py:523"),
              ("0.34.0", "vllm/logging_utils/dump_input.py:73"),
              ("0.30.0", "vllm/logging_utils/dump_input.py:79"), ("0.34.0", "vllm/logging_utils/dump_input.py:79"),
@@ -268,15 +274,20 @@ RPC_TIMEOUT = Signature(
 # timed out." (multiproc_executor.py:433-435 (0.30.0), :507-509 (0.33.0), :531-533 (0.34.0)): a paste cut
 # before that outer line still shows the wait. Or a traceback opening in the executor's get_response at
 # that dequeue, cut before its exception: its first frame is get_response, so get_response caught it, and
-# the only exception it catches there is the TimeoutError (the lines just cited)
+# the only exception it catches there is the TimeoutError (the lines just cited). (round 76) Or the queue's bare
+# raise with its frame line cut, chained under the engine core's step: vLLM raises a bare TimeoutError nowhere
+# else (shm_broadcast.py:463, :536, :640 (0.15.1) the only ``raise TimeoutError`` statements of its package;
+# :760, :831, :1055 (0.34.0)), and the executor raises its own "from e" (multiproc_executor.py:355 (0.15.1))
 _QUEUE_RAISED = r'shm_broadcast\.py", line \d+, in \w+\s*\n\s*raise TimeoutError\s*$'
+_QUEUE_RAISED_CUT = (r'\A\s*raise TimeoutError\s*\n(?:\w+\.)*TimeoutError\s*\n(?:.*\n)*?'
+                     r'\s*File "[^"]*[/\\]v1[/\\]engine[/\\]core\.py", line \d+')
 _DEQUEUE_CAUGHT = (r'^Traceback \(most recent call last\):\s*\n\s*File "[^"]*multiproc_executor\.py", line \d+, '
                    r'in get_response\s*\n\s*status, result = mq\.dequeue\(timeout=dequeue_timeout\)\s*$')
 QUEUE_TIMEOUT = Signature(
     "vllm_queue_timeout", "hang", "the engine's message queue timed out waiting for its workers",
     SHM_STALL.advice,
-    patterns=(r".",), types=r"TimeoutError", context=(rf"{_QUEUE_RAISED}|{_DEQUEUE_CAUGHT}",), cut_ok=True,
-    priority=24,
+    patterns=(r".",), types=r"TimeoutError", context=(rf"{_QUEUE_RAISED}|{_QUEUE_RAISED_CUT}|{_DEQUEUE_CAUGHT}",),
+    cut_ok=True, priority=24,
     sources=(("0.7.3", "vllm/distributed/device_communicators/shm_broadcast.py:366"),
              ("0.7.3", "vllm/distributed/device_communicators/shm_broadcast.py:424"),
              ("vllm 0.11.1", "vllm/distributed/device_communicators/shm_broadcast.py:495"),
@@ -284,6 +295,8 @@ QUEUE_TIMEOUT = Signature(
              ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:831"),
              ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:1055"),
              ("0.30.0", "vllm/v1/executor/multiproc_executor.py:433"),
+             ("vllm 0.15.1", "vllm/distributed/device_communicators/shm_broadcast.py:463"),
+             ("vllm 0.15.1", "vllm/v1/executor/multiproc_executor.py:355"),
              ("0.33.0", "vllm/v1/executor/multiproc_executor.py:507"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:531")))
 

@@ -73,6 +73,19 @@ ILLEGAL_ACCESS = voiced(device.ILLEGAL_ACCESS, (
     "attention backend; with speculative decoding, check that the draft's context length covers "
     "`--max-model-len` and try fewer `num_speculative_tokens` in `--speculative-config`.",))
 CUDA_ERROR_CUT = voiced(device.CUDA_ERROR_CUT, ILLEGAL_ACCESS.advice)
+# (round 76) the same hints as ROCm's torch writes them, hipified (torch 2.13.0 torch/utils/hipify/
+# cuda_to_hip_mappings.py:3423 CUDA_LAUNCH_BLOCKING=1 -> AMD_SERIALIZE_KERNEL=3, :3430 c10/cuda/CUDAException.h ->
+# c10/hip/HIPException.h): they explain a traceback the same process cuts right after them (the HIP error's own
+# line cut above them); alone, or under their message (a V0 engine's "HIP error: invalid argument"), they decide
+# nothing
+HIP_ERROR_CUT = replace(
+    CUDA_ERROR_CUT, name="vllm_hip_error_cut", title="a HIP kernel error whose message line is missing",
+    lines=(r"^HIP kernel errors might be asynchronously reported at some other API call",
+           r"^For debugging consider passing AMD_SERIALIZE_KERNEL=3\s*$",
+           r"^Compile with `TORCH_USE_HIP_DSA` to enable device-side assertions\.\s*$"),
+    explains=True, sources=CUDA_ERROR_CUT.sources + (
+        ("torch 2.13.0", "torch/utils/hipify/cuda_to_hip_mappings.py:3423"),
+        ("torch 2.13.0", "torch/utils/hipify/cuda_to_hip_mappings.py:3430")))
 # (round 12) an Ascend NPU call returning a device fault code (vllm-ascend's torch_npu)
 NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
     "An ACL call returned a fault of the NPU's own execution (a DMA hardware error, an AI core or vector "
@@ -324,7 +337,7 @@ SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
     KERNEL_COMPILE, KERNEL_CONFIG, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, NCCL, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     CONFIG_WITHOUT_MODEL_TYPE,
-    GGUF_ARCH,
+    GGUF_ARCH, HIP_ERROR_CUT,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
     NATIVE, ASGI, REFUSED,
     NO_C_COMPILER_CUT, NINJA_RUN_CUT, TRITON_BUILD_CUT,

@@ -10,7 +10,8 @@ from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
-           "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED", "OMNI_STAGE_ERROR"]
+           "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED", "OMNI_STAGE_ERROR",
+           "TOOL_PARSER_ERROR"]
 
 _V0 = V0
 
@@ -221,3 +222,32 @@ OMNI_STAGE_ERROR = Signature(
     lines=(_OMNI_STAGE,), priority=4, request=True, phase="serving",
     sources=((_OMNI, "vllm_omni/entrypoints/omni_stage.py:721"), (_OMNI, "vllm_omni/entrypoints/omni_llm.py:357"),
              (_OMNI, "vllm_omni/entrypoints/async_omni.py:368")))
+
+# (round 76) the tool-call parsers catch what parsing one response raised, log it and hand the handler no tool
+# call: the whole response's parse returns it as plain content (hermes_tool_parser.py:156-161, "Error in
+# extracting tool call from response." (0.11.0); :108 (0.6.3.post1); the granite parsers' "... from response %s",
+# granite_tool_parser.py:84 (0.11.0)), the streamed one skips that delta ("Error trying to handle streaming tool
+# call.", then ``return None``: hermes_tool_parser.py:453-455 (0.11.0), :337 (0.6.3.post1); a parser copied into a
+# plugin logs the same); the chat handler that cannot tell whether to extract tool calls answers a plain completion
+# (serving_chat.py:812-816 (0.8.0), :1044 (0.8.5.post1), :1539 (0.13.0), logger.error). One response's tool call
+# lost, the server serves on. The traceback under the record (or its frames cut) sits in the parser's
+# extract_tool_calls(_streaming), which its own ``except Exception`` wraps
+_TOOL_PARSER = (r"Error in extracting tool call from response\b", r"Error trying to handle streaming tool call\b",
+                r"Error in chat_completion_full_generator - cannot determine if tools should be extracted")
+_TOOL_PARSER_FRAME = r'_tool_parser\.py", line \d+, in extract_tool_calls(?:_streaming)?\s*$'
+TOOL_PARSER_ERROR = Signature(
+    "vllm_tool_parser_error", "request_error", "a tool-call parser failed on one response and passed it on",
+    ("The tool-call parser (`--tool-call-parser`, or a plugin's) could not parse the tool call of one model "
+     "response; vLLM answered that response as plain text (a streamed one without that delta) and kept serving. "
+     "The model's output does not follow the parser's format: check that the parser matches the model (and its "
+     "chat template), or give the request fewer or simpler tools.",),
+    patterns=(r".",), context=(rf"{'|'.join(_TOOL_PARSER)}|{_TOOL_PARSER_FRAME}",), lines=_TOOL_PARSER,
+    cut_ok=True, priority=4, request=True, phase="serving",
+    sources=(("vllm 0.11.0", "vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py:157"),
+             ("vllm 0.11.0", "vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py:454"),
+             ("vllm 0.6.3.post1", "vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py:108"),
+             ("vllm 0.6.3.post1", "vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py:337"),
+             ("vllm 0.11.0", "vllm/entrypoints/openai/tool_parsers/granite_tool_parser.py:84"),
+             ("vllm 0.8.0", "vllm/entrypoints/openai/serving_chat.py:812"),
+             ("vllm 0.8.5.post1", "vllm/entrypoints/openai/serving_chat.py:1044"),
+             ("vllm 0.13.0", "vllm/entrypoints/openai/serving_chat.py:1539")))

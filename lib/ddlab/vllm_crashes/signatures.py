@@ -23,8 +23,8 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, library, loading, messages,
-                                requests, speculative)
+from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, installs, library, loading,
+                                messages, requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT, ENGINE_STREAMS
 from ddlab.crashes.signature import Found, Signature, regex, unwrapped
@@ -394,7 +394,7 @@ SIGNATURES: list[Signature] = [
     engine.LOOP_TIMEOUT, engine.LOOP_WAIT_CANCELLED, engine.KV_SEND_REQUEST_GONE,
     requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
-    requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR,
+    requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR, requests.TOOL_PARSER_ERROR,
     *backends.SIGNATURES,
-    *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES,
+    *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES, *installs.SIGNATURES,
 ]

@@ -1,0 +1,88 @@
+"""vLLM: an install whose parts do not fit each other or the GPU (round 76).
+
+``dependency_mismatch``: a kernel library vLLM stands a stub in for (DeepGEMM missing or too old), kernels whose
+PTX a newer toolkit built than the driver can load, a caller that builds vLLM's engine arguments for another
+release, worded by a Python older than 3.10. ``unsupported_gpu``: the attention selector finding no backend where
+one that fits the model is refused only for this GPU's compute capability. Cited as :mod:`.signatures` cites:
+``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU"]
+
+_ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
+           "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
+
+# vLLM's DeepGEMM wrapper imports deep_gemm lazily and resolves its functions by name (_lazy_init:
+# ``if not has_deep_gemm(): return``, then getattr(_dg, NAME, None): utils/deep_gemm.py:123-124, :133-136
+# (0.13.0)); a function left unresolved calls the stub, which raises this (_missing, :83-88 (0.13.0), :85 the
+# raise; :106-110 (0.14.0); fp8_paged_mqa_logits' ``return _missing()``, :299 (0.13.0)): no deep_gemm, or one
+# older than this vLLM calls
+_DEEP_GEMM = r"DeepGEMM backend is not available or outdated\. Please install or update the `deep_gemm`"
+DEEP_GEMM_MISSING = Signature(
+    "vllm_deep_gemm_missing", "dependency_mismatch", "vLLM called DeepGEMM, which is not installed or too old",
+    ("vLLM called a DeepGEMM kernel (FP8 GEMMs, DeepSeek-V3.2's sparse attention indexer) and found no deep_gemm "
+     "it could use: the package is not installed, or is older than this vLLM calls. Install the DeepGEMM "
+     "release this vLLM names (its docs, or `tools/install_deepgemm.sh` in its repository), or turn DeepGEMM "
+     "off (VLLM_USE_DEEP_GEMM=0) where the model has another kernel.",),
+    patterns=(_DEEP_GEMM,), lines=(_DEEP_GEMM,), priority=81,
+    sources=(("vllm 0.13.0", "vllm/utils/deep_gemm.py:85"), ("vllm 0.13.0", "vllm/utils/deep_gemm.py:299"),
+             ("vllm 0.13.0", "vllm/utils/deep_gemm.py:123"), ("vllm 0.14.0", "vllm/utils/deep_gemm.py:107"),
+             ("vllm 0.11.1", "vllm/utils/deep_gemm.py:85")))
+
+# the CUDA runtime's cudaErrorUnsupportedPtxVersion (222): "the provided PTX was compiled with an unsupported
+# toolchain", most often PTX a newer compiler made than the driver's JIT supports (CUDA runtime API,
+# driver_types.h); torch prints it as "CUDA error: <that string>" (c10/cuda/CUDAException.cpp:43), vLLM's executor
+# in "Worker failed with error '...'" (v1/executor/multiproc_executor.py:342 (0.13.0)): wheels built by a CUDA
+# toolkit newer than the installed driver
+_PTX = r"\bthe provided PTX was compiled with an unsupported toolchain\b|\bcudaErrorUnsupportedPtxVersion\b"
+PTX_TOOLCHAIN = Signature(
+    "vllm_ptx_toolchain", "dependency_mismatch", "kernels were built by a newer CUDA toolkit than the driver runs",
+    ("A kernel's PTX was compiled by a CUDA toolkit newer than the installed NVIDIA driver can load "
+     "(cudaErrorUnsupportedPtxVersion): the wheels (torch, vLLM, flashinfer ...) and the driver do not match. "
+     "Upgrade the driver to one that supports the wheels' CUDA (`nvidia-smi` shows the CUDA it supports), "
+     "or install the builds of torch and vLLM for the CUDA your driver runs.",),
+    patterns=(_PTX,), lines=(_PTX,), priority=81,
+    sources=(("CUDA runtime", "driver_types.h cudaErrorUnsupportedPtxVersion (222)"),
+             ("torch 2.14.1", "c10/cuda/CUDAException.cpp:43"),
+             ("vllm 0.13.0", "vllm/v1/executor/multiproc_executor.py:342")))
+
+# a caller that builds vLLM's engine arguments itself (a training framework's vLLM engine) and passes a field this
+# release's dataclass lacks: under Python 3.9 and older the TypeError names the generated __init__ alone ("__init__()
+# got an unexpected keyword argument 'X'"; 3.10 names the class, signatures.py API_MISMATCH), so the call is read
+# from the last frame's code line, which builds EngineArgs / AsyncEngineArgs / LLM / SamplingParams
+# (engine/arg_utils.py:23, :779 (0.5.0), dataclasses; limit_mm_per_prompt came at :134 (0.6.2))
+_BUILT_HERE = (r"(?:\b(?:Async)?EngineArgs|\bLLM|\bSamplingParams)\([^\n]*\n(?:[ \t]*[~^]+[ \t]*\n)?"
+               r"(?:\(\S+ pid=\d+\) )?(?:\w+\.)*TypeError: __init__\(\) got an unexpected keyword argument")
+ENGINE_ARGS_KEYWORD = Signature(
+    "vllm_engine_args_keyword", "dependency_mismatch", "the code driving vLLM was written for another vLLM release",
+    ("The program that builds the engine (a training framework, a script) passes an engine argument this vLLM "
+     "release does not have: install the vLLM version that program pins, or a release of the program made for "
+     "this vLLM.",),
+    types=r"(?:\w+\.)*TypeError", patterns=(r"^(?:TypeError: )?__init__\(\) got an unexpected keyword argument",),
+    context=(_BUILT_HERE,), priority=78, phase="launch",
+    sources=(("vllm 0.5.0", "vllm/engine/arg_utils.py:779"), ("vllm 0.5.0", "vllm/engine/arg_utils.py:23"),
+             ("vllm 0.6.2", "vllm/engine/arg_utils.py:134")))
+
+# V1's attention selector lists, for each backend it refused, why ("compute capability not supported" among them:
+# v1/attention/backend.py:249-250 (0.14.0), attention/backends/abstract.py:243-244 (0.13.0)), and raises "No valid
+# attention backend found for <device> with <config>. Reasons: {NAME: [...], ...}" when none is left
+# (platforms/cuda.py:337-341 (0.13.0, 0.14.0)). A backend refused for the compute capability alone fits the model
+# and would run it on another GPU: this GPU has no build of the attention the model needs
+_GPU_ONLY = (r"No valid attention backend found for \w+ with .*Reasons: \{.*\b[A-Z][A-Z0-9_]*: "
+             r"\[compute capability not supported\]")
+ATTENTION_GPU = Signature(
+    "vllm_attention_gpu_unsupported", "unsupported_gpu", "the attention the model needs has no build for this GPU",
+    ("vLLM's attention selector found no backend for this model on this GPU: the backend that fits the model "
+     "(sparse MLA, an MLA or sink variant) is refused only for the GPU's compute capability (the Reasons list "
+     "says which). Run the model on a GPU that backend supports (sparse MLA: Hopper or Blackwell), or a variant "
+     "of the model whose attention another backend serves.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_GPU_ONLY,), lines=(_GPU_ONLY,), priority=81,
+    sources=(("vllm 0.13.0", "vllm/platforms/cuda.py:338"), ("vllm 0.14.0", "vllm/platforms/cuda.py:338"),
+             ("vllm 0.14.0", "vllm/v1/attention/backend.py:250"),
+             ("vllm 0.13.0", "vllm/attention/backends/abstract.py:244")))
+
+SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU]
