@@ -48,7 +48,14 @@ def frame_regex(names: str, calls: str = "", also: str = "") -> re.Pattern:
 # it (0.5.23 model_loader/loader.py:837, initialize_model_for_startup) and a layer's quant method in the
 # layer's __init__ (get_quant_method, 0.5.23 layer.py:500): a constructor in
 # sglang/srt/layers/quantization/ is the model being built, after the loader started
-_LOAD = r"load_model|load_weights\w*|_initialize_model|weight_loader|init_lora_manager|create_weights"
+# (round 80) A quantization method's post-load step, process_weights_after_loading (requantizing, repacking),
+# is called by the model loaders right after the model's load_weights (0.5.5.post3 model_loader/loader.py:618 in
+# load_weights_and_postprocess, load_weights at :607; :731, :839, :1498 in the other loaders' load_model; 0.5.23
+# :1089 in postprocess_weights, called from load_weights_and_postprocess :1030) and by the weight updates that go
+# through that function (0.5.5.post3 model_executor/model_runner.py:915, read as load_weights already by its
+# load_weights_and_postprocess frame): the weights being loaded, in faulthandler's dumps cut below it too
+_LOAD = (r"load_model|load_weights\w*|_initialize_model|weight_loader|init_lora_manager|create_weights"
+         r"|process_weights_after_loading")
 _QUANT_BUILT = (r'sglang[/\\]srt[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", line \d+,? in __init__\s*$'
                 # (round 18) so is a constructor of a model's own module: the model class and the
                 # layers it builds for itself (0.5.23 model_loader/loader.py:309, model_class(**kwargs)

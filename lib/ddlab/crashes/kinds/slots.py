@@ -3,8 +3,9 @@
 "Prefill/Decode out of memory" and "alloc_req_slots runs out of memory" say "memory" but no CUDA
 allocation failed: the scheduler took in more than its pools hold (``slots_exhausted``), which
 ``--mem-fraction-static`` alone does not fix. Also hybrid Mamba's state slots, the retract that
-found no room for one request, and the idle memory check's leak. Texts and citations: docs/sglang.md
-section 4.1. :mod:`.memory` splices this list into its own, so the registry's order is unchanged.
+found no room for one request, and the memory checks' leaks (idle and busy). Texts and
+citations: docs/sglang.md section 4.1. :mod:`.memory` splices this list into its own, so the
+registry's order is unchanged.
 """
 
 from __future__ import annotations
@@ -133,6 +134,32 @@ MEMORY_CHECK_CUT = Signature(
              ("0.5.23", "sglang/srt/managers/scheduler.py:5296"),
              ("0.5.23", "sglang/srt/utils/common.py:5066")))
 
+# (round 80) the scheduler's busy check: after each batch, under SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY
+# (default 0, 0.5.10 environ.py:219; 0.5.23 :501), it asserts that available + evictable + protected +
+# session_held + uncached tokens add up to each pool's size: "Full Pool Mem Leak Detected! [full] total=..."
+# and, on a hybrid sliding-window model, "SWA Pool Mem Leak Detected! [swa] total=..." (0.5.12
+# managers/scheduler_runtime_checker_mixin.py:448-449; 0.5.23 scheduler_components/invariant_checker.py:344-345,
+# the message from _check_pool_invariant, :91-94), before them one "Mem Leak Detected! total_tokens=... vs
+# self.max_total_num_tokens=..." (0.5.10 scheduler_runtime_checker_mixin.py:248; 0.5.4's runtime leak check under
+# SGLANG_ENABLE_RUNTIME_MEM_LEAK_CHECK, :119). The AssertionError leaves the scheduler's event loop (0.5.23
+# managers/scheduler.py:2057-2058, :2133-2134): the same leak the idle check reports, found while serving
+BUSY_MEMORY_CHECK = Signature(
+    "busy_memory_check_failed", "slots_exhausted",
+    "the scheduler's memory check during serving found the pools' accounting wrong",
+    ("The pool's tokens do not add up (a leak, or a count taken twice): an SGLang bug, not a pool too "
+     "small, so lowering `--max-running-requests` only delays it; report it with this log.",
+     "The check runs after every batch only because SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY "
+     "(SGLANG_ENABLE_RUNTIME_MEM_LEAK_CHECK before 0.5.6) is set: unset it to keep serving "
+     "while the leak is reported.",),
+    types=r"AssertionError", patterns=(r"\b(?:(?:Full|SWA) Pool )?Mem Leak Detected!",),
+    priority=74, phase="serving", fatal=True,
+    sources=(("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:345"),
+             ("0.5.23", "sglang/srt/managers/scheduler_components/invariant_checker.py:344"),
+             ("0.5.23", "sglang/srt/managers/scheduler.py:2058"),
+             ("0.5.12", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:449"),
+             ("0.5.10", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:248"),
+             ("sglang 0.5.4", "sglang/srt/managers/scheduler_runtime_checker_mixin.py:119")))
+
 REQ_SLOTS_OLD = Signature(
     "req_slots_none", "slots_exhausted", "the request-slot pool ran out (SGLang 0.1.x: its alloc returned None)",
     REQ_SLOTS.advice,
@@ -175,5 +202,5 @@ RETRACT_EXHAUSTED = Signature(
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1433"),
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1483")))
 
-SIGNATURES = [KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT, REQ_SLOTS_OLD,
-              MAMBA_SLOTS, RETRACT_EXHAUSTED]
+SIGNATURES = [KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT, BUSY_MEMORY_CHECK,
+              REQ_SLOTS_OLD, MAMBA_SLOTS, RETRACT_EXHAUSTED]
