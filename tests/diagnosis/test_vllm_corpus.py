@@ -520,7 +520,12 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # records); vg04's kind disputed (host_oom, unknown: the "Killed" after those records is vLLM's own kill_process_tree);
 # w7606 left (crashed, kind: the shm queue's stall notice with requests in flight is the corpus's hang) and w7613's
 # phase left (known_misses.json): 1520/1479/941 after (kind of 1501).
-FLOORS = {"work": (1520, 1479, 941)}
+# Round 77 had five misses (w7703's, w7711's kind, w7710's phase, w7715's and w7720's crashed and kind): 1538/1495/951 of
+# 1560 at the fold (kind of 1521, phase of 972); w7703 (V0's max-length check asserting a rope_scaling "factor"), w7710
+# (LMCache's per-request lookup and store lines), w7711 (a traceback cut in V0's bfloat16 check), w7715 (a paste a
+# terminal wrapped at its width) and w7720 (the profiling run's end after the shm stall notice) fixed by cited rules:
+# 1540/1499/953 after.
+FLOORS = {"work": (1540, 1499, 953)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -50,6 +50,7 @@ from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from ddlab.diagnosis.vllm_records import (dumped_step, only_vllm_files, only_vllm_services, with_announced_traceback,
                                           with_engine_messages, with_first_code_line, with_handler_records,
                                           with_utility_records, without_debug_tracebacks)
+from ddlab.diagnosis.width_wrap import unwrapped_paste
 from ddlab.vllm_crashes.requests import HANDLER_LOGGED, UTILITY_FAILED
 
 __all__ = ["VllmLog", "VllmVerdict", "read_vllm", "judge_vllm", "host_oom", "vllm_cause",
@@ -267,7 +268,7 @@ def read_vllm(text: str) -> VllmLog:
     """The lines (vLLM's prefixes peeled, the last run, a DEBUG record's traceback blanked), the phase
     reached, the facts, the chains (a V0 worker's header message and V0 engine's logged one kept) and
     exit, and the root cause over vLLM's registry (with no hang where a worker died)."""
-    text = only_vllm_files(only_vllm_services(text or ""))
+    text = unwrapped_paste(only_vllm_files(only_vllm_services(text or "")))  # (round 77) a terminal's wrap
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(lines)
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)

@@ -1,8 +1,8 @@
 """vLLM's KV cache services: the lines they write only while requests are served.
 
 Contract: :data:`KV_SERVING` is a regular expression (an alternation, no anchors) that matches a line a KV
-connector or an external KV cache writes only for a request the scheduler admitted or a batch the model ran, or V0's
-scheduler writes only when the KV cache is short for the requests it runs;
+connector or an external KV cache (round 77: LMCache's lookups and stores) writes only for a request the scheduler
+admitted or a batch the model ran, or V0's scheduler writes only when the KV cache is short for the requests it runs;
 :mod:`.vllm_log` reads it as the ``serving`` phase's marker. Split from :mod:`.vllm_log` (the phases' table)
 so that each cache service's lines, and the source each rests on, live in one place.
 """
@@ -28,4 +28,11 @@ KV_SERVING = (
     # scheduler.py:1755 (0.7.3), :1482 (0.6.4.post1)), called only from _schedule_running (:763) and the priority
     # preemption (:1005) on groups already running; the profile run never goes through the scheduler
     r"|Sequence group \S+ is preempted by PreemptionMode\.(?:RECOMPUTE|SWAP) mode because there is not enough KV cache"
+    # (round 77) LMCache's connector (lmcache 0.3.1 lmcache/integration/vllm/vllm_v1_adapter.py): the scheduler's
+    # lookup for a waiting request (get_num_new_matched_tokens, :834 "Reqid: ..., Total tokens N, LMCache hit tokens:
+    # N, need to load: N", called only from schedule(): vllm 0.10.1.1 v1/core/sched/scheduler.py:385) and a request's
+    # tokens stored (save_kv_layer :678, wait_for_save :763, "... for request %s", a loop over the step's requests).
+    # Not its "attn_metadata is None" warning (start_load_kv, :494): the profile run's dummy batch has none too
+    r"|LMCache hit tokens: \d+, need to load: -?\d+"
+    r"|Storing KV cache for \d+ out of \d+ tokens \(skip_leading_tokens=\d+\) for request "
 )

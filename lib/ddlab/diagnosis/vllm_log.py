@@ -82,11 +82,12 @@ _VLLM_MARKS = re.compile(
     r"|compilation|distributed|transformers_utils|utils|platforms)[/\\]"
     # (round 58) vllm-omni, whose stages run vLLM's engine: its modules' logger names ("ERROR:vllm_omni.x:") and paths
     r"|[/\\]\.cache[/\\]vllm[/\\]|\bvllm (?:serve|\[-h\])|vLLM|\bvllm\.|\bvllm_omni[./\\]"
-    # names and texts only vLLM writes: its config keys and engine parts, its model registry's error
+    # names and texts only vLLM writes: its config keys and engine parts, its model registry's error, V0's
+    # speculative-decoding metrics line (vllm/engine/metrics.py:484 (0.6.4.post1))
     # (each word an alternative of its own: a :class:`Screen` asks each only where its text is)
     r"|\bgpu_memory_utilization\b|\bmax_model_len\b|\bmax_num_scheduled_tokens\b|\bnum_speculative_tokens\b"
     r"|\bspeculative_config\b|\bEngineCore\w*\b|\bAsyncLLM\w*\b|\bLLMEngine\b|\bSpecDecodeWorker\b|\bVllmWorker\w*\b"
-    r"|# GPU blocks: \d|Cannot find model module\."
+    r"|# GPU blocks: \d|Cannot find model module\.|Speculative metrics: Draft acceptance rate:"
     # texts no SGLang release writes (both wheels, 0.4.10.post2 and 0.5.23, searched): vLLM's top config class and its
     # V2 model runner (vllm/config/vllm.py:3087 (0.30.0)), the dtype check (vllm/platforms/cuda.py:692 (0.34.0)), the
     # startup memory check (vllm/v1/worker/utils.py:790 (0.34.0)), the offline LLM's bar
@@ -94,8 +95,6 @@ _VLLM_MARKS = re.compile(
     # variables (vllm/envs.py) and the installed package's frames; the pipeline-parallel refusal's second sentence
     # (vllm/config/model.py:1595 (0.34.0), config.py:541 (0.6.4.post1))
     r"|Supported models implement the `SupportsPP` interface"
-    # V0's speculative-decoding metrics line (vllm/engine/metrics.py:484 (0.6.4.post1))
-    r"|Speculative metrics: Draft acceptance rate:"
     r"|\bVllmConfig\b|\bModel Runner V2\b|Bfloat16 is only supported on GPUs with compute capability"
     r"|Free memory on device\b[^(]{0,30}\([\d.]+/[\d.]+ GiB\) on startup"
     r"|Processed prompts:|\bVLLM_[A-Z][A-Z0-9_]*=|[/\\](?:site|dist)-packages[/\\]vllm(?:_ascend)?[/\\]"
@@ -197,14 +196,14 @@ def vllm_lines(text: str) -> list[Line]:
 # --- startup phases ---------------------------------------------------------------
 # Each marker is a line vLLM writes when a step starts or ends (V1: 0.30.0 / 0.33.0 / 0.34.0; V0: 0.6.4.post1), strongest last.
 _PHASE_MARKERS = (
-    # "Starting to load model" (v1/worker/gpu_model_runner.py), the loaders' shard bars,
-    # "Loading weights took" (model_loader/default_loader.py:544 (0.34.0)): the draft loads after
-    # (round 15) vllm-neuron's load_model compiles and loads the model through NxD Inference
-    # (vllm-neuron vllm_neuron/worker/neuronx_distributed_model_loader.py:240-241, a5ef7c8): its load shards
-    # the weights ("Sharding weights on load...", neuronx-distributed-inference
+    # "Starting to load model" (v1/worker/gpu_model_runner.py), the loaders' shard bars, "Loading weights took"
+    # (model_loader/default_loader.py:544 (0.34.0)): the draft loads after (round 15) vllm-neuron's load_model
+    # compiles and loads the model through NxD Inference (vllm-neuron
+    # vllm_neuron/worker/neuronx_distributed_model_loader.py:240-241, a5ef7c8): its load shards the weights
+    # ("Sharding weights on load...", neuronx-distributed-inference
     # src/neuronx_distributed_inference/models/application_base.py:405, 4bcdc54; "Done Sharding weights in",
-    # neuronx-distributed src/neuronx_distributed/trace/model_builder.py:857, fbac349) or reads them
-    # presharded (application_base.py:391), then puts them on the device
+    # neuronx-distributed src/neuronx_distributed/trace/model_builder.py:857, fbac349) or reads them presharded
+    # (application_base.py:391), then puts them on the device
     ("load_weights", re.compile(
         r"Starting to load model|Loading (?:safetensors|pt|bin) checkpoint shards|Loading weights took"
         r"|Loading drafter model|Sharding weights on load|Done Sharding weights in"
@@ -217,15 +216,16 @@ _PHASE_MARKERS = (
     # size (v1/worker/gpu_worker.py:796, v1/core/kv_cache_utils.py:1169 (0.34.0); V0 "# GPU blocks":
     # executor/gpu_executor.py:113 (0.6.4.post1)); (round 49) a KV connector registering the KV caches just allocated,
     # which vLLM hands it only from initialize_kv_cache (v1/worker/gpu_model_runner.py:7340 (0.23.0)): "Registering kv
-    # caches!" (kv_connector/v1/lmcache_mp_connector.py:555, LMCache's own copy logs it too), "Registering kv caches"
-    # / "Registering KV caches" (lmcache_integration/multi_process_adapter.py:423, vllm_v1_adapter.py:787),
-    # "Registering KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391; all 0.23.0): the caches
-    # exist, the graphs are not captured yet; (round 57) the graphs' memory profiled in determine_available_memory
-    # (v1/worker/gpu_model_runner.py:5876, v1/worker/gpu_worker.py:381 (0.19.1))
+    # caches!" (kv_connector/v1/lmcache_mp_connector.py:555, LMCache's own copy logs it too), "Registering kv caches" /
+    # "Registering KV caches" (lmcache_integration/multi_process_adapter.py:423, vllm_v1_adapter.py:787), "Registering
+    # KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391; all 0.23.0): the caches exist, the graphs
+    # are not captured yet; (round 57) the graphs' memory profiled in determine_available_memory
+    # (v1/worker/gpu_model_runner.py:5876, v1/worker/gpu_worker.py:381 (0.19.1)); (round 77) the profiling run's end
+    # ("Initial profiling/warmup run took", compilation/monitor.py:82, decorators.py:572 (0.30.0))
     ("memory_pool", re.compile(
-        r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory"
-        r"|# GPU blocks: \d|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform"
-        r"|Compiling a graph for|Registering (?:kv|KV)[ _][Cc]aches\b|Profiling CUDA graph memory: ")),
+        r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory|# GPU blocks: \d"
+        r"|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph for"
+        r"|Registering (?:kv|KV)[ _][Cc]aches\b|Profiling CUDA graph memory: |Initial profiling/warmup run took")),
     # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing cudagraphs for decoding",
     # worker/model_runner.py:1400 (0.6.4.post1); (round 69) vllm-ascend's "Capturing ACL graphs (mixed prefill-decode,
     # PIECEWISE)", vllm_ascend/worker/model_runner_v1.py:2525 (v0.10.1rc1), :3509 (v0.11.0rc0)), "Graph capturing

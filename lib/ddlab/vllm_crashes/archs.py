@@ -1,7 +1,8 @@
 """vLLM: a model it cannot build from the model's config (``arch_unsupported``): a config class without a
 setting vLLM reads, a config that names no architecture (round 8's ValueError; round 71: V0's warning that
 explains the crash right after it), a MoE class that finds no MoE layer, the Transformers fallback that cannot
-shard the architecture. Split from :mod:`.loading` (round 71), whose list holds these in their place.
+shard the architecture, (round 77) V0's max-length check asserting a rope_scaling layout it does not know. Split
+from :mod:`.loading` (round 71), whose list holds these in their place.
 
 Each is a text or a frame of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
 """
@@ -104,5 +105,22 @@ FALLBACK_NO_TP = Signature(
     types=r"ValueError", patterns=(_NO_TP_PLAN,), lines=(_NO_TP_PLAN,), priority=72, phase="load_weights",
     sources=(("0.7.3", "vllm/model_executor/models/transformers.py:188"),))
 
+# (round 77) V0's ModelConfig derives the model's length from its rope_scaling (_get_and_verify_max_len) and asserts
+# a "factor" for every rope type it does not list as factorless: ``assert "factor" in rope_scaling`` (config.py:1287
+# (0.5.0), :1426 (0.5.1), :1535 (0.5.4), :1746 (0.6.2), after its own mrope case :1743-1744); 0.6.3.post1 reads
+# ``rope_scaling.get("factor", 1.0)`` (:1754). The model's rope_scaling has a layout this release does not know
+# (Qwen2-VL's mrope before 0.6.2): the bare assert, its code line under that frame
+_ROPE_FACTOR = r'in _get_and_verify_max_len\s*\n[ \t]*assert "factor" in rope_scaling[ \t]*$'
+ROPE_FACTOR_MISSING = Signature(
+    "vllm_rope_factor_missing", "arch_unsupported", "vLLM does not know the model's rope_scaling layout",
+    ("vLLM's model config asserts that the model's `rope_scaling` has a `factor`: this release does not know the "
+     "model's rope type (an mrope or other layout newer than it). Use a vLLM release that supports the model; a "
+     "transformers release that rewrites rope_scaling (`type` -> `rope_type`) can cause it too: install the "
+     "transformers this vLLM pins.",),
+    types=r"AssertionError", patterns=(r"",), context=(_ROPE_FACTOR,), priority=72, phase="launch",
+    sources=(("vllm 0.5.0", "vllm/config.py:1287"), ("vllm 0.5.1", "vllm/config.py:1426"),
+             ("vllm 0.5.4", "vllm/config.py:1535"), ("vllm 0.6.2", "vllm/config.py:1746"),
+             ("vllm 0.6.3.post1", "vllm/config.py:1754")))
+
 SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
-                               FALLBACK_NO_TP]
+                               FALLBACK_NO_TP, ROPE_FACTOR_MISSING]

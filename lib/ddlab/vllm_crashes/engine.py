@@ -186,7 +186,10 @@ SHM_STALL = Signature(
                 # gpu/model_runner.py:442 (0.34.0); backends.py:394, gpu_worker.py:641 (0.30.0))
                 r"Compiling a graph for compile range .* takes [\d.]+ s",
                 r"torch\.compile (?:takes|took) [\d.]+ s in total", r"Available KV cache memory: [\d.]+ GiB",
-                r"Loading weights took [\d.]+ seconds", r"Model loading took \S+ GiB memory"),
+                r"Loading weights took [\d.]+ seconds", r"Model loading took \S+ GiB memory",
+                # (round 77) the start-up's profiling run ending (monitor_profiling_run, monitor.py:81-84 (0.30.0),
+                # :77 (0.18.0)): the wait was that run
+                r"Initial profiling/warmup run took [\d.]+ s"),
     # (round 63) the notice is an INFO (acquire_read: logger.info(long_wait_time_msg(...)), shm_broadcast.py:542,
     # the text :81-88 (0.15.1)) that names compilation; right after Dynamo's bytecode transform (backends.py:873
     # (0.15.1), :1049 (0.18.0)) or the compile cache's line (:813 (0.15.1)), Inductor's compile is under way
@@ -197,6 +200,7 @@ SHM_STALL = Signature(
              ("vllm 0.15.1", "vllm/distributed/device_communicators/shm_broadcast.py:542"),
              ("vllm 0.15.1", "vllm/compilation/backends.py:873"),
              ("0.33.0", "vllm/distributed/device_communicators/shm_broadcast.py:112"),
+             ("0.30.0", "vllm/compilation/monitor.py:82"), ("vllm 0.18.0", "vllm/compilation/monitor.py:77"),
              ("0.34.0", "vllm/distributed/device_communicators/shm_broadcast.py:115")))
 
 

@@ -3,7 +3,8 @@
 ``dependency_mismatch``: a kernel library vLLM stands a stub in for (DeepGEMM missing or too old), kernels whose
 PTX a newer toolkit built than the driver can load, a caller that builds vLLM's engine arguments for another
 release, worded by a Python older than 3.10. ``unsupported_gpu``: the attention selector finding no backend where
-one that fits the model is refused only for this GPU's compute capability. Cited as :mod:`.signatures` cites:
+one that fits the model is refused only for this GPU's compute capability, or (round 77) a traceback cut inside V0's
+bfloat16 check of the GPU, whose one raise is that refusal. Cited as :mod:`.signatures` cites:
 ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
 """
 
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU"]
+__all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
+           "BF16_CHECK_CUT"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -85,4 +87,22 @@ ATTENTION_GPU = Signature(
              ("vllm 0.14.0", "vllm/v1/attention/backend.py:250"),
              ("vllm 0.13.0", "vllm/attention/backends/abstract.py:244")))
 
-SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU]
+# (round 77) V0's worker checks the model's dtype against the GPU right after torch.cuda.set_device (init_model,
+# worker.py:71 (0.2.7)); _check_if_gpu_supports_dtype raises only "Bfloat16 is only supported on GPUs with compute
+# capability of at least 8.0" for bfloat16 below 8.0 (worker.py:225-234 (0.2.7), the raise :231; :306-317
+# (0.4.0.post1); :352-358 (0.5.4); :455-468 (0.6.2)): the device it reads was set just before, so a traceback cut in
+# that frame is that refusal (signatures.py BF16_GPU reads its text; the pattern here is only asked with the
+# frame last, which a whole traceback never has, as compilers.py TRITON_BUILD_CUT's)
+_BF16_CHECK = (r'[/\\]worker[/\\]worker\.py", line \d+, in _check_if_gpu_supports_dtype[ \t]*'
+               r'(?:\n[ \t]*raise ValueError\([^\n]*)?\s*\Z')
+BF16_CHECK_CUT = Signature(
+    "vllm_bf16_check_cut", "unsupported_gpu", "this GPU cannot run bfloat16 (a traceback cut in vLLM's dtype check)",
+    ("The GPU is older than compute capability 8.0 and has no bfloat16 (vLLM's dtype check raised; the paste is "
+     "cut before its message): run the model in float16 with `--dtype half`, or use an Ampere or newer GPU.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r"Bfloat16 is only supported on GPUs with compute capability",),
+    context=(_BF16_CHECK,), cut_ok=True, priority=80, phase="launch",
+    sources=(("vllm 0.2.7", "vllm/worker/worker.py:231"), ("vllm 0.2.7", "vllm/worker/worker.py:71"),
+             ("vllm 0.4.0.post1", "vllm/worker/worker.py:312"), ("vllm 0.5.4", "vllm/worker/worker.py:358"),
+             ("vllm 0.6.2", "vllm/worker/worker.py:468")))
+
+SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT]
