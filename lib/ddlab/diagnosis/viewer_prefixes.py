@@ -43,8 +43,13 @@ _BARE_COLOUR = r"(?:\[?\d{1,3}(?:;\d{1,3})*m)?"
 # Ray task "NAME," or "head, rank=0," (skypilot 0.8.0 sky/backends/cloud_vm_ray_backend.py:638, :646): "(worker1,
 # rank=1, pid=N, ip=A) " (round 43's h43004). (round 57) The driver prints its tasks' and actors' lines under it
 # and its own lines bare (ray-project/ray doc/source/ray-observability/ray-logging.rst, "Driver logs", "Worker
-# logs"), so which lines carried it tells the driver's from an actor's (logtext's Line.actor)
-RAY_TAG = (rf"^{_COLOUR}\((?:[\w-]+ |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "
+# logs"), so which lines carried it tells the driver's from an actor's (logtext's Line.actor). (round 81) The name is
+# the actor's repr where its class defines __repr__: the worker prints ":actor_name:" + repr(actor) after __init__
+# (ray-project/ray python/ray/_raylet.pyx, execute_task), the log monitor keeps what follows the token as the name
+# (ray 2.43.0 _private/log_monitor.py:379-383, the token _private/ray_constants.py:320) and the driver prints it
+# before "pid=" (_private/worker.py:2091-2092): "(WorkerDict(rank=54 pod=p-0) pid=384, ip=10.1.2.3) ", one level
+# of parentheses taken
+RAY_TAG = (rf"^{_COLOUR}\((?:[\w-]+ |[\w-]+\([^()]*\) |[\w.-]+, (?:rank=\d+, )?)?pid=\d+(?:, ip=[\w.-]+)?\){_COLOUR} "
            rf"|^(?:\d{{1,3}};)*\d{{1,3}}m\([\w-]+ pid=\d+\){_BARE_COLOUR}(?: |(?=\([\w-]+ pid=\d+\)))")
 
 # (round 74) TorchServe's frontend reads its Python worker's stdout and stderr line by line and logs each line to

@@ -178,15 +178,22 @@ STORE_WAIT_TIMEOUT = Signature(
              ("torch 2.6.0", "torch/csrc/distributed/c10d/TCPStore.cpp:575 (TCPStore::doWait: wait "
                              "timeout after {}ms, keys: {})")))
 
+# (round 81) torch's collective fingerprint check (TORCH_DISTRIBUTED_DEBUG=DETAIL wraps each group in a
+# ProcessGroupWrapper that allgathers every collective's op and sequence number first) failing under the wrapper,
+# "Detected mismatch between collectives on ranks. Rank 13 is running collective: ...": the ranks are out of step
 PEER_LOST = Signature(
     "capture_peer_lost", "nccl", "a distributed peer was lost (seen during graph capture)",
     ("Another rank died or hung while this one captured CUDA graphs (a gloo / NCCL connection "
      "closed): find the first rank that failed; no graph setting fixes this.", _NCCL_ADVICE),
     patterns=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed: .{0,200}?(?:gloo|Connection closed by peer"
-              r"|NCCL error|Connection reset by peer)",),
+              r"|NCCL error|Connection reset by peer|Detected mismatch between collectives on ranks)",),
     priority=82, phase="graph_capture",
     sources=(("0.4.10.post2", "sglang/srt/model_executor/cuda_graph_runner.py:390"),
-             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:554 (Connection closed by peer)")))
+             ("sglang 0.5.6.post2", "sglang/srt/model_executor/cuda_graph_runner.py:354-356"),
+             ("gloo (pytorch/gloo 70dc360)", "gloo/transport/tcp/pair.cc:554 (Connection closed by peer)"),
+             ("torch (pytorch/pytorch 017943b)", "torch/csrc/distributed/c10d/ProcessGroupWrapper.cpp:170 "
+                                                 "(CollectiveFingerPrint::verify_tensors: Detected mismatch "
+                                                 "between collectives on ranks)")))
 
 def _failed_rank(found: Found) -> str | None:
     if match := regex(r"from rank (\d+)").search(found.text):
