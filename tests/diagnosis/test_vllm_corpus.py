@@ -525,7 +525,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (LMCache's per-request lookup and store lines), w7711 (a traceback cut in V0's bfloat16 check), w7715 (a paste a
 # terminal wrapped at its width) and w7720 (the profiling run's end after the shm stall notice) fixed by cited rules:
 # 1540/1499/953 after.
-FLOORS = {"work": (1540, 1499, 953)}
+# Round 78 had five misses (w7801's, w7808's, w7811's and w7814's kind, w7806's and w7811's phase): 1558/1513/965 of
+# 1578 at the fold (kind of 1539, phase of 986); w7801 (0.7's "# cuda blocks: 0"), w7806 (the "Capturing CUDA graph
+# shapes" bar a vLLM mark), w7808 (a wrapper's "date time: " prefix), w7811 (a layer missing from vllm-ascend's quant
+# description) and w7814 (torch inductor's InductorError) fixed by cited rules: 1558/1517/967 after.
+FLOORS = {"work": (1558, 1517, 967)}
 
 
 def test_the_work_split_keeps_its_counts():

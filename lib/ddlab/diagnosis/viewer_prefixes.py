@@ -15,7 +15,8 @@ read. :data:`RFC3339` is the timestamp it reads, which logtext's other collector
 each line of a task's or an actor's that it prints (its own lines carry none), which vLLM's engine core
 writes too. :func:`peel_desktop_time` peels the local time Docker Desktop's log view puts before each
 line of a container's output. :data:`TORCHSERVE_RELAY` is what TorchServe's frontend writes before each
-line its Python worker prints (the worker's stdout at INFO, its stderr at WARN).
+line its Python worker prints (the worker's stdout at INFO, its stderr at WARN). :data:`COLON_STAMP` is a
+wrapper's local time and a colon before each line it relays (a shell loop stamping a process's output).
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "peel_desktop_time"]
+__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "peel_desktop_time"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -60,6 +61,12 @@ RAY_TAG = (rf"^{_COLOUR}\((?:[\w-]+ |[\w-]+\([^()]*\) |[\w.-]+, (?:rank=\d+, )?)
 # [INFO ] W-9000-model_1.0-stdout MODEL_LOG - " before each line, a traceback's frame lines included
 TORCHSERVE_RELAY = (r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3} \[(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ?\] "
                     r"W-\d+-\S+-std(?:out|err) MODEL_LOG -(?: |$)")
+
+# (vLLM round 78) a wrapper's local time and a colon before each line of the process's output, as a shell loop
+# stamping what it relays writes (`echo "$(date '+%F %T'): $line"`): "2025-06-27 17:14:23: (VllmWorker rank=1
+# pid=N) ERROR ...". Neither server's logger ends a time with a colon (vLLM's "LEVEL MM-DD hh:mm:ss [file:N] ",
+# 0.9.1 vllm/logger.py:22-26; SGLang's bracketed "[YYYY-MM-DD hh:mm:ss] ", 0.5.23 srt/utils/common.py:2630)
+COLON_STAMP = r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?: (?=\S)"
 
 
 # (round 60) Docker Desktop's log view copies each line of a container's output after its local time,

@@ -23,7 +23,7 @@ __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4
            "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
            "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION", "TT_DISPATCH_TIMEOUT",
-           "TT_TRACE_REGION"]
+           "TT_TRACE_REGION", "INDUCTOR_FAILED"]
 
 _V0 = V0
 
@@ -103,6 +103,15 @@ LLVM_FATAL = voiced(
      "kernels use). `--enforce-eager` skips torch.compile's kernels; another attention backend "
      "(VLLM_ATTENTION_BACKEND) avoids a Triton attention kernel; a Triton / vLLM release that "
      "supports this GPU fixes it.",))
+
+# (round 78) torch.compile's inductor wrapping whatever failed in building the compiled graph's kernels as
+# InductorError: SGLang's signature (compilers.py), vLLM's advice
+INDUCTOR_FAILED = voiced(
+    compilers.INDUCTOR_FAILED,
+    ("torch.compile's inductor could not generate or build the kernels of vLLM's compiled model graph (the "
+     "inner exception after \"InductorError: \" says where). `--enforce-eager` (or `-O0`) runs without "
+     "torch.compile; the torch release your vLLM was built for (its requirements pin it) avoids an inductor "
+     "of another release, or one without support for this device's backend.",))
 
 # (round 14) vllm-ascend's worker logs the memory the KV cache may take after the profile run, clamped at
 # zero ("Available memory: N, total memory: M", vllm_ascend/worker/worker_v1.py:182 (v0.9.2rc1), :235
@@ -261,4 +270,4 @@ TT_TRACE_REGION = voiced(graphs.TT_TRACE_REGION, graphs.TT_TRACE_REGION.advice)
 SIGNATURES: list[Signature] = [TT_DISPATCH_TIMEOUT, TT_TRACE_REGION,
                                ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
-                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH]
+                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH, INDUCTOR_FAILED]

@@ -4,7 +4,8 @@ an AI CPU kernel's exception, no kernel package for an op, Triton's launcher fai
 graph's parameters updated with a None, a decode batch padded to a FULL graph's size, the drafter's
 chunked-prefill mask), and round 41's (torch_npu's HCCL call failing, vllm-ascend calling a vLLM API with
 arguments the installed vLLM does not take), and round 63's (torch_npu not importing, vLLM refusing the
-compile backend vllm-ascend set, a runner buffer read as vLLM's CpuGpuBuffer on a bare tensor), mapped onto
+compile backend vllm-ascend set, a runner buffer read as vLLM's CpuGpuBuffer on a bare tensor), and round 78's (a
+layer missing from the checkpoint's quant description), mapped onto
 ddlab's kinds with advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm_ascend/path.py:line")`` in vllm-ascend's wheels, a library's
@@ -21,7 +22,7 @@ from ddlab.crashes.signature import Signature
 __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
            "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH", "TORCH_NPU_MISSING",
-           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH", "NPU_DTYPE_REFUSED"]
+           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH", "NPU_DTYPE_REFUSED", "ASCEND_QUANT_DESCRIPTION"]
 
 # (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
 # (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
@@ -289,7 +290,31 @@ NPU_DTYPE_REFUSED = Signature(
               "common/stub/op_api/aclnn_kernels/common/op_error_check.h:145-150 (Tensor %s not implemented for %s, "
               "should be in dtype support list %s.)"),))
 
+# (round 78) vllm-ascend's quantization reads the checkpoint's quant_model_description.json as its quant description
+# (quant_config.py:55, :75 (0.9.2rc1)) and, building each linear or MoE layer, looks the layer's weight up in it
+# ("self.quant_description[shard_prefix + '.weight']", is_layer_skipped_ascend, quant_config.py:126, :137
+# (0.9.2rc1), :141 (0.11.0rc0); "quant_description[prefix + '.weight']", quantizer.py:231, :241 (0.9.2rc1)): a
+# KeyError on a layer's weight raised at that lookup, its last frame, is a description that does not list the
+# model's layers (written for another model, another layout of its names, or by another quantization tool)
+_QUANT_LOOKUP = (r'vllm_ascend[/\\]quantization[/\\]\w+\.py", line \d+, in \w+\s*\n'
+                 r'[^\n]*\bquant_description\[(?:shard_)?prefix\b[^\n]*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+ASCEND_QUANT_DESCRIPTION = Signature(
+    "vllm_ascend_quant_description_missing", "weights_unreadable",
+    "the checkpoint's Ascend quant description does not list a layer of the model",
+    ("vllm-ascend looked a layer's weight up in the checkpoint's quant description "
+     "(quant_model_description.json) and it is not there: the description was written for another model or "
+     "another naming of its layers, or by a tool other than the one vllm-ascend reads (modelslim). Quantize "
+     "the checkpoint again for this model with the modelslim release your vllm-ascend names, or serve the "
+     "unquantized checkpoint without `--quantization ascend`.",),
+    types=r"KeyError", patterns=(r"^KeyError: '(?:[\w-]+\.)+weight'",), context=(_QUANT_LOOKUP,),
+    priority=79, phase="load_weights",
+    sources=(("vllm_ascend 0.9.2rc1", "vllm_ascend/quantization/quant_config.py:126"),
+             ("vllm_ascend 0.9.2rc1", "vllm_ascend/quantization/quant_config.py:137"),
+             ("vllm_ascend 0.11.0rc0", "vllm_ascend/quantization/quant_config.py:141"),
+             ("vllm_ascend 0.9.2rc1", "vllm_ascend/quantization/quantizer.py:241")))
+
 SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
                                TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
                                FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH, TORCH_NPU_MISSING,
-                               PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH, NPU_DTYPE_REFUSED]
+                               PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH, NPU_DTYPE_REFUSED,
+                               ASCEND_QUANT_DESCRIPTION]

@@ -149,7 +149,11 @@ TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure
               # (round 76) the tool-call parsers' records of one response they could not parse
               # (hermes_tool_parser.py:157, :454 (0.11.0); requests.py TOOL_PARSER_ERROR), a plugin's copy
               # printing them bare; in no SGLang wheel (its function_call detectors word theirs otherwise)
-              r"|\bError (?:trying to handle streaming tool call|in extracting tool call from response)\b")
+              r"|\bError (?:trying to handle streaming tool call|in extracting tool call from response)\b"
+              # (round 78) the capture bar's name from 0.7 to 0.10 (worker/model_runner.py:1484 (0.7.3), :1432
+              # (0.10.2); v1/worker/gpu_model_runner.py:2309 (0.9.2)); in no SGLang wheel (0.1.6 to 0.5.23); no \b
+              # before it: a carriage return a paste spelt "^M" is glued to it ("^MCapturing CUDA graph shapes")
+              r"|Capturing CUDA graph shapes\b")
 # (SGLang round 73) vLLM's platform notice, logged when vLLM is imported (vllm/platforms/__init__.py:207 (0.7.3), :287
 # (0.34.0)) by each process that imports it, SGLang's too where SGLang imports vLLM (0.4.4.post1
 # srt/layers/quantization/__init__.py:9): however many processes print it, it tells one fact, vLLM imported

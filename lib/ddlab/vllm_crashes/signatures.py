@@ -112,15 +112,15 @@ KV_CHECK_CUT = Signature(
              ("0.33.0", "vllm/v1/core/kv_cache_planning.py:50"),
              ("0.34.0", "vllm/v1/core/kv_cache_planning.py:99")))
 
-# V0 logs the block count before it checks it ("# GPU blocks: %d, # CPU blocks: %d",
-# executor/gpu_executor.py:113 (0.6.4.post1)); 0 blocks raises at once (worker.py:493)
+# V0 logs the block count before it checks it ("# GPU blocks: %d", executor/gpu_executor.py:113 (0.6.4.post1)); 0 raises
+# at once (worker.py:493); (round 78) 0.7.3 names the device ("# cuda blocks", executor_base.py:111, cuda.py:72)
 GPU_BLOCKS_ZERO = Signature(
     "vllm_gpu_blocks_zero", "kv_pool_oom", "the profiling run left 0 GPU blocks for the KV cache",
     ("vLLM found room for 0 KV cache blocks after profiling, so the engine stops (\"No available "
      "memory for the cache blocks\").",),
-    lines=(r"# GPU blocks: 0\b",), priority=71, phase="memory_pool", fatal=True, detail=_kv_detail,
-    sources=((_V0, "vllm/executor/gpu_executor.py:113"),
-             (_V0, "vllm/executor/distributed_gpu_executor.py:57"),
+    lines=(r"# (?:GPU|cuda|rocm) blocks: 0\b",), priority=71, phase="memory_pool", fatal=True, detail=_kv_detail,
+    sources=((_V0, "vllm/executor/gpu_executor.py:113"), ("0.7.3", "vllm/executor/executor_base.py:111"),
+             ("0.7.3", "vllm/worker/worker.py:538"), (_V0, "vllm/executor/distributed_gpu_executor.py:57"),
              (_V0, "vllm/worker/worker.py:493")))
 
 # V0 workers wrap a failed method: "Error executing method initialize_cache" (worker_base.py:478)

@@ -17,7 +17,7 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_LAUNCH_REFUSED",
            "TRITON_PASS_FAILED", "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "NINJA_RUN_CUT",
-           "build_detail"]
+           "INDUCTOR_FAILED", "build_detail"]
 
 # (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
@@ -280,6 +280,26 @@ TRITON_BUILD_CUT = Signature(
     sources=(("triton 3.4.0", "triton/runtime/build.py:51 (_build: ret = subprocess.check_call(cc_cmd))"),
              ("triton 3.4.0", "triton/backends/nvidia/driver.py:17 (libraries = ['cuda'])")))
 
-# (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet)
+# (vLLM round 78) torch.compile's inductor turns a captured FX graph into kernels (lowering, scheduling, the code of
+# its Triton or C++ kernels and their build) in fx_codegen_and_compile, and wraps any exception raised there as
+# InductorError (torch 2.8.0 _inductor/compile_fx.py:923, class at _inductor/exc.py:140; its message "Inner: text"):
+# the compile of the model's kernels failed. What the inner exception names more closely (a Triton pass, an OOM, a
+# CUDA fault) is read by those signatures first; an inner one none reads (inductor's own assert, as the scheduler's
+# "raise AssertionError(f\"{type(self)=}\")" for a combo kernel on a backend without them, scheduler.py:4747) is this
+_INDUCTOR_ERROR = r"(?:\w+\.)*InductorError"
+INDUCTOR_FAILED = Signature(
+    "inductor_compile_failed", "kernel_compile", "torch.compile's inductor failed to build the model's kernels",
+    ("torch.compile's inductor could not generate or build the kernels of the compiled model graph (the inner "
+     "exception after \"InductorError: \" says where). Run without it (vLLM: `--enforce-eager` or "
+     "`-O0`/`--compilation-config '{\"level\": 0}'`; SGLang: without `--enable-torch-compile`), or install the "
+     "torch release the server pins: an inductor of another release, or one that does not support this "
+     "device's backend, is the usual cause.",),
+    types=_INDUCTOR_ERROR, patterns=(r".",), priority=30,
+    sources=(("torch 2.8.0", "torch/_inductor/compile_fx.py:923 (raise InductorError(e, currentframe()))"),
+             ("torch 2.8.0", "torch/_inductor/exc.py:140 (class InductorError(BackendCompilerFailed))"),
+             ("torch 2.8.0", "torch/_inductor/scheduler.py:4747 (raise AssertionError(f\"{type(self)=}\"))")))
+
+# (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet; so is
+# INDUCTOR_FAILED, vllm_crashes/adapters.py)
 SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_LAUNCH_REFUSED,
               TRITON_PASS_FAILED, NO_C_COMPILER_CUT, TRITON_BUILD_CUT]
