@@ -167,10 +167,18 @@ FRAME_PHASES = (
 # :184, :195; 0.5.23 component_loaders/component_loader.py:332, :1053). A stage that finds its component not
 # loaded yet loads it under a request (0.5.12 pipelines_core/stages/denoising.py:619-621 in
 # _prepare_denoising_loop from forward :1238; decoding.py:186-187 in load_model from forward :212): there the
-# frames are that request's (its stage's forward frame, kinds/diffusion.py's DIFFUSION_FORWARD_FRAMES)
+# frames are that request's (its stage's forward frame, kinds/diffusion.py's DIFFUSION_FORWARD_FRAMES).
+# (round 82) The DiT loader's checkpoint load under it: maybe_load_fsdp_model builds the model and streams the
+# safetensors into it through load_model_from_full_model_state_dict (0.5.8.post1 multimodal_gen/runtime/loader/
+# fsdp_load.py:78, :145-147, :230, each tensor placed on the device at :284 torch.empty_like), called by the
+# transformer loader's load_customized (0.5.8.post1 loader/component_loader.py:728; 0.5.6 :660, fsdp_load.py:68,
+# :136, :221; 0.5.12 component_loaders/transformer_loader.py:124, fsdp_load.py:170, :249, :357; 0.5.23
+# component_loaders/component_loader.py:760, fsdp_load.py:261, :471, :585) and by pipelines building their own
+# modules (0.5.8.post1 pipelines/comfyui_zimage_pipeline.py:342)
 _DIFFUSION_LOAD = re.compile(
     r'multimodal_gen[/\\]runtime[/\\](?:loader[/\\](?:component_loaders[/\\]\w+|component_loader)\.py", '
     r'line \d+,? in (?:load|load_customized|load_native|load_component)'
+    r'|loader[/\\]fsdp_load\.py", line \d+,? in (?:maybe_load_fsdp_model|load_model_from_full_model_state_dict)'
     r'|pipelines_core[/\\]composed_pipeline_base\.py", line \d+,? in load_modules)\s*$', re.M)
 _DIFFUSION_FORWARD = re.compile(DIFFUSION_FORWARD_FRAMES, re.M)
 # the server's parts being built: their constructors run once, at startup

@@ -35,7 +35,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
-from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS
+from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS, WEIGHT_UPDATE
 from ddlab.diagnosis.viewer_prefixes import (CLOUD_LOGGING, COLON_STAMP, RAY_TAG, RFC3339 as _ISO, TORCHSERVE_RELAY,
                                              peel_desktop_time)
 
@@ -358,6 +358,8 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     ranks: dict[str, tuple[int, Line]] = {}  # each stamped rank's own startup phase
     for line in lines:
         index = _phase_index(line.msg, fired)
+        if WEIGHT_UPDATE.search(line.msg):  # a running server's weight update (.serving_lines, round 82)
+            index = PHASES.index("serving")
         said = None if line.rank else _RANK_SAID.search(line.msg)
         rank = line.rank or (said and f"Rank {said[1]}")
         # a rank that printed the end of its phase is past it: "Memory pool end" (0.4.10.post2

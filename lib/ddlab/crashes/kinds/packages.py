@@ -56,7 +56,12 @@ DEPENDENCY = Signature(
               # does not where the import fails (configurer.py:47-50), yet calls it unguarded
               # (entrypoint.py:295, tf32_hc_prenorm_gemm); a paste may cut the line after the name
               r"name 'deep_gemm'(?: is not defined|\s*\Z)",
-              r"is already used by a Transformers model",
+              # transformers' auto classes refusing a name they already ship: a model's
+              # (_LazyAutoMapping.register, 4.56.1 models/auto/auto_factory.py:877) or (round 82) a config's
+              # model type (_LazyConfigMapping.register, "... already used by a Transformers config, pick
+              # another name.", 4.56.1 configuration_auto.py:1037, 5.6.0 :138), registered by SGLang's own
+              # config at import (0.5.23 configs/qwen3_asr.py:167 passes exist_ok=True for it)
+              r"is already used by a Transformers (?:model|config)",
               # (round 18) a quantization method whose ops SGLang takes from vLLM, with no vLLM
               # installed (0.4.10.post2 layers/quantization/__init__.py:116, fp8.py:25)
               r"\brequires some operators from vllm\b",
@@ -86,6 +91,8 @@ DEPENDENCY = Signature(
              ("0.5.23", "sglang/srt/layers/deep_gemm_wrapper/entrypoint.py:19"),
              ("0.5.23", "sglang/srt/layers/deep_gemm_wrapper/entrypoint.py:295"),
              ("transformers 5.19.0", "transformers/models/auto/auto_factory.py:681"),
+             ("transformers 4.56.1", "transformers/models/auto/configuration_auto.py:1037"),
+             ("transformers 5.6.0", "transformers/models/auto/configuration_auto.py:138"),
              ("transformers 5.22.2", "transformers/utils/import_utils.py:2503"),
              ("sgl-kernel (sgl-project/sglang 00acd8d)",
               "sgl-kernel/python/sgl_kernel/load_utils.py:48 (_load_architecture_specific_ops: its report)")))
