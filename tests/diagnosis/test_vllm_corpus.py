@@ -529,7 +529,15 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # 1578 at the fold (kind of 1539, phase of 986); w7801 (0.7's "# cuda blocks: 0"), w7806 (the "Capturing CUDA graph
 # shapes" bar a vLLM mark), w7808 (a wrapper's "date time: " prefix), w7811 (a layer missing from vllm-ascend's quant
 # description) and w7814 (torch inductor's InductorError) fixed by cited rules: 1558/1517/967 after.
-FLOORS = {"work": (1558, 1517, 967)}
+# Round 79 had nine misses (w7916's and w7920's crashed, w7901's, w7904's, w7916's, w7918's, w7919's and w7920's kind,
+# w7907's, w7911's and w7915's phase): 1577/1532/979 of 1599 at the fold (kind of 1560, phase of 1002); w7901 (V1's
+# encoder budget refusing an item over max_num_batched_tokens), w7904 (SamplingParams' own check in a program driving
+# the engine), w7907 (the graphs' memory estimate in determine_available_memory), w7916 (CPython's extension-module
+# list alone) and w7920 (an exit status 128+N of a fatal signal) fixed by cited rules; w7918's and w7919's kind
+# disputed (arch_unsupported, unknown: the registry's "failed to be inspected", read so, pydantic's wrapper included),
+# w7911's and w7915's phase disputed (memory_pool, graph_capture: the sampler warm-up after capture_model; graph_capture,
+# memory_pool: dynamo traces the model in the profiling run): 1579/1536/981 after (kind of 1558, phase of 1000).
+FLOORS = {"work": (1579, 1536, 981)}
 
 
 def test_the_work_split_keeps_its_counts():

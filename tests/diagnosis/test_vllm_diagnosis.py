@@ -361,8 +361,10 @@ def test_vllm_logs_are_read_as_vllm():
     # kind either way: inspect_ai's rich-logged bind error (w7505), the console script's argparse error line alone
     # (w7506) and transformers' unrecognised model type alone (w7521, w7522); round 76 one, the same kind either way:
     # torch's AcceleratorError of a stream capture alone (w7609); round 77 one, the same kind either way: torch's NCCL
-    # watchdog lines under Ray's worker tag, a markdown code span's backtick before it (w7709)
-    assert len(unmarked) <= 117, unmarked
+    # watchdog lines under Ray's worker tag, a markdown code span's backtick before it (w7709); round 79 two, each the
+    # same kind either way: CPython's extension-module list alone, its header cut (w7916), and RunPod's console line of
+    # its worker's exit status (w7920)
+    assert len(unmarked) <= 119, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["w7213"]

@@ -219,13 +219,14 @@ _PHASE_MARKERS = (
     # caches!" (kv_connector/v1/lmcache_mp_connector.py:555, LMCache's own copy logs it too), "Registering kv caches" /
     # "Registering KV caches" (lmcache_integration/multi_process_adapter.py:423, vllm_v1_adapter.py:787), "Registering
     # KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391; all 0.23.0): the caches exist, the graphs
-    # are not captured yet; (round 57) the graphs' memory profiled in determine_available_memory
-    # (v1/worker/gpu_model_runner.py:5876, v1/worker/gpu_worker.py:381 (0.19.1)); (round 77) the profiling run's end
-    # ("Initial profiling/warmup run took", compilation/monitor.py:82, decorators.py:572 (0.30.0))
+    # are not captured yet; (rounds 57, 79) the graphs' memory profiled in determine_available_memory, its estimate and
+    # its off notice (gpu_model_runner.py:6681, :6807, gpu_worker.py:517, :596 (0.27.1)); (round 77) the profiling run's
+    # end ("Initial profiling/warmup run took", compilation/monitor.py:82, decorators.py:572 (0.30.0))
     ("memory_pool", re.compile(
         r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory|# GPU blocks: \d"
-        r"|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph for"
-        r"|Registering (?:kv|KV)[ _][Cc]aches\b|Profiling CUDA graph memory: |Initial profiling/warmup run took")),
+        r"|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph for|Registering"
+        r" (?:kv|KV)[ _][Cc]aches\b|(?:Profiling|Estimated) CUDA graph memory: |CUDA graph memory profiling is disabled"
+        r"|Initial profiling/warmup run took")),
     # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing cudagraphs for decoding",
     # worker/model_runner.py:1400 (0.6.4.post1); (round 69) vllm-ascend's "Capturing ACL graphs (mixed prefill-decode,
     # PIECEWISE)", vllm_ascend/worker/model_runner_v1.py:2525 (v0.10.1rc1), :3509 (v0.11.0rc0)), "Graph capturing
@@ -365,8 +366,7 @@ def _as_dict(value) -> dict | None:
 
 
 def _method(spec) -> str | None:
-    spec = _as_dict(spec)
-    if spec is not None:
+    if (spec := _as_dict(spec)) is not None:
         method = spec.get("method")
         return str(method) if method else ("draft_model" if spec.get("model") else None)
     return None

@@ -1,7 +1,8 @@
 """vLLM: a model it cannot build from the model's config (``arch_unsupported``): a config class without a
 setting vLLM reads, a config that names no architecture (round 8's ValueError; round 71: V0's warning that
 explains the crash right after it), a MoE class that finds no MoE layer, the Transformers fallback that cannot
-shard the architecture, (round 77) V0's max-length check asserting a rope_scaling layout it does not know. Split
+shard the architecture, (round 77) V0's max-length check asserting a rope_scaling layout it does not know, (round 79)
+the registry's failure to inspect a listed architecture's class (kind unknown: its cause is logged elsewhere). Split
 from :mod:`.loading` (round 71), whose list holds these in their place.
 
 Each is a text or a frame of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
@@ -122,5 +123,25 @@ ROPE_FACTOR_MISSING = Signature(
              ("vllm 0.5.4", "vllm/config.py:1535"), ("vllm 0.6.2", "vllm/config.py:1746"),
              ("vllm 0.6.3.post1", "vllm/config.py:1754")))
 
+# (round 79) the model registry's _raise_for_unsupported raises "Model architectures [...] failed to be inspected.
+# Please check the logs for more details." where an architecture is one vLLM lists but its class could not be
+# imported or inspected (registry.py:372 (0.7.3), :438 (0.9.2), :803 (0.13.0)); "... are not supported for now"
+# (:377 (0.7.3), :820 (0.13.0)) is the unknown architecture (models.py ARCH_UNSUPPORTED). The architecture is known:
+# the cause is the failure logged above it (an import error, a package of another release), which the paste may not
+# show, so the kind is unknown, as the corpus labels the bare text (rounds 20, 58), also where pydantic wraps it while
+# ModelConfig is built ("Value error, ..."), which is no argument refused (signatures.py CONFIG_INVALID)
+_INSPECT_FAILED = r"Model architectures \[[^\]\n]*\] failed to be inspected"
+ARCH_INSPECT_FAILED = Signature(
+    "vllm_arch_inspect_failed", "unknown", "vLLM could not inspect the model class the config names",
+    ("vLLM lists the model's architecture but could not import or inspect its class; the lines above the error "
+     "(the inspection's own traceback) name why: a transformers or other package too old or too new for this "
+     "vLLM, a model file that fails to import. Install the versions this vLLM pins, or a vLLM release that "
+     "supports the model.",),
+    types=r"(?:\w+\.)*(?:ValueError|ValidationError)", patterns=(_INSPECT_FAILED,),
+    lines=(rf"^\s*(?:Value error, )?{_INSPECT_FAILED}",), priority=84, phase="launch",
+    sources=(("0.7.3", "vllm/model_executor/models/registry.py:372"),
+             ("vllm 0.9.2", "vllm/model_executor/models/registry.py:438"),
+             ("vllm 0.13.0", "vllm/model_executor/models/registry.py:803")))
+
 SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
-                               FALLBACK_NO_TP, ROPE_FACTOR_MISSING]
+                               FALLBACK_NO_TP, ROPE_FACTOR_MISSING, ARCH_INSPECT_FAILED]

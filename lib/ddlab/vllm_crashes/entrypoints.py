@@ -96,6 +96,30 @@ BATCHED_UNDER_LEN = Signature(
     sources=(("0.34.0", "vllm/config/scheduler.py:367"), ("vllm 0.11.0", "vllm/config/scheduler.py:238"),
              ("0.7.3", "vllm/config.py:1578"), ("vllm 0.6.3.post1", "vllm/config.py:1042")))
 
+# (round 79) V1's encoder budget, computed when the scheduler and the GPU model runner are built, refuses a multimodal
+# item larger than the tokens per step with chunked multimodal input off: "Chunked MM input disabled but
+# max_tokens_per_mm_item (N) is larger than max_num_batched_tokens (M). Please increase max_num_batched_tokens."
+# (v1/core/encoder_cache_manager.py:243 (0.10.0), :329 (0.11.1), :302 (0.18.0)): the launch's token budget refused
+_MM_OVER_BUDGET = (r"Chunked MM input disabled but max_tokens_per_mm_item \((\d+)\) is larger than "
+                   r"max_num_batched_tokens \((\d+)\)")
+
+
+def _mm_over_budget_detail(found: Found) -> str | None:
+    said = regex(_MM_OVER_BUDGET).search(found.text)
+    return (f"One multimodal item takes {said[1]} tokens, over `--max-num-batched-tokens` {said[2]}." if said else None)
+
+
+MM_ITEM_OVER_BUDGET = Signature(
+    "vllm_mm_item_over_budget", "bad_argument", "a multimodal item needs more tokens than one step's budget",
+    ("With chunked multimodal input off, one image (or other item) must fit in one step: raise "
+     "`--max-num-batched-tokens` to at least the item's tokens the message names, or lower the model's largest "
+     "item (`--mm-processor-kwargs`, `--limit-mm-per-prompt`).",),
+    patterns=(_MM_OVER_BUDGET,), lines=(_MM_OVER_BUDGET,), types=r"(?:\w+\.)*ValueError", priority=88,
+    phase="launch", detail=_mm_over_budget_detail,
+    sources=(("vllm 0.10.0", "vllm/v1/core/encoder_cache_manager.py:243"),
+             ("vllm 0.11.1", "vllm/v1/core/encoder_cache_manager.py:329"),
+             ("vllm 0.18.0", "vllm/v1/core/encoder_cache_manager.py:302")))
+
 # (round 62) an evaluation harness imports vLLM's front door under a guard ("try: from vllm import LLM,
 # SamplingParams / except ImportError: vllm = None", EvolvingLMMs-Lab/lmms-eval 192f193 lmms_eval/models/vllm.py:25-28)
 # and builds the engine later (:57, "self.client = LLM("): vLLM failed to import where the harness runs, and the
@@ -159,5 +183,5 @@ TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure
 # srt/layers/quantization/__init__.py:9): however many processes print it, it tells one fact, vLLM imported
 IMPORT_NOTICE = regex(r"Automatically detected platform \w+\.")
 
-SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, FRONT_DOOR_UNDEFINED,
+SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, MM_ITEM_OVER_BUDGET, FRONT_DOOR_UNDEFINED,
                                OMNI_ENGINE_BACKEND]

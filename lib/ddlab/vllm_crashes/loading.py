@@ -144,6 +144,23 @@ CONFIG_VALUE_ERROR = Signature(
     sources=(("0.34.0", "vllm/config/utils.py:77"),
              ("pydantic 2", "pydantic_core ValidationError (Value error, ... [type=value_error])")))
 
+# (round 79) SamplingParams checks its own values when it is built (__post_init__ calls _verify_args:
+# sampling_params.py:351, the raise :416 (0.11.0); "max_tokens must be at least 1, got N." :417, :405 (0.13.0)): a
+# program that drives the engine itself (a trainer's rollout, an offline LLM.generate) passes the value and dies of the
+# ValueError with the generation it asked for. The OpenAI server's handlers build it for a request and answer that
+# request (its frames there: request_error, not this)
+_SAMPLING_CHECK = r'[/\\]sampling_params\.py", line \d+, in _verify_args\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+SAMPLING_PARAMS_REFUSED = Signature(
+    "vllm_sampling_params_refused", "bad_argument", "vLLM's SamplingParams refused a value the caller passed",
+    ("The program driving vLLM built SamplingParams with a value vLLM refuses (the message names it: a max_tokens "
+     "below 1 is a prompt longer than the length budget the program subtracts it from). Fix the value where the "
+     "program computes it (a shorter prompt, a larger max length), or have it skip such a prompt.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(r".",), context=(_SAMPLING_CHECK,),
+    absent=(r"[/\\]entrypoints[/\\]openai[/\\]|[/\\]serving_\w+\.py\"|[/\\]api_server\.py\"",), priority=36,
+    phase="serving",
+    sources=(("vllm 0.11.0", "vllm/sampling_params.py:351"), ("vllm 0.11.0", "vllm/sampling_params.py:416"),
+             ("vllm 0.13.0", "vllm/sampling_params.py:405")))
+
 # the model's attention heads are split over the TP ranks (verify_with_parallel_config, which the
 # engine config runs before anything loads; round 6)
 _TP_HEADS = r"Total number of attention heads \((\d+)\) must be divisible by tensor parallel size \((\d+)\)"
@@ -339,7 +356,7 @@ LOADER_NARROW = Signature(
                        "size (N).)")))
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE, LOADER_NARROW,
-                               CONFIG_CHECK, CONFIG_VALUE_ERROR, TP_HEADS, V2_RUNNER, V1_ENGINE_OFF, *archs.SIGNATURES,
-                               PLACEMENT_BUNDLE,
+                               CONFIG_CHECK, CONFIG_VALUE_ERROR, SAMPLING_PARAMS_REFUSED, TP_HEADS, V2_RUNNER,
+                               V1_ENGINE_OFF, *archs.SIGNATURES, PLACEMENT_BUNDLE,
                                PLACEMENT_DEVICES, PD_KV_LAYOUT,
                                CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]

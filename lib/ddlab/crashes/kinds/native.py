@@ -101,6 +101,10 @@ NATIVE_CRASH = Signature(
            # (round 60) torch elastic (torchrun) reporting a worker a signal ended: its agent's "failed
            # (exitcode: -11) local_rank: N" and the root-cause block's "exitcode  : -11 (pid: N)"
            rf"failed \(exitcode: {_EXIT_SIGNAL}\) local_rank: \d+", rf"^\s*exitcode\s*: {_EXIT_SIGNAL} \(pid: \d+\)",
+           # (vLLM round 79) a container's or a shell's exit status 128+N for a process a fatal signal N ended (bash's
+           # manual, "Exit Status"; Docker and containerd report it so), as a platform writes it for its worker (RunPod's
+           # console: "worker exited with exit code 136", SIGFPE); 137 (SIGKILL) is no native crash
+           r"\bexited with exit code 1(?:3[2456]|39)\b",
            # CPython's Py_FatalError aborts whatever follows the colon; a paste that cuts the
            # line (several processes' headers run together) still shows a fatal error
            r"^Fatal Python error: ?",
@@ -116,7 +120,12 @@ NATIVE_CRASH = Signature(
            r"^Extension modules: \S",
            # the list's end, " (total: N)" (3.12 Python/pylifecycle.c _Py_DumpExtensionModules),
            # where a paste starts inside the list
-           r"^[\w.]+(?:, [\w.]+)+ \(total: \d+\)\s*$"),
+           r"^[\w.]+(?:, [\w.]+)+ \(total: \d+\)\s*$",
+           # (vLLM round 79) or a paste of the list's middle alone, header and end cut (wrapped at a width, a name
+           # broken at each end): only that list is a line of 8 or more bare module names joined by ", "
+           # (_Py_DumpExtensionModules writes each name, ", " between), 4 of them dotted (a package's extension);
+           # a repr's list quotes its names, an import or a log line opens with a word and a space
+           r"^(?=(?:(?:[^,.\n]*, )*[^,.\n]*\.[^,\n]*, ){4})(?:[A-Za-z_]\w*(?:\.\w+)*, ){7,}[A-Za-z_]\w*(?:\.\w+)*\.?\s*$"),
     priority=12, fatal=True, running=True, detail=_native_detail,
     sources=(("CPython 3.12.3", "Modules/faulthandler.c:302 (faulthandler_fatal_error: Fatal Python error: "
                                 "Segmentation fault / Bus error / Aborted, the names :77, :68, :74)"),
