@@ -19,7 +19,8 @@ from ddlab.config.vllm import vllm_table
 from ddlab.core.errors import ConfigError
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.signatures import SIGNATURES, VLLM_SIGNATURES
-from ddlab.diagnosis.vllm_log import detect_family, family_marks, vllm_facts, vllm_lines, vllm_phase_marker
+from ddlab.diagnosis.vllm_facts import vllm_facts
+from ddlab.diagnosis.vllm_log import detect_family, family_marks, vllm_lines, vllm_phase_marker
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from fieldkit import QUARTERS, quarter, quarters
 

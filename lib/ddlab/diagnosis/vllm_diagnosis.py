@@ -37,11 +37,11 @@ from ddlab.diagnosis.signatures import VLLM
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_log import (
     VLLM_READY_RE,
-    vllm_facts,
     vllm_lines,
     vllm_phase_marker,
     vllm_phase_reached,
 )
+from ddlab.diagnosis.vllm_facts import vllm_facts
 from ddlab.diagnosis.vllm_frames import CONFIG_FRAMES as _CONFIG_FRAMES, FRAME_PHASES
 from ddlab.diagnosis.vllm_frames import ENGINE_BUILT_FRAMES as _BUILT_FRAMES
 from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES

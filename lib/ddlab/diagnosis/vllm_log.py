@@ -1,4 +1,4 @@
-"""Reading a vLLM server log: which family wrote it, vLLM's line prefixes, startup phases, metrics.
+"""Reading a vLLM server log: which family wrote it, vLLM's line prefixes, startup phases.
 
 Contract: :func:`detect_family` says whether a log is vLLM's or SGLang's from its text (``sglang`` unless vLLM's marks
 outnumber SGLang's: every log ddlab read before vLLM keeps its reading). :func:`vllm_lines` splits a vLLM log into
@@ -9,9 +9,8 @@ file.py:N]``), written by ``_FORMAT`` (vllm/logger.py:28 (0.34.0)) on every line
 (``NewLineFormatter``, vllm/logging_utils/formatter.py:74 (0.34.0)).
 
 :func:`vllm_phase_reached` is the last startup phase a vLLM log reached, from the lines vLLM writes at each
-step (the releases' ``path:line`` at each marker below); :func:`vllm_facts` the facts it states (the release,
-the non-default args or the 0.6-era ``args: Namespace(...)``, the speculative method, sizes of the weights and
-the KV cache). Its metrics lines are read by :mod:`.vllm_metrics`.
+step (the releases' ``path:line`` at each marker below). The facts a log states are read by :mod:`.vllm_facts`,
+its metrics lines by :mod:`.vllm_metrics`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ import re
 from dataclasses import replace
 
 from ddlab.crashes.signature import Screen
-from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import PHASES, Line, split_lines
 from ddlab.diagnosis.vllm_capture_lines import CAPTURE_STEP
 from ddlab.diagnosis.vllm_kv_lines import KV_SERVING
@@ -28,7 +26,7 @@ from ddlab.diagnosis.vllm_model_lines import MODEL_BUILD
 from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, IMPORT_NOTICE, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
-           "vllm_phase_marker", "vllm_facts", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
+           "vllm_phase_marker", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
            "VLLM_TIME", "VLLM_FILEINFO", "VLLM_STATS"]
 
 FAMILIES = ("sglang", "vllm")
@@ -309,92 +307,3 @@ def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
         if index > best:
             best, at = index, line
     return PHASES[best], at
-
-
-# --- facts ------------------------------------------------------------------------
-
-_VERSION_RES = (
-    re.compile(r"vLLM (?:API )?server version:? v?(\d+\.\d+[\w.+-]*)"),   # "vLLM API server version 0.6.1"
-    re.compile(r"\bversion (\d+\.\d+\.\d+[\w.+-]*)\s*$"),                 # the banner: "... version 0.19.0"
-    re.compile(r"Initializing a V1 LLM engine \(v(\d+\.\d+[\w.+-]*)\)"),
-    re.compile(r"Initializing an LLM engine \(v(\d+\.\d+[\w.+-]*)\)"),
-)
-_NON_DEFAULT_RE = re.compile(r"non-default args: (\{.*\})\s*$")
-_NAMESPACE_RE = re.compile(r"\bargs: Namespace\((.*)")
-_KV_RE = re.compile(r"\b(?P<key>[a-z_][a-z0-9_]*)=(?P<value>'[^']*'|\"[^\"]*\"|\{[^{}]*\}|[^,()\s]+)")
-_ARG_KEYS = (
-    "model", "model_tag", "served_model_name", "speculative_config", "gpu_memory_utilization",
-    "max_model_len", "max_num_seqs", "max_num_batched_tokens", "enforce_eager", "compilation_config",
-    "tensor_parallel_size", "data_parallel_size", "port", "kv_cache_dtype", "num_speculative_tokens",
-    "speculative_model", "block_size", "quantization", "cpu_offload_gb",
-)
-_SIZE_RES = (
-    ("weights_gib", re.compile(r"Model loading took ([\d.]+) ?GiB")),
-    ("weights_gib", re.compile(r"Loading model weights took ([\d.]+) ?GB")),
-    ("available_kv_cache_gib", re.compile(r"Available KV cache memory: ([\d.]+) ?GiB")),
-    ("kv_cache_tokens", re.compile(r"KV cache size: ([\d,]+) tokens")),
-    ("max_concurrency", re.compile(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x")),
-    ("gpu_blocks", re.compile(r"# GPU blocks: (\d+)")),
-    ("graph_capture_gib", re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")),
-)
-
-
-def _literal(text):
-    if not isinstance(text, str):
-        return text
-    try:
-        return literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text.strip("'\"")
-
-
-def _args(msg: str) -> dict:
-    if match := _NON_DEFAULT_RE.search(msg):
-        value = _literal(match[1])
-        if isinstance(value, dict):
-            return {k: v for k, v in value.items() if k in _ARG_KEYS}
-        return {m["key"]: _literal(m["value"]) for m in re.finditer(
-            r"'(?P<key>[a-z_]+)': (?P<value>'[^']*'|\{[^{}]*\}|[^,{}]+)", match[1]) if m["key"] in _ARG_KEYS}
-    if match := _NAMESPACE_RE.search(msg):
-        return {m["key"]: _literal(m["value"]) for m in _KV_RE.finditer(match[1]) if m["key"] in _ARG_KEYS}
-    return {}
-
-
-def _as_dict(value) -> dict | None:
-    value = _literal(value)
-    return value if isinstance(value, dict) else None
-
-
-def _method(spec) -> str | None:
-    if (spec := _as_dict(spec)) is not None:
-        method = spec.get("method")
-        return str(method) if method else ("draft_model" if spec.get("model") else None)
-    return None
-
-
-def vllm_facts(lines: list[Line]) -> dict:
-    """What a vLLM log states about itself: ``vllm_version`` (the API server's version line
-    or the banner), the chosen args, ``speculative_method``, ``num_speculative_tokens`` and
-    the sizes vLLM reports (weights, KV cache, graphs)."""
-    facts: dict = {}
-    for line in lines:
-        msg = line.msg
-        for regex in _VERSION_RES:
-            if match := regex.search(msg):
-                facts.setdefault("vllm_version", match[1])
-        for key, value in _args(msg).items():
-            facts.setdefault(key, value)
-        for key, regex in _SIZE_RES:
-            if match := regex.search(msg):
-                text = match[1].replace(",", "")
-                facts[key] = int(text) if text.isdigit() else float(text)
-        if match := re.search(r"Configuring SpecDecodeWorker with proposer=<class '[\w.]+\.(\w+)'>", msg):
-            facts.setdefault("speculative_proposer", match[1])
-    spec = facts.get("speculative_config")
-    method = _method(spec) or (facts.get("speculative_model") and "draft_model")
-    if method:
-        facts["speculative_method"] = method
-        tokens = (_as_dict(spec) or {}).get("num_speculative_tokens")
-        if tokens is not None:
-            facts.setdefault("num_speculative_tokens", tokens)
-    return {k: v for k, v in facts.items() if v is not None}
