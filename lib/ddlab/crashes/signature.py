@@ -58,8 +58,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names", "unwrapped"]
+__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names", "unwrapped", "NO_LATER_FRAME"]
 
+
+# what follows a traceback's raising frame where it is the last one: its code line and the exception's lines,
+# no other "File ..." line to the text's end (a context pattern ending "...in FUNC\s*\n" + this says FUNC raised)
+NO_LATER_FRAME = r'(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
 
 @cache
 def regex(pattern: str, flags: int = re.I | re.S) -> re.Pattern:

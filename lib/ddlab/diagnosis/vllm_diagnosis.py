@@ -139,8 +139,7 @@ def _call_in_progress(best: Candidate | None) -> str:
 
 
 # uvicorn's own lines (uvicorn/server.py, lifespan/on.py): any ASGI app's, vLLM's server's or another app's
-_UVICORN_RE = re.compile(r"Started server process \[\d+\]|Waiting for application startup\.|Application startup "
-                         r"complete|Uvicorn running on")
+_UVICORN_RE = re.compile(rf"Started server process \[\d+\]|Waiting for application startup\.|{VLLM_READY_RE.pattern}")
 
 
 def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signature: Signature | None,

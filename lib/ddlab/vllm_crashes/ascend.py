@@ -17,7 +17,7 @@ from __future__ import annotations
 from ddlab.crashes.kinds import npu, packages
 from ddlab.vllm_crashes.graphs import CAPTURE_TEXT
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, NCCL, from_texts, voiced
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import NO_LATER_FRAME, Signature
 
 __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
@@ -297,7 +297,7 @@ NPU_DTYPE_REFUSED = Signature(
 # KeyError on a layer's weight raised at that lookup, its last frame, is a description that does not list the
 # model's layers (written for another model, another layout of its names, or by another quantization tool)
 _QUANT_LOOKUP = (r'vllm_ascend[/\\]quantization[/\\]\w+\.py", line \d+, in \w+\s*\n'
-                 r'[^\n]*\bquant_description\[(?:shard_)?prefix\b[^\n]*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+                 r'[^\n]*\bquant_description\[(?:shard_)?prefix\b[^\n]*\n' + NO_LATER_FRAME)
 ASCEND_QUANT_DESCRIPTION = Signature(
     "vllm_ascend_quant_description_missing", "weights_unreadable",
     "the checkpoint's Ascend quant description does not list a layer of the model",

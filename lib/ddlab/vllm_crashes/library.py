@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ddlab.crashes.kinds import (archs, compilers, device, kernels, launch, memory, models, native, npu,
                                  packages, requests, runtime, weights)
-from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
 
@@ -291,7 +291,7 @@ IMPORT_ERROR = voiced(packages.IMPORT_ERROR, DEPENDENCY.advice)
 # frame that runs a module's body (its import: a def's annotation is evaluated there), it is an installed
 # package written for a newer Python than the one running it (w3207: flashinfer's `array.array[int]` hint, which
 # vLLM's kernel warmup imports, under Python 3.11); in a running function it is the code's own, not read so
-_MODULE_BODY = r', in <module>\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+_MODULE_BODY = r', in <module>\s*\n' + NO_LATER_FRAME
 PYTHON_TOO_OLD = Signature(
     "vllm_python_too_old", "dependency_mismatch", "an installed package needs a newer Python than the one running",
     ("A package's module, imported, subscripts a class that this Python cannot subscript (a type hint such as "

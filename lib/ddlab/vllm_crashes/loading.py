@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from ddlab.vllm_crashes import archs
 from ddlab.vllm_crashes.library import V0 as _V0
-from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 
 __all__ = ["SIGNATURES", "SIZES"]
 
@@ -125,7 +125,7 @@ LOADER_SHAPE = Signature(
 # __post_init__, the pydantic validators, _verify_args / verify_*; NotImplementedError is not
 # wrapped by pydantic, so it arrives bare. The raising frame is the last one of the chain.
 _CONFIG_CHECK = (r'vllm[/\\]config(?:[/\\]\w+)?\.py", line \d+, in (?:__init__|__post_init__|_?verify\w*'
-                 r'|\w*validat\w*|_check\w*)\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+                 r'|\w*validat\w*|_check\w*)\s*\n' + NO_LATER_FRAME)
 CONFIG_CHECK = Signature(
     "vllm_config_check", "bad_argument", "vLLM's config refused the arguments",
     ("vLLM's config classes check the arguments (and the speculative config's JSON) when the engine "
@@ -149,7 +149,7 @@ CONFIG_VALUE_ERROR = Signature(
 # program that drives the engine itself (a trainer's rollout, an offline LLM.generate) passes the value and dies of the
 # ValueError with the generation it asked for. The OpenAI server's handlers build it for a request and answer that
 # request (its frames there: request_error, not this)
-_SAMPLING_CHECK = r'[/\\]sampling_params\.py", line \d+, in _verify_args\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+_SAMPLING_CHECK = r'[/\\]sampling_params\.py", line \d+, in _verify_args\s*\n' + NO_LATER_FRAME
 SAMPLING_PARAMS_REFUSED = Signature(
     "vllm_sampling_params_refused", "bad_argument", "vLLM's SamplingParams refused a value the caller passed",
     ("The program driving vLLM built SamplingParams with a value vLLM refuses (the message names it: a max_tokens "
@@ -261,8 +261,8 @@ PLACEMENT_DEVICES = Signature(
 # refuse `--model` in the serve command (scripts.py:34 (0.6.4.post1), entrypoints/cli/serve.py:27
 # (0.7.3)). Since 0.30 the `--model` text is only a warning line, which no exception carries
 _PARSER_RAISED = (r'vllm[/\\]utils(?:[/\\]argparse_utils)?\.py", line \d+, in (?:parse_args|_pull_args_from_config'
-                  r'|_?load_config_file)\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
-                  r"|^(?:ValueError: )?With `vllm serve`, you should provide the model as a positional argument")
+                  r'|_?load_config_file)\s*\n' + NO_LATER_FRAME
+                  + r"|^(?:ValueError: )?With `vllm serve`, you should provide the model as a positional argument")
 CLI_REFUSED = Signature(
     "vllm_cli_refused", "bad_argument", "vLLM's argument parser refused the command line",
     ("vLLM's own argument parser refused the command line before anything started: the message "
@@ -310,7 +310,7 @@ KV_NEGATIVE = Signature(
 # frame, is a checkpoint tensor the model has no parameter or buffer for, whatever the name ends in (an
 # activation's "act_fn.beta"; weight_name_unknown takes the usual weight/bias/scale names anywhere)
 _PARAMS_LOOKUP = (r'vllm[/\\]model_executor[/\\]models[/\\]\w+\.py", line \d+, in load_weights\w*\s*\n'
-                  r'[ \t]*param = params_dict\[name\]\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+                  r'[ \t]*param = params_dict\[name\]\s*\n' + NO_LATER_FRAME)
 PARAMS_LOOKUP = Signature(
     "vllm_params_lookup", "weights_unreadable",
     "the checkpoint holds a tensor the model has no parameter for",

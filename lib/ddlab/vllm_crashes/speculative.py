@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ddlab.vllm_crashes.library import V0
 from ddlab.vllm_crashes.loading import SIZES
-from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
 
@@ -259,7 +259,7 @@ ARCTIC_SPEC_CHECK = Signature(
 # eagle2_5_vl.py is NVIDIA's Eagle 2.5 vision-language model, no drafter); the target's own lookup stays
 # weights_unreadable (vllm_params_lookup)
 _EAGLE_LOOKUP = (r'vllm[/\\]model_executor[/\\]models[/\\]\w+_eagle3?\.py", line \d+, in load_weights\w*\s*\n'
-                 r'[ \t]*param = params_dict\[\w+\]\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z')
+                 r'[ \t]*param = params_dict\[\w+\]\s*\n' + NO_LATER_FRAME)
 EAGLE_HEAD_PARAMS = Signature(
     "vllm_eagle_head_params", "draft_incompatible", "the EAGLE checkpoint holds a tensor vLLM's head has no place for",
     ("The draft checkpoint names a tensor (the KeyError's name) that the EAGLE head vLLM builds for this method "

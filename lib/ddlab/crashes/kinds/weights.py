@@ -14,7 +14,7 @@ quantization whose config file is missing. An EAGLE3 drafter's ``midlayer.*`` na
 
 from __future__ import annotations
 
-from ddlab.crashes.signature import Found, Signature, regex
+from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 
 __all__ = ["SIGNATURES", "shape_detail"]
 
@@ -101,7 +101,7 @@ UNREADABLE = Signature(
 # checkpoint loaded with another scheme, another converter's layout)
 _SIZES = (r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
           r"|expanded size of the tensor \(\d+\) must match the existing size \(\d+\)")
-_COPY_LAST_FRAME = r'\.copy_\(loaded_weight\)\s*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+_COPY_LAST_FRAME = r'\.copy_\(loaded_weight\)\s*\n' + NO_LATER_FRAME
 LOADER_COPY_SHAPE = Signature(
     "loader_copy_shape", "weights_unreadable", "a checkpoint tensor does not fit its parameter",
     (_ADVICE,),
@@ -125,7 +125,7 @@ LOADER_COPY_SHAPE = Signature(
 # grouped for another layout, another TP split), as vLLM's loaders say it (vllm_loader_narrow). Only where the
 # narrow of loaded_weight is the raising frame, inside a loader's frames
 _NARROW = r"\bstart \(\d+\) \+ length \(\d+\) exceeds dimension size \(\d+\)"
-_NARROW_LAST_FRAME = r'\bloaded_weight\.narrow\(.*\n(?:(?![ \t]*File ").*(?:\n|\Z))*\Z'
+_NARROW_LAST_FRAME = r'\bloaded_weight\.narrow\(.*\n' + NO_LATER_FRAME
 LOADER_NARROW = Signature(
     "loader_narrow", "weights_unreadable", "a checkpoint tensor is smaller than its layer's shard",
     (_ADVICE,),
