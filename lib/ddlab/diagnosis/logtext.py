@@ -35,6 +35,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
                                     unquote_emphasis, unquote_inline_code)
+from ddlab.diagnosis.precompile_lines import JAX_PRECOMPILE  # (round 83) sglang-jax's precompile: graph_capture
 from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS, WEIGHT_UPDATE
 from ddlab.diagnosis.viewer_prefixes import (CLOUD_LOGGING, COLON_STAMP, RAY_TAG, RFC3339 as _ISO, TORCHSERVE_RELAY,
                                              peel_desktop_time)
@@ -284,7 +285,7 @@ _PHASE_MARKERS = (
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5 model_executor/model_runner.py:1101;
     # 0.5.23 model_runner_components/cuda_graph_setup.py:696); (round 75) the runners' lists before their bars, "Capture
     # cuda graph bs [...]" (0.5.9 model_executor/cuda_graph_runner.py:299), "... num tokens [...]" (0.5.9 piecewise_cuda_graph_runner.py:175)
-    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end|bs \[|num tokens \[)|Capturing batches", re.I)),
+    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end|bs \[|num tokens \[)|Capturing batches|" + JAX_PRECOMPILE, re.I)),
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )
@@ -319,7 +320,7 @@ _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
     rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}"
-    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
+    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on" rf"|{JAX_PRECOMPILE}"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)
 
