@@ -48,7 +48,7 @@ def test_each_log_reads_as_labelled_but_the_one_left():
 
 @pytest.mark.parametrize("log_id", ["w8001", "w8012"])
 def test_the_wna16_shape_check_is_kernel_config_unsupported(log_id):
-    assert said(read_log(f"{log_id}.log")) == (True, "kernel_config_unsupported", "wna16_shape_refused")
+    assert said(read_log(f"{log_id}.log")) == (True, "kernel_config_unsupported", "vllm_wna16_shape_refused")
 
 
 def test_the_wna16_shape_check_is_read_at_graph_capture():
@@ -76,7 +76,7 @@ def test_the_kernels_call_is_in_the_wheel():
     "INFO 01-01 00:00:00 [fused_moe.py:1] Using moe_wna16 with BLOCK_SIZE_K=128\n",
 ], ids=["other-words", "notice"])
 def test_near_misses_are_no_wna16_refusal(text):
-    assert said(text, family="vllm")[2] != "wna16_shape_refused"
+    assert said(text, family="vllm")[2] != "vllm_wna16_shape_refused"
 
 
 # --- w8013: torch inductor refusing a GPU Triton cannot compile for ----------------------------------------------------

@@ -23,7 +23,7 @@ __all__ = ["SIGNATURES", "WNA16_SHAPE_REFUSED"]
 # echo of it or a log line
 _SHAPE = r"\b(?:size_k must divisible by BLOCK_SIZE_K|BLOCK_SIZE_K must divisible by group_size)\b"
 WNA16_SHAPE_REFUSED = Signature(
-    "wna16_shape_refused", "kernel_config_unsupported",
+    "vllm_wna16_shape_refused", "kernel_config_unsupported",
     "the quantized MoE GEMM (moe_wna16) refused the experts' per-GPU shapes",
     ("vLLM's WNA16 MoE kernel (moe_wna16_gemm: GPTQ / AWQ experts) checks that each expert's input width on one "
      "GPU (size_k: the hidden size, or the experts' intermediate size over `--tensor-parallel-size`) is a multiple "
