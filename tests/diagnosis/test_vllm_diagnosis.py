@@ -373,8 +373,10 @@ def test_vllm_logs_are_read_as_vllm():
     # torch's AcceleratorError of a stream capture alone (w7609); round 77 one, the same kind either way: torch's NCCL
     # watchdog lines under Ray's worker tag, a markdown code span's backtick before it (w7709); round 79 two, each the
     # same kind either way: CPython's extension-module list alone, its header cut (w7916), and RunPod's console line of
-    # its worker's exit status (w7920)
-    assert len(unmarked) <= 119, unmarked
+    # its worker's exit status (w7920); round 80 three: Xinference's worker lines alone (w8010, not crashed either way),
+    # torch inductor's GPUTooOldForTriton alone (w8013) and "ModuleNotFoundError: No module named 'triton'" alone
+    # (w8016), each the same kind either way
+    assert len(unmarked) <= 122, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["w7213"]

@@ -233,7 +233,11 @@ _PHASE_MARKERS = (
         # (round 7: the drafters' bars name what they capture, "Capturing prefill CUDA graphs",
         # "Capturing multi-module MTP CUDA graphs": v1/worker/gpu/spec_decode/autoregressive/speculator.py:139, multi_module_mtp/speculator.py:138 (0.34.0))
         r"Capturing (?:[\w-]+ ){0,3}(?:CUDA|ACL) graphs?|Capturing the model for CUDA graphs|Capturing cudagraph"
-        r"|Graph capturing finished" rf"|{CAPTURE_STEP}")),  # (rounds 68, 75) .vllm_capture_lines
+        r"|Graph capturing finished" rf"|{CAPTURE_STEP}"  # (rounds 68, 75) .vllm_capture_lines
+        # (vLLM round 80) kernel_warmup's FlashInfer autotune, which compile_or_warm_up_model runs after the KV cache
+        # is allocated and right before capture_model (model_executor/warmup/kernel_warmup.py:72, :146;
+        # v1/worker/gpu_worker.py:558, :606, :610 (0.22.0))
+        r"|Using FlashInfer autotune cache file: |Skipping FlashInfer autotune because it is disabled")),
     # the engine is built and takes requests: "init engine (profile, create kv cache, warmup model) took"
     # (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server on"
     # (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server" (older), the tasks the engine
@@ -259,6 +263,9 @@ _PHASE_MARKERS = (
     rf"|{KV_SERVING}"
     # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
     r"|\] stage-\d+ \[rep-\d+\] add request: "
+    # (vLLM round 80) InputProcessor.process_inputs' notices, which only a request added meets (AsyncLLM.add_request,
+    # LLMEngine.add_request: v1/engine/input_processor.py:225, :236; async_llm.py:356; llm_engine.py:248 (0.19.1))
+    r"|Passing (?:raw prompts|tokenization_kwargs) to InputProcessor is deprecated"
     # (round 63) a GRPO trainer's calls to its rollout server (trl f2cd577 trl/scripts/vllm_serve.py:497, :1124, :1156)
     r'|"(?:GET|POST) /(?:get_world_size|\w+_communicator|update_named_param)/ HTTP/[\d.]+" 200\b'
     # (round 7) a counter of served work that /metrics exports above 0 (v1/spec_decode/metrics.py:231,

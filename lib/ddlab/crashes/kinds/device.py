@@ -118,6 +118,10 @@ REPLAY_FAULT = Signature(
              ("0.5.23", "sglang/srt/model_executor/runner/decode_cuda_graph_runner.py:1981")))
 
 
+# (vLLM round 80) torch inductor refusing a GPU Triton cannot compile for: GPUTooOldForTriton (torch 2.8.0
+# _inductor/exc.py:133-135), raised by torch.compile's device check before it builds any kernel
+_TRITON_TOO_OLD = (r"\bwhich is too old to be supported by the triton GPU compiler\b|\bTriton only supports "
+                   r"devices of CUDA Capability >= [\d.]+, but your device is of CUDA capability [\d.]+")
 UNSUPPORTED_GPU = Signature(
     "unsupported_gpu", "unsupported_gpu", "a kernel has no build for this GPU",
     ("A kernel in this install was not built for this GPU's compute capability "
@@ -129,10 +133,10 @@ UNSUPPORTED_GPU = Signature(
               r"is not compatible with the current PyTorch installation",
               r"Unsupported compute capability", r"requires (?:CUDA )?compute capability",
               r"compute capability [\d.]+ or newer is required", r"cudaErrorNoKernelImageForDevice",
-              compilers.TRITON_FP8_ARCH),
+              compilers.TRITON_FP8_ARCH, _TRITON_TOO_OLD),
     lines=(r"no kernel image is available for execution on the device",
            r"with CUDA capability sm_\d+ is not compatible with the current PyTorch installation",
-           compilers.TRITON_FP8_ARCH),
+           compilers.TRITON_FP8_ARCH, _TRITON_TOO_OLD),
     priority=81,
     sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:620"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1432"),
@@ -141,6 +145,7 @@ UNSUPPORTED_GPU = Signature(
              ("0.5.23", "sglang/srt/model_executor/model_runner_components/load_model_utils.py:91"),
              ("0.5.23", "sglang/srt/layers/attention/attention_registry.py:244"),
              ("torch 2.14.1", "torch/cuda/__init__.py:489"),
+             ("torch 2.8.0", "torch/_inductor/exc.py:133-135 (GPUTooOldForTriton)"),
              ("CUDA runtime", "cudaErrorNoKernelImageForDevice (209)"),
              ("triton 3.4.0", "triton/language/core.py:593 (type fp8e4nv not supported in this architecture), "
                               "triton/backends/nvidia/compiler.py:170-171 (fp8e4nv from sm89)")))
