@@ -47,7 +47,10 @@ _FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|uns
                 r"CUDA error \([^()]+:\d+\): (?:an illegal memory access|unspecified launch failure"
                 r"|misaligned address|an illegal instruction)",
                 r"CUDA (?:driver )?error \([^()]+:\d+\): \d+ \(" + _DRIVER_FAULTS,
-                r"^\s*Assertion failed: [^\s,]+:\d+, condition: ",
+                # (round 84) not DG_HOST_ASSERT's check of a CUDA call's status, the same words on the host
+                # (DeepGEMM 6db7e18 deep_gemm/include/deep_gemm/utils.cuh:20-28, fp8_gemm.cuh:435: a launch's
+                # cudaError of any kind): it names no fault
+                r"^\s*Assertion failed: [^\s,]+:\d+, condition: (?!.*==\s*cudaSuccess\b)",
                 # (issue 28, vLLM's first texts) a Triton / inductor kernel's device assert (tl.device_assert,
                 # inductor's index checks) as __assertfail prints it (triton 3.4.0
                 # backends/nvidia/include/crt/common_functions.h:180): the kernel's .py file, not a .cu

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from ddlab.crashes.kinds.models import ARCH_UNSUPPORTED, MODEL_TYPE_KEY  # ddlab.vllm_crashes.library voices them from here
-from ddlab.crashes.kinds import packages, parsers, rendezvous
+from ddlab.crashes.kinds import arg_asserts, packages, parsers, rendezvous
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "ARCH_UNSUPPORTED", "MODEL_TYPE_KEY"]
@@ -395,6 +395,6 @@ SIGNATURES = [UNKNOWN_ALGORITHM, ARGPARSE, MISSING_OPTION, SPEC_ARGS_REFUSED, SE
               DTYPE_REQUIRED, CONTEXT_OVER_MODEL, PORT_IN_USE, MODEL_NOT_FOUND, PROCESSOR_FILES_MISSING,
               TP_HEADS_ASSERT,  # (round 29)
               QUANT_DTYPE,  # (round 31)
-              *parsers.SIGNATURES,  # (round 66)
+              *parsers.SIGNATURES, *arg_asserts.SIGNATURES,  # (rounds 66, 84)
               *packages.SIGNATURES,
               DRAFT_INCOMPATIBLE]
