@@ -537,7 +537,13 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # disputed (arch_unsupported, unknown: the registry's "failed to be inspected", read so, pydantic's wrapper included),
 # w7911's and w7915's phase disputed (memory_pool, graph_capture: the sampler warm-up after capture_model; graph_capture,
 # memory_pool: dynamo traces the model in the profiling run): 1579/1536/981 after (kind of 1558, phase of 1000).
-FLOORS = {"work": (1597, 1553, 995)}
+# Round 81 had four misses (w8114's crashed, w8106's, w8113's and w8114's kind, w8106's and w8110's phase): 1617/1571/1010
+# of 1639 at the fold (kind of 1597, phase of 1031); w8106 (vllm-ascend's graph-mode MLA heads assert, also cut on its
+# code line) and w8114 (Unsloth's launcher seeing vLLM's stdout end before ready) fixed by cited rules; w8113's kind
+# disputed (model_not_found, weights_unreadable: a folder's config.json that is not JSON) and w8110's phase
+# (load_weights, memory_pool: V0's profile run after "Loading model weights took"): 1618/1573/1011 after (kind of 1596,
+# phase of 1030).
+FLOORS = {"work": (1618, 1573, 1011)}
 
 
 def test_the_work_split_keeps_its_counts():

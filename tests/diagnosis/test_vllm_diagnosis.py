@@ -375,8 +375,9 @@ def test_vllm_logs_are_read_as_vllm():
     # same kind either way: CPython's extension-module list alone, its header cut (w7916), and RunPod's console line of
     # its worker's exit status (w7920); round 80 three: Xinference's worker lines alone (w8010, not crashed either way),
     # torch inductor's GPUTooOldForTriton alone (w8013) and "ModuleNotFoundError: No module named 'triton'" alone
-    # (w8016), each the same kind either way
-    assert len(unmarked) <= 122, unmarked
+    # (w8016), each the same kind either way; round 81 two, each the same kind either way: transformers' OSError of a
+    # config.json that is not JSON alone (w8113) and vllm-omni's "[Stage-2]"-prefixed start-up lines (w8118, not crashed)
+    assert len(unmarked) <= 124, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == ["w7213"]

@@ -22,7 +22,8 @@ from ddlab.crashes.signature import NO_LATER_FRAME, Signature
 __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_CONFIG",
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
            "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH", "TORCH_NPU_MISSING",
-           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH", "NPU_DTYPE_REFUSED", "ASCEND_QUANT_DESCRIPTION"]
+           "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH", "NPU_DTYPE_REFUSED", "ASCEND_QUANT_DESCRIPTION",
+           "ASCEND_MLA_GRAPH_HEADS"]
 
 # (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
 # (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
@@ -313,8 +314,31 @@ ASCEND_QUANT_DESCRIPTION = Signature(
              ("vllm_ascend 0.11.0rc0", "vllm_ascend/quantization/quant_config.py:141"),
              ("vllm_ascend 0.9.2rc1", "vllm_ascend/quantization/quantizer.py:241")))
 
+# (round 81) vllm-ascend's MLA impl asserting, with torchair graph mode on, that the heads per KV head are a ratio its
+# fused graph-mode MLA kernel takes: "assert self.num_queries_per_kv in _ALLOWED_NUM_QUERIES_PER_KV, \\" ({32, 64,
+# 128}: "The allowed number of queries per kv when enabling both MLA and Graph mode only support {32, 64, 128}, ..."),
+# vllm_ascend/attention/mla_v1.py:574-580 (v0.9.1rc1, v0.9.2rc1; the set from attention/attention.py), in
+# AscendMLAImpl.__init__, which vLLM's Attention.__init__ calls as the model's layers are built (load_model). The
+# assert has that one meaning, so a traceback cut on its code line (the AssertionError's line lost) reads so too
+_MLA_HEADS = (r"^\s*assert self\.num_queries_per_kv in _ALLOWED_NUM_QUERIES_PER_KV\b"
+              r"|The allowed number of queries per kv when enabling both MLA and Graph mode")
+ASCEND_MLA_GRAPH_HEADS = Signature(
+    "vllm_ascend_mla_graph_heads", "kernel_config_unsupported",
+    "vllm-ascend's graph-mode MLA kernel does not take this model's heads per KV head",
+    ("vllm-ascend's MLA kernel for torchair graph mode takes only 32, 64 or 128 query heads per KV head on "
+     "each rank (num_heads / num_kv_heads after the tensor-parallel split): DeepSeek-V2-Lite (16 heads) never "
+     "fits, DeepSeek-V3/R1 only at a `--tensor-parallel-size` that leaves such a ratio. Turn torchair graph mode "
+     "off (torchair_graph_config's enabled set to false in `--additional-config`) or pick a fitting "
+     "`--tensor-parallel-size`.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r".",), context=(_MLA_HEADS,), lines=(
+        r"The allowed number of queries per kv when enabling both MLA and Graph mode",),
+    priority=82, phase="load_weights", fatal=True, cut_ok=True,
+    sources=(("vllm_ascend 0.9.1rc1", "vllm_ascend/attention/mla_v1.py:575"),
+             ("vllm_ascend 0.9.2rc1", "vllm_ascend/attention/mla_v1.py:575"),
+             ("vllm_ascend 0.9.1rc1", "vllm_ascend/attention/mla_v1.py:576-580 (the message)")))
+
 SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
                                TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
                                FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH, TORCH_NPU_MISSING,
                                PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH, NPU_DTYPE_REFUSED,
-                               ASCEND_QUANT_DESCRIPTION]
+                               ASCEND_QUANT_DESCRIPTION, ASCEND_MLA_GRAPH_HEADS]

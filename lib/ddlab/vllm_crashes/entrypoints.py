@@ -183,5 +183,21 @@ TEXT_MARKS = (r"\bEngineDeadError\b|[/\\]vllm_rollout[/\\]|NIXL transfer failure
 # srt/layers/quantization/__init__.py:9): however many processes print it, it tells one fact, vLLM imported
 IMPORT_NOTICE = regex(r"Automatically detected platform \w+\.")
 
+# (round 81) Unsloth's SyntheticDataKit runs `vllm serve` as a subprocess and echoes its stdout ("vLLM STDOUT: "),
+# reading it line by line until "Starting vLLM API server on"; an empty read is the pipe's end, the server process
+# gone or its stdout closed before it was ready, and Unsloth prints "Stdout stream ended before readiness message
+# detected." (unslothai/unsloth 4813fda unsloth/dataprep/synthetic.py:130-134; unsloth_zoo's later launcher prints it
+# when the capture closed or poll() returned). Why the server ended is on its stderr, which Unsloth does not echo
+_STDOUT_ENDED = r"^Stdout stream ended before readiness message detected\.\s*$"
+LAUNCHER_STDOUT_ENDED = Signature(
+    "vllm_launcher_stdout_ended", "unknown", "the vLLM server subprocess ended before it was ready",
+    ("The launcher (Unsloth) saw the `vllm serve` subprocess's stdout end before its ready line: the server "
+     "exited during start-up. Its error is on the subprocess's stderr, which the launcher does not print: run "
+     "the same `vllm serve` command by hand (or print the launcher's stderr tail) to see it.",),
+    lines=(_STDOUT_ENDED,), priority=3, fatal=True, phase="launch",
+    sources=(("unsloth 4813fda", "unsloth/dataprep/synthetic.py:133 (Stdout stream ended before readiness "
+                                 "message detected.)"),))
+
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, MM_ITEM_OVER_BUDGET, FRONT_DOOR_UNDEFINED,
-                               OMNI_ENGINE_BACKEND]
+                               OMNI_ENGINE_BACKEND,
+                               LAUNCHER_STDOUT_ENDED]  # (round 81)

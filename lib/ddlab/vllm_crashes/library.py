@@ -318,6 +318,11 @@ WEIGHT_NAME = voiced(weights.WEIGHT_NAME, UNREADABLE.advice,  # a model's load_w
 WEIGHT_NAME_ALONE = voiced(weights.WEIGHT_NAME_ALONE, UNREADABLE.advice,
                             sources=WEIGHT_NAME.sources[-1:],
                             absent=(r'File "[^\n]*\n(?:.*\n)*?\s*KeyError: ',))
+# (round 81) a folder's config.json that is not JSON, as transformers re-raises it (weights.CONFIG_NOT_JSON)
+CONFIG_NOT_JSON = voiced(weights.CONFIG_NOT_JSON, (
+    "The model's config.json was found but is not JSON (an empty or cut download, a Git LFS pointer): download "
+    "the checkpoint again (`huggingface-cli download MODEL`, its snapshot in the cache deleted first) or fix the "
+    "file, then start `vllm serve` again.",))
 # (round 12) a frame of vLLM's own code in faulthandler's format ('File "...", line N in f', no comma:
 # CPython Modules/faulthandler.c, dump_frame). Python's tracebacks put a comma there; faulthandler writes
 # this form on a fatal signal (enable(), or PYTHONFAULTHANDLER) or when asked to dump, and vLLM asks
@@ -340,6 +345,7 @@ SIGNATURES: list[Signature] = [
     CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH, HIP_ERROR_CUT,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
+    CONFIG_NOT_JSON,
     NATIVE, ASGI, REFUSED,
     NO_C_COMPILER_CUT, NINJA_RUN_CUT, TRITON_BUILD_CUT,
 ]

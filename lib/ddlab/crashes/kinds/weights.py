@@ -156,6 +156,24 @@ LORA_ADAPTER_KEY = Signature(
              ("0.4.10.post2", "sglang/srt/lora/lora_manager.py:378"),
              ("0.5.23", "sglang/srt/lora/lora.py:286")))
 
+# (vLLM round 81) a folder's (or a hub snapshot's) config.json that is not JSON: transformers reads the resolved
+# ".../config.json" as text (4.56.1 configuration_utils.py:756 -> _dict_from_json_file :866) and re-raises the
+# JSONDecodeError of an empty or cut file as "It looks like the config file at '{file}' is not a valid JSON file."
+# (:759-760). The model was found (its config resolved to a file in its folder); the checkpoint's file is broken. A
+# path that names another file (a .pth) is models.py's model_path_is_a_file (its path does not end in .json)
+_CONFIG_NOT_JSON = r"It looks like the config file at '[^']*\.json' is not a valid JSON file\."
+CONFIG_NOT_JSON = Signature(
+    "checkpoint_config_not_json", "weights_unreadable", "the checkpoint's config.json is not valid JSON",
+    ("The model's config.json was found but is not JSON (an empty or cut download, a Git LFS pointer, a "
+     "hand edit): open it, and download the checkpoint again (delete its snapshot in the Hugging Face "
+     "cache, `huggingface-cli download MODEL`), or fix the file.",),
+    types=r"OSError|EnvironmentError", patterns=(_CONFIG_NOT_JSON,), lines=(_CONFIG_NOT_JSON,),
+    priority=85, phase="launch",
+    sources=(("transformers 4.56.1", "transformers/configuration_utils.py:756"),
+             ("transformers 4.56.1", "transformers/configuration_utils.py:760"),
+             ("transformers 4.56.1", "transformers/configuration_utils.py:866")))
+
 SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE,
               LORA_ADAPTER_KEY,  # (round 33)
-              LOADER_NARROW]  # (round 78)
+              LOADER_NARROW,  # (round 78)
+              CONFIG_NOT_JSON]  # (vLLM round 81)
