@@ -121,10 +121,17 @@ _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|proces
             # the scheduler moving requests whose grammar compiled into its waiting queue (0.4.10.post2
             # managers/scheduler.py:2017 from get_new_batch_prefill :1496; 0.5.23
             # constrained/grammar_manager.py:211): a grammar queue only constrained requests fill
-            r"|move_ready_grammar_requests|get_ready_grammar_requests"
-            # the detokenizer's and the data-parallel controller's request loops (0.4.10.post2
-            # managers/detokenizer_manager.py:106, data_parallel_controller.py:316; 0.5.23 :184, :927)
-            r"|event_loop")
+            r"|move_ready_grammar_requests|get_ready_grammar_requests")
+# the data-parallel controller's request loop (0.4.10.post2 managers/data_parallel_controller.py:316; 0.5.23
+# :927), not (round 85) the detokenizer's: its event_loop runs from launch on, blocked on the scheduler's
+# socket (0.4.4.post1 managers/detokenizer_manager.py:107 recv_pyobj, entered from run_detokenizer_process :263
+# right after the manager is built; 0.4.10.post2 :106; 0.5.23 :184-188), so its frame alone is no request's;
+# a batch's output handled under it still says serving: the loop's call of its dispatcher (0.4.10.post2 :110, 0.5.23
+# :189) or of trim_matched_stop (0.4.2 :143, :105), a handler's frame (0.5.23 :228, :310, :450), or the log's lines
+_LOOP = (r"^(?!.*detokenizer_manager\.py).*(?:,| line \d+) in event_loop\s*$"
+         r"|^\s*event_loop \((?![^)]*detokenizer_manager\.py)[\w./<>-]+:\d+\)\s*$")
+_DETOKENIZED = (r"_request_dispatcher|trim_matched_stop|handle_batch_token_id_out|handle_batch_embedding_out"
+                r"|_decode_batch_token_id_output")
 
 # (round 28) a cut paste's last code line calling the model load, also cut inside the name ("self.load_mo";
 # 0.4.5.post3 model_executor/model_runner.py:191 ``self.load_model()`` in initialize): the callee is on
@@ -157,7 +164,8 @@ FRAME_PHASES = (
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
     ("graph_capture", frame_regex(_CAPTURE, _GRAPH_SETUP, also=CAPTURE_PROFILER)),
     ("ready", frame_regex(_WARMUP)),
-    ("serving", frame_regex(_SERVING, r"event_loop_\w+|run_event_loop", also=f"{_RUNNER_FORWARD}|{_CACHE_EVICT}")),
+    ("serving", frame_regex(f"{_SERVING}|{_DETOKENIZED}", rf"event_loop_\w+|run_event_loop|{_DETOKENIZED}",
+                            also=f"{_RUNNER_FORWARD}|{_CACHE_EVICT}|{_LOOP}")),
 )
 # (round 50) SGLang Diffusion loading its pipeline's components (the DiT, encoders, VAE: their weights):
 # the pipeline's constructor loads each module (0.5.12 multimodal_gen/runtime/pipelines_core/

@@ -1,15 +1,17 @@
-"""What a traceback that a paste cut still names: a torch type cut inside its name, IPython's header.
+"""What a traceback that a paste cut still names: a torch type cut inside its name, IPython's header, and
+an exception line a paste shifted to the right.
 
 Contract: :func:`cut_type` is the torch exception type whose name a paste cut (``torch.O``), where only one fits;
 :func:`ipython_type` the exception IPython's traceback header names above the frames (vLLM round 64), which a paste
 cut before the exception line still shows. :mod:`.tracebacks` completes its cut chains with them.
+:func:`unshifted` is an exception line a paste indented (round 85), without that indentation; any other line as is.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["cut_type", "ipython_type"]
+__all__ = ["cut_type", "ipython_type", "unshifted"]
 
 # torch's own exception types as its C++ extension names them (torch 2.13.0 libtorch_python,
 # torch/csrc/Exceptions.cpp: PyErr_NewExceptionWithDoc), and the torch.cuda spelling of older
@@ -39,3 +41,16 @@ def ipython_type(msg: str) -> str | None:
     """The exception type IPython's traceback header ``msg`` names, if it is one."""
     match = _IPYTHON_HEADER_RE.match(msg.strip())
     return match["type"] if match else None
+
+
+def unshifted(msg: str, frames: list, is_exception) -> str:
+    """``msg`` without its indentation where it is an exception line (``is_exception(text, strict=True)``:
+    one with its message) a paste indented, below a frame's code line and less indented than that code line: Python
+    prints the code deeper than its frame and the exception line flush left (CPython 3.11.7
+    Lib/traceback.py:462, :466 StackSummary.format_frame_summary; :866 format_exception_only, :162); a code
+    line's own continuation is never less indented than the line it continues."""
+    code_at = frames[-1].code_at if frames else None
+    text = msg.lstrip(" ")
+    if code_at is None or len(msg) - len(text) >= len(code_at.msg) - len(code_at.msg.lstrip(" ")):
+        return msg
+    return text if is_exception(text, strict=True) else msg

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddlab.crashes.frames import own_script, ray_driver, router_frames
-from ddlab.diagnosis.cut_names import cut_type, ipython_type
+from ddlab.diagnosis.cut_names import cut_type, ipython_type, unshifted
 from ddlab.diagnosis.logtext import READY_MARK, Line
 
 __all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type", "ACCESS_RE"]
@@ -298,7 +298,8 @@ class _Parser:
                 # (cut-middle) kept the code line of the frame it goes on at; where it is, is unknown
                 block.frames.append(Frame("", 0, "", code=msg.strip(), at=line))
             self.last_no = line.no
-        elif self._own(line) and (match := _is_exception_line(msg, strict=False)):
+        elif self._own(line) and (match := _is_exception_line(unshifted(msg, block.frames, _is_exception_line),
+                                                              strict=False)):
             block.type, block.message = match["type"], match["msg"] or ""
             block.exc_lines = [line]
             self.block, self.message, self.gap = None, block, False
@@ -308,13 +309,12 @@ class _Parser:
                 self._drop_open_block()
 
     def _is_code(self, line: Line) -> bool:
-        """The source line under a frame: indented, or right below a frame when a
-        paste stripped the indentation (never an exception line)."""
+        """The source line under a frame: indented, or right below it where a paste stripped that; no exception."""
         msg = line.msg
         if not msg.strip() or not self._own(line):
             return False
         if msg[:1].isspace():
-            return True
+            return unshifted(msg, self.block.frames, _is_exception_line) == msg
         frames = self.block.frames
         return (bool(frames) and frames[-1].at is not None and frames[-1].at.no == line.no - 1
                 and not frames[-1].code and not _is_exception_line(msg, strict=False))

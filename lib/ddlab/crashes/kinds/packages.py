@@ -15,7 +15,18 @@ from ddlab.crashes.signature import Found, Signature, regex
 __all__ = ["SIGNATURES"]
 
 
+# (round 85) a quantization method whose ops SGLang takes from vLLM, with no vLLM installed: the message names
+# the method and the vLLM release to install (0.4.4.post3 layers/quantization/__init__.py:110-111, vllm==0.7.2;
+# 0.4.10.post2 :117-118, vllm==0.9.0.1; marlin FP8's stub names none, 0.4.10.post2 fp8.py:25)
+_OPS_FROM = regex(r"(\S+(?: FP8)?) (?:quantization )?requires some operators from (\w+)\.(?:.*?`(pip install [^`]+)`)?")
+
+
 def _missing_library(found: Found) -> str | None:
+    if match := _OPS_FROM.search(found.text):
+        install = match[3] or f"pip install {match[2]}"
+        return (f"{match[1]} takes some of its kernels from {match[2]}, which is not installed where the server "
+                f"runs (an image or environment without it): install it there (`{install}`, the version "
+                f"this SGLang names), or serve a checkpoint whose quantization SGLang runs alone.")
     # assert_pkg_version's PackageNotFoundError branch (0.4.10.post2 utils.py:855, 0.5.23
     # utils/common.py:2435): no distribution of that name is installed where the server runs
     match = regex(r"\b([\w.-]+) with minimum required version (\S+?)\.? is not installed").search(found.text)
