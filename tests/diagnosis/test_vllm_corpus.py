@@ -543,7 +543,14 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # disputed (model_not_found, weights_unreadable: a folder's config.json that is not JSON) and w8110's phase
 # (load_weights, memory_pool: V0's profile run after "Loading model weights took"): 1618/1573/1011 after (kind of 1596,
 # phase of 1030).
-FLOORS = {"work": (1618, 1573, 1011)}
+# Round 82 had three misses (w8206's crashed, w8201's, w8206's and w8220's kind, w8220's phase): 1638/1591/1024 of 1660
+# at the fold (kind of 1617, phase of 1044); w8201 (flash-attn's "<tensor> must be on CUDA"), w8206 (a logger's
+# "[time][TAG][L] ... [pid,tid][file:N,func]" records restamped as vLLM's) and w8220's phase (NIXL's failed handshake
+# for a request) fixed by cited rules; w8220's kind disputed (request_error, pd_transfer: 0.10.0 queues the request
+# anyway and the next step's KeyError ends the engine); the restamp also reads round 72's w7213 (the same logger) as
+# vLLM's, its two stall notices a hang against its not-crashed label (known_misses.json): 1638/1592/1025 after (kind of
+# 1616, phase of 1044).
+FLOORS = {"work": (1638, 1592, 1025)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -35,4 +35,10 @@ KV_SERVING = (
     # Not its "attn_metadata is None" warning (start_load_kv, :494): the profile run's dummy batch has none too
     r"|LMCache hit tokens: \d+, need to load: -?\d+"
     r"|Storing KV cache for \d+ out of \d+ tokens \(skip_leading_tokens=\d+\) for request "
+    # (round 82) NIXL's handshake with a remote prefill engine failed: the handshake runs in a background thread
+    # started only by start_load_kv for a request whose KV is to be read from that engine (_background_nixl_handshake,
+    # nixl_connector.py:532-557, called at :911 from start_load_kv's loop over metadata.reqs_to_recv (0.10.0)), its
+    # done_callback logging "Handshake with %s failed" (:548 (0.10.0), :534 (0.9.2), :1099 (0.11.1), :1156 (0.13.0));
+    # the profile run's dummy batch asks no remote KV
+    r"|\bHandshake with [\w.:-]+ failed\b"
 )

@@ -141,7 +141,8 @@ _VLLM_MARKS = re.compile(
 # (round 59) nor LMCache's "[date] LMCache LEVEL: ", its logger's under either server (lmcache-0.3.1 logging.py:25)
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]"
-    r"(?! \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[[\w.]+:\d+:\w+\] | LMCache (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)"
+    r"(?! \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[[\w.]+:\d+:\w+\] | LMCache (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):"
+    r"|\[[A-Za-z]\w*\]\[[DIWEC]\] )"
     r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )", re.M | re.I)
 
 _VLLM_SCREEN, _SGLANG_SCREEN = Screen(_VLLM_MARKS), Screen(_SGLANG_MARKS)
@@ -182,11 +183,29 @@ _WRAPPED_FRAME_RE = re.compile(r'(File "[^"\n]*?)[ \t]*\r?\n(?=[^"\n]*", line \d
 _WIDE_METRICS_RE = re.compile(r"\bAvg\s+(?:prompt|generation)\s+throughput:")
 
 
+# (round 82) a project's logger that takes over vLLM's records and writes each as "[ISO date time.us][TAG][L] message
+# [pid,tid][file.py:N,function]" (vllm-ascend deployments' "[UC]" logger): vLLM's stamp is rebuilt from it, its level
+# letter spelled out, so the message reads as vLLM's own record ("Worker proc VllmWorker-14 died unexpectedly (exit
+# code: None), shutting down executor.", v1/executor/multiproc_executor.py monitor_workers); only a line that has both
+# the bracketed head and the "[pid,tid][file.py:N,function]" tail is rebuilt
+_WRAPPED_RECORD_RE = re.compile(
+    r"^\[\d{4}-(?P<day>\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:\.\d+)?\]\[[A-Za-z]\w*\]\[(?P<level>[DIWEC])\] "
+    r"(?P<msg>.*?) \[\d+,\d+\]\[(?P<file>[\w.-]+\.py):(?P<line>\d+),\w+\][ \t]*$", re.M)
+_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "C": "CRITICAL"}
+
+
+def restamped(text: str) -> str:
+    """``text`` with each record a wrapping logger wrote (above) in vLLM's own stamp."""
+    return _WRAPPED_RECORD_RE.sub(lambda m: f"{_LEVELS[m['level']]} {m['day']} {m['time']} [{m['file']}:{m['line']}] "
+                                            f"{m['msg']}", text)
+
+
 def vllm_lines(text: str) -> list[Line]:
-    """The lines, the collectors' and vLLM's prefixes (and Ray's repeat suffix) peeled (above)."""
+    """The lines, the collectors' and vLLM's prefixes (and Ray's repeat suffix) peeled (above), a wrapping
+    logger's records restamped (:func:`restamped`)."""
     text = "\n".join(re.sub(rf"(?<=\S)\s+(?={re.escape(lead['tag'])}\s)", "\n", raw)
                      if (lead := _LEAD_TAG_RE.match(raw)) else raw
-                     for raw in _WRAPPED_FRAME_RE.sub(r"\1", _RAY_REPEATED_RE.sub("", text)).splitlines())
+                     for raw in _WRAPPED_FRAME_RE.sub(r"\1", _RAY_REPEATED_RE.sub("", restamped(text))).splitlines())
     return [replace(ln, msg=re.sub(r"(?<=\S) {2,}(?=\S)", " ", ln.msg)) if _WIDE_METRICS_RE.search(ln.msg)
             else ln for ln in split_lines(text, extra=VLLM_PREFIXES, record=_QUIET_STAMP_RE)]
 

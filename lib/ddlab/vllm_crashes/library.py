@@ -16,7 +16,7 @@ import re
 from dataclasses import replace
 
 from ddlab.crashes.kinds import (archs, compilers, device, kernels, launch, memory, models, native, npu,
-                                 packages, requests, runtime, weights)
+                                 packages, requests, runtime, tensor_devices, weights)
 from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 from ddlab.vllm_crashes import wna16
 
@@ -177,6 +177,16 @@ LAUNCH_REFUSED = voiced(kernels.TORCH_LAUNCH_REFUSED, (
     "or batch shape (not a memory fault): rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, then "
     "another attention backend or quantization kernel, a smaller `--max-num-batched-tokens`, or a newer "
     "vLLM.",))
+# (round 82) a kernel library's device check of a tensor it was handed, flash-attn's CHECK_DEVICE "<tensor> must be
+# on CUDA" (flash_api.cpp:17), carried up by the multiprocessing executor ("Worker failed with error '...'",
+# v1/executor/multiproc_executor.py:248 (0.11.0)); vLLM's ViT attention takes the upstream flash_attn where it is
+# installed (attention/layer.py:414-417, :438 (0.11.0)): SGLang's signature, the advice in vLLM's flags
+DEVICE_REFUSED = voiced(tensor_devices.KERNEL_DEVICE_REFUSED, (
+    "A kernel library (flash-attn's varlen attention, in the vision encoder's or the model's attention) refused a "
+    "tensor vLLM handed it on the CPU (\"cu_seqlens_q must be on CUDA\"). The model's attention took an installed "
+    "flash-attn this vLLM release does not pair with (vLLM picks the upstream `flash_attn` for a ViT when it is "
+    "installed): `pip show flash-attn vllm torch`; uninstall the upstream flash-attn or choose another attention "
+    "backend (VLLM_ATTENTION_BACKEND), or a newer vLLM.",))
 # (round 34) flashinfer's own check on its kernel's launch status, TVM_FFI_ICHECK(status == cudaSuccess)
 # << "<Kernel> failed with error " << cudaGetErrorString(status) (flashinfer 0.6.11.post2,
 # data/csrc/batch_prefill.cu:330-331; batch_decode.cu:75; rope.cu:66 writes "failed with error code"): the
@@ -341,7 +351,7 @@ ASGI = voiced(requests.ASGI_ERROR, (
 REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
-    KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, NCCL, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, DEVICE_REFUSED, NCCL, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH, HIP_ERROR_CUT,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,

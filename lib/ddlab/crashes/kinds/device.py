@@ -1,7 +1,7 @@
 """The GPU itself: kernel faults, kernels with no build for this GPU, kernels that fail to build
 (kernel libraries with no kernels for this GPU's architecture: :mod:`.archs`; kernels refusing a model
 configuration: :mod:`.kernels`; a cooperative launch refused for its grid: :mod:`.cooperative`; a kernel run on
-other dtypes than its plan was given: :mod:`.plan_dtypes`; an Ascend NPU's own fault and support texts: :mod:`.npu`;
+other dtypes than its plan was given: :mod:`.plan_dtypes`; a tensor handed to a kernel off the GPU: :mod:`.tensor_devices`; an Ascend NPU's own fault and support texts: :mod:`.npu`;
 each spliced into :data:`SIGNATURES` where it stood).
 
 An illegal memory access, a device-side assert or an unspecified launch failure is ``cuda_illegal_access``
@@ -23,7 +23,7 @@ failed: ..." too (the refusal is the kind, the capture is where).
 from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.crashes.kinds import archs, compilers, cooperative, kernels, npu, plan_dtypes
+from ddlab.crashes.kinds import archs, compilers, cooperative, kernels, npu, plan_dtypes, tensor_devices
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -370,6 +370,7 @@ SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES,
               *cooperative.SIGNATURES,  # (round 79)
               *plan_dtypes.SIGNATURES,  # (round 81)
+              *tensor_devices.SIGNATURES,  # (vLLM round 82)
               CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
               AMD_GPU_PAGE_FAULT, NVIDIA_XID_FAULT, KERNEL_BOUNDS_CHECK, npu.ASCENDC_ASSERT,
               npu.NPU_SOC_UNSUPPORTED, npu.NPU_GRAPH_UPDATE, npu.NPU_GRAPH_UPDATE_RAISED, npu.NPU_CAPTURE,
