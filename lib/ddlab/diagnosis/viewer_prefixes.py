@@ -17,6 +17,7 @@ writes too. :func:`peel_desktop_time` peels the local time Docker Desktop's log 
 line of a container's output. :data:`TORCHSERVE_RELAY` is what TorchServe's frontend writes before each
 line its Python worker prints (the worker's stdout at INFO, its stderr at WARN). :data:`COLON_STAMP` is a
 wrapper's local time and a colon before each line it relays (a shell loop stamping a process's output).
+:data:`CMD_RANK_TAG` is a job launcher's tag of the command and its two indices before each line it relays.
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -26,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "peel_desktop_time"]
+__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "CMD_RANK_TAG",
+           "peel_desktop_time"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -67,6 +69,15 @@ TORCHSERVE_RELAY = (r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d{3} \[(?:TRACE|DEBUG|INF
 # pid=N) ERROR ...". Neither server's logger ends a time with a colon (vLLM's "LEVEL MM-DD hh:mm:ss [file:N] ",
 # 0.9.1 vllm/logger.py:22-26; SGLang's bracketed "[YYYY-MM-DD hh:mm:ss] ", 0.5.23 srt/utils/common.py:2630)
 COLON_STAMP = r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?: (?=\S)"
+
+# (round 86) a job launcher's tag before each line of a command it ran, the command and two indices (its node's
+# and the process's), after the launcher's bracketed time: "[2025-12-08 15:20:22] [/bin/sh@<0,0>]:   File ...",
+# a traceback's frame lines as Python wrote them after it (CPython 3.11.7 Lib/traceback.py:111-125 writes them
+# bare, so the time and the tag are the relay's). Which launcher writes it was not found in the code searched
+# (docs/diagnosis.md, round 86); the tag is peeled only as the whole line's prefix: "[", a command with no space,
+# bracket or "@", "@<N,N>]:", then a space or the line's end; SGLang's stamp is "[YYYY-MM-DD hh:mm:ss...] " and
+# no tag (0.5.23 srt/utils/common.py:2630)
+CMD_RANK_TAG = r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] )?\[[^\s\[\]@]+@<\d+,\d+>\]:(?: |$)"
 
 
 # (round 60) Docker Desktop's log view copies each line of a container's output after its local time,

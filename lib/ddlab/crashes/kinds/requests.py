@@ -18,6 +18,7 @@ is a request's, whatever it raised: the handler turns it into a 500.
 
 from __future__ import annotations
 
+from ddlab.crashes.kinds.request_waits import TOKENIZER_REQUEST_WAIT
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR", "ANSWERED_4XX"]
@@ -32,7 +33,8 @@ REQUEST_FRAMES = (
     # (round 37) the batch API's worker, 0.4.6.post4 openai_api/adapter.py:291: by its path, as other
     # libraries name functions process_batch too
     r"|openai_api[/\\]adapter\.py\", line \d+, in process_batch\s*$"
-    r"|^(?![^\n]*[/\\](?:httpx|httpcore)[/\\])[^\n]*, in handle_request\s*$")
+    r"|^(?![^\n]*[/\\](?:httpx|httpcore)[/\\])[^\n]*, in handle_request\s*$"
+    rf"|{TOKENIZER_REQUEST_WAIT}")  # (round 86) the tokenizer manager's per-request coroutines (.request_waits)
 
 # the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request
 NOT_A_REQUEST = r"[/\\]lifespan[/\\]|, in (?:lifespan|startup|_wait_and_warmup)\s*$"
