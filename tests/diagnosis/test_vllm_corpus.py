@@ -20,7 +20,8 @@ KINDS_OR_NONE = {None, "unknown", "kv_pool_oom", "cuda_oom", "host_oom", "cuda_g
                  "cuda_graph_replay", "cuda_illegal_access", "unsupported_gpu", "kernel_compile",
                  "kernel_config_unsupported", "bad_argument", "port_in_use", "model_not_found",
                  "arch_unsupported", "dependency_mismatch", "draft_incompatible", "nccl", "hang",
-                 "native_crash", "weights_unreadable", "request_error", "spec_feature_conflict", "pd_transfer"}
+                 "native_crash", "weights_unreadable", "request_error", "spec_feature_conflict", "pd_transfer",
+                 "health_check"}  # (round 83) the kinds table's probe that got no answer (w8309: a launcher's probe)
 
 
 def test_at_least_40_labelled_logs_each_with_its_file_and_its_evidence_verbatim():
@@ -550,7 +551,7 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # anyway and the next step's KeyError ends the engine); the restamp also reads round 72's w7213 (the same logger) as
 # vLLM's, its two stall notices a hang against its not-crashed label (known_misses.json): 1638/1592/1025 after (kind of
 # 1616, phase of 1044).
-FLOORS = {"work": (1638, 1592, 1025)}
+FLOORS = {"work": (1654, 1608, 1038)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -19,7 +19,8 @@ from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KER
     NCCL, UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "FLASHINFER_MOE_LLAMA4", "STORE_WAIT",
+__all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "LORA_TARGETS", "FLASHINFER_MOE_LLAMA4",
+           "STORE_WAIT",
            "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
            "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION", "TT_DISPATCH_TIMEOUT",
@@ -56,6 +57,21 @@ LORA_WEIGHT = from_texts(
     sources=((_V0, "vllm/lora/utils.py:117"), ("0.7.3", "vllm/lora/utils.py:138"),
              ("0.30.0", "vllm/lora/utils.py:208"), ("0.33.0", "vllm/lora/utils.py:233"),
              ("0.34.0", "vllm/lora/utils.py:236")))
+
+# (round 83) an adapter whose modules are not the model's LoRA targets: the loader checks each module's last name
+# against the model's supported LoRA modules and raises "While loading DIR, expected target modules in [...] but
+# received [...]" (lora/models.py:226, :278 (0.10.1.1); lora/lora_model.py:169, :224 (0.13.0), :168 (0.14.0))
+_LORA_TARGETS = r"While loading .+?, expected target modules in \[.*?\] but received \["
+LORA_TARGETS = from_texts(
+    UNREADABLE, name="vllm_lora_targets_unsupported", title="a LoRA adapter adapts modules vLLM cannot place",
+    advice=("The LoRA adapter adapts modules that are not among this model's LoRA targets in vLLM (the message "
+            "lists both: often a vision tower's or projector's layers): train the adapter on the listed target "
+            "modules only, or merge it into the base model and serve that.",),
+    texts=(_LORA_TARGETS,),
+    priority=80, running=True, phase=None,
+    sources=(("vllm 0.10.1.1", "vllm/lora/models.py:226"), ("vllm 0.10.1.1", "vllm/lora/models.py:278"),
+             ("vllm 0.13.0", "vllm/lora/lora_model.py:169"), ("vllm 0.13.0", "vllm/lora/lora_model.py:224"),
+             ("vllm 0.14.0", "vllm/lora/lora_model.py:168")))
 
 # (round 14) FlashInfer's fused-MoE (FP8) kernels take only Llama 4's routing: an assertion in the layer's
 # set-up (model_executor/layers/quantization/utils/flashinfer_utils.py:133 (0.11.1), where
@@ -269,5 +285,6 @@ TT_TRACE_REGION = voiced(graphs.TT_TRACE_REGION, graphs.TT_TRACE_REGION.advice)
 
 SIGNATURES: list[Signature] = [TT_DISPATCH_TIMEOUT, TT_TRACE_REGION,
                                ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
+                               LORA_TARGETS,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
                                NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH, INDUCTOR_FAILED]

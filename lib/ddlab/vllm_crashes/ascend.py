@@ -169,8 +169,12 @@ FULL_GRAPH_PADDING = Signature(
 # "<func>:<file>:<line> HCCL function error: <the call>, error code is <n>" with DIST_ERROR(ErrCode::HCCL)'s
 # "ERR02200 DIST call hccl api failed." (torch_npu 2.5.1 include/torch_npu/csrc/distributed/HCCLUtils.hpp:15-32,
 # the text at :27; torch_npu/utils/_error_code.py:32, HCCL = (200, "call hccl api failed")); creating a
-# communicator is one such call (HCCLUtils.hpp:102, hcclCommInitRootInfoConfig): HCCL is NCCL's Ascend twin
-_HCCL_CALL = (r"\bHCCL function error: [Hh]ccl\w+\(", r"\bERR02200 DIST call hccl api failed\b")
+# communicator is one such call (HCCLUtils.hpp:102, hcclCommInitRootInfoConfig): HCCL is NCCL's Ascend twin;
+# (round 83) a collective run as an op through torch_npu's op queue is checked by NPU_CHECK_ERROR instead,
+# "<func>:<file>:<line> OPS function error: <the call>, error code is <n>" (NPUException.h:196 (2.5.1)), the call
+# an HCCL one (HcclAllreduce) where the op is a collective
+_HCCL_CALL = (r"\bHCCL function error: [Hh]ccl\w+\(", r"\bERR02200 DIST call hccl api failed\b",
+              r"\bOPS function error: Hccl[A-Z]\w*, error code is \d+")
 HCCL_CALL_FAILED = from_texts(
     NCCL, name="vllm_hccl_call_failed", title="an HCCL call failed (torch_npu's HCCL process group)",
     advice=("An HCCL call between the NPUs failed (the call is named after 'HCCL function error:'; "
@@ -185,7 +189,9 @@ HCCL_CALL_FAILED = from_texts(
                                  "error: ..., error code is ...)"),
              ("torch_npu 2.5.1", "torch_npu/include/torch_npu/csrc/distributed/HCCLUtils.hpp:102 "
                                  "(hcclCommInitRootInfoConfig)"),
-             ("torch_npu 2.5.1", "torch_npu/utils/_error_code.py:32 (call hccl api failed)")))
+             ("torch_npu 2.5.1", "torch_npu/utils/_error_code.py:32 (call hccl api failed)"),
+             ("torch_npu 2.5.1", "torch_npu/include/torch_npu/csrc/core/npu/NPUException.h:196 (OPS function "
+                                 "error: ..., error code is ...)")))
 
 # (round 41) vllm-ascend is a separate package that drives vLLM's own classes from its model runner, each
 # release written for one vLLM release; vLLM changes those signatures between releases (CudagraphDispatcher

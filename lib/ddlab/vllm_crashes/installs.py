@@ -4,7 +4,8 @@
 PTX a newer toolkit built than the driver can load, a caller that builds vLLM's engine arguments for another
 release, worded by a Python older than 3.10. ``unsupported_gpu``: the attention selector finding no backend where
 one that fits the model is refused only for this GPU's compute capability, or (round 77) a traceback cut inside V0's
-bfloat16 check of the GPU, whose one raise is that refusal. Cited as :mod:`.signatures` cites:
+bfloat16 check of the GPU, whose one raise is that refusal; (round 83) vLLM's attention-backend registry not knowing
+the name an older vllm-ascend's backend gives itself (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
 ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
-           "BF16_CHECK_CUT"]
+           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -105,4 +106,28 @@ BF16_CHECK_CUT = Signature(
              ("vllm 0.4.0.post1", "vllm/worker/worker.py:312"), ("vllm 0.5.4", "vllm/worker/worker.py:358"),
              ("vllm 0.6.2", "vllm/worker/worker.py:468")))
 
-SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT]
+# (round 83) vLLM looks a backend up in its enum by the name the backend class gives itself
+# (AttentionBackendEnum[self.attn_backend.get_name()]: distributed/kv_transfer/kv_connector/utils.py:231 (0.13.0),
+# model_executor/layers/attention/attention.py:358 (0.21.0)), and the enum's lookup raises "Unknown attention backend:
+# 'NAME'. Valid options are: ..." for a name it lacks (attention/backends/registry.py:29 (0.13.0),
+# v1/attention/backends/registry.py:29 (0.14.0, 0.21.0)). vllm-ascend's backends named themselves "ASCEND",
+# "ASCEND_MLA", "ASCEND_SFA", "VLLM_ASCEND_MLA" (vllm_ascend/attention/attention_v1.py:48, mla_v1.py:40 (0.11.0rc0);
+# mla_v1.py:51 (0.9.2rc1)) until it took the enum's "CUSTOM" (attention_v1.py:50 (0.12.0rc1)): a user's
+# --attention-backend is one of vLLM's own names, so that name refused is a vllm-ascend older than the vLLM it runs in
+_PLUGIN_NAME = r"Unknown attention backend: '(?:VLLM_)?ASCEND(?:_[A-Z]+)?'\. Valid options are: "
+PLUGIN_BACKEND_NAME = Signature(
+    "vllm_plugin_backend_name", "dependency_mismatch", "vLLM does not know the attention backend the plugin names",
+    ("vLLM looked up the attention backend by the name the platform plugin's backend gives itself, and this vLLM's "
+     "registry has no such name: the installed vllm-ascend is older (or newer) than this vLLM. Install the "
+     "vllm-ascend release made for this vLLM (their versions match: vllm==X with vllm-ascend==X.rcN), or the "
+     "vLLM release the plugin names.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_PLUGIN_NAME,), lines=(_PLUGIN_NAME,), priority=81, phase="launch",
+    sources=(("vllm 0.13.0", "vllm/attention/backends/registry.py:29"),
+             ("vllm 0.14.0", "vllm/v1/attention/backends/registry.py:29"),
+             ("vllm 0.13.0", "vllm/distributed/kv_transfer/kv_connector/utils.py:231"),
+             ("vllm 0.21.0", "vllm/model_executor/layers/attention/attention.py:358"),
+             ("vllm-ascend 0.11.0rc0", "vllm_ascend/attention/attention_v1.py:48"),
+             ("vllm-ascend 0.12.0rc1", "vllm_ascend/attention/attention_v1.py:50")))
+
+SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
+                               PLUGIN_BACKEND_NAME]

@@ -217,6 +217,18 @@ V1_ENGINE_OFF = Signature(
              ("vllm 0.8.5.post1", "vllm/engine/arg_utils.py:1116"),
              ("vllm 0.8.5.post1", "vllm/engine/arg_utils.py:1654")))
 
+# (round 83) the CPU platform's attention selector refuses the V0 engine: get_attn_backend_cls raises "CPU backend only
+# supports V1." when use_v1 is False (platforms/cpu.py:102 (0.10.0, 0.10.1.1), :103 (0.10.2), :106 (0.11.0)); V0 is
+# the launch's choice (VLLM_USE_V1=0, or a setting V1 does not run, as V1_ENGINE_OFF says)
+CPU_V1_ONLY = Signature(
+    "vllm_cpu_v1_only", "bad_argument", "the CPU backend runs only vLLM's V1 engine",
+    ("vLLM's CPU backend runs only the V1 engine, and the launch chose V0 (VLLM_USE_V1=0 in the environment, or a "
+     "setting V1 does not run, named in the 'Falling back to V0' warning above): set VLLM_USE_V1=1 and drop that "
+     "setting.",),
+    patterns=(r"CPU backend only supports V1\.",), types=r"(?:\w+\.)*ValueError", priority=84, phase="launch",
+    sources=(("vllm 0.10.0", "vllm/platforms/cpu.py:102"), ("vllm 0.10.1.1", "vllm/platforms/cpu.py:102"),
+             ("vllm 0.10.2", "vllm/platforms/cpu.py:103"), ("vllm 0.11.0", "vllm/platforms/cpu.py:106")))
+
 # (round 24) vLLM's Ray executor takes the placement group it runs in (the caller's, or Ray's current one:
 # a Ray Serve deployment's) and refuses a bundle of more than one device: one worker per bundle, one
 # device each (initialize_ray_cluster, v1/executor/ray_utils.py:346 (0.34.0), :601 (0.30.0);
@@ -357,6 +369,6 @@ LOADER_NARROW = Signature(
 
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE, LOADER_NARROW,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, SAMPLING_PARAMS_REFUSED, TP_HEADS, V2_RUNNER,
-                               V1_ENGINE_OFF, *archs.SIGNATURES, PLACEMENT_BUNDLE,
+                               V1_ENGINE_OFF, CPU_V1_ONLY, *archs.SIGNATURES, PLACEMENT_BUNDLE,
                                PLACEMENT_DEVICES, PD_KV_LAYOUT,
                                CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]
