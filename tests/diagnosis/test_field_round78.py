@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from fieldkit import KNOWN_MISSES, REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, disputed, \
-    folded_round, reads, real, said
+    folded_round, reads, said
 
 _IDS = folded_round(REAL_MANIFEST, 78)
 

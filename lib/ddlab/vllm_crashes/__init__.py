@@ -8,6 +8,7 @@ vLLM's flags), ``speculative``, ``graphs``, ``requests`` (one request's errors),
 (a start refused by the weight loaders or the config's checks), ``engine`` (the engine's
 death, its echoes and stalls), ``backends`` (other accelerators and features), ``adapters``
 (LoRA adapters, Ascend / TPU, LLVM, bindings), ``ascend`` (vllm-ascend's NPU texts) and
-``messages`` (V0's engine messages, NIXL), ``wna16`` (the quantized MoE GEMM refusing the experts' shapes), ``entrypoints`` (the OpenAI server's own start-up checks and
-what it loads beside the engine).
+``messages`` (V0's engine messages, NIXL), ``wna16`` (the quantized MoE GEMM refusing the
+experts' shapes), ``entrypoints`` (the OpenAI server's own start-up checks and what it loads
+beside the engine).
 """
