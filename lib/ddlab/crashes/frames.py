@@ -157,9 +157,17 @@ _RUNNER_FORWARD = r'model_executor[/\\]model_runner\.py", line \d+,? in (?:_forw
 # allocation of an extend or decode batch (:207, :268, :405; managers/schedule_batch.py:1615, :1939, :2032), a
 # request's prefix loaded back (hi_mamba_radix_cache.py:367) or cached unfinished (mamba_radix_cache.py:667)
 _CACHE_EVICT = r'mem_cache[/\\][\w/\\]*\.py", line \d+,? in _?evict(?:_\w+)?\s*$|^\s*[\w.]*tree_cache\.evict\('
+# (round 87) the model runner building its attention backend: initialize calls it right after the KV pool and
+# before the graphs are captured (0.4.10.post2 model_executor/model_runner.py:338, after init_memory_pool :331,
+# before init_cuda_graphs :339; 0.5.5 :478, :471, :479; 0.5.12 :766, after init_memory_pool :749, before
+# init_device_graphs :791 and init_piecewise_cuda_graphs :825): the backend's buffers (0.5.12
+# layers/attention/flashinfer_backend.py:202, the workspace) are allocated in the pool's phase, as the log
+# says: "Memory pool end" printed, no "Capture ... begin" (model_runner.py's frame only: a speculative
+# worker's own init_attention_backend runs after the target's capture, 0.5.12 speculative/eagle_worker.py:226)
+_ATTN_BACKEND = r'model_executor[/\\]model_runner\.py", line \d+,? in init_attention_backend\s*$'
 FRAME_PHASES = (
     ("load_weights", frame_regex(_LOAD, _LORA_CALL, also=f"{_QUANT_BUILT}|{_LOAD_CALL}")),
-    ("memory_pool", frame_regex(_POOL)),
+    ("memory_pool", frame_regex(_POOL, also=_ATTN_BACKEND)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
     ("graph_capture", frame_regex(_CAPTURE, _GRAPH_SETUP, also=CAPTURE_PROFILER)),

@@ -20,6 +20,8 @@ Two rules read the log around it:
   sends text only).
 - A traceback in the scheduler's event loop before its first pass (``run_event_loop``
   with no serving frame below it) is ``ready`` too: the loop's own setup, not a step.
+- (round 87) The crashing rank's own frames, where they name a startup step, decide the
+  phase over another rank's later progress line: only its own lines raise it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from __future__ import annotations
 import re
 
 from ddlab.crashes.frames import frame_phases, shows_startup
-from ddlab.diagnosis.logtext import PHASES, WARMUP_RE, Line, shows_startup_lines
+from ddlab.diagnosis.logtext import PHASES, WARMUP_RE, Line, phase_reached, shows_startup_lines
 from ddlab.diagnosis.rootcause import Candidate
 from ddlab.diagnosis.tracebacks import Chain, router_launch
 
@@ -141,6 +143,20 @@ def _rewrapped(lines: list[Line], best: Candidate | None) -> str:
                    and message in ln.msg)
 
 
+# (round 87) A rank's startup steps are its own: each rank's scheduler builds its model runner by itself (0.5.12
+# managers/scheduler.py:437 init_model_worker in Scheduler.__init__, model_executor/model_runner.py:609 initialize),
+# so another rank's later progress line ("Capture piecewise CUDA graph begin", 0.5.12 model_runner.py:3077) says
+# nothing of where the crashing rank was. Where the crashing rank's frames name a startup step below the phase the
+# log reached, the phase is that step, raised only to the crashing rank's own lines (and the lines no rank stamped)
+def _own_rank(phase: str, lines: list[Line], best: Candidate | None, frames: str) -> str:
+    steps = [name for name in frame_phases(frames) if name in _STARTUP_PHASES]
+    rank = best.rank if best is not None else None
+    if not rank or not steps or PHASES.index(steps[-1]) >= PHASES.index(phase):
+        return phase
+    own = [ln for ln in lines if ln.no < best.first_no and ln.rank in (None, rank)]
+    return max([phase_reached(own)[0], steps[-1]], key=PHASES.index)
+
+
 def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
     """The crash's traceback and those printed right around it (another rank's echo, the
     scheduler's traceback below a kernel's assert) and the thread dumps around it."""
@@ -157,6 +173,7 @@ def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) 
 def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature, frames: str) -> str:
     """The phase reached, raised to what the signature, the message or the frames imply
     (see the module docstring)."""
+    phase = _own_rank(phase, lines, best, frames)
     hints = [signature.phase] if signature and signature.phase else []
     said = best.cause if best is not None else ""
     said += f"\n{best.chain.header}" if best is not None and best.chain is not None else ""
