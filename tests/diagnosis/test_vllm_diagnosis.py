@@ -375,7 +375,11 @@ def test_vllm_logs_are_read_as_vllm():
     # torch inductor's GPUTooOldForTriton alone (w8013) and "ModuleNotFoundError: No module named 'triton'" alone
     # (w8016), each the same kind either way; round 81 two, each the same kind either way: transformers' OSError of a
     # config.json that is not JSON alone (w8113) and vllm-omni's "[Stage-2]"-prefixed start-up lines (w8118, not crashed)
-    assert len(unmarked) <= 124, unmarked
+    # Round 84 five, each the same reading either way: lm-evaluation-harness's lines with a remote-code config's
+    # "[date time] INFO" record over one vLLM line (w8405, not crashed), uvicorn's ASGI tracebacks, one under
+    # docker compose's prefix (w8414, w8415), the shard bar alone (w8417, not crashed) and FastChat's handler's
+    # NameError (w8422)
+    assert len(unmarked) <= 129, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []
