@@ -165,6 +165,15 @@ _CACHE_EVICT = r'mem_cache[/\\][\w/\\]*\.py", line \d+,? in _?evict(?:_\w+)?\s*$
 # says: "Memory pool end" printed, no "Capture ... begin" (model_runner.py's frame only: a speculative
 # worker's own init_attention_backend runs after the target's capture, 0.5.12 speculative/eagle_worker.py:226)
 _ATTN_BACKEND = r'model_executor[/\\]model_runner\.py", line \d+,? in init_attention_backend\s*$'
+# (round 88) the weight-update handlers: the scheduler dispatches an update request to its handler (0.4.3.post2
+# managers/scheduler.py:425-431, :1679-1681 init_weights_update_group -> tp_worker.py:187-188 ->
+# model_executor/model_runner.py:436, its group's barrier :475; 0.5.12 scheduler.py:1438-1453,
+# scheduler_update_weights_mixin.py:70 -> tp_worker.py:105 -> model_runner.py:1921), reached only through the
+# HTTP API or the Engine (0.4.3.post2 entrypoints/http_server.py:257, :276, :291; 0.5.12 :1136) once the server
+# serves: init_weights_update_group, update_weights_from_distributed and update_weights_from_tensor (0.4.3.post2
+# model_runner.py:436, :482, :515; 0.5.12 :1921, :1980, :2070). update_weights_from_disk (0.4.3.post2 :363) is
+# one too, but it loads through the model's load_weights (:401-402), a startup frame that still wins below it
+_WEIGHT_UPDATE = r"init_weights_update_group|update_weights_from_(?:distributed|tensor|disk)"
 FRAME_PHASES = (
     ("load_weights", frame_regex(_LOAD, _LORA_CALL, also=f"{_QUANT_BUILT}|{_LOAD_CALL}")),
     ("memory_pool", frame_regex(_POOL, also=_ATTN_BACKEND)),
@@ -172,7 +181,8 @@ FRAME_PHASES = (
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
     ("graph_capture", frame_regex(_CAPTURE, _GRAPH_SETUP, also=CAPTURE_PROFILER)),
     ("ready", frame_regex(_WARMUP)),
-    ("serving", frame_regex(f"{_SERVING}|{_DETOKENIZED}", rf"event_loop_\w+|run_event_loop|{_DETOKENIZED}",
+    ("serving", frame_regex(f"{_SERVING}|{_DETOKENIZED}|{_WEIGHT_UPDATE}",
+                            rf"event_loop_\w+|run_event_loop|{_DETOKENIZED}",
                             also=f"{_RUNNER_FORWARD}|{_CACHE_EVICT}|{_LOOP}")),
 )
 # (round 50) SGLang Diffusion loading its pipeline's components (the DiT, encoders, VAE: their weights):

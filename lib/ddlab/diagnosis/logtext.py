@@ -38,7 +38,7 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
 from ddlab.diagnosis.precompile_lines import JAX_PRECOMPILE  # (round 83) sglang-jax's precompile: graph_capture
 from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS, WEIGHT_UPDATE
 from ddlab.diagnosis.viewer_prefixes import (CLOUD_LOGGING, COLON_STAMP, RAY_TAG, RFC3339 as _ISO, TORCHSERVE_RELAY,
-                                             CMD_RANK_TAG, peel_desktop_time)
+                                             CMD_RANK_TAG, peel_desktop_time, peel_task_label)
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
@@ -220,7 +220,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
     ``record``: a peeled prefix it matches makes the line :attr:`Line.record`."""
     lines = []
     raws = dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(
-        peel_desktop_time(json_records(text.splitlines()))))))
+        peel_task_label(peel_desktop_time(json_records(text.splitlines())))))))
     for no, raw in enumerate(raws, start=1):
         cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):

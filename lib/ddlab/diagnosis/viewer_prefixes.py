@@ -18,6 +18,7 @@ line of a container's output. :data:`TORCHSERVE_RELAY` is what TorchServe's fron
 line its Python worker prints (the worker's stdout at INFO, its stderr at WARN). :data:`COLON_STAMP` is a
 wrapper's local time and a colon before each line it relays (a shell loop stamping a process's output).
 :data:`CMD_RANK_TAG` is a job launcher's tag of the command and its two indices before each line it relays.
+:func:`peel_task_label` peels Slurm's task label (``srun --label``) before each line of a task's output.
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "CMD_RANK_TAG",
-           "peel_desktop_time"]
+           "peel_desktop_time", "peel_task_label"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -101,3 +102,22 @@ def peel_desktop_time(raws: list[str]) -> list[str]:
             m and _COLLECTED_RE.match(raw[m.end():]) for m, raw in zip(timed, raws)):
         return raws
     return [raw[m.end():] if m else raw for m, raw in zip(timed, raws)]
+
+
+# (round 88) Slurm's srun --label writes the task's number, zero-padded to the width of the job's largest, and
+# ": " before each line a task prints (SchedMD/slurm src/common/write_labelled_message.c, _write_label:
+# ``"%0*d: "``): "0: [2025-03-05 03:55:55 TP0] Scheduler hit an exception: ...", "0:   File ...". Numbered lines
+# of a paste's own ("1: ...") read alike, so the label is peeled only where one width of it stands before most of
+# the paste's lines and before a line no writer stamps itself (a traceback's, SGLang's stamp: see above)
+_TASK_LABEL_RE = re.compile(r"^(\d{1,5}): ")
+
+
+def peel_task_label(raws: list[str]) -> list[str]:
+    """``raws`` without srun's task label before each line, where the paste carries it (see above)."""
+    labels = [_TASK_LABEL_RE.match(raw) for raw in raws]
+    shown = sum(1 for raw in raws if raw.strip())
+    widths = {len(m[1]) for m in labels if m}
+    if (sum(1 for m in labels if m) * 2 <= shown or len(widths) != 1
+            or not any(m and _COLLECTED_RE.match(raw[m.end():]) for m, raw in zip(labels, raws))):
+        return raws
+    return [raw[m.end():] if m else raw for m, raw in zip(labels, raws)]
