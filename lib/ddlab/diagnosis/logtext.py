@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.crashes.signature import Screen
-from ddlab.diagnosis.collapsed import split_collapsed
+from ddlab.diagnosis import collapsed, glued_records
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
@@ -248,8 +248,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
 def _parts(text: str) -> list[str]:
     """The lines one pasted line really holds (:mod:`.pastes`; tqdm-glued text split)."""
     return [piece for spaced in respaced(text) for flat in split_flattened(spaced)
-            for whole in split_collapsed(flat) for glued in split_glued_bar(whole)
-            for piece in split_glued_terminate(glued)]
+            for whole in collapsed.split_collapsed(flat) for glued in split_glued_bar(whole)
+            for term in split_glued_terminate(glued) for piece in glued_records.split_glued_record(term)]
 
 
 def _restamp(line: Line, msg: str) -> Line:

@@ -50,7 +50,12 @@ _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_u
             # :1571-1572, :3757), run from _capture_cudagraphs (:4294, :4304) and from FlashInfer's warmup
             # under compile_or_warm_up_model (model_executor/warmup/kernel_warmup.py:68, gpu_worker.py:425),
             # never from profile_run (:4131); the builders' default, v1/attention/backends/utils.py:323 (0.11.1)
-            r"|build_for_cudagraph_capture|build_metadata_for_cudagraph_capture")
+            r"|build_for_cudagraph_capture|build_metadata_for_cudagraph_capture"
+            # (round 85) kernel_warmup and its DeepGEMM warmup, which compile_or_warm_up_model alone runs, after the
+            # compile sizes' dummy runs and right before capture_model (0.11.1 v1/worker/gpu_worker.py:425, :429;
+            # model_executor/warmup/kernel_warmup.py:37; deep_gemm_warmup.py:312 deep_gemm_warmup, :296
+            # deepgemm_grouped_fp8_gemm_nt_contiguous_warmup, :220 _deepgemm_grouped_fp8_gemm_nt_contiguous_warmup)
+            r"|kernel_warmup|deep_gemm_warmup|_?deepgemm_\w+_warmup")
 # (run_engine_core is no startup frame: it builds the engine and then runs its busy loop)
 # (the communicators are built when the ranks' groups are: pynccl.py:180's ncclCommInitRank
 # (0.30.0-0.34.0), :99 (0.6.4.post1))

@@ -2,7 +2,8 @@
 setting vLLM reads, a config that names no architecture (round 8's ValueError; round 71: V0's warning that
 explains the crash right after it), a MoE class that finds no MoE layer, the Transformers fallback that cannot
 shard the architecture, (round 77) V0's max-length check asserting a rope_scaling layout it does not know, (round 79)
-the registry's failure to inspect a listed architecture's class (kind unknown: its cause is logged elsewhere). Split
+the registry's failure to inspect a listed architecture's class (kind unknown: its cause is logged elsewhere), (round
+85) get_hf_text_config's assert that a text_config holds the text model's heads. Split
 from :mod:`.loading` (round 71), whose list holds these in their place.
 
 Each is a text or a frame of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
@@ -123,6 +124,25 @@ ROPE_FACTOR_MISSING = Signature(
              ("vllm 0.5.4", "vllm/config.py:1535"), ("vllm 0.6.2", "vllm/config.py:1746"),
              ("vllm 0.6.3.post1", "vllm/config.py:1754")))
 
+# (round 85) get_hf_text_config asserts that a config with a text_config has the text model's settings there:
+# ``assert hasattr(config.text_config, "num_attention_heads")``, "Assert here to fail early if transformers config
+# doesn't align with this assumption" (0.7.2 vllm/transformers_utils/config.py:564-567, 0.6.4.post1 :545, 0.7.3 :708;
+# 0.8.5.post1 ``assert hasattr(text_config, ...)`` :776), run from ModelConfig.__init__: a multimodal config whose text
+# settings are not where vLLM reads them, a layout it cannot read (as MODEL_CONFIG_LAYOUT): the bare assert under
+# that frame
+_TEXT_HEADS = (r'in get_hf_text_config\s*\n[ \t]*assert hasattr\((?:config\.)?text_config, "num_attention_heads"\)'
+               r'[ \t]*$')
+TEXT_CONFIG_LAYOUT = Signature(
+    "vllm_text_config_layout", "arch_unsupported", "vLLM cannot find the text model's settings in the model's config",
+    ("vLLM reads a multimodal model's text settings (`num_attention_heads` ...) from its config's `text_config`, "
+     "and this config's has none there: a layout this release does not know, or a config.json rewritten by a "
+     "merge or export tool. Use a vLLM release that lists the architecture, or the base model's config.json.",),
+    types=r"AssertionError", patterns=(r"",), context=(_TEXT_HEADS,), priority=72, phase="launch",
+    sources=(("vllm 0.7.2", "vllm/transformers_utils/config.py:567"),
+             ("vllm 0.6.4.post1", "vllm/transformers_utils/config.py:545"),
+             ("0.7.3", "vllm/transformers_utils/config.py:708"),
+             ("vllm 0.8.5.post1", "vllm/transformers_utils/config.py:776")))
+
 # (round 79) the model registry's _raise_for_unsupported raises "Model architectures [...] failed to be inspected.
 # Please check the logs for more details." where an architecture is one vLLM lists but its class could not be
 # imported or inspected (registry.py:372 (0.7.3), :438 (0.9.2), :803 (0.13.0)); "... are not supported for now"
@@ -144,4 +164,5 @@ ARCH_INSPECT_FAILED = Signature(
              ("vllm 0.13.0", "vllm/model_executor/models/registry.py:803")))
 
 SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
-                               FALLBACK_NO_TP, ROPE_FACTOR_MISSING, ARCH_INSPECT_FAILED]
+                               FALLBACK_NO_TP, ROPE_FACTOR_MISSING, TEXT_CONFIG_LAYOUT,
+                               ARCH_INSPECT_FAILED]

@@ -24,7 +24,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 from __future__ import annotations
 
 from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, installs, library, loading,
-                                messages, requests, speculative)
+                                messages, parallel_sizes, requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT, ENGINE_STREAMS
 from ddlab.crashes.signature import Found, Signature, regex, unwrapped
@@ -395,6 +395,6 @@ SIGNATURES: list[Signature] = [
     requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
     requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR, requests.TOOL_PARSER_ERROR,
-    *backends.SIGNATURES,
+    *backends.SIGNATURES, *parallel_sizes.SIGNATURES,
     *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES, *installs.SIGNATURES,
 ]

@@ -1,0 +1,65 @@
+"""vLLM: a parallel layout the model or the node cannot take (``bad_argument``), read from the asserts that say so
+(round 85): the tensor-parallel split's bare divisibility assert, and the V1 worker's check of the ranks a node runs
+against the GPUs it sees, and the Ray executor finding no GPU worker on the driver's node.
+
+Each is a text of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU"]
+
+# (round 85) distributed/utils.py's ensure_divisibility: ``assert numerator % denominator == 0, "{} is not divisible
+# by {}".format(numerator, denominator)`` (0.5.1 vllm/distributed/utils.py:12; SGLang's copy, 0.4.0
+# sglang/srt/distributed/utils.py:22), which divide() runs for each layer that splits a size of the model (vocab,
+# heads, intermediate size) over the tensor-parallel ranks (linear.py, vocab_parallel_embedding.py, activation.py):
+# the only writer of two bare integers; the quantization kernels' checks name their fields
+# ("Weight output_size_per_partition = N is not divisible by ...", marlin.py:145 (0.5.1))
+_NOT_DIVISIBLE = r"(?:^\s*|: )\d+ is not divisible by \d+[ \t]*(?:\r?\n|$)"
+SIZE_NOT_DIVISIBLE = Signature(
+    "vllm_tp_size_not_divisible", "bad_argument", "a size of the model does not divide over the tensor-parallel ranks",
+    ("vLLM splits the model's vocabulary, heads and hidden sizes evenly over the tensor-parallel ranks, and one of "
+     "them (the first number) is not a multiple of the tensor-parallel size (the second): pick a "
+     "`--tensor-parallel-size` that divides the model's heads and vocabulary (a power of two usually does), and use "
+     "the other GPUs for pipeline or data parallelism.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(_NOT_DIVISIBLE,),
+    lines=(r"^\s*(?:\w+\.)*AssertionError: \d+ is not divisible by \d+[ \t]*$",), priority=80,
+    sources=(("vllm 0.5.1", "vllm/distributed/utils.py:12"),))
+
+# (round 85) the V1 GPU worker's init_device asserts that the ranks this node runs fit the GPUs it sees:
+# f"local_world_size ({...}) must be less than or equal to the number of visible devices ({...})."
+# (0.11.1 vllm/v1/worker/gpu_worker.py:210-214, 0.13.0 :210, 0.15.1 :204, 0.21.0 :268)
+_LOCAL_WORLD = (r"local_world_size \(\d+\) must be less than or equal to the number of visible devices "
+                r"\(\d+\)")
+LOCAL_WORLD_OVER_DEVICES = Signature(
+    "vllm_local_world_over_devices", "bad_argument", "the node runs more ranks than it has GPUs",
+    ("The parallel layout puts more ranks on this node (tensor x pipeline parallel per node) than the GPUs "
+     "it sees: lower `--tensor-parallel-size` to the node's GPUs and use `--pipeline-parallel-size` across "
+     "nodes, check `CUDA_VISIBLE_DEVICES`, or (multi-node Ray) use a release that counts the ranks per node "
+     "(vllm-project/vllm#28873).",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(_LOCAL_WORLD,), lines=(_LOCAL_WORLD,), priority=86,
+    phase="launch",
+    sources=(("vllm 0.11.1", "vllm/v1/worker/gpu_worker.py:210"), ("vllm 0.13.0", "vllm/v1/worker/gpu_worker.py:210"),
+             ("vllm 0.15.1", "vllm/v1/worker/gpu_worker.py:204"), ("vllm 0.21.0", "vllm/v1/worker/gpu_worker.py:268")))
+
+# (round 85) the Ray executor, having placed its workers, finds none on the driver's node (V0, no SPMD worker):
+# "Ray does not allocate any GPUs on the driver node. Consider adjusting the Ray placement group or running the
+# driver on a GPU node." (0.7.2 vllm/executor/ray_distributed_executor.py:227-230, 0.11.0 :250; 0.5.4
+# ray_gpu_executor.py:156): the placement the cluster allows leaves the driver without a GPU, a layout refused like
+# ray_utils.py's placement-group refusals (loading.py PLACEMENT_DEVICES, bad_argument). The engine logs the message
+# alone on its line (MQLLMEngine's "engine.py:389]" stamp) above the traceback, read as that chain's exception
+# (no type named): no types here
+_DRIVER_NO_GPU = r"Ray does not allocate any GPUs on the driver node\b"
+DRIVER_NO_GPU = Signature(
+    "vllm_ray_driver_no_gpu", "bad_argument", "Ray placed no GPU worker on the driver's node",
+    ("vLLM's Ray executor needs one GPU worker on the node that runs the engine (the driver), and the placement "
+     "group put none there: start `vllm serve` on a node of the Ray cluster with GPUs (the head node, when it has "
+     "them), or ask for no more GPUs than the nodes have free (`ray status`) so a bundle lands on the driver's node.",),
+    patterns=(_DRIVER_NO_GPU,), lines=(_DRIVER_NO_GPU,), priority=72, phase="launch",
+    sources=(("vllm 0.7.2", "vllm/executor/ray_distributed_executor.py:228"),
+             ("vllm 0.11.0", "vllm/executor/ray_distributed_executor.py:250"),
+             ("vllm 0.5.4", "vllm/executor/ray_gpu_executor.py:156")))
+
+SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU]
