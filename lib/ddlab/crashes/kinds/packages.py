@@ -174,9 +174,9 @@ KERNEL_CALL_MISMATCH = Signature(
     patterns=(r"(?<![\w.])" + _SGL_KERNEL_CALLEES + r"\(\) (?:takes (?:from \d+ to )?\d+ "
               r"positional arguments? but \d+ (?:were|was) given|got an unexpected keyword argument)",),
     types=r"(?:\w+\.)*TypeError", context=(_SGLANG_LAST_FRAME,), priority=79,
-    sources=(("0.4.5.post1", "sglang/srt/layers/moe/topk.py:30"),
-             ("0.4.5.post1", "sglang/srt/layers/moe/topk.py:236"),
-             ("0.4.5.post1", "sglang-0.4.5.post1.dist-info/METADATA:249 (sgl-kernel==0.0.9.post1)"),
+    sources=(("sglang 0.4.5.post1", "sglang/srt/layers/moe/topk.py:30"),
+             ("sglang 0.4.5.post1", "sglang/srt/layers/moe/topk.py:236"),
+             ("sglang 0.4.5.post1", "sglang-0.4.5.post1.dist-info/METADATA:249 (sgl-kernel==0.0.9.post1)"),
              ("sgl-kernel 0.1.0", "sgl_kernel/moe.py:37 (def moe_fused_gate)")))
 
 # (round 23) SGLang 0.1.x's router builds its regex FSM cache with outlines' TransformerTokenizer given
