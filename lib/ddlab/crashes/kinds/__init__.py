@@ -9,7 +9,8 @@ checkpoints), ``packages`` (installed packages that do not match), ``models``
 support, kernel builds), ``archs`` (kernel libraries with no kernels for this GPU's
 architecture), ``compilers`` (JIT compilers aborting on an assertion), ``kernels``
 (kernels refusing a model configuration), ``cooperative`` (a cooperative launch refused
-for its grid), ``plan_dtypes`` (a kernel run on other dtypes than its plan was given),
+for its grid), ``status_checks`` (a kernel library's status check reporting its launch
+refused), ``plan_dtypes`` (a kernel run on other dtypes than its plan was given),
 ``tensor_devices`` (a kernel handed a tensor off the GPU), ``npu`` (an Ascend NPU's own
 faults and support texts), ``runtime`` (NCCL, hangs and health checks), ``rendezvous``
 (ranks that never met through torch's store), ``native`` (fatal signals), ``requests``
@@ -21,7 +22,8 @@ cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take)
 ``speculative`` (speculative decoding combined with another feature). vLLM's texts on
 the same kinds, their advice in vLLM's flags (issue 28), are a layer of their own above
 this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``, ``packages``,
-``parsers``, ``archs``, ``compilers``, ``kernels``, ``cooperative``, ``plan_dtypes``,
+``parsers``, ``archs``, ``compilers``, ``kernels``, ``cooperative``, ``status_checks``,
+``plan_dtypes``,
 ``tensor_devices``, ``npu`` and ``rendezvous`` are spliced into ``memory``'s,
 ``launch``'s, ``device``'s and ``runtime``'s lists where they stood (``compilers`` after
 the kernel builds that raise). Each module's ``SIGNATURES`` is a list of

@@ -156,6 +156,29 @@ ADAPTER_CALL_MISMATCH = Signature(
     types=r"(?:\w+\.)*TypeError", context=(_ADAPTER_LAST_FRAME,), priority=79,
     sources=(("0.5.23", "sglang/srt/layers/moe/moe_runner/flashinfer_cutedsl.py:353"),))
 
+# (round 89) the same, the callee sgl-kernel's function imported by its bare name (0.4.5.post1's imports from
+# sgl_kernel) and SGLang's frame the last (arity is checked before the callee runs): topk.py:30 imports
+# moe_fused_gate, :236 passes the 5 its pin 0.0.9.post1 declares (sgl-kernel 0.1.0 moe.py:37 takes 7); capture too
+_SGL_KERNEL_CALLEES = (r"(?:moe_fused_gate|moe_align_block_size|topk_softmax"
+                       r"|(?:gemma_)?(?:fused_add_)?rmsnorm"
+                       r"|(?:silu|gelu|gelu_tanh)_and_mul|apply_rope_with_cos_sin_cache_inplace|bmm_fp8"
+                       r"|(?:fp8_blockwise_|fp8_|int8_|cutlass_)?scaled(?:_fp4)?_mm|scaled_fp4_quant"
+                       r"|awq_dequantize|merge_state_v2|segment_packbits|build_tree_kernel_efficient"
+                       r"|verify_tree_greedy|tree_speculative_sampling_target_only|flash_attn_\w+"
+                       r"|(?:min_p|top_k_top_p)_sampling_from_probs|top_[kp]_renorm_prob)")
+_SGLANG_LAST_FRAME = (r'File "[^"]*[/\\]sglang[/\\][^"]*\.py", line \d+,? in \w+\n'
+                      r'(?:(?!\s*File ").*\n)*(?:\w+\.)*TypeError: ')
+KERNEL_CALL_MISMATCH = Signature(
+    "kernel_call_mismatch", "dependency_mismatch", "a kernel library's API does not match this SGLang",
+    OP_MISMATCH.advice,
+    patterns=(r"(?<![\w.])" + _SGL_KERNEL_CALLEES + r"\(\) (?:takes (?:from \d+ to )?\d+ "
+              r"positional arguments? but \d+ (?:were|was) given|got an unexpected keyword argument)",),
+    types=r"(?:\w+\.)*TypeError", context=(_SGLANG_LAST_FRAME,), priority=79,
+    sources=(("sglang 0.4.5.post1", "sglang/srt/layers/moe/topk.py:30"),
+             ("sglang 0.4.5.post1", "sglang/srt/layers/moe/topk.py:236"),
+             ("sglang 0.4.5.post1", "sglang-0.4.5.post1.dist-info/METADATA:249 (sgl-kernel==0.0.9.post1)"),
+             ("sgl-kernel 0.1.0", "sgl_kernel/moe.py:37 (def moe_fused_gate)")))
+
 # (round 23) SGLang 0.1.x's router builds its regex FSM cache with outlines' TransformerTokenizer given
 # the tokenizer's path, a str (0.1.13 constrained/fsm_cache.py:8, from managers/router/model_rpc.py:137);
 # outlines 0.0.35 made that constructor take a loaded tokenizer and read its ``eos_token_id``
@@ -368,7 +391,9 @@ IMPORT_ERROR = Signature(
     patterns=(r".",), types=r"(?:\w+\.)*(?:ImportError|ModuleNotFoundError)", priority=45,
     sources=(("python", "ImportError / ModuleNotFoundError"),))
 
-SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH, OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
+SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH,
+              KERNEL_CALL_MISMATCH,  # (round 89)
+              OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
               TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, AITER_TUNED_KERNEL_MISSING, VLLM_MODEL_CLASS,
               KVCACHED_POOL_UNPATCHED, IMPORT_ERROR,
               KERNELS_REVISION_REQUIRED]  # (round 69)
