@@ -264,8 +264,8 @@ def _restamp(line: Line, msg: str) -> Line:
 # --- startup phases -----------------------------------------------------------
 
 PHASES = ("launch", "load_weights", "memory_pool", "graph_capture", "ready", "serving")
-# The model loader chosen and starting, after "Load weight begin" (0.5.23 load_model_utils.py:327, :346;
-# model_loader/loader.py:4174, :4207, :4219 "Using X...", :3555, :3821 "X: Loading ...", :3559, :3828)
+# The model loader chosen and starting, after "Load weight begin" (0.5.23 load_model_utils.py:327, :346; loader.py
+# :4174, :4207, :4219, :3555, :3821, :3559, :3828); its weights' format (0.4.5.post1 weight_utils.py:255, 0.5.23 :692)
 _MODEL_LOADER = r"Using \w+ModelLoader\b|\w+ModelLoader: Loading|Model is already quantized, loading directly"
 # SGLang Diffusion loading its modules: the DiT loader's "Loading model from N safetensors files" (0.5.6.post1
 # multimodal_gen/runtime/loader/component_loader.py:659; round 34: "Loading %s from %s safetensors files",
@@ -280,7 +280,7 @@ _MLX_LOADING, _MLX_LOADED = r"Loading MLX model: ", r"MLX model loaded in [\d.]+
 _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
-        rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}", re.I)),
+        rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}|Using model weights format\b", re.I)),
     ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5 model_executor/model_runner.py:1101;
     # 0.5.23 model_runner_components/cuda_graph_setup.py:696); (round 75) the runners' lists before their bars, "Capture
