@@ -380,8 +380,10 @@ def test_vllm_logs_are_read_as_vllm():
     # docker compose's prefix (w8414, w8415), the shard bar alone (w8417, not crashed) and FastChat's handler's
     # NameError (w8422). Round 85 six, each the same reading either way: Ray Serve's controller tracebacks with no vLLM
     # frame (w8501, w8502, w8511), transformers' KeyError under Ray Data (w8505), SkyPilot's task lines with the
-    # tokenizer bars (w8509, not crashed) and lighteval's lines (w8518, not crashed)
-    assert len(unmarked) <= 135, unmarked
+    # tokenizer bars (w8509, not crashed) and lighteval's lines (w8518, not crashed). Round 86 two, each the same reading
+    # either way: the quantization method's dtype refusal alone (w8610) and the model registry's refusal alone, cut
+    # (w8611), texts SGLang's registry and quantization configs write too
+    assert len(unmarked) <= 137, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

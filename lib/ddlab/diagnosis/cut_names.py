@@ -5,13 +5,19 @@ Contract: :func:`cut_type` is the torch exception type whose name a paste cut (`
 :func:`ipython_type` the exception IPython's traceback header names above the frames (vLLM round 64), which a paste
 cut before the exception line still shows. :mod:`.tracebacks` completes its cut chains with them.
 :func:`unshifted` is an exception line a paste indented (round 85), without that indentation; any other line as is.
+:data:`HEAD_CUT` (vLLM round 86) stands where a frame line's ``File "`` would, for a paste's first line cut inside the
+frame's path (``/python3.12/site-packages/vllm/.../lora_shrink.py", line 151, in _lora_shrink``): the rest of the
+frame line, whole, still says where.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["cut_type", "ipython_type", "unshifted"]
+__all__ = ["HEAD_CUT", "cut_type", "ipython_type", "unshifted"]
+
+# a path's tail with at least one "/", the closing quote, the line and the function, and nothing after them
+HEAD_CUT = r'(?=[\w.~-]*/[\w.~/-]*\.py", line \d+, in [\w<>]+\s*$)'
 
 # torch's own exception types as its C++ extension names them (torch 2.13.0 libtorch_python,
 # torch/csrc/Exceptions.cpp: PyErr_NewExceptionWithDoc), and the torch.cuda spelling of older

@@ -38,12 +38,12 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
 from ddlab.diagnosis.precompile_lines import JAX_PRECOMPILE  # (round 83) sglang-jax's precompile: graph_capture
 from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS, WEIGHT_UPDATE
 from ddlab.diagnosis.viewer_prefixes import (CLOUD_LOGGING, COLON_STAMP, RAY_TAG, RFC3339 as _ISO, TORCHSERVE_RELAY,
-                                             CMD_RANK_TAG, peel_desktop_time, peel_task_label)
+                                             CMD_RANK_TAG, OMNI_STAGE_TAG, peel_desktop_time, peel_task_label)
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
 
-# (round 54) also a colour whose ESC byte a paste spelt "ESC" (vLLM's RESET "\033[0;0m": 0.10.2 utils:174, :3395)
+# (round 54) an ESC spelt "ESC" (vLLM RESET "\033[0;0m": 0.10.2 utils:174); (round 86) split_lines: a CR spelt "^M"
 _ANSI_RE = re.compile(r"(?:\x1b\[|\x9b|#033\[|\^\[\[)[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|(?<!\w)ESC\[[0-9;]*m")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -83,7 +83,7 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     rf"^{_ISO}\s+(?:(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+[\w.<>]+: )?",      # CI / tracing timestamps
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - [\w.]+ - [A-Z]+ - ",          # a launcher's Python logging
     r"^[a-z0-9][\w.-]*\s+\| ",                                          # docker compose "name  | "
-    RAY_TAG,                                                            # Ray actor, engine core (its module)
+    OMNI_STAGE_TAG, RAY_TAG,                                            # omni stage (86); Ray actor, engine core
     r"^\[rank\d+\]: ?",                                                  # torch elastic
     # (round 14) grep over several files (-H): "FILE:" (and "LINE:" with -n) before each matching line
     # (GNU grep's output, src/grep.c print_line_head); a log file's name, its extension one a log has
@@ -220,7 +220,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
     ``record``: a peeled prefix it matches makes the line :attr:`Line.record`."""
     lines = []
     raws = dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(
-        peel_task_label(peel_desktop_time(json_records(text.splitlines())))))))
+        peel_task_label(peel_desktop_time(json_records(text.replace("^M", "\r").splitlines())))))))
     for no, raw in enumerate(raws, start=1):
         cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):

@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddlab.crashes.frames import own_script, ray_driver, router_frames
-from ddlab.diagnosis.cut_names import cut_type, ipython_type, unshifted
+from ddlab.diagnosis.cut_names import HEAD_CUT as _HEAD_CUT, cut_type, ipython_type, unshifted
 from ddlab.diagnosis.logtext import READY_MARK, Line
 
 __all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type", "ACCESS_RE"]
@@ -49,11 +49,11 @@ def _cut_anywhere(text: str) -> str:
 _TRACEBACK_RE = re.compile(rf"(?:Traceback \(most rec{_cut_anywhere('ent call last):')}"
                            rf"|(?<=hit an exception: )"
                            rf"{_cut_anywhere('Traceback (most recent call last):')})\s*$")
-_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
+_FRAME_RE = re.compile(rf'^\s*(?:File "|{_HEAD_CUT})(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>\S+))?')
 _CUT_FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)$')  # a frame line the paste cut mid-path
 # (vLLM round 64) a frame a reporter condensed to "path/to/file.py:N, in func", a whole line of its own
 _SHORT_FRAME_RE = re.compile(r"^\s*(?P<file>(?:[\w.~-]*/)+[\w.-]+\.py):(?P<line>\d+), in (?P<func>\w+)\s*$")
-_PY_FRAME_RE = re.compile(r'^\s*File "[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
+_PY_FRAME_RE = re.compile(rf'^\s*(?:File "|{_HEAD_CUT})[^"]+", line \d+, in \S+')  # not faulthandler's "line N in f"
 # (round 13) Ray re-raises a task's error as a class named after both, "RayTaskError(Cause)"
 # (ray python/ray/exceptions.py, RayTaskError.as_instanceof_cause: "RayTaskError({})".format(cause));
 # (vLLM round 16) a class a C++ binding registers under a name in lower camel case, printed with its

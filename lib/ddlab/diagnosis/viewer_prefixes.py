@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "CMD_RANK_TAG",
+__all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "CMD_RANK_TAG", "OMNI_STAGE_TAG",
            "peel_desktop_time", "peel_task_label"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
@@ -121,3 +121,10 @@ def peel_task_label(raws: list[str]) -> list[str]:
             or not any(m and _COLLECTED_RE.match(raw[m.end():]) for m, raw in zip(labels, raws))):
         return raws
     return [raw[m.end():] if m else raw for m, raw in zip(labels, raws)]
+
+# (vLLM round 86) vllm-omni's stage tag: each stage's process sets VLLM_LOGGING_PREFIX to "[Stage-N] " (vllm-omni
+# vllm_omni/entrypoints/omni_stage.py:249 (be81443c)), which vLLM's logger writes before the level (vllm 0.13.0
+# vllm/logger.py:22), after the worker's "(Worker pid=N) " tag: "(Worker pid=48884) [Stage-1] ERROR 01-19 ...";
+# peeled with that tag (as RAY_TAG would peel it) and only before a level, so a line's own "[Stage-N] message"
+# (omni_stage.py:566) keeps it, and a stage's own line with no process tag is read as before
+OMNI_STAGE_TAG = r"^\((?:[\w-]+ )?pid=\d+\) \[Stage-\d+\] (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) )"

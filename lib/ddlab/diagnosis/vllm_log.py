@@ -282,6 +282,9 @@ _PHASE_MARKERS = (
     rf"|{KV_SERVING}"
     # (round 61) vllm-omni's stage clients, only in add_request_async (vllm-omni 0.30.0 stage_engine_core_client.py:245)
     r"|\] stage-\d+ \[rep-\d+\] add request: "
+    # (round 86) and its per-request record, pformat of {'type': 'request_level_metrics', ...}, logged only by
+    # on_finalize_request once a request finished its last stage (vllm-omni be81443c entrypoints/log_utils.py:529)
+    r"|^\{'type': 'request_level_metrics',"
     # (vLLM round 80) InputProcessor.process_inputs' notices, which only a request added meets (AsyncLLM.add_request,
     # LLMEngine.add_request: v1/engine/input_processor.py:225, :236; async_llm.py:356; llm_engine.py:248 (0.19.1))
     r"|Passing (?:raw prompts|tokenization_kwargs) to InputProcessor is deprecated"

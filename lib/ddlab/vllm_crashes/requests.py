@@ -11,7 +11,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
            "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED", "OMNI_STAGE_ERROR",
-           "TOOL_PARSER_ERROR"]
+           "TOOL_PARSER_ERROR", "ADD_LORA_FAILED", "OMNI_STAGE_RESULT_RAISED"]
 
 _V0 = V0
 
@@ -251,3 +251,38 @@ TOOL_PARSER_ERROR = Signature(
              ("vllm 0.8.0", "vllm/entrypoints/openai/serving_chat.py:812"),
              ("vllm 0.8.5.post1", "vllm/entrypoints/openai/serving_chat.py:1044"),
              ("vllm 0.13.0", "vllm/entrypoints/openai/serving_chat.py:1539")))
+
+# (round 86) the engine core's add_lora utility: EngineCore.add_lora runs the workers' add_lora
+# (v1/worker/lora_model_runner_mixin.py:274-276 (0.21.0): lora_manager.add_adapter), a utility method the
+# client calls; what it raises is caught by _invoke_utility_method, logged under "Invocation of %s method
+# failed" and answered to the caller as "Call to add_lora method failed: ..." (v1/engine/core.py:1341
+# (0.21.0), :1365 (0.22.0), :1849 (0.33.0), :2055 (0.34.0)), and the engine goes on. A request's own LoRA
+# is loaded in the step's set_active_loras, never through this frame. A paste cut above the record's message
+# still shows the frame; the fatal handler's text in the log ("EngineCore encountered a fatal error.") wins
+_ADD_LORA_FRAME = r'lora_model_runner_mixin\.py", line \d+, in add_lora\s*$'
+ADD_LORA_FAILED = Signature(
+    "vllm_add_lora_failed", "request_error", "one add_lora call to the engine core failed and was answered",
+    ("Loading a LoRA adapter through the engine's add_lora call (`/v1/load_lora_adapter`, a launcher's adapter "
+     "load) failed; the engine answered that call with the error and kept serving. The frames name why (the "
+     "adapter's rank above `--max-lora-rank`, modules LoRA does not support, a path it cannot read): fix the "
+     "adapter or the server's LoRA limits, then load it again.",),
+    patterns=(r".",), context=(_ADD_LORA_FRAME,), absent=(r"EngineCore encountered a fatal error",),
+    cut_ok=True, priority=85, request=True, phase="serving",  # over what the adapter raised (vllm_lora_rank's 80)
+    sources=(("vllm 0.21.0", "vllm/v1/engine/core.py:1341"), ("vllm 0.22.0", "vllm/v1/engine/core.py:1365"),
+             ("0.33.0", "vllm/v1/engine/core.py:1849"), ("0.34.0", "vllm/v1/engine/core.py:2055"),
+             ("vllm 0.21.0", "vllm/v1/worker/lora_model_runner_mixin.py:276")))
+
+# (round 86) the same stage error result raised into its own request: vllm-omni's async generate() takes each
+# stage's result for that request from the request's queue and, on an error result (the stage worker's dict
+# {"request_id", "stage_id", "error"}: omni_stage.py:826-830 (be81443c)), logs "Stage %s error on request ..."
+# and raises RuntimeError(result) into that request alone (async_omni.py:860-867 (be81443c)); the API server's
+# handler logs it and answers the request 500 (openai/api_server.py:1246-1248 (vllm-omni 0.30.0), "Chat
+# completion failed"), and the stages serve on
+_OMNI_RESULT = r"RuntimeError: \{'request_id': '[^']*', 'stage_id': \d+, 'error': "
+OMNI_STAGE_RESULT_RAISED = Signature(
+    "vllm_omni_stage_result_raised", "request_error", "one request's vllm-omni stage error raised into it",
+    OMNI_STAGE_ERROR.advice, types=r"RuntimeError", patterns=(_OMNI_RESULT,), priority=4, request=True,
+    phase="serving",
+    sources=(("vllm-omni (vllm-project/vllm-omni be81443c)", "vllm_omni/entrypoints/async_omni.py:867"),
+             ("vllm-omni (vllm-project/vllm-omni be81443c)", "vllm_omni/entrypoints/omni_stage.py:830"),
+             ("vllm-omni 0.30.0", "vllm_omni/entrypoints/openai/api_server.py:1247")))

@@ -394,7 +394,7 @@ SIGNATURES: list[Signature] = [
     engine.LOOP_TIMEOUT, engine.LOOP_WAIT_CANCELLED, engine.KV_SEND_REQUEST_GONE,
     requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
-    requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR, requests.TOOL_PARSER_ERROR,
-    *backends.SIGNATURES, *parallel_sizes.SIGNATURES,
+    requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR, requests.TOOL_PARSER_ERROR, requests.ADD_LORA_FAILED,
+    requests.OMNI_STAGE_RESULT_RAISED, *backends.SIGNATURES, *parallel_sizes.SIGNATURES,
     *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES, *installs.SIGNATURES,
 ]

@@ -27,18 +27,26 @@ _ARCH_SOURCES = (("transformers 5.19.0", "transformers/models/auto/configuration
                  ("0.4.10.post2", "sglang/srt/models/registry.py:33"),
                  ("0.5.10", "sglang/srt/models/registry.py:49"),
                  ("0.5.23", "sglang/srt/models/registry.py:64"),
+                 ("vllm 0.6.3.post1", "vllm/model_executor/models/registry.py:318"),
+                 ("vllm 0.21.0", "vllm/model_executor/models/registry.py:1014"),
                  # SGLang's own registry before it had a module of its own (load_model_cls_srt,
                  # patched into vLLM's ModelRegistry): "Unsupported architectures: X. Supported list: [...]"
                  ("sglang 0.3.0", "sglang/srt/model_executor/model_runner.py:618"))
+
+# the registry's refusal cut by the paste right after "are not supported" (vLLM 0.6.3.post1
+# model_executor/models/registry.py:318, 0.13.0 :820, 0.21.0 :1014: "Model architectures [...] are not
+# supported for now. Supported architectures: [...]"): the bracketed list then the refusal decide, whatever of
+# " for now." the cut keeps; the message must end there (another "not supported ..." sentence is no refusal)
+_CUT_REFUSAL = r"Model architectures? \[[^\]\n]*\] (?:are|is) not supported(?: (?:f(?:o(?:r(?: (?:no?)?)?)?)?)?)?\s*$"
 
 ARCH_UNSUPPORTED = Signature(
     "arch_unsupported", "arch_unsupported", "the model's architecture is unknown to this install",
     (_NEWER_ARCH,),
     patterns=(r"does not recognize this architecture",
-              r"Model architectures? .{0,300}? not supported for now",
+              r"Model architectures? .{0,300}? not supported for now", _CUT_REFUSAL,
               r"Unrecognized model_type", r"Unrecognized configuration class",
               r"Unsupported architectures: \S+\. Supported list: \["),
-    lines=(r"does not recognize this architecture", r"are not supported for now\.",
+    lines=(r"does not recognize this architecture", r"are not supported for now\.", _CUT_REFUSAL,
            r"Unsupported architectures: \S+\. Supported list: \["),
     priority=84, phase="launch", sources=_ARCH_SOURCES)
 
