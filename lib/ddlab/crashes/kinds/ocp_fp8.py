@@ -9,8 +9,8 @@ the pass pipeline fails and Python sees only ``RuntimeError: PassManager::run fa
 backends/amd/compiler.py make_llir, pm.run). That release's own C++ line is not cited here (its source
 was not at hand); later Triton emulates OCP fp8 in software on CDNA3 (triton-lang/triton 01d980f
 third_party/amd/lib/TritonAMDGPUToLLVM/ConvertFpCastOpToLLVM.cpp, CvtFp8E4M3ToFp16: hardware paths only
-for CDNA4 and GFX1250, ``Fp8E4M3fnToFp16SW`` otherwise). SGLang 0.4.5's EP MoE makes its fp8 weights
-float8_e4m3fn on ROCm too (layers/moe/ep_moe/layer.py:191; the kernel's tl.dot on them at kernels.py:606):
+for CDNA4 and GFX1250, ``Fp8E4M3fnToFp16SW`` otherwise). SGLang 0.4.5's EP MoE keeps an fp8 checkpoint's
+float8_e4m3fn weights on ROCm too (layers/moe/ep_moe/layer.py:191; the kernel's tl.dot on them at kernels.py:606):
 the kernel asked this GPU for an fp8 type it lacks, read as Triton's NVIDIA-side "type fp8e4nv not
 supported in this architecture" is (:data:`ddlab.crashes.kinds.compilers.TRITON_FP8_ARCH`):
 ``unsupported_gpu``. The MLIR diagnostic is printed on stderr before the traceback, so the rule reads the
