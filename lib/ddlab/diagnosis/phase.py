@@ -2,7 +2,8 @@
 
 Contract: :func:`frames_near` gathers the frames printed around the root cause
 (its traceback, tracebacks of other ranks a few lines away, and thread dumps:
-faulthandler's, py-spy's, native backtraces); :func:`crash_phase` returns the
+faulthandler's, py-spy's, native backtraces; a compiler's diagnostics block, MLIR's
+"FILE:LINE:COL: error: ..." lines, reaches from its last line: round 91); :func:`crash_phase` returns the
 phase: the last startup phase line reached, raised to the signature's phase,
 to what the message says ("Capture cuda graph failed") and to what the frames
 show (:mod:`.frames`; serving frames only when no startup frame is there).
@@ -43,6 +44,12 @@ _DUMP_LINE_RE = re.compile(
     r"|^\s*[A-Za-z_<][\w<>]* \([\w./<>-]+:\d+\)\s*$"   # and its frames
     r"|^\s*\d+\s+0x[0-9a-f]+ |^frame #\d+: ")           # native backtraces (UCX, c10)
 _NEAR_LINES = 12
+# (round 91) a compiler's diagnostics (MLIR's and clang's "FILE:LINE:COL: error|note|warning: ...", each with its
+# source and caret lines, printed once per pass that fails) are one report: the traceback that raises it
+# (Triton's "RuntimeError: PassManager::run failed", triton backends/amd/compiler.py make_llir pm.run) follows
+# the block's last one, not the first
+_DIAGNOSTIC_RE = re.compile(r"^\S+:\d+:\d+: (?:error|note|warning): ")
+_DIAGNOSTIC_GAP = 3  # the source and caret lines under one diagnostic, and a blank one
 _TEXT_PHASES = (  # what a message or the header printed with it says about where
     ("graph_capture", re.compile(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", re.I)),
     # the overlap scheduler's forward thread runs batches (tp_worker_overlap_thread.py:144)
@@ -157,12 +164,28 @@ def _own_rank(phase: str, lines: list[Line], best: Candidate | None, frames: str
     return max([phase_reached(own)[0], steps[-1]], key=PHASES.index)
 
 
+def _diagnostics_end(best: Candidate, lines: list[Line]) -> int:
+    """The last line of the compiler diagnostics block a diagnostic line opens (its own where it opens none)."""
+    end = best.last_no
+    if best.chain is not None or not best.lines or not _DIAGNOSTIC_RE.match(best.lines[-1].msg):
+        return end
+    for ln in lines:
+        if ln.no <= end:
+            continue
+        if ln.no - end > _DIAGNOSTIC_GAP:
+            break
+        if _DIAGNOSTIC_RE.match(ln.msg):
+            end = ln.no
+    return end
+
+
 def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) -> str:
     """The crash's traceback and those printed right around it (another rank's echo, the
     scheduler's traceback below a kernel's assert) and the thread dumps around it."""
     if best is None:
         return ""
-    near = [c for c in chains if c is best.chain or abs(c.first_no - best.last_no) <= _NEAR_LINES
+    last = _diagnostics_end(best, lines)
+    near = [c for c in chains if c is best.chain or abs(c.first_no - last) <= _NEAR_LINES
             or abs(best.first_no - c.last_no) <= _NEAR_LINES]
     span = 5 * _NEAR_LINES
     dumped = [ln.msg for ln in lines if -span <= ln.no - best.last_no <= span

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
 from ddlab.crashes.kinds import archs, compilers, cooperative, kernels, npu, plan_dtypes, tensor_devices
-from ddlab.crashes.kinds import scale_layouts, status_checks
+from ddlab.crashes.kinds import ocp_fp8, scale_layouts, status_checks
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -372,6 +372,7 @@ SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO
               *cooperative.SIGNATURES,  # (round 79)
               *status_checks.SIGNATURES,  # (round 89)
               *scale_layouts.SIGNATURES,  # (round 90)
+              *ocp_fp8.SIGNATURES,  # (round 91)
               *plan_dtypes.SIGNATURES,  # (round 81)
               *tensor_devices.SIGNATURES,  # (vLLM round 82)
               CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,
