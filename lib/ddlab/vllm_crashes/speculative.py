@@ -293,13 +293,13 @@ DRAFT_WEIGHT_SHAPE = Signature(
     "vllm_draft_weight_shape", "draft_incompatible", "a draft checkpoint's tensor does not fit the draft vLLM built",
     _DRAFT_ADVICE, types=r"AssertionError", patterns=(r"Attempted to load weight \(",), context=(_DRAFT_LOAD,),
     priority=86, phase="load_weights",
-    sources=(("0.9.1", "vllm/model_executor/models/eagle.py:215"),
-             ("0.9.1", "vllm/model_executor/model_loader/weight_utils.py:614")))
+    sources=(("vllm 0.9.1", "vllm/model_executor/models/eagle.py:215"),
+             ("vllm 0.9.1", "vllm/model_executor/model_loader/weight_utils.py:614")))
 DRAFT_FORWARD_SHAPE = Signature(
     "vllm_draft_forward_shape", "draft_incompatible", "the draft model's layers do not fit the target's hidden states",
     _DRAFT_ADVICE, types=r"RuntimeError", patterns=(r"mat1 and mat2 shapes cannot be multiplied",),
     context=(_DRAFT_FORWARD,), priority=86, phase="serving",
-    sources=(("0.6.2", "vllm/model_executor/models/medusa.py:28"),))
+    sources=(("vllm 0.6.2", "vllm/model_executor/models/medusa.py:28"),))
 
 # (round 32) the V1 draft-model proposer refuses a draft TP other than the target's when the model runner
 # builds it (DraftModelProposer.__init__ -> _raise_if_draft_tp_mismatch: all ranks compiling a TP-1 draft
