@@ -234,7 +234,7 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
         cleaned, level = _unprefix(cleaned, extra, peeled)
         own = record is not None and any(record.match(p) for p in peeled)
         actor = any(re.match(RAY_TAG, p) for p in peeled)
-        for part in _parts(_unescaped(cleaned)):
+        for part in _parts(_unescaped(unquote_emphasis(cleaned))):  # (round 87) bold after a stamp too
             time = rank = None
             msg = part
             stamp = _SGLANG_RE.match(msg)

@@ -38,7 +38,11 @@ _POOL = (r"determine_available_memory|determine_num_available_blocks|profile_run
          # :1118 (get_kv_cache_config :1094, from the engine core's _initialize_kv_caches, v1/engine/core.py:193);
          # renamed is_kv_cache_spec_uniform (0.11.0 v1/core/kv_cache_utils.py:755, called at :1106, :1144, :1170, in
          # unify_hybrid_kv_cache_specs and get_kv_cache_groups, under get_kv_cache_configs :1258; core.py:199)
-         r"|is_kv_cache_(?:type|spec)_uniform")
+         r"|is_kv_cache_(?:type|spec)_uniform"
+         # (round 87) the oldest V0 engine's own: LLMEngine._init_cache asks each worker's
+         # profile_num_available_blocks for the blocks that fit, then builds the cache engines
+         # (0.2.1.post1 engine/llm_engine.py:190, worker/worker.py:73)
+         r"|_init_cache|profile_num_available_blocks")
 # (torch's CUDAGraph.capture_begin / capture_end run only inside a capture: torch/cuda/graphs.py)
 _CAPTURE = (r"capture_model|_capture_cudagraphs|compile_or_warm_up_model|_warm_up_model|capture"
             r"|capture_begin|capture_end"

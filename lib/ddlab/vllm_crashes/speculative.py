@@ -275,6 +275,32 @@ EAGLE_HEAD_PARAMS = Signature(
              ("vllm 0.20.0", "vllm/model_executor/models/llama_eagle.py:152"),
              ("vllm 0.20.0", "vllm/model_executor/models/registry.py:577")))
 
+# (round 87) a draft model's own files (vLLM's drafters: EAGLE heads, Medusa, MLPSpeculator; eagle2_5_vl.py is
+# no drafter). Under their load_weights, the default loader's shape assert (weight_utils.py:614 (0.9.1), reached
+# from eagle.py:215's `weight_loader(self.fc.weight, loaded_weight)` (0.9.1)) refuses a draft tensor sized for
+# another target or method (an EAGLE-3 checkpoint's fc over three hidden states loaded as EAGLE); under their
+# forward (medusa.py:28 `x = x + self.act(layer(x))` (0.6.2)), a matmul of the target's hidden states with the
+# draft's layer that cannot multiply is a draft built for another hidden size. The target's own refusals stay.
+_DRAFT_FILE = r'vllm[/\\]model_executor[/\\]models[/\\](?:(?:\w+_)?eagle3?|medusa|mlp_speculator)\.py", line \d+, in '
+_DRAFT_LOAD = (_DRAFT_FILE + r'load_weights\s*\n(?:(?![ \t]*File ").*\n)*[ \t]*File "[^"\n]*weight_utils\.py", '
+               r'line \d+, in default_weight_loader\s*\n' + NO_LATER_FRAME)
+_ONLY_TORCH_LATER = r'(?:(?![ \t]*File ").*(?:\n|\Z)|[ \t]*File "[^"\n]*[/\\]torch[/\\][^\n]*(?:\n|\Z))*\Z'
+_DRAFT_FORWARD = _DRAFT_FILE + r'forward\s*\n' + _ONLY_TORCH_LATER
+_DRAFT_ADVICE = ("The draft model (`model` in `--speculative-config`) does not fit the target or the method vLLM "
+                 "builds it for: use a drafter trained for this target and method (an EAGLE-3 checkpoint as "
+                 "`eagle3`, not `eagle`; a Medusa or MLPSpeculator head of the target's hidden size).",)
+DRAFT_WEIGHT_SHAPE = Signature(
+    "vllm_draft_weight_shape", "draft_incompatible", "a draft checkpoint's tensor does not fit the draft vLLM built",
+    _DRAFT_ADVICE, types=r"AssertionError", patterns=(r"Attempted to load weight \(",), context=(_DRAFT_LOAD,),
+    priority=86, phase="load_weights",
+    sources=(("vllm 0.9.1", "vllm/model_executor/models/eagle.py:215"),
+             ("vllm 0.9.1", "vllm/model_executor/model_loader/weight_utils.py:614")))
+DRAFT_FORWARD_SHAPE = Signature(
+    "vllm_draft_forward_shape", "draft_incompatible", "the draft model's layers do not fit the target's hidden states",
+    _DRAFT_ADVICE, types=r"RuntimeError", patterns=(r"mat1 and mat2 shapes cannot be multiplied",),
+    context=(_DRAFT_FORWARD,), priority=86, phase="serving",
+    sources=(("vllm 0.6.2", "vllm/model_executor/models/medusa.py:28"),))
+
 # (round 32) the V1 draft-model proposer refuses a draft TP other than the target's when the model runner
 # builds it (DraftModelProposer.__init__ -> _raise_if_draft_tp_mismatch: all ranks compiling a TP-1 draft
 # would share one compile cache): v1/spec_decode/draft_model.py:81 (0.15.1), :48 (0.20.0), :75 (0.27.1, 0.30.0;
@@ -337,4 +363,4 @@ EAGLE3_LOGITS_WIDTH = Signature(
 SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, SPEC_BUDGET, SPEC_SP_SHAPES,
                                DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR,
                                DRAFT_HIDDEN, ARCTIC_SPEC_CHECK, EAGLE_HEAD_PARAMS, DRAFT_TP_MISMATCH,
-                               EAGLE3_LOGITS_WIDTH]
+                               EAGLE3_LOGITS_WIDTH, DRAFT_WEIGHT_SHAPE, DRAFT_FORWARD_SHAPE]

@@ -142,6 +142,10 @@ _CAPTURE_ERRORS = ("operation not permitted when stream is capturing",
                    "operation not permitted on an event last recorded in a capturing stream",
                    "attempt to terminate a thread-local capture sequence from another thread")
 _CAPTURE_ERROR_LINE = rf"\b(?:CUDA|HIP) error: (?:{'|'.join(_CAPTURE_ERRORS)})"
+# (round 87) CANN's runtime refusing a sync of the stream an ACL graph is capturing, the NPU's form of the
+# first (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038 "Not allow to synchronize
+# captured-stream, stream_id=%d.", error 107027 ACL_ERROR_RT_STREAM_CAPTURED), in whatever server's log
+_NPU_CAPTURE_SYNC = r"\bNot allow to synchronize captured-stream\b"
 
 CAPTURE_FAILED = Signature(
     "capture_failed", "cuda_graph_capture", "CUDA graph capture failed",
@@ -151,13 +155,13 @@ CAPTURE_FAILED = Signature(
               r"cudaErrorStreamCapture\w+", r"(?:cuda|hip)ErrorCapturedEvent",
               r"stream capture (?:invalidated|unsupported)",
               r"(?:during|while) (?:CUDA )?graph capture",
-              r"operation failed due to a previous error during capture"),
+              r"operation failed due to a previous error during capture", _NPU_CAPTURE_SYNC),
     # the "Possible solutions" list the capture wrapper appends to its message, which a paste
     # cut above it still shows: graph off and torch compile off are advised nowhere else
     # (0.4.3.post2 cuda_graph_runner.py:242, 0.4.6 cuda_graph_runner.py:283-284, 0.4.10.post2
     # cuda_graph_runner.py:837-838, 0.5.10 cuda_graph_runner.py:1234-1235, 0.5.23
     # runner_backend_utils/__init__.py:18, cpu_graph_runner.py:1077)
-    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", _CAPTURE_ERROR_LINE,
+    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", _CAPTURE_ERROR_LINE, _NPU_CAPTURE_SYNC,
            r"^\d\. disable (?:decode )?cuda graph by --(?:disable-cuda-graph\b|cuda-graph-backend-decode=disabled)",
            r"^\d\. disable torch compile by not using --enable-torch-compile"),
     priority=80, phase="graph_capture", detail=_capture_detail, by_algorithm=(_DDTREE_WIDTH,),
@@ -175,7 +179,8 @@ CAPTURE_FAILED = Signature(
              ("CUDA runtime", "cudaErrorStreamCaptureUnsupported (900) ... cudaErrorCapturedEvent (907), "
                               "cudaErrorStreamCaptureWrongThread (908)"),
              ("ROCm clr 6.2.2 (rocm-6.2.2)", "hipamd/src/hip_error.cpp:205 (ihipGetErrorString: the same "
-                                             "texts for HIP, :328 ... :342, :344)")))
+                                             "texts for HIP, :328 ... :342, :344)"),
+             ("CANN runtime (hicann/runtime da678a9)", "src/runtime/feature/src/api_impl/api_error.cc:1038")))
 
 # A graph runner's constructor captures inside ``try: ... self.capture()`` and re-raises a
 # RuntimeError as "Capture cuda graph failed: ..." (0.3.6 cuda_graph_runner.py:182-187, 0.4.0
