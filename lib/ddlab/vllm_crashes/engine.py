@@ -11,7 +11,7 @@ from ddlab.crashes.signature import Signature
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "ENGINE_PROCESS_RAISED", "OUTPUT_HANDLER_FAILED",
            "SHM_STALL", "RPC_TIMEOUT",
            "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
-           "LOOP_WAIT_CANCELLED", "KV_SEND_REQUEST_GONE"]
+           "LOOP_WAIT_CANCELLED", "LOOP_TIMEOUT_RAISED", "KV_SEND_REQUEST_GONE"]
 
 _V0 = library.V0
 
@@ -259,6 +259,21 @@ LOOP_WAIT_CANCELLED = Signature(
              ("vllm 0.6.4.post1", "vllm/engine/async_timeout.py:178"),
              ("vllm 0.6.4.post1", "vllm/engine/async_llm_engine.py:62"),
              ("vllm 0.8.0", "vllm/engine/async_llm_engine.py:851")))
+
+# (round 88) the same timeout's TimeoutError where a request shows it: the backport raises it at
+# ``async with asyncio_timeout(ENGINE_ITERATION_TIMEOUT_S)`` (0.5.1 engine/async_llm_engine.py:588,
+# engine/async_timeout.py:178; 0.6.4.post1 :865), the loop task ends with it and _log_task_completion (:43 (0.5.1))
+# hands it to each request's stream: raised at the loop's timed block, an echo of the engine's stall (fatal)
+_LOOP_TIMED_BLOCK = r", in run_engine_loop\s*\n\s*async with asyncio_timeout\(ENGINE_ITERATION_TIMEOUT_S\):"
+LOOP_TIMEOUT_RAISED = Signature(
+    "vllm_engine_loop_timeout_raised", "hang", "V0's engine loop timed out waiting for a step",
+    ITERATION_TIMEOUT.advice,
+    types=r"(?:asyncio\.(?:exceptions\.)?)?TimeoutError", patterns=(r".",), context=(_LOOP_TIMED_BLOCK,),
+    priority=24, phase="serving", running=True, echo=True, fatal=True,
+    sources=(("vllm 0.5.1", "vllm/engine/async_llm_engine.py:588"),
+             ("vllm 0.5.1", "vllm/engine/async_timeout.py:178"),
+             ("vllm 0.5.1", "vllm/engine/async_llm_engine.py:43"),
+             ("vllm 0.6.4.post1", "vllm/engine/async_llm_engine.py:865")))
 
 # the executor waits for its workers' answer to a collective RPC with a timeout (V1's
 # multiproc executor): the workers stopped answering a model step, the engine gives up
