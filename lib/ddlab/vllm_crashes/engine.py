@@ -10,7 +10,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "ENGINE_PROCESS_RAISED", "OUTPUT_HANDLER_FAILED",
            "SHM_STALL", "RPC_TIMEOUT",
-           "QUEUE_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
+           "QUEUE_TIMEOUT", "CGRAPH_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
            "LOOP_WAIT_CANCELLED", "LOOP_TIMEOUT_RAISED", "KV_SEND_REQUEST_GONE"]
 
 _V0 = library.V0
@@ -318,6 +318,29 @@ QUEUE_TIMEOUT = Signature(
              ("vllm 0.15.1", "vllm/v1/executor/multiproc_executor.py:355"),
              ("0.33.0", "vllm/v1/executor/multiproc_executor.py:507"),
              ("0.34.0", "vllm/v1/executor/multiproc_executor.py:531")))
+
+# (round 88) Ray's compiled graph: the V1 engine core's step waits on the workers' output through the executor's
+# FutureWrapper (0.9.2 v1/executor/ray_distributed_executor.py:25 ``return self.ref.get()``), CompiledDAGRef.get
+# -> CompiledDAG._execute_until, which reads the output channel with RAY_CGRAPH_get_timeout and re-raises its
+# RayChannelTimeoutError as "If the execution is expected to take a long time, increase RAY_CGRAPH_get_timeout
+# which is currently N seconds. Otherwise, this may indicate that the execution is hanging." (ray 2.43.0
+# dag/compiled_dag_node.py:2350-2355; a stale ref's buffers, :2281-2286): no worker answered the step in time,
+# the workers' step stalled (QUEUE_TIMEOUT's reading of the shm queue); vLLM raises the timeout to 300 s for it
+# (executor/ray_distributed_executor.py:567)
+_CGRAPH_TIMEOUT = r"\bincrease RAY_CGRAPH_get_timeout which is currently \d+ seconds\b"
+CGRAPH_TIMEOUT = Signature(
+    "vllm_ray_cgraph_timeout", "hang", "Ray's compiled graph timed out waiting for the workers' step",
+    ("The engine waited longer than RAY_CGRAPH_get_timeout for its Ray workers' output: a worker's step stalled "
+     "(a collective waiting on another rank, a GPU hang) or died without a word. Dump the workers' stacks "
+     "(`py-spy dump --pid PID`, or `ray stack`) and read their logs; if the step is only slow, raise "
+     "RAY_CGRAPH_get_timeout where Ray reads it (set it before Ray starts: the number in the error is the one "
+     "Ray uses), or serve without Ray (`--distributed-executor-backend mp`).",),
+    patterns=(_CGRAPH_TIMEOUT,), lines=(_CGRAPH_TIMEOUT,), priority=24, running=True,
+    sources=(("ray 2.43.0", "ray/dag/compiled_dag_node.py:2350 (_execute_until: raise RayChannelTimeoutError("
+                            "\"... increase RAY_CGRAPH_get_timeout which is currently {timeout} seconds ...\"))"),
+             ("ray 2.43.0", "ray/dag/compiled_dag_node.py:2281"),
+             ("vllm 0.9.2", "vllm/v1/executor/ray_distributed_executor.py:25"),
+             ("vllm 0.9.2", "vllm/executor/ray_distributed_executor.py:567")))
 
 
 # (round 64) the scheduler frees a request's blocks when its KV connector reports the request's KV sent (PD's

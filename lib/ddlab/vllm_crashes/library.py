@@ -216,6 +216,19 @@ NCCL = voiced(runtime.NCCL, (
     "works (NCCL_P2P_DISABLE=1 to test); `--disable-custom-all-reduce` rules out vLLM's own "
     "all-reduce (on Ascend NPUs the collectives are HCCL's: HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT and "
     "CANN's device log). Another rank's error, if any, is the real cause.",))
+# gloo's TCP transport losing its peer in a collective (runtime.GLOO_PEER_LOST: pair.cc's "Read error " + peer + ": " +
+# strerror, "Connection reset by peer" when the peer's socket went away). vLLM's CPU group is gloo too (0.5.1
+# distributed/parallel_state.py:148 new_group(ranks, backend="gloo")); V0's workers take each step's inputs from the
+# driver over it (worker/worker_base.py:249 broadcast_tensor_dict -> parallel_state.py:390 broadcast_object), so a
+# worker raises it once the driver or another rank died or its node went away. Not ``running``: the same group serves
+# the start-up's collectives (its barriers), so the phase is what the log and the frames show
+GLOO_PEER_LOST = voiced(runtime.GLOO_PEER_LOST, (
+    "gloo's TCP transport lost another rank in the middle of a collective (vLLM shares each step's inputs among "
+    "the workers over its gloo CPU group): that rank (often the driver, the API server's process) died, hung or "
+    "its node became unreachable; its own log holds the first error. With no error anywhere, check the network "
+    "between the nodes (GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME pick the interface, VLLM_HOST_IP the address).",),
+    running=False, sources=(("vllm 0.5.1", "vllm/distributed/parallel_state.py:390"),
+                            ("vllm 0.5.1", "vllm/worker/worker_base.py:249")))
 # (round 64) 0.4.0's NCCLCommunicator sets its comm only after the process group, the device and the broadcast of
 # NCCL's unique id between the ranks (vllm/model_executor/parallel_utils/pynccl.py:212-240 (0.4.0.post1)); its
 # __del__ destroys it (:260-264): the AttributeError that __del__ prints says the communicator's NCCL set-up failed
@@ -352,7 +365,7 @@ REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
     KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, DEVICE_REFUSED, NCCL,
-    NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    GLOO_PEER_LOST, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH, HIP_ERROR_CUT,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
