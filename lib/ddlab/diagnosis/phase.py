@@ -155,8 +155,8 @@ def _rewrapped(lines: list[Line], best: Candidate | None) -> str:
 # so another rank's later progress line ("Capture piecewise CUDA graph begin", 0.5.12 model_runner.py:3077) says
 # nothing of where the crashing rank was. Where the crashing rank's frames name a startup step below the phase the
 # log reached, the phase is that step, raised only to the crashing rank's own lines (and the lines no rank stamped)
-def _own_rank(phase: str, lines: list[Line], best: Candidate | None, frames: str) -> str:
-    steps = [name for name in frame_phases(frames) if name in _STARTUP_PHASES]
+def _own_rank(phase: str, lines: list[Line], best: Candidate | None, shown: list[str]) -> str:
+    steps = [name for name in shown if name in _STARTUP_PHASES]
     rank = best.rank if best is not None else None
     if not rank or not steps or PHASES.index(steps[-1]) >= PHASES.index(phase):
         return phase
@@ -196,13 +196,14 @@ def frames_near(best: Candidate | None, chains: list[Chain], lines: list[Line]) 
 def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature, frames: str) -> str:
     """The phase reached, raised to what the signature, the message or the frames imply
     (see the module docstring)."""
-    phase = _own_rank(phase, lines, best, frames)
+    shown = frame_phases(frames)
+    phase = _own_rank(phase, lines, best, shown)
     hints = [signature.phase] if signature and signature.phase else []
     said = best.cause if best is not None else ""
     said += f"\n{best.chain.header}" if best is not None and best.chain is not None else ""
     said += _rewrapped(lines, best)
     hints += [name for name, text in _TEXT_PHASES if text.search(said)]
-    hints += [("ready" if name == "serving" and _loop_entry(frames) else name) for name in frame_phases(frames)]
+    hints += [("ready" if name == "serving" and _loop_entry(frames) else name) for name in shown]
     hints += ["serving"] if _spec_step(said, frames) else []
     phase = max([phase, *hints], key=PHASES.index)
     if best is None:  # a failed exit with no error line: where the log stopped
@@ -216,7 +217,7 @@ def crash_phase(lines: list[Line], phase: str, best: Candidate | None, signature
         phase = "serving"
     warming = any(WARMUP_RE.search(ln.msg) for ln in before)
     ready = any(_READY_RE.search(ln.msg) for ln in before)
-    warmup = "ready" in frame_phases(frames) or (signature is not None and signature.phase == "ready")
+    warmup = "ready" in shown or (signature is not None and signature.phase == "ready")
     if warmup and not ready:  # the launcher's warmup request failed: batch lines before it are its own
         return "ready"
     if (warming and not ready and PHASES.index(phase) >= PHASES.index("graph_capture")

@@ -15,6 +15,7 @@ file by name. Part of :mod:`.vllm`'s list, beside :mod:`.adapters`.
 from __future__ import annotations
 
 from ddlab.crashes.kinds import npu, packages
+from ddlab.crashes.kinds.graphs import NPU_CAPTURE_SYNC_TEXT
 from ddlab.vllm_crashes.graphs import CAPTURE_TEXT
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, NCCL, from_texts, voiced
 from ddlab.crashes.signature import NO_LATER_FRAME, Signature
@@ -31,8 +32,8 @@ __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_C
 # device-wide sync's "..., device_id=%u, stream_id=%d."), error 107027 ACL_ERROR_RT_STREAM_CAPTURED, "stream
 # is captured" (include/external/acl/error_codes/rt_error_codes.h:48; src/runtime/core/src/common/
 # errcode_manage.cc:147): a host sync inside an ACL graph capture, as CUDA's "operation not permitted when
-# stream is capturing" is
-_NPU_CAPTURE_SYNC = (r"\bNot allow to synchronize captured-stream\b", r"\breason=\[stream is captured\]")
+# stream is capturing" is (the refusal's text from the kinds' capture failure, crashes/kinds/graphs.py)
+_NPU_CAPTURE_SYNC = (NPU_CAPTURE_SYNC_TEXT, r"\breason=\[stream is captured\]")
 NPU_CAPTURE_SYNC = from_texts(
     CAPTURE_TEXT, name="vllm_npu_capture_sync",
     title="a stream was synchronized while an ACL graph captured it",

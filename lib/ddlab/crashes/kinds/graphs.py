@@ -27,7 +27,7 @@ from ddlab.crashes.frames import CAPTURE_PROFILER
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REPLAY_FRAMES", "EAGER_FRAMES", "CAPTURE_FRAMES", "COPY_HELPERS", "copy_reading",
-           "piecewise_reading", "TT_TRACE_REGION"]
+           "piecewise_reading", "TT_TRACE_REGION", "NPU_CAPTURE_SYNC_TEXT"]
 
 REPLAY_FRAMES = (
     r'cuda_graph_runner\.py", line \d+, in (?:replay\w*|populate_from_forward_batch'
@@ -144,8 +144,9 @@ _CAPTURE_ERRORS = ("operation not permitted when stream is capturing",
 _CAPTURE_ERROR_LINE = rf"\b(?:CUDA|HIP) error: (?:{'|'.join(_CAPTURE_ERRORS)})"
 # (round 87) CANN's runtime refusing a sync of the stream an ACL graph is capturing, the NPU's form of the
 # first (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038 "Not allow to synchronize
-# captured-stream, stream_id=%d.", error 107027 ACL_ERROR_RT_STREAM_CAPTURED), in whatever server's log
-_NPU_CAPTURE_SYNC = r"\bNot allow to synchronize captured-stream\b"
+# captured-stream, stream_id=%d.", error 107027 ACL_ERROR_RT_STREAM_CAPTURED), in whatever server's log; spelled
+# once here: vLLM's Ascend reading (ddlab.vllm_crashes.ascend.NPU_CAPTURE_SYNC) takes it from here
+NPU_CAPTURE_SYNC_TEXT = r"\bNot allow to synchronize captured-stream\b"
 
 CAPTURE_FAILED = Signature(
     "capture_failed", "cuda_graph_capture", "CUDA graph capture failed",
@@ -155,13 +156,13 @@ CAPTURE_FAILED = Signature(
               r"cudaErrorStreamCapture\w+", r"(?:cuda|hip)ErrorCapturedEvent",
               r"stream capture (?:invalidated|unsupported)",
               r"(?:during|while) (?:CUDA )?graph capture",
-              r"operation failed due to a previous error during capture", _NPU_CAPTURE_SYNC),
+              r"operation failed due to a previous error during capture", NPU_CAPTURE_SYNC_TEXT),
     # the "Possible solutions" list the capture wrapper appends to its message, which a paste
     # cut above it still shows: graph off and torch compile off are advised nowhere else
     # (0.4.3.post2 cuda_graph_runner.py:242, 0.4.6 cuda_graph_runner.py:283-284, 0.4.10.post2
     # cuda_graph_runner.py:837-838, 0.5.10 cuda_graph_runner.py:1234-1235, 0.5.23
     # runner_backend_utils/__init__.py:18, cpu_graph_runner.py:1077)
-    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", _CAPTURE_ERROR_LINE, _NPU_CAPTURE_SYNC,
+    lines=(r"Capture\b[\w\s-]{0,40}?\bcuda ?graph failed", _CAPTURE_ERROR_LINE, NPU_CAPTURE_SYNC_TEXT,
            r"^\d\. disable (?:decode )?cuda graph by --(?:disable-cuda-graph\b|cuda-graph-backend-decode=disabled)",
            r"^\d\. disable torch compile by not using --enable-torch-compile"),
     priority=80, phase="graph_capture", detail=_capture_detail, by_algorithm=(_DDTREE_WIDTH,),
