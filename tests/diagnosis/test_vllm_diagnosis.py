@@ -385,8 +385,10 @@ def test_vllm_logs_are_read_as_vllm():
     # (w8611), texts SGLang's registry and quantization configs write too. Round 87 two, each the same reading either
     # way: torch's NCCL watchdog lines under Ray's worker tag (w8713) and CANN's captured-stream refusal under
     # transformers' frames (w8725, cuda_graph_capture either way since the kinds table's capture row reads it). Round
-    # 88 one, the same reading either way: ROCm's queue abort and SIGABRT under Ray's RayWorkerVllm tag alone (w8813)
-    assert len(unmarked) <= 140, unmarked
+    # 88 one, the same reading either way: ROCm's queue abort and SIGABRT under Ray's RayWorkerVllm tag alone (w8813).
+    # Round 89 one, the same reading either way: uvicorn's ASGI traceback of a streamed completion under docker
+    # compose's prefix (w8910, one request's error)
+    assert len(unmarked) <= 141, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -5,7 +5,8 @@ PTX a newer toolkit built than the driver can load, a caller that builds vLLM's 
 release, worded by a Python older than 3.10. ``unsupported_gpu``: the attention selector finding no backend where
 one that fits the model is refused only for this GPU's compute capability, or (round 77) a traceback cut inside V0's
 bfloat16 check of the GPU, whose one raise is that refusal; (round 83) vLLM's attention-backend registry not knowing
-the name an older vllm-ascend's backend gives itself (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
+the name an older vllm-ascend's backend gives itself (``dependency_mismatch``); (round 89) transformers' processor
+refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
 ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
-           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME"]
+           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -129,5 +130,29 @@ PLUGIN_BACKEND_NAME = Signature(
              ("vllm-ascend 0.11.0rc0", "vllm_ascend/attention/attention_v1.py:48"),
              ("vllm-ascend 0.12.0rc1", "vllm_ascend/attention/attention_v1.py:50")))
 
+# (round 89) vLLM hands a model's HF processor its own tokenizer (``kwargs["tokenizer"] = self.tokenizer``,
+# inputs/registry.py:136-137 (0.9.2), skipped for transformers 4.53.0 alone, :133-136), a subclass it names
+# "Cached<Name>" (transformers_utils/tokenizer.py:108, :135 (0.9.2)). transformers 4.53 passes such a keyword to the
+# processor's __init__ (processing_utils.py:1089-1090 (4.53.1); 4.52.4 set it after, :985-987), whose class check
+# refuses it where the processor names the slow class alone (check_argument_for_proper_class, :568-570 (4.53.1);
+# WhisperProcessor's tokenizer_class = "WhisperTokenizer", models/whisper/processing_whisper.py:38): the installed
+# transformers is newer than this vLLM's processor call fits. A tokenizer of the user's own (no "Cached") is not read
+_CACHED_REFUSED = r"Received a Cached\w+ for argument tokenizer, but a \S+ was expected\b"
+PROCESSOR_CACHED_TOKENIZER = Signature(
+    "vllm_processor_cached_tokenizer", "dependency_mismatch",
+    "the installed transformers' processor refuses the tokenizer vLLM hands it",
+    ("vLLM passed its cached tokenizer to the model's transformers processor, and the installed transformers "
+     "checks that argument's class strictly (transformers 4.53 and later; the processor names the slow tokenizer "
+     "class alone): this transformers is newer than this vLLM was made for. Install the transformers this vLLM "
+     "release was tested with (for vLLM 0.9.x: `pip install 'transformers<4.53'`), or a vLLM release that fits the "
+     "installed transformers; `pip show transformers vllm` shows both.",),
+    types=r"(?:\w+\.)*TypeError", patterns=(_CACHED_REFUSED,), lines=(_CACHED_REFUSED,), priority=81,
+    sources=(("vllm 0.9.2", "vllm/inputs/registry.py:137"), ("vllm 0.9.2", "vllm/inputs/registry.py:133"),
+             ("vllm 0.9.2", "vllm/transformers_utils/tokenizer.py:135"),
+             ("transformers 4.53.1", "transformers/processing_utils.py:569"),
+             ("transformers 4.53.1", "transformers/processing_utils.py:1090"),
+             ("transformers 4.52.4", "transformers/processing_utils.py:987"),
+             ("transformers 4.53.1", "transformers/models/whisper/processing_whisper.py:38")))
+
 SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
-                               PLUGIN_BACKEND_NAME]
+                               PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER]
