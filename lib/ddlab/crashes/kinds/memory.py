@@ -103,14 +103,18 @@ _DRAFT_COUNTS = (
     ("ddtree", "The DFlash drafter's weights and its own KV pool are counted too."),
 )
 
+# (round 92) SGLang 0.1.x's router spelt it "Not enought memory. " (0.1.6 managers/router/model_runner.py:311,
+# 0.1.13 :332, 0.1.16 :354, raised by init_memory_pool when the profiled token count is <= 0; 0.1.18 spells it
+# right, managers/controller/model_runner.py:356): the same check, so the same kind
 KV_POOL = Signature(
     "kv_pool_oom", "kv_pool_oom", "the KV cache pool does not fit",
     ("The KV cache pool does not fit next to the weights.",),
-    patterns=(r"Not enough memory\b.{0,120}?(?:mem[-_]fraction[-_]static|KV cache|memory pool)",),
-    lines=(r"Not enough memory\. Please try to increase --mem-fraction-static",
+    patterns=(r"Not enought? memory\b.{0,120}?(?:mem[-_]fraction[-_]static|KV cache|memory pool)",),
+    lines=(r"Not enought? memory\. Please try to increase --mem-fraction-static",
            r"max_total_tokens=\d+ is larger than the profiled value -\d+"),
     priority=70, phase="memory_pool", detail=_kv_pool_detail, by_algorithm=_DRAFT_COUNTS,
-    sources=(("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1156"),
+    sources=(("sglang 0.1.13", "sglang/srt/managers/router/model_runner.py:332"),
+             ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1156"),
              ("0.4.10.post2", "sglang/srt/model_executor/model_runner.py:1139"),
              ("0.5.10", "sglang/srt/model_executor/model_runner_kv_cache_mixin.py:57"),
              ("0.5.14", "sglang/srt/model_executor/pool_configurator.py:58"),

@@ -72,6 +72,17 @@ WEIGHT_NAME_ALONE = Signature(
     types=r"KeyError", patterns=(_TENSOR,), absent=(r'File "',), priority=32, phase="load_weights",
     sources=_SOURCES)
 
+# (round 92) pickle's "invalid load key" and UnpicklingError say only that bytes were not a pickle: a
+# checkpoint's torch.load, or a message between processes. pyzmq's recv_pyobj unpickles what the socket
+# received (pyzmq 26.4.0 zmq/sugar/socket.py:961 recv_pyobj, :808-830 _deserialize's load(recvd); the asyncio
+# socket's zmq/_future.py:337, :360 "loaded = load(buf)" in _chain), which SGLang's processes use for every
+# message (0.4.5.post2 sglang/srt/managers/tokenizer_manager.py:924, the TokenizerManager's handle_loop reading
+# the detokenizer's), and multiprocessing's Connection.recv unpickles what a pipe carried (CPython 3.11.7
+# Lib/multiprocessing/connection.py:251): a chain through either is an IPC message that was not a pickle
+_IPC_UNPICKLE = (r"\.recv_pyobj\("
+                 r"|zmq[/\\](?:_future|sugar[/\\]socket)\.py\", line \d+, in (?:_chain|_deserialize|recv_pyobj)\b"
+                 r"|multiprocessing[/\\]connection\.py\", line \d+, in recv\b")
+
 UNREADABLE = Signature(
     "weights_unreadable", "weights_unreadable", "a checkpoint file cannot be read",
     (_ADVICE,),
@@ -80,7 +91,7 @@ UNREADABLE = Signature(
               r"invalid load key", r"UnpicklingError", r"PytorchStreamReader failed reading zip archive",
               r"Weights only load failed", r"Missing keys \(.*\) in loaded state",
               r"Cannot find the config file for \w+", _SHAPE),
-    priority=80, phase="load_weights", detail=shape_detail,
+    absent=(_IPC_UNPICKLE,), priority=80, phase="load_weights", detail=shape_detail,
     sources=(*_SOURCES,
              ("0.4.10.post2", "sglang/srt/model_loader/weight_utils.py:650"),
              ("0.5.23", "sglang/srt/model_loader/weight_utils.py:1583"),
@@ -89,6 +100,11 @@ UNREADABLE = Signature(
              ("torch 2.14.1", "torch/serialization.py:1459 (_get_wo_message: Weights only load failed), "
                               ":1467, :1469"),
              ("CPython 3.12.3", "Modules/_pickle.c:6947 (load: invalid load key, '%c'.), :6951"),
+             ("pyzmq 26.4.0", "zmq/_future.py:360 (_deserialize's _chain: loaded = load(buf))"),
+             ("pyzmq 26.4.0", "zmq/sugar/socket.py:961 (recv_pyobj)"),
+             ("sglang 0.4.5.post2", "sglang/srt/managers/tokenizer_manager.py:924"),
+             ("CPython 3.11.7", "Lib/multiprocessing/connection.py:251 (Connection.recv: "
+                                "_ForkingPickler.loads)"),
              ("torch 2.6.0", "caffe2/serialize/inline_container.cc:240 (PyTorchStreamReader::valid: "
                              "PytorchStreamReader failed ...; reading zip archive :160, init)")))
 
