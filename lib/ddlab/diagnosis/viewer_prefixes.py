@@ -19,6 +19,8 @@ line its Python worker prints (the worker's stdout at INFO, its stderr at WARN).
 wrapper's local time and a colon before each line it relays (a shell loop stamping a process's output).
 :data:`CMD_RANK_TAG` is a job launcher's tag of the command and its two indices before each line it relays.
 :func:`peel_task_label` peels Slurm's task label (``srun --label``) before each line of a task's output.
+:data:`CONSOLE_ROW` (vLLM round 90) is a log console's table row copied as text: a bar, the line's RFC 3339 time, a
+bar ("  | 2025-03-07T05:56:27.270Z | "), a non-breaking space before it where the copy kept one.
 
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md), and a viewer's
 prefix is a fact about the viewer, not about SGLang.
@@ -29,10 +31,13 @@ from __future__ import annotations
 import re
 
 __all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "CMD_RANK_TAG", "OMNI_STAGE_TAG",
-           "peel_desktop_time", "peel_task_label"]
+           "CONSOLE_ROW", "peel_desktop_time", "peel_task_label"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+
+# (vLLM round 90) a log console's row: "| time |" before the line's own text (its leading blanks, a NBSP, kept out)
+CONSOLE_ROW = rf"^[ \t\xa0]*\| {RFC3339} \| "
 
 # (round 43) "ERROR 2026-02-18T14:43:05.821451064Z [severity: ERROR] " (the echo optional)
 CLOUD_LOGGING = re.compile(rf"^(?P<severity>{_SEVERITY}) {RFC3339} (?:\[severity: (?P=severity)\](?: |$))?")

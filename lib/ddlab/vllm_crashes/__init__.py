@@ -9,6 +9,6 @@ vLLM's flags), ``speculative``, ``graphs``, ``requests`` (one request's errors),
 death, its echoes and stalls), ``backends`` (other accelerators and features), ``adapters``
 (LoRA adapters, Ascend / TPU, LLVM, bindings), ``ascend`` (vllm-ascend's NPU texts) and
 ``messages`` (V0's engine messages, NIXL), ``wna16`` (the quantized MoE GEMM refusing the
-experts' shapes), ``entrypoints`` (the OpenAI server's own start-up checks and what it loads
-beside the engine).
+experts' shapes), ``moe_schemes`` (an FP8 MoE method refusing the checkpoint's scale layout),
+``entrypoints`` (the OpenAI server's own start-up checks and what it loads beside the engine).
 """

@@ -1,5 +1,6 @@
 """vLLM: its CUDA graphs' crash texts (capture, a batch outside the compiled ranges, a replay's
-inputs, V0's batch size with no captured graph), mapped onto ddlab's kinds with advice in vLLM's flags; cited as in :mod:`.vllm`."""
+inputs, V0's batch size with no captured graph; (round 90) the piecewise compile's cache finding no hash of the graph
+inductor compiled), mapped onto ddlab's kinds with advice in vLLM's flags; cited as in :mod:`.vllm`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ddlab.vllm_crashes.library import V0 as _V0, voiced
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING", "NPU_CAPTURE",
-           "GRAPH_BLOCK_TABLES"]
+           "GRAPH_BLOCK_TABLES", "COMPILE_HASH_MISSING"]
 
 # (round 14) also torch's own graph capture, entered by vLLM's `with torch.cuda.graph(...)`
 # (compilation/cuda_graph.py:315 (0.30.0)): torch/cuda/graphs.py's CUDAGraph.capture_begin / capture_end
@@ -225,5 +226,28 @@ NCCL_CAPTURE = Signature(
              ("vllm 0.5.1", "vllm/worker/model_runner.py:980"),
              ("vllm 0.5.1", "vllm/distributed/parallel_state.py:263")))
 
+# (round 90) vLLM compiles each piece of the split graph through its InductorAdaptor, which learns the compiled
+# graph's cache key and file by patching inductor's internals for the call (compiled_fx_graph_hash, compile_fx_inner's
+# output, FxGraphCache's load on torch 2.5: 0.9.0 compilation/compiler_interface.py:285-355, :357-410), then asserts
+# it got them: "failed to get the hash of the compiled graph", "failed to get the file path of the compiled graph"
+# (:414-418, skipped under VLLM_DISABLE_COMPILE_CACHE=1 in 0.9.0, :414; unconditional in 0.7.3, :267-270; gone by
+# 0.9.2). torch's dynamo wraps the assert as BackendCompilerFailed (backend='<vllm.compilation.backends.VllmBackend
+# ...>' raised: AssertionError: ...): the model's torch.compile failed in vLLM's compiler backend, in the profile run
+# that first calls the compiled model, kernel_compile as inductor's own failures (compilers.py INDUCTOR_FAILED)
+_NO_HASH = r"\bfailed to get the (?:hash|file path) of the compiled graph\b"
+COMPILE_HASH_MISSING = Signature(
+    "vllm_compile_hash_missing", "kernel_compile", "vLLM's compile cache found no hash of the graph inductor compiled",
+    ("vLLM's torch.compile backend compiled a piece of the model with inductor but its cache hooks (patched into "
+     "inductor's internals) saw no cache key or file for it: the installed torch's inductor did not go through the "
+     "calls this vLLM patches (a torch other than the one vLLM pins, or inductor's FX graph cache bypassed for this "
+     "graph). Start with `VLLM_DISABLE_COMPILE_CACHE=1` (vLLM 0.9.0 skips this check then), or without compilation "
+     "(`--enforce-eager`, or `-O0`); `pip show torch vllm` and the torch that vLLM release pins tell whether they "
+     "fit.",),
+    patterns=(_NO_HASH,), lines=(_NO_HASH,), priority=80,
+    sources=(("vllm 0.9.0", "vllm/compilation/compiler_interface.py:415"),
+             ("vllm 0.9.0", "vllm/compilation/compiler_interface.py:414"),
+             ("vllm 0.9.0", "vllm/compilation/compiler_interface.py:363"),
+             ("vllm 0.7.3", "vllm/compilation/compiler_interface.py:267")))
+
 SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING,
-              GRAPH_BLOCK_TABLES, NPU_CAPTURE, NCCL_CAPTURE]
+              GRAPH_BLOCK_TABLES, NPU_CAPTURE, NCCL_CAPTURE, COMPILE_HASH_MISSING]

@@ -6,7 +6,8 @@ release, worded by a Python older than 3.10. ``unsupported_gpu``: the attention 
 one that fits the model is refused only for this GPU's compute capability, or (round 77) a traceback cut inside V0's
 bfloat16 check of the GPU, whose one raise is that refusal; (round 83) vLLM's attention-backend registry not knowing
 the name an older vllm-ascend's backend gives itself (``dependency_mismatch``); (round 89) transformers' processor
-refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
+refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``); (round 90) V0's FlashInfer backend
+calling a wrapper class its import left None (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
 ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
-           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER"]
+           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER", "FLASHINFER_WRAPPER_NONE"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -154,5 +155,27 @@ PROCESSOR_CACHED_TOKENIZER = Signature(
              ("transformers 4.52.4", "transformers/processing_utils.py:987"),
              ("transformers 4.53.1", "transformers/models/whisper/processing_whisper.py:38")))
 
+# (round 90) V0's FlashInfer backend imports flashinfer's wrapper classes in a try whose ImportError binds each to
+# None (attention/backends/flashinfer.py:5-16 (0.6.3.post1)): with flashinfer missing, or a release whose modules do
+# not hold those names, the backend still loads where VLLM_ATTENTION_BACKEND=FLASHINFER names it, and the first
+# forward's _get_prefill_wrapper (:115-118) or _get_decode_wrapper (:128) calls None: "TypeError: 'NoneType'
+# object is not callable" on the line that builds the wrapper. Read only where that frame of vLLM's flashinfer.py
+# raised it (a None called elsewhere is not this)
+_WRAPPER_NONE = (r'attention[/\\]backends[/\\]flashinfer\.py", line \d+, in _get_\w+[ \t]*\n'
+                 r'[^\n]*\b(?:CUDAGraph)?Batch(?:Prefill|Decode)WithPagedKVCacheWrapper\([^\n]*\n'
+                 r'(?:[^\n]*[~^]{3,}[ \t]*\n)?[^\n]*TypeError: \'NoneType\' object is not callable')
+FLASHINFER_WRAPPER_NONE = Signature(
+    "vllm_flashinfer_wrapper_none", "dependency_mismatch", "V0's FlashInfer backend found no flashinfer to import",
+    ("vLLM's FlashInfer attention backend (chosen by VLLM_ATTENTION_BACKEND=FLASHINFER or for the model) could not "
+     "import flashinfer's wrapper classes, and called the None it left in their place: flashinfer is not installed "
+     "in this environment, or its release does not fit this vLLM. `pip show flashinfer` says which; install the "
+     "flashinfer wheel built for this torch and CUDA that this vLLM release names in its docs, or unset "
+     "VLLM_ATTENTION_BACKEND to use the default backend.",),
+    types=r"(?:\w+\.)*TypeError", patterns=(r"'NoneType' object is not callable",), context=(_WRAPPER_NONE,),
+    priority=81,
+    sources=(("vllm 0.6.3.post1", "vllm/attention/backends/flashinfer.py:15"),
+             ("vllm 0.6.3.post1", "vllm/attention/backends/flashinfer.py:117"),
+             ("vllm 0.6.3.post1", "vllm/attention/backends/flashinfer.py:128")))
+
 SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
-                               PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER]
+                               PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER, FLASHINFER_WRAPPER_NONE]

@@ -1,6 +1,7 @@
 """vLLM: a parallel layout the model or the node cannot take (``bad_argument``), read from the asserts that say so
 (round 85): the tensor-parallel split's bare divisibility assert, and the V1 worker's check of the ranks a node runs
-against the GPUs it sees, and the Ray executor finding no GPU worker on the driver's node.
+against the GPUs it sees, and the Ray executor finding no GPU worker on the driver's node; (round 90) a worker's
+init_device finding no GPU visible to its process.
 
 Each is a text of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
 """
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU"]
+__all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU", "WORKER_NO_VISIBLE_GPU"]
 
 # (round 85) distributed/utils.py's ensure_divisibility: ``assert numerator % denominator == 0, "{} is not divisible
 # by {}".format(numerator, denominator)`` (0.5.1 vllm/distributed/utils.py:12; SGLang's copy, 0.4.0
@@ -62,4 +63,24 @@ DRIVER_NO_GPU = Signature(
              ("vllm 0.11.0", "vllm/executor/ray_distributed_executor.py:250"),
              ("vllm 0.5.4", "vllm/executor/ray_gpu_executor.py:156")))
 
-SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU]
+# (round 90) a GPU worker's init_device binds its rank's device, torch.device(f"cuda:{self.local_rank}") then
+# torch.cuda.set_device (0.7.3 vllm/worker/worker.py:154-155), whose lazy CUDA init raises torch's "No CUDA GPUs are
+# available" where the process sees no device at all (CUDA_VISIBLE_DEVICES empty). vLLM placed a worker on a GPU it
+# counted, but the process it runs in was given none: V0's Ray executor (no SPMD worker) runs the rank-0 driver
+# worker inside the engine's own process (vllm/executor/ray_distributed_executor.py:214-228 (0.7.3)), so an engine
+# started inside a Ray task or actor that asked for no GPU (Ray sets CUDA_VISIBLE_DEVICES="" for it) fails here; so
+# does a container or a CUDA_VISIBLE_DEVICES that hides every GPU. A launch the layout refuses, as DRIVER_NO_GPU.
+# Read only where init_device raised it (a caller's own tensor on a GPU-less host is not this)
+_NO_GPUS = r"\bNo CUDA GPUs are available\b"
+WORKER_NO_VISIBLE_GPU = Signature(
+    "vllm_worker_no_visible_gpu", "bad_argument", "a vLLM worker's process sees no GPU at all",
+    ("A vLLM worker set up its GPU (init_device) in a process that sees none: CUDA_VISIBLE_DEVICES is empty there. "
+     "Under Ray, V0's engine runs rank 0's worker in its own process, so the task or actor that creates the engine "
+     "must hold a GPU itself (Ray Data: `num_gpus=1` on the map that builds the LLM, or `VLLM_USE_V1=1`); otherwise "
+     "check `echo $CUDA_VISIBLE_DEVICES` and that the container sees its GPUs (`nvidia-smi` inside it).",),
+    types=r"(?:\w+\.)*RuntimeError", patterns=(_NO_GPUS,), context=(r", in init_device\s*$",), priority=72,
+    phase="launch",
+    sources=(("vllm 0.7.3", "vllm/worker/worker.py:155"),
+             ("vllm 0.7.3", "vllm/executor/ray_distributed_executor.py:223")))
+
+SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU, WORKER_NO_VISIBLE_GPU]

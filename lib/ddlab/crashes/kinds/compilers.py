@@ -17,7 +17,7 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_LAUNCH_REFUSED",
            "TRITON_PASS_FAILED", "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "NINJA_RUN_CUT",
-           "INDUCTOR_FAILED", "build_detail"]
+           "INDUCTOR_FAILED", "ARANGE_NOT_POW2", "build_detail"]
 
 # (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
@@ -28,6 +28,10 @@ __all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "T
 # from the GPU's capability (backends/nvidia/compiler.py:111, capability >= 89)
 TRITON_FP8_ARCH = (r"\btype fp8\w+ not supported in this architecture\b"
                    r"|\bfp8e4nv data type is not supported on CUDA arch < 89\b")
+# (vLLM round 90) tl.arange refuses a range that is not a power of 2 (triton 3.3.0 language/semantic.py:623; 3.1.0
+# :512), and the code generator wraps it as the kernel's CompilationError "from e" (code_generator.py:1261 (3.3.0)):
+# the sizes the caller handed the kernel, not a failed build (kernels.py KERNEL_CONFIG reads the refusal)
+ARANGE_NOT_POW2 = r"arange's range must be a power of 2"
 # (vLLM round 26) Triton builds its driver's C helpers (cuda_utils) the first time a kernel runs and looks for
 # a C compiler: CC, else gcc or clang on PATH (triton 3.2.0 runtime/build.py:32 "Failed to find C compiler.
 # Please specify via CC environment variable.", 3.4.0 :33 and 3.5.0 :32 add "or set triton.knobs.build.impl.")
