@@ -80,6 +80,10 @@ WRAPPERS = (
     r"^EOFError\b", r"Received sigquit", r"SIGQUIT received", r"^KeyboardInterrupt\b",
     r"^SystemExit\b", r"res=<Response \[\d+\]>", r"^requests\.exceptions\.", r"Connection refused",
     r"Child process unexpectedly failed",
+    # (round 93) SGLang's test harness seeing the server it launched exit: popen_launch_server's "Server process
+    # exited with code N. Check server logs for errors." (0.5.10 sglang/test/test_utils.py:794, :961, :975), which
+    # a test's setUpClass wraps again ("Test failed for MODEL: ..."); the server's own log above says why
+    r"Server process exited with code -?\d+\. Check server logs for errors",
 )
 WRAPPER_FRAMES = r", in _wait_and_warmup\s*$"
 WRAPPER_LINES = (

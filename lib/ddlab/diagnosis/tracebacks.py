@@ -15,15 +15,13 @@ was stripped still count. A traceback that never reaches its exception line
 was being reported, not which; unless the paste ends inside the exception
 line's type name and only one of torch's own types fits it (``torch.O``).
 
-Why a state machine and not one regex: SGLang prints tracebacks from several
-processes (TP ranks, scheduler, tokenizer manager, launcher) into one stream.
-A traceback's own lines are unstamped; lines stamped by SGLang's logger, or
-written by another journal identifier (systemd), that arrive while a
-traceback's frames are open are treated as interleaved and skipped, not as the
-end of the traceback. A message continues onto unstamped lines ("Possible
-solutions: ..." after a capture failure, torch's CUDA error hints) until a
-blank line, a stamped line or another record starts (a line that carried a C++
-log prefix, torch's ``[W207 ...]`` warning included, is another record).
+Why a state machine and not one regex: SGLang prints tracebacks from several processes (TP ranks, scheduler,
+tokenizer manager, launcher) into one stream. A traceback's own lines are unstamped; lines stamped by
+SGLang's logger, or written by another journal identifier (systemd), that arrive while a traceback's frames
+are open are treated as interleaved and skipped, not as the end of the traceback. A message continues onto
+unstamped lines ("Possible solutions: ..." after a capture failure, torch's CUDA error hints) until a blank
+line, a stamped line or another record starts (a line that carried a C++ log prefix, torch's ``[W207 ...]``
+warning included, is another record); or a test runner's report, :mod:`.unittest_reports`).
 """
 
 from __future__ import annotations
@@ -34,6 +32,7 @@ from dataclasses import dataclass, field
 from ddlab.crashes.frames import own_script, ray_driver, router_frames
 from ddlab.diagnosis.cut_names import HEAD_CUT as _HEAD_CUT, cut_type, ipython_type, unshifted
 from ddlab.diagnosis.logtext import READY_MARK, Line
+from ddlab.diagnosis.unittest_reports import UNITTEST_REPORT
 
 __all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type", "ACCESS_RE"]
 
@@ -227,7 +226,7 @@ class _Parser:
         ended = (_CHAIN_RE.match(msg) or _TRACEBACK_RE.search(msg) or line.level is not None or line.record
                  or self._foreign(line) or _RECORD_START_RE.match(msg) or _PROGRESS_RE.search(msg)
                  or _PY_FRAME_RE.match(msg) or (self.gap and _is_exception_line(msg.strip(), strict=False))
-                 or len(self.message.exc_lines) > _MAX_CONTINUATION)
+                 or UNITTEST_REPORT.match(msg) or len(self.message.exc_lines) > _MAX_CONTINUATION)
         if ended:
             self.message, self.gap = None, False
             return False

@@ -206,4 +206,14 @@ DRAFT_HIDDEN_MERGE = Signature(
                        "match except in dimension {}. Expected size {} but got size {} for tensor number {} "
                        "in the list.)")))
 
-SIGNATURES = [SPEC_FEATURE, DRAFT_HIDDEN_MERGE]
+# (round 93) an EAGLE draft's fc, built for twice its hidden size (0.4.3.post2 models/llama_eagle.py:74), takes its
+# embedding and the target's hidden states side by side (:88; 0.5.10 :97, qwen2_eagle.py:98, llama_eagle3.py:177):
+# torch's matmul refusing them there is a draft made for a target of another hidden size, in capture or eager alike
+DRAFT_FC_SHAPE = Signature(
+    "draft_fc_shape", "draft_incompatible", "the EAGLE draft model was made for a target of another hidden size",
+    ("The EAGLE draft's fc cannot take the target's hidden states: serve a draft made for this target "
+     "(`--speculative-draft-model-path`).",), patterns=(r"mat1 and mat2 shapes cannot be multiplied",),
+    context=(r"models[/\\]\w*eagle\w*\.py\", line \d+, in forward\n\s*\w+(?:, _)? = self\.fc\(",), priority=86,
+    sources=(("sglang 0.4.3.post2", "sglang/srt/models/llama_eagle.py:88"), ("0.5.10", "sglang/srt/models/llama_eagle.py:97"),
+             ("sglang 0.4.3.post2", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:82")))
+SIGNATURES = [SPEC_FEATURE, DRAFT_HIDDEN_MERGE, DRAFT_FC_SHAPE]
