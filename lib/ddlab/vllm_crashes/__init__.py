@@ -10,5 +10,7 @@ death, its echoes and stalls), ``backends`` (other accelerators and features), `
 (LoRA adapters, Ascend / TPU, LLVM, bindings), ``ascend`` (vllm-ascend's NPU texts) and
 ``messages`` (V0's engine messages, NIXL), ``wna16`` (the quantized MoE GEMM refusing the
 experts' shapes), ``moe_schemes`` (an FP8 MoE method refusing the checkpoint's scale layout),
-``entrypoints`` (the OpenAI server's own start-up checks and what it loads beside the engine).
+``processors`` (a multimodal model's HF processor not fitting vLLM's call), ``hub`` (huggingface.co
+unreachable through TLS or a proxy), ``entrypoints`` (the OpenAI server's own start-up checks and
+what it loads beside the engine).
 """

@@ -18,7 +18,7 @@ from dataclasses import replace
 from ddlab.crashes.kinds import (archs, compilers, device, kernels, launch, memory, models, native, npu,
                                  packages, requests, runtime, tensor_devices, weights)
 from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
-from ddlab.vllm_crashes import moe_schemes, wna16
+from ddlab.vllm_crashes import hub, moe_schemes, processors, wna16
 
 __all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
 
@@ -364,9 +364,9 @@ ASGI = voiced(requests.ASGI_ERROR, (
 REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
-    KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, *moe_schemes.SIGNATURES, LAUNCH_REFUSED,
+    KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, *moe_schemes.SIGNATURES, *processors.SIGNATURES, LAUNCH_REFUSED,
     FLASHINFER_LAUNCH_REFUSED, DEVICE_REFUSED, NCCL,
-    GLOO_PEER_LOST, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
+    GLOO_PEER_LOST, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, *hub.SIGNATURES, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH, HIP_ERROR_CUT,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,

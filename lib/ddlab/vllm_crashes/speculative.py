@@ -78,6 +78,8 @@ SPEC_CONFIG = Signature(
     lines=(r"validation errors? for SpeculativeConfig", r"Unknown speculative method '",
            r"'tensor_parallel_size' is not a valid argument in the speculative_config",
            r"num_speculative_tokens was provided without speculative_model"),
+    # (round 91) the draft's model not found (get_config's refusal inside SpeculativeConfig) is MODEL_NOT_FOUND's
+    absent=(r"Invalid repository ID or local directory specified: '",),
     priority=89, phase="launch", detail=_draft_detail,
     sources=((_V0, "vllm/config.py:1428"), (_V0, "vllm/config.py:1516"), (_V0, "vllm/config.py:1616"),
              ("0.30.0", "vllm/config/speculative.py:1780"), ("0.30.0", "vllm/config/speculative.py:1793"),

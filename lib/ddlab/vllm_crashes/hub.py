@@ -1,0 +1,34 @@
+"""The Hugging Face hub unreachable through TLS or a proxy while vLLM resolves the model (``model_not_found``,
+vLLM round 91).
+
+vLLM reads the model's config through transformers' ``cached_file``, which asks huggingface_hub's
+``hf_hub_download`` for the file; a connection error or timeout there falls back to the local cache (and, when
+that holds nothing, an error ddlab's ``model_not_found`` already reads: "couldn't connect to
+'https://huggingface.co'", ``LocalEntryNotFoundError``), but an ``SSLError`` or ``ProxyError`` is raised as it is
+(huggingface_hub 0.26.2 file_download.py:1428-1430, "Actually raise for those subclasses of ConnectionError"):
+requests' text names the pool, "HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with
+url: /<repo>/resolve/<revision>/<file>". The model could not be reached, as the other texts of that kind say.
+"""
+
+from __future__ import annotations
+
+from ddlab.crashes.signature import Signature
+
+__all__ = ["SIGNATURES", "HUB_UNREACHABLE"]
+
+# requests' / urllib3's text for the hub's host, any of its exception classes (SSLError, ProxyError, MaxRetryError,
+# ConnectionError) carries it; another host (a mirror of the user's, an API) is not read
+_HUB_POOL = r"HTTPSConnectionPool\(host='huggingface\.co', port=\d+\): Max retries exceeded with url: /\S+/resolve/"
+HUB_UNREACHABLE = Signature(
+    "vllm_hub_unreachable", "model_not_found", "huggingface.co could not be reached to fetch the model's files",
+    ("vLLM asked huggingface.co for the model's files (its config first) and the connection failed (TLS, a proxy "
+     "or the network: the exception's last part says which), with nothing in the local Hugging Face cache to fall "
+     "back on. Download the repo where the hub is reachable (`huggingface-cli download REPO --local-dir DIR`) and "
+     "give vLLM that folder as the model, or fix the host's proxy / CA settings (HTTPS_PROXY, REQUESTS_CA_BUNDLE) "
+     "or point HF_ENDPOINT at a mirror; once the files are cached, HF_HUB_OFFLINE=1 keeps vLLM off the network.",),
+    types=r"(?:\w+\.)*(?:SSLError|ProxyError|MaxRetryError|ConnectionError)", patterns=(_HUB_POOL,),
+    priority=84, phase="launch",
+    sources=(("huggingface_hub 0.26.2", "huggingface_hub/file_download.py:1428"),
+             ("huggingface_hub 0.26.2", "huggingface_hub/file_download.py:1432")))
+
+SIGNATURES: list[Signature] = [HUB_UNREACHABLE]
