@@ -30,7 +30,7 @@ from ddlab.crashes.kinds.native import LOOP_FILE
 from ddlab.crashes.kinds.rendezvous import DIST_INIT_TIMEOUT, UNIQUE_ID_WAIT
 from ddlab.crashes.kinds.rendezvous import NVSHMEM_INIT  # (round 29)
 from ddlab.crashes.kinds.rendezvous import STORE_PING_NONCE  # (round 33)
-from ddlab.crashes.kinds.warmup import WARMUP_ERROR_BODY  # (round 59)
+from ddlab.crashes.kinds.warmup import HARNESS_START_TIMEOUT, WARMUP_ERROR_BODY  # (rounds 94, 59)
 from ddlab.crashes.kinds.warmup import WARMUP_FAILED, WARMUP_READ_TIMEOUT, WARMUP_STATUS_CUT
 from ddlab.crashes.signature import Found, Signature, regex
 
@@ -391,7 +391,7 @@ SIGNATURES = [NCCL, NCCL_INIT, NCCL_NET, STORE_WAIT_TIMEOUT, UNIQUE_ID_WAIT, GLO
               PEER_FAILED_LOADING, PEER_BARRIER, DIST_INIT_TIMEOUT, HANG, HANG_DUMP, HEALTH_CHECK,
               HEALTH_UNAVAILABLE, WARMUP_FAILED,
               WARMUP_STATUS_CUT, WARMUP_READ_TIMEOUT,
-              WARMUP_ERROR_BODY,  # (round 59)
+              WARMUP_ERROR_BODY, HARNESS_START_TIMEOUT,  # (rounds 59, 94)
               NVSHMEM_INIT,  # (round 29)
               STORE_PING_NONCE,  # (round 33)
               CUSTOM_ALL_REDUCE]  # (round 78)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["WARMUP_FAILED", "WARMUP_READ_TIMEOUT", "WARMUP_STATUS_CUT", "WARMUP_ERROR_BODY"]
+__all__ = ["WARMUP_FAILED", "WARMUP_READ_TIMEOUT", "WARMUP_STATUS_CUT", "WARMUP_ERROR_BODY", "HARNESS_START_TIMEOUT"]
 
 WARMUP_FAILED = Signature(
     "warmup_failed", "health_check", "the server did not answer its warmup request",
@@ -122,3 +122,15 @@ WARMUP_ERROR_BODY = Signature(
              ("0.5.23", "sglang/srt/entrypoints/openai/serving_base.py:139"),
              ("sglang 0.5.7", "sglang/srt/entrypoints/openai/protocol.py:73"),
              ("sglang 0.5.7", "sglang/srt/entrypoints/http_server.py:1462")))
+
+# (round 94) SGLang's test harness polls the server it launched at /health_generate until its timeout, kills its
+# process tree, raises "Server failed to start within the timeout period" (0.5.6.post2 test/test_utils.py:683-684;
+# 0.5.10 :817, :970-976): the server never answered, a failed launch; an error of the server's own above decides
+HARNESS_START_TIMEOUT = Signature(
+    "harness_start_timeout", "health_check", "the test harness killed a server that never became healthy",
+    ("SGLang's test harness got no answer from /health_generate for its whole timeout and killed the server: "
+     "the last startup line of each rank says where it stopped (a rank missing from it waits on a peer); rerun "
+     "the launch command by hand and `py-spy dump --pid PID` a scheduler that stops logging.",),
+    patterns=(r"Server failed to start within the timeout period",), priority=12, echo=True,
+    sources=(("sglang 0.5.6.post2", "sglang/test/test_utils.py:683"), ("0.5.10", "sglang/test/test_utils.py:817"),
+             ("0.5.10", "sglang/test/test_utils.py:976")))
