@@ -229,7 +229,11 @@ _PHASE_MARKERS = (
         r"|Loading presharded checkpoints for ranks" rf"|{MODEL_BUILD}"  # (round 69) a MoE layer built (.vllm_model_lines)
         # (round 55) the V2 model runner's only start-of-loading line, just before its loader's load_model
         # (v1/worker/gpu/model_runner.py:358 (0.28.0), :412 (0.34.0); V1 gpu_model_runner.py:2634 (0.11.0))
-        r"|Loading model from scratch\.\.\.")),
+        r"|Loading model from scratch\.\.\."
+        # (round 92) tpu_inference's get_model, on vLLM's TPU platform, before it builds the JAX model and loads
+        # its weights (get_flax_model / get_vllm_model: tpu-inference 0.13.2 models/common/model_loader.py:364,
+        # :386, :348)
+        r"|Loading model with MODEL_IMPL_TYPE=")),
     # the weights are in ("Model loading took": v1/worker/gpu/model_runner.py:442 (0.34.0); V0 "Loading model weights
     # took": worker/model_runner.py:1077 (0.6.4.post1)); then the profiling run (torch.compile in it), the KV cache's
     # size (v1/worker/gpu_worker.py:796, v1/core/kv_cache_utils.py:1169 (0.34.0); V0 "# GPU blocks":

@@ -346,6 +346,15 @@ CONFIG_NOT_JSON = voiced(weights.CONFIG_NOT_JSON, (
     "The model's config.json was found but is not JSON (an empty or cut download, a Git LFS pointer): download "
     "the checkpoint again (`huggingface-cli download MODEL`, its snapshot in the cache deleted first) or fix the "
     "file, then start `vllm serve` again.",))
+# (round 92) a model path naming a file transformers reads as the config (models.MODEL_PATH_IS_A_FILE): vLLM
+# 0.5.5 hands a file to transformers as a GGUF only when its name ends in ".gguf" (transformers_utils/config.py:58),
+# 0.6.4.post1 also by its "GGUF" magic (transformers_utils/config.py:155, utils.py:14-16)
+MODEL_PATH_IS_A_FILE = voiced(models.MODEL_PATH_IS_A_FILE, (
+    "The model path names a file, which transformers read as the model's config and could not decode: give the "
+    "model's folder (config.json, tokenizer, weights); a GGUF file must end in `.gguf` for vLLM before 0.6 to load "
+    "it as one (`ln -s FILE model.gguf`, then `vllm serve model.gguf --tokenizer <the original repo>`).",),
+    sources=(("0.6.4.post1", "vllm/transformers_utils/config.py:155"),
+             ("0.6.4.post1", "vllm/transformers_utils/utils.py:14")))
 # (round 12) a frame of vLLM's own code in faulthandler's format ('File "...", line N in f', no comma:
 # CPython Modules/faulthandler.c, dump_frame). Python's tracebacks put a comma there; faulthandler writes
 # this form on a fatal signal (enable(), or PYTHONFAULTHANDLER) or when asked to dump, and vLLM asks
@@ -370,7 +379,7 @@ SIGNATURES: list[Signature] = [
     CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH, HIP_ERROR_CUT,
     DEPENDENCY, C_EXTENSION_LINK, OP_MISMATCH, PYTHON_TOO_OLD, IMPORT_ERROR, UNREADABLE, WEIGHT_NAME, WEIGHT_NAME_ALONE,
-    CONFIG_NOT_JSON,
+    CONFIG_NOT_JSON, MODEL_PATH_IS_A_FILE,
     NATIVE, ASGI, REFUSED,
     NO_C_COMPILER_CUT, NINJA_RUN_CUT, TRITON_BUILD_CUT,
 ]
