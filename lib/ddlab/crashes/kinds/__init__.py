@@ -13,6 +13,7 @@ for its grid), ``status_checks`` (a kernel library's status check reporting its 
 refused), ``scale_layouts`` (DeepGEMM with no case for the scale format it was handed),
 ``ocp_fp8`` (Triton's AMD backend with no conversion for an OCP fp8 type the GPU lacks),
 ``skipped_imports`` (a library's notice that it skipped its C++ extension: a warning),
+``module_attrs`` (a kernel library's module without a function SGLang calls),
 ``plan_dtypes`` (a kernel run on other dtypes than its plan was given),
 ``tensor_devices`` (a kernel handed a tensor off the GPU), ``npu`` (an Ascend NPU's own
 faults and support texts), ``runtime`` (NCCL, hangs and health checks), ``rendezvous``
@@ -26,7 +27,7 @@ cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take)
 the same kinds, their advice in vLLM's flags (issue 28), are a layer of their own above
 this one, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``, ``packages``,
 ``parsers``, ``archs``, ``compilers``, ``kernels``, ``cooperative``, ``status_checks``,
-``scale_layouts``, ``ocp_fp8``, ``skipped_imports``, ``plan_dtypes``,
+``scale_layouts``, ``ocp_fp8``, ``skipped_imports``, ``module_attrs``, ``plan_dtypes``,
 ``tensor_devices``, ``npu`` and ``rendezvous`` are spliced into ``memory``'s,
 ``launch``'s, ``device``'s and ``runtime``'s lists where they stood (``compilers`` after
 the kernel builds that raise). Each module's ``SIGNATURES`` is a list of

@@ -123,7 +123,9 @@ _SIZE_TEXTS = (r"size of tensor a \(\d+\) must match the size of tensor b",
                r"doesn't match the broadcast shape", r"Expected size \d+ but got size \d+",
                r"shape mismatch|size mismatch|sizes? (?:do not|don't) match",
                r"Tensor lists must have the same number",
-               r"shape '\[[^\]]*\]' is invalid for input of size", r"out of bounds for dimension")
+               r"shape '\[[^\]]*\]' is invalid for input of size", r"out of bounds for dimension",
+               # (round 95) torch's expand (a slice assigned a tensor of another length), ATen ExpandUtils.cpp
+               r"The expanded size of the tensor \(\d+\) must match the existing size \(\d+\)")
 _DDTREE_WIDTH = ("ddtree", "DDTree's verify batch holds budget+1 tokens per request, not the "
                            "block size: every buffer the verify path fills must be sized for that.")
 
@@ -232,6 +234,7 @@ REPLAY_SIZE = Signature(
              ("0.5.10", "sglang/srt/model_executor/cuda_graph_runner.py:1068"),
              ("0.5.14", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:44"),
              ("0.5.10", "sglang/srt/speculative/eagle_info_v2.py:261"),
+             ("sglang 0.4.4.post1", "sglang/srt/layers/attention/flashinfer_mla_backend.py:293"),
              ("0.5.23", "sglang/srt/model_executor/cuda_graph_buffer_registry.py:48")))
 
 REPLAY_PLAN = Signature(

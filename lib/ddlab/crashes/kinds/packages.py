@@ -10,7 +10,7 @@ pool SGLang built, the `kernels` package refusing a repository its older caller 
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import skipped_imports
+from ddlab.crashes.kinds import module_attrs, skipped_imports
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
@@ -397,4 +397,4 @@ SIGNATURES = [DEPENDENCY, OP_MISMATCH, ADAPTER_CALL_MISMATCH,
               OUTLINES_TOKENIZER, TOOLKIT_REFUSED, ASCEND_OP_MISSING,
               TRITON_KNOB_MISSING, ASCEND_KERNEL_CONFIG, AITER_TUNED_KERNEL_MISSING, VLLM_MODEL_CLASS,
               KVCACHED_POOL_UNPATCHED, IMPORT_ERROR,
-              KERNELS_REVISION_REQUIRED, *skipped_imports.SIGNATURES]  # (rounds 69, 90)
+              KERNELS_REVISION_REQUIRED, *skipped_imports.SIGNATURES, *module_attrs.SIGNATURES]  # (rounds 69, 90, 95)
