@@ -37,8 +37,8 @@ from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_f
                                     unquote_emphasis, unquote_inline_code)
 from ddlab.diagnosis.precompile_lines import JAX_PRECOMPILE  # (round 83) sglang-jax's precompile: graph_capture
 from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS, WEIGHT_UPDATE
-from ddlab.diagnosis.viewer_prefixes import (CLOUD_LOGGING, COLON_STAMP, CONSOLE_ROW, RAY_TAG, RFC3339 as _ISO,
-                                             TORCHSERVE_RELAY, CMD_RANK_TAG, OMNI_STAGE_TAG, peel_desktop_time, peel_task_label)
+from ddlab.diagnosis.viewer_prefixes import (RAY_TAG, RELAY_PREFIXES, RFC3339 as _ISO, OMNI_STAGE_TAG,
+                                             peel_desktop_time, peel_task_label)
 
 __all__ = ["Line", "split_lines", "strip_prefix", "PHASES", "phase_of", "phase_reached", "phase_marker",
            "is_progress_bar", "WARMUP_RE", "READY_MARK", "shows_startup_lines"]
@@ -75,7 +75,7 @@ _PASTE_PREFIXES = tuple(re.compile(p) for p in (
     r"^> ?",                                                            # markdown quote
     rf"^{_ISO} (?:stdout|stderr) [FP] ",                                # Kubernetes CRI log
     r"^\[pod/[^\]\s]+\] ",                                              # kubectl logs --prefix
-    CLOUD_LOGGING.pattern, TORCHSERVE_RELAY, COLON_STAMP, CMD_RANK_TAG, CONSOLE_ROW,  # cloud, TorchServe, "T: ", (86), (90)
+    *RELAY_PREFIXES,                                                    # viewers and relays (viewer_prefixes.py)
     r"^\d{10,13}\t[^\t]*\t",                                           # collector: epoch-ms TAB time TAB
     rf"^\[{_ISO}\] [\w.-]+ >> ",                                        # job launcher: [time] pod >>
     rf"^\[[\w.-]+(?: [\w.-]+)?\]:(?: {_ISO} \d+ (?:stdout|stderr): ?| ?$)",  # sidecar: [name id]: time N stderr:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 __all__ = ["CLOUD_LOGGING", "RFC3339", "RAY_TAG", "TORCHSERVE_RELAY", "COLON_STAMP", "CMD_RANK_TAG", "OMNI_STAGE_TAG",
-           "CONSOLE_ROW", "peel_desktop_time", "peel_task_label"]
+           "CONSOLE_ROW", "RELAY_PREFIXES", "peel_desktop_time", "peel_task_label"]
 
 _SEVERITY = "DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY"
 RFC3339 = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -133,3 +133,7 @@ def peel_task_label(raws: list[str]) -> list[str]:
 # peeled with that tag (as RAY_TAG would peel it) and only before a level, so a line's own "[Stage-N] message"
 # (omni_stage.py:566) keeps it, and a stage's own line with no process tag is read as before
 OMNI_STAGE_TAG = r"^\((?:[\w-]+ )?pid=\d+\) \[Stage-\d+\] (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) )"
+
+# The prefixes above that logtext.py's paste prefixes try in one place, in this order: cloud logging (round 43),
+# TorchServe's relay (74), a wrapper's "T: " stamp (78), a launcher's command and rank tag (86), a log console's row (90)
+RELAY_PREFIXES = (CLOUD_LOGGING.pattern, TORCHSERVE_RELAY, COLON_STAMP, CMD_RANK_TAG, CONSOLE_ROW)

@@ -216,7 +216,8 @@ _CUMEM_OOM = r"\bCUDA Error: out of memory at \S*cumem_allocator\.cpp:\d+"
 # E and raised as OutOfMemoryError (Ascend/pytorch 9e73e70 torch_npu/csrc/core/npu/NPUWorkspaceAllocator.cpp:
 # 499-508); the task queue logs it again (framework/OpParamMaker.cpp:455) and the next op raises "The Inner
 # error is reported as above. The process exits for this inner error" (core/npu/NPUQueue.cpp:322)
-# (round 93) and its caching allocator's "NPU out of memory. Tried to allocate S (NPU d; ...)" (NPUCachingAllocator.cpp:1377)
+# (round 93) and its caching allocator's "NPU out of memory. Tried to allocate S (NPU d; ...)"
+# (NPUCachingAllocator.cpp:1377)
 _NPU_WORKSPACE_OOM = r"\bNPU out of memory\. (?:NPUWorkspaceAllocator )?tried to allocate"
 # (round 76) torch_memory_saver (SGLang's --enable-memory-saver) creating the physical memory of a region it maps
 # (at allocation, or when resume re-maps the regions pause released): CURESULT_CHECK(cuMemCreate(...)) prints
@@ -239,7 +240,8 @@ CUDA_OOM = Signature(
              ("vllm-project/vllm 0035e224", "csrc/cumem_allocator.cpp:69 (CUDA_CHECK: CUDA Error: %s at %s:%d)"),
              ("torch_npu (Ascend/pytorch 9e73e70)", "torch_npu/csrc/core/npu/NPUWorkspaceAllocator.cpp:499-508 "
                                                    "(NPU out of memory. NPUWorkspaceAllocator tried to allocate ...; "
-                                                   "ASCEND_LOGE, TORCH_CHECK_WITH(OutOfMemoryError, ...)); NPUCachingAllocator.cpp:1377"),
+                                                   "ASCEND_LOGE, TORCH_CHECK_WITH(OutOfMemoryError, ...)); "
+                                                   "NPUCachingAllocator.cpp:1377"),
              ("torch_memory_saver 0.0.9rc2 (fzyzcjy/torch_memory_saver 1f01bd8)",
               "csrc/utils.h:28-40 (CURESULT_CHECK: CUresult error: %d (%s) ... exit(1)), :194 (cu_mem_create's "
               "cuMemCreate)"),

@@ -214,6 +214,7 @@ DRAFT_FC_SHAPE = Signature(
     ("The EAGLE draft's fc cannot take the target's hidden states: serve a draft made for this target "
      "(`--speculative-draft-model-path`).",), patterns=(r"mat1 and mat2 shapes cannot be multiplied",),
     context=(r"models[/\\]\w*eagle\w*\.py\", line \d+, in forward\n\s*\w+(?:, _)? = self\.fc\(",), priority=86,
-    sources=(("sglang 0.4.3.post2", "sglang/srt/models/llama_eagle.py:88"), ("0.5.10", "sglang/srt/models/llama_eagle.py:97"),
+    sources=(("sglang 0.4.3.post2", "sglang/srt/models/llama_eagle.py:88"),
+             ("0.5.10", "sglang/srt/models/llama_eagle.py:97"),
              ("sglang 0.4.3.post2", "sglang/srt/speculative/eagle_draft_cuda_graph_runner.py:82")))
 SIGNATURES = [SPEC_FEATURE, DRAFT_HIDDEN_MERGE, DRAFT_FC_SHAPE]
