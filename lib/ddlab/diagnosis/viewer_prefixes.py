@@ -134,6 +134,7 @@ def peel_task_label(raws: list[str]) -> list[str]:
 # (omni_stage.py:566) keeps it, and a stage's own line with no process tag is read as before
 OMNI_STAGE_TAG = r"^\((?:[\w-]+ )?pid=\d+\) \[Stage-\d+\] (?=(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) )"
 
-# The prefixes above that logtext.py's paste prefixes try in one place, in this order: cloud logging (round 43),
-# TorchServe's relay (74), a wrapper's "T: " stamp (78), a launcher's command and rank tag (86), a log console's row (90)
+# The prefixes above that logtext.py's paste prefixes try in one place, in this order: cloud logging (round
+# 43), TorchServe's relay (74), a wrapper's "T: " stamp (78), a launcher's command and rank tag (86), a log
+# console's row (90)
 RELAY_PREFIXES = (CLOUD_LOGGING.pattern, TORCHSERVE_RELAY, COLON_STAMP, CMD_RANK_TAG, CONSOLE_ROW)
