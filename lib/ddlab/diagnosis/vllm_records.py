@@ -28,7 +28,8 @@ writes the traceback's lines bare under the prefixed message. Two readings follo
   core's dump of the step it failed on, whatever the paste kept of that record: the engine core died while serving.
 - :func:`with_utility_records` (round 58): so is a chain every line of which the log shows under the stamp of
   the engine core's "Invocation of ... method failed" record, after it: what a utility method raised, which
-  the engine logged and answered the caller with (``UTILITY_FAILED`` says where), whatever it raised.
+  the engine logged and answered the caller with (``UTILITY_FAILED`` says where), whatever it raised but a sticky
+  CUDA fault (round 93: an illegal memory access leaves the process unable to run CUDA work, the engine's death).
 - :func:`with_first_code_line` (round 76): a paste that starts on a traceback's last code line, its exception line
   right under it: the code line is part of that exception's chain (the call that raised).
 """
@@ -40,6 +41,7 @@ import re
 from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.tracebacks import Chain, Raised
 from ddlab.diagnosis.vllm_log import VLLM_FILEINFO, VLLM_STAMP, VLLM_TIME
+from ddlab.vllm_crashes.requests import STICKY_CUDA_FAULT
 
 __all__ = ["without_debug_tracebacks", "with_engine_messages", "with_announced_traceback", "with_handler_records",
            "with_utility_records", "only_vllm_services", "dumped_step", "with_first_code_line"]
@@ -307,12 +309,24 @@ def _utility_bodies(text: str) -> list[str]:
     return bodies
 
 
+# (round 93) but not a CUDA fault the call met: CUDA's kernel faults are sticky, "This leaves the process in an
+# inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must
+# be terminated and relaunched" (CUDA Runtime API, cudaErrorIllegalAddress (700), cudaErrorAssert (710),
+# cudaErrorIllegalInstruction (715), cudaErrorMisalignedAddress (716), cudaErrorLaunchFailure (719)), and torch
+# reports one at a later call (its "CUDA kernel errors might be asynchronously reported" hint): the answered call
+# leaves an engine whose next step raises the same, to run_engine_core's fatal handler (v1/engine/core.py:562-568,
+# :502 (0.9.0)). The fault is the engine's, cuda_illegal_access, not the caller's error
+# (vllm_crashes/requests.py STICKY_CUDA_FAULT)
+_STICKY_RE = re.compile(STICKY_CUDA_FAULT)
+
+
 def with_utility_records(chains: list[Chain], text: str, signature) -> list[Chain]:
     """The chains whose every line ``text`` shows under a failed utility call's record stamp (above), marked
-    handled by ``signature`` (the caller's error: the engine answered it and kept serving)."""
+    handled by ``signature`` (the caller's error: the engine answered it and kept serving), but for a sticky CUDA
+    fault (above: the engine's own death)."""
     if "method failed" not in text or not (bodies := _utility_bodies(text)):
         return chains
     for chain in chains:
-        if chain.handled is None and _shown_under(chain, bodies):
+        if chain.handled is None and _shown_under(chain, bodies) and not _STICKY_RE.search(chain.text):
             chain.handled = signature
     return chains

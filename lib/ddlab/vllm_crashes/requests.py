@@ -11,7 +11,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["REQUEST_TOO_LONG", "STREAM_ERROR", "PREPROCESS_ERROR", "MODEL_CHECK_ERROR", "GRAMMAR_REJECTED",
            "CAUGHT", "CAUGHT_SOURCES", "ENGINE_STREAMS", "UTILITY_FAILED", "HANDLER_LOGGED", "OMNI_STAGE_ERROR",
-           "TOOL_PARSER_ERROR", "ADD_LORA_FAILED", "OMNI_STAGE_RESULT_RAISED"]
+           "TOOL_PARSER_ERROR", "ADD_LORA_FAILED", "OMNI_STAGE_RESULT_RAISED", "STICKY_CUDA_FAULT"]
 
 _V0 = V0
 
@@ -258,7 +258,11 @@ TOOL_PARSER_ERROR = Signature(
 # failed" and answered to the caller as "Call to add_lora method failed: ..." (v1/engine/core.py:1341
 # (0.21.0), :1365 (0.22.0), :1849 (0.33.0), :2055 (0.34.0)), and the engine goes on. A request's own LoRA
 # is loaded in the step's set_active_loras, never through this frame. A paste cut above the record's message
-# still shows the frame; the fatal handler's text in the log ("EngineCore encountered a fatal error.") wins
+# still shows the frame; the fatal handler's text in the log ("EngineCore encountered a fatal error.") wins, and
+# (round 93) so does a sticky CUDA fault the call met (STICKY_CUDA_FAULT; diagnosis/vllm_records.py: CUDA's illegal
+# memory access leaves the process unable to run CUDA work, the engine's next step dies of it; cuda_illegal_access)
+STICKY_CUDA_FAULT = (r"CUDA error: (?:an illegal memory access|device-side assert triggered|unspecified launch "
+                     r"failure|misaligned address|an illegal instruction)")
 _ADD_LORA_FRAME = r'lora_model_runner_mixin\.py", line \d+, in add_lora\s*$'
 ADD_LORA_FAILED = Signature(
     "vllm_add_lora_failed", "request_error", "one add_lora call to the engine core failed and was answered",
@@ -266,7 +270,7 @@ ADD_LORA_FAILED = Signature(
      "load) failed; the engine answered that call with the error and kept serving. The frames name why (the "
      "adapter's rank above `--max-lora-rank`, modules LoRA does not support, a path it cannot read): fix the "
      "adapter or the server's LoRA limits, then load it again.",),
-    patterns=(r".",), context=(_ADD_LORA_FRAME,), absent=(r"EngineCore encountered a fatal error",),
+    patterns=(r".",), context=(_ADD_LORA_FRAME,), absent=(r"EngineCore encountered a fatal error", STICKY_CUDA_FAULT),
     cut_ok=True, priority=85, request=True, phase="serving",  # over what the adapter raised (vllm_lora_rank's 80)
     sources=(("vllm 0.21.0", "vllm/v1/engine/core.py:1341"), ("vllm 0.22.0", "vllm/v1/engine/core.py:1365"),
              ("0.33.0", "vllm/v1/engine/core.py:1849"), ("0.34.0", "vllm/v1/engine/core.py:2055"),
