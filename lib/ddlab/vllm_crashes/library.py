@@ -20,7 +20,7 @@ from ddlab.crashes.kinds import (archs, compilers, device, kernels, launch, memo
 from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 from ddlab.vllm_crashes import hub, moe_schemes, processors, wna16
 
-__all__ = ["SIGNATURES", "V0", "voiced", "from_texts"]
+__all__ = ["SIGNATURES", "V0", "NO_REPO", "voiced", "from_texts"]
 
 V0 = "0.6.4.post1"  # the V0 engine's release whose texts older pastes show
 _V0 = V0
@@ -248,7 +248,9 @@ PORT_IN_USE = voiced(launch.PORT_IN_USE, (
     sources=((_V0, "vllm/entrypoints/openai/api_server.py:579"),
              ("0.30.0", "vllm/entrypoints/launchers/launcher.py:225"),
              ("0.34.0", "vllm/entrypoints/launchers/launcher.py:354")))
-_NO_REPO = r"Invalid repository ID or local directory specified: '"
+# vLLM's own refusal of a model or draft it finds neither as a repo id nor as a folder (get_config; speculative.py
+# reads it inside SpeculativeConfig as this signature's, not the speculative one's)
+NO_REPO = r"Invalid repository ID or local directory specified: '"
 MODEL_NOT_FOUND = voiced(launch.MODEL_NOT_FOUND, (
     "Check the model (and the draft's `model` in `--speculative-config`): a folder that exists "
     "on the host with config.json and weights, or a Hugging Face repo id that is cached or "
@@ -256,8 +258,8 @@ MODEL_NOT_FOUND = voiced(launch.MODEL_NOT_FOUND, (
     # (huggingface_hub raising for a 401 / 403 is SGLang's signature's); vLLM's own refusal when no
     # config is found at the repo id or folder (round 10: get_config's ValueError, raised from
     # whatever the lookup raised)
-    patterns=launch.MODEL_NOT_FOUND.patterns + (_NO_REPO,),
-    lines=launch.MODEL_NOT_FOUND.lines + (rf"^(?:ValueError: )?{_NO_REPO}",),
+    patterns=launch.MODEL_NOT_FOUND.patterns + (NO_REPO,),
+    lines=launch.MODEL_NOT_FOUND.lines + (rf"^(?:ValueError: )?{NO_REPO}",),
     sources=(("0.30.0", "vllm/transformers_utils/config.py:790"),
              ("0.33.0", "vllm/transformers_utils/config.py:912"),
              ("0.34.0", "vllm/transformers_utils/config.py:957")))

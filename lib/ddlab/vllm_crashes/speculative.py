@@ -8,7 +8,7 @@ scheduler's token budget and the graph sizes spec decode needs. Sources as in
 
 from __future__ import annotations
 
-from ddlab.vllm_crashes.library import V0
+from ddlab.vllm_crashes.library import NO_REPO, V0
 from ddlab.vllm_crashes.loading import SIZES
 from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 
@@ -79,7 +79,7 @@ SPEC_CONFIG = Signature(
            r"'tensor_parallel_size' is not a valid argument in the speculative_config",
            r"num_speculative_tokens was provided without speculative_model"),
     # (round 91) the draft's model not found (get_config's refusal inside SpeculativeConfig) is MODEL_NOT_FOUND's
-    absent=(r"Invalid repository ID or local directory specified: '",),
+    absent=(NO_REPO,),
     priority=89, phase="launch", detail=_draft_detail,
     sources=((_V0, "vllm/config.py:1428"), (_V0, "vllm/config.py:1516"), (_V0, "vllm/config.py:1616"),
              ("0.30.0", "vllm/config/speculative.py:1780"), ("0.30.0", "vllm/config/speculative.py:1793"),
