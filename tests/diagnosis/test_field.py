@@ -296,20 +296,20 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # (crashes/kinds/weights.py _IPC_UNPICKLE: unknown), h92005's kind disputed (spec_feature_conflict -> unknown):
 # 1288, 1253, 888 (of 1297, 1264, 894); at the fold, 96a5d57's code read 1288, 1251, 888
 # all 1282 after round 91 was folded in and its misses settled: h91006's kind by Triton's AMD backend's MLIR error
-# "Unsupported conversion from 'f8E4M3FN' to ..." read as unsupported_gpu (crashes/kinds/ocp_fp8.py
+# "Unsupported conversion from 'f8E4M3FN' to ..." read as unsupported_gpu (device_crashes/ocp_fp8.py
 # triton_ocp_fp8_unlowered, its phase from the traceback after the diagnostics block, diagnosis/phase.py), h91003's
 # kind disputed (draft_incompatible -> unknown), h91008 left (nothing says the server died): 1273, 1239, 877 (of 1282,
 # 1250, 883); at the fold, 77efae2's code read 1273, 1238, 877
 # all 1270 after round 90 was folded in and its misses fixed: h90004's kind by torchao's 'Skipping import of cpp
 # extensions' notice read as a warning that never decides over the exception the process died of
 # (crashes/kinds/skipped_imports.py skipped_cpp_extension), h90007's by DeepGEMM's 'Unknown cases: sf.dtype=...' scale
-# layout assert read as kernel_config_unsupported (crashes/kinds/scale_layouts.py deepgemm_scale_layout_refused) and
+# layout assert read as kernel_config_unsupported (device_crashes/scale_layouts.py deepgemm_scale_layout_refused) and
 # h90008's phase by 'Using model weights format' read as load_weights (diagnosis/logtext.py): 1262, 1229, 867 (of 1270,
 # 1239, 873); at the fold, fe1f2a6's code read 1262, 1227, 866
 # all 1258 after round 89 was folded in and its misses fixed: h89003's kind by sgl-kernel's function called with
 # arguments it does not take read as dependency_mismatch (crashes/kinds/packages.py kernel_call_mismatch) and h89004's
 # by a status check's 'failed with error code invalid configuration argument' read as a refused launch
-# (crashes/kinds/status_checks.py status_launch_refused): 1250, 1217, 855 (of 1258, 1227, 861); at the fold, 6cdac4c's
+# (device_crashes/status_checks.py status_launch_refused): 1250, 1217, 855 (of 1258, 1227, 861); at the fold, 6cdac4c's
 # code read 1250, 1215, 855
 # all 1247 after round 88 was folded in and its miss fixed: h88001's phase by Slurm's srun --label task label peeled
 # before each line (diagnosis/viewer_prefixes.py peel_task_label) and the weight-update handlers' frames read as
@@ -331,7 +331,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # all 1217 after round 84 was folded in and its misses fixed: h84002's kind by ServerArgs' size asserts read alone
 # ('tp_size must be divisible by number of nodes': bad_argument, crashes/kinds/arg_asserts.py SIZES_NOT_DIVISIBLE),
 # h84006's by DeepGEMM's host assert on a CUDA call's status ('condition: status == cudaSuccess') no longer read as
-# a kernel fault (crashes/kinds/device.py), its Fatal Python error native_crash: 1209, 1176, 819 (of 1217, 1186, 825);
+# a kernel fault (device_crashes/device.py), its Fatal Python error native_crash: 1209, 1176, 819 (of 1217, 1186, 825);
 # at the fold, e14b924's code read 1209, 1174, 819
 # all 1208 after round 83 was folded in and its miss fixed: h83011's phase by sglang-jax's precompile lines ('[Scheduler]
 # begins to run worker precompile.', '[EXTEND] precompile (bs=N, num_tokens=N)') read as graph_capture
@@ -347,7 +347,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # all 1186 after round 81 was folded in and its misses fixed: h81002 by SGLang's capture wrapper around torch's
 # 'Detected mismatch between collectives on ranks' read as nccl (capture_peer_lost, crashes/kinds/runtime.py), h81004
 # by flashinfer's plan/run dtype check (_check_cached_qkv_data_type, its traceback cut at the raise) read as
-# kernel_config_unsupported (crashes/kinds/plan_dtypes.py), h81005's phase by Ray's tag whose name is the actor's
+# kernel_config_unsupported (device_crashes/plan_dtypes.py), h81005's phase by Ray's tag whose name is the actor's
 # repr, with parentheses (diagnosis/viewer_prefixes.py RAY_TAG); h81005's kind disputed (the cut traceback starts at
 # the capture wrapper's frame: cuda_graph_capture): 1178, 1145, 802 (of 1186, 1155, 808); at the fold, 97afc9a's
 # code read 1178, 1143, 801
@@ -358,7 +358,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # 1137, 795
 # all 1169 after round 79 was folded in and its misses fixed: h79003 by the CUDA runtime's 'too many blocks in
 # cooperative launch' (DeepEP's 'Failed: CUDA error FILE:LINE ...') read as kernel_config_unsupported
-# (crashes/kinds/cooperative.py), h79005 by a traceback through the tokenizer manager's per-request image
+# (device_crashes/cooperative.py), h79005 by a traceback through the tokenizer manager's per-request image
 # preprocessing ('Exception in TokenizerManager:', get_pixel_values) read as request_error, no crash
 # (crashes/kinds/images.py), h79010 by NCCL's 'Failed to CUDA calloc N bytes' read as cuda_oom
 # (crashes/kinds/memory.py); h79004 read right by round 78's rule; h79011's kind disputed (the shell's 'Killed'
@@ -371,7 +371,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # 783 (of 1156, 1127, 789); at the fold, 9b6e3fd's code read 1148, 1115, 783
 # all 1149 after round 77 was folded in and its miss fixed: h77003 by the CUDA driver's fault names
 # (CUDA_ERROR_LAUNCH_FAILED ...) in a kernel library's driver check and DeepGEMM's device assert 'Assertion failed:
-# FILE:LINE, condition: ...' read as cuda_illegal_access (crashes/kinds/device.py); h77005's kind disputed (the capture
+# FILE:LINE, condition: ...' read as cuda_illegal_access (device_crashes/device.py); h77005's kind disputed (the capture
 # wrapper around an OOM, as a009 and h33007): 1141, 1110, 776 (of 1149, 1120, 782)
 # all 1139 after round 76 was folded in and its misses fixed: h76001 by SGLang Diffusion's "Sampling params:" record
 # read as a paste begun mid-serving (diagnosis/serving_lines.py), h76004 by torch_memory_saver's "CUresult error: 2 (out
@@ -386,10 +386,10 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # all 1121 after round 74 was folded in (no miss): 1113, 1083, 756 (of 1121, 1093, 762)
 # all 1113 after round 73 was folded in and its misses fixed: h73004 by the prefix cache's eviction frames read as
 # serving (crashes/frames.py _CACHE_EVICT), h73007 by kernel_check_failed taking SGLang's JIT tensor check broken
-# after "for" (crashes/kinds/kernels.py); h73010's phase disputed (its paste ends at "Load weight end", memory_pool):
+# after "for" (device_crashes/kernels.py); h73010's phase disputed (its paste ends at "Load weight end", memory_pool):
 # 1105, 1075, 749 (of 1113, 1085, 755)
 # all 1100 after round 72 was folded in and its misses fixed: h72001 and h72002 by Triton's launcher's "invalid
-# argument" read as its launch refused (crashes/kinds/compilers.py triton_launch_refused), h72007 by transformers'
+# argument" read as its launch refused (device_crashes/compilers.py triton_launch_refused), h72007 by transformers'
 # fallback refusing an architecture SGLang lacks (crashes/kinds/models.py transformers_fallback_refused): 1092, 1062,
 # 738 (of 1100, 1072, 744)
 # all 1087 after round 71 was folded in and its misses fixed: h71001 by tokio's runtime-drop panic on the thread that
@@ -398,17 +398,17 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # OutOfResources, kernel_compile as the corpus's others): 1079, 1049, 732 (of 1087, 1059, 738)
 # all 1076 after round 70 was folded in and its misses fixed: h70003 by import_error over Ray's RayTaskError(Cause)
 # (crashes/signature.py type_names, diagnosis/tracebacks.py), h70011 by deep_gemm_arch_assert (DeepGEMM's C++ arch
-# dispatch, crashes/kinds/archs.py), h70012 by dp_controller_dropped_request (0.3.x's DP controller,
+# dispatch, device_crashes/archs.py), h70012 by dp_controller_dropped_request (0.3.x's DP controller,
 # crashes/kinds/router.py): 1068, 1039, 724 (of 1076, 1049, 730)
 # all 1064 after round 69 was folded in and its misses fixed: h69001 by deepep_dispatch_tokens (DeepEP's dispatch
-# larger than num_max_dispatch_tokens_per_rank, crashes/kinds/kernels.py), h69006 by kernels_revision_required (the
+# larger than num_max_dispatch_tokens_per_rank, device_crashes/kernels.py), h69006 by kernels_revision_required (the
 # `kernels` package newer than transformers, crashes/kinds/packages.py); h69002 left (crashed, kind): 1056, 1027, 718
 # (of 1064, 1037, 724)
 # all 1056 after round 68 was folded in (its one miss, h68004's kind, disputed: no rule): 1049, 1020, 717 (of 1056, 1029, 723)
 # all 1045 after round 67 was folded in (no miss): 1038, 1010, 708 (of 1045, 1019, 714)
 # all 1042 after round 66 was folded in and its misses fixed: h66003 by reasoning_parser_tokenizer (a reasoning
 # parser's think-end token the tokenizer splits, crashes/kinds/parsers.py), h66006 by npu_fault_code in SGLang's
-# signatures (CANN's 507035, crashes/kinds/device.py): 1035, 1007, 705 (of 1042, 1016, 711); at the fold,
+# signatures (CANN's 507035, device_crashes/device.py): 1035, 1007, 705 (of 1042, 1016, 711); at the fold,
 # 7fb0f02's code read 1035, 1005, 705
 # all 1034 after round 65 was folded in and its misses fixed: h65002 by diffusion_request_failed (the stage
 # profiler's 'Error during execution' line, crashes/kinds/diffusion.py), h65003 by the diffusion pipeline's
@@ -443,7 +443,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # (crashes/kinds/models.py), h56006's phase by get_quant_method's frame (crashes/frames.py), h56007's kind disputed,
 # h56002 left: 950, 925, 647 (of 956, 934, 653); at the fold, 4cd3069's code read 950, 924, 646 (of 956, 935, 653)
 # all 946 after round 55 was folded in and its one miss, h55011's kind, read as labelled by aiter_op_check_failed
-# (aiter's op check before the abort, crashes/kinds/kernels.py): 940, 917, 641 (of 946, 925, 647); at the fold,
+# (aiter's op check before the abort, device_crashes/kernels.py): 940, 917, 641 (of 946, 925, 647); at the fold,
 # 19c88ec's code read 940, 916, 641
 # all 935 after round 54 was folded in and its misses read as labelled (h54004 by
 # diffusion_generator_request_failed, crashes/kinds/diffusion.py; h54005 by model_type_lookup_cut on a chain that

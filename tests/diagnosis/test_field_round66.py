@@ -12,7 +12,7 @@ Both misses were ddlab's:
 - h66006, torch_npu's "NPU function error: ...AclrtSynchronizeStreamWithTimeout(copy_stream), error code is
   507035", quoted in markdown: 507035 is CANN's vector core exception (torch_npu 2.5.1
   rt_error_codes.h:94, NPUErrorCodes.h:356): ``cuda_illegal_access`` by ``npu_fault_code``, read for vLLM
-  only until now and in SGLang's signatures from this round (crashes/kinds/device.py).
+  only until now and in SGLang's signatures from this round (device_crashes/device.py).
 
 No label was disputed. Each positive test here fails on 7fb0f02.
 """

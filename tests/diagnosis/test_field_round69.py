@@ -8,7 +8,7 @@ Two misses were ddlab's, one is left:
   num_max_dispatch_tokens_per_rank'": the low-latency dispatch's host check refusing more tokens than the buffer
   was built for (DeepEP v1.2.1 csrc/deep_ep.cpp:1105, :1228; csrc/kernels/exception.cuh:18, :50), which SGLang
   sizes from SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK (0.5.6 layers/moe/token_dispatcher/deepep.py:311-316):
-  ``kernel_config_unsupported`` by ``deepep_dispatch_tokens`` (crashes/kinds/kernels.py).
+  ``kernel_config_unsupported`` by ``deepep_dispatch_tokens`` (device_crashes/kernels.py).
 - h69006, "ValueError: Either a revision or a version must be specified.": kernels 0.15.2's LayerRepository /
   FuncRepository refusing a repository with neither (kernels/layer/layer.py:75-76, layer/func.py:73-74), which
   transformers 5.6.0 builds at import (integrations/hub_kernels.py:89-92) while asking for kernels<0.13:

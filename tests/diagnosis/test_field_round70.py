@@ -12,7 +12,7 @@ round. The three misses were ddlab's:
 - h70011, "RuntimeError: Assertion error (/deepgemm/csrc/apis/attention.hpp:219): Unsupported architecture":
   DeepGEMM's C++ API dispatching on the GPU's major arch and reaching its DG_HOST_UNREACHABLE (deepseek-ai/DeepGEMM
   891d57b csrc/apis/attention.hpp:219, csrc/utils/exception.hpp:17): ``unsupported_gpu`` by
-  ``deep_gemm_arch_assert`` (crashes/kinds/archs.py).
+  ``deep_gemm_arch_assert`` (device_crashes/archs.py).
 - h70012, "[14:26:31] Invalid object: UpdateWeightReqInput(...)": 0.3.x's DP controller logging an object it does
   not route and dropping it (0.3.0 managers/controller_multi.py:183, 0.3.2 :180), read only in loop_for_forward
   after "init ok" (0.3.2 :200-203): ``request_error`` at serving by ``dp_controller_dropped_request``

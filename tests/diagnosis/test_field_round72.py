@@ -10,7 +10,7 @@ round. The three misses were ddlab's:
   hipErrorInvalidValue, is the launch refusing what it was given (the pointer check turns its own invalid value into
   another text, :435-438). The CUDA launcher prints "Triton Error [CUDA]: invalid argument" for the same refusal
   (backends/nvidia/driver.py:268, cuLaunchKernelEx :362). Read as ``triton_launch_refused``
-  (crashes/kinds/compilers.py): kernel_config_unsupported, not where the frames are the loader's (_init_handles,
+  (device_crashes/compilers.py): kernel_config_unsupported, not where the frames are the loader's (_init_handles,
   load_binary: amd driver.c:105 prints the same text for loadBinary's checks, :169-170).
 - h72007, "ValueError: XLMRobertaForSequenceClassification has no SGlang implementation and the Transformers
   implementation is not compatible with SGLang.": resolve_transformers_arch's refusal, with the default

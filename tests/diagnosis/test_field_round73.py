@@ -13,7 +13,7 @@ round. Two misses were ddlab's:
 - h73007, "tvm.error.InternalError: Tensor match failed for" with the tensor on the next line and "- Root cause:
   Device value [rocm:0] not in the allowed options: [cpu, rocm_host]": SGLang's JIT kernels' TensorMatcher
   (0.5.16 jit_kernel/include/sgl_kernel/tensor.h:534-536; the device check :333-340), the paste broken after
-  "for". ``kernel_check_failed`` (crashes/kinds/kernels.py) takes the break: kernel_config_unsupported.
+  "for". ``kernel_check_failed`` (device_crashes/kernels.py) takes the break: kernel_config_unsupported.
 
 h73010's phase is disputed: the paste ends at TP0's "Load weight end" (0.4.2.post2 model_executor/model_runner.py:
 345-350), after which the constructor sizes the memory pool (:207): memory_pool, as the corpus reads that line.

@@ -9,7 +9,7 @@ the round. Of its two misses one was ddlab's and one label a second look dispute
   raised through tvm-ffi, "tvm.error.InternalError: CUDA driver error (FILE:LINE): 719 (CUDA_ERROR_LAUNCH_FAILED)"
   (DG_CUDA_DRIVER_CHECK, sgl-project/DeepGEMM a348cd9 csrc/utils/exception.hpp:52-63), with cuGetErrorString's words
   left out: the driver's name of the fault (CUDA 13.0 include/cuda.h:2974, CUDA_ERROR_LAUNCH_FAILED = 719, and its
-  neighbours :2837, :2899, :2935, :2944) is cuda_illegal_access as the words were (crashes/kinds/device.py).
+  neighbours :2837, :2899, :2935, :2944) is cuda_illegal_access as the words were (device_crashes/device.py).
 - h77005, "Exception: Capture cuda graph failed: CUDA out of memory." with torch's message reflowed over lines: the
   capture wrapper's exception (0.5.10 model_executor/cuda_graph_runner.py:651-657), which ddlab reads as
   cuda_graph_capture with torch's text on one line too (a009, h33007): the label (cuda_oom) is disputed, ddlab

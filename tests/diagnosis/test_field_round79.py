@@ -8,7 +8,7 @@ Three misses were ddlab's:
   launch'": the CUDA runtime refusing a cooperative launch whose grid the GPU cannot hold at once
   (cudaErrorCooperativeLaunchTooLarge, 720), as DeepEP's CUDA_CHECK throws it (deepseek-ai/DeepEP c18eabd
   csrc/kernels/exception.cuh:18, :25-31; launch.cuh:8-18, :29; intranode.cu:505), read as kernel_config_unsupported
-  (cooperative_launch_too_large, crashes/kinds/cooperative.py).
+  (cooperative_launch_too_large, device_crashes/cooperative.py).
 - h79005, 0.1.x's "Exception in TokenizerManager:" traceback through get_pixel_values -> expand2square ->
   PIL's Image.new: the per-request image preprocessing's except prints it and returns None (0.1.9
   managers/tokenizer_manager.py:53-74), one request fails and the server serves on: request_error, no crash

@@ -11,7 +11,7 @@ round. The three misses were ddlab's:
   nccl as the wrapper around a lost peer is (capture_peer_lost, crashes/kinds/runtime.py).
 - h81004, flashinfer's frames cut at _check_cached_qkv_data_type's 'raise ValueError(': the function raises only its
   plan/run dtype mismatch (flashinfer v0.2.0 flashinfer/utils.py:199, :203; 0.5.0 :261, :265), read as
-  kernel_config_unsupported, cut or whole (plan_dtype_mismatch, crashes/kinds/plan_dtypes.py).
+  kernel_config_unsupported, cut or whole (plan_dtype_mismatch, device_crashes/plan_dtypes.py).
 - h81005, every line under Ray's tag "(WorkerDict(rank=54 pod=...) pid=384, ip=...) ": Ray names an actor by its repr
   where its class defines __repr__ (ray 2.43.0 _private/log_monitor.py:379-383, _private/worker.py:2091-2092), which
   RAY_TAG (diagnosis/viewer_prefixes.py) now takes, so the capture frames give graph_capture. Its kind, then read

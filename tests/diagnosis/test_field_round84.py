@@ -12,7 +12,7 @@ the round. Both kind misses were ddlab's:
   error: PyThreadState_Get": DG_HOST_ASSERT on cudaLaunchKernelEx's return (deepseek-ai/DeepGEMM 6db7e18
   deep_gemm/include/deep_gemm/fp8_gemm.cuh:431-435; the macro prints and throws, utils.cuh:20-28), a launch's
   cudaError of any kind, names no fault: round 77's device-assert line no longer reads a '== cudaSuccess' condition
-  (crashes/kinds/device.py), and the fatal error reads native_crash. (DeepGEMM's source is a repository, not a
+  (device_crashes/device.py), and the fatal error reads native_crash. (DeepGEMM's source is a repository, not a
   wheel: its lines are not checked here.)
 
 Each positive test fails on e14b924.

@@ -13,7 +13,7 @@ misses were ddlab's:
   kernel_call_mismatch), wherever it surfaces, capture included.
 - h89004, a Mixtral server: sgl-kernel's rmsnorm raised "RMSNorm failed with error code invalid configuration
   argument", flashinfer's norm status check (flashinfer 0.5.0 data/csrc/norm.cu:47-48) with
-  cudaErrorInvalidConfiguration's text: a refused launch, kernel_config_unsupported (crashes/kinds/status_checks.py
+  cudaErrorInvalidConfiguration's text: a refused launch, kernel_config_unsupported (device_crashes/status_checks.py
   status_launch_refused).
 
 Each positive test fails on 6cdac4c.

@@ -13,7 +13,7 @@ the round. All three misses were ddlab's:
 - h90007, Qwen3-0.6B-FP8 on an H100: DeepGEMM's "AssertionError: Unknown cases: sf.dtype=torch.int32, gran=(1,
   128), arch=90a" (deepseek-ai/DeepGEMM cc416ee deep_gemm/utils/layout.py:175: int32 scales have cases on SM100
   only), handed UE8M0 scales by SGLang 0.4.7.post1 (deep_gemm_wrapper/configurer.py:32) during CUDA graph
-  capture: kernel_config_unsupported wherever it surfaces (crashes/kinds/scale_layouts.py).
+  capture: kernel_config_unsupported wherever it surfaces (device_crashes/scale_layouts.py).
 - h90008, eight TP ranks' "Using model weights format ['*.safetensors']": written by download_weights_from_hf in
   the loader's _prepare_weights (0.4.5.post1 model_loader/weight_utils.py:255, loader.py:270; 0.5.23
   weight_utils.py:692), a load_weights marker (diagnosis/logtext.py).

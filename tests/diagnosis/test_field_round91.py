@@ -9,7 +9,7 @@ the round.
   from 'f8E4M3FN' to 'f16'" in the EP MoE grouped GEMM (0.4.5 sglang/srt/layers/moe/ep_moe/kernels.py:606, its
   weights float8_e4m3fn whatever the GPU, layer.py:191), then "RuntimeError: PassManager::run failed". CDNA3 has
   fp8 only in the FNUZ formats: read as unsupported_gpu, as Triton's "type fp8e4nv not supported in this
-  architecture" is (crashes/kinds/ocp_fp8.py); the phase is the traceback's after the diagnostics block
+  architecture" is (device_crashes/ocp_fp8.py); the phase is the traceback's after the diagnostics block
   (diagnosis/phase.py). Ddlab's.
 - h91003, a Qwen2 EAGLE draft's "TypeError: Qwen2Model.forward() got an unexpected keyword argument
   'pp_proxy_tensors'": SGLang's own qwen2.py passing what qwen2_eagle.py's Qwen2Model did not take yet (0.4.7.post1

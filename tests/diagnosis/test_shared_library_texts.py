@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 from fieldkit import VLLM_REAL, library_text_test, reads, said
 
-from ddlab.crashes.kinds import compilers, device, kernels, launch, memory, npu
+from ddlab.crashes.kinds import launch, memory
+from ddlab.device_crashes import compilers, device, kernels, npu
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.vllm_crashes import adapters, backends, graphs as vllm_graphs, library, messages
 

@@ -5,7 +5,7 @@ showed: four misses, read again after the fold.
   after graph capture asks FlashInfer to JIT-build its sampling module; FlashInfer finds no CUDA toolkit
   ("RuntimeError: Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist",
   flashinfer-python 0.6.11.post2 flashinfer/jit/cpp_ext.py:61-63): a kernel build that cannot run,
-  ``kernel_compile`` (crashes/kinds/compilers.py, FLASHINFER_NO_TOOLKIT in KERNEL_COMPILE).
+  ``kernel_compile`` (device_crashes/compilers.py, FLASHINFER_NO_TOOLKIT in KERNEL_COMPILE).
 - w3608 (fixed): vLLM 0.7.3 has no Gemma 4, falls back to its Transformers backend, which cannot shard a
   model without a tensor-parallel plan over TP=2 ("Trying to run tensor parallelization but the model does
   not support it yet!", 0.7.3 model_executor/models/transformers.py:185-189; later releases' words too):

@@ -12,7 +12,7 @@ showed: crashed 21/21, kind 16/21, phase 10/12. Its seven misses were read from 
   ``_run_ninja_build`` and FlashInfer's ``run_ninja`` (``subprocess.run(`` with check=True, the only handler
   for CalledProcessError: torch 2.13.0 utils/cpp_extension.py:2893-2901, flashinfer-python 0.5.0
   jit/cpp_ext.py:287-299), cut before the exception. Fixed: ``vllm_ninja_run_cut`` (written in
-  crashes/kinds/compilers.py, vLLM's list only), kernel_compile.
+  device_crashes/compilers.py, vLLM's list only), kernel_compile.
 - w5106: a cut traceback through ``_build_attention_metadata`` -> ``build_for_cudagraph_capture``: the runner
   builds that metadata only for a batch it captures (or FlashInfer's warmup under compile_or_warm_up_model),
   vllm 0.11.1 v1/worker/gpu_model_runner.py:1557-1558, :3757. Fixed: a graph_capture frame (vllm_diagnosis.py

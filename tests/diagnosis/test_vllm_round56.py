@@ -4,7 +4,7 @@ showed: crashed 24/27, kind 22/27, phase 15/18. Its eight misses were read from 
 
 - w5606: torch's hint "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions." alone, under V0's
   "Failed to pickle inputs of failed execution" warning (0.6.4.post1 worker/model_runner_base.py:143). Fixed: the
-  hints' last line is ``cuda_error_cut`` (crashes/kinds/device.py), as their first line was.
+  hints' last line is ``cuda_error_cut`` (device_crashes/device.py), as their first line was.
 - w5612: a worker's frames building Llama's decoder layers from make_layers' list comprehension (0.7.2
   model_executor/models/utils.py:558; 0.34.0 :978). Fixed: a load_weights frame (diagnosis/vllm_frames.py
   ``_MODEL_BUILT``).

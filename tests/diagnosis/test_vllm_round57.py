@@ -9,7 +9,7 @@ showed: crashed 24/25, kind 23/25, phase 18/21. Its four misses were read from t
 - w5709: torch_npu's "status == aclmdlRICaptureStatus::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE INTERNAL ASSERT FAILED",
   the assert NPUGraph::capture_begin makes right after AclmdlRICaptureBegin (Ascend/pytorch 9e73e70
   torch_npu/csrc/core/npu/NPUGraph.cpp:318, :323). Fixed: the capture not begun is ``npu_capture_failed``
-  (crashes/kinds/npu.py), cuda_graph_capture, graph_capture.
+  (device_crashes/npu.py), cuda_graph_capture, graph_capture.
 - w5721: a CUDA OOM in TurboQuant attention's _continuation_prefill, a prefill over context already cached, which
   the runner's start-up batches never take (0.20.0 v1/attention/backends/turboquant_attn.py:589, :621-622, :650;
   v1/worker/gpu_model_runner.py:5439). Fixed: a serving frame (diagnosis/vllm_frames.py).

@@ -11,7 +11,7 @@ round 61"); six were ddlab's, two labels', three are left:
   src/ray/core_worker/core_worker.cc:182-184, then QuickExit()): the process exited (vllm_crashes/backends.py; SGLang's
   registry reads the line as a crash's echo, diagnosis/signatures.py WRAPPER_LINES).
 - w6113: triton 3.0.0's "fp8e4nv data type is not supported on CUDA arch < 89" (language/semantic.py:759):
-  unsupported_gpu, as the newer form (crashes/kinds/compilers.py TRITON_FP8_ARCH).
+  unsupported_gpu, as the newer form (device_crashes/compilers.py TRITON_FP8_ARCH).
 - w6121: V0's own _init_distributed_environment (0.2.7 worker/worker.py:194, its all_reduce :220): a start-up frame,
   launch (diagnosis/vllm_frames.py _INIT).
 - w6123: NCCL's "NCCL WARN Call to bind failed: Address already in use" of its optional RAS socket (NCCL v2.27.3-1

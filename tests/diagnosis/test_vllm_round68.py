@@ -13,7 +13,7 @@ re-staged as 161881f) showed: crashed 22/24, kind 19/24, phase 15/18. Its seven 
   v0.13.0 python/huggingfaceserver/huggingfaceserver/__main__.py:254-255): unknown (crashes/kinds/model_servers.py).
 - w6819 (kind): hipRTC's build log when it cannot find the GPU's ISA, "Error: Please provide architecture for
   which code is to be generated." (ROCm/clr f9f995c hipamd/src/hiprtc/hiprtcInternal.cpp:82-85): kernel_compile
-  (crashes/kinds/compilers.py, HIPRTC_NO_ARCH).
+  (device_crashes/compilers.py, HIPRTC_NO_ARCH).
 - w6823 (kind): Triton's CompilationError message ("at L:C:" and the kernel's source, triton 3.4.0
   compiler/errors.py:25) re-raised as a RuntimeError's str: kernel_compile (compilers.py, TRITON_MESSAGE).
 - w6814 (phase): Gaudi's warmup lines ("[Warmup][Decode][204/416] batch_size:..."), logged by the HPU runner's

@@ -16,7 +16,7 @@ showed: crashed 22/22, kind 17/22, phase 16/19. Its six misses were read from th
   (vllm_crashes/graphs.py, vllm_nccl_uncapturable).
 - w7212 (kind): a traceback cut on Triton's _build calling the C compiler (``ret = subprocess.check_call(cc_cmd)``,
   triton 3.4.0 runtime/build.py:51), which raises CalledProcessError when the compiler fails: kernel_compile
-  (crashes/kinds/compilers.py, triton_build_cut).
+  (device_crashes/compilers.py, triton_build_cut).
 - w7214 (kind and phase): torch's MapAllocator refusing to map a safetensors shard, "unable to mmap N bytes from file
   <...>: Cannot allocate memory (12)": host_oom (crashes/kinds/memory.py); the loaders' weight iterators
   (safetensors_weights_iterator, 0.8.5.post1 model_loader/weight_utils.py:430) are load_weights.

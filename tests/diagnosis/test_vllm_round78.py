@@ -17,7 +17,7 @@ showed: crashed 18/18, kind 14/18, phase 12/14. Its five misses were read from t
   (vllm_crashes/ascend.py ASCEND_QUANT_DESCRIPTION).
 - w7814 (kind): torch inductor's InductorError wraps whatever failed building the compiled graph's kernels (torch
   2.8.0 _inductor/compile_fx.py:923): kernel_compile where no closer signature reads the inner exception
-  (crashes/kinds/compilers.py INDUCTOR_FAILED, read for vLLM alone with its advice: vllm_crashes/adapters.py).
+  (device_crashes/compilers.py INDUCTOR_FAILED, read for vLLM alone with its advice: vllm_crashes/adapters.py).
 
 Each positive test below failed at 31f40c2 (before the fixes).
 """

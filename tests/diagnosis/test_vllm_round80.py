@@ -7,7 +7,7 @@ showed: crashed 18/19, kind 14/19, phase 12/14. Its seven misses were read from 
   model_executor/layers/fused_moe/fused_moe.py:526 (0.8.5.post1)): kernel_config_unsupported
   (vllm_crashes/wna16.py).
 - w8013 (kind): torch inductor's GPUTooOldForTriton, "Found NAME which is too old to be supported by the triton GPU
-  compiler" (torch 2.8.0 _inductor/exc.py:133-135): unsupported_gpu (crashes/kinds/device.py UNSUPPORTED_GPU).
+  compiler" (torch 2.8.0 _inductor/exc.py:133-135): unsupported_gpu (device_crashes/device.py UNSUPPORTED_GPU).
 - w8015 (phase): kernel_warmup's "Using FlashInfer autotune cache file: " is compile_or_warm_up_model's, after the KV
   cache and before capture_model (model_executor/warmup/kernel_warmup.py:146, v1/worker/gpu_worker.py:606, :610
   (0.22.0)): graph_capture (diagnosis/vllm_log.py's phase table).

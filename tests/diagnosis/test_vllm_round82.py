@@ -5,7 +5,7 @@ showed: crashed 20/21, kind 18/21, phase 13/14. Its three misses were read from 
 - w8201 (kind): flash-attn's CHECK_DEVICE, "cu_seqlens_q must be on CUDA" (Dao-AILab/flash-attention 00979f5
   csrc/flash_attn/flash_api.cpp:17), carried up by the multiprocessing executor ("Worker failed with error '...'",
   v1/executor/multiproc_executor.py:248 (0.11.0)): a kernel library refusing a tensor it was handed,
-  kernel_config_unsupported (crashes/kinds/tensor_devices.py).
+  kernel_config_unsupported (device_crashes/tensor_devices.py).
 - w8206 (crashed): a logger that rewrites vLLM's records as "[ISO time][TAG][L] message [pid,tid][file.py:N,function]"
   is restamped in vLLM's own format, so the executor's "Worker proc ... died unexpectedly" reads as a death
   (diagnosis/vllm_log.py restamped).

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddlab.crashes.kinds import (caches, device, diffusion, graphs, images, launch, memory, models, native,
-                                 requests, router, runtime, speculative, weights)
+from ddlab.crashes.kinds import (caches, diffusion, graphs, images, launch, memory, models, native, requests, router,
+                                 runtime, speculative, weights)
+from ddlab.device_crashes import device
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
 from ddlab.vllm_crashes import backends as vllm_backends, signatures as vllm

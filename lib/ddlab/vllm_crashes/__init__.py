@@ -1,8 +1,8 @@
 """vLLM's crash signatures: its texts on ddlab's kinds, their advice in vLLM's words and flags.
 
-A layer of its own above :mod:`ddlab.crashes` (SGLang's signatures and the Signature type), whose
-library signatures it reuses with vLLM's advice, and below :mod:`ddlab.diagnosis`, which joins
-both families into their registries. :mod:`.signatures` is the list in its order; the families:
+A layer of its own above :mod:`ddlab.crashes` (SGLang's signatures and the Signature type) and
+:mod:`ddlab.device_crashes` (the device's own texts), whose library signatures it reuses with vLLM's
+advice, and below :mod:`ddlab.diagnosis`, which joins both families into their registries. :mod:`.signatures` is the list in its order; the families:
 ``library`` (torch, NCCL, Hugging Face and the other libraries both servers use, voiced in
 vLLM's flags), ``speculative``, ``graphs``, ``requests`` (one request's errors), ``loading``
 (a start refused by the weight loaders or the config's checks), ``engine`` (the engine's

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ddlab.crashes.kinds import compilers, graphs, npu, rendezvous, runtime
+from ddlab.crashes.kinds import graphs, rendezvous, runtime
+from ddlab.device_crashes import compilers, npu
 from ddlab.vllm_crashes.library import CUDA_OOM, DEPENDENCY, KERNEL_COMPILE, KERNEL_CONFIG, MODEL_NOT_FOUND, \
     NCCL, UNREADABLE, V0, WEIGHT_NAME, from_texts, voiced
 from ddlab.crashes.signature import Signature

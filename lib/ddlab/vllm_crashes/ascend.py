@@ -14,7 +14,8 @@ file by name. Part of :mod:`.vllm`'s list, beside :mod:`.adapters`.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import npu, packages
+from ddlab.crashes.kinds import packages
+from ddlab.device_crashes import npu
 from ddlab.crashes.kinds.graphs import NPU_CAPTURE_SYNC_TEXT
 from ddlab.vllm_crashes.graphs import CAPTURE_TEXT
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, NCCL, from_texts, voiced

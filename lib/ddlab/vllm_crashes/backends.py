@@ -1,7 +1,6 @@
-"""vLLM: texts of other backends and of features round 13 showed (ROCm's HIP and ROCr runtimes, a LoRA
-adapter's rank, V0's Mooncake pipe, NIXL's handshake and vllm-ascend's Mooncake for one request, ptxas' diagnostic, the Neuron
-compiler, a request answered 500; round 15: one answered 4xx; round 48: a CUDA-only call handed another
-platform's device), advice in vLLM's flags.
+"""vLLM: texts of other backends and of features (round 13: ROCm's HIP and ROCr runtimes, a LoRA adapter's rank,
+V0's Mooncake pipe, NIXL's handshake and vllm-ascend's Mooncake for one request, ptxas, the Neuron compiler, a request
+answered 500; round 15: one answered 4xx; round 48: a CUDA-only call handed another platform's device), vLLM's advice.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -9,7 +8,8 @@ by name. Part of :mod:`.vllm`'s list, in its order.
 
 from __future__ import annotations
 
-from ddlab.crashes.kinds import compilers, device, requests
+from ddlab.crashes.kinds import requests
+from ddlab.device_crashes import compilers, device
 from ddlab.vllm_crashes.library import KERNEL_COMPILE, UNSUPPORTED_GPU, V0, from_texts, voiced
 from ddlab.crashes.signature import Found, Signature
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ddlab.crashes.kinds import npu
+from ddlab.device_crashes import npu
 from ddlab.vllm_crashes.library import V0 as _V0, voiced
 from ddlab.crashes.signature import Found, Signature, regex
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import (archs, compilers, device, kernels, launch, memory, models, native, npu,
-                                 packages, requests, runtime, tensor_devices, weights)
+from ddlab.crashes.kinds import launch, memory, models, native, packages, requests, runtime, weights
+from ddlab.device_crashes import archs, compilers, device, kernels, npu, tensor_devices
 from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
 from ddlab.vllm_crashes import hub, moe_schemes, processors, wna16
 
@@ -134,7 +134,7 @@ UNSUPPORTED_GPU = voiced(device.UNSUPPORTED_GPU, (
                                   "%s: %s)")))
 TRITON_ARCH = voiced(archs.TRITON_ARCH, UNSUPPORTED_GPU.advice)
 # (round 22) aiter (AMD's kernel library, which vLLM calls on ROCm) refuses the GPU's gfx architecture in two
-# texts, both in SGLang's signature (crashes/kinds/archs.py): chip_info's "Unknown GPU architecture" and its
+# texts, both in SGLang's signature (device_crashes/archs.py): chip_info's "Unknown GPU architecture" and its
 # C++ template kernels' "One of GPU archs of [...] is invalid or not supported" (the archs they were asked to
 # build for, the GPU's or GPU_ARCHS; ROCm/aiter e4048607a5 csrc/cpp_itfs/utils.py:144-161). Both are the
 # GPU's, not the arguments'
@@ -145,11 +145,11 @@ AITER_ARCH = voiced(archs.AITER_ARCH, (
     "lists this architecture.",),
     sources=(("aiter (ROCm/aiter 227c47698e)", "csrc/cpp_itfs/utils.py:115-117"), ("0.34.0", "vllm/envs.py:1329")))
 # (round 23) a JIT build that did not link, DeepGEMM's cuobjdump assert: in SGLang's signature
-# (round 26) Triton finding no C compiler, its traceback cut on the raise line (crashes/kinds/compilers.py)
+# (round 26) Triton finding no C compiler, its traceback cut on the raise line (device_crashes/compilers.py)
 NO_C_COMPILER_CUT = voiced(compilers.NO_C_COMPILER_CUT, compilers.NO_C_COMPILER_CUT.advice)
-# (round 51) a JIT extension's ninja build, its traceback cut on the ninja call (crashes/kinds/compilers.py)
+# (round 51) a JIT extension's ninja build, its traceback cut on the ninja call (device_crashes/compilers.py)
 NINJA_RUN_CUT = voiced(compilers.NINJA_RUN_CUT, compilers.NINJA_RUN_CUT.advice)
-# (round 72) Triton's _build cut on its C compiler's call (crashes/kinds/compilers.py)
+# (round 72) Triton's _build cut on its C compiler's call (device_crashes/compilers.py)
 TRITON_BUILD_CUT = voiced(compilers.TRITON_BUILD_CUT, compilers.TRITON_BUILD_CUT.advice)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ddlab.crashes.kinds import compilers
+from ddlab.device_crashes import compilers
 from ddlab.vllm_crashes.library import (V0 as _V0, DEPENDENCY, MODEL_NOT_FOUND, UNREADABLE, UNSUPPORTED_GPU,
                                         from_texts, voiced)
 from ddlab.crashes.signature import Found, Signature, regex

@@ -12,7 +12,7 @@ third_party/amd/lib/TritonAMDGPUToLLVM/ConvertFpCastOpToLLVM.cpp, CvtFp8E4M3ToFp
 for CDNA4 and GFX1250, ``Fp8E4M3fnToFp16SW`` otherwise). SGLang 0.4.5's EP MoE keeps an fp8 checkpoint's
 float8_e4m3fn weights on ROCm too (layers/moe/ep_moe/layer.py:191; the kernel's tl.dot on them at kernels.py:606):
 the kernel asked this GPU for an fp8 type it lacks, read as Triton's NVIDIA-side "type fp8e4nv not
-supported in this architecture" is (:data:`ddlab.crashes.kinds.compilers.TRITON_FP8_ARCH`):
+supported in this architecture" is (:data:`ddlab.device_crashes.compilers.TRITON_FP8_ARCH`):
 ``unsupported_gpu``. The MLIR diagnostic is printed on stderr before the traceback, so the rule reads the
 log's line (its phase is the traceback's after the block: :mod:`ddlab.diagnosis.phase`); the quoted type
 name ends at the quote, so the FNUZ types this GPU has do not read this way. :mod:`.device` splices this

@@ -4,7 +4,7 @@ Each keys its kernels (or its dispatch) by the GPU's architecture and refuses on
 own words: Triton's code generator failing in ``make_llir``, DeepGEMM's KeyError of an arch its Python
 tables lack or its C++ API's host assertion "Unsupported architecture" (round 70), aiter's "Unknown GPU
 architecture". The GPU, not the model or the arguments, is what the library refuses. Spliced into
-:data:`ddlab.crashes.kinds.device.SIGNATURES` where they stood (after torch's own "no kernel image" texts).
+:data:`ddlab.device_crashes.device.SIGNATURES` where they stood (after torch's own "no kernel image" texts).
 """
 
 from __future__ import annotations

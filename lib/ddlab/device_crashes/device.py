@@ -23,8 +23,8 @@ failed: ..." too (the refusal is the kind, the capture is where).
 from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
-from ddlab.crashes.kinds import archs, compilers, cooperative, kernels, npu, plan_dtypes, tensor_devices
-from ddlab.crashes.kinds import ocp_fp8, scale_layouts, status_checks
+from ddlab.device_crashes import archs, compilers, cooperative, kernels, npu, plan_dtypes, tensor_devices
+from ddlab.device_crashes import ocp_fp8, scale_layouts, status_checks
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES"]
