@@ -45,7 +45,7 @@ from ddlab.diagnosis.vllm_facts import vllm_facts
 from ddlab.diagnosis.vllm_frames import CONFIG_FRAMES as _CONFIG_FRAMES, FRAME_PHASES
 from ddlab.diagnosis.vllm_frames import ENGINE_BUILT_FRAMES as _BUILT_FRAMES
 from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES
-from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases
+from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases, ipython_frames
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
 from ddlab.diagnosis.vllm_records import (dumped_step, only_vllm_files, only_vllm_services, with_announced_traceback,
                                           with_engine_messages, with_first_code_line, with_handler_records,
@@ -308,6 +308,8 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     crashed = (best is not None and not request) or log.exit_seen.failed or log.dumped
     signature = best.signature if best else None
     frames = frames_near(best, log.chains, log.lines) + _call_in_progress(best) + _code_above(best, log.lines)
+    if best is not None and not (best.raised and best.raised.frames):  # (round 94) a chain of no frames of its own
+        frames += ipython_frames([ln.msg for ln in log.lines if ln.no < best.first_no])
     frames += _rpc_methods(frames + (f"\n{best.cause}" if best else ""))
     if signature and signature.name in _METHOD_ONLY and _PAST_SIZE_CHECK.search(frames):
         signature = _method_only(signature, best, log.chains)

@@ -4,9 +4,13 @@ serves (:data:`FRAME_PHASES`), read by :mod:`.vllm_diagnosis` (startup frames wi
 
 from __future__ import annotations
 
-from ddlab.crashes.frames import frame_regex
+import re
 
-__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CONFIG_FRAMES", "ENGINE_BUILT_FRAMES", "frame_phases"]
+from ddlab.crashes.frames import frame_regex
+from ddlab.diagnosis.cut_names import ipython_type
+
+__all__ = ["FRAME_PHASES", "STARTUP_FRAMES", "CONFIG_FRAMES", "ENGINE_BUILT_FRAMES", "frame_phases",
+           "ipython_frames"]
 
 
 # vLLM's own functions at each step (V1 0.30.0-0.34.0: v1/worker/gpu_worker.py,
@@ -201,3 +205,26 @@ def frame_phases(frames: str) -> list[str]:
     if "serving" in found and STARTUP_FRAMES.search(frames):
         found.remove("serving")
     return found
+
+
+# (round 94) IPython's verbose traceback (ultratb's, the one Colab and the older notebooks print): under its header
+# ("RuntimeError    Traceback (most recent call last)", cut_names.ipython_type) each frame is the file, in Colab a
+# link to it, then " in f(args)" ("[/usr/.../vllm/worker/model_runner.py](https://localhost:8080/#) in
+# profile_run(self)"), its code lines numbered below, no "File ..., line N, in f" line that the tracebacks' reader
+# takes as a frame. Those frames, written as a traceback's, are the phase's as any other frames are
+_IPYTHON_FRAME_RE = re.compile(r"^\[?[^\s\[\]]+\.py\]?(?:\([^()\s]*\))? in (\w+)\(")
+_IPYTHON_SPAN = 400
+
+
+def ipython_frames(msgs: list[str]) -> str:
+    """The frames of the IPython traceback that ``msgs`` (the log's lines above an exception's, nearest last) end
+    in, as ", in f" lines; "" where no IPython header is above them or a Python traceback's opens in between."""
+    frames = []
+    for msg in reversed(msgs[-_IPYTHON_SPAN:]):
+        if ipython_type(msg):
+            return "".join(f"\n, in {name}" for name in reversed(frames))
+        if "Traceback (most recent call last):" in msg:
+            return ""
+        if match := _IPYTHON_FRAME_RE.match(msg.strip()):
+            frames.append(match.group(1))
+    return ""

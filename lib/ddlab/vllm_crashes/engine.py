@@ -6,10 +6,11 @@ where that error is printed. Part of :mod:`.vllm`'s list, in its order."""
 from __future__ import annotations
 
 from ddlab.vllm_crashes import library
+from ddlab.crashes.kinds.requests import REQUEST_FRAMES
 from ddlab.crashes.signature import Signature
 
 __all__ = ["ECHO_LINES", "SERVING_ECHOES", "ENGINE_DEAD", "ENGINE_PROCESS_RAISED", "OUTPUT_HANDLER_FAILED",
-           "SHM_STALL", "RPC_TIMEOUT",
+           "V0_LOOP_RAISED", "SHM_STALL", "RPC_TIMEOUT",
            "QUEUE_TIMEOUT", "CGRAPH_TIMEOUT", "ITERATION_TIMEOUT", "LOOP_TIMEOUT",
            "LOOP_WAIT_CANCELLED", "LOOP_TIMEOUT_RAISED", "KV_SEND_REQUEST_GONE"]
 
@@ -167,6 +168,26 @@ OUTPUT_HANDLER_FAILED = Signature(
              ("0.30.0", "vllm/v1/engine/core_client.py:1171"),
              ("0.34.0", "vllm/v1/engine/output_processor.py:596"), ("vllm 0.11.0", "vllm/v1/engine/async_llm.py:481"),
              ("vllm 0.11.0", "vllm/v1/engine/output_processor.py:59"), ("0.34.0", "vllm/v1/engine/async_llm.py:958")))
+
+# (round 94) V0's analogue, where a request's traceback shows it: the background loop's task ended with an error,
+# and its done-callback's ``task.result()`` re-raises it (_raise_exception_on_finish, engine/async_llm_engine.py:38
+# (0.4.1); _log_task_completion, :55 (0.6.4.post1)), hands it to every request's stream (error_callback ->
+# propagate_exception, :393-395 (0.4.1)) and refuses each later request, "Background loop has errored already"
+# (:405-407): the engine's death, whatever the loop raised, not the one request's (under its ASGI 500). Read only in
+# a request's traceback (the HTTP server's frames): the callback's own record of it ("Engine background task
+# failed", :43, logger.error with exc_info) is ENGINE_DEAD's, its chain the cause as before
+_V0_LOOP_RESULT = (r", in (?:_raise_exception_on_finish|_log_task_completion)\s*\n"
+                   r"\s*(?:return_value = )?task\.result\(\)\s*$")
+V0_LOOP_RAISED = Signature(
+    "vllm_v0_loop_raised", "unknown", "V0's engine loop died, its error handed to a request",
+    ENGINE_DEAD.advice,
+    patterns=(r".",), context=(_V0_LOOP_RESULT, REQUEST_FRAMES), cut_ok=True, priority=5, echo=True, fatal=True,
+    phase="serving",
+    sources=(("vllm 0.4.1", "vllm/engine/async_llm_engine.py:38"),
+             ("vllm 0.4.1", "vllm/engine/async_llm_engine.py:395"),
+             ("vllm 0.4.1", "vllm/engine/async_llm_engine.py:407"),
+             ("vllm 0.4.1", "vllm/engine/async_llm_engine.py:43"),
+             ("vllm 0.6.4.post1", "vllm/engine/async_llm_engine.py:55")))
 
 # every process waits on the shared-memory message queue; a rank that stops answering leaves
 # the others printing this once a minute (shm_broadcast.py:115 (0.34.0))

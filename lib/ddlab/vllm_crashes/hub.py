@@ -8,13 +8,18 @@ that holds nothing, an error ddlab's ``model_not_found`` already reads: "couldn'
 (huggingface_hub 0.26.2 file_download.py:1428-1430, "Actually raise for those subclasses of ConnectionError"):
 requests' text names the pool, "HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with
 url: /<repo>/resolve/<revision>/<file>". The model could not be reached, as the other texts of that kind say.
+
+(round 94) A huggingface_hub release that cannot parse the Hub's answer (``dependency_mismatch``): its ``ModelInfo``
+hands the answer's "safetensors" entry whole to a dataclass (``SafeTensorsInfo(**safetensors)``, the log's
+hf_api.py:710), which refuses a key the Hub added later ("sharded"); releases since build it from the two keys they
+know (huggingface_hub 0.26.2 hf_api.py:864-869). vLLM 0.4.0 asks for the repo's files that way while loading weights.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "HUB_UNREACHABLE"]
+__all__ = ["SIGNATURES", "HUB_UNREACHABLE", "HUB_INFO_UNPARSED"]
 
 # requests' / urllib3's text for the hub's host, any of its exception classes (SSLError, ProxyError, MaxRetryError,
 # ConnectionError) carries it; another host (a mirror of the user's, an API) is not read
@@ -31,4 +36,18 @@ HUB_UNREACHABLE = Signature(
     sources=(("huggingface_hub 0.26.2", "huggingface_hub/file_download.py:1428"),
              ("huggingface_hub 0.26.2", "huggingface_hub/file_download.py:1432")))
 
-SIGNATURES: list[Signature] = [HUB_UNREACHABLE]
+# a dataclass of hf_api.py refusing a key of the Hub's answer; read only below an hf_api.py frame (another
+# library's dataclass refusing a keyword is not this)
+_INFO_KEY = r"\b(?:SafeTensors|Transformers|Model|Dataset|Space|BlobLfs)Info\.__init__\(\) got an unexpected keyword"
+HUB_INFO_UNPARSED = Signature(
+    "vllm_hub_info_unparsed", "dependency_mismatch", "the installed huggingface_hub cannot parse the Hub's answer",
+    ("huggingface_hub's hf_api could not build its info object from what huggingface.co answered: the Hub's API "
+     "added a field this huggingface_hub release does not take. Upgrade it (`pip install -U huggingface_hub`, "
+     "within the range transformers and vLLM accept: `pip check`), or give vLLM a local copy of the model "
+     "(`huggingface-cli download REPO --local-dir DIR`) so it does not ask the Hub.",),
+    types=r"TypeError", patterns=(_INFO_KEY,), context=(r'huggingface_hub[/\\]hf_api\.py", line \d+, in \w+',),
+    priority=84,
+    sources=(("huggingface_hub 0.26.2", "huggingface_hub/hf_api.py:864"),
+             ("huggingface_hub 0.26.2", "huggingface_hub/hf_api.py:361")))
+
+SIGNATURES: list[Signature] = [HUB_UNREACHABLE, HUB_INFO_UNPARSED]

@@ -7,7 +7,8 @@ one that fits the model is refused only for this GPU's compute capability, or (r
 bfloat16 check of the GPU, whose one raise is that refusal; (round 83) vLLM's attention-backend registry not knowing
 the name an older vllm-ascend's backend gives itself (``dependency_mismatch``); (round 89) transformers' processor
 refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``); (round 90) V0's FlashInfer backend
-calling a wrapper class its import left None (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
+calling a wrapper class its import left None (``dependency_mismatch``); (round 94) an op of vLLM's compiled
+extension called where its silent import failed (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
 ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
 """
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
-           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER", "FLASHINFER_WRAPPER_NONE"]
+           "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER", "FLASHINFER_WRAPPER_NONE",
+           "C_OPS_UNBOUND"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -177,5 +179,23 @@ FLASHINFER_WRAPPER_NONE = Signature(
              ("vllm 0.6.3.post1", "vllm/attention/backends/flashinfer.py:117"),
              ("vllm 0.6.3.post1", "vllm/attention/backends/flashinfer.py:128")))
 
+# (round 94) vLLM 0.4.1 binds its compiled ops in a try whose ImportError is passed over (``try: from vllm._C import
+# cache_ops as vllm_cache_ops`` / ``ops as vllm_ops``, ``except ImportError: pass``, vllm/_custom_ops.py:5-9), so an
+# install or build whose vllm._C does not import (missing, or built against another torch) starts, and the first op
+# called raises NameError on the unbound name (reshape_and_cache, :183: at the first forward, the profile run or the
+# graph capture). Read only where _custom_ops.py raised it (those names unbound anywhere else are not this)
+_C_UNBOUND = (r'[/\\]_custom_ops\.py", line \d+, in \w+\s*\n[^\n]*\bvllm_(?:cache_)?ops\.\w+\([^\n]*\n'
+              r"(?:[^\n]*[~^]{3,}[ \t]*\n)?NameError: name 'vllm_(?:cache_)?ops' is not defined")
+C_OPS_UNBOUND = Signature(
+    "vllm_c_ops_unbound", "dependency_mismatch", "vLLM's compiled ops (vllm._C) did not import",
+    ("vLLM's compiled extension (vllm._C) did not import, and its release passes that over until an op is called: "
+     "`python -c 'import vllm._C'` shows why (missing: a source tree run without its build, `pip install -e .` "
+     "to build it; an undefined symbol: built against another torch). Install the vLLM wheel with the torch it "
+     "pins in a fresh environment, or rebuild from a clean tree (remove build/ and the .so files first).",),
+    types=r"NameError", patterns=(r"\bname 'vllm_(?:cache_)?ops' is not defined",), context=(_C_UNBOUND,),
+    priority=81,
+    sources=(("vllm 0.4.1", "vllm/_custom_ops.py:5"), ("vllm 0.4.1", "vllm/_custom_ops.py:183")))
+
 SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
-                               PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER, FLASHINFER_WRAPPER_NONE]
+                               PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER, FLASHINFER_WRAPPER_NONE,
+                               C_OPS_UNBOUND]

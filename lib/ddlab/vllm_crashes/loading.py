@@ -3,7 +3,8 @@ and the config's own checks (``bad_argument``: a check in vLLM's config classes,
 validator's ValueError, the V2 model runner's requirement); a model config vLLM cannot read
 (``arch_unsupported``) is :mod:`.archs`, listed here in its place; round 9 added
 the argument parser's own refusals, a traceback cut in the loop that reads the checkpoint files and a
-negative KV cache share that explains an engine's cut traceback.
+negative KV cache share that explains an engine's cut traceback; round 94 an OpenVINO IR exported without its KV
+cache, which the OpenVINO backend's loader (optimum-intel) refuses.
 
 Each is a text or a frame of vLLM's own source (cited ``(release, "vllm/path.py:line")`` in the
 wheels of 0.30.0, 0.33.0, 0.34.0 and 0.6.4.post1, as in :mod:`.vllm`), or of vllm-ascend as its
@@ -367,8 +368,26 @@ LOADER_NARROW = Signature(
              ("torch", "aten/src/ATen/native/TensorShape.cpp (narrow: start (S) + length (L) exceeds dimension "
                        "size (N).)")))
 
+# (round 94) vLLM's OpenVINO backend loads a folder's OpenVINO IR as it is (OVModelForCausalLM.from_pretrained with
+# use_cache left True, model_executor/model_loader/openvino.py:137-143 (0.5.1)); optimum-intel reads the cache from
+# the IR (its past_key_values inputs, modeling_decoder.py:122) and refuses an IR exported without them, "`use_cache`
+# was set to `True` but the loaded model only supports `use_cache=False`" (:158-164, :170-171, optimum-intel 1.18.1).
+# The checkpoint does not fit the loader; the reverse text (a caller's use_cache=False) is not read
+_OV_NO_CACHE = r"`use_cache` was set to `True` but the loaded model only supports `use_cache=False`"
+OPENVINO_IR_NO_CACHE = Signature(
+    "vllm_openvino_ir_no_cache", "weights_unreadable", "the OpenVINO IR was exported without its KV cache",
+    ("vLLM's OpenVINO backend loads the model folder's OpenVINO IR as it is, and this IR was exported without "
+     "past key values (a `--task text-generation` export): export it again with them, `optimum-cli export "
+     "openvino --model MODEL --task text-generation-with-past DIR` (quantization flags as before), or give vLLM "
+     "the original checkpoint and let it convert.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_OV_NO_CACHE,), priority=80, phase="load_weights",
+    sources=(("vllm 0.5.1", "vllm/model_executor/model_loader/openvino.py:137"),
+             ("optimum-intel 1.18.1", "optimum/intel/openvino/modeling_decoder.py:122"),
+             ("optimum-intel 1.18.1", "optimum/intel/openvino/modeling_decoder.py:159"),
+             ("optimum-intel 1.18.1", "optimum/intel/openvino/modeling_decoder.py:171")))
+
 SIGNATURES: list[Signature] = [NO_SUCH_PARAM, NOT_INITIALIZED, EAGLE_BIAS, LORA_SHAPE, LOADER_SHAPE, LOADER_NARROW,
                                CONFIG_CHECK, CONFIG_VALUE_ERROR, SAMPLING_PARAMS_REFUSED, TP_HEADS, V2_RUNNER,
                                V1_ENGINE_OFF, CPU_V1_ONLY, *archs.SIGNATURES, PLACEMENT_BUNDLE,
                                PLACEMENT_DEVICES, PD_KV_LAYOUT,
-                               CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP]
+                               CLI_REFUSED, WEIGHTS_ITERATION_CUT, KV_NEGATIVE, PARAMS_LOOKUP, OPENVINO_IR_NO_CACHE]
