@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddlab.crashes.kinds import (caches, diffusion, graphs, images, launch, memory, models, native, requests, router,
-                                 runtime, speculative, weights)
+from ddlab.crashes.kinds import (caches, diffusion, event_loops, graphs, images, launch, memory, models, native,
+                                 requests, router, runtime, speculative, weights)
 from ddlab.device_crashes import device
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
@@ -74,6 +74,7 @@ SIGNATURES: list[Signature] = [
     *router.SIGNATURES,  # (round 51)
     *caches.SIGNATURES,  # (round 52)
     *images.SIGNATURES,  # (round 79)
+    *event_loops.SIGNATURES,  # (round 97)
 ]
 
 WRAPPERS = (

@@ -13,8 +13,9 @@ signals), ``requests`` (one request's error, PD transfers), ``diffusion`` (a req
 Diffusion's worker failed), ``images`` (a request's image the tokenizer manager failed to
 preprocess), ``router`` (a request SGLang 0.1.x's router failed to take in, sgl-router
 refused or 0.3.x's DP controller dropped), ``caches`` (a prefix-cache option the model's KV
-pool cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take) and
-``speculative`` (speculative decoding combined with another feature). The device's own
+pool cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take), ``event_loops`` (an
+asyncio loop patcher refusing the server's uvloop loop) and ``speculative`` (speculative
+decoding combined with another feature). The device's own
 texts (kernel faults, GPU support, kernel builds and libraries, compilers, NPUs) are the
 layer above, :mod:`ddlab.device_crashes`; vLLM's texts on the same kinds, their advice in
 vLLM's flags (issue 28), a layer above both, :mod:`ddlab.vllm_crashes` (they reuse these).

@@ -189,7 +189,23 @@ CONFIG_NOT_JSON = Signature(
              ("transformers 4.56.1", "transformers/configuration_utils.py:760"),
              ("transformers 4.56.1", "transformers/configuration_utils.py:866")))
 
+# (round 97) SGLang 0.1.x builds its linear layers from vLLM's, whose sharded weight_loaders check the checkpoint's
+# tensor with a bare "assert param_data.shape == loaded_weight.shape" (vllm 0.2.7 model_executor/layers/
+# linear.py:204, :312, :437 QKVParallelLinear, :528; sglang 0.1.11 models/llama2.py:310 calls it; vLLM's own family:
+# vllm_loader_shape): an AssertionError raised by that line of vLLM's weight_loader, the last frame, is a checkpoint
+# tensor whose shape is not its parameter's
+_VLLM_SHAPE_ASSERT = (r'[/\\]vllm[/\\]model_executor[/\\]layers[/\\]\w+\.py", line \d+,? in weight_loader\s*\n'
+                      r"[ \t]*assert param_data\.shape == loaded_weight\.shape\s*\n" + NO_LATER_FRAME)
+VLLM_LAYER_SHAPE = Signature(
+    "vllm_layer_shape", "weights_unreadable", "a checkpoint tensor does not fit the vLLM layer SGLang built",
+    (_ADVICE,), types=r"AssertionError", patterns=(r".",), context=(_VLLM_SHAPE_ASSERT,), priority=80,
+    phase="load_weights", sources=(("vllm 0.2.7", "vllm/model_executor/layers/linear.py:437 (assert param_data.shape "
+                                                  "== loaded_weight.shape), :204, :312, :528"),
+                                   ("sglang 0.1.11", "sglang/srt/models/llama2.py:310 (weight_loader(param, "
+                                                     "loaded_weight, shard_id))")))
+
 SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE,
               LORA_ADAPTER_KEY,  # (round 33)
               LOADER_NARROW,  # (round 78)
-              CONFIG_NOT_JSON]  # (vLLM round 81)
+              CONFIG_NOT_JSON,  # (vLLM round 81)
+              VLLM_LAYER_SHAPE]  # (round 97)
