@@ -303,7 +303,24 @@ INDUCTOR_FAILED = Signature(
              ("torch 2.8.0", "torch/_inductor/exc.py:140 (class InductorError(BackendCompilerFailed))"),
              ("torch 2.8.0", "torch/_inductor/scheduler.py:4747 (raise AssertionError(f\"{type(self)=}\"))")))
 
+# (vLLM round 95) an FX graph pass that removes a node other nodes still use: torch.fx's Graph.erase_node refuses it,
+# "Tried to erase Node {to_erase} but it still had {len(to_erase.users)} users in the graph: {to_erase.users}!"
+# (torch 2.8.0 fx/graph.py:1149-1154), raised inside inductor's compile of the graph (post-grad passes, vLLM's own
+# custom passes among them: FixFunctionalizationPass stages rotary_embedding's getitem users for erase_node, vllm
+# 0.9.2 compilation/fix_functionalization.py:41-58, :100-102), so InductorError wraps it. No kernel was generated or
+# built: a pass's bug in the graph it rewrote, not the kernels' compile (INDUCTOR_FAILED), kind unknown
+FX_NODE_IN_USE = Signature(
+    "fx_pass_erased_used_node", "unknown", "a torch.compile graph pass removed a node the graph still uses",
+    ("A graph pass of torch.compile (inductor's, or one the server adds, as vLLM's custom passes) tried to remove "
+     "a node that other nodes still use: a bug of that pass on this model's graph (often one a custom op enabled "
+     "by hand exposes), not a kernel build. Run without torch.compile (vLLM: `--enforce-eager` or `-O0`; SGLang: "
+     "without `--enable-torch-compile`) or without the custom op you enabled, and report the pass's bug with the "
+     "graph (TORCH_LOGS=\"+dynamo\").",),
+    types=r"(?:\w+\.)*(?:InductorError|RuntimeError)",
+    patterns=(r"Tried to erase Node \S+ but it still had \d+ users in the graph",), priority=40,
+    sources=(("torch 2.8.0", "torch/fx/graph.py:1150 (Graph.erase_node: raise RuntimeError(\"Tried to erase Node"),))
+
 # (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet; so is
-# INDUCTOR_FAILED, vllm_crashes/adapters.py)
+# INDUCTOR_FAILED and FX_NODE_IN_USE, vllm_crashes/adapters.py)
 SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_LAUNCH_REFUSED,
               TRITON_PASS_FAILED, NO_C_COMPILER_CUT, TRITON_BUILD_CUT]

@@ -25,7 +25,7 @@ __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "LORA_TARGETS", "FLASH
            "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
            "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION", "TT_DISPATCH_TIMEOUT",
-           "TT_TRACE_REGION", "INDUCTOR_FAILED"]
+           "TT_TRACE_REGION", "INDUCTOR_FAILED", "FX_NODE_IN_USE"]
 
 _V0 = V0
 
@@ -129,6 +129,17 @@ INDUCTOR_FAILED = voiced(
      "inner exception after \"InductorError: \" says where). `--enforce-eager` (or `-O0`) runs without "
      "torch.compile; the torch release your vLLM was built for (its requirements pin it) avoids an inductor "
      "of another release, or one without support for this device's backend.",))
+
+# (round 95) a graph pass of the compile (vLLM's FixFunctionalizationPass among them) erasing a node still in use:
+# a pass's bug, not the kernels' build (compilers.py), read over INDUCTOR_FAILED, which wraps it
+FX_NODE_IN_USE = voiced(
+    compilers.FX_NODE_IN_USE,
+    ("A graph pass of vLLM's torch.compile (inductor's, or vLLM's own custom passes, which rewrite its custom ops) "
+     "removed a node the graph still uses: a pass's bug on this model's graph, often one a custom op enabled by "
+     "hand (`--compilation-config` custom_ops) exposes, not a kernel build. `--enforce-eager` (or `-O0`) runs "
+     "without torch.compile; without the custom op you enabled the pass leaves the graph as it was. Report the "
+     "bug with the graph (TORCH_LOGS=\"+dynamo\").",),
+    sources=(("vllm 0.9.2", "vllm/compilation/fix_functionalization.py:102 (graph.erase_node(node))"),))
 
 # (round 14) vllm-ascend's worker logs the memory the KV cache may take after the profile run, clamped at
 # zero ("Available memory: N, total memory: M", vllm_ascend/worker/worker_v1.py:182 (v0.9.2rc1), :235
@@ -288,4 +299,5 @@ SIGNATURES: list[Signature] = [TT_DISPATCH_TIMEOUT, TT_TRACE_REGION,
                                ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
                                LORA_TARGETS,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
-                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH, INDUCTOR_FAILED]
+                               NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH, INDUCTOR_FAILED,
+                               FX_NODE_IN_USE]

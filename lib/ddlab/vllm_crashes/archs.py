@@ -3,7 +3,8 @@ setting vLLM reads, a config that names no architecture (round 8's ValueError; r
 explains the crash right after it), a MoE class that finds no MoE layer, the Transformers fallback that cannot
 shard the architecture, (round 77) V0's max-length check asserting a rope_scaling layout it does not know, (round 79)
 the registry's failure to inspect a listed architecture's class (kind unknown: its cause is logged elsewhere), (round
-85) get_hf_text_config's assert that a text_config holds the text model's heads. Split
+85) get_hf_text_config's assert that a text_config holds the text model's heads, (round 95) a multimodal argument
+for a model this release does not build as multimodal (``bad_argument``, as the corpus labels it). Split
 from :mod:`.loading` (round 71), whose list holds these in their place.
 
 Each is a text or a frame of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
@@ -163,6 +164,27 @@ ARCH_INSPECT_FAILED = Signature(
              ("vllm 0.9.2", "vllm/model_executor/models/registry.py:438"),
              ("vllm 0.13.0", "vllm/model_executor/models/registry.py:803")))
 
+# (round 95) ModelConfig builds a MultiModalConfig only where the registry lists the architecture as multimodal, and
+# otherwise refuses the multimodal arguments: "`limit_mm_per_prompt` is only supported for multimodal models."
+# (config.py:223 (0.6.3.post1), :482 (0.8.3), :590 (0.8.5.post1), :708 (0.9.2), :775 (0.10.0); 0.6.2 :238 without
+# the backquotes), "`mm_processor_kwargs` is only supported ..." (:711 (0.9.2)), raised while the engine config is
+# built (create_model_config): the flag refused for this model, bad_argument (round 18's vs21 reads the same text
+# under pydantic's "Value error, " as CONFIG_INVALID, ranked above it). A model the release does not know as
+# multimodal (an architecture newer than it, run through the Transformers fallback) is the other cause, which the
+# advice names
+_MM_ONLY = r"`?(?:limit_mm_per_prompt|mm_processor_kwargs)`? is only supported for multimodal models"
+MM_ARGS_TEXT_MODEL = Signature(
+    "vllm_mm_args_text_model", "bad_argument", "a multimodal argument for a model vLLM does not build as multimodal",
+    ("vLLM refuses `--limit-mm-per-prompt` (or `--mm-processor-kwargs`) because the model it resolved is not a "
+     "multimodal one in this release's registry: drop the flag for a text-only model, or, for a vision model, "
+     "use a vLLM release that lists its architecture (the supported-models page; an architecture it does not "
+     "know runs through the text-only Transformers fallback).",),
+    types=r"(?:\w+\.)*(?:ValueError|ValidationError)", patterns=(_MM_ONLY,),
+    lines=(rf"^\s*(?:Value error, )?{_MM_ONLY}",), priority=35, phase="launch",
+    sources=(("vllm 0.8.3", "vllm/config.py:482"), ("vllm 0.8.5.post1", "vllm/config.py:590"),
+             ("vllm 0.9.2", "vllm/config.py:708"), ("vllm 0.10.0", "vllm/config.py:775"),
+             ("vllm 0.6.3.post1", "vllm/config.py:223")))
+
 SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
                                FALLBACK_NO_TP, ROPE_FACTOR_MISSING, TEXT_CONFIG_LAYOUT,
-                               ARCH_INSPECT_FAILED]
+                               ARCH_INSPECT_FAILED, MM_ARGS_TEXT_MODEL]
