@@ -390,8 +390,9 @@ def test_vllm_logs_are_read_as_vllm():
     # compose's prefix (w8910, one request's error). Round 91 one, the same reading either way: a custom logging
     # format's "[time] [LEVEL] [MainThread] [vllm.<module>] >>> " records of a worker's torch assert (w9114). Round 92
     # one, the same reading either way (not crashed): an offline LLM(...)'s start stopped by the user's Ctrl-C, its
-    # KeyboardInterrupt tracebacks through wait_for_startup and the atexit joins (w9221)
-    assert len(unmarked) <= 143, unmarked
+    # KeyboardInterrupt tracebacks through wait_for_startup and the atexit joins (w9221). Round 96 one, the same reading
+    # either way: torch's "no kernel image is available" under rank prefixes alone, four lines (w9611, unsupported_gpu)
+    assert len(unmarked) <= 144, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

@@ -103,7 +103,12 @@ _SERVING = (r"run_busy_loop|_process_engine_step|step_with_batch_queue|step|exec
             # blocks a request was just given (update_state_after_alloc) and the step's connector metadata
             # (build_connector_meta, the offloading connector's _build_store_jobs) (v1/core/sched/scheduler.py:439,
             # :1001, :1258; distributed/kv_transfer/kv_connector/v1/offloading/scheduler.py:873, :1023, :1253 (0.27.1))
-            r"|update_state_after_alloc|build_connector_meta|_build_store_jobs")
+            r"|update_state_after_alloc|build_connector_meta|_build_store_jobs"
+            # (round 96) a request's structured-output key, computed only for a request that asks for guided decoding
+            # (EngineCore.add_request -> grammar_init -> _async_create_grammar -> structured_output_key: v1/engine/
+            # core.py:158, v1/structured_output/__init__.py:108, v1/structured_output/request.py:49 (0.8.0)); the
+            # source builds between 0.7.3 and 0.8.0 named it Request.guided_decoding_key (the paste's v1/request.py)
+            r"|guided_decoding_key|structured_output_key")
 # (round 65) verl's vLLM rollout server putting its engines' workers to sleep, or waking them, between rollouts
 # (verl's workers/rollout/vllm_rollout/vllm_async_server.py, AsyncvLLMServer.sleep: ``await
 # asyncio.gather(*[worker.sleep.remote() for worker in self.workers])``, the paste's frame :563): sleep mode, which

@@ -281,6 +281,11 @@ _PHASE_MARKERS = (
     ("serving", re.compile(
         r"Avg prompt throughput: [\d.]+ tokens/s|SpecDecoding metrics:|Speculative metrics:"
         r"|\"(?:POST|GET) /(?:v1/|generate|invocations)\S* HTTP/[\d.]+\" 200|Processed prompts:|Added request"
+    # (round 96) V0's async engine closing one request's stream, its output finished or an error handed to it:
+    # "Finished request ID." (engine/async_llm_engine.py:120, :131 (0.4.0.post1); :141, :152 (0.5.4); :179, :188
+    # (0.8.5.post1)), written only for a request added to a running engine (unanchored: a Ray actor's prefix whose
+    # colour codes lost their escape byte, "[[36m(VLLMActor pid=N) [[0m INFO ...", is left on the message)
+    r"|\bFinished request [\w-]+\.$"
     # (round 55) sleep mode, which start-up never enters (v1/engine/core.py:1127, abstract.py:442 (0.34.0)):
     # v1/executor/abstract.py:306, :325, device_allocator/cumem.py:239, v1/worker/gpu_worker.py:142 (0.11.1)
     r"|It took [\d.]+ seconds to (?:fall asleep|wake up)\b|CuMemAllocator: sleep freed|Sleep mode freed"

@@ -9,7 +9,8 @@ vLLM's flags), ``speculative``, ``graphs``, ``requests`` (one request's errors),
 death, its echoes and stalls), ``backends`` (other accelerators and features), ``adapters``
 (LoRA adapters, Ascend / TPU, LLVM, bindings), ``ascend`` (vllm-ascend's NPU texts) and
 ``messages`` (V0's engine messages, NIXL), ``wna16`` (the quantized MoE GEMM refusing the
-experts' shapes), ``moe_schemes`` (an FP8 MoE method refusing the checkpoint's scale layout),
+experts' shapes, the CUTLASS scaled GEMM refusing a weight's dims), ``moe_schemes`` (an FP8 MoE
+method refusing the checkpoint's scale layout),
 ``processors`` (a multimodal model's HF processor not fitting vLLM's call), ``hub`` (huggingface.co
 unreachable through TLS or a proxy), ``entrypoints`` (the OpenAI server's own start-up checks and
 what it loads beside the engine).

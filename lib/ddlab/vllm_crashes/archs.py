@@ -4,7 +4,8 @@ explains the crash right after it), a MoE class that finds no MoE layer, the Tra
 shard the architecture, (round 77) V0's max-length check asserting a rope_scaling layout it does not know, (round 79)
 the registry's failure to inspect a listed architecture's class (kind unknown: its cause is logged elsewhere), (round
 85) get_hf_text_config's assert that a text_config holds the text model's heads, (round 95) a multimodal argument
-for a model this release does not build as multimodal (``bad_argument``, as the corpus labels it). Split
+for a model this release does not build as multimodal (``bad_argument``, as the corpus labels it), (round 96) LoRA
+enabled for a model class that has no LoRA support (``bad_argument``). Split
 from :mod:`.loading` (round 71), whose list holds these in their place.
 
 Each is a text or a frame of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
@@ -185,6 +186,25 @@ MM_ARGS_TEXT_MODEL = Signature(
              ("vllm 0.9.2", "vllm/config.py:708"), ("vllm 0.10.0", "vllm/config.py:775"),
              ("vllm 0.6.3.post1", "vllm/config.py:223")))
 
+# (round 96) the loader building a model whose class does not support LoRA while the engine has a LoRA config (the
+# server's --enable-lora): _get_model_initialization_kwargs raises "Model CLASS does not support LoRA, but LoRA is
+# enabled. Support for this model may be added in the future. ..." (model_executor/model_loader/loader.py:74 (0.5.0),
+# :124 (0.5.4), :134 (0.6.2), :133 (0.6.3.post1)), inside load_model, as the model is built: the flag refused for
+# this model, bad_argument. The workers' "<class ...> does not support LoRA" (worker/worker_base.py:126 (0.6.4.post1))
+# and V1's "V1 does not support LoRA yet." are other texts, not read here
+_LORA_UNSUPPORTED = r"Model \w+ does not support LoRA, but LoRA is enabled"
+LORA_UNSUPPORTED_MODEL = Signature(
+    "vllm_lora_unsupported_model", "bad_argument", "LoRA enabled for a model class without LoRA support",
+    ("vLLM's class for this model does not support LoRA adapters, and the engine was started with LoRA enabled "
+     "(`--enable-lora`, `--lora-modules`, or `enable_lora=True` in LLM(...)): start it without them, or serve the "
+     "adapter merged into the weights (PEFT's merge_and_unload), or use a vLLM release whose supported-models page "
+     "marks the architecture with LoRA support.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_LORA_UNSUPPORTED,), lines=(rf"^\s*{_LORA_UNSUPPORTED}",), priority=35,
+    sources=(("vllm 0.5.0", "vllm/model_executor/model_loader/loader.py:74"),
+             ("vllm 0.5.4", "vllm/model_executor/model_loader/loader.py:124"),
+             ("vllm 0.6.2", "vllm/model_executor/model_loader/loader.py:134"),
+             ("vllm 0.6.3.post1", "vllm/model_executor/model_loader/loader.py:133")))
+
 SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
                                FALLBACK_NO_TP, ROPE_FACTOR_MISSING, TEXT_CONFIG_LAYOUT,
-                               ARCH_INSPECT_FAILED, MM_ARGS_TEXT_MODEL]
+                               ARCH_INSPECT_FAILED, MM_ARGS_TEXT_MODEL, LORA_UNSUPPORTED_MODEL]
