@@ -35,7 +35,8 @@ candidate (torch's exit warning about ``destroy_process_group``), nor one that
 Python's warnings module wrote (round 28: an idle check warning of a leak). Of
 a signature's ``lines``, the first listed wins a tie (argparse's ``error:`` line
 over its ``usage:`` block). A native crash after an unexplained exception is
-its teardown: the exception is the cause.
+its teardown: the exception is the cause; so is a
+/health 503 beside one (round 98, :mod:`.consequences`).
 
 After the tokenizer manager's SIGTERM notice (an operator asked the server to stop), the generic
 echoes of its children ending ("crashed with exit code -15", SIGQUIT) are that stop, no candidate.
@@ -59,6 +60,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddlab.crashes.kinds.requests import ANSWERED_4XX, ASGI_ERROR, NOT_A_REQUEST, REQUEST_FRAMES
+from ddlab.diagnosis.consequences import yielded
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.stops import SGLANG_SIGTERM_NOTICE, VLLM_SHUTDOWN_TRIGGERED
@@ -355,11 +357,7 @@ def _pick(found: list[Candidate]) -> Candidate | None:
     known = [c for c in found if c.signature and not c.wrapper]
     if known:
         best = max(known, key=lambda c: (c.signature.priority, -c.order, -c.first_no))
-        if best.signature.kind == "native_crash":  # a signal after an unexplained exception: teardown
-            earlier = [c for c in found if c.signature is None and not c.wrapper and not c.cut
-                       and c.first_no < best.first_no]
-            return min(earlier, key=lambda c: c.first_no) if earlier else best
-        return best
+        return yielded(best, found)  # a teardown or a /health 503 after an unexplained exception (.consequences)
     for tier in ([c for c in found if not c.wrapper and not c.cut], [c for c in found if c.cut]):
         if tier:
             return min(tier, key=lambda c: c.first_no)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from ddlab.crashes.kinds import (caches, diffusion, event_loops, graphs, images, launch, memory, models, native,
-                                 requests, router, runtime, speculative, weights)
+                                 quant_args, requests, router, runtime, speculative, web_deps, weights)
 from ddlab.device_crashes import device
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
@@ -75,6 +75,8 @@ SIGNATURES: list[Signature] = [
     *caches.SIGNATURES,  # (round 52)
     *images.SIGNATURES,  # (round 79)
     *event_loops.SIGNATURES,  # (round 97)
+    *web_deps.SIGNATURES,  # (round 98)
+    *quant_args.SIGNATURES,  # (round 98)
 ]
 
 WRAPPERS = (

@@ -15,7 +15,9 @@ Why: a server started with the watchdog off, or a paste cut before the
 watchdog's line, still shows the hang: requests keep arriving or the health
 check keeps asking while the scheduler writes nothing. (Round 30) The lines from the tokenizer
 manager's SIGTERM notice on are the stop an operator asked for, not the server going on: a silence
-that only they end shows an idle server as well as a stuck one.
+that only they end shows an idle server as well as a stuck one. (Round 98) A PD queue's abort ("Decode transfer
+failed for request rank=...") is the scheduler's loop turning (0.5.5.post3 disaggregation/decode.py:736, from
+process_decode_queue at :792 / :815): a progress line that shows no request in flight.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from ddlab.diagnosis.rootcause import Candidate, stop_asked
 __all__ = ["stall", "WATCHDOG_DEFAULT_S"]
 
 WATCHDOG_DEFAULT_S = 300  # SGLang's --watchdog-timeout default, every release since 0.4
-_BATCH_RE = re.compile(r"(?:Prefill|Decode) batch\b|\"POST /\S+ HTTP/[\d.]+\" 200\b")  # progress
+_BATCH_RE = re.compile(r"(?:Prefill|Decode) batch\b|\"POST /\S+ HTTP/[\d.]+\" 200\b"  # progress
+                       # (round 98) a PD queue's abort, logged from the scheduler's loop (0.5.5.post3
+                       # disaggregation/decode.py:736, :393, prefill.py:261, :544): the loop turns
+                       r"|(?:Prefill|Decode) (?:bootstrap|handshake|transfer) failed for request rank=")
 _IN_FLIGHT_RE = re.compile(r"#(?:running|queue)-req: (\d+)")
 _READY_RE = re.compile(r"The server is fired up and ready to roll")
 

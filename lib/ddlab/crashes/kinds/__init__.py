@@ -14,7 +14,8 @@ Diffusion's worker failed), ``images`` (a request's image the tokenizer manager 
 preprocess), ``router`` (a request SGLang 0.1.x's router failed to take in, sgl-router
 refused or 0.3.x's DP controller dropped), ``caches`` (a prefix-cache option the model's KV
 pool cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take), ``event_loops`` (an
-asyncio loop patcher refusing the server's uvloop loop) and ``speculative`` (speculative
+asyncio loop patcher refusing the server's uvloop loop), ``web_deps`` (the HTTP stack's optional package missing
+when the server builds its routes) and ``speculative`` (speculative
 decoding combined with another feature). The device's own
 texts (kernel faults, GPU support, kernel builds and libraries, compilers, NPUs) are the
 layer above, :mod:`ddlab.device_crashes`; vLLM's texts on the same kinds, their advice in

@@ -36,8 +36,8 @@ REQUEST_FRAMES = (
     r"|^(?![^\n]*[/\\](?:httpx|httpcore)[/\\])[^\n]*, in handle_request\s*$"
     rf"|{TOKENIZER_REQUEST_WAIT}")  # (round 86) the tokenizer manager's per-request coroutines (.request_waits)
 
-# the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request
-NOT_A_REQUEST = r"[/\\]lifespan[/\\]|, in (?:lifespan|startup|_wait_and_warmup)\s*$"
+# the HTTP server starting (uvicorn's lifespan, SGLang's startup hooks) is no request, nor (round 98) a module's import
+NOT_A_REQUEST = r"[/\\]lifespan[/\\]|, in (?:lifespan|startup|_wait_and_warmup|<module>)\s*$"
 
 ASGI_ERROR = Signature(
     "asgi_exception", "request_error", "a request raised in the HTTP server's handler",
