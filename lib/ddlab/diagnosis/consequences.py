@@ -7,11 +7,12 @@ where ``best`` only reports the server's state after a death:
 
 - a fatal signal (``native_crash``) after an unexplained exception is its teardown (moved here from
   :func:`.rootcause._pick`, unchanged);
-- (round 98) the HTTP server's ``/health`` 503 (``health_check``) is what the health endpoint answers while the
-  server is not up, before its warmup ends or after a rank died (0.5.5.post3 sglang/srt/entrypoints/
-  http_server.py:420-421 ``ServerStatus.Starting``, :461-481 no reply within ``HEALTH_CHECK_TIMEOUT``): beside a
-  scheduler's exception no signature reads it says nothing of its own. The exception is the cause (h98001: a PD
-  decode scheduler's AttributeError in its warmup, 503s polled before it; h97015: the same after it).
+- (round 98) a probe's failure (any ``health_check`` reading: the HTTP server's ``/health`` 503 first) is what
+  the server answers while it is not up, before its warmup ends or after a rank died (0.5.5.post3
+  sglang/srt/entrypoints/http_server.py:420-421 ``ServerStatus.Starting``, :461-481 no reply within
+  ``HEALTH_CHECK_TIMEOUT``): beside a scheduler's exception no signature reads it says nothing of its own, before
+  or after it. The exception is the cause (h98001: a PD decode scheduler's AttributeError in its warmup, 503s
+  polled before it; h97015: the same after it).
 """
 
 from __future__ import annotations
