@@ -332,6 +332,10 @@ def vllm_phase_marker(msg: str) -> str | None:
 # another app's (one that builds vLLM's engine in its startup) or an earlier run's: not this engine's ready
 _UVICORN_START_RE = re.compile(r"Started server process \[\d+\]")
 _ARGS_LOGGED_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(")
+# (round 97) IPython 8's traceback prints each frame's source lines as "[1099](link) code" ("-> [1096](link)" the
+# current one): a vLLM logger call quoted there ('logger.info("Loading model weights took %.4f GB",', V0
+# worker/model_runner.py:1099 (0.6.6.post1)) is source shown, not a line the run logged
+_IPYTHON_CODE_RE = re.compile(r"^\s*(?:-+>\s*)?\[\d+\]\([^()\s]*\)")
 
 
 def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
@@ -340,7 +344,7 @@ def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     best, at = 0, None
     args_at = max((line.no for line in lines if _ARGS_LOGGED_RE.search(line.msg)), default=-1)
     for line in lines:
-        name = vllm_phase_marker(line.msg)
+        name = None if _IPYTHON_CODE_RE.match(line.msg) else vllm_phase_marker(line.msg)
         if name == "ready" and line.no < args_at and _UVICORN_START_RE.search(line.msg):
             continue
         index = PHASES.index(name) if name else 0

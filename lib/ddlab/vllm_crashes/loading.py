@@ -253,7 +253,9 @@ PLACEMENT_BUNDLE = Signature(
 # :274, :282). The warning (lines) is the cause of a start that ends in that wait. (round 42) The wait's own
 # ValueError is the same refusal, also where Ray counts the GPUs but has them busy (executor/ray_utils.py:226-229
 # (0.7.2); v1/executor/ray_utils.py:245-259 (0.34.0): "Tensor parallel size may exceed available GPUs").
-_PG_DEVICES = r"The number of required \w+s exceeds the total number of available \w+s in the placement group"
+# (round 97) 0.4.2-0.5 refuse in the same words where the Ray cluster (no placement group) has too few (:106, 0.4.2)
+_PG_DEVICES = (r"The number of required \w+s exceeds the total number of available \w+s in the "
+               r"(?:placement group|cluster)")
 PLACEMENT_DEVICES = Signature(
     "vllm_placement_devices", "bad_argument", "more GPUs asked than the Ray cluster has (or has free)",
     ("The launch asks for more GPUs (`--tensor-parallel-size` times `--pipeline-parallel-size`) than the "
@@ -264,7 +266,8 @@ PLACEMENT_DEVICES = Signature(
     priority=72, phase="launch",
     sources=(("0.34.0", "vllm/v1/executor/ray_utils.py:352"), ("0.34.0", "vllm/v1/executor/ray_utils.py:365"),
              (_V0, "vllm/executor/ray_utils.py:274"), (_V0, "vllm/executor/ray_utils.py:282"),
-             ("vllm 0.7.2", "vllm/executor/ray_utils.py:227"), ("0.34.0", "vllm/v1/executor/ray_utils.py:246")))
+             ("vllm 0.7.2", "vllm/executor/ray_utils.py:227"), ("0.34.0", "vllm/v1/executor/ray_utils.py:246"),
+             ("vllm 0.4.2", "vllm/executor/ray_utils.py:106"), ("vllm 0.5.0", "vllm/executor/ray_utils.py:106")))
 
 # --- (round 9) the command line, the checkpoint files, the KV cache's share ------------------
 

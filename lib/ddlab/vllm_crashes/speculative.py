@@ -113,6 +113,20 @@ SPEC_V1_UNSUPPORTED = Signature(
     priority=89, phase="launch", fatal=True,
     sources=(("0.7.3", "vllm/platforms/rocm.py:184"),))
 
+# (round 97) 0.7.0's CUDA platform refused V1's two missing features with a bare NotImplementedError in
+# check_and_update_config: multi-step scheduling (--num-scheduler-steps) and a speculative config
+# (0.7.0 vllm/platforms/cuda.py:121-123, :127-129); no other raise in that method, nothing after it
+_CUDA_V1_BARE = (r'vllm[/\\]platforms[/\\]cuda\.py", line \d+, in check_and_update_config[ \t]*\n'
+                 r"[ \t]*raise NotImplementedError[ \t]*\n" + NO_LATER_FRAME)
+CUDA_V1_REFUSED = Signature(
+    "vllm_cuda_v1_refused", "bad_argument", "this release's V1 engine refused multi-step or speculative decoding",
+    ("vLLM 0.7's V1 engine (VLLM_USE_V1=1) runs neither multi-step scheduling nor speculative decoding, and its "
+     "CUDA platform refuses them with a bare NotImplementedError: start without multi-step scheduling (V1 needs none) "
+     "and without a speculative model, or relaunch with VLLM_USE_V1=0.",),
+    types=r"(?:\w+\.)*NotImplementedError", patterns=(r"^",), context=(_CUDA_V1_BARE,),
+    priority=89, phase="launch", fatal=True,
+    sources=(("vllm 0.7.0", "vllm/platforms/cuda.py:123"), ("vllm 0.7.0", "vllm/platforms/cuda.py:129")))
+
 # the scheduler's token budget less the draft slots of every request is <= 0
 SPEC_BUDGET = Signature(
     "vllm_spec_token_budget", "bad_argument", "the draft tokens take the whole scheduling budget",
@@ -362,7 +376,8 @@ EAGLE3_LOGITS_WIDTH = Signature(
              ("0.34.0", "vllm/model_executor/models/qwen3_eagle3.py:349"),
              ("vllm 0.9.1", "vllm/model_executor/models/llama_eagle3.py:216")))
 
-SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, SPEC_BUDGET, SPEC_SP_SHAPES,
+SIGNATURES: list[Signature] = [SPEC_CONFIG, SPEC_METHOD_UNROUTED, SPEC_V1_UNSUPPORTED, CUDA_V1_REFUSED,
+                               SPEC_BUDGET, SPEC_SP_SHAPES,
                                DRAFT_VOCAB, DRAFT_ARCH, SPEC_TP_DRAFT, GDN_SPEC_MIXED, SPEC_GRAMMAR,
                                DRAFT_HIDDEN, ARCTIC_SPEC_CHECK, EAGLE_HEAD_PARAMS, DRAFT_TP_MISMATCH,
                                EAGLE3_LOGITS_WIDTH, DRAFT_WEIGHT_SHAPE, DRAFT_FORWARD_SHAPE]
