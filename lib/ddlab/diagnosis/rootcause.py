@@ -65,6 +65,7 @@ from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
 from ddlab.diagnosis.stops import SGLANG_SIGTERM_NOTICE, VLLM_SHUTDOWN_TRIGGERED
 from ddlab.diagnosis.tracebacks import ACCESS_RE, Chain, Raised, client_script, router_launch
+from ddlab.diagnosis.unittest_reports import before_verdict
 
 __all__ = ["Candidate", "candidates", "root_cause", "clean_cause", "stop_asked", "PROGRESS_RE"]
 
@@ -292,6 +293,7 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
              and not _caught(chain, ends, registry)]
     found += [c for line in lines if (line.no, line.text) not in covered
               and (c := _line_candidate(line, registry))]
+    found = before_verdict(found, lines)  # (round 100) a CI wrapper's lines after unittest's verdict are no candidate
     if not found and (frame := next((ln for i, ln in enumerate(lines) if _C10_FRAME_RE.search(ln.msg)
                                      and not _warned(lines, i)), None)):
         found = [Candidate(frame.no, frame.no, clean_cause(frame.msg), None, lines=[frame], rank=frame.rank)]
