@@ -276,7 +276,7 @@ def test_kernel_config_unsupported_names_what_the_kernel_refused():
 # --- the work split, as tools/diagnosis_corpus.py measures it --------------------------------
 
 # all 1394 after round 100 was folded in and its misses settled: h100004's crashed and kind by a test's own failed
-# check and the CI wrapper's line after unittest's verdict (diagnosis/unittest_reports.py test_assertion,
+# check and the CI wrapper's line after unittest's verdict (diagnosis/unittest_reports.py failed_check,
 # before_verdict);
 # h100009's kind left (known_misses.json: Slurm's oom_kill events, host memory first, read cuda_oom): 1385, 1337, 976
 # (of 1394, 1352, 985); at the fold, 62225209's code read 1384, 1336, 976

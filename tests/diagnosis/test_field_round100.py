@@ -10,7 +10,7 @@ docs/diagnosis.md, "Held-out round 100", tells the round.
   assertLessEqual on the mean ITL through TestCase._callTestMethod (CPython 3.11 Lib/unittest/case.py:579, :703;
   SGLang's CustomTestCase's retry, 0.5.6.post2 sglang/test/test_utils.py:1695-1700), and the CI wrapper's "Error:
   Pod logs ended but target pattern was not detected" after unittest's "FAILED (errors=1)" (runner.py:228, :244).
-  Read crashed unknown; fixed: diagnosis/unittest_reports.py test_assertion (a client's, tracebacks.client_script)
+  Read crashed unknown; fixed: diagnosis/unittest_reports.py failed_check (a client's, tracebacks.client_script)
   and before_verdict (rootcause.candidates takes no unstamped line after unittest's verdict
   that no traceback's frames carry).
 - h100009 (SGLang Diffusion under Slurm): left (known_misses.json). Two of six ranks vanish while streaming 53.2 GiB

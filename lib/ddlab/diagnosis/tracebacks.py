@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from ddlab.crashes.frames import own_script, ray_driver, router_frames
 from ddlab.diagnosis.cut_names import HEAD_CUT as _HEAD_CUT, cut_type, ipython_type, unshifted
 from ddlab.diagnosis.logtext import READY_MARK, Line
-from ddlab.diagnosis.unittest_reports import UNITTEST_REPORT, test_assertion
+from ddlab.diagnosis.unittest_reports import UNITTEST_REPORT, failed_check
 
 __all__ = ["Frame", "Raised", "Chain", "find_chains", "client_script", "router_launch", "cut_type", "ACCESS_RE"]
 
@@ -168,9 +168,9 @@ class Chain:
 
 def client_script(chain: Chain, lines: list[Line]) -> bool:
     """(round 35) A script's own traceback (:func:`ddlab.crashes.frames.own_script`; round 100, a test's failed
-    check, :func:`.unittest_reports.test_assertion`) printed once the server served (its "ready to roll", or an
+    check, :func:`.unittest_reports.failed_check`) printed once the server served (its "ready to roll", or an
     answered 2xx): a client died of its own error, not the server. (round 57) Or Ray's driver's, an actor's."""
-    ours = own_script(chain.frames) or test_assertion(chain.raised)
+    ours = own_script(chain.frames) or failed_check(chain.raised)
     return ray_driver(chain.lines, lines) or bool(chain.outermost.type) and ours and any(
         READY_MARK.search(ln.msg) or _ANSWERED_RE.search(ln.msg) for ln in lines if ln.no < chain.first_no)
 

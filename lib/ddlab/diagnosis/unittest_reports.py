@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["UNITTEST_REPORT", "test_assertion", "run_end", "before_verdict"]
+__all__ = ["UNITTEST_REPORT", "failed_check", "run_end", "before_verdict"]
 
 UNITTEST_REPORT = re.compile(r"^(?:-{70}\s*$|Ran \d+ tests? in \d+\.\d+s\s*$)")
 _RAN = re.compile(r"^Ran \d+ tests? in \d+\.\d+s\s*$")
@@ -28,14 +28,11 @@ _VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?:(?:failures|errors|skipped|expect
 _TEST_CODE = re.compile(r"(?:^|[/\\])(?:unittest[/\\]case\.py|test[/\\][^/\\]+\.py|test_[^/\\]+\.py)$")
 
 
-def test_assertion(raised: list) -> bool:
+def failed_check(raised: list) -> bool:
     """The blocks (``.type``, ``.frames`` of ``.file``, ``.func``) are a test method's failed check."""
     through_test = any(f.func == "_callTestMethod" for block in raised for f in block.frames)
     return through_test and any(block.type == "AssertionError" and block.frames and _TEST_CODE.search(
         block.frames[-1].file) for block in raised)
-
-
-test_assertion.__test__ = False  # not a pytest test, whatever its name
 
 
 def run_end(lines: list) -> int | None:
