@@ -182,6 +182,8 @@ _CITED = {
     "vllm_hybrid_kv_unify": "Failed to promote local KV cache specs to one unified type.",
     # round 42
     "vllm_uva_unavailable": 'raise RuntimeError("UVA is not available")',
+    # round 98
+    "vllm_serve_flags_conflict": '"Error: --enable-auto-tool-choice and "',
 }
 
 

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.crashes.signature import Screen
-from ddlab.diagnosis import collapsed, glued_records
+from ddlab.diagnosis import collapsed, glued_records, pytest_reports  # (vLLM round 98) pytest's report
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
@@ -219,8 +219,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
     process tag and logger stamp, :mod:`.vllm_log`). SGLang's stamp is split off as before.
     ``record``: a peeled prefix it matches makes the line :attr:`Line.record`."""
     lines = []
-    raws = dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(
-        peel_task_label(peel_desktop_time(json_records(text.replace("^M", "\r").splitlines())))))))
+    raws = pytest_reports.python_frames(dedented(peel_line_numbers(peel_box_border(_peel_viewer_columns(
+        peel_task_label(peel_desktop_time(json_records(text.replace("^M", "\r").splitlines()))))))))
     for no, raw in enumerate(raws, start=1):
         cleaned = unquote_emphasis(unquote_inline_code(_clean(unlinked(raw))))
         if _JOURNAL_MARK_RE.match(cleaned):

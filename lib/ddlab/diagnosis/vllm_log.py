@@ -336,6 +336,12 @@ _ARGS_LOGGED_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(")
 # current one): a vLLM logger call quoted there ('logger.info("Loading model weights took %.4f GB",', V0
 # worker/model_runner.py:1099 (0.6.6.post1)) is source shown, not a line the run logged
 _IPYTHON_CODE_RE = re.compile(r"^\s*(?:-+>\s*)?\[\d+\]\([^()\s]*\)")
+# (round 98) V1's engine core dumping the step that failed in execute_model, called only from step() on a scheduled
+# batch (v1/engine/core.py:211-215 (0.9.1); logging_utils/dump_input.py:79-80 (0.9.1), :76 (0.9.2)): a request
+# scheduled in it, new or running, was being served (its empty lists are not). The phase reached only: the dump is
+# the failure's own record, no sign that the server went on past it (no phase marker for the root cause's choice)
+_DUMPED_STEP_RE = re.compile(r"SchedulerOutput\(scheduled_new_reqs=\[NewRequestData\(req_id="
+                             r"|scheduled_cached_reqs=\[?CachedRequestData\(req_ids?=\[?'")
 
 
 def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
@@ -344,7 +350,8 @@ def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     best, at = 0, None
     args_at = max((line.no for line in lines if _ARGS_LOGGED_RE.search(line.msg)), default=-1)
     for line in lines:
-        name = None if _IPYTHON_CODE_RE.match(line.msg) else vllm_phase_marker(line.msg)
+        name = None if _IPYTHON_CODE_RE.match(line.msg) else (
+            vllm_phase_marker(line.msg) or ("serving" if _DUMPED_STEP_RE.search(line.msg) else None))
         if name == "ready" and line.no < args_at and _UVICORN_START_RE.search(line.msg):
             continue
         index = PHASES.index(name) if name else 0

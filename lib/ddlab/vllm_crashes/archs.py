@@ -109,6 +109,26 @@ FALLBACK_NO_TP = Signature(
     types=r"ValueError", patterns=(_NO_TP_PLAN,), lines=(_NO_TP_PLAN,), priority=72, phase="load_weights",
     sources=(("0.7.3", "vllm/model_executor/models/transformers.py:188"),))
 
+# (round 98) the Transformers backend builds the model on the meta device and rebuilds each module that holds a buffer
+# left there from the config alone, ``new_buffer = getattr(type(module)(self.config), name)`` in init_buffers
+# (0.8.3 model_executor/models/transformers.py:297, 0.8.5.post1 :296, 0.9.1 :350, 0.9.2 :350): a module of the
+# model's own code whose __init__ takes more than the config (MiniMax's attention, layer_idx) cannot be rebuilt so.
+# The fallback cannot build this architecture, which this release does not implement itself
+_BUFFER_REBUILD = r"in init_buffers\s*\n[ \t]*new_buffer = getattr\(type\(module\)\(self\.config\), name\)"
+FALLBACK_BUFFER_MODULE = Signature(
+    "vllm_transformers_fallback_buffer_module", "arch_unsupported",
+    "vLLM's Transformers fallback cannot rebuild one of the model's modules from its config",
+    ("vLLM has no implementation of this architecture and serves it through its Transformers backend, which "
+     "rebuilds each module holding a buffer from the model config alone; this model's module needs more "
+     "arguments. Use a vLLM release that implements the architecture (its supported-models list, or the "
+     "architecture name vLLM registers for this model in `architectures` of config.json), or a newer vLLM whose "
+     "Transformers backend no longer rebuilds modules so.",),
+    types=r"TypeError", patterns=(r"__init__\(\) missing \d+ required (?:positional|keyword-only) arguments?: ",),
+    context=(_BUFFER_REBUILD,), priority=72, phase="load_weights",
+    sources=(("vllm 0.9.2", "vllm/model_executor/models/transformers.py:350"),
+             ("vllm 0.9.1", "vllm/model_executor/models/transformers.py:350"),
+             ("vllm 0.8.5.post1", "vllm/model_executor/models/transformers.py:296")))
+
 # (round 77) V0's ModelConfig derives the model's length from its rope_scaling (_get_and_verify_max_len) and asserts
 # a "factor" for every rope type it does not list as factorless: ``assert "factor" in rope_scaling`` (config.py:1287
 # (0.5.0), :1426 (0.5.1), :1535 (0.5.4), :1746 (0.6.2), after its own mrope case :1743-1744); 0.6.3.post1 reads
@@ -206,5 +226,5 @@ LORA_UNSUPPORTED_MODEL = Signature(
              ("vllm 0.6.3.post1", "vllm/model_executor/model_loader/loader.py:133")))
 
 SIGNATURES: list[Signature] = [MODEL_CONFIG_LAYOUT, NO_ARCHITECTURES, V0_NO_ARCHITECTURES, MOE_LAYERS_MISSING,
-                               FALLBACK_NO_TP, ROPE_FACTOR_MISSING, TEXT_CONFIG_LAYOUT,
+                               FALLBACK_NO_TP, FALLBACK_BUFFER_MODULE, ROPE_FACTOR_MISSING, TEXT_CONFIG_LAYOUT,
                                ARCH_INSPECT_FAILED, MM_ARGS_TEXT_MODEL, LORA_UNSUPPORTED_MODEL]

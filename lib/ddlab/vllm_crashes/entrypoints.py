@@ -16,7 +16,8 @@ from __future__ import annotations
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "IMPORT_NOTICE", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING",
-           "BATCHED_UNDER_LEN", "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND"]
+           "BATCHED_UNDER_LEN", "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND",
+           "SERVE_FLAGS_CONFLICT"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
 # validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
@@ -198,6 +199,26 @@ LAUNCHER_STDOUT_ENDED = Signature(
     sources=(("unsloth 4813fda", "unsloth/dataprep/synthetic.py:133 (Stdout stream ended before readiness "
                                  "message detected.)"),))
 
+# (round 98) validate_parsed_serve_args checks flags that need each other before any engine starts, with TypeErrors:
+# "Error: --enable-auto-tool-choice requires --tool-call-parser", "Error: --enable-reasoning requires
+# --reasoning-parser", "Error: --enable-auto-tool-choice and --enable-reasoning cannot be enabled at the same time"
+# (entrypoints/openai/cli_args.py:286, :291, :297-299 (0.7.2, 0.7.3), :281-294 (0.8.0), :284-289 (0.8.3), :296
+# (0.9.1)): the flags as given, bad_argument
+_SERVE_FLAGS = (r"Error: --enable-auto-tool-choice and --enable-reasoning cannot be enabled at the same time"
+                r"|Error: --enable-(?:auto-tool-choice|reasoning) requires --(?:tool-call|reasoning)-parser")
+SERVE_FLAGS_CONFLICT = Signature(
+    "vllm_serve_flags_conflict", "bad_argument", "the server's flags need each other or exclude each other",
+    ("The OpenAI server checks its flags before it starts: `--enable-auto-tool-choice` needs `--tool-call-parser`, "
+     "reasoning needs `--reasoning-parser`, and from 0.7.2 until 0.8.3 automatic tool choice and reasoning cannot "
+     "be on together (drop one of the two, or use 0.8.3 or later, which takes both). Fix the command line as the "
+     "message says.",),
+    patterns=(_SERVE_FLAGS,), types=r"(?:\w+\.)*TypeError", priority=88, phase="launch",
+    sources=(("0.7.3", "vllm/entrypoints/openai/cli_args.py:297"), ("0.7.3", "vllm/entrypoints/openai/cli_args.py:286"),
+             ("0.7.3", "vllm/entrypoints/openai/cli_args.py:291"),
+             ("vllm 0.8.0", "vllm/entrypoints/openai/cli_args.py:292"),
+             ("vllm 0.9.1", "vllm/entrypoints/openai/cli_args.py:296")))
+
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, MM_ITEM_OVER_BUDGET, FRONT_DOOR_UNDEFINED,
                                OMNI_ENGINE_BACKEND,
-                               LAUNCHER_STDOUT_ENDED]  # (round 81)
+                               LAUNCHER_STDOUT_ENDED,  # (round 81)
+                               SERVE_FLAGS_CONFLICT]  # (round 98)
