@@ -27,7 +27,7 @@ from ddlab.device_crashes import archs, compilers, cooperative, kernels, npu, pl
 from ddlab.device_crashes import jit_dirs, moe_dispatch, ocp_fp8, scale_layouts, status_checks
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES"]
+__all__ = ["SIGNATURES", "CUDA_FAULT_WORDS"]
 
 # (round 77) the CUDA driver's names for the same faults (CUDA 13.0 include/cuda.h:2837 CUDA_ERROR_ILLEGAL_ADDRESS =
 # 700, :2899 CUDA_ERROR_ASSERT = 710, :2935 CUDA_ERROR_ILLEGAL_INSTRUCTION = 715, :2944 CUDA_ERROR_MISALIGNED_ADDRESS
@@ -41,12 +41,12 @@ _DRIVER_FAULTS = r"\bCUDA_ERROR_(?:ILLEGAL_ADDRESS|ASSERT|ILLEGAL_INSTRUCTION|MI
 _FAULTS = (r"illegal memory access", r"device-side assert(?:ion)? triggered",
            r"unspecified launch failure", r"misaligned address",
            r"an illegal instruction was encountered", r"cudaErrorIllegalAddress", _DRIVER_FAULTS)
-_FAULT_LINES = (r"CUDA error: (?:an illegal memory access|device-side assert|unspecified launch failure"
-                r"|misaligned address|an illegal instruction)",
+# the faults' own words after "CUDA error: ", as torch's check and the kernel libraries' own checks print them
+CUDA_FAULT_WORDS = r"an illegal memory access|unspecified launch failure|misaligned address|an illegal instruction"
+_FAULT_LINES = (rf"CUDA error: (?:{CUDA_FAULT_WORDS}|device-side assert)",
                 r"\.cu:\d+: .{0,160}\bAssertion\b",
                 # a kernel library's own check (FlashMLA csrc/utils.h: "CUDA error (%s:%d): %s")
-                r"CUDA error \([^()]+:\d+\): (?:an illegal memory access|unspecified launch failure"
-                r"|misaligned address|an illegal instruction)",
+                rf"CUDA error \([^()]+:\d+\): (?:{CUDA_FAULT_WORDS})",
                 r"CUDA (?:driver )?error \([^()]+:\d+\): \d+ \(" + _DRIVER_FAULTS,
                 # (round 84) not DG_HOST_ASSERT's check of a CUDA call's status, the same words on the host
                 # (DeepGEMM 6db7e18 deep_gemm/include/deep_gemm/utils.cuh:20-28, fp8_gemm.cuh:435: a launch's

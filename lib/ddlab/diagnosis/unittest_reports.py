@@ -21,8 +21,9 @@ import re
 
 __all__ = ["UNITTEST_REPORT", "failed_check", "run_end", "before_verdict"]
 
-UNITTEST_REPORT = re.compile(r"^(?:-{70}\s*$|Ran \d+ tests? in \d+\.\d+s\s*$)")
-_RAN = re.compile(r"^Ran \d+ tests? in \d+\.\d+s\s*$")
+_RAN_LINE = r"Ran \d+ tests? in \d+\.\d+s\s*$"
+UNITTEST_REPORT = re.compile(rf"^(?:-{{70}}\s*$|{_RAN_LINE})")
+_RAN = re.compile(rf"^{_RAN_LINE}")
 _VERDICT = re.compile(r"^(?:OK|FAILED)(?: \((?:(?:failures|errors|skipped|expected failures|unexpected successes)=\d+"
                       r"(?:, )?)+\))?\s*$")
 _TEST_CODE = re.compile(r"(?:^|[/\\])(?:unittest[/\\]case\.py|test[/\\][^/\\]+\.py|test_[^/\\]+\.py)$")

@@ -6,6 +6,7 @@ their own). Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in t
 
 from __future__ import annotations
 
+from ddlab.device_crashes.device import CUDA_FAULT_WORDS
 from ddlab.vllm_crashes.library import V0
 from ddlab.crashes.signature import Signature
 
@@ -261,8 +262,7 @@ TOOL_PARSER_ERROR = Signature(
 # still shows the frame; the fatal handler's text in the log ("EngineCore encountered a fatal error.") wins, and
 # (round 93) so does a sticky CUDA fault the call met (STICKY_CUDA_FAULT; diagnosis/vllm_records.py: CUDA's illegal
 # memory access leaves the process unable to run CUDA work, the engine's next step dies of it; cuda_illegal_access)
-STICKY_CUDA_FAULT = (r"CUDA error: (?:an illegal memory access|device-side assert triggered|unspecified launch "
-                     r"failure|misaligned address|an illegal instruction)")
+STICKY_CUDA_FAULT = rf"CUDA error: (?:{CUDA_FAULT_WORDS}|device-side assert triggered)"  # device.py's words
 _ADD_LORA_FRAME = r'lora_model_runner_mixin\.py", line \d+, in add_lora\s*$'
 ADD_LORA_FAILED = Signature(
     "vllm_add_lora_failed", "request_error", "one add_lora call to the engine core failed and was answered",
