@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.crashes.signature import Screen
-from ddlab.diagnosis import collapsed, glued_records, pytest_reports  # (vLLM round 98) pytest's report
+from ddlab.diagnosis import collapsed, glued_records, long_lines, pytest_reports  # (vLLM round 98) pytest
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
@@ -246,8 +246,8 @@ def split_lines(text: str, extra: tuple[re.Pattern, ...] = (), record: re.Patter
 
 
 def _parts(text: str) -> list[str]:
-    """The lines one pasted line really holds (:mod:`.pastes`; tqdm-glued text split)."""
-    return [piece for spaced in respaced(text) for flat in split_flattened(spaced)
+    """The lines one pasted line holds (:mod:`.pastes`; tqdm-glued text split), each bounded (:mod:`.long_lines`)."""
+    return [long_lines.bounded(piece) for spaced in respaced(text) for flat in split_flattened(spaced)
             for whole in collapsed.split_collapsed(flat) for glued in split_glued_bar(whole)
             for term in split_glued_terminate(glued) for piece in glued_records.split_glued_record(term)]
 
