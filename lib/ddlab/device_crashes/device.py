@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
 from ddlab.device_crashes import archs, compilers, cooperative, kernels, npu, plan_dtypes, tensor_devices
-from ddlab.device_crashes import jit_dirs, moe_dispatch, ocp_fp8, scale_layouts, status_checks
+from ddlab.device_crashes import jit_dirs, moe_dispatch, npu_deepep, ocp_fp8, scale_layouts, status_checks
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CUDA_FAULT_WORDS"]
@@ -372,6 +372,7 @@ KERNEL_BOUNDS_CHECK = Signature(
 SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO_DEVICE_FUNCTION, *archs.SIGNATURES,
               KERNEL_COMPILE, KERNEL_COMPILE_CUT, *compilers.SIGNATURES, *kernels.SIGNATURES,
               *moe_dispatch.SIGNATURES,  # (round 97)
+              *npu_deepep.SIGNATURES,  # (round 101)
               *jit_dirs.SIGNATURES,  # (round 98)
               *cooperative.SIGNATURES,  # (round 79)
               *status_checks.SIGNATURES,  # (round 89)
