@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from ddlab.crashes.signature import Found, Signature, regex
 
-__all__ = ["SIGNATURES", "LLVM_FATAL", "PTXAS_ERROR", "TRITON_INVALID_IMAGE", "TRITON_LAUNCH_REFUSED",
-           "TRITON_PASS_FAILED", "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT", "NINJA_RUN_CUT",
-           "INDUCTOR_FAILED", "ARANGE_NOT_POW2", "build_detail"]
+__all__ = ["SIGNATURES", "LLVM_FATAL", "LLVM_RESOURCE_LIMIT", "PTXAS_ERROR", "TRITON_INVALID_IMAGE",
+           "TRITON_LAUNCH_REFUSED", "TRITON_PASS_FAILED", "LINK_FAILED", "DEEPGEMM_JIT", "FLASHINFER_NO_TOOLKIT",
+           "NINJA_RUN_CUT", "INDUCTOR_FAILED", "ARANGE_NOT_POW2", "build_detail"]
 
 # (vLLM round 26) Triton lowering a kernel that uses an fp8 type this GPU's architecture lacks: to_ir raises
 # ValueError(f'type {self} not supported in this architecture. The supported fp8 dtypes are {...}') (triton
@@ -140,6 +140,29 @@ LLVM_FATAL = Signature(
     patterns=(_LLVM_FATAL,), lines=(_LLVM_FATAL,), priority=60, fatal=True, running=True,
     sources=(("LLVM", "llvm/lib/Support/ErrorHandling.cpp (report_fatal_error: \"LLVM ERROR: \")"),
              ("triton 3.4.0", "triton/_C/libtriton.so (Triton's lowering links LLVM)")))
+
+# (vLLM round 99) LLVM's AMDGPU backend refusing a kernel over a hardware limit: getSIProgramInfo diagnoses a scratch
+# size over the limit per work-item as DS_Error (DiagnosticInfoStackSize; "addressable scalar registers", "user
+# SGPRs", "local memory" are DiagnosticInfoResourceLimit's too), printed "<location>: <resource> (N) exceeds limit (M)
+# in function '<name>'"; with no handler installed LLVMContext::diagnose writes "error: " before it and calls exit(1)
+# (llvm/llvm-project 00ce9bbb llvm/lib/Target/AMDGPU/AMDGPUAsmPrinter.cpp, llvm/lib/IR/LLVMContext.cpp): Triton's ROCm
+# build of a kernel (its location a .py line) that ended the process. LLVM's warning of the same words (clang's
+# -Wframe-larger-than, DS_Warning) is no error and is not read
+_LLVM_RESOURCE = (r"^\W{0,3}error: \S+\.py:\d+:\d+: (?:stack frame size|(?:addressable )?scalar registers|user SGPRs"
+                  r"|local memory) \(\d+\) exceeds limit \(\d+\) in function '")
+LLVM_RESOURCE_LIMIT = Signature(
+    "llvm_resource_limit", "kernel_compile", "LLVM's AMDGPU backend refused a Triton kernel over a hardware limit",
+    ("LLVM's AMDGPU backend, inside Triton's JIT compiler, refused the kernel its line names (the .py file and line "
+     "are the Triton kernel's source): this build of it needs more stack (scratch) or registers than this GPU "
+     "allows per thread, and LLVM ended the process. The kernel's block sizes do not suit this GPU (on ROCm, "
+     f"Navi / RDNA cards often): {_OFF_TRITON}; a Triton release whose kernel configs fit this GPU fixes it.",),
+    patterns=(_LLVM_RESOURCE,), lines=(_LLVM_RESOURCE,), priority=60, fatal=True, running=True,
+    sources=(("LLVM (llvm/llvm-project 00ce9bbb)", "llvm/lib/Target/AMDGPU/AMDGPUAsmPrinter.cpp (getSIProgramInfo: "
+                                                   "ScratchSize > MaxScratchPerWorkitem, DiagnosticInfoStackSize "
+                                                   "DS_Error)"),
+             ("LLVM (llvm/llvm-project 00ce9bbb)", "llvm/lib/IR/LLVMContext.cpp (LLVMContext::diagnose: \"error: \", "
+                                                   "then exit(1) for DS_Error)"),
+             ("vllm 0.5.0.post1", "vllm/attention/ops/triton_flash_attention.py (the attn_fwd kernel)")))
 
 # (vLLM round 13) ptxas' own diagnostic ("ptxas FILE.ptx, line N; error   : MESSAGE"), which Triton's
 # make_cubin puts in the error it raises when ptxas refuses the PTX it generated ("`ptxas` stderr:" then
@@ -322,5 +345,6 @@ FX_NODE_IN_USE = Signature(
 
 # (NINJA_RUN_CUT is vLLM's alone for now, vllm_crashes/library.py: no SGLang log or fixture shows the cut yet; so is
 # INDUCTOR_FAILED and FX_NODE_IN_USE, vllm_crashes/adapters.py)
+# (LLVM_RESOURCE_LIMIT too, vllm_crashes/adapters.py: vLLM round 99's ROCm log; no SGLang log or fixture shows it yet)
 SIGNATURES = [TRITON_COMPILER_ASSERT, LLVM_FATAL, PTXAS_ERROR, TRITON_INVALID_IMAGE, TRITON_LAUNCH_REFUSED,
               TRITON_PASS_FAILED, NO_C_COMPILER_CUT, TRITON_BUILD_CUT]

@@ -262,7 +262,13 @@ _PHASE_MARKERS = (
         # (vLLM round 80) kernel_warmup's FlashInfer autotune, which compile_or_warm_up_model runs after the KV cache
         # is allocated and right before capture_model (model_executor/warmup/kernel_warmup.py:72, :146;
         # v1/worker/gpu_worker.py:558, :606, :610 (0.22.0))
-        r"|Using FlashInfer autotune cache file: |Skipping FlashInfer autotune because it is disabled")),
+        r"|Using FlashInfer autotune cache file: |Skipping FlashInfer autotune because it is disabled"
+        # (vLLM round 99) torch.compile's graph for one batch size, compiled or loaded from its cache: the profiling
+        # run compiles the general shape only ("shape None"), a size's graph is built in compile_or_warm_up_model,
+        # its compile_sizes' warm-up or capture_model (compilation/backends.py:123-126, :154-158, :196;
+        # cuda_piecewise_backend.py:93-97; v1/worker/gpu_worker.py:252-267 (0.9.2))
+        r"|Directly load the (?:\d+-th graph|compiled graph\(s\)) for shape \d+ from"
+        r"|Compiling a graph for shape \d+ takes")),
     # the engine is built and takes requests: "init engine (profile, create kv cache, warmup model) took"
     # (v1/engine/core.py:459 (0.34.0)); then the API server: "Starting vLLM server on"
     # (entrypoints/launchers/api_server/entry.py:139 (0.34.0)), "Starting vLLM API server" (older), the tasks the engine

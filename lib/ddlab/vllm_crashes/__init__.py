@@ -12,6 +12,6 @@ accelerators and features), ``adapters`` (LoRA adapters, Ascend / TPU, LLVM, bin
 MoE GEMM refusing the experts' shapes, the CUTLASS scaled GEMM refusing a weight's dims),
 ``moe_schemes`` (an FP8 MoE method refusing the checkpoint's scale layout), ``processors`` (a
 multimodal model's HF processor not fitting vLLM's call), ``hub`` (huggingface.co unreachable
-through TLS or a proxy), ``entrypoints`` (the OpenAI server's own start-up checks and what it loads
-beside the engine).
+through TLS or a proxy, a resumed download refused), ``entrypoints`` (the OpenAI server's own
+start-up checks and what it loads beside the engine).
 """

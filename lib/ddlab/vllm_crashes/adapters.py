@@ -22,7 +22,8 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "LORA_TARGETS", "FLASHINFER_MOE_LLAMA4",
            "STORE_WAIT",
-           "DIST_INIT_TIMEOUT", "LLVM_FATAL", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT", "WEIGHT_NAME_CUT",
+           "DIST_INIT_TIMEOUT", "LLVM_FATAL", "LLVM_RESOURCE_LIMIT", "ASCEND_NO_KV_MEMORY", "NPU_KERNEL_FAULT",
+           "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
            "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION", "TT_DISPATCH_TIMEOUT",
            "TT_TRACE_REGION", "INDUCTOR_FAILED", "FX_NODE_IN_USE"]
@@ -120,6 +121,19 @@ LLVM_FATAL = voiced(
      "kernels use). `--enforce-eager` skips torch.compile's kernels; another attention backend "
      "(VLLM_ATTENTION_BACKEND) avoids a Triton attention kernel; a Triton / vLLM release that "
      "supports this GPU fixes it.",))
+
+# (round 99) LLVM's AMDGPU backend refusing a Triton kernel over a hardware limit (compilers.py), vLLM's advice: on
+# ROCm, V0's ROCmFlashAttention runs the Triton kernel unless VLLM_USE_TRITON_FLASH_ATTN=0, and then, on a GPU other
+# than the MI series (capability 9), naive attention (attention/backends/rocm_flash_attn.py:278-295 (0.5.4))
+LLVM_RESOURCE_LIMIT = voiced(
+    compilers.LLVM_RESOURCE_LIMIT,
+    ("LLVM's AMDGPU backend, inside Triton's JIT compiler, refused the kernel its line names (the .py file and "
+     "line are the Triton kernel's source, vLLM's ROCm flash attention for triton_flash_attention.py): this build "
+     "needs more stack (scratch) or registers than this GPU allows per thread, and LLVM ended the process. On "
+     "ROCm, `VLLM_USE_TRITON_FLASH_ATTN=0` runs attention without the Triton kernel (CK flash attention on MI "
+     "cards, a naive path on Navi / RDNA ones); another attention backend "
+     "(VLLM_ATTENTION_BACKEND) avoids it too; a vLLM release whose kernel configs fit this GPU fixes it.",),
+    sources=(("vllm 0.5.4", "vllm/envs.py:180"), ("vllm 0.5.4", "vllm/attention/backends/rocm_flash_attn.py:278")))
 
 # (round 78) torch.compile's inductor wrapping whatever failed in building the compiled graph's kernels as
 # InductorError: SGLang's signature (compilers.py), vLLM's advice
@@ -298,6 +312,7 @@ TT_TRACE_REGION = voiced(graphs.TT_TRACE_REGION, graphs.TT_TRACE_REGION.advice)
 SIGNATURES: list[Signature] = [TT_DISPATCH_TIMEOUT, TT_TRACE_REGION,
                                ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
                                LORA_TARGETS,
-                               FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, ASCEND_NO_KV_MEMORY,
+                               FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, LLVM_RESOURCE_LIMIT,
+                               ASCEND_NO_KV_MEMORY,
                                NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH, INDUCTOR_FAILED,
                                FX_NODE_IN_USE]

@@ -13,13 +13,21 @@ url: /<repo>/resolve/<revision>/<file>". The model could not be reached, as the 
 hands the answer's "safetensors" entry whole to a dataclass (``SafeTensorsInfo(**safetensors)``, the log's
 hf_api.py:710), which refuses a key the Hub added later ("sharded"); releases since build it from the two keys they
 know (huggingface_hub 0.26.2 hf_api.py:864-869). vLLM 0.4.0 asks for the repo's files that way while loading weights.
+
+(round 99) The hub refusing a resumed download with 416 (``model_not_found``): huggingface_hub resumes a file from its
+partial ``.incomplete`` blob, asking for ``Range: bytes=<size of the partial file>-`` (0.23.4 file_download.py:1873,
+:456-457; 0.26.2 :1534, :365-366), and raises the refusal as it is (``HfHubHTTPError(str(e))``, 0.23.4
+utils/_errors.py:370; requests' "416 Client Error: Requested Range Not Satisfiable for url: ..."): the partial file
+is as long as the file or longer (a download cut, or another process's), and every retry asks the same. vLLM
+downloads the weight files in its loader (model_loader/loader.py:200 ``download_weights_from_hf``, weight_utils.py:227
+``snapshot_download`` (0.5.3.post1)): the files cannot be had until the partial blob goes.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "HUB_UNREACHABLE", "HUB_INFO_UNPARSED"]
+__all__ = ["SIGNATURES", "HUB_UNREACHABLE", "HUB_INFO_UNPARSED", "HUB_RANGE_REFUSED"]
 
 # requests' / urllib3's text for the hub's host, any of its exception classes (SSLError, ProxyError, MaxRetryError,
 # ConnectionError) carries it; another host (a mirror of the user's, an API) is not read
@@ -50,4 +58,24 @@ HUB_INFO_UNPARSED = Signature(
     sources=(("huggingface_hub 0.26.2", "huggingface_hub/hf_api.py:864"),
              ("huggingface_hub 0.26.2", "huggingface_hub/hf_api.py:361")))
 
-SIGNATURES: list[Signature] = [HUB_UNREACHABLE, HUB_INFO_UNPARSED]
+# requests' text for a 416 (another status, a 404's "Entry Not Found", is another text); the hub's class or requests'
+_RANGE_REFUSED = r"\b416 Client Error: Requested Range Not Satisfiable for url: "
+HUB_RANGE_REFUSED = Signature(
+    "vllm_hub_range_refused", "model_not_found", "the hub refused to resume a partial download of the model's files",
+    ("huggingface_hub tried to resume a file from the partial download in the Hugging Face cache and the hub "
+     "answered 416 (Requested Range Not Satisfiable): the partial `.incomplete` file is already as long as the file "
+     "or longer (an earlier download cut short, or another process downloading the same repo), and every retry "
+     "asks for the same range. Stop every process using that cache, delete the repo's partial files "
+     "(`find ~/.cache/huggingface/hub/models--ORG--NAME/blobs -name '*.incomplete' -delete`, or under HF_HOME / "
+     "the download dir given), then download once before starting (`huggingface-cli download REPO`) and start "
+     "vLLM with HF_HUB_OFFLINE=1 or the local folder as the model.",),
+    types=r"(?:\w+\.)*(?:HfHubHTTPError|HTTPError)", patterns=(_RANGE_REFUSED,), priority=84, phase="load_weights",
+    sources=(("huggingface_hub 0.23.4", "huggingface_hub/file_download.py:456-457 (headers[\"Range\"] = "
+                                        "\"bytes=%d-\" % (resume_size,))"),
+             ("huggingface_hub 0.23.4", "huggingface_hub/file_download.py:1873 (resume_size = f.tell())"),
+             ("huggingface_hub 0.23.4", "huggingface_hub/utils/_errors.py:370 (raise HfHubHTTPError(str(e), "
+                                        "response=response))"),
+             ("huggingface_hub 0.26.2", "huggingface_hub/file_download.py:365-366"),
+             ("vllm 0.5.3.post1", "vllm/model_executor/model_loader/weight_utils.py:227 (snapshot_download)")))
+
+SIGNATURES: list[Signature] = [HUB_UNREACHABLE, HUB_INFO_UNPARSED, HUB_RANGE_REFUSED]
