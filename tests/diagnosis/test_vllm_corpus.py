@@ -596,7 +596,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 99 (crashed 19/20, kind 18/20, phase 14/15) folded: 1993/1921/1323 (kind of 1962, phase of 1358); its three
 # misses fixed (w9908's kind, w9911 crashed and kind, w9909's phase), none disputed, none left (test_vllm_round99.py):
 # 1994/1923/1324.
-FLOORS = {"work": (1994, 1923, 1324)}
+# Round 100 (crashed 17/19, kind 12/19, phase 13/15) folded: 2011/1935/1337 (kind of 1981, phase of 1373); four of
+# its misses fixed (w10007, w10012 kinds; w10018, w10019 phases), the kinds of w10001 and w10011 disputed (and read
+# so), three left (w10002, w10014, w10015; test_vllm_round100.py): 2011/1937/1339 (kind of 1979).
+FLOORS = {"work": (2011, 1937, 1339)}
 
 
 def test_the_work_split_keeps_its_counts():

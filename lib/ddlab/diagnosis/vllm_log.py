@@ -337,7 +337,11 @@ def vllm_phase_marker(msg: str) -> str | None:
 # (entrypoints/llm.py:379 (0.20.0), :350 (0.34.0)). So uvicorn's "Started server process" before such a line is
 # another app's (one that builds vLLM's engine in its startup) or an earlier run's: not this engine's ready
 _UVICORN_START_RE = re.compile(r"Started server process \[\d+\]")
-_ARGS_LOGGED_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(")
+# (round 100) the engine's own first line, "Initializing an LLM engine (v%s) with config" (0.5.0
+# engine/llm_engine.py:162), "Initializing a V1 LLM engine (v%s) with config" (0.10.2 v1/engine/core.py:76): vLLM's
+# server logs it before it starts uvicorn too, so a uvicorn start before it is an embedding app's (NVIDIA NIM starts
+# its server, then builds the engine in its application startup) or an earlier run's
+_ARGS_LOGGED_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v")
 # (round 97) IPython 8's traceback prints each frame's source lines as "[1099](link) code" ("-> [1096](link)" the
 # current one): a vLLM logger call quoted there ('logger.info("Loading model weights took %.4f GB",', V0
 # worker/model_runner.py:1099 (0.6.6.post1)) is source shown, not a line the run logged

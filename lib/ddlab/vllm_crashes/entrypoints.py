@@ -3,7 +3,8 @@ the engine (round 32: the chat template, gpt-oss's Harmony vocabulary), and the 
 token budget against the length (round 62), which any entry point's engine config runs before anything loads;
 and vLLM's own front door (``LLM``, ``SamplingParams``) undefined in a caller whose import of it failed (round 62);
 a vllm-omni pipeline refusing the engine backend its deploy config names (round 69); texts that mark a log as
-vLLM's (round 65), and its import notice, which counts once (SGLang round 73).
+vLLM's (round 65), and its import notice, which counts once (SGLang round 73); an object given where ``LLM`` takes
+the model's or tokenizer's name or path (round 100).
 
 The API server checks some arguments only after argparse took them (``validate_parsed_serve_args``), before
 any engine starts, and it builds its handlers once the engine is up: a file it needs there missing is a start
@@ -17,7 +18,7 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "IMPORT_NOTICE", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING",
            "BATCHED_UNDER_LEN", "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND",
-           "SERVE_FLAGS_CONFLICT"]
+           "SERVE_FLAGS_CONFLICT", "MODEL_PATH_NOT_STR"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
 # validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
@@ -218,7 +219,27 @@ SERVE_FLAGS_CONFLICT = Signature(
              ("vllm 0.8.0", "vllm/entrypoints/openai/cli_args.py:292"),
              ("vllm 0.9.1", "vllm/entrypoints/openai/cli_args.py:296")))
 
+# (round 100) ``LLM(model=..., tokenizer=...)`` takes the model's and the tokenizer's names or paths (str): the
+# ModelConfig asks each whether it is an S3 URL, ``is_s3(model) or is_s3(tokenizer)`` (0.8.3 vllm/config.py:461), and
+# is_s3 is ``return model_or_path.lower().startswith('s3://')`` (0.8.3 vllm/transformers_utils/utils.py:15; 0.6.4.post1
+# :9, 0.9.2 :17). A loaded tokenizer or model object there has no ``lower``: Python's "'X' object has no attribute
+# 'lower'", or transformers' own "X has no attribute lower" (tokenization_utils_base.py's __getattr__). Read only where
+# is_s3's line is in the chain (another .lower() on an object is not this)
+_NOT_STR = r"\bhas no attribute '?lower'?\s*$"
+_IS_S3 = r", in is_s3[ \t]*\n[ \t]*return model_or_path\.lower\(\)"
+MODEL_PATH_NOT_STR = Signature(
+    "vllm_model_path_not_str", "bad_argument", "an object was given where vLLM takes a model's or tokenizer's name",
+    ("vLLM's `LLM(model=..., tokenizer=...)` (and the engine arguments) take the Hugging Face name or the local "
+     "folder of the model and of the tokenizer, as strings, not loaded objects: save the tokenizer (or the merged "
+     "PEFT model) with `save_pretrained(\"DIR\")` and pass `tokenizer=\"DIR\"` (or leave it out to use the model's "
+     "own); for a PEFT adapter pass the base model's name and the adapter through `enable_lora=True` and "
+     "`LoRARequest`.",),
+    types=r"(?:\w+\.)*AttributeError", patterns=(_NOT_STR,), context=(_IS_S3,), priority=80, phase="launch",
+    sources=(("vllm 0.8.3", "vllm/config.py:461"), ("vllm 0.8.3", "vllm/transformers_utils/utils.py:15"),
+             ("vllm 0.9.2", "vllm/transformers_utils/utils.py:17")))
+
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, MM_ITEM_OVER_BUDGET, FRONT_DOOR_UNDEFINED,
                                OMNI_ENGINE_BACKEND,
                                LAUNCHER_STDOUT_ENDED,  # (round 81)
-                               SERVE_FLAGS_CONFLICT]  # (round 98)
+                               SERVE_FLAGS_CONFLICT,  # (round 98)
+                               MODEL_PATH_NOT_STR]  # (round 100)

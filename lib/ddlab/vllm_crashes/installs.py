@@ -8,8 +8,10 @@ bfloat16 check of the GPU, whose one raise is that refusal; (round 83) vLLM's at
 the name an older vllm-ascend's backend gives itself (``dependency_mismatch``); (round 89) transformers' processor
 refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``); (round 90) V0's FlashInfer backend
 calling a wrapper class its import left None (``dependency_mismatch``); (round 94) an op of vLLM's compiled
-extension called where its silent import failed (``dependency_mismatch``). Cited as :mod:`.signatures` cites:
-``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of :mod:`.signatures`' list.
+extension called where its silent import failed (``dependency_mismatch``); (round 100) xFormers finding no
+attention operator because its CUDA extension is not built or not loaded (``dependency_mismatch``). Cited as
+:mod:`.signatures` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of
+:mod:`.signatures`' list.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
            "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER", "FLASHINFER_WRAPPER_NONE",
-           "C_OPS_UNBOUND"]
+           "C_OPS_UNBOUND", "XFORMERS_NO_CUDA_BUILD"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -196,6 +198,31 @@ C_OPS_UNBOUND = Signature(
     priority=81,
     sources=(("vllm 0.4.1", "vllm/_custom_ops.py:5"), ("vllm 0.4.1", "vllm/_custom_ops.py:183")))
 
+# (round 100) xFormers' memory_efficient_attention picks the first operator that takes the inputs and, finding none,
+# raises NotImplementedError "No operator found for `memory_efficient_attention_forward` with inputs:" then each
+# operator's reasons (xformers 0.0.28.post3 xformers/ops/fmha/dispatch.py:69). Each operator adds "xFormers wasn't
+# build with CUDA support" where its C++/CUDA extension is not built or did not load (``not _built_with_cuda``,
+# xformers/ops/fmha/common.py:370, AttentionOpBase.not_supported_reasons): an xformers wheel built for another torch
+# or CUDA, or one built without the toolkit. The GPU's capability is another reason of its own ("requires device with
+# capability > (8, 0) ...", flash.py:593); the base minimum is (5, 0) (common.py:304), so cutlassF, refused on a
+# V100 for the build alone, would run there: the install is what fails. Read only where the build line is among the
+# reasons (a capability or dtype alone is not this)
+_XF_NO_OP = r"No operator found for `memory_efficient_attention_\w+` with inputs"
+XFORMERS_NO_CUDA_BUILD = Signature(
+    "vllm_xformers_no_cuda_build", "dependency_mismatch", "xFormers' CUDA kernels are not built or did not load",
+    ("xFormers found no attention kernel it could run, and each one says \"xFormers wasn't build with CUDA "
+     "support\": its compiled extension does not match the installed torch and CUDA (a wheel for another torch, "
+     "or built without the CUDA toolkit). `python -m xformers.info` shows it; install the xformers release this "
+     "vLLM pins with the torch it pins (`pip install vllm==X` in a fresh environment brings both), or pick another "
+     "attention backend (`VLLM_ATTENTION_BACKEND=FLASH_ATTN` where the GPU takes it; on a V100 the fixed xformers "
+     "build's cutlassF kernel runs).",),
+    types=r"(?:\w+\.)*NotImplementedError", patterns=(_XF_NO_OP,),
+    context=(r"xFormers wasn't build with CUDA support",), priority=80,
+    sources=(("xformers 0.0.28.post3", "xformers/ops/fmha/common.py:370"),
+             ("xformers 0.0.28.post3", "xformers/ops/fmha/common.py:304 (CUDA_MINIMUM_COMPUTE_CAPABILITY = (5, 0))"),
+             ("xformers 0.0.28.post3", "xformers/ops/fmha/flash.py:593 (fa2F's (8, 0))"),
+             ("xformers 0.0.28.post3", "xformers/ops/fmha/dispatch.py:69")))
+
 SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
                                PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER, FLASHINFER_WRAPPER_NONE,
-                               C_OPS_UNBOUND]
+                               C_OPS_UNBOUND, XFORMERS_NO_CUDA_BUILD]

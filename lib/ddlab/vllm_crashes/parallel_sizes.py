@@ -1,16 +1,18 @@
 """vLLM: a parallel layout the model or the node cannot take (``bad_argument``), read from the asserts that say so
 (round 85): the tensor-parallel split's bare divisibility assert, and the V1 worker's check of the ranks a node runs
 against the GPUs it sees, and the Ray executor finding no GPU worker on the driver's node; (round 90) a worker's
-init_device finding no GPU visible to its process.
+init_device finding no GPU visible to its process; (round 100) an attention layer's bare assert that its heads divide
+over the tensor-parallel ranks.
 
 Each is a text of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
 """
 
 from __future__ import annotations
 
-from ddlab.crashes.signature import Signature
+from ddlab.crashes.signature import NO_LATER_FRAME, Signature
 
-__all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU", "WORKER_NO_VISIBLE_GPU"]
+__all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "HEADS_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU",
+           "WORKER_NO_VISIBLE_GPU"]
 
 # (round 85) distributed/utils.py's ensure_divisibility: ``assert numerator % denominator == 0, "{} is not divisible
 # by {}".format(numerator, denominator)`` (0.5.1 vllm/distributed/utils.py:12; SGLang's copy, 0.4.0
@@ -28,6 +30,29 @@ SIZE_NOT_DIVISIBLE = Signature(
     types=r"(?:\w+\.)*AssertionError", patterns=(_NOT_DIVISIBLE,),
     lines=(r"^\s*(?:\w+\.)*AssertionError: \d+ is not divisible by \d+[ \t]*$",), priority=80,
     sources=(("vllm 0.5.1", "vllm/distributed/utils.py:12"),))
+
+# (round 100) each model's attention layer splits its query and KV heads over the tensor-parallel ranks with bare
+# asserts, no message: ``assert self.total_num_heads % tp_size == 0``, then ``assert self.total_num_kv_heads % tp_size
+# == 0`` where the KV heads are as many as the ranks or more, else ``assert tp_size % self.total_num_kv_heads == 0``
+# (0.5.0 vllm/model_executor/models/llama.py:103, :109, :113; the same three lines in qwen2.py, mistral's llama.py,
+# and most models since): the traceback's last frame shows the assert's code line, the exception line
+# "AssertionError" alone. Phi-3-medium (40 heads, 10 KV heads) under TP 4 fails the second. Another assert of those
+# fields (a model's own check with a message) or one raised in a later frame is not this
+_HEADS_ASSERT = (r"^[ \t]*assert (?:self\.)?(?:total_num_(?:kv_)?heads|num_(?:kv_)?heads) % tp_size == 0[ \t]*\n"
+                 r"|^[ \t]*assert tp_size % (?:self\.)?(?:total_num_kv_heads|num_kv_heads) == 0[ \t]*\n")
+HEADS_NOT_DIVISIBLE = Signature(
+    "vllm_tp_heads_not_divisible", "bad_argument", "the model's attention heads do not divide over the tensor-parallel "
+    "ranks",
+    ("The model's attention layer splits its query and key/value heads evenly over the tensor-parallel ranks, and "
+     "the head count its assert names (`num_attention_heads`, `num_key_value_heads` in the model's config.json) is "
+     "not a multiple of `--tensor-parallel-size` (nor, for fewer KV heads than ranks, the size a multiple of them): "
+     "pick a tensor-parallel size that divides both head counts (for 40 heads and 10 KV heads: 1, 2, 5 or 10; 2 on "
+     "four GPUs), and use the other GPUs for pipeline parallelism (`--pipeline-parallel-size`) or another replica.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r"^",), context=("(?:" + _HEADS_ASSERT + ")" + NO_LATER_FRAME,),
+    priority=80, phase="load_weights",
+    sources=(("vllm 0.5.0", "vllm/model_executor/models/llama.py:103"),
+             ("vllm 0.5.0", "vllm/model_executor/models/llama.py:109"),
+             ("vllm 0.5.0", "vllm/model_executor/models/llama.py:113")))
 
 # (round 85) the V1 GPU worker's init_device asserts that the ranks this node runs fit the GPUs it sees:
 # f"local_world_size ({...}) must be less than or equal to the number of visible devices ({...})."
@@ -83,4 +108,5 @@ WORKER_NO_VISIBLE_GPU = Signature(
     sources=(("vllm 0.7.3", "vllm/worker/worker.py:155"),
              ("vllm 0.7.3", "vllm/executor/ray_distributed_executor.py:223")))
 
-SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU, WORKER_NO_VISIBLE_GPU]
+SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, HEADS_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU,
+                               WORKER_NO_VISIBLE_GPU]
