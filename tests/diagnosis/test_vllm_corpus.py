@@ -599,7 +599,10 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 100 (crashed 17/19, kind 12/19, phase 13/15) folded: 2011/1935/1337 (kind of 1981, phase of 1373); four of
 # its misses fixed (w10007, w10012 kinds; w10018, w10019 phases), the kinds of w10001 and w10011 disputed (and read
 # so), three left (w10002, w10014, w10015; test_vllm_round100.py): 2011/1937/1339 (kind of 1979).
-FLOORS = {"work": (2011, 1937, 1339)}
+# Round 101 (crashed 17/17, kind 12/17, phase 16/16) folded: 2028/1949/1355 (kind of 1996, phase of 1389); two of its
+# misses fixed (w10111, w10117 kinds), the kinds of w10106 (read so), w10112 and w10113 disputed, none left
+# (test_vllm_round101.py): 2028/1951/1355 (kind of 1993).
+FLOORS = {"work": (2028, 1951, 1355)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -75,8 +75,12 @@ PIECEWISE_RANGE = Signature(
 # its batch copied into input_buffers, then replayed (worker/model_runner.py:1850-1880
 # (0.6.4.post1)); CUDAGraphWrapper's replay itself, which with debug logging first checks the
 # inputs' addresses against the capture's (compilation/cuda_graph.py:345-357 (0.34.0)). It copies
-# nothing (its docstring, :160-166): a frame through it that is no replay proves nothing.
+# nothing (its docstring, :160-166): a frame through it that is no replay proves nothing. (round 101) The multimodal
+# encoder's graphs (--compilation-config cudagraph_mm_encoder) copy each replay's inputs into the buffers captured for
+# the token budget the same way, in _run_budget_graph ("padding_logic(buf, src)", its default _copy_padded_buffer's
+# "dst[: src.shape[0]].copy_(src)"; v1/worker/encoder_cudagraph.py:359-370, :321-326 (0.28.0)), then replay them.
 _REPLAY_INPUT_FRAMES = (r'backends\.py", line \d+, in copy_and_call\s*$'
+                        r'|encoder_cudagraph\.py", line \d+, in _run_budget_graph\s*\n\s*(?:padding_logic|buf\.copy_)\('
                         r'|^\s*self\.input_buffers\[["\']\w+["\']\]\.copy_\('
                         r'|cuda_graph\.py", line \d+, in __call__\s*\n\s*(?:entry\.cudagraph\.replay\(\)'
                         r"|assert new_input_addresses)")
@@ -88,12 +92,16 @@ def _replay_inputs_detail(found: Found) -> str | None:
     if regex(_COPY_FRAME_RE, re.M).search(found.chain_text):
         said.append("The failing copy is the compiler's (`cudagraph_copy_inputs`), made before the "
                     "piecewise graphs run: FULL_DECODE_ONLY, which has none, is the mode to try first.")
+    encoder = regex(r'encoder_cudagraph\.py", line \d+, in _run_budget_graph').search(found.chain_text)
+    if encoder:
+        said.append("The failing copy is the multimodal encoder's graphs' (`cudagraph_mm_encoder`): "
+                    "`--compilation-config {\"cudagraph_mm_encoder\":false}` runs the encoder eagerly.")
     if regex(r"NoneType").search(found.text):
         said.append("An input was None: the batch the model runner or the drafter built lacks a tensor "
                     "(`VLLM_LOGGING_LEVEL=DEBUG` makes CUDAGraphWrapper check each replay's inputs "
                     "against the capture's).")
     sizes = regex(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)").search(found.text)
-    if sizes:
+    if sizes and not encoder:
         said.append(f"The copy saw sizes {sizes[1]} and {sizes[2]}: the batch is larger than the "
                     "graph's static buffers (a speculative step adds its draft tokens).")
     return " ".join(said) or None
@@ -114,7 +122,9 @@ REPLAY_INPUTS = Signature(
              ("0.33.0", "vllm/compilation/backends.py:90"), ("0.30.0", "vllm/compilation/backends.py:89"),
              ("0.34.0", "vllm/compilation/cuda_graph.py:357"), ("0.34.0", "vllm/compilation/cuda_graph.py:348"),
              ("0.33.0", "vllm/compilation/cuda_graph.py:361"), ("0.30.0", "vllm/compilation/cuda_graph.py:362"),
-             (_V0, "vllm/worker/model_runner.py:1851")))
+             (_V0, "vllm/worker/model_runner.py:1851"), ("0.34.0", "vllm/v1/worker/encoder_cudagraph.py:584"),
+             ("0.34.0", "vllm/v1/worker/encoder_cudagraph.py:526"),
+             ("vllm 0.28.0", "vllm/v1/worker/encoder_cudagraph.py:370 (padding_logic(buf, src)), :326")))
 
 # (round 68) cudaErrorCapturedEvent (907; hipErrorCapturedEvent): an event recorded in a capturing stream queried or
 # synchronized on, as torch's NCCL watchdog does, which logs it on its own line (SGLang's capture_failed reads it)

@@ -23,8 +23,8 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, installs, library, loading,
-                                messages, parallel_sizes, requests, speculative)
+from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, installs, library,
+                                linear_backends, loading, messages, neuron, parallel_sizes, requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT, ENGINE_STREAMS
 from ddlab.crashes.signature import Found, Signature, regex, unwrapped
@@ -384,7 +384,7 @@ GGUF_NOT_A_FILE = Signature(
 
 SIGNATURES: list[Signature] = [
     KV_NO_MEMORY, KV_MAX_LEN, KV_CHECK_CUT, GPU_BLOCKS_ZERO, INIT_CACHE_FAILED, WORKER_METHOD_FAILED,
-    HYBRID_KV_UNIFY, *graphs.SIGNATURES,
+    HYBRID_KV_UNIFY, *graphs.SIGNATURES, *linear_backends.SIGNATURES,
     ARGPARSE, CONFIG_INVALID, MAX_LEN_OVER_MODEL, messages.FLAG_BOUND, BF16_GPU, engine.ENGINE_DEAD,
     engine.ENGINE_PROCESS_RAISED, engine.OUTPUT_HANDLER_FAILED, engine.V0_LOOP_RAISED, engine.SHM_STALL, API_MISMATCH,
     PATCHED_ENTRY, engine.CGRAPH_TIMEOUT,
@@ -395,6 +395,6 @@ SIGNATURES: list[Signature] = [
     engine.KV_SEND_REQUEST_GONE, requests.STREAM_ERROR, *loading.SIGNATURES,
     requests.PREPROCESS_ERROR, requests.MODEL_CHECK_ERROR, requests.GRAMMAR_REJECTED, requests.UTILITY_FAILED,
     requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR, requests.TOOL_PARSER_ERROR, requests.ADD_LORA_FAILED,
-    requests.OMNI_STAGE_RESULT_RAISED, *backends.SIGNATURES, *parallel_sizes.SIGNATURES,
+    requests.OMNI_STAGE_RESULT_RAISED, *backends.SIGNATURES, *neuron.SIGNATURES, *parallel_sizes.SIGNATURES,
     *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES, *installs.SIGNATURES,
 ]
