@@ -141,11 +141,15 @@ _VLLM_MARKS = re.compile(
 # (round 59) nor LMCache's "[date] LMCache LEVEL: ", its logger's under either server (lmcache-0.3.1 logging.py:25)
 # (round 91) SGLang 0.2.x's model runner's rank prefix "[gpu=N] " (0.2.12 srt/model_executor/model_runner.py:97, :143,
 # :195, :284); in no vLLM wheel: its start-up under vLLM's custom all-reduce warnings (one per rank) is SGLang's
+# (round 104) SGLang's capture bar, "Capturing batches (avail_mem=N GB)" (0.4.7.post1
+# model_executor/cuda_graph_runner.py:403; "(bs=N avail_mem=...)" 0.4.10.post2 :480, 0.5.10 :784); in no vLLM
+# wheel (vLLM's is "Capturing CUDA graph shapes" / "Capturing CUDA graphs (...)"): under vLLM's import notices, SGLang's
 _SGLANG_MARKS = re.compile(
     r"sglang|server_args=|launch_server|fired up and ready to roll|(?:Prefill|Decode) batch\b|^\s*\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z][A-Z_]*\d+)*\]"
     r"(?! \[(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\] \[[\w.]+:\d+:\w+\] | LMCache (?:DEBUG|INFO|WARNING|ERROR|CRITICAL):"
     r"|\[[A-Za-z]\w*\]\[[DIWEC]\] )"
-    r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )|^\s*\[gpu=\d+\] ", re.M | re.I)
+    r"|^\s*Rank \d+: (?:load weight end\.|max_total_num_token=\d+, )|^\s*\[gpu=\d+\] "
+    r"|Capturing batches \((?:bs=\d+ )?avail_mem=", re.M | re.I)
 
 _VLLM_SCREEN, _SGLANG_SCREEN = Screen(_VLLM_MARKS), Screen(_SGLANG_MARKS)
 

@@ -110,6 +110,12 @@ FEATURES = (
     Feature("mixed chunk", r"mixed_chunk|mix_with_running|prepare_for_mixed", "enable-mixed-chunk", "null",
             "true", "enable_mixed_chunk"),
     Feature("page size > 1", "", "page-size", "1", "16", "page_size"),
+    # (round 104) a sliding-window (hybrid SWA) model's verify on FlashInfer: the target-verify batch's metadata is
+    # built with prefix_lens=None (0.5.12 layers/attention/flashinfer_backend.py:470) and the sliding-window updater
+    # subtracts it (:1317, update_sliding_window): frames only (the window is the model's, no flag turns it off);
+    # the bisect swaps the attention backend
+    Feature("sliding-window attention on FlashInfer", r"\bupdate_sliding_window\b", "attention-backend", "triton",
+            "flashinfer"),
 )
 FEATURE_FRAMES = "|".join(feature.frames for feature in FEATURES if feature.frames)
 # the mamba flag changed name: before 0.5.14 (and until 0.5.18) it was the scheduler strategy
@@ -168,7 +174,9 @@ SPEC_FEATURE = Signature(
              ("0.5.16", "sglang/srt/mem_cache/hybrid_cache/hybrid_cache_controller.py:427"),
              ("0.5.23", "sglang/srt/managers/schedule_batch.py:2322"),
              ("0.5.23", "sglang/srt/speculative/spec_utils.py:1249"),
-             ("0.5.23", "sglang/srt/speculative/eagle_worker_v2.py:1979")))
+             ("0.5.23", "sglang/srt/speculative/eagle_worker_v2.py:1979"),
+             ("0.5.12", "sglang/srt/layers/attention/flashinfer_backend.py:470"),
+             ("0.5.12", "sglang/srt/layers/attention/flashinfer_backend.py:1317")))
 
 # (round 26) the scheduler merges a prefilled batch into the running one (0.5.23 managers/scheduler.py:3961,
 # schedule_batch.py:3990), and the speculative input's merge_batch concatenates both batches' hidden states

@@ -27,9 +27,14 @@ __all__ = ["SIGNATURES", "shape_detail"]
 # register deq_scale (vllm-ascend v0.9.2rc1 vllm_ascend/quantization/w8a8.py:74; round 14). (Round 30) A
 # fused MoE layer's WNA16 (AWQ, GPTQ) tensors carry it too: w13_qweight, w2_qweight, w2_scales (0.5.23
 # layers/quantization/moe_wna16.py:301, :314, :338), looked up by name (models/qwen3_5.py:2298, :2338)
+# (round 105) DeepSeek's score-correction bias: the gate's e_score_correction_bias and the experts' copy, named
+# correction_bias by SGLang (0.4.2 models/deepseek_v2.py:108, layers/moe/fused_moe_triton/layer.py:288) and
+# e_score_correction_bias by vLLM's FusedMoE (vllm 0.7.0 layers/fused_moe/layer.py:281): a checkpoint made under the
+# other name is one the model cannot place (the sharded-state loader's state_dict[key], 0.4.2
+# model_loader/loader.py:605)
 _TENSOR = (r"^KeyError: '(?:[\w-]+\.)+(?:(?:w\d+_)?weight|bias|(?:w\d+_)?(?:qweight|qzeros|scales?|g_idx)"
            r"|(?:w\d+_)?(?:weight_scale(?:_inv|_2)?|input_scale|weight_packed|weight_shape|[kv]_scale)"
-           r"|zeros|deq_scale)'(?:\n|$)")
+           r"|zeros|deq_scale|(?:e_score_)?correction_bias)'(?:\n|$)")
 _LOADING = r", in (?:load_weights\w*|weight_loader\w*|load_model)\s*$|params_dict\[\w+\]"
 _ADVICE = ("The checkpoint's files cannot be read or placed by this model's loader: check that "
            "the download is complete (`hf download REPO` again; a file of a few hundred bytes "
@@ -39,6 +44,7 @@ _ADVICE = ("The checkpoint's files cannot be read or placed by this model's load
 _SOURCES = (("0.4.10.post2", "sglang/srt/models/llama.py:621"),
             ("0.4.10.post2", "sglang/srt/models/deepseek_v2.py:2493"),
             ("0.4.10.post2", "sglang/srt/model_loader/loader.py:723"),
+            ("sglang 0.4.2", "sglang/srt/model_loader/loader.py:605"),
             ("0.4.10.post2", "sglang/srt/model_loader/weight_utils.py:197"),
             ("0.5.23", "sglang/srt/model_loader/loader.py:1678"),
             ("0.5.23", "sglang/srt/model_loader/weight_utils.py:389"))
