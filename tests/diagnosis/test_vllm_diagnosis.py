@@ -397,8 +397,9 @@ def test_vllm_logs_are_read_as_vllm():
     # KeyboardInterrupt tracebacks through wait_for_startup and the atexit joins (w9221). Round 96 one, the same reading
     # either way: torch's "no kernel image is available" under rank prefixes alone, four lines (w9611, unsupported_gpu)
     # Round 99 two, each the same reading either way: uvicorn's lines alone, its bind error (w9902, port_in_use) and
-    # its startup complete (w9915, not crashed)
-    assert len(unmarked) <= 146, unmarked
+    # its startup complete (w9915, not crashed). Round 103 one, the same reading either way (not crashed): Ray's abseil
+    # dump of a SIGTERM and its compiled DAG's teardown lines alone (w10306)
+    assert len(unmarked) <= 147, unmarked
     differ = [i for i in unmarked if diagnose(_read(REAL / f"{i}.log")).kind
               != diagnose(_read(REAL / f"{i}.log"), family="vllm").kind]
     assert differ == []

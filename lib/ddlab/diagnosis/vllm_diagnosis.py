@@ -47,6 +47,7 @@ from ddlab.diagnosis.vllm_frames import ENGINE_BUILT_FRAMES as _BUILT_FRAMES
 from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES
 from ddlab.diagnosis.vllm_frames import frame_phases as _frame_phases, ipython_frames
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
+from ddlab.diagnosis.vllm_runs import last_started
 from ddlab.diagnosis.vllm_records import (dumped_step, only_vllm_files, only_vllm_services, with_announced_traceback,
                                           with_engine_messages, with_first_code_line, with_handler_records,
                                           with_utility_records, without_debug_tracebacks)
@@ -269,7 +270,7 @@ def read_vllm(text: str) -> VllmLog:
     exit, and the root cause over vLLM's registry (with no hang where a worker died)."""
     text = unwrapped_paste(only_vllm_files(only_vllm_services(text or "")))  # (round 77) a terminal's wrap
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
-    reached, phase_line = vllm_phase_reached(lines)
+    reached, phase_line = vllm_phase_reached(last_started(lines))  # (round 102) the last of a file's runs
     chains = with_engine_messages(_with_worker_message(find_chains(lines)), lines, text)
     chains = with_announced_traceback(with_first_code_line(chains, lines), lines, text)
     chains = with_utility_records(with_handler_records(chains, text, HANDLER_LOGGED), text, UTILITY_FAILED)

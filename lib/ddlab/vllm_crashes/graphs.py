@@ -78,9 +78,12 @@ PIECEWISE_RANGE = Signature(
 # nothing (its docstring, :160-166): a frame through it that is no replay proves nothing. (round 101) The multimodal
 # encoder's graphs (--compilation-config cudagraph_mm_encoder) copy each replay's inputs into the buffers captured for
 # the token budget the same way, in _run_budget_graph ("padding_logic(buf, src)", its default _copy_padded_buffer's
-# "dst[: src.shape[0]].copy_(src)"; v1/worker/encoder_cudagraph.py:359-370, :321-326 (0.28.0)), then replay them.
+# "dst[: src.shape[0]].copy_(src)"; v1/worker/encoder_cudagraph.py:359-370, :321-326 (0.28.0)), then replay them;
+# (round 103) a development tree (v1/worker/gpu/mm/encoder_cudagraph.py) copies each into its buffer's first rows
+# there itself ("buf[:n].copy_(src)"), the same copy of a replay's inputs.
 _REPLAY_INPUT_FRAMES = (r'backends\.py", line \d+, in copy_and_call\s*$'
-                        r'|encoder_cudagraph\.py", line \d+, in _run_budget_graph\s*\n\s*(?:padding_logic|buf\.copy_)\('
+                        r'|encoder_cudagraph\.py", line \d+, in _run_budget_graph\s*\n'
+                        r'\s*(?:padding_logic|buf(?:\[[^\]\n]*\])?\.copy_)\('
                         r'|^\s*self\.input_buffers\[["\']\w+["\']\]\.copy_\('
                         r'|cuda_graph\.py", line \d+, in __call__\s*\n\s*(?:entry\.cudagraph\.replay\(\)'
                         r"|assert new_input_addresses)")

@@ -12,13 +12,21 @@ VLLM_TEST_FORCE_FP8_MARLIN=1.", scaled_mm/marlin.py:46-54 (0.26.0, 0.27.1)), whe
 serve FP8: its reason alone in the list is the list cut to Marlin, ``--linear-backend marlin`` on such a GPU, a
 flag's choice, not the GPU (``bad_argument``). Another kernel's reason beside it is the whole list refusing the
 layer, which this module does not read.
+
+(round 103) A kernel kept that takes the layer on paper can still refuse its shape later: FlashInfer's TensorRT-LLM
+FP4 GEMM (``VLLM_NVFP4_GEMM_BACKEND=flashinfer-trtllm``) accepts any NVFP4 layer (``can_implement`` returns True,
+model_executor/kernels/linear/nvfp4/flashinfer.py:101-103 (0.20.2)) and after loading shuffles its weight's scale
+factors with ``epilogue_tile_m = 128`` (``shuffle_matrix_sf_a``, :105-117), whose row indices need the rows in
+multiples of 128 (``assert M % 128 == 0``, flashinfer 0.6.11.post2 utils.py:882, called from
+quantization/fp4_quantization.py:1068): a bare AssertionError under that frame is a layer the kernel cannot take
+(``kernel_config_unsupported``); another NVFP4 GEMM takes it.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "LINEAR_BACKEND_REFUSED"]
+__all__ = ["SIGNATURES", "LINEAR_BACKEND_REFUSED", "FP4_SCALE_ROWS"]
 
 _NO_BACKEND_KERNEL = r"--linear-backend=\w+ was requested but no '\w+' kernel exists for this layer type"
 _MARLIN_ONLY = r"\bMarlinFP8ScaledMMLinearKernel To apply FP8 Marlin on high-capability GPUs, please set VLLM_TEST_"
@@ -45,4 +53,20 @@ LINEAR_BACKEND_REFUSED = Signature(
                              "high-capability GPUs)"),
              ("0.34.0", "vllm/model_executor/kernels/linear/__init__.py:741")))
 
-SIGNATURES = [LINEAR_BACKEND_REFUSED]
+_SF_ROWS_ASSERT = r'in get_shuffle_matrix_sf_a_row_indices\s*\n\s*assert M % 128 == 0\s*$'
+
+FP4_SCALE_ROWS = Signature(
+    "vllm_flashinfer_fp4_scale_rows", "kernel_config_unsupported",
+    "FlashInfer's TRT-LLM FP4 GEMM needs a layer's rows in multiples of 128",
+    ("FlashInfer's TensorRT-LLM FP4 GEMM shuffles each weight's scale factors in tiles of 128 rows, and a layer "
+     "of this model (or its tensor-parallel shard) has a row count that is not a multiple of 128. Pick another "
+     "NVFP4 GEMM: `VLLM_NVFP4_GEMM_BACKEND=flashinfer-cutlass` (or `cutlass`; unset lets vLLM choose), or a "
+     "tensor-parallel size whose shards are multiples of 128 rows.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(r".",), context=(_SF_ROWS_ASSERT,), priority=81,
+    sources=(("flashinfer 0.6.11.post2", "flashinfer/utils.py:882 (get_shuffle_matrix_sf_a_row_indices: "
+                                         "assert M % 128 == 0)"),
+             ("flashinfer 0.6.11.post2", "flashinfer/quantization/fp4_quantization.py:1068 (shuffle_matrix_sf_a)"),
+             ("vllm 0.20.2", "vllm/model_executor/kernels/linear/nvfp4/flashinfer.py:117 "
+                             "(FlashInferTrtllmNvFp4LinearKernel: shuffle_matrix_sf_a(..., epilogue_tile_m))")))
+
+SIGNATURES = [LINEAR_BACKEND_REFUSED, FP4_SCALE_ROWS]

@@ -90,7 +90,13 @@ NATIVE_CRASH = Signature(
            # printed bare to stderr only by ucs_handle_error (a fatal signal, a fatal error then
            # abort()); UCX's logger prefixes its own copies: a paste that starts below the header
            r"^\s*\d{1,3} 0x[0-9a-f]{16} \S+\(\)  \S+:\d+\s*$",
-           r"^\*\*\* (?:SIG\w+|Aborted at) .{0,80}(?:received|\(@0x)",
+           # (vLLM round 103) not SIGTERM's: abseil's handler dumps it too (abseil-cpp 0565e00
+           # absl/debugging/failure_signal_handler.cc failure_signal_data lists SIGTERM beside SIGSEGV), which Ray's
+           # logging.cc installs in every process, so a process stopped as asked (vLLM's own shutdown of its Ray
+           # workers: "If you see error log from logging.cc regarding SIGTERM received, please ignore because this
+           # is the expected termination process in Ray", 0.7.3 executor/ray_distributed_executor.py:104-107)
+           # prints it: a stop, no fault
+           r"^\*\*\* (?:SIG(?!TERM\b)\w+|Aborted at) .{0,80}(?:received|\(@0x)",
            r"^Current thread 0x[0-9a-f]+ \(most recent call first\):",
            # the shell's report of a child killed by a fatal signal: strsignal's name, " (core
            # dumped)" with a core; from a script, "FILE: line N: PID NAME (core dumped) COMMAND"
