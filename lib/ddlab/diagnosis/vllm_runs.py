@@ -7,10 +7,9 @@ server's lifespan ends (uvicorn/lifespan/on.py:76 (0.54.0)). The next run starts
 "non-default args: %s" (entrypoints/serve/utils/api_utils.py:273 (0.27.1)) before it builds the engine, whose core
 logs "Initializing a V1 LLM engine (v%s) with config: %s" (v1/engine/core.py:122 (0.27.1)); a command line the
 parser refuses starts with argparse's "usage: vllm ..." (CPython Lib/argparse.py ``error`` prints the usage first)
-and ends there. An earlier run's
-"Application startup complete." or its answered requests say nothing of how far the last one got:
-:func:`last_started` keeps the lines from the first start line after the last shutdown a start follows. A file
-with no shutdown before a start (one run, or runs a crash ended with no stop) is kept whole.
+and ends there. An earlier run's "Application startup complete." or its answered requests say nothing of how far
+the last one got: :func:`last_started` keeps the lines from the first start line after the last shutdown a start
+follows. A file with no shutdown before a start (one run, or runs a crash ended with no stop) is kept whole.
 """
 
 from __future__ import annotations
@@ -22,7 +21,8 @@ from ddlab.diagnosis.logtext import Line
 __all__ = ["last_started"]
 
 _SHUTDOWN_RE = re.compile(r"\[shutdown\] EngineCore: trigger received signal=|Application shutdown complete\.")
-_START_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v|^usage: vllm\b")
+_START_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v"
+                       r"|^usage: vllm\b")
 
 
 def last_started(lines: list[Line]) -> list[Line]:
