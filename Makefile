@@ -8,7 +8,8 @@
 # in fresh clones later that morning, 65.3-67.5 s for 6340-6414 late in the morning,
 # 68.0-69.4 s for 6672 in the afternoon, 71.0-74.5 s for 7270-7271 in the evening, 73.2-81.6 s for 7501 at night,
 # 76.4-84.7 s for 7812 late at night; 110.4-137.2 s for 8046 on the slower VM of 2026-12-07, where the previous
-# day's code took 113.2-138.9 s (paired, within noise), and 125.6-126.7 s for 8344 there in the early morning:
+# day's code took 113.2-138.9 s (paired, within noise), 125.6-126.7 s for 8344 there in the early morning and
+# 115.1 s for 8556 in the morning:
 # docs/performance.md).
 PYTHON ?= python3
 VENV   := .venv
