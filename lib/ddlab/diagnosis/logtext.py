@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.crashes.signature import Screen
-from ddlab.diagnosis import collapsed, glued_records, long_lines, pytest_reports  # (vLLM round 98) pytest
+from ddlab.diagnosis import collapsed, glued_records, long_lines, pytest_reports
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,

@@ -27,7 +27,7 @@ from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, IMPORT_NOTICE, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
-           "VLLM_TIME", "VLLM_FILEINFO", "VLLM_STATS"]
+           "VLLM_TIME", "VLLM_FILEINFO", "VLLM_STATS", "ENGINE_START"]
 
 FAMILIES = ("sglang", "vllm")
 
@@ -345,7 +345,8 @@ _UVICORN_START_RE = re.compile(r"Started server process \[\d+\]")
 # engine/llm_engine.py:162), "Initializing a V1 LLM engine (v%s) with config" (0.10.2 v1/engine/core.py:76): vLLM's
 # server logs it before it starts uvicorn too, so a uvicorn start before it is an embedding app's (NVIDIA NIM starts
 # its server, then builds the engine in its application startup) or an earlier run's
-_ARGS_LOGGED_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v")
+ENGINE_START = r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v"
+_ARGS_LOGGED_RE = re.compile(ENGINE_START)
 # (round 97) IPython 8's traceback prints each frame's source lines as "[1099](link) code" ("-> [1096](link)" the
 # current one): a vLLM logger call quoted there ('logger.info("Loading model weights took %.4f GB",', V0
 # worker/model_runner.py:1099 (0.6.6.post1)) is source shown, not a line the run logged

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 
 from ddlab.diagnosis.logtext import Line
+from ddlab.diagnosis.vllm_log import ENGINE_START
 
 __all__ = ["last_started"]
 
 _SHUTDOWN_RE = re.compile(r"\[shutdown\] EngineCore: trigger received signal=|Application shutdown complete\.")
-_START_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v"
-                       r"|^usage: vllm\b")
+_START_RE = re.compile(rf"{ENGINE_START}|^usage: vllm\b")  # a run's first lines, as vllm_phase_reached's
 
 
 def last_started(lines: list[Line]) -> list[Line]:

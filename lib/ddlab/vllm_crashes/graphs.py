@@ -81,8 +81,9 @@ PIECEWISE_RANGE = Signature(
 # "dst[: src.shape[0]].copy_(src)"; v1/worker/encoder_cudagraph.py:359-370, :321-326 (0.28.0)), then replay them;
 # (round 103) a development tree (v1/worker/gpu/mm/encoder_cudagraph.py) copies each into its buffer's first rows
 # there itself ("buf[:n].copy_(src)"), the same copy of a replay's inputs.
+_ENCODER_FRAME = r'encoder_cudagraph\.py", line \d+, in _run_budget_graph'
 _REPLAY_INPUT_FRAMES = (r'backends\.py", line \d+, in copy_and_call\s*$'
-                        r'|encoder_cudagraph\.py", line \d+, in _run_budget_graph\s*\n'
+                        rf'|{_ENCODER_FRAME}\s*\n'
                         r'\s*(?:padding_logic|buf(?:\[[^\]\n]*\])?\.copy_)\('
                         r'|^\s*self\.input_buffers\[["\']\w+["\']\]\.copy_\('
                         r'|cuda_graph\.py", line \d+, in __call__\s*\n\s*(?:entry\.cudagraph\.replay\(\)'
@@ -95,7 +96,7 @@ def _replay_inputs_detail(found: Found) -> str | None:
     if regex(_COPY_FRAME_RE, re.M).search(found.chain_text):
         said.append("The failing copy is the compiler's (`cudagraph_copy_inputs`), made before the "
                     "piecewise graphs run: FULL_DECODE_ONLY, which has none, is the mode to try first.")
-    encoder = regex(r'encoder_cudagraph\.py", line \d+, in _run_budget_graph').search(found.chain_text)
+    encoder = regex(_ENCODER_FRAME).search(found.chain_text)
     if encoder:
         said.append("The failing copy is the multimodal encoder's graphs' (`cudagraph_mm_encoder`): "
                     "`--compilation-config {\"cudagraph_mm_encoder\":false}` runs the encoder eagerly.")
