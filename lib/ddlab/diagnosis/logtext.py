@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ddlab.crashes.signature import Screen
-from ddlab.diagnosis import collapsed, glued_records, long_lines, pytest_reports
+from ddlab.diagnosis import collapsed, glued_records, jax_pool_lines, long_lines, pytest_reports
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
@@ -281,7 +281,7 @@ _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
         rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}|Using model weights format\b", re.I)),
-    ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}", re.I)),
+    ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}|{jax_pool_lines.JAX_MEMORY_POOL}", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5 model_executor/model_runner.py:1101;
     # 0.5.23 model_runner_components/cuda_graph_setup.py:696); (round 75) the runners' lists before their bars, "Capture
     # cuda graph bs [...]" (0.5.9 model_executor/cuda_graph_runner.py:299), "... num tokens [...]" (0.5.9 piecewise_cuda_graph_runner.py:175)
@@ -320,7 +320,7 @@ _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
     rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}"
-    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on" rf"|{JAX_PRECOMPILE}"
+    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on" rf"|{JAX_PRECOMPILE}|{jax_pool_lines.JAX_MEMORY_POOL}"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)
 
