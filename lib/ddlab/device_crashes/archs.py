@@ -1,17 +1,18 @@
-"""Libraries with no kernels for this GPU's architecture: Triton, DeepGEMM, aiter (``unsupported_gpu``).
+"""Libraries with no kernels for this GPU's architecture: Triton, DeepGEMM, aiter, CUTLASS's TMA (``unsupported_gpu``).
 
 Each keys its kernels (or its dispatch) by the GPU's architecture and refuses one it has no entry for, in its
 own words: Triton's code generator failing in ``make_llir``, DeepGEMM's KeyError of an arch its Python
 tables lack or its C++ API's host assertion "Unsupported architecture" (round 70), aiter's "Unknown GPU
-architecture". The GPU, not the model or the arguments, is what the library refuses. Spliced into
-:data:`ddlab.device_crashes.device.SIGNATURES` where they stood (after torch's own "no kernel image" texts).
+architecture", CUTLASS's TMA descriptor that a GPU before Hopper refuses (round 108). The GPU, not the model
+or the arguments, is what the library refuses. Spliced into :data:`ddlab.device_crashes.device.SIGNATURES`
+where they stood (after torch's own "no kernel image" texts).
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "TRITON_ARCH", "DEEPGEMM_ARCH", "DEEPGEMM_ARCH_ASSERT", "AITER_ARCH"]
+__all__ = ["SIGNATURES", "TRITON_ARCH", "DEEPGEMM_ARCH", "DEEPGEMM_ARCH_ASSERT", "AITER_ARCH", "TMA_UNSUPPORTED"]
 
 TRITON_ARCH = Signature(
     "triton_arch_unsupported", "unsupported_gpu", "Triton cannot generate code for this GPU",
@@ -95,4 +96,28 @@ AITER_ARCH = Signature(
              ("aiter (ROCm/aiter 2c62a2e881)", "aiter/jit/utils/chip_info.py:21-27 (GFX_MAP gains gfx1101 "
                                                "to gfx1153)")))
 
-SIGNATURES = [TRITON_ARCH, DEEPGEMM_ARCH, DEEPGEMM_ARCH_ASSERT, AITER_ARCH]
+# (round 108) CUTLASS's TMA copies (Hopper's Tensor Memory Accelerator) encode their descriptor on the host with
+# cuTensorMapEncodeTiled and, where the driver refuses, print the descriptor's fields and "Error: Failed to
+# initialize the TMA descriptor <CUresult>" (NVIDIA/cutlass 62750a2 include/cute/atom/copy_traits_sm90_tma.hpp:
+# 1022-1036; its assert(false) after it is compiled out under -DNDEBUG, flash-attention 9a79170 hopper/setup.py:526,
+# so every descriptor of the call prints it). 801 is CUDA_ERROR_NOT_SUPPORTED: a GPU with no TMA (before sm90) was
+# handed a Hopper kernel, as FlashAttention-3 built without its sm80 kernels picks its sm90 path whatever the GPU
+# (hopper/static_switch.h:131-136, FLASHATTENTION_DISABLE_SM8x). Another code (1, a value the encode refuses) is a
+# shape or layout, not the GPU
+_TMA_UNSUPPORTED = r"\bError: Failed to initialize the TMA descriptor 801\b"
+TMA_UNSUPPORTED = Signature(
+    "tma_unsupported", "unsupported_gpu", "a Hopper (TMA) kernel ran on a GPU without TMA",
+    ("A kernel built for Hopper's TMA (sm90) ran on a GPU that has none: CUDA refused its TMA descriptor "
+     "with 801, not supported. A FlashAttention-3 built without its sm80 kernels (FLASHATTENTION_DISABLE_SM8x) "
+     "takes that path on any GPU: pick another `--attention-backend` (flashinfer, triton) on this GPU, or "
+     "serve on an sm90 GPU (H100/H200).",),
+    patterns=(_TMA_UNSUPPORTED,), lines=(_TMA_UNSUPPORTED,), priority=81,
+    sources=(("CUTLASS (NVIDIA/cutlass 62750a2)", "include/cute/atom/copy_traits_sm90_tma.hpp:1022-1036 (make_tma_"
+                                                  "copy_desc: the descriptor's fields, then Error: Failed to "
+                                                  "initialize the TMA descriptor <result>; assert(false))"),
+             ("flash-attention (Dao-AILab/flash-attention 9a79170)",
+              "hopper/static_switch.h:131-136 (ARCH_SWITCH: Arch 90 under FLASHATTENTION_DISABLE_SM8x), "
+              "hopper/setup.py:526 (-DNDEBUG)"),
+             ("CUDA driver API", "cuda.h (CUDA_ERROR_NOT_SUPPORTED = 801)")))
+
+SIGNATURES = [TRITON_ARCH, DEEPGEMM_ARCH, DEEPGEMM_ARCH_ASSERT, AITER_ARCH, TMA_UNSUPPORTED]

@@ -53,6 +53,7 @@ from ddlab.diagnosis.advice import advise, family
 from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, ROUTER_START_PANIC, SHELL_QUIT_RE, Exit,
                                   ended_unasked, exit_of, last_run, router_start_panic)
 from ddlab.diagnosis.facts import parse_facts
+from ddlab.diagnosis.engine_bars import slowest_engine
 from ddlab.diagnosis.decode_lines import (DecodeRecord, decode_text, metrics_text, parse_decode_lines,
                                          summarize_decode)
 from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
@@ -373,7 +374,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         return _diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
     compiled = _compile(patterns)
     lines = last_run(split_lines(text or ""))
-    phase, phase_line = phase_reached(lines)
+    phase, phase_line = slowest_engine(lines, *phase_reached(lines))  # (round 108) several engines' bars
     facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
     if not exit_seen.failed and (ended := ended_unasked(lines, phase)):  # round 30: killed mid-startup
         exit_seen = replace(exit_seen, failed=True, why=ENDED_UNASKED, lines=[*exit_seen.lines, ended])

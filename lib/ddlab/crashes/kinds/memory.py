@@ -224,7 +224,13 @@ _NPU_WORKSPACE_OOM = r"\bNPU out of memory\. (?:NPUWorkspaceAllocator )?tried to
 # "[torch_memory_saver.cpp] CUresult error: <code> (<cuGetErrorString>)  file=... func=cu_mem_create line=N"
 # and calls exit(1) (fzyzcjy/torch_memory_saver 1f01bd8, 0.0.9rc2, csrc/utils.h:28-40, :194); code 2 is
 # CUDA_ERROR_OUT_OF_MEMORY: the process that printed it ended for want of GPU memory
-_TMS_OOM = r"\[torch_memory_saver\.cpp\] CUresult error: 2 \(out of memory\)"
+# (round 108) From 0.0.9 cu_mem_create returns cudaErrorMemoryAllocation for cuMemCreate's out of memory, after its
+# own soft line "cuMemCreate CUDA_ERROR_OUT_OF_MEMORY (may not be an issue ...)" (0.0.9.post1, c29087a,
+# csrc/utils.h:119-123): malloc hands it back to torch's allocator, which frees its cache and retries
+# (csrc/core.cpp:34-37), but resume, re-mapping what pause released, checks it with CUDA_ERROR_CHECK (:172), which
+# prints "[torch_memory_saver.cpp] cudaError error: 2 (out of memory)  file=... func=resume line=172" and calls
+# exit(1) (csrc/utils.h:42-53); cudaError 2 is cudaErrorMemoryAllocation. The soft line alone ends nothing
+_TMS_OOM = r"\[torch_memory_saver\.cpp\] (?:CUresult|cudaError) error: 2 \(out of memory\)"
 CUDA_OOM = Signature(
     "cuda_oom", "cuda_oom", "CUDA ran out of memory",
     (),
@@ -245,6 +251,10 @@ CUDA_OOM = Signature(
              ("torch_memory_saver 0.0.9rc2 (fzyzcjy/torch_memory_saver 1f01bd8)",
               "csrc/utils.h:28-40 (CURESULT_CHECK: CUresult error: %d (%s) ... exit(1)), :194 (cu_mem_create's "
               "cuMemCreate)"),
+             ("torch_memory_saver 0.0.9.post1 (fzyzcjy/torch_memory_saver c29087a)",
+              "csrc/utils.h:42-53 (CUDA_ERROR_CHECK: cudaError error: %d (%s) ... exit(1)), :119-123 (cu_mem_create: "
+              "cuMemCreate's CUDA_ERROR_OUT_OF_MEMORY returned as cudaErrorMemoryAllocation); csrc/core.cpp:172 "
+              "(resume: CUDA_ERROR_CHECK(cu_mem_create(...)))"),
              ("NCCL (NVIDIA/nccl v2.20.5-1)", "src/include/alloc.h:186 (ncclCudaCallocDebug: WARN(\"Failed to "
                                               "CUDA calloc %ld bytes\") when *ptr is still nullptr), :161 "
                                               "(ncclCudaMallocDebug), :206 (calloc async)"),
