@@ -215,8 +215,7 @@ def test_rounds_1_to_58_were_measured_once_and_folded_into_work():
     assert len(ROUND56) == 27 and {log["id"][:3] for log in ROUND56} == {"w56"}
     assert len(ROUND57) == 25 and {log["id"][:3] for log in ROUND57} == {"w57"}
     assert len(ROUND58) == 25 and {log["id"][:3] for log in ROUND58} == {"w58"}
-    # round 107, staged beside round 106, stays held out until its own fold (the next commit)
-    assert all(log["split"] == "work" for log in LOGS if log.get("heldout_round") != 107)
+    assert all(log["split"] == "work" for log in LOGS)
     assert not {log["url"] for log in ROUND2} & {log["url"] for log in ROUND1}, "round 2: new threads"
     earlier = {log["url"] for log in ROUND1 + ROUND2}
     for number, later in enumerate((ROUND3, ROUND4, ROUND5, ROUND6, ROUND7, ROUND8, ROUND9, ROUND10, ROUND11,
@@ -612,7 +611,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # so), none left (test_vllm_round103.py): 2056/1977/1381 (phase of 1413).
 # Round 106 (crashed 3/3, kind 2/3, phase 1/1) folded: 2059/1979/1382 (kind of 2022, phase of 1414); its miss fixed
 # (w10609's kind), none disputed, none left (test_vllm_round106.py): 2059/1980/1382.
-FLOORS = {"work": (2059, 1980, 1382)}
+# Round 107 (crashed 6/6, kind 6/6, phase 5/6) folded: 2065/1986/1387 (kind of 2028, phase of 1420); its miss fixed
+# (w10701's phase), none disputed, none left (test_vllm_round107.py): 2065/1986/1388.
+FLOORS = {"work": (2065, 1986, 1388)}
 
 
 def test_the_work_split_keeps_its_counts():
