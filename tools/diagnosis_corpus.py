@@ -8,10 +8,10 @@ kind, by SGLang release family and by paste format; ``--misses`` lists each miss
 URL. The last line is one JSON object with the counts.
 
 A held-out set is measured once, then folded into ``work`` (its logs keep
-``heldout_round``: rounds 1 to 105, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
+``heldout_round``: rounds 1 to 107, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
 13, 9, 6, 2, 9, 8, 6, 3, 6, 11, 13, 9, 3, 9, 8, 6, 7, 13, 10, 12, 15, 11, 14, 10, 7, 6, 5, 4, 5, 5, 1, 4, 5, 6, 9, 11,
 10, 9, 8, 10, 11, 9, 8, 3, 11, 9, 8, 3, 11, 8, 12, 11, 13, 13, 8, 10, 8, 10, 7, 13, 9, 8, 11, 11, 9, 7, 8, 8, 7,
-11, 12, 12, 15, 15, 10, 13, 12, 15, 12, 11, 9, 7, 7, 5, 7 and 10 logs, were folded in after their single
+11, 12, 12, 15, 15, 10, 13, 12, 15, 12, 11, 9, 7, 7, 5, 7, 10, 8 and 6 logs, were folded in after their single
 measurement; round 21 measured 12, three dropped after);
 ``--split heldout`` with no held-out logs in the manifest says so and measures nothing.
 
@@ -23,11 +23,10 @@ the same way, broken down by labelled kind, speculative method and paste format;
 rounds, 13, 31, 43, 30, 30, 30, 30, 28, 30, 14, 19, 20, 31, 29, 25, 19, 27, 28, 26, 13, 26, 23, 27, 16, 6,
 16, 11, 20, 20, 13, 16, 17, 14, 9, 10, 13, 7, 9, 19, 15, 12, 13, 17, 11, 5, 3, 3, 5, 6, 16, 21, 22, 20, 19, 29,
 27, 25, 25, 25, 29, 29, 32, 22, 25, 20, 11, 21, 24, 24, 18, 15, 22, 24, 19, 25, 21, 20, 18, 21, 19, 21, 21, 18, 23,
-20, 22, 25, 23, 25, 19, 25, 22, 14, 25, 23, 23, 18, 17, 20, 19, 17, 12, 16 and (rounds 106, 107) 3 and 6 logs, were
-each measured once and folded into ``work`` like SGLang's (round 11 was kept held out until round 12 was measured, then
-both were folded in; round 13 was kept held out for a session, then folded in; rounds 14 to 103, 106 and 107 were
-folded in after their misses were read (round 84 had none); round 29 measured 20, one dropped after, 19 folded;
-docs/diagnosis.md, "vLLM").
+20, 22, 25, 23, 25, 19, 25, 22, 14, 25, 23, 23, 18, 17, 20, 19, 17, 12, 16, 13, 8, 3 and 6 logs, were each
+measured once and folded into ``work`` like SGLang's (round 11 was kept held out until round 12 was measured, then both
+were folded in; round 13 was kept held out for a session, then folded in; rounds 14 to 107 were folded in after their
+misses were read (round 84 had none); round 29 measured 20, one dropped after, 19 folded; docs/diagnosis.md, "vLLM").
 """
 
 from __future__ import annotations

@@ -609,11 +609,17 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 103 (crashed 15/16, kind 13/16, phase 13/15) folded: 2055/1974/1381 (kind of 2019, phase of 1415); three of its
 # misses fixed (w10306 crashed and kind, w10304 and w10307 kinds), the phases of w10301 and w10302 disputed (and read
 # so), none left (test_vllm_round103.py): 2056/1977/1381 (phase of 1413).
-# Round 106 (crashed 3/3, kind 2/3, phase 1/1) folded: 2059/1979/1382 (kind of 2022, phase of 1414); its miss fixed
-# (w10609's kind), none disputed, none left (test_vllm_round106.py): 2059/1980/1382.
-# Round 107 (crashed 6/6, kind 6/6, phase 5/6) folded: 2065/1986/1387 (kind of 2028, phase of 1420); its miss fixed
-# (w10701's phase), none disputed, none left (test_vllm_round107.py): 2065/1986/1388.
-FLOORS = {"work": (2065, 1986, 1388)}
+# Round 104 (crashed 12/13, kind 8/13, phase 8/9) folded: 2068/1985/1389 (kind of 2032, phase of 1422); three of its
+# misses fixed (w10402, w10404 kinds; w10403's phase), the kind of w10409 disputed (and read so), two left (w10406
+# crashed and kind, w10410 kind; test_vllm_round104.py): 2068/1987/1390 (kind of 2031).
+# Round 105 (crashed 8/8, kind 4/8, phase 4/4) folded: 2076/1991/1394 (kind of 2039, phase of 1426); three of its
+# misses fixed (w10501, w10504, w10506 kinds), none disputed, one left (w10505 kind; test_vllm_round105.py):
+# 2076/1994/1394.
+# Round 106 (crashed 3/3, kind 2/3, phase 1/1) folded: 2079/1996/1395 (kind of 2042, phase of 1427); its miss fixed
+# (w10609's kind), none disputed, none left (test_vllm_round106.py): 2079/1997/1395.
+# Round 107 (crashed 6/6, kind 6/6, phase 5/6) folded: 2085/2003/1400 (kind of 2048, phase of 1433); its miss fixed
+# (w10701's phase), none disputed, none left (test_vllm_round107.py): 2085/2003/1401.
+FLOORS = {"work": (2085, 2003, 1401)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -8,9 +8,11 @@ the source of the library that wrote its decisive lines:
   lines, then the launch_model traceback, cut. torch's CUDA check prints the hints below every error it reports, not
   only a kernel's fault ("CUDA error: " and cudaGetErrorString, then get_cuda_check_suffix(): pytorch d545da4
   c10/cuda/CUDAException.cpp:31-33, 98fb6fe c10/cuda/CUDAMiscFunctions.cpp:7-18), so hints under their own message
-  line are no message cut: ``cuda_error_cut`` (device_crashes/device.py) takes back a hit with "CUDA error: ..." in
-  the lines just above it (crashes/signature.py ``under``), and "invalid argument" (cudaErrorInvalidValue) names no
-  fault: unknown, as labelled.
+  line are no message cut: ``cuda_error_cut`` (device_crashes/device.py) takes back a hit with "CUDA error: invalid
+  argument" in the lines just above it (crashes/signature.py ``under``): cudaErrorInvalidValue is a call's own argument
+  refused by that call, no kernel's fault (torch's later check prints the hints only below a fault: pytorch 0ac83ae
+  c10/cuda/CUDAMiscFunctions.cpp:46-53): unknown, as labelled. Under another error's line ("unknown error", round
+  104's w10408 under torch's NCCL watchdog) the hints are still read as the fault.
 
 The positive test below failed at 74edfafa (before the fix). Only this round's logs are read; round 107, staged beside
 it, stays held out until its own fold.
@@ -54,6 +56,13 @@ def test_the_hints_with_their_message_cut_are_still_the_fault():
 def test_a_message_further_up_does_not_take_the_hints_back():
     text = read_log("w10609.log").replace("invalid argument\n", "invalid argument\n" + "(another line)\n" * 4, 1)
     assert said(text) == (True, "cuda_illegal_access", "cuda_error_cut")
+
+
+def test_hints_under_another_error_are_still_the_fault():
+    # (round 104's w10408: torch's NCCL watchdog ending on "CUDA error: unknown error", labelled cuda_illegal_access)
+    text = read_log("w10609.log").replace("CUDA error: invalid argument", "CUDA error: unknown error")
+    assert said(text) == (True, "cuda_illegal_access", "cuda_error_cut")
+    assert said(read_log("w10408.log")) == (True, "cuda_illegal_access", "cuda_error_cut")
 
 
 def test_a_fault_named_in_the_message_is_still_the_fault():

@@ -81,7 +81,15 @@ _POOL = (r"init_memory_pools?|_resolve_memory_pool_config|profile_max_num_token|
          # deepseek_v4_memory_pool.py:1541 _init_compressed_pools)
          r"|_init_\w*pools?")
 _GRAPH_SETUP = r"init_cuda_graphs|init_device_graphs|init_all_cuda_graphs|capture_cuda_graphs"
-_CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*"
+# (round 106) sglang-jax's precompile, its graph capture (its lines: diagnosis/precompile_lines.py): the scheduler's
+# constructor calls the worker's run_precompile, which compiles the forward for each padded size in precompile_extend
+# and precompile_decode (sgl-project/sglang-jax 8a5deaa8 python/sgl_jax/srt/managers/scheduler.py:298-301,
+# managers/tp_worker.py:187-189, :191, :235; the overlap worker's run_precompile, tp_worker_overlap_thread.py:191-192);
+# later commits hand them to a compilation manager's precompile_all, _precompile_extend and _precompile_decode (cddbf6f
+# model_executor/compilation_manager.py:132, :147, :206). Startup frames: the forward run under them is no request's;
+# a cut paste's last code line calling one has it on the stack
+_JAX_PRECOMPILE = r"run_precompile|_?precompile_(?:extend|decode|all)"
+_CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*|{_JAX_PRECOMPILE}"
 # a graph runner's profiler callback: the runner makes its profiler only around the capture
 # (--enable-profile-cuda-graph; 0.5.23 model_executor/runner/decode_cuda_graph_runner.py:1273 in
 # _capture, the callback defined at :1015 and handed to torch's profiler at :1044), so its frame is
@@ -179,7 +187,7 @@ FRAME_PHASES = (
     ("memory_pool", frame_regex(_POOL, also=_ATTN_BACKEND)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
-    ("graph_capture", frame_regex(_CAPTURE, _GRAPH_SETUP, also=CAPTURE_PROFILER)),
+    ("graph_capture", frame_regex(_CAPTURE, f"{_GRAPH_SETUP}|{_JAX_PRECOMPILE}", also=CAPTURE_PROFILER)),
     ("ready", frame_regex(_WARMUP)),
     ("serving", frame_regex(f"{_SERVING}|{_DETOKENIZED}|{_WEIGHT_UPDATE}",
                             rf"event_loop_\w+|run_event_loop|{_DETOKENIZED}",

@@ -34,7 +34,7 @@ logging after a failed health check).
 names as slow work under way (a torch.compile begun, not ended): the notice is that work's wait.
 ``under``: regexes of a message's own first line: where one is among the :data:`UNDER_SPAN` lines right
 above a hit of ``lines`` that are the tail of such a message, the message is shown and the tail alone decides
-nothing (vLLM round 106: torch's CUDA check hints under their own "CUDA error: ..." line).
+nothing (vLLM round 106: torch's CUDA check hints under their own "CUDA error: invalid argument" line).
 ``stamped``: its ``lines`` count only on a line that carries a logger's stamp (SGLang's
 ``[date time]``): a text as plain as ``error: ...`` is the server's only with it.
 ``wrapped``: its ``patterns`` are also asked of the message with its line breaks taken out

@@ -82,12 +82,17 @@ NPU_FAULT_CODE = Signature(
 # (the HCCL watchdog's query of a work's end event meets it, logs "Find exception when
 # finishedNPUExecutionInternal" and throws, ending the rank: Ascend/pytorch 9e73e70
 # torch_npu/csrc/distributed/ProcessGroupHCCL.cpp:880-881, :1905, :1914)
-_AICORE_TIMEOUT = (r"NPU function error: .{1,200}?, error code is 507014\b",
-                   r"The aicore execution times out\.")
+# (vLLM round 104) the vector core's twin, 507034 (torch_npu 2.5.1 NPUErrorCodes.h:354, "Vector core execution timed
+# out."; rt_error_codes.h:93, ACL_ERROR_RT_VECTOR_CORE_TIMEOUT = 507034), also as torch_npu's stream synchronize
+# check returns it ("ACL stream synchronize failed, error code:N", as NPU_FAULT_CODE reads it)
+_AICORE_TIMEOUT = (r"(?:NPU function error: .{1,200}?, error code is |ACL stream synchronize failed, error code:)"
+                   r"5070[13]4\b",
+                   r"The aicore execution times out\.", r"\bVector core execution timed out\.")
 NPU_AICORE_TIMEOUT = Signature(
     "npu_aicore_timeout", "cuda_illegal_access",
-    "an Ascend NPU kernel ran past the AI core's timeout (507014)",
-    ("An NPU kernel did not finish before the runtime's AI core timeout and was killed (CANN 507014): a "
+    "an Ascend NPU kernel ran past the AI core's (or vector core's) timeout (507014, 507034)",
+    ("An NPU kernel did not finish before the runtime's AI core (or vector core) timeout and was killed (CANN "
+     "507014, 507034): a "
      "kernel stuck (waiting on a peer's data, an invalid loop bound) or faulting without its own record. "
      "Rerun with ASCEND_LAUNCH_BLOCKING=1 to find the operator, read the device's log "
      "(ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1), then bisect: {graphs_off}, and a newer "
@@ -97,7 +102,12 @@ NPU_AICORE_TIMEOUT = Signature(
                                  "execution times out.})"),
              ("Ascend CANN (torch_npu 2.5.1's copy)", "include/third_party/acl/inc/acl/error_codes/"
                                                      "rt_error_codes.h:73 (ACL_ERROR_RT_AICORE_TIMEOUT = "
-                                                     "507014)")))
+                                                     "507014)"),
+             ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUErrorCodes.h:354 ({507034, Vector core "
+                                 "execution timed out.})"),
+             ("Ascend CANN (torch_npu 2.5.1's copy)", "include/third_party/acl/inc/acl/error_codes/"
+                                                     "rt_error_codes.h:93 (ACL_ERROR_RT_VECTOR_CORE_TIMEOUT = "
+                                                     "507034)")))
 
 # (round 66) NPU_FAULT_CODE is read in SGLang's logs too (:mod:`.device`): an SGLang on Ascend runs the same
 # torch_npu, whose synchronize of a copy stream (a tensor's .item()) returns 507035, the vector core exception

@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from ddlab.crashes.signature import Screen
 from ddlab.diagnosis import collapsed, glued_records, long_lines, pytest_reports
+from ddlab.diagnosis.jax_pool_lines import JAX_MEMORY_POOL  # (round 106) sglang-jax's KV pool: memory_pool
 from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
                                     peel_box_border, peel_line_numbers, peel_relay_level, respaced,
                                     split_flattened, split_glued_bar, split_glued_terminate, unlinked,
@@ -179,8 +180,7 @@ def is_progress_bar(msg: str) -> bool:
 _ESCAPED_FRAME_RE = re.compile(r'^\s*File \\"')
 
 
-# (vLLM round 26) a paste copied from a page's HTML source keeps its character references:
-# File &quot;path&quot;
+# (vLLM round 26) a paste copied from a page's HTML source keeps its character references: File &quot;path&quot;
 _HTML_ENTITY_RE = re.compile(r"&(?:quot|#0*39|#x0*27|lt|gt|amp);", re.I)
 
 
@@ -281,7 +281,8 @@ _PHASE_MARKERS = (
     ("load_weights", re.compile(
         r"Load weight begin|Loading (?:safetensors|pt|bin) checkpoint shards|loading shards:"
         rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}|Using model weights format\b", re.I)),
-    ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}", re.I)),
+    ("memory_pool", re.compile(rf"Load weight end|KV Cache is allocated|Memory pool end|{_MLX_LOADED}"
+                               rf"|{JAX_MEMORY_POOL}", re.I)),
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5 model_executor/model_runner.py:1101;
     # 0.5.23 model_runner_components/cuda_graph_setup.py:696); (round 75) the runners' lists before their bars, "Capture
     # cuda graph bs [...]" (0.5.9 model_executor/cuda_graph_runner.py:299), "... num tokens [...]" (0.5.9 piecewise_cuda_graph_runner.py:175)
@@ -314,13 +315,13 @@ _MID_SERVING = re.compile(rf"Prefill batch\b|\"POST /(?!freeze_gc\b)[^\"\s]*(?: 
 # The launcher's warmup is one request: a prefill batch with requests waiting behind it is
 # traffic, served, even where no "ready to roll" line comes (an offline Engine prints none)
 _QUEUED_PREFILL = re.compile(r"Prefill batch\b.*#queue-req: [1-9]")
-# Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start, the
-# NCCL communicator's init: 0.4.6.post5 distributed/device_communicators/pynccl.py:79, 0.5.23
-# pynccl.py:87): where one is in the log, the log shows the startup.
+# Lines a starting server writes (the launcher's, the scheduler's init, uvicorn's start, the NCCL communicator's
+# init: 0.4.6.post5 distributed/device_communicators/pynccl.py:79, 0.5.23 pynccl.py:87) show the startup.
 _STARTUP_RE = re.compile(
     r"server_args=|sglang is using nccl==|Init torch distributed begin|Load weight begin|Loading (?:safetensors|pt|bin) checkpoint"
     rf"|{_DIT_LOADER}|{_MODEL_LOADER}|{_MLX_LOADING}"
-    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on" rf"|{JAX_PRECOMPILE}"
+    r"|KV Cache is allocated|Capture\b.{0,40}\bcuda graph|Capturing batches|Uvicorn running on"
+    rf"|{JAX_PRECOMPILE}|{JAX_MEMORY_POOL}"
     r"|Application startup complete|Started server process|scheduler is dead|died during initialization"
     r"|Initialization failed|The server is fired up", re.I)
 
@@ -363,9 +364,8 @@ def phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
             index = PHASES.index("serving")
         said = None if line.rank else _RANK_SAID.search(line.msg)
         rank = line.rank or (said and f"Rank {said[1]}")
-        # a rank that printed the end of its phase is past it: "Memory pool end" (0.4.10.post2
-        # model_executor/model_runner.py:1304, 0.5.23 mem_cache/kv_cache_configurator.py:499) is
-        # that rank's capture starting
+        # a rank that printed the end of its phase is past it: "Memory pool end" (0.4.10.post2 model_executor/
+        # model_runner.py:1304, 0.5.23 mem_cache/kv_cache_configurator.py:499) is that rank's capture starting
         own = index + 1 if _PHASE_END.search(line.msg) else index
         if 0 < index < ready and rank and own > ranks.get(rank, (0, None))[0]:
             ranks[rank] = (own, line)

@@ -11,7 +11,7 @@ from ddlab.vllm_crashes.library import V0 as _V0, voiced
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CAPTURE", "PIECEWISE_RANGE", "REPLAY_INPUTS", "GRAPH_BATCH_MISSING", "NPU_CAPTURE",
-           "GRAPH_BLOCK_TABLES", "COMPILE_HASH_MISSING"]
+           "GRAPH_BLOCK_TABLES", "COMPILE_HASH_MISSING", "HPU_CAPTURE"]
 
 # (round 14) also torch's own graph capture, entered by vLLM's `with torch.cuda.graph(...)`
 # (compilation/cuda_graph.py:315 (0.30.0)): torch/cuda/graphs.py's CUDAGraph.capture_begin / capture_end
@@ -263,5 +263,27 @@ COMPILE_HASH_MISSING = Signature(
              ("vllm 0.9.0", "vllm/compilation/compiler_interface.py:363"),
              ("vllm 0.7.3", "vllm/compilation/compiler_interface.py:267")))
 
+# (round 104) Gaudi's vLLM (HabanaAI vllm-fork) captures HPU graphs in its warmup (the worker's initialize_cache ->
+# _warm_up_model -> the model runner's warmup_model: habana_worker.py in 2024's tree, vllm-fork 95af70093
+# vllm/worker/hpu_worker.py:351, :372), and Habana's PyTorch bridge refuses, while a graph is being
+# captured in lazy mode, what it cannot record: a collective of its non-lazy HCCL process group ("collective nonSFG is
+# not supported during hpu graph capturing", ProcessGroupHCCL::collective) and an op falling back to the CPU ("cpu
+# fallback is not supported during hpu graph capturing"), each a HABANA_ASSERT thrown as a RuntimeError
+# (HabanaAI/gaudi-pytorch-bridge 5a56187 python_packages/habana_frameworks/torch/distributed/hccl/ProcessGroupHCCL.cpp
+# :464-466, hpu_ops/cpu_fallback.cpp:103-105, pytorch_helpers/habana_helpers/logging.h:306). The fork's guide asks for
+# PT_HPU_ENABLE_LAZY_COLLECTIVES=true with HPU graphs and tensor parallelism (vllm-fork 95af70093 README_GAUDI.md:432)
+_HPU_CAPTURE = r"\b(?:collective nonSFG|cpu fallback) is not supported during hpu graph capturing\b"
+HPU_CAPTURE = Signature(
+    "vllm_hpu_capture_refused", "cuda_graph_capture", "Habana's bridge refused an operation while capturing HPU graphs",
+    ("Gaudi's PyTorch bridge refused an operation inside an HPU graph being captured (the warmup captures one per "
+     "bucket): a collective of the non-lazy HCCL group (tensor parallelism: set `PT_HPU_ENABLE_LAZY_COLLECTIVES=true`, "
+     "as the fork's README_GAUDI.md asks for HPU graphs), or an op that falls back to the CPU. `--enforce-eager` "
+     "(no HPU graphs) confirms it and starts the server meanwhile.",),
+    patterns=(_HPU_CAPTURE,), lines=(_HPU_CAPTURE,), priority=80, phase="graph_capture",
+    sources=(("gaudi-pytorch-bridge (HabanaAI 5a56187)",
+              "python_packages/habana_frameworks/torch/distributed/hccl/ProcessGroupHCCL.cpp:466"),
+             ("gaudi-pytorch-bridge (HabanaAI 5a56187)", "hpu_ops/cpu_fallback.cpp:105"),
+             ("vllm-fork (HabanaAI 95af70093)", "README_GAUDI.md:432 (PT_HPU_ENABLE_LAZY_COLLECTIVES)")))
+
 SIGNATURES = [CAPTURE, PIECEWISE_RANGE, REPLAY_INPUTS, CAPTURE_TEXT, CAPTURE_CUT, GRAPH_BATCH_MISSING,
-              GRAPH_BLOCK_TABLES, NPU_CAPTURE, NCCL_CAPTURE, COMPILE_HASH_MISSING]
+              GRAPH_BLOCK_TABLES, NPU_CAPTURE, NCCL_CAPTURE, COMPILE_HASH_MISSING, HPU_CAPTURE]

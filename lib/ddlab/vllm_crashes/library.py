@@ -94,6 +94,14 @@ NPU_FAULT_CODE = voiced(npu.NPU_FAULT_CODE, (
     "it and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); then "
     "`--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this NPU.",),
 )
+# (round 104) an Ascend NPU kernel run past the AI core's or vector core's timeout (507014, 507034), as vllm-ascend's
+# worker reports a synchronize's code ("Worker failed with error 'ACL stream synchronize failed, error code:507034'")
+NPU_AICORE_TIMEOUT = voiced(npu.NPU_AICORE_TIMEOUT, (
+    "An NPU kernel did not finish before the runtime's AI core (or vector core) timeout and was killed (CANN "
+    "507014, 507034): a kernel stuck or faulting without its own record. Rerun with ASCEND_LAUNCH_BLOCKING=1 to "
+    "find the operator and read the device's log (ASCEND_GLOBAL_LOG_LEVEL=1, ASCEND_SLOG_PRINT_TO_STDOUT=1); "
+    "then `--enforce-eager`, and a vllm-ascend / CANN / torch_npu release that supports this model on this NPU.",),
+)
 # (round 23) vLLM's CUTLASS scaled-mm for Blackwell (sm100, sm120) takes per-tensor / per-token / per-channel
 # scales only and refuses block-scaled FP8 weights on that GPU: TORCH_CHECK(..., "Currently, block scaled
 # fp8 gemm is not implemented for Blackwell") (csrc/quantization/cutlass_w8a8/scaled_mm_c3x_sm120.cu:25
@@ -374,9 +382,9 @@ ASGI = voiced(requests.ASGI_ERROR, (
     "asked for; a body the OpenAI schema refuses, or one longer than `--max-model-len`.",))
 REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
-    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, UNSUPPORTED_GPU, TRITON_ARCH, AITER_ARCH,
-    KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, *moe_schemes.SIGNATURES, *processors.SIGNATURES, LAUNCH_REFUSED,
-    FLASHINFER_LAUNCH_REFUSED, DEVICE_REFUSED, NCCL,
+    CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, NPU_AICORE_TIMEOUT, UNSUPPORTED_GPU,
+    TRITON_ARCH, AITER_ARCH, KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, *moe_schemes.SIGNATURES,
+    *processors.SIGNATURES, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, DEVICE_REFUSED, NCCL,
     GLOO_PEER_LOST, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, *hub.SIGNATURES, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     CONFIG_WITHOUT_MODEL_TYPE,
     GGUF_ARCH, HIP_ERROR_CUT,

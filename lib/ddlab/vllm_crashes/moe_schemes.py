@@ -10,13 +10,24 @@ are supported. Found {weight_quant}, {input_quant}" (0.8.3 model_executor/layers
 compressed_tensors_moe.py:76-82); Quark's FP8 MoE method says the same of its qscheme (quantization/quark/
 quark_moe.py:55-60 (0.8.3)). The checkpoint is readable and the GPU supported: this MoE kernel path has no case for
 the checkpoint's scale layout (channel-wise weights, per-token activations), refused while the model is built.
+
+(round 105) The MoE oracles of later releases (fused_moe/oracle/*.py) ask each candidate kernel whether it takes the
+deployment (``is_supported_config``: the device, the activation, the shape, and two features the user turns on,
+"kernel does not support batch invariance" under ``VLLM_BATCH_INVARIANT=1`` and "kernel does not support LoRA",
+0.30.0 model_executor/layers/fused_moe/modular_kernel.py:555-556, :589-592). Choosing by themselves they skip a
+kernel that refuses; a backend the user named with ``--moe-backend`` they try alone and raise its refusal, "Mxfp4
+MoE backend 'B12X_MXFP4' does not support the deployment configuration since kernel does not support batch
+invariance." (``_return_or_raise``, oracle/mxfp4.py:431-437, :455, called for the named backend at :571, :680; the
+FP8, NvFp4, Int8, WNA16 and unquantized oracles word it the same). Refused for one of those two features, it is two
+settings of the user's that do not go together (``bad_argument``); refused for the device or the shape, it is not
+read here.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "FP8_MOE_SCALES_REFUSED"]
+__all__ = ["SIGNATURES", "FP8_MOE_SCALES_REFUSED", "MOE_BACKEND_FEATURE_REFUSED"]
 
 # the refusal's fixed words (both methods), in the exception, a worker's echo of it or a log line
 _PER_TENSOR_ONLY = (r"\bFor FP8 Fused MoE layers, only per-tensor scales for weights and activations are "
@@ -37,4 +48,23 @@ FP8_MOE_SCALES_REFUSED = Signature(
              ("vllm 0.8.3", "vllm/model_executor/layers/quantization/compressed_tensors/compressed_tensors_moe.py:278"),
              ("vllm 0.8.3", "vllm/model_executor/layers/quantization/quark/quark_moe.py:58")))
 
-SIGNATURES: list[Signature] = [FP8_MOE_SCALES_REFUSED]
+# the oracle's refusal (quoted backend or not, as each oracle words it) for a feature the user turned on
+_FEATURE_REFUSED = (r"\bMoE backend '?[\w.-]+'? does not support the deployment configuration since kernel does not "
+                    r"support (?:batch invariance|LoRA)\.")
+MOE_BACKEND_FEATURE_REFUSED = Signature(
+    "vllm_moe_backend_feature_refused", "bad_argument",
+    "the MoE backend named with --moe-backend does not take batch invariance or LoRA",
+    ("The MoE backend this server was told to use (`--moe-backend`) has no kernel for a feature that is on as "
+     "well: batch invariance (`VLLM_BATCH_INVARIANT=1`) or LoRA (`--enable-lora`), as the message names. Drop "
+     "`--moe-backend` (vLLM then picks a kernel that takes the feature), name a backend that takes it, or turn "
+     "the feature off.",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_FEATURE_REFUSED,), lines=(_FEATURE_REFUSED,), priority=80,
+    phase="load_weights",
+    sources=(("vllm 0.30.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:455"),
+             ("vllm 0.30.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:433"),
+             ("vllm 0.30.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:680"),
+             ("vllm 0.30.0", "vllm/model_executor/layers/fused_moe/modular_kernel.py:590"),
+             ("vllm 0.28.0", "vllm/model_executor/layers/fused_moe/oracle/fp8.py:304"),
+             ("vllm 0.28.0", "vllm/model_executor/layers/fused_moe/modular_kernel.py:588")))
+
+SIGNATURES: list[Signature] = [FP8_MOE_SCALES_REFUSED, MOE_BACKEND_FEATURE_REFUSED]

@@ -2,7 +2,7 @@
 (round 85): the tensor-parallel split's bare divisibility assert, and the V1 worker's check of the ranks a node runs
 against the GPUs it sees, and the Ray executor finding no GPU worker on the driver's node; (round 90) a worker's
 init_device finding no GPU visible to its process; (round 100) an attention layer's bare assert that its heads divide
-over the tensor-parallel ranks.
+over the tensor-parallel ranks; (round 105) ``--numa-bind`` on a node whose GPU-to-NUMA map vLLM cannot detect.
 
 Each is a text of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import NO_LATER_FRAME, Signature
 
 __all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "HEADS_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU",
-           "WORKER_NO_VISIBLE_GPU"]
+           "WORKER_NO_VISIBLE_GPU", "NUMA_NODES_UNDETECTED"]
 
 # (round 85) distributed/utils.py's ensure_divisibility: ``assert numerator % denominator == 0, "{} is not divisible
 # by {}".format(numerator, denominator)`` (0.5.1 vllm/distributed/utils.py:12; SGLang's copy, 0.4.0
@@ -108,5 +108,30 @@ WORKER_NO_VISIBLE_GPU = Signature(
     sources=(("vllm 0.7.3", "vllm/worker/worker.py:155"),
              ("vllm 0.7.3", "vllm/executor/ray_distributed_executor.py:223")))
 
+# (round 105) --numa-bind binds each engine core and worker to its GPU's NUMA node; without --numa-bind-nodes vLLM
+# asks the platform for the map (get_auto_numa_nodes), which it does not attempt on a process whose CPU affinity is
+# already constrained (a Slurm or cgroup CPU set: "CPU affinity is already constrained for this process. Skipping
+# automatic NUMA binding; pass --numa-bind-nodes explicitly to override."), without the right to set a memory policy
+# (Docker without SYS_NICE), on a one-node host or a platform that has no map (0.30.0 vllm/utils/numa_utils.py:59-99),
+# and then _get_numa_node refuses the launch: "NUMA binding was requested, but vLLM could not detect the GPU-to-NUMA
+# topology automatically. Pass --numa-bind-nodes explicitly or disable --numa-bind." (:249-258; 0.23.0 :254, 0.33.0
+# :231, 0.34.0 :330). A flag this host cannot honour as given, refused with the flags that fix it, before any
+# engine core starts
+_NUMA_UNDETECTED = (r"\bNUMA binding was requested, but vLLM could not detect the GPU-to-NUMA topology "
+                    r"automatically\b")
+NUMA_NODES_UNDETECTED = Signature(
+    "vllm_numa_nodes_undetected", "bad_argument", "--numa-bind without --numa-bind-nodes on a host vLLM cannot map",
+    ("`--numa-bind` asks vLLM to bind each engine core and worker to its GPU's NUMA node, and it could not detect "
+     "the GPU-to-NUMA map on this host by itself (it does not try where the process's CPU affinity is already "
+     "constrained, as under Slurm or a cgroup CPU set, nor without the right to set a memory policy, a container "
+     "without the SYS_NICE capability): pass the nodes explicitly, `--numa-bind-nodes` one per GPU "
+     "(`nvidia-smi topo -m` names each GPU's NUMA affinity), or drop `--numa-bind` and let the scheduler's CPU "
+     "binding stand.",),
+    types=r"(?:\w+\.)*RuntimeError", patterns=(_NUMA_UNDETECTED,), lines=(_NUMA_UNDETECTED,), priority=86,
+    phase="launch",
+    sources=(("vllm 0.30.0", "vllm/utils/numa_utils.py:254"), ("vllm 0.30.0", "vllm/utils/numa_utils.py:74"),
+             ("vllm 0.23.0", "vllm/utils/numa_utils.py:254"), ("vllm 0.33.0", "vllm/utils/numa_utils.py:231"),
+             ("vllm 0.34.0", "vllm/utils/numa_utils.py:330")))
+
 SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, HEADS_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU,
-                               WORKER_NO_VISIBLE_GPU]
+                               WORKER_NO_VISIBLE_GPU, NUMA_NODES_UNDETECTED]

@@ -67,7 +67,10 @@ NCCL = Signature(
               r"Watchdog caught collective operation timeout", r"NCCL communicator was aborted",
               _HCCL_OP_FAILED, _CUPY_NCCL),
     lines=(r"Watchdog caught collective operation timeout", r"\bNCCL error\b", _CUPY_NCCL,
-           r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+", _HCCL_OP_FAILED),
+           r"^Exception raised from \w+ at \S*ProcessGroupNCCL\.cpp:\d+", _HCCL_OP_FAILED,
+           # (vLLM round 105) torch's heartbeat monitor's LOG(FATAL), then abort, after a rank's collective timeout
+           # (c10d/ProcessGroupNCCL.cpp HeartbeatMonitor::runLoop's exitReason, getNCCLWatchdogTimeoutExitMsg)
+           r"Terminating the process after attempting to dump debug info, due to collective timeout or exception\."),
     priority=30, running=True,
     sources=(("torch_npu (Ascend/pytorch 0041145)", "torch_npu/csrc/core/npu/NPUQueue.cpp:163 "
                                                     "(get_func_error_msg: the current working operator "
