@@ -615,7 +615,11 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 105 (crashed 8/8, kind 4/8, phase 4/4) folded: 2076/1991/1394 (kind of 2039, phase of 1426); three of its
 # misses fixed (w10501, w10504, w10506 kinds), none disputed, one left (w10505 kind; test_vllm_round105.py):
 # 2076/1994/1394.
-FLOORS = {"work": (2076, 1994, 1394)}
+# Round 106 (crashed 3/3, kind 2/3, phase 1/1) folded: 2079/1996/1395 (kind of 2042, phase of 1427); its miss fixed
+# (w10609's kind), none disputed, none left (test_vllm_round106.py): 2079/1997/1395.
+# Round 107 (crashed 6/6, kind 6/6, phase 5/6) folded: 2085/2003/1400 (kind of 2048, phase of 1433); its miss fixed
+# (w10701's phase), none disputed, none left (test_vllm_round107.py): 2085/2003/1401.
+FLOORS = {"work": (2085, 2003, 1401)}
 
 
 def test_the_work_split_keeps_its_counts():

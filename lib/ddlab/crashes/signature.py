@@ -32,6 +32,9 @@ included) that show the server carried on past it (a scheduler rank still
 logging after a failed health check).
 ``busy_before``: regexes of the line just before a wait notice that show a step the notice itself
 names as slow work under way (a torch.compile begun, not ended): the notice is that work's wait.
+``under``: regexes of a message's own first line: where one is among the :data:`UNDER_SPAN` lines right
+above a hit of ``lines`` that are the tail of such a message, the message is shown and the tail alone decides
+nothing (vLLM round 106: torch's CUDA check hints under their own "CUDA error: invalid argument" line).
 ``stamped``: its ``lines`` count only on a line that carries a logger's stamp (SGLang's
 ``[date time]``): a text as plain as ``error: ...`` is the server's only with it.
 ``wrapped``: its ``patterns`` are also asked of the message with its line breaks taken out
@@ -58,8 +61,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names", "unwrapped", "NO_LATER_FRAME"]
+__all__ = ["Signature", "Found", "regex", "needle", "branches", "Screen", "type_names", "unwrapped", "NO_LATER_FRAME",
+           "UNDER_SPAN"]
 
+
+# (vLLM round 106) the lines a message's tail may sit below its first line: torch's CUDA check prints "CUDA error: "
+# and the error's string, then (newer releases) a "Search for `cudaError...'" line, its two hint lines and "Compile
+# with `TORCH_USE_CUDA_DSA` ...": the last four lines below the first (pytorch 98fb6fe
+# c10/cuda/CUDAMiscFunctions.cpp:7-18, d545da4 c10/cuda/CUDAException.cpp:31-36)
+UNDER_SPAN = 4
 
 # what follows a traceback's raising frame where it is the last one: its code line and the exception's lines,
 # no other "File ..." line to the text's end (a context pattern ending "...in FUNC\s*\n" + this says FUNC raised)
@@ -136,6 +146,7 @@ class Signature:
     explains: bool = False
     cleared_by: tuple[str, ...] = ()
     busy_before: tuple[str, ...] = ()
+    under: tuple[str, ...] = ()
     stamped: bool = False
     wrapped: bool = False
 
@@ -156,10 +167,14 @@ class Signature:
 
     def carried_on(self, lines: list, first_no: int, last_no: int) -> bool:
         """A later line of ``cleared_by``; or, for a wait notice, the line just before it one of ``busy_before``
-        (the notice is that work's wait). ``lines``: the log's records (``no``, ``text``, ``msg``). Most
-        signatures have neither: no line is looked at then."""
+        (the notice is that work's wait); or a message's tail with one of ``under`` just above it (the message
+        decides). ``lines``: the log's records (``no``, ``text``, ``msg``). Most signatures have none: no line is
+        looked at then."""
         if self.cleared_by and any(regex(p, re.M).search(ln.text) for ln in lines if ln.no > last_no
                                    for p in self.cleared_by):
+            return True
+        if self.under and any(regex(p, re.I).search(ln.msg) for ln in lines if 0 < first_no - ln.no <= UNDER_SPAN
+                              for p in self.under):
             return True
         if not self.busy_before:
             return False

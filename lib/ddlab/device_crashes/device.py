@@ -269,6 +269,11 @@ CUDA_ERROR_CUT = Signature(
     lines=(r"^CUDA kernel errors might be asynchronously reported at some other API call",
            r"^Exception raised from c10_cuda_check_implementation at \S*CUDAException\.cpp:\d+",
            r"^Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions\.\s*$"),  # their last
+    # (vLLM round 106) not under their own "invalid argument" line: torch's check printed them below every error it
+    # reported (pytorch 98fb6fe c10/cuda/CUDAMiscFunctions.cpp:7-18; d545da4 CUDAException.cpp:31-33), later only
+    # below a kernel's fault (0ac83ae CUDAMiscFunctions.cpp:46-53); cudaErrorInvalidValue is a call's own argument
+    # refused by that call, and a logger writing the exception's str() puts its line above them
+    under=(r"\bCUDA error: invalid argument\s*$",),
     priority=50, running=True, by_algorithm=_BY_ALGORITHM,
     sources=(("torch 2.14.1", "c10/cuda/CUDAException.cpp:43 (c10_cuda_check_implementation: its hints)"),
              ("vllm 0.6.4.post1", "vllm/worker/model_runner_base.py:143 (V0's warning logging such a message)")))

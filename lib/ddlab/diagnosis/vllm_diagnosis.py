@@ -36,6 +36,7 @@ from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import VLLM
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_log import (
+    ENGINE_START,
     VLLM_READY_RE,
     vllm_lines,
     vllm_phase_marker,
@@ -141,6 +142,23 @@ def _call_in_progress(best: Candidate | None) -> str:
 
 # uvicorn's own lines (uvicorn/server.py, lifespan/on.py): any ASGI app's, vLLM's server's or another app's
 _UVICORN_RE = re.compile(rf"Started server process \[\d+\]|Waiting for application startup\.|{VLLM_READY_RE.pattern}")
+_ENGINE_START_RE = re.compile(ENGINE_START)
+
+
+def _uvicorn_after_failed_start(lines: list[Line]) -> set[int]:
+    """The numbers of uvicorn's lines after an engine core failed to start, before any engine starts again (round 107):
+    the core logs "EngineCore failed to start." only when building it raised (v1/engine/core.py:700 (0.10.1.1)), and
+    its API server enters build_async_engine_client before serve_http (entrypoints/openai/api_server.py:1870, :1882
+    (0.10.1.1)), so it never started uvicorn: such a line is another app's (a container's fallback server)."""
+    foreign, failed = set(), False
+    for line in lines:
+        if _FAILED_START_RE.search(line.msg):
+            failed = True
+        elif _ENGINE_START_RE.search(line.msg):
+            failed = False
+        elif failed and _UVICORN_RE.search(line.msg):
+            foreign.add(line.no)
+    return foreign
 
 
 def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signature: Signature | None,
@@ -149,6 +167,8 @@ def _crash_phase(lines: list[Line], reached: str, best: Candidate | None, signat
         # (round 75) the engine's config was being made: vLLM starts uvicorn only after it built the engine, so a
         # uvicorn line above is another app's (trl's vllm-serve runs LLM() in a child of its own FastAPI app)
         reached = vllm_phase_reached([ln for ln in lines if not _UVICORN_RE.search(ln.msg)])[0]
+    elif foreign := _uvicorn_after_failed_start(lines):  # (round 107) another app's server after the engine died
+        reached = vllm_phase_reached([ln for ln in last_started(lines) if ln.no not in foreign])[0]
     hints = [signature.phase] if signature and signature.phase else []
     hints += _frame_phases(frames)
     if not _STARTUP_FRAMES.search(frames) and (dumped or any(
