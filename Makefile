@@ -1,16 +1,8 @@
 # Quick start: `make demo` runs the main job on the embedded default; `make test` runs the suite.
 # Both create .venv at the repo root and install ddlab into it first.
 # `make check` is the fast tier for your own loop (once .venv exists); its goal is 90 s on 2 cores
-# (81-87 s for 4330-4444 tests, quiet, on the 2-core VM of 2026-12-05; 120-136 s for 4305-4818 on the slower VM of the
-# next session, 109-126 s for 4846-4886 there once a test that reads a whole corpus reads a quarter of it here;
-# 101-182 s with helpers beside it; 86.4-114.8 s for 5509 on the VM of 2026-12-06, quiet; 60.3-63.6 s for 5757
-# there once torch left collection and the harness's and edges' tests went to make test; 63.1-63.9 s for 5985-6082
-# in fresh clones later that morning, 65.3-67.5 s for 6340-6414 late in the morning,
-# 68.0-69.4 s for 6672 in the afternoon, 71.0-74.5 s for 7270-7271 in the evening, 73.2-81.6 s for 7501 at night,
-# 76.4-84.7 s for 7812 late at night; 110.4-137.2 s for 8046 on the slower VM of 2026-12-07, where the previous
-# day's code took 113.2-138.9 s (paired, within noise), 125.6-126.7 s for 8344 there in the early morning and
-# 115.1 s for 8556 in the morning:
-# docs/performance.md).
+# (110.0 s for 8717 tests in a fresh clone on the slower 2-core VM of 2026-12-07, quiet; every earlier
+# run's figure: docs/performance.md).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
