@@ -36,7 +36,7 @@ from ddlab.diagnosis.rootcause import Candidate, root_cause
 from ddlab.diagnosis.signatures import VLLM
 from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_log import (
-    ENGINE_START,
+    ENGINE_START_RE,
     VLLM_READY_RE,
     vllm_lines,
     vllm_phase_marker,
@@ -142,7 +142,6 @@ def _call_in_progress(best: Candidate | None) -> str:
 
 # uvicorn's own lines (uvicorn/server.py, lifespan/on.py): any ASGI app's, vLLM's server's or another app's
 _UVICORN_RE = re.compile(rf"Started server process \[\d+\]|Waiting for application startup\.|{VLLM_READY_RE.pattern}")
-_ENGINE_START_RE = re.compile(ENGINE_START)
 
 
 def _uvicorn_after_failed_start(lines: list[Line]) -> set[int]:
@@ -154,7 +153,7 @@ def _uvicorn_after_failed_start(lines: list[Line]) -> set[int]:
     for line in lines:
         if _FAILED_START_RE.search(line.msg):
             failed = True
-        elif _ENGINE_START_RE.search(line.msg):
+        elif ENGINE_START_RE.search(line.msg):
             failed = False
         elif failed and _UVICORN_RE.search(line.msg):
             foreign.add(line.no)

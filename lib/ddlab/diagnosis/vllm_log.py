@@ -27,7 +27,7 @@ from ddlab.vllm_crashes.entrypoints import FRONT_DOOR, IMPORT_NOTICE, TEXT_MARKS
 
 __all__ = ["FAMILIES", "detect_family", "told_family", "family_marks", "vllm_lines", "VLLM_PREFIXES", "vllm_phase_reached",
            "vllm_phase_marker", "VLLM_READY_RE", "VLLM_PROGRESS_RE", "VLLM_STAMP",
-           "VLLM_TIME", "VLLM_FILEINFO", "VLLM_STATS", "ENGINE_START"]
+           "VLLM_TIME", "VLLM_FILEINFO", "VLLM_STATS", "ENGINE_START_RE"]
 
 FAMILIES = ("sglang", "vllm")
 
@@ -345,8 +345,7 @@ _UVICORN_START_RE = re.compile(r"Started server process \[\d+\]")
 # engine/llm_engine.py:162), "Initializing a V1 LLM engine (v%s) with config" (0.10.2 v1/engine/core.py:76): vLLM's
 # server logs it before it starts uvicorn too, so a uvicorn start before it is an embedding app's (NVIDIA NIM starts
 # its server, then builds the engine in its application startup) or an earlier run's
-ENGINE_START = r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v"
-_ARGS_LOGGED_RE = re.compile(ENGINE_START)
+ENGINE_START_RE = re.compile(r"non-default args: \{|\bargs: Namespace\(|Initializing an? (?:V1 )?LLM engine \(v")
 # (round 97) IPython 8's traceback prints each frame's source lines as "[1099](link) code" ("-> [1096](link)" the
 # current one): a vLLM logger call quoted there ('logger.info("Loading model weights took %.4f GB",', V0
 # worker/model_runner.py:1099 (0.6.6.post1)) is source shown, not a line the run logged
@@ -363,7 +362,7 @@ def vllm_phase_reached(lines: list[Line]) -> tuple[str, Line | None]:
     """The last startup phase reached, and the line that first reached it (a drafter's
     "Loading weights took" after the target's KV cache does not go back)."""
     best, at = 0, None
-    args_at = max((line.no for line in lines if _ARGS_LOGGED_RE.search(line.msg)), default=-1)
+    args_at = max((line.no for line in lines if ENGINE_START_RE.search(line.msg)), default=-1)
     for line in lines:
         name = None if _IPYTHON_CODE_RE.match(line.msg) else (
             vllm_phase_marker(line.msg) or ("serving" if _DUMPED_STEP_RE.search(line.msg) else None))

@@ -17,12 +17,12 @@ from __future__ import annotations
 import re
 
 from ddlab.diagnosis.logtext import Line
-from ddlab.diagnosis.vllm_log import ENGINE_START
+from ddlab.diagnosis.vllm_log import ENGINE_START_RE
 
 __all__ = ["last_started"]
 
 _SHUTDOWN_RE = re.compile(r"\[shutdown\] EngineCore: trigger received signal=|Application shutdown complete\.")
-_START_RE = re.compile(rf"{ENGINE_START}|^usage: vllm\b")  # a run's first lines, as vllm_phase_reached's
+_START_RE = re.compile(rf"{ENGINE_START_RE.pattern}|^usage: vllm\b")  # a run's first lines, as vllm_phase_reached's
 
 
 def last_started(lines: list[Line]) -> list[Line]:
