@@ -19,10 +19,11 @@ from ddlab.config.vllm import vllm_table
 from ddlab.core.errors import ConfigError
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.signatures import SIGNATURES, VLLM_SIGNATURES
+from ddlab.diagnosis.vllm_diagnosis import read_vllm
 from ddlab.diagnosis.vllm_facts import vllm_facts
 from ddlab.diagnosis.vllm_log import detect_family, family_marks, vllm_lines, vllm_phase_marker
 from ddlab.diagnosis.vllm_metrics import parse_metrics_lines, summarize_metrics
-from fieldkit import QUARTERS, quarter, quarters
+from fieldkit import quarter, quarters
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 VLLM = LOGS / "vllm"
@@ -218,22 +219,34 @@ def _proposed(i: int, version: str | None) -> tuple[tuple[str, ...], ...]:
     return tuple(map(tuple, _proposals(diagnose(_corpus()[i], family="vllm", version=version).suggestion or "")))
 
 
-# quarter-major, so that one worker (xdist hands out contiguous runs of tests) checks a quarter's
-# unnamed advice against every release from one reading of it
-@pytest.mark.parametrize("q, release", [(q, r) if (r, q) == (RELEASES[-1], 0) else pytest.param(q, r, marks=pytest.mark.slow)
-                                        for q in range(QUARTERS) for r in RELEASES])  # make check: the newest's first quarter
-def test_every_proposed_flag_is_taken_by_each_tabled_release(q, release):
-    table = vllm_table(release)
-    problems, proposed = [], 0
+# each log's advice for every release in turn: the log is read once (read_vllm keeps its last readings), the
+# releases' advice judged from that reading
+@pytest.mark.parametrize("q", quarters())
+def test_every_proposed_flag_is_taken_by_each_tabled_release(q):
+    tables = {release: vllm_table(release) for release in RELEASES}
+    problems, proposed = [], dict.fromkeys(RELEASES, 0)
     for i in quarter(range(len(_corpus())), q):
-        for version in (None, release):
-            for argv in _proposed(i, version):
-                proposed += 1
-                if len(argv) == 1:
-                    problems += [] if table.match(argv[0])[0] else [f"{argv[0]}: no such option"]
-                else:
-                    problems += [str(f) for f in table.check(list(argv)) if f.level == "error"]
-    assert proposed > 300 and not problems, "\n".join(problems)  # each quarter proposes 430-452
+        for release, table in tables.items():
+            for version in (None, release):
+                for argv in _proposed(i, version):
+                    proposed[release] += 1
+                    if len(argv) == 1:
+                        problems += [] if table.match(argv[0])[0] else [f"{release}: {argv[0]}: no such option"]
+                    else:
+                        problems += [f"{release}: {f}" for f in table.check(list(argv)) if f.level == "error"]
+    assert min(proposed.values()) > 300 and not problems, "\n".join(problems)  # each quarter proposes 430-452
+
+
+def test_a_text_read_again_for_another_release_is_not_read_again_and_its_answers_are_not_shared():
+    text = _read(REAL / "vb17.log")
+    read_vllm.cache_clear()
+    first = diagnose(text)
+    first.facts["changed_by_the_caller"] = True
+    named = diagnose(text, version="0.30.0")
+    again = diagnose(text)
+    assert read_vllm.cache_info().hits == 2 and read_vllm.cache_info().misses == 1
+    assert "changed_by_the_caller" not in again.facts and again.render() == diagnose(text + "\n").render()
+    assert named.facts["vllm_version"] == "0.30.0" and again.facts.get("vllm_version") != "0.30.0"
 
 
 @pytest.mark.parametrize("q", quarters())

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from ddlab.config.vllm import vllm_table
 from ddlab.vllm_crashes.signatures import SERVING_ECHOES
@@ -283,10 +284,12 @@ _DIED_RE = re.compile(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\d+
 _NO_HANG = replace(VLLM, signatures=tuple(s for s in VLLM.signatures if s.kind != "hang"))
 
 
+@lru_cache(maxsize=2)  # the same text again (advice for another release, a log polled unchanged) is not read again
 def read_vllm(text: str) -> VllmLog:
     """The lines (vLLM's prefixes peeled, the last run, a DEBUG record's traceback blanked), the phase
     reached, the facts, the chains (a V0 worker's header message and V0 engine's logged one kept) and
-    exit, and the root cause over vLLM's registry (with no hang where a worker died)."""
+    exit, and the root cause over vLLM's registry (with no hang where a worker died). The last two
+    readings are kept and shared: nothing that takes one changes it."""
     text = unwrapped_paste(only_vllm_files(only_vllm_services(text or "")))  # (round 77) a terminal's wrap
     lines = last_run(vllm_lines(without_debug_tracebacks(text)))
     reached, phase_line = vllm_phase_reached(last_started(lines))  # (round 102) the last of a file's runs
@@ -349,7 +352,7 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
         kind, signature = "unknown", None
     records = parse_metrics_lines(log.lines)
     return VllmVerdict(crashed, request, kind, phase, signature, signature.title if signature else None,
-                       suggestion, {**log.facts, "vllm_version": version} if version else log.facts,
+                       suggestion, {**log.facts, "vllm_version": version} if version else dict(log.facts),
                        algorithm, summarize_metrics(records) if records else None)
 
 
