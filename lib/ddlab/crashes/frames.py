@@ -95,6 +95,13 @@ _CAPTURE = rf"{_GRAPH_SETUP}|_?capture\w*|{_JAX_PRECOMPILE}"
 # _capture, the callback defined at :1015 and handed to torch's profiler at :1044), so its frame is
 # the capture under way; the scheduler's own profiler has no such frame in a graph runner
 CAPTURE_PROFILER = r'graph_runner\.py", line \d+,? in on_trace_ready\s*$'
+# (round 110) a CUDA graph runner's constructor: the model runner logs "Capture cuda graph begin" and then builds the
+# runner (0.5.5 model_executor/model_runner.py:1985-1995 in init_device_graphs), whose __init__ allocates the graphs'
+# buffers and captures, wrapping a failure as "Capture cuda graph failed" (0.5.5 cuda_graph_runner.py:228, :381-384;
+# 0.4.10.post2 :235, :387-390); the EAGLE drafters' runners are built by the draft worker's constructor (0.5.5
+# speculative/eagle_worker.py:182 init_cuda_graphs -> :224, :237): a frame in one's __init__ is the capture under way
+# (not a vision encoder's runner, multimodal/vit_cuda_graph_runner.py in 0.5.23: not the server's startup graphs)
+_RUNNER_BUILT = r'(?:model_executor|speculative)[/\\][\w/\\]*cuda_graph_runner\.py", line \d+,? in __init__\s*$'
 _INIT = r"init_torch_distributed|initialize_model_parallel|init_model_parallel_group|ncclCommInitRank"
 _WARMUP = r"_wait_and_warmup|_execute_server_warmup"
 _SERVING = (r"event_loop_\w+|run_event_loop|dispatch_event_loop|run_batch|process_batch_result\w*|forward_step"
@@ -187,7 +194,8 @@ FRAME_PHASES = (
     ("memory_pool", frame_regex(_POOL, also=_ATTN_BACKEND)),
     # a cut paste's last code line calling the graph setup (0.4.10.post2 model_executor/
     # model_runner.py:339 ``self.init_cuda_graphs()``): the callee is on the stack
-    ("graph_capture", frame_regex(_CAPTURE, f"{_GRAPH_SETUP}|{_JAX_PRECOMPILE}", also=CAPTURE_PROFILER)),
+    ("graph_capture", frame_regex(_CAPTURE, f"{_GRAPH_SETUP}|{_JAX_PRECOMPILE}",
+                                  also=f"{CAPTURE_PROFILER}|{_RUNNER_BUILT}")),
     ("ready", frame_regex(_WARMUP)),
     ("serving", frame_regex(f"{_SERVING}|{_DETOKENIZED}|{_WEIGHT_UPDATE}",
                             rf"event_loop_\w+|run_event_loop|{_DETOKENIZED}",

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddlab.crashes.kinds import (caches, diffusion, event_loops, graphs, images, launch, memory, models, native,
-                                 quant_args, requests, router, runtime, speculative, web_deps, weights)
+from ddlab.crashes.kinds import (caches, diffusion, event_loops, graphs, hybrid_pools, images, launch, memory, models,
+                                 native, quant_args, requests, router, runtime, speculative, web_deps, weights)
 from ddlab.device_crashes import device
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
@@ -77,6 +77,7 @@ SIGNATURES: list[Signature] = [
     *event_loops.SIGNATURES,  # (round 97)
     *web_deps.SIGNATURES,  # (round 98)
     *quant_args.SIGNATURES,  # (round 98)
+    *hybrid_pools.SIGNATURES,  # (round 110)
 ]
 
 WRAPPERS = (

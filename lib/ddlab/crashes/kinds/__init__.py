@@ -16,8 +16,9 @@ refused or 0.3.x's DP controller dropped), ``caches`` (a prefix-cache option the
 KV pool cannot take), ``parsers`` (a reasoning parser the model's tokenizer cannot take),
 ``event_loops`` (an asyncio loop patcher refusing the server's uvloop loop), ``web_deps``
 (the HTTP stack's optional package missing when the server builds its routes),
-``quant_args`` (a --quantization other than the checkpoint's) and ``speculative``
-(speculative decoding combined with another feature). The device's own texts (kernel
+``quant_args`` (a --quantization other than the checkpoint's), ``hybrid_pools`` (an
+attention backend asking a hybrid model's KV pool for a layer it does not hold) and
+``speculative`` (speculative decoding combined with another feature). The device's own texts (kernel
 faults, GPU support, kernel builds and libraries, compilers, NPUs) are the layer above,
 :mod:`ddlab.device_crashes`; vLLM's texts on the same kinds, their advice in vLLM's flags
 (issue 28), a layer above both, :mod:`ddlab.vllm_crashes` (they reuse these). ``slots``,

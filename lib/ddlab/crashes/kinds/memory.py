@@ -364,5 +364,24 @@ SHM_FULL = Signature(
              ("joblib", "joblib/_multiprocessing_helpers.py:44 (a semaphore could not be created: "
                         "the OSError's text in a UserWarning)")))
 
+# (round 110) SGLang's tensor-parallel memory check at distributed init: each rank compares the least free memory
+# of all ranks' GPUs with its own and, below 90 % of it, raises "The memory capacity is unbalanced. Some GPUs may be
+# occupied by other processes. ..." (ValueError: 0.1.17 managers/router/model_runner.py:255, 0.5.3
+# model_executor/model_runner.py:718 in init_torch_distributed; RuntimeError: 0.5.9 :845, 0.5.23
+# distributed/bootstrap.py:450). Another process holds memory on a GPU: the server cannot have the memory it sizes
+# by; with the check turned off (SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK, 0.5.3 :712; SGLANG_ENABLE_TP_MEMORY_
+# INBALANCE_CHECK=0, 0.5.9 :844, 0.5.23 :449) it is a warning, which ends nothing
+_UNBALANCED = r"The memory capacity is unbalanced\. Some GPUs may be occupied by other processes"
+TP_MEMORY_UNBALANCED = Signature(
+    "tp_memory_unbalanced", "cuda_oom", "another process holds memory on one of the GPUs",
+    ("A GPU of this server has less free memory than the others (SGLang's balance check at startup): another "
+     "process holds it. Free that GPU (`nvidia-smi` or `rocm-smi` shows the process: an old server or "
+     "container still running?) and start again.",),
+    types=r"(?:\w+\.)*(?:ValueError|RuntimeError)", patterns=(_UNBALANCED,), priority=62, phase="launch",
+    sources=(("sglang 0.1.17", "sglang/srt/managers/router/model_runner.py:255"),
+             ("sglang 0.5.3", "sglang/srt/model_executor/model_runner.py:718"),
+             ("sglang 0.5.9", "sglang/srt/model_executor/model_runner.py:845"),
+             ("0.5.23", "sglang/srt/distributed/bootstrap.py:450")))
+
 SIGNATURES = [KV_POOL, KV_WEIGHTS, HYBRID_STATE, SWA_POOL, *slots.SIGNATURES, CUDA_OOM, ALLOC_OOM_WARNING,
-              HOST_OOM, SHM_FULL]
+              HOST_OOM, SHM_FULL, TP_MEMORY_UNBALANCED]
