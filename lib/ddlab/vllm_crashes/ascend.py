@@ -202,14 +202,18 @@ HCCL_CALL_FAILED = from_texts(
 # 0.11.0rc0 worker/model_runner_v1.py:1947 calls dispatch(batch_descriptor)). Python raises a call's
 # argument error at the call, so the last frame is the caller's: a TypeError of that kind raised in
 # vllm_ascend's own frame is the plug-in and the installed vLLM at releases that do not fit
+# (round 108) a module function's error names it bare, as a method's names its class: vllm_ascend 0.23.0's
+# patch_kv_cache_coordinator.py calls vLLM's own get_kv_cache_coordinator (kept at :37) with
+# max_num_batched_tokens (:490, :500), the keyword vLLM 0.23.0 declares (v1/core/kv_cache_coordinator.py:692) and
+# 0.27.1 renamed max_in_flight_tokens (:854): "get_kv_cache_coordinator() got an unexpected keyword argument"
 _PLUGIN_LAST_FRAME = (r'File "[^"]*[/\\]vllm_ascend[/\\][^"]*\.py", line \d+,? in \w+\n'
-                      r'(?:(?![ \t]*File ").*\n)*(?:\w+\.)*TypeError: \w+\.\w+\(\) (?:got an unexpected '
+                      r'(?:(?![ \t]*File ").*\n)*(?:\w+\.)*TypeError: (?:\w+\.)?\w+\(\) (?:got an unexpected '
                       r"keyword argument|missing \d+ required)")
 PLUGIN_CALL_MISMATCH = Signature(
     "vllm_ascend_call_mismatch", "dependency_mismatch", "vllm-ascend calls a vLLM API the installed vLLM lacks",
-    ("vllm-ascend called one of vLLM's own classes with arguments the installed vLLM does not take: the "
-     "plug-in and vLLM are releases that do not fit each other (each vllm-ascend release is made for one "
-     "vLLM release; a vllm-ascend main or a source build follows vLLM's main). Install the vLLM release "
+    ("vllm-ascend called one of vLLM's own classes or functions with arguments the installed vLLM does not "
+     "take: the plug-in and vLLM are releases that do not fit each other (each vllm-ascend release is made for "
+     "one vLLM release; a vllm-ascend main or a source build follows vLLM's main). Install the vLLM release "
      "that this vllm-ascend names (its README's version table), or the vllm-ascend release made for the "
      "installed vLLM, both in a fresh environment.",),
     patterns=(r"\(\) (?:got an unexpected keyword argument|missing \d+ required (?:positional |keyword-only )?"
@@ -218,7 +222,11 @@ PLUGIN_CALL_MISMATCH = Signature(
     sources=(("vllm 0.11.2", "vllm/v1/cudagraph_dispatcher.py:118"),
              ("vllm 0.13.0", "vllm/v1/cudagraph_dispatcher.py:143"),
              ("vllm_ascend 0.11.0rc0", "vllm_ascend/worker/model_runner_v1.py:1947 (self.aclgraph_dispatcher"
-                                       ".dispatch(batch_descriptor))")))
+                                       ".dispatch(batch_descriptor))"),
+             ("vllm 0.23.0", "vllm/v1/core/kv_cache_coordinator.py:692 (max_num_batched_tokens)"),
+             ("vllm 0.27.1", "vllm/v1/core/kv_cache_coordinator.py:854 (max_in_flight_tokens)"),
+             ("vllm_ascend 0.23.0", "vllm_ascend/patch/platform/patch_kv_cache_coordinator.py:500 "
+                                    "(_orig_get_kv_cache_coordinator(**orig_kwargs))")))
 
 # (round 63) vllm-ascend's modules import torch_npu in a guard that only prints "Failed to import torch_npu." on
 # ImportError and carries on (vllm-project/vllm-ascend 4a044cd, early 2025, vllm_ascend/attention.py:26-29,
