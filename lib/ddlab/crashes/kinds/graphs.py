@@ -196,12 +196,17 @@ CAPTURE_FAILED = Signature(
 _ESCAPED_WRAPPER = (r'^\s*File "[^"\n]*", line \d+, in \w+\s*\n(?:[ \t]+\S[^\n]*\n){1,2}'
                     r'\s*File "[^"\n]*graph_runner\.py", line \d+,? in __init__\s*\n\s*self\.capture\(\)')
 
+# (round 111) not an import the capture's code makes: the import system raises ImportError (ModuleNotFoundError) before
+# anything is captured (0.5.16 speculative/eagle_worker_v2.py:442, a lazy import of the DSA backend in the draft's
+# _capture_cuda_graphs, down to jit_kernel/dsa/cutedsl_paged_mqa_logits.py:15 `import cutlass`, a package the wheel
+# requires, METADATA:243 nvidia-cutlass-dsl): the install lacks a package, packages.py's import_error
+_NOT_IMPORT = r"(?!(?:ModuleNotFound|Import)Error$)"
 CAPTURE_ERROR = Signature(
     "capture_error", "cuda_graph_capture", "an error inside CUDA graph capture",
     (f"An error was raised while capturing: {_USE_GRAPHS_OFF} capture smaller graphs "
      "and check that the attention backend and the speculative "
      "worker support graph capture.",),
-    patterns=(r".",), types=r"(?:\w+\.)*(?:RuntimeError|\w*Error)",
+    patterns=(r".",), types=rf"(?:\w+\.)*{_NOT_IMPORT}(?:RuntimeError|\w*Error)",
     context=(CAPTURE_FRAMES,), absent=(EAGER_FRAMES,), priority=55, phase="graph_capture",
     detail=lambda found: smaller_graphs(found), by_algorithm=(_DDTREE_WIDTH,),
     # a traceback cut before its exception line inside the capture: the capture failed, unless

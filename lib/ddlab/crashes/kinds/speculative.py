@@ -116,6 +116,12 @@ FEATURES = (
     # the bisect swaps the attention backend
     Feature("sliding-window attention on FlashInfer", r"\bupdate_sliding_window\b", "attention-backend", "triton",
             "flashinfer"),
+    # (round 111) hidden states returned with NGRAM: its verify tests `if logits_output.hidden_states:` (0.5.10
+    # speculative/ngram_info.py:202, 0.5.13 :206), a tensor only when a request asks for hidden states (0.5.13
+    # model_executor/forward_batch_info.py:579-580; NGRAM's input sets no capture mode of its own), and torch refuses
+    # the truth of a tensor of more than one value
+    Feature("hidden states returned", r"^\s*if logits_output\.hidden_states:\s*$", "enable-return-hidden-states",
+            "null", "true", "enable_return_hidden_states"),
 )
 FEATURE_FRAMES = "|".join(feature.frames for feature in FEATURES if feature.frames)
 # the mamba flag changed name: before 0.5.14 (and until 0.5.18) it was the scheduler strategy
@@ -176,7 +182,8 @@ SPEC_FEATURE = Signature(
              ("0.5.23", "sglang/srt/speculative/spec_utils.py:1249"),
              ("0.5.23", "sglang/srt/speculative/eagle_worker_v2.py:1979"),
              ("0.5.12", "sglang/srt/layers/attention/flashinfer_backend.py:470"),
-             ("0.5.12", "sglang/srt/layers/attention/flashinfer_backend.py:1317")))
+             ("0.5.12", "sglang/srt/layers/attention/flashinfer_backend.py:1317"),
+             ("0.5.13", "sglang/srt/speculative/ngram_info.py:206")))
 
 # (round 26) the scheduler merges a prefilled batch into the running one (0.5.23 managers/scheduler.py:3961,
 # schedule_batch.py:3990), and the speculative input's merge_batch concatenates both batches' hidden states
