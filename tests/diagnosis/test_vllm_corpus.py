@@ -622,7 +622,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # Round 108 (crashed 5/5, kind 4/5, phase 2/4) folded: 2090/2007/1403 (kind of 2053, phase of 1437); one of its misses
 # fixed (w10801's kind), the phases of w10801 and w10805 disputed (and read so), none left (test_vllm_round108.py):
 # 2090/2008/1403 (phase of 1435).
-FLOORS = {"work": (2090, 2008, 1403)}
+# Round 109 (crashed 4/4, kind 2/4, phase 3/4) folded: 2094/2010/1406 (kind of 2057, phase of 1439); its misses fixed
+# (w10901, w10904 kinds; w10903's phase), none disputed, none left (test_vllm_round109.py): 2094/2012/1407.
+FLOORS = {"work": (2094, 2012, 1407)}
 
 
 def test_the_work_split_keeps_its_counts():

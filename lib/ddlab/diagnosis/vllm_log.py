@@ -248,12 +248,15 @@ _PHASE_MARKERS = (
     # KV_Caches." (nixl/worker.py:823, mooncake/mooncake_connector.py:1391; all 0.23.0): the caches exist, the graphs
     # are not captured yet; (rounds 57, 79) the graphs' memory profiled in determine_available_memory, its estimate and
     # its off notice (gpu_model_runner.py:6681, :6807, gpu_worker.py:517, :596 (0.27.1)); (round 77) the profiling run's
-    # end ("Initial profiling/warmup run took", compilation/monitor.py:82, decorators.py:572 (0.30.0))
+    # end ("Initial profiling/warmup run took", compilation/monitor.py:82, decorators.py:572 (0.30.0)); (round 109) a
+    # multimodal model's encoder cache budget, logged only as profile_run profiles the encoder (v1/worker/
+    # gpu_model_runner.py:1827, :1864 (0.9.0), :6168, :6201 (0.23.0); gpu/model_runner.py:1070, :1082 ->
+    # gpu/mm/encoder_runner.py:132 (0.34.0); vllm_ascend 0.9.0rc1 worker/model_runner_v1.py:1361 in _profile_multimodal)
     ("memory_pool", re.compile(
         r"Model loading took|Loading model weights took|Memory profiling takes|Available KV cache memory|# GPU blocks: \d"
         r"|KV cache size: [\d,]+ tokens|Maximum concurrency for|Dynamo bytecode transform|Compiling a graph for|Registering"
         r" (?:kv|KV)[ _][Cc]aches\b|(?:Profiling|Estimated) CUDA graph memory: |CUDA graph memory profiling is disabled"
-        r"|Initial profiling/warmup run took")),
+        r"|Initial profiling/warmup run took|Encoder cache will be initialized with a budget of")),
     # "Capturing CUDA graphs" (v1/worker/gpu/cudagraph_utils.py:459 (0.34.0); "Capturing cudagraphs for decoding",
     # worker/model_runner.py:1400 (0.6.4.post1); (round 69) vllm-ascend's "Capturing ACL graphs (mixed prefill-decode,
     # PIECEWISE)", vllm_ascend/worker/model_runner_v1.py:2525 (v0.10.1rc1), :3509 (v0.11.0rc0)), "Graph capturing

@@ -5,8 +5,8 @@ graph's parameters updated with a None, a decode batch padded to a FULL graph's 
 chunked-prefill mask), and round 41's (torch_npu's HCCL call failing, vllm-ascend calling a vLLM API with
 arguments the installed vLLM does not take), and round 63's (torch_npu not importing, vLLM refusing the
 compile backend vllm-ascend set, a runner buffer read as vLLM's CpuGpuBuffer on a bare tensor), and round 78's (a
-layer missing from the checkpoint's quant description), mapped onto
-ddlab's kinds with advice in vLLM's flags.
+layer missing from the checkpoint's quant description), and round 109's (a graph mode refused for the model's type),
+mapped onto ddlab's kinds with advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm_ascend/path.py:line")`` in vllm-ascend's wheels, a library's
 file by name. Part of :mod:`.vllm`'s list, beside :mod:`.adapters`.
@@ -25,7 +25,7 @@ __all__ = ["SIGNATURES", "NPU_CAPTURE_SYNC", "NPU_AICPU_FAULT", "ASCEND_KERNEL_C
            "TRITON_ASCEND_LAUNCHER", "ACL_GRAPH_UPDATE_NONE", "DRAFT_SPLITFUSE_MASK",
            "FULL_GRAPH_PADDING", "HCCL_CALL_FAILED", "PLUGIN_CALL_MISMATCH", "TORCH_NPU_MISSING",
            "PIECEWISE_PLUGIN_BACKEND", "RUNNER_BUFFER_MISMATCH", "NPU_DTYPE_REFUSED", "ASCEND_QUANT_DESCRIPTION",
-           "ASCEND_MLA_GRAPH_HEADS"]
+           "ASCEND_MLA_GRAPH_HEADS", "ASCEND_GRAPH_MODE_MODEL"]
 
 # (round 29) CANN's runtime refusing to synchronize a stream that is being captured into a graph
 # (hicann/runtime da678a9 src/runtime/feature/src/api_impl/api_error.cc:1038, StreamSynchronize: "Not allow
@@ -206,9 +206,16 @@ HCCL_CALL_FAILED = from_texts(
 # patch_kv_cache_coordinator.py calls vLLM's own get_kv_cache_coordinator (kept at :37) with
 # max_num_batched_tokens (:490, :500), the keyword vLLM 0.23.0 declares (v1/core/kv_cache_coordinator.py:692) and
 # 0.27.1 renamed max_in_flight_tokens (:854): "get_kv_cache_coordinator() got an unexpected keyword argument"
+# (round 109) a module's call passes through torch's nn.Module.__call__, which hands the arguments on unbound
+# (torch 2.8.0 nn/modules/module.py:1769 _wrapped_call_impl, :1777 _call_impl, :1784 "return forward_call(*args,
+# **kwargs)"), so the error is raised in its last frame and the caller is the frame above those: vllm_ascend
+# 0.9.0rc1's decoder layer builds vLLM's DeepseekV2Attention when use_mla is off (models/deepseek_v2.py:496-499) and
+# calls it with kv_cache and attn_metadata (:561-566), which vLLM 0.8.5.post1's forward does not take
+# (model_executor/models/deepseek_v2.py:289)
+_TORCH_CALL = r'[ \t]*File "[^"]*[/\\]torch[/\\]nn[/\\]modules[/\\]module\.py", line \d+,? in _(?:wrapped_)?call_impl\n'
 _PLUGIN_LAST_FRAME = (r'File "[^"]*[/\\]vllm_ascend[/\\][^"]*\.py", line \d+,? in \w+\n'
-                      r'(?:(?![ \t]*File ").*\n)*(?:\w+\.)*TypeError: (?:\w+\.)?\w+\(\) (?:got an unexpected '
-                      r"keyword argument|missing \d+ required)")
+                      rf'(?:(?:(?![ \t]*File ").*\n)|{_TORCH_CALL})*(?:\w+\.)*TypeError: (?:\w+\.)?\w+\(\) '
+                      r"(?:got an unexpected keyword argument|missing \d+ required)")
 PLUGIN_CALL_MISMATCH = Signature(
     "vllm_ascend_call_mismatch", "dependency_mismatch", "vllm-ascend calls a vLLM API the installed vLLM lacks",
     ("vllm-ascend called one of vLLM's own classes or functions with arguments the installed vLLM does not "
@@ -226,7 +233,9 @@ PLUGIN_CALL_MISMATCH = Signature(
              ("vllm 0.23.0", "vllm/v1/core/kv_cache_coordinator.py:692 (max_num_batched_tokens)"),
              ("vllm 0.27.1", "vllm/v1/core/kv_cache_coordinator.py:854 (max_in_flight_tokens)"),
              ("vllm_ascend 0.23.0", "vllm_ascend/patch/platform/patch_kv_cache_coordinator.py:500 "
-                                    "(_orig_get_kv_cache_coordinator(**orig_kwargs))")))
+                                    "(_orig_get_kv_cache_coordinator(**orig_kwargs))"),
+             ("vllm_ascend 0.9.0rc1", "vllm_ascend/models/deepseek_v2.py:561 (self.self_attn(..., kv_cache=...))"),
+             ("vllm 0.8.5.post1", "vllm/model_executor/models/deepseek_v2.py:289 (DeepseekV2Attention.forward)")))
 
 # (round 63) vllm-ascend's modules import torch_npu in a guard that only prints "Failed to import torch_npu." on
 # ImportError and carries on (vllm-project/vllm-ascend 4a044cd, early 2025, vllm_ascend/attention.py:26-29,
@@ -353,8 +362,27 @@ ASCEND_MLA_GRAPH_HEADS = Signature(
              ("vllm_ascend 0.9.2rc1", "vllm_ascend/attention/mla_v1.py:575"),
              ("vllm_ascend 0.9.1rc1", "vllm_ascend/attention/mla_v1.py:576-580 (the message)")))
 
+# (round 109) vllm-ascend's platform checks its --additional-config as vLLM builds its config
+# (platform.py:141 check_and_update_config -> check_ascend_config, v0.10.0rc1): torchair graph mode is taken only for
+# the model types it lists, and ACL graphs (the default graph mode) refuse DeepSeek: "Torchair graph mode only works
+# with following model types:[...]" (ascend_config.py:155 (v0.9.2rc1), :167 (v0.10.0rc1), :224 (v0.11.0rc0)), "ACL
+# Graph does not support deepseek." (:164, :176): a graph mode chosen for a model that cannot take it, bad_argument
+_GRAPH_MODE_MODEL = r"Torchair graph mode only works with following model types|ACL Graph does not support deepseek\."
+ASCEND_GRAPH_MODE_MODEL = Signature(
+    "vllm_ascend_graph_mode_model", "bad_argument", "vllm-ascend's graph mode refused for this model type",
+    ("vllm-ascend checks its `--additional-config` before any engine starts: torchair graph mode "
+     "(torchair_graph_config's enabled) is taken only for the model types the message lists (DeepSeek, PanGu and "
+     "in later releases a few more), and the default ACL graph mode does not take DeepSeek. Turn torchair graph "
+     "mode off for other models (they run with ACL graphs), turn it on for DeepSeek, or pass `--enforce-eager`.",),
+    patterns=(_GRAPH_MODE_MODEL,), types=r"(?:\w+\.)*NotImplementedError", priority=88, phase="launch",
+    sources=(("vllm_ascend 0.10.0rc1", "vllm_ascend/ascend_config.py:167"),
+             ("vllm_ascend 0.10.0rc1", "vllm_ascend/ascend_config.py:176"),
+             ("vllm_ascend 0.9.2rc1", "vllm_ascend/ascend_config.py:155"),
+             ("vllm_ascend 0.11.0rc0", "vllm_ascend/ascend_config.py:224"),
+             ("vllm_ascend 0.10.0rc1", "vllm_ascend/platform.py:141 (check_ascend_config)")))
+
 SIGNATURES: list[Signature] = [NPU_CAPTURE_SYNC, NPU_AICPU_FAULT, ASCEND_KERNEL_CONFIG,
                                TRITON_ASCEND_LAUNCHER, ACL_GRAPH_UPDATE_NONE, DRAFT_SPLITFUSE_MASK,
                                FULL_GRAPH_PADDING, HCCL_CALL_FAILED, PLUGIN_CALL_MISMATCH, TORCH_NPU_MISSING,
                                PIECEWISE_PLUGIN_BACKEND, RUNNER_BUFFER_MISMATCH, NPU_DTYPE_REFUSED,
-                               ASCEND_QUANT_DESCRIPTION, ASCEND_MLA_GRAPH_HEADS]
+                               ASCEND_QUANT_DESCRIPTION, ASCEND_MLA_GRAPH_HEADS, ASCEND_GRAPH_MODE_MODEL]
