@@ -624,7 +624,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # 2090/2008/1403 (phase of 1435).
 # Round 109 (crashed 4/4, kind 2/4, phase 3/4) folded: 2094/2010/1406 (kind of 2057, phase of 1439); its misses fixed
 # (w10901, w10904 kinds; w10903's phase), none disputed, none left (test_vllm_round109.py): 2094/2012/1407.
-FLOORS = {"work": (2094, 2012, 1407)}
+# Round 110 (crashed 3/3, kind 2/3, phase 3/3) folded: 2097/2014/1410 (kind of 2060, phase of 1442); its miss fixed
+# (w11001's kind), none disputed, none left (test_vllm_round110.py): 2097/2015/1410.
+FLOORS = {"work": (2097, 2015, 1410)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -2,7 +2,8 @@
 (round 85): the tensor-parallel split's bare divisibility assert, and the V1 worker's check of the ranks a node runs
 against the GPUs it sees, and the Ray executor finding no GPU worker on the driver's node; (round 90) a worker's
 init_device finding no GPU visible to its process; (round 100) an attention layer's bare assert that its heads divide
-over the tensor-parallel ranks; (round 105) ``--numa-bind`` on a node whose GPU-to-NUMA map vLLM cannot detect.
+over the tensor-parallel ranks; (round 105) ``--numa-bind`` on a node whose GPU-to-NUMA map vLLM cannot detect;
+(round 110) a V1 multiproc worker whose rank's GPU index is past the GPUs its process sees.
 
 Each is a text of vLLM's own source, cited ``(release, "vllm/path.py:line")`` as in :mod:`.loading`.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from ddlab.crashes.signature import NO_LATER_FRAME, Signature
 
 __all__ = ["SIGNATURES", "SIZE_NOT_DIVISIBLE", "HEADS_NOT_DIVISIBLE", "LOCAL_WORLD_OVER_DEVICES", "DRIVER_NO_GPU",
-           "WORKER_NO_VISIBLE_GPU", "NUMA_NODES_UNDETECTED"]
+           "WORKER_NO_VISIBLE_GPU", "NUMA_NODES_UNDETECTED", "MP_RANK_PAST_DEVICES"]
 
 # (round 85) distributed/utils.py's ensure_divisibility: ``assert numerator % denominator == 0, "{} is not divisible
 # by {}".format(numerator, denominator)`` (0.5.1 vllm/distributed/utils.py:12; SGLang's copy, 0.4.0
@@ -133,5 +134,35 @@ NUMA_NODES_UNDETECTED = Signature(
              ("vllm 0.23.0", "vllm/utils/numa_utils.py:254"), ("vllm 0.33.0", "vllm/utils/numa_utils.py:231"),
              ("vllm 0.34.0", "vllm/utils/numa_utils.py:330")))
 
+# (round 110) the V1 multiproc executor starts one worker per rank on this node with local_rank=rank (0.10.0
+# vllm/v1/executor/multiproc_executor.py:86), each in its own process that inherits the engine's device set (the
+# executor sets no CUDA_VISIBLE_DEVICES per worker, as Ray does), and the worker binds cuda:{local_rank} in
+# init_device (0.10.0 vllm/v1/worker/gpu_worker.py:155-156; 0.10.1.1 :166-167; ROCm's platform.set_device is
+# torch.cuda.set_device, vllm/platforms/rocm.py:249), whose cudaSetDevice/hipSetDevice refuses an index past the
+# process's devices: "CUDA error: invalid device ordinal" / "HIP error: invalid device ordinal" from torch's
+# set_device (torch 2.8.0 torch/cuda/__init__.py:569; torch.AcceleratorError from 2.8, RuntimeError before). So more
+# ranks on the node than GPUs it sees: the layout 0.11.1+ refuses first with LOCAL_WORLD_OVER_DEVICES's assert
+# (0.11.1 vllm/v1/worker/gpu_worker.py:210). The mp backend is chosen with too few devices where the platform is not
+# CUDA (ROCm: the device-count check that moves to Ray is is_cuda() only, 0.10.0 vllm/config.py:2156-2163) or where
+# --distributed-executor-backend mp is given. Read only in the mp worker's start (worker_main) with torch's
+# set_device the raising frame; a Ray worker's invalid ordinal (devices Ray made visible, w8907) or one raised
+# elsewhere is not this
+_ORDINAL = r"\b(?:CUDA|HIP) error: invalid device ordinal\b"
+MP_RANK_PAST_DEVICES = Signature(
+    "vllm_mp_rank_past_devices", "bad_argument", "a multiproc worker's rank has no GPU of its own on this node",
+    ("vLLM's multiprocessing executor runs one worker per rank on this node and binds rank N to GPU N, and a rank "
+     "found no such GPU: the tensor x pipeline parallel size is larger than the GPUs this process sees. Lower "
+     "`--tensor-parallel-size` to the node's GPUs (`rocm-smi` / `nvidia-smi` inside the container), give the "
+     "container all of them (`CUDA_VISIBLE_DEVICES`, `HIP_VISIBLE_DEVICES`, docker's device list), or, to span "
+     "nodes, start with `--distributed-executor-backend ray` on the Ray cluster.",),
+    types=r"(?:\w+\.)*(?:RuntimeError|AcceleratorError)", patterns=(_ORDINAL,),
+    context=(r", in worker_main\s*$", r", in init_device\s*$",
+             r'torch/cuda/__init__\.py", line \d+, in set_device\s*\n' + NO_LATER_FRAME), priority=80,
+    phase="launch",
+    sources=(("vllm 0.10.0", "vllm/v1/executor/multiproc_executor.py:86"),
+             ("vllm 0.10.0", "vllm/v1/worker/gpu_worker.py:156"), ("vllm 0.10.0", "vllm/platforms/rocm.py:249"),
+             ("vllm 0.10.0", "vllm/config.py:2156"), ("vllm 0.11.1", "vllm/v1/worker/gpu_worker.py:210"),
+             ("torch 2.8.0", "torch/cuda/__init__.py:569")))
+
 SIGNATURES: list[Signature] = [SIZE_NOT_DIVISIBLE, HEADS_NOT_DIVISIBLE, LOCAL_WORLD_OVER_DEVICES, DRIVER_NO_GPU,
-                               WORKER_NO_VISIBLE_GPU, NUMA_NODES_UNDETECTED]
+                               WORKER_NO_VISIBLE_GPU, NUMA_NODES_UNDETECTED, MP_RANK_PAST_DEVICES]
