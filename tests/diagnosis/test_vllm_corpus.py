@@ -628,7 +628,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w11001's kind), none disputed, none left (test_vllm_round110.py): 2097/2015/1410.
 # Round 111 (crashed 3/3, kind 3/3, phase 3/3) folded: 2100/2018/1413 (kind of 2063, phase of 1445); no miss, nothing
 # fixed, none disputed, none left (test_vllm_round111.py).
-FLOORS = {"work": (2100, 2018, 1413)}
+# Round 112 (crashed 3/3, kind 3/3, phase 3/3) folded: 2103/2021/1416 (kind of 2066, phase of 1448); no miss, nothing
+# fixed, none disputed, none left (test_vllm_round112.py).
+FLOORS = {"work": (2103, 2021, 1416)}
 
 
 def test_the_work_split_keeps_its_counts():
