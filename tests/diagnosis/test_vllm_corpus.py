@@ -630,7 +630,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # fixed, none disputed, none left (test_vllm_round111.py).
 # Round 112 (crashed 3/3, kind 3/3, phase 3/3) folded: 2103/2021/1416 (kind of 2066, phase of 1448); no miss, nothing
 # fixed, none disputed, none left (test_vllm_round112.py).
-FLOORS = {"work": (2103, 2021, 1416)}
+# Round 113 (crashed 2/2, kind 1/2, phase 2/2) folded: 2105/2023/1418 (kind of 2068, phase of 1450); one fixed
+# (w11302's kind), none disputed, none left (test_vllm_round113.py).
+FLOORS = {"work": (2105, 2023, 1418)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -9,7 +9,8 @@ the name an older vllm-ascend's backend gives itself (``dependency_mismatch``); 
 refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``); (round 90) V0's FlashInfer backend
 calling a wrapper class its import left None (``dependency_mismatch``); (round 94) an op of vLLM's compiled
 extension called where its silent import failed (``dependency_mismatch``); (round 100) xFormers finding no
-attention operator because its CUDA extension is not built or not loaded (``dependency_mismatch``). Cited as
+attention operator because its CUDA extension is not built or not loaded (``dependency_mismatch``); (round 113) torch
+built without CUDA reached by code that takes a CUDA path (``dependency_mismatch``). Cited as
 :mod:`.signatures` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of
 :mod:`.signatures`' list.
 """
@@ -20,7 +21,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
            "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER", "FLASHINFER_WRAPPER_NONE",
-           "C_OPS_UNBOUND", "XFORMERS_NO_CUDA_BUILD"]
+           "C_OPS_UNBOUND", "XFORMERS_NO_CUDA_BUILD", "TORCH_WITHOUT_CUDA"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -223,6 +224,30 @@ XFORMERS_NO_CUDA_BUILD = Signature(
              ("xformers 0.0.28.post3", "xformers/ops/fmha/flash.py:593 (fa2F's (8, 0))"),
              ("xformers 0.0.28.post3", "xformers/ops/fmha/dispatch.py:69")))
 
+# (round 113) torch's CUDA initialisation raises AssertionError("Torch not compiled with CUDA enabled") where the
+# installed torch has no CUDA module (``not hasattr(torch._C, "_cuda_getDeviceCount")``, torch 2.8.0
+# torch/cuda/__init__.py:402-403, _lazy_init; the first CUDA tensor or torch.cuda call gets there): a CPU build, or a
+# device's build (torch 2.5.1 with torch_npu on Ascend), under code that takes a CUDA path. vLLM 0.7.3's DeepSeek
+# YaRN rope builds its tables on device="cuda" whatever the platform (model_executor/layers/rotary_embedding.py:654,
+# :673); 0.8.0 asks the platform (current_platform.device_type, :740, :759), so an NPU plug-in runs it only with a
+# vLLM that fits it. The torch build and the code calling it do not fit; the other assert of the same check ("libcudart
+# functions unavailable", :404-407) is a broken CUDA build, not read here
+_NO_CUDA = r"\bTorch not compiled with CUDA enabled\b"
+TORCH_WITHOUT_CUDA = Signature(
+    "vllm_torch_without_cuda", "dependency_mismatch", "torch was built without CUDA, and vLLM's code asked for CUDA",
+    ("The installed torch has no CUDA (a CPU build, or the Ascend/ROCm/XPU build a device plug-in uses), and code "
+     "this vLLM ran asked for a CUDA tensor or device: the torch, vLLM and plug-in builds do not fit each other. On "
+     "NVIDIA GPUs install the CUDA build of the torch this vLLM pins (`python -c 'import torch; print(torch.version."
+     "cuda)'` prints None for a CPU build); with a device plug-in (vllm-ascend ...) install the vLLM release that "
+     "plug-in release names (vllm==X with vllm-ascend==X.rcN), not a vLLM build older or newer than it.",),
+    types=r"(?:\w+\.)*AssertionError", patterns=(_NO_CUDA,), lines=(rf"^(?:AssertionError: )?{_NO_CUDA}",),
+    priority=80,
+    sources=(("torch 2.8.0", "torch/cuda/__init__.py:403 (raise AssertionError(\"Torch not compiled with CUDA "
+                             "enabled\"))"),
+             ("vllm 0.7.3", "vllm/model_executor/layers/rotary_embedding.py:654 (device=\"cuda\")"),
+             ("vllm 0.8.0", "vllm/model_executor/layers/rotary_embedding.py:740 "
+                            "(device=current_platform.device_type)")))
+
 SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
                                PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER, FLASHINFER_WRAPPER_NONE,
-                               C_OPS_UNBOUND, XFORMERS_NO_CUDA_BUILD]
+                               C_OPS_UNBOUND, XFORMERS_NO_CUDA_BUILD, TORCH_WITHOUT_CUDA]
