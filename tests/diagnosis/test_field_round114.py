@@ -16,6 +16,10 @@ kind 4/5, phase 5/5. docs/diagnosis.md, "Held-out round 114", tells the round.
   graph x feature combination and reads errors of a forced piecewise capture's own code as cuda_graph_capture (h2b06,
   h71005; h30001). Kind unknown -> cuda_graph_capture, disputed; ddlab's reading (capture_error) stands, no code
   changed.
+- Noticed in the round's review, fixed after it: the wrapper's own line with no traceback under it, logged while the
+  log's last phase is the capture ("Capture piecewise CUDA graph begin", 0.5.12 model_runner.py:3077, no "ready to
+  roll" yet), is the capture failing, not a replay (crashes/kinds/graphs.py piecewise_reading; no corpus log reads
+  differently).
 - h114001-h114004 read as labelled at the measurement: a scheduler's pickling error broadcasting requests, an NPU PD
   prefill rank's KV-pool IndexError under pipeline parallelism, PD priority scheduling's None * int (all unknown,
   serving), and the same PR's healthy PD start (ready).
@@ -102,10 +106,40 @@ def test_the_same_error_while_serving_is_not_a_capture_failure():
     assert said(text, family="sglang")[1] != "cuda_graph_capture"
 
 
+# --- the wrapper's own line with no traceback under it (noticed in the round's review) -----------------------------
+
+# enable_piecewise_cuda_graph() logs this line and re-raises (0.5.12 compilation/piecewise_context_manager.py:47-53);
+# at startup it runs inside the runner's capture, after model_runner.py:3077's "Capture piecewise CUDA graph begin"
+_STARTING = ("[2026-05-01 10:00:00] Load weight end. type=Qwen3ForCausalLM, dtype=torch.bfloat16, avail mem=62.00 GB, "
+             "mem usage=16.00 GB.\n"
+             "[2026-05-01 10:00:21] KV Cache is allocated. #tokens: 400000, K size: 20.00 GB, V size: 20.00 GB\n"
+             "[2026-05-01 10:00:22] Capture cuda graph begin. This can take up to several minutes. avail mem=20.00 GB\n"
+             "[2026-05-01 10:00:40] Capture cuda graph end. Time elapsed: 18.00 s. mem usage=1.00 GB. avail mem=19.00 "
+             "GB.\n"
+             "[2026-05-01 10:00:41] Capture piecewise CUDA graph begin. avail mem=19.00 GB\n")
+_WRAPPER = ("[2026-05-01 10:00:50] Piecewise CUDA Graph failed with error: shape mismatch\n"
+            "Piecewise CUDA Graph is enabled by default as an experimental feature.\n"
+            "To work around this error, add --disable-piecewise-cuda-graph to your launch command.\n")
+
+
+def test_the_wrappers_line_alone_while_the_capture_is_under_way_is_the_capture():
+    assert said(_STARTING + _WRAPPER, family="sglang") == (True, "cuda_graph_capture", "piecewise_capture_failed")
+
+
+# near miss: the same line after the server said it is ready and served a batch is a replay
+def test_the_wrappers_line_alone_after_ready_stays_a_replay():
+    served = (_STARTING + "[2026-05-01 10:01:00] The server is fired up and ready to roll!\n"
+              "[2026-05-01 10:01:05] Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: "
+              "0.00, #running-req: 0, #queue-req: 0\n")
+    assert said(served + _WRAPPER, family="sglang") == (True, "cuda_graph_replay", "piecewise_graph_failed")
+
+
 # --- the lines cited from the wheels --------------------------------------------------------------------------------
 
 _CITED = [
     ("sglang", "0.5.12", "sglang/srt/model_executor/model_runner.py", 825, "self.init_piecewise_cuda_graphs()"),
+    ("sglang", "0.5.12", "sglang/srt/model_executor/model_runner.py", 3077,
+     'f"Capture piecewise CUDA graph begin. avail mem={before_mem:.2f} GB"'),
     ("sglang", "0.5.12", "sglang/srt/model_executor/model_runner.py", 3084,
      "self.piecewise_cuda_graph_runner = PiecewiseCudaGraphRunner(self)"),
     ("sglang", "0.5.12", "sglang/srt/model_executor/piecewise_cuda_graph_runner.py", 313,

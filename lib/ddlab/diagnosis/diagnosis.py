@@ -388,7 +388,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
         signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
     frames = frames_near(best, chains, lines)
-    signature = piecewise_reading(signature, shows_startup(frames))
+    signature = piecewise_reading(signature, shows_startup(frames) or phase == "graph_capture")
     if best is not None and (dumped := dump_reading(signature, frames, HANG_DUMP)) is not signature:
         signature = best.signature = dumped  # a fatal signal's dump of a running scheduler
     if best is not None and (shm := shm_reading(signature, best.cause, lines)) is not signature:

@@ -325,7 +325,10 @@ SIGNATURES = [CAPTURE_FAILED, CAPTURE_ERROR, REPLAY_NONE, REPLAY_SIZE, REPLAY_PL
 
 def piecewise_reading(signature: Signature | None, startup: bool) -> Signature | None:
     """"Piecewise CUDA Graph failed" among frames of a server still starting (the scheduler's
-    constructor): the capture at startup, not a replay."""
+    constructor), or logged with no frames where the log's last phase is the graph capture (the
+    wrapper logs it and re-raises, 0.5.12 compilation/piecewise_context_manager.py:47-53, after
+    "Capture piecewise CUDA graph begin", model_runner.py:3077, and before "ready to roll"): the
+    capture at startup, not a replay."""
     return PIECEWISE_CAPTURE if signature is PIECEWISE_FAILED and startup else signature
 
 # The copy helpers the graph runners and (0.5.14+) the eager runner share: a traceback
