@@ -18,7 +18,8 @@ import pytest
 from ddlab.config.sglang import flag_table
 from ddlab.diagnosis.advice import family, render
 from ddlab.diagnosis.diagnosis import diagnose
-from fieldkit import QUARTERS, quarter
+from ddlab.diagnosis.sglang_reading import read_sglang
+from fieldkit import quarter, quarters
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 VERSIONS = ("0.4.10.post2", "0.5.10", "0.5.23")
@@ -51,36 +52,46 @@ def _refused(argv: list[str], table) -> list[str]:
     return [str(f) for f in table.check(argv) if f.level == "error"]
 
 
-def _releases_and_algorithms():
-    """Every release with every algorithm, each a quarter of the crash logs; make check keeps
-    DDTree on the newest release (the one algorithm with an overlay of its own) on the first
-    quarter, make test runs them all (each pair diagnoses every crash log again: 2-3 s of CPU
-    apiece on 2 cores)."""
-    return [(v, a, q) if (v, a, q) == ("0.5.23", "DDTREE", 0) else pytest.param(v, a, q, marks=pytest.mark.slow)
-            for v in VERSIONS for a in ALGORITHMS for q in range(QUARTERS)]
-
-
-@pytest.mark.parametrize("version, algorithm, q", _releases_and_algorithms())
-def test_every_proposed_flag_is_taken_by_that_release(version, algorithm, q):
-    table = flag_table(version, overlays=("ddtree",) if algorithm == "DDTREE" else ())
+# Each test reads a quarter of the crash logs, each log once (diagnose keeps its last readings), and judges the advice
+# for every release and algorithm from that reading: make check the first quarter, make test all four.
+@pytest.mark.parametrize("q", quarters())
+def test_every_proposed_flag_is_taken_by_that_release(q):
+    tables = {(v, a): flag_table(v, overlays=("ddtree",) if a == "DDTREE" else ())
+              for v in VERSIONS for a in ALGORITHMS}
     problems = []
     for path in quarter(LOG_FILES, q):
-        result = diagnose(path.read_bytes().decode("utf-8"), version=version, algorithm=algorithm)
-        for argv in _proposals(result.suggestion or ""):
-            problems += [f"{path.name}: {p}" for p in _refused(argv, table)]
+        text = path.read_bytes().decode("utf-8")
+        for (version, algorithm), table in tables.items():
+            result = diagnose(text, version=version, algorithm=algorithm)
+            for argv in _proposals(result.suggestion or ""):
+                problems += [f"{path.name} ({version}, {algorithm}): {p}" for p in _refused(argv, table)]
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("algorithm, q", [(a, q) if (a, q) == ("NONE", 0) else pytest.param(a, q, marks=pytest.mark.slow)
-                                          for a in ("NONE", "EAGLE3", "DFLASH", "NGRAM") for q in range(QUARTERS)])
-def test_no_ddtree_advice_for_other_algorithms(algorithm, q):
+@pytest.mark.parametrize("q", quarters())
+def test_no_ddtree_advice_for_other_algorithms(q):
     """Only a log that itself asks for DDTree (an unknown algorithm, a fork flag) may hear of it."""
     for path in quarter(LOG_FILES, q):
         text = path.read_bytes().decode("utf-8")
         if re.search(r"ddtree", text, re.I) and diagnose(text).kind == "bad_argument":
             continue
-        suggestion = diagnose(text, version="0.5.23", algorithm=algorithm).suggestion
-        assert not re.search(r"ddtree|budget\+1", suggestion or "", re.I), (path.name, suggestion)
+        for algorithm in ("NONE", "EAGLE3", "DFLASH", "NGRAM"):
+            suggestion = diagnose(text, version="0.5.23", algorithm=algorithm).suggestion
+            assert not re.search(r"ddtree|budget\+1", suggestion or "", re.I), (path.name, algorithm, suggestion)
+
+
+def test_a_log_read_again_for_another_release_is_not_read_again_and_its_answers_are_not_shared():
+    text = (LOGS / "replay_size.journal-iso.log").read_text()
+    read_sglang.cache_clear()
+    first = diagnose(text)
+    first.facts["changed_by_the_caller"] = True
+    for version, algorithm in [("0.4.10.post2", "EAGLE"), ("0.5.23", "DDTREE")]:
+        named = diagnose(text, version=version, algorithm=algorithm)
+        assert (named.sglang_version, named.algorithm) == (version, algorithm)
+    again = diagnose(text)
+    assert read_sglang.cache_info().hits == 3 and read_sglang.cache_info().misses == 1
+    assert "changed_by_the_caller" not in again.facts and again.render() == diagnose(text + "\n").render()
+    assert "budget+1" in diagnose(text, algorithm="DDTREE").suggestion  # the advice is still each caller's own
 
 
 def test_ddtree_users_get_the_budget_sizing():

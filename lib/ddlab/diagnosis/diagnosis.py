@@ -12,7 +12,9 @@ log's own facts (the ``server_args=`` line in either form, a worker's init
 line, the worker in the traceback), else the advice is version-neutral. The
 log is never refused: an empty or foreign text gives ``crashed=False,
 phase="launch"``. When the journal holds several runs of the unit, the last
-one is diagnosed.
+one is diagnosed. The same text again (advice for another release or algorithm, or with the
+levers tried before, as watch asks) is not read again (:mod:`.sglang_reading` keeps the last
+two readings; each caller gets facts of its own).
 
 ``crashed`` is true when a fatal error is in the log that the server did not
 carry on past (:mod:`.rootcause` has the rules, and picks the root cause among
@@ -42,34 +44,28 @@ from __future__ import annotations
 
 import re
 import sys
+from copy import deepcopy
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ddlab.core.bounded import HEAD_BYTES, TAIL_BYTES, read_bounded
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
-from ddlab.probes import none_fields, not_armed, probe_records
+from ddlab.probes import none_fields, not_armed
 from ddlab.diagnosis.advice import advise, family
-from ddlab.diagnosis.exits import (CRASHED_EXIT, ENDED_UNASKED, OOM_KILLER, ROUTER_START_PANIC, SHELL_QUIT_RE, Exit,
-                                  ended_unasked, exit_of, last_run, router_start_panic)
-from ddlab.diagnosis.facts import parse_facts
-from ddlab.diagnosis.engine_bars import slowest_engine
-from ddlab.diagnosis.decode_lines import (DecodeRecord, decode_text, metrics_text, parse_decode_lines,
-                                         summarize_decode)
-from ddlab.diagnosis.logtext import PHASES, Line, phase_of, phase_reached, split_lines, strip_prefix
-from ddlab.crashes.frames import shows_startup
-from ddlab.crashes.kinds.graphs import copy_reading, piecewise_reading
-from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP, dump_reading
-from ddlab.crashes.kinds.runtime import HANG, HANG_DUMP
+from ddlab.diagnosis.exits import CRASHED_EXIT, ENDED_UNASKED, ROUTER_START_PANIC, SHELL_QUIT_RE, Exit
+from ddlab.diagnosis.decode_lines import DecodeRecord, decode_text, metrics_text, parse_decode_lines, summarize_decode
+from ddlab.diagnosis.logtext import PHASES, Line, phase_of, strip_prefix
+from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP
+from ddlab.crashes.kinds.runtime import HANG
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
-from ddlab.diagnosis.phase import crash_phase, frames_near
-from ddlab.diagnosis.readings import on_graph, shm_reading, spec_conflict
-from ddlab.diagnosis.rootcause import PROGRESS_RE, Candidate, root_cause
-from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, by_name, regex
+from ddlab.diagnosis.phase import crash_phase
+from ddlab.diagnosis.readings import spec_conflict
+from ddlab.diagnosis.rootcause import PROGRESS_RE, Candidate
+from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, regex
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
-from ddlab.diagnosis.stalls import WATCHDOG_DEFAULT_S, stall
+from ddlab.diagnosis.sglang_reading import MARKER_RE, host_killed, read_sglang
 from ddlab.diagnosis.stops import stopped
-from ddlab.diagnosis.tracebacks import Chain, find_chains
 from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
 from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
 from ddlab.diagnosis.vllm_log import FAMILIES, VLLM_PROGRESS_RE, told_family
@@ -81,7 +77,6 @@ __all__ = [
 
 _log = get_logger(__name__)
 
-_MARKER_RE = re.compile(r"\b[A-Z][A-Z0-9]*_DIAG\b")
 _EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+|exit code:? -?\d+")
 _MAX_EVIDENCE = 40
 # a child's negative exit code that is a signal sent to it, not a fault (those are native_crash)
@@ -212,7 +207,7 @@ def _evidence(lines, best, phase_line, exit_seen, patterns, crashed) -> list[str
         add(ln for ln in lines if _EXIT_CODE_RE.search(ln.msg) or
             any(regex(p, re.I).search(ln.msg) for p in WRAPPER_LINES))
         add(exit_seen.lines)
-    add([ln for ln in lines if _MARKER_RE.search(ln.msg)][-12:])
+    add([ln for ln in lines if MARKER_RE.search(ln.msg)][-12:])
     add([ln for ln in lines if any(p.search(ln.text) for p in patterns)][-20:])
     ordered = [picked[no].text for no in sorted(picked)]
     return ordered if len(ordered) <= _MAX_EVIDENCE else ordered[:8] + ordered[-(_MAX_EVIDENCE - 8):]
@@ -295,20 +290,6 @@ def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     return text[:cut + 1] + " ..." if cut > 0 else text[:240] + " ..."
 
 
-def _host_killed(best: Candidate | None, exit_seen: Exit, lines: list[Line]) -> bool:
-    """Killed from outside with nothing else to blame: the kernel's OOM killer, most likely. A
-    traceback cut before its exception line that starts after the launcher's "Exit code: -9" is
-    the launcher reporting that death, nothing to blame."""
-    killed_at = next((ln.no for ln in lines if re.search(r"Exit code: -9\b", ln.msg)), None)
-    reported = (best is not None and best.cut and best.signature is None and killed_at is not None
-                and best.first_no > killed_at)
-    if best is not None and not (best.wrapper and best.signature is None) and not reported:
-        return False
-    if exit_seen.why == OOM_KILLER or killed_at is not None:
-        return True
-    return best is None and exit_seen.killed
-
-
 def _compile(patterns) -> list[re.Pattern]:
     compiled = []
     for pattern in patterns or ():
@@ -322,21 +303,6 @@ def _compile(patterns) -> list[re.Pattern]:
 
 
 # --- the entry point ----------------------------------------------------------------
-
-def _crash(lines: list[Line], chains: list[Chain], exit_seen: Exit, facts: dict) -> Candidate | None:
-    """The root cause; a kill from outside with nothing else to blame is the host's OOM; with
-    no error at all, a scheduler silent for the watchdog's timeout while requests wait hangs."""
-    best = root_cause(lines, chains)
-    if _host_killed(best, exit_seen, lines):
-        first = exit_seen.lines[0].no if exit_seen.lines else 0
-        return Candidate(first, first, exit_seen.why or "killed", by_name("host_oom"), lines=exit_seen.lines)
-    if best is None or best.request or best.thread:
-        timeout = facts.get("watchdog_timeout")
-        silent = stall(lines, timeout if isinstance(timeout, (int, float)) and timeout > 0
-                       else WATCHDOG_DEFAULT_S)
-        return silent or best
-    return best
-
 
 def _for_whom(version, algorithm, facts: dict, frames: str) -> tuple[str | None, str | None]:
     """The release and algorithm the advice is for: given, else what the log says."""
@@ -373,31 +339,13 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     if family == "vllm":
         return _diagnose_vllm(text, patterns, version=version, algorithm=algorithm, tried=tried, host=host)
     compiled = _compile(patterns)
-    lines = last_run(split_lines(text or ""))
-    phase, phase_line = slowest_engine(lines, *phase_reached(lines))  # (round 108) several engines' bars
-    facts, chains, exit_seen = parse_facts(lines), find_chains(lines), exit_of(lines)
-    if not exit_seen.failed and (ended := ended_unasked(lines, phase)):  # round 30: killed mid-startup
-        exit_seen = replace(exit_seen, failed=True, why=ENDED_UNASKED, lines=[*exit_seen.lines, ended])
-    elif not exit_seen.failed and (panic := router_start_panic(lines)):  # round 71: sgl-router's start panicked
-        exit_seen = replace(exit_seen, failed=True, why=ROUTER_START_PANIC, lines=[*exit_seen.lines, panic])
-    best = _crash(lines, chains, exit_seen, facts)
-    request = best is not None and best.request  # one request failed; the server kept serving
-    thread = best is not None and best.thread  # only a helper thread died; the process went on
-    crashed = (best is not None and not request and not thread) or exit_seen.failed
-    signature = best.signature if best else None
-    if crashed and signature is None and best is not None and best.chain is not None and best.raised.type:
-        signature = copy_reading(best.raised.text, best.chain.text, on_graph(lines, best))
-    frames = frames_near(best, chains, lines)
-    signature = piecewise_reading(signature, shows_startup(frames) or phase == "graph_capture")
-    if best is not None and (dumped := dump_reading(signature, frames, HANG_DUMP)) is not signature:
-        signature = best.signature = dumped  # a fatal signal's dump of a running scheduler
-    if best is not None and (shm := shm_reading(signature, best.cause, lines)) is not signature:
-        signature = best.signature = shm  # a bus error while /dev/shm was full
-    phase = crash_phase(lines, phase, best, signature, frames)
+    read = read_sglang(text or "")
+    lines, phase, best, signature, frames = read.lines, read.phase, read.best, read.signature, read.frames
+    request, thread, crashed, exit_seen = read.request, read.thread, read.crashed, read.exit_seen
+    facts = deepcopy(read.facts)
     version, algorithm = _for_whom(version, algorithm, facts, frames)
-    markers = tuple(ln.msg for ln in lines if _MARKER_RE.search(ln.msg))
     found = Found(best.raised.text if best and best.raised else (best.cause if best else ""),
-                  best.chain.text if best and best.chain else "", phase, facts, markers, version,
+                  best.chain.text if best and best.chain else "", phase, facts, read.markers, version,
                   algorithm, tried=dict(tried or {}), host=host, frames=frames)
     combination = None
     if crashed and best is not None and not request and spec_conflict(best, signature, found):
@@ -410,11 +358,11 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     suggestion = (advise(signature, found) if signature else
                   _unknown_advice(best, exit_seen) if crashed else
                   _THREAD_ADVICE if thread else None)
-    records = parse_decode_lines(lines)
+    records = read.records
     cause = _cause(best, exit_seen) if crashed or request or thread else None
     if combination and cause:
         cause = f"{combination}: {cause}"
-    seen = probe_records(text or "")
+    seen = read.seen
     nones = none_fields(seen)
     if seen.skipped:  # a record that cannot be read (cut, hostile) is skipped, and said
         facts = {**facts, "probe_records_skipped": seen.skipped}
@@ -445,7 +393,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
     return Diagnosis(
         crashed=crashed, kind=kind,
         phase=phase, cause=cause,
-        evidence=_evidence(lines, best, phase_line, exit_seen, compiled, crashed),
+        evidence=_evidence(lines, best, read.phase_line, exit_seen, compiled, crashed),
         suggestion=suggestion, decode=summarize_decode(records) if records else None,
         exit_status=exit_seen.status, signature=signature.name if signature else None,
         title=title, facts=facts,
@@ -460,7 +408,7 @@ def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> D
     compiled = _compile(patterns)
     log = read_vllm(text)
     best = log.best
-    if _host_killed(best, log.exit_seen, log.lines):
+    if host_killed(best, log.exit_seen, log.lines):
         first = log.exit_seen.lines[0].no if log.exit_seen.lines else 0
         best = vllm_host_oom(first, log.exit_seen.why or "killed", log.exit_seen.lines)
     said = judge_vllm(log, best, version=version, algorithm=algorithm, tried=tried, host=host)
