@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
+from functools import cache
 from pathlib import Path
 
 import pytest
 
+from ddlab.config.vllm import vllm_table
 from ddlab.diagnosis.diagnosis import diagnose
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -60,6 +63,45 @@ def assert_reads_as_labelled(log_id: str, signature: str | None) -> None:
     assert found.signature == signature, (log_id, found.signature)
     if log["phase_in_log"] and not log.get("phase_disputed"):
         assert got[2] == log["phase"], (log_id, got)
+
+
+# the vLLM releases whose real parsers are tabled (ddlab.config.vllm): each judges the advice for every vLLM log
+VLLM_RELEASES = ("0.30.0", "0.33.0", "0.34.0")
+_SGLANG_WORDS = re.compile(r"mem-fraction-static|cuda-graph|speculative-num|sglang", re.I)
+_FRAGMENT = re.compile(r"`([^`]*)`")
+_QUOTE = re.compile(r'"[^"]*"')
+
+
+def proposals(suggestion: str) -> list[list[str]]:
+    """Every ``--flag [value]`` the advice proposes (in backticks; none outside them but in a quote)."""
+    rest = _QUOTE.sub("", _FRAGMENT.sub("", suggestion))
+    assert not re.search(r"(?<![\w-])--[a-z]", rest), f"a flag outside backticks: {suggestion}"
+    return [f.split() for f in _FRAGMENT.findall(suggestion) if f.startswith("--")]
+
+
+def vllm_advice_problems(name: str, text: str, own: bool = True) -> tuple[list[str], dict[str, int]]:
+    """What is wrong with the advice vLLM's reading of ``text`` gives, unnamed and for each tabled release: SGLang's
+    flags or name in it (``own``: a vLLM log, not an SGLang fixture read in vLLM's dialect, which may quote its
+    library), a proposed flag that release's parser does not take; and how many proposals each release judged. The
+    log is read once (read_vllm keeps its last readings); every release's advice is judged from that reading."""
+    advice = {v: diagnose(text, family="vllm", version=v).suggestion or "" for v in (None, *VLLM_RELEASES)}
+    problems = [f"{name} ({v or 'no release named'}): SGLang's words: {a}"
+                for v, a in advice.items() if own and _SGLANG_WORDS.search(a)]
+    proposed = dict.fromkeys(VLLM_RELEASES, 0)
+    for release in VLLM_RELEASES:
+        table = _vllm_table(release)
+        for argv in (*proposals(advice[None]), *proposals(advice[release])):
+            proposed[release] += 1
+            if len(argv) == 1:
+                problems += [] if table.match(argv[0])[0] else [f"{name} ({release}): {argv[0]}: no such option"]
+            else:
+                problems += [f"{name} ({release}): {f}" for f in table.check(list(argv)) if f.level == "error"]
+    return problems, proposed
+
+
+@cache
+def _vllm_table(release: str):
+    return vllm_table(release)
 
 
 def read_log(name: str | Path) -> str:

@@ -4,7 +4,9 @@ The floors (test_field.py's WORK_FLOOR, test_vllm_corpus.py's FLOORS) count what
 reaches; a count lets a rule that fixes one log and breaks another pass. This reads each log against
 its own labels: a field it misses must be one tests/fixtures/logs/known_misses.json names for it, and a
 known miss that now reads right must leave that list (so the list, and the floors it implies, stay
-exact). A fix helper folding a round adds the misses it leaves and removes the ones it fixes.
+exact). A fix helper folding a round adds the misses it leaves and removes the ones it fixes. A vLLM
+work log's advice is judged from the same reading (fieldkit.vllm_advice_problems: no SGLang words,
+every proposed flag taken by each tabled release's parser), so the corpus is read once.
 
 Each corpus is read a quarter at a time: make check reads one quarter, make test all four.
 """
@@ -13,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from fieldkit import FIELDS, KNOWN_MISSES, corpus_tool, quarter, quarters, work_logs
+from fieldkit import (FIELDS, KNOWN_MISSES, VLLM_RELEASES, corpus_tool, quarter, quarters, read_log,
+                      vllm_advice_problems, work_logs)
 
 CORPORA = ("real", "vllm-real")
 
@@ -22,9 +25,13 @@ CORPORA = ("real", "vllm-real")
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_each_work_log_reads_as_labelled_but_for_its_known_misses(corpus, q):
     tool, known = corpus_tool(corpus), KNOWN_MISSES[corpus]
-    new, gone = {}, {}
+    new, gone, advice, proposed = {}, {}, [], dict.fromkeys(VLLM_RELEASES, 0)
     for log in quarter(work_logs(corpus), q):
         row = tool.judged(log)
+        if corpus == "vllm-real":  # its advice, judged from the same reading (read_vllm keeps its last readings)
+            found, counts = vllm_advice_problems(log["id"], read_log(f"{log['id']}.log"))
+            advice += found
+            proposed = {release: proposed[release] + counts[release] for release in proposed}
         got = {field for field in FIELDS if row[field] is False}
         want = set(known.get(log["id"], []))
         if got - want:
@@ -34,6 +41,8 @@ def test_each_work_log_reads_as_labelled_but_for_its_known_misses(corpus, q):
     assert not new, f"{corpus}: work logs that read worse than labelled, not known misses: {new}"
     assert not gone, (f"{corpus}: known misses that now read as labelled: take them out of "
                       f"tests/fixtures/logs/known_misses.json: {gone}")
+    assert not advice, "\n".join(advice)
+    assert corpus != "vllm-real" or min(proposed.values()) > 600, proposed  # each quarter: 732-796 per release
 
 
 def test_the_known_misses_are_work_logs_and_measured_fields():
