@@ -632,7 +632,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # fixed, none disputed, none left (test_vllm_round112.py).
 # Round 113 (crashed 2/2, kind 1/2, phase 2/2) folded: 2105/2023/1418 (kind of 2068, phase of 1450); one fixed
 # (w11302's kind), none disputed, none left (test_vllm_round113.py).
-FLOORS = {"work": (2105, 2023, 1418)}
+# Round 114 (crashed 4/4, kind 3/4, phase 4/4) folded: 2109/2026/1422 (kind of 2072, phase of 1454); its miss fixed
+# (w11402's kind), none disputed, none left (test_vllm_round114.py): 2109/2027/1422.
+FLOORS = {"work": (2109, 2027, 1422)}
 
 
 def test_the_work_split_keeps_its_counts():

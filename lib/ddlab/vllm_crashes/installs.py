@@ -10,7 +10,8 @@ refusing the tokenizer vLLM wraps in its cache (``dependency_mismatch``); (round
 calling a wrapper class its import left None (``dependency_mismatch``); (round 94) an op of vLLM's compiled
 extension called where its silent import failed (``dependency_mismatch``); (round 100) xFormers finding no
 attention operator because its CUDA extension is not built or not loaded (``dependency_mismatch``); (round 113) torch
-built without CUDA reached by code that takes a CUDA path (``dependency_mismatch``). Cited as
+built without CUDA reached by code that takes a CUDA path (``dependency_mismatch``); (round 114) a model's head_dim
+that a newer transformers leaves None, multiplied in vLLM's model construction (``dependency_mismatch``). Cited as
 :mod:`.signatures` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's text by name. Part of
 :mod:`.signatures`' list.
 """
@@ -21,7 +22,7 @@ from ddlab.crashes.signature import Signature
 
 __all__ = ["SIGNATURES", "DEEP_GEMM_MISSING", "PTX_TOOLCHAIN", "ENGINE_ARGS_KEYWORD", "ATTENTION_GPU",
            "BF16_CHECK_CUT", "PLUGIN_BACKEND_NAME", "PROCESSOR_CACHED_TOKENIZER", "FLASHINFER_WRAPPER_NONE",
-           "C_OPS_UNBOUND", "XFORMERS_NO_CUDA_BUILD", "TORCH_WITHOUT_CUDA"]
+           "C_OPS_UNBOUND", "XFORMERS_NO_CUDA_BUILD", "TORCH_WITHOUT_CUDA", "HEAD_DIM_NONE"]
 
 _ADVICE = ("Installed packages do not match this vLLM: install it in a fresh environment with the torch "
            "it pins (`pip install vllm==X` brings its own), then `pip check`.",)
@@ -248,6 +249,34 @@ TORCH_WITHOUT_CUDA = Signature(
              ("vllm 0.8.0", "vllm/model_executor/layers/rotary_embedding.py:740 "
                             "(device=current_platform.device_type)")))
 
+# (round 114) vLLM up to 0.8.5 reads the attention's head size as ``getattr(config, "head_dim", hidden_size //
+# num_heads)`` (model_executor/models/llama.py:132-134 (0.6.6), :130-131 (0.8.5.post1), MistralForCausalLM's class
+# too), whose default is taken only where the attribute is missing. transformers 4.52 stopped filling MistralConfig's
+# head_dim from hidden_size // num_attention_heads (configuration_mistral.py:146, "head_dim or ..." (4.51.3);
+# "self.head_dim = head_dim" (4.52.4); Mixtral's alike, :175), so a checkpoint whose config.json has none gives
+# head_dim None, and the first product in the model's __init__ raises "unsupported operand type(s) for *: 'int' and
+# 'NoneType'" (llama.py:134, q_size). vLLM 0.9.0 takes None as missing (llama.py:134-136; config.py:1112-1113,
+# "Some configs may set head_dim=None"): a transformers newer than this vLLM. Read only where the raising frame is
+# a vLLM model's __init__ and its line uses head_dim (another None in model code is not this)
+_HEAD_DIM_NONE = (r'model_executor[/\\]models[/\\]\w+\.py", line \d+, in __init__[ \t]*\n[^\n]*\bhead_dim\b[^\n]*\n'
+                  r"(?:[^\n]*[~^]{3,}[ \t]*\n)?[^\n]*TypeError: unsupported operand type\(s\) for [^\n]*'NoneType'")
+HEAD_DIM_NONE = Signature(
+    "vllm_head_dim_none", "dependency_mismatch", "the model's config gives head_dim None, which this vLLM multiplies",
+    ("The installed transformers leaves the model config's `head_dim` None where config.json has none (transformers "
+     "4.52 and later, for Mistral and Mixtral configs), and this vLLM (before 0.9.0) uses the attribute as it is: "
+     "the transformers is newer than this vLLM was made for. Install the transformers it was released with (for "
+     "vLLM 0.6.x-0.8.x: `pip install 'transformers<4.52'`), or a vLLM release of 0.9.0 or later; or give the "
+     "model's head size (`--hf-overrides '{\"head_dim\": 128}'` with hidden_size / num_attention_heads).",),
+    types=r"(?:\w+\.)*TypeError", patterns=(r"unsupported operand type\(s\) for [^:]+: (?:'\w+' and 'NoneType'"
+                                          r"|'NoneType' and '\w+')",),
+    context=(_HEAD_DIM_NONE,), priority=81, phase="load_weights",
+    sources=(("vllm 0.6.6", "vllm/model_executor/models/llama.py:134"),
+             ("vllm 0.6.6", "vllm/model_executor/models/llama.py:132"),
+             ("vllm 0.9.0", "vllm/model_executor/models/llama.py:135"),
+             ("vllm 0.9.0", "vllm/config.py:1112"),
+             ("transformers 4.51.3", "transformers/models/mistral/configuration_mistral.py:146"),
+             ("transformers 4.52.4", "transformers/models/mistral/configuration_mistral.py:146")))
+
 SIGNATURES: list[Signature] = [DEEP_GEMM_MISSING, PTX_TOOLCHAIN, ENGINE_ARGS_KEYWORD, ATTENTION_GPU, BF16_CHECK_CUT,
                                PLUGIN_BACKEND_NAME, PROCESSOR_CACHED_TOKENIZER, FLASHINFER_WRAPPER_NONE,
-                               C_OPS_UNBOUND, XFORMERS_NO_CUDA_BUILD, TORCH_WITHOUT_CUDA]
+                               C_OPS_UNBOUND, XFORMERS_NO_CUDA_BUILD, TORCH_WITHOUT_CUDA, HEAD_DIM_NONE]
