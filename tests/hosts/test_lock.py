@@ -122,6 +122,27 @@ def test_an_unreadable_lock_is_refused_until_forced(clean):
         assert site.lock()["holder"]["user"] == getpass.getuser()
 
 
+def test_a_holder_that_exited_and_waits_to_be_reaped_is_gone():
+    """A zombie (exited, its parent not yet reading its status) answers ``kill(pid, 0)``: an
+    orphaned kernel under an init slow to reap kept its dead run's lock live (a resume refused
+    with "heartbeat 2 s ago" in a fresh clone's suite, 2026-12-07)."""
+    child = os.fork()
+    if child == 0:
+        os._exit(0)  # exits at once; this test does not reap it until the checks are done
+    try:
+        wait_for(lambda: Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z",
+                 timeout_s=10, what="the child to exit")
+        os.kill(child, 0)  # still found by the signal
+        assert not host_lock.pid_alive(child)
+        holder = Holder.me("a run whose process exited", persistent=False)
+        holder.pid = child
+        assert holder.is_stale()
+        assert host_lock.pid_alive(os.getpid())
+    finally:
+        os.waitpid(child, 0)
+    assert not host_lock.pid_alive(child)
+
+
 def test_lock_records_round_trip_and_describe_themselves():
     lock = HostLock(holder=Holder.me("sweep x", persistent=True),
                     baseline={"service": "sglang.service", "was_active": True},

@@ -35,14 +35,23 @@ STALE_AFTER_S = 120.0    # a lock of another machine not touched for this long: 
 
 
 def pid_alive(pid: int) -> bool:
-    """True when a process with this pid exists on this machine."""
+    """True when a process with this pid runs on this machine. A zombie does not: it has
+    exited and only waits for its parent to read its status (an orphaned kernel whose
+    ``ddlab run`` was killed, under an init that is slow to reap or never does, as a
+    container's shell or Python as PID 1), and ``kill(pid, 0)`` still finds it."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as fh:  # "pid (comm) state ...": comm may hold ") "
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False  # gone since the signal
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): the signal's answer
 
 
 def now_utc() -> str:
