@@ -19,13 +19,11 @@ from ddlab.config.sglang import flag_table
 from ddlab.diagnosis.advice import family, render
 from ddlab.diagnosis.diagnosis import diagnose
 from ddlab.diagnosis.sglang_reading import read_sglang
-from fieldkit import quarter, quarters
+from fieldkit import proposals, quarter, quarters
 
 LOGS = Path(__file__).parent.parent / "fixtures" / "logs"
 VERSIONS = ("0.4.10.post2", "0.5.10", "0.5.23")
 ALGORITHMS = ("EAGLE", "DFLASH", "DDTREE")
-_FRAGMENT = re.compile(r"`([^`]*)`")
-_QUOTE = re.compile(r'"[^"]*"')
 
 
 def _crash_logs() -> list[Path]:
@@ -36,14 +34,6 @@ def _crash_logs() -> list[Path]:
 
 
 LOG_FILES = _crash_logs()
-
-
-def _proposals(suggestion: str) -> list[list[str]]:
-    """The argv fragments a suggestion proposes; fails on a flag outside a proposal."""
-    fragments = _FRAGMENT.findall(suggestion)
-    rest = _QUOTE.sub("", _FRAGMENT.sub("", suggestion))
-    assert not re.search(r"(?<![\w-])--[a-z]", rest), f"a flag outside backticks: {suggestion}"
-    return [f.split() for f in fragments if f.startswith("--")]
 
 
 def _refused(argv: list[str], table) -> list[str]:
@@ -63,7 +53,7 @@ def test_every_proposed_flag_is_taken_by_that_release(q):
         text = path.read_bytes().decode("utf-8")
         for (version, algorithm), table in tables.items():
             result = diagnose(text, version=version, algorithm=algorithm)
-            for argv in _proposals(result.suggestion or ""):
+            for argv in proposals(result.suggestion or ""):
                 problems += [f"{path.name} ({version}, {algorithm}): {p}" for p in _refused(argv, table)]
     assert not problems, "\n".join(problems)
 
