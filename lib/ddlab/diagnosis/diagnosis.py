@@ -52,19 +52,18 @@ from ddlab.core.bounded import HEAD_BYTES, TAIL_BYTES, read_bounded
 from ddlab.core.errors import ConfigError
 from ddlab.core.log import get_logger
 from ddlab.probes import none_fields, not_armed
+from ddlab.diagnosis import explain
 from ddlab.diagnosis.advice import advise, family
-from ddlab.diagnosis.exits import CRASHED_EXIT, ENDED_UNASKED, ROUTER_START_PANIC, SHELL_QUIT_RE, Exit
+from ddlab.diagnosis.exits import CRASHED_EXIT
 from ddlab.diagnosis.decode_lines import DecodeRecord, decode_text, metrics_text, parse_decode_lines, summarize_decode
-from ddlab.diagnosis.logtext import PHASES, Line, phase_of, strip_prefix
-from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP
-from ddlab.crashes.kinds.runtime import HANG
+from ddlab.diagnosis.logtext import PHASES, phase_of, strip_prefix
 from ddlab.crashes.kinds.speculative import SPEC_FEATURE, combination as _combination
 from ddlab.diagnosis.phase import crash_phase
 from ddlab.diagnosis.readings import spec_conflict
-from ddlab.diagnosis.rootcause import PROGRESS_RE, Candidate
-from ddlab.diagnosis.signatures import KINDS, SIGNATURES, WRAPPER_LINES, Found, Signature, regex
+from ddlab.diagnosis.rootcause import PROGRESS_RE
+from ddlab.diagnosis.signatures import KINDS, SIGNATURES, Found, Signature
 from ddlab.diagnosis.probe_advice import PROBE_KINDS, probe_target
-from ddlab.diagnosis.sglang_reading import MARKER_RE, host_killed, read_sglang
+from ddlab.diagnosis.sglang_reading import host_killed, read_sglang
 from ddlab.diagnosis.stops import stopped
 from ddlab.diagnosis.vllm_diagnosis import host_oom as vllm_host_oom
 from ddlab.diagnosis.vllm_diagnosis import judge_vllm, read_vllm, vllm_cause
@@ -77,11 +76,6 @@ __all__ = [
 
 _log = get_logger(__name__)
 
-_EXIT_CODE_RE = re.compile(r"\bExit code: -?\d+|exit code:? -?\d+")
-_MAX_EVIDENCE = 40
-# a child's negative exit code that is a signal sent to it, not a fault (those are native_crash)
-_SENT_SIGNALS = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "15": "SIGTERM"}
-_DUMPED_LOOP_RE = re.compile(r'^\s*(?:File "|event_loop_)')  # a hang told by a dumped frame
 _WORKER_FRAMES = (("DDTREE", r"ddtree_worker"), ("DFLASH", r"dflash_worker"),
                   ("EAGLE", r"eagle_worker"), ("NGRAM", r"ngram_worker"))
 
@@ -175,121 +169,6 @@ def _algorithm_in(frames: str) -> str | None:
     return next((name for name, worker in _WORKER_FRAMES if re.search(worker, frames)), None)
 
 
-# --- evidence -----------------------------------------------------------------------
-
-def _chain_evidence(candidate: Candidate) -> list[Line]:
-    chain, raised, signature = candidate.chain, candidate.raised, candidate.signature
-    picked = [chain.raised[0].start]
-    for block in chain.raised:
-        picked += [block.link, block.start]  # the separator says how the blocks are joined
-        picked += block.exc_lines[:6]
-        if block is not raised and block.frames:  # where an inner exception was raised
-            picked += [block.frames[-1].at, block.frames[-1].code_at]
-    frames = raised.frames[-3:] + [
-        f for f in raised.frames
-        if signature and any(regex(c, re.I | re.M).search(f"{f.at.msg}\n{f.code}") for c in signature.context)
-    ]
-    for frame in frames:
-        picked += [ln for ln in (frame.at, frame.code_at) if ln]
-    return picked
-
-
-def _evidence(lines, best, phase_line, exit_seen, patterns, crashed) -> list[str]:
-    picked: dict[int, Line] = {}
-
-    def add(found):
-        picked.update((ln.no, ln) for ln in found if ln is not None)
-
-    if best is not None:
-        add(_chain_evidence(best) if best.chain else best.lines)
-    if crashed:
-        add([phase_line])
-        add(ln for ln in lines if _EXIT_CODE_RE.search(ln.msg) or
-            any(regex(p, re.I).search(ln.msg) for p in WRAPPER_LINES))
-        add(exit_seen.lines)
-    add([ln for ln in lines if MARKER_RE.search(ln.msg)][-12:])
-    add([ln for ln in lines if any(p.search(ln.text) for p in patterns)][-20:])
-    ordered = [picked[no].text for no in sorted(picked)]
-    return ordered if len(ordered) <= _MAX_EVIDENCE else ordered[:8] + ordered[-(_MAX_EVIDENCE - 8):]
-
-
-# --- cause and advice when no signature explains it -----------------------------------
-
-def _unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
-    native = r"Segmentation fault|Aborted|core-dump|SEGV|ABRT|Fatal Python"
-    if exit_seen.why and re.search(native, exit_seen.why):
-        return ("A native crash (segfault / abort), no Python exception: rerun with "
-                "CUDA_LAUNCH_BLOCKING=1 and PYTHONFAULTHANDLER=1 (the faulthandler dump shows the "
-                "thread), then with CUDA graphs off to rule them out.")
-    if best is None and exit_seen.why and SHELL_QUIT_RE.search(exit_seen.why):  # (round 64)
-        return ("The shell says SIGQUIT ended the process ('Quit'), a signal another process sent: SGLang's "
-                "children send it to their parent when one of them fails (\"Scheduler hit an exception\", the "
-                "detokenizer, the watchdog), and a process that embeds the engine without SGLang's handler "
-                "dies of it. The child's own error is not in this log: get its whole output (the engine's "
-                "stderr, `journalctl -u UNIT -o cat`) and read the first traceback.")
-    if best is None and exit_seen.why == ENDED_UNASKED:
-        return ("The server was killed mid-startup without a word: look for the kernel's OOM killer "
-                "(`journalctl -k | grep -i -E 'out of memory|killed process'`; on unified memory, DGX "
-                "Spark or GH200, the weights and the KV pool share the host's RAM: lower "
-                "--mem-fraction-static), else a timeout of the script that started it.")
-    if best is None and exit_seen.why == ROUTER_START_PANIC:  # (round 71)
-        return ("sgl-router's start-up health check used a blocking HTTP client inside its async start, and "
-                "tokio panicked dropping it: a bug of that router (sglang PR 7619, June 2025, moved the check "
-                "to a thread of its own). Upgrade sglang-router; the workers themselves are not at fault.")
-    if best is None:
-        return ("The process failed without an error in this log: read the whole journal "
-                "(`journalctl -u UNIT -o cat`), the lines before the exit usually say why.")
-    if best.cut:
-        where = best.where("sglang")
-        at = f"; its last frame is {where}" if where else ""
-        return (f"The log ends inside a traceback (line {best.first_no}){at}: get the whole log "
-                "(`journalctl -u UNIT -o cat`), the exception line below the frames names the error.")
-    if (sent := re.search(r"exit code:? -(\d+)\b", best.cause, re.I)) and sent[1] in _SENT_SIGNALS:
-        name = _SENT_SIGNALS[sent[1]]
-        return (f"The process was ended by {name} (exit code -{sent[1]}), a signal another process sent, "
-                "not a fault of its own (SGLang sends SIGQUIT when one of its processes fails: "
-                "managers/scheduler.py after \"Scheduler hit an exception\", utils/watchdog.py): the first "
-                "error is that process's, earlier in the log; get the whole log (`journalctl -u UNIT -o cat`).")
-    where = best.where("sglang")
-    look = f" It was raised at {where}: start reading there." if where else ""
-    # (round 32) retract_decode runs when the KV pool cannot hold the next decode step (0.5.8.post1
-    # managers/scheduler.py:2165-2178, 0.4.10.post2 :1656-1661, 0.5.23 :4469-4493): a fault under it is
-    # the retract path's, which a scheduler that never fills its pool does not take
-    if best.raised is not None and any(f.func == "retract_decode" for f in best.raised.frames):
-        look += (" It failed inside the scheduler's retract (retract_decode), which it runs when the KV "
-                 "pool has no room for the next decode step: a bug on that path, report it with this log; "
-                 "until it is fixed, fewer running requests (`--max-running-requests`) or a larger pool "
-                 "(`--mem-fraction-static`) make the retract rarer.")
-    return (f"No known crash signature. The first error is line {best.first_no}: {best.cause[:160]}."
-            f"{look} If it recurs, add a Signature (ddlab.crashes.kinds) with a fixture log.")
-
-
-def _cause(best: Candidate | None, exit_seen: Exit) -> str | None:
-    """One line: the exception's message or the fatal line, cut near 240 characters."""
-    if best is None:
-        return exit_seen.why
-    if best.signature is not None and best.signature.kind == "native_crash" \
-            and best.cause.startswith("Extension modules:"):
-        return ("a fatal signal's thread dump, its header cut (CPython lists the extension modules "
-                f"only after a fatal error): {best.cause[:120]} ...")
-    if best.signature is FATAL_SIGNAL_DUMP:
-        return ("a fatal signal's thread dump (faulthandler), the scheduler running a step: "
-                f"{best.cause.strip()}")
-    if best.signature is STARTUP_SIGNAL_DUMP:
-        return f"a fatal signal's thread dump (faulthandler), no event loop on the stack: {best.cause.strip()}"
-    if best.signature is not None and best.signature.kind == "hang" and len(best.lines) == 1:
-        if _DUMPED_LOOP_RE.match(best.cause):
-            return f"a thread dump shows a scheduler in its event loop, no error: {best.cause.strip()}"
-        # SGLang's watchdog state dump; vLLM's hang texts are error lines of their own
-        if best.signature is HANG and not re.search(r"watchdog timeout|debug info", best.cause, re.I):
-            return f"the scheduler watchdog's dump (no error): {best.cause.strip()}"
-    text = best.cause if not (best.wrapper and exit_seen.why) else f"{best.cause} [{exit_seen.why}]"
-    if len(text) <= 240:
-        return text
-    cut = text.rfind(". ", 120, 240)
-    return text[:cut + 1] + " ..." if cut > 0 else text[:240] + " ..."
-
-
 def _compile(patterns) -> list[re.Pattern]:
     compiled = []
     for pattern in patterns or ():
@@ -356,13 +235,37 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         phase = "serving"
         found = replace(found, phase=phase)
     suggestion = (advise(signature, found) if signature else
-                  _unknown_advice(best, exit_seen) if crashed else
+                  explain.unknown_advice(best, exit_seen) if crashed else
                   _THREAD_ADVICE if thread else None)
     records = read.records
-    cause = _cause(best, exit_seen) if crashed or request or thread else None
+    cause = explain.cause(best, exit_seen) if crashed or request or thread else None
     if combination and cause:
         cause = f"{combination}: {cause}"
-    seen = read.seen
+    facts, cause, suggestion = _probes_said(read, facts, cause, suggestion, signature if crashed else None)
+    kind = signature.kind if signature else ("unknown" if crashed else None)
+    title = signature.title if signature else (None if crashed or request else stopped(lines, PROGRESS_RE))
+    if request and not crashed:
+        kind = "request_error"
+    elif request and kind == "request_error":  # the process failed, and not of this request
+        kind, signature, title = "unknown", None, None
+    return Diagnosis(
+        crashed=crashed, kind=kind,
+        phase=phase, cause=cause,
+        evidence=explain.evidence(lines, best, read.phase_line, exit_seen, compiled, crashed),
+        suggestion=suggestion, decode=summarize_decode(records) if records else None,
+        exit_status=exit_seen.status, signature=signature.name if signature else None,
+        title=title, facts=facts,
+        sglang_version=version, algorithm=algorithm,
+        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [],
+        family_assumed=not named)
+
+
+def _probes_said(read, facts: dict, cause: str | None, suggestion: str | None,
+                 signature: Signature | None) -> tuple[dict, str | None, str | None]:
+    """What the log's probe records add: the None fields first in the cause, records skipped and
+    probes not armed in the facts, and, for a crash a probe can explain (``signature``: the
+    crash's), how to deploy one."""
+    seen, best = read.seen, read.best
     nones = none_fields(seen)
     if seen.skipped:  # a record that cannot be read (cut, hostile) is skipped, and said
         facts = {**facts, "probe_records_skipped": seen.skipped}
@@ -376,7 +279,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
         said = (f"{', '.join(nones)} {'is' if len(nones) == 1 else 'are'} None "
                 f"({', '.join(sources)})")
         cause = f"{said}: {cause}" if cause else said
-    elif crashed and signature and signature.kind in PROBE_KINDS and suggestion:
+    elif signature and signature.kind in PROBE_KINDS and suggestion:
         target = probe_target(best.chain.frames if best and best.chain else [])
         if unarmed:
             suggestion = f"{probe_not_armed(unarmed[0])}. {suggestion}"
@@ -384,22 +287,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
             suggestion += (" To see the batch's fields (None, shapes) where it fails, deploy it "
                            f"again with `ddlab deploy --probe-fn {target} ...` (nothing installed "
                            "is edited; the baseline never carries it).")
-    kind = signature.kind if signature else ("unknown" if crashed else None)
-    title = signature.title if signature else (None if crashed or request else stopped(lines, PROGRESS_RE))
-    if request and not crashed:
-        kind = "request_error"
-    elif request and kind == "request_error":  # the process failed, and not of this request
-        kind, signature, title = "unknown", None, None
-    return Diagnosis(
-        crashed=crashed, kind=kind,
-        phase=phase, cause=cause,
-        evidence=_evidence(lines, best, read.phase_line, exit_seen, compiled, crashed),
-        suggestion=suggestion, decode=summarize_decode(records) if records else None,
-        exit_status=exit_seen.status, signature=signature.name if signature else None,
-        title=title, facts=facts,
-        sglang_version=version, algorithm=algorithm,
-        sources=[f"{path} ({release})" for release, path in signature.sources] if signature else [],
-        family_assumed=not named)
+    return facts, cause, suggestion
 
 
 def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> Diagnosis:
@@ -415,8 +303,8 @@ def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> D
     signature = said.signature
     return Diagnosis(
         crashed=said.crashed, kind=said.kind, phase=said.phase,
-        cause=vllm_cause(_cause(best, log.exit_seen), best) if said.crashed or said.request else None,
-        evidence=_evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),
+        cause=vllm_cause(explain.cause(best, log.exit_seen), best) if said.crashed or said.request else None,
+        evidence=explain.evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),
         suggestion=said.suggestion, decode=said.decode, exit_status=log.exit_seen.status,
         signature=signature.name if signature else None, facts=said.facts, algorithm=said.algorithm,
         title=said.title or (None if said.crashed or said.request else stopped(log.lines, VLLM_PROGRESS_RE)),
