@@ -5,7 +5,8 @@ ran on it (manifest.json says how). For a split (``work``: the logs the diagnosi
 developed on; ``heldout``: never tuned on; ``all``) this prints how often ddlab agrees on
 ``crashed``, ``kind`` and ``phase`` (phase only where the log shows it), broken down by
 kind, by SGLang release family and by paste format; ``--misses`` lists each miss with its
-URL. The last line is one JSON object with the counts.
+URL. The last line is one JSON object with the counts. Each log is read as ``ddlab diagnose FILE``
+reads it (``read_log``: its bytes decoded, CRLF and a progress bar's CR kept).
 
 A held-out set is measured once, then folded into ``work`` (its logs keep
 ``heldout_round``: rounds 1 to 115, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
@@ -39,7 +40,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from ddlab.diagnosis.diagnosis import diagnose
+from ddlab.diagnosis.diagnosis import diagnose, read_log
 
 LOGS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs"
 REAL = LOGS / "real"
@@ -50,9 +51,16 @@ def load(split: str) -> list[dict]:
     return [log for log in manifest["logs"] if split in ("all", log["split"])]
 
 
-def judged(log: dict) -> dict:
-    """What ddlab says of one log, and whether each figure agrees with the labels."""
-    found = diagnose((REAL / f"{log['id']}.log").read_text(encoding="utf-8"))
+def text_of(log: dict) -> str:
+    """The log's text as ``ddlab diagnose FILE`` reads it (``read_log``: bytes decoded, CRLF and a
+    progress bar's CR kept, a journal of days read as its head and tail)."""
+    return read_log(str(REAL / f"{log['id']}.log"))
+
+
+def judged(log: dict, text: str | None = None) -> dict:
+    """What ddlab says of one log (``text``: its text, already read), and whether each figure agrees
+    with the labels."""
+    found = diagnose(text_of(log) if text is None else text)
     kind = found.kind if found.crashed or found.kind == "request_error" else None
     # a kind the two labellers did not agree on ("kind_disputed": [one, other]) is not measured,
     # nor a phase a second look disputes ("phase_disputed": [labelled, second look])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from fieldkit import (FIELDS, KNOWN_MISSES, VLLM_RELEASES, corpus_tool, quarter, quarters, read_log,
+from fieldkit import (FIELDS, KNOWN_MISSES, VLLM_RELEASES, corpus_tool, quarter, quarters,
                       vllm_advice_problems, work_logs)
 
 CORPORA = ("real", "vllm-real")
@@ -27,9 +27,10 @@ def test_each_work_log_reads_as_labelled_but_for_its_known_misses(corpus, q):
     tool, known = corpus_tool(corpus), KNOWN_MISSES[corpus]
     new, gone, advice, proposed = {}, {}, [], dict.fromkeys(VLLM_RELEASES, 0)
     for log in quarter(work_logs(corpus), q):
-        row = tool.judged(log)
+        text = tool.text_of(log)
+        row = tool.judged(log, text)
         if corpus == "vllm-real":  # its advice, judged from the same reading (read_vllm keeps its last readings)
-            found, counts = vllm_advice_problems(log["id"], read_log(f"{log['id']}.log"))
+            found, counts = vllm_advice_problems(log["id"], text)
             advice += found
             proposed = {release: proposed[release] + counts[release] for release in proposed}
         got = {field for field in FIELDS if row[field] is False}
