@@ -634,7 +634,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w11302's kind), none disputed, none left (test_vllm_round113.py).
 # Round 114 (crashed 4/4, kind 3/4, phase 4/4) folded: 2109/2026/1422 (kind of 2072, phase of 1454); its miss fixed
 # (w11402's kind), none disputed, none left (test_vllm_round114.py): 2109/2027/1422.
-FLOORS = {"work": (2109, 2027, 1422)}
+# Round 115 (crashed 8/8, kind 7/8, phase 7/8) folded: 2117/2034/1429 (kind of 2080, phase of 1462); both misses fixed
+# (w11504's kind, w11505's phase), none disputed, none left (test_vllm_round115.py): 2117/2035/1430.
+FLOORS = {"work": (2117, 2035, 1430)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -97,16 +97,31 @@ CMD_RANK_TAG = r"^(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?\] )?\[[^\s\[\]
 # srt/utils/common.py:1137-1141), which only a collector puts a time before.
 _DESKTOP_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: |$)")
 _COLLECTED_RE = re.compile(r'^(?:Traceback \(most recent call last\):|\s*File "[^"]+", line \d+|\[\d{4}-\d\d-\d\d )')
+# (vLLM round 115) the view's other copy: the local time with its milliseconds and a bar, "2026-05-01 18:30:34.153 | "
+# (a line the container printed blank keeps "<time> |"), before vLLM's lines as before a traceback's (w11505, a
+# Docker Desktop copy on WSL2; vn01's traceback). A program's own logger may begin its records alike (a time, a bar, a
+# level column: "<time> | ERROR    | module:function:line - ..."), so this form is peeled only before a line no writer
+# stamps itself: a traceback's (above), or vLLM's own, whose records begin with the process tag or the level and never
+# with a date (vllm 0.20.0 vllm/logger.py:22-26 "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]",
+# utils/system_utils.py:209 "({worker_name} pid={pid}) ")
+_DESKTOP_BAR_TIME_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} \|(?: |$)")
+_VLLM_OWN_RE = re.compile(r"^(?:\([\w-]+(?: [\w-]+)? pid=\d+\) "
+                          r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[)")
+
+
+def _peeled(raws: list[str], time_re: re.Pattern, collected: tuple[re.Pattern, ...]) -> list[str] | None:
+    timed = [time_re.match(raw) for raw in raws]
+    shown = sum(1 for raw in raws if raw.strip())
+    if sum(1 for m in timed if m) * 2 <= shown or not any(
+            m and any(c.match(raw[m.end():]) for c in collected) for m, raw in zip(timed, raws)):
+        return None
+    return [raw[m.end():] if m else raw for m, raw in zip(timed, raws)]
 
 
 def peel_desktop_time(raws: list[str]) -> list[str]:
     """``raws`` without Docker Desktop's time before each line, where the paste carries it (see above)."""
-    timed = [_DESKTOP_TIME_RE.match(raw) for raw in raws]
-    shown = sum(1 for raw in raws if raw.strip())
-    if sum(1 for m in timed if m) * 2 <= shown or not any(
-            m and _COLLECTED_RE.match(raw[m.end():]) for m, raw in zip(timed, raws)):
-        return raws
-    return [raw[m.end():] if m else raw for m, raw in zip(timed, raws)]
+    return (_peeled(raws, _DESKTOP_TIME_RE, (_COLLECTED_RE,))
+            or _peeled(raws, _DESKTOP_BAR_TIME_RE, (_COLLECTED_RE, _VLLM_OWN_RE)) or raws)
 
 
 # (round 88) Slurm's srun --label writes the task's number, zero-padded to the width of the job's largest, and

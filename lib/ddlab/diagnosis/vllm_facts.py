@@ -5,8 +5,9 @@ returns a dict of what they state: ``vllm_version`` (the API server's version li
 "Initializing a V1 LLM engine (vX)"), the args of interest from "non-default args: {...}" or the 0.6-era
 ``args: Namespace(...)``, ``speculative_method`` and ``num_speculative_tokens`` (from ``speculative_config``, or
 ``draft_model`` where only ``speculative_model`` is set), V0's ``speculative_proposer``, and the sizes vLLM reports
-(weights, the KV cache's memory, tokens and blocks, the graphs' memory, the maximum concurrency). A key is absent
-where no line states it.
+(weights, the KV cache's memory, tokens and blocks, the graphs' memory, the maximum concurrency), and (round 115)
+``rust_frontend_refused``, the arguments the Rust frontend named as not implemented. A key is absent where no line
+states it.
 
 Why a module of its own: :mod:`.vllm_log` (the family marks, the prefixes, the phase table) is at its ~400-line
 bound (../shared/STYLE.md), and the facts are read from its lines, not from the text.
@@ -45,6 +46,24 @@ _SIZE_RES = (
     ("gpu_blocks", re.compile(r"# GPU blocks: (\d+)")),
     ("graph_capture_gib", re.compile(r"Graph capturing finished in \d+ secs?, took ([\d.]+) GiB")),
 )
+
+
+# (round 115) the Rust frontend's refusal of the arguments it does not implement lists them one a line, "- name",
+# under its header (the strings of vllm 0.22.0's vllm/vllm-rs, src/cmd/src/cli/unsupported.rs: "The following
+# arguments are not implemented in Rust frontend yet:", "Remove these arguments to continue.")
+_RUST_REFUSED_RE = re.compile(r"^The following arguments are not implemented in Rust frontend yet:\s*$")
+_LISTED_RE = re.compile(r"^- ([a-z_][a-z0-9_]*)\s*$")
+
+
+def _rust_refused(lines: list[Line]) -> list[str]:
+    names: list[str] = []
+    for at, line in enumerate(lines):
+        if _RUST_REFUSED_RE.match(line.msg):
+            for below in lines[at + 1:at + 41]:
+                if not (listed := _LISTED_RE.match(below.msg)):
+                    break
+                names.append(listed[1])
+    return list(dict.fromkeys(names))
 
 
 def _literal(text):
@@ -98,6 +117,8 @@ def vllm_facts(lines: list[Line]) -> dict:
                 facts[key] = int(text) if text.isdigit() else float(text)
         if match := re.search(r"Configuring SpecDecodeWorker with proposer=<class '[\w.]+\.(\w+)'>", msg):
             facts.setdefault("speculative_proposer", match[1])
+    if refused := _rust_refused(lines):
+        facts["rust_frontend_refused"] = refused
     spec = facts.get("speculative_config")
     method = _method(spec) or (facts.get("speculative_model") and "draft_model")
     if method:

@@ -4,7 +4,8 @@ token budget against the length (round 62), which any entry point's engine confi
 and vLLM's own front door (``LLM``, ``SamplingParams``) undefined in a caller whose import of it failed (round 62);
 a vllm-omni pipeline refusing the engine backend its deploy config names (round 69); texts that mark a log as
 vLLM's (round 65), and its import notice, which counts once (SGLang round 73); an object given where ``LLM`` takes
-the model's or tokenizer's name or path (round 100).
+the model's or tokenizer's name or path (round 100); the Rust frontend refusing arguments it does not implement
+(round 115).
 
 The API server checks some arguments only after argparse took them (``validate_parsed_serve_args``), before
 any engine starts, and it builds its handlers once the engine is up: a file it needs there missing is a start
@@ -18,7 +19,7 @@ from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "FRONT_DOOR", "TEXT_MARKS", "IMPORT_NOTICE", "CHAT_TEMPLATE_MISSING", "HARMONY_VOCAB_MISSING",
            "BATCHED_UNDER_LEN", "FRONT_DOOR_UNDEFINED", "OMNI_ENGINE_BACKEND",
-           "SERVE_FLAGS_CONFLICT", "MODEL_PATH_NOT_STR"]
+           "SERVE_FLAGS_CONFLICT", "MODEL_PATH_NOT_STR", "RUST_FRONTEND_REFUSED"]
 
 # `--chat-template` takes a file, a Jinja template inline, or (0.11+) a name in vLLM's own template directory;
 # validate_chat_template refuses a value with none of "{}\n" that is no existing path ("appears path-like, but
@@ -238,8 +239,39 @@ MODEL_PATH_NOT_STR = Signature(
     sources=(("vllm 0.8.3", "vllm/config.py:461"), ("vllm 0.8.3", "vllm/transformers_utils/utils.py:15"),
              ("vllm 0.9.2", "vllm/transformers_utils/utils.py:17")))
 
+# (round 115) with VLLM_USE_RUST_FRONTEND=1 (off by default: vllm 0.22.0 vllm/envs.py:140, :551; 0.34.0 :174, :624)
+# `vllm serve` runs the API side as the vllm-rs binary, handing it the non-default arguments as JSON ("Launching Rust
+# frontend: ... --args-json {...}", 0.22.0 v1/utils.py:366; 0.34.0 :372), while the engine core starts beside it.
+# The binary refuses an argument it does not implement yet, as a clap error on --args-json: "The following arguments
+# are not implemented in Rust frontend yet:", "- name" lines, "Remove these arguments to continue." (the strings of
+# 0.22.0's vllm/vllm-rs, src/cmd/src/cli/unsupported.rs, in 0.34.0's too) and exits (2); the launcher sees it only
+# when it next waits on its processes, "Process RustFrontend (PID: N) died with exit code 2" (0.22.0 v1/utils.py:533;
+# 0.34.0 :586), often after the engine came up. An argument it only ignores is a warning ("argument 'x' currently
+# has no effect in Rust frontend, ignoring"), no refusal: read only on the header line
+_RUST_REFUSED = r"^The following arguments are not implemented in Rust frontend yet:\s*$"
+
+
+def _rust_refused_detail(found: Found) -> str | None:
+    names = found.facts.get("rust_frontend_refused") or []
+    flags = ", ".join(f"`--{name.replace('_', '-')}`" for name in names)
+    return f"The Rust frontend refused: {flags}." if names else None
+
+
+RUST_FRONTEND_REFUSED = Signature(
+    "vllm_rust_frontend_refused", "bad_argument", "the Rust frontend does not implement arguments it was given",
+    ("`VLLM_USE_RUST_FRONTEND=1` serves the API through the Rust frontend (vllm-rs), which refuses arguments it does "
+     "not implement yet and exits at once, while the engine goes on starting: leave out the arguments it lists under "
+     "\"not implemented in Rust frontend yet\", or unset `VLLM_USE_RUST_FRONTEND` (or set it to 0) to serve through "
+     "the Python API server, which takes them.",),
+    lines=(_RUST_REFUSED,), priority=88, fatal=True, detail=_rust_refused_detail,
+    sources=(("0.34.0", "vllm/envs.py:174"), ("0.34.0", "vllm/v1/utils.py:372"), ("0.34.0", "vllm/v1/utils.py:586"),
+             ("vllm 0.22.0", "vllm/vllm-rs (src/cmd/src/cli/unsupported.rs: The following arguments are not "
+                             "implemented in Rust frontend yet: / Remove these arguments to continue.)"),
+             ("vllm 0.22.0", "vllm/envs.py:551"), ("vllm 0.22.0", "vllm/v1/utils.py:533")))
+
 SIGNATURES: list[Signature] = [CHAT_TEMPLATE_MISSING, HARMONY_VOCAB_MISSING, BATCHED_UNDER_LEN, MM_ITEM_OVER_BUDGET, FRONT_DOOR_UNDEFINED,
                                OMNI_ENGINE_BACKEND,
                                LAUNCHER_STDOUT_ENDED,  # (round 81)
                                SERVE_FLAGS_CONFLICT,  # (round 98)
-                               MODEL_PATH_NOT_STR]  # (round 100)
+                               MODEL_PATH_NOT_STR,  # (round 100)
+                               RUST_FRONTEND_REFUSED]  # (round 115)
