@@ -636,7 +636,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w11402's kind), none disputed, none left (test_vllm_round114.py): 2109/2027/1422.
 # Round 115 (crashed 8/8, kind 7/8, phase 7/8) folded: 2117/2034/1429 (kind of 2080, phase of 1462); both misses fixed
 # (w11504's kind, w11505's phase), none disputed, none left (test_vllm_round115.py): 2117/2035/1430.
-FLOORS = {"work": (2117, 2035, 1430)}
+# Round 116 (crashed 4/4, kind 3/4, phase 3/3) folded: 2121/2038/1433 (kind of 2084, phase of 1465); its miss fixed
+# (w11602's kind), none disputed, none left (test_vllm_round116.py): 2121/2039/1433.
+FLOORS = {"work": (2121, 2039, 1433)}
 
 
 def test_the_work_split_keeps_its_counts():

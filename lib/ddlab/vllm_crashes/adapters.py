@@ -3,8 +3,8 @@ not found or holding a tensor vLLM cannot place, FlashInfer's fused-MoE kernels 
 store timing out, LLVM aborting a JIT kernel build, vllm-ascend finding no memory for the KV cache, a CUDA
 graph capture cut inside torch's capture_end, a weight's name cut by the paste; round 41: the block FP8
 activation quantization refusing a layer's width; a node that never reached the rendezvous store; round 51:
-Intel's oneCCL throwing in a collective; round 68: tt-metal's device timeout and trace region), advice in
-vLLM's flags.
+Intel's oneCCL throwing in a collective; round 68: tt-metal's device timeout and trace region; round 116: the
+Ascend runtime failing a device memory allocation), advice in vLLM's flags.
 
 Cited as :mod:`.vllm` cites: ``(release, "vllm/path.py:line")`` in the wheels, a library's file
 by name. Part of :mod:`.vllm`'s list, in its order.
@@ -26,7 +26,7 @@ __all__ = ["SIGNATURES", "LORA_NOT_FOUND", "LORA_WEIGHT", "LORA_TARGETS", "FLASH
            "WEIGHT_NAME_CUT",
            "BINDING_ARGUMENTS",
            "XLA_RESOURCE_EXHAUSTED", "XLA_VMEM_COMPILE", "FP8_GROUP_WIDTH", "ONECCL_EXCEPTION", "TT_DISPATCH_TIMEOUT",
-           "TT_TRACE_REGION", "INDUCTOR_FAILED", "FX_NODE_IN_USE"]
+           "TT_TRACE_REGION", "INDUCTOR_FAILED", "FX_NODE_IN_USE", "NPU_DEVICE_OOM"]
 
 _V0 = V0
 
@@ -218,6 +218,29 @@ XLA_RESOURCE_EXHAUSTED = from_texts(
     sources=(("abseil", "absl/status/statusor.cc (BadStatusOrAccess::InitWhat: \"Bad StatusOr access: \")"),
              ("abseil", "absl/status/status.cc (StatusCodeToString: RESOURCE_EXHAUSTED)")))
 
+# (round 116) the Ascend runtime (CANN) failing a device memory allocation, as torch_npu's error report prints an
+# ACL call's failure ("ERR00100 PTA call acl api failed", then CANN's records): "alloc device memory failed, runtime
+# result = 207001" (207001 is ACL_ERROR_RT_MEMORY_ALLOCATION, "memory allocation error": torch_npu 2.5.1
+# include/third_party/acl/inc/acl/error_codes/rt_error_codes.h:43; torch_npu's text for it "Failed to apply for
+# memory.", csrc/core/npu/NPUErrorCodes.h:250), under CANN's "Memory_Allocation_Failure(EL0004): Failed to allocate
+# memory." (no wheel holds CANN's EL table: the log's own words). Read on the runtime's line only, where it says
+# device memory and that code: a host allocation, another code or another EL record is not this. Below torch_npu's
+# own "NPU out of memory. ... tried to allocate" (CUDA_OOM, 60), which names the sizes where both are printed
+_NPU_DEVICE_ALLOC = r"\balloc device memory failed, runtime result = 207001\b"
+NPU_DEVICE_OOM = from_texts(
+    CUDA_OOM, name="vllm_npu_device_oom", title="the NPU's device memory ran out (CANN: alloc device memory failed)",
+    advice=("The Ascend runtime could not allocate NPU device memory (CANN 207001): the KV cache and the "
+            "activations of this batch did not fit the NPU's memory. Lower `--gpu-memory-utilization` (more room "
+            "outside the KV cache), `--max-num-seqs` or `--max-num-batched-tokens` (smaller batches), or "
+            "`--max-model-len`; or spread the model over more NPUs (`--tensor-parallel-size`). `npu-smi info` "
+            "shows what else holds the NPU's memory.",),
+    texts=(_NPU_DEVICE_ALLOC,),
+    priority=55,
+    sources=(("torch_npu 2.5.1", "include/third_party/acl/inc/acl/error_codes/rt_error_codes.h:43 "
+                                 "(ACL_ERROR_RT_MEMORY_ALLOCATION = 207001)"),
+             ("torch_npu 2.5.1", "include/torch_npu/csrc/core/npu/NPUErrorCodes.h:250 (207001, \"Failed to apply "
+                                 "for memory.\")")))
+
 # (round 27) XLA's TPU compiler finding a kernel's scratch buffers too large for the chip's on-chip vector
 # memory (VMEM) at compile time: error code E1001, CompileTimeScopedVmemOom, a RESOURCE_EXHAUSTED status whose
 # message starts "E1001: CompileTimeScopedVmemOom:" (tensorflow/tensorflow 8832b58
@@ -310,8 +333,8 @@ TT_DISPATCH_TIMEOUT = Signature(
 TT_TRACE_REGION = voiced(graphs.TT_TRACE_REGION, graphs.TT_TRACE_REGION.advice)
 
 SIGNATURES: list[Signature] = [TT_DISPATCH_TIMEOUT, TT_TRACE_REGION,
-                               ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, LORA_NOT_FOUND, LORA_WEIGHT,
-                               LORA_TARGETS,
+                               ONECCL_EXCEPTION, XLA_VMEM_COMPILE, XLA_RESOURCE_EXHAUSTED, NPU_DEVICE_OOM,
+                               LORA_NOT_FOUND, LORA_WEIGHT, LORA_TARGETS,
                                FLASHINFER_MOE_LLAMA4, STORE_WAIT, DIST_INIT_TIMEOUT, LLVM_FATAL, LLVM_RESOURCE_LIMIT,
                                ASCEND_NO_KV_MEMORY,
                                NPU_KERNEL_FAULT, WEIGHT_NAME_CUT, BINDING_ARGUMENTS, FP8_GROUP_WIDTH, INDUCTOR_FAILED,
