@@ -32,11 +32,10 @@ from dataclasses import dataclass, replace
 from ddlab.crashes.signature import Screen
 from ddlab.diagnosis import collapsed, glued_records, long_lines, pytest_reports
 from ddlab.diagnosis.jax_pool_lines import JAX_MEMORY_POOL  # (round 106) sglang-jax's KV pool: memory_pool
-from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records,
-                                    peel_box_border, peel_line_numbers, peel_relay_level, respaced,
-                                    split_flattened, split_glued_bar, split_glued_terminate, unlinked,
-                                    unquote_emphasis, unquote_inline_code)
-from ddlab.diagnosis.precompile_lines import JAX_PRECOMPILE  # (round 83) sglang-jax's precompile: graph_capture
+from ddlab.diagnosis.pastes import (dedented, error_body_message, join_wrapped_frames, json_records, peel_box_border,
+                                    peel_line_numbers, peel_relay_level, respaced, split_flattened, split_glued_bar,
+                                    split_glued_terminate, unlinked, unquote_emphasis, unquote_inline_code)
+from ddlab.diagnosis.precompile_lines import FLASHINFER_AUTOTUNE, JAX_PRECOMPILE  # (rounds 83, 117): graph_capture
 from ddlab.diagnosis.serving_lines import MID_SERVING_TEXTS, WEIGHT_UPDATE
 from ddlab.diagnosis.viewer_prefixes import (RAY_TAG, RELAY_PREFIXES, RFC3339 as _ISO, OMNI_STAGE_TAG,
                                              peel_desktop_time, peel_task_label)
@@ -286,7 +285,8 @@ _PHASE_MARKERS = (
     # "Capture cuda graph end" too: a paste that starts after the bars (0.4.6.post5 model_executor/model_runner.py:1101;
     # 0.5.23 model_runner_components/cuda_graph_setup.py:696); (round 75) the runners' lists before their bars, "Capture
     # cuda graph bs [...]" (0.5.9 model_executor/cuda_graph_runner.py:299), "... num tokens [...]" (0.5.9 piecewise_cuda_graph_runner.py:175)
-    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end|bs \[|num tokens \[)|Capturing batches|" + JAX_PRECOMPILE, re.I)),
+    ("graph_capture", re.compile(r"Capture\b.{0,40}\bcuda graph (?:begin|end|bs \[|num tokens \[)|Capturing batches|"
+                                 + JAX_PRECOMPILE + "|" + FLASHINFER_AUTOTUNE, re.I)),
     ("ready", re.compile(r"The server is fired up and ready to roll")),
     ("serving", re.compile(r"Decode batch\b")),
 )

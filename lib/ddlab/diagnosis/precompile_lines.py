@@ -7,12 +7,15 @@ marker) and as startup lines (a batch line after them is no mid-serving paste). 
 the scheduler and of the worker's EXTEND/DECODE passes count; the server-args fields that name the
 paddings (``precompile_bs_paddings=[...]``, ``--disable-precompile``) are no phase.
 
+(round 117) :data:`FLASHINFER_AUTOTUNE`, SGLang's own line that it starts tuning FlashInfer's kernels on dummy
+batches, the first step of its CUDA graph init: read as ``graph_capture`` the same way.
+
 Why a module of its own: logtext.py is at its ~400-line bound (../shared/STYLE.md).
 """
 
 from __future__ import annotations
 
-__all__ = ["JAX_PRECOMPILE"]
+__all__ = ["JAX_PRECOMPILE", "FLASHINFER_AUTOTUNE"]
 
 # (round 83) The scheduler, unless --disable-jax-precompile, logs "[Scheduler] begins to run worker precompile.",
 # runs the worker's run_precompile and logs "[Scheduler] completes worker precompile." (sgl-project/sglang-jax
@@ -26,3 +29,13 @@ __all__ = ["JAX_PRECOMPILE"]
 # finished in N secs" (model_executor/compilation_manager.py:161-168, :204), the same of [DECODE] (:219-226, :275)
 JAX_PRECOMPILE = (r"\[(?:EXTEND|DECODE)\] (?:begin to precompile|precompile \(bs=|precompile finished in|PRECOMPILE\b)"
                   r"|\[Scheduler\] (?:begins to run|completes) (?:\w+ )?worker precompile\b")
+
+# (round 117) SGLang's "Running FlashInfer autotune ..." (0.5.10 model_executor/model_runner.py:2099; "... with cache:
+# PATH", 0.5.12 :2550, 0.5.13 :2478, and "Running FlashInfer autotune (cache reuse DISABLED via ...", :2487) opens
+# kernel_warmup, "Warmup and tune kernels before cuda graph capture" (0.5.12 :2473-2482), which initialize runs after
+# the KV pool and right before init_device_graphs (:767, :791); from 0.5.16 the tune runs inside the graph init
+# itself: capture_cuda_graphs builds the EagerRunner, whose warmup tunes (0.5.19 model_runner.py:1062,
+# model_runner_components/cuda_graph_setup.py:181, runner/eager_runner.py:155, runner/base_runner.py:255;
+# the line 0.5.16 runner/flashinfer_autotune.py:154, :161; 0.5.23 :304, :313). Read as graph_capture, as vLLM's
+# kernel_warmup -> flashinfer_autotune is (round 85, vllm_frames.py); not the flag disable_flashinfer_autotune
+FLASHINFER_AUTOTUNE = r"Running FlashInfer autotune(?: with cache: | \(cache reuse DISABLED\b|\.\.\.)"

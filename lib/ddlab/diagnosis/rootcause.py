@@ -63,7 +63,7 @@ from ddlab.crashes.kinds.requests import ANSWERED_4XX, ASGI_ERROR, NOT_A_REQUEST
 from ddlab.diagnosis.consequences import yielded
 from ddlab.diagnosis.logtext import Line, is_progress_bar, phase_marker
 from ddlab.diagnosis.signatures import SGLANG, Registry, Signature, regex
-from ddlab.diagnosis.stops import SGLANG_SIGTERM_NOTICE, VLLM_SHUTDOWN_TRIGGERED
+from ddlab.diagnosis.stops import SGLANG_SIGTERM_NOTICE, VLLM_SHUTDOWN_TRIGGERED, exited_on_stop
 from ddlab.diagnosis.tracebacks import ACCESS_RE, Chain, Raised, client_script, router_launch
 from ddlab.diagnosis.unittest_reports import before_verdict
 
@@ -304,8 +304,8 @@ def candidates(lines: list[Line], chains: list[Chain], registry: Registry = SGLA
                    default=0)
     _answered(found, lines)
     if (stop := stop_asked(lines)) is not None:  # the echoes of a stop the operator asked for (a SIGTERM)
-        found = [c for c in found if not (c.first_no > lines[stop].no
-                                          and (c.signature.echo if c.signature else c.wrapper))]
+        found = [c for c in found if not (c.first_no > lines[stop].no and (  # (round 117) and its own exit
+            c.signature.echo if c.signature else c.wrapper or exited_on_stop(c.chain)))]
     # a request's error does not stop the server: the server carrying on is what makes it one
     # (vLLM round 31) progress after a dead engine's echo (v1/metrics/loggers.py:169-174) carries nothing past
     dead = [c.first_no for c in found if c.signature and c.signature.fatal]

@@ -27,7 +27,9 @@ The texts are their writers' own:
   application or a request limit asked it (server.py:275-282), so it names no signal.
 
 Why a module of its own: the SGLang and vLLM readings both ask it, after their verdict is made; it
-never changes whether a log crashed, only how a log that did not is named.
+never changes whether a log crashed, only how a log that did not is named. :func:`exited_on_stop` is the one
+exception, asked by :func:`.rootcause.candidates`: the traceback SGLang's own exit prints after the SIGTERM
+drain is that stop, no crash.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ import re
 
 from ddlab.diagnosis.exits import systemd_stopping
 from ddlab.diagnosis.logtext import Line
+from ddlab.diagnosis.tracebacks import Chain
 from ddlab.diagnosis.vllm_log import VLLM_STATS
 
-__all__ = ["stopped", "SGLANG_SIGTERM_NOTICE", "VLLM_SHUTDOWN_TRIGGERED"]
+__all__ = ["stopped", "exited_on_stop", "SGLANG_SIGTERM_NOTICE", "VLLM_SHUTDOWN_TRIGGERED"]
 
 # the two notices :func:`.rootcause.stop_asked` reads as well (its SIGTERM_NOTICE_RE)
 SGLANG_SIGTERM_NOTICE = r"SIGTERM received\. signum=\S* frame=\S*\. Draining requests and shutting down"
@@ -58,6 +61,23 @@ _STOPS = (
 # vLLM's stats logger reports the interval before it (vllm 0.20.0 v1/metrics/loggers.py:217-230): its last
 # line may come after the stop, and is no sign of serving past it
 _PERIODIC = re.compile(VLLM_STATS)
+# (round 117) SGLang's own exit after the SIGTERM drain: once no request remains ("Gracefully exiting... Remaining
+# number of requests 0"), sigterm_watchdog calls kill_process_tree(os.getpid(), include_parent=True) (0.5.16
+# managers/tokenizer_manager.py:2752, :2768), which kills the children and ends its own process with sys.exit(0)
+# (0.5.16 utils/common.py:2024-2026); print_exception_wrapper catches Exception only (tokenizer_manager.py
+# :3199-3200), so SystemExit leaves the event loop, printed with what the loop then cancels: uvicorn's lifespan
+# task waiting on its queue (uvicorn 0.54.0 lifespan/on.py:137) raises CancelledError while it is handled. Not
+# SystemExit of another code (print_exception_wrapper's sys.exit(1) after a real exception, :3206), nor a chain
+# with any other exception
+_CLEAN_EXIT = re.compile(r"SystemExit(?:: 0)?")
+_CANCELLED = re.compile(r"(?:asyncio\.(?:exceptions\.)?)?CancelledError")
+
+
+def exited_on_stop(chain: Chain | None) -> bool:
+    """The traceback is the server's own clean exit (``SystemExit: 0`` and the tasks its dying loop cancelled):
+    after the SIGTERM notice, the stop ending (:func:`.rootcause.candidates` drops it), not a crash."""
+    texts = [raised.text.strip() for raised in chain.raised] if chain is not None else []
+    return bool(texts and _CLEAN_EXIT.fullmatch(texts[0]) and all(_CANCELLED.fullmatch(t) for t in texts[1:]))
 
 
 def stopped(lines: list[Line], progress: re.Pattern) -> str | None:

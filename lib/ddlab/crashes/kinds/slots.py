@@ -202,5 +202,32 @@ RETRACT_EXHAUSTED = Signature(
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1433"),
              ("0.4.10.post2", "sglang/srt/managers/schedule_batch.py:1483")))
 
+# (round 117) HiSparse (--enable-hisparse) keeps each running request's sparse KV in a device buffer carved from a
+# fixed-size paged pool (0.5.23 mem_cache/allocator/hisparse.py:55, :160-192); the pool's alloc returns None when no
+# page is free, and the coordinator raises "HiSparse alloc_device_buffer returned None" (0.5.12
+# managers/hisparse_coordinator.py:322; 0.5.23 :972), "HiSparse _grow_device_buffers failed (total_grow=N)" (0.5.12
+# :390; 0.5.23 :1042), "HiSparse spec failed to allocate N scratch slots." (0.5.23 :284), the allocator asserts
+# "Hisparse allocation failed in alloc_device_buffer" / "... in alloc_extend" (0.5.12 mem_cache/hisparse_memory_pool.py
+# :274, :336; 0.5.23 mem_cache/allocator/hisparse.py:191, :252): its slots ran out, no CUDA allocation failed. A fork's
+# own buffer of the same pool says it the same way (h117008: "HiSparse prefix-extend buffer alloc failed for req R
+# (alloc_size=N)"); not HiSparse's configuration checks ("HiSparse spec swap is not initialized.")
+_HISPARSE_ALLOC = (r"\bHi[Ss]parse\b[^\n]{0,60}?(?:\balloc\w* failed\b|\bfailed to allocate\b"
+                   r"|\balloc_device_buffer returned None|_grow_device_buffers failed\b)")
+HISPARSE_EXHAUSTED = Signature(
+    "hisparse_buffer_exhausted", "slots_exhausted", "HiSparse's device buffer pool ran out of slots while serving",
+    ("HiSparse keeps each running request's sparse KV in a device buffer taken from a fixed pool of slots: the pool "
+     "had no free slot for this one (no CUDA allocation failed). Run fewer requests at once "
+     "(`--max-running-requests`) or shorter ones, or give HiSparse's device pool more room; without "
+     "`--enable-hisparse` the pool is not used.",),
+    patterns=(_HISPARSE_ALLOC,), priority=72, phase="serving", fatal=True,
+    sources=(("0.5.12", "sglang/srt/managers/hisparse_coordinator.py:322"),
+             ("0.5.12", "sglang/srt/managers/hisparse_coordinator.py:390"),
+             ("0.5.12", "sglang/srt/mem_cache/hisparse_memory_pool.py:274"),
+             ("0.5.23", "sglang/srt/managers/hisparse_coordinator.py:972"),
+             ("0.5.23", "sglang/srt/managers/hisparse_coordinator.py:1042"),
+             ("0.5.23", "sglang/srt/managers/hisparse_coordinator.py:284"),
+             ("0.5.23", "sglang/srt/mem_cache/allocator/hisparse.py:191"),
+             ("0.5.23", "sglang/srt/mem_cache/allocator/hisparse.py:252")))
+
 SIGNATURES = [KV_EXHAUSTED, KV_EXHAUSTED_CUT, KV_ALLOC_FAILED, REQ_SLOTS, MEMORY_CHECK_CUT, BUSY_MEMORY_CHECK,
-              REQ_SLOTS_OLD, MAMBA_SLOTS, RETRACT_EXHAUSTED]
+              REQ_SLOTS_OLD, MAMBA_SLOTS, RETRACT_EXHAUSTED, HISPARSE_EXHAUSTED]
