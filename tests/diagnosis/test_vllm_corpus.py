@@ -638,7 +638,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w11504's kind, w11505's phase), none disputed, none left (test_vllm_round115.py): 2117/2035/1430.
 # Round 116 (crashed 4/4, kind 3/4, phase 3/3) folded: 2121/2038/1433 (kind of 2084, phase of 1465); its miss fixed
 # (w11602's kind), none disputed, none left (test_vllm_round116.py): 2121/2039/1433.
-FLOORS = {"work": (2121, 2039, 1433)}
+# Round 117 (crashed 3/3, kind 1/3, phase 2/3) folded: 2124/2040/1435 (kind of 2087, phase of 1468); both kinds fixed
+# (w11701, w11703), w11703's phase disputed, none left (test_vllm_round117.py): 2124/2042/1435 (phase of 1467).
+FLOORS = {"work": (2124, 2042, 1435)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -21,13 +21,24 @@ invariance." (``_return_or_raise``, oracle/mxfp4.py:431-437, :455, called for th
 FP8, NvFp4, Int8, WNA16 and unquantized oracles word it the same). Refused for one of those two features, it is two
 settings of the user's that do not go together (``bad_argument``); refused for the device or the shape, it is not
 read here.
+
+(round 117) The MXFP4 MoE method's selector takes a backend named with ``--moe-backend`` before its own list
+(``select_deepseek_v4_mxfp4_moe_backend``, oracle/mxfp4.py:600-618 (0.23.0); "flashinfer_cutlass" maps to FlashInfer
+CUTLASS, :242-246) once the kernel says it takes the deployment, and the method then has no weight conversion for
+it: ``convert_weight_to_mxfp4_moe_kernel_format`` ends "Unsupported mxfp4_backend for Mxfp4MoEMethod: {backend}.
+Expected TRTLLM, Triton, AITER, or XPU backend." (:1528-1532 (0.23.0); :1579-1583 (0.27.1) adds emulation), run from
+``process_weights_after_loading`` once the weights are read (quantization/mxfp4.py:655). 0.28.0 converts FlashInfer
+CUTLASS's layouts too (:1609-1611; its message names it, :1693-1697). The checkpoint and the GPU are fine: the backend
+chosen cannot run this method's weights (``kernel_config_unsupported``). A ``--moe-backend`` value the oracle has no
+backend for ("moe_backend='x' is not supported for MXFP4 MoE. Expected one of [...]", :264-267) and the oracle left
+with no backend ("No MXFP4 MoE backend supports the deployment configuration.", :651-653) are not read here.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "FP8_MOE_SCALES_REFUSED", "MOE_BACKEND_FEATURE_REFUSED"]
+__all__ = ["SIGNATURES", "FP8_MOE_SCALES_REFUSED", "MOE_BACKEND_FEATURE_REFUSED", "MXFP4_BACKEND_UNCONVERTED"]
 
 # the refusal's fixed words (both methods), in the exception, a worker's echo of it or a log line
 _PER_TENSOR_ONLY = (r"\bFor FP8 Fused MoE layers, only per-tensor scales for weights and activations are "
@@ -67,4 +78,22 @@ MOE_BACKEND_FEATURE_REFUSED = Signature(
              ("vllm 0.28.0", "vllm/model_executor/layers/fused_moe/oracle/fp8.py:304"),
              ("vllm 0.28.0", "vllm/model_executor/layers/fused_moe/modular_kernel.py:588")))
 
-SIGNATURES: list[Signature] = [FP8_MOE_SCALES_REFUSED, MOE_BACKEND_FEATURE_REFUSED]
+# the MXFP4 MoE method's weight conversion having no case for the chosen backend (an exception or a worker's echo)
+_UNCONVERTED = r"\bUnsupported mxfp4_backend for Mxfp4MoEMethod: (?:Mxfp4MoeBackend\.)?\w+\. Expected "
+MXFP4_BACKEND_UNCONVERTED = Signature(
+    "vllm_mxfp4_backend_unconverted", "kernel_config_unsupported",
+    "the MXFP4 MoE method has no weight conversion for the MoE backend chosen",
+    ("vLLM chose an MXFP4 MoE backend (by itself, or the one `--moe-backend` names) for which this release's "
+     "MXFP4 MoE method cannot lay out the experts' weights: the message names the backend and the ones it takes. "
+     "Name one of those with `--moe-backend` (`flashinfer_trtllm`, `triton`, `marlin`; `aiter` on ROCm), or run a "
+     "release that converts the backend (FlashInfer CUTLASS from vLLM 0.28.0).",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_UNCONVERTED,), lines=(_UNCONVERTED,), priority=80,
+    phase="load_weights",
+    sources=(("vllm 0.23.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:1530"),
+             ("vllm 0.23.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:242"),
+             ("vllm 0.23.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:602"),
+             ("vllm 0.23.0", "vllm/model_executor/layers/quantization/mxfp4.py:655"),
+             ("vllm 0.27.1", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:1581"),
+             ("vllm 0.28.0", "vllm/model_executor/layers/fused_moe/oracle/mxfp4.py:1610")))
+
+SIGNATURES: list[Signature] = [FP8_MOE_SCALES_REFUSED, MOE_BACKEND_FEATURE_REFUSED, MXFP4_BACKEND_UNCONVERTED]
