@@ -143,8 +143,8 @@ class Diagnosis:
         if self.sources:
             rows.append("texts from: " + "; ".join(self.sources[:4]))
         if self.decode:
-            vllm = self.family == "vllm"
-            rows.append(f"metrics:    {metrics_text(self.decode)}" if vllm else f"decode:     {decode_text(self.decode)}")
+            rows.append(f"metrics:    {metrics_text(self.decode)}" if self.family == "vllm"
+                        else f"decode:     {decode_text(self.decode)}")
         if self.facts:
             rows.append("facts:      " + ", ".join(f"{k}={v}" for k, v in self.facts.items()))
         return "\n".join(rows)
