@@ -88,6 +88,18 @@ def test_the_advice_names_the_refused_flags_and_the_switch():
     assert "VLLM_USE_RUST_FRONTEND" in found.suggestion
 
 
+def test_the_cause_names_the_refused_arguments_listed_under_the_header():
+    assert diagnose(read_log("w11504.log")).cause == (
+        "The following arguments are not implemented in Rust frontend yet: api_key")
+    text = "".join(_TAG + line for line in (_LAUNCH + _REFUSED + _DIED).splitlines(keepends=True))
+    assert diagnose(text, family="vllm").cause.endswith("yet: api_key, ssl_keyfile")
+
+
+def test_a_colon_line_with_no_list_under_it_keeps_its_words():
+    header = "The following arguments are not implemented in Rust frontend yet:\n"
+    assert diagnose(_LAUNCH + header + "\nRemove these arguments to continue.\n", family="vllm").cause == header.strip()
+
+
 def test_the_refusal_alone_reads_the_same():
     assert vllm_signature(_REFUSED) == "vllm_rust_frontend_refused"
 

@@ -301,9 +301,9 @@ def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> D
         best = vllm_host_oom(first, log.exit_seen.why or "killed", log.exit_seen.lines)
     said = judge_vllm(log, best, version=version, algorithm=algorithm, tried=tried, host=host)
     signature = said.signature
+    cause = vllm_cause(explain.cause(best, log.exit_seen), best, log.lines) if said.crashed or said.request else None
     return Diagnosis(
-        crashed=said.crashed, kind=said.kind, phase=said.phase,
-        cause=vllm_cause(explain.cause(best, log.exit_seen), best) if said.crashed or said.request else None,
+        crashed=said.crashed, kind=said.kind, phase=said.phase, cause=cause,
         evidence=explain.evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),
         suggestion=said.suggestion, decode=said.decode, exit_status=log.exit_seen.status,
         signature=signature.name if signature else None, facts=said.facts, algorithm=said.algorithm,

@@ -356,6 +356,24 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
                        algorithm, summarize_metrics(records) if records else None)
 
 
-def vllm_cause(said: str | None, best: Candidate | None) -> str | None:
-    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line."""
-    return _cause(said, best)
+# a cause line that ends with a colon introduces what follows it, one item a line ("- name"): the Rust frontend's
+# refusal names the arguments only there (round 115: "The following arguments are not implemented in Rust frontend
+# yet:", "- api_key", the strings of vllm 0.22.0's vllm/vllm-rs, src/cmd/src/cli/unsupported.rs)
+_LIST_ITEM_RE = re.compile(r"^\s*[-*] (\S.{0,79})$")
+
+
+def _listed(said: str | None, best: Candidate | None, lines: list[Line]) -> str | None:
+    if not said or best is None or best.raised is not None or not best.lines or not said.rstrip().endswith(":"):
+        return said
+    items = []
+    for line in (ln for ln in lines if ln.no > best.lines[-1].no):
+        if not (item := _LIST_ITEM_RE.match(line.msg)) or len(items) == 8:
+            break
+        items.append(item[1].strip())
+    return f"{said.rstrip()} {', '.join(items)}"[:240] if items else said
+
+
+def vllm_cause(said: str | None, best: Candidate | None, lines: list[Line] = ()) -> str | None:
+    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line, a line that
+    ends with a colon by the items listed under it."""
+    return _listed(_cause(said, best), best, list(lines))
