@@ -244,6 +244,19 @@ def folded_round(manifest: dict, number: int) -> list[str]:
     return ids
 
 
+def with_carriage_returns(ids: list[str]) -> list[str]:
+    """Those of ``ids`` whose SGLang corpus log holds a carriage return (a progress bar's redraws, CRLF): the logs
+    whose text differs as ``ddlab diagnose FILE`` reads it (``read_log``: CR kept) and as Python's newline
+    translation gives it to ``ddlab.diagnose`` (each CR a line break)."""
+    return [log_id for log_id in ids if b"\r" in (REAL / f"{log_id}.log").read_bytes()]
+
+
+def assert_reads_alike_either_way(log_id: str) -> None:
+    """The SGLang corpus log ``log_id`` reads the same with its carriage returns kept and translated."""
+    path = REAL / f"{log_id}.log"
+    assert reads(read_log(path)) == reads(path.read_text(encoding="utf-8")), log_id
+
+
 def disputed(manifest: dict, ids: list[str]) -> list[str]:
     """Those of ``ids`` whose kind or phase a second look disputed (``kind_disputed``, ``phase_disputed``)."""
     return [log_id for log_id in ids if manifest[log_id].get("kind_disputed") or manifest[log_id].get("phase_disputed")]

@@ -30,8 +30,8 @@ from collections import Counter
 
 import pytest
 
-from fieldkit import KNOWN_MISSES, REAL, REAL_MANIFEST, assert_at_line, assert_reads_as_labelled, disputed, \
-    folded_round, read_log, reads, real, said
+from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, assert_at_line, assert_reads_alike_either_way,
+                      assert_reads_as_labelled, disputed, folded_round, reads, real, said, with_carriage_returns)
 
 _IDS = folded_round(REAL_MANIFEST, 117)
 
@@ -61,10 +61,13 @@ def test_round117_logs_read_as_labelled(log_id):
     assert_reads_as_labelled(log_id, _SIGNATURES[log_id])
 
 
-@pytest.mark.parametrize("log_id", sorted(_SIGNATURES))
+def test_round117_logs_with_carriage_returns_are_those_four():
+    assert with_carriage_returns(_IDS) == ["h117002", "h117003", "h117006", "h117008"]
+
+
+@pytest.mark.parametrize("log_id", with_carriage_returns(_IDS))
 def test_round117_logs_read_the_same_as_their_bytes_decode(log_id):
-    path = REAL / f"{log_id}.log"
-    assert reads(read_log(path)) == reads(path.read_text(encoding="utf-8"))
+    assert_reads_alike_either_way(log_id)
 
 
 def test_h117001s_sigterm_exit_is_a_stop():
