@@ -43,7 +43,7 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_marker,
     vllm_phase_reached,
 )
-from ddlab.diagnosis.vllm_facts import vllm_facts
+from ddlab.diagnosis.vllm_facts import listed_below, vllm_facts
 from ddlab.diagnosis.vllm_frames import CONFIG_FRAMES as _CONFIG_FRAMES, FRAME_PHASES
 from ddlab.diagnosis.vllm_frames import ENGINE_BUILT_FRAMES as _BUILT_FRAMES
 from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES
@@ -365,11 +365,8 @@ _LIST_ITEM_RE = re.compile(r"^\s*[-*] (\S.{0,79})$")
 def _listed(said: str | None, best: Candidate | None, lines: list[Line]) -> str | None:
     if not said or best is None or best.raised is not None or not best.lines or not said.rstrip().endswith(":"):
         return said
-    items = []
-    for line in (ln for ln in lines if ln.no > best.lines[-1].no):
-        if not (item := _LIST_ITEM_RE.match(line.msg)) or len(items) == 8:
-            break
-        items.append(item[1].strip())
+    start = next((at for at, line in enumerate(lines) if line.no > best.lines[-1].no), len(lines))
+    items = listed_below(lines, start, _LIST_ITEM_RE, 8)
     return f"{said.rstrip()} {', '.join(items)}"[:240] if items else said
 
 

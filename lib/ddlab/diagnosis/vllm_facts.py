@@ -20,7 +20,7 @@ import re
 from ddlab.core.literals import literal_eval
 from ddlab.diagnosis.logtext import Line
 
-__all__ = ["vllm_facts"]
+__all__ = ["vllm_facts", "listed_below"]
 
 _VERSION_RES = (
     re.compile(r"vLLM (?:API )?server version:? v?(\d+\.\d+[\w.+-]*)"),   # "vLLM API server version 0.6.1"
@@ -55,14 +55,20 @@ _RUST_REFUSED_RE = re.compile(r"^The following arguments are not implemented in 
 _LISTED_RE = re.compile(r"^- ([a-z_][a-z0-9_]*)\s*$")
 
 
+def listed_below(lines: list[Line], start: int, item: re.Pattern, most: int) -> list[str]:
+    """The items of the list that begins at ``lines[start]``, one a line (``item``'s first group), at most ``most``:
+    what a line ending in a colon introduces (the Rust frontend's refused arguments, a cause's list)."""
+    items: list[str] = []
+    for line in lines[start:start + most]:
+        if not (listed := item.match(line.msg)):
+            break
+        items.append(listed[1].strip())
+    return items
+
+
 def _rust_refused(lines: list[Line]) -> list[str]:
-    names: list[str] = []
-    for at, line in enumerate(lines):
-        if _RUST_REFUSED_RE.match(line.msg):
-            for below in lines[at + 1:at + 41]:
-                if not (listed := _LISTED_RE.match(below.msg)):
-                    break
-                names.append(listed[1])
+    names = [name for at, line in enumerate(lines) if _RUST_REFUSED_RE.match(line.msg)
+             for name in listed_below(lines, at + 1, _LISTED_RE, 40)]
     return list(dict.fromkeys(names))
 
 
