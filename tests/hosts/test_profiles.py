@@ -240,6 +240,38 @@ def test_ctrl_c_mid_command_on_this_machine_leaves_no_zombie_and_no_open_pipe(tm
     assert not leaks, leaks
 
 
+def test_ctrl_c_inside_popen_after_the_fork_leaves_no_child_and_no_warning(monkeypatch):
+    """A Ctrl-C that lands inside subprocess.Popen's constructor after the child is forked
+    (CPython 3.11.7 Lib/subprocess.py:1026-1044: the exception leaves __init__ with the pipes
+    closed and the child never waited, the object unreachable): the command is killed and
+    reaped before the interrupt goes on. Before, the child ran on unreaped and the garbage
+    collector warned "subprocess N is still running" in whichever later test it ran
+    (CI, stop 65: tests/sweeps/test_pool.py failed on a `sh -c` log read's Popen, the watch
+    test that sends SIGINT from a thread at a random instant being one way there). Here the
+    SIGINT is real, sent the moment the fork returns."""
+    real = subprocess.Popen._execute_child
+    spawned = []
+
+    def fork_then_ctrl_c(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        spawned.append(self.pid)
+        os.kill(os.getpid(), signal.SIGINT)  # raised at the constructor's next check
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", fork_then_ctrl_c)
+    transport = connect("local")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            transport.run(["sleep", "30"], timeout_s=20)
+        monkeypatch.undo()
+        assert len(spawned) == 1, "the SIGINT landed after the fork"
+        state = Path(f"/proc/{spawned[0]}/stat")
+        assert not state.exists(), f"left as {state.read_text().split()[2]} (Z: a zombie)"
+        gc.collect()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not leaks, leaks
+
+
 def test_files_are_written_atomically_with_restrictive_modes(transport, scratch):
     path = scratch / "secret.env"
     transport.write_file(str(path), b"HF_TOKEN=x\n")

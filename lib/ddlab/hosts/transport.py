@@ -178,18 +178,22 @@ class LocalTransport(Transport):
 
     def _run(self, argv, data, timeout_s):
         start = time.monotonic()
+        # held before its constructor runs: a Ctrl-C can land inside it after the fork
+        # (CPython 3.11.7 Lib/subprocess.py:1026-1044 closes the pipes and re-raises, the
+        # child never waited), and only this reference can still kill and reap that child
+        proc = subprocess.Popen.__new__(subprocess.Popen)
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
-        except OSError as exc:  # like a shell: 127 not found, 126 not executable
-            code = 127 if isinstance(exc, FileNotFoundError) else 126
-            return Completed(argv, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - start)
-        try:
+            try:
+                proc.__init__(argv, stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            except OSError as exc:  # like a shell: 127 not found, 126 not executable
+                code = 127 if isinstance(exc, FileNotFoundError) else 126
+                return Completed(argv, code, "", f"{argv[0]}: {exc.strerror}\n", time.monotonic() - start)
             out, err, timed_out = communicate(proc, data, timeout_s)
         except BaseException:  # Ctrl-C mid-command: no child, zombie or pipe is left behind
-            _kill_group(proc)
-            _reap(proc)
+            if getattr(proc, "pid", None) is not None:
+                _kill_group(proc)
+                _reap(proc)
             raise
         (out, out_skipped), (err, err_skipped) = out.value(), err.value()
         code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
@@ -228,10 +232,14 @@ def url_host(host: str) -> str:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """SIGKILL to the command's session, and to the command itself while it is not reaped
+    (its pid still its own): a child interrupted before its setsid has no group yet."""
+    kills = (os.killpg, os.kill) if proc.returncode is None else (os.killpg,)
+    for kill in kills:
+        try:
+            kill(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _reap(proc: subprocess.Popen) -> None:
