@@ -198,6 +198,45 @@ def test_cause_is_one_line_and_bounded():
             assert "\n" not in cause and len(cause) < 300, name
 
 
+_REAL = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+@pytest.mark.parametrize("log, ends", [
+    ("real/h90011.log", "backend='inductor' raised: OutOfResources: out of resource: shared memory, "
+                        "Required: 196608, Hardware limit: 65536."),
+    ("real/h7025.log", "No processor registered for architecture: ['Qwen3VLForConditionalGeneration']."),
+    ("real/h30006.log", "CompilationError: at 1:0: ValueError(\"type fp8e4nv not supported in this "
+                        "architecture."),
+    ("vllm-real/vs24.log", "raised: RuntimeError: Triton Error [CUDA]: device kernel image is invalid"),
+], ids=lambda v: v.split("/")[-1][:12])
+def test_a_cause_that_ends_with_a_colon_is_completed_by_the_line_below_that_tells(log, ends):
+    """The exception dynamo wrapped, the architecture with no processor, Triton's error after the
+    source it quotes and its caret: the cause line names it (before: it stopped at the colon)."""
+    cause = dg.diagnose(dg.read_log(str(_REAL / log))).cause
+    assert ends in cause and "\n" not in cause, cause
+
+
+@pytest.mark.parametrize("log, stays", [
+    ("real/h10023.log", "Exception: Capture cuda graph failed:"),  # then SGLang's own advice
+    ("real/h96009.log", "AssertionError:"),  # no first line: where the message ends is not told
+    ("vllm-real/w9121.log", "to (0, 1, 0, 1):"),  # a glog line another writer put between
+], ids=lambda v: v.split("/")[-1][:12])
+def test_a_colon_before_advice_another_writers_line_or_an_empty_first_line_is_left_as_it_is(log, stays):
+    cause = dg.diagnose(dg.read_log(str(_REAL / log))).cause
+    assert cause.rstrip().endswith(stays), cause
+
+
+def test_a_wrapped_message_followed_by_a_log_record_is_not_completed_by_it():
+    text = ("Traceback (most recent call last):\n"
+            '  File "/x/sglang/srt/model_executor/model_runner.py", line 9, in init\n'
+            "    compile()\n"
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+            "[2026-12-07 10:00:00] INFO: the next record\n")
+    assert dg.diagnose(text).cause.endswith("backend='inductor' raised:")
+    told = text.replace("[2026-12-07 10:00:00] INFO: the next record", "RuntimeError: no kernel image")
+    assert dg.diagnose(told).cause.endswith("raised: RuntimeError: no kernel image")
+
+
 def test_kv_pool_advice_names_the_current_fraction():
     result = _diagnose_file("kv_pool_oom.journal.log")
     assert "--mem-fraction-static" in result.suggestion and "0.42" in result.suggestion

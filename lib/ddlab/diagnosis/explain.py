@@ -26,6 +26,18 @@ _MAX_EVIDENCE = 40
 # a child's negative exit code that is a signal sent to it, not a fault (those are native_crash)
 _SENT_SIGNALS = {"1": "SIGHUP", "2": "SIGINT", "3": "SIGQUIT", "15": "SIGTERM"}
 _DUMPED_LOOP_RE = re.compile(r'^\s*(?:File "|event_loop_)')  # a hang told by a dumped frame
+# Python prints a raised message whole, and a first line that ends with a colon introduces the
+# line that tells: the exception dynamo wrapped (torch 2.13.0 _dynamo/exc.py:261, "backend={name!r}
+# raised:\n{type}: {msg}"), the architectures SGLang found no processor for (0.5.23
+# managers/multimodal_processor.py:86), Triton's error after the source it quotes and the caret
+# (triton 3.4.0 compiler/errors.py:18-28, "at L:C:\n<source>\n^\n<error>"). Not SGLang's own
+# advice after an empty "Capture cuda graph failed: " (0.5.23 runner/decode_cuda_graph_runner.py:603,
+# runner_backend_utils/__init__.py:14-15), nor a line another writer put between.
+_TRITON_AT_RE = re.compile(r"\bat \d+:\d+:$")
+_CARET_RE = re.compile(r"^\s*\^+\s*$")
+_NOT_THE_MESSAGE_RE = re.compile(
+    r"^(?:Possible solutions:|Traceback |Process \S+:$|During handling |The above exception |In file included from |"
+    r"[IWEF]\d{0,4}\s*[\d:. ]*\S+:\d+\]|\[?\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG)\b)")
 
 
 # --- evidence -----------------------------------------------------------------------
@@ -117,6 +129,21 @@ def unknown_advice(best: Candidate | None, exit_seen: Exit) -> str:
             f"{look} If it recurs, add a Signature (ddlab.crashes.kinds) with a fixture log.")
 
 
+def _completed(best: Candidate) -> str:
+    """The cause, its first line completed by the line below that tells when it ends with a colon."""
+    raised, said = best.raised, best.cause
+    if raised is None or said != raised.first_line or not said.endswith(":") or "\n" not in raised.message:
+        return said
+    first, *below = raised.message.split("\n")
+    if not first.strip():
+        return said  # a message that starts on the next line: where it ends is not told
+    if _TRITON_AT_RE.search(first):
+        caret = next((at for at, line in enumerate(below) if _CARET_RE.match(line)), None)
+        below = below[caret + 1:] if caret is not None else []
+    line = next((line.strip() for line in below if line.strip()), "")
+    return f"{said} {line}" if line and not _NOT_THE_MESSAGE_RE.match(line) else said
+
+
 def cause(best: Candidate | None, exit_seen: Exit) -> str | None:
     """One line: the exception's message or the fatal line, cut near 240 characters."""
     if best is None:
@@ -136,7 +163,8 @@ def cause(best: Candidate | None, exit_seen: Exit) -> str | None:
         # SGLang's watchdog state dump; vLLM's hang texts are error lines of their own
         if best.signature is HANG and not re.search(r"watchdog timeout|debug info", best.cause, re.I):
             return f"the scheduler watchdog's dump (no error): {best.cause.strip()}"
-    text = best.cause if not (best.wrapper and exit_seen.why) else f"{best.cause} [{exit_seen.why}]"
+    said = _completed(best)
+    text = said if not (best.wrapper and exit_seen.why) else f"{said} [{exit_seen.why}]"
     if len(text) <= 240:
         return text
     cut = text.rfind(". ", 120, 240)
