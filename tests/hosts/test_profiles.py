@@ -250,19 +250,20 @@ def test_ctrl_c_inside_popen_after_the_fork_leaves_no_child_and_no_warning(monke
     test that sends SIGINT from a thread at a random instant being one way there). Here the
     SIGINT is real, sent the moment the fork returns."""
     real = subprocess.Popen._execute_child
-    spawned = []
+    argv, spawned = ["sleep", "30"], []
 
-    def fork_then_ctrl_c(self, *args, **kwargs):
-        real(self, *args, **kwargs)
-        spawned.append(self.pid)
-        os.kill(os.getpid(), signal.SIGINT)  # raised at the constructor's next check
+    def fork_then_ctrl_c(self, args, *rest, **kwargs):
+        real(self, args, *rest, **kwargs)
+        if args == argv and threading.current_thread() is threading.main_thread():  # only this test's
+            spawned.append(self.pid)
+            os.kill(os.getpid(), signal.SIGINT)  # raised at the constructor's next check
 
     monkeypatch.setattr(subprocess.Popen, "_execute_child", fork_then_ctrl_c)
     transport = connect("local")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(KeyboardInterrupt):
-            transport.run(["sleep", "30"], timeout_s=20)
+            transport.run(argv, timeout_s=20)
         monkeypatch.undo()
         assert len(spawned) == 1, "the SIGINT landed after the fork"
         state = Path(f"/proc/{spawned[0]}/stat")
