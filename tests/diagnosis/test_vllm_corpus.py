@@ -640,7 +640,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w11602's kind), none disputed, none left (test_vllm_round116.py): 2121/2039/1433.
 # Round 117 (crashed 3/3, kind 1/3, phase 2/3) folded: 2124/2040/1435 (kind of 2087, phase of 1468); both kinds fixed
 # (w11701, w11703), w11703's phase disputed, none left (test_vllm_round117.py): 2124/2042/1435 (phase of 1467).
-FLOORS = {"work": (2124, 2042, 1435)}
+# Round 118 (crashed 2/2, kind 0/2, phase 2/2) folded: 2126/2042/1437 (kind of 2089, phase of 1469); both kinds fixed
+# (w11801, w11802), none disputed, none left (test_vllm_round118.py): 2126/2044/1437.
+FLOORS = {"work": (2126, 2044, 1437)}
 
 
 def test_the_work_split_keeps_its_counts():

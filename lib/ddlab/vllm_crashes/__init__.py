@@ -11,7 +11,8 @@ accelerators and features), ``adapters`` (LoRA adapters, Ascend / TPU, LLVM, bin
 (vllm-ascend's NPU texts) and ``messages`` (V0's engine messages, NIXL), ``wna16`` (the quantized
 MoE GEMM refusing the experts' shapes, the CUTLASS scaled GEMM refusing a weight's dims),
 ``moe_schemes`` (an FP8 MoE method refusing the checkpoint's scale layout), ``kv_cache_dtypes``
-(``--kv-cache-dtype bfloat16`` refused by the cache write), ``processors`` (a
+(``--kv-cache-dtype bfloat16`` refused by the cache write), ``attention_backends`` (the backend forced by
+``--attention-backend`` refusing the model's attention), ``processors`` (a
 multimodal model's HF processor not fitting vLLM's call), ``hub`` (huggingface.co unreachable
 through TLS or a proxy, a resumed download refused), ``entrypoints`` (the OpenAI server's own
 start-up checks and what it loads beside the engine).

@@ -18,7 +18,7 @@ from dataclasses import replace
 from ddlab.crashes.kinds import launch, memory, models, native, packages, requests, runtime, weights
 from ddlab.device_crashes import archs, compilers, device, kernels, npu, tensor_devices
 from ddlab.crashes.signature import NO_LATER_FRAME, Found, Signature, regex
-from ddlab.vllm_crashes import hub, kv_cache_dtypes, moe_schemes, processors, wna16
+from ddlab.vllm_crashes import attention_backends, hub, kv_cache_dtypes, moe_schemes, processors, wna16
 
 __all__ = ["SIGNATURES", "V0", "NO_REPO", "voiced", "from_texts"]
 
@@ -384,7 +384,7 @@ REFUSED = voiced(requests.REQUEST_REFUSED, ASGI.advice)
 SIGNATURES: list[Signature] = [
     CUDA_OOM, HOST_OOM, ILLEGAL_ACCESS, CUDA_ERROR_CUT, NPU_FAULT_CODE, NPU_AICORE_TIMEOUT, UNSUPPORTED_GPU,
     TRITON_ARCH, AITER_ARCH, KERNEL_COMPILE, KERNEL_CONFIG, *wna16.SIGNATURES, *moe_schemes.SIGNATURES,
-    *kv_cache_dtypes.SIGNATURES,
+    *kv_cache_dtypes.SIGNATURES, *attention_backends.SIGNATURES,
     *processors.SIGNATURES, LAUNCH_REFUSED, FLASHINFER_LAUNCH_REFUSED, DEVICE_REFUSED, NCCL,
     GLOO_PEER_LOST, NCCL_COMM_UNSET, PORT_IN_USE, MODEL_NOT_FOUND, *hub.SIGNATURES, ARCH_UNSUPPORTED, MODEL_TYPE_KEY,
     CONFIG_WITHOUT_MODEL_TYPE,

@@ -20,13 +20,23 @@ factors with ``epilogue_tile_m = 128`` (``shuffle_matrix_sf_a``, :105-117), whos
 multiples of 128 (``assert M % 128 == 0``, flashinfer 0.6.11.post2 utils.py:882, called from
 quantization/fp4_quantization.py:1068): a bare AssertionError under that frame is a layer the kernel cannot take
 (``kernel_config_unsupported``); another NVFP4 GEMM takes it.
+
+(round 118) ``--linear-backend flashinfer_cutlass`` keeps, of the FP8 lists, FlashInfer's kernels alone
+(``_LINEAR_BACKEND_KERNEL_MAP``, model_executor/kernels/linear/__init__.py:256-262 (0.29.0); filtered at :341-355,
+:655): of the block-scaled list only ``FlashInferFp8DeepGEMMDynamicBlockScaledKernel``, of the per-tensor one only
+``FlashInferFP8ScaledMMLinearKernel``, each first in a CUDA list of seven or eight (:403-411, :438-447). The
+block-scaled one needs FlashInfer's SM90 GEMM (``has_flashinfer_fp8_blockscale_gemm``: compute capability 9.0,
+utils/flashinfer.py:1066-1072; "FlashInfer block-scale FP8 GEMM is not available.", scaled_mm/flashinfer.py:128-129),
+the per-tensor one compute capability 10.0 or more (:50-51): one of these reasons alone in the list is the list cut to
+FlashInfer by the flag (vLLM's own choice lists every kernel's reason, :657-668), a flag's choice the GPU cannot serve
+(``bad_argument``); any other kernel's reason beside it is not read.
 """
 
 from __future__ import annotations
 
 from ddlab.crashes.signature import Signature
 
-__all__ = ["SIGNATURES", "LINEAR_BACKEND_REFUSED", "FP4_SCALE_ROWS"]
+__all__ = ["SIGNATURES", "LINEAR_BACKEND_REFUSED", "FP4_SCALE_ROWS", "FLASHINFER_FP8_ONLY"]
 
 _NO_BACKEND_KERNEL = r"--linear-backend=\w+ was requested but no '\w+' kernel exists for this layer type"
 _MARLIN_ONLY = r"\bMarlinFP8ScaledMMLinearKernel To apply FP8 Marlin on high-capability GPUs, please set VLLM_TEST_"
@@ -69,4 +79,28 @@ FP4_SCALE_ROWS = Signature(
              ("vllm 0.20.2", "vllm/model_executor/kernels/linear/nvfp4/flashinfer.py:117 "
                              "(FlashInferTrtllmNvFp4LinearKernel: shuffle_matrix_sf_a(..., epilogue_tile_m))")))
 
-SIGNATURES = [LINEAR_BACKEND_REFUSED, FP4_SCALE_ROWS]
+# (round 118) the two FlashInfer FP8 kernels --linear-backend flashinfer_cutlass keeps, and any other kernel's reason
+_PREFIX = r"^(?:\(\S+ pid=\d+\)\s*)?(?:\S+\s+){0,4}?"
+_FLASHINFER_FP8 = r"FlashInfer(?:Fp8DeepGEMMDynamicBlockScaled|FP8ScaledMMLinear)Kernel "
+_NOT_FLASHINFER_FP8 = rf"{_PREFIX}(?!{_FLASHINFER_FP8})\w+Kernel "
+
+FLASHINFER_FP8_ONLY = Signature(
+    "vllm_linear_backend_flashinfer_only", "bad_argument",
+    "--linear-backend flashinfer_cutlass left the FP8 layer only a FlashInfer kernel this GPU cannot run",
+    ("`--linear-backend flashinfer_cutlass` keeps only FlashInfer's FP8 GEMM for each FP8 linear layer, and it "
+     "refused this one: its block-scaled GEMM runs on compute capability 9.0 (Hopper) only, its per-tensor GEMM on "
+     "10.0 and newer, where vLLM's own choice falls back to DeepGEMM, CUTLASS, Triton or torch. Drop "
+     "`--linear-backend` (or pass `--linear-backend auto`) to let vLLM choose, or name a backend this GPU runs "
+     "(`cutlass`).",),
+    types=r"(?:\w+\.)*ValueError", patterns=(_NO_KERNEL,), context=(rf"{_PREFIX}{_FLASHINFER_FP8}",),
+    absent=(_NOT_FLASHINFER_FP8,), priority=82,  # above unsupported_gpu (81): the flag, not the GPU, left no kernel
+    sources=(("vllm 0.29.0", "vllm/model_executor/kernels/linear/__init__.py:665 (raise ValueError(Failed to find a "
+                             "kernel that can implement the ScaledMM linear layer. Reasons: ...))"),
+             ("vllm 0.29.0", "vllm/model_executor/kernels/linear/__init__.py:256 (flashinfer_cutlass: "
+                             "FlashInferFP8ScaledMMLinearKernel, FlashInferFp8DeepGEMMDynamicBlockScaledKernel)"),
+             ("vllm 0.29.0", "vllm/model_executor/kernels/linear/__init__.py:438 (_POSSIBLE_FP8_BLOCK_KERNELS)"),
+             ("vllm 0.29.0", "vllm/model_executor/kernels/linear/scaled_mm/flashinfer.py:129 (FlashInfer "
+                             "block-scale FP8 GEMM is not available.)"),
+             ("vllm 0.29.0", "vllm/utils/flashinfer.py:1070 (current_platform.is_device_capability(90))")))
+
+SIGNATURES = [LINEAR_BACKEND_REFUSED, FP4_SCALE_ROWS, FLASHINFER_FP8_ONLY]
