@@ -644,7 +644,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w11801, w11802), none disputed, none left (test_vllm_round118.py): 2126/2044/1437.
 # Round 119 (crashed 4/4, kind 4/4, phase 4/4) folded: 2130/2048/1441 (kind of 2093, phase of 1473); no miss, nothing
 # fixed, none disputed, none left (test_vllm_round119.py).
-FLOORS = {"work": (2130, 2048, 1441)}
+# Round 120 (crashed 4/4, kind 3/4, phase 4/4) folded: 2134/2051/1445 (kind of 2097, phase of 1477); its miss fixed
+# (w12004's kind), none disputed, none left (test_vllm_round120.py): 2134/2052/1445.
+FLOORS = {"work": (2134, 2052, 1445)}
 
 
 def test_the_work_split_keeps_its_counts():

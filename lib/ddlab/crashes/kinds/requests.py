@@ -19,6 +19,7 @@ is a request's, whatever it raised: the handler turns it into a 500.
 from __future__ import annotations
 
 from ddlab.crashes.kinds.request_waits import TOKENIZER_REQUEST_WAIT
+from ddlab.crashes.kinds.stray_paths import ROUTE_LIKE
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "REQUEST_FRAMES", "NOT_A_REQUEST", "ASGI_ERROR", "ANSWERED_4XX"]
@@ -331,8 +332,9 @@ def _http_4xx(found: Found) -> str | None:
 # uvicorn's access line of a request the server answered with a client error: refused as sent
 # (a bad body, no or a wrong API key, an unknown path or model), the server serving on. Only a
 # request a client sends (POST ...): a GET the launcher or a probe makes proves nothing.
-# (:mod:`ddlab.diagnosis.rootcause` also reads it: the traceback right above it is that request's)
-ANSWERED_4XX = r'"(?:POST|PUT|DELETE|PATCH) /\S+ HTTP/[\d.]+" 4\d\d\b'
+# (:mod:`ddlab.diagnosis.rootcause` also reads it: the traceback right above it is that request's). (round 120) A 404
+# only on a path with a word of the server's routes: a scanner's probe ("/sdk") is no client's (stray_paths.py)
+ANSWERED_4XX = rf'"(?:POST|PUT|DELETE|PATCH) (?:{ROUTE_LIKE}/\S+ HTTP/[\d.]+" 404|/\S+ HTTP/[\d.]+" 4(?!04)\d\d)\b'
 REQUEST_4XX = Signature(
     "request_http_4xx", "request_error", "the server refused a request as the client sent it",
     ("The server answered a request with a 4xx status (uvicorn's access line) and kept serving: the "
