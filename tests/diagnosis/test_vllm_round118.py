@@ -68,7 +68,8 @@ def test_each_log_reads_as_labelled():
 # --- w11801: the attention backend forced by flag refusing the model's head size -------------------------------------
 
 def test_a_forced_backend_refusing_the_models_head_size_is_kernel_config_unsupported():
-    assert said(read_log("w11801.log")) == (True, "kernel_config_unsupported", "vllm_selected_attention_backend_refused")
+    assert said(read_log("w11801.log")) == (True, "kernel_config_unsupported",
+                                            "vllm_selected_attention_backend_refused")
     assert reads(read_log("w11801.log")) == (True, "kernel_config_unsupported", "load_weights")
 
 
