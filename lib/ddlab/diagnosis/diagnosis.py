@@ -238,7 +238,7 @@ def diagnose(text: str, patterns=(), *, version: str | None = None,
                   explain.unknown_advice(best, exit_seen) if crashed else
                   _THREAD_ADVICE if thread else None)
     records = read.records
-    cause = explain.cause(best, exit_seen) if crashed or request or thread else None
+    cause = explain.cause(best, exit_seen, lines) if crashed or request or thread else None
     if combination and cause:
         cause = f"{combination}: {cause}"
     facts, cause, suggestion = _probes_said(read, facts, cause, suggestion, signature if crashed else None)
@@ -301,7 +301,7 @@ def _diagnose_vllm(text: str, patterns, *, version, algorithm, tried, host) -> D
         best = vllm_host_oom(first, log.exit_seen.why or "killed", log.exit_seen.lines)
     said = judge_vllm(log, best, version=version, algorithm=algorithm, tried=tried, host=host)
     signature = said.signature
-    cause = vllm_cause(explain.cause(best, log.exit_seen), best, log.lines) if said.crashed or said.request else None
+    cause = vllm_cause(explain.cause(best, log.exit_seen, log.lines), best) if said.crashed or said.request else None
     return Diagnosis(
         crashed=said.crashed, kind=said.kind, phase=said.phase, cause=cause,
         evidence=explain.evidence(log.lines, best, log.phase_line, log.exit_seen, compiled, said.crashed),

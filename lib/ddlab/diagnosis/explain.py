@@ -18,6 +18,7 @@ from ddlab.diagnosis.logtext import Line
 from ddlab.diagnosis.rootcause import Candidate
 from ddlab.diagnosis.sglang_reading import MARKER_RE
 from ddlab.diagnosis.signatures import WRAPPER_LINES, regex
+from ddlab.diagnosis.vllm_facts import listed_below
 
 __all__ = ["evidence", "cause", "unknown_advice"]
 
@@ -38,6 +39,10 @@ _CARET_RE = re.compile(r"^\s*\^+\s*$")
 _NOT_THE_MESSAGE_RE = re.compile(
     r"^(?:Possible solutions:|Traceback |Process \S+:$|During handling |The above exception |In file included from |"
     r"[IWEF]\d{0,4}\s*[\d:. ]*\S+:\d+\]|\[?\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG)\b)")
+# a log line that ends with a colon introduces the items listed under it, one a line ("- name"): the Rust frontend's
+# refusal names the arguments only there (vLLM round 115: "The following arguments are not implemented in Rust
+# frontend yet:", "- api_key", the strings of vllm 0.22.0's vllm/vllm-rs, src/cmd/src/cli/unsupported.rs)
+_LIST_ITEM_RE = re.compile(r"^\s*[-*] (\S.{0,79})$")
 
 
 # --- evidence -----------------------------------------------------------------------
@@ -144,8 +149,24 @@ def _completed(best: Candidate) -> str:
     return f"{said} {line}" if line and not _NOT_THE_MESSAGE_RE.match(line) else said
 
 
-def cause(best: Candidate | None, exit_seen: Exit) -> str | None:
-    """One line: the exception's message or the fatal line, cut near 240 characters."""
+def _listed(said: str | None, best: Candidate | None, lines: list[Line]) -> str | None:
+    """A log line's cause that ends with a colon, completed by the items listed under it."""
+    if not said or best is None or best.raised is not None or not best.lines or not said.rstrip().endswith(":"):
+        return said
+    start = next((at for at, line in enumerate(lines) if line.no > best.lines[-1].no), len(lines))
+    items = listed_below(lines, start, _LIST_ITEM_RE, 8)
+    return f"{said.rstrip()} {', '.join(items)}"[:240] if items else said
+
+
+def cause(best: Candidate | None, exit_seen: Exit, lines: list[Line] = ()) -> str | None:
+    """One line: the exception's message or the fatal line, cut near 240 characters; one that ends with a colon
+    completed by what it introduces: a raised message's next line that tells (:func:`_completed`), or the items a
+    log line lists under it (:func:`_listed`, over ``lines``)."""
+    return _listed(_one_line(best, exit_seen), best, list(lines))
+
+
+def _one_line(best: Candidate | None, exit_seen: Exit) -> str | None:
+    """The cause before its completion by the lines under it."""
     if best is None:
         return exit_seen.why
     if best.signature is not None and best.signature.kind == "native_crash" \

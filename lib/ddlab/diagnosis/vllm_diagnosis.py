@@ -43,7 +43,7 @@ from ddlab.diagnosis.vllm_log import (
     vllm_phase_marker,
     vllm_phase_reached,
 )
-from ddlab.diagnosis.vllm_facts import listed_below, vllm_facts
+from ddlab.diagnosis.vllm_facts import vllm_facts
 from ddlab.diagnosis.vllm_frames import CONFIG_FRAMES as _CONFIG_FRAMES, FRAME_PHASES
 from ddlab.diagnosis.vllm_frames import ENGINE_BUILT_FRAMES as _BUILT_FRAMES
 from ddlab.diagnosis.vllm_frames import STARTUP_FRAMES as _STARTUP_FRAMES
@@ -356,21 +356,6 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
                        algorithm, summarize_metrics(records) if records else None)
 
 
-# a cause line that ends with a colon introduces what follows it, one item a line ("- name"): the Rust frontend's
-# refusal names the arguments only there (round 115: "The following arguments are not implemented in Rust frontend
-# yet:", "- api_key", the strings of vllm 0.22.0's vllm/vllm-rs, src/cmd/src/cli/unsupported.rs)
-_LIST_ITEM_RE = re.compile(r"^\s*[-*] (\S.{0,79})$")
-
-
-def _listed(said: str | None, best: Candidate | None, lines: list[Line]) -> str | None:
-    if not said or best is None or best.raised is not None or not best.lines or not said.rstrip().endswith(":"):
-        return said
-    start = next((at for at, line in enumerate(lines) if line.no > best.lines[-1].no), len(lines))
-    items = listed_below(lines, start, _LIST_ITEM_RE, 8)
-    return f"{said.rstrip()} {', '.join(items)}"[:240] if items else said
-
-
-def vllm_cause(said: str | None, best: Candidate | None, lines: list[Line] = ()) -> str | None:
-    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line, a line that
-    ends with a colon by the items listed under it."""
-    return _listed(_cause(said, best), best, list(lines))
+def vllm_cause(said: str | None, best: Candidate | None) -> str | None:
+    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line."""
+    return _cause(said, best)
