@@ -22,7 +22,8 @@ KINDS_OR_NONE = {None, "unknown", "kv_pool_oom", "cuda_oom", "host_oom", "cuda_g
                  "arch_unsupported", "dependency_mismatch", "draft_incompatible", "nccl", "hang",
                  "native_crash", "weights_unreadable", "request_error", "spec_feature_conflict", "pd_transfer",
                  "health_check",  # (round 83) the kinds table's probe that got no answer (w8309: a launcher's probe)
-                 "forward_input_mismatch"}  # (round 86) a label kept as collected, its kind disputed (w8621: unknown)
+                 "forward_input_mismatch",  # (round 86) a label kept as collected, its kind disputed (w8621: unknown)
+                 "disk_full"}  # (2026-12-08) w11903 relabelled when the kind came (its round 119 label: unknown)
 
 
 def test_at_least_40_labelled_logs_each_with_its_file_and_its_evidence_verbatim():

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
-from ddlab.crashes.kinds import (caches, diffusion, event_loops, graphs, hybrid_pools, images, launch, memory, models,
-                                 native, quant_args, requests, router, runtime, speculative, web_deps, weights)
+from ddlab.crashes.kinds import (caches, diffusion, disks, event_loops, graphs, hybrid_pools, images, launch, memory,
+                                 models, native, quant_args, requests, router, runtime, speculative, web_deps, weights)
 from ddlab.device_crashes import device
 from ddlab.crashes.signature import Found, Signature, ascii_lower, needle, regex
 from ddlab.diagnosis.vllm_log import VLLM_PROGRESS_RE, vllm_phase_marker
@@ -42,6 +42,7 @@ KIND_MEANINGS = {
                 "at startup (less GPU memory free than --gpu-memory-utilization asks for)",
     "slots_exhausted": "the scheduler ran out of request slots or KV token slots while serving",
     "host_oom": "host RAM or /dev/shm ran out (the kernel's OOM killer, ENOMEM)",
+    "disk_full": "a disk, or the user's quota on it, is full (a download, a cache, a checkpoint: ENOSPC, EDQUOT)",
     "cuda_graph_capture": "capturing CUDA graphs failed",
     "cuda_graph_replay": "a captured CUDA graph got inputs it cannot take (None, wrong size)",
     "forward_input_mismatch": "the eager runner got batch inputs that disagree (no graph involved)",
@@ -78,6 +79,7 @@ SIGNATURES: list[Signature] = [
     *web_deps.SIGNATURES,  # (round 98)
     *quant_args.SIGNATURES,  # (round 98)
     *hybrid_pools.SIGNATURES,  # (round 110)
+    *disks.SIGNATURES,  # (vLLM round 119's w11903, both servers)
 ]
 
 WRAPPERS = (

@@ -1,19 +1,17 @@
 """vLLM: its crash texts, mapped onto ddlab's kinds, with advice in vLLM's words and flags.
 
-Texts are cited as ``(release, "vllm/path.py:line")`` in the wheels of 0.30.0, 0.33.0 and
-0.34.0 (the V1 engine) and 0.6.4.post1 (the V0 engine's texts, for older pastes); the
-line is where the text is written. Where a kind means the same as SGLang's it is the
-same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argument``
-...); no new kind was needed. Texts that come from the libraries both servers use
-(torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
-signatures with their patterns kept and their advice rewritten in vLLM's flags
-(:mod:`.library`); speculative decoding's own texts (its config, its token budget, the
-draft against the target) are :mod:`.speculative`, one request's errors :mod:`.requests`, CUDA graphs' (capture, replay) :mod:`.graphs`, a start refused by the weight loaders or the config's own checks :mod:`.loading`, the engine's
-death and stalls :mod:`.engine`. The engine's own echoes of a death elsewhere ("Engine core
-initialization failed. See root cause above", ``EngineDeadError``, "EngineCore
-failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind
-``unknown``: they never win over the error they echo, and alone they say where that
-error is printed.
+Texts are cited as ``(release, "vllm/path.py:line")`` in the wheels of 0.30.0, 0.33.0 and 0.34.0 (the V1 engine) and
+0.6.4.post1 (the V0 engine's texts, for older pastes); the line is where the text is written. Where a kind means the
+same as SGLang's it is the same kind (``kv_pool_oom``, ``cuda_graph_capture``, ``port_in_use``, ``bad_argument``
+...); one kind came with vLLM's logs, for both servers: ``disk_full`` (:mod:`.disks`). Texts that come from the
+libraries both servers use (torch's CUDA errors, NCCL, Hugging Face, transformers, Triton, Python) are SGLang's
+signatures with their patterns kept and their advice rewritten in vLLM's flags (:mod:`.library`); speculative
+decoding's own texts (its config, its token budget, the draft against the target) are :mod:`.speculative`, one
+request's errors :mod:`.requests`, CUDA graphs' (capture, replay) :mod:`.graphs`, a start refused by the weight
+loaders or the config's own checks :mod:`.loading`, the engine's death and stalls :mod:`.engine`. The engine's own
+echoes of a death elsewhere ("Engine core initialization failed. See root cause above", ``EngineDeadError``,
+"EngineCore failed to start.", "AsyncLLM output_handler failed.") are ``echo`` signatures of kind ``unknown``: they
+never win over the error they echo, and alone they say where that error is printed.
 
 Advice names vLLM's flags in backticks (``--gpu-memory-utilization``,
 ``--max-model-len``, ``--enforce-eager``, ``--compilation-config``,
@@ -23,7 +21,7 @@ parser tables of 0.30.0, 0.33.0 and 0.34.0 (tests/diagnosis/test_vllm_diagnosis.
 
 from __future__ import annotations
 
-from ddlab.vllm_crashes import (adapters, ascend, backends, engine, entrypoints, graphs, installs, library,
+from ddlab.vllm_crashes import (adapters, ascend, backends, disks, engine, entrypoints, graphs, installs, library,
                                 linear_backends, loading, messages, neuron, parallel_sizes, requests, speculative)
 from ddlab.vllm_crashes.engine import ECHO_LINES, SERVING_ECHOES
 from ddlab.vllm_crashes.requests import CAUGHT, ENGINE_STREAMS
@@ -397,4 +395,5 @@ SIGNATURES: list[Signature] = [
     requests.HANDLER_LOGGED, requests.OMNI_STAGE_ERROR, requests.TOOL_PARSER_ERROR, requests.ADD_LORA_FAILED,
     requests.OMNI_STAGE_RESULT_RAISED, *backends.SIGNATURES, *neuron.SIGNATURES, *parallel_sizes.SIGNATURES,
     *adapters.SIGNATURES, *ascend.SIGNATURES, *messages.SIGNATURES, *entrypoints.SIGNATURES, *installs.SIGNATURES,
+    *disks.SIGNATURES,
 ]
