@@ -25,10 +25,10 @@ rounds, 13, 31, 43, 30, 30, 30, 30, 28, 30, 14, 19, 20, 31, 29, 25, 19, 27, 28, 
 16, 11, 20, 20, 13, 16, 17, 14, 9, 10, 13, 7, 9, 19, 15, 12, 13, 17, 11, 5, 3, 3, 5, 6, 16, 21, 22, 20, 19, 29,
 27, 25, 25, 25, 29, 29, 32, 22, 25, 20, 11, 21, 24, 24, 18, 15, 22, 24, 19, 25, 21, 20, 18, 21, 19, 21, 21, 18, 23,
 20, 22, 25, 23, 25, 19, 25, 22, 14, 25, 23, 23, 18, 17, 20, 19, 17, 12, 16, 13, 8, 3, 6, 5, 4, 3, 3, 3, 2, 4, 8, 4,
-3, 2, 4, 4 and 3 logs, were each measured once and folded into ``work`` like SGLang's (round 11 was kept held out until
-round 12 was measured, then both were folded in; round 13 was kept held out for a session, then folded in; rounds 14 to
-121 were folded in after their misses were read (rounds 84, 111, 112, 119 and 121 had none); round 29 measured 20, one
-dropped after, 19 folded; docs/diagnosis.md, "vLLM").
+3, 2, 4, 4, 3 and 10 logs, were each measured once and folded into ``work`` like SGLang's (round 11 was kept held out
+until round 12 was measured, then both were folded in; round 13 was kept held out for a session, then folded in; rounds
+14 to 122 were folded in after their misses were read (rounds 84, 111, 112, 119 and 121 had none); round 29 measured 20,
+one dropped after, 19 folded; docs/diagnosis.md, "vLLM").
 """
 
 from __future__ import annotations

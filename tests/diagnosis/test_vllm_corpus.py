@@ -649,7 +649,9 @@ def test_labellers_and_a_disputed_or_changed_kind_is_marked():
 # (w12004's kind), none disputed, none left (test_vllm_round120.py): 2134/2052/1445.
 # Round 121 (crashed 3/3, kind 3/3, phase 3/3) folded: 2137/2055/1448 (kind of 2100, phase of 1480); no miss, nothing
 # fixed, none disputed, none left (test_vllm_round121.py).
-FLOORS = {"work": (2137, 2055, 1448)}
+# Round 122 (crashed 9/10, kind 9/10, phase 10/10) folded: 2146/2064/1458 (kind of 2110, phase of 1490); its miss fixed
+# (w12201's crashed and kind), none disputed, none left (test_vllm_round122.py): 2147/2065/1458.
+FLOORS = {"work": (2147, 2065, 1458)}
 
 
 def test_the_work_split_keeps_its_counts():

@@ -29,7 +29,7 @@ The texts are their writers' own:
 Why a module of its own: the SGLang and vLLM readings both ask it, after their verdict is made; it
 never changes whether a log crashed, only how a log that did not is named. :func:`exited_on_stop` is the one
 exception, asked by :func:`.rootcause.candidates`: the traceback SGLang's own exit prints after the SIGTERM
-drain is that stop, no crash.
+drain, or a finalizer's that the interpreter's exit prints after the server's shutdown, is that stop, no crash.
 """
 
 from __future__ import annotations
@@ -71,13 +71,28 @@ _PERIODIC = re.compile(VLLM_STATS)
 # with any other exception
 _CLEAN_EXIT = re.compile(r"SystemExit(?:: 0)?")
 _CANCELLED = re.compile(r"(?:asyncio\.(?:exceptions\.)?)?CancelledError")
+# (vLLM round 122) a weakref.finalize callback's error at the interpreter's exit: finalize registers its class's
+# _exitfunc with atexit (CPython 3.12.1 Lib/weakref.py:569-574), which, once the main module has ended, calls each
+# finalizer still alive (:660-666 'f()', through __call__ :590) and hands an Exception to sys.excepthook (:667-668)
+# and goes on to the next: a traceback whose outermost frame is that _exitfunc, no exception that ended anything
+# (torch registers its libraries' _del_library so: torch 2.8.0 torch/library.py:124, :456). Printed after the
+# server's own shutdown, the process was already ending on the stop asked
+_EXIT_FINALIZER = re.compile(r"(?:^|[/\\])weakref\.py$")
+
+
+def _finalized_at_exit(chain: Chain) -> bool:
+    """The chain's outermost traceback starts in weakref.finalize's atexit hook (``_exitfunc``)."""
+    frames = chain.outermost.frames
+    return bool(frames and frames[0].func == "_exitfunc" and _EXIT_FINALIZER.search(frames[0].file))
 
 
 def exited_on_stop(chain: Chain | None) -> bool:
-    """The traceback is the server's own clean exit (``SystemExit: 0`` and the tasks its dying loop cancelled):
-    after the SIGTERM notice, the stop ending (:func:`.rootcause.candidates` drops it), not a crash."""
+    """The traceback is the server's own clean exit (``SystemExit: 0`` and the tasks its dying loop cancelled)
+    or a finalizer's error the interpreter's exit printed (:func:`_finalized_at_exit`): after the SIGTERM
+    notice, the stop ending (:func:`.rootcause.candidates` drops it), not a crash."""
     texts = [raised.text.strip() for raised in chain.raised] if chain is not None else []
-    return bool(texts and _CLEAN_EXIT.fullmatch(texts[0]) and all(_CANCELLED.fullmatch(t) for t in texts[1:]))
+    return bool(texts and (_CLEAN_EXIT.fullmatch(texts[0]) and all(_CANCELLED.fullmatch(t) for t in texts[1:])
+                           or _finalized_at_exit(chain)))
 
 
 def stopped(lines: list[Line], progress: re.Pattern) -> str | None:
