@@ -9,10 +9,10 @@ URL. The last line is one JSON object with the counts. Each log is read as ``ddl
 reads it (``read_log``: its bytes decoded, CRLF and a progress bar's CR kept).
 
 A held-out set is measured once, then folded into ``work`` (its logs keep
-``heldout_round``: rounds 1 to 121, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
+``heldout_round``: rounds 1 to 122, 43, 53, 41, 41, 47, 42, 40, 37, 40, 40, 26, 29, 10, 11, 15, 11, 17, 14, 7,
 13, 9, 6, 2, 9, 8, 6, 3, 6, 11, 13, 9, 3, 9, 8, 6, 7, 13, 10, 12, 15, 11, 14, 10, 7, 6, 5, 4, 5, 5, 1, 4, 5, 6, 9, 11,
 10, 9, 8, 10, 11, 9, 8, 3, 11, 9, 8, 3, 11, 8, 12, 11, 13, 13, 8, 10, 8, 10, 7, 13, 9, 8, 11, 11, 9, 7, 8, 8, 7,
-11, 12, 12, 15, 15, 10, 13, 12, 15, 12, 11, 9, 7, 7, 5, 7, 10, 8, 6, 3, 4, 4, 4, 2, 2, 5, 1, 5, 8, 2, 3, 1 and 2
+11, 12, 12, 15, 15, 10, 13, 12, 15, 12, 11, 9, 7, 7, 5, 7, 10, 8, 6, 3, 4, 4, 4, 2, 2, 5, 1, 5, 8, 2, 3, 1, 2 and 9
 logs, were folded in after their single measurement; round 21 measured 12, three dropped after);
 ``--split heldout`` with no held-out logs in the manifest says so and measures nothing.
 

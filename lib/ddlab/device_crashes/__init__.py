@@ -8,7 +8,8 @@ that raise), ``kernels`` (kernels refusing a model configuration), ``cooperative
 launch refused for its grid), ``status_checks`` (a kernel library's status check reporting its launch
 refused), ``scale_layouts`` (DeepGEMM with no case for the scale format it was handed), ``ocp_fp8``
 (Triton's AMD backend with no conversion for an OCP fp8 type the GPU lacks), ``hostcall`` (HIP refusing a
-hostcall kernel's dispatch on a platform without PCIe atomics), ``plan_dtypes`` (a kernel
+hostcall kernel's dispatch on a platform without PCIe atomics), ``hip_queue`` (HIP aborting a queue whose
+kernel's scratch the runtime could not allocate), ``plan_dtypes`` (a kernel
 run on other dtypes than its plan was given), ``tensor_devices`` (a kernel handed a tensor off the GPU),
 ``npu_deepep`` (sgl-kernel-npu's DeepEP refusing a dispatch past its configured capacity) and ``npu``
 (an Ascend NPU's own faults and support texts). It left ``crashes/`` when that folder

@@ -25,7 +25,7 @@ from __future__ import annotations
 from ddlab.crashes.kinds.graphs import EAGER_FRAMES, REPLAY_FRAMES
 from ddlab.device_crashes import archs, compilers, cooperative, kernels, npu, plan_dtypes, tensor_devices
 from ddlab.device_crashes import jit_dirs, moe_dispatch, npu_deepep, ocp_fp8, scale_layouts, status_checks
-from ddlab.device_crashes import hostcall
+from ddlab.device_crashes import hip_queue, hostcall
 from ddlab.crashes.signature import Found, Signature, regex
 
 __all__ = ["SIGNATURES", "CUDA_FAULT_WORDS"]
@@ -385,6 +385,7 @@ SIGNATURES = [ILLEGAL_ACCESS, CONTAINED_FAULT, REPLAY_FAULT, UNSUPPORTED_GPU, NO
               *scale_layouts.SIGNATURES,  # (round 90)
               *ocp_fp8.SIGNATURES,  # (round 91)
               *hostcall.SIGNATURES,  # (round 119)
+              *hip_queue.SIGNATURES,  # (round 122)
               *plan_dtypes.SIGNATURES,  # (round 81)
               *tensor_devices.SIGNATURES,  # (vLLM round 82)
               CUDA_ERROR_CUT, COREDUMP_ON_EXCEPTION, npu.NPU_KERNEL_FAULT,

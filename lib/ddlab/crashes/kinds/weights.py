@@ -210,8 +210,41 @@ VLLM_LAYER_SHAPE = Signature(
                                    ("sglang 0.1.11", "sglang/srt/models/llama2.py:310 (weight_loader(param, "
                                                      "loaded_weight, shard_id))")))
 
+# (round 122) the same refusal in a quantization method's post-load step: process_weights_after_loading combines the
+# checkpoint's scales into the kernels' own once the weights are read (0.5.23 model_loader/loader.py:1089). ModelOpt's
+# NVFP4 MoE keeps the input scales for all the model's experts, (num_experts, shards) (0.5.23
+# layers/quantization/modelopt_quant.py:2634-2639, _sglang_require_global_experts), the weight scales for the rank's
+# own, num_local_experts (:2592-2601); the backends that slice the first to the rank's experts do so
+# (_input_scale_to_local_experts :2311-2333, _slice_scale :2792-2803), the default branch takes its max over the
+# shards only (:2809) and multiplies it by the weight scale (_compute_gemm1_alphas :2825, :2357), so with expert
+# parallelism torch's broadcast check refuses num_experts against num_local_experts. A size mismatch under a
+# quantization method's process_weights_after_loading is the checkpoint's tensors not fitting the layer as this
+# launch laid it out; the same text in a forward (serving, capture) is not this
+_POSTLOAD = r'[/\\]layers[/\\]quantization[/\\][\w/\\]*\.py", line \d+,? in process_weights_after_loading\s*$'
+POSTLOAD_SHAPE = Signature(
+    "postload_scale_shape", "weights_unreadable",
+    "a quantization method's post-load step found the checkpoint's tensors of sizes that do not fit together",
+    ("A quantization method's post-load step (process_weights_after_loading, which folds the checkpoint's scales "
+     "into the kernels' own) multiplied two of the layer's tensors whose sizes do not broadcast: the checkpoint's "
+     "tensors do not fit the layer as this launch lays it out. With expert parallelism (`--ep-size`), one size "
+     "the other's times the EP size is a scale kept for all the experts beside one for this rank's: launch without "
+     "expert parallelism, try another `--moe-runner-backend`, or an SGLang release whose method slices the scale to "
+     "the rank's experts; otherwise check that `--quantization` matches the checkpoint.",),
+    patterns=(_SIZES,), context=(_POSTLOAD,), priority=79, phase="load_weights",
+    sources=(("0.5.23", "sglang/srt/model_loader/loader.py:1089"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2634"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2592"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2809"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2825"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2357"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2311"),
+             ("0.5.23", "sglang/srt/layers/quantization/modelopt_quant.py:2792"),
+             ("torch 2.6.0", "aten/src/ATen/ExpandUtils.cpp:33 (infer_size_impl: The size of tensor a "
+                             "({}) must match the size of tensor b ({}) at non-singleton dimension {})")))
+
 SIGNATURES = [WEIGHT_NAME, WEIGHT_NAME_ALONE, UNREADABLE, LOADER_COPY_SHAPE,
               LORA_ADAPTER_KEY,  # (round 33)
               LOADER_NARROW,  # (round 78)
+              POSTLOAD_SHAPE,  # (round 122)
               CONFIG_NOT_JSON,  # (vLLM round 81)
               VLLM_LAYER_SHAPE]  # (round 97)
