@@ -251,6 +251,18 @@ def with_carriage_returns(ids: list[str]) -> list[str]:
     return [log_id for log_id in ids if b"\r" in (REAL / f"{log_id}.log").read_bytes()]
 
 
+# a log past this many bytes takes seconds a reading (h122026, 2.87 MB, 23,543 lines: about 5 s on this VM, 2026-12-08):
+# a test that reads it twice more runs in make test only
+LARGE_LOG_BYTES = 1_000_000
+
+
+def alike_cases(ids: list[str]) -> list:
+    """:func:`with_carriage_returns` of ``ids`` as a parametrize list, each log past :data:`LARGE_LOG_BYTES` marked
+    slow (make test reads it both ways, make check does not)."""
+    return [pytest.param(log_id, marks=pytest.mark.slow) if (REAL / f"{log_id}.log").stat().st_size > LARGE_LOG_BYTES
+            else log_id for log_id in with_carriage_returns(ids)]
+
+
 def assert_reads_alike_either_way(log_id: str) -> None:
     """The SGLang corpus log ``log_id`` reads the same with its carriage returns kept and translated."""
     path = REAL / f"{log_id}.log"

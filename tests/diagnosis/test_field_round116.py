@@ -17,8 +17,8 @@ from collections import Counter
 
 import pytest
 
-from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, assert_reads_alike_either_way, assert_reads_as_labelled, disputed,
-                      folded_round, real, with_carriage_returns)
+from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, alike_cases, assert_reads_alike_either_way, assert_reads_as_labelled,
+                      disputed, folded_round, real, with_carriage_returns)
 
 _IDS = folded_round(REAL_MANIFEST, 116)
 
@@ -49,7 +49,7 @@ def test_round116_logs_with_carriage_returns_are_those_two():
     assert with_carriage_returns(_IDS) == ["h116002", "h116004"]
 
 
-@pytest.mark.parametrize("log_id", with_carriage_returns(_IDS))
+@pytest.mark.parametrize("log_id", alike_cases(_IDS))
 def test_round116_logs_read_the_same_with_their_carriage_returns(log_id):
     assert_reads_alike_either_way(log_id)
 

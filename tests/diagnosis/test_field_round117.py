@@ -30,7 +30,7 @@ from collections import Counter
 
 import pytest
 
-from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, assert_at_line, assert_reads_alike_either_way,
+from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, alike_cases, assert_at_line, assert_reads_alike_either_way,
                       assert_reads_as_labelled, disputed, folded_round, reads, real, said, with_carriage_returns)
 
 _IDS = folded_round(REAL_MANIFEST, 117)
@@ -65,7 +65,7 @@ def test_round117_logs_with_carriage_returns_are_those_four():
     assert with_carriage_returns(_IDS) == ["h117002", "h117003", "h117006", "h117008"]
 
 
-@pytest.mark.parametrize("log_id", with_carriage_returns(_IDS))
+@pytest.mark.parametrize("log_id", alike_cases(_IDS))
 def test_round117_logs_read_the_same_as_their_bytes_decode(log_id):
     assert_reads_alike_either_way(log_id)
 

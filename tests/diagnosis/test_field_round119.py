@@ -25,8 +25,8 @@ from collections import Counter
 
 import pytest
 
-from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, assert_reads_alike_either_way, assert_reads_as_labelled, disputed,
-                      folded_round, reads, real, said, with_carriage_returns)
+from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, alike_cases, assert_reads_alike_either_way, assert_reads_as_labelled,
+                      disputed, folded_round, reads, real, said, with_carriage_returns)
 
 _IDS = folded_round(REAL_MANIFEST, 119)
 
@@ -56,7 +56,7 @@ def test_round119_logs_with_carriage_returns_are_h119001():
     assert with_carriage_returns(_IDS) == ["h119001"]
 
 
-@pytest.mark.parametrize("log_id", with_carriage_returns(_IDS))
+@pytest.mark.parametrize("log_id", alike_cases(_IDS))
 def test_round119_logs_read_the_same_as_their_bytes_decode(log_id):
     assert_reads_alike_either_way(log_id)
 

@@ -27,8 +27,8 @@ from collections import Counter
 
 import pytest
 
-from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, assert_reads_alike_either_way, assert_reads_as_labelled, disputed,
-                      folded_round, reads, real, said, with_carriage_returns)
+from fieldkit import (KNOWN_MISSES, REAL_MANIFEST, alike_cases, assert_reads_alike_either_way, assert_reads_as_labelled,
+                      disputed, folded_round, reads, real, said, with_carriage_returns)
 
 _IDS = folded_round(REAL_MANIFEST, 122)
 
@@ -66,7 +66,7 @@ def test_round122_logs_with_carriage_returns():
     assert with_carriage_returns(_IDS) == ["h122001", "h122021", "h122023", "h122024", "h122025", "h122026"]
 
 
-@pytest.mark.parametrize("log_id", with_carriage_returns(_IDS))
+@pytest.mark.parametrize("log_id", alike_cases(_IDS))
 def test_round122_logs_read_the_same_as_their_bytes_decode(log_id):
     assert_reads_alike_either_way(log_id)
 

@@ -63,7 +63,8 @@ def test_the_free_memory_refusal_is_the_cause():
                                   "desired GPU memory utilization (0.9, 28.21 GiB).")
 
 
-@pytest.mark.parametrize(("log_id", "returns"), [("w12101", 64), ("w12102", 39), ("w12103", 2668)])
+@pytest.mark.parametrize(("log_id", "returns"), [("w12101", 64), ("w12102", 39),
+                                                 pytest.param("w12103", 2668, marks=pytest.mark.slow)])  # 1.36 MB
 def test_the_copies_keep_their_carriage_returns_and_read_alike_either_way(log_id, returns):
     text = read_log(f"{log_id}.log")
     assert text.count("\r") == returns
