@@ -104,14 +104,47 @@ def plain_engine():
     return engine("--disable-cuda-graph")
 
 
+# Two logits this close are a tie in float32 (its epsilon is 1.2e-7): the verify forward over a block of tokens and the
+# one-token decode round differently, and either token is the model's greedy answer (2026-12-08: a fresh clone's
+# hypothesis run found prompt b'e[\xbc\xdf\xc9\x8f\x19"\x15', whose 11th token has 'a' and 't' at 3.9529777 and
+# 3.9529771 in float64, equal through the packed head)
+TIE = 1e-5
+
+
+def _first_divergence(engine, prompt: list[int], got: list[int], want: list[int]) -> tuple[int, float] | None:
+    """Where ``got`` leaves ``want`` and the model's logit gap there (relative), or None where they are equal."""
+    import torch
+
+    at = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), None)
+    if at is None:
+        return None
+    with torch.inference_mode():
+        logits = engine.runner.target(torch.tensor([prompt + want[:at]]))[0][0, -1].double()
+    return at, float(abs(logits[want[at]] - logits[got[at]]) / max(1.0, abs(float(logits[want[at]]))))
+
+
 @pytest.mark.slow
 @given(st.binary(min_size=1, max_size=80), st.integers(1, 40))
 @settings(max_examples=25, deadline=None)
 def test_lossless_on_any_bytes(ddtree_engine, plain_engine, prompt, new):
+    """Token for token, but at a tie of the model's own logits (the greedy answer is either token: :data:`TIE`)."""
     got = ddtree_engine.generate([list(prompt)], new)[0]
     want = plain_engine.generate([list(prompt)], new)[0]
-    assert got.output_ids == want.output_ids
+    divergence = _first_divergence(plain_engine, list(prompt), got.output_ids, want.output_ids)
+    assert divergence is None or divergence[1] <= TIE, (divergence, got.output_ids, want.output_ids)
     assert got.finish_reason == {"type": "length", "length": new}
+
+
+def test_a_divergence_is_forgiven_only_at_a_tie(ddtree_engine, plain_engine):
+    """The example hypothesis found: equal up to a tie of two logits; a wrong token anywhere else is no tie."""
+    prompt = list(b'e[\xbc\xdf\xc9\x8f\x19"\x15')
+    want = plain_engine.generate([prompt], 11)[0].output_ids
+    got = ddtree_engine.generate([prompt], 11)[0].output_ids
+    assert got[:10] == want[:10]
+    divergence = _first_divergence(plain_engine, prompt, got, want)
+    assert divergence is None or (divergence[0] == 10 and divergence[1] <= TIE)
+    wrong = [*want[:3], (want[3] + 1) % 256, *want[4:]]
+    assert _first_divergence(plain_engine, prompt, wrong, want)[1] > TIE
 
 
 def test_spec_counters_are_real(ddtree_engine):
