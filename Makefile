@@ -2,7 +2,8 @@
 # Both create .venv at the repo root and install ddlab into it first.
 # `make check` is the fast tier for your own loop (once .venv exists); its goal is 90 s on 2 cores
 # (75.7-76.6 s for 9118-9124 tests in five fresh clones on the 2-core VM of 2026-12-07 night, Intel Xeon; 105.8-113.6 s
-# for 9236 late that night with the VM slower; every earlier run's figure: docs/performance.md).
+# for 9236 late that night with the VM slower, 148.5-167.7 s for 9322-9325 on 2026-12-08; every earlier run's
+# figure: docs/performance.md).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
