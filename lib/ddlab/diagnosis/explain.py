@@ -10,6 +10,7 @@ that leaves out the raising frame sends the reader back to the whole log.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ddlab.crashes.kinds.native import FATAL_SIGNAL_DUMP, STARTUP_SIGNAL_DUMP
 from ddlab.crashes.kinds.runtime import HANG
@@ -149,7 +150,7 @@ def _completed(best: Candidate) -> str:
     return f"{said} {line}" if line and not _NOT_THE_MESSAGE_RE.match(line) else said
 
 
-def _listed(said: str | None, best: Candidate | None, lines: list[Line]) -> str | None:
+def _listed(said: str | None, best: Candidate | None, lines: Sequence[Line]) -> str | None:
     """A log line's cause that ends with a colon, completed by the items listed under it."""
     if not said or best is None or best.raised is not None or not best.lines or not said.rstrip().endswith(":"):
         return said
@@ -158,11 +159,11 @@ def _listed(said: str | None, best: Candidate | None, lines: list[Line]) -> str 
     return f"{said.rstrip()} {', '.join(items)}"[:240] if items else said
 
 
-def cause(best: Candidate | None, exit_seen: Exit, lines: list[Line] = ()) -> str | None:
+def cause(best: Candidate | None, exit_seen: Exit, lines: Sequence[Line] = ()) -> str | None:
     """One line: the exception's message or the fatal line, cut near 240 characters; one that ends with a colon
     completed by what it introduces: a raised message's next line that tells (:func:`_completed`), or the items a
     log line lists under it (:func:`_listed`, over ``lines``)."""
-    return _listed(_one_line(best, exit_seen), best, list(lines))
+    return _listed(_one_line(best, exit_seen), best, lines)
 
 
 def _one_line(best: Candidate | None, exit_seen: Exit) -> str | None:

@@ -236,8 +236,9 @@ _VALIDATION_RE = re.compile(r"\d+ validation errors? for \w+\s*$")
 _VALUE_ERROR_RE = re.compile(r"^\s*Value error, (.+?)(?: \[type=.*)?$", re.M)
 
 
-def _cause(said: str | None, best: Candidate | None) -> str | None:
-    """pydantic's first line names only the class; the "Value error, ..." line under it says why."""
+def vllm_cause(said: str | None, best: Candidate | None) -> str | None:
+    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line: pydantic's first
+    line names only the class; the "Value error, ..." line under it says why."""
     if not said or best is None or best.raised is None or not _VALIDATION_RE.search(said.splitlines()[0]):
         return said
     why = _VALUE_ERROR_RE.search(best.raised.text)
@@ -354,8 +355,3 @@ def judge_vllm(log: VllmLog, best: Candidate | None, *, version: str | None = No
     return VllmVerdict(crashed, request, kind, phase, signature, signature.title if signature else None,
                        suggestion, {**log.facts, "vllm_version": version} if version else dict(log.facts),
                        algorithm, summarize_metrics(records) if records else None)
-
-
-def vllm_cause(said: str | None, best: Candidate | None) -> str | None:
-    """The cause line, pydantic's "N validation error for X" completed by its "Value error" line."""
-    return _cause(said, best)
